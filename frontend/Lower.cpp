@@ -1,0 +1,1294 @@
+// Checks a parsed model and lowers it to the IR: see Lower.h.
+//
+// The work is done in passes over the AST, each of which keeps going after an error so that one
+// run reports every independent problem: (1) declare every name, (2) evaluate the constants in
+// source order, (3) the shapes, priors and defaults of parameters, states and observations, (4)
+// the relations, (5) what is missing (relations, state dependence) and the sampling order of the
+// relations within each block. A declaration with an error is marked invalid, and uses of it
+// report nothing more, so one mistake gives one message.
+#include "Lower.h"
+
+#include "Frontend.h"
+
+#include "ir/Evaluate.h"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <set>
+
+namespace ssm::frontend {
+
+namespace {
+
+using ast::Expr;
+using ast::Range;
+using EKind = ast::Expr::Kind;
+
+constexpr int max_dimension = 1 << 20;
+constexpr long max_elements = 1L << 26;
+
+const std::set<std::string> unary_functions = {"exp", "log", "sqrt", "abs",
+                                               "sin", "cos", "tanh", "logistic"};
+const std::vector<std::string> all_functions = {"exp", "log",  "sqrt",     "abs", "sin",
+                                                "cos", "tanh", "logistic", "pow", "min",
+                                                "max", "dot",  "zeros",    "eye"};
+
+struct Symbol {
+  enum class Kind { Const, Param, State, Obs } kind;
+  int index = -1;    // into consts_ or the model's params, states, obs
+  Range range;       // the name in its declaration
+  bool valid = true; // false after an error in the declaration: its uses report nothing more
+};
+
+struct ConstValue {
+  ir::Shape shape;
+  std::vector<double> values;
+};
+
+// What an expression is being lowered for.
+struct Scope {
+  ir::Block* block = nullptr;
+
+  // Constant expressions: `what` names the thing that must be constant, for messages.
+  bool constant = false;
+  std::string what;
+  const ast::ConstDecl* defining = nullptr; // the constant being defined, if any
+
+  // Relations: the block, and the target ("x[t]") whose relation this is.
+  ir::BlockKind kind = ir::BlockKind::Initial;
+  ir::VarKind target_kind = ir::VarKind::State;
+  int target_var = -1;
+  std::string target;
+  std::set<int> reads_now; // lag-0 variables of the kind this block samples
+  bool reads_state = false;
+};
+
+// A time index: t + k (relative) or the step k (absolute).
+struct TimeIndex {
+  bool absolute = false;
+  long k = 0;
+  std::string str() const {
+    if (absolute)
+      return std::to_string(k);
+    return k == 0 ? "t" : fmt::format("t{:+}", k);
+  }
+};
+
+struct PendingRelation {
+  const ast::Relation* ast = nullptr;
+  ir::Relation rel;
+  std::string target; // x[t]
+  std::set<int> reads_now;
+  bool reads_state = false;
+  bool ok = false;
+};
+
+bool mentions_time(const Expr& e) {
+  if (e.kind == EKind::Name && e.name == "t")
+    return true;
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [](const ast::ExprPtr& a) { return mentions_time(*a); });
+}
+
+std::string plural(std::size_t n, std::string_view word) {
+  if (n == 1)
+    return fmt::format("1 {}", word);
+  return fmt::format("{} {}", n, word == "index" ? "indices" : std::string(word) + "s");
+}
+
+std::string signature(const ir::DistInfo& info) {
+  return fmt::format("{}({})", info.name, fmt::join(info.arg_names, ", "));
+}
+
+class Lowering {
+public:
+  Lowering(const ast::Model& ast, const std::string& filename, DiagnosticEngine& diags)
+      : ast_(ast), diags_(diags) {
+    model_.name = ast.name.name;
+    model_.source_file = filename;
+  }
+
+  std::optional<ir::Model> run() {
+    int errors_before = diags_.error_count();
+    declare_names();
+    for (const ast::ConstDecl& c : ast_.consts)
+      define_const(c);
+    for (const ast::VarDecl& v : ast_.vars)
+      define_var(v);
+    for (const ast::Relation& r : ast_.relations)
+      add_relation(r);
+    check_completeness();
+    if (diags_.error_count() > errors_before)
+      return std::nullopt;
+    order_relations(ir::BlockKind::Initial);
+    order_relations(ir::BlockKind::Transition);
+    order_relations(ir::BlockKind::Observation);
+    if (diags_.error_count() > errors_before)
+      return std::nullopt;
+    return std::move(model_);
+  }
+
+private:
+  // ---- diagnostics ------------------------------------------------------------------------
+
+  ir::SourceLoc loc(Range r) const { return diags_.loc(r.begin, r.end); }
+  void error(Range r, std::string message) { diags_.error(loc(r), std::move(message)); }
+  void note(Range r, std::string message) { diags_.note(loc(r), std::move(message)); }
+
+  std::vector<std::string> visible_names() const {
+    std::vector<std::string> names = {"t", "pi"};
+    for (const auto& [name, sym] : symbols_)
+      names.push_back(name);
+    return names;
+  }
+
+  void unknown_name(Range r, const std::string& name) {
+    std::string message = fmt::format("unknown name '{}'", name);
+    if (auto guess = closest_name(name, visible_names()))
+      message += fmt::format("; did you mean '{}'?", *guess);
+    error(r, message);
+  }
+
+  static std::string kind_name(Symbol::Kind kind) {
+    switch (kind) {
+    case Symbol::Kind::Const:
+      return "constant";
+    case Symbol::Kind::Param:
+      return "parameter";
+    case Symbol::Kind::State:
+      return "state";
+    case Symbol::Kind::Obs:
+      return "observation";
+    }
+    return "?";
+  }
+
+  void not_constant(const Scope& s, Range r, const std::string& culprit) {
+    error(r, fmt::format("{} must be a constant expression, but {}", s.what, culprit));
+  }
+
+  // ---- (1) names ---------------------------------------------------------------------------
+
+  void declare_names() {
+    struct Decl {
+      const ast::Ident* name;
+      Symbol::Kind kind;
+    };
+    std::vector<Decl> decls;
+    for (const ast::ConstDecl& c : ast_.consts)
+      decls.push_back({&c.name, Symbol::Kind::Const});
+    for (const ast::VarDecl& v : ast_.vars)
+      decls.push_back({&v.name, v.kind == ast::VarDecl::Kind::Param   ? Symbol::Kind::Param
+                                : v.kind == ast::VarDecl::Kind::State ? Symbol::Kind::State
+                                                                      : Symbol::Kind::Obs});
+    std::sort(decls.begin(), decls.end(), [](const Decl& a, const Decl& b) {
+      return a.name->range.begin < b.name->range.begin;
+    });
+    for (const Decl& d : decls) {
+      const std::string& name = d.name->name;
+      if (name == "t") {
+        error(d.name->range, "'t' is reserved for the time index and cannot be declared");
+        continue;
+      }
+      if (name == "pi") {
+        error(d.name->range, "'pi' is a built-in constant and cannot be declared");
+        continue;
+      }
+      if (auto it = symbols_.find(name); it != symbols_.end()) {
+        error(d.name->range, fmt::format("redeclaration of '{}'", name));
+        note(it->second.range, fmt::format("'{}' was first declared here", name));
+        continue;
+      }
+      Symbol sym{d.kind, -1, d.name->range, true};
+      switch (d.kind) {
+      case Symbol::Kind::Const:
+        break; // index assigned when defined
+      case Symbol::Kind::Param:
+        sym.index = static_cast<int>(model_.params.size());
+        model_.params.push_back({name, ir::ParamType::Real, {}, std::nullopt, loc(d.name->range)});
+        break;
+      case Symbol::Kind::State:
+        sym.index = static_cast<int>(model_.states.size());
+        model_.states.push_back({name, {}, loc(d.name->range)});
+        break;
+      case Symbol::Kind::Obs:
+        sym.index = static_cast<int>(model_.obs.size());
+        model_.obs.push_back({name, {}, loc(d.name->range)});
+        break;
+      }
+      symbols_.emplace(name, sym);
+    }
+  }
+
+  // The symbol a declaration introduced, or null if the declaration was rejected as a duplicate.
+  Symbol* declared(const ast::Ident& name) {
+    auto it = symbols_.find(name.name);
+    if (it == symbols_.end() || it->second.range.begin != name.range.begin)
+      return nullptr;
+    return &it->second;
+  }
+
+  Symbol* lookup(const std::string& name) {
+    auto it = symbols_.find(name);
+    return it == symbols_.end() ? nullptr : &it->second;
+  }
+
+  // ---- constant evaluation ----------------------------------------------------------------
+
+  std::optional<ConstValue> eval_const(const Expr& e, std::string what,
+                                       const ast::ConstDecl* defining = nullptr) {
+    ir::Block scratch;
+    Scope s;
+    s.block = &scratch;
+    s.constant = true;
+    s.what = std::move(what);
+    s.defining = defining;
+    std::optional<int> id = lower(e, s);
+    if (!id)
+      return std::nullopt;
+    std::vector<std::vector<double>> values(scratch.nodes.size());
+    for (int i = 0; i <= *id; ++i) {
+      const ir::Node& n = scratch.nodes[i];
+      std::vector<std::vector<double>> args;
+      std::vector<ir::Shape> shapes;
+      for (int a : n.args) {
+        args.push_back(values[a]);
+        shapes.push_back(scratch.nodes[a].shape);
+      }
+      values[i] = ir::evaluate(n, args, shapes);
+    }
+    return ConstValue{scratch.nodes[*id].shape, values[*id]};
+  }
+
+  // A constant that must be a single integer, as a dimension, index or time index.
+  std::optional<long> eval_int(const Expr& e, const std::string& what) {
+    std::optional<ConstValue> v = eval_const(e, what);
+    if (!v)
+      return std::nullopt;
+    if (!v->shape.is_scalar()) {
+      error(e.range,
+            fmt::format("{} must be a single integer, but it is {}", what, v->shape.str()));
+      return std::nullopt;
+    }
+    double x = v->values[0];
+    if (!std::isfinite(x) || x != std::floor(x) || std::fabs(x) > 1e15) {
+      error(e.range, fmt::format("{} must be an integer, but it is {}", what, x));
+      return std::nullopt;
+    }
+    return static_cast<long>(x);
+  }
+
+  std::optional<int> eval_dimension(const Expr& e, const std::string& what) {
+    std::optional<long> n = eval_int(e, what);
+    if (!n)
+      return std::nullopt;
+    if (*n < 0) {
+      error(e.range, fmt::format("{} must be a non-negative integer, but it is {}", what, *n));
+      return std::nullopt;
+    }
+    if (*n > max_dimension) {
+      error(e.range,
+            fmt::format("{} of {} is too large (the limit is {})", what, *n, max_dimension));
+      return std::nullopt;
+    }
+    return static_cast<int>(*n);
+  }
+
+  // ---- (2) constants ----------------------------------------------------------------------
+
+  void define_const(const ast::ConstDecl& c) {
+    Symbol* sym = declared(c.name);
+    std::optional<ConstValue> v =
+        eval_const(*c.value, fmt::format("the value of constant '{}'", c.name.name), &c);
+    if (!sym)
+      return;
+    if (!v) {
+      sym->valid = false;
+      return;
+    }
+    sym->index = static_cast<int>(consts_.size());
+    consts_.push_back(*v);
+    model_.consts.push_back({c.name.name, v->shape, v->values, loc(c.name.range)});
+  }
+
+  // ---- (3) parameters, states, observations -----------------------------------------------
+
+  std::optional<ir::Shape> type_shape(const ast::TypeSpec& t) {
+    std::vector<int> dims;
+    bool ok = true;
+    for (const ast::ExprPtr& d : t.dims) {
+      std::optional<int> n = eval_dimension(*d, "a dimension");
+      ok = ok && n.has_value();
+      dims.push_back(n.value_or(0));
+    }
+    if (!ok)
+      return std::nullopt;
+    long elements = 1;
+    for (int d : dims)
+      elements *= d;
+    if (elements > max_elements) {
+      error(t.range, fmt::format("this type has {} elements, more than the limit of {}", elements,
+                                 max_elements));
+      return std::nullopt;
+    }
+    switch (t.kind) {
+    case ast::TypeSpec::Kind::Real:
+      return ir::Shape::scalar();
+    case ast::TypeSpec::Kind::Vector:
+      return ir::Shape::vector(dims[0]);
+    case ast::TypeSpec::Kind::Matrix:
+      return ir::Shape::matrix(dims[0], dims[1]);
+    case ast::TypeSpec::Kind::CovMatrix:
+      return ir::Shape::matrix(dims[0], dims[0]);
+    }
+    return std::nullopt;
+  }
+
+  void define_var(const ast::VarDecl& v) {
+    Symbol* sym = declared(v.name);
+    std::optional<ir::Shape> shape = ir::Shape::scalar();
+    bool cov = v.type && v.type->kind == ast::TypeSpec::Kind::CovMatrix;
+    if (v.type) {
+      shape = type_shape(*v.type);
+      if (cov && v.kind != ast::VarDecl::Kind::Param) {
+        error(v.type->range, "cov_matrix is a parameter type; use matrix[n, n] for a state or "
+                             "an observation");
+        shape.reset();
+      }
+    }
+    if (!sym)
+      return;
+    if (!shape) {
+      sym->valid = false;
+      return;
+    }
+    switch (v.kind) {
+    case ast::VarDecl::Kind::State:
+      model_.states[sym->index].shape = *shape;
+      return;
+    case ast::VarDecl::Kind::Obs:
+      model_.obs[sym->index].shape = *shape;
+      return;
+    case ast::VarDecl::Kind::Param:
+      break;
+    }
+    ir::ParamDecl& p = model_.params[sym->index];
+    p.shape = *shape;
+    p.type = !v.type                                       ? ir::ParamType::Real
+             : v.type->kind == ast::TypeSpec::Kind::Real   ? ir::ParamType::Real
+             : v.type->kind == ast::TypeSpec::Kind::Vector ? ir::ParamType::Vector
+             : v.type->kind == ast::TypeSpec::Kind::Matrix ? ir::ParamType::Matrix
+                                                           : ir::ParamType::CovMatrix;
+    if (v.prior) {
+      if (cov)
+        error(v.prior->range, "a prior on a cov_matrix parameter is not supported yet (there is "
+                              "no distribution over covariance matrices)");
+      else
+        add_prior(v, sym->index, p.shape);
+    }
+    if (v.default_value)
+      set_default(v, p);
+  }
+
+  void add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape) {
+    const ast::DistCall& d = *v.prior;
+    std::vector<std::optional<ConstValue>> values;
+    for (const ast::ExprPtr& a : d.args)
+      values.push_back(eval_const(*a, "a prior argument"));
+    std::vector<std::optional<ir::Shape>> shapes;
+    for (const auto& value : values)
+      shapes.push_back(value ? std::optional(value->shape) : std::nullopt);
+    std::optional<ir::Dist> dist = check_dist(d, shapes, shape, v.name.name, v.name.range);
+    if (!dist)
+      return;
+    ir::Relation rel;
+    rel.kind = ir::VarKind::Param;
+    rel.var = param;
+    rel.dist = *dist;
+    rel.loc = loc(v.range);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      ir::Node n;
+      n.op = ir::Op::Const;
+      n.shape = values[k]->shape;
+      n.values = values[k]->values;
+      n.loc = loc(d.args[k]->range);
+      rel.args.push_back(model_.prior.add(std::move(n)));
+    }
+    model_.prior.relations.push_back(std::move(rel));
+  }
+
+  void set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
+    const Expr& e = *v.default_value;
+    std::optional<ConstValue> value = eval_const(e, "a default value");
+    if (!value)
+      return;
+    std::vector<double> values;
+    if (value->shape == p.shape) {
+      values = value->values;
+    } else if (value->shape.is_scalar()) {
+      values.assign(p.shape.size(), value->values[0]);
+    } else {
+      error(e.range, fmt::format("the default value of '{}' is {}, but '{}' is {}", p.name,
+                                 value->shape.str(), p.name, p.shape.str()));
+      return;
+    }
+    for (double x : values)
+      if (!std::isfinite(x)) {
+        error(e.range, fmt::format("the default value of '{}' is not finite ({})", p.name, x));
+        return;
+      }
+    if (p.type == ir::ParamType::CovMatrix) {
+      int n = p.shape.dims[0];
+      Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(
+          values.data(), n, n);
+      if (!m.isApprox(m.transpose(), 1e-12) && !(m - m.transpose()).isZero(1e-12)) {
+        error(e.range,
+              fmt::format("the default value of cov_matrix '{}' is not symmetric", p.name));
+        return;
+      }
+      if (Eigen::LLT<Eigen::MatrixXd>(m).info() != Eigen::Success) {
+        error(e.range,
+              fmt::format("the default value of cov_matrix '{}' is not positive definite", p.name));
+        return;
+      }
+    }
+    p.default_value = std::move(values);
+  }
+
+  // ---- distributions ----------------------------------------------------------------------
+
+  // Checks a distribution call against its target; arguments that failed to lower are nullopt.
+  std::optional<ir::Dist> check_dist(const ast::DistCall& d,
+                                     const std::vector<std::optional<ir::Shape>>& args,
+                                     const ir::Shape& target, const std::string& target_name,
+                                     Range target_range) {
+    const ir::DistInfo* info = ir::find_dist(d.name.name);
+    if (!info) {
+      std::vector<std::string> names;
+      for (int k = 0; k <= static_cast<int>(ir::Dist::MvNormal); ++k)
+        names.emplace_back(ir::dist_info(static_cast<ir::Dist>(k)).name);
+      std::string message = fmt::format("unknown distribution '{}'", d.name.name);
+      if (auto guess = closest_name(d.name.name, names))
+        message += fmt::format("; did you mean '{}'?", *guess);
+      error(d.name.range, message);
+      return std::nullopt;
+    }
+    if (args.size() != info->arg_names.size()) {
+      error(d.range, fmt::format("{} takes {}, but {} given", signature(*info),
+                                 plural(info->arg_names.size(), "argument"),
+                                 args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
+      return std::nullopt;
+    }
+    if (std::any_of(args.begin(), args.end(), [](const auto& a) { return !a.has_value(); }))
+      return std::nullopt;
+    bool ok = true;
+    if (info->dist == ir::Dist::MvNormal) {
+      if (target.rank() != 1) {
+        error(target_range, fmt::format("mvnormal needs a vector target, but '{}' is {}",
+                                        target_name, target.str()));
+        return std::nullopt;
+      }
+      ir::Shape cov = ir::Shape::matrix(target.dims[0], target.dims[0]);
+      if (!(*args[0] == target)) {
+        error(
+            d.args[0]->range,
+            fmt::format("argument 'mu' of mvnormal must be {}, like its target '{}', but it is {}",
+                        target.str(), target_name, args[0]->str()));
+        ok = false;
+      }
+      if (!(*args[1] == cov)) {
+        error(d.args[1]->range,
+              fmt::format("argument 'Sigma' of mvnormal must be {} for a target of shape {}, but "
+                          "it is {}",
+                          cov.str(), target.str(), args[1]->str()));
+        ok = false;
+      }
+    } else {
+      for (std::size_t k = 0; k < args.size(); ++k) {
+        if (args[k]->is_scalar() || *args[k] == target)
+          continue;
+        std::string allowed = target.is_scalar() ? "real" : "real or " + target.str();
+        error(d.args[k]->range,
+              fmt::format("argument '{}' of {} must be {}, like its target '{}', but it is {}",
+                          info->arg_names[k], info->name, allowed, target_name, args[k]->str()));
+        ok = false;
+      }
+    }
+    return ok ? std::optional(info->dist) : std::nullopt;
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  int emit(Scope& s, ir::Node n, Range r) {
+    n.loc = loc(r);
+    return s.block->add(std::move(n));
+  }
+
+  int emit_const(Scope& s, ir::Shape shape, std::vector<double> values, Range r) {
+    ir::Node n;
+    n.op = ir::Op::Const;
+    n.shape = std::move(shape);
+    n.values = std::move(values);
+    return emit(s, std::move(n), r);
+  }
+
+  int emit_op(Scope& s, ir::Op op, ir::Shape shape, std::vector<int> args, Range r) {
+    ir::Node n;
+    n.op = op;
+    n.shape = std::move(shape);
+    n.args = std::move(args);
+    return emit(s, std::move(n), r);
+  }
+
+  const ir::Shape& shape_of(const Scope& s, int id) const { return s.block->nodes[id].shape; }
+
+  std::optional<int> lower(const Expr& e, Scope& s) {
+    switch (e.kind) {
+    case EKind::Number:
+      return emit_const(s, ir::Shape::scalar(), {e.number}, e.range);
+    case EKind::Name:
+      return lower_name(e, s);
+    case EKind::Neg: {
+      std::optional<int> a = lower(*e.args[0], s);
+      if (!a)
+        return std::nullopt;
+      return emit_op(s, ir::Op::Neg, shape_of(s, *a), {*a}, e.range);
+    }
+    case EKind::Binary:
+      return lower_binary(e, s);
+    case EKind::Call:
+      return lower_call(e, s);
+    case EKind::List:
+      return lower_list(e, s);
+    case EKind::Index:
+      return lower_index(e, s);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int> lower_name(const Expr& e, Scope& s) {
+    if (e.name == "t") {
+      if (s.constant) {
+        not_constant(s, e.range, "'t' (the time index) is not");
+        return std::nullopt;
+      }
+      if (s.kind == ir::BlockKind::Initial)
+        return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
+      return emit_op(s, ir::Op::Time, ir::Shape::scalar(), {}, e.range);
+    }
+    if (e.name == "pi")
+      return emit_const(s, ir::Shape::scalar(), {std::numbers::pi}, e.range);
+    Symbol* sym = lookup(e.name);
+    if (!sym) {
+      unknown_name(e.range, e.name);
+      return std::nullopt;
+    }
+    switch (sym->kind) {
+    case Symbol::Kind::Const:
+      if (s.defining && sym->range.begin >= s.defining->name.range.begin) {
+        if (sym->range.begin == s.defining->name.range.begin)
+          error(e.range, fmt::format("constant '{}' is defined in terms of itself", e.name));
+        else
+          error(e.range, fmt::format("constant '{}' is declared after '{}'; a constant can only "
+                                     "use constants declared before it",
+                                     e.name, s.defining->name.name));
+        return std::nullopt;
+      }
+      if (!sym->valid)
+        return std::nullopt;
+      return emit_const(s, consts_[sym->index].shape, consts_[sym->index].values, e.range);
+    case Symbol::Kind::Param: {
+      if (s.constant) {
+        not_constant(s, e.range, fmt::format("'{}' is a parameter", e.name));
+        return std::nullopt;
+      }
+      if (!sym->valid)
+        return std::nullopt;
+      ir::Node n;
+      n.op = ir::Op::Param;
+      n.var = sym->index;
+      n.shape = model_.params[sym->index].shape;
+      return emit(s, std::move(n), e.range);
+    }
+    case Symbol::Kind::State:
+    case Symbol::Kind::Obs: {
+      if (s.constant) {
+        not_constant(s, e.range,
+                     fmt::format("'{}' is {}", e.name,
+                                 sym->kind == Symbol::Kind::State ? "a state" : "an observation"));
+        return std::nullopt;
+      }
+      std::string how;
+      if (s.kind == ir::BlockKind::Initial)
+        how = fmt::format("{}[0]", e.name);
+      else if (s.kind == ir::BlockKind::Transition && sym->kind == Symbol::Kind::State)
+        how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
+      else
+        how = fmt::format("{}[t]", e.name);
+      error(e.range, fmt::format("{} '{}' needs a time index here: write {}", kind_name(sym->kind),
+                                 e.name, how));
+      return std::nullopt;
+    }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int> lower_binary(const Expr& e, Scope& s) {
+    std::optional<int> a = lower(*e.args[0], s);
+    std::optional<int> b = lower(*e.args[1], s);
+    if (!a || !b)
+      return std::nullopt;
+    const ir::Shape sa = shape_of(s, *a);
+    const ir::Shape sb = shape_of(s, *b);
+    std::string both = fmt::format("{} {} {}", sa.str(), e.op, sb.str());
+    switch (e.op) {
+    case '+':
+    case '-':
+    case '/': {
+      if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
+        error(e.range, fmt::format("shape mismatch: {} (the operands of '{}' must have the same "
+                                   "shape, or one must be real)",
+                                   both, e.op));
+        return std::nullopt;
+      }
+      ir::Op op = e.op == '+' ? ir::Op::Add : e.op == '-' ? ir::Op::Sub : ir::Op::Div;
+      return emit_op(s, op, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
+    }
+    case '*': {
+      if (sa.is_scalar() || sb.is_scalar())
+        return emit_op(s, ir::Op::Mul, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
+      if (sa.rank() == 1 && sb.rank() == 1) {
+        error(e.range, fmt::format("cannot multiply two vectors with '*' ({}); use dot(a, b) for "
+                                   "their inner product",
+                                   both));
+        return std::nullopt;
+      }
+      if (sa.rank() == 1) {
+        error(e.range, fmt::format("cannot multiply {}: vectors are columns, so only matrix * "
+                                   "vector is defined",
+                                   both));
+        return std::nullopt;
+      }
+      if (sa.dims[1] != sb.dims[0]) {
+        std::string why =
+            sb.rank() == 1
+                ? fmt::format("the matrix has {} columns but the vector has {} elements",
+                              sa.dims[1], sb.dims[0])
+                : fmt::format("the left matrix has {} columns but the right one has {} rows",
+                              sa.dims[1], sb.dims[0]);
+        error(e.range, fmt::format("shape mismatch: {} ({})", both, why));
+        return std::nullopt;
+      }
+      ir::Shape shape = sb.rank() == 1 ? ir::Shape::vector(sa.dims[0])
+                                       : ir::Shape::matrix(sa.dims[0], sb.dims[1]);
+      return emit_op(s, ir::Op::MatMul, shape, {*a, *b}, e.range);
+    }
+    case '^':
+      if (!sb.is_scalar()) {
+        error(e.args[1]->range,
+              fmt::format("the exponent of '^' must be real, but it is {}; use pow(a, b) for "
+                          "elementwise powers",
+                          sb.str()));
+        return std::nullopt;
+      }
+      return emit_op(s, ir::Op::Pow, sa, {*a, *b}, e.range);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int> lower_call(const Expr& e, Scope& s) {
+    const std::string& fn = e.name;
+    std::size_t n = e.args.size();
+    auto arity = [&](std::size_t want, std::string_view sig) {
+      if (n == want)
+        return true;
+      error(e.range, fmt::format("{} takes {}, but {} given", sig, plural(want, "argument"),
+                                 n == 1 ? "1 was" : fmt::format("{} were", n)));
+      return false;
+    };
+    bool unary = unary_functions.count(fn) > 0;
+    bool binary = fn == "pow" || fn == "min" || fn == "max" || fn == "dot";
+    if (fn == "zeros" || fn == "eye") {
+      if (!arity(1, fn + "(n)"))
+        return std::nullopt;
+      std::optional<int> size = eval_dimension(*e.args[0], fmt::format("the size given to {}", fn));
+      if (!size)
+        return std::nullopt;
+      if (fn == "zeros")
+        return emit_const(s, ir::Shape::vector(*size), std::vector<double>(*size, 0.0), e.range);
+      std::vector<double> values(static_cast<std::size_t>(*size) * *size, 0.0);
+      for (int i = 0; i < *size; ++i)
+        values[static_cast<std::size_t>(i) * *size + i] = 1.0;
+      return emit_const(s, ir::Shape::matrix(*size, *size), std::move(values), e.range);
+    }
+    if (!unary && !binary) {
+      if (ir::find_dist(fn))
+        error(e.name_range, fmt::format("'{}' is a distribution, not a function; distributions "
+                                        "appear only after '~'",
+                                        fn));
+      else if (Symbol* sym = lookup(fn))
+        error(e.name_range, fmt::format("'{}' is a {}, not a function", fn, kind_name(sym->kind)));
+      else if (auto guess = closest_name(fn, all_functions))
+        error(e.name_range, fmt::format("unknown function '{}'; did you mean '{}'?", fn, *guess));
+      else
+        error(e.name_range, fmt::format("unknown function '{}'", fn));
+      for (const ast::ExprPtr& a : e.args)
+        lower(*a, s);
+      return std::nullopt;
+    }
+    std::vector<std::optional<int>> args;
+    for (const ast::ExprPtr& a : e.args)
+      args.push_back(lower(*a, s));
+    if (!arity(unary ? 1 : 2, unary ? fn + "(x)" : fn + "(a, b)"))
+      return std::nullopt;
+    if (std::any_of(args.begin(), args.end(), [](const auto& a) { return !a.has_value(); }))
+      return std::nullopt;
+    ir::Node node;
+    node.op = ir::Op::Call;
+    node.fn = fn;
+    for (const auto& a : args)
+      node.args.push_back(*a);
+    if (unary) {
+      node.shape = shape_of(s, *args[0]);
+      return emit(s, std::move(node), e.range);
+    }
+    const ir::Shape sa = shape_of(s, *args[0]);
+    const ir::Shape sb = shape_of(s, *args[1]);
+    if (fn == "dot") {
+      if (sa.rank() != 1 || !(sa == sb)) {
+        error(e.range, fmt::format("dot(a, b) needs two vectors of the same length, but got {} "
+                                   "and {}",
+                                   sa.str(), sb.str()));
+        return std::nullopt;
+      }
+      node.shape = ir::Shape::scalar();
+      return emit(s, std::move(node), e.range);
+    }
+    if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
+      error(e.range, fmt::format("shape mismatch in {}(): {} and {} (the arguments must have the "
+                                 "same shape, or one must be real)",
+                                 fn, sa.str(), sb.str()));
+      return std::nullopt;
+    }
+    node.shape = sa.is_scalar() ? sb : sa;
+    return emit(s, std::move(node), e.range);
+  }
+
+  // [a, b, c] is a vector of scalars; [[a, b], [c, d]] (or a list of vector expressions) is a
+  // matrix given by rows.
+  std::optional<int> lower_list(const Expr& e, Scope& s) {
+    struct Element {
+      bool row = false;
+      std::vector<int> scalars;
+    };
+    std::vector<Element> elements;
+    bool ok = true;
+    for (const ast::ExprPtr& a : e.args) {
+      Element el;
+      if (a->kind == EKind::List) {
+        el.row = true;
+        for (const ast::ExprPtr& x : a->args) {
+          std::optional<int> id = lower(*x, s);
+          if (id && !shape_of(s, *id).is_scalar()) {
+            error(x->range, fmt::format("the elements of a matrix row must be real, but this is {}",
+                                        shape_of(s, *id).str()));
+            id.reset();
+          }
+          ok = ok && id.has_value();
+          el.scalars.push_back(id.value_or(-1));
+        }
+      } else {
+        std::optional<int> id = lower(*a, s);
+        if (!id) {
+          ok = false;
+        } else if (shape_of(s, *id).is_scalar()) {
+          el.scalars.push_back(*id);
+        } else if (shape_of(s, *id).rank() == 1) {
+          el.row = true;
+          int len = shape_of(s, *id).dims[0];
+          for (int i = 0; i < len; ++i) {
+            ir::Node idx;
+            idx.op = ir::Op::Index;
+            idx.args = {*id};
+            idx.index = {i};
+            el.scalars.push_back(emit(s, std::move(idx), a->range));
+          }
+        } else {
+          error(a->range, fmt::format("the elements of a literal must be numbers or rows, but "
+                                      "this is {}",
+                                      shape_of(s, *id).str()));
+          ok = false;
+        }
+      }
+      elements.push_back(std::move(el));
+    }
+    if (!ok)
+      return std::nullopt;
+    bool rows = elements[0].row;
+    for (std::size_t i = 1; i < elements.size(); ++i)
+      if (elements[i].row != rows) {
+        error(e.range, "a literal must hold only numbers (a vector) or only rows of the same "
+                       "length (a matrix)");
+        return std::nullopt;
+      }
+    ir::Node build;
+    build.op = ir::Op::Build;
+    if (!rows) {
+      for (const Element& el : elements)
+        build.args.push_back(el.scalars[0]);
+      build.shape = ir::Shape::vector(static_cast<int>(elements.size()));
+      return emit(s, std::move(build), e.range);
+    }
+    std::size_t cols = elements[0].scalars.size();
+    for (std::size_t i = 1; i < elements.size(); ++i)
+      if (elements[i].scalars.size() != cols) {
+        error(e.args[i]->range,
+              fmt::format("row {} has {}, but row 0 has {}", i,
+                          plural(elements[i].scalars.size(), "element"), plural(cols, "element")));
+        return std::nullopt;
+      }
+    for (const Element& el : elements)
+      build.args.insert(build.args.end(), el.scalars.begin(), el.scalars.end());
+    build.shape = ir::Shape::matrix(static_cast<int>(elements.size()), static_cast<int>(cols));
+    return emit(s, std::move(build), e.range);
+  }
+
+  // How messages name an expression: its source text if short, as in 'A[0]'.
+  std::string quote(const Expr& e) const {
+    std::string_view text = diags_.source().substr(e.range.begin, e.range.end - e.range.begin);
+    if (text.size() > 24 || text.find('\n') != std::string_view::npos)
+      return "this expression";
+    return fmt::format("'{}'", text);
+  }
+
+  // One bracket of component indices applied to the value `base` (the bracket's args[0]).
+  std::optional<int> apply_index(int base, const Expr& bracket, Scope& s) {
+    const ir::Shape shape = shape_of(s, base);
+    std::string subject = quote(*bracket.args[0]);
+    std::size_t count = bracket.args.size() - 1;
+    Range brackets{bracket.args[0]->range.end, bracket.range.end};
+    if (shape.is_scalar()) {
+      error(brackets, fmt::format("{} is real and cannot be indexed", subject));
+      return std::nullopt;
+    }
+    if (count > static_cast<std::size_t>(shape.rank())) {
+      error(brackets, fmt::format("{} is {}, which takes at most {}, but {} given", subject,
+                                  shape.str(), plural(shape.rank(), "index"),
+                                  count == 1 ? "1 was" : fmt::format("{} were", count)));
+      return std::nullopt;
+    }
+    std::vector<int> index;
+    bool ok = true;
+    for (std::size_t k = 0; k < count; ++k) {
+      const Expr& ie = *bracket.args[k + 1];
+      std::optional<long> i = eval_int(ie, "an index");
+      if (!i) {
+        ok = false;
+        continue;
+      }
+      int dim = shape.dims[k];
+      if (*i < 0 || *i >= dim) {
+        std::string which = shape.rank() == 1 ? "index" : k == 0 ? "row index" : "column index";
+        std::string valid =
+            dim == 0 ? "it has no elements" : fmt::format("valid indices are 0 to {}", dim - 1);
+        error(ie.range, fmt::format("{} {} is out of range for {}, which is {} ({})", which, *i,
+                                    subject, shape.str(), valid));
+        ok = false;
+        continue;
+      }
+      index.push_back(static_cast<int>(*i));
+    }
+    if (!ok)
+      return std::nullopt;
+    ir::Node n;
+    n.op = ir::Op::Index;
+    n.args = {base};
+    n.index = index;
+    n.shape = ir::Shape{std::vector<int>(shape.dims.begin() + count, shape.dims.end())};
+    return emit(s, std::move(n), bracket.range);
+  }
+
+  std::optional<int> lower_index(const Expr& e, Scope& s) {
+    // The chain of brackets, innermost first: x[t-1][0] is Index(Index(x, t-1), 0).
+    std::vector<const Expr*> chain;
+    const Expr* base = &e;
+    while (base->kind == EKind::Index) {
+      chain.insert(chain.begin(), base);
+      base = base->args[0].get();
+    }
+    if (base->kind == EKind::Name) {
+      Symbol* sym = lookup(base->name);
+      if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs))
+        return lower_var_ref(*base, *sym, chain, s);
+      if (sym && (sym->kind == Symbol::Kind::Param || sym->kind == Symbol::Kind::Const) &&
+          std::any_of(chain[0]->args.begin() + 1, chain[0]->args.end(),
+                      [](const ast::ExprPtr& a) { return mentions_time(*a); })) {
+        error(chain[0]->range,
+              fmt::format("{} '{}' does not depend on time: write '{}', not "
+                          "'{}[t]'",
+                          kind_name(sym->kind), base->name, base->name, base->name));
+        return std::nullopt;
+      }
+    }
+    std::optional<int> value = lower(*base, s);
+    for (const Expr* bracket : chain) {
+      if (!value)
+        return std::nullopt;
+      value = apply_index(*value, *bracket, s);
+    }
+    return value;
+  }
+
+  std::optional<TimeIndex> time_index(const Expr& e, const std::string& var) {
+    std::string what = fmt::format("the time index of '{}'", var);
+    if (e.kind == EKind::Name && e.name == "t")
+      return TimeIndex{false, 0};
+    if (!mentions_time(e)) {
+      std::optional<long> k = eval_int(e, what);
+      if (!k)
+        return std::nullopt;
+      return TimeIndex{true, *k};
+    }
+    if (e.kind == EKind::Binary && (e.op == '+' || e.op == '-')) {
+      const Expr& lhs = *e.args[0];
+      const Expr& rhs = *e.args[1];
+      bool t_left = lhs.kind == EKind::Name && lhs.name == "t" && !mentions_time(rhs);
+      bool t_right =
+          e.op == '+' && rhs.kind == EKind::Name && rhs.name == "t" && !mentions_time(lhs);
+      if (t_left || t_right) {
+        std::optional<long> k = eval_int(t_left ? rhs : lhs, "a time offset");
+        if (!k)
+          return std::nullopt;
+        return TimeIndex{false, e.op == '-' ? -*k : *k};
+      }
+    }
+    error(e.range, fmt::format("unsupported time index for '{}': write {}[t], {}[t-1] or {}[0]",
+                               var, var, var, var));
+    return std::nullopt;
+  }
+
+  // x[time][components...] for a state or observation x.
+  std::optional<int> lower_var_ref(const Expr& name, const Symbol& sym,
+                                   const std::vector<const Expr*>& chain, Scope& s) {
+    bool is_state = sym.kind == Symbol::Kind::State;
+    if (s.constant) {
+      not_constant(s, chain.back()->range,
+                   fmt::format("'{}' is {}", name.name, is_state ? "a state" : "an observation"));
+      return std::nullopt;
+    }
+    const Expr& first = *chain[0];
+    if (first.args.size() != 2) {
+      error(first.range, fmt::format("the first index of '{0}' is the time alone; index its "
+                                     "components in a second bracket, as in {0}[t][0]",
+                                     name.name));
+      return std::nullopt;
+    }
+    std::optional<TimeIndex> time = time_index(*first.args[1], name.name);
+    if (!time || !sym.valid)
+      return std::nullopt;
+    std::string ref = fmt::format("{}[{}]", name.name, time->str());
+    Range where = first.range;
+    bool initial = s.kind == ir::BlockKind::Initial;
+    if (!initial && time->absolute) {
+      error(where, fmt::format("reading a fixed time step ({}) is not supported: a relation at "
+                               "time t can read {}",
+                               ref,
+                               is_state && s.kind == ir::BlockKind::Transition
+                                   ? fmt::format("{0}[t] and {0}[t-1]", name.name)
+                                   : fmt::format("{}[t]", name.name)));
+      return std::nullopt;
+    }
+    long offset = time->k; // relative to the target's time; t = 0 in the initial block
+    bool same_kind = is_state == (s.target_kind == ir::VarKind::State);
+    if (offset > 0) {
+      error(where, fmt::format("the relation for {} reads {}, a future value; a relation can "
+                               "only read the present and the past",
+                               s.target, ref));
+      return std::nullopt;
+    }
+    if (!is_state && s.kind != ir::BlockKind::Observation) {
+      error(where, fmt::format("not supported yet: {} that reads an observation ({})",
+                               initial ? "an initial relation" : "a transition", ref));
+      return std::nullopt;
+    }
+    if (initial && offset < 0) {
+      error(where, fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref,
+                               s.target));
+      return std::nullopt;
+    }
+    if (offset < -1 && s.kind == ir::BlockKind::Transition) {
+      error(where, fmt::format("not supported yet: lags beyond 1 ({}); a transition can read "
+                               "{}[t-1] and {}[t]",
+                               ref, name.name, name.name));
+      return std::nullopt;
+    }
+    if (offset < 0 && s.kind == ir::BlockKind::Observation) {
+      error(where, fmt::format("not supported yet: an observation that reads {} ({}); an "
+                               "observation can read states and observations at time t",
+                               is_state ? "a past state" : "a past observation", ref));
+      return std::nullopt;
+    }
+    if (offset == 0 && same_kind && sym.index == s.target_var) {
+      error(where, fmt::format("the relation for {} reads {} itself", s.target, ref));
+      return std::nullopt;
+    }
+    ir::Node n;
+    n.op = is_state ? ir::Op::State : ir::Op::Obs;
+    n.var = sym.index;
+    n.lag = static_cast<int>(-offset);
+    n.shape = is_state ? model_.states[sym.index].shape : model_.obs[sym.index].shape;
+    if (offset == 0 && same_kind)
+      s.reads_now.insert(sym.index);
+    if (is_state)
+      s.reads_state = true;
+    std::optional<int> value = emit(s, std::move(n), where);
+    for (std::size_t k = 1; k < chain.size() && value; ++k)
+      value = apply_index(*value, *chain[k], s);
+    return value;
+  }
+
+  // ---- (4) relations ----------------------------------------------------------------------
+
+  void add_relation(const ast::Relation& r) {
+    std::vector<const Expr*> chain;
+    const Expr* base = r.target.get();
+    while (base->kind == EKind::Index) {
+      chain.insert(chain.begin(), base);
+      base = base->args[0].get();
+    }
+    const std::string& name = base->name;
+    Symbol* sym = lookup(name);
+    if (!sym) {
+      unknown_name(base->range, name);
+      return;
+    }
+    switch (sym->kind) {
+    case Symbol::Kind::Const:
+      error(r.target->range, fmt::format("'{}' is a constant; only states and observations can "
+                                         "be the target of a relation",
+                                         name));
+      return;
+    case Symbol::Kind::Param:
+      error(r.target->range,
+            fmt::format("cannot assign to parameter '{0}': give its prior in its declaration, as "
+                        "in 'param {0} ~ {1}(...);'",
+                        name, r.dist.name.name));
+      return;
+    default:
+      break;
+    }
+    bool is_state = sym->kind == Symbol::Kind::State;
+    std::string forms = is_state ? fmt::format("{0}[0] (initial) or {0}[t] (transition)", name)
+                                 : fmt::format("{}[t]", name);
+    if (chain.empty()) {
+      error(r.target->range,
+            fmt::format("the target of a relation needs a time index: write {}", forms));
+      return;
+    }
+    if (chain.size() > 1 || chain[0]->args.size() != 2) {
+      error(r.target->range, fmt::format("a relation must target a whole variable, as in {}; "
+                                         "relations for single components are not supported",
+                                         forms));
+      return;
+    }
+    std::optional<TimeIndex> time = time_index(*chain[0]->args[1], name);
+    if (!time)
+      return;
+    ir::BlockKind kind;
+    if (is_state && time->absolute && time->k == 0)
+      kind = ir::BlockKind::Initial;
+    else if (!time->absolute && time->k == 0)
+      kind = is_state ? ir::BlockKind::Transition : ir::BlockKind::Observation;
+    else {
+      error(r.target->range, fmt::format("the target of a relation must be {}, not {}[{}]", forms,
+                                         name, time->str()));
+      return;
+    }
+    if (!sym->valid)
+      return;
+    std::string target = fmt::format("{}[{}]", name, kind == ir::BlockKind::Initial ? "0" : "t");
+    auto key = std::pair(kind, sym->index);
+    if (auto it = first_relation_.find(key); it != first_relation_.end()) {
+      error(r.target->range, fmt::format("{} has a second relation", target));
+      note(it->second->target->range, fmt::format("the first relation for {} is here", target));
+      return;
+    }
+    first_relation_.emplace(key, &r);
+
+    Scope s;
+    s.block = &model_.block(kind);
+    s.kind = kind;
+    s.target_kind = is_state ? ir::VarKind::State : ir::VarKind::Obs;
+    s.target_var = sym->index;
+    s.target = target;
+    std::vector<std::optional<int>> args;
+    std::vector<std::optional<ir::Shape>> shapes;
+    for (const ast::ExprPtr& a : r.dist.args) {
+      args.push_back(lower(*a, s));
+      shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
+    }
+    const ir::Shape& shape =
+        is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
+    std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
+
+    PendingRelation p;
+    p.ast = &r;
+    p.target = target;
+    p.rel.kind = s.target_kind;
+    p.rel.var = sym->index;
+    p.rel.loc = loc(r.range);
+    p.reads_now = s.reads_now;
+    p.reads_state = s.reads_state;
+    p.ok = dist.has_value();
+    if (p.ok) {
+      p.rel.dist = *dist;
+      for (const auto& a : args)
+        p.rel.args.push_back(*a);
+    }
+    pending_[kind].push_back(std::move(p));
+  }
+
+  // ---- (5) completeness and order ---------------------------------------------------------
+
+  const PendingRelation* relation_for(ir::BlockKind kind, int var) const {
+    auto it = pending_.find(kind);
+    if (it == pending_.end())
+      return nullptr;
+    for (const PendingRelation& p : it->second)
+      if (p.rel.var == var)
+        return &p;
+    return nullptr;
+  }
+
+  void check_completeness() {
+    if (model_.states.empty())
+      error(ast_.name.range, fmt::format("model '{}' declares no state", model_.name));
+    if (model_.obs.empty())
+      diags_.warning(loc(ast_.name.range),
+                     fmt::format("model '{}' declares no observation: it can be simulated but "
+                                 "not filtered",
+                                 model_.name));
+    for (const ast::VarDecl& v : ast_.vars) {
+      Symbol* sym = declared(v.name);
+      if (!sym || !sym->valid)
+        continue;
+      const std::string& name = v.name.name;
+      if (v.kind == ast::VarDecl::Kind::State) {
+        if (!relation_for(ir::BlockKind::Initial, sym->index))
+          error(v.name.range, fmt::format("state '{0}' has no initial relation: add one, as in "
+                                          "'{0}[0] ~ normal(0, 1);'",
+                                          name));
+        if (!relation_for(ir::BlockKind::Transition, sym->index))
+          error(v.name.range, fmt::format("state '{0}' has no transition relation: add one, as "
+                                          "in '{0}[t] ~ normal({0}[t-1], 1);'",
+                                          name));
+      } else if (v.kind == ast::VarDecl::Kind::Obs) {
+        if (!relation_for(ir::BlockKind::Observation, sym->index))
+          error(v.name.range, fmt::format("observation '{0}' has no relation: add one that "
+                                          "depends on a state, as in '{0}[t] ~ normal(x[t], 1);'",
+                                          name));
+      }
+    }
+    check_obs_depend_on_states();
+  }
+
+  // An observation must depend on some state at time t, directly or through the observations
+  // its relation reads; otherwise it says nothing about the states.
+  void check_obs_depend_on_states() {
+    std::vector<PendingRelation>& obs = pending_[ir::BlockKind::Observation];
+    std::map<int, bool> informative;
+    for (const PendingRelation& p : obs)
+      informative[p.rel.var] = !p.ok || p.reads_state; // a failed relation was reported already
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const PendingRelation& p : obs)
+        if (!informative[p.rel.var])
+          for (int o : p.reads_now)
+            if (informative.count(o) && informative[o]) {
+              informative[p.rel.var] = changed = true;
+              break;
+            }
+    }
+    for (const PendingRelation& p : obs)
+      if (!informative[p.rel.var])
+        error(p.ast->target->range,
+              fmt::format("observation '{}' does not depend on any state: its relation reads no "
+                          "state, directly or through other observations",
+                          model_.obs[p.rel.var].name));
+  }
+
+  // Appends the block's relations in source order, except that a relation comes after those of
+  // the lag-0 variables it reads.
+  void order_relations(ir::BlockKind kind) {
+    std::vector<PendingRelation>& rels = pending_[kind];
+    ir::Block& block = model_.block(kind);
+    std::set<int> sampled;
+    std::vector<bool> placed(rels.size(), false);
+    for (std::size_t done = 0; done < rels.size();) {
+      bool progress = false;
+      for (std::size_t i = 0; i < rels.size(); ++i) {
+        if (placed[i] || !std::includes(sampled.begin(), sampled.end(), rels[i].reads_now.begin(),
+                                        rels[i].reads_now.end()))
+          continue;
+        block.relations.push_back(rels[i].rel);
+        sampled.insert(rels[i].rel.var);
+        placed[i] = progress = true;
+        ++done;
+        break; // restart, so that source order decides among the ready ones
+      }
+      if (!progress) {
+        report_cycle(rels, placed);
+        return;
+      }
+    }
+  }
+
+  void report_cycle(const std::vector<PendingRelation>& rels, const std::vector<bool>& placed) {
+    std::map<int, std::size_t> by_var;
+    for (std::size_t i = 0; i < rels.size(); ++i)
+      if (!placed[i])
+        by_var[rels[i].rel.var] = i;
+    // Every unplaced relation reads an unplaced one, so following reads must close a cycle.
+    std::vector<std::size_t> path;
+    std::size_t i = std::find(placed.begin(), placed.end(), false) - placed.begin();
+    while (std::find(path.begin(), path.end(), i) == path.end()) {
+      path.push_back(i);
+      for (int v : rels[i].reads_now)
+        if (by_var.count(v)) {
+          i = by_var[v];
+          break;
+        }
+    }
+    path.erase(path.begin(), std::find(path.begin(), path.end(), i));
+    std::rotate(path.begin(), std::min_element(path.begin(), path.end()), path.end());
+    std::string chain = rels[path[0]].target + " reads " + rels[path[1 % path.size()]].target;
+    for (std::size_t k = 1; k < path.size(); ++k)
+      chain += ", which reads " + rels[path[(k + 1) % path.size()]].target;
+    error(rels[path[0]].ast->target->range,
+          fmt::format("circular dependency between relations: {}", chain));
+  }
+
+  const ast::Model& ast_;
+  DiagnosticEngine& diags_;
+  ir::Model model_;
+  std::map<std::string, Symbol> symbols_;
+  std::vector<ConstValue> consts_;
+  std::map<std::pair<ir::BlockKind, int>, const ast::Relation*> first_relation_;
+  std::map<ir::BlockKind, std::vector<PendingRelation>> pending_;
+};
+
+} // namespace
+
+std::optional<ir::Model> lower(const ast::Model& model, const std::string& filename,
+                               DiagnosticEngine& diags) {
+  return Lowering(model, filename, diags).run();
+}
+
+} // namespace ssm::frontend

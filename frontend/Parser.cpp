@@ -1,0 +1,311 @@
+// The grammar of `.ssm` files in Boost.Spirit X3. Semantic actions build the AST (AST.h) with the
+// byte range of every node. This is the only translation unit that includes X3, because it is slow
+// to compile; syntax-error messages are worded in Source.cpp.
+#include "Parser.h"
+
+#include "Frontend.h"
+#include "Source.h"
+
+#include <boost/spirit/home/x3.hpp>
+
+#include <charconv>
+
+namespace ssm::frontend {
+
+namespace x3 = boost::spirit::x3;
+
+namespace {
+
+using It = const char*;
+
+struct ParseState {
+  const char* base;
+  std::string_view text;
+  ast::Model* model;
+};
+struct state_tag;
+
+template <class Ctx> ParseState& state(Ctx& ctx) {
+  return *x3::get<state_tag>(ctx);
+}
+
+// Where the parser an action is attached to stopped. (X3's _where is the rest of the input, not
+// the matched text, so start positions come from the `pos` parser or from a child node.)
+template <class Ctx> std::size_t end_of(Ctx& ctx) {
+  return static_cast<std::size_t>(x3::_where(ctx).begin() - state(ctx).base);
+}
+
+template <class Ctx> ast::Range range_of(Ctx& ctx, const boost::iterator_range<It>& r) {
+  ParseState& st = state(ctx);
+  return {static_cast<std::size_t>(r.begin() - st.base),
+          static_cast<std::size_t>(r.end() - st.base)};
+}
+
+ast::ExprPtr node(ast::Expr::Kind kind, ast::Range range, std::vector<ast::ExprPtr> args = {}) {
+  auto e = std::make_shared<ast::Expr>();
+  e->kind = kind;
+  e->range = range;
+  e->args = std::move(args);
+  return e;
+}
+
+template <class T> std::optional<T> to_std(const boost::optional<T>& v) {
+  return v ? std::optional<T>(*v) : std::nullopt;
+}
+
+// ---- actions --------------------------------------------------------------------------------
+
+auto const make_ident = [](auto& ctx) {
+  auto r = x3::_attr(ctx);
+  std::string name(r.begin(), r.end());
+  if (is_keyword(name)) {
+    x3::_pass(ctx) = false;
+    return;
+  }
+  x3::_val(ctx) = ast::Ident{std::move(name), range_of(ctx, r)};
+};
+
+auto const make_number = [](auto& ctx) {
+  auto r = x3::_attr(ctx);
+  double value = 0;
+  std::from_chars(r.begin(), r.end(), value);
+  auto e = node(ast::Expr::Kind::Number, range_of(ctx, r));
+  e->number = value;
+  x3::_val(ctx) = e;
+};
+
+auto const make_name = [](auto& ctx) {
+  const ast::Ident& id = x3::_attr(ctx);
+  auto e = node(ast::Expr::Kind::Name, id.range);
+  e->name = id.name;
+  x3::_val(ctx) = e;
+};
+
+auto const make_call = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  const ast::Ident& id = boost::fusion::at_c<0>(attr);
+  auto& args = boost::fusion::at_c<1>(attr);
+  auto e = node(ast::Expr::Kind::Call, {id.range.begin, end_of(ctx)},
+                args ? *args : std::vector<ast::ExprPtr>{});
+  e->name = id.name;
+  e->name_range = id.range;
+  x3::_val(ctx) = e;
+};
+
+auto const make_paren = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::ExprPtr e = boost::fusion::at_c<1>(attr);
+  e->range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  x3::_val(ctx) = e;
+};
+
+auto const make_list = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = node(ast::Expr::Kind::List, {boost::fusion::at_c<0>(attr), end_of(ctx)},
+                       boost::fusion::at_c<1>(attr));
+};
+
+auto const set_pos = [](auto& ctx) {
+  x3::_val(ctx) = static_cast<std::size_t>(x3::_attr(ctx).begin() - state(ctx).base);
+};
+
+auto const assign = [](auto& ctx) { x3::_val(ctx) = x3::_attr(ctx); };
+
+auto const make_index = [](auto& ctx) {
+  ast::ExprPtr base = x3::_val(ctx);
+  std::vector<ast::ExprPtr> args = {base};
+  for (const auto& a : x3::_attr(ctx))
+    args.push_back(a);
+  x3::_val(ctx) = node(ast::Expr::Kind::Index, {base->range.begin, end_of(ctx)}, args);
+};
+
+auto const make_pow = [](auto& ctx) {
+  ast::ExprPtr lhs = x3::_val(ctx);
+  ast::ExprPtr rhs = x3::_attr(ctx);
+  auto e = node(ast::Expr::Kind::Binary, {lhs->range.begin, rhs->range.end}, {lhs, rhs});
+  e->op = '^';
+  x3::_val(ctx) = e;
+};
+
+auto const make_binary = [](auto& ctx) {
+  ast::ExprPtr lhs = x3::_val(ctx);
+  auto& attr = x3::_attr(ctx);
+  ast::ExprPtr rhs = boost::fusion::at_c<1>(attr);
+  auto e = node(ast::Expr::Kind::Binary, {lhs->range.begin, rhs->range.end}, {lhs, rhs});
+  e->op = boost::fusion::at_c<0>(attr);
+  x3::_val(ctx) = e;
+};
+
+auto const make_neg = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = node(ast::Expr::Kind::Neg, {boost::fusion::at_c<0>(attr), end_of(ctx)},
+                       {boost::fusion::at_c<1>(attr)});
+};
+
+template <ast::TypeSpec::Kind K> struct make_type {
+  template <class Ctx> void operator()(Ctx& ctx) const {
+    ast::TypeSpec t;
+    t.kind = K;
+    auto& attr = x3::_attr(ctx);
+    if constexpr (K == ast::TypeSpec::Kind::Real) {
+      t.range = {attr, end_of(ctx)};
+    } else {
+      t.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+      if constexpr (K == ast::TypeSpec::Kind::Matrix)
+        t.dims = {boost::fusion::at_c<1>(attr), boost::fusion::at_c<2>(attr)};
+      else
+        t.dims = {boost::fusion::at_c<1>(attr)};
+    }
+    x3::_val(ctx) = std::move(t);
+  }
+};
+
+auto const make_dist = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  auto& args = boost::fusion::at_c<1>(attr);
+  const ast::Ident& id = boost::fusion::at_c<0>(attr);
+  x3::_val(ctx) =
+      ast::DistCall{id, args ? *args : std::vector<ast::ExprPtr>{}, {id.range.begin, end_of(ctx)}};
+};
+
+auto const push_const = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  state(ctx).model->consts.push_back({boost::fusion::at_c<1>(attr),
+                                      boost::fusion::at_c<2>(attr),
+                                      {boost::fusion::at_c<0>(attr), end_of(ctx)}});
+};
+
+auto const push_param = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::VarDecl d;
+  d.kind = ast::VarDecl::Kind::Param;
+  d.name = boost::fusion::at_c<1>(attr);
+  d.type = to_std(boost::fusion::at_c<2>(attr));
+  d.prior = to_std(boost::fusion::at_c<3>(attr));
+  if (auto& v = boost::fusion::at_c<4>(attr))
+    d.default_value = *v;
+  d.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->vars.push_back(std::move(d));
+};
+
+template <ast::VarDecl::Kind K> struct push_var {
+  template <class Ctx> void operator()(Ctx& ctx) const {
+    auto& attr = x3::_attr(ctx);
+    ast::VarDecl d;
+    d.kind = K;
+    d.name = boost::fusion::at_c<1>(attr);
+    d.type = boost::fusion::at_c<2>(attr);
+    d.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+    state(ctx).model->vars.push_back(std::move(d));
+  }
+};
+
+auto const push_relation = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  const ast::ExprPtr& target = boost::fusion::at_c<0>(attr);
+  state(ctx).model->relations.push_back(
+      {target, boost::fusion::at_c<1>(attr), {target->range.begin, end_of(ctx)}});
+};
+
+auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(ctx); };
+
+// ---- grammar --------------------------------------------------------------------------------
+
+auto const ident_char = x3::char_("a-zA-Z0-9_");
+auto kw(char const* word) {
+  return x3::lexeme[x3::lit(word) >> !ident_char];
+}
+
+auto const skipper = x3::space | x3::lit("//") >> *(x3::char_ - x3::eol) |
+                     x3::lit("/*") >> *(x3::char_ - x3::lit("*/")) >> x3::lit("*/");
+
+x3::rule<class pos_r, std::size_t> const pos = "position";
+x3::rule<class ident_r, ast::Ident> const ident = "identifier";
+x3::rule<class number_r, ast::ExprPtr> const number = "number";
+x3::rule<class primary_r, ast::ExprPtr> const primary = "expression";
+x3::rule<class postfix_r, ast::ExprPtr> const postfix = "expression";
+x3::rule<class power_r, ast::ExprPtr> const power = "expression";
+x3::rule<class unary_r, ast::ExprPtr> const unary = "expression";
+x3::rule<class product_r, ast::ExprPtr> const product = "expression";
+x3::rule<class expr_r, ast::ExprPtr> const expr = "expression";
+x3::rule<class expr_list_r, std::vector<ast::ExprPtr>> const expr_list = "expression";
+x3::rule<class type_r, ast::TypeSpec> const type = "type";
+x3::rule<class dist_r, ast::DistCall> const dist = "distribution";
+x3::rule<class target_r, ast::ExprPtr> const target = "relation";
+x3::rule<class statement_r> const statement = "statement";
+x3::rule<class end_of_model_r> const end_of_model = "end of model";
+x3::rule<class model_r> const model = "model";
+x3::rule<class kw_model_r> const kw_model = "'model'";
+
+// The offset of the next token: a start position for actions.
+auto const pos_def = x3::raw[x3::eps][set_pos];
+
+auto const ident_def = x3::raw[x3::lexeme[x3::char_("a-zA-Z_") >> *ident_char]][make_ident];
+
+auto const number_def =
+    x3::raw[x3::lexeme[(+x3::digit >> -('.' >> *x3::digit) | '.' >> +x3::digit) >>
+                       -(x3::char_("eE") >> -x3::char_("-+") >> +x3::digit) >> !(ident_char | '.')]]
+           [make_number];
+
+auto const bracket = x3::lit('[') > expr_list > ']';
+
+auto const primary_def = number[assign] | (ident >> '(' >> -expr_list > ')')[make_call] |
+                         ident[make_name] | (pos >> '(' > expr > ')')[make_paren] |
+                         (pos >> bracket)[make_list];
+
+auto const postfix_def = primary[assign] >> *bracket[make_index];
+auto const power_def = postfix[assign] >> -(x3::lit('^') > unary)[make_pow];
+auto const unary_def = (pos >> '-' > unary)[make_neg] | power[assign];
+auto const product_def = unary[assign] >> *(x3::char_("*/") > unary)[make_binary];
+auto const expr_def = product[assign] >> *(x3::char_("-+") > product)[make_binary];
+auto const expr_list_def = expr >> *(',' > expr);
+
+auto const type_def =
+    (pos >> kw("real"))[make_type<ast::TypeSpec::Kind::Real>{}] |
+    (pos >> kw("vector") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Vector>{}] |
+    (pos >> kw("matrix") > '[' > expr > ',' > expr >
+     ']')[make_type<ast::TypeSpec::Kind::Matrix>{}] |
+    (pos >> kw("cov_matrix") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::CovMatrix>{}];
+
+auto const dist_def = (ident > '(' > -expr_list > ')')[make_dist];
+
+auto const target_def = ident[make_name] >> *bracket[make_index];
+
+auto const statement_def =
+    (pos >> kw("const") > ident > '=' > expr > ';')[push_const] |
+    (pos >> kw("param") > ident > -(':' > type) > -('~' > dist) > -('=' > expr) > ';')[push_param] |
+    (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
+    (pos >> kw("obs") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Obs>{}] |
+    (target > '~' > dist > ';')[push_relation];
+
+auto const end_of_model_def = x3::lit('}');
+
+auto const kw_model_def = kw("model");
+auto const model_def =
+    x3::eps > kw_model > ident[set_model_name] > '{' > *statement > end_of_model > x3::eoi;
+
+BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, expr, expr_list,
+                    type, dist, target, statement, end_of_model, kw_model, model)
+
+} // namespace
+
+std::optional<ast::Model> parse(std::string_view source, DiagnosticEngine& diags) {
+  if (!check_comments(source, diags))
+    return std::nullopt;
+  ast::Model result;
+  ParseState st{source.data(), source, &result};
+  It first = source.data();
+  It last = first + source.size();
+  try {
+    if (!x3::phrase_parse(first, last, x3::with<state_tag>(&st)[model], skipper)) {
+      report_syntax_error(source, first - source.data(), "model", diags);
+      return std::nullopt;
+    }
+  } catch (const x3::expectation_failure<It>& e) {
+    report_syntax_error(source, e.where() - source.data(), e.which(), diags);
+    return std::nullopt;
+  }
+  return result;
+}
+
+} // namespace ssm::frontend

@@ -1,0 +1,90 @@
+// Constant evaluation of IR nodes: see Evaluate.h.
+#include "Evaluate.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ssm::ir {
+
+double apply_function(const std::string& fn, double a, double b) {
+  if (fn == "exp") return std::exp(a);
+  if (fn == "log") return std::log(a);
+  if (fn == "sqrt") return std::sqrt(a);
+  if (fn == "abs") return std::fabs(a);
+  if (fn == "sin") return std::sin(a);
+  if (fn == "cos") return std::cos(a);
+  if (fn == "tanh") return std::tanh(a);
+  if (fn == "logistic") return 1 / (1 + std::exp(-a));
+  if (fn == "pow") return std::pow(a, b);
+  if (fn == "min") return std::fmin(a, b);
+  if (fn == "max") return std::fmax(a, b);
+  throw std::logic_error("unknown function " + fn);
+}
+
+namespace {
+// Element i of an operand that may be a broadcast scalar.
+double at(const std::vector<double>& v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+
+template <class F> std::vector<double> elementwise(const Node& node, const auto& args, F f) {
+  std::vector<double> out(node.shape.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = args.size() == 1 ? f(at(args[0], i), 0.0) : f(at(args[0], i), at(args[1], i));
+  return out;
+}
+} // namespace
+
+std::vector<double> evaluate(const Node& node, const std::vector<std::vector<double>>& args,
+                             const std::vector<Shape>& arg_shapes) {
+  switch (node.op) {
+  case Op::Const: return node.values;
+  case Op::Neg: return elementwise(node, args, [](double a, double) { return -a; });
+  case Op::Add: return elementwise(node, args, [](double a, double b) { return a + b; });
+  case Op::Sub: return elementwise(node, args, [](double a, double b) { return a - b; });
+  case Op::Mul: return elementwise(node, args, [](double a, double b) { return a * b; });
+  case Op::Div: return elementwise(node, args, [](double a, double b) { return a / b; });
+  case Op::Pow:
+    return elementwise(node, args, [](double a, double b) { return std::pow(a, b); });
+  case Op::Call:
+    if (node.fn == "dot") {
+      double s = 0;
+      for (size_t i = 0; i < args[0].size(); ++i)
+        s += args[0][i] * args[1][i];
+      return {s};
+    }
+    return elementwise(node, args,
+                       [&](double a, double b) { return apply_function(node.fn, a, b); });
+  case Op::MatMul: {
+    // [r, k] x [k] or [r, k] x [k, c]
+    int r = node.shape.dims[0];
+    int c = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
+    int k = static_cast<int>(args[0].size()) / r;
+    std::vector<double> out(r * c, 0.0);
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < c; ++j)
+        for (int l = 0; l < k; ++l)
+          out[i * c + j] += args[0][i * k + l] * args[1][l * c + j];
+    return out;
+  }
+  case Op::Build: {
+    std::vector<double> out;
+    for (const auto& a : args)
+      out.push_back(a.at(0));
+    return out;
+  }
+  case Op::Index: {
+    // Row-major: index k skips whole blocks of the remaining dimensions.
+    const Shape& base = arg_shapes.at(0);
+    size_t offset = 0;
+    for (size_t k = 0; k < node.index.size(); ++k) {
+      size_t block = 1;
+      for (size_t j = k + 1; j < base.dims.size(); ++j)
+        block *= base.dims[j];
+      offset += node.index[k] * block;
+    }
+    return {args[0].begin() + offset, args[0].begin() + offset + node.shape.size()};
+  }
+  default: throw std::logic_error("cannot evaluate a non-constant node");
+  }
+}
+
+} // namespace ssm::ir

@@ -1,0 +1,146 @@
+// Shape, distribution table and Model accessors of the IR.
+#include "IR.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ssm::ir {
+
+int Shape::size() const {
+  int n = 1;
+  for (int d : dims)
+    n *= d;
+  return n;
+}
+
+std::string Shape::str() const {
+  switch (rank()) {
+  case 0:
+    return "real";
+  case 1:
+    return fmt::format("vector[{}]", dims[0]);
+  default:
+    return fmt::format("matrix[{}, {}]", dims[0], dims[1]);
+  }
+}
+
+std::string_view op_name(Op op) {
+  switch (op) {
+  case Op::Const: return "const";
+  case Op::Param: return "param";
+  case Op::State: return "state";
+  case Op::Obs: return "obs";
+  case Op::Time: return "time";
+  case Op::Neg: return "neg";
+  case Op::Add: return "add";
+  case Op::Sub: return "sub";
+  case Op::Mul: return "mul";
+  case Op::Div: return "div";
+  case Op::Pow: return "pow";
+  case Op::MatMul: return "matmul";
+  case Op::Call: return "call";
+  case Op::Build: return "build";
+  case Op::Index: return "index";
+  }
+  return "?";
+}
+
+namespace {
+constexpr double inf = INFINITY;
+const std::vector<DistInfo>& dist_table() {
+  static const std::vector<DistInfo> table = {
+      {Dist::Normal, "normal", {"mu", "sigma"}, false, false, -inf, inf},
+      {Dist::LogNormal, "lognormal", {"mu", "sigma"}, false, false, 0, inf},
+      {Dist::StudentT, "student_t", {"nu", "mu", "sigma"}, false, false, -inf, inf},
+      {Dist::HalfNormal, "half_normal", {"sigma"}, false, false, 0, inf},
+      {Dist::Uniform, "uniform", {"lo", "hi"}, false, false, -inf, inf},
+      {Dist::Gamma, "gamma", {"alpha", "beta"}, false, false, 0, inf},
+      {Dist::Exponential, "exponential", {"beta"}, false, false, 0, inf},
+      {Dist::Poisson, "poisson", {"lambda"}, true, false, 0, inf},
+      {Dist::Bernoulli, "bernoulli", {"p"}, true, false, 0, 1},
+      {Dist::MvNormal, "mvnormal", {"mu", "Sigma"}, false, true, -inf, inf},
+  };
+  return table;
+}
+} // namespace
+
+const DistInfo& dist_info(Dist d) { return dist_table().at(static_cast<size_t>(d)); }
+
+const DistInfo* find_dist(std::string_view name) {
+  for (const DistInfo& info : dist_table())
+    if (info.name == name)
+      return &info;
+  return nullptr;
+}
+
+std::string_view block_name(BlockKind kind) {
+  switch (kind) {
+  case BlockKind::Prior: return "prior";
+  case BlockKind::Initial: return "initial";
+  case BlockKind::Transition: return "transition";
+  case BlockKind::Observation: return "observation";
+  }
+  return "?";
+}
+
+std::string_view param_type_name(ParamType type) {
+  switch (type) {
+  case ParamType::Real: return "real";
+  case ParamType::Vector: return "vector";
+  case ParamType::Matrix: return "matrix";
+  case ParamType::CovMatrix: return "cov_matrix";
+  }
+  return "?";
+}
+
+Block& Model::block(BlockKind kind) {
+  return const_cast<Block&>(static_cast<const Model*>(this)->block(kind));
+}
+
+const Block& Model::block(BlockKind kind) const {
+  switch (kind) {
+  case BlockKind::Prior: return prior;
+  case BlockKind::Initial: return initial;
+  case BlockKind::Transition: return transition;
+  case BlockKind::Observation: return observation;
+  }
+  throw std::logic_error("unknown block kind");
+}
+
+const std::string& Model::var_name(VarKind kind, int var) const {
+  switch (kind) {
+  case VarKind::Param: return params.at(var).name;
+  case VarKind::State: return states.at(var).name;
+  case VarKind::Obs: return obs.at(var).name;
+  }
+  throw std::logic_error("unknown variable kind");
+}
+
+const Shape& Model::var_shape(VarKind kind, int var) const {
+  switch (kind) {
+  case VarKind::Param: return params.at(var).shape;
+  case VarKind::State: return states.at(var).shape;
+  case VarKind::Obs: return obs.at(var).shape;
+  }
+  throw std::logic_error("unknown variable kind");
+}
+
+namespace {
+template <class Decls> int offset_of(const Decls& decls, int index) {
+  int offset = 0;
+  for (int i = 0; i < index; ++i)
+    offset += decls.at(i).shape.size();
+  return offset;
+}
+} // namespace
+
+int Model::state_size() const { return offset_of(states, static_cast<int>(states.size())); }
+int Model::obs_size() const { return offset_of(obs, static_cast<int>(obs.size())); }
+int Model::theta_size() const { return offset_of(params, static_cast<int>(params.size())); }
+int Model::param_offset(int param) const { return offset_of(params, param); }
+int Model::state_offset(int state) const { return offset_of(states, state); }
+int Model::obs_offset(int o) const { return offset_of(obs, o); }
+
+} // namespace ssm::ir

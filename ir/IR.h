@@ -1,0 +1,178 @@
+// The typed model IR.
+//
+// A Model holds its declarations and four blocks (prior, initial, transition, observation). Each
+// block is an expression DAG in SSA form, stored as a flat vector of Nodes where a node's arguments
+// are the ids (indices) of earlier nodes of the same block, followed by the block's Relations
+// (`target ~ dist(args)`), in the order they are sampled.
+//
+// Every shape is static: constants are inlined by the frontend, so each vector or matrix dimension
+// is known when the IR is built. That is what lets codegen scalarise every expression and emit
+// straight-line code per particle.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ssm::ir {
+
+struct SourceLoc {
+  int line = 0; // 1-based; 0 = no location
+  int col = 0;  // 1-based
+  int end_col = 0;
+};
+
+// {} is a scalar, {n} a vector, {r, c} a row-major matrix.
+struct Shape {
+  std::vector<int> dims;
+
+  static Shape scalar() { return {}; }
+  static Shape vector(int n) { return {{n}}; }
+  static Shape matrix(int r, int c) { return {{r, c}}; }
+  int rank() const { return static_cast<int>(dims.size()); }
+  bool is_scalar() const { return dims.empty(); }
+  int size() const;
+  std::string str() const; // "real", "vector[3]", "matrix[2, 3]"
+  bool operator==(const Shape&) const = default;
+};
+
+enum class Op {
+  Const,  // values, row-major
+  Param,  // var = parameter index
+  State,  // var = state index; lag 0 = x[t], 1 = x[t-1]
+  Obs,    // var = observation index; lag 0 = y[t]
+  Time,   // the time index t, as a real
+  Neg,    // elementwise
+  Add,    // elementwise, a scalar operand broadcasts
+  Sub,    //
+  Mul,    // elementwise, or scalar * anything (matrix products are MatMul)
+  Div,    //
+  Pow,    //
+  MatMul, // matrix * matrix, matrix * vector
+  Call,   // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
+          // broadcasting); dot (vector, vector -> scalar)
+  Build,  // vector or matrix literal: args are its scalar elements, row-major
+  Index,  // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] -> scalar
+};
+
+std::string_view op_name(Op op);
+
+struct Node {
+  Op op = Op::Const;
+  Shape shape;
+  std::vector<int> args;
+  std::vector<double> values; // Const
+  std::string fn;             // Call
+  std::vector<int> index;     // Index
+  int var = -1;               // Param, State, Obs
+  int lag = 0;                // State, Obs
+  SourceLoc loc;
+};
+
+enum class Dist {
+  Normal,      // (mu, sigma)
+  LogNormal,   // (mu, sigma)
+  StudentT,    // (nu, mu, sigma)
+  HalfNormal,  // (sigma)
+  Uniform,     // (lo, hi)
+  Gamma,       // (alpha, beta) with beta a rate
+  Exponential, // (beta) a rate
+  Poisson,     // (lambda)
+  Bernoulli,   // (p)
+  MvNormal,    // (mu : vector[d], Sigma : matrix[d, d])
+};
+
+struct DistInfo {
+  Dist dist;
+  std::string_view name;
+  std::vector<std::string_view> arg_names;
+  bool discrete;
+  bool joint;   // components are jointly distributed (not a product of scalar densities)
+  double lower; // support, before any argument is known (-inf / +inf when unbounded)
+  double upper;
+};
+
+const DistInfo& dist_info(Dist d);
+const DistInfo* find_dist(std::string_view name); // nullptr if unknown
+
+enum class VarKind { Param, State, Obs };
+
+struct Relation {
+  VarKind kind = VarKind::State;
+  int var = -1; // the target, at lag 0
+  Dist dist = Dist::Normal;
+  std::vector<int> args;
+  SourceLoc loc;
+};
+
+enum class BlockKind { Prior, Initial, Transition, Observation };
+std::string_view block_name(BlockKind kind);
+
+struct Block {
+  BlockKind kind = BlockKind::Initial;
+  std::vector<Node> nodes;
+  std::vector<Relation> relations;
+
+  int add(Node node) {
+    nodes.push_back(std::move(node));
+    return static_cast<int>(nodes.size()) - 1;
+  }
+};
+
+enum class ParamType { Real, Vector, Matrix, CovMatrix };
+std::string_view param_type_name(ParamType type);
+
+struct ParamDecl {
+  std::string name;
+  ParamType type = ParamType::Real;
+  Shape shape;
+  std::optional<std::vector<double>> default_value; // row-major
+  SourceLoc loc;
+};
+
+struct VarDecl {
+  std::string name;
+  Shape shape;
+  SourceLoc loc;
+};
+
+struct ConstDecl {
+  std::string name;
+  Shape shape;
+  std::vector<double> values;
+  SourceLoc loc;
+};
+
+struct Model {
+  std::string name;
+  std::string source_file;
+  std::vector<ConstDecl> consts; // already inlined into the blocks; kept for reports
+  std::vector<ParamDecl> params;
+  std::vector<VarDecl> states;
+  std::vector<VarDecl> obs;
+  Block prior{BlockKind::Prior, {}, {}}; // relations target parameters; arguments are constants
+  Block initial{BlockKind::Initial, {}, {}};
+  Block transition{BlockKind::Transition, {}, {}};
+  Block observation{BlockKind::Observation, {}, {}};
+
+  Block& block(BlockKind kind);
+  const Block& block(BlockKind kind) const;
+  template <class F> void for_each_block(F&& f) {
+    f(prior), f(initial), f(transition), f(observation);
+  }
+  template <class F> void for_each_block(F&& f) const {
+    f(prior), f(initial), f(transition), f(observation);
+  }
+
+  const std::string& var_name(VarKind kind, int var) const;
+  const Shape& var_shape(VarKind kind, int var) const;
+  int state_size() const; // scalar components over all states
+  int obs_size() const;
+  int theta_size() const;
+  int param_offset(int param) const; // into the flat parameter vector
+  int state_offset(int state) const;
+  int obs_offset(int obs) const;
+};
+
+} // namespace ssm::ir

@@ -1,0 +1,245 @@
+// IR verifier: see Verifier.h.
+#include "Verifier.h"
+
+#include "Printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ssm::ir {
+
+namespace {
+
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  if (a == b || b.is_scalar())
+    return a;
+  if (a.is_scalar())
+    return b;
+  return std::nullopt;
+}
+
+bool is_unary_fn(const std::string& fn) {
+  static const std::set<std::string> unary = {"exp", "log", "sqrt",  "abs",
+                                              "sin", "cos", "tanh", "logistic"};
+  return unary.count(fn) > 0;
+}
+
+} // namespace
+
+std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& args) {
+  auto arity = [&](size_t n) { return args.size() == n; };
+  switch (node.op) {
+  case Op::Const:
+    if (!arity(0) || static_cast<int>(node.values.size()) != node.shape.size())
+      return std::nullopt;
+    return node.shape;
+  case Op::Param:
+  case Op::State:
+  case Op::Obs:
+    return arity(0) ? std::optional(node.shape) : std::nullopt;
+  case Op::Time:
+    return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
+  case Op::Neg:
+    return arity(1) ? std::optional(args[0]) : std::nullopt;
+  case Op::Add:
+  case Op::Sub:
+  case Op::Div:
+    return arity(2) ? broadcast(args[0], args[1]) : std::nullopt;
+  case Op::Mul:
+    if (!arity(2) || (!args[0].is_scalar() && !args[1].is_scalar()))
+      return std::nullopt;
+    return broadcast(args[0], args[1]);
+  case Op::Pow:
+    if (!arity(2) || (!args[1].is_scalar() && !(args[0] == args[1])))
+      return std::nullopt;
+    return args[0];
+  case Op::MatMul:
+    if (!arity(2) || args[0].rank() != 2 || args[1].rank() < 1 ||
+        args[0].dims[1] != args[1].dims[0])
+      return std::nullopt;
+    return args[1].rank() == 1 ? Shape::vector(args[0].dims[0])
+                               : Shape::matrix(args[0].dims[0], args[1].dims[1]);
+  case Op::Call:
+    if (is_unary_fn(node.fn))
+      return arity(1) ? std::optional(args[0]) : std::nullopt;
+    if (node.fn == "pow" || node.fn == "min" || node.fn == "max")
+      return arity(2) ? broadcast(args[0], args[1]) : std::nullopt;
+    if (node.fn == "dot" && arity(2) && args[0].rank() == 1 && args[0] == args[1])
+      return Shape::scalar();
+    return std::nullopt;
+  case Op::Build:
+    if (node.shape.rank() < 1 || static_cast<int>(args.size()) != node.shape.size() ||
+        !std::all_of(args.begin(), args.end(), [](const Shape& s) { return s.is_scalar(); }))
+      return std::nullopt;
+    return node.shape;
+  case Op::Index: {
+    if (!arity(1) || node.index.empty() || static_cast<int>(node.index.size()) > args[0].rank())
+      return std::nullopt;
+    for (size_t k = 0; k < node.index.size(); ++k)
+      if (node.index[k] < 0 || node.index[k] >= args[0].dims[k])
+        return std::nullopt;
+    return Shape{std::vector<int>(args[0].dims.begin() + node.index.size(), args[0].dims.end())};
+  }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class BlockVerifier {
+public:
+  BlockVerifier(const Model& model, const Block& block, std::vector<std::string>& errors)
+      : model_(model), block_(block), errors_(errors) {}
+
+  void run() {
+    // lag-0 variables each node reads, transitively; a relation may only use those sampled earlier
+    std::vector<std::set<int>> reads_now(block_.nodes.size());
+    for (size_t i = 0; i < block_.nodes.size(); ++i)
+      check_node(static_cast<int>(i), reads_now);
+    std::set<int> sampled;
+    for (const Relation& rel : block_.relations)
+      check_relation(rel, reads_now, sampled);
+  }
+
+private:
+  template <class... Args> void fail(fmt::format_string<Args...> f, Args&&... args) {
+    errors_.push_back(
+        fmt::format("{}: {}", block_name(block_.kind), fmt::format(f, std::forward<Args>(args)...)));
+  }
+
+  VarKind sampled_kind() const {
+    switch (block_.kind) {
+    case BlockKind::Prior: return VarKind::Param;
+    case BlockKind::Observation: return VarKind::Obs;
+    default: return VarKind::State;
+    }
+  }
+
+  void check_node(int id, std::vector<std::set<int>>& reads_now) {
+    const Node& node = block_.nodes[id];
+    std::vector<Shape> arg_shapes;
+    for (int a : node.args) {
+      if (a < 0 || a >= id) {
+        fail("%{} uses %{}, which is not an earlier node", id, a);
+        return;
+      }
+      arg_shapes.push_back(block_.nodes[a].shape);
+      reads_now[id].insert(reads_now[a].begin(), reads_now[a].end());
+    }
+    check_reference(id, node, reads_now[id]);
+    auto shape = result_shape(node, arg_shapes);
+    if (!shape)
+      fail("%{} = {} has operands of incompatible shapes", id, op_name(node.op));
+    else if (!(*shape == node.shape))
+      fail("%{} = {} has shape {} but its operands give {}", id, op_name(node.op),
+           node.shape.str(), shape->str());
+  }
+
+  void check_reference(int id, const Node& node, std::set<int>& reads_now) {
+    if (node.op != Op::Param && node.op != Op::State && node.op != Op::Obs && node.op != Op::Time)
+      return;
+    BlockKind kind = block_.kind;
+    if (kind == BlockKind::Prior) {
+      fail("%{}: prior arguments must be constants", id);
+      return;
+    }
+    if (node.op == Op::Time) {
+      if (kind == BlockKind::Initial)
+        fail("%{}: time in the initial block must be folded to 0", id);
+      return;
+    }
+    VarKind vk = node.op == Op::Param ? VarKind::Param
+                 : node.op == Op::State ? VarKind::State
+                                        : VarKind::Obs;
+    int count = vk == VarKind::Param   ? static_cast<int>(model_.params.size())
+                : vk == VarKind::State ? static_cast<int>(model_.states.size())
+                                       : static_cast<int>(model_.obs.size());
+    if (node.var < 0 || node.var >= count) {
+      fail("%{} refers to variable {} of {}", id, node.var, count);
+      return;
+    }
+    if (!(node.shape == model_.var_shape(vk, node.var)))
+      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
+           model_.var_shape(vk, node.var).str());
+    if (vk == VarKind::Param)
+      return;
+    int max_lag = kind == BlockKind::Transition && vk == VarKind::State ? 1 : 0;
+    bool allowed = vk == VarKind::State || kind == BlockKind::Observation;
+    if (!allowed || node.lag < 0 || node.lag > max_lag)
+      fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
+           node.lag, block_name(kind));
+    else if (node.lag == 0 && vk == sampled_kind())
+      reads_now.insert(node.var);
+  }
+
+  void check_relation(const Relation& rel, const std::vector<std::set<int>>& reads_now,
+                      std::set<int>& sampled) {
+    if (rel.kind != sampled_kind()) {
+      fail("a relation targets a variable of the wrong kind");
+      return;
+    }
+    std::string target = model_.var_name(rel.kind, rel.var);
+    if (!sampled.insert(rel.var).second)
+      fail("{} has two relations", target);
+    const DistInfo& info = dist_info(rel.dist);
+    if (rel.args.size() != info.arg_names.size()) {
+      fail("{} ~ {} has {} arguments", target, info.name, rel.args.size());
+      return;
+    }
+    const Shape& shape = model_.var_shape(rel.kind, rel.var);
+    for (size_t k = 0; k < rel.args.size(); ++k) {
+      int a = rel.args[k];
+      if (a < 0 || a >= static_cast<int>(block_.nodes.size())) {
+        fail("{} ~ {} uses missing node %{}", target, info.name, a);
+        return;
+      }
+      for (int v : reads_now[a])
+        if (!sampled.count(v) || v == rel.var)
+          fail("{} ~ {} reads {} before it is sampled", target, info.name,
+               model_.var_name(rel.kind, v));
+      const Shape& arg = block_.nodes[a].shape;
+      bool ok = rel.dist == Dist::MvNormal
+                    ? (shape.rank() == 1 &&
+                       (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+                    : (arg.is_scalar() || arg == shape);
+      if (!ok)
+        fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
+    }
+  }
+
+  const Model& model_;
+  const Block& block_;
+  std::vector<std::string>& errors_;
+};
+
+void check_all_sampled(const Model& model, const Block& block, VarKind kind, size_t count,
+                       std::vector<std::string>& errors) {
+  for (size_t v = 0; v < count; ++v) {
+    bool found = std::any_of(block.relations.begin(), block.relations.end(), [&](auto& r) {
+      return r.var == static_cast<int>(v);
+    });
+    if (!found)
+      errors.push_back(fmt::format("{}: no relation for {}", block_name(block.kind),
+                                   model.var_name(kind, static_cast<int>(v))));
+  }
+}
+
+} // namespace
+
+std::vector<std::string> verify(const Model& model) {
+  std::vector<std::string> errors;
+  model.for_each_block(
+      [&](const Block& block) { BlockVerifier(model, block, errors).run(); });
+  check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
+  check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
+  check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);
+  for (const ParamDecl& p : model.params)
+    if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
+      errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,
+                                   p.default_value->size(), p.shape.str()));
+  return errors;
+}
+
+} // namespace ssm::ir

@@ -1,0 +1,55 @@
+// cse: merges nodes that compute the same value (same op, operands, shape and attributes), so
+// e.g. `x[t-1] - mu` written twice in a relation is computed once per particle.
+#include "Passes.h"
+
+#include "ir/Rewrite.h"
+
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+namespace ssm::passes {
+
+namespace {
+
+class CommonSubexpressionElimination : public Pass {
+public:
+  std::string_view name() const override { return "cse"; }
+  std::string_view description() const override {
+    return "merge nodes that compute the same value";
+  }
+
+  void run(ir::Model& model, PassContext&) override {
+    model.for_each_block([](ir::Block& block) { eliminate(block); });
+  }
+
+private:
+  using Key = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
+                         std::string, std::vector<int>, int, int>;
+
+  static void eliminate(ir::Block& block) {
+    std::map<Key, int> seen;
+    std::vector<int> replacement(block.nodes.size());
+    for (size_t i = 0; i < block.nodes.size(); ++i) {
+      ir::Node& node = block.nodes[i];
+      for (int& a : node.args)
+        a = replacement[a]; // operands are canonical before the node is keyed
+      // Constants compare by bit pattern: NaN must not match every other constant.
+      std::vector<uint64_t> bits;
+      for (double v : node.values)
+        bits.push_back(std::bit_cast<uint64_t>(v));
+      Key key{static_cast<int>(node.op), node.shape.dims, node.args, std::move(bits),
+              node.fn,                   node.index,      node.var,  node.lag};
+      auto [it, inserted] = seen.emplace(std::move(key), static_cast<int>(i));
+      replacement[i] = it->second;
+    }
+    ir::replace_and_compact(block, replacement);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> create_cse() { return std::make_unique<CommonSubexpressionElimination>(); }
+
+} // namespace ssm::passes

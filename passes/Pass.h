@@ -1,0 +1,57 @@
+// The pass interface. A pass is a named function from IR to IR (a transform) or from IR to a result
+// kept in the PassContext (an analysis). Passes are registered by name, so the driver's
+// `--passes=` and plugins (`--load-pass=`) address them the same way.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ssm::passes {
+
+// For each relation, what it reads: the lags of states and observations, parameters, time.
+struct RelationReads {
+  ir::BlockKind block;
+  std::string target; // "x[t]"
+  std::string dist;
+  std::vector<std::string> lagged; // "x[t-1]", "y[t]"
+  std::vector<std::string> params;
+  bool reads_time = false;
+  int max_state_lag = 0;
+  ir::SourceLoc loc;
+};
+
+struct MarkovStructure {
+  int order = 0;                    // the largest lag of a state read by a transition
+  bool states_independent = false;  // no transition reads a previous state
+  std::vector<RelationReads> relations;
+  std::string report() const;       // human-readable
+};
+
+// Results of analyses, filled in by the passes that compute them.
+struct PassContext {
+  std::optional<MarkovStructure> markov;
+};
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  virtual void run(ir::Model& model, PassContext& context) = 0;
+};
+
+using PassFactory = std::function<std::unique_ptr<Pass>()>;
+
+// The global registry of passes by name. Built-in passes are registered on first use; a plugin's
+// `ssmc_register_passes` function calls register_pass.
+void register_pass(std::string name, PassFactory factory);
+std::unique_ptr<Pass> create_pass(std::string_view name); // nullptr if unknown
+std::vector<std::string> registered_passes();
+
+} // namespace ssm::passes

@@ -1,0 +1,112 @@
+// LLVM back end: see Backend.h.
+#include "Backend.h"
+
+#include "KernelCodegen.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace ssm::codegen {
+
+std::unique_ptr<llvm::Module> load_kernel_library(llvm::LLVMContext& ctx, const std::string& path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    throw CodegenError(fmt::format("cannot read the kernel library '{}': {} (is ssmc installed "
+                                   "with its lib/ssmc directory?)",
+                                   path, buffer.getError().message()));
+  auto module = llvm::parseBitcodeFile(buffer.get()->getMemBufferRef(), ctx);
+  if (!module)
+    throw CodegenError(fmt::format("'{}' is not valid LLVM bitcode: {}", path,
+                                   llvm::toString(module.takeError())));
+  return std::move(module.get());
+}
+
+std::unique_ptr<llvm::TargetMachine> create_host_target_machine() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    throw CodegenError(fmt::format("no LLVM target for {}: {}", triple, error));
+  llvm::StringMap<bool> host_features;
+  std::vector<std::string> features;
+  if (llvm::sys::getHostCPUFeatures(host_features))
+    for (auto& f : host_features)
+      features.push_back(fmt::format("{}{}", f.second ? "+" : "-", f.first().str()));
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), fmt::format("{}", fmt::join(features, ",")), options,
+      llvm::Reloc::PIC_, llvm::None, llvm::CodeGenOpt::Aggressive));
+}
+
+void optimize_module(llvm::Module& module, llvm::TargetMachine& target) {
+  module.setDataLayout(target.createDataLayout());
+  module.setTargetTriple(target.getTargetTriple().str());
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", target.getTargetCPU());
+      f.addFnAttr("target-features", target.getTargetFeatureString());
+    }
+
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&target, tuning);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  // Vectorised exp/log/sin/cos/pow come from glibc's libmvec; registered before the defaults.
+  llvm::TargetLibraryInfoImpl library_info(target.getTargetTriple());
+  library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+}
+
+std::string module_to_text(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return os.str();
+}
+
+void write_object(llvm::Module& module, llvm::TargetMachine& target, const std::string& path) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(tmp, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      throw CodegenError(fmt::format("cannot write '{}': {}", tmp, ec.message()));
+    llvm::legacy::PassManager pm;
+    if (target.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
+      throw CodegenError("the LLVM target cannot emit object files");
+    pm.run(module);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw CodegenError(fmt::format("cannot write '{}'", path));
+  }
+}
+
+} // namespace ssm::codegen

@@ -1,0 +1,545 @@
+// Kernel code generation: see KernelCodegen.h.
+//
+// Every IR value is scalarised: a node of shape [r, c] becomes r*c LLVM doubles (shapes are static).
+// Nodes that read no per-particle value (constants, parameters, t, and y in the observation density)
+// are emitted once before the particle loop; the rest inside it. Each loop iteration is straight-line
+// code with calls to the library's samplers and densities, which inline, so LLVM can vectorise it.
+#include "KernelCodegen.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cmath>
+#include <map>
+
+namespace ssm::codegen {
+
+namespace {
+
+using llvm::Value;
+using Values = std::vector<Value*>;
+
+enum class Kernel { InitSample, InitLogpdf, TransitionSample, TransitionLogpdf, ObsLogpdf, ObsSample };
+
+bool is_sampler(Kernel k) {
+  return k == Kernel::InitSample || k == Kernel::TransitionSample || k == Kernel::ObsSample;
+}
+
+// Sampling sites: one per (block, relation, component), so no two draws share a Philox counter.
+uint32_t site_id(ir::BlockKind block, size_t relation, int component) {
+  return (static_cast<uint32_t>(block) << 24) | (static_cast<uint32_t>(relation) << 12) |
+         static_cast<uint32_t>(component);
+}
+
+class KernelEmitter {
+public:
+  KernelEmitter(const ir::Model& model, llvm::Module& module, Kernel kind)
+      : model_(model), module_(module), ctx_(module.getContext()), kind_(kind),
+        block_(model.block(block_kind(kind))), b_(ctx_) {}
+
+  void emit(const char* name) {
+    create_function(name);
+    compute_varying();
+    // Preamble: everything that does not change from particle to particle.
+    cache_ = std::vector<Values>(block_.nodes.size());
+    for (size_t i = 0; i < block_.nodes.size(); ++i)
+      if (!varying_[i])
+        get(static_cast<int>(i));
+    for (const ir::Relation& rel : block_.relations)
+      if (rel.dist == ir::Dist::MvNormal && !varying_[rel.args[1]])
+        cholesky(rel.args[1]);
+    preamble_cache_ = cache_;
+    preamble_cholesky_ = cholesky_;
+
+    if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf) {
+      // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
+      auto* gather = llvm::BasicBlock::Create(ctx_, "gather", fn_);
+      auto* direct = llvm::BasicBlock::Create(ctx_, "direct", fn_);
+      b_.CreateCondBr(b_.CreateIsNotNull(arg("ancestors")), gather, direct);
+      b_.SetInsertPoint(gather);
+      emit_loop(true);
+      b_.SetInsertPoint(direct);
+      emit_loop(false);
+    } else {
+      emit_loop(false);
+    }
+  }
+
+private:
+  static ir::BlockKind block_kind(Kernel k) {
+    switch (k) {
+    case Kernel::InitSample:
+    case Kernel::InitLogpdf: return ir::BlockKind::Initial;
+    case Kernel::TransitionSample:
+    case Kernel::TransitionLogpdf: return ir::BlockKind::Transition;
+    default: return ir::BlockKind::Observation;
+    }
+  }
+
+  // ---- the function and its loop ----
+
+  void create_function(const char* name) {
+    auto* f64 = b_.getDoubleTy();
+    auto* i64 = b_.getInt64Ty();
+    auto* ptr = llvm::PointerType::getUnqual(f64);
+    auto* iptr = llvm::PointerType::getUnqual(i64);
+    std::vector<std::pair<std::string, llvm::Type*>> params;
+    params.emplace_back("theta", ptr);
+    if (is_sampler(kind_))
+      params.emplace_back("seed", i64);
+    if (block_.kind != ir::BlockKind::Initial)
+      params.emplace_back("t", i64);
+    params.insert(params.end(), {{"begin", i64}, {"end", i64}, {"stride", i64}});
+    switch (kind_) {
+    case Kernel::InitSample: params.emplace_back("x", ptr); break;
+    case Kernel::InitLogpdf: params.insert(params.end(), {{"x", ptr}, {"out", ptr}}); break;
+    case Kernel::TransitionSample:
+      params.insert(params.end(), {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}});
+      break;
+    case Kernel::TransitionLogpdf:
+      params.insert(params.end(),
+                    {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"out", ptr}});
+      break;
+    case Kernel::ObsLogpdf: params.insert(params.end(), {{"x", ptr}, {"y", ptr}, {"out", ptr}}); break;
+    case Kernel::ObsSample: params.insert(params.end(), {{"x", ptr}, {"y", ptr}}); break;
+    }
+    std::vector<llvm::Type*> types;
+    for (auto& p : params)
+      types.push_back(p.second);
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), types, false);
+    fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t i = 0; i < params.size(); ++i) {
+      llvm::Argument* a = fn_->getArg(i);
+      a->setName(params[i].first);
+      args_[params[i].first] = a;
+      if (params[i].second->isPointerTy())
+        a->addAttr(llvm::Attribute::NoAlias); // the runtime never passes overlapping buffers
+    }
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+    if (args_.count("t"))
+      t32_ = b_.CreateTrunc(arg("t"), b_.getInt32Ty(), "t32");
+    else
+      t32_ = b_.getInt32(0);
+  }
+
+  Value* arg(const std::string& name) const {
+    auto it = args_.find(name);
+    if (it == args_.end())
+      throw CodegenError(fmt::format("internal error: kernel has no argument '{}'", name));
+    return it->second;
+  }
+
+  void emit_loop(bool gather) {
+    auto* pre = b_.GetInsertBlock();
+    auto* body = llvm::BasicBlock::Create(ctx_, gather ? "loop.gather" : "loop", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(arg("begin"), arg("end")), body, exit);
+
+    b_.SetInsertPoint(body);
+    auto* n = b_.CreatePHI(b_.getInt64Ty(), 2, "n");
+    n->addIncoming(arg("begin"), pre);
+    n_ = n;
+    n32_ = b_.CreateTrunc(n, b_.getInt32Ty(), "n32");
+    ancestor_ = gather ? static_cast<Value*>(b_.CreateLoad(
+                             b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n)))
+                       : n;
+    cache_ = preamble_cache_;
+    cholesky_ = preamble_cholesky_;
+    current_.clear();
+    Value* logpdf = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
+    for (size_t r = 0; r < block_.relations.size(); ++r)
+      logpdf = emit_relation(r, logpdf);
+    if (!is_sampler(kind_))
+      b_.CreateStore(logpdf, element(arg("out"), b_.getInt64(0), n));
+
+    auto* next = b_.CreateAdd(n, b_.getInt64(1), "n.next", true, true);
+    n->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, arg("end")), body, exit);
+    b_.SetInsertPoint(exit);
+    b_.CreateRetVoid();
+  }
+
+  // &base[component * stride + particle]
+  Value* element(Value* base, Value* component, Value* particle) {
+    Value* index = b_.CreateAdd(b_.CreateMul(component, arg("stride")), particle);
+    return b_.CreateInBoundsGEP(b_.getDoubleTy(), base, index);
+  }
+
+  // ---- which nodes vary across particles ----
+
+  void compute_varying() {
+    varying_.assign(block_.nodes.size(), false);
+    for (size_t i = 0; i < block_.nodes.size(); ++i) {
+      const ir::Node& node = block_.nodes[i];
+      bool v = node.op == ir::Op::State || (node.op == ir::Op::Obs && kind_ != Kernel::ObsLogpdf);
+      for (int a : node.args)
+        v = v || varying_[a];
+      varying_[i] = v;
+    }
+  }
+
+  // ---- expressions ----
+
+  const Values& get(int id) {
+    if (!cache_[id].empty())
+      return cache_[id];
+    const ir::Node& node = block_.nodes[id];
+    std::vector<const Values*> args;
+    for (int a : node.args)
+      args.push_back(&get(a));
+    cache_[id] = compute(node, args);
+    return cache_[id];
+  }
+
+  Value* constant(double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); }
+
+  static Value* component(const Values& v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+
+  Value* intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> operands) {
+    return b_.CreateIntrinsic(id, {b_.getDoubleTy()}, operands);
+  }
+
+  Value* library_call(const std::string& name, std::vector<Value*> operands) {
+    llvm::Function* f = module_.getFunction(name);
+    if (!f)
+      throw CodegenError(fmt::format("the kernel library has no function '{}'", name));
+    for (size_t i = 0; i < operands.size(); ++i) // library integer arguments are 32 or 64 bit
+      if (operands[i]->getType() != f->getArg(i)->getType())
+        operands[i] = b_.CreateZExtOrTrunc(operands[i], f->getArg(i)->getType());
+    return b_.CreateCall(f, operands);
+  }
+
+  Value* apply(const std::string& fn, Value* a, Value* c) {
+    using llvm::Intrinsic::ID;
+    if (fn == "exp") return intrinsic(llvm::Intrinsic::exp, {a});
+    if (fn == "log") return intrinsic(llvm::Intrinsic::log, {a});
+    if (fn == "sqrt") return intrinsic(llvm::Intrinsic::sqrt, {a});
+    if (fn == "abs") return intrinsic(llvm::Intrinsic::fabs, {a});
+    if (fn == "sin") return intrinsic(llvm::Intrinsic::sin, {a});
+    if (fn == "cos") return intrinsic(llvm::Intrinsic::cos, {a});
+    if (fn == "tanh") {
+      auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
+      return b_.CreateCall(module_.getOrInsertFunction("tanh", type), {a});
+    }
+    if (fn == "logistic")
+      return b_.CreateFDiv(constant(1),
+                           b_.CreateFAdd(constant(1), intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(a)})));
+    if (fn == "pow") return power(a, c);
+    if (fn == "min") return intrinsic(llvm::Intrinsic::minnum, {a, c});
+    if (fn == "max") return intrinsic(llvm::Intrinsic::maxnum, {a, c});
+    throw CodegenError(fmt::format("internal error: no code for function '{}'", fn));
+  }
+
+  Value* power(Value* a, Value* e) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantFP>(e)) {
+      double v = c->getValueAPF().convertToDouble();
+      if (v == 2) return b_.CreateFMul(a, a);
+      if (v == 0.5) return intrinsic(llvm::Intrinsic::sqrt, {a});
+      if (v == -1) return b_.CreateFDiv(constant(1), a);
+    }
+    return intrinsic(llvm::Intrinsic::pow, {a, e});
+  }
+
+  Values compute(const ir::Node& node, const std::vector<const Values*>& args) {
+    size_t size = node.shape.size();
+    Values out(size);
+    auto binary = [&](auto f) {
+      for (size_t i = 0; i < size; ++i)
+        out[i] = f(component(*args[0], i), component(*args[1], i));
+      return out;
+    };
+    switch (node.op) {
+    case ir::Op::Const:
+      for (size_t i = 0; i < size; ++i)
+        out[i] = constant(node.values[i]);
+      return out;
+    case ir::Op::Param: {
+      int offset = model_.param_offset(node.var);
+      for (size_t i = 0; i < size; ++i)
+        out[i] = b_.CreateLoad(b_.getDoubleTy(),
+                               b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("theta"), offset + i));
+      return out;
+    }
+    case ir::Op::Time: return {b_.CreateSIToFP(arg("t"), b_.getDoubleTy())};
+    case ir::Op::State: return load_state(node);
+    case ir::Op::Obs: return load_obs(node);
+    case ir::Op::Neg:
+      for (size_t i = 0; i < size; ++i)
+        out[i] = b_.CreateFNeg((*args[0])[i]);
+      return out;
+    case ir::Op::Add: return binary([&](Value* a, Value* c) { return b_.CreateFAdd(a, c); });
+    case ir::Op::Sub: return binary([&](Value* a, Value* c) { return b_.CreateFSub(a, c); });
+    case ir::Op::Mul: return binary([&](Value* a, Value* c) { return b_.CreateFMul(a, c); });
+    case ir::Op::Div: return binary([&](Value* a, Value* c) { return b_.CreateFDiv(a, c); });
+    case ir::Op::Pow: return binary([&](Value* a, Value* c) { return power(a, c); });
+    case ir::Op::MatMul: {
+      const ir::Shape& lhs = block_.nodes[node.args[0]].shape;
+      int rows = lhs.dims[0], inner = lhs.dims[1];
+      int cols = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) {
+          Value* s = nullptr;
+          for (int k = 0; k < inner; ++k) {
+            Value* p = b_.CreateFMul((*args[0])[i * inner + k], (*args[1])[k * cols + j]);
+            s = s ? b_.CreateFAdd(s, p) : p;
+          }
+          out[i * cols + j] = s;
+        }
+      return out;
+    }
+    case ir::Op::Call:
+      if (node.fn == "dot") {
+        Value* s = nullptr;
+        for (size_t i = 0; i < args[0]->size(); ++i) {
+          Value* p = b_.CreateFMul((*args[0])[i], (*args[1])[i]);
+          s = s ? b_.CreateFAdd(s, p) : p;
+        }
+        return {s};
+      }
+      for (size_t i = 0; i < size; ++i)
+        out[i] = apply(node.fn, component(*args[0], i),
+                       args.size() > 1 ? component(*args[1], i) : nullptr);
+      return out;
+    case ir::Op::Build:
+      for (size_t i = 0; i < size; ++i)
+        out[i] = (*args[i])[0];
+      return out;
+    case ir::Op::Index: {
+      const ir::Shape& base = block_.nodes[node.args[0]].shape;
+      size_t offset = 0;
+      for (size_t k = 0; k < node.index.size(); ++k) {
+        size_t stride = 1;
+        for (size_t j = k + 1; j < base.dims.size(); ++j)
+          stride *= base.dims[j];
+        offset += node.index[k] * stride;
+      }
+      return Values(args[0]->begin() + offset, args[0]->begin() + offset + size);
+    }
+    }
+    throw CodegenError("internal error: unknown IR op");
+  }
+
+  Values load_state(const ir::Node& node) {
+    bool sampled_here = is_sampler(kind_) && block_.kind != ir::BlockKind::Observation;
+    if (node.lag == 0 && sampled_here)
+      return current_.at(node.var); // the verifier guarantees it was sampled earlier
+    Value* base = arg(node.lag == 0 ? "x" : "x_prev");
+    Value* particle = node.lag == 0 ? n_ : ancestor_;
+    int offset = model_.state_offset(node.var);
+    Values out(node.shape.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = b_.CreateLoad(b_.getDoubleTy(), element(base, b_.getInt64(offset + i), particle));
+    return out;
+  }
+
+  Values load_obs(const ir::Node& node) {
+    if (kind_ == Kernel::ObsSample)
+      return current_.at(node.var);
+    int offset = model_.obs_offset(node.var);
+    Values out(node.shape.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = b_.CreateLoad(b_.getDoubleTy(),
+                             b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("y"), offset + i));
+    return out;
+  }
+
+  // Lower-triangular Cholesky factor of a covariance node, row-major, computed once per node.
+  const Values& cholesky(int id) {
+    auto it = cholesky_.find(id);
+    if (it != cholesky_.end())
+      return it->second;
+    const Values& s = get(id);
+    int d = block_.nodes[id].shape.dims[0];
+    Values l(d * d, constant(0));
+    for (int j = 0; j < d; ++j) {
+      Value* diag = s[j * d + j];
+      for (int k = 0; k < j; ++k)
+        diag = b_.CreateFSub(diag, b_.CreateFMul(l[j * d + k], l[j * d + k]));
+      l[j * d + j] = intrinsic(llvm::Intrinsic::sqrt, {diag});
+      for (int i = j + 1; i < d; ++i) {
+        Value* v = s[i * d + j];
+        for (int k = 0; k < j; ++k)
+          v = b_.CreateFSub(v, b_.CreateFMul(l[i * d + k], l[j * d + k]));
+        l[i * d + j] = b_.CreateFDiv(v, l[j * d + j]);
+      }
+    }
+    return cholesky_[id] = std::move(l);
+  }
+
+  // ---- relations ----
+
+  Value* emit_relation(size_t r, Value* logpdf) {
+    const ir::Relation& rel = block_.relations[r];
+    const ir::Shape& shape = model_.var_shape(rel.kind, rel.var);
+    int size = shape.size();
+    std::vector<const Values*> args;
+    for (int a : rel.args)
+      args.push_back(&get(a));
+
+    if (is_sampler(kind_)) {
+      Values drawn = rel.dist == ir::Dist::MvNormal ? sample_mvnormal(rel, r, args)
+                                                    : sample_independent(rel, r, args, size);
+      current_[rel.var] = drawn;
+      bool obs = rel.kind == ir::VarKind::Obs;
+      int offset = obs ? model_.obs_offset(rel.var) : model_.state_offset(rel.var);
+      for (int i = 0; i < size; ++i)
+        b_.CreateStore(drawn[i], element(arg(obs ? "y" : "x"), b_.getInt64(offset + i), n_));
+      return logpdf;
+    }
+
+    ir::Node target;
+    target.op = rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State;
+    target.var = rel.var;
+    target.shape = shape;
+    Values x = rel.kind == ir::VarKind::Obs ? load_obs(target) : load_state(target);
+    current_[rel.var] = x;
+    bool skip_missing = rel.kind == ir::VarKind::Obs;
+    if (rel.dist == ir::Dist::MvNormal) {
+      Value* lp = mvnormal_logpdf(rel, x, args);
+      // The runtime rejects partially missing rows of a joint observation; one NaN means all.
+      return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
+    }
+    std::string fn = fmt::format("ssm_lpdf_{}", ir::dist_info(rel.dist).name);
+    for (int i = 0; i < size; ++i) {
+      std::vector<Value*> operands{x[i]};
+      for (const Values* a : args)
+        operands.push_back(component(*a, i));
+      Value* lp = library_call(fn, operands);
+      logpdf = b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[i], lp) : lp);
+    }
+    return logpdf;
+  }
+
+  Value* unless_missing(Value* observed, Value* lp) {
+    return b_.CreateSelect(b_.CreateFCmpUNO(observed, observed), constant(0), lp);
+  }
+
+  Value* draw(size_t r, int i, const std::string& fn, std::vector<Value*> dist_args) {
+    std::vector<Value*> operands{arg("seed"), n32_, t32_,
+                                 b_.getInt32(site_id(block_.kind, r, i))};
+    operands.insert(operands.end(), dist_args.begin(), dist_args.end());
+    return library_call(fn, operands);
+  }
+
+  Values sample_independent(const ir::Relation& rel, size_t r,
+                            const std::vector<const Values*>& args, int size) {
+    std::string fn = fmt::format("ssm_sample_{}", ir::dist_info(rel.dist).name);
+    Values out(size);
+    for (int i = 0; i < size; ++i) {
+      std::vector<Value*> dist_args;
+      for (const Values* a : args)
+        dist_args.push_back(component(*a, i));
+      out[i] = draw(r, i, fn, dist_args);
+    }
+    return out;
+  }
+
+  Values sample_mvnormal(const ir::Relation& rel, size_t r, const std::vector<const Values*>& args) {
+    const Values& mu = *args[0];
+    const Values& l = cholesky(rel.args[1]);
+    int d = static_cast<int>(mu.size());
+    // Independent standard normals of one site, two per Philox block.
+    Values z(d);
+    for (int i = 0; i < d; ++i)
+      z[i] = library_call("ssm_sample_std_normal_k",
+                          {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, 0)),
+                           b_.getInt32(i)});
+    Values out(d);
+    for (int i = 0; i < d; ++i) {
+      Value* v = mu[i];
+      for (int j = 0; j <= i; ++j)
+        v = b_.CreateFAdd(v, b_.CreateFMul(l[i * d + j], z[j]));
+      out[i] = v;
+    }
+    return out;
+  }
+
+  // log N(x; mu, L L^T) = -|L^{-1}(x - mu)|^2 / 2 - sum log L_ii - d log(2 pi) / 2
+  Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
+                         const std::vector<const Values*>& args) {
+    const Values& mu = *args[0];
+    const Values& l = cholesky(rel.args[1]);
+    int d = static_cast<int>(mu.size());
+    Values w(d);
+    Value* quad = constant(0);
+    Value* log_det = constant(0);
+    for (int i = 0; i < d; ++i) {
+      Value* v = b_.CreateFSub(x[i], mu[i]);
+      for (int j = 0; j < i; ++j)
+        v = b_.CreateFSub(v, b_.CreateFMul(l[i * d + j], w[j]));
+      w[i] = b_.CreateFDiv(v, l[i * d + i]);
+      quad = b_.CreateFAdd(quad, b_.CreateFMul(w[i], w[i]));
+      log_det = b_.CreateFAdd(log_det, intrinsic(llvm::Intrinsic::log, {l[i * d + i]}));
+    }
+    Value* lp = b_.CreateFMul(constant(-0.5), quad);
+    lp = b_.CreateFSub(lp, log_det);
+    return b_.CreateFSub(lp, constant(0.5 * d * std::log(2 * M_PI)));
+  }
+
+  const ir::Model& model_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  Kernel kind_;
+  const ir::Block& block_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  std::map<std::string, llvm::Argument*> args_;
+  Value* t32_ = nullptr;
+  Value* n_ = nullptr;
+  Value* n32_ = nullptr;
+  Value* ancestor_ = nullptr;
+  std::vector<bool> varying_;
+  std::vector<Values> cache_, preamble_cache_;
+  std::map<int, Values> cholesky_, preamble_cholesky_;
+  std::map<int, Values> current_; // lag-0 values of the variables this block samples or reads
+};
+
+void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
+  auto& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
+  std::vector<llvm::Constant*> fields{b.getInt32(1), llvm::ConstantExpr::getPointerCast(
+                                                         metadata, b.getInt8PtrTy())};
+  std::vector<llvm::Type*> types{b.getInt32Ty(), b.getInt8PtrTy()};
+  for (const char* name : {"ssm_init_sample", "ssm_init_logpdf", "ssm_transition_sample",
+                           "ssm_transition_logpdf", "ssm_obs_logpdf", "ssm_obs_sample"}) {
+    llvm::Function* f = module.getFunction(name);
+    fields.push_back(f);
+    types.push_back(f->getType());
+  }
+  auto* type = llvm::StructType::create(ctx, types, "ssm_model");
+  new llvm::GlobalVariable(module, type, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantStruct::get(type, fields), "ssm_model_table");
+}
+
+} // namespace
+
+void generate_kernels(const ir::Model& model, const std::string& metadata_json,
+                      llvm::Module& library) {
+  // The library's functions are only for inlining into the kernels.
+  for (llvm::Function& f : library)
+    if (!f.isDeclaration()) {
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      f.addFnAttr(llvm::Attribute::AlwaysInline);
+    }
+  KernelEmitter(model, library, Kernel::InitSample).emit("ssm_init_sample");
+  KernelEmitter(model, library, Kernel::InitLogpdf).emit("ssm_init_logpdf");
+  KernelEmitter(model, library, Kernel::TransitionSample).emit("ssm_transition_sample");
+  KernelEmitter(model, library, Kernel::TransitionLogpdf).emit("ssm_transition_logpdf");
+  KernelEmitter(model, library, Kernel::ObsLogpdf).emit("ssm_obs_logpdf");
+  KernelEmitter(model, library, Kernel::ObsSample).emit("ssm_obs_sample");
+  emit_model_table(metadata_json, library);
+
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(library, &os))
+    throw CodegenError("internal error: generated LLVM IR is invalid:\n" + os.str());
+}
+
+} // namespace ssm::codegen

@@ -1,0 +1,13 @@
+// The JSON metadata a compiled model carries (names, shapes, parameter layout, defaults, prior
+// supports, the structure report): the runtime's whole view of the model besides the kernels.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <string>
+
+namespace ssm::codegen {
+
+std::string model_metadata_json(const ir::Model& model, const std::string& structure_report);
+
+} // namespace ssm::codegen

@@ -1,0 +1,66 @@
+// The C ABI between a compiled model and the ssmc runtime.
+//
+// A compiled model object exports one symbol, `ssm_model_table`, of type ssm_model. Everything the
+// runtime needs to know about the model (names, shapes, parameter layout and defaults, the structure
+// report) is in `metadata_json`; the kernels are plain functions over a batch of particles.
+//
+// Layout conventions shared by every kernel:
+//   - particles are stored structure-of-arrays: component c of particle n is at x[c * stride + n];
+//   - a kernel handles particles n in [begin, end) and allocates nothing;
+//   - theta is the flat parameter vector (scalars, then vector / row-major matrix elements, in the
+//     order and at the offsets given by the metadata);
+//   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles; a NaN
+//     component is a missing observation and contributes nothing to the log-density;
+//   - random draws come from Philox4x32-10 keyed by `seed` with counter (n, t, site, draw) (see
+//     ssm/rng.h), so results do not depend on how particles are split across threads.
+#ifndef SSM_ABI_H
+#define SSM_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SSM_ABI_VERSION 1
+
+// x[c*stride+n] ~ p(x_0)
+typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
+                                   int64_t stride, double* x);
+// out[n] = log p(x_0 = x_n)
+typedef void (*ssm_init_logpdf_fn)(const double* theta, int64_t begin, int64_t end, int64_t stride,
+                                   const double* x, double* out);
+// x_n ~ p(x_t | x_{t-1} = x_prev[a_n]) with a_n = ancestors ? ancestors[n] : n.
+typedef void (*ssm_transition_sample_fn)(const double* theta, uint64_t seed, int64_t t, int64_t begin,
+                                         int64_t end, int64_t stride, const double* x_prev,
+                                         const int64_t* ancestors, double* x);
+// out[n] = log p(x_t = x_n | x_{t-1} = x_prev[a_n]) with a_n = ancestors ? ancestors[n] : n.
+typedef void (*ssm_transition_logpdf_fn)(const double* theta, int64_t t, int64_t begin, int64_t end,
+                                         int64_t stride, const double* x_prev,
+                                         const int64_t* ancestors, const double* x, double* out);
+// out[n] = log p(y_t = y | x_t = x_n); NaN components of y are skipped.
+typedef void (*ssm_obs_logpdf_fn)(const double* theta, int64_t t, int64_t begin, int64_t end,
+                                  int64_t stride, const double* x, const double* y, double* out);
+// y[k*stride+n] ~ p(y_t | x_t = x_n)
+typedef void (*ssm_obs_sample_fn)(const double* theta, uint64_t seed, int64_t t, int64_t begin,
+                                  int64_t end, int64_t stride, const double* x, double* y);
+
+typedef struct ssm_model {
+  uint32_t abi_version;      // SSM_ABI_VERSION
+  const char* metadata_json; // see docs/abi.md
+  ssm_init_sample_fn init_sample;
+  ssm_init_logpdf_fn init_logpdf;
+  ssm_transition_sample_fn transition_sample;
+  ssm_transition_logpdf_fn transition_logpdf;
+  ssm_obs_logpdf_fn obs_logpdf;
+  ssm_obs_sample_fn obs_sample;
+} ssm_model;
+
+// Runs the generated executable's command line against a model table. Returns the exit code.
+int ssm_main(const ssm_model* model, int argc, char** argv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,51 @@
+// C entry points of the kernel library (runtime/src/kernel_lib.cpp), the functions generated code
+// calls for random draws and log-densities. The library is compiled to LLVM bitcode
+// (lib/ssmc/kernel_lib.bc) that codegen links into each kernel module and inlines; the semantics
+// are those of the same-named inline functions in ssm/distributions.h.
+#ifndef SSM_KERNEL_LIB_H
+#define SSM_KERNEL_LIB_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// u0 of Philox block (seed; n, t, site, draw = 0), uniform in (0, 1).
+double ssm_rng_uniform(uint64_t seed, uint32_t n, uint32_t t, uint32_t site);
+// log Gamma(x) for x > 0.
+double ssm_log_gamma(double x);
+
+double ssm_lpdf_std_normal(double x);
+double ssm_lpdf_normal(double x, double mu, double sigma);
+double ssm_lpdf_lognormal(double x, double mu, double sigma);
+double ssm_lpdf_student_t(double x, double nu, double mu, double sigma);
+double ssm_lpdf_half_normal(double x, double sigma);
+double ssm_lpdf_uniform(double x, double lo, double hi);
+double ssm_lpdf_gamma(double x, double alpha, double beta);
+double ssm_lpdf_exponential(double x, double beta);
+double ssm_lpdf_poisson(double k, double lambda);
+double ssm_lpdf_bernoulli(double k, double p);
+
+double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site);
+double ssm_sample_std_normal_k(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, uint32_t k);
+double ssm_sample_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                         double sigma);
+double ssm_sample_lognormal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                            double sigma);
+double ssm_sample_student_t(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double nu,
+                            double mu, double sigma);
+double ssm_sample_half_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double sigma);
+double ssm_sample_uniform(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double lo,
+                          double hi);
+double ssm_sample_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double alpha,
+                        double beta);
+double ssm_sample_exponential(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double beta);
+double ssm_sample_poisson(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double lambda);
+double ssm_sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,60 @@
+// The model description carried by ssm_model::metadata_json, parsed once into plain structs, and
+// the CSV column names derived from variable shapes (`x`, `x[0]`, `A[0,1]`).
+#ifndef SSM_METADATA_H
+#define SSM_METADATA_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ssm {
+
+// A state or observation variable: components [offset, offset + size) of the state (or
+// observation) vector.
+struct VarInfo {
+  std::string name;
+  std::vector<int64_t> shape; // [] scalar, [n] vector, [r, c] matrix (row-major)
+  int64_t offset = 0;
+  int64_t size = 1;
+  bool joint = false; // observations only: components are jointly distributed (e.g. mvnormal)
+};
+
+struct ParamInfo {
+  std::string name;
+  std::string type; // real | vector | matrix | cov_matrix
+  std::vector<int64_t> shape;
+  int64_t offset = 0; // into theta
+  int64_t size = 1;
+  std::optional<std::vector<double>> default_value; // flat, row-major
+  std::optional<double> lower, upper;               // support of the prior
+  std::string prior;                                // source text, may be empty
+};
+
+struct ModelInfo {
+  std::string name, source;
+  int64_t n_state = 0, n_obs = 0, n_theta = 0;
+  std::vector<VarInfo> state, obs;
+  std::vector<ParamInfo> params;
+  std::string structure;
+
+  const ParamInfo* find_param(std::string_view name) const;
+};
+
+// Parses and checks the metadata JSON emitted by the compiler (layout consistency included).
+// Throws ssm::Error.
+ModelInfo parse_metadata(std::string_view json);
+
+// Column names of one variable: `x` for a scalar, `x[i]` for a vector, `A[i,j]` for a matrix.
+std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape);
+// Column names of the whole state (resp. observation) vector, indexed by component.
+std::vector<std::string> state_columns(const ModelInfo& info);
+std::vector<std::string> obs_columns(const ModelInfo& info);
+
+// `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
+std::string type_string(const ParamInfo& p);
+
+} // namespace ssm
+
+#endif

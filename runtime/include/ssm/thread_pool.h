@@ -1,0 +1,61 @@
+// A fixed pool of worker threads running parallel loops over task indices. Callers split work
+// into blocks whose boundaries do not depend on the thread count, so results are bit-identical
+// whatever the number of threads.
+#ifndef SSM_THREAD_POOL_H
+#define SSM_THREAD_POOL_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace ssm {
+
+class ThreadPool {
+public:
+  // threads >= 1; the calling thread takes part in every loop, so threads - 1 workers are started.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls f(i) for every i in [0, n), in any order and on any thread; returns when all are done.
+  // Rethrows the first exception a call threw. Allocates nothing.
+  template <class F> void parallel_for(int64_t n, F&& f) {
+    using Fn = std::remove_reference_t<F>;
+    run(
+        n, [](void* ctx, int64_t i) { (*static_cast<Fn*>(ctx))(i); },
+        const_cast<void*>(static_cast<const void*>(&f)));
+  }
+
+private:
+  using TaskFn = void (*)(void*, int64_t);
+  void run(int64_t n, TaskFn fn, void* ctx);
+  void work(TaskFn fn, void* ctx, int64_t n);
+  void worker_loop();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  TaskFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_ = 0;
+  int busy_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::exception_ptr error_;
+};
+
+// Default thread count: all cores (at least 1).
+int default_threads();
+
+} // namespace ssm
+
+#endif

@@ -1,0 +1,338 @@
+// The command line of a generated executable: global options (threads, seed, parameters) and the
+// subcommands simulate, filter and info. Usage errors exit with 2, other errors with 1, both
+// printed as `<prog>: error: message`.
+#include "ssm/cli.h"
+#include "ssm/csv.h"
+#include "ssm/error.h"
+#include "ssm/filter.h"
+#include "ssm/metadata.h"
+#include "ssm/output.h"
+#include "ssm/params.h"
+#include "ssm/simulate.h"
+#include "ssm/thread_pool.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <sstream>
+#include <unistd.h>
+
+using nlohmann::json;
+
+namespace ssm {
+
+namespace {
+
+std::string program_name(int argc, char** argv) {
+  if (argc < 1 || !argv[0] || !*argv[0])
+    return "model";
+  std::string p = argv[0];
+  auto slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string var_type(const VarInfo& v) {
+  if (v.shape.empty())
+    return "real";
+  if (v.shape.size() == 1)
+    return fmt::format("vector[{}]", v.shape[0]);
+  return fmt::format("matrix[{}]", fmt::join(v.shape, ","));
+}
+
+std::string params_footer(const ModelInfo& info) {
+  std::string s =
+      "Parameter values: --param name=value (repeatable), vectors as [1,2], matrices as "
+      "[[1,2],[3,4]] (rows); --params FILE.json holds an object {\"name\": value, ...}. Later "
+      "sources override earlier ones: model defaults < --params < --param.\n\n"
+      "The global options --threads, --seed, --param and --params may be given before or "
+      "after the subcommand.\n"
+      "Results are bit-identical for every --threads value with the same --seed.\n";
+  if (info.params.empty())
+    return s;
+  s += "\nParameters of this model:\n";
+  for (const ParamInfo& p : info.params) {
+    s += fmt::format("  {} : {}", p.name, type_string(p));
+    if (!p.prior.empty())
+      s += " ~ " + p.prior;
+    s += p.default_value ? " = " + format_param_value(p, *p.default_value)
+                         : std::string(" (no default: must be given)");
+    s += "\n";
+  }
+  return s;
+}
+
+struct Globals {
+  int threads = 1;
+  uint64_t seed = 1;
+  std::vector<std::string> params;
+  std::string params_file;
+};
+
+void run_info(const ModelInfo& info, const ParamValues& values, bool as_json, std::FILE* out) {
+  if (as_json) {
+    json j;
+    j["model"] = info.name;
+    j["source"] = info.source;
+    j["n_state"] = info.n_state;
+    j["n_obs"] = info.n_obs;
+    j["n_theta"] = info.n_theta;
+    auto vars = [](const std::vector<VarInfo>& vs, bool obs) {
+      json a = json::array();
+      for (const VarInfo& v : vs) {
+        json e = {{"name", v.name},
+                  {"shape", v.shape},
+                  {"offset", v.offset},
+                  {"size", v.size},
+                  {"columns", column_names(v.name, v.shape)}};
+        if (obs)
+          e["joint"] = v.joint;
+        a.push_back(e);
+      }
+      return a;
+    };
+    j["state"] = vars(info.state, false);
+    j["obs"] = vars(info.obs, true);
+    json ps = json::array();
+    for (size_t i = 0; i < info.params.size(); ++i) {
+      const ParamInfo& p = info.params[i];
+      ps.push_back({{"name", p.name},
+                    {"type", p.type},
+                    {"shape", p.shape},
+                    {"value", values[i] ? param_value_json(p, *values[i]) : json(nullptr)},
+                    {"prior", p.prior},
+                    {"lower", p.lower ? json(*p.lower) : json(nullptr)},
+                    {"upper", p.upper ? json(*p.upper) : json(nullptr)}});
+    }
+    j["params"] = ps;
+    j["structure"] = info.structure;
+    fmt::print(out, "{}\n", j.dump(2));
+    return;
+  }
+  fmt::print(out, "model {}{}\n", info.name, info.source.empty() ? "" : " (" + info.source + ")");
+  fmt::print(out, "state ({} component{}):\n", info.n_state, info.n_state == 1 ? "" : "s");
+  for (const VarInfo& v : info.state)
+    fmt::print(out, "  {} : {}\n", v.name, var_type(v));
+  fmt::print(out, "observations ({} component{}):\n", info.n_obs, info.n_obs == 1 ? "" : "s");
+  for (const VarInfo& v : info.obs)
+    fmt::print(out, "  {} : {}{}\n", v.name, var_type(v),
+               v.joint && v.size > 1 ? " (joint: all or none of its columns may be missing)" : "");
+  fmt::print(out, "parameters ({} value{} in theta):\n", info.n_theta,
+             info.n_theta == 1 ? "" : "s");
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const ParamInfo& p = info.params[i];
+    fmt::print(out, "  {} : {} = {}{}\n", p.name, type_string(p),
+               values[i] ? format_param_value(p, *values[i]) : std::string("(no value)"),
+               p.prior.empty() ? "" : "  ~ " + p.prior);
+  }
+  if (!info.structure.empty()) {
+    fmt::print(out, "structure:\n");
+    std::istringstream lines(info.structure);
+    for (std::string line; std::getline(lines, line);)
+      fmt::print(out, "  {}\n", line);
+  }
+}
+
+// Progress on a terminal only, and only for runs long enough to need it.
+struct Progress {
+  std::FILE* err;
+  std::string prog;
+  bool enabled;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last = start;
+  bool shown = false;
+
+  void operator()(int64_t t, int64_t T) {
+    if (!enabled)
+      return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - start < std::chrono::seconds(1) || now - last < std::chrono::milliseconds(200))
+      return;
+    last = now;
+    shown = true;
+    fmt::print(err, "\r{} filter: t = {}/{} ({}%)", prog, t + 1, T, 100 * (t + 1) / T);
+    std::fflush(err);
+  }
+  void finish() {
+    if (shown)
+      fmt::print(err, "\r\033[K");
+  }
+};
+
+} // namespace
+
+int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::FILE* err) {
+  const std::string prog = program_name(argc, argv);
+  auto fail = [&](const std::string& msg) {
+    fmt::print(err, "{}: error: {}\n", prog, msg);
+    std::fflush(err);
+    return 1;
+  };
+  if (!model)
+    return fail("no model table");
+  if (model->abi_version != SSM_ABI_VERSION)
+    return fail(fmt::format("the model was compiled for runtime ABI version {}, this runtime is "
+                            "version {}: rebuild the model with a matching ssmc",
+                            model->abi_version, SSM_ABI_VERSION));
+  ModelInfo info;
+  try {
+    info = parse_metadata(model->metadata_json ? model->metadata_json : "");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+
+  Globals g;
+  g.threads = default_threads();
+  CLI::App app{fmt::format("{}: state-space model '{}'{}, compiled by ssmc.", prog, info.name,
+                           info.source.empty() ? "" : " from " + info.source),
+               prog};
+  app.fallthrough(); // global options may also follow the subcommand
+  app.require_subcommand(1);
+  app.footer(params_footer(info));
+  app.add_option("--threads", g.threads,
+                 fmt::format("Worker threads (default: all cores, here {})", g.threads))
+      ->check(CLI::PositiveNumber);
+  // Parsed by hand: CLI11 would wrap "-1" and saturate values above 2^64 - 1.
+  std::string seed_text = "1";
+  app.add_option("--seed", seed_text, "Random seed (unsigned 64-bit integer)")
+      ->capture_default_str()
+      ->type_name("UINT64")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            uint64_t x;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+            if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+              return fmt::format("expected an unsigned 64-bit integer, got '{}'", v);
+            return std::string();
+          },
+          "UINT64"));
+  app.add_option("--param", g.params,
+                 "Set a parameter: name=value, [1,2] for a vector, [[1,2],[3,4]] for a matrix; "
+                 "repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME=VALUE");
+  app.add_option("--params", g.params_file,
+                 "JSON file with an object mapping parameter names to values")
+      ->type_name("FILE.json");
+
+  int64_t T = 0;
+  std::string sim_out;
+  CLI::App* sim = app.add_subcommand("simulate", "Simulate one trajectory of states and "
+                                                 "observations; CSV t,<state>,<obs>");
+  sim->add_option("--T,-T", T, "Number of time steps")->required()->check(CLI::PositiveNumber);
+  sim->add_option("--out", sim_out, "Output CSV file (default: standard output)")
+      ->type_name("FILE.csv");
+
+  std::string data_file, filter_out;
+  FilterOptions fopt;
+  bool filter_json = false;
+  CLI::App* flt = app.add_subcommand(
+      "filter", "Bootstrap particle filter: log-likelihood and filtering moments. CSV "
+                "t,mean_<col>,var_<col>...,ess,loglik_increment per time step");
+  flt->add_option("--data", data_file,
+                  "Data CSV with a header; observation columns are found by name, one row per "
+                  "time step; empty or NA = missing")
+      ->required()
+      ->type_name("FILE.csv");
+  flt->add_option("--particles", fopt.particles, "Number of particles")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flt->add_option("--ess-threshold", fopt.ess_threshold,
+                  "Resample when ESS < r * particles (1: every step, 0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  flt->add_option("--out", filter_out,
+                  "Output CSV file (default: standard output, none with --json)")
+      ->type_name("FILE.csv");
+  flt->add_flag("--json", filter_json, "Print a JSON summary on standard output");
+
+  bool info_json = false;
+  CLI::App* inf = app.add_subcommand("info", "Model dimensions, parameters (current values and "
+                                             "priors) and structure report");
+  inf->add_flag("--json", info_json, "Print as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) { // --help
+      std::ostringstream help;
+      app.exit(e, help, help);
+      fmt::print(out, "{}", help.str());
+      std::fflush(out);
+      return 0;
+    }
+    fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, e.what(), prog);
+    std::fflush(err);
+    return 2;
+  }
+
+  try {
+    std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), g.seed);
+    ParamValues values = resolve_params(info, g.params_file, g.params);
+    if (inf->parsed()) {
+      run_info(info, values, info_json, out);
+    } else if (sim->parsed()) {
+      if (!model->init_sample || !model->transition_sample || !model->obs_sample)
+        throw Error("the model table lacks a sampling kernel needed by simulate");
+      std::vector<double> theta = assemble_theta(info, values);
+      OutputFile file(sim_out, out);
+      Simulation s = simulate(*model, info, theta, T, g.seed);
+      file.write(simulation_csv(info, s));
+      file.commit();
+    } else if (flt->parsed()) {
+      if (!model->init_sample || !model->transition_sample || !model->obs_logpdf)
+        throw Error("the model table lacks a kernel needed by filter");
+      std::vector<double> theta = assemble_theta(info, values);
+      ObsData data = read_observations(info, read_csv(data_file));
+      std::optional<OutputFile> file;
+      if (!filter_out.empty() || !filter_json)
+        file.emplace(filter_out, out);
+      ThreadPool pool(g.threads);
+      Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
+      fopt.seed = g.seed;
+      fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
+      FilterResult r;
+      try {
+        r = bootstrap_filter(*model, info, theta, data, fopt, pool);
+      } catch (...) {
+        progress.finish();
+        throw;
+      }
+      progress.finish();
+      if (file) {
+        file->write(filter_csv(info, r));
+        file->commit();
+      }
+      if (filter_json) {
+        json j = {{"log_likelihood", r.log_likelihood},
+                  {"particles", r.particles},
+                  {"T", r.T},
+                  {"resample_count", r.resample_count},
+                  {"elapsed_s", r.elapsed_s},
+                  {"ess_min", r.ess_min},
+                  {"seed", g.seed},
+                  {"threads", g.threads},
+                  {"model", info.name}};
+        fmt::print(out, "{}\n", j.dump(2));
+        std::fflush(out);
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory (try fewer --particles)");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  return 0;
+}
+
+} // namespace ssm
+
+extern "C" int ssm_main(const ssm_model* model, int argc, char** argv) {
+  try {
+    return ssm::run_cli(model, argc, argv, stdout, stderr);
+  } catch (...) { // nothing may cross the C boundary
+    std::fputs("error: unexpected internal error\n", stderr);
+    return 1;
+  }
+}

@@ -1,0 +1,238 @@
+// The bootstrap particle filter. Particles are stored structure-of-arrays in two buffers (previous
+// and current states); resampling only produces an ancestor array that the transition kernel
+// reads through, so particles are never copied. Work is split into fixed blocks of
+// kParticleBlock particles and every reduction is combined in block order, which makes the output
+// independent of the thread count.
+#include "ssm/filter.h"
+#include "ssm/error.h"
+#include "ssm/resample.h"
+#include "ssm/rng.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <new>
+
+namespace ssm {
+
+namespace {
+
+// 64-byte aligned array so each state component row starts on a cache line.
+template <class T> struct AlignedArray {
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<T[], Free> ptr;
+  explicit AlignedArray(size_t n)
+      : ptr(static_cast<T*>(
+            ::operator new[](std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {
+    std::fill(ptr.get(), ptr.get() + n, T());
+  }
+  T* data() { return ptr.get(); }
+  T& operator[](size_t i) { return ptr[i]; }
+};
+
+// "data.csv line 12: y=3.5" for messages about time step t.
+std::string data_row_text(const ModelInfo& info, const ObsData& data, int64_t t) {
+  std::vector<std::string> cols = obs_columns(info), parts;
+  for (int64_t k = 0; k < data.n_obs; ++k)
+    parts.push_back(cols[k] + "=" + format_double(data.at(t)[k]));
+  std::string where = data.source;
+  if (t < static_cast<int64_t>(data.lines.size()))
+    where += fmt::format(" line {}", data.lines[t]);
+  return fmt::format("{}: {}", where, fmt::join(parts, ", "));
+}
+
+} // namespace
+
+FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
+                              const std::vector<double>& theta, const ObsData& data,
+                              const FilterOptions& opt, ThreadPool& pool) {
+  if (opt.particles < 1)
+    throw Error("filter: the number of particles must be at least 1");
+  if (!(opt.ess_threshold >= 0 && opt.ess_threshold <= 1))
+    throw Error("filter: the ESS threshold must be in [0, 1]");
+  if (data.n_obs != info.n_obs)
+    throw Error("filter: the data do not match the model's observation dimension");
+  if (static_cast<int64_t>(theta.size()) != info.n_theta)
+    throw Error("filter: theta does not match the model's parameter layout");
+
+  const auto t_start = std::chrono::steady_clock::now();
+  const int64_t N = opt.particles, T = data.T, ns = info.n_state;
+  const int64_t stride = (N + 7) / 8 * 8;
+  const int64_t nb = (N + kParticleBlock - 1) / kParticleBlock;
+  const double* th = theta.data();
+  const uint64_t seed = opt.seed;
+
+  AlignedArray<double> xa(ns * stride), xb(ns * stride), lw(N), inc(N), w(N);
+  AlignedArray<int64_t> anc(N);
+  // Per-block partial results, combined in block order.
+  std::vector<double> bmax(nb), bsum(nb), bsum2(nb), bx(nb * ns), bvar(nb * ns);
+  std::vector<double> mean(ns);
+
+  FilterResult res;
+  res.T = T;
+  res.particles = N;
+  res.n_state = ns;
+  res.mean.assign(T * ns, 0.0);
+  res.var.assign(T * ns, 0.0);
+  res.ess.assign(T, 0.0);
+  res.loglik_increment.assign(T, 0.0);
+  res.resampled.assign(T, 0);
+  res.ess_min = std::numeric_limits<double>::infinity();
+
+  double* prev = xa.data();
+  double* cur = xb.data();
+  double log_sum_prev = std::log(static_cast<double>(N)); // log sum exp of the weights before t
+  double ess_prev = static_cast<double>(N);
+
+  for (int64_t t = 0; t < T; ++t) {
+    bool resampled = false;
+    if (t > 0 && (opt.ess_threshold >= 1 || ess_prev < opt.ess_threshold * N)) {
+      double u0, u1;
+      philox_u01x2(seed, 0, static_cast<uint32_t>(t), kSiteResample, 0, u0, u1);
+      systematic_resample(w.data(), N, u0, anc.data());
+      resampled = true;
+      ++res.resample_count;
+      log_sum_prev = std::log(static_cast<double>(N));
+    }
+    const bool flat_prev = t == 0 || resampled; // previous log-weights all 0
+    const int64_t* ancestors = resampled ? anc.data() : nullptr;
+    const double* y = data.at(t);
+
+    // Propagate, weight, and find each block's largest log-weight.
+    pool.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      if (t == 0)
+        model.init_sample(th, seed, begin, end, stride, cur);
+      else
+        model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
+      model.obs_logpdf(th, t, begin, end, stride, cur, y, inc.data());
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t n = begin; n < end; ++n) {
+        double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
+        if (std::isnan(v))
+          v = -std::numeric_limits<double>::infinity();
+        lw[n] = v;
+        m = std::max(m, v);
+      }
+      bmax[b] = m;
+    });
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t b = 0; b < nb; ++b)
+      m = std::max(m, bmax[b]);
+    if (m == std::numeric_limits<double>::infinity())
+      throw Error(fmt::format(
+          "filter: a particle has an infinite log-weight at t={} ({}); the "
+          "observation density is degenerate there (e.g. a zero scale): check the model and the "
+          "parameter values",
+          t, data_row_text(info, data, t)));
+    if (m == -std::numeric_limits<double>::infinity())
+      throw Error(fmt::format(
+          "filter: all {} particle weights are zero or NaN at t={} ({}). Try more "
+          "particles (--particles), check the model's observation density and the data on that "
+          "line, and the parameter values (--param)",
+          N, t, data_row_text(info, data, t)));
+
+    // Shift log-weights by the maximum, exponentiate, and accumulate weighted first moments.
+    pool.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      double s = 0, s2 = 0;
+      for (int64_t n = begin; n < end; ++n) {
+        lw[n] -= m;
+        const double e = std::exp(lw[n]);
+        w[n] = e;
+        s += e;
+        s2 += e * e;
+      }
+      bsum[b] = s;
+      bsum2[b] = s2;
+      for (int64_t c = 0; c < ns; ++c) {
+        const double* xc = cur + c * stride;
+        double sx = 0;
+        for (int64_t n = begin; n < end; ++n)
+          if (w[n] > 0) // a zero-weight particle may hold a non-finite state
+            sx += w[n] * xc[n];
+        bx[b * ns + c] = sx;
+      }
+    });
+    double S = 0, S2 = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+      S += bsum[b];
+      S2 += bsum2[b];
+    }
+    for (int64_t c = 0; c < ns; ++c) {
+      double sx = 0;
+      for (int64_t b = 0; b < nb; ++b)
+        sx += bx[b * ns + c];
+      mean[c] = sx / S;
+    }
+
+    // Weighted variances around the means (two passes for accuracy).
+    if (ns > 0) {
+      pool.parallel_for(nb, [&](int64_t b) {
+        const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+        for (int64_t c = 0; c < ns; ++c) {
+          const double* xc = cur + c * stride;
+          const double mc = mean[c];
+          double sv = 0;
+          for (int64_t n = begin; n < end; ++n)
+            if (w[n] > 0) {
+              const double d = xc[n] - mc;
+              sv += w[n] * d * d;
+            }
+          bvar[b * ns + c] = sv;
+        }
+      });
+    }
+    for (int64_t c = 0; c < ns; ++c) {
+      double sv = 0;
+      for (int64_t b = 0; b < nb; ++b)
+        sv += bvar[b * ns + c];
+      res.mean[t * ns + c] = mean[c];
+      res.var[t * ns + c] = sv / S;
+    }
+
+    const double log_sum = m + std::log(S);
+    const double ll_inc = log_sum - log_sum_prev;
+    res.loglik_increment[t] = ll_inc;
+    res.log_likelihood += ll_inc;
+    ess_prev = S * S / S2;
+    res.ess[t] = ess_prev;
+    res.ess_min = std::min(res.ess_min, ess_prev);
+    res.resampled[t] = resampled;
+    log_sum_prev = std::log(S); // lw now holds log-weights shifted by m
+    std::swap(prev, cur);
+    if (opt.progress)
+      opt.progress(t, T);
+  }
+  if (T == 0)
+    res.ess_min = static_cast<double>(N);
+  res.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  return res;
+}
+
+std::string filter_csv(const ModelInfo& info, const FilterResult& r) {
+  std::vector<std::string> cols = state_columns(info);
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "t");
+  for (const auto& c : cols)
+    fmt::format_to(std::back_inserter(out), ",mean_{},var_{}", c, c);
+  fmt::format_to(std::back_inserter(out), ",ess,loglik_increment\n");
+  const int64_t ns = r.n_state;
+  for (int64_t t = 0; t < r.T; ++t) {
+    fmt::format_to(std::back_inserter(out), "{}", t);
+    for (int64_t c = 0; c < ns; ++c)
+      fmt::format_to(std::back_inserter(out), ",{},{}", format_double(r.mean[t * ns + c]),
+                     format_double(r.var[t * ns + c]));
+    fmt::format_to(std::back_inserter(out), ",{},{}\n", format_double(r.ess[t]),
+                   format_double(r.loglik_increment[t]));
+  }
+  return fmt::to_string(out);
+}
+
+} // namespace ssm

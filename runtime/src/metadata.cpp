@@ -1,0 +1,237 @@
+// Parsing and checking of the model metadata JSON (see docs/abi.md), and CSV column naming.
+#include "ssm/metadata.h"
+#include "ssm/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace ssm {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw Error("invalid model metadata (the compiler and runtime disagree): " + what);
+}
+
+const json& field(const json& obj, const char* key, const std::string& ctx) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    bad(fmt::format("{}: missing field '{}'", ctx, key));
+  return *it;
+}
+
+int64_t get_int(const json& obj, const char* key, const std::string& ctx) {
+  const json& v = field(obj, key, ctx);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    bad(fmt::format("{}: field '{}' must be a non-negative integer", ctx, key));
+  return v.get<int64_t>();
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& ctx) {
+  const json& v = field(obj, key, ctx);
+  if (!v.is_string())
+    bad(fmt::format("{}: field '{}' must be a string", ctx, key));
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> get_shape(const json& obj, const std::string& ctx) {
+  const json& v = field(obj, "shape", ctx);
+  if (!v.is_array())
+    bad(ctx + ": 'shape' must be an array");
+  std::vector<int64_t> shape;
+  for (const json& d : v) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1)
+      bad(ctx + ": 'shape' entries must be positive integers");
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+int64_t shape_size(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+void flatten_into(const json& v, std::vector<double>& out, const std::string& ctx) {
+  if (v.is_number())
+    out.push_back(v.get<double>());
+  else if (v.is_array())
+    for (const json& e : v)
+      flatten_into(e, out, ctx);
+  else
+    bad(ctx + ": 'default' must hold numbers");
+}
+
+std::optional<double> get_bound(const json& obj, const char* key, const std::string& ctx) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_number())
+    bad(fmt::format("{}: '{}' must be a number or null", ctx, key));
+  return it->get<double>();
+}
+
+std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_total, bool is_obs) {
+  const json& arr = field(root, key, "model");
+  if (!arr.is_array())
+    bad(fmt::format("'{}' must be an array", key));
+  std::vector<VarInfo> vars;
+  std::vector<bool> covered(n_total, false);
+  for (const json& v : arr) {
+    VarInfo var;
+    std::string ctx = fmt::format("{} entry", key);
+    var.name = get_string(v, "name", ctx);
+    ctx = fmt::format("{} '{}'", key, var.name);
+    var.shape = get_shape(v, ctx);
+    var.offset = get_int(v, "offset", ctx);
+    var.size = get_int(v, "size", ctx);
+    if (var.size != shape_size(var.shape))
+      bad(ctx + ": 'size' does not match 'shape'");
+    if (var.offset + var.size > n_total)
+      bad(fmt::format("{}: components [{}, {}) exceed the {} declared", ctx, var.offset,
+                      var.offset + var.size, n_total));
+    for (int64_t c = var.offset; c < var.offset + var.size; ++c) {
+      if (covered[c])
+        bad(ctx + ": overlaps another variable");
+      covered[c] = true;
+    }
+    if (is_obs) {
+      auto it = v.find("joint");
+      var.joint = it != v.end() && it->is_boolean() && it->get<bool>();
+    }
+    vars.push_back(std::move(var));
+  }
+  for (int64_t c = 0; c < n_total; ++c)
+    if (!covered[c])
+      bad(fmt::format("component {} of '{}' belongs to no variable", c, key));
+  return vars;
+}
+
+} // namespace
+
+const ParamInfo* ModelInfo::find_param(std::string_view pname) const {
+  for (const ParamInfo& p : params)
+    if (p.name == pname)
+      return &p;
+  return nullptr;
+}
+
+ModelInfo parse_metadata(std::string_view text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    bad("not a JSON object");
+  ModelInfo info;
+  info.name = get_string(root, "name", "model");
+  auto src = root.find("source");
+  if (src != root.end() && src->is_string())
+    info.source = src->get<std::string>();
+  info.n_state = get_int(root, "n_state", "model");
+  info.n_obs = get_int(root, "n_obs", "model");
+  info.n_theta = get_int(root, "n_theta", "model");
+  info.state = parse_vars(root, "state", info.n_state, false);
+  info.obs = parse_vars(root, "obs", info.n_obs, true);
+  auto st = root.find("structure");
+  if (st != root.end() && st->is_string())
+    info.structure = st->get<std::string>();
+
+  const json& params = field(root, "params", "model");
+  if (!params.is_array())
+    bad("'params' must be an array");
+  std::vector<bool> covered(info.n_theta, false);
+  for (const json& v : params) {
+    ParamInfo p;
+    p.name = get_string(v, "name", "params entry");
+    std::string ctx = fmt::format("parameter '{}'", p.name);
+    if (info.find_param(p.name))
+      bad(ctx + ": declared twice");
+    p.type = get_string(v, "type", ctx);
+    p.shape = get_shape(v, ctx);
+    p.offset = get_int(v, "offset", ctx);
+    p.size = get_int(v, "size", ctx);
+    if (p.size != shape_size(p.shape))
+      bad(ctx + ": 'size' does not match 'shape'");
+    if (p.offset + p.size > info.n_theta)
+      bad(ctx + ": exceeds n_theta");
+    for (int64_t c = p.offset; c < p.offset + p.size; ++c) {
+      if (covered[c])
+        bad(ctx + ": overlaps another parameter");
+      covered[c] = true;
+    }
+    if (p.type == "cov_matrix" && (p.shape.size() != 2 || p.shape[0] != p.shape[1]))
+      bad(ctx + ": a cov_matrix must have a square shape");
+    auto def = v.find("default");
+    if (def != v.end() && !def->is_null()) {
+      std::vector<double> d;
+      flatten_into(*def, d, ctx);
+      if (static_cast<int64_t>(d.size()) != p.size)
+        bad(ctx + ": 'default' has the wrong number of elements");
+      p.default_value = std::move(d);
+    }
+    p.lower = get_bound(v, "lower", ctx);
+    p.upper = get_bound(v, "upper", ctx);
+    auto prior = v.find("prior");
+    if (prior != v.end() && prior->is_string())
+      p.prior = prior->get<std::string>();
+    info.params.push_back(std::move(p));
+  }
+  for (int64_t c = 0; c < info.n_theta; ++c)
+    if (!covered[c])
+      bad(fmt::format("theta[{}] belongs to no parameter", c));
+  return info;
+}
+
+std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {
+  std::vector<std::string> cols;
+  if (shape.empty()) {
+    cols.push_back(name);
+    return cols;
+  }
+  int64_t n = shape_size(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    cols.push_back(fmt::format("{}[{}]", name, fmt::join(idx, ",")));
+    for (size_t d = shape.size(); d-- > 0;) { // row-major: last index fastest
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return cols;
+}
+
+static std::vector<std::string> columns_of(const std::vector<VarInfo>& vars, int64_t n) {
+  std::vector<std::string> cols(n);
+  for (const VarInfo& v : vars) {
+    auto names = column_names(v.name, v.shape);
+    for (int64_t i = 0; i < v.size; ++i)
+      cols[v.offset + i] = names[i];
+  }
+  return cols;
+}
+
+std::vector<std::string> state_columns(const ModelInfo& info) {
+  return columns_of(info.state, info.n_state);
+}
+
+std::vector<std::string> obs_columns(const ModelInfo& info) {
+  return columns_of(info.obs, info.n_obs);
+}
+
+std::string type_string(const ParamInfo& p) {
+  if (p.type == "cov_matrix" && !p.shape.empty())
+    return fmt::format("cov_matrix[{}]", p.shape[0]);
+  if (p.shape.empty())
+    return p.type;
+  return fmt::format("{}[{}]", p.type, fmt::join(p.shape, ","));
+}
+
+} // namespace ssm

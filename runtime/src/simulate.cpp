@@ -1,0 +1,53 @@
+// Forward simulation of a single trajectory through the model's sampling kernels.
+#include "ssm/simulate.h"
+#include "ssm/csv.h"
+#include "ssm/error.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::vector<double>& theta,
+                    int64_t T, uint64_t seed) {
+  if (static_cast<int64_t>(theta.size()) != info.n_theta)
+    throw Error("simulate: theta does not match the model's parameter layout");
+  if (T < 0)
+    throw Error("simulate: the number of time steps must be non-negative");
+  Simulation sim;
+  sim.T = T;
+  sim.n_state = info.n_state;
+  sim.n_obs = info.n_obs;
+  sim.x.assign(T * info.n_state, 0.0);
+  sim.y.assign(T * info.n_obs, 0.0);
+  // A batch of one particle (index 0): stride 1, so state t is a contiguous slice of sim.x.
+  for (int64_t t = 0; t < T; ++t) {
+    double* x = sim.x.data() + t * info.n_state;
+    if (t == 0)
+      model.init_sample(theta.data(), seed, 0, 1, 1, x);
+    else
+      model.transition_sample(theta.data(), seed, t, 0, 1, 1, x - info.n_state, nullptr, x);
+    model.obs_sample(theta.data(), seed, t, 0, 1, 1, x, sim.y.data() + t * info.n_obs);
+  }
+  return sim;
+}
+
+std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "t");
+  for (const auto& c : state_columns(info))
+    fmt::format_to(std::back_inserter(out), ",{}", c);
+  for (const auto& c : obs_columns(info))
+    fmt::format_to(std::back_inserter(out), ",{}", c);
+  out.push_back('\n');
+  for (int64_t t = 0; t < sim.T; ++t) {
+    fmt::format_to(std::back_inserter(out), "{}", t);
+    for (int64_t c = 0; c < sim.n_state; ++c)
+      fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.x[t * sim.n_state + c]));
+    for (int64_t k = 0; k < sim.n_obs; ++k)
+      fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.y[t * sim.n_obs + k]));
+    out.push_back('\n');
+  }
+  return fmt::to_string(out);
+}
+
+} // namespace ssm

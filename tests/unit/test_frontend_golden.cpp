@@ -1,0 +1,89 @@
+// Golden tests of the frontend's diagnostics: every tests/golden/diagnostics/NAME.ssm is compiled
+// and its rendered diagnostics must equal NAME.expected byte for byte.
+#include "frontend/Frontend.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef SSM_GOLDEN_DIAGNOSTICS_DIR
+#error "SSM_GOLDEN_DIAGNOSTICS_DIR must name tests/golden/diagnostics"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// A unified-style line diff (longest common subsequence): ' ' both, '-' expected only, '+' actual
+// only. The files are small, so the quadratic table is fine.
+std::string line_diff(const std::string& expected, const std::string& actual) {
+  std::vector<std::string> a = split_lines(expected), b = split_lines(actual);
+  std::vector<std::vector<int>> lcs(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+  for (size_t i = a.size(); i-- > 0;)
+    for (size_t j = b.size(); j-- > 0;)
+      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+  std::string out;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (i < a.size() && j < b.size() && a[i] == b[j]) {
+      out += "  " + a[i++] + "\n";
+      ++j;
+    } else if (j < b.size() && (i == a.size() || lcs[i][j + 1] >= lcs[i + 1][j])) {
+      out += "+ " + b[j++] + "\n";
+    } else {
+      out += "- " + a[i++] + "\n";
+    }
+  }
+  if (!expected.empty() && expected.back() != '\n')
+    out += "(the expected file does not end with a newline)\n";
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("frontend diagnostics match the golden files", "[frontend][golden]") {
+  fs::path dir = SSM_GOLDEN_DIAGNOSTICS_DIR;
+  std::vector<fs::path> models;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".ssm")
+      models.push_back(entry.path());
+  std::sort(models.begin(), models.end());
+  REQUIRE(models.size() >= 40);
+
+  for (const fs::path& model : models) {
+    fs::path expected_path = fs::path(model).replace_extension(".expected");
+    INFO("golden file " << model.filename().string());
+    REQUIRE(fs::exists(expected_path));
+    std::string expected = read_file(expected_path);
+
+    ssm::frontend::DiagnosticEngine diags;
+    auto result = ssm::frontend::compile_model(read_file(model), model.filename().string(), diags);
+    std::string actual = diags.str();
+    INFO("diff (- expected, + actual):\n" << line_diff(expected, actual));
+    CHECK(actual == expected);
+    // A model compiles exactly when it has no error.
+    CHECK(result.has_value() == !diags.has_errors());
+    // Every golden file exists to pin a message.
+    CHECK(!diags.diagnostics().empty());
+  }
+}

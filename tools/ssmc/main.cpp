@@ -1,0 +1,239 @@
+// ssmc: the compiler driver.
+//
+//   ssmc build MODEL.ssm [-o OUT] [--emit=exe|obj|llvm|ir] [--passes=...] [--print-after=P]
+//                        [--time-passes]
+//   ssmc check MODEL.ssm
+//
+// build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an executable.
+// check: diagnostics and the structure report, without generating code.
+#include "Linker.h"
+
+#include "frontend/Frontend.h"
+#include "ir/Printer.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+#include "passes/codegen/Backend.h"
+#include "passes/codegen/KernelCodegen.h"
+#include "passes/codegen/ModelMetadata.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Failure {
+  std::string message; // empty when diagnostics were already printed
+};
+
+struct BuildOptions {
+  std::string input;
+  std::string output;
+  std::string emit = "exe";
+  std::string passes{ssm::passes::default_pipeline};
+  std::vector<std::string> print_after;
+  bool time_passes = false;
+};
+
+// Wall time of the driver's phases, printed with the pass timings by --time-passes.
+class PhaseTimer {
+public:
+  explicit PhaseTimer(bool enabled) : enabled_(enabled) {}
+  void phase(std::string name) {
+    auto now = std::chrono::steady_clock::now();
+    if (!current_.empty())
+      phases_.emplace_back(current_, std::chrono::duration<double>(now - start_).count());
+    current_ = std::move(name);
+    start_ = now;
+  }
+  void report() {
+    phase("");
+    if (!enabled_)
+      return;
+    fmt::print(std::cerr, "phase timing\n");
+    for (auto& [name, s] : phases_)
+      fmt::print(std::cerr, "  {:>10.3f} ms  {}\n", s * 1e3, name);
+  }
+
+private:
+  bool enabled_;
+  std::string current_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::pair<std::string, double>> phases_;
+};
+
+std::string read_source(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Failure{fmt::format("cannot read '{}': {}", path, std::strerror(errno))};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ssm::ir::Model compile_frontend(const std::string& path) {
+  std::string source = read_source(path);
+  ssm::frontend::DiagnosticEngine diags(path, source);
+  auto model = ssm::frontend::compile_model(source, path, diags);
+  diags.render(std::cerr);
+  if (!model || diags.has_errors())
+    throw Failure{};
+  return std::move(*model);
+}
+
+ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+  ssm::passes::PassManagerOptions pm_options;
+  pm_options.print_after = options.print_after;
+  pm_options.time_passes = options.time_passes;
+  ssm::passes::PassManager pm(pm_options);
+  ssm::passes::PassContext context;
+  pm.add_pipeline(options.passes);
+  // The structure report is part of every compiled model: run the analysis if the pipeline didn't.
+  pm.run(model, context, std::cerr);
+  if (!context.markov)
+    ssm::passes::create_markov_structure()->run(model, context);
+  return context;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out)
+      throw Failure{fmt::format("cannot write '{}'", path)};
+  }
+  fs::rename(tmp, path);
+}
+
+int build(const BuildOptions& options) {
+  PhaseTimer timer(options.time_passes);
+  timer.phase("frontend");
+  ssm::ir::Model model = compile_frontend(options.input);
+  timer.phase("passes");
+  ssm::passes::PassContext context = run_passes(model, options);
+  if (options.emit == "ir") {
+    write_text(options.output, ssm::ir::print(model));
+    return 0;
+  }
+
+  timer.phase("codegen");
+  llvm::LLVMContext ctx;
+  ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
+  auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
+  module->setModuleIdentifier(model.name);
+  std::string metadata = ssm::codegen::model_metadata_json(model, context.markov->report());
+  ssm::codegen::generate_kernels(model, metadata, *module);
+  timer.phase("optimize");
+  auto target = ssm::codegen::create_host_target_machine();
+  ssm::codegen::optimize_module(*module, *target);
+  if (options.emit == "llvm") {
+    write_text(options.output, ssm::codegen::module_to_text(*module));
+    timer.report();
+    return 0;
+  }
+
+  timer.phase("object");
+  std::string output = options.output;
+  if (output.empty())
+    output = fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
+  std::string object = options.emit == "obj" ? output : fmt::format("{}.o.tmp.{}", output, getpid());
+  ssm::codegen::write_object(*module, *target, object);
+  if (options.emit == "exe") {
+    timer.phase("link");
+    try {
+      ssm::tools::link_executable(toolchain, object, output);
+    } catch (...) {
+      fs::remove(object);
+      throw;
+    }
+    fs::remove(object);
+  }
+  timer.report();
+  return 0;
+}
+
+int check(const std::string& input, bool structure_only) {
+  ssm::ir::Model model = compile_frontend(input);
+  BuildOptions options;
+  options.input = input;
+  ssm::passes::PassContext context = run_passes(model, options);
+  if (!structure_only)
+    fmt::print("{}: no errors\n", input);
+  fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
+             "value(s)\n{}",
+             model.name, model.state_size(), model.obs_size(), model.theta_size(),
+             context.markov->report());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ssmc: a compiler for probabilistic state-space models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("ssmc ") + SSMC_VERSION);
+
+  BuildOptions build_options;
+  auto* build_cmd = app.add_subcommand("build", "compile a model to an executable (or IR, LLVM, object)");
+  build_cmd->add_option("model", build_options.input, "the .ssm file")->required()->check(CLI::ExistingFile);
+  build_cmd->add_option("-o,--output", build_options.output,
+                        "output path (default: the model's name; '-' or none prints ir/llvm to stdout)");
+  build_cmd->add_option("--emit", build_options.emit, "what to produce")
+      ->check(CLI::IsMember({"exe", "obj", "llvm", "ir"}));
+  build_cmd->add_option("--passes", build_options.passes,
+                        "comma-separated pass pipeline (default: " +
+                            std::string(ssm::passes::default_pipeline) + ")");
+  build_cmd->add_option("--print-after", build_options.print_after,
+                        "print the IR after this pass ('all' for every pass)")
+      ->delimiter(',');
+  build_cmd->add_flag("--time-passes", build_options.time_passes, "print the time spent in each pass and phase");
+
+  std::string check_input;
+  bool structure_only = false;
+  auto* check_cmd = app.add_subcommand("check", "report diagnostics and the model's structure; no code is generated");
+  check_cmd->add_option("model", check_input, "the .ssm file")->required()->check(CLI::ExistingFile);
+  check_cmd->add_flag("--structure", structure_only, "print only the structure report");
+
+  auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*build_cmd)
+      return build(build_options);
+    if (*check_cmd)
+      return check(check_input, structure_only);
+    if (*passes_cmd) {
+      for (const std::string& name : ssm::passes::registered_passes())
+        fmt::print("{:<18} {}\n", name, ssm::passes::create_pass(name)->description());
+      return 0;
+    }
+  } catch (const Failure& f) {
+    if (!f.message.empty())
+      fmt::print(std::cerr, "ssmc: error: {}\n", f.message);
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(std::cerr, "ssmc: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
