@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int code = app.exit(e); // prints help, the version, or the error
+    return code == 0 ? 0 : 2;
   }
   try {
     if (*build_cmd)

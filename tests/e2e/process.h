@@ -1,0 +1,27 @@
+// Running a child process (ssmc or a generated executable) and capturing its standard output,
+// standard error and exit status, for the end-to-end tests.
+#ifndef SSM_E2E_PROCESS_H
+#define SSM_E2E_PROCESS_H
+
+#include <string>
+#include <vector>
+
+namespace e2e {
+
+struct ProcessResult {
+  int exit_code = -1; // the exit status, or -1 when the child was killed by a signal
+  int signal = 0;     // the signal that killed the child, 0 if it exited
+  std::string out, err;
+
+  // For test failure messages: the command, its status and what it printed.
+  std::string describe() const;
+  std::string command;
+};
+
+// Runs argv[0] (a path, not searched in PATH) with the given arguments, standard input from
+// /dev/null. Throws std::runtime_error when the process cannot be started.
+ProcessResult run_process(const std::vector<std::string>& argv);
+
+} // namespace e2e
+
+#endif
