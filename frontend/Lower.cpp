@@ -472,8 +472,8 @@ private:
     const ir::DistInfo* info = ir::find_dist(d.name.name);
     if (!info) {
       std::vector<std::string> names;
-      for (int k = 0; k <= static_cast<int>(ir::Dist::MvNormal); ++k)
-        names.emplace_back(ir::dist_info(static_cast<ir::Dist>(k)).name);
+      for (const ir::DistInfo& known : ir::all_dists())
+        names.emplace_back(known.name);
       std::string message = fmt::format("unknown distribution '{}'", d.name.name);
       if (auto guess = closest_name(d.name.name, names))
         message += fmt::format("; did you mean '{}'?", *guess);

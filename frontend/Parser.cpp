@@ -211,12 +211,16 @@ auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(c
 
 // ---- grammar --------------------------------------------------------------------------------
 
+// Character sets rather than x3::space/x3::digit: those classify with <cctype>, which is undefined
+// for the negative chars of UTF-8 text (and asserts in Spirit's debug builds).
 auto const ident_char = x3::char_("a-zA-Z0-9_");
+auto const digit = x3::char_("0-9");
+auto const space = x3::char_(" \t\n\r\f\v");
 auto kw(char const* word) {
   return x3::lexeme[x3::lit(word) >> !ident_char];
 }
 
-auto const skipper = x3::space | x3::lit("//") >> *(x3::char_ - x3::eol) |
+auto const skipper = space | x3::lit("//") >> *(x3::char_ - x3::eol) |
                      x3::lit("/*") >> *(x3::char_ - x3::lit("*/")) >> x3::lit("*/");
 
 x3::rule<class pos_r, std::size_t> const pos = "position";
@@ -243,8 +247,8 @@ auto const pos_def = x3::raw[x3::eps][set_pos];
 auto const ident_def = x3::raw[x3::lexeme[x3::char_("a-zA-Z_") >> *ident_char]][make_ident];
 
 auto const number_def =
-    x3::raw[x3::lexeme[(+x3::digit >> -('.' >> *x3::digit) | '.' >> +x3::digit) >>
-                       -(x3::char_("eE") >> -x3::char_("-+") >> +x3::digit) >> !(ident_char | '.')]]
+    x3::raw[x3::lexeme[(+digit >> -('.' >> *digit) | '.' >> +digit) >>
+                       -(x3::char_("eE") >> -x3::char_("-+") >> +digit) >> !(ident_char | '.')]]
            [make_number];
 
 auto const bracket = x3::lit('[') > expr_list > ']';

@@ -49,7 +49,9 @@ std::string_view op_name(Op op) {
 
 namespace {
 constexpr double inf = INFINITY;
-const std::vector<DistInfo>& dist_table() {
+} // namespace
+
+const std::vector<DistInfo>& all_dists() {
   static const std::vector<DistInfo> table = {
       {Dist::Normal, "normal", {"mu", "sigma"}, false, false, -inf, inf},
       {Dist::LogNormal, "lognormal", {"mu", "sigma"}, false, false, 0, inf},
@@ -64,12 +66,11 @@ const std::vector<DistInfo>& dist_table() {
   };
   return table;
 }
-} // namespace
 
-const DistInfo& dist_info(Dist d) { return dist_table().at(static_cast<size_t>(d)); }
+const DistInfo& dist_info(Dist d) { return all_dists().at(static_cast<size_t>(d)); }
 
 const DistInfo* find_dist(std::string_view name) {
-  for (const DistInfo& info : dist_table())
+  for (const DistInfo& info : all_dists())
     if (info.name == name)
       return &info;
   return nullptr;

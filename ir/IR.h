@@ -20,7 +20,7 @@ namespace ssm::ir {
 struct SourceLoc {
   int line = 0; // 1-based; 0 = no location
   int col = 0;  // 1-based
-  int end_col = 0;
+  int end_col = 0; // one past the last column of the range, on the same line
 };
 
 // {} is a scalar, {n} a vector, {r, c} a row-major matrix.
@@ -94,6 +94,7 @@ struct DistInfo {
 };
 
 const DistInfo& dist_info(Dist d);
+const std::vector<DistInfo>& all_dists();
 const DistInfo* find_dist(std::string_view name); // nullptr if unknown
 
 enum class VarKind { Param, State, Obs };
