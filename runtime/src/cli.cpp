@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <sstream>
@@ -182,6 +183,24 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     return fail(e.what());
   }
 
+  // CLI::PositiveNumber's message spells out a range up to DBL_MAX; say what is expected.
+  const CLI::Validator positive_int(
+      [](std::string& v) {
+        std::string_view s = v; // CLI11 itself accepts blanks around the number and a '+'
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+          s.remove_prefix(1);
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+          s.remove_suffix(1);
+        if (!s.empty() && s.front() == '+')
+          s.remove_prefix(1);
+        int64_t x = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || x < 1)
+          return fmt::format("expected a positive integer, got '{}'", v);
+        return std::string();
+      },
+      "POSITIVE");
+
   Globals g;
   g.threads = default_threads();
   CLI::App app{fmt::format("{}: state-space model '{}'{}, compiled by ssmc.", prog, info.name,
@@ -192,7 +211,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   app.footer(params_footer(info));
   app.add_option("--threads", g.threads,
                  fmt::format("Worker threads (default: all cores, here {})", g.threads))
-      ->check(CLI::PositiveNumber);
+      ->check(positive_int);
   // Parsed by hand: CLI11 would wrap "-1" and saturate values above 2^64 - 1.
   std::string seed_text = "1";
   app.add_option("--seed", seed_text, "Random seed (unsigned 64-bit integer)")
@@ -220,7 +239,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   std::string sim_out;
   CLI::App* sim = app.add_subcommand("simulate", "Simulate one trajectory of states and "
                                                  "observations; CSV t,<state>,<obs>");
-  sim->add_option("--T,-T", T, "Number of time steps")->required()->check(CLI::PositiveNumber);
+  sim->add_option("--T,-T", T, "Number of time steps")->required()->check(positive_int);
   sim->add_option("--out", sim_out, "Output CSV file (default: standard output)")
       ->type_name("FILE.csv");
 
@@ -237,7 +256,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_int);
   flt->add_option("--ess-threshold", fopt.ess_threshold,
                   "Resample when ESS < r * particles (1: every step, 0: never)")
       ->capture_default_str()
@@ -262,7 +281,18 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       std::fflush(out);
       return 0;
     }
-    fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, e.what(), prog);
+    std::string what = e.what();
+    // Without a subcommand CLI11 reports only that one is required, even when the user typed a
+    // wrong one: name what was not understood.
+    if (!sim->parsed() && !flt->parsed() && !inf->parsed() && !app.remaining().empty()) {
+      const std::string first = app.remaining().front();
+      what =
+          first.starts_with("-")
+              ? fmt::format("unknown option '{}' (and no subcommand: simulate, filter or info)",
+                            first)
+              : fmt::format("unknown subcommand '{}' (expected simulate, filter or info)", first);
+    }
+    fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, what, prog);
     std::fflush(err);
     return 2;
   }
@@ -276,8 +306,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       if (!model->init_sample || !model->transition_sample || !model->obs_sample)
         throw Error("the model table lacks a sampling kernel needed by simulate");
       std::vector<double> theta = assemble_theta(info, values);
-      OutputFile file(sim_out, out);
+      // The output (and its temporary file) is created only once the results exist, so a run
+      // interrupted by a signal leaves nothing behind; a bad path still fails before the work.
+      check_output_path(sim_out);
       Simulation s = simulate(*model, info, theta, T, g.seed);
+      OutputFile file(sim_out, out);
       file.write(simulation_csv(info, s));
       file.commit();
     } else if (flt->parsed()) {
@@ -285,9 +318,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         throw Error("the model table lacks a kernel needed by filter");
       std::vector<double> theta = assemble_theta(info, values);
       ObsData data = read_observations(info, read_csv(data_file));
-      std::optional<OutputFile> file;
-      if (!filter_out.empty() || !filter_json)
-        file.emplace(filter_out, out);
+      const bool write_csv = !filter_out.empty() || !filter_json;
+      check_output_path(filter_out); // the file itself is created after filtering, as above
       ThreadPool pool(g.threads);
       Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
       fopt.seed = g.seed;
@@ -300,9 +332,10 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         throw;
       }
       progress.finish();
-      if (file) {
-        file->write(filter_csv(info, r));
-        file->commit();
+      if (write_csv) {
+        OutputFile file(filter_out, out);
+        file.write(filter_csv(info, r));
+        file.commit();
       }
       if (filter_json) {
         json j = {{"log_likelihood", r.log_likelihood},

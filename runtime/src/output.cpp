@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <unistd.h>
 
 namespace ssm {
@@ -62,6 +63,20 @@ void OutputFile::commit() {
     throw Error(fmt::format("cannot rename '{}' to '{}': {}", tmp_, path_, std::strerror(err)));
   }
   committed_ = true;
+}
+
+void check_output_path(const std::string& path) {
+  if (path.empty() || path == "-")
+    return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw Error(fmt::format("cannot write '{}': it is a directory", path));
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty())
+    dir = ".";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 
 } // namespace ssm

@@ -18,42 +18,65 @@ ThreadPool::~ThreadPool() {
     w.join();
 }
 
-void ThreadPool::work(TaskFn fn, void* ctx, int64_t n) {
-  for (int64_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n;) {
+void ThreadPool::work(uint32_t gen, TaskFn fn, void* ctx, int64_t n) {
+  const uint64_t tag = static_cast<uint64_t>(gen) << 32;
+  uint64_t v = next_.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((v & ~0xFFFFFFFFull) != tag || static_cast<int64_t>(v & 0xFFFFFFFFull) >= n)
+      return;
+    if (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
+                                     std::memory_order_relaxed))
+      continue;
     try {
-      fn(ctx, i);
+      fn(ctx, static_cast<int64_t>(v & 0xFFFFFFFFull));
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_)
         error_ = std::current_exception();
     }
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      std::lock_guard<std::mutex> lock(mutex_); // pairs with the wait in run()
+      done_cv_.notify_all();
+    }
+    v = next_.load(std::memory_order_relaxed);
   }
 }
 
 void ThreadPool::run(int64_t n, TaskFn fn, void* ctx) {
   if (n <= 0)
     return;
-  if (workers_.empty() || n == 1) {
-    for (int64_t i = 0; i < n; ++i)
-      fn(ctx, i);
+  if (workers_.empty() || n == 1 || n > 0xFFFFFFFFll) {
+    std::exception_ptr error; // as in the pooled case: run every task, rethrow the first error
+    for (int64_t i = 0; i < n; ++i) {
+      try {
+        fn(ctx, i);
+      } catch (...) {
+        if (!error)
+          error = std::current_exception();
+      }
+    }
+    if (error)
+      std::rethrow_exception(error);
     return;
   }
+  uint32_t gen;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    gen = ++generation_;
     fn_ = fn;
     ctx_ = ctx;
     n_ = n;
-    next_.store(0, std::memory_order_relaxed);
-    busy_ = static_cast<int>(workers_.size());
     error_ = nullptr;
-    ++generation_;
+    done_.store(0, std::memory_order_relaxed);
+    next_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
   }
   start_cv_.notify_all();
-  work(fn, ctx, n);
+  work(gen, fn, ctx, n);
+  // Only unfinished tasks are waited for: workers that have not woken up yet are not.
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [this] { return busy_ == 0; });
+    done_cv_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == n; });
     error = error_;
     error_ = nullptr;
   }
@@ -62,8 +85,9 @@ void ThreadPool::run(int64_t n, TaskFn fn, void* ctx) {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
+    uint32_t gen;
     TaskFn fn;
     void* ctx;
     int64_t n;
@@ -72,17 +96,12 @@ void ThreadPool::worker_loop() {
       start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_)
         return;
-      seen = generation_;
+      seen = gen = generation_;
       fn = fn_;
       ctx = ctx_;
       n = n_;
     }
-    work(fn, ctx, n);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --busy_;
-    }
-    done_cv_.notify_one();
+    work(gen, fn, ctx, n);
   }
 }
 

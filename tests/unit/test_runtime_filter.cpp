@@ -8,12 +8,15 @@
 #include "ssm/filter.h"
 #include "ssm/resample.h"
 #include "ssm/simulate.h"
+#include "ssm/thread_pool.h"
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 using namespace rt_test;
 
@@ -299,5 +302,33 @@ TEST_CASE("filter reports an infinite log-weight", "[runtime][filter]") {
     CHECK_THAT(e.what(), Catch::Matchers::StartsWith(
                              "filter: a particle has an infinite log-weight at t=1 (test line 3: "
                              "y=200)"));
+  }
+}
+
+TEST_CASE("thread pool runs every task exactly once and propagates exceptions",
+          "[runtime][threads]") {
+  for (int threads : {1, 2, 3, 5}) {
+    ssm::ThreadPool pool(threads);
+    CHECK(pool.threads() == threads);
+    std::vector<int> hits(97);
+    for (int loop = 0; loop < 2000; ++loop) { // many short loops: late workers must stay out
+      const int64_t n = 1 + loop % 97;
+      pool.parallel_for(n, [&](int64_t i) { ++hits[i]; });
+    }
+    for (int i = 0; i < 97; ++i) {
+      int expected = 0;
+      for (int loop = 0; loop < 2000; ++loop)
+        expected += i < 1 + loop % 97;
+      CHECK(hits[i] == expected);
+    }
+    std::atomic<int> ran{0};
+    CHECK_THROWS_WITH(pool.parallel_for(8,
+                                        [&](int64_t i) {
+                                          ++ran;
+                                          if (i == 3)
+                                            throw std::runtime_error("task 3");
+                                        }),
+                      "task 3");
+    CHECK(ran == 8);
   }
 }

@@ -29,6 +29,11 @@ private:
   bool is_fallback_ = false, committed_ = false;
 };
 
+// Throws ssm::Error naming `path` when it cannot be created (its directory is missing or not
+// writable, or it is a directory), so that a long run can fail before it starts while the
+// temporary file is only created once there is something to write. Empty and "-" pass.
+void check_output_path(const std::string& path);
+
 } // namespace ssm
 
 #endif

@@ -37,19 +37,23 @@ public:
 private:
   using TaskFn = void (*)(void*, int64_t);
   void run(int64_t n, TaskFn fn, void* ctx);
-  void work(TaskFn fn, void* ctx, int64_t n);
+  // Claims and runs tasks of loop `gen` until none is left.
+  void work(uint32_t gen, TaskFn fn, void* ctx, int64_t n);
   void worker_loop();
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
   bool stop_ = false;
+  // The current loop, published under mutex_.
+  uint32_t generation_ = 0;
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
-  int busy_ = 0;
-  std::atomic<int64_t> next_{0};
+  // Next task to claim: loop generation in the high 32 bits, task index in the low 32. A worker
+  // that wakes late cannot claim a task of a later loop with a stale function.
+  std::atomic<uint64_t> next_{0};
+  std::atomic<int64_t> done_{0}; // tasks finished in the current loop
   std::exception_ptr error_;
 };
 
