@@ -19,6 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cstdio>
+#include <tuple>
 #include <unistd.h>
 
 namespace ssm::codegen {
@@ -55,6 +56,39 @@ std::unique_ptr<llvm::TargetMachine> create_host_target_machine() {
       llvm::Reloc::PIC_, llvm::None, llvm::CodeGenOpt::Aggressive));
 }
 
+namespace {
+// LLVM 14 knows libmvec's 2- and 4-wide variants only. On AVX-512 the vectoriser picks 8 lanes and
+// would scalarise every exp/log/cos back into libm calls; glibc (>= 2.35) has the 8-wide ones, and
+// tanh and log1p, which LLVM 14 does not list at all.
+std::vector<llvm::VecDesc> extra_libmvec_functions(const llvm::TargetMachine& target) {
+  std::string features = target.getTargetFeatureString().str();
+  bool avx2 = features.find("+avx2") != std::string::npos;
+  bool avx512 = features.find("+avx512f") != std::string::npos;
+  std::vector<llvm::VecDesc> fns;
+  auto add = [&](llvm::StringRef scalar, llvm::StringRef vector, unsigned lanes) {
+    fns.push_back({scalar, vector, llvm::ElementCount::getFixed(lanes)});
+  };
+  if (avx512) {
+    for (auto [scalar, intrinsic, vector] :
+         {std::tuple{"exp", "llvm.exp.f64", "_ZGVeN8v_exp"},
+          {"log", "llvm.log.f64", "_ZGVeN8v_log"},
+          {"sin", "llvm.sin.f64", "_ZGVeN8v_sin"},
+          {"cos", "llvm.cos.f64", "_ZGVeN8v_cos"},
+          {"pow", "llvm.pow.f64", "_ZGVeN8vv_pow"}}) {
+      add(scalar, vector, 8);
+      add(intrinsic, vector, 8);
+    }
+    add("tanh", "_ZGVeN8v_tanh", 8);
+    add("log1p", "_ZGVeN8v_log1p", 8);
+  }
+  if (avx2) {
+    add("tanh", "_ZGVdN4v_tanh", 4);
+    add("log1p", "_ZGVdN4v_log1p", 4);
+  }
+  return fns;
+}
+} // namespace
+
 void optimize_module(llvm::Module& module, llvm::TargetMachine& target) {
   module.setDataLayout(target.createDataLayout());
   module.setTargetTriple(target.getTargetTriple().str());
@@ -75,6 +109,7 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& target) {
   // Vectorised exp/log/sin/cos/pow come from glibc's libmvec; registered before the defaults.
   llvm::TargetLibraryInfoImpl library_info(target.getTargetTriple());
   library_info.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
+  library_info.addVectorizableFunctions(extra_libmvec_functions(target));
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(library_info); });
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
