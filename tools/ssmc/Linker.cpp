@@ -41,6 +41,8 @@ void link_executable(const Toolchain& tc, const std::string& object, const std::
                                    "-lmvec",
                                    "-lm",
                                    "-pthread"};
+  if (*SSMC_EXTRA_LINK_FLAG)
+    args.emplace_back(SSMC_EXTRA_LINK_FLAG);
   std::vector<char*> argv;
   for (std::string& a : args)
     argv.push_back(a.data());
