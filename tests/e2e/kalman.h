@@ -24,9 +24,9 @@ struct LinearGaussianModel {
 
 struct KalmanResult {
   double log_likelihood = 0;
-  std::vector<double> loglik_increment;  // log p(y_t | y_0..y_{t-1}), 0 when y_t is missing
-  std::vector<Eigen::VectorXd> mean;     // E[x_t | y_0..y_t]
-  std::vector<Eigen::MatrixXd> cov;      // Cov[x_t | y_0..y_t]
+  std::vector<double> loglik_increment; // log p(y_t | y_0..y_{t-1}), 0 when y_t is missing
+  std::vector<Eigen::VectorXd> mean;    // E[x_t | y_0..y_t]
+  std::vector<Eigen::MatrixXd> cov;     // Cov[x_t | y_0..y_t]
 };
 
 // Indices of the non-NaN components of y.
@@ -102,8 +102,7 @@ inline KalmanResult brute_force_filter(const LinearGaussianModel& m,
     mx.segment(t * d, d) = t == 0 ? m.m0 : Eigen::VectorXd(m.A * mx.segment((t - 1) * d, d));
     Sx.block(t * d, t * d, d, d) =
         t == 0 ? m.P0
-               : Eigen::MatrixXd(m.A * Sx.block((t - 1) * d, (t - 1) * d, d, d) *
-                                     m.A.transpose() +
+               : Eigen::MatrixXd(m.A * Sx.block((t - 1) * d, (t - 1) * d, d, d) * m.A.transpose() +
                                  m.Q);
     for (int s = 0; s < t; ++s) {
       Sx.block(s * d, t * d, d, d) = Sx.block(s * d, (t - 1) * d, d, d) * m.A.transpose();

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -43,13 +46,13 @@ struct Pipe {
 } // namespace
 
 std::string ProcessResult::describe() const {
-  std::string status = signal ? fmt::format("killed by signal {}", signal)
-                              : fmt::format("exit code {}", exit_code);
+  std::string status =
+      signal ? fmt::format("killed by signal {}", signal) : fmt::format("exit code {}", exit_code);
   return fmt::format("$ {}\n[{}]\n--- stdout ---\n{}\n--- stderr ---\n{}", command, status,
                      out.size() > 4000 ? out.substr(0, 4000) + "..." : out, err);
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv) {
+ProcessResult run_process(const std::vector<std::string>& argv, int terminate_after_ms) {
   if (argv.empty())
     throw std::runtime_error("run_process: empty command");
   ProcessResult r;
@@ -83,11 +86,26 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   std::string* sinks[2] = {&r.out, &r.err};
   int open = 2;
   char buf[65536];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(terminate_after_ms);
+  bool terminated = terminate_after_ms < 0;
   while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int timeout = -1;
+    if (!terminated) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      timeout = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    const int ready = ::poll(fds, 2, timeout);
+    if (ready < 0) {
       if (errno == EINTR)
         continue;
       fail("poll");
+    }
+    if (ready == 0) { // the deadline passed
+      ::kill(pid, SIGTERM);
+      terminated = true;
+      continue;
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))

@@ -19,8 +19,9 @@ struct ProcessResult {
 };
 
 // Runs argv[0] (a path, not searched in PATH) with the given arguments, standard input from
-// /dev/null. Throws std::runtime_error when the process cannot be started.
-ProcessResult run_process(const std::vector<std::string>& argv);
+// /dev/null. With terminate_after_ms >= 0 the child is sent SIGTERM after that long if it is still
+// running. Throws std::runtime_error when the process cannot be started.
+ProcessResult run_process(const std::vector<std::string>& argv, int terminate_after_ms = -1);
 
 } // namespace e2e
 

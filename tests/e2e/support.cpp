@@ -1,0 +1,194 @@
+// Shared helpers of the end-to-end tests (see support.h).
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#ifndef SSM_E2E_SSMC
+#error "SSM_E2E_SSMC (path of ssmc) must be defined"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace e2e {
+
+const std::string& ssmc_path() {
+  static const std::string p = SSM_E2E_SSMC;
+  return p;
+}
+
+std::string example_path(const std::string& relative) {
+  return std::string(SSM_E2E_EXAMPLES) + "/" + relative;
+}
+
+std::string scratch_path(const std::string& name) {
+  static const fs::path dir = [] {
+    fs::path d = SSM_E2E_SCRATCH;
+    fs::remove_all(d); // executables of an earlier run must not be reused
+    fs::create_directories(d);
+    return d;
+  }();
+  return (dir / name).string();
+}
+
+namespace {
+
+const std::string& build_once(const std::string& name, const std::string& source_path) {
+  static std::map<std::string, std::string> built;
+  auto it = built.find(name);
+  if (it != built.end())
+    return it->second;
+  // Named after the model: the executables print their own name in messages.
+  fs::create_directories(scratch_path("bin"));
+  const std::string exe = scratch_path("bin/" + name);
+  ProcessResult r = run_process({ssmc_path(), "build", source_path, "-o", exe});
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(file_exists(exe));
+  return built.emplace(name, exe).first->second;
+}
+
+} // namespace
+
+const std::string& example_exe(const std::string& name) {
+  return build_once(name, example_path(name + ".ssm"));
+}
+
+const std::string& model_exe(const std::string& name, const std::string& source) {
+  const std::string path = scratch_path(name + ".ssm");
+  if (!file_exists(path))
+    write_file(path, source);
+  return build_once(name, path);
+}
+
+ProcessResult run_ok(const std::vector<std::string>& argv) {
+  ProcessResult r = run_process(argv);
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+int Table::column_index(const std::string& name) const {
+  for (size_t j = 0; j < header.size(); ++j)
+    if (header[j] == name)
+      return static_cast<int>(j);
+  return -1;
+}
+
+std::vector<double> Table::column(const std::string& name) const {
+  const int j = column_index(name);
+  if (j < 0)
+    FAIL("no column '" << name << "'");
+  std::vector<double> v;
+  for (const auto& row : rows) {
+    const std::string& c = row.at(j);
+    if (c.empty() || c == "NA") {
+      v.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    double d = 0;
+    auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), d);
+    if (ec != std::errc() || end != c.data() + c.size())
+      FAIL("column '" << name << "': cannot parse '" << c << "'");
+    v.push_back(d);
+  }
+  return v;
+}
+
+Table parse_table(const std::string& text) {
+  Table t;
+  std::istringstream in(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.empty())
+      continue;
+    std::vector<std::string> cells;
+    size_t start = 0;
+    for (;;) {
+      size_t comma = line.find(',', start);
+      cells.push_back(line.substr(start, comma - start));
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+    if (first)
+      t.header = cells;
+    else
+      t.rows.push_back(cells);
+    first = false;
+  }
+  return t;
+}
+
+Table read_table(const std::string& path) {
+  return parse_table(read_file(path));
+}
+
+void write_table(const std::string& path, const Table& table) {
+  std::string s = fmt::format("{}\n", fmt::join(table.header, ","));
+  for (const auto& row : table.rows)
+    s += fmt::format("{}\n", fmt::join(row, ","));
+  write_file(path, s);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  INFO("reading " << path);
+  REQUIRE(in.good());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  INFO("writing " << path);
+  REQUIRE(out.good());
+}
+
+bool file_exists(const std::string& path) {
+  return fs::exists(path);
+}
+
+FilterRun run_filter(const std::string& exe, const std::vector<std::string>& args,
+                     const std::string& out_csv) {
+  std::vector<std::string> argv = {exe, "filter"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--json", "--out", out_csv});
+  ProcessResult r = run_ok(argv);
+  FilterRun f;
+  INFO(r.describe());
+  REQUIRE_NOTHROW(f.summary = nlohmann::json::parse(r.out));
+  f.csv_text = read_file(out_csv);
+  f.table = parse_table(f.csv_text);
+  return f;
+}
+
+double sample_mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v)
+    s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double sample_variance(const std::vector<double>& v) {
+  const double m = sample_mean(v);
+  double s = 0;
+  for (double x : v)
+    s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size() - 1);
+}
+
+} // namespace e2e

@@ -1,0 +1,59 @@
+// Shared helpers of the end-to-end tests: where ssmc, the examples and the scratch directory are,
+// compiling models once per test run, small CSV reading/writing, and sample statistics.
+#ifndef SSM_E2E_SUPPORT_H
+#define SSM_E2E_SUPPORT_H
+
+#include "process.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace e2e {
+
+const std::string& ssmc_path();
+std::string example_path(const std::string& relative); // under examples/
+// A fresh per-run scratch directory (emptied at the first call of the run); returns scratch/name.
+std::string scratch_path(const std::string& name);
+
+// Compiles examples/NAME.ssm with ssmc into the scratch directory, once per run, and returns the
+// executable's path. Fails the current test if the build fails.
+const std::string& example_exe(const std::string& name);
+// Writes `source` to scratch/NAME.ssm and compiles it (once per run per name).
+const std::string& model_exe(const std::string& name, const std::string& source);
+
+// Runs the command and fails the current test (with its output) unless it exits with 0.
+ProcessResult run_ok(const std::vector<std::string>& argv);
+
+// A CSV file as strings; cells are not quoted in anything the tests read.
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  int column_index(const std::string& name) const; // -1 if absent
+  // The column as numbers; empty cells and NA are NaN. Fails the test if the column is absent.
+  std::vector<double> column(const std::string& name) const;
+};
+Table parse_table(const std::string& text);
+Table read_table(const std::string& path);
+void write_table(const std::string& path, const Table& table);
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& text);
+bool file_exists(const std::string& path);
+
+// A filter run's outputs: the --json summary and the --out CSV.
+struct FilterRun {
+  nlohmann::json summary;
+  Table table;
+  std::string csv_text;
+};
+FilterRun run_filter(const std::string& exe, const std::vector<std::string>& args,
+                     const std::string& out_csv);
+
+double sample_mean(const std::vector<double>& v);
+double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
+
+} // namespace e2e
+
+#endif

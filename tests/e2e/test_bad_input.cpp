@@ -1,0 +1,220 @@
+// Bad input to ssmc and to generated executables: each must end with a message naming what and
+// where, and a non-zero exit code (1 for runtime errors, 2 for usage errors); a failed or
+// interrupted run must leave no output file behind.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <filesystem>
+
+using namespace e2e;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+// Runs a command expected to fail with `code`, printing `<prog>: error: ...` with every one of
+// `words` on standard error and nothing on standard output.
+ProcessResult expect_error(const std::vector<std::string>& argv, int code,
+                           const std::vector<std::string>& words) {
+  ProcessResult r = run_process(argv);
+  INFO(r.describe());
+  CHECK(r.signal == 0);
+  CHECK(r.exit_code == code);
+  CHECK(r.out.empty());
+  for (const auto& w : words)
+    CHECK_THAT(r.err, Contains(w));
+  return r;
+}
+
+void expect_exe_error(const std::vector<std::string>& argv, int code,
+                      const std::vector<std::string>& words) {
+  const std::string prog = std::filesystem::path(argv.at(0)).filename();
+  ProcessResult r = expect_error(argv, code, words);
+  INFO(r.describe());
+  CHECK_THAT(r.err, StartsWith(prog + ": error: "));
+}
+
+// Files in `dir` whose name starts with `stem` (the output and any temporary file beside it).
+std::vector<std::string> files_like(const std::string& dir, const std::string& stem) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(stem))
+      found.push_back(e.path().filename());
+  return found;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string d = scratch_path(name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// Observations with bounded support: an observation 1000 away from every particle has
+// likelihood zero under all of them.
+const char* kCollapseModel = R"(// Test model for the e2e tests: a uniform observation density.
+model collapse {
+  param s = 1;
+  state x : real;
+  obs   y : real;
+  x[0] ~ normal(0, s);
+  x[t] ~ normal(x[t-1], s);
+  y[t] ~ uniform(x[t] - 1, x[t] + 1);
+}
+)";
+
+} // namespace
+
+TEST_CASE("ssmc: a missing model file, an unknown pass", "[e2e][bad]") {
+  const std::string missing = scratch_path("no-such-model.ssm");
+  for (const std::string cmd : {"build", "check"}) {
+    expect_error({ssmc_path(), cmd, missing}, 1,
+                 {"ssmc: error: ", "cannot read '" + missing + "'", "No such file"});
+  }
+  expect_error({ssmc_path(), "build", example_path("sv.ssm"), "-o", "/nonexistent/dir/sv"}, 1,
+               {"ssmc: error: ", "cannot write '/nonexistent/dir/sv'", "does not exist"});
+  expect_error({ssmc_path(), "frob"}, 2, {"ssmc: error: ", "unknown command 'frob'"});
+  expect_error({ssmc_path(), "build", example_path("sv.ssm"), "--passes=cse,fold", "-o",
+                scratch_path("never-built")},
+               1, {"ssmc: error: ", "unknown pass 'fold'", "constant-fold", "markov-structure"});
+  CHECK(!file_exists(scratch_path("never-built")));
+}
+
+TEST_CASE("generated executable: bad data files", "[e2e][bad]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string dir = fresh_dir("bad-data");
+
+  SECTION("missing data column") {
+    const std::string data = dir + "/nocol.csv";
+    write_file(data, "t,z\n0,1\n1,2\n");
+    expect_exe_error({exe, "filter", "--data", data}, 1,
+                     {data, "column 'y' not found", "'t', 'z'"});
+  }
+  SECTION("non-numeric cell: file, line and column named") {
+    const std::string data = dir + "/abc.csv";
+    write_file(data, "t,y\n0,1.5\n1,NA\n2,abc\n3,2\n");
+    expect_exe_error({exe, "filter", "--data", data}, 1,
+                     {data + ":4:", "column 'y'", "'abc'", "number"});
+  }
+  SECTION("missing data file") {
+    expect_exe_error({exe, "filter", "--data", dir + "/none.csv"}, 1,
+                     {dir + "/none.csv", "No such file"});
+  }
+  SECTION("a row with the wrong number of fields") {
+    const std::string data = dir + "/ragged.csv";
+    write_file(data, "t,y\n0,1\n1,2,3\n");
+    expect_exe_error({exe, "filter", "--data", data}, 1, {data + ":3:", "expected 2 fields"});
+  }
+  SECTION("partially missing row of a jointly distributed (mvnormal) observation") {
+    const std::string& exe10 = example_exe("lgssm");
+    const std::string params = example_path("data/lgssm_params.json");
+    const std::string sim = dir + "/sim10.csv", data = dir + "/partial.csv";
+    run_ok({exe10, "simulate", "--T", "4", "--params", params, "--out", sim});
+    Table t = read_table(sim);
+    t.rows[2][t.column_index("y[3]")] = "";
+    t.rows[2][t.column_index("y[7]")] = "NA";
+    write_table(data, t);
+    expect_exe_error({exe10, "filter", "--data", data, "--params", params}, 1,
+                     {data + ":4:", "'y'", "y[3], y[7]", "all present or all missing"});
+  }
+}
+
+TEST_CASE("generated executable: parameters", "[e2e][bad]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string& exe10 = example_exe("lgssm");
+  const std::string params = example_path("data/lgssm_params.json");
+
+  SECTION("parameters with no value") {
+    expect_exe_error({exe10, "simulate", "--T", "3"}, 1,
+                     {"'A'", "'Q'", "'B'", "'R'", "no value", "--param", "--params"});
+  }
+  SECTION("wrong shapes") {
+    expect_exe_error({exe, "simulate", "--T", "3", "--param", "a=[1,2]"}, 1,
+                     {"'a'", "real", "a number", "array of 2 numbers"});
+    expect_exe_error(
+        {exe10, "simulate", "--T", "3", "--params", params, "--param", "Q=[[1,2],[3,4]]"}, 1,
+        {"'Q'", "cov_matrix[10]", "10x10", "2x2"});
+  }
+  SECTION("a cov_matrix that is not positive definite") {
+    nlohmann::json p = nlohmann::json::parse(read_file(params));
+    p["R"][4][4] = -0.8; // symmetric, one negative eigenvalue
+    const std::string bad = scratch_path("lgssm-bad-R.json");
+    write_file(bad, p.dump());
+    expect_exe_error({exe10, "simulate", "--T", "3", "--params", bad}, 1,
+                     {"'R'", "positive definite"});
+  }
+  SECTION("unknown parameter, value outside the prior's support, bad file") {
+    expect_exe_error({exe, "simulate", "--T", "3", "--param", "nope=1"}, 1,
+                     {"'nope'", "a, q, r, m0, s0"});
+    expect_exe_error({exe, "simulate", "--T", "3", "--param", "a=1.5"}, 1,
+                     {"'a'", "1.5", "uniform(-1, 1)"});
+    const std::string broken = scratch_path("broken.json");
+    write_file(broken, "{\"a\": ");
+    expect_exe_error({exe, "simulate", "--T", "3", "--params", broken}, 1, {broken, "JSON"});
+  }
+}
+
+TEST_CASE("generated executable: usage errors exit with 2", "[e2e][bad]") {
+  const std::string& exe = example_exe("lgssm1");
+  expect_exe_error({exe, "filter", "--data", "x.csv", "--bogus"}, 2, {"--bogus", "--help"});
+  expect_exe_error({exe, "--bogus", "info"}, 2, {"--bogus"});
+  expect_exe_error({exe, "frobnicate"}, 2, {"frobnicate", "simulate, filter or info"});
+  expect_exe_error({exe}, 2, {"subcommand"});
+  expect_exe_error({exe, "simulate"}, 2, {"--T", "required"});
+  expect_exe_error({exe, "simulate", "--T", "0"}, 2, {"--T", "positive integer", "'0'"});
+  expect_exe_error({exe, "filter", "--data", "x.csv", "--particles", "-5"}, 2,
+                   {"--particles", "positive integer", "'-5'"});
+  expect_exe_error({exe, "--seed", "-1", "info"}, 2, {"--seed", "'-1'"});
+}
+
+TEST_CASE("all particle weights zero: the time step is named and no output is left", "[e2e][bad]") {
+  const std::string& exe = model_exe("collapse", kCollapseModel);
+  const std::string dir = fresh_dir("collapse");
+  const std::string data = dir + "/y.csv", out = dir + "/out.csv";
+  write_file(data, "t,y\n0,0.5\n1,0.2\n2,1000\n3,0\n");
+
+  expect_exe_error({exe, "filter", "--data", data, "--particles", "100", "--out", out}, 1,
+                   {"t=2", data + " line 4", "y=1000", "zero", "--particles"});
+  CHECK(files_like(dir, "out.csv").empty());
+
+  // An existing result survives a failed run unchanged.
+  write_file(out, "previous result\n");
+  expect_exe_error({exe, "filter", "--data", data, "--particles", "100", "--out", out, "--json"}, 1,
+                   {"t=2"});
+  CHECK(read_file(out) == "previous result\n");
+  CHECK(files_like(dir, "out.csv") == std::vector<std::string>{"out.csv"});
+
+  // The same data without the impossible observation filters fine.
+  write_file(data, "t,y\n0,0.5\n1,0.2\n2,NA\n3,0\n");
+  run_ok({exe, "filter", "--data", data, "--particles", "100", "--out", out});
+  CHECK(read_table(out).rows.size() == 4);
+}
+
+TEST_CASE("an interrupted filter leaves no output file", "[e2e][bad]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string dir = fresh_dir("interrupt");
+  const std::string data = dir + "/y.csv", out = dir + "/out.csv";
+  run_ok({exe, "simulate", "--T", "2000", "--seed", "1", "--out", data});
+  // 2e9 particle-steps take far longer than the 700 ms after which the run is terminated.
+  ProcessResult r = run_process(
+      {exe, "filter", "--data", data, "--particles", "1000000", "--out", out, "--threads", "1"},
+      700);
+  INFO(r.describe());
+  REQUIRE(r.signal == SIGTERM);
+  CHECK(files_like(dir, "out.csv").empty());
+}
+
+TEST_CASE("an unwritable --out fails before filtering, naming the path", "[e2e][bad]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string dir = fresh_dir("unwritable");
+  const std::string data = dir + "/y.csv";
+  write_file(data, "y\n1\n2\n");
+  const std::string out = dir + "/no/such/dir/out.csv";
+  expect_exe_error({exe, "filter", "--data", data, "--out", out}, 1, {out});
+  expect_exe_error({exe, "simulate", "--T", "3", "--out", out}, 1, {out});
+  expect_exe_error({exe, "filter", "--data", data, "--out", dir}, 1, {dir, "directory"});
+}

@@ -1,0 +1,154 @@
+// The other shipped examples: each builds, reports itself (info), simulates and filters; the
+// simulated densities are checked exactly through their standardised residuals; and nile, a local
+// level model, is compared with the Kalman filter on the real Nile data.
+#include "compare.h"
+#include "kalman.h"
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <regex>
+
+using namespace e2e;
+
+namespace {
+
+// Standardised residuals should be i.i.d. N(0, 1): mean, variance and lag-1 correlation within
+// 4 standard errors (1/sqrt(n), sqrt(2/n), 1/sqrt(n)).
+void check_standard_normal(const std::vector<double>& z, const std::string& what) {
+  INFO(what);
+  const double n = static_cast<double>(z.size()), m = sample_mean(z), v = sample_variance(z);
+  double lag = 0;
+  for (size_t i = 1; i < z.size(); ++i)
+    lag += (z[i] - m) * (z[i - 1] - m);
+  CHECK(std::abs(m) <= 4 / std::sqrt(n));
+  CHECK(std::abs(v - 1) <= 4 * std::sqrt(2 / n));
+  CHECK(std::abs(lag / ((n - 1) * v)) <= 4 / std::sqrt(n));
+}
+
+// info, simulate, filter on the simulation: the generic contract of a compiled model.
+void smoke(const std::string& model, const std::string& state,
+           const std::vector<std::string>& params) {
+  const std::string& exe = example_exe(model);
+  ProcessResult info = run_ok({exe, "info"});
+  CHECK_THAT(info.out, Catch::Contains("model " + model));
+  for (const auto& p : params)
+    CHECK_THAT(info.out, Catch::Contains(p));
+  ProcessResult help = run_ok({exe, "--help"});
+  CHECK_THAT(help.out, Catch::Contains("simulate"));
+  CHECK_THAT(help.out, Catch::Contains("filter"));
+
+  const std::string sim = scratch_path(model + "-smoke-sim.csv");
+  run_ok({exe, "simulate", "--T", "50", "--seed", "1", "--out", sim});
+  Table t = read_table(sim);
+  CHECK(t.header == std::vector<std::string>{"t", state, "y"});
+  CHECK(t.rows.size() == 50);
+  // Without --out, simulate writes the same CSV to standard output.
+  CHECK(run_ok({exe, "simulate", "--T", "50", "--seed", "1"}).out == read_file(sim));
+
+  FilterRun f = run_filter(exe, {"--data", sim, "--particles", "2000", "--seed", "2"},
+                           scratch_path(model + "-smoke-filter.csv"));
+  CHECK(f.summary.at("T").get<int>() == 50);
+  CHECK(f.summary.at("particles").get<int>() == 2000);
+  CHECK(f.summary.at("model").get<std::string>() == model);
+  CHECK(std::isfinite(f.summary.at("log_likelihood").get<double>()));
+  CHECK(f.table.header ==
+        std::vector<std::string>{"t", "mean_" + state, "var_" + state, "ess", "loglik_increment"});
+  CHECK(f.table.rows.size() == 50);
+  for (double v : f.table.column("var_" + state))
+    CHECK(v >= 0);
+}
+
+double number(const std::string& s) {
+  size_t used = 0;
+  const double v = std::stod(s, &used);
+  REQUIRE(used == s.size());
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("sv: builds, simulates, filters; y / exp(x/2) is standard normal", "[e2e][examples]") {
+  smoke("sv", "x", {"mu", "rho", "sigma"});
+  const std::string sim = scratch_path("sv-long.csv");
+  run_ok({example_exe("sv"), "simulate", "--T", "20000", "--seed", "4", "--out", sim});
+  Table t = read_table(sim);
+  std::vector<double> x = t.column("x"), y = t.column("y"), z;
+  for (size_t i = 0; i < x.size(); ++i)
+    z.push_back(y[i] / std::exp(x[i] / 2));
+  check_standard_normal(z, "sv: y / exp(x / 2)");
+  // The AR(1) innovations with the defaults mu = -1.02, rho = 0.9702, sigma = 0.178.
+  std::vector<double> e;
+  for (size_t i = 1; i < x.size(); ++i)
+    e.push_back((x[i] - (-1.02 + 0.9702 * (x[i - 1] + 1.02))) / 0.178);
+  check_standard_normal(e, "sv: state innovations");
+}
+
+TEST_CASE("gordon: builds, simulates, filters; the time-dependent transition is exact",
+          "[e2e][examples]") {
+  smoke("gordon", "x", {"q", "r"});
+  const std::string sim = scratch_path("gordon-long.csv");
+  run_ok({example_exe("gordon"), "simulate", "--T", "20000", "--seed", "4", "--out", sim});
+  Table t = read_table(sim);
+  std::vector<double> tc = t.column("t"), x = t.column("x"), y = t.column("y"), e, u;
+  // q = 10, r = 1 (the defaults); the transition uses t through cos(1.2 t).
+  for (size_t i = 1; i < x.size(); ++i) {
+    const double xp = x[i - 1];
+    const double f = xp / 2 + 25 * xp / (1 + xp * xp) + 8 * std::cos(1.2 * tc[i]);
+    e.push_back((x[i] - f) / std::sqrt(10.0));
+  }
+  for (size_t i = 0; i < x.size(); ++i)
+    u.push_back(y[i] - x[i] * x[i] / 20);
+  check_standard_normal(e, "gordon: state innovations");
+  check_standard_normal(u, "gordon: observation noise");
+}
+
+TEST_CASE("nile: builds, simulates, filters; the likelihood of the Nile data matches Kalman",
+          "[e2e][examples][stat]") {
+  smoke("nile", "level", {"sigma_eps", "sigma_eta"});
+
+  // The model's defaults, read from the source rather than trusted from the executable.
+  const std::string src = read_file(example_path("nile.ssm"));
+  std::map<std::string, double> defaults;
+  const std::regex param(R"(param\s+(\w+)[^=;]*=\s*([-+0-9.eE]+)\s*;)");
+  for (auto it = std::sregex_iterator(src.begin(), src.end(), param); it != std::sregex_iterator();
+       ++it)
+    defaults[(*it)[1]] = number((*it)[2]);
+  std::smatch init;
+  REQUIRE(std::regex_search(
+      src, init,
+      std::regex(R"(level\[0\]\s*~\s*normal\(\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\))")));
+  REQUIRE(defaults.count("sigma_eps"));
+  REQUIRE(defaults.count("sigma_eta"));
+  const double m0 = number(init[1]), s0 = number(init[2]);
+  const double se = defaults["sigma_eps"], sh = defaults["sigma_eta"];
+
+  const std::string data = example_path("data/nile.csv");
+  Table table = read_table(data);
+  std::vector<double> y = table.column("y");
+  REQUIRE(y.size() == 100);
+  std::vector<Eigen::VectorXd> ys;
+  for (double v : y)
+    ys.push_back(Eigen::VectorXd::Constant(1, v));
+  LinearGaussianModel m;
+  m.m0 = Eigen::VectorXd::Constant(1, m0);
+  m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
+  m.A = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  m.Q = Eigen::MatrixXd::Constant(1, 1, sh * sh);
+  m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  m.R = Eigen::MatrixXd::Constant(1, 1, se * se);
+  const KalmanResult exact = kalman_filter(m, ys);
+  PfVsKalman c;
+  c.label = "nile";
+  c.exe = example_exe("nile");
+  c.args = {"--data", data};
+  c.state_cols = {"level"};
+  c.particles = 10000;
+  c.runs = 32;
+  c.seed0 = 3000;
+  compare_with_kalman(c, exact);
+}

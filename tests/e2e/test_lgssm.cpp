@@ -1,0 +1,231 @@
+// The linear-Gaussian examples against the exact Kalman filter: data simulated by the compiled
+// model, some observations blanked out (empty cells and NA), then R particle filter runs compared
+// with the reference (compare.cpp explains the tolerances). Also: results are identical for any
+// --threads, and long simulations have the exact stationary moments.
+#include "compare.h"
+#include "kalman.h"
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+using namespace e2e;
+
+namespace {
+
+// Blanks the given columns of the given rows of a simulated CSV, alternating between an empty cell
+// and NA so both spellings are exercised.
+Table with_missing(Table table, const std::vector<std::string>& columns,
+                   const std::vector<size_t>& rows) {
+  int n = 0;
+  for (size_t row : rows)
+    for (const auto& col : columns) {
+      const int j = table.column_index(col);
+      REQUIRE(j >= 0);
+      table.rows.at(row).at(j) = n++ % 2 ? "NA" : "";
+    }
+  return table;
+}
+
+std::vector<Eigen::VectorXd> observations(const Table& data, const std::vector<std::string>& cols) {
+  std::vector<Eigen::VectorXd> ys(data.rows.size(), Eigen::VectorXd(cols.size()));
+  for (size_t k = 0; k < cols.size(); ++k) {
+    std::vector<double> c = data.column(cols[k]);
+    for (size_t t = 0; t < c.size(); ++t)
+      ys[t][k] = c[t];
+  }
+  return ys;
+}
+
+std::vector<std::string> indexed(const std::string& name, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i)
+    v.push_back(fmt::format("{}[{}]", name, i));
+  return v;
+}
+
+Eigen::MatrixXd matrix_from_json(const nlohmann::json& j) {
+  Eigen::MatrixXd m(j.size(), j.at(0).size());
+  for (size_t i = 0; i < j.size(); ++i)
+    for (size_t k = 0; k < j[i].size(); ++k)
+      m(i, k) = j[i][k].get<double>();
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("lgssm1 (1-D): particle filter against Kalman with missing observations", "[e2e][stat]") {
+  const std::string& exe = example_exe("lgssm1");
+  // Parameters other than the model's defaults, to exercise --param (m0 != 0 in particular).
+  const double a = 0.8, q = 0.7, r = 0.6, m0 = 0.5, s0 = 2;
+  const std::vector<std::string> params = {
+      "--param", fmt::format("a={}", a),  "--param", fmt::format("q={}", q),
+      "--param", fmt::format("r={}", r),  "--param", fmt::format("m0={}", m0),
+      "--param", fmt::format("s0={}", s0)};
+  const std::string sim = scratch_path("lgssm1-sim.csv"), data = scratch_path("lgssm1-data.csv");
+  std::vector<std::string> argv = {exe, "simulate", "--T", "100", "--seed", "11", "--out", sim};
+  argv.insert(argv.end(), params.begin(), params.end());
+  run_ok(argv);
+  // Missing at t=0 (the filter starts from the prior), in a run of two, and at the end.
+  const std::vector<size_t> missing_rows = {0, 13, 14, 50, 99};
+  Table table = with_missing(read_table(sim), {"y"}, missing_rows);
+  write_table(data, table);
+
+  LinearGaussianModel m;
+  m.m0 = Eigen::VectorXd::Constant(1, m0);
+  m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
+  m.A = Eigen::MatrixXd::Constant(1, 1, a);
+  m.Q = Eigen::MatrixXd::Constant(1, 1, q * q);
+  m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+  const KalmanResult exact = kalman_filter(m, observations(table, {"y"}));
+
+  PfVsKalman c;
+  c.label = "lgssm1";
+  c.exe = exe;
+  c.args = params;
+  c.args.insert(c.args.end(), {"--data", data});
+  c.state_cols = {"x"};
+  c.particles = 10000; // Var(log Z^) ~ 0.02: the correction s2/2 is ~0.5 standard errors
+  c.runs = 48;
+  c.seed0 = 1000;
+  c.missing.assign(100, false);
+  for (size_t t : missing_rows)
+    c.missing[t] = true;
+  compare_with_kalman(c, exact);
+}
+
+TEST_CASE("lgssm (10-D): particle filter against Kalman with missing rows", "[e2e][stat]") {
+  const std::string& exe = example_exe("lgssm");
+  const std::string params_file = example_path("data/lgssm_params.json");
+  const std::string sim = scratch_path("lgssm-sim.csv"), data = scratch_path("lgssm-data.csv");
+  // T is small: a bootstrap filter's weights degenerate with 10 informative observations a step
+  // (the ESS falls to a few hundred of 50000), and Var(log Z^) grows linearly in T.
+  const int T = 12, d = 10;
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "21", "--params", params_file,
+          "--out", sim});
+  const std::vector<size_t> missing_rows = {3, 7, 8}; // whole rows: y is jointly distributed
+  Table table = with_missing(read_table(sim), indexed("y", d), missing_rows);
+  write_table(data, table);
+
+  const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
+  LinearGaussianModel m;
+  m.A = matrix_from_json(p.at("A"));
+  m.Q = matrix_from_json(p.at("Q"));
+  m.B = matrix_from_json(p.at("B"));
+  m.R = matrix_from_json(p.at("R"));
+  m.m0 = Eigen::VectorXd::Zero(d); // x[0] ~ mvnormal(zeros(d), Q)
+  m.P0 = m.Q;
+  const KalmanResult exact = kalman_filter(m, observations(table, indexed("y", d)));
+
+  PfVsKalman c;
+  c.label = "lgssm";
+  c.exe = exe;
+  c.args = {"--params", params_file, "--data", data};
+  c.state_cols = indexed("x", d);
+  c.particles = 50000; // Var(log Z^) ~ 0.02 over the 9 observed steps: s2/2 ~ 0.4 SE
+  c.runs = 32;
+  c.seed0 = 2000;
+  c.missing.assign(T, false);
+  for (size_t t : missing_rows)
+    c.missing[t] = true;
+  compare_with_kalman(c, exact);
+}
+
+TEST_CASE("the same --seed gives byte-identical results for any --threads", "[e2e][repro]") {
+  // 10007 particles: not a multiple of the 4096-particle block nor of any vector width.
+  for (const std::string model : {"lgssm1", "lgssm"}) {
+    DYNAMIC_SECTION(model) {
+      const std::string& exe = example_exe(model);
+      std::vector<std::string> params;
+      if (model == "lgssm")
+        params = {"--params", example_path("data/lgssm_params.json")};
+      const std::string sim = scratch_path(model + "-repro-sim.csv");
+      std::vector<std::string> argv = {exe, "simulate", "--T", "30", "--seed", "5", "--out", sim};
+      argv.insert(argv.end(), params.begin(), params.end());
+      run_ok(argv);
+      std::string first_csv;
+      double first_ll = 0;
+      for (int threads : {1, 2, 3}) {
+        std::vector<std::string> args = params;
+        args.insert(args.end(), {"--data", sim, "--particles", "10007", "--seed", "77", "--threads",
+                                 std::to_string(threads), "--ess-threshold", "0.7"});
+        FilterRun f =
+            run_filter(exe, args, scratch_path(fmt::format("{}-repro-{}.csv", model, threads)));
+        CHECK(f.summary.at("threads").get<int>() == threads);
+        const double ll = f.summary.at("log_likelihood").get<double>();
+        if (threads == 1) {
+          first_csv = f.csv_text;
+          first_ll = ll;
+          CHECK(f.summary.at("resample_count").get<int>() > 0);
+          continue;
+        }
+        INFO("--threads " << threads << " against --threads 1");
+        CHECK(f.csv_text == first_csv);
+        CHECK(ll == first_ll); // exact: the same bits
+      }
+      // And simulate does not depend on the thread count either.
+      const std::string sim3 = scratch_path(model + "-repro-sim3.csv");
+      std::vector<std::string> argv3 = {exe, "simulate", "--T", "30",        "--seed",
+                                        "5", "--out",    sim3,  "--threads", "3"};
+      argv3.insert(argv3.end(), params.begin(), params.end());
+      run_ok(argv3);
+      CHECK(read_file(sim3) == read_file(sim));
+    }
+  }
+}
+
+TEST_CASE("lgssm1 simulate: stationary moments of a long trajectory", "[e2e][stat]") {
+  const std::string& exe = example_exe("lgssm1");
+  const double a = 0.9, q = 0.5, r = 1.0; // the model's defaults (examples/lgssm1.ssm)
+  const std::string sim = scratch_path("lgssm1-long.csv");
+  const int T = 100000, burn = 200; // a^200 ~ 7e-10: the start x[0] ~ N(0, 1) is forgotten
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "3", "--out", sim});
+  Table table = read_table(sim);
+  REQUIRE(table.header == std::vector<std::string>{"t", "x", "y"});
+  REQUIRE(table.rows.size() == static_cast<size_t>(T));
+  std::vector<double> tcol = table.column("t"), x = table.column("x"), y = table.column("y");
+  CHECK(tcol.front() == 0);
+  CHECK(tcol.back() == T - 1);
+  x.erase(x.begin(), x.begin() + burn);
+  y.erase(y.begin(), y.begin() + burn);
+  const double n = static_cast<double>(x.size());
+
+  // The stationary AR(1): mean 0, variance v = q^2 / (1 - a^2), lag-1 autocorrelation a. Standard
+  // errors from the large-sample theory of a Gaussian AR(1): Var(mean) ~= v (1+a)/(1-a) / n,
+  // Var(sample variance) ~= 2 v^2 (1+a^2)/(1-a^2) / n, Var(r1) ~= (1-a^2) / n (Bartlett).
+  const double v = q * q / (1 - a * a);
+  const double mean = sample_mean(x), var = sample_variance(x);
+  double c1 = 0;
+  for (size_t i = 1; i < x.size(); ++i)
+    c1 += (x[i] - mean) * (x[i - 1] - mean);
+  const double r1 = c1 / ((n - 1) * var);
+  CHECK(std::abs(mean) <= 4 * std::sqrt(v * (1 + a) / (1 - a) / n));
+  CHECK(std::abs(var - v) <= 4 * std::sqrt(2 * v * v * (1 + a * a) / (1 - a * a) / n));
+  CHECK(std::abs(r1 - a) <= 4 * std::sqrt((1 - a * a) / n));
+
+  // Innovations and observation noise are i.i.d. normal: e = x[t] - a x[t-1] ~ N(0, q^2) and
+  // u = y - x ~ N(0, r^2), independent of each other.
+  std::vector<double> e, u;
+  for (size_t i = 1; i < x.size(); ++i)
+    e.push_back(x[i] - a * x[i - 1]);
+  for (size_t i = 0; i < x.size(); ++i)
+    u.push_back(y[i] - x[i]);
+  for (auto [z, s] : {std::pair{&e, q}, std::pair{&u, r}}) {
+    const double m = static_cast<double>(z->size());
+    CHECK(std::abs(sample_mean(*z)) <= 4 * s / std::sqrt(m));
+    CHECK(std::abs(sample_variance(*z) - s * s) <= 4 * s * s * std::sqrt(2 / m));
+    double lag = 0;
+    const double zm = sample_mean(*z);
+    for (size_t i = 1; i < z->size(); ++i)
+      lag += ((*z)[i] - zm) * ((*z)[i - 1] - zm);
+    CHECK(std::abs(lag / ((m - 1) * s * s)) <= 4 / std::sqrt(m));
+  }
+  double cross = 0; // Corr(e_t, u_t) = 0
+  for (size_t i = 0; i < e.size(); ++i)
+    cross += e[i] * u[i + 1];
+  CHECK(std::abs(cross / (e.size() * q * r)) <= 4 / std::sqrt(static_cast<double>(e.size())));
+}
