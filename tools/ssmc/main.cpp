@@ -74,6 +74,8 @@ private:
 };
 
 std::string read_source(const std::string& path) {
+  if (fs::is_directory(path))
+    throw Failure{fmt::format("cannot read '{}': it is a directory", path)};
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Failure{fmt::format("cannot read '{}': {}", path, std::strerror(errno))};
@@ -121,7 +123,18 @@ void write_text(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+// Fails before any work when the output cannot be written where it is asked for.
+void check_output_directory(const std::string& output) {
+  if (output.empty() || output == "-")
+    return;
+  fs::path dir = fs::path(output).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir))
+    throw Failure{fmt::format("cannot write '{}': the directory '{}' does not exist", output,
+                              dir.string())};
+}
+
 int build(const BuildOptions& options) {
+  check_output_directory(options.output);
   PhaseTimer timer(options.time_passes);
   timer.phase("frontend");
   ssm::ir::Model model = compile_frontend(options.input);
@@ -152,7 +165,8 @@ int build(const BuildOptions& options) {
   std::string output = options.output;
   if (output.empty())
     output = fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
-  std::string object = options.emit == "obj" ? output : fmt::format("{}.o.tmp.{}", output, getpid());
+  // For an executable the object is an intermediate file beside the output, removed after linking.
+  std::string object = options.emit == "obj" ? output : fmt::format("{}.ssmc-{}.o", output, getpid());
   ssm::codegen::write_object(*module, *target, object);
   if (options.emit == "exe") {
     timer.phase("link");
@@ -191,7 +205,7 @@ int main(int argc, char** argv) {
 
   BuildOptions build_options;
   auto* build_cmd = app.add_subcommand("build", "compile a model to an executable (or IR, LLVM, object)");
-  build_cmd->add_option("model", build_options.input, "the .ssm file")->required()->check(CLI::ExistingFile);
+  build_cmd->add_option("model", build_options.input, "the .ssm file")->required();
   build_cmd->add_option("-o,--output", build_options.output,
                         "output path (default: the model's name; '-' or none prints ir/llvm to stdout)");
   build_cmd->add_option("--emit", build_options.emit, "what to produce")
@@ -207,16 +221,33 @@ int main(int argc, char** argv) {
   std::string check_input;
   bool structure_only = false;
   auto* check_cmd = app.add_subcommand("check", "report diagnostics and the model's structure; no code is generated");
-  check_cmd->add_option("model", check_input, "the .ssm file")->required()->check(CLI::ExistingFile);
+  check_cmd->add_option("model", check_input, "the .ssm file")->required();
   check_cmd->add_flag("--structure", structure_only, "print only the structure report");
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
 
+  auto is_command = [&](const char* name) {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == name)
+        return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    fmt::print(std::cerr, "ssmc: error: unknown command '{}' (expected build, check or passes; "
+                          "see ssmc --help)\n", argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e); // prints help, the version, or the error
-    return code == 0 ? 0 : 2;
+    fmt::print(std::cerr, "ssmc: error: {} (see ssmc --help)\n", e.what());
+    return 2;
   }
   try {
     if (*build_cmd)
