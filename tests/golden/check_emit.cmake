@@ -1,0 +1,25 @@
+# `ssmc build --emit=obj` writes an ELF object exporting ssm_model_table; `--emit=llvm` prints the
+# optimised module with every kernel of the ABI.
+execute_process(COMMAND ${SSMC} build examples/sv.ssm --emit=obj -o ${WORK}/sv.o
+                WORKING_DIRECTORY ${SOURCE} RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "--emit=obj failed: ${err}")
+endif()
+file(READ ${WORK}/sv.o magic LIMIT 4 HEX)
+if(NOT magic STREQUAL "7f454c46")
+  message(FATAL_ERROR "--emit=obj did not write an ELF object (magic ${magic})")
+endif()
+file(STRINGS ${WORK}/sv.o table REGEX "ssm_model_table")
+if(NOT table)
+  message(FATAL_ERROR "the object does not define ssm_model_table")
+endif()
+execute_process(COMMAND ${SSMC} build examples/sv.ssm --emit=llvm WORKING_DIRECTORY ${SOURCE}
+                OUTPUT_VARIABLE ll RESULT_VARIABLE rc)
+foreach(kernel init_sample init_logpdf transition_sample transition_logpdf obs_logpdf obs_sample)
+  if(NOT ll MATCHES "define void @ssm_${kernel}\\(")
+    message(FATAL_ERROR "--emit=llvm has no kernel ssm_${kernel}")
+  endif()
+endforeach()
+if(NOT ll MATCHES "@ssm_model_table = ")
+  message(FATAL_ERROR "--emit=llvm has no ssm_model_table")
+endif()
