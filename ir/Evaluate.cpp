@@ -72,15 +72,7 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
     return out;
   }
   case Op::Index: {
-    // Row-major: index k skips whole blocks of the remaining dimensions.
-    const Shape& base = arg_shapes.at(0);
-    size_t offset = 0;
-    for (size_t k = 0; k < node.index.size(); ++k) {
-      size_t block = 1;
-      for (size_t j = k + 1; j < base.dims.size(); ++j)
-        block *= base.dims[j];
-      offset += node.index[k] * block;
-    }
+    size_t offset = index_offset(arg_shapes.at(0), node.index);
     return {args[0].begin() + offset, args[0].begin() + offset + node.shape.size()};
   }
   default: throw std::logic_error("cannot evaluate a non-constant node");

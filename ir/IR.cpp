@@ -15,6 +15,17 @@ int Shape::size() const {
   return n;
 }
 
+int index_offset(const Shape& base, const std::vector<int>& index) {
+  int offset = 0;
+  for (size_t k = 0; k < index.size(); ++k) {
+    int block = 1;
+    for (size_t j = k + 1; j < base.dims.size(); ++j)
+      block *= base.dims[j];
+    offset += index[k] * block;
+  }
+  return offset;
+}
+
 std::string Shape::str() const {
   switch (rank()) {
   case 0:

@@ -37,6 +37,10 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
+// Row-major offset of the element (or row) that `index` selects in a value of shape `base`:
+// index k skips whole blocks of the dimensions after k.
+int index_offset(const Shape& base, const std::vector<int>& index);
+
 enum class Op {
   Const,  // values, row-major
   Param,  // var = parameter index

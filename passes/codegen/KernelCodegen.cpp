@@ -311,14 +311,7 @@ private:
         out[i] = (*args[i])[0];
       return out;
     case ir::Op::Index: {
-      const ir::Shape& base = block_.nodes[node.args[0]].shape;
-      size_t offset = 0;
-      for (size_t k = 0; k < node.index.size(); ++k) {
-        size_t stride = 1;
-        for (size_t j = k + 1; j < base.dims.size(); ++j)
-          stride *= base.dims[j];
-        offset += node.index[k] * stride;
-      }
+      size_t offset = ir::index_offset(block_.nodes[node.args[0]].shape, node.index);
       return Values(args[0]->begin() + offset, args[0]->begin() + offset + size);
     }
     }

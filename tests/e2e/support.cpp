@@ -191,4 +191,15 @@ double sample_variance(const std::vector<double>& v) {
   return s / static_cast<double>(v.size() - 1);
 }
 
+void check_standard_normal(const std::vector<double>& z, const std::string& what) {
+  INFO(what);
+  const double n = static_cast<double>(z.size()), m = sample_mean(z), v = sample_variance(z);
+  double lag = 0;
+  for (size_t i = 1; i < z.size(); ++i)
+    lag += (z[i] - m) * (z[i - 1] - m);
+  CHECK(std::abs(m) <= 4 / std::sqrt(n));
+  CHECK(std::abs(v - 1) <= 4 * std::sqrt(2 / n));
+  CHECK(std::abs(lag / ((n - 1) * v)) <= 4 / std::sqrt(n));
+}
+
 } // namespace e2e

@@ -52,6 +52,8 @@ FilterRun run_filter(const std::string& exe, const std::vector<std::string>& arg
                      const std::string& out_csv);
 
 double sample_mean(const std::vector<double>& v);
+// Mean 0, variance 1 and no lag-1 autocorrelation, each within 4 standard errors.
+void check_standard_normal(const std::vector<double>& z, const std::string& what);
 double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
 
 } // namespace e2e

@@ -19,17 +19,6 @@ namespace {
 
 // Standardised residuals should be i.i.d. N(0, 1): mean, variance and lag-1 correlation within
 // 4 standard errors (1/sqrt(n), sqrt(2/n), 1/sqrt(n)).
-void check_standard_normal(const std::vector<double>& z, const std::string& what) {
-  INFO(what);
-  const double n = static_cast<double>(z.size()), m = sample_mean(z), v = sample_variance(z);
-  double lag = 0;
-  for (size_t i = 1; i < z.size(); ++i)
-    lag += (z[i] - m) * (z[i - 1] - m);
-  CHECK(std::abs(m) <= 4 / std::sqrt(n));
-  CHECK(std::abs(v - 1) <= 4 * std::sqrt(2 / n));
-  CHECK(std::abs(lag / ((n - 1) * v)) <= 4 / std::sqrt(n));
-}
-
 // info, simulate, filter on the simulation: the generic contract of a compiled model.
 void smoke(const std::string& model, const std::string& state,
            const std::vector<std::string>& params) {
