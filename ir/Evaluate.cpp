@@ -7,23 +7,36 @@
 namespace ssm::ir {
 
 double apply_function(const std::string& fn, double a, double b) {
-  if (fn == "exp") return std::exp(a);
-  if (fn == "log") return std::log(a);
-  if (fn == "sqrt") return std::sqrt(a);
-  if (fn == "abs") return std::fabs(a);
-  if (fn == "sin") return std::sin(a);
-  if (fn == "cos") return std::cos(a);
-  if (fn == "tanh") return std::tanh(a);
-  if (fn == "logistic") return 1 / (1 + std::exp(-a));
-  if (fn == "pow") return std::pow(a, b);
-  if (fn == "min") return std::fmin(a, b);
-  if (fn == "max") return std::fmax(a, b);
+  if (fn == "exp")
+    return std::exp(a);
+  if (fn == "log")
+    return std::log(a);
+  if (fn == "sqrt")
+    return std::sqrt(a);
+  if (fn == "abs")
+    return std::fabs(a);
+  if (fn == "sin")
+    return std::sin(a);
+  if (fn == "cos")
+    return std::cos(a);
+  if (fn == "tanh")
+    return std::tanh(a);
+  if (fn == "logistic")
+    return 1 / (1 + std::exp(-a));
+  if (fn == "pow")
+    return std::pow(a, b);
+  if (fn == "min")
+    return std::fmin(a, b);
+  if (fn == "max")
+    return std::fmax(a, b);
   throw std::logic_error("unknown function " + fn);
 }
 
 namespace {
 // Element i of an operand that may be a broadcast scalar.
-double at(const std::vector<double>& v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+double at(const std::vector<double>& v, size_t i) {
+  return v.size() == 1 ? v[0] : v[i];
+}
 
 template <class F> std::vector<double> elementwise(const Node& node, const auto& args, F f) {
   std::vector<double> out(node.shape.size());
@@ -36,12 +49,18 @@ template <class F> std::vector<double> elementwise(const Node& node, const auto&
 std::vector<double> evaluate(const Node& node, const std::vector<std::vector<double>>& args,
                              const std::vector<Shape>& arg_shapes) {
   switch (node.op) {
-  case Op::Const: return node.values;
-  case Op::Neg: return elementwise(node, args, [](double a, double) { return -a; });
-  case Op::Add: return elementwise(node, args, [](double a, double b) { return a + b; });
-  case Op::Sub: return elementwise(node, args, [](double a, double b) { return a - b; });
-  case Op::Mul: return elementwise(node, args, [](double a, double b) { return a * b; });
-  case Op::Div: return elementwise(node, args, [](double a, double b) { return a / b; });
+  case Op::Const:
+    return node.values;
+  case Op::Neg:
+    return elementwise(node, args, [](double a, double) { return -a; });
+  case Op::Add:
+    return elementwise(node, args, [](double a, double b) { return a + b; });
+  case Op::Sub:
+    return elementwise(node, args, [](double a, double b) { return a - b; });
+  case Op::Mul:
+    return elementwise(node, args, [](double a, double b) { return a * b; });
+  case Op::Div:
+    return elementwise(node, args, [](double a, double b) { return a / b; });
   case Op::Pow:
     return elementwise(node, args, [](double a, double b) { return std::pow(a, b); });
   case Op::Call:
@@ -75,7 +94,8 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
     size_t offset = index_offset(arg_shapes.at(0), node.index);
     return {args[0].begin() + offset, args[0].begin() + offset + node.shape.size()};
   }
-  default: throw std::logic_error("cannot evaluate a non-constant node");
+  default:
+    throw std::logic_error("cannot evaluate a non-constant node");
   }
 }
 

@@ -39,21 +39,36 @@ std::string Shape::str() const {
 
 std::string_view op_name(Op op) {
   switch (op) {
-  case Op::Const: return "const";
-  case Op::Param: return "param";
-  case Op::State: return "state";
-  case Op::Obs: return "obs";
-  case Op::Time: return "time";
-  case Op::Neg: return "neg";
-  case Op::Add: return "add";
-  case Op::Sub: return "sub";
-  case Op::Mul: return "mul";
-  case Op::Div: return "div";
-  case Op::Pow: return "pow";
-  case Op::MatMul: return "matmul";
-  case Op::Call: return "call";
-  case Op::Build: return "build";
-  case Op::Index: return "index";
+  case Op::Const:
+    return "const";
+  case Op::Param:
+    return "param";
+  case Op::State:
+    return "state";
+  case Op::Obs:
+    return "obs";
+  case Op::Time:
+    return "time";
+  case Op::Neg:
+    return "neg";
+  case Op::Add:
+    return "add";
+  case Op::Sub:
+    return "sub";
+  case Op::Mul:
+    return "mul";
+  case Op::Div:
+    return "div";
+  case Op::Pow:
+    return "pow";
+  case Op::MatMul:
+    return "matmul";
+  case Op::Call:
+    return "call";
+  case Op::Build:
+    return "build";
+  case Op::Index:
+    return "index";
   }
   return "?";
 }
@@ -78,7 +93,9 @@ const std::vector<DistInfo>& all_dists() {
   return table;
 }
 
-const DistInfo& dist_info(Dist d) { return all_dists().at(static_cast<size_t>(d)); }
+const DistInfo& dist_info(Dist d) {
+  return all_dists().at(static_cast<size_t>(d));
+}
 
 const DistInfo* find_dist(std::string_view name) {
   for (const DistInfo& info : all_dists())
@@ -89,20 +106,28 @@ const DistInfo* find_dist(std::string_view name) {
 
 std::string_view block_name(BlockKind kind) {
   switch (kind) {
-  case BlockKind::Prior: return "prior";
-  case BlockKind::Initial: return "initial";
-  case BlockKind::Transition: return "transition";
-  case BlockKind::Observation: return "observation";
+  case BlockKind::Prior:
+    return "prior";
+  case BlockKind::Initial:
+    return "initial";
+  case BlockKind::Transition:
+    return "transition";
+  case BlockKind::Observation:
+    return "observation";
   }
   return "?";
 }
 
 std::string_view param_type_name(ParamType type) {
   switch (type) {
-  case ParamType::Real: return "real";
-  case ParamType::Vector: return "vector";
-  case ParamType::Matrix: return "matrix";
-  case ParamType::CovMatrix: return "cov_matrix";
+  case ParamType::Real:
+    return "real";
+  case ParamType::Vector:
+    return "vector";
+  case ParamType::Matrix:
+    return "matrix";
+  case ParamType::CovMatrix:
+    return "cov_matrix";
   }
   return "?";
 }
@@ -113,28 +138,38 @@ Block& Model::block(BlockKind kind) {
 
 const Block& Model::block(BlockKind kind) const {
   switch (kind) {
-  case BlockKind::Prior: return prior;
-  case BlockKind::Initial: return initial;
-  case BlockKind::Transition: return transition;
-  case BlockKind::Observation: return observation;
+  case BlockKind::Prior:
+    return prior;
+  case BlockKind::Initial:
+    return initial;
+  case BlockKind::Transition:
+    return transition;
+  case BlockKind::Observation:
+    return observation;
   }
   throw std::logic_error("unknown block kind");
 }
 
 const std::string& Model::var_name(VarKind kind, int var) const {
   switch (kind) {
-  case VarKind::Param: return params.at(var).name;
-  case VarKind::State: return states.at(var).name;
-  case VarKind::Obs: return obs.at(var).name;
+  case VarKind::Param:
+    return params.at(var).name;
+  case VarKind::State:
+    return states.at(var).name;
+  case VarKind::Obs:
+    return obs.at(var).name;
   }
   throw std::logic_error("unknown variable kind");
 }
 
 const Shape& Model::var_shape(VarKind kind, int var) const {
   switch (kind) {
-  case VarKind::Param: return params.at(var).shape;
-  case VarKind::State: return states.at(var).shape;
-  case VarKind::Obs: return obs.at(var).shape;
+  case VarKind::Param:
+    return params.at(var).shape;
+  case VarKind::State:
+    return states.at(var).shape;
+  case VarKind::Obs:
+    return obs.at(var).shape;
   }
   throw std::logic_error("unknown variable kind");
 }
@@ -148,11 +183,23 @@ template <class Decls> int offset_of(const Decls& decls, int index) {
 }
 } // namespace
 
-int Model::state_size() const { return offset_of(states, static_cast<int>(states.size())); }
-int Model::obs_size() const { return offset_of(obs, static_cast<int>(obs.size())); }
-int Model::theta_size() const { return offset_of(params, static_cast<int>(params.size())); }
-int Model::param_offset(int param) const { return offset_of(params, param); }
-int Model::state_offset(int state) const { return offset_of(states, state); }
-int Model::obs_offset(int o) const { return offset_of(obs, o); }
+int Model::state_size() const {
+  return offset_of(states, static_cast<int>(states.size()));
+}
+int Model::obs_size() const {
+  return offset_of(obs, static_cast<int>(obs.size()));
+}
+int Model::theta_size() const {
+  return offset_of(params, static_cast<int>(params.size()));
+}
+int Model::param_offset(int param) const {
+  return offset_of(params, param);
+}
+int Model::state_offset(int state) const {
+  return offset_of(states, state);
+}
+int Model::obs_offset(int o) const {
+  return offset_of(obs, o);
+}
 
 } // namespace ssm::ir

@@ -18,8 +18,8 @@
 namespace ssm::ir {
 
 struct SourceLoc {
-  int line = 0; // 1-based; 0 = no location
-  int col = 0;  // 1-based
+  int line = 0;    // 1-based; 0 = no location
+  int col = 0;     // 1-based
   int end_col = 0; // one past the last column of the range, on the same line
 };
 
@@ -57,7 +57,8 @@ enum class Op {
   Call,   // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
           // broadcasting); dot (vector, vector -> scalar)
   Build,  // vector or matrix literal: args are its scalar elements, row-major
-  Index,  // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] -> scalar
+  Index,  // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] ->
+          // scalar
 };
 
 std::string_view op_name(Op op);

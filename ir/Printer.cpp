@@ -37,17 +37,22 @@ std::string operands(const std::vector<int>& args) {
 
 std::string node_str(const Model& model, BlockKind kind, const Node& node) {
   switch (node.op) {
-  case Op::Const: return fmt::format("const {}", values_str(node.values, node.shape));
-  case Op::Param: return fmt::format("param {}", model.params.at(node.var).name);
+  case Op::Const:
+    return fmt::format("const {}", values_str(node.values, node.shape));
+  case Op::Param:
+    return fmt::format("param {}", model.params.at(node.var).name);
   case Op::State:
     return fmt::format("state {}{}", model.states.at(node.var).name, time_index(kind, node.lag));
   case Op::Obs:
     return fmt::format("obs {}{}", model.obs.at(node.var).name, time_index(kind, node.lag));
-  case Op::Time: return "time";
-  case Op::Call: return fmt::format("call {}({})", node.fn, operands(node.args));
+  case Op::Time:
+    return "time";
+  case Op::Call:
+    return fmt::format("call {}({})", node.fn, operands(node.args));
   case Op::Index:
     return fmt::format("index {}[{}]", operands(node.args), fmt::join(node.index, ", "));
-  default: return fmt::format("{} {}", op_name(node.op), operands(node.args));
+  default:
+    return fmt::format("{} {}", op_name(node.op), operands(node.args));
   }
 }
 
@@ -74,7 +79,8 @@ std::string print(const Model& model, const Block& block) {
 std::string print(const Model& model) {
   std::string out = fmt::format("model {}\n", model.name);
   for (const ConstDecl& c : model.consts)
-    out += fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));
+    out +=
+        fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));
   for (const ParamDecl& p : model.params) {
     std::string type = p.type == ParamType::CovMatrix
                            ? fmt::format("cov_matrix[{}]", p.shape.dims.at(0))

@@ -21,7 +21,7 @@ std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
 }
 
 bool is_unary_fn(const std::string& fn) {
-  static const std::set<std::string> unary = {"exp", "log", "sqrt",  "abs",
+  static const std::set<std::string> unary = {"exp", "log", "sqrt", "abs",
                                               "sin", "cos", "tanh", "logistic"};
   return unary.count(fn) > 0;
 }
@@ -105,15 +105,18 @@ public:
 
 private:
   template <class... Args> void fail(fmt::format_string<Args...> f, Args&&... args) {
-    errors_.push_back(
-        fmt::format("{}: {}", block_name(block_.kind), fmt::format(f, std::forward<Args>(args)...)));
+    errors_.push_back(fmt::format("{}: {}", block_name(block_.kind),
+                                  fmt::format(f, std::forward<Args>(args)...)));
   }
 
   VarKind sampled_kind() const {
     switch (block_.kind) {
-    case BlockKind::Prior: return VarKind::Param;
-    case BlockKind::Observation: return VarKind::Obs;
-    default: return VarKind::State;
+    case BlockKind::Prior:
+      return VarKind::Param;
+    case BlockKind::Observation:
+      return VarKind::Obs;
+    default:
+      return VarKind::State;
     }
   }
 
@@ -133,8 +136,8 @@ private:
     if (!shape)
       fail("%{} = {} has operands of incompatible shapes", id, op_name(node.op));
     else if (!(*shape == node.shape))
-      fail("%{} = {} has shape {} but its operands give {}", id, op_name(node.op),
-           node.shape.str(), shape->str());
+      fail("%{} = {} has shape {} but its operands give {}", id, op_name(node.op), node.shape.str(),
+           shape->str());
   }
 
   void check_reference(int id, const Node& node, std::set<int>& reads_now) {
@@ -150,7 +153,7 @@ private:
         fail("%{}: time in the initial block must be folded to 0", id);
       return;
     }
-    VarKind vk = node.op == Op::Param ? VarKind::Param
+    VarKind vk = node.op == Op::Param   ? VarKind::Param
                  : node.op == Op::State ? VarKind::State
                                         : VarKind::Obs;
     int count = vk == VarKind::Param   ? static_cast<int>(model_.params.size())
@@ -217,9 +220,8 @@ private:
 void check_all_sampled(const Model& model, const Block& block, VarKind kind, size_t count,
                        std::vector<std::string>& errors) {
   for (size_t v = 0; v < count; ++v) {
-    bool found = std::any_of(block.relations.begin(), block.relations.end(), [&](auto& r) {
-      return r.var == static_cast<int>(v);
-    });
+    bool found = std::any_of(block.relations.begin(), block.relations.end(),
+                             [&](auto& r) { return r.var == static_cast<int>(v); });
     if (!found)
       errors.push_back(fmt::format("{}: no relation for {}", block_name(block.kind),
                                    model.var_name(kind, static_cast<int>(v))));
@@ -230,8 +232,7 @@ void check_all_sampled(const Model& model, const Block& block, VarKind kind, siz
 
 std::vector<std::string> verify(const Model& model) {
   std::vector<std::string> errors;
-  model.for_each_block(
-      [&](const Block& block) { BlockVerifier(model, block, errors).run(); });
+  model.for_each_block([&](const Block& block) { BlockVerifier(model, block, errors).run(); });
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);

@@ -1,5 +1,6 @@
-// Checks the IR's invariants: SSA order, shapes, variable references allowed in each block, and that
-// every relation reads only values sampled before it. Run between passes; a failure is a compiler bug.
+// Checks the IR's invariants: SSA order, shapes, variable references allowed in each block, and
+// that every relation reads only values sampled before it. Run between passes; a failure is a
+// compiler bug.
 #pragma once
 
 #include "IR.h"

@@ -39,8 +39,14 @@ private:
       std::vector<uint64_t> bits;
       for (double v : node.values)
         bits.push_back(std::bit_cast<uint64_t>(v));
-      Key key{static_cast<int>(node.op), node.shape.dims, node.args, std::move(bits),
-              node.fn,                   node.index,      node.var,  node.lag};
+      Key key{static_cast<int>(node.op),
+              node.shape.dims,
+              node.args,
+              std::move(bits),
+              node.fn,
+              node.index,
+              node.var,
+              node.lag};
       auto [it, inserted] = seen.emplace(std::move(key), static_cast<int>(i));
       replacement[i] = it->second;
     }
@@ -50,6 +56,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Pass> create_cse() { return std::make_unique<CommonSubexpressionElimination>(); }
+std::unique_ptr<Pass> create_cse() {
+  return std::make_unique<CommonSubexpressionElimination>();
+}
 
 } // namespace ssm::passes

@@ -70,14 +70,18 @@ private:
     auto keeps_shape = [&](int id) { return block.nodes[id].shape == node.shape ? id : -1; };
     switch (node.op) {
     case ir::Op::Add:
-      if (is_scalar_const(r, 0)) return keeps_shape(lhs);
-      if (is_scalar_const(l, 0)) return keeps_shape(rhs);
+      if (is_scalar_const(r, 0))
+        return keeps_shape(lhs);
+      if (is_scalar_const(l, 0))
+        return keeps_shape(rhs);
       return -1;
     case ir::Op::Sub:
       return is_scalar_const(r, 0) ? keeps_shape(lhs) : -1;
     case ir::Op::Mul:
-      if (is_scalar_const(r, 1)) return keeps_shape(lhs);
-      if (is_scalar_const(l, 1)) return keeps_shape(rhs);
+      if (is_scalar_const(r, 1))
+        return keeps_shape(lhs);
+      if (is_scalar_const(l, 1))
+        return keeps_shape(rhs);
       return -1;
     case ir::Op::Div:
     case ir::Op::Pow:
@@ -90,6 +94,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Pass> create_constant_fold() { return std::make_unique<ConstantFold>(); }
+std::unique_ptr<Pass> create_constant_fold() {
+  return std::make_unique<ConstantFold>();
+}
 
 } // namespace ssm::passes

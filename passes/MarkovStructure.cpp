@@ -42,11 +42,20 @@ RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::
     for (int a : node.args)
       reached[a] = true;
     switch (node.op) {
-    case ir::Op::Param: params.insert(node.var); break;
-    case ir::Op::State: vars.insert({1, node.var, node.lag}); break;
-    case ir::Op::Obs: vars.insert({2, node.var, node.lag}); break;
-    case ir::Op::Time: reads.reads_time = true; break;
-    default: break;
+    case ir::Op::Param:
+      params.insert(node.var);
+      break;
+    case ir::Op::State:
+      vars.insert({1, node.var, node.lag});
+      break;
+    case ir::Op::Obs:
+      vars.insert({2, node.var, node.lag});
+      break;
+    case ir::Op::Time:
+      reads.reads_time = true;
+      break;
+    default:
+      break;
     }
   }
   for (auto [kind, var, lag] : vars) {
@@ -97,8 +106,9 @@ std::string MarkovStructure::report() const {
       parts.push_back(fmt::format("params {}", fmt::join(r.params, ", ")));
     if (r.reads_time)
       parts.push_back("t");
-    out += fmt::format("  {:<12} {:<10} ~ {:<12} reads {}\n", ir::block_name(r.block), r.target,
-                       r.dist, parts.empty() ? "constants only" : fmt::format("{}", fmt::join(parts, "; ")));
+    out += fmt::format(
+        "  {:<12} {:<10} ~ {:<12} reads {}\n", ir::block_name(r.block), r.target, r.dist,
+        parts.empty() ? "constants only" : fmt::format("{}", fmt::join(parts, "; ")));
   }
   return out;
 }

@@ -27,10 +27,10 @@ struct RelationReads {
 };
 
 struct MarkovStructure {
-  int order = 0;                    // the largest lag of a state read by a transition
-  bool states_independent = false;  // no transition reads a previous state
+  int order = 0;                   // the largest lag of a state read by a transition
+  bool states_independent = false; // no transition reads a previous state
   std::vector<RelationReads> relations;
-  std::string report() const;       // human-readable
+  std::string report() const; // human-readable
 };
 
 // Results of analyses, filled in by the passes that compute them.

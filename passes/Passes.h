@@ -5,8 +5,8 @@
 
 namespace ssm::passes {
 
-std::unique_ptr<Pass> create_constant_fold();   // ConstantFold.cpp
-std::unique_ptr<Pass> create_cse();             // CommonSubexpressionElimination.cpp
+std::unique_ptr<Pass> create_constant_fold();    // ConstantFold.cpp
+std::unique_ptr<Pass> create_cse();              // CommonSubexpressionElimination.cpp
 std::unique_ptr<Pass> create_markov_structure(); // MarkovStructure.cpp
 
 // The passes `ssmc build` runs when no --passes= is given.

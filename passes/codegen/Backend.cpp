@@ -69,12 +69,11 @@ std::vector<llvm::VecDesc> extra_libmvec_functions(const llvm::TargetMachine& ta
     fns.push_back({scalar, vector, llvm::ElementCount::getFixed(lanes)});
   };
   if (avx512) {
-    for (auto [scalar, intrinsic, vector] :
-         {std::tuple{"exp", "llvm.exp.f64", "_ZGVeN8v_exp"},
-          {"log", "llvm.log.f64", "_ZGVeN8v_log"},
-          {"sin", "llvm.sin.f64", "_ZGVeN8v_sin"},
-          {"cos", "llvm.cos.f64", "_ZGVeN8v_cos"},
-          {"pow", "llvm.pow.f64", "_ZGVeN8vv_pow"}}) {
+    for (auto [scalar, intrinsic, vector] : {std::tuple{"exp", "llvm.exp.f64", "_ZGVeN8v_exp"},
+                                             {"log", "llvm.log.f64", "_ZGVeN8v_log"},
+                                             {"sin", "llvm.sin.f64", "_ZGVeN8v_sin"},
+                                             {"cos", "llvm.cos.f64", "_ZGVeN8v_cos"},
+                                             {"pow", "llvm.pow.f64", "_ZGVeN8vv_pow"}}) {
       add(scalar, vector, 8);
       add(intrinsic, vector, 8);
     }

@@ -1,9 +1,10 @@
 // Kernel code generation: see KernelCodegen.h.
 //
-// Every IR value is scalarised: a node of shape [r, c] becomes r*c LLVM doubles (shapes are static).
-// Nodes that read no per-particle value (constants, parameters, t, and y in the observation density)
-// are emitted once before the particle loop; the rest inside it. Each loop iteration is straight-line
-// code with calls to the library's samplers and densities, which inline, so LLVM can vectorise it.
+// Every IR value is scalarised: a node of shape [r, c] becomes r*c LLVM doubles (shapes are
+// static). Nodes that read no per-particle value (constants, parameters, t, and y in the
+// observation density) are emitted once before the particle loop; the rest inside it. Each loop
+// iteration is straight-line code with calls to the library's samplers and densities, which inline,
+// so LLVM can vectorise it.
 #include "KernelCodegen.h"
 
 #include <fmt/format.h>
@@ -24,7 +25,14 @@ namespace {
 using llvm::Value;
 using Values = std::vector<Value*>;
 
-enum class Kernel { InitSample, InitLogpdf, TransitionSample, TransitionLogpdf, ObsLogpdf, ObsSample };
+enum class Kernel {
+  InitSample,
+  InitLogpdf,
+  TransitionSample,
+  TransitionLogpdf,
+  ObsLogpdf,
+  ObsSample
+};
 
 bool is_sampler(Kernel k) {
   return k == Kernel::InitSample || k == Kernel::TransitionSample || k == Kernel::ObsSample;
@@ -74,10 +82,13 @@ private:
   static ir::BlockKind block_kind(Kernel k) {
     switch (k) {
     case Kernel::InitSample:
-    case Kernel::InitLogpdf: return ir::BlockKind::Initial;
+    case Kernel::InitLogpdf:
+      return ir::BlockKind::Initial;
     case Kernel::TransitionSample:
-    case Kernel::TransitionLogpdf: return ir::BlockKind::Transition;
-    default: return ir::BlockKind::Observation;
+    case Kernel::TransitionLogpdf:
+      return ir::BlockKind::Transition;
+    default:
+      return ir::BlockKind::Observation;
     }
   }
 
@@ -96,17 +107,24 @@ private:
       params.emplace_back("t", i64);
     params.insert(params.end(), {{"begin", i64}, {"end", i64}, {"stride", i64}});
     switch (kind_) {
-    case Kernel::InitSample: params.emplace_back("x", ptr); break;
-    case Kernel::InitLogpdf: params.insert(params.end(), {{"x", ptr}, {"out", ptr}}); break;
+    case Kernel::InitSample:
+      params.emplace_back("x", ptr);
+      break;
+    case Kernel::InitLogpdf:
+      params.insert(params.end(), {{"x", ptr}, {"out", ptr}});
+      break;
     case Kernel::TransitionSample:
       params.insert(params.end(), {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}});
       break;
     case Kernel::TransitionLogpdf:
-      params.insert(params.end(),
-                    {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"out", ptr}});
+      params.insert(params.end(), {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"out", ptr}});
       break;
-    case Kernel::ObsLogpdf: params.insert(params.end(), {{"x", ptr}, {"y", ptr}, {"out", ptr}}); break;
-    case Kernel::ObsSample: params.insert(params.end(), {{"x", ptr}, {"y", ptr}}); break;
+    case Kernel::ObsLogpdf:
+      params.insert(params.end(), {{"x", ptr}, {"y", ptr}, {"out", ptr}});
+      break;
+    case Kernel::ObsSample:
+      params.insert(params.end(), {{"x", ptr}, {"y", ptr}});
+      break;
     }
     std::vector<llvm::Type*> types;
     for (auto& p : params)
@@ -146,9 +164,10 @@ private:
     n->addIncoming(arg("begin"), pre);
     n_ = n;
     n32_ = b_.CreateTrunc(n, b_.getInt32Ty(), "n32");
-    ancestor_ = gather ? static_cast<Value*>(b_.CreateLoad(
-                             b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n)))
-                       : n;
+    ancestor_ =
+        gather ? static_cast<Value*>(b_.CreateLoad(
+                     b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n)))
+               : n;
     cache_ = preamble_cache_;
     cholesky_ = preamble_cholesky_;
     current_.clear();
@@ -217,31 +236,43 @@ private:
 
   Value* apply(const std::string& fn, Value* a, Value* c) {
     using llvm::Intrinsic::ID;
-    if (fn == "exp") return intrinsic(llvm::Intrinsic::exp, {a});
-    if (fn == "log") return intrinsic(llvm::Intrinsic::log, {a});
-    if (fn == "sqrt") return intrinsic(llvm::Intrinsic::sqrt, {a});
-    if (fn == "abs") return intrinsic(llvm::Intrinsic::fabs, {a});
-    if (fn == "sin") return intrinsic(llvm::Intrinsic::sin, {a});
-    if (fn == "cos") return intrinsic(llvm::Intrinsic::cos, {a});
+    if (fn == "exp")
+      return intrinsic(llvm::Intrinsic::exp, {a});
+    if (fn == "log")
+      return intrinsic(llvm::Intrinsic::log, {a});
+    if (fn == "sqrt")
+      return intrinsic(llvm::Intrinsic::sqrt, {a});
+    if (fn == "abs")
+      return intrinsic(llvm::Intrinsic::fabs, {a});
+    if (fn == "sin")
+      return intrinsic(llvm::Intrinsic::sin, {a});
+    if (fn == "cos")
+      return intrinsic(llvm::Intrinsic::cos, {a});
     if (fn == "tanh") {
       auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
       return b_.CreateCall(module_.getOrInsertFunction("tanh", type), {a});
     }
     if (fn == "logistic")
-      return b_.CreateFDiv(constant(1),
-                           b_.CreateFAdd(constant(1), intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(a)})));
-    if (fn == "pow") return power(a, c);
-    if (fn == "min") return intrinsic(llvm::Intrinsic::minnum, {a, c});
-    if (fn == "max") return intrinsic(llvm::Intrinsic::maxnum, {a, c});
+      return b_.CreateFDiv(constant(1), b_.CreateFAdd(constant(1), intrinsic(llvm::Intrinsic::exp,
+                                                                             {b_.CreateFNeg(a)})));
+    if (fn == "pow")
+      return power(a, c);
+    if (fn == "min")
+      return intrinsic(llvm::Intrinsic::minnum, {a, c});
+    if (fn == "max")
+      return intrinsic(llvm::Intrinsic::maxnum, {a, c});
     throw CodegenError(fmt::format("internal error: no code for function '{}'", fn));
   }
 
   Value* power(Value* a, Value* e) {
     if (auto* c = llvm::dyn_cast<llvm::ConstantFP>(e)) {
       double v = c->getValueAPF().convertToDouble();
-      if (v == 2) return b_.CreateFMul(a, a);
-      if (v == 0.5) return intrinsic(llvm::Intrinsic::sqrt, {a});
-      if (v == -1) return b_.CreateFDiv(constant(1), a);
+      if (v == 2)
+        return b_.CreateFMul(a, a);
+      if (v == 0.5)
+        return intrinsic(llvm::Intrinsic::sqrt, {a});
+      if (v == -1)
+        return b_.CreateFDiv(constant(1), a);
     }
     return intrinsic(llvm::Intrinsic::pow, {a, e});
   }
@@ -262,22 +293,30 @@ private:
     case ir::Op::Param: {
       int offset = model_.param_offset(node.var);
       for (size_t i = 0; i < size; ++i)
-        out[i] = b_.CreateLoad(b_.getDoubleTy(),
-                               b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("theta"), offset + i));
+        out[i] = b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstInBoundsGEP1_64(
+                                                     b_.getDoubleTy(), arg("theta"), offset + i));
       return out;
     }
-    case ir::Op::Time: return {b_.CreateSIToFP(arg("t"), b_.getDoubleTy())};
-    case ir::Op::State: return load_state(node);
-    case ir::Op::Obs: return load_obs(node);
+    case ir::Op::Time:
+      return {b_.CreateSIToFP(arg("t"), b_.getDoubleTy())};
+    case ir::Op::State:
+      return load_state(node);
+    case ir::Op::Obs:
+      return load_obs(node);
     case ir::Op::Neg:
       for (size_t i = 0; i < size; ++i)
         out[i] = b_.CreateFNeg((*args[0])[i]);
       return out;
-    case ir::Op::Add: return binary([&](Value* a, Value* c) { return b_.CreateFAdd(a, c); });
-    case ir::Op::Sub: return binary([&](Value* a, Value* c) { return b_.CreateFSub(a, c); });
-    case ir::Op::Mul: return binary([&](Value* a, Value* c) { return b_.CreateFMul(a, c); });
-    case ir::Op::Div: return binary([&](Value* a, Value* c) { return b_.CreateFDiv(a, c); });
-    case ir::Op::Pow: return binary([&](Value* a, Value* c) { return power(a, c); });
+    case ir::Op::Add:
+      return binary([&](Value* a, Value* c) { return b_.CreateFAdd(a, c); });
+    case ir::Op::Sub:
+      return binary([&](Value* a, Value* c) { return b_.CreateFSub(a, c); });
+    case ir::Op::Mul:
+      return binary([&](Value* a, Value* c) { return b_.CreateFMul(a, c); });
+    case ir::Op::Div:
+      return binary([&](Value* a, Value* c) { return b_.CreateFDiv(a, c); });
+    case ir::Op::Pow:
+      return binary([&](Value* a, Value* c) { return power(a, c); });
     case ir::Op::MatMul: {
       const ir::Shape& lhs = block_.nodes[node.args[0]].shape;
       int rows = lhs.dims[0], inner = lhs.dims[1];
@@ -414,8 +453,7 @@ private:
   }
 
   Value* draw(size_t r, int i, const std::string& fn, std::vector<Value*> dist_args) {
-    std::vector<Value*> operands{arg("seed"), n32_, t32_,
-                                 b_.getInt32(site_id(block_.kind, r, i))};
+    std::vector<Value*> operands{arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, i))};
     operands.insert(operands.end(), dist_args.begin(), dist_args.end());
     return library_call(fn, operands);
   }
@@ -433,16 +471,17 @@ private:
     return out;
   }
 
-  Values sample_mvnormal(const ir::Relation& rel, size_t r, const std::vector<const Values*>& args) {
+  Values sample_mvnormal(const ir::Relation& rel, size_t r,
+                         const std::vector<const Values*>& args) {
     const Values& mu = *args[0];
     const Values& l = cholesky(rel.args[1]);
     int d = static_cast<int>(mu.size());
     // Independent standard normals of one site, two per Philox block.
     Values z(d);
     for (int i = 0; i < d; ++i)
-      z[i] = library_call("ssm_sample_std_normal_k",
-                          {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, 0)),
-                           b_.getInt32(i)});
+      z[i] = library_call(
+          "ssm_sample_std_normal_k",
+          {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, 0)), b_.getInt32(i)});
     Values out(d);
     for (int i = 0; i < d; ++i) {
       Value* v = mu[i];
@@ -497,8 +536,8 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
-  std::vector<llvm::Constant*> fields{b.getInt32(1), llvm::ConstantExpr::getPointerCast(
-                                                         metadata, b.getInt8PtrTy())};
+  std::vector<llvm::Constant*> fields{
+      b.getInt32(1), llvm::ConstantExpr::getPointerCast(metadata, b.getInt8PtrTy())};
   std::vector<llvm::Type*> types{b.getInt32Ty(), b.getInt8PtrTy()};
   for (const char* name : {"ssm_init_sample", "ssm_init_logpdf", "ssm_transition_sample",
                            "ssm_transition_logpdf", "ssm_obs_logpdf", "ssm_obs_sample"}) {

@@ -15,7 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-json bound(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json bound(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 json variables(const ir::Model& model, ir::VarKind kind, const std::vector<ir::VarDecl>& decls,
                const ir::Block& block) {

@@ -31,16 +31,8 @@ Toolchain find_toolchain() {
 
 void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
   std::string tmp = fmt::format("{}.tmp.{}", output, getpid());
-  std::vector<std::string> args = {tc.cxx,
-                                   object,
-                                   "-o",
-                                   tmp,
-                                   "-L" + tc.libdir,
-                                   "-lssm_main",
-                                   "-lssm_runtime",
-                                   "-lmvec",
-                                   "-lm",
-                                   "-pthread"};
+  std::vector<std::string> args = {tc.cxx,       object,          "-o",     tmp,   "-L" + tc.libdir,
+                                   "-lssm_main", "-lssm_runtime", "-lmvec", "-lm", "-pthread"};
   if (*SSMC_EXTRA_LINK_FLAG)
     args.emplace_back(SSMC_EXTRA_LINK_FLAG);
   std::vector<char*> argv;
@@ -52,8 +44,8 @@ void link_executable(const Toolchain& tc, const std::string& object, const std::
   if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0 ||
       waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fs::remove(tmp);
-    throw std::runtime_error(
-        fmt::format("linking failed (set SSMC_CXX to choose the C++ driver): {}", fmt::join(args, " ")));
+    throw std::runtime_error(fmt::format(
+        "linking failed (set SSMC_CXX to choose the C++ driver): {}", fmt::join(args, " ")));
   }
   fs::rename(tmp, output);
 }

@@ -16,6 +16,7 @@ Toolchain find_toolchain();
 
 // Links `object` into `output` (written atomically). Throws std::runtime_error with the command
 // line when the linker fails.
-void link_executable(const Toolchain& toolchain, const std::string& object, const std::string& output);
+void link_executable(const Toolchain& toolchain, const std::string& object,
+                     const std::string& output);
 
 } // namespace ssm::tools

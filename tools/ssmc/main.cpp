@@ -4,8 +4,8 @@
 //                        [--time-passes]
 //   ssmc check MODEL.ssm
 //
-// build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an executable.
-// check: diagnostics and the structure report, without generating code.
+// build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
+// executable. check: diagnostics and the structure report, without generating code.
 #include "Linker.h"
 
 #include "frontend/Frontend.h"
@@ -129,8 +129,8 @@ void check_output_directory(const std::string& output) {
     return;
   fs::path dir = fs::path(output).parent_path();
   if (!dir.empty() && !fs::is_directory(dir))
-    throw Failure{fmt::format("cannot write '{}': the directory '{}' does not exist", output,
-                              dir.string())};
+    throw Failure{
+        fmt::format("cannot write '{}': the directory '{}' does not exist", output, dir.string())};
 }
 
 int build(const BuildOptions& options) {
@@ -166,7 +166,8 @@ int build(const BuildOptions& options) {
   if (output.empty())
     output = fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
   // For an executable the object is an intermediate file beside the output, removed after linking.
-  std::string object = options.emit == "obj" ? output : fmt::format("{}.ssmc-{}.o", output, getpid());
+  std::string object =
+      options.emit == "obj" ? output : fmt::format("{}.ssmc-{}.o", output, getpid());
   ssm::codegen::write_object(*module, *target, object);
   if (options.emit == "exe") {
     timer.phase("link");
@@ -204,23 +205,28 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ssmc ") + SSMC_VERSION);
 
   BuildOptions build_options;
-  auto* build_cmd = app.add_subcommand("build", "compile a model to an executable (or IR, LLVM, object)");
+  auto* build_cmd =
+      app.add_subcommand("build", "compile a model to an executable (or IR, LLVM, object)");
   build_cmd->add_option("model", build_options.input, "the .ssm file")->required();
-  build_cmd->add_option("-o,--output", build_options.output,
-                        "output path (default: the model's name; '-' or none prints ir/llvm to stdout)");
+  build_cmd->add_option(
+      "-o,--output", build_options.output,
+      "output path (default: the model's name; '-' or none prints ir/llvm to stdout)");
   build_cmd->add_option("--emit", build_options.emit, "what to produce")
       ->check(CLI::IsMember({"exe", "obj", "llvm", "ir"}));
   build_cmd->add_option("--passes", build_options.passes,
                         "comma-separated pass pipeline (default: " +
                             std::string(ssm::passes::default_pipeline) + ")");
-  build_cmd->add_option("--print-after", build_options.print_after,
-                        "print the IR after this pass ('all' for every pass)")
+  build_cmd
+      ->add_option("--print-after", build_options.print_after,
+                   "print the IR after this pass ('all' for every pass)")
       ->delimiter(',');
-  build_cmd->add_flag("--time-passes", build_options.time_passes, "print the time spent in each pass and phase");
+  build_cmd->add_flag("--time-passes", build_options.time_passes,
+                      "print the time spent in each pass and phase");
 
   std::string check_input;
   bool structure_only = false;
-  auto* check_cmd = app.add_subcommand("check", "report diagnostics and the model's structure; no code is generated");
+  auto* check_cmd = app.add_subcommand(
+      "check", "report diagnostics and the model's structure; no code is generated");
   check_cmd->add_option("model", check_input, "the .ssm file")->required();
   check_cmd->add_flag("--structure", structure_only, "print only the structure report");
 
@@ -233,8 +239,10 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    fmt::print(std::cerr, "ssmc: error: unknown command '{}' (expected build, check or passes; "
-                          "see ssmc --help)\n", argv[1]);
+    fmt::print(std::cerr,
+               "ssmc: error: unknown command '{}' (expected build, check or passes; "
+               "see ssmc --help)\n",
+               argv[1]);
     return 2;
   }
   try {

@@ -1,15 +1,17 @@
 // The C ABI between a compiled model and the ssmc runtime.
 //
 // A compiled model object exports one symbol, `ssm_model_table`, of type ssm_model. Everything the
-// runtime needs to know about the model (names, shapes, parameter layout and defaults, the structure
-// report) is in `metadata_json`; the kernels are plain functions over a batch of particles.
+// runtime needs to know about the model (names, shapes, parameter layout and defaults, the
+// structure report) is in `metadata_json`; the kernels are plain functions over a batch of
+// particles.
 //
 // Layout conventions shared by every kernel:
 //   - particles are stored structure-of-arrays: component c of particle n is at x[c * stride + n];
 //   - a kernel handles particles n in [begin, end) and allocates nothing;
 //   - theta is the flat parameter vector (scalars, then vector / row-major matrix elements, in the
 //     order and at the offsets given by the metadata);
-//   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles; a NaN
+//   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles; a
+//   NaN
 //     component is a missing observation and contributes nothing to the log-density;
 //   - random draws come from Philox4x32-10 keyed by `seed` with counter (n, t, site, draw) (see
 //     ssm/rng.h), so results do not depend on how particles are split across threads.
@@ -31,9 +33,9 @@ typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t b
 typedef void (*ssm_init_logpdf_fn)(const double* theta, int64_t begin, int64_t end, int64_t stride,
                                    const double* x, double* out);
 // x_n ~ p(x_t | x_{t-1} = x_prev[a_n]) with a_n = ancestors ? ancestors[n] : n.
-typedef void (*ssm_transition_sample_fn)(const double* theta, uint64_t seed, int64_t t, int64_t begin,
-                                         int64_t end, int64_t stride, const double* x_prev,
-                                         const int64_t* ancestors, double* x);
+typedef void (*ssm_transition_sample_fn)(const double* theta, uint64_t seed, int64_t t,
+                                         int64_t begin, int64_t end, int64_t stride,
+                                         const double* x_prev, const int64_t* ancestors, double* x);
 // out[n] = log p(x_t = x_n | x_{t-1} = x_prev[a_n]) with a_n = ancestors ? ancestors[n] : n.
 typedef void (*ssm_transition_logpdf_fn)(const double* theta, int64_t t, int64_t begin, int64_t end,
                                          int64_t stride, const double* x_prev,
