@@ -2,10 +2,13 @@
 //
 //   ssmc build MODEL.ssm [-o OUT] [--emit=exe|obj|llvm|ir] [--passes=...] [--print-after=P]
 //                        [--time-passes]
+//   ssmc run MODEL.ssm [--passes=...] [--print-after=P] [--time-passes] -- ARGS...
 //   ssmc check MODEL.ssm
 //
 // build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
-// executable. check: diagnostics and the structure report, without generating code.
+// executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
+// (the runtime, linked into ssmc) run in this process with ARGS. check: diagnostics and the
+// structure report, without generating code.
 #include "Linker.h"
 
 #include "frontend/Frontend.h"
@@ -13,8 +16,10 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/codegen/Backend.h"
+#include "passes/codegen/Jit.h"
 #include "passes/codegen/KernelCodegen.h"
 #include "passes/codegen/ModelMetadata.h"
+#include "ssm/abi.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -133,6 +138,27 @@ void check_output_directory(const std::string& output) {
         fmt::format("cannot write '{}': the directory '{}' does not exist", output, dir.string())};
 }
 
+// An optimised kernel module and the target machine it was optimised for.
+struct OptimizedModule {
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> target;
+};
+
+// The code generation shared by `build` and `run`: kernels for the model, optimised for the host.
+OptimizedModule generate_module(const ssm::ir::Model& model,
+                                const ssm::passes::PassContext& context, llvm::LLVMContext& ctx,
+                                const ssm::tools::Toolchain& toolchain, PhaseTimer& timer) {
+  timer.phase("codegen");
+  auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
+  module->setModuleIdentifier(model.name);
+  std::string metadata = ssm::codegen::model_metadata_json(model, context.markov->report());
+  ssm::codegen::generate_kernels(model, metadata, *module);
+  timer.phase("optimize");
+  auto target = ssm::codegen::create_host_target_machine();
+  ssm::codegen::optimize_module(*module, *target);
+  return {std::move(module), std::move(target)};
+}
+
 int build(const BuildOptions& options) {
   check_output_directory(options.output);
   PhaseTimer timer(options.time_passes);
@@ -145,16 +171,9 @@ int build(const BuildOptions& options) {
     return 0;
   }
 
-  timer.phase("codegen");
   llvm::LLVMContext ctx;
   ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
-  auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
-  module->setModuleIdentifier(model.name);
-  std::string metadata = ssm::codegen::model_metadata_json(model, context.markov->report());
-  ssm::codegen::generate_kernels(model, metadata, *module);
-  timer.phase("optimize");
-  auto target = ssm::codegen::create_host_target_machine();
-  ssm::codegen::optimize_module(*module, *target);
+  auto [module, target] = generate_module(model, context, ctx, toolchain, timer);
   if (options.emit == "llvm") {
     write_text(options.output, ssm::codegen::module_to_text(*module));
     timer.report();
@@ -181,6 +200,32 @@ int build(const BuildOptions& options) {
   }
   timer.report();
   return 0;
+}
+
+// `ssmc run`: the build pipeline up to the optimised module, then the kernels are compiled in
+// memory and the runtime's command line runs in this process, as the executable's `main` would.
+int run(const BuildOptions& options, const std::vector<std::string>& args) {
+  PhaseTimer timer(options.time_passes);
+  timer.phase("frontend");
+  ssm::ir::Model model = compile_frontend(options.input);
+  timer.phase("passes");
+  ssm::passes::PassContext context = run_passes(model, options);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto [module, target] =
+      generate_module(model, context, *ctx, ssm::tools::find_toolchain(), timer);
+  timer.phase("jit");
+  ssm::codegen::Jit jit(std::move(ctx), std::move(module), *target);
+  auto* table = static_cast<const ssm_model*>(jit.lookup("ssm_model_table"));
+  timer.report();
+
+  // argv[0] names the program in the runtime's messages: the executable `ssmc build` would write.
+  std::vector<std::string> strings{fs::path(options.input).stem().string()};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : strings)
+    argv.push_back(s.data());
+  argv.push_back(nullptr);
+  return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
 int check(const std::string& input, bool structure_only) {
@@ -223,6 +268,23 @@ int main(int argc, char** argv) {
   build_cmd->add_flag("--time-passes", build_options.time_passes,
                       "print the time spent in each pass and phase");
 
+  BuildOptions run_options;
+  std::vector<std::string> run_args;
+  auto* run_cmd = app.add_subcommand(
+      "run", "compile a model in memory and run it: ssmc run MODEL.ssm [options] -- ARGS");
+  run_cmd->add_option("model", run_options.input, "the .ssm file")->required();
+  run_cmd->add_option("args", run_args,
+                      "the generated executable's command line (after --), e.g. -- info");
+  run_cmd->add_option("--passes", run_options.passes,
+                      "comma-separated pass pipeline (default: " +
+                          std::string(ssm::passes::default_pipeline) + ")");
+  run_cmd
+      ->add_option("--print-after", run_options.print_after,
+                   "print the IR after this pass ('all' for every pass)")
+      ->delimiter(',');
+  run_cmd->add_flag("--time-passes", run_options.time_passes,
+                    "print the time spent in each pass and phase");
+
   std::string check_input;
   bool structure_only = false;
   auto* check_cmd = app.add_subcommand(
@@ -240,7 +302,7 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     fmt::print(std::cerr,
-               "ssmc: error: unknown command '{}' (expected build, check or passes; "
+               "ssmc: error: unknown command '{}' (expected build, run, check or passes; "
                "see ssmc --help)\n",
                argv[1]);
     return 2;
@@ -253,6 +315,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // Usually an executable's option given to `ssmc run` before the `--`.
+    fmt::print(std::cerr, "ssmc: error: {} ({})\n", e.what(),
+               *run_cmd ? "the executable's arguments go after '--': ssmc run MODEL.ssm -- ARGS"
+                        : "see ssmc --help");
+    return 2;
   } catch (const CLI::ParseError& e) {
     fmt::print(std::cerr, "ssmc: error: {} (see ssmc --help)\n", e.what());
     return 2;
@@ -260,6 +328,8 @@ int main(int argc, char** argv) {
   try {
     if (*build_cmd)
       return build(build_options);
+    if (*run_cmd)
+      return run(run_options, run_args);
     if (*check_cmd)
       return check(check_input, structure_only);
     if (*passes_cmd) {
