@@ -18,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <tuple>
 #include <unistd.h>
@@ -37,23 +38,40 @@ std::unique_ptr<llvm::Module> load_kernel_library(llvm::LLVMContext& ctx, const 
   return std::move(module.get());
 }
 
-std::unique_ptr<llvm::TargetMachine> create_host_target_machine() {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  std::string triple = llvm::sys::getProcessTriple();
-  std::string error;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    throw CodegenError(fmt::format("no LLVM target for {}: {}", triple, error));
+namespace {
+struct HostTarget {
+  std::string triple, cpu, features;
+};
+
+HostTarget host_target() {
   llvm::StringMap<bool> host_features;
   std::vector<std::string> features;
   if (llvm::sys::getHostCPUFeatures(host_features))
     for (auto& f : host_features)
       features.push_back(fmt::format("{}{}", f.second ? "+" : "-", f.first().str()));
+  std::sort(features.begin(), features.end()); // StringMap order is unspecified
+  return {llvm::sys::getProcessTriple(), llvm::sys::getHostCPUName().str(),
+          fmt::format("{}", fmt::join(features, ","))};
+}
+} // namespace
+
+std::string host_target_description() {
+  HostTarget host = host_target();
+  return fmt::format("{} {} {}", host.triple, host.cpu, host.features);
+}
+
+std::unique_ptr<llvm::TargetMachine> create_host_target_machine() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  HostTarget host = host_target();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(host.triple, error);
+  if (!target)
+    throw CodegenError(fmt::format("no LLVM target for {}: {}", host.triple, error));
   llvm::TargetOptions options;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), fmt::format("{}", fmt::join(features, ",")), options,
-      llvm::Reloc::PIC_, llvm::None, llvm::CodeGenOpt::Aggressive));
+  return std::unique_ptr<llvm::TargetMachine>(
+      target->createTargetMachine(host.triple, host.cpu, host.features, options, llvm::Reloc::PIC_,
+                                  llvm::None, llvm::CodeGenOpt::Aggressive));
 }
 
 namespace {

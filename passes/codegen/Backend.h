@@ -18,6 +18,9 @@ std::unique_ptr<llvm::Module> load_kernel_library(llvm::LLVMContext& ctx, const 
 
 std::unique_ptr<llvm::TargetMachine> create_host_target_machine();
 
+// "triple cpu features" of the host target the kernels are compiled for (part of cache keys).
+std::string host_target_description();
+
 void optimize_module(llvm::Module& module, llvm::TargetMachine& target);
 
 std::string module_to_text(const llvm::Module& module);

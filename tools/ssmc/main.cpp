@@ -9,6 +9,7 @@
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
 // (the runtime, linked into ssmc) run in this process with ARGS. check: diagnostics and the
 // structure report, without generating code.
+#include "BuildCache.h"
 #include "Linker.h"
 
 #include "frontend/Frontend.h"
@@ -49,6 +50,7 @@ struct BuildOptions {
   std::string passes{ssm::passes::default_pipeline};
   std::vector<std::string> print_after;
   bool time_passes = false;
+  bool no_cache = false;
 };
 
 // Wall time of the driver's phases, printed with the pass timings by --time-passes.
@@ -159,9 +161,51 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   return {std::move(module), std::move(target)};
 }
 
+std::string default_output(const BuildOptions& options) {
+  if (!options.output.empty())
+    return options.output;
+  return fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
+}
+
+// The cache key of an executable or object: see BuildCache.h for what goes in and why.
+std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOptions& options,
+                            const ssm::tools::Toolchain& toolchain) {
+  std::vector<std::string> parts = {SSMC_VERSION,
+                                    ssm::tools::file_identity("/proc/self/exe"), // this compiler
+                                    options.input,
+                                    read_source(options.input),
+                                    options.emit,
+                                    options.passes,
+                                    ssm::codegen::host_target_description(),
+                                    toolchain.libdir,
+                                    toolchain.cxx,
+                                    SSMC_EXTRA_LINK_FLAG};
+  for (const char* lib : {"kernel_lib.bc", "libssm_runtime.a", "libssm_main.a"})
+    parts.push_back(ssm::tools::file_identity(fmt::format("{}/{}", toolchain.libdir, lib)));
+  return cache.key(parts);
+}
+
 int build(const BuildOptions& options) {
   check_output_directory(options.output);
   PhaseTimer timer(options.time_passes);
+  ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
+  // Cached: executables and objects, unless the IR is to be printed along the way.
+  std::optional<ssm::tools::BuildCache> cache;
+  std::string cache_key;
+  if ((options.emit == "exe" || options.emit == "obj") && !options.no_cache &&
+      options.print_after.empty()) {
+    timer.phase("cache lookup");
+    cache = ssm::tools::BuildCache::open();
+    if (cache) {
+      cache_key = build_cache_key(*cache, options, toolchain);
+      if (cache->fetch(cache_key, default_output(options))) {
+        timer.report();
+        if (options.time_passes)
+          fmt::print(std::cerr, "cache hit: {}/{}\n", cache->directory(), cache_key);
+        return 0;
+      }
+    }
+  }
   timer.phase("frontend");
   ssm::ir::Model model = compile_frontend(options.input);
   timer.phase("passes");
@@ -172,7 +216,6 @@ int build(const BuildOptions& options) {
   }
 
   llvm::LLVMContext ctx;
-  ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
   auto [module, target] = generate_module(model, context, ctx, toolchain, timer);
   if (options.emit == "llvm") {
     write_text(options.output, ssm::codegen::module_to_text(*module));
@@ -181,9 +224,7 @@ int build(const BuildOptions& options) {
   }
 
   timer.phase("object");
-  std::string output = options.output;
-  if (output.empty())
-    output = fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
+  std::string output = default_output(options);
   // For an executable the object is an intermediate file beside the output, removed after linking.
   std::string object =
       options.emit == "obj" ? output : fmt::format("{}.ssmc-{}.o", output, getpid());
@@ -198,6 +239,8 @@ int build(const BuildOptions& options) {
     }
     fs::remove(object);
   }
+  if (cache)
+    cache->store(cache_key, output);
   timer.report();
   return 0;
 }
@@ -265,6 +308,8 @@ int main(int argc, char** argv) {
       ->add_option("--print-after", build_options.print_after,
                    "print the IR after this pass ('all' for every pass)")
       ->delimiter(',');
+  build_cmd->add_flag("--no-cache", build_options.no_cache,
+                      "compile even if the compile cache holds this model (see docs/compiler.md)");
   build_cmd->add_flag("--time-passes", build_options.time_passes,
                       "print the time spent in each pass and phase");
 

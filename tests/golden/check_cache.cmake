@@ -1,0 +1,39 @@
+# The compile cache: an unchanged model is served from the cache, byte-identical; a changed source
+# misses; --no-cache and SSMC_CACHE=0 compile anyway.
+set(cache ${WORK}/cache-test)
+file(REMOVE_RECURSE ${cache})
+file(MAKE_DIRECTORY ${cache})
+file(READ ${SOURCE}/examples/sv.ssm model)
+file(WRITE ${cache}/m.ssm "${model}")
+
+# build(OUTPUT EXPECT_HIT [ENV VAR=VALUE...] [FLAGS flag...])
+function(build out expect_hit)
+  cmake_parse_arguments(B "" "" "ENV;FLAGS" ${ARGN})
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env SSMC_CACHE_DIR=${cache}/entries ${B_ENV}
+                          ${SSMC} build ${cache}/m.ssm -o ${cache}/${out} --time-passes ${B_FLAGS}
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "build ${out} failed: ${err}")
+  endif()
+  string(FIND "${err}" "cache hit" hit)
+  if(expect_hit AND hit EQUAL -1)
+    message(FATAL_ERROR "build ${out}: expected a cache hit\n${err}")
+  elseif(NOT expect_hit AND NOT hit EQUAL -1)
+    message(FATAL_ERROR "build ${out}: expected a cache miss\n${err}")
+  endif()
+endfunction()
+
+build(first FALSE)
+build(second TRUE)
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${cache}/first ${cache}/second
+                RESULT_VARIABLE differ)
+if(differ)
+  message(FATAL_ERROR "the cached executable differs from the compiled one")
+endif()
+build(flag FALSE FLAGS --no-cache)
+build(env FALSE ENV SSMC_CACHE=0)
+build(other-pipeline FALSE FLAGS --passes=cse)
+
+file(APPEND ${cache}/m.ssm "// an edit\n")
+build(edited FALSE)
+build(edited-again TRUE)

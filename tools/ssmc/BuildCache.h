@@ -1,0 +1,42 @@
+// A cache of compiled models. The key is a SHA-256 of everything that determines the output: the
+// model's source text and path (the path is embedded in the executable's metadata), what is emitted,
+// the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode it links (size and
+// modification time), the host CPU and features the kernels are tuned for, and the C++ driver.
+// Rebuilding an unchanged model copies the cached file instead of compiling it.
+//
+// The directory is $SSMC_CACHE_DIR, else $XDG_CACHE_HOME/ssmc, else ~/.cache/ssmc; SSMC_CACHE=0 or
+// `ssmc build --no-cache` turns it off.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ssm::tools {
+
+class BuildCache {
+public:
+  // nullopt when caching is turned off or no directory can be determined.
+  static std::optional<BuildCache> open();
+
+  // The key of an output made from these inputs: each part is a string or the contents of a file.
+  std::string key(const std::vector<std::string>& parts) const;
+
+  // Copies the entry to `output` (atomically, keeping its permissions); false on a miss.
+  bool fetch(const std::string& key, const std::string& output) const;
+
+  // Stores a copy of `built`. Failures are ignored: a cache that cannot be written is only slower.
+  void store(const std::string& key, const std::string& built) const;
+
+  const std::string& directory() const { return dir_; }
+
+private:
+  explicit BuildCache(std::string dir) : dir_(std::move(dir)) {}
+  std::string entry(const std::string& key) const;
+  std::string dir_;
+};
+
+// "size:mtime" of a file, or "missing": a cheap identity that changes when the file is rebuilt.
+std::string file_identity(const std::string& path);
+
+} // namespace ssm::tools
