@@ -285,6 +285,18 @@ int check(const std::string& input, bool structure_only) {
   return 0;
 }
 
+// --passes, --print-after and --time-passes, shared by build and run.
+void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
+  cmd->add_option(
+      "--passes", options.passes,
+      fmt::format("comma-separated pass pipeline (default: {})", ssm::passes::default_pipeline));
+  cmd->add_option("--print-after", options.print_after,
+                  "print the IR after this pass ('all' for every pass)")
+      ->delimiter(',');
+  cmd->add_flag("--time-passes", options.time_passes,
+                "print the time spent in each pass and phase");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -301,17 +313,9 @@ int main(int argc, char** argv) {
       "output path (default: the model's name; '-' or none prints ir/llvm to stdout)");
   build_cmd->add_option("--emit", build_options.emit, "what to produce")
       ->check(CLI::IsMember({"exe", "obj", "llvm", "ir"}));
-  build_cmd->add_option("--passes", build_options.passes,
-                        "comma-separated pass pipeline (default: " +
-                            std::string(ssm::passes::default_pipeline) + ")");
-  build_cmd
-      ->add_option("--print-after", build_options.print_after,
-                   "print the IR after this pass ('all' for every pass)")
-      ->delimiter(',');
+  add_pipeline_options(build_cmd, build_options);
   build_cmd->add_flag("--no-cache", build_options.no_cache,
                       "compile even if the compile cache holds this model (see docs/compiler.md)");
-  build_cmd->add_flag("--time-passes", build_options.time_passes,
-                      "print the time spent in each pass and phase");
 
   BuildOptions run_options;
   std::vector<std::string> run_args;
@@ -320,15 +324,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("model", run_options.input, "the .ssm file")->required();
   run_cmd->add_option("args", run_args,
                       "the generated executable's command line (after --), e.g. -- info");
-  run_cmd->add_option("--passes", run_options.passes,
-                      "comma-separated pass pipeline (default: " +
-                          std::string(ssm::passes::default_pipeline) + ")");
-  run_cmd
-      ->add_option("--print-after", run_options.print_after,
-                   "print the IR after this pass ('all' for every pass)")
-      ->delimiter(',');
-  run_cmd->add_flag("--time-passes", run_options.time_passes,
-                    "print the time spent in each pass and phase");
+  add_pipeline_options(run_cmd, run_options);
 
   std::string check_input;
   bool structure_only = false;
