@@ -261,6 +261,14 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                   "Resample when ESS < r * particles (1: every step, 0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  std::string resampling = resampling_name(fopt.resampling);
+  std::vector<std::string> resampling_names;
+  for (Resampling r : kResamplingSchemes)
+    resampling_names.push_back(resampling_name(r));
+  flt->add_option("--resampling", resampling, "Resampling scheme")
+      ->type_name("SCHEME")
+      ->capture_default_str()
+      ->check(CLI::IsMember(resampling_names));
   flt->add_option("--out", filter_out,
                   "Output CSV file (default: standard output, none with --json)")
       ->type_name("FILE.csv");
@@ -323,6 +331,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ThreadPool pool(g.threads);
       Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
       fopt.seed = g.seed;
+      fopt.resampling = *parse_resampling(resampling); // validated by IsMember
       fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       FilterResult r;
       try {
@@ -342,6 +351,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                   {"particles", r.particles},
                   {"T", r.T},
                   {"resample_count", r.resample_count},
+                  {"resampling", resampling_name(fopt.resampling)},
                   {"elapsed_s", r.elapsed_s},
                   {"ess_min", r.ess_min},
                   {"seed", g.seed},

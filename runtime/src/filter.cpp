@@ -6,7 +6,6 @@
 #include "ssm/filter.h"
 #include "ssm/error.h"
 #include "ssm/resample.h"
-#include "ssm/rng.h"
 
 #include <fmt/format.h>
 
@@ -93,9 +92,8 @@ FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
   for (int64_t t = 0; t < T; ++t) {
     bool resampled = false;
     if (t > 0 && (opt.ess_threshold >= 1 || ess_prev < opt.ess_threshold * N)) {
-      double u0, u1;
-      philox_u01x2(seed, 0, static_cast<uint32_t>(t), kSiteResample, 0, u0, u1);
-      systematic_resample(w.data(), N, u0, anc.data());
+      resample(opt.resampling, w.data(), N, seed, static_cast<uint32_t>(t), kSiteResample,
+               anc.data());
       resampled = true;
       ++res.resample_count;
       log_sum_prev = std::log(static_cast<double>(N));

@@ -1,7 +1,8 @@
 // The linear-Gaussian examples against the exact Kalman filter: data simulated by the compiled
 // model, some observations blanked out (empty cells and NA), then R particle filter runs compared
-// with the reference (compare.cpp explains the tolerances). Also: results are identical for any
-// --threads, and long simulations have the exact stationary moments.
+// with the reference (compare.cpp explains the tolerances). Also: every --resampling scheme's
+// log-likelihood against Kalman, results identical for any --threads, and long simulations with
+// the exact stationary moments.
 #include "compare.h"
 #include "kalman.h"
 #include "support.h"
@@ -228,4 +229,67 @@ TEST_CASE("lgssm1 simulate: stationary moments of a long trajectory", "[e2e][sta
   for (size_t i = 0; i < e.size(); ++i)
     cross += e[i] * u[i + 1];
   CHECK(std::abs(cross / (e.size() * q * r)) <= 4 / std::sqrt(static_cast<double>(e.size())));
+}
+
+TEST_CASE("lgssm1: every --resampling scheme against Kalman", "[e2e][stat]") {
+  // Resampling at every step, so the scheme matters at each of the T steps. Only the
+  // log-likelihood is compared (with compare.cpp's tolerance: the mean of log Z^ over R seeds
+  // within 4 standard errors of log Z - s2/2); the filtering moments are covered above.
+  const std::string& exe = example_exe("lgssm1");
+  const int T = 50, R = 24;
+  const int64_t N = 2000; // Var(log Z^) ~ 0.05 at worst (multinomial): s2/2 ~ 0.6 SE
+  const std::string sim = scratch_path("lgssm1-resampling-sim.csv");
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "31", "--out", sim});
+  const Table table = read_table(sim);
+  LinearGaussianModel m; // the model's defaults (examples/lgssm1.ssm)
+  m.m0 = Eigen::VectorXd::Zero(1);
+  m.P0 = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  m.A = Eigen::MatrixXd::Constant(1, 1, 0.9);
+  m.Q = Eigen::MatrixXd::Constant(1, 1, 0.25);
+  m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  m.R = Eigen::MatrixXd::Constant(1, 1, 1.0);
+  const double exact = kalman_filter(m, observations(table, {"y"})).log_likelihood;
+
+  const std::vector<std::string> base = {"--data",          sim, "--particles", std::to_string(N),
+                                         "--ess-threshold", "1"};
+  std::vector<double> first_ll;
+  for (const std::string scheme : {"multinomial", "stratified", "systematic", "residual", "ssp"}) {
+    std::vector<double> ll;
+    for (int r = 0; r < R; ++r) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), {"--resampling", scheme, "--seed", std::to_string(3000 + r)});
+      FilterRun f = run_filter(exe, args, scratch_path("lgssm1-resampling.csv"));
+      REQUIRE(f.summary.at("resampling") == scheme);
+      REQUIRE(f.summary.at("resample_count") == T - 1);
+      ll.push_back(f.summary.at("log_likelihood").get<double>());
+    }
+    first_ll.push_back(ll[0]);
+    const double mean = sample_mean(ll), var = sample_variance(ll), se = std::sqrt(var / R);
+    fmt::print("lgssm1 --resampling {}: N={} R={} Kalman loglik {:.4f}; particle mean {:.4f}, "
+               "sd {:.4f}, z = {:.2f}\n",
+               scheme, N, R, exact, mean, std::sqrt(var), (mean - (exact - var / 2)) / se);
+    INFO(fmt::format("--resampling {}: Kalman log-likelihood {}, particle mean {} (sd {} over {} "
+                     "runs), expected mean log Z - s2/2 = {}",
+                     scheme, exact, mean, std::sqrt(var), R, exact - var / 2));
+    CHECK(std::abs(mean - (exact - var / 2)) <= 4 * se);
+    CHECK(var / 2 <= se);
+  }
+  // The schemes really differ (same seed, different estimates).
+  for (size_t i = 0; i < first_ll.size(); ++i)
+    for (size_t k = i + 1; k < first_ll.size(); ++k)
+      CHECK(first_ll[i] != first_ll[k]);
+
+  // The default is systematic, byte for byte.
+  FilterRun def = run_filter(exe, {"--data", sim, "--seed", "9"}, scratch_path("lgssm1-def.csv"));
+  FilterRun sys = run_filter(exe, {"--data", sim, "--seed", "9", "--resampling", "systematic"},
+                             scratch_path("lgssm1-sys.csv"));
+  CHECK(def.csv_text == sys.csv_text);
+  CHECK(def.summary.at("resampling") == "systematic");
+
+  // An unknown scheme is a usage error that lists the valid ones.
+  ProcessResult bad = run_process({exe, "filter", "--data", sim, "--resampling", "optimal"});
+  INFO(bad.describe());
+  CHECK(bad.exit_code == 2);
+  for (const char* scheme : {"multinomial", "stratified", "systematic", "residual", "ssp"})
+    CHECK(bad.err.find(scheme) != std::string::npos);
 }

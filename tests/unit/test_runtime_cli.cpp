@@ -1,6 +1,6 @@
 // Tests of a generated executable's command line, run in-process through ssm::run_cli on a
-// hand-written model: simulate -> filter round trip, JSON summaries, exit codes and error format,
-// global options after the subcommand, and atomic outputs on failure.
+// hand-written model: simulate -> filter round trip, JSON summaries, --resampling, exit codes and
+// error format, global options after the subcommand, and atomic outputs on failure.
 #include "runtime_test_models.h"
 
 #include "ssm/cli.h"
@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ TEST_CASE("simulate then filter through the command line", "[runtime][cli]") {
   CHECK(j["threads"] == 2);
   CHECK(j["seed"] == 1);
   CHECK(j["model"] == "ar1");
+  CHECK(j["resampling"] == "systematic");
   for (const char* k : {"log_likelihood", "resample_count", "elapsed_s", "ess_min"})
     CHECK(j.contains(k));
   ssm::CsvTable ft = ssm::read_csv(flt);
@@ -112,6 +114,47 @@ TEST_CASE("simulate then filter through the command line", "[runtime][cli]") {
       m, {"--threads", "1", "--param", "sigma=0.4", "filter", "--data", sim, "--particles", "300"});
   REQUIRE(f1.code == 0);
   CHECK(f1.out == read_file(flt));
+}
+
+TEST_CASE("filter --resampling chooses the scheme", "[runtime][cli]") {
+  ssm_model m = rt_test::ar1_model();
+  TempDir dir;
+  const std::string sim = dir.path + "/sim.csv";
+  REQUIRE(run(m, {"simulate", "--T", "30", "--out", sim}).code == 0);
+  const std::vector<std::string> base = {"filter", "--data",          sim, "--particles",
+                                         "200",    "--ess-threshold", "1"};
+  std::vector<std::string> args = base;
+  Run def = run(m, args);
+  REQUIRE(def.code == 0);
+  std::set<double> lls;
+  for (const char* scheme : {"multinomial", "stratified", "systematic", "residual", "ssp"}) {
+    INFO(scheme);
+    args = base;
+    args.insert(args.end(), {"--resampling", scheme});
+    Run csv = run(m, args);
+    REQUIRE(csv.code == 0);
+    CHECK((csv.out == def.out) == (std::string(scheme) == "systematic"));
+    args.push_back("--json");
+    Run r = run(m, args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    CHECK(j["resampling"] == scheme);
+    lls.insert(j["log_likelihood"].get<double>());
+  }
+  CHECK(lls.size() == 5);
+
+  args = base;
+  args.insert(args.end(), {"--resampling", "bootstrap"});
+  Run bad = run(m, args);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, StartsWith("ar1: error: "));
+  CHECK_THAT(bad.err, Contains("--resampling"));
+  CHECK_THAT(bad.err, Contains("bootstrap"));
+  for (const char* scheme : {"multinomial", "stratified", "systematic", "residual", "ssp"})
+    CHECK_THAT(bad.err, Contains(scheme));
+  Run help = run(m, {"filter", "--help"});
+  CHECK_THAT(help.out, Contains("--resampling"));
 }
 
 TEST_CASE("command-line errors: exit codes and messages", "[runtime][cli]") {

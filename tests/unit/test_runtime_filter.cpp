@@ -1,7 +1,7 @@
 // Tests of the runtime's bootstrap particle filter, resampling and simulation on hand-written
 // models: log-likelihood and filtering moments against an exact Kalman filter (Monte Carlo
-// tolerances from replicate runs), bit-identical results across thread counts, systematic
-// resampling offspring counts, missing observations and weight collapse.
+// tolerances from replicate runs) with every resampling scheme, bit-identical results across
+// thread counts, systematic resampling offspring counts, missing observations and weight collapse.
 #include "runtime_test_models.h"
 
 #include "ssm/error.h"
@@ -59,7 +59,7 @@ Stats stats(const std::vector<double>& v) {
 // and Doucet 2014), so the replicate mean plus s^2 / 2 is compared with log Z; and the final
 // filtering mean and variance.
 void check_against_kalman(const std::vector<double>& y, int64_t particles, double ess_threshold,
-                          int threads) {
+                          int threads, ssm::Resampling resampling = ssm::Resampling::systematic) {
   ssm_model m = ar1_model();
   ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
   const std::vector<double> theta = {0.9, 0.5, 1.0};
@@ -73,6 +73,7 @@ void check_against_kalman(const std::vector<double>& y, int64_t particles, doubl
     ssm::FilterOptions opt;
     opt.particles = particles;
     opt.ess_threshold = ess_threshold;
+    opt.resampling = resampling;
     opt.seed = static_cast<uint64_t>(r);
     ssm::FilterResult res = ssm::bootstrap_filter(m, info, theta, data, opt, pool);
     ll.push_back(res.log_likelihood);
@@ -111,6 +112,17 @@ TEST_CASE("bootstrap filter matches the Kalman filter on AR(1) + noise", "[runti
   SECTION("resampling at every step (r = 1), two threads") {
     check_against_kalman(y, 2000, 1.0, 2);
   }
+}
+
+TEST_CASE("bootstrap filter with every resampling scheme matches the Kalman filter",
+          "[runtime][filter][resample]") {
+  ssm_model m = ar1_model();
+  ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
+  std::vector<double> y = simulated_y(m, info, {0.9, 0.5, 1.0}, 50, 2025);
+  for (ssm::Resampling s : ssm::kResamplingSchemes)
+    DYNAMIC_SECTION(ssm::resampling_name(s) << ", resampling at every step") {
+      check_against_kalman(y, 2000, 1.0, 2, s);
+    }
 }
 
 TEST_CASE("bootstrap filter with missing observations", "[runtime][filter]") {
@@ -167,6 +179,22 @@ TEST_CASE("filter output is bit-identical for 1, 2 and 3 threads", "[runtime][fi
     CHECK(csvs[i] == csvs[0]);
   }
   CHECK(results[0].resample_count > 0);
+  // The other schemes too, and each gives its own result.
+  for (ssm::Resampling s : ssm::kResamplingSchemes) {
+    INFO(ssm::resampling_name(s));
+    ssm::FilterOptions o = opt;
+    o.resampling = s;
+    std::vector<ssm::FilterResult> rs;
+    for (int threads : {1, 3}) {
+      ssm::ThreadPool pool(threads);
+      rs.push_back(ssm::bootstrap_filter(m, info, theta, data, o, pool));
+    }
+    CHECK(rs[1].log_likelihood == rs[0].log_likelihood);
+    CHECK(rs[1].mean == rs[0].mean);
+    CHECK(rs[1].var == rs[0].var);
+    CHECK((s == ssm::Resampling::systematic) ==
+          (rs[0].log_likelihood == results[0].log_likelihood));
+  }
   CHECK(csvs[0].substr(0, csvs[0].find('\n')) ==
         "t,mean_x[0],var_x[0],mean_x[1],var_x[1],ess,loglik_increment");
 }

@@ -5,6 +5,7 @@
 #include "ssm/abi.h"
 #include "ssm/csv.h"
 #include "ssm/metadata.h"
+#include "ssm/resample.h"
 #include "ssm/thread_pool.h"
 
 #include <cstdint>
@@ -19,12 +20,14 @@ namespace ssm {
 // partial sums are combined in block order, whatever the thread count.
 inline constexpr int64_t kParticleBlock = 4096;
 
-// Runtime random stream of the resampling uniforms: counter (0, t, kSiteResample, 0).
+// Runtime random stream of the resampling uniforms: counters (k, t, kSiteResample, 0), k = 0, 1,
+// ... as resample() documents for each scheme (systematic uses the single block k = 0).
 inline constexpr uint32_t kSiteResample = 0xFFFF0001u;
 
 struct FilterOptions {
   int64_t particles = 1000;
   double ess_threshold = 0.5; // resample at t > 0 when ESS < r N; r >= 1: every step
+  Resampling resampling = Resampling::systematic;
   uint64_t seed = 1;
   // Called after each time step with (t, T); may be empty.
   std::function<void(int64_t, int64_t)> progress;
