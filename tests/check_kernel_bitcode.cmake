@@ -24,7 +24,7 @@ if(symbols MATCHES "_GLOBAL__sub_I|ios_base")
   message(FATAL_ERROR "kernel_lib.bc has a global constructor:\n${symbols}")
 endif()
 
-set(libm log log1p exp expm1 pow sin cos sincos tanh lgamma)
+set(libm log log1p exp expm1 pow sin cos sincos tanh lgamma erf erfc)
 string(REGEX MATCHALL " U [A-Za-z0-9_.]+" undefined "${symbols}")
 foreach(u IN LISTS undefined)
   string(SUBSTRING "${u}" 3 -1 name)

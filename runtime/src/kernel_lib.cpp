@@ -67,6 +67,28 @@ SSM_KERNEL_FN double ssm_lpdf_poisson(double k, double lambda) {
 SSM_KERNEL_FN double ssm_lpdf_bernoulli(double k, double p) {
   return ssm::lpdf_bernoulli(k, p);
 }
+SSM_KERNEL_FN double ssm_lpdf_beta(double x, double a, double b) {
+  return ssm::lpdf_beta(x, a, b);
+}
+SSM_KERNEL_FN double ssm_lpdf_inverse_gamma(double x, double alpha, double beta) {
+  return ssm::lpdf_inverse_gamma(x, alpha, beta);
+}
+SSM_KERNEL_FN double ssm_lpdf_laplace(double x, double mu, double b) {
+  return ssm::lpdf_laplace(x, mu, b);
+}
+SSM_KERNEL_FN double ssm_lpdf_cauchy(double x, double mu, double sigma) {
+  return ssm::lpdf_cauchy(x, mu, sigma);
+}
+SSM_KERNEL_FN double ssm_lpdf_truncated_normal(double x, double mu, double sigma, double lo,
+                                               double hi) {
+  return ssm::lpdf_truncated_normal(x, mu, sigma, lo, hi);
+}
+SSM_KERNEL_FN double ssm_lpdf_binomial(double k, double trials, double p) {
+  return ssm::lpdf_binomial(k, trials, p);
+}
+SSM_KERNEL_FN double ssm_lpdf_negative_binomial(double k, double mu, double phi) {
+  return ssm::lpdf_negative_binomial(k, mu, phi);
+}
 
 SSM_KERNEL_FN double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site) {
   return ssm::sample_std_normal(seed, n, t, site);
@@ -110,6 +132,39 @@ SSM_KERNEL_FN double ssm_sample_poisson(uint64_t seed, uint32_t n, uint32_t t, u
 SSM_KERNEL_FN double ssm_sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
                                           double p) {
   return ssm::sample_bernoulli(seed, n, t, site, p);
+}
+SSM_KERNEL_FN double ssm_sample_std_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                          double alpha) {
+  return ssm::sample_std_gamma(seed, n, t, site, alpha);
+}
+SSM_KERNEL_FN double ssm_sample_beta(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double a,
+                                     double b) {
+  return ssm::sample_beta(seed, n, t, site, a, b);
+}
+SSM_KERNEL_FN double ssm_sample_inverse_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                              double alpha, double beta) {
+  return ssm::sample_inverse_gamma(seed, n, t, site, alpha, beta);
+}
+SSM_KERNEL_FN double ssm_sample_laplace(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                        double mu, double b) {
+  return ssm::sample_laplace(seed, n, t, site, mu, b);
+}
+SSM_KERNEL_FN double ssm_sample_cauchy(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                       double mu, double sigma) {
+  return ssm::sample_cauchy(seed, n, t, site, mu, sigma);
+}
+SSM_KERNEL_FN double ssm_sample_truncated_normal(uint64_t seed, uint32_t n, uint32_t t,
+                                                 uint32_t site, double mu, double sigma, double lo,
+                                                 double hi) {
+  return ssm::sample_truncated_normal(seed, n, t, site, mu, sigma, lo, hi);
+}
+SSM_KERNEL_FN double ssm_sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                         double trials, double p) {
+  return ssm::sample_binomial(seed, n, t, site, trials, p);
+}
+SSM_KERNEL_FN double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t,
+                                                  uint32_t site, double mu, double phi) {
+  return ssm::sample_negative_binomial(seed, n, t, site, mu, phi);
 }
 
 } // extern "C"

@@ -48,6 +48,19 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
         check(ssm_lpdf_uniform(x, a, b), lpdf_uniform(x, a, b), "lpdf_uniform");
         check(ssm_lpdf_gamma(x, a, b), lpdf_gamma(x, a, b), "lpdf_gamma");
         check(ssm_lpdf_student_t(x, a, 0.3, b), lpdf_student_t(x, a, 0.3, b), "lpdf_student_t");
+        check(ssm_lpdf_inverse_gamma(x, a, b), lpdf_inverse_gamma(x, a, b), "lpdf_inverse_gamma");
+        check(ssm_lpdf_laplace(x, a, b), lpdf_laplace(x, a, b), "lpdf_laplace");
+        check(ssm_lpdf_cauchy(x, a, b), lpdf_cauchy(x, a, b), "lpdf_cauchy");
+        check(ssm_lpdf_negative_binomial(x, a, b), lpdf_negative_binomial(x, a, b),
+              "lpdf_negative_binomial");
+        // x / 20 puts some of the grid inside (0, 1).
+        check(ssm_lpdf_beta(x / 20, a, b), lpdf_beta(x / 20, a, b), "lpdf_beta");
+        check(ssm_lpdf_binomial(x, std::floor(b), a / 10), lpdf_binomial(x, std::floor(b), a / 10),
+              "lpdf_binomial");
+        // Bounds on every side of mu = 0.3 and x, out to far tails and infinities.
+        for (double lo : {-kInf, -2.0, 0.25, 8.0, 40.0})
+          check(ssm_lpdf_truncated_normal(x, 0.3, a, lo, lo + b),
+                lpdf_truncated_normal(x, 0.3, a, lo, lo + b), "lpdf_truncated_normal");
       }
     }
   }
@@ -78,7 +91,29 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
               "sample_gamma");
         check(ssm_sample_student_t(kSeed, n, t, site, a, -1.0, b),
               sample_student_t(kSeed, n, t, site, a, -1.0, b), "sample_student_t");
+        check(ssm_sample_beta(kSeed, n, t, site, a, b), sample_beta(kSeed, n, t, site, a, b),
+              "sample_beta");
+        check(ssm_sample_inverse_gamma(kSeed, n, t, site, a, b),
+              sample_inverse_gamma(kSeed, n, t, site, a, b), "sample_inverse_gamma");
+        check(ssm_sample_laplace(kSeed, n, t, site, a, b), sample_laplace(kSeed, n, t, site, a, b),
+              "sample_laplace");
+        check(ssm_sample_cauchy(kSeed, n, t, site, a, b), sample_cauchy(kSeed, n, t, site, a, b),
+              "sample_cauchy");
+        check(ssm_sample_negative_binomial(kSeed, n, t, site, a, b),
+              sample_negative_binomial(kSeed, n, t, site, a, b), "sample_negative_binomial");
+        check(ssm_sample_binomial(kSeed, n, t, site, std::floor(a), b / 2),
+              sample_binomial(kSeed, n, t, site, std::floor(a), b / 2), "sample_binomial");
+        // Every proposal regime: intervals around, beside and far from mu = a.
+        for (double lo : {-kInf, -0.1, 0.25, 8.0, 40.0})
+          for (double w : {0.05, 1.0, 3.0, kInf})
+            check(ssm_sample_truncated_normal(kSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
+                  sample_truncated_normal(kSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
+                  "sample_truncated_normal");
       }
+      check(ssm_sample_std_gamma(kSeed, n, t, site, a), sample_std_gamma(kSeed, n, t, site, a),
+            "sample_std_gamma");
+      check(ssm_sample_binomial(kSeed, n, t, site, 1e6, a / 20),
+            sample_binomial(kSeed, n, t, site, 1e6, a / 20), "sample_binomial");
     }
   }
   CHECK(mismatches == 0);

@@ -26,6 +26,13 @@ double ssm_lpdf_gamma(double x, double alpha, double beta);
 double ssm_lpdf_exponential(double x, double beta);
 double ssm_lpdf_poisson(double k, double lambda);
 double ssm_lpdf_bernoulli(double k, double p);
+double ssm_lpdf_beta(double x, double a, double b);
+double ssm_lpdf_inverse_gamma(double x, double alpha, double beta);
+double ssm_lpdf_laplace(double x, double mu, double b);
+double ssm_lpdf_cauchy(double x, double mu, double sigma);
+double ssm_lpdf_truncated_normal(double x, double mu, double sigma, double lo, double hi);
+double ssm_lpdf_binomial(double k, double trials, double p);
+double ssm_lpdf_negative_binomial(double k, double mu, double phi);
 
 double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site);
 double ssm_sample_std_normal_k(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, uint32_t k);
@@ -43,6 +50,21 @@ double ssm_sample_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, do
 double ssm_sample_exponential(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double beta);
 double ssm_sample_poisson(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double lambda);
 double ssm_sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double p);
+// Gamma(alpha, rate 1); a Dirichlet is built from one per component, at distinct sites.
+double ssm_sample_std_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double alpha);
+double ssm_sample_beta(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double a, double b);
+double ssm_sample_inverse_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double alpha,
+                                double beta);
+double ssm_sample_laplace(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                          double b);
+double ssm_sample_cauchy(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                         double sigma);
+double ssm_sample_truncated_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                   double sigma, double lo, double hi);
+double ssm_sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double trials,
+                           double p);
+double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                    double phi);
 
 #ifdef __cplusplus
 }
