@@ -28,7 +28,9 @@ struct Expr {
     Number, // number
     Name,   // name
     Neg,    // -args[0]
-    Binary, // args[0] op args[1], op one of + - * / ^
+    Not,    // !args[0]
+    Binary, // args[0] op args[1], op one of + - * / % ^ < <= > >= == != && ||
+    Cond,   // args[0] ? args[1] : args[2], also written if (args[0]) args[1] else args[2]
     Call,   // name(args...)
     List,   // [args...]
     Index,  // args[0][args[1], ...]: one bracket
@@ -38,14 +40,17 @@ struct Expr {
   double number = 0;
   std::string name;
   Range name_range; // Call: the function's name
-  char op = 0;
+  std::string op;
   std::vector<ExprPtr> args;
 };
 
 struct TypeSpec {
-  enum class Kind { Real, Vector, Matrix, CovMatrix };
+  // Int: int[lo..hi] (bounds in `bounds`), or int without bounds. Real may carry bounds too:
+  // real(lo, hi). Simplex: simplex[K].
+  enum class Kind { Real, Int, Vector, Matrix, CovMatrix, Simplex };
   Kind kind = Kind::Real;
   std::vector<ExprPtr> dims;
+  std::vector<ExprPtr> bounds; // lo, hi (either may be null for an open side)
   Range range;
 };
 
@@ -62,7 +67,7 @@ struct ConstDecl {
 };
 
 struct VarDecl {
-  enum class Kind { Param, State, Obs };
+  enum class Kind { Param, State, Obs, Data, Input };
   Kind kind = Kind::Param;
   Ident name;
   std::optional<TypeSpec> type;
@@ -78,11 +83,46 @@ struct Relation {
   Range range;
 };
 
+// `let name = value;`: a named expression, substituted where it is used (so it may read x[t-1]
+// in a transition and x[0] in an initial relation alike).
+struct LetDecl {
+  Ident name;
+  ExprPtr value;
+  Range range;
+};
+
+struct FnParam {
+  Ident name;
+  TypeSpec type;
+};
+
+// `fn name(a : real, b : vector[n]) -> real { let c = ...; return expr; }` or `... = expr;`.
+// Functions are inlined at each call; they see constants and earlier functions, not variables.
+struct FnDecl {
+  Ident name;
+  std::vector<FnParam> params;
+  TypeSpec result;
+  std::vector<LetDecl> lets;
+  ExprPtr body;
+  Range range;
+};
+
+// `functional name = sum_t expr;` (additive) or `functional name = expr;`.
+struct FunctionalDecl {
+  Ident name;
+  bool additive = false;
+  ExprPtr value;
+  Range range;
+};
+
 struct Model {
   Ident name;
   std::vector<ConstDecl> consts;
   std::vector<VarDecl> vars;
   std::vector<Relation> relations;
+  std::vector<LetDecl> lets;
+  std::vector<FnDecl> fns;
+  std::vector<FunctionalDecl> functionals;
 };
 
 } // namespace ssm::frontend::ast

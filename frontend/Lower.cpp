@@ -34,15 +34,24 @@ using EKind = ast::Expr::Kind;
 constexpr int max_dimension = 1 << 20;
 constexpr long max_elements = 1L << 26;
 
-const std::set<std::string> unary_functions = {"exp", "log", "sqrt", "abs",
-                                               "sin", "cos", "tanh", "logistic"};
-const std::vector<std::string> all_functions = {"exp", "log",  "sqrt",     "abs", "sin",
-                                                "cos", "tanh", "logistic", "pow", "min",
-                                                "max", "dot",  "zeros",    "eye"};
+// Functions that are only reached through operators (a < b, a && b, ...), not by name.
+const std::set<std::string> operator_functions = {"lt", "le",  "gt", "ge", "eq",
+                                                  "ne", "and", "or", "not"};
+// Built-ins that make constants of a given size.
+const std::set<std::string> constructor_functions = {"zeros", "ones", "eye"};
+
+std::vector<std::string> builtin_function_names() {
+  std::vector<std::string> names(constructor_functions.begin(), constructor_functions.end());
+  for (const ir::FunctionInfo& f : ir::all_functions())
+    if (!operator_functions.count(std::string(f.name)))
+      names.emplace_back(f.name);
+  return names;
+}
 
 struct Symbol {
-  enum class Kind { Const, Param, State, Obs } kind;
-  int index = -1;    // into consts_ or the model's params, states, obs
+  enum class Kind { Const, Param, State, Obs, Data, Input, Let, Fn, Functional } kind;
+  int index = -1;    // into consts_, the model's params, states, obs, data, inputs, or the AST's
+                     // lets, fns, functionals
   Range range;       // the name in its declaration
   bool valid = true; // false after an error in the declaration: its uses report nothing more
 };
@@ -65,9 +74,16 @@ struct Scope {
   ir::BlockKind kind = ir::BlockKind::Initial;
   ir::VarKind target_kind = ir::VarKind::State;
   int target_var = -1;
-  std::string target;
+  std::string target;      // "x[t]"
+  std::string subject;     // "the relation for x[t]", "functional 'f'": for messages
   std::set<int> reads_now; // lag-0 variables of the kind this block samples
   bool reads_state = false;
+
+  // Inside an inlined function: its parameters and local lets, as nodes of this block.
+  const ast::FnDecl* fn = nullptr;
+  std::map<std::string, int> locals;
+  // The lets and functions being expanded, innermost last: for notes on errors inside them.
+  std::vector<std::pair<std::string, Range>> expanding;
 };
 
 // A time index: t + k (relative) or the step k (absolute).
@@ -122,8 +138,12 @@ public:
       define_const(c);
     for (const ast::VarDecl& v : ast_.vars)
       define_var(v);
+    for (const ast::FnDecl& f : ast_.fns)
+      define_fn(f);
     for (const ast::Relation& r : ast_.relations)
       add_relation(r);
+    for (const ast::FunctionalDecl& f : ast_.functionals)
+      add_functional(f);
     check_completeness();
     if (diags_.error_count() > errors_before)
       return std::nullopt;
@@ -143,7 +163,7 @@ private:
   void note(Range r, std::string message) { diags_.note(loc(r), std::move(message)); }
 
   std::vector<std::string> visible_names() const {
-    std::vector<std::string> names = {"t", "pi"};
+    std::vector<std::string> names = {"t", "pi", "inf"};
     for (const auto& [name, sym] : symbols_)
       names.push_back(name);
     return names;
@@ -166,8 +186,24 @@ private:
       return "state";
     case Symbol::Kind::Obs:
       return "observation";
+    case Symbol::Kind::Data:
+      return "data item";
+    case Symbol::Kind::Input:
+      return "input";
+    case Symbol::Kind::Let:
+      return "let binding";
+    case Symbol::Kind::Fn:
+      return "function";
+    case Symbol::Kind::Functional:
+      return "functional";
     }
     return "?";
+  }
+
+  static std::string a_kind(Symbol::Kind kind) {
+    std::string name = kind_name(kind);
+    return (std::string_view("aeiou").find(name[0]) != std::string_view::npos ? "an " : "a ") +
+           name;
   }
 
   void not_constant(const Scope& s, Range r, const std::string& culprit) {
@@ -185,9 +221,13 @@ private:
     for (const ast::ConstDecl& c : ast_.consts)
       decls.push_back({&c.name, Symbol::Kind::Const});
     for (const ast::VarDecl& v : ast_.vars)
-      decls.push_back({&v.name, v.kind == ast::VarDecl::Kind::Param   ? Symbol::Kind::Param
-                                : v.kind == ast::VarDecl::Kind::State ? Symbol::Kind::State
-                                                                      : Symbol::Kind::Obs});
+      decls.push_back({&v.name, var_symbol_kind(v.kind)});
+    for (const ast::LetDecl& l : ast_.lets)
+      decls.push_back({&l.name, Symbol::Kind::Let});
+    for (const ast::FnDecl& f : ast_.fns)
+      decls.push_back({&f.name, Symbol::Kind::Fn});
+    for (const ast::FunctionalDecl& f : ast_.functionals)
+      decls.push_back({&f.name, Symbol::Kind::Functional});
     std::sort(decls.begin(), decls.end(), [](const Decl& a, const Decl& b) {
       return a.name->range.begin < b.name->range.begin;
     });
@@ -197,8 +237,9 @@ private:
         error(d.name->range, "'t' is reserved for the time index and cannot be declared");
         continue;
       }
-      if (name == "pi") {
-        error(d.name->range, "'pi' is a built-in constant and cannot be declared");
+      if (name == "pi" || name == "inf") {
+        error(d.name->range,
+              fmt::format("'{}' is a built-in constant and cannot be declared", name));
         continue;
       }
       if (auto it = symbols_.find(name); it != symbols_.end()) {
@@ -222,9 +263,49 @@ private:
         sym.index = static_cast<int>(model_.obs.size());
         model_.obs.push_back({name, {}, loc(d.name->range)});
         break;
+      case Symbol::Kind::Data:
+        sym.index = static_cast<int>(model_.data.size());
+        model_.data.push_back({name, {}, loc(d.name->range)});
+        break;
+      case Symbol::Kind::Input:
+        sym.index = static_cast<int>(model_.inputs.size());
+        model_.inputs.push_back({name, {}, loc(d.name->range)});
+        break;
+      case Symbol::Kind::Let:
+        sym.index = index_in(ast_.lets, d.name);
+        break;
+      case Symbol::Kind::Fn:
+        sym.index = index_in(ast_.fns, d.name);
+        break;
+      case Symbol::Kind::Functional:
+        sym.index = index_in(ast_.functionals, d.name);
+        break;
       }
       symbols_.emplace(name, sym);
     }
+  }
+
+  static Symbol::Kind var_symbol_kind(ast::VarDecl::Kind kind) {
+    switch (kind) {
+    case ast::VarDecl::Kind::Param:
+      return Symbol::Kind::Param;
+    case ast::VarDecl::Kind::State:
+      return Symbol::Kind::State;
+    case ast::VarDecl::Kind::Obs:
+      return Symbol::Kind::Obs;
+    case ast::VarDecl::Kind::Data:
+      return Symbol::Kind::Data;
+    case ast::VarDecl::Kind::Input:
+      return Symbol::Kind::Input;
+    }
+    return Symbol::Kind::Param;
+  }
+
+  template <class Decls> static int index_in(const Decls& decls, const ast::Ident* name) {
+    for (std::size_t i = 0; i < decls.size(); ++i)
+      if (&decls[i].name == name)
+        return static_cast<int>(i);
+    return -1;
   }
 
   // The symbol a declaration introduced, or null if the declaration was rejected as a duplicate.
@@ -347,47 +428,128 @@ private:
       return ir::Shape::matrix(dims[0], dims[1]);
     case ast::TypeSpec::Kind::CovMatrix:
       return ir::Shape::matrix(dims[0], dims[0]);
+    case ast::TypeSpec::Kind::Simplex:
+      if (dims[0] < 1) {
+        error(t.range, "a simplex needs at least one component");
+        return std::nullopt;
+      }
+      return ir::Shape::vector(dims[0]);
+    case ast::TypeSpec::Kind::Int:
+      return ir::Shape::scalar();
     }
     return std::nullopt;
   }
 
+  // The bounds of real(lo, hi) or int[lo..hi]; nullopt after an error.
+  std::optional<std::pair<double, double>> type_bounds(const ast::TypeSpec& t) {
+    if (t.bounds.empty())
+      return std::pair(-INFINITY, INFINITY);
+    bool integer = t.kind == ast::TypeSpec::Kind::Int;
+    std::optional<double> lo, hi;
+    if (integer) {
+      if (auto v = eval_int(*t.bounds[0], "the lower bound"))
+        lo = static_cast<double>(*v);
+      if (auto v = eval_int(*t.bounds[1], "the upper bound"))
+        hi = static_cast<double>(*v);
+    } else {
+      lo = eval_real(*t.bounds[0], "the lower bound");
+      hi = eval_real(*t.bounds[1], "the upper bound");
+    }
+    if (!lo || !hi)
+      return std::nullopt;
+    if (!(*lo <= *hi) || (!integer && *lo == *hi)) {
+      error(t.range,
+            fmt::format("the lower bound ({}) must be below the upper bound ({})", *lo, *hi));
+      return std::nullopt;
+    }
+    return std::pair(*lo, *hi);
+  }
+
+  std::optional<double> eval_real(const Expr& e, const std::string& what) {
+    std::optional<ConstValue> v = eval_const(e, what);
+    if (!v)
+      return std::nullopt;
+    if (!v->shape.is_scalar() || std::isnan(v->values[0])) {
+      error(e.range, fmt::format("{} must be a real number, but it is {}", what,
+                                 v->shape.is_scalar() ? "NaN" : v->shape.str()));
+      return std::nullopt;
+    }
+    return v->values[0];
+  }
+
   void define_var(const ast::VarDecl& v) {
+    using TK = ast::TypeSpec::Kind;
+    using VK = ast::VarDecl::Kind;
     Symbol* sym = declared(v.name);
     std::optional<ir::Shape> shape = ir::Shape::scalar();
-    bool cov = v.type && v.type->kind == ast::TypeSpec::Kind::CovMatrix;
+    std::optional<std::pair<double, double>> bounds = std::pair(-INFINITY, INFINITY);
+    TK tk = v.type ? v.type->kind : TK::Real;
     if (v.type) {
       shape = type_shape(*v.type);
-      if (cov && v.kind != ast::VarDecl::Kind::Param) {
-        error(v.type->range, "cov_matrix is a parameter type; use matrix[n, n] for a state or "
-                             "an observation");
+      bounds = type_bounds(*v.type);
+      std::string what = kind_name(var_symbol_kind(v.kind));
+      if (tk == TK::CovMatrix && v.kind != VK::Param && v.kind != VK::Data) {
+        error(v.type->range, fmt::format("cov_matrix is a parameter or data type; use matrix[n, n] "
+                                         "for {}",
+                                         a_kind(var_symbol_kind(v.kind))));
+        shape.reset();
+      } else if (tk == TK::Simplex && v.kind != VK::Param && v.kind != VK::Data) {
+        error(v.type->range,
+              fmt::format("simplex is a parameter or data type; use vector[n] for {}",
+                          a_kind(var_symbol_kind(v.kind))));
+        shape.reset();
+      } else if (tk == TK::Int && v.kind == VK::Param) {
+        error(v.type->range, "a parameter cannot be an integer: parameters are continuous (use a "
+                             "constant, or data, for a fixed integer)");
+        shape.reset();
+      } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param) {
+        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters; {} '{}' takes "
+                                         "the support of its distribution",
+                                         what, v.name.name));
         shape.reset();
       }
     }
     if (!sym)
       return;
-    if (!shape) {
+    if (!shape || !bounds) {
       sym->valid = false;
       return;
     }
+    ir::VarDecl* var = nullptr;
     switch (v.kind) {
-    case ast::VarDecl::Kind::State:
-      model_.states[sym->index].shape = *shape;
-      return;
-    case ast::VarDecl::Kind::Obs:
-      model_.obs[sym->index].shape = *shape;
-      return;
-    case ast::VarDecl::Kind::Param:
+    case VK::State:
+      var = &model_.states[sym->index];
       break;
+    case VK::Obs:
+      var = &model_.obs[sym->index];
+      break;
+    case VK::Data:
+      var = &model_.data[sym->index];
+      break;
+    case VK::Input:
+      var = &model_.inputs[sym->index];
+      break;
+    case VK::Param:
+      break;
+    }
+    if (var) {
+      var->shape = *shape;
+      var->integer = tk == TK::Int;
+      var->lower = bounds->first;
+      var->upper = bounds->second;
+      return;
     }
     ir::ParamDecl& p = model_.params[sym->index];
     p.shape = *shape;
-    p.type = !v.type                                       ? ir::ParamType::Real
-             : v.type->kind == ast::TypeSpec::Kind::Real   ? ir::ParamType::Real
-             : v.type->kind == ast::TypeSpec::Kind::Vector ? ir::ParamType::Vector
-             : v.type->kind == ast::TypeSpec::Kind::Matrix ? ir::ParamType::Matrix
-                                                           : ir::ParamType::CovMatrix;
+    p.lower = bounds->first;
+    p.upper = bounds->second;
+    p.type = tk == TK::Real      ? ir::ParamType::Real
+             : tk == TK::Vector  ? ir::ParamType::Vector
+             : tk == TK::Matrix  ? ir::ParamType::Matrix
+             : tk == TK::Simplex ? ir::ParamType::Simplex
+                                 : ir::ParamType::CovMatrix;
     if (v.prior) {
-      if (cov)
+      if (tk == TK::CovMatrix)
         error(v.prior->range, "a prior on a cov_matrix parameter is not supported yet (there is "
                               "no distribution over covariance matrices)");
       else
@@ -444,6 +606,26 @@ private:
         error(e.range, fmt::format("the default value of '{}' is not finite ({})", p.name, x));
         return;
       }
+    for (double x : values)
+      if (x < p.lower || x > p.upper) {
+        error(e.range, fmt::format("the default value of '{}' ({}) is outside its bounds [{}, {}]",
+                                   p.name, x, p.lower, p.upper));
+        return;
+      }
+    if (p.type == ir::ParamType::Simplex) {
+      double total = 0;
+      for (double x : values)
+        total += x;
+      bool negative = std::any_of(values.begin(), values.end(), [](double x) { return x < 0; });
+      if (negative || std::fabs(total - 1) > 1e-9) {
+        error(e.range, fmt::format("the default value of simplex '{}' must be non-negative and sum "
+                                   "to 1, but {}",
+                                   p.name,
+                                   negative ? "it has a negative component"
+                                            : fmt::format("it sums to {}", total)));
+        return;
+      }
+    }
     if (p.type == ir::ParamType::CovMatrix) {
       int n = p.shape.dims[0];
       Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(
@@ -489,6 +671,20 @@ private:
     if (std::any_of(args.begin(), args.end(), [](const auto& a) { return !a.has_value(); }))
       return std::nullopt;
     bool ok = true;
+    if (info->dist == ir::Dist::Categorical) {
+      if (!target.is_scalar()) {
+        error(target_range, fmt::format("categorical needs a single integer target, but '{}' is {}",
+                                        target_name, target.str()));
+        return std::nullopt;
+      }
+      if (args[0]->rank() != 1) {
+        error(d.args[0]->range, fmt::format("argument 'p' of categorical must be a vector of "
+                                            "probabilities, but it is {}",
+                                            args[0]->str()));
+        return std::nullopt;
+      }
+      return info->dist;
+    }
     if (info->dist == ir::Dist::MvNormal) {
       if (target.rank() != 1) {
         error(target_range, fmt::format("mvnormal needs a vector target, but '{}' is {}",
@@ -547,7 +743,42 @@ private:
     return emit(s, std::move(n), r);
   }
 
+  int emit_call(Scope& s, std::string fn, ir::Shape shape, std::vector<int> args, Range r) {
+    ir::Node n;
+    n.op = ir::Op::Call;
+    n.fn = std::move(fn);
+    n.shape = std::move(shape);
+    n.args = std::move(args);
+    return emit(s, std::move(n), r);
+  }
+
   const ir::Shape& shape_of(const Scope& s, int id) const { return s.block->nodes[id].shape; }
+
+  // c ? a : b. Both branches are computed (they are cheap, and selects vectorise); a branch that
+  // fails, such as log(-1), just is not chosen.
+  std::optional<int> lower_cond(const Expr& e, Scope& s) {
+    std::optional<int> c = lower(*e.args[0], s);
+    std::optional<int> a = lower(*e.args[1], s);
+    std::optional<int> b = lower(*e.args[2], s);
+    if (!c || !a || !b)
+      return std::nullopt;
+    const ir::Shape sc = shape_of(s, *c), sa = shape_of(s, *a), sb = shape_of(s, *b);
+    if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
+      error(e.range, fmt::format("the two branches of a conditional must have the same shape, or "
+                                 "one must be real, but they are {} and {}",
+                                 sa.str(), sb.str()));
+      return std::nullopt;
+    }
+    ir::Shape shape = sa.is_scalar() ? sb : sa;
+    if (!sc.is_scalar() && !shape.is_scalar() && !(sc == shape)) {
+      error(e.args[0]->range,
+            fmt::format("the condition must be real or {}, like the branches, but "
+                        "it is {}",
+                        shape.str(), sc.str()));
+      return std::nullopt;
+    }
+    return emit_op(s, ir::Op::Select, sc.is_scalar() ? shape : sc, {*c, *a, *b}, e.range);
+  }
 
   std::optional<int> lower(const Expr& e, Scope& s) {
     switch (e.kind) {
@@ -561,6 +792,14 @@ private:
         return std::nullopt;
       return emit_op(s, ir::Op::Neg, shape_of(s, *a), {*a}, e.range);
     }
+    case EKind::Not: {
+      std::optional<int> a = lower(*e.args[0], s);
+      if (!a)
+        return std::nullopt;
+      return emit_call(s, "not", shape_of(s, *a), {*a}, e.range);
+    }
+    case EKind::Cond:
+      return lower_cond(e, s);
     case EKind::Binary:
       return lower_binary(e, s);
     case EKind::Call:
@@ -573,24 +812,99 @@ private:
     return std::nullopt;
   }
 
+  // A function body sees its arguments and constants only, so that a call means the same
+  // wherever it appears.
+  bool outside_function(const Scope& s, Range r, const std::string& what) {
+    if (!s.fn)
+      return true;
+    error(r, fmt::format("function '{}' cannot read {}: pass it as an argument", s.fn->name.name,
+                         what));
+    return false;
+  }
+
+  // Lowers `body` as the expansion of a let or a function named `name`, used at `use`; errors
+  // inside get a note pointing at the use.
+  template <class F>
+  std::optional<int> expanding(Scope& s, const std::string& what, Range use, F&& body) {
+    int errors = diags_.error_count();
+    s.expanding.emplace_back(what, use);
+    std::optional<int> id = body();
+    s.expanding.pop_back();
+    if (diags_.error_count() > errors)
+      note(use, fmt::format("in {}, used here", what));
+    return id;
+  }
+
+  std::optional<int> lower_let(const Expr& e, const Symbol& sym, Scope& s) {
+    const ast::LetDecl& let = ast_.lets[sym.index];
+    std::string what = fmt::format("let '{}'", let.name.name);
+    for (const auto& [name, where] : s.expanding)
+      if (name == what) {
+        error(e.range, fmt::format("let '{}' is defined in terms of itself", let.name.name));
+        return std::nullopt;
+      }
+    if (!sym.valid || failed_lets_.count({sym.index, s.block}))
+      return std::nullopt;
+    std::optional<int> id = expanding(s, what, e.range, [&] { return lower(*let.value, s); });
+    if (!id)
+      failed_lets_.insert({sym.index, s.block}); // one report per let and block
+    return id;
+  }
+
   std::optional<int> lower_name(const Expr& e, Scope& s) {
+    if (auto it = s.locals.find(e.name); it != s.locals.end())
+      return it->second;
     if (e.name == "t") {
       if (s.constant) {
         not_constant(s, e.range, "'t' (the time index) is not");
         return std::nullopt;
       }
+      if (!outside_function(s, e.range, "'t'"))
+        return std::nullopt;
       if (s.kind == ir::BlockKind::Initial)
         return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
       return emit_op(s, ir::Op::Time, ir::Shape::scalar(), {}, e.range);
     }
     if (e.name == "pi")
       return emit_const(s, ir::Shape::scalar(), {std::numbers::pi}, e.range);
+    if (e.name == "inf")
+      return emit_const(s, ir::Shape::scalar(), {INFINITY}, e.range);
     Symbol* sym = lookup(e.name);
     if (!sym) {
       unknown_name(e.range, e.name);
       return std::nullopt;
     }
     switch (sym->kind) {
+    case Symbol::Kind::Let:
+      if (s.constant) {
+        not_constant(s, e.range, fmt::format("'{}' is a let binding", e.name));
+        return std::nullopt;
+      }
+      if (!outside_function(s, e.range, fmt::format("let binding '{}'", e.name)))
+        return std::nullopt;
+      return lower_let(e, *sym, s);
+    case Symbol::Kind::Fn:
+      error(e.range, fmt::format("'{0}' is a function: call it, as in {0}(...)", e.name));
+      return std::nullopt;
+    case Symbol::Kind::Functional:
+      error(e.range, fmt::format("'{}' is a functional: it is estimated by the runtime and cannot "
+                                 "be used in an expression",
+                                 e.name));
+      return std::nullopt;
+    case Symbol::Kind::Data: {
+      if (s.constant) {
+        not_constant(s, e.range,
+                     fmt::format("'{}' is data, known only when the program runs", e.name));
+        return std::nullopt;
+      }
+      if (!outside_function(s, e.range, fmt::format("data '{}'", e.name)) || !sym->valid)
+        return std::nullopt;
+      ir::Node n;
+      n.op = ir::Op::Data;
+      n.var = sym->index;
+      n.shape = model_.data[sym->index].shape;
+      return emit(s, std::move(n), e.range);
+    }
     case Symbol::Kind::Const:
       if (s.defining && sym->range.begin >= s.defining->name.range.begin) {
         if (sym->range.begin == s.defining->name.range.begin)
@@ -609,7 +923,7 @@ private:
         not_constant(s, e.range, fmt::format("'{}' is a parameter", e.name));
         return std::nullopt;
       }
-      if (!sym->valid)
+      if (!outside_function(s, e.range, fmt::format("parameter '{}'", e.name)) || !sym->valid)
         return std::nullopt;
       ir::Node n;
       n.op = ir::Op::Param;
@@ -618,18 +932,22 @@ private:
       return emit(s, std::move(n), e.range);
     }
     case Symbol::Kind::State:
-    case Symbol::Kind::Obs: {
+    case Symbol::Kind::Obs:
+    case Symbol::Kind::Input: {
       if (s.constant) {
-        not_constant(s, e.range,
-                     fmt::format("'{}' is {}", e.name,
-                                 sym->kind == Symbol::Kind::State ? "a state" : "an observation"));
+        not_constant(s, e.range, fmt::format("'{}' is {}", e.name, a_kind(sym->kind)));
         return std::nullopt;
       }
+      if (!outside_function(s, e.range, fmt::format("{} '{}'", kind_name(sym->kind), e.name)))
+        return std::nullopt;
       std::string how;
       if (s.kind == ir::BlockKind::Initial)
         how = fmt::format("{}[0]", e.name);
-      else if (s.kind == ir::BlockKind::Transition && sym->kind == Symbol::Kind::State)
+      else if ((s.kind == ir::BlockKind::Transition || s.kind == ir::BlockKind::Functional) &&
+               sym->kind == Symbol::Kind::State)
         how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
+      else if (s.kind == ir::BlockKind::Transition && sym->kind == Symbol::Kind::Obs)
+        how = fmt::format("{}[t-1]", e.name);
       else
         how = fmt::format("{}[t]", e.name);
       error(e.range, fmt::format("{} '{}' needs a time index here: write {}", kind_name(sym->kind),
@@ -648,7 +966,19 @@ private:
     const ir::Shape sa = shape_of(s, *a);
     const ir::Shape sb = shape_of(s, *b);
     std::string both = fmt::format("{} {} {}", sa.str(), e.op, sb.str());
-    switch (e.op) {
+    static const std::map<std::string, std::string> elementwise = {
+        {"%", "mod"}, {"<", "lt"},  {"<=", "le"},  {">", "gt"}, {">=", "ge"},
+        {"==", "eq"}, {"!=", "ne"}, {"&&", "and"}, {"||", "or"}};
+    if (auto it = elementwise.find(e.op); it != elementwise.end()) {
+      if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
+        error(e.range, fmt::format("shape mismatch: {} (the operands of '{}' must have the same "
+                                   "shape, or one must be real)",
+                                   both, e.op));
+        return std::nullopt;
+      }
+      return emit_call(s, it->second, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
+    }
+    switch (e.op[0]) {
     case '+':
     case '-':
     case '/': {
@@ -658,7 +988,7 @@ private:
                                    both, e.op));
         return std::nullopt;
       }
-      ir::Op op = e.op == '+' ? ir::Op::Add : e.op == '-' ? ir::Op::Sub : ir::Op::Div;
+      ir::Op op = e.op == "+" ? ir::Op::Add : e.op == "-" ? ir::Op::Sub : ir::Op::Div;
       return emit_op(s, op, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
     }
     case '*': {
@@ -713,16 +1043,20 @@ private:
                                  n == 1 ? "1 was" : fmt::format("{} were", n)));
       return false;
     };
-    bool unary = unary_functions.count(fn) > 0;
-    bool binary = fn == "pow" || fn == "min" || fn == "max" || fn == "dot";
-    if (fn == "zeros" || fn == "eye") {
+    if (Symbol* sym = lookup(fn); sym && sym->kind == Symbol::Kind::Fn)
+      return call_function(e, *sym, s);
+    const ir::FunctionInfo* info = operator_functions.count(fn) ? nullptr : ir::find_function(fn);
+    bool unary = info && info->arity == 1;
+    bool binary = info && info->arity == 2;
+    if (constructor_functions.count(fn)) {
       if (!arity(1, fn + "(n)"))
         return std::nullopt;
       std::optional<int> size = eval_dimension(*e.args[0], fmt::format("the size given to {}", fn));
       if (!size)
         return std::nullopt;
-      if (fn == "zeros")
-        return emit_const(s, ir::Shape::vector(*size), std::vector<double>(*size, 0.0), e.range);
+      if (fn != "eye")
+        return emit_const(s, ir::Shape::vector(*size),
+                          std::vector<double>(*size, fn == "ones" ? 1.0 : 0.0), e.range);
       std::vector<double> values(static_cast<std::size_t>(*size) * *size, 0.0);
       for (int i = 0; i < *size; ++i)
         values[static_cast<std::size_t>(i) * *size + i] = 1.0;
@@ -734,8 +1068,8 @@ private:
                                         "appear only after '~'",
                                         fn));
       else if (Symbol* sym = lookup(fn))
-        error(e.name_range, fmt::format("'{}' is a {}, not a function", fn, kind_name(sym->kind)));
-      else if (auto guess = closest_name(fn, all_functions))
+        error(e.name_range, fmt::format("'{}' is {}, not a function", fn, a_kind(sym->kind)));
+      else if (auto guess = closest_name(fn, function_names()))
         error(e.name_range, fmt::format("unknown function '{}'; did you mean '{}'?", fn, *guess));
       else
         error(e.name_range, fmt::format("unknown function '{}'", fn));
@@ -779,6 +1113,148 @@ private:
     }
     node.shape = sa.is_scalar() ? sb : sa;
     return emit(s, std::move(node), e.range);
+  }
+
+  std::vector<std::string> function_names() const {
+    std::vector<std::string> names = builtin_function_names();
+    for (const ast::FnDecl& f : ast_.fns)
+      names.push_back(f.name.name);
+    return names;
+  }
+
+  // ---- user functions ---------------------------------------------------------------------
+
+  struct FnSignature {
+    std::vector<ir::Shape> params;
+    ir::Shape result;
+  };
+
+  // Checks each function once, where it is declared: its types, and its body lowered on
+  // placeholder arguments. A call then only has to check its arguments.
+  void define_fn(const ast::FnDecl& f) {
+    Symbol* sym = declared(f.name);
+    FnSignature sig;
+    bool ok = true;
+    std::set<std::string> seen;
+    for (const ast::FnParam& p : f.params) {
+      if (!seen.insert(p.name.name).second) {
+        error(p.name.range,
+              fmt::format("function '{}' has two parameters named '{}'", f.name.name, p.name.name));
+        ok = false;
+      }
+      std::optional<ir::Shape> shape = fn_type_shape(p.type);
+      ok = ok && shape.has_value();
+      sig.params.push_back(shape.value_or(ir::Shape::scalar()));
+    }
+    std::optional<ir::Shape> result = fn_type_shape(f.result);
+    ok = ok && result.has_value();
+    sig.result = result.value_or(ir::Shape::scalar());
+    if (ok) {
+      ir::Block scratch;
+      Scope s;
+      s.block = &scratch;
+      s.kind = ir::BlockKind::Transition;
+      std::vector<int> args;
+      for (const ir::Shape& shape : sig.params)
+        args.push_back(emit_const(s, shape, std::vector<double>(shape.size(), 0.0), f.range));
+      ok = inline_body(f, sig, args, s).has_value();
+    }
+    if (!sym)
+      return;
+    sym->valid = ok;
+    fn_signatures_[sym->index] = sig;
+  }
+
+  std::optional<ir::Shape> fn_type_shape(const ast::TypeSpec& t) {
+    if (!t.bounds.empty() || t.kind == ast::TypeSpec::Kind::CovMatrix ||
+        t.kind == ast::TypeSpec::Kind::Simplex) {
+      error(t.range, "the parameters and result of a function take plain types: real, int, "
+                     "vector[n] or matrix[r, c]");
+      return std::nullopt;
+    }
+    return type_shape(t);
+  }
+
+  // The body of f with its parameters bound to the nodes `args` of the current block.
+  std::optional<int> inline_body(const ast::FnDecl& f, const FnSignature& sig,
+                                 const std::vector<int>& args, Scope& s) {
+    const ast::FnDecl* outer_fn = s.fn;
+    std::map<std::string, int> outer_locals = std::move(s.locals);
+    s.fn = &f;
+    s.locals.clear();
+    for (std::size_t k = 0; k < f.params.size(); ++k)
+      s.locals[f.params[k].name.name] = args[k];
+    bool ok = true;
+    for (const ast::LetDecl& let : f.lets) {
+      if (s.locals.count(let.name.name)) {
+        error(let.name.range,
+              fmt::format("'{}' is already defined in function '{}'", let.name.name, f.name.name));
+        ok = false;
+        continue;
+      }
+      std::optional<int> id = lower(*let.value, s);
+      if (id)
+        s.locals[let.name.name] = *id;
+      ok = ok && id.has_value();
+    }
+    std::optional<int> body = ok ? lower(*f.body, s) : std::nullopt;
+    s.fn = outer_fn;
+    s.locals = std::move(outer_locals);
+    if (body && !(shape_of(s, *body) == sig.result)) {
+      error(f.body->range, fmt::format("function '{}' returns {}, but this is {}", f.name.name,
+                                       sig.result.str(), shape_of(s, *body).str()));
+      return std::nullopt;
+    }
+    return body;
+  }
+
+  std::optional<int> call_function(const Expr& e, const Symbol& sym, Scope& s) {
+    const ast::FnDecl& f = ast_.fns[sym.index];
+    if (s.fn && f.name.range.begin >= s.fn->name.range.begin) {
+      if (&f == s.fn)
+        error(e.name_range,
+              fmt::format("function '{}' calls itself; recursion is not supported", f.name.name));
+      else
+        error(e.name_range, fmt::format("function '{}' is declared after '{}'; a function can only "
+                                        "call functions declared before it",
+                                        f.name.name, s.fn->name.name));
+      return std::nullopt;
+    }
+    std::vector<std::optional<int>> args;
+    for (const ast::ExprPtr& a : e.args)
+      args.push_back(lower(*a, s));
+    auto it = fn_signatures_.find(sym.index);
+    if (!sym.valid || it == fn_signatures_.end())
+      return std::nullopt;
+    const FnSignature& sig = it->second;
+    if (args.size() != sig.params.size()) {
+      std::vector<std::string> names;
+      for (const ast::FnParam& p : f.params)
+        names.push_back(p.name.name);
+      error(e.range, fmt::format("{}({}) takes {}, but {} given", f.name.name,
+                                 fmt::join(names, ", "), plural(sig.params.size(), "argument"),
+                                 args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
+      return std::nullopt;
+    }
+    bool ok = true;
+    std::vector<int> ids;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      if (!args[k]) {
+        ok = false;
+        continue;
+      }
+      if (!(shape_of(s, *args[k]) == sig.params[k])) {
+        error(e.args[k]->range,
+              fmt::format("argument '{}' of {} must be {}, but it is {}", f.params[k].name.name,
+                          f.name.name, sig.params[k].str(), shape_of(s, *args[k]).str()));
+        ok = false;
+      }
+      ids.push_back(args[k].value_or(-1));
+    }
+    if (!ok)
+      return std::nullopt;
+    return expanding(s, fmt::format("function '{}'", f.name.name), e.range,
+                     [&] { return inline_body(f, sig, ids, s); });
   }
 
   // [a, b, c] is a vector of scalars; [[a, b], [c, d]] (or a list of vector expressions) is a
@@ -884,6 +1360,11 @@ private:
                                   count == 1 ? "1 was" : fmt::format("{} were", count)));
       return std::nullopt;
     }
+    bool dynamic = false;
+    for (std::size_t k = 0; k < count; ++k)
+      dynamic = dynamic || !is_constant(*bracket.args[k + 1], s);
+    if (dynamic)
+      return apply_dynamic_index(base, bracket, s);
     std::vector<int> index;
     bool ok = true;
     for (std::size_t k = 0; k < count; ++k) {
@@ -915,6 +1396,69 @@ private:
     return emit(s, std::move(n), bracket.range);
   }
 
+  // Whether an expression's value is known when the model is compiled.
+  bool is_constant(const Expr& e, const Scope& s) const {
+    switch (e.kind) {
+    case EKind::Number:
+      return true;
+    case EKind::Name: {
+      if (s.locals.count(e.name))
+        return false;
+      if (e.name == "pi" || e.name == "inf")
+        return true;
+      auto it = symbols_.find(e.name);
+      return it != symbols_.end() && it->second.kind == Symbol::Kind::Const;
+    }
+    case EKind::Call:
+      if (auto it = symbols_.find(e.name); it != symbols_.end())
+        return false; // a user function: not folded here
+      [[fallthrough]];
+    default:
+      return std::all_of(e.args.begin(), e.args.end(),
+                         [&](const ast::ExprPtr& a) { return is_constant(*a, s); });
+    }
+  }
+
+  // v[i] or A[i] (a row) with i computed at run time, e.g. P[z[t-1]]: one index at a time, each
+  // dropping a dimension. An index outside the value gives NaN at run time.
+  std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s) {
+    std::optional<int> value = base;
+    for (std::size_t k = 1; k < bracket.args.size() && value; ++k) {
+      const Expr& ie = *bracket.args[k];
+      const ir::Shape shape = shape_of(s, *value);
+      if (is_constant(ie, s)) {
+        std::optional<long> i = eval_int(ie, "an index");
+        if (!i)
+          return std::nullopt;
+        if (*i < 0 || *i >= shape.dims[0]) {
+          error(ie.range, fmt::format("index {} is out of range for a value of shape {} (valid "
+                                      "indices are 0 to {})",
+                                      *i, shape.str(), shape.dims[0] - 1));
+          return std::nullopt;
+        }
+        ir::Node n;
+        n.op = ir::Op::Index;
+        n.args = {*value};
+        n.index = {static_cast<int>(*i)};
+        n.shape = ir::Shape{std::vector<int>(shape.dims.begin() + 1, shape.dims.end())};
+        value = emit(s, std::move(n), bracket.range);
+        continue;
+      }
+      std::optional<int> i = lower(ie, s);
+      if (!i)
+        return std::nullopt;
+      if (!shape_of(s, *i).is_scalar()) {
+        error(ie.range, fmt::format("an index must be a single integer, but this is {}",
+                                    shape_of(s, *i).str()));
+        return std::nullopt;
+      }
+      value = emit_op(s, ir::Op::DynIndex,
+                      ir::Shape{std::vector<int>(shape.dims.begin() + 1, shape.dims.end())},
+                      {*value, *i}, bracket.range);
+    }
+    return value;
+  }
+
   std::optional<int> lower_index(const Expr& e, Scope& s) {
     // The chain of brackets, innermost first: x[t-1][0] is Index(Index(x, t-1), 0).
     std::vector<const Expr*> chain;
@@ -925,9 +1469,12 @@ private:
     }
     if (base->kind == EKind::Name) {
       Symbol* sym = lookup(base->name);
-      if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs))
+      if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs ||
+                  sym->kind == Symbol::Kind::Input))
         return lower_var_ref(*base, *sym, chain, s);
-      if (sym && (sym->kind == Symbol::Kind::Param || sym->kind == Symbol::Kind::Const) &&
+      if (sym &&
+          (sym->kind == Symbol::Kind::Param || sym->kind == Symbol::Kind::Const ||
+           sym->kind == Symbol::Kind::Data) &&
           std::any_of(chain[0]->args.begin() + 1, chain[0]->args.end(),
                       [](const ast::ExprPtr& a) { return mentions_time(*a); })) {
         error(chain[0]->range,
@@ -956,17 +1503,17 @@ private:
         return std::nullopt;
       return TimeIndex{true, *k};
     }
-    if (e.kind == EKind::Binary && (e.op == '+' || e.op == '-')) {
+    if (e.kind == EKind::Binary && (e.op == "+" || e.op == "-")) {
       const Expr& lhs = *e.args[0];
       const Expr& rhs = *e.args[1];
       bool t_left = lhs.kind == EKind::Name && lhs.name == "t" && !mentions_time(rhs);
       bool t_right =
-          e.op == '+' && rhs.kind == EKind::Name && rhs.name == "t" && !mentions_time(lhs);
+          e.op == "+" && rhs.kind == EKind::Name && rhs.name == "t" && !mentions_time(lhs);
       if (t_left || t_right) {
         std::optional<long> k = eval_int(t_left ? rhs : lhs, "a time offset");
         if (!k)
           return std::nullopt;
-        return TimeIndex{false, e.op == '-' ? -*k : *k};
+        return TimeIndex{false, e.op == "-" ? -*k : *k};
       }
     }
     error(e.range, fmt::format("unsupported time index for '{}': write {}[t], {}[t-1] or {}[0]",
@@ -978,11 +1525,14 @@ private:
   std::optional<int> lower_var_ref(const Expr& name, const Symbol& sym,
                                    const std::vector<const Expr*>& chain, Scope& s) {
     bool is_state = sym.kind == Symbol::Kind::State;
+    bool is_input = sym.kind == Symbol::Kind::Input;
     if (s.constant) {
-      not_constant(s, chain.back()->range,
-                   fmt::format("'{}' is {}", name.name, is_state ? "a state" : "an observation"));
+      not_constant(s, chain.back()->range, fmt::format("'{}' is {}", name.name, a_kind(sym.kind)));
       return std::nullopt;
     }
+    if (!outside_function(s, chain.back()->range,
+                          fmt::format("{} '{}'", kind_name(sym.kind), name.name)))
+      return std::nullopt;
     const Expr& first = *chain[0];
     if (first.args.size() != 2) {
       error(first.range, fmt::format("the first index of '{0}' is the time alone; index its "
@@ -995,55 +1545,73 @@ private:
       return std::nullopt;
     std::string ref = fmt::format("{}[{}]", name.name, time->str());
     Range where = first.range;
-    bool initial = s.kind == ir::BlockKind::Initial;
+    ir::BlockKind kind = s.kind;
+    bool initial = kind == ir::BlockKind::Initial;
+    bool transition = kind == ir::BlockKind::Transition;
+    bool functional = kind == ir::BlockKind::Functional;
     if (!initial && time->absolute) {
-      error(where, fmt::format("reading a fixed time step ({}) is not supported: a relation at "
-                               "time t can read {}",
-                               ref,
-                               is_state && s.kind == ir::BlockKind::Transition
+      error(where, fmt::format("reading a fixed time step ({}) is not supported: {} can read {}",
+                               ref, functional ? s.subject : "a relation at time t",
+                               (is_state && (transition || functional)) ||
+                                       (!is_state && !is_input && transition)
                                    ? fmt::format("{0}[t] and {0}[t-1]", name.name)
                                    : fmt::format("{}[t]", name.name)));
       return std::nullopt;
     }
     long offset = time->k; // relative to the target's time; t = 0 in the initial block
-    bool same_kind = is_state == (s.target_kind == ir::VarKind::State);
-    if (offset > 0) {
-      error(where, fmt::format("the relation for {} reads {}, a future value; a relation can "
-                               "only read the present and the past",
-                               s.target, ref));
+    bool same_kind = !is_input && is_state == (s.target_kind == ir::VarKind::State);
+    auto fail = [&](std::string message) {
+      error(where, std::move(message));
       return std::nullopt;
+    };
+    if (offset > 0)
+      return fail(fmt::format("{} reads {}, a future value; {} can only read the present and the "
+                              "past",
+                              s.subject, ref, functional ? "a functional" : "a relation"));
+    if (initial && offset < 0)
+      return fail(
+          fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref, s.target));
+    if (is_input) {
+      if (offset < 0)
+        return fail(fmt::format("not supported yet: reading a past input ({}); {} can read {}[t]",
+                                ref, s.subject, name.name));
+    } else if (!is_state) {
+      if (initial)
+        return fail(fmt::format("not supported yet: an initial relation that reads an observation "
+                                "({})",
+                                ref));
+      if (transition && offset == 0)
+        return fail(fmt::format("a transition cannot read {}: the observation at time t depends "
+                                "on the state at t; a transition can read {}[t-1]",
+                                ref, name.name));
+      if (transition && offset < -1)
+        return fail(fmt::format("not supported yet: lags beyond 1 ({}); a transition can read "
+                                "{}[t-1]",
+                                ref, name.name));
+      if (!transition && offset < 0)
+        return fail(fmt::format("not supported yet: {} that reads a past observation ({}); it "
+                                "can read observations at time t",
+                                functional ? "a functional" : "an observation", ref));
+    } else {
+      if (offset < -1 && (transition || functional))
+        return fail(fmt::format("not supported yet: lags beyond 1 ({}); {} can read {}[t-1] and "
+                                "{}[t]",
+                                ref, functional ? "a functional" : "a transition", name.name,
+                                name.name));
+      if (offset < 0 && kind == ir::BlockKind::Observation)
+        return fail(fmt::format("not supported yet: an observation that reads a past state ({}); "
+                                "an observation can read states and observations at time t",
+                                ref));
     }
-    if (!is_state && s.kind != ir::BlockKind::Observation) {
-      error(where, fmt::format("not supported yet: {} that reads an observation ({})",
-                               initial ? "an initial relation" : "a transition", ref));
-      return std::nullopt;
-    }
-    if (initial && offset < 0) {
-      error(where, fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref,
-                               s.target));
-      return std::nullopt;
-    }
-    if (offset < -1 && s.kind == ir::BlockKind::Transition) {
-      error(where, fmt::format("not supported yet: lags beyond 1 ({}); a transition can read "
-                               "{}[t-1] and {}[t]",
-                               ref, name.name, name.name));
-      return std::nullopt;
-    }
-    if (offset < 0 && s.kind == ir::BlockKind::Observation) {
-      error(where, fmt::format("not supported yet: an observation that reads {} ({}); an "
-                               "observation can read states and observations at time t",
-                               is_state ? "a past state" : "a past observation", ref));
-      return std::nullopt;
-    }
-    if (offset == 0 && same_kind && sym.index == s.target_var) {
-      error(where, fmt::format("the relation for {} reads {} itself", s.target, ref));
-      return std::nullopt;
-    }
+    if (offset == 0 && same_kind && !functional && sym.index == s.target_var)
+      return fail(fmt::format("{} reads {} itself", s.subject, ref));
     ir::Node n;
-    n.op = is_state ? ir::Op::State : ir::Op::Obs;
+    n.op = is_state ? ir::Op::State : is_input ? ir::Op::Input : ir::Op::Obs;
     n.var = sym.index;
     n.lag = static_cast<int>(-offset);
-    n.shape = is_state ? model_.states[sym.index].shape : model_.obs[sym.index].shape;
+    n.shape = is_state   ? model_.states[sym.index].shape
+              : is_input ? model_.inputs[sym.index].shape
+                         : model_.obs[sym.index].shape;
     if (offset == 0 && same_kind)
       s.reads_now.insert(sym.index);
     if (is_state)
@@ -1128,6 +1696,7 @@ private:
     s.target_kind = is_state ? ir::VarKind::State : ir::VarKind::Obs;
     s.target_var = sym->index;
     s.target = target;
+    s.subject = "the relation for " + target;
     std::vector<std::optional<int>> args;
     std::vector<std::optional<ir::Shape>> shapes;
     for (const ast::ExprPtr& a : r.dist.args) {
@@ -1137,6 +1706,18 @@ private:
     const ir::Shape& shape =
         is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
     std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
+    const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
+    if (dist && decl.integer && !ir::dist_info(*dist).discrete) {
+      std::vector<std::string> discrete;
+      for (const ir::DistInfo& info : ir::all_dists())
+        if (info.discrete)
+          discrete.emplace_back(info.name);
+      error(r.dist.name.range,
+            fmt::format("'{}' is an integer, but {} is a continuous "
+                        "distribution; use one of {}",
+                        name, ir::dist_info(*dist).name, fmt::join(discrete, ", ")));
+      dist.reset();
+    }
 
     PendingRelation p;
     p.ast = &r;
@@ -1153,6 +1734,24 @@ private:
         p.rel.args.push_back(*a);
     }
     pending_[kind].push_back(std::move(p));
+  }
+
+  void add_functional(const ast::FunctionalDecl& f) {
+    Symbol* sym = declared(f.name);
+    Scope s;
+    s.block = &model_.functional;
+    s.kind = ir::BlockKind::Functional;
+    s.subject = fmt::format("functional '{}'", f.name.name);
+    std::optional<int> id = lower(*f.value, s);
+    if (!id || !sym)
+      return;
+    if (shape_of(s, *id).rank() > 1) {
+      error(f.value->range, fmt::format("a functional must be real or a vector, but this is {}",
+                                        shape_of(s, *id).str()));
+      return;
+    }
+    model_.functionals.push_back({f.name.name, f.additive, loc(f.name.range)});
+    model_.functional.outputs.push_back(*id);
   }
 
   // ---- (5) completeness and order ---------------------------------------------------------
@@ -1281,6 +1880,8 @@ private:
   std::map<std::string, Symbol> symbols_;
   std::vector<ConstValue> consts_;
   std::map<std::pair<ir::BlockKind, int>, const ast::Relation*> first_relation_;
+  std::set<std::pair<int, const ir::Block*>> failed_lets_;
+  std::map<int, FnSignature> fn_signatures_;
   std::map<ir::BlockKind, std::vector<PendingRelation>> pending_;
 };
 

@@ -123,23 +123,48 @@ auto const make_pow = [](auto& ctx) {
   ast::ExprPtr lhs = x3::_val(ctx);
   ast::ExprPtr rhs = x3::_attr(ctx);
   auto e = node(ast::Expr::Kind::Binary, {lhs->range.begin, rhs->range.end}, {lhs, rhs});
-  e->op = '^';
+  e->op = "^";
   x3::_val(ctx) = e;
 };
+
+std::string op_text(char c) {
+  return std::string(1, c);
+}
+std::string op_text(const std::string& s) {
+  return s;
+}
 
 auto const make_binary = [](auto& ctx) {
   ast::ExprPtr lhs = x3::_val(ctx);
   auto& attr = x3::_attr(ctx);
   ast::ExprPtr rhs = boost::fusion::at_c<1>(attr);
   auto e = node(ast::Expr::Kind::Binary, {lhs->range.begin, rhs->range.end}, {lhs, rhs});
-  e->op = boost::fusion::at_c<0>(attr);
+  e->op = op_text(boost::fusion::at_c<0>(attr));
   x3::_val(ctx) = e;
 };
 
-auto const make_neg = [](auto& ctx) {
+template <ast::Expr::Kind K> struct make_prefix {
+  template <class Ctx> void operator()(Ctx& ctx) const {
+    auto& attr = x3::_attr(ctx);
+    x3::_val(ctx) =
+        node(K, {boost::fusion::at_c<0>(attr), end_of(ctx)}, {boost::fusion::at_c<1>(attr)});
+  }
+};
+
+// c ? a : b
+auto const make_ternary = [](auto& ctx) {
+  ast::ExprPtr cond = x3::_val(ctx);
   auto& attr = x3::_attr(ctx);
-  x3::_val(ctx) = node(ast::Expr::Kind::Neg, {boost::fusion::at_c<0>(attr), end_of(ctx)},
-                       {boost::fusion::at_c<1>(attr)});
+  x3::_val(ctx) = node(ast::Expr::Kind::Cond, {cond->range.begin, end_of(ctx)},
+                       {cond, boost::fusion::at_c<0>(attr), boost::fusion::at_c<1>(attr)});
+};
+
+// if (c) a else b
+auto const make_if = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = node(
+      ast::Expr::Kind::Cond, {boost::fusion::at_c<0>(attr), end_of(ctx)},
+      {boost::fusion::at_c<1>(attr), boost::fusion::at_c<2>(attr), boost::fusion::at_c<3>(attr)});
 };
 
 template <ast::TypeSpec::Kind K> struct make_type {
@@ -147,14 +172,14 @@ template <ast::TypeSpec::Kind K> struct make_type {
     ast::TypeSpec t;
     t.kind = K;
     auto& attr = x3::_attr(ctx);
-    if constexpr (K == ast::TypeSpec::Kind::Real) {
-      t.range = {attr, end_of(ctx)};
+    t.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+    if constexpr (K == ast::TypeSpec::Kind::Real || K == ast::TypeSpec::Kind::Int) {
+      if (auto& b = boost::fusion::at_c<1>(attr))
+        t.bounds = *b;
+    } else if constexpr (K == ast::TypeSpec::Kind::Matrix) {
+      t.dims = {boost::fusion::at_c<1>(attr), boost::fusion::at_c<2>(attr)};
     } else {
-      t.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
-      if constexpr (K == ast::TypeSpec::Kind::Matrix)
-        t.dims = {boost::fusion::at_c<1>(attr), boost::fusion::at_c<2>(attr)};
-      else
-        t.dims = {boost::fusion::at_c<1>(attr)};
+      t.dims = {boost::fusion::at_c<1>(attr)};
     }
     x3::_val(ctx) = std::move(t);
   }
@@ -200,6 +225,46 @@ template <ast::VarDecl::Kind K> struct push_var {
   }
 };
 
+auto const make_let = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = ast::LetDecl{boost::fusion::at_c<1>(attr),
+                               boost::fusion::at_c<2>(attr),
+                               {boost::fusion::at_c<0>(attr), end_of(ctx)}};
+};
+
+auto const push_let = [](auto& ctx) { state(ctx).model->lets.push_back(x3::_attr(ctx)); };
+
+auto const make_fn_param = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = ast::FnParam{boost::fusion::at_c<0>(attr), boost::fusion::at_c<1>(attr)};
+};
+
+auto const fn_expr_body = [](auto& ctx) { x3::_val(ctx).body = x3::_attr(ctx); };
+auto const fn_block_body = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx).lets = boost::fusion::at_c<0>(attr);
+  x3::_val(ctx).body = boost::fusion::at_c<1>(attr);
+};
+
+auto const push_fn = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::FnDecl f = boost::fusion::at_c<4>(attr);
+  f.name = boost::fusion::at_c<1>(attr);
+  if (auto& params = boost::fusion::at_c<2>(attr))
+    f.params = *params;
+  f.result = boost::fusion::at_c<3>(attr);
+  f.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->fns.push_back(std::move(f));
+};
+
+auto const push_functional = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  state(ctx).model->functionals.push_back({boost::fusion::at_c<1>(attr),
+                                           boost::fusion::at_c<2>(attr),
+                                           boost::fusion::at_c<3>(attr),
+                                           {boost::fusion::at_c<0>(attr), end_of(ctx)}});
+};
+
 auto const push_relation = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   const ast::ExprPtr& target = boost::fusion::at_c<0>(attr);
@@ -231,11 +296,23 @@ x3::rule<class postfix_r, ast::ExprPtr> const postfix = "expression";
 x3::rule<class power_r, ast::ExprPtr> const power = "expression";
 x3::rule<class unary_r, ast::ExprPtr> const unary = "expression";
 x3::rule<class product_r, ast::ExprPtr> const product = "expression";
+x3::rule<class sum_r, ast::ExprPtr> const sum = "expression";
+x3::rule<class comparison_r, ast::ExprPtr> const comparison = "expression";
+x3::rule<class conjunction_r, ast::ExprPtr> const conjunction = "expression";
+x3::rule<class disjunction_r, ast::ExprPtr> const disjunction = "expression";
 x3::rule<class expr_r, ast::ExprPtr> const expr = "expression";
+x3::rule<class comparison_op_r, std::string> const comparison_op = "operator";
+x3::rule<class and_op_r, std::string> const and_op = "operator";
+x3::rule<class or_op_r, std::string> const or_op = "operator";
 x3::rule<class expr_list_r, std::vector<ast::ExprPtr>> const expr_list = "expression";
 x3::rule<class type_r, ast::TypeSpec> const type = "type";
+x3::rule<class bounds_r, std::vector<ast::ExprPtr>> const bounds = "bounds";
+x3::rule<class int_range_r, std::vector<ast::ExprPtr>> const int_range = "bounds";
 x3::rule<class dist_r, ast::DistCall> const dist = "distribution";
 x3::rule<class target_r, ast::ExprPtr> const target = "relation";
+x3::rule<class let_r, ast::LetDecl> const let = "let";
+x3::rule<class fn_param_r, ast::FnParam> const fn_param = "parameter";
+x3::rule<class fn_body_r, ast::FnDecl> const fn_body = "function body";
 x3::rule<class statement_r> const statement = "statement";
 x3::rule<class end_of_model_r> const end_of_model = "end of model";
 x3::rule<class model_r> const model = "model";
@@ -246,37 +323,63 @@ auto const pos_def = x3::raw[x3::eps][set_pos];
 
 auto const ident_def = x3::raw[x3::lexeme[x3::char_("a-zA-Z_") >> *ident_char]][make_ident];
 
+// A fraction needs a dot not followed by another: `0..1` is a range, not `0.` then `.1`.
+auto const fraction_dot = x3::lit('.') >> !x3::lit('.');
 auto const number_def =
-    x3::raw[x3::lexeme[(+digit >> -('.' >> *digit) | '.' >> +digit) >>
-                       -(x3::char_("eE") >> -x3::char_("-+") >> +digit) >> !(ident_char | '.')]]
-           [make_number];
+    x3::raw[x3::lexeme[(+digit >> -(fraction_dot >> *digit) | fraction_dot >> +digit) >>
+                       -(x3::char_("eE") >> -x3::char_("-+") >> +digit) >>
+                       !(ident_char | fraction_dot)]][make_number];
 
 auto const bracket = x3::lit('[') > expr_list > ']';
 
-auto const primary_def = number[assign] | (ident >> '(' >> -expr_list > ')')[make_call] |
-                         ident[make_name] | (pos >> '(' > expr > ')')[make_paren] |
-                         (pos >> bracket)[make_list];
+auto const primary_def = number[assign] |
+                         (pos >> kw("if") > '(' > expr > ')' > expr > kw("else") > expr)[make_if] |
+                         (ident >> '(' >> -expr_list > ')')[make_call] | ident[make_name] |
+                         (pos >> '(' > expr > ')')[make_paren] | (pos >> bracket)[make_list];
 
 auto const postfix_def = primary[assign] >> *bracket[make_index];
 auto const power_def = postfix[assign] >> -(x3::lit('^') > unary)[make_pow];
-auto const unary_def = (pos >> '-' > unary)[make_neg] | power[assign];
-auto const product_def = unary[assign] >> *(x3::char_("*/") > unary)[make_binary];
-auto const expr_def = product[assign] >> *(x3::char_("-+") > product)[make_binary];
+auto const unary_def = (pos >> '-' > unary)[make_prefix<ast::Expr::Kind::Neg>{}] |
+                       (pos >> '!' > unary)[make_prefix<ast::Expr::Kind::Not>{}] | power[assign];
+auto const product_def = unary[assign] >> *(x3::char_("*/%") > unary)[make_binary];
+auto const sum_def = product[assign] >> *(x3::char_("-+") > product)[make_binary];
+auto const comparison_op_def = x3::string("<=") | x3::string(">=") | x3::string("==") |
+                               x3::string("!=") | x3::string("<") | x3::string(">");
+auto const and_op_def = x3::string("&&");
+auto const or_op_def = x3::string("||");
+auto const comparison_def = sum[assign] >> -(comparison_op > sum)[make_binary];
+auto const conjunction_def = comparison[assign] >> *(and_op > comparison)[make_binary];
+auto const disjunction_def = conjunction[assign] >> *(or_op > conjunction)[make_binary];
+auto const expr_def = disjunction[assign] >> -('?' > expr > ':' > expr)[make_ternary];
 auto const expr_list_def = expr >> *(',' > expr);
 
+auto const bounds_def = '(' > expr > ',' > expr > ')';
+auto const int_range_def = '[' > expr > ".." > expr > ']';
 auto const type_def =
-    (pos >> kw("real"))[make_type<ast::TypeSpec::Kind::Real>{}] |
+    (pos >> kw("real") >> -bounds)[make_type<ast::TypeSpec::Kind::Real>{}] |
+    (pos >> kw("int") >> -int_range)[make_type<ast::TypeSpec::Kind::Int>{}] |
     (pos >> kw("vector") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Vector>{}] |
     (pos >> kw("matrix") > '[' > expr > ',' > expr >
      ']')[make_type<ast::TypeSpec::Kind::Matrix>{}] |
-    (pos >> kw("cov_matrix") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::CovMatrix>{}];
+    (pos >> kw("cov_matrix") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::CovMatrix>{}] |
+    (pos >> kw("simplex") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Simplex>{}];
 
 auto const dist_def = (ident > '(' > -expr_list > ')')[make_dist];
 
 auto const target_def = ident[make_name] >> *bracket[make_index];
 
+auto const let_def = (pos >> kw("let") > ident > '=' > expr > ';')[make_let];
+auto const fn_param_def = (ident > ':' > type)[make_fn_param];
+auto const fn_body_def = ('=' > expr > ';')[fn_expr_body] |
+                         ('{' > *let > kw("return") > expr > ';' > '}')[fn_block_body];
+
 auto const statement_def =
-    (pos >> kw("const") > ident > '=' > expr > ';')[push_const] |
+    (pos >> kw("const") > ident > '=' > expr > ';')[push_const] | let[push_let] |
+    (pos >> kw("fn") > ident > '(' > -(fn_param % ',') > ')' > "->" > type > fn_body)[push_fn] |
+    (pos >> kw("functional") > ident > '=' > x3::matches[kw("sum_t")] > expr >
+     ';')[push_functional] |
+    (pos >> kw("data") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Data>{}] |
+    (pos >> kw("input") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Input>{}] |
     (pos >> kw("param") > ident > -(':' > type) > -('~' > dist) > -('=' > expr) > ';')[push_param] |
     (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
     (pos >> kw("obs") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Obs>{}] |
@@ -288,8 +391,10 @@ auto const kw_model_def = kw("model");
 auto const model_def =
     x3::eps > kw_model > ident[set_model_name] > '{' > *statement > end_of_model > x3::eoi;
 
-BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, expr, expr_list,
-                    type, dist, target, statement, end_of_model, kw_model, model)
+BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,
+                    conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
+                    bounds, int_range, dist, target, let, fn_param, fn_body, statement,
+                    end_of_model, kw_model, model)
 
 } // namespace
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace ssm::frontend {
 
@@ -48,7 +49,10 @@ std::size_t token_end(std::string_view text, std::size_t pos) {
 }
 
 bool is_keyword(std::string_view word) {
-  return word == "model" || word == "const" || word == "param" || word == "state" || word == "obs";
+  static const std::set<std::string_view> keywords = {
+      "model", "const", "param",  "state",      "obs",   "data", "input",
+      "let",   "fn",    "return", "functional", "sum_t", "if",   "else"};
+  return keywords.count(word) > 0;
 }
 
 bool check_comments(std::string_view text, DiagnosticEngine& diags) {
@@ -98,8 +102,8 @@ void report_syntax_error(std::string_view text, std::size_t where, std::string_v
   // A character that no token starts with: say so rather than what the parser hoped for.
   if (!at_eof) {
     unsigned char c = static_cast<unsigned char>(text[next]);
-    if (c >= 0x80 || (!std::isalnum(c) &&
-                      std::string_view("_()[]{},;:~=+-*/^.").find(c) == std::string_view::npos)) {
+    if (c >= 0x80 || (!std::isalnum(c) && std::string_view("_()[]{},;:~=+-*/%^.<>!&|?").find(c) ==
+                                              std::string_view::npos)) {
       std::size_t end = next + 1;
       while (c >= 0x80 && end < text.size() &&
              (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
@@ -117,7 +121,8 @@ void report_syntax_error(std::string_view text, std::size_t where, std::string_v
   } else if (which == "expression") {
     at_next("expected an expression");
   } else if (which == "type") {
-    at_next("expected a type: real, vector[n], matrix[r, c] or cov_matrix[n]");
+    at_next("expected a type: real, int[lo..hi], vector[n], matrix[r, c], cov_matrix[n] or "
+            "simplex[n]");
   } else if (which == "distribution") {
     at_next("expected a distribution, as in 'normal(mu, sigma)'");
   } else if (which == "end of model") {
@@ -125,6 +130,10 @@ void report_syntax_error(std::string_view text, std::size_t where, std::string_v
       at_next("expected '}'");
     else
       at_next("expected a declaration, a relation or '}'");
+  } else if (which == "function body") {
+    at_next("expected '= expression;' or '{ ... return expression; }'");
+  } else if (which == "parameter") {
+    at_next("expected a parameter, as in 'x : real'");
   } else if (which == "eoi") {
     at_next("unexpected text after the end of the model");
   } else if (which == "'model'") {

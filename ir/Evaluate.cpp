@@ -29,6 +29,36 @@ double apply_function(const std::string& fn, double a, double b) {
     return std::fmin(a, b);
   if (fn == "max")
     return std::fmax(a, b);
+  if (fn == "log1p")
+    return std::log1p(a);
+  if (fn == "expm1")
+    return std::expm1(a);
+  if (fn == "floor")
+    return std::floor(a);
+  if (fn == "ceil")
+    return std::ceil(a);
+  if (fn == "round")
+    return std::round(a);
+  if (fn == "mod") // floored, so the result has the sign of b, as integer arithmetic expects
+    return a - b * std::floor(a / b);
+  if (fn == "lt")
+    return a < b;
+  if (fn == "le")
+    return a <= b;
+  if (fn == "gt")
+    return a > b;
+  if (fn == "ge")
+    return a >= b;
+  if (fn == "eq")
+    return a == b;
+  if (fn == "ne")
+    return a != b;
+  if (fn == "and")
+    return a != 0 && b != 0;
+  if (fn == "or")
+    return a != 0 || b != 0;
+  if (fn == "not")
+    return a == 0;
   throw std::logic_error("unknown function " + fn);
 }
 
@@ -93,6 +123,21 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
   case Op::Index: {
     size_t offset = index_offset(arg_shapes.at(0), node.index);
     return {args[0].begin() + offset, args[0].begin() + offset + node.shape.size()};
+  }
+  case Op::DynIndex: {
+    double i = args[1].at(0);
+    int rows = arg_shapes.at(0).dims.at(0);
+    size_t size = node.shape.size();
+    if (!(i >= 0 && i < rows && i == std::floor(i)))
+      return std::vector<double>(size, NAN);
+    size_t offset = static_cast<size_t>(i) * size;
+    return {args[0].begin() + offset, args[0].begin() + offset + size};
+  }
+  case Op::Select: {
+    std::vector<double> out(node.shape.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = at(args[0], i) != 0 ? at(args[1], i) : at(args[2], i);
+    return out;
   }
   default:
     throw std::logic_error("cannot evaluate a non-constant node");

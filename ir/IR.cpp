@@ -69,8 +69,34 @@ std::string_view op_name(Op op) {
     return "build";
   case Op::Index:
     return "index";
+  case Op::DynIndex:
+    return "dynindex";
+  case Op::Select:
+    return "select";
+  case Op::Data:
+    return "data";
+  case Op::Input:
+    return "input";
   }
   return "?";
+}
+
+const std::vector<FunctionInfo>& all_functions() {
+  static const std::vector<FunctionInfo> table = {
+      {"exp", 1},   {"log", 1},      {"sqrt", 1},  {"abs", 1},   {"sin", 1},   {"cos", 1},
+      {"tanh", 1},  {"logistic", 1}, {"log1p", 1}, {"expm1", 1}, {"floor", 1}, {"ceil", 1},
+      {"round", 1}, {"pow", 2},      {"min", 2},   {"max", 2},   {"mod", 2},   {"dot", 2},
+      {"lt", 2},    {"le", 2},       {"gt", 2},    {"ge", 2},    {"eq", 2},    {"ne", 2},
+      {"and", 2},   {"or", 2},       {"not", 1},
+  };
+  return table;
+}
+
+const FunctionInfo* find_function(std::string_view name) {
+  for (const FunctionInfo& f : all_functions())
+    if (f.name == name)
+      return &f;
+  return nullptr;
 }
 
 namespace {
@@ -89,6 +115,7 @@ const std::vector<DistInfo>& all_dists() {
       {Dist::Poisson, "poisson", {"lambda"}, true, false, 0, inf},
       {Dist::Bernoulli, "bernoulli", {"p"}, true, false, 0, 1},
       {Dist::MvNormal, "mvnormal", {"mu", "Sigma"}, false, true, -inf, inf},
+      {Dist::Categorical, "categorical", {"p"}, true, true, 0, inf},
   };
   return table;
 }
@@ -114,6 +141,8 @@ std::string_view block_name(BlockKind kind) {
     return "transition";
   case BlockKind::Observation:
     return "observation";
+  case BlockKind::Functional:
+    return "functional";
   }
   return "?";
 }
@@ -128,6 +157,8 @@ std::string_view param_type_name(ParamType type) {
     return "matrix";
   case ParamType::CovMatrix:
     return "cov_matrix";
+  case ParamType::Simplex:
+    return "simplex";
   }
   return "?";
 }
@@ -146,6 +177,8 @@ const Block& Model::block(BlockKind kind) const {
     return transition;
   case BlockKind::Observation:
     return observation;
+  case BlockKind::Functional:
+    return functional;
   }
   throw std::logic_error("unknown block kind");
 }
@@ -200,6 +233,18 @@ int Model::state_offset(int state) const {
 }
 int Model::obs_offset(int o) const {
   return offset_of(obs, o);
+}
+int Model::data_offset(int d) const {
+  return theta_size() + offset_of(data, d);
+}
+int Model::input_offset(int u) const {
+  return data_offset(static_cast<int>(data.size())) + offset_of(inputs, u);
+}
+int Model::previous_obs_offset(int o) const {
+  return input_offset(static_cast<int>(inputs.size())) + obs_offset(o);
+}
+int Model::frame_size() const {
+  return previous_obs_offset(static_cast<int>(obs.size()));
 }
 
 } // namespace ssm::ir

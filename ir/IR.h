@@ -10,6 +10,7 @@
 // straight-line code per particle.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,26 +43,40 @@ struct Shape {
 int index_offset(const Shape& base, const std::vector<int>& index);
 
 enum class Op {
-  Const,  // values, row-major
-  Param,  // var = parameter index
-  State,  // var = state index; lag 0 = x[t], 1 = x[t-1]
-  Obs,    // var = observation index; lag 0 = y[t]
-  Time,   // the time index t, as a real
-  Neg,    // elementwise
-  Add,    // elementwise, a scalar operand broadcasts
-  Sub,    //
-  Mul,    // elementwise, or scalar * anything (matrix products are MatMul)
-  Div,    //
-  Pow,    //
-  MatMul, // matrix * matrix, matrix * vector
-  Call,   // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
-          // broadcasting); dot (vector, vector -> scalar)
-  Build,  // vector or matrix literal: args are its scalar elements, row-major
-  Index,  // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] ->
-          // scalar
+  Const,    // values, row-major
+  Param,    // var = parameter index
+  State,    // var = state index; lag 0 = x[t], 1 = x[t-1]
+  Obs,      // var = observation index; lag 0 = y[t]
+  Time,     // the time index t, as a real
+  Neg,      // elementwise
+  Add,      // elementwise, a scalar operand broadcasts
+  Sub,      //
+  Mul,      // elementwise, or scalar * anything (matrix products are MatMul)
+  Div,      //
+  Pow,      //
+  MatMul,   // matrix * matrix, matrix * vector
+  Call,     // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
+            // broadcasting); dot (vector, vector -> scalar)
+  Build,    // vector or matrix literal: args are its scalar elements, row-major
+  Index,    // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] ->
+            // scalar
+  DynIndex, // args = {base, i} with i a scalar read at run time: v[i] -> scalar, A[i] -> row.
+            // An index outside the base (or not an integer) gives NaN.
+  Select,   // args = {cond, a, b}: a where cond != 0, else b; elementwise, scalars broadcast
+  Data,     // var = data index: a run-time constant (--data-file)
+  Input,    // var = input index; lag 0 = u[t]: an exogenous covariate
 };
 
 std::string_view op_name(Op op);
+
+// The elementwise functions of Op::Call (and `dot`), with their arity. Binary ones broadcast a
+// scalar operand. Comparisons and logic give 1 or 0.
+struct FunctionInfo {
+  std::string_view name;
+  int arity;
+};
+const std::vector<FunctionInfo>& all_functions();
+const FunctionInfo* find_function(std::string_view name); // nullptr if unknown
 
 struct Node {
   Op op = Op::Const;
@@ -86,6 +101,7 @@ enum class Dist {
   Poisson,     // (lambda)
   Bernoulli,   // (p)
   MvNormal,    // (mu : vector[d], Sigma : matrix[d, d])
+  Categorical, // (p : vector[K]) -> 0..K-1, p normalised by its sum
 };
 
 struct DistInfo {
@@ -112,13 +128,15 @@ struct Relation {
   SourceLoc loc;
 };
 
-enum class BlockKind { Prior, Initial, Transition, Observation };
+// Functional: the terms of the model's functionals, evaluated at each t with x[t-1], x[t], y[t].
+enum class BlockKind { Prior, Initial, Transition, Observation, Functional };
 std::string_view block_name(BlockKind kind);
 
 struct Block {
   BlockKind kind = BlockKind::Initial;
   std::vector<Node> nodes;
   std::vector<Relation> relations;
+  std::vector<int> outputs; // nodes read from outside the block, besides relation arguments
 
   int add(Node node) {
     nodes.push_back(std::move(node));
@@ -126,7 +144,7 @@ struct Block {
   }
 };
 
-enum class ParamType { Real, Vector, Matrix, CovMatrix };
+enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };
 std::string_view param_type_name(ParamType type);
 
 struct ParamDecl {
@@ -135,18 +153,34 @@ struct ParamDecl {
   Shape shape;
   std::optional<std::vector<double>> default_value; // row-major
   SourceLoc loc;
+  double lower = -INFINITY; // real(lo, hi): every component within [lower, upper]
+  double upper = INFINITY;
 };
 
+// A state, observation, data item or input. `integer` values are whole numbers in [lower, upper]
+// (int[lo..hi]); a finite range makes a discrete state's support finite.
 struct VarDecl {
   std::string name;
   Shape shape;
   SourceLoc loc;
+  bool integer = false;
+  double lower = -INFINITY;
+  double upper = INFINITY;
 };
 
 struct ConstDecl {
   std::string name;
   Shape shape;
   std::vector<double> values;
+  SourceLoc loc;
+};
+
+// `functional NAME = sum_t EXPR;` (additive: the sum over t of the term) or `= EXPR;` (a
+// quantity at each t, whose smoothing marginals are wanted). Functional i's term is the node
+// `functional.outputs[i]` of the model's functional block.
+struct FunctionalDecl {
+  std::string name;
+  bool additive = false;
   SourceLoc loc;
 };
 
@@ -157,18 +191,22 @@ struct Model {
   std::vector<ParamDecl> params;
   std::vector<VarDecl> states;
   std::vector<VarDecl> obs;
-  Block prior{BlockKind::Prior, {}, {}}; // relations target parameters; arguments are constants
-  Block initial{BlockKind::Initial, {}, {}};
-  Block transition{BlockKind::Transition, {}, {}};
-  Block observation{BlockKind::Observation, {}, {}};
+  std::vector<VarDecl> data;   // run-time constants
+  std::vector<VarDecl> inputs; // exogenous covariates, one value per t
+  std::vector<FunctionalDecl> functionals;
+  Block prior{BlockKind::Prior, {}, {}, {}}; // relations target parameters; arguments are constants
+  Block initial{BlockKind::Initial, {}, {}, {}};
+  Block transition{BlockKind::Transition, {}, {}, {}};
+  Block observation{BlockKind::Observation, {}, {}, {}};
+  Block functional{BlockKind::Functional, {}, {}, {}}; // no relations; outputs = the terms
 
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {
-    f(prior), f(initial), f(transition), f(observation);
+    f(prior), f(initial), f(transition), f(observation), f(functional);
   }
   template <class F> void for_each_block(F&& f) const {
-    f(prior), f(initial), f(transition), f(observation);
+    f(prior), f(initial), f(transition), f(observation), f(functional);
   }
 
   const std::string& var_name(VarKind kind, int var) const;
@@ -179,6 +217,13 @@ struct Model {
   int param_offset(int param) const; // into the flat parameter vector
   int state_offset(int state) const;
   int obs_offset(int obs) const;
+
+  // Kernels read parameters, data, inputs at t and the observations at t-1 from one array, the
+  // frame: [params | data | inputs(t) | y(t-1)], which the runtime fills before each step.
+  int data_offset(int data) const;
+  int input_offset(int input) const;
+  int previous_obs_offset(int obs) const;
+  int frame_size() const;
 };
 
 } // namespace ssm::ir

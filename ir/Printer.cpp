@@ -47,6 +47,10 @@ std::string node_str(const Model& model, BlockKind kind, const Node& node) {
     return fmt::format("obs {}{}", model.obs.at(node.var).name, time_index(kind, node.lag));
   case Op::Time:
     return "time";
+  case Op::Data:
+    return fmt::format("data {}", model.data.at(node.var).name);
+  case Op::Input:
+    return fmt::format("input {}{}", model.inputs.at(node.var).name, time_index(kind, node.lag));
   case Op::Call:
     return fmt::format("call {}({})", node.fn, operands(node.args));
   case Op::Index:
@@ -72,6 +76,13 @@ std::string print(const Model& model, const Block& block) {
   for (const Relation& rel : block.relations)
     out += fmt::format("  {} ~ {}({})\n", print_relation_target(model, block, rel),
                        dist_info(rel.dist).name, operands(rel.args));
+  for (size_t i = 0; i < block.outputs.size(); ++i) {
+    const FunctionalDecl* f = block.kind == BlockKind::Functional && i < model.functionals.size()
+                                  ? &model.functionals[i]
+                                  : nullptr;
+    out += f ? fmt::format("  {} = {}%{}\n", f->name, f->additive ? "sum_t " : "", block.outputs[i])
+             : fmt::format("  output %{}\n", block.outputs[i]);
+  }
   out += "}\n";
   return out;
 }
@@ -82,20 +93,35 @@ std::string print(const Model& model) {
     out +=
         fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));
   for (const ParamDecl& p : model.params) {
-    std::string type = p.type == ParamType::CovMatrix
-                           ? fmt::format("cov_matrix[{}]", p.shape.dims.at(0))
-                           : p.shape.str();
+    std::string type =
+        p.type == ParamType::CovMatrix ? fmt::format("cov_matrix[{}]", p.shape.dims.at(0))
+        : p.type == ParamType::Simplex ? fmt::format("simplex[{}]", p.shape.dims.at(0))
+                                       : p.shape.str();
+    if (p.lower > -INFINITY || p.upper < INFINITY)
+      type += fmt::format("({}, {})", p.lower, p.upper);
     out += fmt::format("param {} : {}", p.name, type);
     if (p.default_value)
       out += fmt::format(" = {}", values_str(*p.default_value, p.shape));
     out += "\n";
   }
+  auto decl = [&](std::string_view what, const VarDecl& v) {
+    std::string type = v.shape.str();
+    if (v.integer)
+      type = v.lower > -INFINITY || v.upper < INFINITY
+                 ? fmt::format("int[{}..{}]", v.lower, v.upper)
+                 : "int";
+    out += fmt::format("{} {} : {}\n", what, v.name, type);
+  };
   for (const VarDecl& s : model.states)
-    out += fmt::format("state {} : {}\n", s.name, s.shape.str());
+    decl("state", s);
   for (const VarDecl& o : model.obs)
-    out += fmt::format("obs {} : {}\n", o.name, o.shape.str());
+    decl("obs", o);
+  for (const VarDecl& d : model.data)
+    decl("data", d);
+  for (const VarDecl& u : model.inputs)
+    decl("input", u);
   model.for_each_block([&](const Block& block) {
-    if (!block.nodes.empty() || !block.relations.empty())
+    if (!block.nodes.empty() || !block.relations.empty() || !block.outputs.empty())
       out += fmt::format("\n{}", print(model, block));
   });
   return out;

@@ -15,11 +15,15 @@ void replace_and_compact(Block& block, const std::vector<int>& replacement) {
   for (Relation& rel : block.relations)
     for (int& a : rel.args)
       a = resolve(a);
+  for (int& a : block.outputs)
+    a = resolve(a);
 
   std::vector<bool> live(block.nodes.size(), false);
   for (const Relation& rel : block.relations)
     for (int a : rel.args)
       live[a] = true;
+  for (int a : block.outputs)
+    live[a] = true;
   for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i)
     if (live[i])
       for (int a : block.nodes[i].args)
@@ -39,6 +43,8 @@ void replace_and_compact(Block& block, const std::vector<int>& replacement) {
   for (Relation& rel : block.relations)
     for (int& a : rel.args)
       a = new_id[a];
+  for (int& a : block.outputs)
+    a = new_id[a];
 }
 
 void compact(Block& block) {

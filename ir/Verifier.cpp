@@ -20,12 +20,6 @@ std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
   return std::nullopt;
 }
 
-bool is_unary_fn(const std::string& fn) {
-  static const std::set<std::string> unary = {"exp", "log", "sqrt", "abs",
-                                              "sin", "cos", "tanh", "logistic"};
-  return unary.count(fn) > 0;
-}
-
 } // namespace
 
 std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& args) {
@@ -38,6 +32,8 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
   case Op::Param:
   case Op::State:
   case Op::Obs:
+  case Op::Data:
+  case Op::Input:
     return arity(0) ? std::optional(node.shape) : std::nullopt;
   case Op::Time:
     return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
@@ -61,14 +57,25 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
       return std::nullopt;
     return args[1].rank() == 1 ? Shape::vector(args[0].dims[0])
                                : Shape::matrix(args[0].dims[0], args[1].dims[1]);
-  case Op::Call:
-    if (is_unary_fn(node.fn))
-      return arity(1) ? std::optional(args[0]) : std::nullopt;
-    if (node.fn == "pow" || node.fn == "min" || node.fn == "max")
-      return arity(2) ? broadcast(args[0], args[1]) : std::nullopt;
-    if (node.fn == "dot" && arity(2) && args[0].rank() == 1 && args[0] == args[1])
-      return Shape::scalar();
-    return std::nullopt;
+  case Op::Call: {
+    const FunctionInfo* f = find_function(node.fn);
+    if (!f || !arity(f->arity))
+      return std::nullopt;
+    if (node.fn == "dot")
+      return args[0].rank() == 1 && args[0] == args[1] ? std::optional(Shape::scalar())
+                                                       : std::nullopt;
+    return f->arity == 1 ? std::optional(args[0]) : broadcast(args[0], args[1]);
+  }
+  case Op::Select: {
+    if (!arity(3))
+      return std::nullopt;
+    std::optional<Shape> ab = broadcast(args[1], args[2]);
+    return ab ? broadcast(*ab, args[0]) : std::nullopt;
+  }
+  case Op::DynIndex:
+    if (!arity(2) || args[0].rank() < 1 || !args[1].is_scalar())
+      return std::nullopt;
+    return Shape{std::vector<int>(args[0].dims.begin() + 1, args[0].dims.end())};
   case Op::Build:
     if (node.shape.rank() < 1 || static_cast<int>(args.size()) != node.shape.size() ||
         !std::all_of(args.begin(), args.end(), [](const Shape& s) { return s.is_scalar(); }))
@@ -141,11 +148,23 @@ private:
   }
 
   void check_reference(int id, const Node& node, std::set<int>& reads_now) {
-    if (node.op != Op::Param && node.op != Op::State && node.op != Op::Obs && node.op != Op::Time)
+    if (node.op != Op::Param && node.op != Op::State && node.op != Op::Obs && node.op != Op::Time &&
+        node.op != Op::Data && node.op != Op::Input)
       return;
     BlockKind kind = block_.kind;
     if (kind == BlockKind::Prior) {
       fail("%{}: prior arguments must be constants", id);
+      return;
+    }
+    if (node.op == Op::Data || node.op == Op::Input) {
+      const auto& decls = node.op == Op::Data ? model_.data : model_.inputs;
+      if (node.var < 0 || node.var >= static_cast<int>(decls.size()))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, decls.size());
+      else if (!(node.shape == decls[node.var].shape))
+        fail("%{} has shape {} but {} is {}", id, node.shape.str(), decls[node.var].name,
+             decls[node.var].shape.str());
+      else if (node.lag != 0)
+        fail("%{} reads input {} at lag {}", id, decls[node.var].name, node.lag);
       return;
     }
     if (node.op == Op::Time) {
@@ -168,8 +187,14 @@ private:
            model_.var_shape(vk, node.var).str());
     if (vk == VarKind::Param)
       return;
-    int max_lag = kind == BlockKind::Transition && vk == VarKind::State ? 1 : 0;
-    bool allowed = vk == VarKind::State || kind == BlockKind::Observation;
+    // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t].
+    int max_lag =
+        kind == BlockKind::Transition || (kind == BlockKind::Functional && vk == VarKind::State)
+            ? 1
+            : 0;
+    bool allowed = vk == VarKind::State || kind == BlockKind::Observation ||
+                   kind == BlockKind::Functional ||
+                   (kind == BlockKind::Transition && node.lag == 1);
     if (!allowed || node.lag < 0 || node.lag > max_lag)
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
            node.lag, block_name(kind));
@@ -206,7 +231,8 @@ private:
       bool ok = rel.dist == Dist::MvNormal
                     ? (shape.rank() == 1 &&
                        (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
-                    : (arg.is_scalar() || arg == shape);
+                : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                : (arg.is_scalar() || arg == shape);
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
@@ -236,6 +262,18 @@ std::vector<std::string> verify(const Model& model) {
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);
+  const Block& terms = model.functional;
+  if (terms.outputs.size() != model.functionals.size())
+    errors.push_back(fmt::format("functional: {} terms for {} functionals", terms.outputs.size(),
+                                 model.functionals.size()));
+  model.for_each_block([&](const Block& block) {
+    for (int a : block.outputs)
+      if (a < 0 || a >= static_cast<int>(block.nodes.size()) || block.nodes[a].shape.rank() > 1)
+        errors.push_back(
+            fmt::format("{}: output %{} is not a real or vector node", block_name(block.kind), a));
+  });
+  if (!model.functional.relations.empty())
+    errors.push_back("functional: the block has relations");
   for (const ParamDecl& p : model.params)
     if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
       errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,

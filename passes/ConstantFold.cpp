@@ -1,11 +1,13 @@
 // constant-fold: evaluates every node whose operands are all constants, and simplifies the
-// algebraic identities x+0, x-0, x*1, x/1, x^1 and 0*x (scalar zero). Folding before CSE lets
-// equal constants merge, and before codegen keeps parameter-free arithmetic out of the kernels.
+// algebraic identities x+0, x-0, x*1, x/1, x^1 and a select on a constant condition. Folding before
+// CSE lets equal constants merge, and before codegen keeps parameter-free arithmetic out of the
+// kernels.
 #include "Passes.h"
 
 #include "ir/Evaluate.h"
 #include "ir/Rewrite.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ssm::passes {
@@ -62,6 +64,17 @@ private:
   // The operand this node equals, if it is an identity such as x * 1; -1 otherwise. The result must
   // keep the node's shape, so a scalar operand cannot stand for a broadcast result.
   static int identity_operand(const ir::Block& block, const ir::Node& node) {
+    auto keeps = [&](int id) { return block.nodes[id].shape == node.shape ? id : -1; };
+    if (node.op == ir::Op::Select) {
+      if (node.args[1] == node.args[2])
+        return keeps(node.args[1]);
+      const ir::Node& cond = block.nodes[node.args[0]];
+      if (cond.op != ir::Op::Const)
+        return -1;
+      bool all = std::all_of(cond.values.begin(), cond.values.end(), [](double c) { return c; });
+      bool none = std::none_of(cond.values.begin(), cond.values.end(), [](double c) { return c; });
+      return all ? keeps(node.args[1]) : none ? keeps(node.args[2]) : -1;
+    }
     if (node.args.size() != 2)
       return -1;
     int lhs = node.args[0], rhs = node.args[1];

@@ -7,6 +7,8 @@
 // so LLVM can vectorise it.
 #include "KernelCodegen.h"
 
+#include "ssm/abi.h"
+
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
@@ -31,7 +33,8 @@ enum class Kernel {
   TransitionSample,
   TransitionLogpdf,
   ObsLogpdf,
-  ObsSample
+  ObsSample,
+  Functional
 };
 
 bool is_sampler(Kernel k) {
@@ -64,7 +67,8 @@ public:
     preamble_cache_ = cache_;
     preamble_cholesky_ = cholesky_;
 
-    if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf) {
+    if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf ||
+        kind_ == Kernel::Functional) {
       // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
       auto* gather = llvm::BasicBlock::Create(ctx_, "gather", fn_);
       auto* direct = llvm::BasicBlock::Create(ctx_, "direct", fn_);
@@ -87,6 +91,8 @@ private:
     case Kernel::TransitionSample:
     case Kernel::TransitionLogpdf:
       return ir::BlockKind::Transition;
+    case Kernel::Functional:
+      return ir::BlockKind::Functional;
     default:
       return ir::BlockKind::Observation;
     }
@@ -124,6 +130,10 @@ private:
       break;
     case Kernel::ObsSample:
       params.insert(params.end(), {{"x", ptr}, {"y", ptr}});
+      break;
+    case Kernel::Functional:
+      params.insert(params.end(),
+                    {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"y", ptr}, {"out", ptr}});
       break;
     }
     std::vector<llvm::Type*> types;
@@ -171,11 +181,18 @@ private:
     cache_ = preamble_cache_;
     cholesky_ = preamble_cholesky_;
     current_.clear();
-    Value* logpdf = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
-    for (size_t r = 0; r < block_.relations.size(); ++r)
-      logpdf = emit_relation(r, logpdf);
-    if (!is_sampler(kind_))
-      b_.CreateStore(logpdf, element(arg("out"), b_.getInt64(0), n));
+    if (kind_ == Kernel::Functional) {
+      int component = 0;
+      for (int id : block_.outputs)
+        for (Value* v : get(id))
+          b_.CreateStore(v, element(arg("out"), b_.getInt64(component++), n));
+    } else {
+      Value* logpdf = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
+      for (size_t r = 0; r < block_.relations.size(); ++r)
+        logpdf = emit_relation(r, logpdf);
+      if (!is_sampler(kind_))
+        b_.CreateStore(logpdf, element(arg("out"), b_.getInt64(0), n));
+    }
 
     auto* next = b_.CreateAdd(n, b_.getInt64(1), "n.next", true, true);
     n->addIncoming(next, b_.GetInsertBlock());
@@ -196,7 +213,9 @@ private:
     varying_.assign(block_.nodes.size(), false);
     for (size_t i = 0; i < block_.nodes.size(); ++i) {
       const ir::Node& node = block_.nodes[i];
-      bool v = node.op == ir::Op::State || (node.op == ir::Op::Obs && kind_ != Kernel::ObsLogpdf);
+      // y[t] varies in the observation sampler only; y[t-1], data and inputs are in the frame.
+      bool v = node.op == ir::Op::State ||
+               (node.op == ir::Op::Obs && node.lag == 0 && kind_ == Kernel::ObsSample);
       for (int a : node.args)
         v = v || varying_[a];
       varying_[i] = v;
@@ -261,7 +280,54 @@ private:
       return intrinsic(llvm::Intrinsic::minnum, {a, c});
     if (fn == "max")
       return intrinsic(llvm::Intrinsic::maxnum, {a, c});
+    if (fn == "log1p" || fn == "expm1") {
+      auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
+      return b_.CreateCall(module_.getOrInsertFunction(fn, type), {a});
+    }
+    if (fn == "floor")
+      return intrinsic(llvm::Intrinsic::floor, {a});
+    if (fn == "ceil")
+      return intrinsic(llvm::Intrinsic::ceil, {a});
+    if (fn == "round")
+      return intrinsic(llvm::Intrinsic::round, {a});
+    if (fn == "mod")
+      return b_.CreateFSub(
+          a, b_.CreateFMul(c, intrinsic(llvm::Intrinsic::floor, {b_.CreateFDiv(a, c)})));
+    // Comparisons are false on NaN, except !=, as in C.
+    if (fn == "lt")
+      return truth(b_.CreateFCmpOLT(a, c));
+    if (fn == "le")
+      return truth(b_.CreateFCmpOLE(a, c));
+    if (fn == "gt")
+      return truth(b_.CreateFCmpOGT(a, c));
+    if (fn == "ge")
+      return truth(b_.CreateFCmpOGE(a, c));
+    if (fn == "eq")
+      return truth(b_.CreateFCmpOEQ(a, c));
+    if (fn == "ne")
+      return truth(b_.CreateFCmpUNE(a, c));
+    if (fn == "and")
+      return truth(b_.CreateAnd(is_true(a), is_true(c)));
+    if (fn == "or")
+      return truth(b_.CreateOr(is_true(a), is_true(c)));
+    if (fn == "not")
+      return truth(b_.CreateNot(is_true(a)));
     throw CodegenError(fmt::format("internal error: no code for function '{}'", fn));
+  }
+
+  Value* truth(Value* bit) { return b_.CreateUIToFP(bit, b_.getDoubleTy()); }
+  Value* is_true(Value* v) { return b_.CreateFCmpUNE(v, constant(0)); }
+
+  Value* frame_load(int offset) {
+    return b_.CreateLoad(b_.getDoubleTy(),
+                         b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("theta"), offset));
+  }
+
+  Values frame_values(int offset, size_t size) {
+    Values out(size);
+    for (size_t i = 0; i < size; ++i)
+      out[i] = frame_load(offset + static_cast<int>(i));
+    return out;
   }
 
   Value* power(Value* a, Value* e) {
@@ -290,11 +356,27 @@ private:
       for (size_t i = 0; i < size; ++i)
         out[i] = constant(node.values[i]);
       return out;
-    case ir::Op::Param: {
-      int offset = model_.param_offset(node.var);
+    case ir::Op::Param:
+      return frame_values(model_.param_offset(node.var), size);
+    case ir::Op::Data:
+      return frame_values(model_.data_offset(node.var), size);
+    case ir::Op::Input:
+      return frame_values(model_.input_offset(node.var), size);
+    case ir::Op::Select:
       for (size_t i = 0; i < size; ++i)
-        out[i] = b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstInBoundsGEP1_64(
-                                                     b_.getDoubleTy(), arg("theta"), offset + i));
+        out[i] = b_.CreateSelect(is_true(component(*args[0], i)), component(*args[1], i),
+                                 component(*args[2], i));
+      return out;
+    case ir::Op::DynIndex: {
+      // A select per row: rows are few (discrete states), and selects keep the loop vectorisable.
+      Value* index = (*args[1])[0];
+      int rows = block_.nodes[node.args[0]].shape.dims[0];
+      for (size_t i = 0; i < size; ++i) {
+        Value* v = constant(NAN);
+        for (int r = rows - 1; r >= 0; --r)
+          v = b_.CreateSelect(b_.CreateFCmpOEQ(index, constant(r)), (*args[0])[r * size + i], v);
+        out[i] = v;
+      }
       return out;
     }
     case ir::Op::Time:
@@ -371,6 +453,8 @@ private:
   }
 
   Values load_obs(const ir::Node& node) {
+    if (node.lag == 1)
+      return frame_values(model_.previous_obs_offset(node.var), node.shape.size());
     if (kind_ == Kernel::ObsSample)
       return current_.at(node.var);
     int offset = model_.obs_offset(node.var);
@@ -415,8 +499,9 @@ private:
       args.push_back(&get(a));
 
     if (is_sampler(kind_)) {
-      Values drawn = rel.dist == ir::Dist::MvNormal ? sample_mvnormal(rel, r, args)
-                                                    : sample_independent(rel, r, args, size);
+      Values drawn = rel.dist == ir::Dist::MvNormal      ? sample_mvnormal(rel, r, args)
+                     : rel.dist == ir::Dist::Categorical ? sample_categorical(r, *args[0])
+                                                         : sample_independent(rel, r, args, size);
       current_[rel.var] = drawn;
       bool obs = rel.kind == ir::VarKind::Obs;
       int offset = obs ? model_.obs_offset(rel.var) : model_.state_offset(rel.var);
@@ -432,6 +517,10 @@ private:
     Values x = rel.kind == ir::VarKind::Obs ? load_obs(target) : load_state(target);
     current_[rel.var] = x;
     bool skip_missing = rel.kind == ir::VarKind::Obs;
+    if (rel.dist == ir::Dist::Categorical) {
+      Value* lp = categorical_logpdf(x[0], *args[0]);
+      return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
+    }
     if (rel.dist == ir::Dist::MvNormal) {
       Value* lp = mvnormal_logpdf(rel, x, args);
       // The runtime rejects partially missing rows of a joint observation; one NaN means all.
@@ -492,6 +581,38 @@ private:
     return out;
   }
 
+  Value* sum(const Values& v) {
+    Value* s = v[0];
+    for (size_t i = 1; i < v.size(); ++i)
+      s = b_.CreateFAdd(s, v[i]);
+    return s;
+  }
+
+  // The number of cumulative weights at or below u * sum(p): straight-line, so it vectorises.
+  Values sample_categorical(size_t r, const Values& p) {
+    Value* u =
+        b_.CreateFMul(library_call("ssm_rng_uniform", {arg("seed"), n32_, t32_,
+                                                       b_.getInt32(site_id(block_.kind, r, 0))}),
+                      sum(p));
+    Value* k = constant(0);
+    Value* cum = constant(0);
+    for (size_t j = 0; j + 1 < p.size(); ++j) {
+      cum = b_.CreateFAdd(cum, p[j]);
+      k = b_.CreateFAdd(k, truth(b_.CreateFCmpOLE(cum, u)));
+    }
+    return {k};
+  }
+
+  // log(p[x] / sum(p)); -inf for an x that is not one of 0..K-1.
+  Value* categorical_logpdf(Value* x, const Values& p) {
+    Value* px = constant(0);
+    for (size_t j = 0; j < p.size(); ++j)
+      px = b_.CreateSelect(b_.CreateFCmpOEQ(x, constant(static_cast<double>(j))), p[j], px);
+    Value* lp = b_.CreateFSub(intrinsic(llvm::Intrinsic::log, {px}),
+                              intrinsic(llvm::Intrinsic::log, {sum(p)}));
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, lp); // NaN stays NaN
+  }
+
   // log N(x; mu, L L^T) = -|L^{-1}(x - mu)|^2 / 2 - sum log L_ii - d log(2 pi) / 2
   Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
                          const std::vector<const Values*>& args) {
@@ -537,10 +658,11 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
   std::vector<llvm::Constant*> fields{
-      b.getInt32(1), llvm::ConstantExpr::getPointerCast(metadata, b.getInt8PtrTy())};
+      b.getInt32(SSM_ABI_VERSION), llvm::ConstantExpr::getPointerCast(metadata, b.getInt8PtrTy())};
   std::vector<llvm::Type*> types{b.getInt32Ty(), b.getInt8PtrTy()};
-  for (const char* name : {"ssm_init_sample", "ssm_init_logpdf", "ssm_transition_sample",
-                           "ssm_transition_logpdf", "ssm_obs_logpdf", "ssm_obs_sample"}) {
+  for (const char* name :
+       {"ssm_init_sample", "ssm_init_logpdf", "ssm_transition_sample", "ssm_transition_logpdf",
+        "ssm_obs_logpdf", "ssm_obs_sample", "ssm_functional_terms"}) {
     llvm::Function* f = module.getFunction(name);
     fields.push_back(f);
     types.push_back(f->getType());
@@ -566,6 +688,7 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   KernelEmitter(model, library, Kernel::TransitionLogpdf).emit("ssm_transition_logpdf");
   KernelEmitter(model, library, Kernel::ObsLogpdf).emit("ssm_obs_logpdf");
   KernelEmitter(model, library, Kernel::ObsSample).emit("ssm_obs_sample");
+  KernelEmitter(model, library, Kernel::Functional).emit("ssm_functional_terms");
   emit_model_table(metadata_json, library);
 
   std::string problems;

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ssm::codegen {
@@ -19,18 +20,19 @@ json bound(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }
 
-json variables(const ir::Model& model, ir::VarKind kind, const std::vector<ir::VarDecl>& decls,
-               const ir::Block& block) {
+// Offsets are into the state or observation vector, or (data, inputs) into the frame.
+json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Block* block) {
   json out = json::array();
-  int offset = 0;
   for (size_t i = 0; i < decls.size(); ++i) {
     json v = {{"name", decls[i].name},
               {"shape", decls[i].shape.dims},
               {"offset", offset},
               {"size", decls[i].shape.size()}};
-    if (kind == ir::VarKind::Obs) {
+    if (decls[i].integer)
+      v["integer"] = {bound(decls[i].lower), bound(decls[i].upper)};
+    if (block && block->kind == ir::BlockKind::Observation) {
       bool joint = false;
-      for (const ir::Relation& rel : block.relations)
+      for (const ir::Relation& rel : block->relations)
         if (rel.var == static_cast<int>(i))
           joint = ir::dist_info(rel.dist).joint;
       v["joint"] = joint;
@@ -38,7 +40,6 @@ json variables(const ir::Model& model, ir::VarKind kind, const std::vector<ir::V
     out.push_back(v);
     offset += decls[i].shape.size();
   }
-  (void)model;
   return out;
 }
 
@@ -79,15 +80,39 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
       entry["lower"] = bound(lower);
       entry["upper"] = bound(upper);
     }
+    // Declared bounds, real(lo, hi), narrow the prior's support.
+    if (p.lower > -INFINITY && (entry["lower"].is_null() || entry["lower"].get<double>() < p.lower))
+      entry["lower"] = p.lower;
+    if (p.upper < INFINITY && (entry["upper"].is_null() || entry["upper"].get<double>() > p.upper))
+      entry["upper"] = p.upper;
     params.push_back(entry);
+  }
+  json functionals = json::array();
+  int component = 0;
+  for (size_t i = 0; i < model.functionals.size(); ++i) {
+    const ir::Shape& shape = model.functional.nodes[model.functional.outputs[i]].shape;
+    functionals.push_back({{"name", model.functionals[i].name},
+                           {"additive", model.functionals[i].additive},
+                           {"shape", shape.dims},
+                           {"offset", component},
+                           {"size", shape.size()}});
+    component += shape.size();
   }
   json meta = {{"name", model.name},
                {"source", model.source_file},
                {"n_state", model.state_size()},
                {"n_obs", model.obs_size()},
                {"n_theta", model.theta_size()},
-               {"state", variables(model, ir::VarKind::State, model.states, model.transition)},
-               {"obs", variables(model, ir::VarKind::Obs, model.obs, model.observation)},
+               {"n_frame", model.frame_size()},
+               {"previous_obs_offset", model.previous_obs_offset(0)},
+               {"state", variables(model.states, 0, nullptr)},
+               {"obs", variables(model.obs, 0, &model.observation)},
+               {"data", variables(model.data, model.data_offset(0), nullptr)},
+               {"inputs", variables(model.inputs, model.input_offset(0), nullptr)},
+               {"functionals", functionals},
+               {"reads_previous_obs",
+                std::any_of(model.transition.nodes.begin(), model.transition.nodes.end(),
+                            [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; })},
                {"params", params},
                {"structure", structure_report}};
   return meta.dump();

@@ -139,6 +139,17 @@ ModelInfo parse_metadata(std::string_view text) {
   info.n_theta = get_int(root, "n_theta", "model");
   info.state = parse_vars(root, "state", info.n_state, false);
   info.obs = parse_vars(root, "obs", info.n_obs, true);
+  // The v1 language accepts data, inputs and transitions that read y[t-1]; the runtime does not
+  // fill the frame that carries them yet, so refuse such a model rather than read garbage.
+  for (const char* key : {"data", "inputs"})
+    if (auto it = root.find(key); it != root.end() && it->is_array() && !it->empty())
+      throw Error(fmt::format("model '{}' declares {} '{}', which this runtime cannot supply yet",
+                              info.name, std::string_view(key) == "data" ? "data" : "input",
+                              (*it)[0].value("name", "?")));
+  if (root.value("reads_previous_obs", false))
+    throw Error(fmt::format("model '{}' has a transition that reads the previous observation, "
+                            "which this runtime cannot supply yet",
+                            info.name));
   auto st = root.find("structure");
   if (st != root.end() && st->is_string())
     info.structure = st->get<std::string>();

@@ -1,10 +1,12 @@
 // Golden tests of the frontend's diagnostics: every tests/golden/diagnostics/NAME.ssm is compiled
-// and its rendered diagnostics must equal NAME.expected byte for byte.
+// and its rendered diagnostics must equal NAME.expected byte for byte. With SSM_UPDATE_GOLDEN=1 in
+// the environment the expected files are rewritten instead (review the diff before committing).
 #include "frontend/Frontend.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,12 +75,15 @@ TEST_CASE("frontend diagnostics match the golden files", "[frontend][golden]") {
   for (const fs::path& model : models) {
     fs::path expected_path = fs::path(model).replace_extension(".expected");
     INFO("golden file " << model.filename().string());
-    REQUIRE(fs::exists(expected_path));
-    std::string expected = read_file(expected_path);
+    std::string expected;
 
     ssm::frontend::DiagnosticEngine diags;
     auto result = ssm::frontend::compile_model(read_file(model), model.filename().string(), diags);
     std::string actual = diags.str();
+    if (const char* update = std::getenv("SSM_UPDATE_GOLDEN"); update && std::string(update) == "1")
+      std::ofstream(expected_path, std::ios::binary) << actual;
+    else
+      expected = read_file(expected_path);
     INFO("diff (- expected, + actual):\n" << line_diff(expected, actual));
     CHECK(actual == expected);
     // A model compiles exactly when it has no error.

@@ -8,8 +8,10 @@
 // Layout conventions shared by every kernel:
 //   - particles are stored structure-of-arrays: component c of particle n is at x[c * stride + n];
 //   - a kernel handles particles n in [begin, end) and allocates nothing;
-//   - theta is the flat parameter vector (scalars, then vector / row-major matrix elements, in the
-//     order and at the offsets given by the metadata);
+//   - theta is the frame: the flat parameter vector (scalars, then vector / row-major matrix
+//     elements, in the order and at the offsets given by the metadata), followed by the data
+//     items, the inputs at time t and the observation at t-1 (see docs/abi.md); the runtime fills
+//     the time-dependent part before each step;
 //   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles; a
 //   NaN
 //     component is a missing observation and contributes nothing to the log-density;
@@ -24,7 +26,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 1
+#define SSM_ABI_VERSION 2
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -47,6 +49,15 @@ typedef void (*ssm_obs_logpdf_fn)(const double* theta, int64_t t, int64_t begin,
 typedef void (*ssm_obs_sample_fn)(const double* theta, uint64_t seed, int64_t t, int64_t begin,
                                   int64_t end, int64_t stride, const double* x, double* y);
 
+// out[k*stride+n] = component k of the model's functional terms (functionals in declaration order,
+// vectors flattened) at time t for the pair (x_prev[a_n], x_n), a_n = ancestors ? ancestors[n] : n.
+// At t = 0 the runtime passes x_prev filled with NaN, so a term that reads x[t-1] is NaN there
+// unless it is guarded (t == 0 ? ... : ...).
+typedef void (*ssm_functional_terms_fn)(const double* theta, int64_t t, int64_t begin, int64_t end,
+                                        int64_t stride, const double* x_prev,
+                                        const int64_t* ancestors, const double* x, const double* y,
+                                        double* out);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -56,6 +67,7 @@ typedef struct ssm_model {
   ssm_transition_logpdf_fn transition_logpdf;
   ssm_obs_logpdf_fn obs_logpdf;
   ssm_obs_sample_fn obs_sample;
+  ssm_functional_terms_fn functional_terms;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.
