@@ -482,11 +482,15 @@ private:
     using VK = ast::VarDecl::Kind;
     Symbol* sym = declared(v.name);
     std::optional<ir::Shape> shape = ir::Shape::scalar();
-    std::optional<std::pair<double, double>> bounds = std::pair(-INFINITY, INFINITY);
+    double lower = -INFINITY, upper = INFINITY;
+    bool bounds_ok = true;
     TK tk = v.type ? v.type->kind : TK::Real;
     if (v.type) {
       shape = type_shape(*v.type);
-      bounds = type_bounds(*v.type);
+      if (auto b = type_bounds(*v.type))
+        std::tie(lower, upper) = *b;
+      else
+        bounds_ok = false;
       std::string what = kind_name(var_symbol_kind(v.kind));
       if (tk == TK::CovMatrix && v.kind != VK::Param && v.kind != VK::Data) {
         error(v.type->range, fmt::format("cov_matrix is a parameter or data type; use matrix[n, n] "
@@ -511,7 +515,7 @@ private:
     }
     if (!sym)
       return;
-    if (!shape || !bounds) {
+    if (!shape || !bounds_ok) {
       sym->valid = false;
       return;
     }
@@ -535,14 +539,14 @@ private:
     if (var) {
       var->shape = *shape;
       var->integer = tk == TK::Int;
-      var->lower = bounds->first;
-      var->upper = bounds->second;
+      var->lower = lower;
+      var->upper = upper;
       return;
     }
     ir::ParamDecl& p = model_.params[sym->index];
     p.shape = *shape;
-    p.lower = bounds->first;
-    p.upper = bounds->second;
+    p.lower = lower;
+    p.upper = upper;
     p.type = tk == TK::Real      ? ir::ParamType::Real
              : tk == TK::Vector  ? ir::ParamType::Vector
              : tk == TK::Matrix  ? ir::ParamType::Matrix

@@ -18,6 +18,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -163,6 +164,15 @@ struct Progress {
 
 } // namespace
 
+// The fixed part of the kernels' frame: parameters, then data values.
+static std::vector<double> assemble_fixed(const ModelInfo& info, const ParamValues& values,
+                                          const std::string& data_file) {
+  std::vector<double> fixed = assemble_theta(info, values);
+  std::vector<double> data = read_data_values(info, data_file);
+  fixed.insert(fixed.end(), data.begin(), data.end());
+  return fixed;
+}
+
 int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::FILE* err) {
   const std::string prog = program_name(argc, argv);
   auto fail = [&](const std::string& msg) {
@@ -234,12 +244,20 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   app.add_option("--params", g.params_file,
                  "JSON file with an object mapping parameter names to values")
       ->type_name("FILE.json");
+  std::string data_values_file;
+  app.add_option("--data-file", data_values_file,
+                 "JSON file with an object mapping the model's data items to values")
+      ->type_name("FILE.json");
 
   int64_t T = 0;
   std::string sim_out;
   CLI::App* sim = app.add_subcommand("simulate", "Simulate one trajectory of states and "
                                                  "observations; CSV t,<state>,<obs>");
   sim->add_option("--T,-T", T, "Number of time steps")->required()->check(positive_int);
+  std::string sim_inputs;
+  sim->add_option("--inputs", sim_inputs,
+                  "CSV file with the model's input columns, one row per time step")
+      ->type_name("FILE.csv");
   sim->add_option("--out", sim_out, "Output CSV file (default: standard output)")
       ->type_name("FILE.csv");
 
@@ -313,18 +331,21 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     } else if (sim->parsed()) {
       if (!model->init_sample || !model->transition_sample || !model->obs_sample)
         throw Error("the model table lacks a sampling kernel needed by simulate");
-      std::vector<double> theta = assemble_theta(info, values);
+      std::vector<double> theta = assemble_fixed(info, values, data_values_file);
+      std::optional<ObsData> inputs;
+      if (!sim_inputs.empty())
+        inputs = read_inputs(info, read_csv(sim_inputs));
       // The output (and its temporary file) is created only once the results exist, so a run
       // interrupted by a signal leaves nothing behind; a bad path still fails before the work.
       check_output_path(sim_out);
-      Simulation s = simulate(*model, info, theta, T, g.seed);
+      Simulation s = simulate(*model, info, theta, T, g.seed, inputs ? &*inputs : nullptr);
       OutputFile file(sim_out, out);
       file.write(simulation_csv(info, s));
       file.commit();
     } else if (flt->parsed()) {
       if (!model->init_sample || !model->transition_sample || !model->obs_logpdf)
         throw Error("the model table lacks a kernel needed by filter");
-      std::vector<double> theta = assemble_theta(info, values);
+      std::vector<double> theta = assemble_fixed(info, values, data_values_file);
       ObsData data = read_observations(info, read_csv(data_file));
       const bool write_csv = !filter_out.empty() || !filter_json;
       check_output_path(filter_out); // the file itself is created after filtering, as above

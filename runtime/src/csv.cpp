@@ -182,8 +182,11 @@ bool parse_cell(std::string_view cell, double& value, const std::string& source,
   return true;
 }
 
-ObsData read_observations(const ModelInfo& info, const CsvTable& table) {
-  std::vector<std::string> cols = obs_columns(info);
+namespace {
+
+// The index of each named column in the table; throws naming the first that is absent.
+std::vector<int64_t> find_columns(const ModelInfo& info, const CsvTable& table,
+                                  const std::vector<std::string>& cols, const char* what) {
   std::vector<int64_t> index(cols.size(), -1);
   for (size_t k = 0; k < cols.size(); ++k) {
     for (size_t j = 0; j < table.header.size(); ++j)
@@ -193,12 +196,43 @@ ObsData read_observations(const ModelInfo& info, const CsvTable& table) {
       std::vector<std::string> found;
       for (const auto& h : table.header)
         found.push_back("'" + h + "'");
-      throw Error(fmt::format("{}: column '{}' not found (observation columns of model '{}': {}); "
+      throw Error(fmt::format("{}: column '{}' not found ({} columns of model '{}': {}); "
                               "columns found: {}",
-                              table.source, cols[k], info.name, fmt::join(cols, ", "),
+                              table.source, cols[k], what, info.name, fmt::join(cols, ", "),
                               fmt::join(found, ", ")));
     }
   }
+  return index;
+}
+
+void read_input_cells(const ModelInfo& info, const CsvTable& table, ObsData& data) {
+  std::vector<std::string> cols = input_columns(info);
+  std::vector<int64_t> index = find_columns(info, table, cols, "input");
+  data.n_inputs = info.n_inputs;
+  data.u.resize(data.T * data.n_inputs);
+  for (int64_t t = 0; t < data.T; ++t)
+    for (size_t k = 0; k < cols.size(); ++k)
+      if (!parse_cell(table.rows[t][index[k]], data.u[t * data.n_inputs + k], table.source,
+                      table.lines[t], cols[k]))
+        throw Error(fmt::format("{}:{}: input column '{}' is empty: inputs are needed at every "
+                                "time step",
+                                table.source, table.lines[t], cols[k]));
+}
+
+} // namespace
+
+ObsData read_inputs(const ModelInfo& info, const CsvTable& table) {
+  ObsData data;
+  data.source = table.source;
+  data.T = static_cast<int64_t>(table.rows.size());
+  data.lines = table.lines;
+  read_input_cells(info, table, data);
+  return data;
+}
+
+ObsData read_observations(const ModelInfo& info, const CsvTable& table) {
+  std::vector<std::string> cols = obs_columns(info);
+  std::vector<int64_t> index = find_columns(info, table, cols, "observation");
   if (table.rows.empty())
     throw Error(fmt::format("{}: no data rows after the header", table.source));
 
@@ -226,6 +260,7 @@ ObsData read_observations(const ModelInfo& info, const CsvTable& table) {
                                 fmt::join(missing, ", ")));
     }
   }
+  read_input_cells(info, table, data);
   return data;
 }
 

@@ -5,6 +5,7 @@
 // independent of the thread count.
 #include "ssm/filter.h"
 #include "ssm/error.h"
+#include "ssm/frame.h"
 #include "ssm/resample.h"
 
 #include <fmt/format.h>
@@ -57,14 +58,16 @@ FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
     throw Error("filter: the ESS threshold must be in [0, 1]");
   if (data.n_obs != info.n_obs)
     throw Error("filter: the data do not match the model's observation dimension");
-  if (static_cast<int64_t>(theta.size()) != info.n_theta)
-    throw Error("filter: theta does not match the model's parameter layout");
+  if (static_cast<int64_t>(theta.size()) != info.n_theta + info.n_data)
+    throw Error("filter: theta does not match the model's parameter and data layout");
+  if (data.n_inputs != info.n_inputs)
+    throw Error("filter: the data do not match the model's inputs");
 
   const auto t_start = std::chrono::steady_clock::now();
   const int64_t N = opt.particles, T = data.T, ns = info.n_state;
   const int64_t stride = (N + 7) / 8 * 8;
   const int64_t nb = (N + kParticleBlock - 1) / kParticleBlock;
-  const double* th = theta.data();
+  Frame frame(info, theta);
   const uint64_t seed = opt.seed;
 
   AlignedArray<double> xa(ns * stride), xb(ns * stride), lw(N), inc(N), w(N);
@@ -101,6 +104,14 @@ FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
     const bool flat_prev = t == 0 || resampled; // previous log-weights all 0
     const int64_t* ancestors = resampled ? anc.data() : nullptr;
     const double* y = data.at(t);
+    if (info.reads_previous_obs && t > 0)
+      for (int64_t k = 0; k < info.n_obs; ++k)
+        if (std::isnan(data.at(t - 1)[k]))
+          throw Error(fmt::format("filter: the transition to t={} reads the observation at t={}, "
+                                  "which is missing ({}); a model whose transition reads y[t-1] "
+                                  "needs every observation but the last",
+                                  t, t - 1, data_row_text(info, data, t - 1)));
+    const double* th = frame.step(data.inputs_at(t), t > 0 ? data.at(t - 1) : nullptr);
 
     // Propagate, weight, and find each block's largest log-weight.
     pool.parallel_for(nb, [&](int64_t b) {

@@ -139,17 +139,22 @@ ModelInfo parse_metadata(std::string_view text) {
   info.n_theta = get_int(root, "n_theta", "model");
   info.state = parse_vars(root, "state", info.n_state, false);
   info.obs = parse_vars(root, "obs", info.n_obs, true);
-  // The v1 language accepts data, inputs and transitions that read y[t-1]; the runtime does not
-  // fill the frame that carries them yet, so refuse such a model rather than read garbage.
-  for (const char* key : {"data", "inputs"})
-    if (auto it = root.find(key); it != root.end() && it->is_array() && !it->empty())
-      throw Error(fmt::format("model '{}' declares {} '{}', which this runtime cannot supply yet",
-                              info.name, std::string_view(key) == "data" ? "data" : "input",
-                              (*it)[0].value("name", "?")));
-  if (root.value("reads_previous_obs", false))
-    throw Error(fmt::format("model '{}' has a transition that reads the previous observation, "
-                            "which this runtime cannot supply yet",
-                            info.name));
+  // Models compiled before data and inputs existed have no frame beyond theta.
+  info.data_offset = root.value("data_offset", info.n_theta);
+  info.input_offset = root.value("input_offset", info.n_theta);
+  info.previous_obs_offset = root.value("previous_obs_offset", info.n_theta);
+  info.n_frame = root.value("n_frame", info.previous_obs_offset + info.n_obs);
+  info.reads_previous_obs = root.value("reads_previous_obs", false);
+  info.n_data = info.input_offset - info.data_offset;
+  info.n_inputs = info.previous_obs_offset - info.input_offset;
+  if (info.data_offset != info.n_theta || info.n_data < 0 || info.n_inputs < 0 ||
+      info.n_frame != info.previous_obs_offset + info.n_obs)
+    bad("the frame layout (data_offset, input_offset, previous_obs_offset, n_frame) is "
+        "inconsistent");
+  if (root.contains("data"))
+    info.data = parse_vars(root, "data", info.n_data, false);
+  if (root.contains("inputs"))
+    info.inputs = parse_vars(root, "inputs", info.n_inputs, false);
   auto st = root.find("structure");
   if (st != root.end() && st->is_string())
     info.structure = st->get<std::string>();
@@ -231,6 +236,10 @@ static std::vector<std::string> columns_of(const std::vector<VarInfo>& vars, int
 
 std::vector<std::string> state_columns(const ModelInfo& info) {
   return columns_of(info.state, info.n_state);
+}
+
+std::vector<std::string> input_columns(const ModelInfo& info) {
+  return columns_of(info.inputs, info.n_inputs);
 }
 
 std::vector<std::string> obs_columns(const ModelInfo& info) {

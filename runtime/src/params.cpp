@@ -158,9 +158,10 @@ json parse_param_value(std::string_view text) {
   return ValueParser(text).parse();
 }
 
-std::vector<double> flatten_param(const ParamInfo& p, const json& v, const std::string& where) {
+std::vector<double> flatten_param(const ParamInfo& p, const json& v, const std::string& where,
+                                  const std::string& kind) {
   auto mismatch = [&] {
-    return Error(fmt::format("parameter '{}' is {} and needs {}; {} gives {}", p.name,
+    return Error(fmt::format("{} '{}' is {} and needs {}; {} gives {}", kind, p.name,
                              type_string(p), expected_form(p), where, describe(v)));
   };
   std::vector<double> out;
@@ -195,9 +196,56 @@ std::vector<double> flatten_param(const ParamInfo& p, const json& v, const std::
   }
   for (size_t k = 0; k < out.size(); ++k)
     if (!std::isfinite(out[k]))
-      throw Error(fmt::format("parameter '{}' = {} ({}): values must be finite", element_name(p, k),
+      throw Error(fmt::format("{} '{}' = {} ({}): values must be finite", kind, element_name(p, k),
                               out[k], where));
   return out;
+}
+
+std::vector<double> read_data_values(const ModelInfo& info, const std::string& path) {
+  std::vector<std::string> names;
+  for (const VarInfo& d : info.data)
+    names.push_back("'" + d.name + "'");
+  if (info.data.empty()) {
+    if (!path.empty())
+      throw Error(fmt::format("--data-file {}: model '{}' declares no data", path, info.name));
+    return {};
+  }
+  if (path.empty())
+    throw Error(fmt::format("model '{}' declares data ({}): give their values with --data-file "
+                            "FILE.json, an object mapping each name to a number or an array",
+                            info.name, fmt::join(names, ", ")));
+  std::ifstream in(path);
+  if (!in)
+    throw Error(fmt::format("cannot read data file '{}': {}", path, std::strerror(errno)));
+  json file;
+  try {
+    file = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  }
+  if (!file.is_object())
+    throw Error(fmt::format("{}: expected a JSON object mapping data names to values", path));
+  for (const auto& [key, value] : file.items()) {
+    bool known = std::any_of(info.data.begin(), info.data.end(),
+                             [&](const VarInfo& d) { return d.name == key; });
+    if (!known)
+      throw Error(fmt::format("{}: '{}' is not a data item of model '{}' (data: {})", path, key,
+                              info.name, fmt::join(names, ", ")));
+  }
+  std::vector<double> values(info.n_data);
+  for (const VarInfo& d : info.data) {
+    auto it = file.find(d.name);
+    if (it == file.end())
+      throw Error(fmt::format("{}: data '{}' has no value", path, d.name));
+    ParamInfo as_value;
+    as_value.name = d.name;
+    as_value.type = d.shape.empty() ? "real" : d.shape.size() == 1 ? "vector" : "matrix";
+    as_value.shape = d.shape;
+    as_value.size = d.size;
+    std::vector<double> v = flatten_param(as_value, *it, path, "data");
+    std::copy(v.begin(), v.end(), values.begin() + d.offset);
+  }
+  return values;
 }
 
 void check_param_value(const ParamInfo& p, const std::vector<double>& value) {

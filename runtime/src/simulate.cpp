@@ -2,17 +2,23 @@
 #include "ssm/simulate.h"
 #include "ssm/csv.h"
 #include "ssm/error.h"
+#include "ssm/frame.h"
 
 #include <fmt/format.h>
 
 namespace ssm {
 
 Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::vector<double>& theta,
-                    int64_t T, uint64_t seed) {
-  if (static_cast<int64_t>(theta.size()) != info.n_theta)
-    throw Error("simulate: theta does not match the model's parameter layout");
+                    int64_t T, uint64_t seed, const ObsData* inputs) {
   if (T < 0)
     throw Error("simulate: the number of time steps must be non-negative");
+  if (info.n_inputs > 0 && (!inputs || inputs->T < T))
+    throw Error(inputs ? fmt::format("simulate: {} has inputs for {} time steps, fewer than --T {}",
+                                     inputs->source, inputs->T, T)
+                       : fmt::format("model '{}' has inputs: give their values for each time "
+                                     "step with --inputs FILE.csv",
+                                     info.name));
+  Frame frame(info, theta);
   Simulation sim;
   sim.T = T;
   sim.n_state = info.n_state;
@@ -22,11 +28,14 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
   // A batch of one particle (index 0): stride 1, so state t is a contiguous slice of sim.x.
   for (int64_t t = 0; t < T; ++t) {
     double* x = sim.x.data() + t * info.n_state;
+    double* y = sim.y.data() + t * info.n_obs;
+    const double* th = frame.step(info.n_inputs ? inputs->inputs_at(t) : nullptr,
+                                  t > 0 ? y - info.n_obs : nullptr);
     if (t == 0)
-      model.init_sample(theta.data(), seed, 0, 1, 1, x);
+      model.init_sample(th, seed, 0, 1, 1, x);
     else
-      model.transition_sample(theta.data(), seed, t, 0, 1, 1, x - info.n_state, nullptr, x);
-    model.obs_sample(theta.data(), seed, t, 0, 1, 1, x, sim.y.data() + t * info.n_obs);
+      model.transition_sample(th, seed, t, 0, 1, 1, x - info.n_state, nullptr, x);
+    model.obs_sample(th, seed, t, 0, 1, 1, x, y);
   }
   return sim;
 }

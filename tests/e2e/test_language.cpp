@@ -97,3 +97,108 @@ TEST_CASE("a discrete-state HMM written with let, fn and conditionals filters ex
   CHECK(std::fabs(mean + var / 2 - exact) < 4 * std::sqrt(var / R) + 1e-9);
   CHECK(var > 0);
 }
+
+namespace {
+
+// A scalar linear-Gaussian model driven by an input u[t], data b (from --data-file) and the
+// previous observation: conditionally on those it is still linear-Gaussian, so the exact
+// likelihood comes from a Kalman filter with known additive terms.
+const char* kArx = R"(
+model arx {
+  input u : real;
+  data b : vector[2];
+  param a = 0.8;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(b[0] * u[0], 1);
+  x[t] ~ normal(a * x[t-1] + b[0] * u[t] + b[1] * y[t-1], 0.5);
+  y[t] ~ normal(x[t], 0.7);
+}
+)";
+
+double arx_kalman_loglik(const std::vector<double>& u, const std::vector<double>& y, double b0,
+                         double b1) {
+  const double a = 0.8, q = 0.25, r = 0.49;
+  double m = b0 * u[0], p = 1, ll = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      m = a * m + b0 * u[t] + b1 * y[t - 1];
+      p = a * a * p + q;
+    }
+    double s = p + r, e = y[t] - m;
+    ll += -0.5 * (std::log(2 * M_PI * s) + e * e / s);
+    m += p / s * e;
+    p -= p * p / s;
+  }
+  return ll;
+}
+
+} // namespace
+
+TEST_CASE("inputs, data and reads of y[t-1] reach the kernels through the frame",
+          "[e2e][language]") {
+  const std::string& exe = model_exe("arx_lang", kArx);
+  const double b0 = 0.6, b1 = -0.3;
+  const std::string data_json = scratch_path("arx-data.json");
+  write_file(data_json, fmt::format(R"({{"b": [{}, {}]}})", b0, b1));
+  const int T = 60;
+  std::string inputs_csv = "t,u\n";
+  std::vector<double> u;
+  for (int t = 0; t < T; ++t) {
+    u.push_back(std::sin(0.3 * t) * 2);
+    inputs_csv += fmt::format("{},{}\n", t, u.back());
+  }
+  const std::string inputs = scratch_path("arx-inputs.csv");
+  write_file(inputs, inputs_csv);
+
+  // simulate writes the states and observations; add the input column for the filter.
+  const std::string sim = scratch_path("arx-sim.csv");
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "4", "--inputs", inputs,
+          "--data-file", data_json, "--out", sim});
+  Table table = read_table(sim);
+  std::vector<double> x = table.column("x"), y = table.column("y");
+  // The simulated transition uses u[t] and the simulated y[t-1]: its innovations are N(0, 0.25).
+  std::vector<double> z;
+  for (int t = 1; t < T; ++t)
+    z.push_back((x[t] - 0.8 * x[t - 1] - b0 * u[t] - b1 * y[t - 1]) / 0.5);
+  CHECK(std::fabs(sample_mean(z)) < 4 / std::sqrt(z.size()));
+  table.header.push_back("u");
+  for (int t = 0; t < T; ++t)
+    table.rows[t].push_back(fmt::format("{}", u[t]));
+  const std::string data = scratch_path("arx-data.csv");
+  write_table(data, table);
+
+  const double exact = arx_kalman_loglik(u, y, b0, b1);
+  const int R = 24;
+  std::vector<double> ll;
+  for (int r = 0; r < R; ++r) {
+    FilterRun f = run_filter(exe,
+                             {"--data", data, "--data-file", data_json, "--particles", "500",
+                              "--seed", std::to_string(200 + r)},
+                             scratch_path("arx-filter.csv"));
+    ll.push_back(f.summary.at("log_likelihood").get<double>());
+  }
+  double mean = sample_mean(ll), var = sample_variance(ll);
+  INFO(fmt::format("exact {:.6f}, mean estimate {:.6f}, sd {:.4f}", exact, mean, std::sqrt(var)));
+  CHECK(std::fabs(mean + var / 2 - exact) < 4 * std::sqrt(var / R) + 1e-9);
+
+  // Without the data file, or with a missing y[t-1], the run stops and says why.
+  ProcessResult no_data = run_process({exe, "filter", "--data", data});
+  CHECK(no_data.exit_code == 1);
+  CHECK(no_data.err.find("declares data ('b'): give their values with --data-file") !=
+        std::string::npos);
+  Table holed = table;
+  holed.rows[10][holed.column_index("y")] = "NA";
+  const std::string holed_csv = scratch_path("arx-holed.csv");
+  write_table(holed_csv, holed);
+  ProcessResult missing =
+      run_process({exe, "filter", "--data", holed_csv, "--data-file", data_json});
+  CHECK(missing.exit_code == 1);
+  CHECK(
+      missing.err.find("the transition to t=11 reads the observation at t=10, which is missing") !=
+      std::string::npos);
+  ProcessResult no_inputs = run_process({exe, "simulate", "--T", "5", "--data-file", data_json});
+  CHECK(no_inputs.exit_code == 1);
+  CHECK(no_inputs.err.find("give their values for each time step with --inputs FILE.csv") !=
+        std::string::npos);
+}

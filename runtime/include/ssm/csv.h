@@ -36,12 +36,19 @@ struct ObsData {
   int64_t T = 0, n_obs = 0;
   std::vector<double> y;      // y[t * n_obs + k], NaN when missing
   std::vector<int64_t> lines; // file line of each time step
+  int64_t n_inputs = 0;
+  std::vector<double> u; // inputs, u[t * n_inputs + k], never missing
   const double* at(int64_t t) const { return y.data() + t * n_obs; }
+  const double* inputs_at(int64_t t) const { return n_inputs ? u.data() + t * n_inputs : nullptr; }
 };
 
 // Finds the observation columns by name (other columns are ignored), one time step per row in
 // file order. A joint observation must be either fully present or fully missing in each row.
+// The model's input columns are read too; an input cell may not be missing.
 ObsData read_observations(const ModelInfo& info, const CsvTable& table);
+
+// Only the input columns (for simulate): n_obs = 0.
+ObsData read_inputs(const ModelInfo& info, const CsvTable& table);
 
 // Shortest round-trip text of a double; NaN is written `NA` so outputs read back as missing.
 std::string format_double(double v);

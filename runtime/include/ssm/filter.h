@@ -45,7 +45,8 @@ struct FilterResult {
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
 };
 
-// Runs the filter on data.T time steps. Throws ssm::Error if the weights collapse.
+// Runs the filter on data.T time steps. `theta` is the parameters followed by the data values.
+// Throws ssm::Error if the weights collapse.
 FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& theta, const ObsData& data,
                               const FilterOptions& options, ThreadPool& pool);

@@ -36,6 +36,12 @@ struct ModelInfo {
   std::string name, source;
   int64_t n_state = 0, n_obs = 0, n_theta = 0;
   std::vector<VarInfo> state, obs;
+  // The frame kernels read as theta (docs/abi.md): [params | data | inputs(t) | y(t-1)].
+  // Data and input offsets are relative to data_offset and input_offset.
+  int64_t n_frame = 0, data_offset = 0, n_data = 0, input_offset = 0, n_inputs = 0;
+  int64_t previous_obs_offset = 0;
+  bool reads_previous_obs = false;
+  std::vector<VarInfo> data, inputs;
   std::vector<ParamInfo> params;
   std::string structure;
 
@@ -51,6 +57,7 @@ std::vector<std::string> column_names(const std::string& name, const std::vector
 // Column names of the whole state (resp. observation) vector, indexed by component.
 std::vector<std::string> state_columns(const ModelInfo& info);
 std::vector<std::string> obs_columns(const ModelInfo& info);
+std::vector<std::string> input_columns(const ModelInfo& info);
 
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);

@@ -23,8 +23,13 @@ nlohmann::json parse_param_value(std::string_view text);
 
 // Checks `value` (number / array / nested array) against p's shape and flattens it row-major.
 // `where` names the source in error messages (e.g. "--param", "params.json").
+// `kind` names what the value is for in messages ("parameter", "data").
 std::vector<double> flatten_param(const ParamInfo& p, const nlohmann::json& value,
-                                  const std::string& where);
+                                  const std::string& where, const std::string& kind = "parameter");
+
+// The values of the model's data items from a --data-file JSON object (flat, in the layout of
+// ModelInfo::data); empty for a model without data. Throws ssm::Error naming the file and item.
+std::vector<double> read_data_values(const ModelInfo& info, const std::string& path);
 
 // Applies the sources in order. `params_file` may be empty (no file). `assignments` are the
 // `name=value` strings of --param. Checks shapes, finiteness, prior support and cov_matrix

@@ -4,6 +4,7 @@
 #define SSM_SIMULATE_H
 
 #include "ssm/abi.h"
+#include "ssm/csv.h"
 #include "ssm/metadata.h"
 
 #include <cstdint>
@@ -18,8 +19,10 @@ struct Simulation {
   std::vector<double> y; // y[t * n_obs + k]
 };
 
+// `theta` is the parameters followed by the data values; `inputs` gives the model's inputs for
+// at least T steps (may be null for a model without inputs).
 Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::vector<double>& theta,
-                    int64_t T, uint64_t seed);
+                    int64_t T, uint64_t seed, const ObsData* inputs = nullptr);
 
 // CSV `t,<state columns>,<obs columns>`, one row per time step.
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim);
