@@ -116,6 +116,19 @@ const std::vector<DistInfo>& all_dists() {
       {Dist::Bernoulli, "bernoulli", {"p"}, true, false, 0, 1},
       {Dist::MvNormal, "mvnormal", {"mu", "Sigma"}, false, true, -inf, inf},
       {Dist::Categorical, "categorical", {"p"}, true, true, 0, inf},
+      {Dist::Beta, "beta", {"a", "b"}, false, false, 0, 1},
+      {Dist::InverseGamma, "inverse_gamma", {"alpha", "beta"}, false, false, 0, inf},
+      {Dist::Laplace, "laplace", {"mu", "b"}, false, false, -inf, inf},
+      {Dist::Cauchy, "cauchy", {"mu", "sigma"}, false, false, -inf, inf},
+      {Dist::TruncatedNormal,
+       "truncated_normal",
+       {"mu", "sigma", "lo", "hi"},
+       false,
+       false,
+       -inf,
+       inf},
+      {Dist::Binomial, "binomial", {"n", "p"}, true, false, 0, inf},
+      {Dist::NegativeBinomial, "negative_binomial", {"mu", "phi"}, true, false, 0, inf},
   };
   return table;
 }

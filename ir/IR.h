@@ -91,17 +91,24 @@ struct Node {
 };
 
 enum class Dist {
-  Normal,      // (mu, sigma)
-  LogNormal,   // (mu, sigma)
-  StudentT,    // (nu, mu, sigma)
-  HalfNormal,  // (sigma)
-  Uniform,     // (lo, hi)
-  Gamma,       // (alpha, beta) with beta a rate
-  Exponential, // (beta) a rate
-  Poisson,     // (lambda)
-  Bernoulli,   // (p)
-  MvNormal,    // (mu : vector[d], Sigma : matrix[d, d])
-  Categorical, // (p : vector[K]) -> 0..K-1, p normalised by its sum
+  Normal,           // (mu, sigma)
+  LogNormal,        // (mu, sigma)
+  StudentT,         // (nu, mu, sigma)
+  HalfNormal,       // (sigma)
+  Uniform,          // (lo, hi)
+  Gamma,            // (alpha, beta) with beta a rate
+  Exponential,      // (beta) a rate
+  Poisson,          // (lambda)
+  Bernoulli,        // (p)
+  MvNormal,         // (mu : vector[d], Sigma : matrix[d, d])
+  Categorical,      // (p : vector[K]) -> 0..K-1, p normalised by its sum
+  Beta,             // (a, b)
+  InverseGamma,     // (alpha, beta) with beta a scale
+  Laplace,          // (mu, b) with b a scale
+  Cauchy,           // (mu, sigma)
+  TruncatedNormal,  // (mu, sigma, lo, hi)
+  Binomial,         // (n, p)
+  NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
 };
 
 struct DistInfo {

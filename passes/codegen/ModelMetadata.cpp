@@ -72,10 +72,13 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
         args.push_back(const_str(model.prior.nodes[a]));
       entry["prior"] = fmt::format("{}({})", info.name, fmt::join(args, ", "));
       double lower = info.lower, upper = info.upper;
-      if (rel.dist == ir::Dist::Uniform && model.prior.nodes[rel.args[0]].shape.is_scalar() &&
-          model.prior.nodes[rel.args[1]].shape.is_scalar()) {
-        lower = model.prior.nodes[rel.args[0]].values[0];
-        upper = model.prior.nodes[rel.args[1]].values[0];
+      // Distributions whose support is given by arguments: (lo, hi) are the last two.
+      bool bounded_by_args = rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal;
+      size_t lo = rel.args.size() - 2, hi = rel.args.size() - 1;
+      if (bounded_by_args && model.prior.nodes[rel.args[lo]].shape.is_scalar() &&
+          model.prior.nodes[rel.args[hi]].shape.is_scalar()) {
+        lower = model.prior.nodes[rel.args[lo]].values[0];
+        upper = model.prior.nodes[rel.args[hi]].values[0];
       }
       entry["lower"] = bound(lower);
       entry["upper"] = bound(upper);
