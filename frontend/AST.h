@@ -115,8 +115,17 @@ struct FunctionalDecl {
   Range range;
 };
 
+// `import "name";`
+struct Import {
+  std::string name;
+  Range range;
+};
+
+// A model, or (is_module) a `module NAME { ... }` file of constants and functions to import.
 struct Model {
+  bool is_module = false;
   Ident name;
+  std::vector<Import> imports;
   std::vector<ConstDecl> consts;
   std::vector<VarDecl> vars;
   std::vector<Relation> relations;

@@ -8,17 +8,35 @@
 
 namespace ssm::frontend {
 
+DiagnosticEngine::DiagnosticEngine() {
+  set_source({}, {});
+}
+
 DiagnosticEngine::DiagnosticEngine(std::string filename, std::string source) {
   set_source(std::move(filename), std::move(source));
 }
 
 void DiagnosticEngine::set_source(std::string filename, std::string source) {
-  filename_ = std::move(filename);
-  source_ = std::move(source);
-  line_starts_ = {0};
-  for (std::size_t i = 0; i < source_.size(); ++i)
+  diags_.clear();
+  errors_ = 0;
+  files_.clear();
+  source_.clear();
+  line_starts_.clear();
+  add_file(std::move(filename), source);
+}
+
+std::size_t DiagnosticEngine::add_file(std::string filename, std::string_view text) {
+  if (!source_.empty() && source_.back() != '\n')
+    source_ += '\n'; // an imported file starts on a line of its own
+  std::size_t begin = source_.size();
+  if (line_starts_.empty() || line_starts_.back() != begin)
+    line_starts_.push_back(begin);
+  files_.push_back({std::move(filename), begin, static_cast<int>(line_starts_.size()) - 1});
+  source_ += text;
+  for (std::size_t i = begin; i < source_.size(); ++i)
     if (source_[i] == '\n')
       line_starts_.push_back(i + 1);
+  return begin;
 }
 
 void DiagnosticEngine::error(ir::SourceLoc loc, std::string message) {
@@ -37,6 +55,9 @@ void DiagnosticEngine::note(ir::SourceLoc loc, std::string message) {
 ir::SourceLoc DiagnosticEngine::loc(std::size_t begin, std::size_t end) const {
   begin = std::min(begin, source_.size());
   end = std::max(begin, std::min(end, source_.size()));
+  int file = 0;
+  while (file + 1 < static_cast<int>(files_.size()) && files_[file + 1].begin <= begin)
+    ++file;
   auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), begin);
   int line = static_cast<int>(it - line_starts_.begin());
   std::size_t start = line_starts_[line - 1];
@@ -46,10 +67,11 @@ ir::SourceLoc DiagnosticEngine::loc(std::size_t begin, std::size_t end) const {
   end = std::min(end, line_end);
   int col = static_cast<int>(begin - start) + 1;
   int end_col = static_cast<int>(end - start) + 1;
-  return {line, col, std::max(end_col, col + 1)};
+  return {line - files_[file].first_line, col, std::max(end_col, col + 1), file};
 }
 
-std::string DiagnosticEngine::line_text(int line) const {
+std::string DiagnosticEngine::line_text(int file, int line) const {
+  line += files_.at(file).first_line;
   if (line < 1 || line > static_cast<int>(line_starts_.size()))
     return {};
   std::size_t start = line_starts_[line - 1];
@@ -65,12 +87,14 @@ void DiagnosticEngine::render(std::ostream& out) const {
     std::string_view severity = d.severity == Diagnostic::Severity::Error     ? "error"
                                 : d.severity == Diagnostic::Severity::Warning ? "warning"
                                                                               : "note";
+    int file = d.loc.file >= 0 && d.loc.file < static_cast<int>(files_.size()) ? d.loc.file : 0;
+    const std::string& name = files_.empty() ? std::string() : files_[file].name;
     if (d.loc.line <= 0) {
-      out << fmt::format("{}: {}: {}\n", filename_, severity, d.message);
+      out << fmt::format("{}: {}: {}\n", name, severity, d.message);
       continue;
     }
-    out << fmt::format("{}:{}:{}: {}: {}\n", filename_, d.loc.line, d.loc.col, severity, d.message);
-    std::string text = line_text(d.loc.line);
+    out << fmt::format("{}:{}:{}: {}: {}\n", name, d.loc.line, d.loc.col, severity, d.message);
+    std::string text = line_text(file, d.loc.line);
     out << text << '\n';
     // Tabs stay tabs so the caret lines up whatever the tab width; a multi-byte UTF-8 character
     // takes one screen column.

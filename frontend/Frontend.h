@@ -24,13 +24,19 @@ struct Diagnostic {
 
 class DiagnosticEngine {
 public:
-  DiagnosticEngine() = default;
+  DiagnosticEngine();
   DiagnosticEngine(std::string filename, std::string source);
 
-  // compile_model() calls this; other callers only need it to report on another file.
+  // Starts over on a new file (diagnostics so far are dropped). compile_model() calls this;
+  // other callers only need it to report on another file.
   void set_source(std::string filename, std::string source);
-  const std::string& filename() const { return filename_; }
+  // Appends an imported file; its text starts at the returned offset of source().
+  std::size_t add_file(std::string filename, std::string_view text);
+  const std::string& filename() const { return files_.at(0).name; }
+  // The model's file followed by the imported ones (each ends with a newline).
   std::string_view source() const { return source_; }
+  // Where the first imported file starts (the end of the model's own text).
+  std::size_t main_file_end() const { return files_.size() > 1 ? files_[1].begin : source_.size(); }
 
   void error(ir::SourceLoc loc, std::string message);
   void warning(ir::SourceLoc loc, std::string message);
@@ -48,18 +54,31 @@ public:
   std::string str() const;
 
 private:
-  std::string line_text(int line) const; // 1-based, without its line terminator
+  std::string line_text(int file, int line) const; // 1-based, without its line terminator
 
-  std::string filename_;
+  struct File {
+    std::string name;
+    std::size_t begin = 0;
+    int first_line = 0; // index into line_starts_ of its first line
+  };
+  std::vector<File> files_;
   std::string source_;
   std::vector<std::size_t> line_starts_;
   std::vector<Diagnostic> diags_;
   int errors_ = 0;
 };
 
-// Parses, checks and lowers a model. Returns nullopt when an error was reported.
+// Parses, checks and lowers a model. `import "name";` looks for name.ssm next to the importing
+// file, then in each directory of import_path in order. Returns nullopt when an error was
+// reported.
 std::optional<ir::Model> compile_model(std::string_view source, const std::string& filename,
-                                       DiagnosticEngine& diags);
+                                       DiagnosticEngine& diags,
+                                       const std::vector<std::string>& import_path = {});
+
+// The files a model imports, resolved as compile_model does (those that cannot be found or read
+// are left out): what, besides its own text, determines the compiled model.
+std::vector<std::string> imported_files(std::string_view source, const std::string& filename,
+                                        const std::vector<std::string>& import_path);
 
 // The candidate closest to `name` by edit distance, if it is close enough to be a likely typo.
 std::optional<std::string> closest_name(std::string_view name,

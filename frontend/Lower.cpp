@@ -84,6 +84,8 @@ struct Scope {
   std::map<std::string, int> locals;
   // The lets and functions being expanded, innermost last: for notes on errors inside them.
   std::vector<std::pair<std::string, Range>> expanding;
+  // Inside a function from an imported module: IR nodes take the call's location.
+  std::optional<Range> call_site;
 };
 
 // A time index: t + k (relative) or the step k (absolute).
@@ -156,6 +158,15 @@ public:
   }
 
 private:
+  // Declaration order: imported modules (which follow the model's file in the diagnostic
+  // engine's buffer) come before the model's own declarations.
+  std::size_t order(std::size_t pos) const {
+    std::size_t main_end = diags_.main_file_end();
+    return pos >= main_end ? pos - main_end : pos + diags_.source().size();
+  }
+
+  bool imported(Range r) const { return r.begin >= diags_.main_file_end(); }
+
   // ---- diagnostics ------------------------------------------------------------------------
 
   ir::SourceLoc loc(Range r) const { return diags_.loc(r.begin, r.end); }
@@ -228,8 +239,8 @@ private:
       decls.push_back({&f.name, Symbol::Kind::Fn});
     for (const ast::FunctionalDecl& f : ast_.functionals)
       decls.push_back({&f.name, Symbol::Kind::Functional});
-    std::sort(decls.begin(), decls.end(), [](const Decl& a, const Decl& b) {
-      return a.name->range.begin < b.name->range.begin;
+    std::sort(decls.begin(), decls.end(), [this](const Decl& a, const Decl& b) {
+      return order(a.name->range.begin) < order(b.name->range.begin);
     });
     for (const Decl& d : decls) {
       const std::string& name = d.name->name;
@@ -727,7 +738,7 @@ private:
   // ---- expressions ------------------------------------------------------------------------
 
   int emit(Scope& s, ir::Node n, Range r) {
-    n.loc = loc(r);
+    n.loc = loc(s.call_site.value_or(r));
     return s.block->add(std::move(n));
   }
 
@@ -910,7 +921,7 @@ private:
       return emit(s, std::move(n), e.range);
     }
     case Symbol::Kind::Const:
-      if (s.defining && sym->range.begin >= s.defining->name.range.begin) {
+      if (s.defining && order(sym->range.begin) >= order(s.defining->name.range.begin)) {
         if (sym->range.begin == s.defining->name.range.begin)
           error(e.range, fmt::format("constant '{}' is defined in terms of itself", e.name));
         else
@@ -1214,7 +1225,7 @@ private:
 
   std::optional<int> call_function(const Expr& e, const Symbol& sym, Scope& s) {
     const ast::FnDecl& f = ast_.fns[sym.index];
-    if (s.fn && f.name.range.begin >= s.fn->name.range.begin) {
+    if (s.fn && order(f.name.range.begin) >= order(s.fn->name.range.begin)) {
       if (&f == s.fn)
         error(e.name_range,
               fmt::format("function '{}' calls itself; recursion is not supported", f.name.name));
@@ -1257,8 +1268,13 @@ private:
     }
     if (!ok)
       return std::nullopt;
-    return expanding(s, fmt::format("function '{}'", f.name.name), e.range,
-                     [&] { return inline_body(f, sig, ids, s); });
+    std::optional<Range> outer_site = s.call_site;
+    if (!outer_site && imported(f.range))
+      s.call_site = e.range;
+    std::optional<int> result = expanding(s, fmt::format("function '{}'", f.name.name), e.range,
+                                          [&] { return inline_body(f, sig, ids, s); });
+    s.call_site = outer_site;
+    return result;
   }
 
   // [a, b, c] is a vector of scalars; [[a, b], [c, d]] (or a list of vector expressions) is a

@@ -273,6 +273,17 @@ auto const push_relation = [](auto& ctx) {
 };
 
 auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(ctx); };
+auto const set_module_name = [](auto& ctx) {
+  state(ctx).model->name = x3::_attr(ctx);
+  state(ctx).model->is_module = true;
+};
+
+auto const push_import = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  const auto& text = boost::fusion::at_c<1>(attr);
+  state(ctx).model->imports.push_back(
+      {std::string(text.begin() + 1, text.end() - 1), {boost::fusion::at_c<0>(attr), end_of(ctx)}});
+};
 
 // ---- grammar --------------------------------------------------------------------------------
 
@@ -317,6 +328,7 @@ x3::rule<class statement_r> const statement = "statement";
 x3::rule<class end_of_model_r> const end_of_model = "end of model";
 x3::rule<class model_r> const model = "model";
 x3::rule<class kw_model_r> const kw_model = "'model'";
+x3::rule<class string_r, boost::iterator_range<It>> const string_literal = "string";
 
 // The offset of the next token: a start position for actions.
 auto const pos_def = x3::raw[x3::eps][set_pos];
@@ -373,7 +385,10 @@ auto const fn_param_def = (ident > ':' > type)[make_fn_param];
 auto const fn_body_def = ('=' > expr > ';')[fn_expr_body] |
                          ('{' > *let > kw("return") > expr > ';' > '}')[fn_block_body];
 
+auto const string_literal_def = x3::raw[x3::lexeme['"' > *(x3::char_ - x3::char_("\"\n")) > '"']];
+
 auto const statement_def =
+    (pos >> kw("import") > string_literal > ';')[push_import] |
     (pos >> kw("const") > ident > '=' > expr > ';')[push_const] | let[push_let] |
     (pos >> kw("fn") > ident > '(' > -(fn_param % ',') > ')' > "->" > type > fn_body)[push_fn] |
     (pos >> kw("functional") > ident > '=' > x3::matches[kw("sum_t")] > expr >
@@ -387,31 +402,31 @@ auto const statement_def =
 
 auto const end_of_model_def = x3::lit('}');
 
-auto const kw_model_def = kw("model");
-auto const model_def =
-    x3::eps > kw_model > ident[set_model_name] > '{' > *statement > end_of_model > x3::eoi;
+auto const kw_model_def =
+    (kw("module") > ident[set_module_name]) | (kw("model") > ident[set_model_name]);
+auto const model_def = x3::eps > kw_model > '{' > *statement > end_of_model > x3::eoi;
 
 BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,
                     conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
-                    bounds, int_range, dist, target, let, fn_param, fn_body, statement,
-                    end_of_model, kw_model, model)
+                    bounds, int_range, dist, target, let, fn_param, fn_body, string_literal,
+                    statement, end_of_model, kw_model, model)
 
 } // namespace
 
-std::optional<ast::Model> parse(std::string_view source, DiagnosticEngine& diags) {
-  if (!check_comments(source, diags))
+std::optional<ast::Model> parse(std::string_view text, std::size_t begin, DiagnosticEngine& diags) {
+  if (!check_comments(text, begin, diags))
     return std::nullopt;
   ast::Model result;
-  ParseState st{source.data(), source, &result};
-  It first = source.data();
-  It last = first + source.size();
+  ParseState st{text.data(), text, &result};
+  It first = text.data() + begin;
+  It last = text.data() + text.size();
   try {
     if (!x3::phrase_parse(first, last, x3::with<state_tag>(&st)[model], skipper)) {
-      report_syntax_error(source, first - source.data(), "model", diags);
+      report_syntax_error(text, begin, first - text.data(), "model", diags);
       return std::nullopt;
     }
   } catch (const x3::expectation_failure<It>& e) {
-    report_syntax_error(source, e.where() - source.data(), e.which(), diags);
+    report_syntax_error(text, begin, e.where() - text.data(), e.which(), diags);
     return std::nullopt;
   }
   return result;

@@ -10,7 +10,9 @@ namespace ssm::frontend {
 
 class DiagnosticEngine;
 
-// Parses a whole file. A syntax error is reported to diags and stops the parse (nullopt).
-std::optional<ast::Model> parse(std::string_view source, DiagnosticEngine& diags);
+// Parses one file: `text` is the diagnostic engine's buffer up to the file's end and the file
+// starts at `begin`, so that the ranges in the AST are offsets into that buffer. A syntax error is
+// reported to diags and stops the parse (nullopt).
+std::optional<ast::Model> parse(std::string_view text, std::size_t begin, DiagnosticEngine& diags);
 
 } // namespace ssm::frontend

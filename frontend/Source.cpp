@@ -55,8 +55,8 @@ bool is_keyword(std::string_view word) {
   return keywords.count(word) > 0;
 }
 
-bool check_comments(std::string_view text, DiagnosticEngine& diags) {
-  std::size_t pos = 0;
+bool check_comments(std::string_view text, std::size_t begin, DiagnosticEngine& diags) {
+  std::size_t pos = begin;
   while (pos < text.size()) {
     if (text.substr(pos, 2) == "//") {
       pos = text.find('\n', pos);
@@ -80,13 +80,13 @@ bool check_comments(std::string_view text, DiagnosticEngine& diags) {
 
 namespace ssm::frontend {
 
-void report_syntax_error(std::string_view text, std::size_t where, std::string_view which,
-                         DiagnosticEngine& diags) {
+void report_syntax_error(std::string_view text, std::size_t begin, std::size_t where,
+                         std::string_view which, DiagnosticEngine& diags) {
   std::size_t next = skip_trivia(text, std::min(where, text.size()));
   // The end of the last token before `next`: a missing ';' or ')' is reported right after the
   // token it should follow, as clang does.
   std::size_t prev_end = std::string_view::npos;
-  for (std::size_t pos = skip_trivia(text, 0); pos < next; pos = skip_trivia(text, pos)) {
+  for (std::size_t pos = skip_trivia(text, begin); pos < next; pos = skip_trivia(text, pos)) {
     pos = token_end(text, pos);
     prev_end = pos;
   }

@@ -18,12 +18,15 @@ std::size_t token_end(std::string_view text, std::size_t pos);
 // Words that start a declaration and so cannot name anything.
 bool is_keyword(std::string_view word);
 
+// `text` is the diagnostic engine's buffer up to the end of the file being parsed, which starts
+// at offset `begin` (imported files follow the main one in that buffer); offsets are absolute.
+
 // Reports a syntax error: the parser expected `which` (an X3 rule name or quoted literal) at
 // byte offset `where`.
-void report_syntax_error(std::string_view text, std::size_t where, std::string_view which,
-                         DiagnosticEngine& diags);
+void report_syntax_error(std::string_view text, std::size_t begin, std::size_t where,
+                         std::string_view which, DiagnosticEngine& diags);
 
 // Reports an unterminated /* comment; returns false if there is one.
-bool check_comments(std::string_view text, DiagnosticEngine& diags);
+bool check_comments(std::string_view text, std::size_t begin, DiagnosticEngine& diags);
 
 } // namespace ssm::frontend

@@ -22,6 +22,7 @@ struct SourceLoc {
   int line = 0;    // 1-based; 0 = no location
   int col = 0;     // 1-based
   int end_col = 0; // one past the last column of the range, on the same line
+  int file = 0;    // 0: the model's file; k > 0: its k-th imported file (frontend diagnostics)
 };
 
 // {} is a scalar, {n} a vector, {r, c} a row-major matrix.
@@ -194,7 +195,8 @@ struct FunctionalDecl {
 struct Model {
   std::string name;
   std::string source_file;
-  std::vector<ConstDecl> consts; // already inlined into the blocks; kept for reports
+  std::vector<std::string> imported_files; // the modules it imports, as found
+  std::vector<ConstDecl> consts;           // already inlined into the blocks; kept for reports
   std::vector<ParamDecl> params;
   std::vector<VarDecl> states;
   std::vector<VarDecl> obs;

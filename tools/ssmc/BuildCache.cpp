@@ -39,7 +39,9 @@ std::string BuildCache::key(const std::vector<std::string>& parts) const {
   return llvm::toHex(sha.final(), /*LowerCase=*/true);
 }
 
-std::string BuildCache::entry(const std::string& key) const { return fmt::format("{}/{}", dir_, key); }
+std::string BuildCache::entry(const std::string& key) const {
+  return fmt::format("{}/{}", dir_, key);
+}
 
 bool BuildCache::fetch(const std::string& key, const std::string& output) const {
   std::error_code ec;

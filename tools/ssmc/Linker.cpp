@@ -24,6 +24,7 @@ Toolchain find_toolchain() {
   Toolchain tc;
   tc.libdir = libdir.string();
   tc.kernel_library = (libdir / "kernel_lib.bc").string();
+  tc.stdlib_dir = (self.parent_path().parent_path() / "share" / "ssmc" / "stdlib").string();
   const char* cxx = std::getenv("SSMC_CXX");
   tc.cxx = cxx && *cxx ? cxx : SSMC_DEFAULT_CXX;
   return tc;

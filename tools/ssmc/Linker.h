@@ -9,6 +9,7 @@ namespace ssm::tools {
 struct Toolchain {
   std::string libdir;         // <prefix>/lib/ssmc: libssm_runtime.a, libssm_main.a, kernel_lib.bc
   std::string kernel_library; // kernel_lib.bc
+  std::string stdlib_dir;     // <prefix>/share/ssmc/stdlib: the modules `import` finds
   std::string cxx;            // $SSMC_CXX, else the compiler ssmc was built with
 };
 

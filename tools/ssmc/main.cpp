@@ -51,6 +51,7 @@ struct BuildOptions {
   std::vector<std::string> print_after;
   bool time_passes = false;
   bool no_cache = false;
+  std::vector<std::string> import_dirs; // -I
 };
 
 // Wall time of the driver's phases, printed with the pass timings by --time-passes.
@@ -91,10 +92,17 @@ std::string read_source(const std::string& path) {
   return ss.str();
 }
 
-ssm::ir::Model compile_frontend(const std::string& path) {
+// Where `import` looks after the importing file's directory: -I directories, then the stdlib.
+std::vector<std::string> import_path(const std::vector<std::string>& dirs) {
+  std::vector<std::string> path = dirs;
+  path.push_back(ssm::tools::find_toolchain().stdlib_dir);
+  return path;
+}
+
+ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::string>& dirs) {
   std::string source = read_source(path);
   ssm::frontend::DiagnosticEngine diags(path, source);
-  auto model = ssm::frontend::compile_model(source, path, diags);
+  auto model = ssm::frontend::compile_model(source, path, diags, import_path(dirs));
   diags.render(std::cerr);
   if (!model || diags.has_errors())
     throw Failure{};
@@ -182,6 +190,11 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
                                     SSMC_EXTRA_LINK_FLAG};
   for (const char* lib : {"kernel_lib.bc", "libssm_runtime.a", "libssm_main.a"})
     parts.push_back(ssm::tools::file_identity(fmt::format("{}/{}", toolchain.libdir, lib)));
+  for (const std::string& module : ssm::frontend::imported_files(
+           read_source(options.input), options.input, import_path(options.import_dirs))) {
+    parts.push_back(module);
+    parts.push_back(read_source(module));
+  }
   return cache.key(parts);
 }
 
@@ -207,7 +220,7 @@ int build(const BuildOptions& options) {
     }
   }
   timer.phase("frontend");
-  ssm::ir::Model model = compile_frontend(options.input);
+  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
@@ -250,7 +263,7 @@ int build(const BuildOptions& options) {
 int run(const BuildOptions& options, const std::vector<std::string>& args) {
   PhaseTimer timer(options.time_passes);
   timer.phase("frontend");
-  ssm::ir::Model model = compile_frontend(options.input);
+  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -271,8 +284,8 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
-int check(const std::string& input, bool structure_only) {
-  ssm::ir::Model model = compile_frontend(input);
+int check(const std::string& input, bool structure_only, const std::vector<std::string>& dirs) {
+  ssm::ir::Model model = compile_frontend(input, dirs);
   BuildOptions options;
   options.input = input;
   ssm::passes::PassContext context = run_passes(model, options);
@@ -285,7 +298,15 @@ int check(const std::string& input, bool structure_only) {
   return 0;
 }
 
-// --passes, --print-after and --time-passes, shared by build and run.
+void add_import_option(CLI::App* cmd, std::vector<std::string>& dirs) {
+  cmd->add_option("-I,--import-path", dirs,
+                  "a directory where 'import' looks for modules (repeatable; searched after the "
+                  "model's own directory and before the standard library)")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+}
+
+// --passes, --print-after, --time-passes and -I, shared by build and run.
 void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
   cmd->add_option(
       "--passes", options.passes,
@@ -295,6 +316,7 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
       ->delimiter(',');
   cmd->add_flag("--time-passes", options.time_passes,
                 "print the time spent in each pass and phase");
+  add_import_option(cmd, options.import_dirs);
 }
 
 } // namespace
@@ -332,6 +354,8 @@ int main(int argc, char** argv) {
       "check", "report diagnostics and the model's structure; no code is generated");
   check_cmd->add_option("model", check_input, "the .ssm file")->required();
   check_cmd->add_flag("--structure", structure_only, "print only the structure report");
+  std::vector<std::string> check_import_dirs;
+  add_import_option(check_cmd, check_import_dirs);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
 
@@ -372,7 +396,7 @@ int main(int argc, char** argv) {
     if (*run_cmd)
       return run(run_options, run_args);
     if (*check_cmd)
-      return check(check_input, structure_only);
+      return check(check_input, structure_only, check_import_dirs);
     if (*passes_cmd) {
       for (const std::string& name : ssm::passes::registered_passes())
         fmt::print("{:<18} {}\n", name, ssm::passes::create_pass(name)->description());
