@@ -294,7 +294,7 @@ BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product,
 } // namespace
 
 std::optional<ast::Model> parse(std::string_view source, DiagnosticEngine& diags) {
-  if (!check_comments(source, diags))
+  if (!check_comments(source, diags) || !check_nesting(source, diags))
     return std::nullopt;
   ast::Model result;
   ParseState st{source.data(), source, &result};

@@ -26,4 +26,9 @@ void report_syntax_error(std::string_view text, std::size_t where, std::string_v
 // Reports an unterminated /* comment; returns false if there is one.
 bool check_comments(std::string_view text, DiagnosticEngine& diags);
 
+// Reports an expression nested deeper than the recursive parser and lowering can take without
+// exhausting the stack (found by fuzzing); returns false if there is one. Each open bracket is a
+// level, and so is each operator, since a chain `a + b + ...` nests in the syntax tree.
+bool check_nesting(std::string_view text, DiagnosticEngine& diags);
+
 } // namespace ssm::frontend

@@ -49,7 +49,7 @@ std::string const_str(const ir::Node& node) {
 
 } // namespace
 
-std::string model_metadata_json(const ir::Model& model, const std::string& structure_report) {
+std::string model_metadata_json(const ir::Model& model, const std::string& structure) {
   json params = json::array();
   for (size_t i = 0; i < model.params.size(); ++i) {
     const ir::ParamDecl& p = model.params[i];
@@ -89,7 +89,7 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                {"state", variables(model, ir::VarKind::State, model.states, model.transition)},
                {"obs", variables(model, ir::VarKind::Obs, model.obs, model.observation)},
                {"params", params},
-               {"structure", structure_report}};
+               {"structure", json::parse(structure)}};
   return meta.dump();
 }
 

@@ -37,7 +37,11 @@ struct ModelInfo {
   int64_t n_state = 0, n_obs = 0, n_theta = 0;
   std::vector<VarInfo> state, obs;
   std::vector<ParamInfo> params;
-  std::string structure;
+  std::string structure; // the compiler's structure report, as text
+  // Verdicts of the compiler's structure analyses (false when the metadata has none): the Kalman
+  // filter, resp. the forward-backward algorithm, is exact for the model.
+  bool linear_gaussian = false;
+  bool finite_state = false;
 
   const ParamInfo* find_param(std::string_view name) const;
 };
