@@ -115,6 +115,16 @@ bool mentions_time(const Expr& e) {
                      [](const ast::ExprPtr& a) { return mentions_time(*a); });
 }
 
+// t, t-k or t+k: an index that reads as a time step (P[z[t-1]] indexes by a value instead).
+bool is_time_index(const Expr& e) {
+  auto is_t = [](const Expr& x) { return x.kind == EKind::Name && x.name == "t"; };
+  if (is_t(e))
+    return true;
+  return e.kind == EKind::Binary && (e.op == "+" || e.op == "-") &&
+         ((is_t(*e.args[0]) && !mentions_time(*e.args[1])) ||
+          (e.op == "+" && is_t(*e.args[1]) && !mentions_time(*e.args[0])));
+}
+
 std::string plural(std::size_t n, std::string_view word) {
   if (n == 1)
     return fmt::format("1 {}", word);
@@ -1496,7 +1506,7 @@ private:
           (sym->kind == Symbol::Kind::Param || sym->kind == Symbol::Kind::Const ||
            sym->kind == Symbol::Kind::Data) &&
           std::any_of(chain[0]->args.begin() + 1, chain[0]->args.end(),
-                      [](const ast::ExprPtr& a) { return mentions_time(*a); })) {
+                      [](const ast::ExprPtr& a) { return is_time_index(*a); })) {
         error(chain[0]->range,
               fmt::format("{} '{}' does not depend on time: write '{}', not "
                           "'{}[t]'",

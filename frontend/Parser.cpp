@@ -414,7 +414,7 @@ BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product,
 } // namespace
 
 std::optional<ast::Model> parse(std::string_view text, std::size_t begin, DiagnosticEngine& diags) {
-  if (!check_comments(text, begin, diags))
+  if (!check_comments(text, begin, diags) || !check_nesting(text, begin, diags))
     return std::nullopt;
   ast::Model result;
   ParseState st{text.data(), text, &result};

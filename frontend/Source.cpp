@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <vector>
 
 namespace ssm::frontend {
 
@@ -71,6 +72,49 @@ bool check_comments(std::string_view text, std::size_t begin, DiagnosticEngine& 
       pos = end + 2;
     } else {
       ++pos;
+    }
+  }
+  return true;
+}
+
+bool check_nesting(std::string_view text, std::size_t begin, DiagnosticEngine& diags) {
+  // Well within the stack of a sanitizer build, far beyond any model written by hand.
+  constexpr int max_nesting = 500;
+  std::vector<int> operators{0}; // per open bracket: operators since its last ',' or ';'
+  int nesting = 0;               // open brackets + all those operators
+  for (std::size_t pos = begin; pos < text.size(); ++pos) {
+    if (text.substr(pos, 2) == "//" || text.substr(pos, 2) == "/*") {
+      bool line = text[pos + 1] == '/';
+      std::size_t end = text.find(line ? "\n" : "*/", pos + 2);
+      if (end == std::string_view::npos)
+        return true; // the end of the text, or an unterminated comment check_comments reports
+      pos = line ? end : end + 1;
+      continue;
+    }
+    char c = text[pos];
+    if (c == '(' || c == '[' || c == '{') {
+      operators.push_back(0);
+      ++nesting;
+    } else if ((c == ')' || c == ']' || c == '}') && operators.size() > 1) {
+      nesting -= operators.back() + 1;
+      operators.pop_back();
+      if (c != '}') { // the group is an operand of the enclosing chain (x[0][0] nests too)
+        ++operators.back();
+        ++nesting;
+      }
+    } else if (c == ',' || c == ';') {
+      nesting -= operators.back();
+      operators.back() = 0;
+    } else if (std::string_view("+-*/^?:<>=!&|%").find(c) != std::string_view::npos) {
+      ++operators.back();
+      ++nesting;
+    }
+    if (nesting > max_nesting) {
+      diags.error(diags.loc(pos, pos + 1),
+                  fmt::format("expression nested too deeply: more than {} levels of brackets "
+                              "and operators",
+                              max_nesting));
+      return false;
     }
   }
   return true;

@@ -29,4 +29,9 @@ void report_syntax_error(std::string_view text, std::size_t begin, std::size_t w
 // Reports an unterminated /* comment; returns false if there is one.
 bool check_comments(std::string_view text, std::size_t begin, DiagnosticEngine& diags);
 
+// Reports an expression nested deeper than the recursive parser and lowering can take without
+// exhausting the stack (found by fuzzing); returns false if there is one. Each open bracket is a
+// level, and so is each operator, since a chain `a + b + ...` nests in the syntax tree.
+bool check_nesting(std::string_view text, std::size_t begin, DiagnosticEngine& diags);
+
 } // namespace ssm::frontend

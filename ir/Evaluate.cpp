@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace ssm::ir {
 
@@ -23,6 +24,8 @@ double apply_function(const std::string& fn, double a, double b) {
     return std::tanh(a);
   if (fn == "logistic")
     return 1 / (1 + std::exp(-a));
+  if (fn == "lgamma") // analysis results only (density bounds); not in the language
+    return std::lgamma(a);
   if (fn == "pow")
     return std::pow(a, b);
   if (fn == "min")
@@ -68,6 +71,31 @@ double at(const std::vector<double>& v, size_t i) {
   return v.size() == 1 ? v[0] : v[i];
 }
 
+// Determinant of a row-major n x n matrix, by Gaussian elimination with partial pivoting.
+double determinant(std::vector<double> a, int n) {
+  double det = 1;
+  for (int k = 0; k < n; ++k) {
+    int pivot = k;
+    for (int i = k + 1; i < n; ++i)
+      if (std::fabs(a[i * n + k]) > std::fabs(a[pivot * n + k]))
+        pivot = i;
+    if (a[pivot * n + k] == 0)
+      return 0;
+    if (pivot != k) {
+      for (int j = 0; j < n; ++j)
+        std::swap(a[k * n + j], a[pivot * n + j]);
+      det = -det;
+    }
+    det *= a[k * n + k];
+    for (int i = k + 1; i < n; ++i) {
+      double f = a[i * n + k] / a[k * n + k];
+      for (int j = k; j < n; ++j)
+        a[i * n + j] -= f * a[k * n + j];
+    }
+  }
+  return det;
+}
+
 template <class F> std::vector<double> elementwise(const Node& node, const auto& args, F f) {
   std::vector<double> out(node.shape.size());
   for (size_t i = 0; i < out.size(); ++i)
@@ -100,6 +128,8 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
         s += args[0][i] * args[1][i];
       return {s};
     }
+    if (node.fn == "det") // analysis results only (density bounds); not in the language
+      return {determinant(args[0], arg_shapes.at(0).dims.at(0))};
     return elementwise(node, args,
                        [&](double a, double b) { return apply_function(node.fn, a, b); });
   case Op::MatMul: {

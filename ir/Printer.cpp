@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <numbers>
+#include <optional>
+
 namespace ssm::ir {
 
 namespace {
@@ -125,6 +129,160 @@ std::string print(const Model& model) {
       out += fmt::format("\n{}", print(model, block));
   });
   return out;
+}
+
+namespace {
+
+// Prints expressions with the fewest parentheses the parser needs. Levels are binding strengths:
+// 1 additive, 2 multiplicative, 3 unary minus, 4 power, 5 atoms (names, calls, literals, indexing).
+class ExprPrinter {
+public:
+  ExprPrinter(const Model& model, const Block& block) : model_(model), block_(block) {}
+
+  // The text of node `id`, parenthesised if it binds less tightly than `level`.
+  std::string print(int id, int level) const {
+    auto [text, own] = expr(id);
+    return own < level ? "(" + text + ")" : text;
+  }
+
+private:
+  const Model& model_;
+  const Block& block_;
+
+  static std::pair<std::string, int> scalar(double v) {
+    if (v == std::numbers::pi)
+      return {"pi", 5};
+    for (int k = 2; k <= 4; ++k) // 2 * pi, as constant folding leaves it
+      if (v == k * std::numbers::pi)
+        return {fmt::format("{} * pi", k), 2};
+    return {fmt::format("{}", v), v < 0 ? 3 : 5};
+  }
+
+  bool is_zero(int id) const {
+    const Node& n = block_.nodes[id];
+    return n.op == Op::Const && n.shape.is_scalar() && n.values[0] == 0;
+  }
+
+  // A square matrix (n > 1) whose off-diagonal elements are all zero, given its elements as
+  // texts and zero flags: `eye(n)`, `c * eye(n)` or `diag([a, b])`.
+  static std::optional<std::pair<std::string, int>>
+  diagonal(const Shape& shape, const std::vector<std::pair<std::string, int>>& elems,
+           const std::vector<bool>& zero) {
+    if (shape.rank() != 2 || shape.dims[0] != shape.dims[1] || shape.dims[0] < 2)
+      return std::nullopt;
+    int n = shape.dims[0];
+    bool equal = true;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        if (i != j && !zero[i * n + j])
+          return std::nullopt;
+        if (i == j && elems[i * n + j].first != elems[0].first)
+          equal = false;
+      }
+    if (equal && elems[0].first == "1")
+      return std::pair{fmt::format("eye({})", n), 5};
+    if (equal) {
+      const auto& [text, level] = elems[0];
+      return std::pair{fmt::format("{} * eye({})", level < 2 ? "(" + text + ")" : text, n), 2};
+    }
+    std::vector<std::string> d;
+    for (int i = 0; i < n; ++i)
+      d.push_back(elems[i * n + i].first);
+    return std::pair{fmt::format("diag([{}])", fmt::join(d, ", ")), 5};
+  }
+
+  // Row-major elements as a vector or matrix literal, or a shorter equivalent.
+  static std::pair<std::string, int> literal(const Shape& shape,
+                                             const std::vector<std::pair<std::string, int>>& elems,
+                                             const std::vector<bool>& zero) {
+    if (shape.rank() == 1 && shape.dims[0] > 1 &&
+        std::all_of(zero.begin(), zero.end(), [](bool z) { return z; }))
+      return {fmt::format("zeros({})", shape.dims[0]), 5};
+    if (auto d = diagonal(shape, elems, zero))
+      return *d;
+    std::vector<std::string> texts;
+    for (const auto& e : elems)
+      texts.push_back(e.first);
+    if (shape.rank() == 1)
+      return {fmt::format("[{}]", fmt::join(texts, ", ")), 5};
+    std::vector<std::string> rows;
+    int cols = shape.dims[1];
+    for (int r = 0; r < shape.dims[0]; ++r)
+      rows.push_back(fmt::format(
+          "[{}]", fmt::join(texts.begin() + r * cols, texts.begin() + (r + 1) * cols, ", ")));
+    return {fmt::format("[{}]", fmt::join(rows, ", ")), 5};
+  }
+
+  std::string args(const Node& n) const {
+    std::vector<std::string> texts;
+    for (int a : n.args)
+      texts.push_back(print(a, 0));
+    return fmt::format("{}", fmt::join(texts, ", "));
+  }
+
+  std::pair<std::string, int> expr(int id) const {
+    const Node& n = block_.nodes.at(id);
+    auto binary = [&](std::string_view op, int lhs_level, int rhs_level, int level) {
+      return std::pair{
+          fmt::format("{}{}{}", print(n.args[0], lhs_level), op, print(n.args[1], rhs_level)),
+          level};
+    };
+    switch (n.op) {
+    case Op::Const: {
+      if (n.shape.is_scalar())
+        return scalar(n.values[0]);
+      std::vector<std::pair<std::string, int>> elems;
+      std::vector<bool> zero;
+      for (double v : n.values) {
+        elems.push_back(scalar(v));
+        zero.push_back(v == 0);
+      }
+      return literal(n.shape, elems, zero);
+    }
+    case Op::Param:
+      return {model_.params.at(n.var).name, 5};
+    case Op::State:
+      return {model_.states.at(n.var).name + time_index(block_.kind, n.lag), 5};
+    case Op::Obs:
+      return {model_.obs.at(n.var).name + time_index(block_.kind, n.lag), 5};
+    case Op::Time:
+      return {"t", 5};
+    case Op::Neg:
+      return {"-" + print(n.args[0], 4), 3};
+    case Op::Add:
+      return binary(" + ", 1, 2, 1);
+    case Op::Sub:
+      return binary(" - ", 1, 2, 1);
+    case Op::Mul:
+    case Op::MatMul:
+      return binary(" * ", 2, 3, 2);
+    case Op::Div:
+      return binary(" / ", 2, 3, 2);
+    case Op::Pow:
+      return binary("^", 5, 4, 4);
+    case Op::Call:
+      return {fmt::format("{}({})", n.fn, args(n)), 5};
+    case Op::Index:
+      return {fmt::format("{}[{}]", print(n.args[0], 5), fmt::join(n.index, ", ")), 5};
+    case Op::Build: {
+      std::vector<std::pair<std::string, int>> elems;
+      std::vector<bool> zero;
+      for (int a : n.args) {
+        elems.push_back(expr(a));
+        zero.push_back(is_zero(a));
+      }
+      return literal(n.shape, elems, zero);
+    }
+    default:
+      return {fmt::format("{}({})", op_name(n.op), args(n)), 5};
+    }
+  }
+};
+
+} // namespace
+
+std::string print_expr(const Model& model, const Block& block, int id) {
+  return ExprPrinter(model, block).print(id, 0);
 }
 
 } // namespace ssm::ir

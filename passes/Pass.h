@@ -3,6 +3,7 @@
 // `--passes=` and plugins (`--load-pass=`) address them the same way.
 #pragma once
 
+#include "Structure.h"
 #include "ir/IR.h"
 
 #include <functional>
@@ -36,6 +37,9 @@ struct MarkovStructure {
 // Results of analyses, filled in by the passes that compute them.
 struct PassContext {
   std::optional<MarkovStructure> markov;
+  std::optional<LinearGaussian> linear_gaussian;
+  std::optional<FiniteState> finite_state;
+  std::optional<TransitionDensity> density;
 };
 
 class Pass {
@@ -44,12 +48,16 @@ public:
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;
   virtual void run(ir::Model& model, PassContext& context) = 0;
+  // True for a pass whose effect is outside the IR (it prints, or writes a file): `ssmc build`
+  // does not serve a pipeline with such a pass from its compile cache, which would skip it.
+  virtual bool writes_output() const { return false; }
 };
 
 using PassFactory = std::function<std::unique_ptr<Pass>()>;
 
 // The global registry of passes by name. Built-in passes are registered on first use; a plugin's
-// `ssmc_register_passes` function calls register_pass.
+// `ssmc_register_passes` function calls register_pass (see Plugin.h). register_pass throws
+// PassError (PassManager.h) if the name is taken or is not a valid pipeline element.
 void register_pass(std::string name, PassFactory factory);
 std::unique_ptr<Pass> create_pass(std::string_view name); // nullptr if unknown
 std::vector<std::string> registered_passes();

@@ -23,6 +23,9 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["constant-fold"] = create_constant_fold;
     builtins["cse"] = create_cse;
     builtins["markov-structure"] = create_markov_structure;
+    builtins["linear-gaussian"] = create_linear_gaussian;
+    builtins["finite-state"] = create_finite_state;
+    builtins["density"] = create_density;
     return builtins;
   }();
   return passes;
@@ -36,8 +39,20 @@ void verify_or_throw(const ir::Model& model, std::string_view after) {
 }
 } // namespace
 
+DuplicatePassError::DuplicatePassError(const std::string& pass)
+    : PassError(fmt::format("a pass named '{}' is already registered", pass)), pass_(pass) {}
+
 void register_pass(std::string name, PassFactory factory) {
-  registry()[std::move(name)] = std::move(factory);
+  // Names are the pipeline's syntax: "a,b,c".
+  if (name.empty() || name.find_first_of(", \t\n") != std::string::npos)
+    throw PassError(fmt::format("invalid pass name '{}': a pass name is not empty and has no "
+                                "comma or space",
+                                name));
+  if (!factory)
+    throw PassError(fmt::format("pass '{}' is registered without a factory", name));
+  auto [it, inserted] = registry().try_emplace(name, std::move(factory));
+  if (!inserted)
+    throw DuplicatePassError(name);
 }
 
 std::unique_ptr<Pass> create_pass(std::string_view name) {

@@ -20,6 +20,16 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by register_pass for a name that is already registered.
+class DuplicatePassError : public PassError {
+public:
+  explicit DuplicatePassError(const std::string& pass);
+  const std::string& pass() const { return pass_; }
+
+private:
+  std::string pass_;
+};
+
 class PassManager {
 public:
   explicit PassManager(PassManagerOptions options = {}) : options_(std::move(options)) {}

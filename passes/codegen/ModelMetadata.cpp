@@ -50,7 +50,7 @@ std::string const_str(const ir::Node& node) {
 
 } // namespace
 
-std::string model_metadata_json(const ir::Model& model, const std::string& structure_report) {
+std::string model_metadata_json(const ir::Model& model, const std::string& structure) {
   json params = json::array();
   for (size_t i = 0; i < model.params.size(); ++i) {
     const ir::ParamDecl& p = model.params[i];
@@ -119,7 +119,7 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                 std::any_of(model.transition.nodes.begin(), model.transition.nodes.end(),
                             [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; })},
                {"params", params},
-               {"structure", structure_report}};
+               {"structure", json::parse(structure)}};
   return meta.dump();
 }
 

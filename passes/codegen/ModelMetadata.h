@@ -8,6 +8,8 @@
 
 namespace ssm::codegen {
 
-std::string model_metadata_json(const ir::Model& model, const std::string& structure_report);
+// `structure` is the text of a JSON object: what the structure analyses found
+// (passes/StructureReport.h), embedded as the metadata's "structure".
+std::string model_metadata_json(const ir::Model& model, const std::string& structure);
 
 } // namespace ssm::codegen

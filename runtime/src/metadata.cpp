@@ -155,9 +155,24 @@ ModelInfo parse_metadata(std::string_view text) {
     info.data = parse_vars(root, "data", info.n_data, false);
   if (root.contains("inputs"))
     info.inputs = parse_vars(root, "inputs", info.n_inputs, false);
+  // The structure analyses' results: an object (see docs/compiler.md), or only a text report.
   auto st = root.find("structure");
   if (st != root.end() && st->is_string())
     info.structure = st->get<std::string>();
+  if (st != root.end() && st->is_object()) {
+    auto report = st->find("report");
+    if (report != st->end() && report->is_string())
+      info.structure = report->get<std::string>();
+    auto verdict = [&](const char* analysis, const char* key) {
+      auto a = st->find(analysis);
+      if (a == st->end() || !a->is_object())
+        return false;
+      auto v = a->find(key);
+      return v != a->end() && v->is_boolean() && v->get<bool>();
+    };
+    info.linear_gaussian = verdict("linear_gaussian", "is_linear_gaussian");
+    info.finite_state = verdict("finite_state", "is_finite");
+  }
 
   const json& params = field(root, "params", "model");
   if (!params.is_array())

@@ -1,6 +1,7 @@
 # Runs COMMAND (a ;-list) in WORKDIR and compares its output with the file EXPECTED, byte for byte.
 #   STREAM=stdout|stderr   which output is compared (default stdout)
 #   EXIT_CODE=n            the exit code the command must return (default 0)
+#   BUILD_DIR=dir          occurrences of dir in the output read `<build>` (paths in messages)
 # Set UPDATE=1 in the environment to rewrite EXPECTED instead (then review the diff before committing).
 if("${STREAM}" STREQUAL "")
   set(STREAM stdout)
@@ -14,6 +15,9 @@ if(STREAM STREQUAL "stderr")
   set(actual "${err}")
 else()
   set(actual "${out}")
+endif()
+if(NOT "${BUILD_DIR}" STREQUAL "")
+  string(REPLACE "${BUILD_DIR}" "<build>" actual "${actual}")
 endif()
 if(NOT rc STREQUAL "${EXIT_CODE}")
   message(FATAL_ERROR "exit code ${rc}, expected ${EXIT_CODE}\nstdout:\n${out}\nstderr:\n${err}")

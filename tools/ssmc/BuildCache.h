@@ -1,8 +1,9 @@
 // A cache of compiled models. The key is a SHA-256 of everything that determines the output: the
-// model's source text and path (the path is embedded in the executable's metadata), what is
-// emitted, the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode
-// it links (size and modification time), the host CPU and features the kernels are tuned for, and
-// the C++ driver. Rebuilding an unchanged model copies the cached file instead of compiling it.
+// model's source text and path (the path is embedded in the executable's metadata), what is emitted,
+// the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode it links (size and
+// modification time), the host CPU and features the kernels are tuned for, the C++ driver, the
+// contents of the pass plugins loaded (--load-pass) and of the modules the model imports. Rebuilding an unchanged model copies the
+// cached file instead of compiling it.
 //
 // The directory is $SSMC_CACHE_DIR, else $XDG_CACHE_HOME/ssmc, else ~/.cache/ssmc; SSMC_CACHE=0 or
 // `ssmc build --no-cache` turns it off.

@@ -1,9 +1,11 @@
 // ssmc: the compiler driver.
 //
 //   ssmc build MODEL.ssm [-o OUT] [--emit=exe|obj|llvm|ir] [--passes=...] [--print-after=P]
-//                        [--time-passes]
-//   ssmc run MODEL.ssm [--passes=...] [--print-after=P] [--time-passes] -- ARGS...
-//   ssmc check MODEL.ssm
+//                        [--time-passes] [--load-pass=PLUGIN.so]...
+//   ssmc run MODEL.ssm [--passes=...] [--print-after=P] [--time-passes] [--load-pass=...] -- ARGS
+//   ssmc check MODEL.ssm [--structure] [--format=text|json] [--passes=...]
+//                        [--load-pass=PLUGIN.so]...
+//   ssmc passes [--load-pass=PLUGIN.so]...
 //
 // build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
@@ -16,6 +18,8 @@
 #include "ir/Printer.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/PluginLoader.h"
+#include "passes/StructureReport.h"
 #include "passes/codegen/Backend.h"
 #include "passes/codegen/Jit.h"
 #include "passes/codegen/KernelCodegen.h"
@@ -51,6 +55,7 @@ struct BuildOptions {
   std::vector<std::string> print_after;
   bool time_passes = false;
   bool no_cache = false;
+  std::vector<std::string> plugins;     // --load-pass, in order
   std::vector<std::string> import_dirs; // -I
 };
 
@@ -92,6 +97,25 @@ std::string read_source(const std::string& path) {
   return ss.str();
 }
 
+// --load-pass: the plugins' passes join the registry before any pipeline is parsed.
+void load_plugins(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths)
+    ssm::passes::load_plugin(path);
+}
+
+// Whether a pass of the pipeline prints or writes a file, which a cached build would skip. An
+// unknown name is reported when the pipeline is built.
+bool pipeline_writes_output(std::string_view pipeline) {
+  for (size_t start = 0; start <= pipeline.size();) {
+    size_t end = std::min(pipeline.find(',', start), pipeline.size());
+    auto pass = ssm::passes::create_pass(pipeline.substr(start, end - start));
+    if (pass && pass->writes_output())
+      return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 // Where `import` looks after the importing file's directory: -I directories, then the stdlib.
 std::vector<std::string> import_path(const std::vector<std::string>& dirs) {
   std::vector<std::string> path = dirs;
@@ -116,10 +140,9 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
   ssm::passes::PassManager pm(pm_options);
   ssm::passes::PassContext context;
   pm.add_pipeline(options.passes);
-  // The structure report is part of every compiled model: run the analysis if the pipeline didn't.
+  // The structure report is part of every compiled model: run the analyses the pipeline didn't.
   pm.run(model, context, std::cerr);
-  if (!context.markov)
-    ssm::passes::create_markov_structure()->run(model, context);
+  ssm::passes::run_missing_structure_analyses(model, context);
   return context;
 }
 
@@ -161,7 +184,9 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   timer.phase("codegen");
   auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
   module->setModuleIdentifier(model.name);
-  std::string metadata = ssm::codegen::model_metadata_json(model, context.markov->report());
+  nlohmann::json structure = ssm::passes::structure_json(model, context);
+  structure["report"] = ssm::passes::structure_summary(context);
+  std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
   ssm::codegen::generate_kernels(model, metadata, *module);
   timer.phase("optimize");
   auto target = ssm::codegen::create_host_target_machine();
@@ -190,6 +215,11 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
                                     SSMC_EXTRA_LINK_FLAG};
   for (const char* lib : {"kernel_lib.bc", "libssm_runtime.a", "libssm_main.a"})
     parts.push_back(ssm::tools::file_identity(fmt::format("{}/{}", toolchain.libdir, lib)));
+  // A plugin's passes determine the output as the built-in ones do, so its whole file is hashed
+  // (a rebuilt plugin can keep its size and, within a second, its modification time); where it
+  // lies does not matter.
+  for (const std::string& plugin : options.plugins)
+    parts.push_back(read_source(plugin));
   for (const std::string& module : ssm::frontend::imported_files(
            read_source(options.input), options.input, import_path(options.import_dirs))) {
     parts.push_back(module);
@@ -201,12 +231,14 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
 int build(const BuildOptions& options) {
   check_output_directory(options.output);
   PhaseTimer timer(options.time_passes);
+  load_plugins(options.plugins);
   ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
-  // Cached: executables and objects, unless the IR is to be printed along the way.
+  // Cached: executables and objects, unless the IR is to be printed, or a pass writes something,
+  // along the way.
   std::optional<ssm::tools::BuildCache> cache;
   std::string cache_key;
   if ((options.emit == "exe" || options.emit == "obj") && !options.no_cache &&
-      options.print_after.empty()) {
+      options.print_after.empty() && !pipeline_writes_output(options.passes)) {
     timer.phase("cache lookup");
     cache = ssm::tools::BuildCache::open();
     if (cache) {
@@ -262,6 +294,7 @@ int build(const BuildOptions& options) {
 // memory and the runtime's command line runs in this process, as the executable's `main` would.
 int run(const BuildOptions& options, const std::vector<std::string>& args) {
   PhaseTimer timer(options.time_passes);
+  load_plugins(options.plugins);
   timer.phase("frontend");
   ssm::ir::Model model = compile_frontend(options.input, options.import_dirs);
   timer.phase("passes");
@@ -284,17 +317,23 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
-int check(const std::string& input, bool structure_only, const std::vector<std::string>& dirs) {
-  ssm::ir::Model model = compile_frontend(input, dirs);
-  BuildOptions options;
+int check(const std::string& input, bool full_structure, BuildOptions options,
+          const std::string& format) {
+  load_plugins(options.plugins);
+  ssm::ir::Model model = compile_frontend(input, options.import_dirs);
   options.input = input;
   ssm::passes::PassContext context = run_passes(model, options);
-  if (!structure_only)
+  if (format == "json") {
+    fmt::print("{}\n", ssm::passes::structure_json(model, context).dump(2));
+    return 0;
+  }
+  if (!full_structure)
     fmt::print("{}: no errors\n", input);
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
              "value(s)\n{}",
              model.name, model.state_size(), model.obs_size(), model.theta_size(),
-             context.markov->report());
+             full_structure ? ssm::passes::structure_report(model, context)
+                            : ssm::passes::structure_summary(context));
   return 0;
 }
 
@@ -306,16 +345,26 @@ void add_import_option(CLI::App* cmd, std::vector<std::string>& dirs) {
       ->allow_extra_args(false);
 }
 
-// --passes, --print-after, --time-passes and -I, shared by build and run.
+// --load-pass=PATH, repeatable: one path per occurrence, so it never swallows the model's name.
+void add_plugin_option(CLI::App* cmd, std::vector<std::string>& plugins) {
+  cmd->add_option("--load-pass", plugins,
+                  "load a pass plugin (a shared library) before running the passes; repeatable "
+                  "(see docs/passes.md)")
+      ->allow_extra_args(false);
+}
+
+// --passes, --print-after, --time-passes, --load-pass and -I, shared by build and run.
 void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
   cmd->add_option(
       "--passes", options.passes,
       fmt::format("comma-separated pass pipeline (default: {})", ssm::passes::default_pipeline));
   cmd->add_option("--print-after", options.print_after,
                   "print the IR after this pass ('all' for every pass)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false); // else it takes what follows, up to `ssmc run`'s `--` and beyond
   cmd->add_flag("--time-passes", options.time_passes,
                 "print the time spent in each pass and phase");
+  add_plugin_option(cmd, options.plugins);
   add_import_option(cmd, options.import_dirs);
 }
 
@@ -349,15 +398,28 @@ int main(int argc, char** argv) {
   add_pipeline_options(run_cmd, run_options);
 
   std::string check_input;
-  bool structure_only = false;
+  bool full_structure = false;
+  std::string check_format = "text";
   auto* check_cmd = app.add_subcommand(
       "check", "report diagnostics and the model's structure; no code is generated");
   check_cmd->add_option("model", check_input, "the .ssm file")->required();
-  check_cmd->add_flag("--structure", structure_only, "print only the structure report");
-  std::vector<std::string> check_import_dirs;
-  add_import_option(check_cmd, check_import_dirs);
+  check_cmd->add_flag("--structure", full_structure,
+                      "print the full structure report (every analysis in detail) instead of the "
+                      "diagnostics line and one-line summaries");
+  check_cmd
+      ->add_option("--format", check_format,
+                   "text, or json: the structure report as one JSON object (docs/compiler.md)")
+      ->check(CLI::IsMember({"text", "json"}));
+  BuildOptions check_options;
+  check_cmd->add_option("--passes", check_options.passes,
+                        "comma-separated pass pipeline to run before the report (default: the "
+                        "default pipeline)");
+  add_plugin_option(check_cmd, check_options.plugins);
+  add_import_option(check_cmd, check_options.import_dirs);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
+  std::vector<std::string> passes_plugins;
+  add_plugin_option(passes_cmd, passes_plugins);
 
   auto is_command = [&](const char* name) {
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -396,8 +458,9 @@ int main(int argc, char** argv) {
     if (*run_cmd)
       return run(run_options, run_args);
     if (*check_cmd)
-      return check(check_input, structure_only, check_import_dirs);
+      return check(check_input, full_structure, check_options, check_format);
     if (*passes_cmd) {
+      load_plugins(passes_plugins);
       for (const std::string& name : ssm::passes::registered_passes())
         fmt::print("{:<18} {}\n", name, ssm::passes::create_pass(name)->description());
       return 0;

@@ -43,7 +43,11 @@ struct ModelInfo {
   bool reads_previous_obs = false;
   std::vector<VarInfo> data, inputs;
   std::vector<ParamInfo> params;
-  std::string structure;
+  std::string structure; // the compiler's structure report, as text
+  // Verdicts of the compiler's structure analyses (false when the metadata has none): the Kalman
+  // filter, resp. the forward-backward algorithm, is exact for the model.
+  bool linear_gaussian = false;
+  bool finite_state = false;
 
   const ParamInfo* find_param(std::string_view name) const;
 };

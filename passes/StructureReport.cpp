@@ -1,0 +1,179 @@
+// The structure report as text and JSON: see StructureReport.h.
+#include "StructureReport.h"
+
+#include "Passes.h"
+
+#include <fmt/format.h>
+
+namespace ssm::passes {
+
+using nlohmann::json;
+
+std::string StructureReason::str() const {
+  std::string out = fmt::format("{} {} ~ {}: {}", ir::block_name(block), relation, dist, message);
+  if (loc.line > 0)
+    out += fmt::format(" at {}:{}", loc.line, loc.col);
+  return out;
+}
+
+void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
+  if (!context.markov)
+    create_markov_structure()->run(model, context);
+  if (!context.linear_gaussian)
+    create_linear_gaussian()->run(model, context);
+  if (!context.finite_state)
+    create_finite_state()->run(model, context);
+  if (!context.density)
+    create_density()->run(model, context);
+}
+
+std::string structure_summary(const PassContext& context) {
+  std::string out;
+  if (context.markov)
+    out += context.markov->report();
+  if (context.linear_gaussian)
+    out += context.linear_gaussian->summary() + "\n";
+  if (context.finite_state)
+    out += context.finite_state->summary() + "\n";
+  if (context.density)
+    out += context.density->summary() + "\n";
+  return out;
+}
+
+std::string structure_report(const ir::Model& model, const PassContext& context) {
+  (void)model;
+  std::vector<std::string> sections;
+  if (context.markov)
+    sections.push_back(context.markov->report());
+  if (context.linear_gaussian)
+    sections.push_back(context.linear_gaussian->report());
+  if (context.finite_state)
+    sections.push_back(context.finite_state->report());
+  if (context.density)
+    sections.push_back(context.density->report());
+  std::string out;
+  for (size_t i = 0; i < sections.size(); ++i)
+    out += (i > 0 ? "\n" : "") + sections[i];
+  return out;
+}
+
+namespace {
+
+json loc_json(const ir::SourceLoc& loc) {
+  if (loc.line <= 0)
+    return nullptr;
+  return {{"line", loc.line}, {"col", loc.col}, {"end_col", loc.end_col}};
+}
+
+json string_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json reasons_json(const std::vector<StructureReason>& reasons) {
+  json out = json::array();
+  for (const StructureReason& r : reasons)
+    out.push_back({{"block", ir::block_name(r.block)},
+                   {"relation", r.relation},
+                   {"dist", r.dist},
+                   {"variable", string_or_null(r.variable)},
+                   {"lag", r.lag >= 0 ? json(r.lag) : json(nullptr)},
+                   {"message", r.message},
+                   {"loc", loc_json(r.loc)}});
+  return out;
+}
+
+json markov_json(const MarkovStructure& m) {
+  json relations = json::array();
+  for (const RelationReads& r : m.relations)
+    relations.push_back({{"block", ir::block_name(r.block)},
+                         {"target", r.target},
+                         {"dist", r.dist},
+                         {"reads", r.lagged},
+                         {"params", r.params},
+                         {"reads_time", r.reads_time},
+                         {"max_state_lag", r.max_state_lag},
+                         {"loc", loc_json(r.loc)}});
+  return {
+      {"order", m.order}, {"states_independent", m.states_independent}, {"relations", relations}};
+}
+
+json linear_gaussian_json(const LinearGaussian& lg) {
+  json matrices = nullptr;
+  if (lg.is_linear_gaussian) {
+    matrices = json::object();
+    for (const SymbolicValue& v : lg.matrices)
+      matrices[v.name] = {{"expr", v.text},
+                          {"shape", v.shape.dims},
+                          {"value", v.value ? json(*v.value) : json(nullptr)}};
+  }
+  return {{"is_linear_gaussian", lg.is_linear_gaussian},
+          {"time_varying", lg.time_varying},
+          {"state", lg.state_names},
+          {"obs", lg.obs_names},
+          {"matrices", matrices},
+          {"notes", lg.notes},
+          {"reasons", reasons_json(lg.reasons)}};
+}
+
+json finite_state_json(const FiniteState& fs) {
+  json states = json::array();
+  for (const StateSupport& s : fs.states)
+    states.push_back({{"name", s.name},
+                      {"components", s.components},
+                      {"finite", s.finite},
+                      {"lo", s.finite ? json(s.lo) : json(nullptr)},
+                      {"hi", s.finite ? json(s.hi) : json(nullptr)},
+                      {"reason", string_or_null(s.reason)}});
+  return {{"is_finite", fs.is_finite},
+          {"size", fs.is_finite ? json(fs.size) : json(nullptr)},
+          {"states", states},
+          {"reasons", reasons_json(fs.reasons)}};
+}
+
+json bound_json(const std::optional<DensityBound>& b) {
+  if (!b)
+    return nullptr;
+  return {{"expr", b->text},
+          {"exact", b->exact},
+          {"condition", string_or_null(b->condition)},
+          {"constant_in_state", b->constant_in_state()},
+          {"depends_on", b->depends_on},
+          {"reads_next_state", b->reads_next_state}};
+}
+
+json density_json(const TransitionDensity& d) {
+  json relations = json::array();
+  for (const RelationDensity& r : d.relations)
+    relations.push_back({{"relation", r.relation},
+                         {"dist", r.dist},
+                         {"kind", r.kind == DensityKind::Tractable ? "tractable" : "sample_only"},
+                         {"sample_only_reason", string_or_null(r.sample_only_reason)},
+                         {"bound", bound_json(r.bound)},
+                         {"no_bound_reason", string_or_null(r.no_bound_reason)},
+                         {"loc", loc_json(r.loc)}});
+  return {{"tractable", d.tractable},
+          {"bound", bound_json(d.bound)},
+          {"no_bound_reason", string_or_null(d.no_bound_reason)},
+          {"relations", relations}};
+}
+
+template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {
+  return result ? f(*result) : json(nullptr);
+}
+
+} // namespace
+
+json structure_json(const ir::Model& model, const PassContext& context) {
+  json out = {{"model", model.name},
+              {"source", model.source_file},
+              {"n_state", model.state_size()},
+              {"n_obs", model.obs_size()},
+              {"n_theta", model.theta_size()}};
+  out["markov"] = or_null(context.markov, markov_json);
+  out["linear_gaussian"] = or_null(context.linear_gaussian, linear_gaussian_json);
+  out["finite_state"] = or_null(context.finite_state, finite_state_json);
+  out["density"] = or_null(context.density, density_json);
+  return out;
+}
+
+} // namespace ssm::passes

@@ -1,0 +1,327 @@
+// density: for each transition relation, whether its log-density is tractable and an upper bound of
+// its density over the target given everything it reads (the density at the mode), as an IR
+// expression. Rejection-based backward sampling (smoothing) needs such a bound: proposals from the
+// filter are accepted with probability p(x[t] | x[t-1]) / bound, so the report also says whether
+// the bound is constant in the state (one global bound) or depends on x[t-1] (a bound per
+// particle).
+//
+// Every relation the language has today is a distribution with a density; DensityKind::SampleOnly
+// is there for deterministic transforms of noise and simulators, which have none. Independent
+// components of a vector target multiply their bounds. Discrete distributions are bounded by 1.
+#include "Affine.h"
+#include "Passes.h"
+
+#include "ir/Printer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace ssm::passes {
+
+namespace {
+
+// One component's bound, or why there is none.
+struct ComponentBound {
+  int node = -1;
+  bool exact = true;
+  std::string condition;
+  std::string unbounded;
+};
+
+class Bounds {
+public:
+  Bounds(const ir::Model& model, TransitionDensity& result)
+      : model_(model), arena_(result.arena), b_(result.arena) {}
+
+  RelationDensity analyse(const ir::Relation& rel) {
+    const ir::Block& block = model_.transition;
+    RelationDensity out;
+    out.relation = ir::print_relation_target(model_, block, rel);
+    out.dist = std::string(ir::dist_info(rel.dist).name);
+    out.loc = rel.loc;
+    out.kind = DensityKind::Tractable;
+
+    std::vector<int> args;
+    for (int a : rel.args)
+      args.push_back(b_.import(block, a));
+    int k = model_.var_shape(rel.kind, rel.var).size();
+    ComponentBound total;
+    if (rel.dist == ir::Dist::MvNormal) {
+      total = mvnormal(args[1], k);
+    } else {
+      std::vector<int> factors;
+      for (int i = 0; i < k; ++i) {
+        std::vector<int> elems;
+        for (int a : args)
+          elems.push_back(b_.element(a, b_[a].shape.is_scalar() ? 0 : i));
+        ComponentBound c = component(rel.dist, elems);
+        if (!c.unbounded.empty()) {
+          total = c;
+          break;
+        }
+        factors.push_back(c.node);
+        total.exact = total.exact && c.exact;
+        if (!c.condition.empty() && total.condition.find(c.condition) == std::string::npos)
+          total.condition += (total.condition.empty() ? "" : " and ") + c.condition;
+      }
+      if (total.unbounded.empty())
+        total.node = product(factors);
+    }
+    if (!total.unbounded.empty()) {
+      out.no_bound_reason = total.unbounded;
+      return out;
+    }
+    out.bound = describe(total.node, total.exact, total.condition);
+    return out;
+  }
+
+  DensityBound describe(int node, bool exact, std::string condition) {
+    DensityBound bound;
+    bound.node = node;
+    bound.text = ir::print_expr(model_, arena_, node);
+    bound.exact = exact;
+    bound.condition = std::move(condition);
+    states_read(node, bound);
+    return bound;
+  }
+
+  // The product of the factors, equal ones as powers: b^3 for three components of one scale.
+  int product(const std::vector<int>& factors) {
+    std::vector<std::pair<int, int>> counts; // factor, multiplicity, in order of appearance
+    for (int f : factors) {
+      auto it = std::find_if(counts.begin(), counts.end(), [f](auto& c) { return c.first == f; });
+      if (it == counts.end())
+        counts.push_back({f, 1});
+      else
+        ++it->second;
+    }
+    int out = -1;
+    for (auto [f, n] : counts) {
+      int factor = n == 1 ? f : b_.pow(f, b_.constant(n));
+      out = out < 0 ? factor : b_.mul(out, factor);
+    }
+    return out;
+  }
+
+private:
+  const ir::Model& model_;
+  const ir::Block& arena_;
+  ExprBuilder b_;
+
+  void states_read(int node, DensityBound& bound) {
+    const ir::Node& n = arena_.nodes[node];
+    if (n.op == ir::Op::State) {
+      std::string name = ir::print_expr(model_, arena_, node);
+      if (std::find(bound.depends_on.begin(), bound.depends_on.end(), name) ==
+          bound.depends_on.end())
+        bound.depends_on.push_back(name);
+      bound.reads_next_state = bound.reads_next_state || n.lag == 0;
+    }
+    for (int a : n.args)
+      states_read(a, bound);
+  }
+
+  // sqrt(2 * pi) and the like, kept symbolic so the bound reads as a formula.
+  int pi_times(double c) {
+    ir::Node mul;
+    mul.op = ir::Op::Mul;
+    mul.args = {b_.constant(c), b_.constant(std::numbers::pi)};
+    return b_.raw(std::move(mul));
+  }
+  int sqrt_raw(int x) {
+    ir::Node n;
+    n.op = ir::Op::Call;
+    n.fn = "sqrt";
+    n.args = {x};
+    return b_.raw(std::move(n));
+  }
+  int sqrt_2pi() { return sqrt_raw(pi_times(2)); }
+
+  std::string text(int node) const { return ir::print_expr(model_, arena_, node); }
+
+  static std::optional<double> constant(const ExprBuilder& b, int id) {
+    if (b[id].op == ir::Op::Const && b[id].shape.is_scalar())
+      return b[id].values[0];
+    return std::nullopt;
+  }
+
+  ComponentBound mvnormal(int sigma, int d) {
+    // (2 pi)^(-d/2) det(Sigma)^(-1/2)
+    ir::Node p;
+    p.op = ir::Op::Pow;
+    p.args = {pi_times(2), b_.constant(-d / 2.0)};
+    int scale = b_.raw(std::move(p));
+    int det = b_.pow(b_.call("det", {sigma}), b_.constant(-0.5));
+    return {b_.mul(scale, det), true, {}, {}};
+  }
+
+  ComponentBound component(ir::Dist dist, const std::vector<int>& a) {
+    auto one_over = [&](int x) { return b_.div(b_.constant(1), x); };
+    switch (dist) {
+    case ir::Dist::Normal: // 1 / (sigma sqrt(2 pi)) at the mean
+      return {one_over(b_.mul(a[1], sqrt_2pi())), true, {}, {}};
+    case ir::Dist::LogNormal: { // at the mode exp(mu - sigma^2): exp(sigma^2 / 2 - mu) / (...)
+      int s2 = b_.pow(a[1], b_.constant(2));
+      int e = b_.call("exp", {b_.materialize(b_.sub(b_.div(s2, b_.constant(2)), a[0]))});
+      return {b_.div(e, b_.mul(a[1], sqrt_2pi())), true, {}, {}};
+    }
+    case ir::Dist::StudentT: { // Gamma((nu+1)/2) / (Gamma(nu/2) sqrt(nu pi) sigma) at mu
+      if (auto nu = constant(b_, a[0])) {
+        double k = std::exp(std::lgamma((*nu + 1) / 2) - std::lgamma(*nu / 2)) /
+                   std::sqrt(*nu * std::numbers::pi);
+        return {b_.div(b_.constant(k), a[2]), true, {}, {}};
+      }
+      int half = b_.constant(2);
+      int ratio = b_.call(
+          "exp",
+          {b_.materialize(b_.sub(b_.call("lgamma", {b_.div(b_.add(a[0], b_.constant(1)), half)}),
+                                 b_.call("lgamma", {b_.div(a[0], half)})))});
+      return {b_.div(ratio,
+                     b_.mul(b_.call("sqrt", {b_.mul(a[0], b_.constant(std::numbers::pi))}), a[2])),
+              true,
+              {},
+              {}};
+    }
+    case ir::Dist::HalfNormal: { // sqrt(2 / pi) / sigma at 0
+      ir::Node over;
+      over.op = ir::Op::Div;
+      over.args = {b_.constant(2), b_.constant(std::numbers::pi)};
+      return {b_.div(sqrt_raw(b_.raw(std::move(over))), a[0]), true, {}, {}};
+    }
+    case ir::Dist::Uniform:
+      return {one_over(b_.materialize(b_.sub(a[1], a[0]))), true, {}, {}};
+    case ir::Dist::Gamma: { // at the mode (alpha - 1) / beta when alpha >= 1
+      if (auto alpha = constant(b_, a[0])) {
+        if (*alpha < 1)
+          return {-1,
+                  true,
+                  {},
+                  fmt::format("the shape alpha = {} < 1 makes the density unbounded at 0", *alpha)};
+        if (*alpha == 1)
+          return {a[1], true, {}, {}};
+        double am1 = *alpha - 1;
+        double k = std::exp(am1 * std::log(am1) - am1 - std::lgamma(*alpha));
+        return {b_.mul(b_.constant(k), a[1]), true, {}, {}};
+      }
+      int am1 = b_.materialize(b_.sub(a[0], b_.constant(1)));
+      int e = b_.call("exp", {b_.materialize(b_.sub(b_.neg(am1), b_.call("lgamma", {a[0]})))});
+      return {
+          b_.mul(a[1], b_.mul(b_.pow(am1, am1), e)), true, fmt::format("{} >= 1", text(a[0])), {}};
+    }
+    case ir::Dist::Exponential: // beta at 0
+      return {a[0], true, {}, {}};
+    case ir::Dist::Laplace: // 1 / (2 b) at mu
+      return {one_over(b_.mul(b_.constant(2), a[1])), true, {}, {}};
+    case ir::Dist::Cauchy: // 1 / (pi sigma) at mu
+      return {one_over(b_.mul(b_.constant(std::numbers::pi), a[1])), true, {}, {}};
+    case ir::Dist::Poisson:
+    case ir::Dist::Bernoulli:
+    case ir::Dist::Categorical:
+    case ir::Dist::Binomial:
+    case ir::Dist::NegativeBinomial: // a probability
+      return {b_.constant(1), false, {}, {}};
+    case ir::Dist::MvNormal:
+    case ir::Dist::Beta:            // unbounded for a shape below 1; the mode otherwise
+    case ir::Dist::InverseGamma:    // at the mode beta / (alpha + 1): not derived yet
+    case ir::Dist::TruncatedNormal: // the normal's mode over the interval's mass: not derived yet
+      break;
+    }
+    return {-1, true, {}, "no bound is known for this distribution"};
+  }
+};
+
+class DensityAnalysis : public Pass {
+public:
+  std::string_view name() const override { return "density"; }
+  std::string_view description() const override {
+    return "per transition: tractable log-density; upper bound of the density";
+  }
+
+  void run(ir::Model& model, PassContext& context) override {
+    TransitionDensity result;
+    Bounds bounds(model, result);
+    for (const ir::Relation& rel : model.transition.relations)
+      result.relations.push_back(bounds.analyse(rel));
+
+    std::vector<int> factors;
+    bool exact = true;
+    std::string condition;
+    for (const RelationDensity& r : result.relations) {
+      std::string name = fmt::format("{} ~ {}", r.relation, r.dist);
+      if (r.kind == DensityKind::SampleOnly) {
+        result.tractable = false;
+        if (result.no_bound_reason.empty())
+          result.no_bound_reason = fmt::format("{} has no density", name);
+        continue;
+      }
+      if (!r.bound) {
+        if (result.no_bound_reason.empty())
+          result.no_bound_reason = fmt::format("{}: {}", name, r.no_bound_reason);
+        continue;
+      }
+      if (r.bound->reads_next_state && result.no_bound_reason.empty())
+        result.no_bound_reason =
+            fmt::format("the bound of {} depends on {}, part of the next state", name,
+                        fmt::join(r.bound->depends_on, ", "));
+      factors.push_back(r.bound->node);
+      exact = exact && r.bound->exact;
+      if (!r.bound->condition.empty())
+        condition += (condition.empty() ? "" : " and ") + r.bound->condition;
+    }
+    if (result.relations.empty())
+      result.no_bound_reason = "the model has no transition";
+    if (result.no_bound_reason.empty())
+      result.bound = bounds.describe(bounds.product(factors), exact, condition);
+    context.density = std::move(result);
+  }
+};
+
+std::string bound_text(const DensityBound& b) {
+  std::string out = b.text;
+  if (!b.condition.empty())
+    out += fmt::format(" when {}", b.condition);
+  return out;
+}
+
+std::string scope(const DensityBound& b) {
+  if (b.constant_in_state())
+    return "constant in the state";
+  return fmt::format("per particle (depends on {})", fmt::join(b.depends_on, ", "));
+}
+
+} // namespace
+
+std::string TransitionDensity::summary() const {
+  std::string out =
+      fmt::format("transition density: {}", tractable ? "tractable" : "not tractable");
+  if (bound)
+    return out + fmt::format("; bounded by {}, {}", bound_text(*bound), scope(*bound));
+  return out + fmt::format("; no bound: {}", no_bound_reason);
+}
+
+std::string TransitionDensity::report() const {
+  std::string out = summary() + "\n";
+  for (const RelationDensity& r : relations) {
+    std::string line = fmt::format("  {} ~ {}: ", r.relation, r.dist);
+    if (r.kind == DensityKind::SampleOnly)
+      line += fmt::format("sample only ({})", r.sample_only_reason);
+    else if (!r.bound)
+      line += fmt::format("log-density tractable; no bound: {}", r.no_bound_reason);
+    else
+      line += fmt::format("log-density tractable; bound {} ({}), {}", bound_text(*r.bound),
+                          r.bound->exact ? "the density at the mode" : "an upper bound",
+                          scope(*r.bound));
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::unique_ptr<Pass> create_density() {
+  return std::make_unique<DensityAnalysis>();
+}
+
+} // namespace ssm::passes
