@@ -40,6 +40,7 @@ struct PassContext {
   std::optional<LinearGaussian> linear_gaussian;
   std::optional<FiniteState> finite_state;
   std::optional<TransitionDensity> density;
+  std::optional<AdditiveFunctionals> functionals;
 };
 
 class Pass {

@@ -26,6 +26,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["linear-gaussian"] = create_linear_gaussian;
     builtins["finite-state"] = create_finite_state;
     builtins["density"] = create_density;
+    builtins["additive-functionals"] = create_additive_functionals;
     return builtins;
   }();
   return passes;

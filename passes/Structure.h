@@ -116,4 +116,22 @@ struct TransitionDensity {
   std::string report() const;
 };
 
+// additive-functionals: per `functional`, whether it is additive over time (a sum_t of terms in
+// x[t-1], x[t], y[t]) and so can be smoothed online, and which smoothers apply.
+struct FunctionalStructure {
+  std::string name;
+  bool declared_sum = false; // written `sum_t ...`
+  bool additive = false;
+  int max_state_lag = 0;          // the largest lag of a state its term reads
+  std::vector<std::string> reads; // "x[t-1]", "x[t]", "y[t]", "u[t]"
+  std::string why_not;            // when not additive
+  std::vector<std::string> methods;
+  ir::SourceLoc loc;
+};
+struct AdditiveFunctionals {
+  std::vector<FunctionalStructure> functionals;
+  std::string summary() const;
+  std::string report() const;
+};
+
 } // namespace ssm::passes

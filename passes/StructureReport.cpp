@@ -25,6 +25,8 @@ void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
     create_finite_state()->run(model, context);
   if (!context.density)
     create_density()->run(model, context);
+  if (!context.functionals)
+    create_additive_functionals()->run(model, context);
 }
 
 std::string structure_summary(const PassContext& context) {
@@ -37,6 +39,8 @@ std::string structure_summary(const PassContext& context) {
     out += context.finite_state->summary() + "\n";
   if (context.density)
     out += context.density->summary() + "\n";
+  if (context.functionals && !context.functionals->functionals.empty())
+    out += context.functionals->summary() + "\n";
   return out;
 }
 
@@ -51,6 +55,8 @@ std::string structure_report(const ir::Model& model, const PassContext& context)
     sections.push_back(context.finite_state->report());
   if (context.density)
     sections.push_back(context.density->report());
+  if (context.functionals && !context.functionals->functionals.empty())
+    sections.push_back(context.functionals->report());
   std::string out;
   for (size_t i = 0; i < sections.size(); ++i)
     out += (i > 0 ? "\n" : "") + sections[i];
@@ -157,6 +163,20 @@ json density_json(const TransitionDensity& d) {
           {"relations", relations}};
 }
 
+json functionals_json(const AdditiveFunctionals& a) {
+  json out = json::array();
+  for (const FunctionalStructure& f : a.functionals)
+    out.push_back({{"name", f.name},
+                   {"declared_sum", f.declared_sum},
+                   {"additive", f.additive},
+                   {"max_state_lag", f.max_state_lag},
+                   {"reads", f.reads},
+                   {"why_not", string_or_null(f.why_not)},
+                   {"methods", f.methods},
+                   {"loc", loc_json(f.loc)}});
+  return out;
+}
+
 template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {
   return result ? f(*result) : json(nullptr);
 }
@@ -173,6 +193,7 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["linear_gaussian"] = or_null(context.linear_gaussian, linear_gaussian_json);
   out["finite_state"] = or_null(context.finite_state, finite_state_json);
   out["density"] = or_null(context.density, density_json);
+  out["functionals"] = or_null(context.functionals, functionals_json);
   return out;
 }
 

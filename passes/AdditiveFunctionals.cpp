@@ -1,0 +1,107 @@
+// additive-functionals: for each `functional` of the model, what the smoothers can do with it. A
+// `sum_t` functional whose term reads at most x[t-1], x[t], y[t], inputs, parameters and t is
+// additive: the online smoothers (online, paris, bis) carry it forward in O(N) memory, and every
+// offline smoother sums its smoothed terms. A per-t functional is a smoothing marginal: the
+// offline smoothers estimate it at each t; online ones cannot, since they only keep sums.
+#include "Passes.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+
+namespace ssm::passes {
+
+namespace {
+
+const std::vector<std::string> online_methods = {"online", "paris", "bis"};
+const std::vector<std::string> offline_methods = {"ffbsm", "ffbsi", "genealogy", "fixed-lag"};
+
+FunctionalStructure analyse(const ir::Model& model, size_t i) {
+  const ir::FunctionalDecl& decl = model.functionals[i];
+  const ir::Block& block = model.functional;
+  FunctionalStructure f;
+  f.name = decl.name;
+  f.declared_sum = decl.additive;
+  f.loc = decl.loc;
+  std::vector<bool> reached(block.nodes.size(), false);
+  reached[block.outputs[i]] = true;
+  std::set<std::string> reads;
+  for (int n = static_cast<int>(block.nodes.size()) - 1; n >= 0; --n) {
+    if (!reached[n])
+      continue;
+    const ir::Node& node = block.nodes[n];
+    for (int a : node.args)
+      reached[a] = true;
+    if (node.op == ir::Op::State) {
+      reads.insert(node.lag == 0 ? model.states[node.var].name + "[t]"
+                                 : fmt::format("{}[t-{}]", model.states[node.var].name, node.lag));
+      f.max_state_lag = std::max(f.max_state_lag, node.lag);
+    } else if (node.op == ir::Op::Obs) {
+      reads.insert(model.obs[node.var].name + "[t]");
+    } else if (node.op == ir::Op::Input) {
+      reads.insert(model.inputs[node.var].name + "[t]");
+    }
+  }
+  f.reads.assign(reads.begin(), reads.end());
+  if (!decl.additive) {
+    f.why_not = "it is a quantity at each t (no sum_t): its smoothing distribution at each t is "
+                "estimated, not a sum over time";
+    f.methods = offline_methods;
+  } else if (f.max_state_lag > 1) {
+    f.why_not = fmt::format("its term reads a state {} steps back; it becomes additive once the "
+                            "lags are augmented into the state",
+                            f.max_state_lag);
+    f.methods = {"genealogy"};
+  } else {
+    f.additive = true;
+    f.methods = online_methods;
+    f.methods.insert(f.methods.end(), offline_methods.begin(), offline_methods.end());
+  }
+  return f;
+}
+
+class AdditiveFunctionalsAnalysis : public Pass {
+public:
+  std::string_view name() const override { return "additive-functionals"; }
+  std::string_view description() const override {
+    return "which functionals are additive over time, and the smoothers that can estimate each";
+  }
+
+  void run(ir::Model& model, PassContext& context) override {
+    AdditiveFunctionals result;
+    for (size_t i = 0; i < model.functionals.size(); ++i)
+      result.functionals.push_back(analyse(model, i));
+    context.functionals = std::move(result);
+  }
+};
+
+} // namespace
+
+std::string AdditiveFunctionals::summary() const {
+  if (functionals.empty())
+    return "functionals: none";
+  std::vector<std::string> parts;
+  for (const FunctionalStructure& f : functionals)
+    parts.push_back(fmt::format("{} ({})", f.name, f.additive ? "additive" : "not additive"));
+  return fmt::format("functionals: {}", fmt::join(parts, ", "));
+}
+
+std::string AdditiveFunctionals::report() const {
+  std::string out = summary() + "\n";
+  for (const FunctionalStructure& f : functionals) {
+    out += fmt::format(
+        "  {}: {}; reads {}\n", f.name,
+        f.additive ? (f.max_state_lag == 1 ? "additive in (x[t-1], x[t])" : "additive in x[t]")
+                   : "not additive: " + f.why_not,
+        f.reads.empty() ? "no state" : fmt::format("{}", fmt::join(f.reads, ", ")));
+    out += fmt::format("    smoothers: {}\n", fmt::join(f.methods, ", "));
+  }
+  return out;
+}
+
+std::unique_ptr<Pass> create_additive_functionals() {
+  return std::make_unique<AdditiveFunctionalsAnalysis>();
+}
+
+} // namespace ssm::passes
