@@ -45,6 +45,10 @@ void DiagnosticEngine::error(ir::SourceLoc loc, std::string message) {
 }
 
 void DiagnosticEngine::warning(ir::SourceLoc loc, std::string message) {
+  if (warnings_as_errors_) {
+    error(loc, message + " [-Werror]");
+    return;
+  }
   diags_.push_back({Diagnostic::Severity::Warning, loc, std::move(message)});
 }
 

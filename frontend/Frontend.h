@@ -38,6 +38,8 @@ public:
   // Where the first imported file starts (the end of the model's own text).
   std::size_t main_file_end() const { return files_.size() > 1 ? files_[1].begin : source_.size(); }
 
+  // With warnings_as_errors (-Werror), warning() reports an error.
+  void set_warnings_as_errors(bool on) { warnings_as_errors_ = on; }
   void error(ir::SourceLoc loc, std::string message);
   void warning(ir::SourceLoc loc, std::string message);
   void note(ir::SourceLoc loc, std::string message);
@@ -66,6 +68,7 @@ private:
   std::vector<std::size_t> line_starts_;
   std::vector<Diagnostic> diags_;
   int errors_ = 0;
+  bool warnings_as_errors_ = false;
 };
 
 // Parses, checks and lowers a model. `import "name";` looks for name.ssm next to the importing

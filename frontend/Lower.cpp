@@ -54,6 +54,7 @@ struct Symbol {
                      // lets, fns, functionals
   Range range;       // the name in its declaration
   bool valid = true; // false after an error in the declaration: its uses report nothing more
+  bool used = false; // read by some expression: unused declarations get a warning
 };
 
 struct ConstValue {
@@ -78,6 +79,7 @@ struct Scope {
   std::string subject;     // "the relation for x[t]", "functional 'f'": for messages
   std::set<int> reads_now; // lag-0 variables of the kind this block samples
   bool reads_state = false;
+  std::set<int> states_read; // at any lag
 
   // Inside an inlined function: its parameters and local lets, as nodes of this block.
   const ast::FnDecl* fn = nullptr;
@@ -105,6 +107,7 @@ struct PendingRelation {
   std::string target; // x[t]
   std::set<int> reads_now;
   bool reads_state = false;
+  std::set<int> states_read;
   bool ok = false;
 };
 
@@ -163,6 +166,11 @@ public:
     order_relations(ir::BlockKind::Transition);
     order_relations(ir::BlockKind::Observation);
     if (diags_.error_count() > errors_before)
+      return std::nullopt;
+    warn_unused();
+    warn_states_without_influence();
+    warn_priors_outside_bounds();
+    if (diags_.error_count() > errors_before) // -Werror
       return std::nullopt;
     return std::move(model_);
   }
@@ -467,11 +475,17 @@ private:
       return std::pair(-INFINITY, INFINITY);
     bool integer = t.kind == ast::TypeSpec::Kind::Int;
     std::optional<double> lo, hi;
-    if (integer) {
-      if (auto v = eval_int(*t.bounds[0], "the lower bound"))
-        lo = static_cast<double>(*v);
-      if (auto v = eval_int(*t.bounds[1], "the upper bound"))
-        hi = static_cast<double>(*v);
+    if (integer) { // an integer, or inf / -inf for an open side: int[0..inf]
+      auto bound = [&](const Expr& e, const char* what) -> std::optional<double> {
+        std::optional<double> v = eval_real(e, what);
+        if (v && std::isfinite(*v) && *v != std::floor(*v)) {
+          error(e.range, fmt::format("{} must be an integer or inf, but it is {}", what, *v));
+          return std::nullopt;
+        }
+        return v;
+      };
+      lo = bound(*t.bounds[0], "the lower bound");
+      hi = bound(*t.bounds[1], "the upper bound");
     } else {
       lo = eval_real(*t.bounds[0], "the lower bound");
       hi = eval_real(*t.bounds[1], "the upper bound");
@@ -899,6 +913,7 @@ private:
       unknown_name(e.range, e.name);
       return std::nullopt;
     }
+    sym->used = true;
     switch (sym->kind) {
     case Symbol::Kind::Let:
       if (s.constant) {
@@ -1068,8 +1083,10 @@ private:
                                  n == 1 ? "1 was" : fmt::format("{} were", n)));
       return false;
     };
-    if (Symbol* sym = lookup(fn); sym && sym->kind == Symbol::Kind::Fn)
+    if (Symbol* sym = lookup(fn); sym && sym->kind == Symbol::Kind::Fn) {
+      sym->used = true;
       return call_function(e, *sym, s);
+    }
     const ir::FunctionInfo* info = operator_functions.count(fn) ? nullptr : ir::find_function(fn);
     bool unary = info && info->arity == 1;
     bool binary = info && info->arity == 2;
@@ -1500,8 +1517,10 @@ private:
     if (base->kind == EKind::Name) {
       Symbol* sym = lookup(base->name);
       if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs ||
-                  sym->kind == Symbol::Kind::Input))
+                  sym->kind == Symbol::Kind::Input)) {
+        sym->used = true;
         return lower_var_ref(*base, *sym, chain, s);
+      }
       if (sym &&
           (sym->kind == Symbol::Kind::Param || sym->kind == Symbol::Kind::Const ||
            sym->kind == Symbol::Kind::Data) &&
@@ -1644,8 +1663,10 @@ private:
                          : model_.obs[sym.index].shape;
     if (offset == 0 && same_kind)
       s.reads_now.insert(sym.index);
-    if (is_state)
+    if (is_state) {
       s.reads_state = true;
+      s.states_read.insert(sym.index);
+    }
     std::optional<int> value = emit(s, std::move(n), where);
     for (std::size_t k = 1; k < chain.size() && value; ++k)
       value = apply_index(*value, *chain[k], s);
@@ -1757,6 +1778,7 @@ private:
     p.rel.loc = loc(r.range);
     p.reads_now = s.reads_now;
     p.reads_state = s.reads_state;
+    p.states_read = s.states_read;
     p.ok = dist.has_value();
     if (p.ok) {
       p.rel.dist = *dist;
@@ -1782,6 +1804,72 @@ private:
     }
     model_.functionals.push_back({f.name.name, f.additive, loc(f.name.range)});
     model_.functional.outputs.push_back(*id);
+  }
+
+  // ---- (6) warnings: legal but probably not what was meant ---------------------------------
+
+  void warn_unused() {
+    std::vector<std::pair<std::string, const Symbol*>> unused;
+    for (const auto& [name, sym] : symbols_) {
+      bool reportable = sym.kind == Symbol::Kind::Param || sym.kind == Symbol::Kind::Const ||
+                        sym.kind == Symbol::Kind::Let || sym.kind == Symbol::Kind::Fn ||
+                        sym.kind == Symbol::Kind::Data || sym.kind == Symbol::Kind::Input;
+      if (reportable && sym.valid && !sym.used && !imported(sym.range))
+        unused.emplace_back(name, &sym);
+    }
+    std::sort(unused.begin(), unused.end(), [](const auto& a, const auto& b) {
+      return a.second->range.begin < b.second->range.begin;
+    });
+    for (const auto& [name, sym] : unused)
+      diags_.warning(loc(sym->range),
+                     fmt::format("{} '{}' is never used", kind_name(sym->kind), name));
+  }
+
+  // A state that no observation depends on, directly or through the states it drives, is not
+  // informed by the data: its filtering distribution is its prior dynamics.
+  void warn_states_without_influence() {
+    if (model_.obs.empty())
+      return; // said already: the model declares no observation
+    std::vector<bool> influential(model_.states.size(), false);
+    for (const PendingRelation& p : pending_[ir::BlockKind::Observation])
+      for (int x : p.states_read)
+        influential[x] = true;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (ir::BlockKind kind : {ir::BlockKind::Initial, ir::BlockKind::Transition})
+        for (const PendingRelation& p : pending_[kind])
+          if (influential[p.rel.var])
+            for (int x : p.states_read)
+              if (!influential[x])
+                influential[x] = changed = true;
+    }
+    for (std::size_t x = 0; x < model_.states.size(); ++x)
+      if (!influential[x])
+        diags_.warning(model_.states[x].loc,
+                       fmt::format("state '{}' does not influence any observation, directly or "
+                                   "through other states: the data say nothing about it",
+                                   model_.states[x].name));
+  }
+
+  // A prior whose support reaches outside the declared bounds real(lo, hi).
+  void warn_priors_outside_bounds() {
+    for (const ir::Relation& rel : model_.prior.relations) {
+      const ir::ParamDecl& p = model_.params[rel.var];
+      if (p.lower == -INFINITY && p.upper == INFINITY)
+        continue;
+      const ir::DistInfo& info = ir::dist_info(rel.dist);
+      double lo = info.lower, hi = info.upper;
+      if (rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal) {
+        const ir::Node& a = model_.prior.nodes[rel.args[rel.args.size() - 2]];
+        const ir::Node& b = model_.prior.nodes[rel.args[rel.args.size() - 1]];
+        if (a.shape.is_scalar() && b.shape.is_scalar())
+          lo = a.values[0], hi = b.values[0];
+      }
+      if (lo < p.lower || hi > p.upper)
+        diags_.warning(rel.loc, fmt::format("the prior {} of '{}' has support [{}, {}], which "
+                                            "reaches outside its declared bounds [{}, {}]",
+                                            info.name, p.name, lo, hi, p.lower, p.upper));
+    }
   }
 
   // ---- (5) completeness and order ---------------------------------------------------------

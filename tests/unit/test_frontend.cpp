@@ -20,7 +20,7 @@ ir::Model compile(const std::string& source) {
   std::optional<ir::Model> model = frontend::compile_model(source, "test.ssm", diags);
   INFO(diags.str());
   REQUIRE(model.has_value());
-  CHECK(diags.diagnostics().empty());
+  CHECK(!diags.has_errors()); // the snippets leave declarations unused: warnings are expected
   std::vector<std::string> errors = ir::verify(*model);
   INFO((errors.empty() ? std::string() : errors.front()));
   REQUIRE(errors.empty());

@@ -78,7 +78,8 @@ TEST_CASE("frontend diagnostics match the golden files", "[frontend][golden]") {
     std::string expected;
 
     ssm::frontend::DiagnosticEngine diags;
-    auto result = ssm::frontend::compile_model(read_file(model), model.filename().string(), diags);
+    auto result = ssm::frontend::compile_model(read_file(model), model.filename().string(), diags,
+                                               {SSM_STDLIB_DIR});
     std::string actual = diags.str();
     if (const char* update = std::getenv("SSM_UPDATE_GOLDEN"); update && std::string(update) == "1")
       std::ofstream(expected_path, std::ios::binary) << actual;

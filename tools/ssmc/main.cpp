@@ -57,6 +57,7 @@ struct BuildOptions {
   bool no_cache = false;
   std::vector<std::string> plugins;     // --load-pass, in order
   std::vector<std::string> import_dirs; // -I
+  bool werror = false;                  // -Werror
 };
 
 // Wall time of the driver's phases, printed with the pass timings by --time-passes.
@@ -123,9 +124,11 @@ std::vector<std::string> import_path(const std::vector<std::string>& dirs) {
   return path;
 }
 
-ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::string>& dirs) {
+ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::string>& dirs,
+                                bool werror) {
   std::string source = read_source(path);
   ssm::frontend::DiagnosticEngine diags(path, source);
+  diags.set_warnings_as_errors(werror);
   auto model = ssm::frontend::compile_model(source, path, diags, import_path(dirs));
   diags.render(std::cerr);
   if (!model || diags.has_errors())
@@ -208,6 +211,7 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
                                     options.input,
                                     read_source(options.input),
                                     options.emit,
+                                    options.werror ? "-Werror" : "",
                                     options.passes,
                                     ssm::codegen::host_target_description(),
                                     toolchain.libdir,
@@ -252,7 +256,7 @@ int build(const BuildOptions& options) {
     }
   }
   timer.phase("frontend");
-  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs);
+  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs, options.werror);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
@@ -296,7 +300,7 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   PhaseTimer timer(options.time_passes);
   load_plugins(options.plugins);
   timer.phase("frontend");
-  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs);
+  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs, options.werror);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -320,7 +324,7 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
 int check(const std::string& input, bool full_structure, BuildOptions options,
           const std::string& format) {
   load_plugins(options.plugins);
-  ssm::ir::Model model = compile_frontend(input, options.import_dirs);
+  ssm::ir::Model model = compile_frontend(input, options.import_dirs, options.werror);
   options.input = input;
   ssm::passes::PassContext context = run_passes(model, options);
   if (format == "json") {
@@ -335,6 +339,15 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
              full_structure ? ssm::passes::structure_report(model, context)
                             : ssm::passes::structure_summary(context));
   return 0;
+}
+
+// -Werror (CLI11 reads it as -W with the value "error").
+void add_werror_option(CLI::App* cmd, bool& werror) {
+  cmd->add_option_function<std::string>(
+         "-W", [&werror](const std::string&) { werror = true; },
+         "-Werror: treat warnings as errors")
+      ->type_name("error")
+      ->check(CLI::IsMember({"error"}));
 }
 
 void add_import_option(CLI::App* cmd, std::vector<std::string>& dirs) {
@@ -366,6 +379,7 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
                 "print the time spent in each pass and phase");
   add_plugin_option(cmd, options.plugins);
   add_import_option(cmd, options.import_dirs);
+  add_werror_option(cmd, options.werror);
 }
 
 } // namespace
@@ -416,6 +430,7 @@ int main(int argc, char** argv) {
                         "default pipeline)");
   add_plugin_option(check_cmd, check_options.plugins);
   add_import_option(check_cmd, check_options.import_dirs);
+  add_werror_option(check_cmd, check_options.werror);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
   std::vector<std::string> passes_plugins;
