@@ -724,25 +724,47 @@ private:
       }
       return info->dist;
     }
-    if (info->dist == ir::Dist::MvNormal) {
+    if (info->dist == ir::Dist::Dirichlet || info->dist == ir::Dist::Multinomial) {
       if (target.rank() != 1) {
-        error(target_range, fmt::format("mvnormal needs a vector target, but '{}' is {}",
+        error(target_range, fmt::format("{} needs a vector target, but '{}' is {}", info->name,
+                                        target_name, target.str()));
+        return std::nullopt;
+      }
+      bool dirichlet = info->dist == ir::Dist::Dirichlet;
+      const std::optional<ir::Shape>& weights = args[dirichlet ? 0 : 1];
+      if (!(*weights == target) && !(dirichlet && weights->is_scalar())) {
+        error(d.args[dirichlet ? 0 : 1]->range,
+              fmt::format("argument '{}' of {} must be {}{}, like its target '{}', but it is {}",
+                          info->arg_names[dirichlet ? 0 : 1], info->name, target.str(),
+                          dirichlet ? " or real" : "", target_name, weights->str()));
+        ok = false;
+      }
+      if (!dirichlet && !args[0]->is_scalar()) {
+        error(d.args[0]->range, fmt::format("argument 'n' of multinomial must be real (the number "
+                                            "of draws), but it is {}",
+                                            args[0]->str()));
+        ok = false;
+      }
+      return ok ? std::optional(info->dist) : std::nullopt;
+    }
+    if (info->dist == ir::Dist::MvNormal || info->dist == ir::Dist::MvNormalChol) {
+      std::string_view matrix = info->dist == ir::Dist::MvNormal ? "Sigma" : "L";
+      if (target.rank() != 1) {
+        error(target_range, fmt::format("{} needs a vector target, but '{}' is {}", info->name,
                                         target_name, target.str()));
         return std::nullopt;
       }
       ir::Shape cov = ir::Shape::matrix(target.dims[0], target.dims[0]);
       if (!(*args[0] == target)) {
-        error(
-            d.args[0]->range,
-            fmt::format("argument 'mu' of mvnormal must be {}, like its target '{}', but it is {}",
-                        target.str(), target_name, args[0]->str()));
+        error(d.args[0]->range,
+              fmt::format("argument 'mu' of {} must be {}, like its target '{}', but it is {}",
+                          info->name, target.str(), target_name, args[0]->str()));
         ok = false;
       }
       if (!(*args[1] == cov)) {
         error(d.args[1]->range,
-              fmt::format("argument 'Sigma' of mvnormal must be {} for a target of shape {}, but "
-                          "it is {}",
-                          cov.str(), target.str(), args[1]->str()));
+              fmt::format("argument '{}' of {} must be {} for a target of shape {}, but it is {}",
+                          matrix, info->name, cov.str(), target.str(), args[1]->str()));
         ok = false;
       }
     } else {

@@ -129,6 +129,9 @@ const std::vector<DistInfo>& all_dists() {
        inf},
       {Dist::Binomial, "binomial", {"n", "p"}, true, false, 0, inf},
       {Dist::NegativeBinomial, "negative_binomial", {"mu", "phi"}, true, false, 0, inf},
+      {Dist::MvNormalChol, "mvnormal_chol", {"mu", "L"}, false, true, -inf, inf},
+      {Dist::Dirichlet, "dirichlet", {"alpha"}, false, true, 0, 1},
+      {Dist::Multinomial, "multinomial", {"n", "p"}, true, true, 0, inf},
   };
   return table;
 }

@@ -110,6 +110,9 @@ enum class Dist {
   TruncatedNormal,  // (mu, sigma, lo, hi)
   Binomial,         // (n, p)
   NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
+  MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
+  Dirichlet,        // (alpha : vector[K] or real) over the simplex
+  Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
 };
 
 struct DistInfo {

@@ -228,9 +228,13 @@ private:
           fail("{} ~ {} reads {} before it is sampled", target, info.name,
                model_.var_name(rel.kind, v));
       const Shape& arg = block_.nodes[a].shape;
-      bool ok = rel.dist == Dist::MvNormal
+      bool ok = rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
                        (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+                : rel.dist == Dist::Dirichlet
+                    ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                : rel.dist == Dist::Multinomial
+                    ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
                 : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
                                                 : (arg.is_scalar() || arg == shape);
       if (!ok)

@@ -52,6 +52,10 @@ public:
     ComponentBound total;
     if (rel.dist == ir::Dist::MvNormal) {
       total = mvnormal(args[1], k);
+    } else if (rel.dist == ir::Dist::Multinomial) {
+      total = {b_.constant(1), false, {}, {}}; // a probability
+    } else if (rel.dist == ir::Dist::MvNormalChol || rel.dist == ir::Dist::Dirichlet) {
+      total = {-1, true, {}, "no bound is derived for this distribution yet"};
     } else {
       std::vector<int> factors;
       for (int i = 0; i < k; ++i) {
@@ -225,6 +229,9 @@ private:
     case ir::Dist::NegativeBinomial: // a probability
       return {b_.constant(1), false, {}, {}};
     case ir::Dist::MvNormal:
+    case ir::Dist::MvNormalChol:
+    case ir::Dist::Dirichlet:
+    case ir::Dist::Multinomial:
     case ir::Dist::Beta:            // unbounded for a shape below 1; the mode otherwise
     case ir::Dist::InverseGamma:    // at the mode beta / (alpha + 1): not derived yet
     case ir::Dist::TruncatedNormal: // the normal's mode over the interval's mass: not derived yet

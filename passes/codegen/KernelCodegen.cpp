@@ -499,9 +499,24 @@ private:
       args.push_back(&get(a));
 
     if (is_sampler(kind_)) {
-      Values drawn = rel.dist == ir::Dist::MvNormal      ? sample_mvnormal(rel, r, args)
-                     : rel.dist == ir::Dist::Categorical ? sample_categorical(r, *args[0])
-                                                         : sample_independent(rel, r, args, size);
+      Values drawn;
+      switch (rel.dist) {
+      case ir::Dist::MvNormal:
+      case ir::Dist::MvNormalChol:
+        drawn = sample_mvnormal(rel, r, args);
+        break;
+      case ir::Dist::Categorical:
+        drawn = sample_categorical(r, *args[0]);
+        break;
+      case ir::Dist::Dirichlet:
+        drawn = sample_dirichlet(r, *args[0], size);
+        break;
+      case ir::Dist::Multinomial:
+        drawn = sample_multinomial(r, (*args[0])[0], *args[1]);
+        break;
+      default:
+        drawn = sample_independent(rel, r, args, size);
+      }
       current_[rel.var] = drawn;
       bool obs = rel.kind == ir::VarKind::Obs;
       int offset = obs ? model_.obs_offset(rel.var) : model_.state_offset(rel.var);
@@ -521,7 +536,12 @@ private:
       Value* lp = categorical_logpdf(x[0], *args[0]);
       return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
     }
-    if (rel.dist == ir::Dist::MvNormal) {
+    if (rel.dist == ir::Dist::Dirichlet || rel.dist == ir::Dist::Multinomial) {
+      Value* lp = rel.dist == ir::Dist::Dirichlet ? dirichlet_logpdf(x, *args[0])
+                                                  : multinomial_logpdf(x, (*args[0])[0], *args[1]);
+      return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
+    }
+    if (rel.dist == ir::Dist::MvNormal || rel.dist == ir::Dist::MvNormalChol) {
       Value* lp = mvnormal_logpdf(rel, x, args);
       // The runtime rejects partially missing rows of a joint observation; one NaN means all.
       return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
@@ -563,7 +583,7 @@ private:
   Values sample_mvnormal(const ir::Relation& rel, size_t r,
                          const std::vector<const Values*>& args) {
     const Values& mu = *args[0];
-    const Values& l = cholesky(rel.args[1]);
+    const Values& l = lower_factor(rel);
     int d = static_cast<int>(mu.size());
     // Independent standard normals of one site, two per Philox block.
     Values z(d);
@@ -579,6 +599,91 @@ private:
       out[i] = v;
     }
     return out;
+  }
+
+  // The lower-triangular factor of a Gaussian relation: given (mvnormal_chol) or computed.
+  const Values& lower_factor(const ir::Relation& rel) {
+    return rel.dist == ir::Dist::MvNormalChol ? get(rel.args[1]) : cholesky(rel.args[1]);
+  }
+
+  Value* log_gamma(Value* x) { return library_call("ssm_log_gamma", {x}); }
+  Value* all_of(const std::vector<Value*>& bits) {
+    Value* all = b_.getTrue();
+    for (Value* bit : bits)
+      all = b_.CreateAnd(all, bit);
+    return all;
+  }
+
+  // Independent gammas (one site per component), normalised.
+  Values sample_dirichlet(size_t r, const Values& alpha, int k) {
+    Values g(k);
+    for (int i = 0; i < k; ++i)
+      g[i] = library_call(
+          "ssm_sample_std_gamma",
+          {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, i)), component(alpha, i)});
+    Value* total = sum(g);
+    for (Value*& v : g)
+      v = b_.CreateFDiv(v, total);
+    return g;
+  }
+
+  // log Gamma(sum alpha) - sum log Gamma(alpha_i) + sum (alpha_i - 1) log x_i on the simplex.
+  Value* dirichlet_logpdf(const Values& x, const Values& alpha) {
+    int k = static_cast<int>(x.size());
+    Value* alpha_sum = constant(0);
+    Value* lp = constant(0);
+    std::vector<Value*> valid;
+    for (int i = 0; i < k; ++i) {
+      Value* a = component(alpha, i);
+      alpha_sum = b_.CreateFAdd(alpha_sum, a);
+      Value* am1 = b_.CreateFSub(a, constant(1));
+      Value* term = b_.CreateSelect(b_.CreateFCmpOEQ(am1, constant(0)), constant(0),
+                                    b_.CreateFMul(am1, intrinsic(llvm::Intrinsic::log, {x[i]})));
+      lp = b_.CreateFSub(b_.CreateFAdd(lp, term), log_gamma(a));
+      valid.push_back(b_.CreateFCmpOGE(x[i], constant(0)));
+    }
+    lp = b_.CreateFAdd(lp, log_gamma(alpha_sum));
+    Value* off = intrinsic(llvm::Intrinsic::fabs, {b_.CreateFSub(sum(x), constant(1))});
+    valid.push_back(b_.CreateFCmpOLE(off, constant(1e-9 * k)));
+    return b_.CreateSelect(all_of(valid), lp, constant(-INFINITY));
+  }
+
+  // Sequential binomials: x_i ~ Binomial(n - x_0 - ... - x_{i-1}, p_i / (p_i + ... + p_{K-1})).
+  Values sample_multinomial(size_t r, Value* n, const Values& p) {
+    int k = static_cast<int>(p.size());
+    Values x(k);
+    Value* remaining = n;
+    Value* mass = sum(p);
+    for (int i = 0; i + 1 < k; ++i) {
+      Value* q = b_.CreateSelect(
+          b_.CreateFCmpOGT(mass, constant(0)),
+          intrinsic(llvm::Intrinsic::minnum, {b_.CreateFDiv(p[i], mass), constant(1)}),
+          constant(0));
+      x[i] = library_call(
+          "ssm_sample_binomial",
+          {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, i)), remaining, q});
+      remaining = b_.CreateFSub(remaining, x[i]);
+      mass = b_.CreateFSub(mass, p[i]);
+    }
+    x[k - 1] = remaining;
+    return x;
+  }
+
+  // log n! - sum log x_i! + sum x_i log(p_i / sum p), for counts that sum to n.
+  Value* multinomial_logpdf(const Values& x, Value* n, const Values& p) {
+    Value* log_total = intrinsic(llvm::Intrinsic::log, {sum(p)});
+    Value* lp = log_gamma(b_.CreateFAdd(n, constant(1)));
+    std::vector<Value*> valid;
+    for (size_t i = 0; i < x.size(); ++i) {
+      Value* term =
+          b_.CreateFMul(x[i], b_.CreateFSub(intrinsic(llvm::Intrinsic::log, {p[i]}), log_total));
+      term = b_.CreateSelect(b_.CreateFCmpOEQ(x[i], constant(0)), constant(0), term);
+      lp = b_.CreateFSub(b_.CreateFAdd(lp, term), log_gamma(b_.CreateFAdd(x[i], constant(1))));
+      valid.push_back(b_.CreateFCmpOGE(x[i], constant(0)));
+      valid.push_back(b_.CreateFCmpOEQ(intrinsic(llvm::Intrinsic::floor, {x[i]}), x[i]));
+    }
+    valid.push_back(b_.CreateFCmpOEQ(sum(x), n));
+    return b_.CreateSelect(all_of(valid), lp, constant(-INFINITY));
   }
 
   Value* sum(const Values& v) {
@@ -617,7 +722,7 @@ private:
   Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
                          const std::vector<const Values*>& args) {
     const Values& mu = *args[0];
-    const Values& l = cholesky(rel.args[1]);
+    const Values& l = lower_factor(rel);
     int d = static_cast<int>(mu.size());
     Values w(d);
     Value* quad = constant(0);

@@ -202,3 +202,93 @@ TEST_CASE("inputs, data and reads of y[t-1] reach the kernels through the frame"
   CHECK(no_inputs.err.find("give their values for each time step with --inputs FILE.csv") !=
         std::string::npos);
 }
+
+namespace {
+
+// Observations whose distribution does not depend on the state's value (the state enters through
+// `0 * x[t]`): every particle has the same weight, so the filter's log-likelihood is the exact
+// log-density of the data, computed here independently.
+const char* kJoint = R"(
+model joint {
+  param alpha : vector[3] = [2, 3, 5];
+  param p : vector[3] = [1, 2, 1];
+  param L : matrix[2, 2] = [[1, 0], [0.5, 2]];
+  state x : real;
+  obs u : vector[3];
+  obs c : vector[3];
+  obs v : vector[2];
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(x[t-1], 1);
+  u[t] ~ dirichlet(alpha + 0 * x[t]);
+  c[t] ~ multinomial(10, p + 0 * x[t]);
+  v[t] ~ mvnormal_chol([1, -1] + 0 * x[t], L);
+}
+)";
+
+} // namespace
+
+TEST_CASE("dirichlet, multinomial and mvnormal_chol sample and evaluate their densities",
+          "[e2e][language]") {
+  const std::string& exe = model_exe("joint_lang", kJoint);
+  const std::string sim = scratch_path("joint-sim.csv");
+  const int T = 4000;
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "8", "--out", sim});
+  Table table = read_table(sim);
+
+  // Moments: Dirichlet mean alpha / 10, multinomial mean 10 p / 4 and variance 10 p (1 - p) / 4
+  // per component, mvnormal_chol covariance L L^T = [[1, 0.5], [0.5, 4.25]].
+  const double alpha[3] = {2, 3, 5}, p[3] = {0.25, 0.5, 0.25};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> ui = table.column(fmt::format("u[{}]", i));
+    std::vector<double> ci = table.column(fmt::format("c[{}]", i));
+    double m = alpha[i] / 10, var = m * (1 - m) / 11;
+    CHECK(std::fabs(sample_mean(ui) - m) < 5 * std::sqrt(var / T));
+    CHECK(std::fabs(sample_mean(ci) - 10 * p[i]) < 5 * std::sqrt(10 * p[i] * (1 - p[i]) / T));
+    CHECK(std::fabs(sample_variance(ci) / (10 * p[i] * (1 - p[i])) - 1) < 5 * std::sqrt(2.0 / T));
+  }
+  for (int t = 0; t < T; ++t) {
+    double s = 0, n = 0;
+    for (int i = 0; i < 3; ++i) {
+      s += table.column(fmt::format("u[{}]", i))[t];
+      n += table.column(fmt::format("c[{}]", i))[t];
+    }
+    REQUIRE(std::fabs(s - 1) < 1e-12);
+    REQUIRE(n == 10);
+    if (t > 50)
+      break;
+  }
+  std::vector<double> v0 = table.column("v[0]"), v1 = table.column("v[1]");
+  std::vector<double> z0, z1; // whitened by L^-1: independent standard normals
+  for (int t = 0; t < T; ++t) {
+    z0.push_back(v0[t] - 1);
+    z1.push_back((v1[t] + 1 - 0.5 * (v0[t] - 1)) / 2);
+  }
+  check_standard_normal(z0, "mvnormal_chol component 0");
+  check_standard_normal(z1, "mvnormal_chol component 1, whitened");
+
+  // Densities: the filter's log-likelihood on 30 steps equals the exact log-density.
+  Table head = table;
+  head.rows.resize(30);
+  const std::string data = scratch_path("joint-data.csv");
+  write_table(data, head);
+  double exact = 0;
+  for (int t = 0; t < 30; ++t) {
+    double lp = std::lgamma(10.0);
+    double lm = std::lgamma(11.0);
+    for (int i = 0; i < 3; ++i) {
+      double u = std::stod(head.rows[t][head.column_index(fmt::format("u[{}]", i))]);
+      double c = std::stod(head.rows[t][head.column_index(fmt::format("c[{}]", i))]);
+      lp += (alpha[i] - 1) * std::log(u) - std::lgamma(alpha[i]);
+      lm += c * std::log(p[i]) - std::lgamma(c + 1);
+    }
+    double a = std::stod(head.rows[t][head.column_index("v[0]")]) - 1;
+    double b = (std::stod(head.rows[t][head.column_index("v[1]")]) + 1 - 0.5 * a) / 2;
+    double lv = -0.5 * (a * a + b * b) - std::log(2.0) - std::log(2 * M_PI);
+    exact += lp + lm + lv;
+  }
+  FilterRun f = run_filter(exe, {"--data", data, "--particles", "64", "--seed", "1"},
+                           scratch_path("joint-filter.csv"));
+  double ll = f.summary.at("log_likelihood").get<double>();
+  INFO(fmt::format("exact {:.12f}, filter {:.12f}", exact, ll));
+  CHECK(std::fabs(ll - exact) < 1e-8 * std::fabs(exact));
+}
