@@ -254,10 +254,24 @@ void check_param_value(const ParamInfo& p, const std::vector<double>& value) {
     if (!std::isfinite(v))
       throw Error(fmt::format("parameter '{}' = {}: values must be finite", element_name(p, k), v));
     if ((p.lower && v < *p.lower) || (p.upper && v > *p.upper))
-      throw Error(fmt::format("parameter '{}' = {} is outside {}, {}, the support of its prior{}",
-                              element_name(p, k), v, bound_text(p.lower, true),
-                              bound_text(p.upper, false),
-                              p.prior.empty() ? std::string() : " " + p.prior));
+      throw Error(fmt::format("parameter '{}' = {} is outside {}, {}, {}", element_name(p, k), v,
+                              bound_text(p.lower, true), bound_text(p.upper, false),
+                              p.prior.empty() ? std::string("its declared bounds")
+                                              : "the support of its prior " + p.prior));
+  }
+  if (p.type == "simplex") {
+    double total = 0;
+    for (size_t k = 0; k < value.size(); ++k) {
+      if (value[k] < 0)
+        throw Error(fmt::format("parameter '{}' ({}) must be on the simplex, but '{}' = {} is "
+                                "negative",
+                                p.name, type_string(p), element_name(p, k), value[k]));
+      total += value[k];
+    }
+    if (std::abs(total - 1) > 1e-9)
+      throw Error(fmt::format("parameter '{}' ({}) must be on the simplex, but its components "
+                              "sum to {}",
+                              p.name, type_string(p), total));
   }
   if (p.type == "cov_matrix") {
     const int64_t n = p.shape[0];

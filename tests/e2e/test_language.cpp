@@ -96,6 +96,11 @@ TEST_CASE("a discrete-state HMM written with let, fn and conditionals filters ex
   INFO(fmt::format("exact {:.6f}, mean estimate {:.6f}, sd {:.4f}", exact, mean, std::sqrt(var)));
   CHECK(std::fabs(mean + var / 2 - exact) < 4 * std::sqrt(var / R) + 1e-9);
   CHECK(var > 0);
+  // A simplex parameter is checked when it is set.
+  ProcessResult off = run_process({exe, "--param", "p0=[0.6, 0.6]", "info"});
+  CHECK(off.exit_code == 1);
+  CHECK(off.err.find("parameter 'p0' (simplex[2]) must be on the simplex, but its components sum "
+                     "to 1.2") != std::string::npos);
 }
 
 namespace {
