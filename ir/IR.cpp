@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -97,6 +98,20 @@ const FunctionInfo* find_function(std::string_view name) {
     if (f.name == name)
       return &f;
   return nullptr;
+}
+
+NodeKey node_key(const Node& node) {
+  std::vector<uint64_t> bits;
+  for (double v : node.values)
+    bits.push_back(std::bit_cast<uint64_t>(v));
+  return {static_cast<int>(node.op),
+          node.shape.dims,
+          node.args,
+          std::move(bits),
+          node.fn,
+          node.index,
+          node.var,
+          node.lag};
 }
 
 namespace {

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace ssm::ir {
@@ -90,6 +92,12 @@ struct Node {
   int lag = 0;                // State, Obs
   SourceLoc loc;
 };
+
+// What a node computes, apart from where it came from: nodes with equal keys (and equal operands)
+// compute the same value. Constants compare by bit pattern, so NaN matches only NaN.
+using NodeKey = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
+                           std::string, std::vector<int>, int, int>;
+NodeKey node_key(const Node& node);
 
 enum class Dist {
   Normal,           // (mu, sigma)

@@ -46,17 +46,7 @@ size_t ExprBuilder::KeyHash::operator()(const Key& key) const {
 }
 
 int ExprBuilder::raw(ir::Node node) {
-  std::vector<uint64_t> bits;
-  for (double v : node.values)
-    bits.push_back(std::bit_cast<uint64_t>(v));
-  Key key{static_cast<int>(node.op),
-          node.shape.dims,
-          node.args,
-          std::move(bits),
-          node.fn,
-          node.index,
-          node.var,
-          node.lag};
+  Key key = ir::node_key(node);
   auto it = nodes_.find(key);
   if (it != nodes_.end())
     return it->second;

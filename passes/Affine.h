@@ -54,8 +54,7 @@ public:
   bool is_const(int id, double v) const; // a scalar constant equal to v (-1 is 0)
 
 private:
-  using Key = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
-                         std::string, std::vector<int>, int, int>;
+  using Key = ir::NodeKey;
   struct KeyHash {
     size_t operator()(const Key& key) const;
   };

@@ -25,8 +25,7 @@ public:
   }
 
 private:
-  using Key = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
-                         std::string, std::vector<int>, int, int>;
+  using Key = ir::NodeKey;
 
   static void eliminate(ir::Block& block) {
     std::map<Key, int> seen;
@@ -35,19 +34,7 @@ private:
       ir::Node& node = block.nodes[i];
       for (int& a : node.args)
         a = replacement[a]; // operands are canonical before the node is keyed
-      // Constants compare by bit pattern: NaN must not match every other constant.
-      std::vector<uint64_t> bits;
-      for (double v : node.values)
-        bits.push_back(std::bit_cast<uint64_t>(v));
-      Key key{static_cast<int>(node.op),
-              node.shape.dims,
-              node.args,
-              std::move(bits),
-              node.fn,
-              node.index,
-              node.var,
-              node.lag};
-      auto [it, inserted] = seen.emplace(std::move(key), static_cast<int>(i));
+      auto [it, inserted] = seen.emplace(ir::node_key(node), static_cast<int>(i));
       replacement[i] = it->second;
     }
     ir::replace_and_compact(block, replacement);
