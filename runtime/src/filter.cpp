@@ -49,180 +49,213 @@ std::string data_row_text(const ModelInfo& info, const ObsData& data, int64_t t)
 
 } // namespace
 
-FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
-                              const std::vector<double>& theta, const ObsData& data,
-                              const FilterOptions& opt, ThreadPool& pool) {
+struct ParticleFilter::Buffers {
+  AlignedArray<double> xa, xb;
+  Frame frame;
+  Buffers(int64_t n, const ModelInfo& info, const std::vector<double>& fixed)
+      : xa(n), xb(n), frame(info, fixed) {}
+};
+
+ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
+                               const std::vector<double>& fixed, const ObsData& data,
+                               const FilterOptions& opt, ThreadPool& pool)
+    : model_(model), info_(info), data_(data), opt_(opt), pool_(pool) {
   if (opt.particles < 1)
     throw Error("filter: the number of particles must be at least 1");
   if (!(opt.ess_threshold >= 0 && opt.ess_threshold <= 1))
     throw Error("filter: the ESS threshold must be in [0, 1]");
   if (data.n_obs != info.n_obs)
     throw Error("filter: the data do not match the model's observation dimension");
-  if (static_cast<int64_t>(theta.size()) != info.n_theta + info.n_data)
+  if (static_cast<int64_t>(fixed.size()) != info.n_theta + info.n_data)
     throw Error("filter: theta does not match the model's parameter and data layout");
   if (data.n_inputs != info.n_inputs)
     throw Error("filter: the data do not match the model's inputs");
+  start_ = std::chrono::steady_clock::now();
+  N_ = opt.particles;
+  stride_ = (N_ + 7) / 8 * 8;
+  nb_ = (N_ + kParticleBlock - 1) / kParticleBlock;
+  const int64_t ns = info.n_state, T = data.T;
+  buf_ = std::make_unique<Buffers>(ns * stride_, info, fixed);
+  prev_ = buf_->xa.data();
+  cur_ = buf_->xb.data();
+  lw_.assign(N_, 0.0);
+  inc_.assign(N_, 0.0);
+  w_.assign(N_, 0.0);
+  anc_.assign(N_, 0);
+  bmax_.assign(nb_, 0.0);
+  bsum_.assign(nb_, 0.0);
+  bsum2_.assign(nb_, 0.0);
+  bx_.assign(nb_ * ns, 0.0);
+  bvar_.assign(nb_ * ns, 0.0);
+  mean_.assign(ns, 0.0);
+  res_.T = T;
+  res_.particles = N_;
+  res_.n_state = ns;
+  res_.mean.assign(T * ns, 0.0);
+  res_.var.assign(T * ns, 0.0);
+  res_.ess.assign(T, 0.0);
+  res_.loglik_increment.assign(T, 0.0);
+  res_.resampled.assign(T, 0);
+  res_.ess_min = T == 0 ? static_cast<double>(N_) : std::numeric_limits<double>::infinity();
+  log_sum_prev_ = std::log(static_cast<double>(N_)); // log sum exp of the weights before t
+  ess_prev_ = static_cast<double>(N_);
+}
 
-  const auto t_start = std::chrono::steady_clock::now();
-  const int64_t N = opt.particles, T = data.T, ns = info.n_state;
-  const int64_t stride = (N + 7) / 8 * 8;
-  const int64_t nb = (N + kParticleBlock - 1) / kParticleBlock;
-  Frame frame(info, theta);
-  const uint64_t seed = opt.seed;
+ParticleFilter::~ParticleFilter() = default;
 
-  AlignedArray<double> xa(ns * stride), xb(ns * stride), lw(N), inc(N), w(N);
-  AlignedArray<int64_t> anc(N);
-  // Per-block partial results, combined in block order.
-  std::vector<double> bmax(nb), bsum(nb), bsum2(nb), bx(nb * ns), bvar(nb * ns);
-  std::vector<double> mean(ns);
+bool ParticleFilter::step() {
+  if (t_ + 1 >= data_.T)
+    return false;
+  const int64_t t = ++t_;
+  if (t > 0)
+    std::swap(prev_, cur_);
+  const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
+  const uint64_t seed = opt_.seed;
+  const ssm_model& model = model_;
+  double* prev = prev_;
+  double* cur = cur_;
+  double* lw = lw_.data();
+  double* inc = inc_.data();
+  double* w = w_.data();
 
-  FilterResult res;
-  res.T = T;
-  res.particles = N;
-  res.n_state = ns;
-  res.mean.assign(T * ns, 0.0);
-  res.var.assign(T * ns, 0.0);
-  res.ess.assign(T, 0.0);
-  res.loglik_increment.assign(T, 0.0);
-  res.resampled.assign(T, 0);
-  res.ess_min = std::numeric_limits<double>::infinity();
+  resampled_ = false;
+  if (t > 0 && (opt_.ess_threshold >= 1 || ess_prev_ < opt_.ess_threshold * N)) {
+    resample(opt_.resampling, w, N, seed, static_cast<uint32_t>(t), kSiteResample, anc_.data());
+    resampled_ = true;
+    ++res_.resample_count;
+    log_sum_prev_ = std::log(static_cast<double>(N));
+  }
+  const bool flat_prev = t == 0 || resampled_; // previous log-weights all 0
+  const int64_t* ancestors = this->ancestors();
+  const double* y = data_.at(t);
+  if (info_.reads_previous_obs && t > 0)
+    for (int64_t k = 0; k < info_.n_obs; ++k)
+      if (std::isnan(data_.at(t - 1)[k]))
+        throw Error(fmt::format("filter: the transition to t={} reads the observation at t={}, "
+                                "which is missing ({}); a model whose transition reads y[t-1] "
+                                "needs every observation but the last",
+                                t, t - 1, data_row_text(info_, data_, t - 1)));
+  const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
+  frame_values_ = th;
 
-  double* prev = xa.data();
-  double* cur = xb.data();
-  double log_sum_prev = std::log(static_cast<double>(N)); // log sum exp of the weights before t
-  double ess_prev = static_cast<double>(N);
-
-  for (int64_t t = 0; t < T; ++t) {
-    bool resampled = false;
-    if (t > 0 && (opt.ess_threshold >= 1 || ess_prev < opt.ess_threshold * N)) {
-      resample(opt.resampling, w.data(), N, seed, static_cast<uint32_t>(t), kSiteResample,
-               anc.data());
-      resampled = true;
-      ++res.resample_count;
-      log_sum_prev = std::log(static_cast<double>(N));
-    }
-    const bool flat_prev = t == 0 || resampled; // previous log-weights all 0
-    const int64_t* ancestors = resampled ? anc.data() : nullptr;
-    const double* y = data.at(t);
-    if (info.reads_previous_obs && t > 0)
-      for (int64_t k = 0; k < info.n_obs; ++k)
-        if (std::isnan(data.at(t - 1)[k]))
-          throw Error(fmt::format("filter: the transition to t={} reads the observation at t={}, "
-                                  "which is missing ({}); a model whose transition reads y[t-1] "
-                                  "needs every observation but the last",
-                                  t, t - 1, data_row_text(info, data, t - 1)));
-    const double* th = frame.step(data.inputs_at(t), t > 0 ? data.at(t - 1) : nullptr);
-
-    // Propagate, weight, and find each block's largest log-weight.
-    pool.parallel_for(nb, [&](int64_t b) {
-      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      if (t == 0)
-        model.init_sample(th, seed, begin, end, stride, cur);
-      else
-        model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
-      model.obs_logpdf(th, t, begin, end, stride, cur, y, inc.data());
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t n = begin; n < end; ++n) {
-        double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
-        if (std::isnan(v))
-          v = -std::numeric_limits<double>::infinity();
-        lw[n] = v;
-        m = std::max(m, v);
-      }
-      bmax[b] = m;
-    });
+  // Propagate, weight, and find each block's largest log-weight.
+  pool_.parallel_for(nb, [&](int64_t b) {
+    const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+    if (t == 0)
+      model.init_sample(th, seed, begin, end, stride, cur);
+    else
+      model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
+    model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
     double m = -std::numeric_limits<double>::infinity();
-    for (int64_t b = 0; b < nb; ++b)
-      m = std::max(m, bmax[b]);
-    if (m == std::numeric_limits<double>::infinity())
-      throw Error(fmt::format(
-          "filter: a particle has an infinite log-weight at t={} ({}); the "
-          "observation density is degenerate there (e.g. a zero scale): check the model and the "
-          "parameter values",
-          t, data_row_text(info, data, t)));
-    if (m == -std::numeric_limits<double>::infinity())
-      throw Error(fmt::format(
-          "filter: all {} particle weights are zero or NaN at t={} ({}). Try more "
-          "particles (--particles), check the model's observation density and the data on that "
-          "line, and the parameter values (--param)",
-          N, t, data_row_text(info, data, t)));
+    for (int64_t n = begin; n < end; ++n) {
+      double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
+      if (std::isnan(v))
+        v = -std::numeric_limits<double>::infinity();
+      lw[n] = v;
+      m = std::max(m, v);
+    }
+    bmax_[b] = m;
+  });
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t b = 0; b < nb; ++b)
+    m = std::max(m, bmax_[b]);
+  if (m == std::numeric_limits<double>::infinity())
+    throw Error(fmt::format(
+        "filter: a particle has an infinite log-weight at t={} ({}); the "
+        "observation density is degenerate there (e.g. a zero scale): check the model and the "
+        "parameter values",
+        t, data_row_text(info_, data_, t)));
+  if (m == -std::numeric_limits<double>::infinity())
+    throw Error(fmt::format(
+        "filter: all {} particle weights are zero or NaN at t={} ({}). Try more "
+        "particles (--particles), check the model's observation density and the data on that "
+        "line, and the parameter values (--param)",
+        N, t, data_row_text(info_, data_, t)));
 
-    // Shift log-weights by the maximum, exponentiate, and accumulate weighted first moments.
-    pool.parallel_for(nb, [&](int64_t b) {
+  // Shift log-weights by the maximum, exponentiate, and accumulate weighted first moments.
+  pool_.parallel_for(nb, [&](int64_t b) {
+    const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+    double s = 0, s2 = 0;
+    for (int64_t n = begin; n < end; ++n) {
+      lw[n] -= m;
+      const double e = std::exp(lw[n]);
+      w[n] = e;
+      s += e;
+      s2 += e * e;
+    }
+    bsum_[b] = s;
+    bsum2_[b] = s2;
+    for (int64_t c = 0; c < ns; ++c) {
+      const double* xc = cur + c * stride;
+      double sx = 0;
+      for (int64_t n = begin; n < end; ++n)
+        if (w[n] > 0) // a zero-weight particle may hold a non-finite state
+          sx += w[n] * xc[n];
+      bx_[b * ns + c] = sx;
+    }
+  });
+  double S = 0, S2 = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    S += bsum_[b];
+    S2 += bsum2_[b];
+  }
+  for (int64_t c = 0; c < ns; ++c) {
+    double sx = 0;
+    for (int64_t b = 0; b < nb; ++b)
+      sx += bx_[b * ns + c];
+    mean_[c] = sx / S;
+  }
+
+  // Weighted variances around the means (two passes for accuracy).
+  if (ns > 0) {
+    pool_.parallel_for(nb, [&](int64_t b) {
       const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      double s = 0, s2 = 0;
-      for (int64_t n = begin; n < end; ++n) {
-        lw[n] -= m;
-        const double e = std::exp(lw[n]);
-        w[n] = e;
-        s += e;
-        s2 += e * e;
-      }
-      bsum[b] = s;
-      bsum2[b] = s2;
       for (int64_t c = 0; c < ns; ++c) {
         const double* xc = cur + c * stride;
-        double sx = 0;
+        const double mc = mean_[c];
+        double sv = 0;
         for (int64_t n = begin; n < end; ++n)
-          if (w[n] > 0) // a zero-weight particle may hold a non-finite state
-            sx += w[n] * xc[n];
-        bx[b * ns + c] = sx;
+          if (w[n] > 0) {
+            const double d = xc[n] - mc;
+            sv += w[n] * d * d;
+          }
+        bvar_[b * ns + c] = sv;
       }
     });
-    double S = 0, S2 = 0;
-    for (int64_t b = 0; b < nb; ++b) {
-      S += bsum[b];
-      S2 += bsum2[b];
-    }
-    for (int64_t c = 0; c < ns; ++c) {
-      double sx = 0;
-      for (int64_t b = 0; b < nb; ++b)
-        sx += bx[b * ns + c];
-      mean[c] = sx / S;
-    }
-
-    // Weighted variances around the means (two passes for accuracy).
-    if (ns > 0) {
-      pool.parallel_for(nb, [&](int64_t b) {
-        const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-        for (int64_t c = 0; c < ns; ++c) {
-          const double* xc = cur + c * stride;
-          const double mc = mean[c];
-          double sv = 0;
-          for (int64_t n = begin; n < end; ++n)
-            if (w[n] > 0) {
-              const double d = xc[n] - mc;
-              sv += w[n] * d * d;
-            }
-          bvar[b * ns + c] = sv;
-        }
-      });
-    }
-    for (int64_t c = 0; c < ns; ++c) {
-      double sv = 0;
-      for (int64_t b = 0; b < nb; ++b)
-        sv += bvar[b * ns + c];
-      res.mean[t * ns + c] = mean[c];
-      res.var[t * ns + c] = sv / S;
-    }
-
-    const double log_sum = m + std::log(S);
-    const double ll_inc = log_sum - log_sum_prev;
-    res.loglik_increment[t] = ll_inc;
-    res.log_likelihood += ll_inc;
-    ess_prev = S * S / S2;
-    res.ess[t] = ess_prev;
-    res.ess_min = std::min(res.ess_min, ess_prev);
-    res.resampled[t] = resampled;
-    log_sum_prev = std::log(S); // lw now holds log-weights shifted by m
-    std::swap(prev, cur);
-    if (opt.progress)
-      opt.progress(t, T);
   }
-  if (T == 0)
-    res.ess_min = static_cast<double>(N);
-  res.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  return res;
+  for (int64_t c = 0; c < ns; ++c) {
+    double sv = 0;
+    for (int64_t b = 0; b < nb; ++b)
+      sv += bvar_[b * ns + c];
+    res_.mean[t * ns + c] = mean_[c];
+    res_.var[t * ns + c] = sv / S;
+  }
+
+  const double log_sum = m + std::log(S);
+  const double ll_inc = log_sum - log_sum_prev_;
+  res_.loglik_increment[t] = ll_inc;
+  res_.log_likelihood += ll_inc;
+  ess_prev_ = S * S / S2;
+  res_.ess[t] = ess_prev_;
+  res_.ess_min = std::min(res_.ess_min, ess_prev_);
+  res_.resampled[t] = resampled_;
+  log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
+  weight_sum_ = S;
+  if (t + 1 == data_.T)
+    res_.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (opt_.progress)
+    opt_.progress(t, data_.T);
+  return true;
+}
+
+FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
+                              const std::vector<double>& theta, const ObsData& data,
+                              const FilterOptions& opt, ThreadPool& pool) {
+  ParticleFilter pf(model, info, theta, data, opt, pool);
+  while (pf.step()) {
+  }
+  return pf.take_result();
 }
 
 std::string filter_csv(const ModelInfo& info, const FilterResult& r) {

@@ -75,6 +75,52 @@ std::optional<double> get_bound(const json& obj, const char* key, const std::str
   return it->get<double>();
 }
 
+std::optional<double> get_integer_bound(const json& arr, size_t i, const std::string& ctx) {
+  const json& v = arr[i];
+  if (v.is_null())
+    return std::nullopt;
+  if (!v.is_number())
+    bad(ctx + ": 'integer' bounds must be numbers or null");
+  return v.get<double>();
+}
+
+std::vector<FunctionalInfo> parse_functionals(const json& root, const json* analysis,
+                                              int64_t& n_components) {
+  std::vector<FunctionalInfo> fs;
+  n_components = 0;
+  auto arr = root.find("functionals");
+  if (arr == root.end())
+    return fs;
+  if (!arr->is_array())
+    bad("'functionals' must be an array");
+  for (const json& v : *arr) {
+    FunctionalInfo f;
+    f.name = get_string(v, "name", "functionals entry");
+    const std::string ctx = fmt::format("functional '{}'", f.name);
+    f.shape = get_shape(v, ctx);
+    f.offset = get_int(v, "offset", ctx);
+    f.size = get_int(v, "size", ctx);
+    if (f.size != shape_size(f.shape) || f.offset != n_components)
+      bad(ctx + ": 'offset' or 'size' does not match the layout");
+    n_components += f.size;
+    f.sum = v.value("additive", false); // the metadata's own flag is the `sum_t` form
+    f.additive = f.sum;
+    if (analysis && analysis->is_array())
+      for (const json& a : *analysis)
+        if (a.is_object() && a.value("name", "") == f.name) {
+          f.additive = a.value("additive", f.additive);
+          if (auto w = a.find("why_not"); w != a.end() && w->is_string())
+            f.why_not = w->get<std::string>();
+          if (auto m = a.find("methods"); m != a.end() && m->is_array())
+            for (const json& e : *m)
+              if (e.is_string())
+                f.methods.push_back(e.get<std::string>());
+        }
+    fs.push_back(std::move(f));
+  }
+  return fs;
+}
+
 std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_total, bool is_obs) {
   const json& arr = field(root, key, "model");
   if (!arr.is_array())
@@ -102,6 +148,13 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
     if (is_obs) {
       auto it = v.find("joint");
       var.joint = it != v.end() && it->is_boolean() && it->get<bool>();
+    }
+    if (auto it = v.find("integer"); it != v.end()) {
+      if (!it->is_array() || it->size() != 2)
+        bad(ctx + ": 'integer' must be [lower, upper]");
+      var.integer = true;
+      var.lower = get_integer_bound(*it, 0, ctx).value_or(-INFINITY);
+      var.upper = get_integer_bound(*it, 1, ctx).value_or(INFINITY);
     }
     vars.push_back(std::move(var));
   }
@@ -173,6 +226,28 @@ ModelInfo parse_metadata(std::string_view text) {
     info.linear_gaussian = verdict("linear_gaussian", "is_linear_gaussian");
     info.finite_state = verdict("finite_state", "is_finite");
   }
+  if (st != root.end() && st->is_object())
+    if (auto d = st->find("density"); d != st->end() && d->is_object()) {
+      info.transition_tractable = d->value("tractable", true);
+      if (auto rels = d->find("relations"); rels != d->end() && rels->is_array())
+        for (const json& r : *rels)
+          if (r.is_object() && r.value("kind", "") == "sample_only" &&
+              info.sample_only_reason.empty())
+            if (auto why = r.find("sample_only_reason"); why != r.end() && why->is_string())
+              info.sample_only_reason = r.value("relation", "") + ": " + why->get<std::string>();
+      auto b = d->find("bound");
+      if (b != d->end() && b->is_object() && b->value("constant_in_state", false))
+        info.transition_bound = b->value("expr", "");
+      else if (auto why = d->find("no_bound_reason"); why != d->end() && why->is_string())
+        info.no_bound_reason = why->get<std::string>();
+      else if (b != d->end() && b->is_object())
+        info.no_bound_reason = "the bound of the transition density depends on the state";
+    }
+  const json* functional_analysis = nullptr;
+  if (st != root.end() && st->is_object())
+    if (auto f = st->find("functionals"); f != st->end() && f->is_array())
+      functional_analysis = &*f;
+  info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
 
   const json& params = field(root, "params", "model");
   if (!params.is_array())
@@ -255,6 +330,14 @@ std::vector<std::string> state_columns(const ModelInfo& info) {
 
 std::vector<std::string> input_columns(const ModelInfo& info) {
   return columns_of(info.inputs, info.n_inputs);
+}
+
+std::vector<std::string> functional_columns(const ModelInfo& info) {
+  std::vector<std::string> cols;
+  for (const FunctionalInfo& f : info.functionals)
+    for (std::string& c : column_names(f.name, f.shape))
+      cols.push_back(std::move(c));
+  return cols;
 }
 
 std::vector<std::string> obs_columns(const ModelInfo& info) {

@@ -8,8 +8,10 @@
 #include "ssm/resample.h"
 #include "ssm/thread_pool.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,58 @@ struct FilterResult {
   // ([t * n_state + c]), ESS and log-likelihood increment.
   std::vector<double> mean, var, ess, loglik_increment;
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
+};
+
+// The bootstrap filter one step at a time, for the smoothers that work alongside it. After step()
+// has processed time t, the particles at t, their ancestors at t-1 and their weights are
+// readable until the next step(); buffers are structure-of-arrays with stride stride().
+class ParticleFilter {
+public:
+  // `fixed` is theta followed by the data values. Throws ssm::Error on inconsistent inputs.
+  ParticleFilter(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                 const ObsData& data, const FilterOptions& options, ThreadPool& pool);
+  ~ParticleFilter();
+  ParticleFilter(const ParticleFilter&) = delete;
+  ParticleFilter& operator=(const ParticleFilter&) = delete;
+
+  // Processes the next time step; false when all data.T steps are done. Throws ssm::Error if the
+  // weights collapse.
+  bool step();
+  int64_t t() const { return t_; } // the step last processed (-1 before the first)
+  int64_t T() const { return data_.T; }
+  int64_t particles() const { return N_; }
+  int64_t stride() const { return stride_; }
+  const double* x() const { return cur_; }       // particles at t
+  const double* x_prev() const { return prev_; } // particles at t-1 (t > 0)
+  // a_n: the particle at t-1 that particle n at t descends from; null means a_n = n.
+  const int64_t* ancestors() const { return resampled_ ? anc_.data() : nullptr; }
+  // Unnormalised weights at t, exp(log-weight - max), and their sum.
+  const double* weights() const { return w_.data(); }
+  double weight_sum() const { return weight_sum_; }
+  const double* frame() const { return frame_values_; } // the kernels' frame at t
+  const double* y() const { return data_.at(t_); }
+  ThreadPool& pool() const { return pool_; }
+  // Moments, ESS and log-likelihood so far; elapsed_s is set when the last step is done.
+  const FilterResult& result() const { return res_; }
+  FilterResult take_result() { return std::move(res_); }
+
+private:
+  struct Buffers;
+  const ssm_model& model_;
+  const ModelInfo& info_;
+  const ObsData& data_;
+  FilterOptions opt_;
+  ThreadPool& pool_;
+  int64_t N_, stride_, nb_, t_ = -1;
+  std::unique_ptr<Buffers> buf_;
+  double *prev_, *cur_;
+  std::vector<double> lw_, inc_, w_, bmax_, bsum_, bsum2_, bx_, bvar_, mean_;
+  std::vector<int64_t> anc_;
+  bool resampled_ = false;
+  double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
+  const double* frame_values_ = nullptr;
+  FilterResult res_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // Runs the filter on data.T time steps. `theta` is the parameters followed by the data values.

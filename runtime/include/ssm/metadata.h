@@ -3,6 +3,7 @@
 #ifndef SSM_METADATA_H
 #define SSM_METADATA_H
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,24 @@ struct VarInfo {
   int64_t offset = 0;
   int64_t size = 1;
   bool joint = false; // observations only: components are jointly distributed (e.g. mvnormal)
+  // Integer-valued variables (`int`, `int[lo..hi]`): the bounds of each component, infinite for
+  // an open side.
+  bool integer = false;
+  double lower = -INFINITY, upper = INFINITY;
+};
+
+// A `functional` of the model: components [offset, offset + size) of the functional_terms
+// kernel's output. `sum` is a `sum_t` functional (one value for the whole series); otherwise it is
+// a quantity at each t. `additive` is the compiler's verdict that the term reads at most x[t-1],
+// x[t], y[t] and inputs (online smoothers can carry it); `why_not` and `methods` say why not and
+// which smoothers can estimate it.
+struct FunctionalInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0, size = 1;
+  bool sum = false, additive = false;
+  std::string why_not;
+  std::vector<std::string> methods;
 };
 
 struct ParamInfo {
@@ -48,6 +67,14 @@ struct ModelInfo {
   // filter, resp. the forward-backward algorithm, is exact for the model.
   bool linear_gaussian = false;
   bool finite_state = false;
+  // density: whether the transition has a log-density the kernels evaluate (false: sample-only,
+  // with the reason), and the text of an upper bound of it that is constant in the state (empty:
+  // none, with the reason).
+  bool transition_tractable = true;
+  std::string sample_only_reason;
+  std::string transition_bound, no_bound_reason;
+  std::vector<FunctionalInfo> functionals;
+  int64_t n_functional = 0; // components of the functional_terms output
 
   const ParamInfo* find_param(std::string_view name) const;
 };
@@ -62,6 +89,8 @@ std::vector<std::string> column_names(const std::string& name, const std::vector
 std::vector<std::string> state_columns(const ModelInfo& info);
 std::vector<std::string> obs_columns(const ModelInfo& info);
 std::vector<std::string> input_columns(const ModelInfo& info);
+// Column names of the functionals' components (`score`, `m[0]`), indexed by component.
+std::vector<std::string> functional_columns(const ModelInfo& info);
 
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);

@@ -1,0 +1,214 @@
+// The smoothing front door: method names, the checks that refuse a method before any work, the
+// dispatch to each method's implementation, and the CSV and JSON outputs they share.
+#include "ssm/smooth.h"
+#include "smoothers.h"
+#include "ssm/error.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ssm {
+
+const char* smooth_method_name(SmoothMethod m) {
+  switch (m) {
+  case SmoothMethod::rts:
+    return "rts";
+  case SmoothMethod::forward_backward:
+    return "forward-backward";
+  case SmoothMethod::genealogy:
+    return "genealogy";
+  case SmoothMethod::fixed_lag:
+    return "fixed-lag";
+  case SmoothMethod::ffbsm:
+    return "ffbsm";
+  case SmoothMethod::ffbsi:
+    return "ffbsi";
+  case SmoothMethod::online:
+    return "online";
+  case SmoothMethod::paris:
+    return "paris";
+  case SmoothMethod::bis:
+    return "bis";
+  }
+  return "?";
+}
+
+std::optional<SmoothMethod> parse_smooth_method(std::string_view name) {
+  for (SmoothMethod m : kSmoothMethods)
+    if (name == smooth_method_name(m))
+      return m;
+  return std::nullopt;
+}
+
+bool is_online(SmoothMethod m) {
+  return m == SmoothMethod::online || m == SmoothMethod::paris || m == SmoothMethod::bis;
+}
+
+namespace {
+
+bool needs_transition_density(SmoothMethod m) {
+  return m == SmoothMethod::ffbsm || m == SmoothMethod::ffbsi || m == SmoothMethod::online ||
+         m == SmoothMethod::paris || m == SmoothMethod::bis;
+}
+
+// The methods that apply to this model (for the messages that refuse one).
+std::vector<std::string> applicable_methods(const ModelInfo& info) {
+  std::vector<std::string> out;
+  if (info.linear_gaussian)
+    out.push_back("rts");
+  if (info.finite_state)
+    out.push_back("forward-backward");
+  for (SmoothMethod m : kSmoothMethods) {
+    if (m == SmoothMethod::rts || m == SmoothMethod::forward_backward)
+      continue;
+    if (needs_transition_density(m) && !info.transition_tractable)
+      continue;
+    out.push_back(smooth_method_name(m));
+  }
+  return out;
+}
+
+} // namespace
+
+void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt) {
+  const std::string name = smooth_method_name(opt.method);
+  auto refuse = [&](const std::string& why) {
+    throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
+                            why, info.name, fmt::join(applicable_methods(info), ", ")));
+  };
+  if (opt.method == SmoothMethod::rts && !info.linear_gaussian)
+    refuse("the model is not linear-Gaussian (see `info` for the reason)");
+  if (opt.method == SmoothMethod::forward_backward && !info.finite_state)
+    refuse("the model's state is not finite (see `info` for the reason)");
+  if (needs_transition_density(opt.method) && !info.transition_tractable)
+    refuse(fmt::format("it evaluates the transition density, and the model's transition is "
+                       "sample-only ({})",
+                       info.sample_only_reason));
+  if (needs_transition_density(opt.method) && !model.transition_logpdf)
+    refuse("the model table has no transition_logpdf kernel");
+  if (!info.functionals.empty() && !model.functional_terms)
+    refuse("the model table has no functional_terms kernel");
+  const bool uses_rejection =
+      opt.method == SmoothMethod::ffbsi || opt.method == SmoothMethod::paris;
+  if (opt.backward == BackwardSampling::rejection && !uses_rejection)
+    refuse("--backward rejection applies to ffbsi and paris only");
+  if (opt.backward == BackwardSampling::rejection && info.transition_bound.empty())
+    refuse(fmt::format("rejection sampling needs an upper bound of the transition density that "
+                       "is constant in the state, and the model has none ({}); use --backward "
+                       "exact",
+                       info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
+  if (opt.method == SmoothMethod::fixed_lag && opt.lag < 0)
+    refuse("--lag must be at least 0");
+  if ((opt.method == SmoothMethod::paris || opt.method == SmoothMethod::bis) &&
+      opt.backward_samples < 1)
+    refuse("--backward-samples must be at least 1");
+  if (is_online(opt.method))
+    for (const FunctionalInfo& f : info.functionals) {
+      if (!f.sum && opt.marginals)
+        continue; // a per-t functional is carried with the marginals
+      if (!f.sum)
+        refuse(fmt::format("functional '{}' is a quantity at each t, which an online method "
+                           "estimates only with --marginals (O(T) memory per particle); "
+                           "offline methods estimate it directly",
+                           f.name));
+      if (!f.additive)
+        refuse(fmt::format("functional '{}' is not additive: {}. Methods that can estimate it: "
+                           "{}",
+                           f.name, f.why_not, fmt::join(f.methods, ", ")));
+    }
+}
+
+SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                    const ObsData& data, const SmoothOptions& opt, ThreadPool& pool) {
+  check_smooth_method(model, info, opt);
+  switch (opt.method) {
+  case SmoothMethod::rts:
+  case SmoothMethod::forward_backward:
+    break;
+  case SmoothMethod::genealogy:
+  case SmoothMethod::fixed_lag:
+    return smooth_genealogy(model, info, fixed, data, opt, pool);
+  case SmoothMethod::ffbsm:
+  case SmoothMethod::ffbsi:
+    return smooth_backward(model, info, fixed, data, opt, pool);
+  case SmoothMethod::online:
+  case SmoothMethod::paris:
+  case SmoothMethod::bis:
+    return smooth_online(model, info, fixed, data, opt, pool);
+  }
+  throw Error(fmt::format("smooth --method {} is not available in this runtime",
+                          smooth_method_name(opt.method)));
+}
+
+std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
+  const std::vector<std::string> cols = state_columns(info);
+  fmt::memory_buffer out;
+  auto put = [&](auto&&... args) { fmt::format_to(std::back_inserter(out), args...); };
+  put("t");
+  for (const std::string& c : cols)
+    put(",mean_{},var_{}", c, c);
+  std::vector<const FunctionalEstimate*> per_t;
+  for (const FunctionalEstimate& f : r.functionals)
+    if (!f.sum) {
+      per_t.push_back(&f);
+      for (const FunctionalInfo& fi : info.functionals)
+        if (fi.name == f.name)
+          for (const std::string& c : column_names(fi.name, fi.shape))
+            put(",{}", c);
+    }
+  put("\n");
+  if (!r.has_marginals)
+    return fmt::to_string(out);
+  const int64_t ns = r.n_state;
+  for (int64_t t = 0; t < r.T; ++t) {
+    put("{}", t);
+    for (int64_t c = 0; c < ns; ++c)
+      put(",{},{}", format_double(r.mean[t * ns + c]), format_double(r.var[t * ns + c]));
+    for (const FunctionalEstimate* f : per_t)
+      for (int64_t k = 0; k < f->size; ++k)
+        put(",{}", format_double(f->per_t[t * f->size + k]));
+    put("\n");
+  }
+  return fmt::to_string(out);
+}
+
+nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const SmoothOptions& opt) {
+  using nlohmann::json;
+  json functionals = json::object();
+  for (const FunctionalEstimate& f : r.functionals) {
+    if (!f.sum)
+      continue;
+    const FunctionalInfo* fi = nullptr;
+    for (const FunctionalInfo& i : info.functionals)
+      if (i.name == f.name)
+        fi = &i;
+    json value = f.size == 1 && fi && fi->shape.empty() ? json(f.total[0]) : json(f.total);
+    functionals[f.name] = value;
+    if (!f.se.empty())
+      functionals[f.name + "_se"] = f.size == 1 ? json(f.se[0]) : json(f.se);
+  }
+  json j = {{"model", info.name},
+            {"method", smooth_method_name(r.method)},
+            {"T", r.T},
+            {"log_likelihood", r.log_likelihood},
+            {"functionals", functionals},
+            {"marginals", r.has_marginals},
+            {"filter_s", r.filter_s},
+            {"smooth_s", r.smooth_s},
+            {"seed", opt.filter.seed}};
+  if (r.method != SmoothMethod::rts && r.method != SmoothMethod::forward_backward) {
+    j["particles"] = r.particles;
+    j["resampling"] = resampling_name(opt.filter.resampling);
+  }
+  if (r.method == SmoothMethod::fixed_lag)
+    j["lag"] = opt.lag;
+  if (r.method == SmoothMethod::paris || r.method == SmoothMethod::bis)
+    j["backward_samples"] = opt.backward_samples;
+  if (!r.details.is_null())
+    j["details"] = r.details;
+  return j;
+}
+
+} // namespace ssm
