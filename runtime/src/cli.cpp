@@ -9,12 +9,14 @@
 #include "ssm/output.h"
 #include "ssm/params.h"
 #include "ssm/simulate.h"
+#include "ssm/smooth.h"
 #include "ssm/thread_pool.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -292,6 +294,69 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   flt->add_flag("--json", filter_json, "Print a JSON summary on standard output");
 
+  // smooth: the filter's options, then the method's.
+  std::string smooth_data, smooth_out, smooth_method = "auto", smooth_backward = "auto";
+  SmoothOptions sopt;
+  bool smooth_json_flag = false;
+  std::optional<bool> smooth_marginals;
+  CLI::App* smo = app.add_subcommand(
+      "smooth", "Smoothing: per-t smoothing mean and variance of each state component and the "
+                "model's functionals. CSV t,mean_<col>,var_<col>...,<per-t functionals>");
+  smo->add_option("--data", smooth_data, "Data CSV, as for filter")
+      ->required()
+      ->type_name("FILE.csv");
+  std::vector<std::string> method_names = {"auto"};
+  for (SmoothMethod m : kSmoothMethods)
+    method_names.push_back(smooth_method_name(m));
+  smo->add_option("--method", smooth_method,
+                  "auto (exact when the structure allows, else paris), rts, forward-backward, "
+                  "genealogy, fixed-lag, ffbsm, ffbsi, online, paris or bis")
+      ->type_name("METHOD")
+      ->capture_default_str()
+      ->check(CLI::IsMember(method_names));
+  smo->add_option("--particles", sopt.filter.particles, "Number of particles of the filter")
+      ->capture_default_str()
+      ->check(positive_int);
+  smo->add_option("--ess-threshold", sopt.filter.ess_threshold,
+                  "Resample when ESS < r * particles (1: every step, 0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  std::string smooth_resampling = resampling_name(sopt.filter.resampling);
+  smo->add_option("--resampling", smooth_resampling, "Resampling scheme")
+      ->type_name("SCHEME")
+      ->capture_default_str()
+      ->check(CLI::IsMember(resampling_names));
+  smo->add_option("--lag", sopt.lag, "fixed-lag: the lag L")->capture_default_str();
+  smo->add_option("--trajectories", sopt.trajectories,
+                  "ffbsi: backward trajectories M (default: as many as particles)")
+      ->check(positive_int);
+  smo->add_option("--backward-samples", sopt.backward_samples,
+                  "paris, bis: backward draws per particle")
+      ->capture_default_str()
+      ->check(positive_int);
+  smo->add_option("--backward", smooth_backward,
+                  "ffbsi, paris: backward draws by rejection (needs the model's density bound), "
+                  "exact, or auto (rejection when a bound exists)")
+      ->type_name("auto|exact|rejection")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "exact", "rejection"}));
+  smo->add_option("--max-trials", sopt.max_trials,
+                  "rejection sampling: proposals before an exact draw")
+      ->capture_default_str()
+      ->check(positive_int);
+  smo->add_flag("--marginals,!--no-marginals", smooth_marginals,
+                "Per-t smoothing moments and per-t functionals (default: on, except for the "
+                "online methods, whose memory then grows with T)");
+  std::vector<std::string> smooth_functionals;
+  smo->add_option("--functional", smooth_functionals,
+                  "Estimate only this functional of the model (repeatable; default: all)")
+      ->allow_extra_args(false)
+      ->type_name("NAME");
+  smo->add_option("--out", smooth_out,
+                  "Output CSV file (default: standard output, none with --json)")
+      ->type_name("FILE.csv");
+  smo->add_flag("--json", smooth_json_flag, "Print a JSON summary on standard output");
+
   bool info_json = false;
   CLI::App* inf = app.add_subcommand("info", "Model dimensions, parameters (current values and "
                                              "priors) and structure report");
@@ -310,13 +375,16 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     std::string what = e.what();
     // Without a subcommand CLI11 reports only that one is required, even when the user typed a
     // wrong one: name what was not understood.
-    if (!sim->parsed() && !flt->parsed() && !inf->parsed() && !app.remaining().empty()) {
+    if (!sim->parsed() && !flt->parsed() && !smo->parsed() && !inf->parsed() &&
+        !app.remaining().empty()) {
       const std::string first = app.remaining().front();
       what =
           first.starts_with("-")
-              ? fmt::format("unknown option '{}' (and no subcommand: simulate, filter or info)",
-                            first)
-              : fmt::format("unknown subcommand '{}' (expected simulate, filter or info)", first);
+              ? fmt::format(
+                    "unknown option '{}' (and no subcommand: simulate, filter, smooth or info)",
+                    first)
+              : fmt::format("unknown subcommand '{}' (expected simulate, filter, smooth or info)",
+                            first);
     }
     fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, what, prog);
     std::fflush(err);
@@ -342,6 +410,66 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       OutputFile file(sim_out, out);
       file.write(simulation_csv(info, s));
       file.commit();
+    } else if (smo->parsed()) {
+      SmoothMethod method = SmoothMethod::paris;
+      if (smooth_method != "auto")
+        method = *parse_smooth_method(smooth_method); // validated by IsMember
+      else if (!info.transition_tractable)
+        method = SmoothMethod::genealogy;
+      sopt.method = method;
+      sopt.marginals = smooth_marginals.value_or(!is_online(method) || smooth_method == "auto");
+      sopt.backward = smooth_backward == "exact"       ? BackwardSampling::exact
+                      : smooth_backward == "rejection" ? BackwardSampling::rejection
+                                                       : BackwardSampling::automatic;
+      sopt.filter.seed = g.seed;
+      sopt.filter.resampling = *parse_resampling(smooth_resampling);
+      if (!smooth_functionals.empty()) {
+        std::vector<FunctionalInfo> chosen;
+        for (const std::string& name : smooth_functionals) {
+          auto it = std::find_if(info.functionals.begin(), info.functionals.end(),
+                                 [&](const FunctionalInfo& f) { return f.name == name; });
+          if (it == info.functionals.end()) {
+            std::vector<std::string> names;
+            for (const FunctionalInfo& f : info.functionals)
+              names.push_back(f.name);
+            throw Error(fmt::format("--functional {}: the model has no such functional ({})", name,
+                                    names.empty() ? std::string("it declares none")
+                                                  : "it declares " +
+                                                        fmt::format("{}", fmt::join(names, ", "))));
+          }
+          chosen.push_back(*it);
+        }
+        info.functionals = std::move(chosen); // n_functional still sizes the kernel's output
+      }
+      std::vector<double> theta = assemble_fixed(info, values, data_values_file);
+      ObsData data = read_observations(info, read_csv(smooth_data));
+      check_smooth_method(*model, info, sopt); // before any work
+      const bool write_csv = !smooth_out.empty() || !smooth_json_flag;
+      check_output_path(smooth_out);
+      ThreadPool pool(g.threads);
+      Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
+      sopt.filter.progress = [&](int64_t t, int64_t n) { progress(t, n); };
+      SmoothResult r;
+      try {
+        r = smooth(*model, info, theta, data, sopt, pool);
+      } catch (...) {
+        progress.finish();
+        throw;
+      }
+      progress.finish();
+      if (write_csv) {
+        OutputFile file(smooth_out, out);
+        file.write(smooth_csv(info, r));
+        file.commit();
+      }
+      if (smooth_json_flag) {
+        json j = smooth_json(info, r, sopt);
+        j["threads"] = g.threads;
+        if (smooth_method == "auto")
+          j["chosen_by"] = "auto";
+        fmt::print(out, "{}\n", j.dump(2));
+        std::fflush(out);
+      }
     } else if (flt->parsed()) {
       if (!model->init_sample || !model->transition_sample || !model->obs_logpdf)
         throw Error("the model table lacks a kernel needed by filter");

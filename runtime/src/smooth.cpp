@@ -78,6 +78,11 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
                             why, info.name, fmt::join(applicable_methods(info), ", ")));
   };
+  auto refuse_functional = [&](const FunctionalInfo& f, const std::string& why) {
+    throw Error(fmt::format("smooth --method {}: functional '{}' {}. Methods that can estimate "
+                            "it: {} (or leave it out with --functional NAME for the others)",
+                            name, f.name, why, fmt::join(f.methods, ", ")));
+  };
   if (opt.method == SmoothMethod::rts && !info.linear_gaussian)
     refuse("the model is not linear-Gaussian (see `info` for the reason)");
   if (opt.method == SmoothMethod::forward_backward && !info.finite_state)
@@ -94,7 +99,8 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
       opt.method == SmoothMethod::ffbsi || opt.method == SmoothMethod::paris;
   if (opt.backward == BackwardSampling::rejection && !uses_rejection)
     refuse("--backward rejection applies to ffbsi and paris only");
-  if (opt.backward == BackwardSampling::rejection && info.transition_bound.empty())
+  if (opt.backward == BackwardSampling::rejection &&
+      (info.transition_bound.empty() || !opt.log_bound))
     refuse(fmt::format("rejection sampling needs an upper bound of the transition density that "
                        "is constant in the state, and the model has none ({}); use --backward "
                        "exact",
@@ -109,20 +115,20 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
       if (!f.sum && opt.marginals)
         continue; // a per-t functional is carried with the marginals
       if (!f.sum)
-        refuse(fmt::format("functional '{}' is a quantity at each t, which an online method "
-                           "estimates only with --marginals (O(T) memory per particle); "
-                           "offline methods estimate it directly",
-                           f.name));
+        refuse_functional(f, "is a quantity at each t, which an online method estimates only "
+                             "with --marginals (O(T) memory per particle)");
       if (!f.additive)
-        refuse(fmt::format("functional '{}' is not additive: {}. Methods that can estimate it: "
-                           "{}",
-                           f.name, f.why_not, fmt::join(f.methods, ", ")));
+        refuse_functional(f, "is not additive: " + f.why_not);
     }
 }
 
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
-                    const ObsData& data, const SmoothOptions& opt, ThreadPool& pool) {
-  check_smooth_method(model, info, opt);
+                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool) {
+  check_smooth_method(model, info, options);
+  SmoothOptions opt = options;
+  if (opt.backward == BackwardSampling::automatic)
+    opt.backward = opt.log_bound && !info.transition_bound.empty() ? BackwardSampling::rejection
+                                                                   : BackwardSampling::exact;
   switch (opt.method) {
   case SmoothMethod::rts:
   case SmoothMethod::forward_backward:
@@ -145,7 +151,9 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
 std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   const std::vector<std::string> cols = state_columns(info);
   fmt::memory_buffer out;
-  auto put = [&](auto&&... args) { fmt::format_to(std::back_inserter(out), args...); };
+  auto put = [&]<class... Args>(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+  };
   put("t");
   for (const std::string& c : cols)
     put(",mean_{},var_{}", c, c);

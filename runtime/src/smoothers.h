@@ -6,6 +6,7 @@
 
 #include "ssm/smooth.h"
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -37,6 +38,59 @@ std::vector<double> all_frames(const ModelInfo& info, const std::vector<double>&
 // marginals are computed).
 SmoothResult make_result(const ModelInfo& info, SmoothMethod method, int64_t T, int64_t particles,
                          bool marginals);
+
+// The statistics a smoother carries per particle, laid out as components: first the `sum_t`
+// functionals' components (`nsum`), then, with marginals, `per_step` components per time step:
+// the state (ns), its square (ns) and the per-t functionals' components. Functional components
+// are picked out of the functional_terms kernel's output by sum_comp and per_t_comp.
+struct StatLayout {
+  int64_t ns = 0, nf = 0, nsum = 0, per_step = 0;
+  bool marginals = false;
+  std::vector<int64_t> sum_comp, per_t_comp;
+  StatLayout(const ModelInfo& info, bool marginals);
+  // Writes the per-step quantities of particle n (state x, SoA with `stride`; the functional terms
+  // of its pair at `term_index` in `terms`, SoA with `term_stride`) to out[k * out_stride].
+  void step_quantities(const double* x, int64_t n, int64_t stride, const double* terms,
+                       int64_t term_index, int64_t term_stride, double* out,
+                       int64_t out_stride) const;
+  // The state and its square (the first 2 ns per-step quantities) of particle n, to out[0, 2 ns).
+  void state_quantities(const double* x, int64_t n, int64_t stride, double* out) const {
+    if (!marginals)
+      return;
+    for (int64_t c = 0; c < ns; ++c) {
+      out[c] = x[c * stride + n];
+      out[ns + c] = out[c] * out[c];
+    }
+  }
+  // From the expectation `q` of one step's quantities: mean, variance and per-t functionals at t.
+  void store_estimates(int64_t t, const double* q, SmoothResult& r, const ModelInfo& info) const;
+  // From the expectation of the `sum_t` components: the functionals' totals.
+  void store_sums(const double* s, SmoothResult& r, const ModelInfo& info) const;
+};
+
+// Throws a clear error when a particle of positive weight has a non-finite functional term (the
+// usual cause: a term reading x[t-1] at t = 0).
+void check_terms(const double* terms, int64_t nf, int64_t stride, const double* w, int64_t begin,
+                 int64_t end, int64_t t, const ModelInfo& info);
+
+// Splits a smoother's wall time into the filter's steps and the rest.
+struct StepTimer {
+  double filter_s = 0;
+  bool step(ParticleFilter& pf) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool more = pf.step();
+    filter_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return more;
+  }
+  void finish(SmoothResult& r, std::chrono::steady_clock::time_point start) const {
+    r.filter_s = filter_s;
+    r.smooth_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - filter_s;
+  }
+};
+
+// Inverse-CDF draw from cumulative weights (cumulative.back() > 0) with u in (0, 1).
+int64_t draw_index(const std::vector<double>& cumulative, double u);
 
 } // namespace ssm
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,9 @@ struct SmoothOptions {
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
   // methods only when asked, since they then carry O(T) statistics per particle.
   bool marginals = true;
+  // log of an upper bound of the transition density p(x_t | x_{t-1}) that holds for all states,
+  // given the frame of step t; empty when the model has none (rejection sampling is then refused).
+  std::function<double(const double* frame, int64_t t)> log_bound;
 };
 
 // One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`

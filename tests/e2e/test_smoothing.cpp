@@ -1,0 +1,197 @@
+// End-to-end tests of the particle smoothers on a linear-Gaussian model, against the exact
+// smoothing distribution obtained by conditioning the joint Gaussian of all states and
+// observations directly (independent of any Kalman or RTS recursion): per-t smoothing means, a
+// per-t functional E[x_t^2 | y], and the additive functionals sum_t x_t and sum_t x_{t-1} x_t
+// (which needs the lag-one smoothing covariances). Each method runs over several seeds; its mean
+// must lie within a few Monte Carlo standard errors of the exact value. Also: bit-identical output
+// for any thread count, and the refusals that happen before any work.
+#include "support.h"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace e2e;
+
+namespace {
+
+const double a = 0.8, q = 0.6, r = 0.7;
+
+const char* kModel = R"(
+model smooth_lg {
+  param a ~ uniform(-1, 1) = 0.8;
+  param q ~ half_normal(1) = 0.6;
+  param r ~ half_normal(1) = 0.7;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(a * x[t-1], q);
+  y[t] ~ normal(x[t], r);
+  functional level = sum_t x[t];
+  functional cross = sum_t (t == 0 ? 0 : x[t-1] * x[t]);
+  functional square = x[t]^2;
+}
+)";
+
+struct Exact {
+  Eigen::VectorXd mean;
+  Eigen::MatrixXd cov;
+  double level = 0, cross = 0;
+};
+
+// x ~ N(0, C) with C from the AR(1) recursion, y = x + N(0, r^2 I): condition directly.
+Exact exact_smoother(const std::vector<double>& y) {
+  const int T = static_cast<int>(y.size());
+  Eigen::MatrixXd C(T, T);
+  std::vector<double> var(T);
+  var[0] = 1;
+  for (int t = 1; t < T; ++t)
+    var[t] = a * a * var[t - 1] + q * q;
+  for (int s = 0; s < T; ++s)
+    for (int t = s; t < T; ++t)
+      C(s, t) = C(t, s) = std::pow(a, t - s) * var[s];
+  Eigen::MatrixXd S = C + r * r * Eigen::MatrixXd::Identity(T, T);
+  Eigen::VectorXd yv = Eigen::Map<const Eigen::VectorXd>(y.data(), T);
+  Eigen::LLT<Eigen::MatrixXd> llt(S);
+  Exact e;
+  e.mean = C * llt.solve(yv);
+  e.cov = C - C * llt.solve(C);
+  for (int t = 0; t < T; ++t) {
+    e.level += e.mean[t];
+    if (t > 0)
+      e.cross += e.cov(t - 1, t) + e.mean[t - 1] * e.mean[t];
+  }
+  return e;
+}
+
+struct Replicates {
+  std::vector<std::vector<double>> mean, square; // [replicate][t]
+  std::vector<double> level, cross;
+};
+
+double se_of(const std::vector<double>& v) {
+  return std::sqrt(sample_variance(v) / v.size());
+}
+
+// Mean over replicates within `z` standard errors of the exact value.
+void check_close(const std::vector<double>& v, double exact, double z, const std::string& what) {
+  const double m = sample_mean(v), se = se_of(v);
+  INFO(fmt::format("{}: mean over {} seeds {} (se {}), exact {}, {:.2f} se", what, v.size(), m, se,
+                   exact, (m - exact) / se));
+  CHECK(std::abs(m - exact) <= z * se);
+}
+
+} // namespace
+
+TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D linear Gaussian)",
+          "[smooth]") {
+  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string data = scratch_path("smooth_lg_data.csv");
+  const int T = 30;
+  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "11", "--out", data});
+  const std::vector<double> y = read_table(data).column("y");
+  const Exact exact = exact_smoother(y);
+
+  struct Case {
+    std::string method;
+    std::vector<std::string> args;
+  };
+  const std::vector<Case> cases = {
+      {"ffbsm", {}},
+      {"ffbsi", {}},
+      {"genealogy", {}},
+      {"fixed-lag", {"--lag", "15"}},
+      {"online", {"--marginals"}},
+      {"paris", {"--marginals", "--backward-samples", "2"}},
+      {"bis", {"--marginals", "--backward-samples", "200"}},
+  };
+  const int R = 20;
+  for (const Case& c : cases) {
+    SECTION(c.method) {
+      Replicates rep;
+      for (int k = 0; k < R; ++k) {
+        const std::string out = scratch_path(fmt::format("smooth_{}_{}.csv", c.method, k));
+        std::vector<std::string> argv = {
+            exe,      "smooth",      "--data", data,     "--method",
+            c.method, "--particles", "300",    "--seed", std::to_string(100 + k),
+            "--json", "--out",       out};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        const ProcessResult p = run_ok(argv);
+        const nlohmann::json j = nlohmann::json::parse(p.out);
+        REQUIRE(j["method"] == c.method);
+        rep.level.push_back(j["functionals"]["level"].get<double>());
+        rep.cross.push_back(j["functionals"]["cross"].get<double>());
+        const Table table = read_table(out);
+        rep.mean.push_back(table.column("mean_x"));
+        rep.square.push_back(table.column("square"));
+        REQUIRE(rep.mean.back().size() == static_cast<size_t>(T));
+      }
+      check_close(rep.level, exact.level, 4, c.method + " sum_t x[t]");
+      check_close(rep.cross, exact.cross, 4, c.method + " sum_t x[t-1] x[t]");
+      // Per-t: every t within 5 standard errors (60 comparisons per method; 20 seeds keep the
+      // standard-error estimate itself steady).
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> m, s;
+        for (int k = 0; k < R; ++k) {
+          m.push_back(rep.mean[k][t]);
+          s.push_back(rep.square[k][t]);
+        }
+        check_close(m, exact.mean[t], 5, fmt::format("{} E[x_{}]", c.method, t));
+        check_close(s, exact.cov(t, t) + exact.mean[t] * exact.mean[t], 5,
+                    fmt::format("{} E[x_{}^2]", c.method, t));
+      }
+    }
+  }
+}
+
+TEST_CASE("smoothers give bit-identical output for 1 and 3 threads", "[smooth]") {
+  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string data = scratch_path("smooth_threads_data.csv");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "2", "--out", data});
+  for (const std::string method : {"ffbsm", "ffbsi", "fixed-lag", "paris", "bis", "online"}) {
+    std::string outputs[2];
+    for (int k = 0; k < 2; ++k) {
+      const ProcessResult p =
+          run_ok({exe, "smooth", "--data", data, "--method", method, "--particles", "500",
+                  "--marginals", "--threads", k == 0 ? "1" : "3", "--seed", "9"});
+      outputs[k] = p.out;
+    }
+    INFO(method);
+    CHECK(outputs[0] == outputs[1]);
+    CHECK(outputs[0].size() > 100);
+  }
+}
+
+TEST_CASE("smooth refuses what the model cannot support, before any work", "[smooth]") {
+  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string data = scratch_path("smooth_refuse_data.csv");
+  run_ok({exe, "simulate", "--T", "5", "--seed", "2", "--out", data});
+  auto refused = [&](std::vector<std::string> args, const std::string& expected) {
+    std::vector<std::string> argv = {exe, "smooth", "--data", data};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult p = run_process(argv);
+    INFO(p.describe());
+    CHECK(p.exit_code == 1);
+    CHECK(p.err.find(expected) != std::string::npos);
+    CHECK(p.out.empty());
+  };
+  // A per-t functional with an online method needs --marginals; the message names the methods.
+  refused({"--method", "paris", "--no-marginals"}, "functional 'square' is a quantity at each t");
+  refused({"--method", "paris", "--no-marginals"}, "ffbsm, ffbsi, genealogy, fixed-lag");
+  // The model is not finite-state.
+  refused({"--method", "forward-backward"}, "the model's state is not finite");
+  // Rejection sampling outside ffbsi and paris.
+  refused({"--method", "bis", "--backward", "rejection"}, "applies to ffbsi and paris only");
+  refused({"--functional", "nope"}, "the model has no such functional (it declares level, cross, "
+                                    "square)");
+  // Leaving the per-t functional out makes the online method acceptable.
+  const ProcessResult ok = run_ok(
+      {exe, "smooth", "--data", data, "--method", "paris", "--functional", "level", "--json"});
+  const nlohmann::json j = nlohmann::json::parse(ok.out);
+  CHECK(j["functionals"].contains("level"));
+  CHECK(!j["functionals"].contains("cross"));
+  CHECK(j["marginals"] == false);
+}
