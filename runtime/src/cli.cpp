@@ -22,6 +22,7 @@
 #include <chrono>
 #include <optional>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using nlohmann::json;
@@ -465,6 +466,10 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       if (smooth_json_flag) {
         json j = smooth_json(info, r, sopt);
         j["threads"] = g.threads;
+        rusage usage{};
+        if (::getrusage(RUSAGE_SELF, &usage) == 0)
+          j["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0; // ru_maxrss is in KiB
+
         if (smooth_method == "auto")
           j["chosen_by"] = "auto";
         fmt::print(out, "{}\n", j.dump(2));
