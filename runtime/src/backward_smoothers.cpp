@@ -38,32 +38,6 @@ struct StoredSystem {
   const double* w_at(int64_t t) const { return w.data() + t * N; }
 };
 
-// log f(x_next^j | x_prev^i) for every i: out[i]. `bc` receives x_next^j repeated N times.
-void backward_logpdf(const ssm_model& model, const double* frame, int64_t t_next, int64_t N,
-                     int64_t stride, int64_t ns, const double* x_prev, const double* x_next,
-                     int64_t j, double* bc, double* out) {
-  for (int64_t c = 0; c < ns; ++c)
-    std::fill(bc + c * stride, bc + c * stride + N, x_next[c * stride + j]);
-  model.transition_logpdf(frame, t_next, 0, N, stride, x_prev, nullptr, bc, out);
-}
-
-// b_i = W_i exp(l_i - max) in place of l; returns the sum (0 when no particle can be the parent).
-double backward_weights(const double* W, double* l, int64_t N) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < N; ++i)
-    if (W[i] > 0 && l[i] > m)
-      m = l[i];
-  if (!std::isfinite(m))
-    return 0;
-  double s = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    const double b = W[i] > 0 && !std::isnan(l[i]) ? W[i] * std::exp(l[i] - m) : 0.0;
-    l[i] = b;
-    s += b;
-  }
-  return s;
-}
-
 [[noreturn]] void no_parent(int64_t t, int64_t j) {
   throw Error(fmt::format("smooth: at t={} particle {} has zero transition density from every "
                           "particle at t={}: the backward kernel is undefined (check the "

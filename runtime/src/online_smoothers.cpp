@@ -39,9 +39,7 @@ public:
   // out[i] = log f(x_cur^j | x_prev^i) for every i in [0, N); bc is scratch (ns x stride).
   void all(const double* frame, int64_t t, int64_t N, const double* x_prev, const double* x_cur,
            int64_t j, double* bc, double* out) const {
-    for (int64_t c = 0; c < ns_; ++c)
-      std::fill(bc + c * stride_, bc + c * stride_ + N, x_cur[c * stride_ + j]);
-    model_.transition_logpdf(frame, t, 0, N, stride_, x_prev, nullptr, bc, out);
+    backward_logpdf(model_, frame, t, N, stride_, ns_, x_prev, x_cur, j, bc, out);
   }
   // log f(x_cur^j | x_prev^i); anc and out are scratch of `stride` entries.
   double one(const double* frame, int64_t t, const double* x_prev, const double* x_cur, int64_t i,
@@ -120,17 +118,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           if (opt.method == SmoothMethod::online ||
               (opt.method == SmoothMethod::paris && !rejection)) {
             density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
-            double m = -std::numeric_limits<double>::infinity();
-            for (int64_t i = 0; i < N; ++i)
-              if (w_prev[i] > 0 && l[i] > m)
-                m = l[i];
-            double s = 0;
-            for (int64_t i = 0; i < N; ++i) {
-              l[i] = w_prev[i] > 0 && std::isfinite(m) && !std::isnan(l[i])
-                         ? w_prev[i] * std::exp(l[i] - m)
-                         : 0.0;
-              s += l[i];
-            }
+            const double s = backward_weights(w_prev.data(), l.data(), N);
             if (!(s > 0))
               throw Error(fmt::format("smooth: at t={} particle {} has zero transition density "
                                       "from every particle at t={}",
@@ -197,15 +185,12 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               }
               if (chosen < 0) {
                 density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
-                double m = -std::numeric_limits<double>::infinity();
-                for (int64_t i = 0; i < N; ++i)
-                  if (w_prev[i] > 0 && l[i] > m)
-                    m = l[i];
-                double s = 0;
-                for (int64_t i = 0; i < N; ++i) {
-                  s += w_prev[i] > 0 && !std::isnan(l[i]) ? w_prev[i] * std::exp(l[i] - m) : 0.0;
-                  l[i] = s;
-                }
+                if (!(backward_weights(w_prev.data(), l.data(), N) > 0))
+                  throw Error(fmt::format("smooth: at t={} particle {} has zero transition "
+                                          "density from every particle at t={}",
+                                          t, j, t - 1));
+                std::partial_sum(l.begin(), l.begin() + N, l.begin());
+                const double s = l[N - 1];
                 const double u =
                     philox_u01(seed, uj, ut, kSiteBackward,
                                static_cast<uint32_t>(k * (opt.max_trials + 1) + opt.max_trials));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ssm {
 
@@ -116,6 +117,30 @@ void check_terms(const double* terms, int64_t nf, int64_t stride, const double* 
             t == 0 ? "; a term that reads x[t-1] must be guarded at t = 0: `t == 0 ? ... : ...`"
                    : ""));
       }
+}
+
+void backward_logpdf(const ssm_model& model, const double* frame, int64_t t_next, int64_t N,
+                     int64_t stride, int64_t ns, const double* x_prev, const double* x_next,
+                     int64_t j, double* bc, double* out) {
+  for (int64_t c = 0; c < ns; ++c)
+    std::fill(bc + c * stride, bc + c * stride + N, x_next[c * stride + j]);
+  model.transition_logpdf(frame, t_next, 0, N, stride, x_prev, nullptr, bc, out);
+}
+
+double backward_weights(const double* W, double* l, int64_t N) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < N; ++i)
+    if (W[i] > 0 && l[i] > m)
+      m = l[i];
+  if (!std::isfinite(m))
+    return 0;
+  double s = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const double b = W[i] > 0 && !std::isnan(l[i]) ? W[i] * std::exp(l[i] - m) : 0.0;
+    l[i] = b;
+    s += b;
+  }
+  return s;
 }
 
 int64_t draw_index(const std::vector<double>& cumulative, double u) {

@@ -89,6 +89,16 @@ struct StepTimer {
   }
 };
 
+// log f(x_next^j | x_prev^i) for every i in [0, N): out[i]. `bc` (n_state x stride) receives
+// x_next^j repeated N times, since the kernel pairs x_prev[a_n] with x[n].
+void backward_logpdf(const ssm_model& model, const double* frame, int64_t t_next, int64_t N,
+                     int64_t stride, int64_t ns, const double* x_prev, const double* x_next,
+                     int64_t j, double* bc, double* out);
+
+// The backward kernel's unnormalised weights b_i = W_i exp(l_i - max l), written over l; returns
+// their sum, 0 when no particle of positive weight can be the parent.
+double backward_weights(const double* W, double* l, int64_t N);
+
 // Inverse-CDF draw from cumulative weights (cumulative.back() > 0) with u in (0, 1).
 int64_t draw_index(const std::vector<double>& cumulative, double u);
 
