@@ -85,7 +85,8 @@ bool check_nesting(std::string_view text, std::size_t begin, DiagnosticEngine& d
   for (std::size_t pos = begin; pos < text.size(); ++pos) {
     if (text.substr(pos, 2) == "//" || text.substr(pos, 2) == "/*") {
       bool line = text[pos + 1] == '/';
-      std::size_t end = text.find(line ? "\n" : "*/", pos + 2);
+      // A line comment ends at '\r' or '\n', as the grammar's skipper (x3::eol) ends it.
+      std::size_t end = line ? text.find_first_of("\r\n", pos + 2) : text.find("*/", pos + 2);
       if (end == std::string_view::npos)
         return true; // the end of the text, or an unterminated comment check_comments reports
       pos = line ? end : end + 1;
