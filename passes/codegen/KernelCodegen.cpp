@@ -7,6 +7,7 @@
 // so LLVM can vectorise it.
 #include "KernelCodegen.h"
 
+#include "passes/Structure.h"
 #include "ssm/abi.h"
 
 #include <fmt/format.h>
@@ -34,7 +35,9 @@ enum class Kernel {
   TransitionLogpdf,
   ObsLogpdf,
   ObsSample,
-  Functional
+  Functional,
+  TransitionLogBound, // log of an arena node, per particle at t-1
+  Matrices            // arena nodes that read no state, written one after another
 };
 
 bool is_sampler(Kernel k) {
@@ -50,16 +53,23 @@ uint32_t site_id(ir::BlockKind block, size_t relation, int component) {
 class KernelEmitter {
 public:
   KernelEmitter(const ir::Model& model, llvm::Module& module, Kernel kind)
-      : model_(model), module_(module), ctx_(module.getContext()), kind_(kind),
-        block_(model.block(block_kind(kind))), b_(ctx_) {}
+      : KernelEmitter(model, module, kind, model.block(block_kind(kind)),
+                      model.block(block_kind(kind)).outputs) {}
 
-  void emit(const char* name) {
+  // A kernel over an analysis' arena (TransitionLogBound, Matrices): `outputs` are its nodes.
+  KernelEmitter(const ir::Model& model, llvm::Module& module, Kernel kind, const ir::Block& block,
+                std::vector<int> outputs)
+      : model_(model), module_(module), ctx_(module.getContext()), kind_(kind), block_(block),
+        outputs_(std::move(outputs)), b_(ctx_) {}
+
+  llvm::Function* emit(const char* name) {
     create_function(name);
     compute_varying();
+    compute_needed();
     // Preamble: everything that does not change from particle to particle.
     cache_ = std::vector<Values>(block_.nodes.size());
     for (size_t i = 0; i < block_.nodes.size(); ++i)
-      if (!varying_[i])
+      if (!varying_[i] && needed_[i])
         get(static_cast<int>(i));
     for (const ir::Relation& rel : block_.relations)
       if (rel.dist == ir::Dist::MvNormal && !varying_[rel.args[1]])
@@ -67,8 +77,14 @@ public:
     preamble_cache_ = cache_;
     preamble_cholesky_ = cholesky_;
 
-    if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf ||
-        kind_ == Kernel::Functional) {
+    if (kind_ == Kernel::Matrices) {
+      int64_t offset = 0;
+      for (int id : outputs_)
+        for (Value* v : get(id))
+          b_.CreateStore(v, b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("out"), offset++));
+      b_.CreateRetVoid();
+    } else if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf ||
+               kind_ == Kernel::Functional) {
       // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
       auto* gather = llvm::BasicBlock::Create(ctx_, "gather", fn_);
       auto* direct = llvm::BasicBlock::Create(ctx_, "direct", fn_);
@@ -80,6 +96,7 @@ public:
     } else {
       emit_loop(false);
     }
+    return fn_;
   }
 
 private:
@@ -93,6 +110,9 @@ private:
       return ir::BlockKind::Transition;
     case Kernel::Functional:
       return ir::BlockKind::Functional;
+    case Kernel::TransitionLogBound:
+    case Kernel::Matrices:
+      throw CodegenError("internal error: an arena kernel has no model block");
     default:
       return ir::BlockKind::Observation;
     }
@@ -134,6 +154,12 @@ private:
     case Kernel::Functional:
       params.insert(params.end(),
                     {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"y", ptr}, {"out", ptr}});
+      break;
+    case Kernel::TransitionLogBound:
+      params.insert(params.end(), {{"x_prev", ptr}, {"out", ptr}});
+      break;
+    case Kernel::Matrices:
+      params = {{"theta", ptr}, {"t", i64}, {"out", ptr}};
       break;
     }
     std::vector<llvm::Type*> types;
@@ -183,9 +209,13 @@ private:
     current_.clear();
     if (kind_ == Kernel::Functional) {
       int component = 0;
-      for (int id : block_.outputs)
+      for (int id : outputs_)
         for (Value* v : get(id))
           b_.CreateStore(v, element(arg("out"), b_.getInt64(component++), n));
+    } else if (kind_ == Kernel::TransitionLogBound) {
+      Value* bound = get(outputs_.at(0)).at(0);
+      b_.CreateStore(intrinsic(llvm::Intrinsic::log, {bound}),
+                     element(arg("out"), b_.getInt64(0), n));
     } else {
       Value* logpdf = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
       for (size_t r = 0; r < block_.relations.size(); ++r)
@@ -219,6 +249,22 @@ private:
       for (int a : node.args)
         v = v || varying_[a];
       varying_[i] = v;
+    }
+  }
+
+  // Nodes the kernel computes: all of a model block; of an arena, what its outputs read.
+  void compute_needed() {
+    bool arena = kind_ == Kernel::TransitionLogBound || kind_ == Kernel::Matrices;
+    needed_.assign(block_.nodes.size(), !arena);
+    std::vector<int> pending = arena ? outputs_ : std::vector<int>{};
+    while (!pending.empty()) {
+      int id = pending.back();
+      pending.pop_back();
+      if (needed_[id])
+        continue;
+      needed_[id] = true;
+      for (int a : block_.nodes[id].args)
+        pending.push_back(a);
     }
   }
 
@@ -284,6 +330,8 @@ private:
       auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
       return b_.CreateCall(module_.getOrInsertFunction(fn, type), {a});
     }
+    if (fn == "lgamma")
+      return log_gamma(a);
     if (fn == "floor")
       return intrinsic(llvm::Intrinsic::floor, {a});
     if (fn == "ceil")
@@ -339,6 +387,20 @@ private:
         return intrinsic(llvm::Intrinsic::sqrt, {a});
       if (v == -1)
         return b_.CreateFDiv(constant(1), a);
+      // Small integer powers by squaring: a libm pow call costs more than the whole density.
+      if (v == std::floor(v) && std::abs(v) <= 16) {
+        auto n = static_cast<int>(std::abs(v));
+        Value* result = nullptr;
+        for (Value* square = a; n > 0; n >>= 1) {
+          if (n & 1)
+            result = result ? b_.CreateFMul(result, square) : square;
+          if (n > 1)
+            square = b_.CreateFMul(square, square);
+        }
+        if (!result)
+          return constant(1);
+        return v < 0 ? b_.CreateFDiv(constant(1), result) : result;
+      }
     }
     return intrinsic(llvm::Intrinsic::pow, {a, e});
   }
@@ -422,6 +484,14 @@ private:
           s = s ? b_.CreateFAdd(s, p) : p;
         }
         return {s};
+      }
+      if (node.fn == "det") { // of a covariance (density bounds): the squared Cholesky diagonal
+        const Values& l = cholesky(node.args[0]);
+        int d = block_.nodes[node.args[0]].shape.dims[0];
+        Value* det = constant(1);
+        for (int i = 0; i < d; ++i)
+          det = b_.CreateFMul(det, b_.CreateFMul(l[i * d + i], l[i * d + i]));
+        return {det};
       }
       for (size_t i = 0; i < size; ++i)
         out[i] = apply(node.fn, component(*args[0], i),
@@ -745,6 +815,7 @@ private:
   llvm::LLVMContext& ctx_;
   Kernel kind_;
   const ir::Block& block_;
+  std::vector<int> outputs_;
   llvm::IRBuilder<> b_;
   llvm::Function* fn_ = nullptr;
   std::map<std::string, llvm::Argument*> args_;
@@ -752,13 +823,58 @@ private:
   Value* n_ = nullptr;
   Value* n32_ = nullptr;
   Value* ancestor_ = nullptr;
-  std::vector<bool> varying_;
+  std::vector<bool> varying_, needed_;
   std::vector<Values> cache_, preamble_cache_;
   std::map<int, Values> cholesky_, preamble_cholesky_;
   std::map<int, Values> current_; // lag-0 values of the variables this block samples or reads
 };
 
-void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
+// ssm_linear_gaussian(theta, t, out): m0, P0, F, c, Q, H, d, R written one after another, one
+// arena function per model block, inlined into the exported one.
+llvm::Function* emit_linear_gaussian(const ir::Model& model, const passes::LinearGaussian& lg,
+                                     llvm::Module& module) {
+  const int64_t n = model.state_size(), m = model.obs_size();
+  const std::vector<int64_t> sizes = {n, n * n, n * n, n, n * n, m * n, m, m * m};
+  if (lg.matrices.size() != sizes.size())
+    throw CodegenError("internal error: a linear-Gaussian model without its eight matrices");
+  auto& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* ptr = llvm::PointerType::getUnqual(b.getDoubleTy());
+  auto* type = llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), ptr}, false);
+  auto* fn =
+      llvm::Function::Create(type, llvm::Function::ExternalLinkage, "ssm_linear_gaussian", module);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+  int64_t offset = 0;
+  for (size_t i = 0; i < lg.matrices.size();) {
+    const ir::BlockKind block = lg.matrices[i].block;
+    const int64_t begin = offset;
+    std::vector<int> nodes;
+    for (; i < lg.matrices.size() && lg.matrices[i].block == block; ++i) {
+      const passes::SymbolicValue& v = lg.matrices[i];
+      if (v.shape.size() != sizes[i])
+        throw CodegenError(fmt::format("internal error: {} has {} elements, not {}", v.name,
+                                       v.shape.size(), sizes[i]));
+      nodes.push_back(v.node);
+      offset += sizes[i];
+    }
+    const ir::Block& arena = block == ir::BlockKind::Initial      ? lg.initial
+                             : block == ir::BlockKind::Transition ? lg.transition
+                                                                  : lg.observation;
+    llvm::Function* part =
+        KernelEmitter(model, module, Kernel::Matrices, arena, nodes)
+            .emit(fmt::format("ssm_linear_gaussian.{}", ir::block_name(block)).c_str());
+    part->setLinkage(llvm::GlobalValue::InternalLinkage);
+    part->addFnAttr(llvm::Attribute::AlwaysInline);
+    b.CreateCall(part, {fn->getArg(0), fn->getArg(1),
+                        b.CreateConstInBoundsGEP1_64(b.getDoubleTy(), fn->getArg(2), begin)});
+  }
+  b.CreateRetVoid();
+  return fn;
+}
+
+void emit_model_table(const std::string& metadata_json, llvm::Module& module,
+                      llvm::Function* log_bound, llvm::Function* linear_gaussian) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -772,6 +888,21 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
     fields.push_back(f);
     types.push_back(f->getType());
   }
+  // Optional kernels: a null pointer when the model's structure does not provide them.
+  auto* f64 = llvm::PointerType::getUnqual(b.getDoubleTy());
+  auto* i64 = b.getInt64Ty();
+  llvm::Type* optional[] = {
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64}, false)), // transition_log_bound
+      llvm::PointerType::getUnqual(
+          llvm::FunctionType::get(b.getVoidTy(), {f64, i64, f64}, false))}; // linear_gaussian
+  llvm::Function* given[] = {log_bound, linear_gaussian};
+  for (int k = 0; k < 2; ++k) {
+    auto* type = llvm::cast<llvm::PointerType>(optional[k]);
+    fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
+                              : llvm::ConstantPointerNull::get(type));
+    types.push_back(type);
+  }
   auto* type = llvm::StructType::create(ctx, types, "ssm_model");
   new llvm::GlobalVariable(module, type, true, llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantStruct::get(type, fields), "ssm_model_table");
@@ -780,7 +911,7 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module) {
 } // namespace
 
 void generate_kernels(const ir::Model& model, const std::string& metadata_json,
-                      llvm::Module& library) {
+                      const StructureKernels& structure, llvm::Module& library) {
   // The library's functions are only for inlining into the kernels.
   for (llvm::Function& f : library)
     if (!f.isDeclaration()) {
@@ -794,7 +925,15 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   KernelEmitter(model, library, Kernel::ObsLogpdf).emit("ssm_obs_logpdf");
   KernelEmitter(model, library, Kernel::ObsSample).emit("ssm_obs_sample");
   KernelEmitter(model, library, Kernel::Functional).emit("ssm_functional_terms");
-  emit_model_table(metadata_json, library);
+  llvm::Function* log_bound = nullptr;
+  if (structure.density && structure.density->bound && !structure.density->bound->reads_next_state)
+    log_bound = KernelEmitter(model, library, Kernel::TransitionLogBound, structure.density->arena,
+                              {structure.density->bound->node})
+                    .emit("ssm_transition_log_bound");
+  llvm::Function* linear_gaussian = nullptr;
+  if (structure.linear_gaussian && structure.linear_gaussian->is_linear_gaussian)
+    linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -1,5 +1,6 @@
 // Lowers a model's initial, transition and observation blocks to LLVM kernels over a batch of
-// particles (the functions of runtime/include/ssm/abi.h) and the exported `ssm_model_table`.
+// particles (the functions of runtime/include/ssm/abi.h) and the exported `ssm_model_table`, plus
+// the kernels that the structure analyses make possible (density bound, linear-Gaussian matrices).
 #pragma once
 
 #include "ir/IR.h"
@@ -13,6 +14,11 @@ class LLVMContext;
 class Module;
 } // namespace llvm
 
+namespace ssm::passes {
+struct LinearGaussian;
+struct TransitionDensity;
+} // namespace ssm::passes
+
 namespace ssm::codegen {
 
 class CodegenError : public std::runtime_error {
@@ -20,9 +26,17 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// The structure analyses whose symbolic results become kernels of their own: the density bound
+// (transition_log_bound) and the linear-Gaussian matrices (linear_gaussian). Either may be null;
+// the kernel is then absent (a null pointer in the model table).
+struct StructureKernels {
+  const passes::LinearGaussian* linear_gaussian = nullptr;
+  const passes::TransitionDensity* density = nullptr;
+};
+
 // `library` is the distribution and RNG library (kernel_lib.bc) parsed into the same context; the
 // kernels are added to it, so the samplers and densities inline into the particle loops.
 void generate_kernels(const ir::Model& model, const std::string& metadata_json,
-                      llvm::Module& library);
+                      const StructureKernels& structure, llvm::Module& library);
 
 } // namespace ssm::codegen

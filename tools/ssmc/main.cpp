@@ -143,10 +143,13 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
   ssm::passes::PassManager pm(pm_options);
   ssm::passes::PassContext context;
   pm.add_pipeline(options.passes);
-  // The structure report is part of every compiled model: run the analyses the pipeline didn't.
   pm.run(model, context, std::cerr);
-  ssm::passes::run_missing_structure_analyses(model, context);
-  return context;
+  // The structure report is part of every compiled model and the analyses' symbolic results
+  // become kernels, so they must describe the final IR: a transform later in the pipeline than an
+  // analysis would leave that analysis' result stale.
+  ssm::passes::PassContext final_structure;
+  ssm::passes::run_missing_structure_analyses(model, final_structure);
+  return final_structure;
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -190,7 +193,10 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   nlohmann::json structure = ssm::passes::structure_json(model, context);
   structure["report"] = ssm::passes::structure_summary(context);
   std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
-  ssm::codegen::generate_kernels(model, metadata, *module);
+  ssm::codegen::generate_kernels(model, metadata,
+                                 {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
+                                  context.density ? &*context.density : nullptr},
+                                 *module);
   timer.phase("optimize");
   auto target = ssm::codegen::create_host_target_machine();
   ssm::codegen::optimize_module(*module, *target);

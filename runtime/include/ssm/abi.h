@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 2
+#define SSM_ABI_VERSION 3
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -58,6 +58,23 @@ typedef void (*ssm_functional_terms_fn)(const double* theta, int64_t t, int64_t 
                                         const int64_t* ancestors, const double* x, const double* y,
                                         double* out);
 
+// Optional kernels, null when the model's structure does not provide them:
+
+// out[n] = log sup_x p(x_t = x | x_{t-1} = x_prev[n]), the log of the density bound that the
+// compiler's density analysis derived (the density at its mode); NaN where the bound's condition
+// fails for these parameters (e.g. a gamma shape below 1). Present when the bound exists and does
+// not read x_t; it may read x_{t-1}, so a bound over all particles is the maximum of out.
+typedef void (*ssm_transition_log_bound_fn)(const double* theta, int64_t t, int64_t begin,
+                                            int64_t end, int64_t stride, const double* x_prev,
+                                            double* out);
+
+// For a linear-Gaussian model (x stacked states, n of them; y stacked observations, m):
+//   x_0 ~ N(m0, P0),  x_t = F x_{t-1} + c + N(0, Q),  y_t = H x_t + d + N(0, R),
+// writes m0 (n), P0 (n*n), F (n*n), c (n), Q (n*n), H (m*n), d (m), R (m*m), matrices row-major,
+// one after another into out, for time t (the frame of step t: some may depend on t, inputs or
+// y_{t-1}).
+typedef void (*ssm_linear_gaussian_fn)(const double* theta, int64_t t, double* out);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -68,6 +85,8 @@ typedef struct ssm_model {
   ssm_obs_logpdf_fn obs_logpdf;
   ssm_obs_sample_fn obs_sample;
   ssm_functional_terms_fn functional_terms;
+  ssm_transition_log_bound_fn transition_log_bound; // may be null
+  ssm_linear_gaussian_fn linear_gaussian;           // may be null
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.
