@@ -195,14 +195,23 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
           draw_index(cum, philox_u01(seed, static_cast<uint32_t>(m), static_cast<uint32_t>(T - 1),
                                      kSiteTrajectory, 0));
     const int64_t nb = (M + kBackwardBlock - 1) / kBackwardBlock;
-    std::vector<int64_t> accepted(nb), fallbacks(nb);
+    std::vector<double> bound_scratch;
+    BoundRange bounds;
+    AliasTable from_weights;
     int64_t proposals = 0, accepts = 0, exact_draws = 0;
     for (int64_t t = T - 1; t >= 1; --t) {
       const double* x_prev = sys.x_at(t - 1, ns);
       const double* x_cur = sys.x_at(t, ns);
       const double* W = sys.w_at(t - 1);
       std::partial_sum(W, W + N, cum.begin());
-      const double log_bound = rejection ? opt.log_bound(frame_at(t), t) : 0.0;
+      if (rejection)
+        from_weights.build(W, N);
+      const double log_bound =
+          rejection ? transition_log_bound(model, frame_at(t), t, N, stride, x_prev, bound_scratch)
+                    : NAN;
+      const bool reject_here = std::isfinite(log_bound);
+      if (rejection)
+        bounds.add(log_bound);
       std::vector<int64_t> tries(nb, 0), acc(nb, 0), exact(nb, 0);
       pool.parallel_for(nb, [&](int64_t b) {
         const int64_t mb = b * kBackwardBlock, me = std::min(M, mb + kBackwardBlock);
@@ -213,11 +222,11 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
           const auto um = static_cast<uint32_t>(m);
           const auto ut = static_cast<uint32_t>(t);
           int64_t chosen = -1;
-          if (rejection)
+          if (reject_here)
             for (int64_t k = 0; k < opt.max_trials && chosen < 0; ++k) {
               double u0, u1;
               philox_u01x2(seed, um, ut, kSiteBackward, static_cast<uint32_t>(k), u0, u1);
-              const int64_t i = draw_index(cum, u0);
+              const int64_t i = from_weights.draw(u0);
               anc[j] = i;
               model.transition_logpdf(frame_at(t), t, j, j + 1, stride, x_prev, anc.data(), x_cur,
                                       l.data());
@@ -289,6 +298,8 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
                  {"proposals", proposals},
                  {"acceptance_rate", proposals > 0 ? double(accepts) / double(proposals) : 0.0},
                  {"exact_draws", exact_draws}};
+    if (rejection)
+      r.details["log_bound"] = bounds.json();
   }
   lay.store_sums(sums.data(), r, info);
   timer.finish(r, start);

@@ -337,10 +337,15 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->check(positive_int);
   smo->add_option("--backward", smooth_backward,
                   "ffbsi, paris: backward draws by rejection (needs the model's density bound), "
-                  "exact, or auto (rejection when a bound exists)")
-      ->type_name("auto|exact|rejection")
+                  "exact, auto (rejection when a bound exists), or mcmc (paris: "
+                  "Metropolis-Hastings moves from the filter ancestor)")
+      ->type_name("auto|exact|rejection|mcmc")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "exact", "rejection"}));
+      ->check(CLI::IsMember({"auto", "exact", "rejection", "mcmc"}));
+  smo->add_option("--mcmc-steps", sopt.mcmc_steps,
+                  "--backward mcmc: Metropolis-Hastings moves per backward draw")
+      ->capture_default_str()
+      ->check(positive_int);
   smo->add_option("--max-trials", sopt.max_trials,
                   "rejection sampling: proposals before an exact draw")
       ->capture_default_str()
@@ -421,6 +426,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       sopt.marginals = smooth_marginals.value_or(!is_online(method) || smooth_method == "auto");
       sopt.backward = smooth_backward == "exact"       ? BackwardSampling::exact
                       : smooth_backward == "rejection" ? BackwardSampling::rejection
+                      : smooth_backward == "mcmc"      ? BackwardSampling::mcmc
                                                        : BackwardSampling::automatic;
       sopt.filter.seed = g.seed;
       sopt.filter.resampling = *parse_resampling(smooth_resampling);

@@ -236,12 +236,11 @@ ModelInfo parse_metadata(std::string_view text) {
             if (auto why = r.find("sample_only_reason"); why != r.end() && why->is_string())
               info.sample_only_reason = r.value("relation", "") + ": " + why->get<std::string>();
       auto b = d->find("bound");
-      if (b != d->end() && b->is_object() && b->value("constant_in_state", false))
+      // A bound that reads x[t-1] is fine: the runtime maximises it over the particles.
+      if (b != d->end() && b->is_object())
         info.transition_bound = b->value("expr", "");
       else if (auto why = d->find("no_bound_reason"); why != d->end() && why->is_string())
         info.no_bound_reason = why->get<std::string>();
-      else if (b != d->end() && b->is_object())
-        info.no_bound_reason = "the bound of the transition density depends on the state";
     }
   const json* functional_analysis = nullptr;
   if (st != root.end() && st->is_object())

@@ -31,7 +31,40 @@ namespace {
 
 constexpr int64_t kOnlineBlock = 64; // particles per parallel task; fixed for reproducibility
 
-// The transition density on (previous, current) particle pairs, as backward weights see it.
+// Pairs (x_prev^{i_p}, x_cur^{j_p}) gathered into compact arrays of stride P, so that one kernel
+// call evaluates the transition density, or the functionals' terms, of many pairs.
+class PairBatch {
+public:
+  void gather(int64_t ns, int64_t stride, const double* x_prev, const double* x_cur,
+              const int64_t* i, const int64_t* j, int64_t P) {
+    size_ = P;
+    prev_.resize(ns * P);
+    cur_.resize(ns * P);
+    for (int64_t c = 0; c < ns; ++c)
+      for (int64_t p = 0; p < P; ++p) {
+        prev_[c * P + p] = x_prev[c * stride + i[p]];
+        cur_[c * P + p] = x_cur[c * stride + j[p]];
+      }
+  }
+  int64_t size() const { return size_; }
+  const double* prev() const { return prev_.data(); }
+  const double* cur() const { return cur_.data(); }
+  const double* terms(const ssm_model& model, const double* frame, int64_t t, const double* y,
+                      int64_t nf) {
+    out_.resize(nf * size_);
+    model.functional_terms(frame, t, 0, size_, size_, prev_.data(), nullptr, cur_.data(), y,
+                           out_.data());
+    return out_.data();
+  }
+
+private:
+  int64_t size_ = 0;
+  std::vector<double> prev_, cur_, out_;
+};
+
+// The transition density on (previous, current) particle pairs, as the backward samplers see it:
+// the one place they evaluate it, so that a positive unbiased estimate can replace it for models
+// whose transition density is intractable (bis needs nothing else).
 class BackwardDensity {
 public:
   BackwardDensity(const ssm_model& model, int64_t ns, int64_t stride)
@@ -41,12 +74,21 @@ public:
            int64_t j, double* bc, double* out) const {
     backward_logpdf(model_, frame, t, N, stride_, ns_, x_prev, x_cur, j, bc, out);
   }
-  // log f(x_cur^j | x_prev^i); anc and out are scratch of `stride` entries.
-  double one(const double* frame, int64_t t, const double* x_prev, const double* x_cur, int64_t i,
-             int64_t j, int64_t* anc, double* out) const {
-    anc[j] = i;
-    model_.transition_logpdf(frame, t, j, j + 1, stride_, x_prev, anc, x_cur, out);
-    return out[j];
+  // out[m] = log f(x_cur^j | x_prev^{idx[m]}) for m in [0, count), in one kernel call; bc (ns x
+  // stride) and anc (stride) are scratch, count <= stride.
+  void some(const double* frame, int64_t t, const double* x_prev, const double* x_cur, int64_t j,
+            const int64_t* idx, int64_t count, double* bc, int64_t* anc, double* out) const {
+    for (int64_t c = 0; c < ns_; ++c)
+      std::fill_n(bc + c * stride_, count, x_cur[c * stride_ + j]);
+    std::copy_n(idx, count, anc);
+    model_.transition_logpdf(frame, t, 0, count, stride_, x_prev, anc, bc, out);
+  }
+  // out[p] = log f(cur_p | prev_p) for the batch's pairs.
+  void pairs(const double* frame, int64_t t, const PairBatch& batch,
+             std::vector<double>& out) const {
+    out.resize(batch.size());
+    model_.transition_logpdf(frame, t, 0, batch.size(), batch.size(), batch.prev(), nullptr,
+                             batch.cur(), out.data());
   }
 
 private:
@@ -68,6 +110,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   const int64_t stride = pf.stride();
   const BackwardDensity density(model, ns, stride);
   const bool rejection = opt.backward == BackwardSampling::rejection;
+  const bool mcmc = opt.backward == BackwardSampling::mcmc;
+  const bool batched = mcmc || opt.method == SmoothMethod::bis;
   const int64_t Nt = opt.backward_samples;
   const uint64_t seed = opt.filter.seed;
   const int64_t nb = (N + kOnlineBlock - 1) / kOnlineBlock;
@@ -76,6 +120,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   std::vector<double> tau, tau_next;
   std::vector<double> w_prev(N), cum(N), terms0(std::max<int64_t>(nf, 1) * stride);
   const std::vector<double> nan_prev(ns * stride, NAN);
+  std::vector<double> bound_scratch;
+  BoundRange bounds;
+  AliasTable from_weights; // proposals of paris' rejection sampling and bis' indices
   int64_t D = 0;
   int64_t proposals = 0, accepts = 0, exact_draws = 0;
 
@@ -103,20 +150,114 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
       const int64_t slot = lay.nsum + t * lay.per_step; // where step t's quantities go
       tau_next.assign(D_next * N, 0.0);
       const double* x_prev = pf.x_prev();
+      const int64_t* ancestors = pf.ancestors();
+      const double log_bound =
+          opt.method == SmoothMethod::paris && rejection
+              ? transition_log_bound(model, frame, t, N, stride, x_prev, bound_scratch)
+              : NAN;
+      const bool reject_here = std::isfinite(log_bound);
+      if (opt.method == SmoothMethod::paris && rejection)
+        bounds.add(log_bound);
       std::vector<int64_t> tries(nb, 0), acc(nb, 0), exact(nb, 0);
       pool.parallel_for(nb, [&](int64_t b) {
         const int64_t jb = b * kOnlineBlock, je = std::min(N, jb + kOnlineBlock);
-        std::vector<double> bc(ns * stride), l(stride), terms(std::max<int64_t>(nf, 1) * stride);
-        std::vector<int64_t> anc(stride), idx(Nt);
-        std::vector<double> wk(Nt);
+        // Scratch for the methods that evaluate pairs one particle j at a time (the batched ones
+        // need none): O(N) per block, so not allocated when unused.
+        const int64_t one_j = batched ? 0 : stride, rej = rejection ? stride : 0;
+        std::vector<double> bc(ns * one_j), l(one_j), terms(std::max<int64_t>(nf, 1) * one_j);
+        std::vector<int64_t> anc(one_j), idx(Nt), idx_try(rej);
+        std::vector<double> wk(Nt), wk_u(rej), back_cum(rejection ? N : 0);
         std::vector<double> step_q(std::max<int64_t>(lay.per_step, 1));
+        // mcmc and bis fix their proposals before evaluating anything: the whole block's pairs
+        // go through one kernel call each for the density and for the functionals' terms.
+        const int64_t nj = je - jb;
+        std::vector<int64_t> bidx, pi, pj;
+        std::vector<double> bw, pu, pair_lp;
+        const double* bterms = nullptr;
+        PairBatch pairs;
+        if (batched) {
+          const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
+          pi.resize(P);
+          pj.resize(P);
+          pu.resize(P);
+          for (int64_t j = jb; j < je; ++j) {
+            const auto uj = static_cast<uint32_t>(j);
+            const auto ut = static_cast<uint32_t>(t);
+            int64_t* row = &pi[(j - jb) * per];
+            std::fill_n(&pj[(j - jb) * per], per, j);
+            if (mcmc) { // slot 0: j's ancestor, where the chains start; 1 + k S + s: proposals
+              row[0] = ancestors ? ancestors[j] : j;
+              for (int64_t m = 1; m < per; ++m) {
+                double u0;
+                philox_u01x2(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(m - 1), u0,
+                             pu[(j - jb) * per + m]);
+                row[m] = from_weights.draw(u0);
+              }
+            } else {
+              for (int64_t k = 0; k < Nt; ++k)
+                row[k] = from_weights.draw(
+                    philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k)));
+            }
+          }
+          pairs.gather(ns, stride, x_prev, x, pi.data(), pj.data(), P);
+          density.pairs(frame, t, pairs, pair_lp);
+          const double* lp = pair_lp.data();
+          bidx.resize(nj * Nt);
+          bw.resize(nj * Nt);
+          for (int64_t j = jb; j < je; ++j) {
+            const double* lj = lp + (j - jb) * per;
+            const int64_t* ij = &pi[(j - jb) * per];
+            int64_t* out_i = &bidx[(j - jb) * Nt];
+            double* out_w = &bw[(j - jb) * Nt];
+            if (mcmc) { // independent Metropolis-Hastings moves, S per draw
+              for (int64_t k = 0; k < Nt; ++k) {
+                int64_t cur = 0;
+                for (int64_t s = 0; s < S; ++s) {
+                  const int64_t m = 1 + k * S + s;
+                  ++tries[b];
+                  if (std::log(pu[(j - jb) * per + m]) < lj[m] - lj[cur]) {
+                    cur = m;
+                    ++acc[b];
+                  }
+                }
+                out_i[k] = ij[cur];
+                out_w[k] = 1.0 / static_cast<double>(Nt);
+              }
+              continue;
+            }
+            // bis: self-normalised transition-density weights over the draws.
+            double m = -std::numeric_limits<double>::infinity();
+            for (int64_t k = 0; k < Nt; ++k) {
+              out_i[k] = ij[k];
+              m = std::max(m, lj[k]);
+            }
+            double total = 0;
+            for (int64_t k = 0; k < Nt; ++k) {
+              out_w[k] = std::isfinite(m) && !std::isnan(lj[k]) ? std::exp(lj[k] - m) : 0.0;
+              total += out_w[k];
+            }
+            // No drawn index can be the parent: uniform weights over the draws keep the estimate
+            // defined (only with a bounded-support transition density and few backward samples).
+            for (int64_t k = 0; k < Nt; ++k)
+              out_w[k] = total > 0 ? out_w[k] / total : 1.0 / static_cast<double>(Nt);
+          }
+          if (nf > 0) {
+            std::vector<int64_t> qj(nj * Nt);
+            for (int64_t q = 0; q < nj * Nt; ++q)
+              qj[q] = jb + q / Nt;
+            pairs.gather(ns, stride, x_prev, x, bidx.data(), qj.data(), nj * Nt);
+            bterms = pairs.terms(model, frame, t, pf.y(), nf);
+            const std::vector<double> ones(nj * Nt, 1.0);
+            check_terms(bterms, nf, nj * Nt, ones.data(), 0, nj * Nt, t, info);
+          }
+        }
         for (int64_t j = jb; j < je; ++j) {
           const auto uj = static_cast<uint32_t>(j);
           const auto ut = static_cast<uint32_t>(t);
           // The backward sample: indices idx[k] with weights wk[k] summing to 1 (online: all).
           int64_t K = Nt;
           if (opt.method == SmoothMethod::online ||
-              (opt.method == SmoothMethod::paris && !rejection)) {
+              (opt.method == SmoothMethod::paris && !reject_here && !mcmc)) {
             density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
             const double s = backward_weights(w_prev.data(), l.data(), N);
             if (!(s > 0))
@@ -167,64 +308,60 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               wk[k] = 1.0 / static_cast<double>(Nt);
             }
             exact[b] += Nt;
-          } else if (opt.method == SmoothMethod::paris) { // rejection, exact fallback
-            const double log_bound = opt.log_bound(frame, t);
+          } else if (batched) {
             for (int64_t k = 0; k < Nt; ++k) {
+              idx[k] = bidx[(j - jb) * Nt + k];
+              wk[k] = bw[(j - jb) * Nt + k];
+            }
+          } else if (opt.method == SmoothMethod::paris) { // rejection, exact fallback
+            // Proposals are evaluated in batches (one kernel call each) and scanned in order, so
+            // the draw is that of one-at-a-time rejection. Once a draw of particle j falls back,
+            // its backward weights are kept: j's later draws use them directly, since a particle
+            // that rejected max_trials proposals is unlikely to accept the next ones.
+            bool have_weights = false;
+            for (int64_t k = 0; k < Nt; ++k) {
+              const auto draw_base = static_cast<uint32_t>(k * (opt.max_trials + 1));
               int64_t chosen = -1;
-              for (int64_t trial = 0; trial < opt.max_trials && chosen < 0; ++trial) {
-                double u0, u1;
-                philox_u01x2(seed, uj, ut, kSiteBackward,
-                             static_cast<uint32_t>(k * (opt.max_trials + 1) + trial), u0, u1);
-                const int64_t i = draw_index(cum, u0);
-                ++tries[b];
-                if (std::log(u1) <
-                    density.one(frame, t, x_prev, x, i, j, anc.data(), l.data()) - log_bound) {
-                  chosen = i;
-                  ++acc[b];
+              for (int64_t trial = 0, batch = 4;
+                   !have_weights && trial < opt.max_trials && chosen < 0;
+                   trial += batch, batch *= 2) {
+                const int64_t count = std::min({batch, opt.max_trials - trial, stride});
+                for (int64_t m = 0; m < count; ++m) {
+                  double u0;
+                  philox_u01x2(seed, uj, ut, kSiteBackward,
+                               draw_base + static_cast<uint32_t>(trial + m), u0, wk_u[m]);
+                  idx_try[m] = from_weights.draw(u0);
+                }
+                density.some(frame, t, x_prev, x, j, idx_try.data(), count, bc.data(), anc.data(),
+                             l.data());
+                for (int64_t m = 0; m < count && chosen < 0; ++m) {
+                  ++tries[b];
+                  if (std::log(wk_u[m]) < l[m] - log_bound) {
+                    chosen = idx_try[m];
+                    ++acc[b];
+                  }
                 }
               }
               if (chosen < 0) {
-                density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
-                if (!(backward_weights(w_prev.data(), l.data(), N) > 0))
-                  throw Error(fmt::format("smooth: at t={} particle {} has zero transition "
-                                          "density from every particle at t={}",
-                                          t, j, t - 1));
-                std::partial_sum(l.begin(), l.begin() + N, l.begin());
-                const double s = l[N - 1];
-                const double u =
-                    philox_u01(seed, uj, ut, kSiteBackward,
-                               static_cast<uint32_t>(k * (opt.max_trials + 1) + opt.max_trials));
-                chosen = std::min<int64_t>(
-                    std::upper_bound(l.begin(), l.begin() + N, u * s) - l.begin(), N - 1);
+                if (!have_weights) {
+                  density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
+                  if (!(backward_weights(w_prev.data(), l.data(), N) > 0))
+                    throw Error(fmt::format("smooth: at t={} particle {} has zero transition "
+                                            "density from every particle at t={}",
+                                            t, j, t - 1));
+                  std::partial_sum(l.begin(), l.begin() + N, back_cum.begin());
+                  have_weights = true;
+                }
+                const double u = philox_u01(seed, uj, ut, kSiteBackward,
+                                            draw_base + static_cast<uint32_t>(opt.max_trials));
+                chosen = draw_index(back_cum, u);
                 ++exact[b];
               }
               idx[k] = chosen;
               wk[k] = 1.0 / static_cast<double>(Nt);
             }
-          } else { // bis: indices from the filter weights, self-normalised density weights
-            double m = -std::numeric_limits<double>::infinity();
-            for (int64_t k = 0; k < Nt; ++k) {
-              idx[k] = draw_index(
-                  cum, philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k)));
-              wk[k] = density.one(frame, t, x_prev, x, idx[k], j, anc.data(), l.data());
-              if (wk[k] > m)
-                m = wk[k];
-            }
-            double s = 0;
-            for (int64_t k = 0; k < Nt; ++k) {
-              wk[k] = std::isfinite(m) && !std::isnan(wk[k]) ? std::exp(wk[k] - m) : 0.0;
-              s += wk[k];
-            }
-            if (!(s > 0)) {
-              // No drawn index can be the parent: fall back to uniform weights over the draws,
-              // which keeps the estimate defined (it happens only with a bounded-support
-              // transition density and few backward samples).
-              for (int64_t k = 0; k < Nt; ++k)
-                wk[k] = 1.0 / static_cast<double>(Nt);
-            } else {
-              for (int64_t k = 0; k < Nt; ++k)
-                wk[k] /= s;
-            }
+          } else {
+            throw Error("internal error: no backward sampler for this method");
           }
           // tau_next^j = sum_k wk[k] (tau^{idx[k]} + psi(idx[k], j)).
           std::fill(step_q.begin(), step_q.end(), 0.0);
@@ -233,19 +370,28 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             for (int64_t c = 0; c < D; ++c)
               tau_next[c * N + j] += wk[k] * tau[c * N + i];
             if (nf > 0) {
-              anc[j] = i;
-              model.functional_terms(frame, t, j, j + 1, stride, x_prev, anc.data(), x, pf.y(),
-                                     terms.data());
+              // Component c of psi(i, j): from the block's batch, or evaluated here.
+              const double* psi = nullptr;
+              int64_t psi_stride = 0;
+              if (bterms) {
+                psi = bterms + (j - jb) * Nt + k;
+                psi_stride = nj * Nt;
+              } else {
+                anc[j] = i;
+                model.functional_terms(frame, t, j, j + 1, stride, x_prev, anc.data(), x, pf.y(),
+                                       terms.data());
+                psi = terms.data() + j;
+                psi_stride = stride;
+                for (int64_t c = 0; c < nf; ++c)
+                  if (!std::isfinite(psi[c * psi_stride]))
+                    check_terms(terms.data(), nf, stride, pf.weights(), j, j + 1, t, info);
+              }
               for (int64_t c = 0; c < lay.nsum; ++c)
-                tau_next[c * N + j] += wk[k] * terms[lay.sum_comp[c] * stride + j];
+                tau_next[c * N + j] += wk[k] * psi[lay.sum_comp[c] * psi_stride];
               for (int64_t c = 0; c < nper; ++c)
-                step_q[2 * ns + c] += wk[k] * terms[lay.per_t_comp[c] * stride + j];
+                step_q[2 * ns + c] += wk[k] * psi[lay.per_t_comp[c] * psi_stride];
             }
           }
-          if (nf > 0)
-            for (int64_t c = 0; c < nf; ++c)
-              if (!std::isfinite(terms[c * stride + j]))
-                check_terms(terms.data(), nf, stride, pf.weights(), j, j + 1, t, info);
           lay.state_quantities(x, j, stride, step_q.data());
           if (lay.marginals)
             for (int64_t k = 0; k < lay.per_step; ++k)
@@ -263,6 +409,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
     // The filter weights at t, for the next step's backward kernel.
     std::copy(pf.weights(), pf.weights() + N, w_prev.begin());
     std::partial_sum(w_prev.begin(), w_prev.end(), cum.begin());
+    if (opt.method != SmoothMethod::online)
+      from_weights.build(w_prev.data(), N);
   }
 
   // Estimates: sum_j W_{T-1}^j tau^j.
@@ -285,10 +433,14 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   r.details = {{"backward_samples", opt.method == SmoothMethod::online ? N : Nt},
                {"memory_statistics_per_particle", D}};
   if (opt.method == SmoothMethod::paris) {
-    r.details["backward"] = rejection ? "rejection" : "exact";
+    r.details["backward"] = rejection ? "rejection" : mcmc ? "mcmc" : "exact";
+    if (mcmc)
+      r.details["mcmc_steps"] = opt.mcmc_steps;
     r.details["proposals"] = proposals;
     r.details["acceptance_rate"] = proposals > 0 ? double(accepts) / double(proposals) : 0.0;
     r.details["exact_draws"] = exact_draws;
+    if (rejection)
+      r.details["log_bound"] = bounds.json();
   }
   timer.finish(r, start);
   return r;

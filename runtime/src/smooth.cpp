@@ -99,11 +99,13 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
       opt.method == SmoothMethod::ffbsi || opt.method == SmoothMethod::paris;
   if (opt.backward == BackwardSampling::rejection && !uses_rejection)
     refuse("--backward rejection applies to ffbsi and paris only");
-  if (opt.backward == BackwardSampling::rejection &&
-      (info.transition_bound.empty() || !opt.log_bound))
-    refuse(fmt::format("rejection sampling needs an upper bound of the transition density that "
-                       "is constant in the state, and the model has none ({}); use --backward "
-                       "exact",
+  if (opt.backward == BackwardSampling::mcmc && opt.method != SmoothMethod::paris)
+    refuse("--backward mcmc applies to paris only");
+  if (opt.backward == BackwardSampling::mcmc && opt.mcmc_steps < 1)
+    refuse("--mcmc-steps must be at least 1");
+  if (opt.backward == BackwardSampling::rejection && !model.transition_log_bound)
+    refuse(fmt::format("rejection sampling needs an upper bound of the transition density over "
+                       "the next state, and the model has none ({}); use --backward exact",
                        info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
   if (opt.method == SmoothMethod::fixed_lag && opt.lag < 0)
     refuse("--lag must be at least 0");
@@ -127,8 +129,8 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
   check_smooth_method(model, info, options);
   SmoothOptions opt = options;
   if (opt.backward == BackwardSampling::automatic)
-    opt.backward = opt.log_bound && !info.transition_bound.empty() ? BackwardSampling::rejection
-                                                                   : BackwardSampling::exact;
+    opt.backward =
+        model.transition_log_bound ? BackwardSampling::rejection : BackwardSampling::exact;
   switch (opt.method) {
   case SmoothMethod::rts:
   case SmoothMethod::forward_backward:

@@ -143,6 +143,74 @@ double backward_weights(const double* W, double* l, int64_t N) {
   return s;
 }
 
+double transition_log_bound(const ssm_model& model, const double* frame, int64_t t, int64_t N,
+                            int64_t stride, const double* x_prev, std::vector<double>& scratch) {
+  if (!model.transition_log_bound)
+    return NAN;
+  scratch.resize(N);
+  model.transition_log_bound(frame, t, 0, N, stride, x_prev, scratch.data());
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < N; ++i) {
+    if (std::isnan(scratch[i]))
+      return NAN;
+    m = std::max(m, scratch[i]);
+  }
+  return m;
+}
+
+void BoundRange::add(double log_bound) {
+  if (!std::isfinite(log_bound)) {
+    ++unbounded_steps;
+    return;
+  }
+  lo = std::min(lo, log_bound);
+  hi = std::max(hi, log_bound);
+}
+
+nlohmann::json BoundRange::json() const {
+  nlohmann::json j = {{"steps_without_bound", unbounded_steps}};
+  if (lo <= hi) {
+    j["min"] = lo;
+    j["max"] = hi;
+  }
+  return j;
+}
+
+void AliasTable::build(const double* w, int64_t n) {
+  n_ = n;
+  prob_.resize(n);
+  alias_.resize(n);
+  work_.resize(n);
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += w[i];
+  const double scale = static_cast<double>(n) / total;
+  // Columns below 1 fill work_ from the front, the others from the back.
+  int64_t small = 0, large = n;
+  for (int64_t i = 0; i < n; ++i) {
+    prob_[i] = w[i] * scale;
+    alias_[i] = i;
+    work_[prob_[i] < 1 ? small++ : --large] = i;
+  }
+  int64_t s_end = small;
+  small = 0;
+  while (small < s_end && large < n) {
+    const int64_t s = work_[small++], l = work_[large];
+    alias_[s] = l;
+    prob_[l] -= 1 - prob_[s];
+    if (prob_[l] < 1) { // l becomes small: it takes the slot just freed before the large ones
+      ++large;
+      work_[--small] = l;
+    }
+  }
+  // Rounding leaves columns that are full up to an ulp: they keep themselves. A zero-weight
+  // column always has an alias, since its deficit of 1 exceeds any rounding.
+  for (int64_t k = large; k < n; ++k)
+    prob_[work_[k]] = 1;
+  for (int64_t k = small; k < s_end; ++k)
+    prob_[work_[k]] = 1;
+}
+
 int64_t draw_index(const std::vector<double>& cumulative, double u) {
   // upper_bound skips zero-weight entries; u < 1 keeps the target below the total.
   const double target = u * cumulative.back();

@@ -6,7 +6,9 @@
 
 #include "ssm/smooth.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -98,6 +100,39 @@ void backward_logpdf(const ssm_model& model, const double* frame, int64_t t_next
 // The backward kernel's unnormalised weights b_i = W_i exp(l_i - max l), written over l; returns
 // their sum, 0 when no particle of positive weight can be the parent.
 double backward_weights(const double* W, double* l, int64_t N);
+
+// log of an upper bound of f(x_t | x_{t-1}^i) over x_t and over the N particles x_{t-1}^i (the
+// model's transition_log_bound kernel, maximised); not finite when the model has no bound or its
+// condition fails for these parameters: the caller then draws exactly at this step.
+double transition_log_bound(const ssm_model& model, const double* frame, int64_t t, int64_t N,
+                            int64_t stride, const double* x_prev, std::vector<double>& scratch);
+
+// The range of the log bounds that rejection sampling used, and the steps without a finite one,
+// for the JSON details (a user can check the bound against the model).
+struct BoundRange {
+  double lo = INFINITY, hi = -INFINITY;
+  int64_t unbounded_steps = 0;
+  void add(double log_bound);
+  nlohmann::json json() const;
+};
+
+// Walker's alias table over weights (Vose's construction, O(N)): draws in O(1) with one uniform,
+// for the many proposals from the filter weights that rejection sampling and bis make.
+class AliasTable {
+public:
+  void build(const double* w, int64_t n); // w >= 0 with a positive sum
+  // u in (0, 1): its integer part of u n picks a column, the fractional part a side.
+  int64_t draw(double u) const {
+    const double s = u * static_cast<double>(n_);
+    const int64_t k = std::min(static_cast<int64_t>(s), n_ - 1);
+    return s - static_cast<double>(k) < prob_[k] ? k : alias_[k];
+  }
+
+private:
+  int64_t n_ = 0;
+  std::vector<double> prob_;
+  std::vector<int64_t> alias_, work_;
+};
 
 // Inverse-CDF draw from cumulative weights (cumulative.back() > 0) with u in (0, 1).
 int64_t draw_index(const std::vector<double>& cumulative, double u);

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -96,21 +97,25 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
   const Exact exact = exact_smoother(y);
 
   struct Case {
-    std::string method;
+    std::string label, method;
     std::vector<std::string> args;
   };
+  // ffbsi and paris draw by rejection by default (the model has a density bound).
   const std::vector<Case> cases = {
-      {"ffbsm", {}},
-      {"ffbsi", {}},
-      {"genealogy", {}},
-      {"fixed-lag", {"--lag", "15"}},
-      {"online", {"--marginals"}},
-      {"paris", {"--marginals", "--backward-samples", "2"}},
-      {"bis", {"--marginals", "--backward-samples", "200"}},
+      {"ffbsm", "ffbsm", {}},
+      {"ffbsi rejection", "ffbsi", {}},
+      {"ffbsi exact", "ffbsi", {"--backward", "exact"}},
+      {"genealogy", "genealogy", {}},
+      {"fixed-lag", "fixed-lag", {"--lag", "15"}},
+      {"online", "online", {"--marginals"}},
+      {"paris rejection", "paris", {"--marginals", "--backward-samples", "2"}},
+      {"paris exact", "paris", {"--marginals", "--backward-samples", "2", "--backward", "exact"}},
+      {"paris mcmc", "paris", {"--marginals", "--backward-samples", "2", "--backward", "mcmc"}},
+      {"bis", "bis", {"--marginals", "--backward-samples", "200"}},
   };
   const int R = 20;
   for (const Case& c : cases) {
-    SECTION(c.method) {
+    SECTION(c.label) {
       Replicates rep;
       for (int k = 0; k < R; ++k) {
         const std::string out = scratch_path(fmt::format("smooth_{}_{}.csv", c.method, k));
@@ -129,8 +134,8 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
         rep.square.push_back(table.column("square"));
         REQUIRE(rep.mean.back().size() == static_cast<size_t>(T));
       }
-      check_close(rep.level, exact.level, 4, c.method + " sum_t x[t]");
-      check_close(rep.cross, exact.cross, 4, c.method + " sum_t x[t-1] x[t]");
+      check_close(rep.level, exact.level, 4, c.label + " sum_t x[t]");
+      check_close(rep.cross, exact.cross, 4, c.label + " sum_t x[t-1] x[t]");
       // Per-t: every t within 5 standard errors (60 comparisons per method; 20 seeds keep the
       // standard-error estimate itself steady).
       for (int t = 0; t < T; ++t) {
@@ -139,27 +144,78 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
           m.push_back(rep.mean[k][t]);
           s.push_back(rep.square[k][t]);
         }
-        check_close(m, exact.mean[t], 5, fmt::format("{} E[x_{}]", c.method, t));
+        check_close(m, exact.mean[t], 5, fmt::format("{} E[x_{}]", c.label, t));
         check_close(s, exact.cov(t, t) + exact.mean[t] * exact.mean[t], 5,
-                    fmt::format("{} E[x_{}^2]", c.method, t));
+                    fmt::format("{} E[x_{}^2]", c.label, t));
       }
     }
   }
+}
+
+TEST_CASE("rejection sampling uses the compiled density bound; mcmc moves from the ancestor",
+          "[smooth]") {
+  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string data = scratch_path("smooth_lg_bound.csv");
+  run_ok({exe, "simulate", "--T", "40", "--seed", "5", "--out", data});
+  // The bound of normal(a x[t-1], q) over x[t] is its density at the mean, 1 / (q sqrt(2 pi)).
+  const double log_bound = -std::log(q * std::sqrt(2 * M_PI));
+  for (const char* method : {"ffbsi", "paris"}) {
+    const nlohmann::json j = nlohmann::json::parse(
+        run_ok({exe, "smooth", "--data", data, "--method", method, "--marginals", "--json"}).out);
+    INFO(j.dump());
+    REQUIRE(j["details"]["backward"] == "rejection");
+    CHECK(j["details"]["log_bound"]["min"].get<double>() == Approx(log_bound).epsilon(1e-12));
+    CHECK(j["details"]["log_bound"]["max"].get<double>() == Approx(log_bound).epsilon(1e-12));
+    CHECK(j["details"]["log_bound"]["steps_without_bound"] == 0);
+    // Every accepted proposal was a draw; the rest fell back to exact draws.
+    const double rate = j["details"]["acceptance_rate"].get<double>();
+    CHECK(rate > 0);
+    CHECK(rate <= 1);
+  }
+  const nlohmann::json m =
+      nlohmann::json::parse(run_ok({exe, "smooth", "--data", data, "--method", "paris",
+                                    "--backward", "mcmc", "--marginals", "--mcmc-steps", "3",
+                                    "--backward-samples", "4", "--particles", "500", "--json"})
+                                .out);
+  CHECK(m["details"]["backward"] == "mcmc");
+  CHECK(m["details"]["mcmc_steps"] == 3);
+  CHECK(m["details"]["proposals"] == 500 * 39 * 4 * 3); // steps 1..T-1, Ñ draws, S moves each
+  CHECK(m["details"]["exact_draws"] == 0);
 }
 
 TEST_CASE("smoothers give bit-identical output for 1 and 3 threads", "[smooth]") {
   const std::string& exe = model_exe("smooth_lg", kModel);
   const std::string data = scratch_path("smooth_threads_data.csv");
   run_ok({exe, "simulate", "--T", "20", "--seed", "2", "--out", data});
-  for (const std::string method : {"ffbsm", "ffbsi", "fixed-lag", "paris", "bis", "online"}) {
+  const std::vector<std::vector<std::string>> configs = {{"ffbsm"},
+                                                         {"ffbsi"},
+                                                         {"ffbsi", "--backward", "exact"},
+                                                         {"fixed-lag"},
+                                                         {"paris"},
+                                                         {"paris", "--backward", "exact"},
+                                                         {"paris", "--backward", "mcmc"},
+                                                         {"bis"},
+                                                         {"online"}};
+  for (const std::vector<std::string>& config : configs) {
     std::string outputs[2];
     for (int k = 0; k < 2; ++k) {
-      const ProcessResult p =
-          run_ok({exe, "smooth", "--data", data, "--method", method, "--particles", "500",
-                  "--marginals", "--threads", k == 0 ? "1" : "3", "--seed", "9"});
-      outputs[k] = p.out;
+      std::vector<std::string> argv = {exe,
+                                       "smooth",
+                                       "--data",
+                                       data,
+                                       "--method",
+                                       config[0],
+                                       "--particles",
+                                       "500",
+                                       "--marginals",
+                                       "--threads",
+                                       k == 0 ? "1" : "3",
+                                       "--seed",
+                                       "9"};
+      argv.insert(argv.end(), config.begin() + 1, config.end());
+      outputs[k] = run_ok(argv).out;
     }
-    INFO(method);
+    INFO(fmt::format("{}", fmt::join(config, " ")));
     CHECK(outputs[0] == outputs[1]);
     CHECK(outputs[0].size() > 100);
   }
@@ -185,6 +241,7 @@ TEST_CASE("smooth refuses what the model cannot support, before any work", "[smo
   refused({"--method", "forward-backward"}, "the model's state is not finite");
   // Rejection sampling outside ffbsi and paris.
   refused({"--method", "bis", "--backward", "rejection"}, "applies to ffbsi and paris only");
+  refused({"--method", "ffbsi", "--backward", "mcmc"}, "applies to paris only");
   refused({"--functional", "nope"}, "the model has no such functional (it declares level, cross, "
                                     "square)");
   // Leaving the per-t functional out makes the online method acceptable.

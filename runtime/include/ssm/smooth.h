@@ -48,8 +48,13 @@ bool is_online(SmoothMethod m); // online, paris, bis: O(N) memory whatever T
 // How ffbsi and paris draw backward indices: `exact` computes the N backward weights of each draw
 // (O(N) per draw); `rejection` proposes from the filter weights and accepts with probability
 // p(x_{t+1} | x_t^i) / bound, falling back to an exact draw after `max_trials` rejections (the
-// hybrid scheme); `auto` is rejection when the model has a density bound, exact otherwise.
-enum class BackwardSampling { automatic, exact, rejection };
+// hybrid scheme); `auto` is rejection when the model has a density bound (the
+// transition_log_bound kernel), exact otherwise. A step where the bound is not finite (its
+// condition fails for these parameters) draws exactly. `mcmc` (paris only) starts each draw at the
+// particle's ancestor in the filter and makes `mcmc_steps` independent Metropolis-Hastings moves
+// with proposals from the filter weights, which leave the backward kernel invariant (Bunch &
+// Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
+enum class BackwardSampling { automatic, exact, rejection, mcmc };
 
 struct SmoothOptions {
   SmoothMethod method = SmoothMethod::ffbsm;
@@ -59,12 +64,10 @@ struct SmoothOptions {
   int64_t backward_samples = 2; // paris, bis: Ñ
   BackwardSampling backward = BackwardSampling::automatic;
   int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
+  int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
   // methods only when asked, since they then carry O(T) statistics per particle.
   bool marginals = true;
-  // log of an upper bound of the transition density p(x_t | x_{t-1}) that holds for all states,
-  // given the frame of step t; empty when the model has none (rejection sampling is then refused).
-  std::function<double(const double* frame, int64_t t)> log_bound;
 };
 
 // One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`
