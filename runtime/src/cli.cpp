@@ -5,6 +5,7 @@
 #include "ssm/csv.h"
 #include "ssm/error.h"
 #include "ssm/filter.h"
+#include "ssm/kalman.h"
 #include "ssm/metadata.h"
 #include "ssm/output.h"
 #include "ssm/params.h"
@@ -264,17 +265,24 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   sim->add_option("--out", sim_out, "Output CSV file (default: standard output)")
       ->type_name("FILE.csv");
 
-  std::string data_file, filter_out;
+  std::string data_file, filter_out, filter_method = "auto";
   FilterOptions fopt;
   bool filter_json = false;
   CLI::App* flt = app.add_subcommand(
-      "filter", "Bootstrap particle filter: log-likelihood and filtering moments. CSV "
-                "t,mean_<col>,var_<col>...,ess,loglik_increment per time step");
+      "filter", "Filtering: log-likelihood and filtering moments, by the Kalman filter for a "
+                "linear-Gaussian model, a bootstrap particle filter otherwise. CSV "
+                "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step");
   flt->add_option("--data", data_file,
                   "Data CSV with a header; observation columns are found by name, one row per "
                   "time step; empty or NA = missing")
       ->required()
       ->type_name("FILE.csv");
+  flt->add_option("--method", filter_method,
+                  "auto (kalman when the model is linear-Gaussian, else bootstrap), bootstrap "
+                  "or kalman")
+      ->type_name("auto|bootstrap|kalman")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bootstrap", "kalman"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -420,6 +428,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       SmoothMethod method = SmoothMethod::paris;
       if (smooth_method != "auto")
         method = *parse_smooth_method(smooth_method); // validated by IsMember
+      else if (info.linear_gaussian && model->linear_gaussian)
+        method = SmoothMethod::rts;
       else if (!info.transition_tractable)
         method = SmoothMethod::genealogy;
       sopt.method = method;
@@ -482,6 +492,15 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         std::fflush(out);
       }
     } else if (flt->parsed()) {
+      const bool exact_lg = info.linear_gaussian && model->linear_gaussian;
+      const std::string method =
+          filter_method == "auto" ? (exact_lg ? "kalman" : "bootstrap") : filter_method;
+      if (method == "kalman" && !exact_lg)
+        throw Error(fmt::format(
+            "filter --method kalman: the model is not linear-Gaussian ({}); use --method "
+            "bootstrap",
+            info.linear_gaussian ? "the model table has no linear_gaussian kernel"
+                                 : "see `info` for the reason"));
       if (!model->init_sample || !model->transition_sample || !model->obs_logpdf)
         throw Error("the model table lacks a kernel needed by filter");
       std::vector<double> theta = assemble_fixed(info, values, data_values_file);
@@ -495,7 +514,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       FilterResult r;
       try {
-        r = bootstrap_filter(*model, info, theta, data, fopt, pool);
+        r = method == "kalman" ? kalman_filter(*model, info, theta, data)
+                               : bootstrap_filter(*model, info, theta, data, fopt, pool);
       } catch (...) {
         progress.finish();
         throw;
@@ -508,15 +528,19 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       }
       if (filter_json) {
         json j = {{"log_likelihood", r.log_likelihood},
-                  {"particles", r.particles},
+                  {"method", method},
+                  {"chosen_by", filter_method == "auto" ? "auto" : "user"},
                   {"T", r.T},
-                  {"resample_count", r.resample_count},
-                  {"resampling", resampling_name(fopt.resampling)},
                   {"elapsed_s", r.elapsed_s},
-                  {"ess_min", r.ess_min},
-                  {"seed", g.seed},
-                  {"threads", g.threads},
                   {"model", info.name}};
+        if (method == "bootstrap") {
+          j["particles"] = r.particles;
+          j["resample_count"] = r.resample_count;
+          j["resampling"] = resampling_name(fopt.resampling);
+          j["ess_min"] = r.ess_min;
+          j["seed"] = g.seed;
+          j["threads"] = g.threads;
+        }
         fmt::print(out, "{}\n", j.dump(2));
         std::fflush(out);
       }

@@ -128,13 +128,7 @@ bool ParticleFilter::step() {
   const bool flat_prev = t == 0 || resampled_; // previous log-weights all 0
   const int64_t* ancestors = this->ancestors();
   const double* y = data_.at(t);
-  if (info_.reads_previous_obs && t > 0)
-    for (int64_t k = 0; k < info_.n_obs; ++k)
-      if (std::isnan(data_.at(t - 1)[k]))
-        throw Error(fmt::format("filter: the transition to t={} reads the observation at t={}, "
-                                "which is missing ({}); a model whose transition reads y[t-1] "
-                                "needs every observation but the last",
-                                t, t - 1, data_row_text(info_, data_, t - 1)));
+  require_previous_obs(info_, data_, t);
   const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
   frame_values_ = th;
 
@@ -258,21 +252,33 @@ FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
   return pf.take_result();
 }
 
+void require_previous_obs(const ModelInfo& info, const ObsData& data, int64_t t) {
+  if (info.reads_previous_obs && t > 0)
+    for (int64_t k = 0; k < info.n_obs; ++k)
+      if (std::isnan(data.at(t - 1)[k]))
+        throw Error(fmt::format("filter: the transition to t={} reads the observation at t={}, "
+                                "which is missing ({}); a model whose transition reads y[t-1] "
+                                "needs every observation but the last",
+                                t, t - 1, data_row_text(info, data, t - 1)));
+}
+
 std::string filter_csv(const ModelInfo& info, const FilterResult& r) {
   std::vector<std::string> cols = state_columns(info);
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out), "t");
   for (const auto& c : cols)
     fmt::format_to(std::back_inserter(out), ",mean_{},var_{}", c, c);
-  fmt::format_to(std::back_inserter(out), ",ess,loglik_increment\n");
+  const bool ess = !r.ess.empty(); // exact filters have none
+  fmt::format_to(std::back_inserter(out), "{},loglik_increment\n", ess ? ",ess" : "");
   const int64_t ns = r.n_state;
   for (int64_t t = 0; t < r.T; ++t) {
     fmt::format_to(std::back_inserter(out), "{}", t);
     for (int64_t c = 0; c < ns; ++c)
       fmt::format_to(std::back_inserter(out), ",{},{}", format_double(r.mean[t * ns + c]),
                      format_double(r.var[t * ns + c]));
-    fmt::format_to(std::back_inserter(out), ",{},{}\n", format_double(r.ess[t]),
-                   format_double(r.loglik_increment[t]));
+    if (ess)
+      fmt::format_to(std::back_inserter(out), ",{}", format_double(r.ess[t]));
+    fmt::format_to(std::back_inserter(out), ",{}\n", format_double(r.loglik_increment[t]));
   }
   return fmt::to_string(out);
 }

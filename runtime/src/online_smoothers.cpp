@@ -62,6 +62,13 @@ private:
   std::vector<double> prev_, cur_, out_;
 };
 
+// What the batched methods (paris mcmc, bis) keep for one block of particles.
+struct BatchScratch {
+  std::vector<int64_t> bidx, pi, pj, qj;
+  std::vector<double> bw, pu, lp, ones;
+  PairBatch pairs;
+};
+
 // The transition density on (previous, current) particle pairs, as the backward samplers see it:
 // the one place they evaluate it, so that a positive unbiased estimate can replace it for models
 // whose transition density is intractable (bis needs nothing else).
@@ -171,10 +178,11 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
         // mcmc and bis fix their proposals before evaluating anything: the whole block's pairs
         // go through one kernel call each for the density and for the functionals' terms.
         const int64_t nj = je - jb;
-        std::vector<int64_t> bidx, pi, pj;
-        std::vector<double> bw, pu, pair_lp;
+        // Kept per thread across blocks and steps: these grow with the block's pairs (64 Ñ S),
+        // and allocating them afresh each time would dominate.
+        static thread_local BatchScratch scratch;
+        auto& [bidx, pi, pj, qj, bw, pu, pair_lp, ones, pairs] = scratch;
         const double* bterms = nullptr;
-        PairBatch pairs;
         if (batched) {
           const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
           pi.resize(P);
@@ -242,12 +250,12 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               out_w[k] = total > 0 ? out_w[k] / total : 1.0 / static_cast<double>(Nt);
           }
           if (nf > 0) {
-            std::vector<int64_t> qj(nj * Nt);
+            qj.resize(nj * Nt);
             for (int64_t q = 0; q < nj * Nt; ++q)
               qj[q] = jb + q / Nt;
             pairs.gather(ns, stride, x_prev, x, bidx.data(), qj.data(), nj * Nt);
             bterms = pairs.terms(model, frame, t, pf.y(), nf);
-            const std::vector<double> ones(nj * Nt, 1.0);
+            ones.assign(nj * Nt, 1.0);
             check_terms(bterms, nf, nj * Nt, ones.data(), 0, nj * Nt, t, info);
           }
         }

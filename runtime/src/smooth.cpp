@@ -3,6 +3,7 @@
 #include "ssm/smooth.h"
 #include "smoothers.h"
 #include "ssm/error.h"
+#include "ssm/kalman.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -85,6 +86,8 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
   };
   if (opt.method == SmoothMethod::rts && !info.linear_gaussian)
     refuse("the model is not linear-Gaussian (see `info` for the reason)");
+  if (opt.method == SmoothMethod::rts && !model.linear_gaussian)
+    refuse("the model table has no linear_gaussian kernel (rebuild the model with this ssmc)");
   if (opt.method == SmoothMethod::forward_backward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");
   if (needs_transition_density(opt.method) && !info.transition_tractable)
@@ -133,6 +136,7 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
         model.transition_log_bound ? BackwardSampling::rejection : BackwardSampling::exact;
   switch (opt.method) {
   case SmoothMethod::rts:
+    return smooth_rts(model, info, fixed, data);
   case SmoothMethod::forward_backward:
     break;
   case SmoothMethod::genealogy:
@@ -168,6 +172,12 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
           for (const std::string& c : column_names(fi.name, fi.shape))
             put(",{}", c);
     }
+  // rts: lag-one covariances Cov[x_t[a], x_{t-1}[b] | y], empty at t = 0.
+  const bool lag_one = !r.lag_one_cov.empty();
+  if (lag_one)
+    for (const std::string& a : cols)
+      for (const std::string& b : cols)
+        put(",lagcov_{}_{}", a, b);
   put("\n");
   if (!r.has_marginals)
     return fmt::to_string(out);
@@ -179,6 +189,9 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
     for (const FunctionalEstimate* f : per_t)
       for (int64_t k = 0; k < f->size; ++k)
         put(",{}", format_double(f->per_t[t * f->size + k]));
+    if (lag_one)
+      for (int64_t k = 0; k < ns * ns; ++k)
+        put(",{}", t == 0 ? "" : format_double(r.lag_one_cov[t * ns * ns + k]));
     put("\n");
   }
   return fmt::to_string(out);

@@ -89,12 +89,20 @@ inline KalmanResult kalman_filter(const LinearGaussianModel& m,
   return r;
 }
 
-// The same quantities from the joint Gaussian of (x_0..x_{T-1}, y_0..y_{T-1}): cost cubic in T,
-// only for validating kalman_filter on tiny cases.
-inline KalmanResult brute_force_filter(const LinearGaussianModel& m,
-                                       const std::vector<Eigen::VectorXd>& ys) {
-  const int T = static_cast<int>(ys.size()), d = static_cast<int>(m.m0.size()),
-            p = static_cast<int>(m.B.rows());
+// The joint Gaussian of (x_0..x_{T-1}, y_0..y_{T-1}), stacked by time: the brute-force
+// references below condition it directly. Cost cubic in T: tiny cases only.
+struct JointGaussian {
+  int T = 0, d = 0, p = 0;
+  Eigen::VectorXd mx, my;
+  Eigen::MatrixXd Sx, Syy, Sxy;
+};
+
+inline JointGaussian joint_gaussian(const LinearGaussianModel& m, int T) {
+  JointGaussian g;
+  const int d = static_cast<int>(m.m0.size()), p = static_cast<int>(m.B.rows());
+  g.T = T;
+  g.d = d;
+  g.p = p;
   // Joint moments of the states: E x_t = A^t m0, Cov(x_s, x_t) = Cov(x_s, x_s) (A^{t-s})'.
   Eigen::VectorXd mx(T * d);
   Eigen::MatrixXd Sx(T * d, T * d);
@@ -115,8 +123,25 @@ inline KalmanResult brute_force_filter(const LinearGaussianModel& m,
     H.block(t * p, t * d, p, d) = m.B;
     Rv.block(t * p, t * p, p, p) = m.R;
   }
-  const Eigen::VectorXd my = H * mx;
-  const Eigen::MatrixXd Syy = H * Sx * H.transpose() + Rv, Sxy = Sx * H.transpose();
+  g.mx = mx;
+  g.Sx = Sx;
+  g.my = H * mx;
+  g.Syy = H * Sx * H.transpose() + Rv;
+  g.Sxy = Sx * H.transpose();
+  return g;
+}
+
+// Filtering moments and likelihood increments by conditioning the joint Gaussian on y_0..y_t.
+inline KalmanResult brute_force_filter(const LinearGaussianModel& m,
+                                       const std::vector<Eigen::VectorXd>& ys) {
+  const int T = static_cast<int>(ys.size());
+  const JointGaussian g = joint_gaussian(m, T);
+  const int d = g.d, p = g.p;
+  const Eigen::VectorXd& mx = g.mx;
+  const Eigen::VectorXd& my = g.my;
+  const Eigen::MatrixXd& Sx = g.Sx;
+  const Eigen::MatrixXd& Syy = g.Syy;
+  const Eigen::MatrixXd& Sxy = g.Sxy;
 
   KalmanResult r;
   double prev = 0;
@@ -150,6 +175,39 @@ inline KalmanResult brute_force_filter(const LinearGaussianModel& m,
     r.mean.push_back(mean);
     r.cov.push_back(cov);
   }
+  return r;
+}
+
+// Smoothing moments by conditioning the joint Gaussian on every observed component: the
+// posterior mean of x_t and Cov(x_s, x_t | y) for all s, t (T d x T d).
+struct SmoothingReference {
+  Eigen::VectorXd mean;
+  Eigen::MatrixXd cov;
+  double log_likelihood = 0;
+};
+
+inline SmoothingReference brute_force_smoother(const LinearGaussianModel& m,
+                                               const std::vector<Eigen::VectorXd>& ys) {
+  const int T = static_cast<int>(ys.size());
+  const JointGaussian g = joint_gaussian(m, T);
+  std::vector<int> idx;
+  for (int s = 0; s < T; ++s)
+    for (int i : observed_indices(ys[s]))
+      idx.push_back(s * g.p + i);
+  const int k = static_cast<int>(idx.size());
+  Eigen::VectorXd v(k);
+  Eigen::MatrixXd S(k, k), C(T * g.d, k);
+  for (int i = 0; i < k; ++i) {
+    v[i] = ys[idx[i] / g.p][idx[i] % g.p] - g.my[idx[i]];
+    C.col(i) = g.Sxy.col(idx[i]);
+    for (int j = 0; j < k; ++j)
+      S(i, j) = g.Syy(idx[i], idx[j]);
+  }
+  SmoothingReference r;
+  Eigen::LLT<Eigen::MatrixXd> llt(S);
+  r.mean = g.mx + C * llt.solve(v);
+  r.cov = g.Sx - C * llt.solve(C.transpose());
+  r.log_likelihood = k > 0 ? log_normal_density(v, S) : 0.0;
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -166,6 +167,8 @@ FilterRun run_filter(const std::string& exe, const std::vector<std::string>& arg
                      const std::string& out_csv) {
   std::vector<std::string> argv = {exe, "filter"};
   argv.insert(argv.end(), args.begin(), args.end());
+  if (std::find(args.begin(), args.end(), "--method") == args.end())
+    argv.insert(argv.end(), {"--method", "bootstrap"}); // what these tests measure
   argv.insert(argv.end(), {"--json", "--out", out_csv});
   ProcessResult r = run_ok(argv);
   FilterRun f;

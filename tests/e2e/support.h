@@ -42,7 +42,8 @@ std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& text);
 bool file_exists(const std::string& path);
 
-// A filter run's outputs: the --json summary and the --out CSV.
+// A filter run's outputs: the --json summary and the --out CSV. run_filter runs `filter --method
+// bootstrap` unless the arguments name a method.
 struct FilterRun {
   nlohmann::json summary;
   Table table;

@@ -2,7 +2,8 @@
 // model, some observations blanked out (empty cells and NA), then R particle filter runs compared
 // with the reference (compare.cpp explains the tolerances). Also: every --resampling scheme's
 // log-likelihood against Kalman, results identical for any --threads, and long simulations with
-// the exact stationary moments.
+// the exact stationary moments. Then the exact methods themselves: `filter --method kalman` and
+// `smooth --method rts` against the reference Kalman filter and brute-force conditioning.
 #include "compare.h"
 #include "kalman.h"
 #include "support.h"
@@ -292,4 +293,130 @@ TEST_CASE("lgssm1: every --resampling scheme against Kalman", "[e2e][stat]") {
   CHECK(bad.exit_code == 2);
   for (const char* scheme : {"multinomial", "stratified", "systematic", "residual", "ssp"})
     CHECK(bad.err.find(scheme) != std::string::npos);
+}
+
+namespace {
+
+// `filter` (auto: the Kalman filter) and `smooth --method rts` of a compiled linear-Gaussian model
+// against the references of kalman.h, to 1e-8: the Kalman recursion, and the brute-force
+// conditioning of the joint Gaussian for the smoother (means, variances, lag-one covariances).
+void check_exact_methods(const std::string& label, const std::string& exe,
+                         const std::vector<std::string>& args, const LinearGaussianModel& m,
+                         const std::vector<Eigen::VectorXd>& ys,
+                         const std::vector<std::string>& cols) {
+  const int T = static_cast<int>(ys.size()), d = static_cast<int>(cols.size());
+  auto close = [](double got, double want) {
+    return std::abs(got - want) <= 1e-8 * std::max(1.0, std::abs(want));
+  };
+  const KalmanResult kf = kalman_filter(m, ys);
+  const FilterRun f = run_filter(
+      exe,
+      [&] {
+        auto a = args;
+        a.insert(a.end(), {"--method", "auto"});
+        return a;
+      }(),
+      scratch_path(label + "-kalman.csv"));
+  INFO(label);
+  CHECK(f.summary.at("method") == "kalman");
+  CHECK(f.summary.at("chosen_by") == "auto");
+  CHECK(close(f.summary.at("log_likelihood").get<double>(), kf.log_likelihood));
+  CHECK(f.table.column_index("ess") < 0); // an exact filter has no ESS
+  const std::vector<double> inc = f.table.column("loglik_increment");
+  for (int t = 0; t < T; ++t) {
+    INFO("t = " << t);
+    CHECK(close(inc[t], kf.loglik_increment[t]));
+    for (int c = 0; c < d; ++c) {
+      CHECK(close(f.table.column("mean_" + cols[c])[t], kf.mean[t][c]));
+      CHECK(close(f.table.column("var_" + cols[c])[t], kf.cov[t](c, c)));
+    }
+  }
+
+  const SmoothingReference ref = brute_force_smoother(m, ys);
+  CHECK(std::abs(ref.log_likelihood - kf.log_likelihood) <= 1e-8 * std::abs(kf.log_likelihood));
+  const std::string out = scratch_path(label + "-rts.csv");
+  std::vector<std::string> argv = {exe, "smooth", "--method", "rts", "--json", "--out", out};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const nlohmann::json j = nlohmann::json::parse(run_ok(argv).out);
+  CHECK(j.at("method") == "rts");
+  CHECK(close(j.at("log_likelihood").get<double>(), kf.log_likelihood));
+  const Table s = read_table(out);
+  for (int t = 0; t < T; ++t) {
+    INFO("t = " << t);
+    for (int a = 0; a < d; ++a) {
+      CHECK(close(s.column("mean_" + cols[a])[t], ref.mean[t * d + a]));
+      CHECK(close(s.column("var_" + cols[a])[t], ref.cov(t * d + a, t * d + a)));
+      if (t > 0)
+        for (int b = 0; b < d; ++b)
+          CHECK(close(s.column(fmt::format("lagcov_{}_{}", cols[a], cols[b]))[t],
+                      ref.cov(t * d + a, (t - 1) * d + b)));
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, missing data)",
+          "[e2e][exact]") {
+  {
+    const std::string& exe = example_exe("lgssm1");
+    const double a = 0.8, q = 0.7, r = 0.6, m0 = 0.5, s0 = 2;
+    const std::vector<std::string> params = {
+        "--param", fmt::format("a={}", a),  "--param", fmt::format("q={}", q),
+        "--param", fmt::format("r={}", r),  "--param", fmt::format("m0={}", m0),
+        "--param", fmt::format("s0={}", s0)};
+    const std::string sim = scratch_path("lgssm1-exact-sim.csv"),
+                      data = scratch_path("lgssm1-exact-data.csv");
+    std::vector<std::string> argv = {exe, "simulate", "--T", "40", "--seed", "3", "--out", sim};
+    argv.insert(argv.end(), params.begin(), params.end());
+    run_ok(argv);
+    Table table = with_missing(read_table(sim), {"y"}, {0, 13, 14, 39});
+    write_table(data, table);
+    LinearGaussianModel m;
+    m.m0 = Eigen::VectorXd::Constant(1, m0);
+    m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
+    m.A = Eigen::MatrixXd::Constant(1, 1, a);
+    m.Q = Eigen::MatrixXd::Constant(1, 1, q * q);
+    m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
+    m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+    std::vector<std::string> args = params;
+    args.insert(args.end(), {"--data", data});
+    check_exact_methods("lgssm1", exe, args, m, observations(table, {"y"}), {"x"});
+  }
+  {
+    const std::string& exe = example_exe("lgssm");
+    const std::string params_file = example_path("data/lgssm_params.json");
+    const std::string sim = scratch_path("lgssm-exact-sim.csv"),
+                      data = scratch_path("lgssm-exact-data.csv");
+    const int T = 15, d = 10;
+    run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "4", "--params", params_file,
+            "--out", sim});
+    Table table = with_missing(read_table(sim), indexed("y", d), {2, 9});
+    write_table(data, table);
+    const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
+    LinearGaussianModel m;
+    m.A = matrix_from_json(p.at("A"));
+    m.Q = matrix_from_json(p.at("Q"));
+    m.B = matrix_from_json(p.at("B"));
+    m.R = matrix_from_json(p.at("R"));
+    m.m0 = Eigen::VectorXd::Zero(d);
+    m.P0 = m.Q;
+    check_exact_methods("lgssm", exe, {"--params", params_file, "--data", data}, m,
+                        observations(table, indexed("y", d)), indexed("x", d));
+  }
+}
+
+TEST_CASE("filter --method kalman is refused on a model that is not linear-Gaussian",
+          "[e2e][exact]") {
+  const std::string& exe = example_exe("sv");
+  const std::string sim = scratch_path("sv-kalman-sim.csv");
+  run_ok({exe, "simulate", "--T", "5", "--seed", "1", "--out", sim});
+  const ProcessResult p = run_process({exe, "filter", "--data", sim, "--method", "kalman"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("not linear-Gaussian") != std::string::npos);
+  CHECK(p.out.empty());
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", sim, "--json"}).out);
+  CHECK(j.at("method") == "bootstrap");
 }

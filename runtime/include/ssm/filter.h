@@ -105,7 +105,11 @@ FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& theta, const ObsData& data,
                               const FilterOptions& options, ThreadPool& pool);
 
-// CSV `t,mean_<col>,var_<col>...,ess,loglik_increment`, one row per time step.
+// Throws ssm::Error naming the row when the transition to t reads y[t-1] and it is missing.
+void require_previous_obs(const ModelInfo& info, const ObsData& data, int64_t t);
+
+// CSV `t,mean_<col>,var_<col>...,ess,loglik_increment`, one row per time step (no ess column for
+// an exact filter, whose result has none).
 std::string filter_csv(const ModelInfo& info, const FilterResult& result);
 
 } // namespace ssm
