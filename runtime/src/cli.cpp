@@ -416,7 +416,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       std::vector<double> theta = assemble_fixed(info, values, data_values_file);
       std::optional<ObsData> inputs;
       if (!sim_inputs.empty())
-        inputs = read_inputs(info, read_csv(sim_inputs));
+        inputs = read_inputs_file(info, sim_inputs);
       // The output (and its temporary file) is created only once the results exist, so a run
       // interrupted by a signal leaves nothing behind; a bad path still fails before the work.
       check_output_path(sim_out);
@@ -459,7 +459,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         info.functionals = std::move(chosen); // n_functional still sizes the kernel's output
       }
       std::vector<double> theta = assemble_fixed(info, values, data_values_file);
-      ObsData data = read_observations(info, read_csv(smooth_data));
+      ObsData data = read_observations_file(info, smooth_data);
       check_smooth_method(*model, info, sopt); // before any work
       const bool write_csv = !smooth_out.empty() || !smooth_json_flag;
       check_output_path(smooth_out);
@@ -504,7 +504,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       if (!model->init_sample || !model->transition_sample || !model->obs_logpdf)
         throw Error("the model table lacks a kernel needed by filter");
       std::vector<double> theta = assemble_fixed(info, values, data_values_file);
-      ObsData data = read_observations(info, read_csv(data_file));
+      ObsData data = read_observations_file(info, data_file);
       const bool write_csv = !filter_out.empty() || !filter_json;
       check_output_path(filter_out); // the file itself is created after filtering, as above
       ThreadPool pool(g.threads);

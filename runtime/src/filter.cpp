@@ -42,8 +42,7 @@ std::string data_row_text(const ModelInfo& info, const ObsData& data, int64_t t)
   for (int64_t k = 0; k < data.n_obs; ++k)
     parts.push_back(cols[k] + "=" + format_double(data.at(t)[k]));
   std::string where = data.source;
-  if (t < static_cast<int64_t>(data.lines.size()))
-    where += fmt::format(" line {}", data.lines[t]);
+  where += fmt::format(" line {}", data.line(t));
   return fmt::format("{}: {}", where, fmt::join(parts, ", "));
 }
 
@@ -91,11 +90,12 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   res_.T = T;
   res_.particles = N_;
   res_.n_state = ns;
-  res_.mean.assign(T * ns, 0.0);
-  res_.var.assign(T * ns, 0.0);
-  res_.ess.assign(T, 0.0);
-  res_.loglik_increment.assign(T, 0.0);
-  res_.resampled.assign(T, 0);
+  const int64_t steps = opt_.history ? T : std::min<int64_t>(T, 1);
+  res_.mean.assign(steps * ns, 0.0);
+  res_.var.assign(steps * ns, 0.0);
+  res_.ess.assign(steps, 0.0);
+  res_.loglik_increment.assign(steps, 0.0);
+  res_.resampled.assign(steps, 0);
   res_.ess_min = T == 0 ? static_cast<double>(N_) : std::numeric_limits<double>::infinity();
   log_sum_prev_ = std::log(static_cast<double>(N_)); // log sum exp of the weights before t
   ess_prev_ = static_cast<double>(N_);
@@ -107,6 +107,7 @@ bool ParticleFilter::step() {
   if (t_ + 1 >= data_.T)
     return false;
   const int64_t t = ++t_;
+  const int64_t slot = opt_.history ? t : 0; // where this step's moments go
   if (t > 0)
     std::swap(prev_, cur_);
   const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
@@ -221,18 +222,18 @@ bool ParticleFilter::step() {
     double sv = 0;
     for (int64_t b = 0; b < nb; ++b)
       sv += bvar_[b * ns + c];
-    res_.mean[t * ns + c] = mean_[c];
-    res_.var[t * ns + c] = sv / S;
+    res_.mean[slot * ns + c] = mean_[c];
+    res_.var[slot * ns + c] = sv / S;
   }
 
   const double log_sum = m + std::log(S);
   const double ll_inc = log_sum - log_sum_prev_;
-  res_.loglik_increment[t] = ll_inc;
+  res_.loglik_increment[slot] = ll_inc;
   res_.log_likelihood += ll_inc;
   ess_prev_ = S * S / S2;
-  res_.ess[t] = ess_prev_;
+  res_.ess[slot] = ess_prev_;
   res_.ess_min = std::min(res_.ess_min, ess_prev_);
-  res_.resampled[t] = resampled_;
+  res_.resampled[slot] = resampled_;
   log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
   weight_sum_ = S;
   if (t + 1 == data_.T)

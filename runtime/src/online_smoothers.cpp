@@ -113,7 +113,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   const StatLayout lay(info, opt.marginals);
   const int64_t nf = lay.nf, nper = static_cast<int64_t>(lay.per_t_comp.size());
   SmoothResult r = make_result(info, opt.method, T, N, opt.marginals);
-  ParticleFilter pf(model, info, fixed, data, opt.filter, pool);
+  FilterOptions filter_options = opt.filter;
+  filter_options.history = false; // only the log-likelihood is used: memory stays O(N)
+  ParticleFilter pf(model, info, fixed, data, filter_options, pool);
   const int64_t stride = pf.stride();
   const BackwardDensity density(model, ns, stride);
   const bool rejection = opt.backward == BackwardSampling::rejection;

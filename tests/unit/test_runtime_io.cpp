@@ -10,6 +10,7 @@
 #include "ssm/params.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
@@ -123,7 +124,8 @@ TEST_CASE("observations from CSV", "[runtime][csv]") {
     CHECK(std::isnan(d.y[2]));
     CHECK(d.y[3] == 25);
     CHECK(std::isnan(d.y[4]));
-    CHECK(d.lines == std::vector<int64_t>{2, 3, 4, 5, 6});
+    for (int64_t t = 0; t < 5; ++t)
+      CHECK(d.line(t) == t + 2);
   }
   CHECK(error_of([&] {
           ssm::read_observations(ar1, ssm::parse_csv("t,y\n0,1\n1,abc\n", "data.csv"));
@@ -157,6 +159,50 @@ TEST_CASE("observations from CSV", "[runtime][csv]") {
   }
   CHECK_THAT(error_of([&] { ssm::read_observations(ar2, ssm::parse_csv("y[0]\n1\n", "v.csv")); }),
              StartsWith("v.csv: column 'y[1]' not found"));
+}
+
+TEST_CASE("observations streamed from a file keep their line numbers", "[runtime][csv]") {
+  ssm::ModelInfo ar1 = ssm::parse_metadata(rt_test::kAr1Meta);
+  const std::string path = fmt::format("/tmp/ssm-unit-obs-{}.csv", ::getpid());
+  auto write = [&](const std::string& text) { std::ofstream(path, std::ios::binary) << text; };
+  SECTION("regular rows: line t + 2, nothing stored") {
+    write("\xEF\xBB\xBFt,y\r\n0,1.5\r\n1,NA\r\n2,3\r\n");
+    const ssm::ObsData d = ssm::read_observations_file(ar1, path);
+    REQUIRE(d.T == 3);
+    CHECK(d.y[0] == 1.5);
+    CHECK(std::isnan(d.y[1]));
+    CHECK(d.y[2] == 3);
+    CHECK(d.lines.empty());
+    CHECK(d.line(2) == 4);
+  }
+  SECTION("a quoted field over two lines shifts the later rows") {
+    write("note,y\n\"a\nb\",1\nc,2\n");
+    const ssm::ObsData d = ssm::read_observations_file(ar1, path);
+    REQUIRE(d.T == 2);
+    CHECK(d.line(0) == 2);
+    CHECK(d.line(1) == 4);
+    write("note,y\n\"a\nb\",1\nc,x\n");
+    CHECK(error_of([&] { ssm::read_observations_file(ar1, path); }) ==
+          path + ":4: column 'y': cannot parse 'x' as a number");
+  }
+  SECTION("single column: blank lines inside are missing, at the end formatting") {
+    write("y\n1\n\n\n4\n\n\n");
+    const ssm::ObsData d = ssm::read_observations_file(ar1, path);
+    REQUIRE(d.T == 4);
+    CHECK(d.y[0] == 1);
+    CHECK(std::isnan(d.y[1]));
+    CHECK(std::isnan(d.y[2]));
+    CHECK(d.y[3] == 4);
+    CHECK(d.line(3) == 5);
+  }
+  SECTION("several columns: a blank line inside the data is an error") {
+    write("t,y\n0,1\n\n1,2\n");
+    CHECK_THAT(error_of([&] { ssm::read_observations_file(ar1, path); }),
+               StartsWith(path + ":3: empty line inside the data"));
+  }
+  std::remove(path.c_str());
+  CHECK_THAT(error_of([&] { ssm::read_observations_file(ar1, path); }),
+             StartsWith("cannot read '" + path + "'"));
 }
 
 TEST_CASE("parameter value syntax", "[runtime][params]") {

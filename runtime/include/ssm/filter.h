@@ -31,6 +31,9 @@ struct FilterOptions {
   double ess_threshold = 0.5; // resample at t > 0 when ESS < r N; r >= 1: every step
   Resampling resampling = Resampling::systematic;
   uint64_t seed = 1;
+  // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
+  // they hold the last step only, so memory does not grow with T (the online smoothers).
+  bool history = true;
   // Called after each time step with (t, T); may be empty.
   std::function<void(int64_t, int64_t)> progress;
 };
@@ -42,7 +45,8 @@ struct FilterResult {
   double ess_min = 0;
   double elapsed_s = 0;
   // Per time step, after the update at t: filtering mean and variance of each state component
-  // ([t * n_state + c]), ESS and log-likelihood increment.
+  // ([t * n_state + c]), ESS and log-likelihood increment (the last step only, at index 0, when
+  // FilterOptions::history is off).
   std::vector<double> mean, var, ess, loglik_increment;
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
 };
