@@ -2,8 +2,9 @@
 # The online-smoothing benchmark of Chopin & Singh (2014) (see bench/README.md): stdlib's
 # poisson_count model (Y_t ~ Poisson(exp(X_t)), AR(1) log-intensity, mu = 0, phi = 0.9,
 # sigma = 0.5) on T simulated observations, estimating the score for sigma^2 (an additive
-# functional) with online (N = 100, 200), paris (N = 1000, 2 backward samples) and bis (N = 1000,
-# 2 and 10 backward samples). For each: the median wall time of the smoother, the median ratio of
+# functional) with online (N = 100, 200), paris (N = 1000, 2 backward samples, drawn by rejection
+# with the compiled density bound and by Metropolis-Hastings moves) and bis (N = 1000, 2 and 10
+# backward samples). For each: the median wall time of the smoother, the median ratio of
 # smoothing time to the bootstrap filter's time measured in the same run, the mean and variance of
 # the estimate over RUNS seeds. Then the peak memory of paris at T = 10^3 and T = 10^5.
 #
@@ -45,13 +46,13 @@ printf 'CPU: %s\n\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | 
 printf '%-8s %6s %4s %10s %13s %12s %12s %10s\n' method N K "wall s" "smooth/filter" "mean" \
   "variance" backward
 
-run_case() { # method N K
-  local method=$1 N=$2 K=$3 walls=() ratios=() estimates=() backward=""
+run_case() { # method N K [backward sampler]
+  local method=$1 N=$2 K=$3 sampler=${4:-auto} walls=() ratios=() estimates=() backward=""
   for ((seed = 1; seed <= RUNS; ++seed)); do
     local out
     out=$("$work/pc" smooth --data "$work/y.csv" --method "$method" --particles "$N" \
-      --backward-samples "$K" --functional score_sigma2 --seed "$seed" --threads "$THREADS" \
-      --json)
+      --backward-samples "$K" --backward "$sampler" --functional score_sigma2 --seed "$seed" \
+      --threads "$THREADS" --json)
     local f s
     f=$(json_field filter_s <<<"$out")
     s=$(json_field smooth_s <<<"$out")
@@ -67,16 +68,17 @@ run_case() { # method N K
 
 run_case online 100 1
 run_case online 200 1
-run_case paris 1000 2
+run_case paris 1000 2 rejection
+run_case paris 1000 2 mcmc
 run_case bis 1000 2
 run_case bis 1000 10
 
 echo
-echo "Peak memory of paris (N = 1000, K = 2), resident set size of the whole process:"
+echo "Peak memory of paris (N = 1000, K = 2, mcmc), resident set size of the whole process:"
 for TT in 1000 100000; do
   "$work/pc" simulate --T "$TT" --seed 2 --out "$work/y$TT.csv"
   out=$("$work/pc" smooth --data "$work/y$TT.csv" --method paris --particles 1000 \
-    --backward-samples 2 --functional score_sigma2 --seed 1 --threads "$THREADS" --json)
+    --backward mcmc --backward-samples 2 --functional score_sigma2 --seed 1 --threads "$THREADS" --json)
   printf '  T = %-7s peak %s MiB (data file %s KiB)\n' "$TT" "$(json_field peak_rss_mb <<<"$out")" \
     "$(($(stat -c %s "$work/y$TT.csv") / 1024))"
 done

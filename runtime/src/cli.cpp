@@ -1,10 +1,11 @@
 // The command line of a generated executable: global options (threads, seed, parameters) and the
-// subcommands simulate, filter and info. Usage errors exit with 2, other errors with 1, both
-// printed as `<prog>: error: message`.
+// subcommands simulate, filter, smooth, decode and info. Usage errors exit with 2, other errors
+// with 1, both printed as `<prog>: error: message`.
 #include "ssm/cli.h"
 #include "ssm/csv.h"
 #include "ssm/error.h"
 #include "ssm/filter.h"
+#include "ssm/finite_state.h"
 #include "ssm/kalman.h"
 #include "ssm/metadata.h"
 #include "ssm/output.h"
@@ -269,8 +270,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   FilterOptions fopt;
   bool filter_json = false;
   CLI::App* flt = app.add_subcommand(
-      "filter", "Filtering: log-likelihood and filtering moments, by the Kalman filter for a "
-                "linear-Gaussian model, a bootstrap particle filter otherwise. CSV "
+      "filter", "Filtering: log-likelihood and filtering moments, exact for a linear-Gaussian "
+                "(Kalman) or finite-state (forward algorithm) model, by a bootstrap particle "
+                "filter otherwise. CSV "
                 "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step");
   flt->add_option("--data", data_file,
                   "Data CSV with a header; observation columns are found by name, one row per "
@@ -278,11 +280,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->required()
       ->type_name("FILE.csv");
   flt->add_option("--method", filter_method,
-                  "auto (kalman when the model is linear-Gaussian, else bootstrap), bootstrap "
-                  "or kalman")
-      ->type_name("auto|bootstrap|kalman")
+                  "auto (kalman for a linear-Gaussian model, forward for a finite-state one, "
+                  "else bootstrap), bootstrap, kalman or forward")
+      ->type_name("auto|bootstrap|kalman|forward")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bootstrap", "kalman"}));
+      ->check(CLI::IsMember({"auto", "bootstrap", "kalman", "forward"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -371,6 +373,20 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   smo->add_flag("--json", smooth_json_flag, "Print a JSON summary on standard output");
 
+  std::string decode_data, decode_out;
+  bool decode_json = false;
+  CLI::App* dec = app.add_subcommand(
+      "decode", "Viterbi decoding of a finite-state model: the most probable state path given all "
+                "the data. CSV t,<state columns> per time step");
+  dec->add_option("--data", decode_data, "Data CSV, as for filter")
+      ->required()
+      ->type_name("FILE.csv");
+  dec->add_option("--out", decode_out,
+                  "Output CSV file (default: standard output, none with --json)")
+      ->type_name("FILE.csv");
+  dec->add_flag("--json", decode_json,
+                "Print a JSON summary (log joint density of the path, log-likelihood)");
+
   bool info_json = false;
   CLI::App* inf = app.add_subcommand("info", "Model dimensions, parameters (current values and "
                                              "priors) and structure report");
@@ -389,16 +405,17 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     std::string what = e.what();
     // Without a subcommand CLI11 reports only that one is required, even when the user typed a
     // wrong one: name what was not understood.
-    if (!sim->parsed() && !flt->parsed() && !smo->parsed() && !inf->parsed() &&
+    if (!sim->parsed() && !flt->parsed() && !smo->parsed() && !dec->parsed() && !inf->parsed() &&
         !app.remaining().empty()) {
       const std::string first = app.remaining().front();
       what =
           first.starts_with("-")
-              ? fmt::format(
-                    "unknown option '{}' (and no subcommand: simulate, filter, smooth or info)",
-                    first)
-              : fmt::format("unknown subcommand '{}' (expected simulate, filter, smooth or info)",
-                            first);
+              ? fmt::format("unknown option '{}' (and no subcommand: simulate, filter, smooth, "
+                            "decode or info)",
+                            first)
+              : fmt::format(
+                    "unknown subcommand '{}' (expected simulate, filter, smooth, decode or info)",
+                    first);
     }
     fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, what, prog);
     std::fflush(err);
@@ -430,6 +447,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         method = *parse_smooth_method(smooth_method); // validated by IsMember
       else if (info.linear_gaussian && model->linear_gaussian)
         method = SmoothMethod::rts;
+      else if (enumerable(info))
+        method = SmoothMethod::forward_backward;
       else if (!info.transition_tractable)
         method = SmoothMethod::genealogy;
       sopt.method = method;
@@ -491,10 +510,49 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         fmt::print(out, "{}\n", j.dump(2));
         std::fflush(out);
       }
+    } else if (dec->parsed()) {
+      std::vector<double> theta = assemble_fixed(info, values, data_values_file);
+      ObsData data = read_observations_file(info, decode_data);
+      if (!info.finite_state)
+        throw Error(fmt::format("decode: the state of model '{}' is not finite (see `info` for "
+                                "the reason); Viterbi decoding needs every state int[lo..hi]",
+                                info.name));
+      const StateSpace space = enumerate_states(info); // refuses one too large, before any work
+      const bool write_csv = !decode_out.empty() || !decode_json;
+      check_output_path(decode_out);
+      const Decoding d = viterbi(*model, info, theta, data);
+      if (write_csv) {
+        fmt::memory_buffer csv;
+        fmt::format_to(std::back_inserter(csv), "t,{}\n", fmt::join(state_columns(info), ","));
+        for (int64_t t = 0; t < data.T; ++t) {
+          fmt::format_to(std::back_inserter(csv), "{}", t);
+          for (int64_t c = 0; c < info.n_state; ++c)
+            fmt::format_to(std::back_inserter(csv), ",{}",
+                           format_double(d.path[t * info.n_state + c]));
+          fmt::format_to(std::back_inserter(csv), "\n");
+        }
+        OutputFile file(decode_out, out);
+        file.write(fmt::to_string(csv));
+        file.commit();
+      }
+      if (decode_json) {
+        json j = {{"model", info.name},
+                  {"method", "viterbi"},
+                  {"T", data.T},
+                  {"states", space.size},
+                  {"log_joint", d.log_joint},
+                  {"log_likelihood", d.log_likelihood}};
+        fmt::print(out, "{}\n", j.dump(2));
+        std::fflush(out);
+      }
     } else if (flt->parsed()) {
       const bool exact_lg = info.linear_gaussian && model->linear_gaussian;
-      const std::string method =
-          filter_method == "auto" ? (exact_lg ? "kalman" : "bootstrap") : filter_method;
+      const std::string method = filter_method != "auto" ? filter_method
+                                 : exact_lg              ? "kalman"
+                                 : enumerable(info)      ? "forward"
+                                                         : "bootstrap";
+      if (method == "forward")
+        enumerate_states(info); // refuses a state space that is not finite, with the reason
       if (method == "kalman" && !exact_lg)
         throw Error(fmt::format(
             "filter --method kalman: the model is not linear-Gaussian ({}); use --method "
@@ -514,8 +572,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       FilterResult r;
       try {
-        r = method == "kalman" ? kalman_filter(*model, info, theta, data)
-                               : bootstrap_filter(*model, info, theta, data, fopt, pool);
+        r = method == "kalman"    ? kalman_filter(*model, info, theta, data)
+            : method == "forward" ? forward_filter(*model, info, theta, data)
+                                  : bootstrap_filter(*model, info, theta, data, fopt, pool);
       } catch (...) {
         progress.finish();
         throw;

@@ -3,6 +3,7 @@
 #include "ssm/smooth.h"
 #include "smoothers.h"
 #include "ssm/error.h"
+#include "ssm/finite_state.h"
 #include "ssm/kalman.h"
 
 #include <fmt/format.h>
@@ -90,6 +91,13 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     refuse("the model table has no linear_gaussian kernel (rebuild the model with this ssmc)");
   if (opt.method == SmoothMethod::forward_backward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");
+  if (opt.method == SmoothMethod::forward_backward && !enumerable(info)) {
+    try {
+      enumerate_states(info);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+  }
   if (needs_transition_density(opt.method) && !info.transition_tractable)
     refuse(fmt::format("it evaluates the transition density, and the model's transition is "
                        "sample-only ({})",
@@ -138,7 +146,7 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
   case SmoothMethod::rts:
     return smooth_rts(model, info, fixed, data);
   case SmoothMethod::forward_backward:
-    break;
+    return forward_backward(model, info, fixed, data);
   case SmoothMethod::genealogy:
   case SmoothMethod::fixed_lag:
     return smooth_genealogy(model, info, fixed, data, opt, pool);

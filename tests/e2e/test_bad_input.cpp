@@ -162,7 +162,8 @@ TEST_CASE("generated executable: usage errors exit with 2", "[e2e][bad]") {
   const std::string& exe = example_exe("lgssm1");
   expect_exe_error({exe, "filter", "--data", "x.csv", "--bogus"}, 2, {"--bogus", "--help"});
   expect_exe_error({exe, "--bogus", "info"}, 2, {"--bogus"});
-  expect_exe_error({exe, "frobnicate"}, 2, {"frobnicate", "simulate, filter, smooth or info"});
+  expect_exe_error({exe, "frobnicate"}, 2,
+                   {"frobnicate", "simulate, filter, smooth, decode or info"});
   expect_exe_error({exe}, 2, {"subcommand"});
   expect_exe_error({exe, "simulate"}, 2, {"--T", "required"});
   expect_exe_error({exe, "simulate", "--T", "0"}, 2, {"--T", "positive integer", "'0'"});
