@@ -37,7 +37,8 @@ enum class Kernel {
   ObsSample,
   Functional,
   TransitionLogBound, // log of an arena node, per particle at t-1
-  Matrices            // arena nodes that read no state, written one after another
+  Matrices,           // arena nodes that read no state, written one after another
+  Moments             // mean and covariance of a Gaussian block given one state (x_in)
 };
 
 bool is_sampler(Kernel k) {
@@ -77,7 +78,9 @@ public:
     preamble_cache_ = cache_;
     preamble_cholesky_ = cholesky_;
 
-    if (kind_ == Kernel::Matrices) {
+    if (kind_ == Kernel::Moments) {
+      emit_moments();
+    } else if (kind_ == Kernel::Matrices) {
       int64_t offset = 0;
       for (int id : outputs_)
         for (Value* v : get(id))
@@ -112,7 +115,8 @@ private:
       return ir::BlockKind::Functional;
     case Kernel::TransitionLogBound:
     case Kernel::Matrices:
-      throw CodegenError("internal error: an arena kernel has no model block");
+    case Kernel::Moments:
+      throw CodegenError("internal error: this kernel's block is given explicitly");
     default:
       return ir::BlockKind::Observation;
     }
@@ -160,6 +164,9 @@ private:
       break;
     case Kernel::Matrices:
       params = {{"theta", ptr}, {"t", i64}, {"out", ptr}};
+      break;
+    case Kernel::Moments:
+      params = {{"theta", ptr}, {"t", i64}, {"x_in", ptr}, {"mean", ptr}, {"cov", ptr}};
       break;
     }
     std::vector<llvm::Type*> types;
@@ -510,6 +517,17 @@ private:
   }
 
   Values load_state(const ir::Node& node) {
+    if (kind_ == Kernel::Moments) { // the state the block is conditioned on, one point
+      if (node.lag != (block_.kind == ir::BlockKind::Observation ? 0 : 1))
+        throw CodegenError("internal error: a Gaussian block reads a variable it samples");
+      Values out(node.shape.size());
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = b_.CreateLoad(
+            b_.getDoubleTy(),
+            b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("x_in"),
+                                          model_.state_offset(node.var) + static_cast<int>(i)));
+      return out;
+    }
     bool sampled_here = is_sampler(kind_) && block_.kind != ir::BlockKind::Observation;
     if (node.lag == 0 && sampled_here)
       return current_.at(node.var); // the verifier guarantees it was sampled earlier
@@ -556,6 +574,41 @@ private:
       }
     }
     return cholesky_[id] = std::move(l);
+  }
+
+  // mean[off + i] and cov[(off + i) * dim + off + j] of each relation's target (stacked as the
+  // runtime lays out states, or observations); relations are independent given x_in.
+  void emit_moments() {
+    const bool obs = block_.kind == ir::BlockKind::Observation;
+    const int dim = obs ? model_.obs_size() : model_.state_size();
+    for (int k = 0; k < dim * dim; ++k)
+      b_.CreateStore(constant(0), b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("cov"), k));
+    for (const ir::Relation& rel : block_.relations) {
+      const int size = model_.var_shape(rel.kind, rel.var).size();
+      const int off = obs ? model_.obs_offset(rel.var) : model_.state_offset(rel.var);
+      const Values& mu = get(rel.args[0]);
+      auto store = [&](const char* name, int index, Value* v) {
+        b_.CreateStore(v, b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg(name), index));
+      };
+      for (int i = 0; i < size; ++i)
+        store("mean", off + i, component(mu, i));
+      if (rel.dist == ir::Dist::Normal) {
+        const Values& sd = get(rel.args[1]);
+        for (int i = 0; i < size; ++i)
+          store("cov", (off + i) * dim + off + i,
+                b_.CreateFMul(component(sd, i), component(sd, i)));
+        continue;
+      }
+      const Values& l = lower_factor(rel); // mvnormal: L L' is the covariance, row-major
+      for (int i = 0; i < size; ++i)
+        for (int j = 0; j < size; ++j) {
+          Value* c = constant(0);
+          for (int k = 0; k <= std::min(i, j); ++k)
+            c = b_.CreateFAdd(c, b_.CreateFMul(l[i * size + k], l[j * size + k]));
+          store("cov", (off + i) * dim + off + j, c);
+        }
+    }
+    b_.CreateRetVoid();
   }
 
   // ---- relations ----
@@ -873,8 +926,42 @@ llvm::Function* emit_linear_gaussian(const ir::Model& model, const passes::Linea
   return fn;
 }
 
+// ssm_gaussian_moments(theta, t, block, x_in, mean, cov): one Moments function per model block,
+// chosen by `block` (0 initial, 1 transition, 2 observation).
+llvm::Function* emit_gaussian_moments(const ir::Model& model, llvm::Module& module) {
+  auto& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* ptr = llvm::PointerType::getUnqual(b.getDoubleTy());
+  auto* type = llvm::FunctionType::get(b.getVoidTy(),
+                                       {ptr, b.getInt64Ty(), b.getInt32Ty(), ptr, ptr, ptr}, false);
+  auto* fn =
+      llvm::Function::Create(type, llvm::Function::ExternalLinkage, "ssm_gaussian_moments", module);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  b.SetInsertPoint(entry);
+  auto* sw = b.CreateSwitch(fn->getArg(2), done, 3);
+  const ir::BlockKind kinds[] = {ir::BlockKind::Initial, ir::BlockKind::Transition,
+                                 ir::BlockKind::Observation};
+  for (int k = 0; k < 3; ++k) {
+    llvm::Function* part =
+        KernelEmitter(model, module, Kernel::Moments, model.block(kinds[k]), {})
+            .emit(fmt::format("ssm_gaussian_moments.{}", ir::block_name(kinds[k])).c_str());
+    part->setLinkage(llvm::GlobalValue::InternalLinkage);
+    auto* bb = llvm::BasicBlock::Create(ctx, ir::block_name(kinds[k]), fn, done);
+    sw->addCase(b.getInt32(k), bb);
+    b.SetInsertPoint(bb);
+    b.CreateCall(part, {fn->getArg(0), fn->getArg(1), fn->getArg(3), fn->getArg(4), fn->getArg(5)});
+    b.CreateBr(done);
+  }
+  return fn;
+}
+
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
-                      llvm::Function* log_bound, llvm::Function* linear_gaussian) {
+                      llvm::Function* log_bound, llvm::Function* linear_gaussian,
+                      llvm::Function* gaussian_moments) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -895,9 +982,11 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
           b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64}, false)), // transition_log_bound
       llvm::PointerType::getUnqual(
-          llvm::FunctionType::get(b.getVoidTy(), {f64, i64, f64}, false))}; // linear_gaussian
-  llvm::Function* given[] = {log_bound, linear_gaussian};
-  for (int k = 0; k < 2; ++k) {
+          llvm::FunctionType::get(b.getVoidTy(), {f64, i64, f64}, false)), // linear_gaussian
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64, f64}, false))}; // gaussian_moments
+  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments};
+  for (int k = 0; k < 3; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -909,6 +998,35 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
 }
 
 } // namespace
+
+std::string gaussian_moments_unsupported(const ir::Model& model) {
+  for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
+    const ir::VarKind sampled =
+        block->kind == ir::BlockKind::Observation ? ir::VarKind::Obs : ir::VarKind::State;
+    for (const ir::Relation& rel : block->relations) {
+      const std::string target = fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
+                                             block->kind == ir::BlockKind::Initial ? "0" : "t");
+      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal &&
+          rel.dist != ir::Dist::MvNormalChol)
+        return fmt::format("{} ~ {} is not Gaussian (at {}:{})", target,
+                           ir::dist_info(rel.dist).name, rel.loc.line, rel.loc.col);
+      // Independent given the conditioning state: no argument reads a variable of this step.
+      std::vector<int> pending(rel.args.begin(), rel.args.end());
+      while (!pending.empty()) {
+        const ir::Node& n = block->nodes[pending.back()];
+        pending.pop_back();
+        const bool same_step =
+            (n.op == ir::Op::State && sampled == ir::VarKind::State && n.lag == 0) ||
+            (n.op == ir::Op::Obs && n.lag == 0);
+        if (same_step)
+          return fmt::format("the parameters of {} read a variable of the same step (at {}:{})",
+                             target, rel.loc.line, rel.loc.col);
+        pending.insert(pending.end(), n.args.begin(), n.args.end());
+      }
+    }
+  }
+  return {};
+}
 
 void generate_kernels(const ir::Model& model, const std::string& metadata_json,
                       const StructureKernels& structure, llvm::Module& library) {
@@ -933,7 +1051,9 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   llvm::Function* linear_gaussian = nullptr;
   if (structure.linear_gaussian && structure.linear_gaussian->is_linear_gaussian)
     linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
-  emit_model_table(metadata_json, library, log_bound, linear_gaussian);
+  llvm::Function* moments =
+      gaussian_moments_unsupported(model).empty() ? emit_gaussian_moments(model, library) : nullptr;
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

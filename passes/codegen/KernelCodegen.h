@@ -34,6 +34,10 @@ struct StructureKernels {
   const passes::TransitionDensity* density = nullptr;
 };
 
+// Why the model has no gaussian_moments kernel (the unscented Kalman filter's): a relation that is
+// not normal/mvnormal, or whose parameters read a variable of the same step; empty when it has one.
+std::string gaussian_moments_unsupported(const ir::Model& model);
+
 // `library` is the distribution and RNG library (kernel_lib.bc) parsed into the same context; the
 // kernels are added to it, so the samplers and densities inline into the particle loops.
 void generate_kernels(const ir::Model& model, const std::string& metadata_json,

@@ -281,10 +281,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   flt->add_option("--method", filter_method,
                   "auto (kalman for a linear-Gaussian model, forward for a finite-state one, "
-                  "else bootstrap), bootstrap, kalman or forward")
-      ->type_name("auto|bootstrap|kalman|forward")
+                  "else bootstrap), bootstrap, kalman, forward, or ukf (unscented Kalman "
+                  "filter, an approximation, for nonlinear models with Gaussian noise)")
+      ->type_name("auto|bootstrap|kalman|forward|ukf")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bootstrap", "kalman", "forward"}));
+      ->check(CLI::IsMember({"auto", "bootstrap", "kalman", "forward", "ukf"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -574,6 +575,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       try {
         r = method == "kalman"    ? kalman_filter(*model, info, theta, data)
             : method == "forward" ? forward_filter(*model, info, theta, data)
+            : method == "ukf"     ? unscented_kalman_filter(*model, info, theta, data)
                                   : bootstrap_filter(*model, info, theta, data, fopt, pool);
       } catch (...) {
         progress.finish();

@@ -160,7 +160,144 @@ MatrixXd square_root(const MatrixXd& cov) {
          eig.eigenvectors().transpose();
 }
 
+// The Gaussian update of (mean, cov) by the observed components of y, given the predicted
+// observation yhat, its covariance S and the cross-covariance C = Cov(x, y); returns the
+// log-likelihood increment (0 when nothing is observed).
+double gaussian_update(VectorXd& mean, MatrixXd& cov, const double* y, const VectorXd& yhat,
+                       const MatrixXd& S, const MatrixXd& C, int64_t t, const char* who) {
+  std::vector<int64_t> seen;
+  for (int64_t k = 0; k < yhat.size(); ++k)
+    if (!std::isnan(y[k]))
+      seen.push_back(k);
+  if (seen.empty())
+    return 0;
+  const auto o = static_cast<int64_t>(seen.size());
+  VectorXd v(o);
+  MatrixXd So(o, o), Co(mean.size(), o);
+  for (int64_t a = 0; a < o; ++a) {
+    v[a] = y[seen[a]] - yhat[seen[a]];
+    Co.col(a) = C.col(seen[a]);
+    for (int64_t b = 0; b < o; ++b)
+      So(a, b) = S(seen[a], seen[b]);
+  }
+  const Eigen::LLT<MatrixXd> llt(So);
+  if (llt.info() != Eigen::Success || !So.allFinite())
+    throw Error(fmt::format("{}: the innovation covariance at t={} is not positive definite (an "
+                            "observation without noise, or invalid parameters)",
+                            who, t));
+  const MatrixXd K = llt.solve(Co.transpose()).transpose(); // C S^-1
+  double log_det = 0;
+  for (int64_t a = 0; a < o; ++a)
+    log_det += 2 * std::log(llt.matrixL()(a, a));
+  mean += K * v;
+  cov -= K * So * K.transpose();
+  cov = 0.5 * (cov + cov.transpose());
+  return -0.5 *
+         (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(llt.solve(v)));
+}
+
+// Sigma points of N(mean, cov) with alpha = 1, beta = 2, kappa = 0: the mean and mean +- sqrt(n)
+// times the columns of a square root of cov; weights for the mean (wm) and the covariance (wc).
+struct SigmaPoints {
+  std::vector<VectorXd> points;
+  std::vector<double> wm, wc;
+};
+
+SigmaPoints sigma_points(const VectorXd& mean, const MatrixXd& cov) {
+  const auto n = mean.size();
+  const MatrixXd L = square_root(cov) * std::sqrt(static_cast<double>(n));
+  SigmaPoints s;
+  s.points.push_back(mean);
+  s.wm.push_back(0.0);
+  s.wc.push_back(2.0); // 1 - alpha^2 + beta with lambda = 0
+  for (Eigen::Index i = 0; i < n; ++i) {
+    s.points.push_back(mean + L.col(i));
+    s.points.push_back(mean - L.col(i));
+    for (int k = 0; k < 2; ++k) {
+      s.wm.push_back(0.5 / static_cast<double>(n));
+      s.wc.push_back(0.5 / static_cast<double>(n));
+    }
+  }
+  return s;
+}
+
+// The moments of a Gaussian block at each sigma point, combined: the mean of the means, the
+// spread of the means plus the average noise covariance, and the cross-covariance with the points.
+struct Propagated {
+  VectorXd mean;
+  MatrixXd cov, cross;
+};
+
+Propagated propagate(const ssm_model& model, const double* frame, int64_t t, int32_t block,
+                     const SigmaPoints& s, int64_t dim) {
+  const auto n = s.points[0].size();
+  std::vector<VectorXd> mu(s.points.size(), VectorXd(dim));
+  Propagated p{VectorXd::Zero(dim), MatrixXd::Zero(dim, dim), MatrixXd::Zero(n, dim)};
+  RowMajor noise(dim, dim);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    model.gaussian_moments(frame, t, block, s.points[i].data(), mu[i].data(), noise.data());
+    p.mean += s.wm[i] * mu[i];
+    p.cov += s.wm[i] * MatrixXd(noise);
+  }
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const VectorXd d = mu[i] - p.mean;
+    p.cov += s.wc[i] * d * d.transpose();
+    p.cross += s.wc[i] * (s.points[i] - s.points[0]) * d.transpose();
+  }
+  return p;
+}
+
 } // namespace
+
+FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data) {
+  if (!model.gaussian_moments)
+    throw Error(fmt::format("filter --method ukf: the model is not Gaussian ({})",
+                            info.not_gaussian_reason.empty()
+                                ? "the model table has no gaussian_moments kernel"
+                                : info.not_gaussian_reason));
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+  const std::vector<double> frames = all_frames(info, fixed, data);
+  FilterResult r;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  VectorXd mean(n);
+  MatrixXd cov(n, n);
+  RowMajor cov0(n, n);
+  for (int64_t t = 0; t < T; ++t) {
+    require_previous_obs(info, data, t);
+    const double* frame = frames.data() + t * info.n_frame;
+    if (t == 0) {
+      model.gaussian_moments(frame, 0, 0, nullptr, mean.data(), cov0.data());
+      cov = cov0;
+    } else {
+      const Propagated pred = propagate(model, frame, t, 1, sigma_points(mean, cov), n);
+      mean = pred.mean;
+      cov = 0.5 * (pred.cov + pred.cov.transpose());
+    }
+    if (!mean.allFinite() || !cov.allFinite())
+      throw Error(fmt::format("ukf: the predicted state at t={} is not finite (check the "
+                              "parameters)",
+                              t));
+    // The cross-covariance uses the points' offsets from the mean: the centre has weight wc = 2
+    // but a zero offset.
+    const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t, "ukf");
+    r.loglik_increment[t] = increment;
+    r.log_likelihood += increment;
+    for (int64_t c = 0; c < n; ++c) {
+      r.mean[t * n + c] = mean[c];
+      r.var[t * n + c] = cov(c, c);
+    }
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
 
 FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data) {

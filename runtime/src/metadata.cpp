@@ -242,6 +242,9 @@ ModelInfo parse_metadata(std::string_view text) {
       else if (auto why = d->find("no_bound_reason"); why != d->end() && why->is_string())
         info.no_bound_reason = why->get<std::string>();
     }
+  if (st != root.end() && st->is_object())
+    if (auto g = st->find("gaussian_moments"); g != st->end() && g->is_object())
+      info.not_gaussian_reason = g->value("reason", "");
   const json* functional_analysis = nullptr;
   if (st != root.end() && st->is_object())
     if (auto f = st->find("functionals"); f != st->end() && f->is_array())

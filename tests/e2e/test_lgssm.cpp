@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <numbers>
 
 using namespace e2e;
 
@@ -332,6 +333,26 @@ void check_exact_methods(const std::string& label, const std::string& exe,
     }
   }
 
+  // The unscented Kalman filter is exact on a linear-Gaussian model.
+  const FilterRun u = run_filter(
+      exe,
+      [&] {
+        auto a = args;
+        a.insert(a.end(), {"--method", "ukf"});
+        return a;
+      }(),
+      scratch_path(label + "-ukf.csv"));
+  CHECK(u.summary.at("method") == "ukf");
+  CHECK(close(u.summary.at("log_likelihood").get<double>(), kf.log_likelihood));
+  for (int t = 0; t < T; ++t) {
+    INFO("ukf t = " << t);
+    CHECK(close(u.table.column("loglik_increment")[t], kf.loglik_increment[t]));
+    for (int c = 0; c < d; ++c) {
+      CHECK(close(u.table.column("mean_" + cols[c])[t], kf.mean[t][c]));
+      CHECK(close(u.table.column("var_" + cols[c])[t], kf.cov[t](c, c)));
+    }
+  }
+
   const SmoothingReference ref = brute_force_smoother(m, ys);
   CHECK(std::abs(ref.log_likelihood - kf.log_likelihood) <= 1e-8 * std::abs(kf.log_likelihood));
   const std::string out = scratch_path(label + "-rts.csv");
@@ -406,6 +427,36 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
   }
 }
 
+TEST_CASE("the unscented Kalman filter's moments of a quadratic observation are exact",
+          "[e2e][exact]") {
+  // x[0] ~ N(m, s^2), y[0] = x[0]^2 + N(0, r^2): the sigma points (alpha 1, beta 2, kappa 0)
+  // reproduce E[x^2] = m^2 + s^2, Var[x^2] = 4 m^2 s^2 + 2 s^4 and Cov[x, x^2] = 2 m s^2 exactly,
+  // so the first step's increment and update are those of the Gaussian with these moments.
+  const double m = 0.7, s = 0.4, r = 0.3;
+  const std::string& exe = model_exe("quadratic_obs", R"(
+model quadratic_obs {
+  param m = 0.7;
+  param s = 0.4;
+  param r = 0.3;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(m, s);
+  x[t] ~ normal(0.9 * x[t-1], 0.5);
+  y[t] ~ normal(x[t]^2, r);
+}
+)");
+  const std::string data = scratch_path("quadratic_obs.csv");
+  write_file(data, "y\n1.3\n0.2\n");
+  const FilterRun f =
+      run_filter(exe, {"--data", data, "--method", "ukf"}, scratch_path("quadratic_ukf.csv"));
+  const double yhat = m * m + s * s, S = 4 * m * m * s * s + 2 * std::pow(s, 4) + r * r,
+               C = 2 * m * s * s, v = 1.3 - yhat;
+  const double increment = -0.5 * (std::log(2 * std::numbers::pi * S) + v * v / S);
+  CHECK(f.table.column("loglik_increment")[0] == Approx(increment).epsilon(1e-12));
+  CHECK(f.table.column("mean_x")[0] == Approx(m + C / S * v).epsilon(1e-12));
+  CHECK(f.table.column("var_x")[0] == Approx(s * s - C * C / S).epsilon(1e-12));
+}
+
 TEST_CASE("filter --method kalman is refused on a model that is not linear-Gaussian",
           "[e2e][exact]") {
   const std::string& exe = example_exe("sv");
@@ -419,4 +470,13 @@ TEST_CASE("filter --method kalman is refused on a model that is not linear-Gauss
   const nlohmann::json j =
       nlohmann::json::parse(run_ok({exe, "filter", "--data", sim, "--json"}).out);
   CHECK(j.at("method") == "bootstrap");
+  // The unscented filter needs Gaussian relations: the HMM's state is categorical.
+  const std::string& hmm = example_exe("hmm");
+  const std::string hmm_sim = scratch_path("hmm-ukf-sim.csv");
+  run_ok({hmm, "simulate", "--T", "5", "--seed", "1", "--out", hmm_sim});
+  const ProcessResult u = run_process({hmm, "filter", "--data", hmm_sim, "--method", "ukf"});
+  INFO(u.describe());
+  CHECK(u.exit_code == 1);
+  CHECK(u.err.find("not Gaussian (z[0] ~ categorical is not Gaussian (at 19:3))") !=
+        std::string::npos);
 }

@@ -192,6 +192,10 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   module->setModuleIdentifier(model.name);
   nlohmann::json structure = ssm::passes::structure_json(model, context);
   structure["report"] = ssm::passes::structure_summary(context);
+  const std::string not_gaussian = ssm::codegen::gaussian_moments_unsupported(model);
+  structure["gaussian_moments"] =
+      not_gaussian.empty() ? nlohmann::json{{"available", true}}
+                           : nlohmann::json{{"available", false}, {"reason", not_gaussian}};
   std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,

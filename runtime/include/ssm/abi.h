@@ -75,6 +75,14 @@ typedef void (*ssm_transition_log_bound_fn)(const double* theta, int64_t t, int6
 // y_{t-1}).
 typedef void (*ssm_linear_gaussian_fn)(const double* theta, int64_t t, double* out);
 
+// For a model whose every relation is normal or mvnormal with parameters that read no variable of
+// their own step: the mean and covariance (row-major) of block `block` given one state x_in
+// (n doubles): block 0 the initial distribution (x_in unused), 1 the transition given
+// x_{t-1} = x_in, 2 the observation given x_t = x_in (mean m, covariance m*m). What the unscented
+// Kalman filter propagates its sigma points through.
+typedef void (*ssm_gaussian_moments_fn)(const double* theta, int64_t t, int32_t block,
+                                        const double* x_in, double* mean, double* cov);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -87,6 +95,7 @@ typedef struct ssm_model {
   ssm_functional_terms_fn functional_terms;
   ssm_transition_log_bound_fn transition_log_bound; // may be null
   ssm_linear_gaussian_fn linear_gaussian;           // may be null
+  ssm_gaussian_moments_fn gaussian_moments;         // may be null
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -1,6 +1,7 @@
 // Exact filtering and smoothing of linear-Gaussian models: the Kalman filter and the
 // Rauch-Tung-Striebel smoother, on the matrices that the compiled model's linear_gaussian kernel
-// computes at each step (docs/abi.md). Missing observation components (NaN) drop their rows.
+// computes at each step (docs/abi.md); and the unscented Kalman filter for nonlinear models with
+// Gaussian noise. Missing observation components (NaN) drop their rows.
 #ifndef SSM_KALMAN_H
 #define SSM_KALMAN_H
 
@@ -21,6 +22,14 @@ namespace ssm {
 // covariance is not positive definite or the model has no linear_gaussian kernel.
 FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data);
+
+// The unscented Kalman filter (Julier & Uhlmann; Wan & van der Merwe) on the gaussian_moments
+// kernel: 2n + 1 sigma points with alpha = 1, beta = 2, kappa = 0, propagated through the
+// transition and observation means; the noise covariances (which may depend on the state) are
+// averaged over the sigma points. On a linear-Gaussian model it equals the Kalman filter. Throws
+// ssm::Error naming the time step if a covariance stops being positive definite.
+FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data);
 
 // Kalman filter, then RTS: per-t smoothing means and variances, the lag-one covariances
 // Cov[x_t, x_{t-1} | y], and the model's functionals as expectations under the smoothing

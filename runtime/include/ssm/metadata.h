@@ -73,6 +73,8 @@ struct ModelInfo {
   bool transition_tractable = true;
   std::string sample_only_reason;
   std::string transition_bound, no_bound_reason;
+  // Why the model has no gaussian_moments kernel (the unscented Kalman filter needs it).
+  std::string not_gaussian_reason;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
 
