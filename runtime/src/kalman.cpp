@@ -1,5 +1,5 @@
-// The Kalman filter and RTS smoother (ssm/kalman.h) with Eigen. The covariance update uses the
-// Joseph form, which stays symmetric and positive semi-definite under rounding; the smoother gain
+// The Kalman filter, RTS smoother and unscented Kalman filter (ssm/kalman.h) with Eigen. Both
+// filters share one Gaussian update (by the observed components); the smoother gain
 // solves with a complete orthogonal decomposition, so a singular predicted covariance (a state
 // component without noise) is handled.
 #include "ssm/kalman.h"
@@ -57,6 +57,54 @@ Step read_step(const ssm_model& model, const double* frame, int64_t t, int64_t n
   return s;
 }
 
+// The Gaussian update of (mean, cov) by the observed components of y, given the predicted
+// observation yhat, its covariance S and the cross-covariance C = Cov(x, y); returns the
+// log-likelihood increment (0 when nothing is observed).
+double gaussian_update(VectorXd& mean, MatrixXd& cov, const double* y, const VectorXd& yhat,
+                       const MatrixXd& S, const MatrixXd& C, int64_t t, const char* who) {
+  std::vector<int64_t> seen;
+  for (int64_t k = 0; k < yhat.size(); ++k)
+    if (!std::isnan(y[k]))
+      seen.push_back(k);
+  if (seen.empty())
+    return 0;
+  const auto o = static_cast<int64_t>(seen.size());
+  VectorXd v(o);
+  MatrixXd So(o, o), Co(mean.size(), o);
+  for (int64_t a = 0; a < o; ++a) {
+    v[a] = y[seen[a]] - yhat[seen[a]];
+    Co.col(a) = C.col(seen[a]);
+    for (int64_t b = 0; b < o; ++b)
+      So(a, b) = S(seen[a], seen[b]);
+  }
+  const Eigen::LLT<MatrixXd> llt(So);
+  if (llt.info() != Eigen::Success || !So.allFinite())
+    throw Error(fmt::format("{}: the innovation covariance at t={} is not positive definite (an "
+                            "observation without noise, or invalid parameters)",
+                            who, t));
+  const MatrixXd K = llt.solve(Co.transpose()).transpose(); // C S^-1
+  double log_det = 0;
+  for (int64_t a = 0; a < o; ++a)
+    log_det += 2 * std::log(llt.matrixL()(a, a));
+  mean += K * v;
+  cov -= K * So * K.transpose();
+  cov = 0.5 * (cov + cov.transpose());
+  return -0.5 *
+         (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(llt.solve(v)));
+}
+
+// Step t of a Gaussian filter into its result: moments, increment, log-likelihood.
+void record_step(FilterResult& r, int64_t t, const VectorXd& mean, const MatrixXd& cov,
+                 double increment) {
+  const int64_t n = mean.size();
+  r.loglik_increment[t] = increment;
+  r.log_likelihood += increment;
+  for (int64_t c = 0; c < n; ++c) {
+    r.mean[t * n + c] = mean[c];
+    r.var[t * n + c] = cov(c, c);
+  }
+}
+
 // Everything the smoother needs from the forward pass.
 struct Forward {
   FilterResult result;
@@ -105,49 +153,13 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
                               t));
     f.pred_mean[t] = mean;
     f.pred_cov[t] = cov;
-    // Update with the observed components only.
-    const double* y = data.at(t);
-    std::vector<int64_t> seen;
-    for (int64_t k = 0; k < m; ++k)
-      if (!std::isnan(y[k]))
-        seen.push_back(k);
-    double increment = 0;
-    if (!seen.empty()) {
-      const auto o = static_cast<int64_t>(seen.size());
-      MatrixXd H(o, n), R(o, o);
-      VectorXd v(o);
-      for (int64_t a = 0; a < o; ++a) {
-        H.row(a) = s.H.row(seen[a]);
-        v[a] = y[seen[a]] - s.d[seen[a]];
-        for (int64_t b = 0; b < o; ++b)
-          R(a, b) = s.R(seen[a], seen[b]);
-      }
-      v -= H * mean;
-      const MatrixXd S = H * cov * H.transpose() + R;
-      const Eigen::LLT<MatrixXd> llt(S);
-      if (llt.info() != Eigen::Success || !S.allFinite())
-        throw Error(fmt::format("kalman: the innovation covariance at t={} is not positive "
-                                "definite (an observation without noise, or invalid parameters)",
-                                t));
-      const MatrixXd K = llt.solve(H * cov).transpose(); // P H' S^-1 (S, P symmetric)
-      const VectorXd w = llt.solve(v);
-      double log_det = 0;
-      for (int64_t a = 0; a < o; ++a)
-        log_det += 2 * std::log(llt.matrixL()(a, a));
-      increment =
-          -0.5 * (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(w));
-      mean += K * v;
-      const MatrixXd A = MatrixXd::Identity(n, n) - K * H;
-      cov = A * cov * A.transpose() + K * R * K.transpose();
-    }
+    // Update: predicted observation H m + d, its covariance H P H' + R, Cov(x, y) = P H'.
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), s.H * mean + s.d, s.H * cov * s.H.transpose() + s.R,
+                        cov * s.H.transpose(), t, "kalman");
     f.filt_mean[t] = mean;
     f.filt_cov[t] = cov;
-    r.loglik_increment[t] = increment;
-    r.log_likelihood += increment;
-    for (int64_t c = 0; c < n; ++c) {
-      r.mean[t * n + c] = mean[c];
-      r.var[t * n + c] = cov(c, c);
-    }
+    record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return f;
@@ -158,42 +170,6 @@ MatrixXd square_root(const MatrixXd& cov) {
   const Eigen::SelfAdjointEigenSolver<MatrixXd> eig(0.5 * (cov + cov.transpose()));
   return eig.eigenvectors() * eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() *
          eig.eigenvectors().transpose();
-}
-
-// The Gaussian update of (mean, cov) by the observed components of y, given the predicted
-// observation yhat, its covariance S and the cross-covariance C = Cov(x, y); returns the
-// log-likelihood increment (0 when nothing is observed).
-double gaussian_update(VectorXd& mean, MatrixXd& cov, const double* y, const VectorXd& yhat,
-                       const MatrixXd& S, const MatrixXd& C, int64_t t, const char* who) {
-  std::vector<int64_t> seen;
-  for (int64_t k = 0; k < yhat.size(); ++k)
-    if (!std::isnan(y[k]))
-      seen.push_back(k);
-  if (seen.empty())
-    return 0;
-  const auto o = static_cast<int64_t>(seen.size());
-  VectorXd v(o);
-  MatrixXd So(o, o), Co(mean.size(), o);
-  for (int64_t a = 0; a < o; ++a) {
-    v[a] = y[seen[a]] - yhat[seen[a]];
-    Co.col(a) = C.col(seen[a]);
-    for (int64_t b = 0; b < o; ++b)
-      So(a, b) = S(seen[a], seen[b]);
-  }
-  const Eigen::LLT<MatrixXd> llt(So);
-  if (llt.info() != Eigen::Success || !So.allFinite())
-    throw Error(fmt::format("{}: the innovation covariance at t={} is not positive definite (an "
-                            "observation without noise, or invalid parameters)",
-                            who, t));
-  const MatrixXd K = llt.solve(Co.transpose()).transpose(); // C S^-1
-  double log_det = 0;
-  for (int64_t a = 0; a < o; ++a)
-    log_det += 2 * std::log(llt.matrixL()(a, a));
-  mean += K * v;
-  cov -= K * So * K.transpose();
-  cov = 0.5 * (cov + cov.transpose());
-  return -0.5 *
-         (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(llt.solve(v)));
 }
 
 // Sigma points of N(mean, cov) with alpha = 1, beta = 2, kappa = 0: the mean and mean +- sqrt(n)
@@ -288,12 +264,7 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
     const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
     const double increment =
         gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t, "ukf");
-    r.loglik_increment[t] = increment;
-    r.log_likelihood += increment;
-    for (int64_t c = 0; c < n; ++c) {
-      r.mean[t * n + c] = mean[c];
-      r.var[t * n + c] = cov(c, c);
-    }
+    record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

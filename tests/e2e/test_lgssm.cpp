@@ -58,16 +58,47 @@ Eigen::MatrixXd matrix_from_json(const nlohmann::json& j) {
   return m;
 }
 
+// examples/lgssm1.ssm with parameters other than its defaults (m0 != 0 in particular): the
+// --param arguments and the matching reference model.
+struct Lgssm1 {
+  double a = 0.8, q = 0.7, r = 0.6, m0 = 0.5, s0 = 2;
+  std::vector<std::string> params() const {
+    return {"--param", fmt::format("a={}", a),  "--param", fmt::format("q={}", q),
+            "--param", fmt::format("r={}", r),  "--param", fmt::format("m0={}", m0),
+            "--param", fmt::format("s0={}", s0)};
+  }
+  LinearGaussianModel model() const {
+    LinearGaussianModel m;
+    m.m0 = Eigen::VectorXd::Constant(1, m0);
+    m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
+    m.A = Eigen::MatrixXd::Constant(1, 1, a);
+    m.Q = Eigen::MatrixXd::Constant(1, 1, q * q);
+    m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
+    m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+    return m;
+  }
+};
+
+// examples/lgssm.ssm (10-D) with the parameters of a --params file; x[0] ~ mvnormal(0, Q).
+LinearGaussianModel lgssm_model(const std::string& params_file) {
+  const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
+  LinearGaussianModel m;
+  m.A = matrix_from_json(p.at("A"));
+  m.Q = matrix_from_json(p.at("Q"));
+  m.B = matrix_from_json(p.at("B"));
+  m.R = matrix_from_json(p.at("R"));
+  m.m0 = Eigen::VectorXd::Zero(m.A.rows());
+  m.P0 = m.Q;
+  return m;
+}
+
 } // namespace
 
 TEST_CASE("lgssm1 (1-D): particle filter against Kalman with missing observations", "[e2e][stat]") {
   const std::string& exe = example_exe("lgssm1");
   // Parameters other than the model's defaults, to exercise --param (m0 != 0 in particular).
-  const double a = 0.8, q = 0.7, r = 0.6, m0 = 0.5, s0 = 2;
-  const std::vector<std::string> params = {
-      "--param", fmt::format("a={}", a),  "--param", fmt::format("q={}", q),
-      "--param", fmt::format("r={}", r),  "--param", fmt::format("m0={}", m0),
-      "--param", fmt::format("s0={}", s0)};
+  const Lgssm1 model;
+  const std::vector<std::string> params = model.params();
   const std::string sim = scratch_path("lgssm1-sim.csv"), data = scratch_path("lgssm1-data.csv");
   std::vector<std::string> argv = {exe, "simulate", "--T", "100", "--seed", "11", "--out", sim};
   argv.insert(argv.end(), params.begin(), params.end());
@@ -77,14 +108,7 @@ TEST_CASE("lgssm1 (1-D): particle filter against Kalman with missing observation
   Table table = with_missing(read_table(sim), {"y"}, missing_rows);
   write_table(data, table);
 
-  LinearGaussianModel m;
-  m.m0 = Eigen::VectorXd::Constant(1, m0);
-  m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
-  m.A = Eigen::MatrixXd::Constant(1, 1, a);
-  m.Q = Eigen::MatrixXd::Constant(1, 1, q * q);
-  m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
-  m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
-  const KalmanResult exact = kalman_filter(m, observations(table, {"y"}));
+  const KalmanResult exact = kalman_filter(model.model(), observations(table, {"y"}));
 
   PfVsKalman c;
   c.label = "lgssm1";
@@ -114,15 +138,8 @@ TEST_CASE("lgssm (10-D): particle filter against Kalman with missing rows", "[e2
   Table table = with_missing(read_table(sim), indexed("y", d), missing_rows);
   write_table(data, table);
 
-  const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
-  LinearGaussianModel m;
-  m.A = matrix_from_json(p.at("A"));
-  m.Q = matrix_from_json(p.at("Q"));
-  m.B = matrix_from_json(p.at("B"));
-  m.R = matrix_from_json(p.at("R"));
-  m.m0 = Eigen::VectorXd::Zero(d); // x[0] ~ mvnormal(zeros(d), Q)
-  m.P0 = m.Q;
-  const KalmanResult exact = kalman_filter(m, observations(table, indexed("y", d)));
+  const KalmanResult exact =
+      kalman_filter(lgssm_model(params_file), observations(table, indexed("y", d)));
 
   PfVsKalman c;
   c.label = "lgssm";
@@ -310,46 +327,25 @@ void check_exact_methods(const std::string& label, const std::string& exe,
     return std::abs(got - want) <= 1e-8 * std::max(1.0, std::abs(want));
   };
   const KalmanResult kf = kalman_filter(m, ys);
-  const FilterRun f = run_filter(
-      exe,
-      [&] {
-        auto a = args;
-        a.insert(a.end(), {"--method", "auto"});
-        return a;
-      }(),
-      scratch_path(label + "-kalman.csv"));
   INFO(label);
-  CHECK(f.summary.at("method") == "kalman");
-  CHECK(f.summary.at("chosen_by") == "auto");
-  CHECK(close(f.summary.at("log_likelihood").get<double>(), kf.log_likelihood));
-  CHECK(f.table.column_index("ess") < 0); // an exact filter has no ESS
-  const std::vector<double> inc = f.table.column("loglik_increment");
-  for (int t = 0; t < T; ++t) {
-    INFO("t = " << t);
-    CHECK(close(inc[t], kf.loglik_increment[t]));
-    for (int c = 0; c < d; ++c) {
-      CHECK(close(f.table.column("mean_" + cols[c])[t], kf.mean[t][c]));
-      CHECK(close(f.table.column("var_" + cols[c])[t], kf.cov[t](c, c)));
-    }
-  }
-
-  // The unscented Kalman filter is exact on a linear-Gaussian model.
-  const FilterRun u = run_filter(
-      exe,
-      [&] {
-        auto a = args;
-        a.insert(a.end(), {"--method", "ukf"});
-        return a;
-      }(),
-      scratch_path(label + "-ukf.csv"));
-  CHECK(u.summary.at("method") == "ukf");
-  CHECK(close(u.summary.at("log_likelihood").get<double>(), kf.log_likelihood));
-  for (int t = 0; t < T; ++t) {
-    INFO("ukf t = " << t);
-    CHECK(close(u.table.column("loglik_increment")[t], kf.loglik_increment[t]));
-    for (int c = 0; c < d; ++c) {
-      CHECK(close(u.table.column("mean_" + cols[c])[t], kf.mean[t][c]));
-      CHECK(close(u.table.column("var_" + cols[c])[t], kf.cov[t](c, c)));
+  // `auto` picks the Kalman filter; the unscented one is exact on a linear-Gaussian model too.
+  for (const std::string method : {"auto", "ukf"}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--method", method});
+    const FilterRun f = run_filter(exe, a, scratch_path(label + "-" + method + ".csv"));
+    INFO("filter --method " << method);
+    CHECK(f.summary.at("method") == (method == "auto" ? "kalman" : method));
+    CHECK(f.summary.at("chosen_by") == (method == "auto" ? "auto" : "user"));
+    CHECK(close(f.summary.at("log_likelihood").get<double>(), kf.log_likelihood));
+    CHECK(f.table.column_index("ess") < 0); // an exact filter has no ESS
+    const std::vector<double> inc = f.table.column("loglik_increment");
+    for (int t = 0; t < T; ++t) {
+      INFO("t = " << t);
+      CHECK(close(inc[t], kf.loglik_increment[t]));
+      for (int c = 0; c < d; ++c) {
+        CHECK(close(f.table.column("mean_" + cols[c])[t], kf.mean[t][c]));
+        CHECK(close(f.table.column("var_" + cols[c])[t], kf.cov[t](c, c)));
+      }
     }
   }
 
@@ -381,11 +377,8 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
           "[e2e][exact]") {
   {
     const std::string& exe = example_exe("lgssm1");
-    const double a = 0.8, q = 0.7, r = 0.6, m0 = 0.5, s0 = 2;
-    const std::vector<std::string> params = {
-        "--param", fmt::format("a={}", a),  "--param", fmt::format("q={}", q),
-        "--param", fmt::format("r={}", r),  "--param", fmt::format("m0={}", m0),
-        "--param", fmt::format("s0={}", s0)};
+    const Lgssm1 model;
+    const std::vector<std::string> params = model.params();
     const std::string sim = scratch_path("lgssm1-exact-sim.csv"),
                       data = scratch_path("lgssm1-exact-data.csv");
     std::vector<std::string> argv = {exe, "simulate", "--T", "40", "--seed", "3", "--out", sim};
@@ -393,16 +386,9 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
     run_ok(argv);
     Table table = with_missing(read_table(sim), {"y"}, {0, 13, 14, 39});
     write_table(data, table);
-    LinearGaussianModel m;
-    m.m0 = Eigen::VectorXd::Constant(1, m0);
-    m.P0 = Eigen::MatrixXd::Constant(1, 1, s0 * s0);
-    m.A = Eigen::MatrixXd::Constant(1, 1, a);
-    m.Q = Eigen::MatrixXd::Constant(1, 1, q * q);
-    m.B = Eigen::MatrixXd::Constant(1, 1, 1.0);
-    m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
     std::vector<std::string> args = params;
     args.insert(args.end(), {"--data", data});
-    check_exact_methods("lgssm1", exe, args, m, observations(table, {"y"}), {"x"});
+    check_exact_methods("lgssm1", exe, args, model.model(), observations(table, {"y"}), {"x"});
   }
   {
     const std::string& exe = example_exe("lgssm");
@@ -414,16 +400,9 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
             "--out", sim});
     Table table = with_missing(read_table(sim), indexed("y", d), {2, 9});
     write_table(data, table);
-    const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
-    LinearGaussianModel m;
-    m.A = matrix_from_json(p.at("A"));
-    m.Q = matrix_from_json(p.at("Q"));
-    m.B = matrix_from_json(p.at("B"));
-    m.R = matrix_from_json(p.at("R"));
-    m.m0 = Eigen::VectorXd::Zero(d);
-    m.P0 = m.Q;
-    check_exact_methods("lgssm", exe, {"--params", params_file, "--data", data}, m,
-                        observations(table, indexed("y", d)), indexed("x", d));
+    check_exact_methods("lgssm", exe, {"--params", params_file, "--data", data},
+                        lgssm_model(params_file), observations(table, indexed("y", d)),
+                        indexed("x", d));
   }
 }
 
