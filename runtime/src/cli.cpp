@@ -281,11 +281,12 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   flt->add_option("--method", filter_method,
                   "auto (kalman for a linear-Gaussian model, forward for a finite-state one, "
-                  "else bootstrap), bootstrap, kalman, forward, or ukf (unscented Kalman "
-                  "filter, an approximation, for nonlinear models with Gaussian noise)")
-      ->type_name("auto|bootstrap|kalman|forward|ukf")
+                  "else bootstrap), bootstrap, apf (auxiliary particle filter), kalman, forward, "
+                  "or ukf (unscented Kalman filter, an approximation, for nonlinear models with "
+                  "Gaussian noise)")
+      ->type_name("auto|bootstrap|apf|kalman|forward|ukf")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bootstrap", "kalman", "forward", "ukf"}));
+      ->check(CLI::IsMember({"auto", "bootstrap", "apf", "kalman", "forward", "ukf"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -570,6 +571,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
       fopt.seed = g.seed;
       fopt.resampling = *parse_resampling(resampling); // validated by IsMember
+      fopt.auxiliary = method == "apf";
       fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       FilterResult r;
       try {
@@ -577,6 +579,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
             : method == "forward" ? forward_filter(*model, info, theta, data)
             : method == "ukf"     ? unscented_kalman_filter(*model, info, theta, data)
                                   : bootstrap_filter(*model, info, theta, data, fopt, pool);
+        // bootstrap and apf: the particle filter
       } catch (...) {
         progress.finish();
         throw;
@@ -594,7 +597,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                   {"T", r.T},
                   {"elapsed_s", r.elapsed_s},
                   {"model", info.name}};
-        if (method == "bootstrap") {
+        if (method == "apf")
+          j["lookahead"] = model->gaussian_moments ? "mean" : "simulated";
+        if (method == "bootstrap" || method == "apf") {
           j["particles"] = r.particles;
           j["resample_count"] = r.resample_count;
           j["resampling"] = resampling_name(fopt.resampling);

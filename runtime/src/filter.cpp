@@ -49,10 +49,10 @@ std::string data_row_text(const ModelInfo& info, const ObsData& data, int64_t t)
 } // namespace
 
 struct ParticleFilter::Buffers {
-  AlignedArray<double> xa, xb;
+  AlignedArray<double> xa, xb, pred; // pred: the auxiliary filter's predictions (else empty)
   Frame frame;
-  Buffers(int64_t n, const ModelInfo& info, const std::vector<double>& fixed)
-      : xa(n), xb(n), frame(info, fixed) {}
+  Buffers(int64_t n, bool auxiliary, const ModelInfo& info, const std::vector<double>& fixed)
+      : xa(n), xb(n), pred(auxiliary ? n : 0), frame(info, fixed) {}
 };
 
 ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
@@ -74,7 +74,12 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   stride_ = (N_ + 7) / 8 * 8;
   nb_ = (N_ + kParticleBlock - 1) / kParticleBlock;
   const int64_t ns = info.n_state, T = data.T;
-  buf_ = std::make_unique<Buffers>(ns * stride_, info, fixed);
+  buf_ = std::make_unique<Buffers>(ns * stride_, opt.auxiliary, info, fixed);
+  if (opt.auxiliary) {
+    loglam_.assign(stride_, 0.0);
+    aux_w_.assign(N_, 0.0);
+    lookahead_ = model.gaussian_moments ? Lookahead::mean : Lookahead::simulated;
+  }
   prev_ = buf_->xa.data();
   cur_ = buf_->xb.data();
   lw_.assign(N_, 0.0);
@@ -103,6 +108,66 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
 
 ParticleFilter::~ParticleFilter() = default;
 
+double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
+  const int64_t N = N_, nb = nb_, stride = stride_, ns = info_.n_state;
+  const double* prev = prev_;
+  double* pred = buf_->pred.data();
+  double* loglam = loglam_.data();
+  if (lookahead_ == Lookahead::mean) {
+    pool_.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      std::vector<double> x(ns), mean(ns), cov(ns * ns);
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t c = 0; c < ns; ++c)
+          x[c] = prev[c * stride + n];
+        model_.gaussian_moments(th, t, 1, x.data(), mean.data(), cov.data());
+        for (int64_t c = 0; c < ns; ++c)
+          pred[c * stride + n] = mean[c];
+      }
+    });
+    pool_.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
+    });
+  } else {
+    // lambda_i = the average of p(y_t | x~) over kLookaheadDraws draws x~ from the transition: an
+    // unbiased estimate of the predictive density p(y_t | x_{t-1}^i), less noisy than one draw.
+    pool_.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      std::vector<double> one(stride);
+      for (int64_t k = 0; k < kLookaheadDraws; ++k) {
+        model_.transition_sample(th, opt_.seed ^ (kLookaheadSeedKey + static_cast<uint64_t>(k)), t,
+                                 begin, end, stride, prev, nullptr, pred);
+        model_.obs_logpdf(th, t, begin, end, stride, pred, y, k == 0 ? loglam : one.data());
+        if (k > 0) // log(exp(a) + exp(b)), then the mean at the end
+          for (int64_t n = begin; n < end; ++n) {
+            const double hi = std::max(loglam[n], one[n]), lo = std::min(loglam[n], one[n]);
+            loglam[n] = std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
+          }
+      }
+      for (int64_t n = begin; n < end; ++n)
+        loglam[n] -= std::log(static_cast<double>(kLookaheadDraws));
+    });
+  }
+  // Floor the first-stage factors at 10^-3 of the largest among particles of positive weight, so
+  // no particle is excluded because its prediction explains y_t badly (any positive factor keeps
+  // the filter consistent and its likelihood unbiased; a zero one would not).
+  double top = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < N; ++i)
+    if (w_[i] > 0 && loglam[i] > top)
+      top = loglam[i];
+  if (!std::isfinite(top))
+    top = 0; // no prediction explains y_t (or it is missing): plain resampling
+  const double floor = std::log(1e-3);
+  double sw = 0, swl = 0;
+  for (int64_t i = 0; i < N; ++i) { // log(lambda_i / max lambda), in [log 1e-3, 0]
+    loglam[i] = std::isnan(loglam[i]) ? floor : std::clamp(loglam[i] - top, floor, 0.0);
+    sw += w_[i];
+    swl += w_[i] * std::exp(loglam[i]);
+  }
+  return std::log(swl / sw); // the scale max lambda cancels between the two stages
+}
+
 bool ParticleFilter::step() {
   if (t_ + 1 >= data_.T)
     return false;
@@ -119,19 +184,33 @@ bool ParticleFilter::step() {
   double* inc = inc_.data();
   double* w = w_.data();
 
+  const double* y = data_.at(t);
+  require_previous_obs(info_, data_, t);
+  const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
+  frame_values_ = th;
   resampled_ = false;
-  if (t > 0 && (opt_.ess_threshold >= 1 || ess_prev_ < opt_.ess_threshold * N)) {
+  const bool auxiliary = opt_.auxiliary && t > 0;
+  if (auxiliary) {
+    // First stage: resample with w_i lambda_i; the new particles start from log-weight
+    // log(sum w lambda / sum w) - log lambda_{a_n}, and the increment is taken against log N.
+    const double log_mean_lambda = lookahead(th, t, y);
+    for (int64_t i = 0; i < N; ++i)
+      aux_w_[i] = w[i] * std::exp(loglam_[i]);
+    resample(opt_.resampling, aux_w_.data(), N, seed, static_cast<uint32_t>(t), kSiteResample,
+             anc_.data());
+    resampled_ = true;
+    ++res_.resample_count;
+    for (int64_t n = 0; n < N; ++n)
+      lw[n] = log_mean_lambda - loglam_[anc_[n]];
+    log_sum_prev_ = std::log(static_cast<double>(N));
+  } else if (t > 0 && (opt_.ess_threshold >= 1 || ess_prev_ < opt_.ess_threshold * N)) {
     resample(opt_.resampling, w, N, seed, static_cast<uint32_t>(t), kSiteResample, anc_.data());
     resampled_ = true;
     ++res_.resample_count;
     log_sum_prev_ = std::log(static_cast<double>(N));
   }
-  const bool flat_prev = t == 0 || resampled_; // previous log-weights all 0
+  const bool flat_prev = t == 0 || (resampled_ && !auxiliary); // previous log-weights all 0
   const int64_t* ancestors = this->ancestors();
-  const double* y = data_.at(t);
-  require_previous_obs(info_, data_, t);
-  const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
-  frame_values_ = th;
 
   // Propagate, weight, and find each block's largest log-weight.
   pool_.parallel_for(nb, [&](int64_t b) {

@@ -123,6 +123,14 @@ TEST_CASE("lgssm1 (1-D): particle filter against Kalman with missing observation
   for (size_t t : missing_rows)
     c.missing[t] = true;
   compare_with_kalman(c, exact);
+
+  // The auxiliary particle filter (look-ahead: the transition's mean) on the same data: its
+  // likelihood is unbiased too.
+  PfVsKalman apf = c;
+  apf.label = "lgssm1-apf";
+  apf.args.insert(apf.args.end(), {"--method", "apf"});
+  apf.seed0 = 5000;
+  compare_with_kalman(apf, exact);
 }
 
 TEST_CASE("lgssm (10-D): particle filter against Kalman with missing rows", "[e2e][stat]") {

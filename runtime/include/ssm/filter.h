@@ -26,10 +26,24 @@ inline constexpr int64_t kParticleBlock = 4096;
 // ... as resample() documents for each scheme (systematic uses the single block k = 0).
 inline constexpr uint32_t kSiteResample = 0xFFFF0001u;
 
+// The auxiliary particle filter's simulated look-ahead draws use the model's transition sampler
+// with the seed XOR this key, so they never share a Philox stream with the filter's own draws.
+inline constexpr uint64_t kLookaheadSeedKey = 0x9E3779B97F4A7C15ull;
+inline constexpr int64_t kLookaheadDraws = 4; // simulated look-ahead: draws per particle
+
+// How the auxiliary particle filter predicts each particle's next state for its first-stage
+// weights p(y_t | prediction): the transition's mean (gaussian_moments kernel), or, when the model
+// has no Gaussian moments, the average of p(y_t | x~) over kLookaheadDraws draws from the
+// transition.
+enum class Lookahead { mean, simulated };
+
 struct FilterOptions {
   int64_t particles = 1000;
   double ess_threshold = 0.5; // resample at t > 0 when ESS < r N; r >= 1: every step
   Resampling resampling = Resampling::systematic;
+  // Auxiliary particle filter (Pitt & Shephard 1999): at each t > 0, resample with the weights
+  // times p(y_t | a prediction of x_t from each particle), then correct by that factor.
+  bool auxiliary = false;
   uint64_t seed = 1;
   // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
   // they hold the last step only, so memory does not grow with T (the online smoothers).
@@ -84,8 +98,13 @@ public:
   const FilterResult& result() const { return res_; }
   FilterResult take_result() { return std::move(res_); }
 
+  Lookahead lookahead_kind() const { return lookahead_; } // the auxiliary filter's predictions
+
 private:
   struct Buffers;
+  // The auxiliary filter's first stage at t: fills loglam_ with log(lambda_i / max lambda) and
+  // returns log(sum_i w_i lambda_i / sum_i w_i) on the same scale.
+  double lookahead(const double* th, int64_t t, const double* y);
   const ssm_model& model_;
   const ModelInfo& info_;
   const ObsData& data_;
@@ -96,6 +115,8 @@ private:
   double *prev_, *cur_;
   std::vector<double> lw_, inc_, w_, bmax_, bsum_, bsum2_, bx_, bvar_, mean_;
   std::vector<int64_t> anc_;
+  std::vector<double> loglam_, aux_w_;
+  Lookahead lookahead_ = Lookahead::mean;
   bool resampled_ = false;
   double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
   const double* frame_values_ = nullptr;
