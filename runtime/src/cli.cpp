@@ -42,11 +42,31 @@ std::string program_name(int argc, char** argv) {
 }
 
 std::string var_type(const VarInfo& v) {
+  std::string scalar = "real";
+  if (v.integer) {
+    auto bound = [](double b) { return fmt::format("{}", static_cast<int64_t>(b)); };
+    scalar = std::isfinite(v.lower) && std::isfinite(v.upper)
+                 ? fmt::format("int[{}..{}]", bound(v.lower), bound(v.upper))
+                 : "int";
+  }
   if (v.shape.empty())
-    return "real";
+    return scalar;
   if (v.shape.size() == 1)
-    return fmt::format("vector[{}]", v.shape[0]);
-  return fmt::format("matrix[{}]", fmt::join(v.shape, ","));
+    return fmt::format("vector[{}] of {}", v.shape[0], scalar);
+  return fmt::format("matrix[{}] of {}", fmt::join(v.shape, ","), scalar);
+}
+
+// The filter methods that apply to the model, `auto`'s choice first.
+std::vector<std::string> filter_methods(const ssm_model& model, const ModelInfo& info) {
+  std::vector<std::string> out;
+  if (info.linear_gaussian && model.linear_gaussian)
+    out.push_back("kalman");
+  if (enumerable(info))
+    out.push_back("forward");
+  out.insert(out.end(), {"bootstrap", "apf"});
+  if (model.gaussian_moments)
+    out.push_back("ukf");
+  return out;
 }
 
 std::string params_footer(const ModelInfo& info) {
@@ -78,7 +98,10 @@ struct Globals {
   std::string params_file;
 };
 
-void run_info(const ModelInfo& info, const ParamValues& values, bool as_json, std::FILE* out) {
+void run_info(const ssm_model& model, const ModelInfo& info, const ParamValues& values,
+              bool as_json, std::FILE* out) {
+  const std::vector<std::string> filters = filter_methods(model, info),
+                                 smoothers = smooth_methods(model, info);
   if (as_json) {
     json j;
     j["model"] = info.name;
@@ -115,6 +138,7 @@ void run_info(const ModelInfo& info, const ParamValues& values, bool as_json, st
     }
     j["params"] = ps;
     j["structure"] = info.structure;
+    j["methods"] = {{"filter", filters}, {"smooth", smoothers}, {"decode", enumerable(info)}};
     fmt::print(out, "{}\n", j.dump(2));
     return;
   }
@@ -140,6 +164,9 @@ void run_info(const ModelInfo& info, const ParamValues& values, bool as_json, st
     for (std::string line; std::getline(lines, line);)
       fmt::print(out, "  {}\n", line);
   }
+  fmt::print(out, "methods (auto's choice first):\n  filter: {}\n  smooth: {}\n  decode: {}\n",
+             fmt::join(filters, ", "), fmt::join(smoothers, ", "),
+             enumerable(info) ? "yes (Viterbi)" : "no (the state is not finite)");
 }
 
 // Progress on a terminal only, and only for runs long enough to need it.
@@ -147,6 +174,7 @@ struct Progress {
   std::FILE* err;
   std::string prog;
   bool enabled;
+  const char* what; // "filter", "smooth (forward pass)"
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last = start;
   bool shown = false;
 
@@ -158,7 +186,7 @@ struct Progress {
       return;
     last = now;
     shown = true;
-    fmt::print(err, "\r{} filter: t = {}/{} ({}%)", prog, t + 1, T, 100 * (t + 1) / T);
+    fmt::print(err, "\r{} {}: t = {}/{} ({}%)", prog, what, t + 1, T, 100 * (t + 1) / T);
     std::fflush(err);
   }
   void finish() {
@@ -428,7 +456,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), g.seed);
     ParamValues values = resolve_params(info, g.params_file, g.params);
     if (inf->parsed()) {
-      run_info(info, values, info_json, out);
+      run_info(*model, info, values, info_json, out);
     } else if (sim->parsed()) {
       if (!model->init_sample || !model->transition_sample || !model->obs_sample)
         throw Error("the model table lacks a sampling kernel needed by simulate");
@@ -485,7 +513,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       const bool write_csv = !smooth_out.empty() || !smooth_json_flag;
       check_output_path(smooth_out);
       ThreadPool pool(g.threads);
-      Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
+      Progress progress{err, prog, ::isatty(::fileno(err)) == 1, "smooth (filter pass)"};
       sopt.filter.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       SmoothResult r;
       try {
@@ -568,7 +596,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       const bool write_csv = !filter_out.empty() || !filter_json;
       check_output_path(filter_out); // the file itself is created after filtering, as above
       ThreadPool pool(g.threads);
-      Progress progress{err, prog, ::isatty(::fileno(err)) == 1};
+      Progress progress{err, prog, ::isatty(::fileno(err)) == 1, "filter"};
       fopt.seed = g.seed;
       fopt.resampling = *parse_resampling(resampling); // validated by IsMember
       fopt.auxiliary = method == "apf";

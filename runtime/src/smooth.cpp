@@ -60,7 +60,7 @@ std::vector<std::string> applicable_methods(const ModelInfo& info) {
   std::vector<std::string> out;
   if (info.linear_gaussian)
     out.push_back("rts");
-  if (info.finite_state)
+  if (enumerable(info))
     out.push_back("forward-backward");
   for (SmoothMethod m : kSmoothMethods) {
     if (m == SmoothMethod::rts || m == SmoothMethod::forward_backward)
@@ -73,6 +73,21 @@ std::vector<std::string> applicable_methods(const ModelInfo& info) {
 }
 
 } // namespace
+
+std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info) {
+  std::vector<std::string> out = applicable_methods(info);
+  if (!model.linear_gaussian)
+    std::erase(out, "rts");
+  if (!info.transition_tractable) // genealogy is auto's choice then
+    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
+      return m == "rts" || m == "forward-backward" || m == "genealogy";
+    });
+  else // after the exact methods, auto picks paris
+    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
+      return m == "rts" || m == "forward-backward" || m == "paris";
+    });
+  return out;
+}
 
 void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt) {
   const std::string name = smooth_method_name(opt.method);

@@ -270,3 +270,22 @@ TEST_CASE("exact finite-state methods are refused on a model whose state is not 
     CHECK(p.out.empty());
   }
 }
+
+TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") {
+  const nlohmann::json hmm =
+      nlohmann::json::parse(run_ok({model_exe("hmm3", kModel), "info", "--json"}).out);
+  CHECK(hmm["methods"]["filter"] == nlohmann::json({"forward", "bootstrap", "apf"}));
+  CHECK(hmm["methods"]["smooth"][0] == "forward-backward");
+  CHECK(hmm["methods"]["decode"] == true);
+  CHECK(run_ok({model_exe("hmm3", kModel), "info"}).out.find("  z : int[0..2]\n") !=
+        std::string::npos);
+  const nlohmann::json lg =
+      nlohmann::json::parse(run_ok({example_exe("lgssm1"), "info", "--json"}).out);
+  CHECK(lg["methods"]["filter"] == nlohmann::json({"kalman", "bootstrap", "apf", "ukf"}));
+  CHECK(lg["methods"]["smooth"][0] == "rts");
+  CHECK(lg["methods"]["decode"] == false);
+  const nlohmann::json sv =
+      nlohmann::json::parse(run_ok({example_exe("sv"), "info", "--json"}).out);
+  CHECK(sv["methods"]["filter"][0] == "bootstrap");
+  CHECK(sv["methods"]["smooth"][0] == "paris");
+}

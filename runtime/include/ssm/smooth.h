@@ -95,6 +95,9 @@ struct SmoothResult {
   nlohmann::json details;            // method-specific diagnostics (acceptance rates, ...)
 };
 
+// The smoothing methods that apply to the model, `auto`'s choice first (for `info`).
+std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info);
+
 // Refuses, before any computation, a method that the model's structure cannot support or that
 // cannot estimate one of its functionals: the message gives the reason and the methods that apply.
 void check_smooth_method(const ssm_model& model, const ModelInfo& info,
