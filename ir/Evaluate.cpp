@@ -1,6 +1,8 @@
 // Constant evaluation of IR nodes: see Evaluate.h.
 #include "Evaluate.h"
 
+#include <boost/math/special_functions/digamma.hpp>
+
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -26,6 +28,8 @@ double apply_function(const std::string& fn, double a, double b) {
     return 1 / (1 + std::exp(-a));
   if (fn == "lgamma") // analysis results only (density bounds); not in the language
     return std::lgamma(a);
+  if (fn == "digamma") // analysis results only (derivatives of lgamma); not in the language
+    return boost::math::digamma(a);
   if (fn == "pow")
     return std::pow(a, b);
   if (fn == "min")

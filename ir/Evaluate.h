@@ -10,8 +10,9 @@ namespace ssm::ir {
 
 // args[k] holds the row-major values of operand k, of shape arg_shapes[k].
 // Op::Param/State/Obs/Time cannot be evaluated. Besides the language's functions, Op::Call knows
-// `det` (matrix -> scalar) and `lgamma` (elementwise), which only analysis results use (the
-// density bounds of passes/TransitionDensity.cpp); the frontend and codegen do not accept them.
+// `det` (matrix -> scalar), `lgamma` and `digamma` (elementwise), which only analysis results use
+// (the density bounds of passes/TransitionDensity.cpp, the derivatives of passes/Differentiate.cpp);
+// the frontend does not accept them.
 std::vector<double> evaluate(const Node& node, const std::vector<std::vector<double>>& args,
                              const std::vector<Shape>& arg_shapes);
 

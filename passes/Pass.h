@@ -41,6 +41,7 @@ struct PassContext {
   std::optional<FiniteState> finite_state;
   std::optional<TransitionDensity> density;
   std::optional<AdditiveFunctionals> functionals;
+  std::optional<Derivatives> derivatives;
 };
 
 class Pass {

@@ -27,6 +27,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["finite-state"] = create_finite_state;
     builtins["density"] = create_density;
     builtins["additive-functionals"] = create_additive_functionals;
+    builtins["derivatives"] = create_derivatives;
     return builtins;
   }();
   return passes;

@@ -12,6 +12,7 @@ std::unique_ptr<Pass> create_linear_gaussian();      // LinearGaussian.cpp
 std::unique_ptr<Pass> create_finite_state();         // FiniteState.cpp
 std::unique_ptr<Pass> create_density();              // TransitionDensity.cpp
 std::unique_ptr<Pass> create_additive_functionals(); // AdditiveFunctionals.cpp
+std::unique_ptr<Pass> create_derivatives();          // Differentiate.cpp
 
 // The passes `ssmc build` runs when no --passes= is given.
 // The structure analyses come after constant-fold and cse, which they rely on to see `2 * 0.5 * x`

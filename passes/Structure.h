@@ -116,6 +116,24 @@ struct TransitionDensity {
   std::string report() const;
 };
 
+// derivatives: for each transition and observation relation, the Jacobian of its location (the
+// mean of a normal or mvnormal, the location of lognormal, student_t, laplace, cauchy) with
+// respect to the state it conditions on (x[t-1], resp. x[t]), and the gradient of its
+// log-density with respect to that state and to the parameters; arena nodes, -1 for zero.
+struct RelationDerivatives {
+  ir::BlockKind block = ir::BlockKind::Transition;
+  std::string relation;               // "x[t] ~ normal"
+  std::vector<int> location_jacobian; // target size x n_state, row-major; empty: no location
+  int log_density = -1;               // the log-density itself
+  std::vector<int> grad_state;        // n_state
+  std::vector<int> grad_params;       // theta size (Model::param_offset)
+  std::string why_not;                // when there is no log-density formula
+};
+struct Derivatives {
+  ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
+  std::vector<RelationDerivatives> relations;
+};
+
 // additive-functionals: per `functional`, whether it is additive over time (a sum_t of terms in
 // x[t-1], x[t], y[t]) and so can be smoothed online, and which smoothers apply.
 struct FunctionalStructure {

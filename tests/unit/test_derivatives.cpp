@@ -1,0 +1,230 @@
+// The differentiation pass (passes/Differentiate.h) against central finite differences, on every
+// stdlib model and shipped example: the derivative of every argument of every transition and
+// observation relation (means, scales, probabilities) with respect to each real component of the
+// state the block conditions on and to each parameter, and the gradient of every relation's
+// log-density with respect to those and to its own (continuous) target. Expressions are evaluated
+// with ir::evaluate at a fixed point; a derivative must match within 1e-6 relative.
+#include "frontend/Frontend.h"
+#include "ir/Evaluate.h"
+#include "passes/Differentiate.h"
+#include "passes/Pass.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+using namespace ssm;
+
+namespace {
+
+// Values of everything an expression can read, laid out as the IR's offsets say.
+struct Point {
+  std::vector<double> theta, x_prev, x, y_prev, y, frame_rest;
+  double t = 3;
+};
+
+std::vector<double> evaluate_at(const ir::Model& model, const ir::Block& block, int id,
+                                const Point& p) {
+  std::map<int, std::vector<double>> memo;
+  std::function<const std::vector<double>&(int)> value = [&](int i) -> const std::vector<double>& {
+    if (auto it = memo.find(i); it != memo.end())
+      return it->second;
+    const ir::Node n = block.nodes[i];
+    std::vector<double> out;
+    auto slice = [&](const std::vector<double>& v, int offset) {
+      return std::vector<double>(v.begin() + offset, v.begin() + offset + n.shape.size());
+    };
+    switch (n.op) {
+    case ir::Op::Param:
+      out = slice(p.theta, model.param_offset(n.var));
+      break;
+    case ir::Op::State:
+      out = slice(n.lag == 0 ? p.x : p.x_prev, model.state_offset(n.var));
+      break;
+    case ir::Op::Obs:
+      out = slice(n.lag == 0 ? p.y : p.y_prev, model.obs_offset(n.var));
+      break;
+    case ir::Op::Time:
+      out = {p.t};
+      break;
+    case ir::Op::Data:
+    case ir::Op::Input:
+      out.assign(n.shape.size(), 0.5);
+      break;
+    default: {
+      std::vector<std::vector<double>> args;
+      std::vector<ir::Shape> shapes;
+      for (int a : n.args) {
+        args.push_back(value(a));
+        shapes.push_back(block.nodes[a].shape);
+      }
+      out = ir::evaluate(n, args, shapes);
+    }
+    }
+    return memo[i] = std::move(out);
+  };
+  return value(id);
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A point inside every support: parameters at their defaults (0.5 without one), real states and
+// observations small and positive, integer ones 1.
+Point make_point(const ir::Model& m) {
+  Point p;
+  for (const ir::ParamDecl& d : m.params) {
+    std::vector<double> v =
+        d.default_value ? *d.default_value : std::vector<double>(d.shape.size(), 0.5);
+    p.theta.insert(p.theta.end(), v.begin(), v.end());
+  }
+  auto fill = [](const std::vector<ir::VarDecl>& vars, double base) {
+    std::vector<double> out;
+    for (const ir::VarDecl& v : vars)
+      for (int i = 0; i < v.shape.size(); ++i)
+        out.push_back(v.integer ? 1.0 : base + 0.07 * static_cast<double>(out.size()));
+    return out;
+  };
+  p.x_prev = fill(m.states, 0.35);
+  p.x = fill(m.states, 0.45);
+  p.y_prev = fill(m.obs, 0.55);
+  p.y = fill(m.obs, 0.65);
+  return p;
+}
+
+// The scalar input `w` of the point, to perturb.
+double& input(Point& p, const ir::Model& m, const passes::Wrt& w) {
+  if (w.op == ir::Op::Param)
+    return p.theta[m.param_offset(w.var) + w.component];
+  if (w.op == ir::Op::Obs)
+    return (w.lag == 0 ? p.y : p.y_prev)[m.obs_offset(w.var) + w.component];
+  return (w.lag == 0 ? p.x : p.x_prev)[m.state_offset(w.var) + w.component];
+}
+
+struct Counts {
+  int checked = 0;
+};
+
+// d(node)/d(w) from the arena against a central difference of the node in its block.
+void check(const ir::Model& m, const ir::Block& block, int node, const ir::Block& arena,
+           const std::vector<int>& d, const passes::Wrt& w, const std::string& what,
+           Counts& counts) {
+  Point p = make_point(m);
+  double& v = input(p, m, w);
+  const double v0 = v, h = 1e-6 * std::max(1.0, std::abs(v0));
+  v = v0 + h;
+  const std::vector<double> up = evaluate_at(m, block, node, p);
+  v = v0 - h;
+  const std::vector<double> down = evaluate_at(m, block, node, p);
+  v = v0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const double ad = d[i] < 0 ? 0.0 : evaluate_at(m, arena, d[i], p)[0];
+    const double fd = (up[i] - down[i]) / (2 * h);
+    if (!std::isfinite(fd) || !std::isfinite(ad))
+      continue; // outside the domain at this point
+    INFO(fmt::format("{}: d/d{} component {}: derivative {}, finite difference {}", what, w.str(m),
+                     i, ad, fd));
+    CHECK(std::abs(ad - fd) <= 1e-6 * std::max(1.0, std::abs(ad)));
+    ++counts.checked;
+  }
+}
+
+} // namespace
+
+TEST_CASE("derivatives of relation arguments and log-densities match finite differences",
+          "[passes][derivatives]") {
+  std::vector<std::string> files;
+  for (const std::string& dir :
+       {std::string(SSM_SOURCE_DIR) + "/stdlib/models", std::string(SSM_SOURCE_DIR) + "/examples"})
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      if (entry.path().extension() == ".ssm")
+        files.push_back(entry.path().string());
+  REQUIRE(files.size() >= 13);
+  Counts counts;
+  int log_densities = 0;
+  for (const std::string& file : files) {
+    frontend::DiagnosticEngine diags;
+    std::optional<ir::Model> model =
+        frontend::compile_model(read(file), file, diags, {std::string(SSM_SOURCE_DIR) + "/stdlib"});
+    INFO(file << "\n" << diags.str());
+    REQUIRE(model);
+    const ir::Model& m = *model;
+    for (const ir::Block* block : {&m.transition, &m.observation}) {
+      const bool transition = block == &m.transition;
+      // The inputs: real components of the state the block conditions on, and the parameters.
+      std::vector<passes::Wrt> inputs;
+      for (size_t s = 0; s < m.states.size(); ++s)
+        if (!m.states[s].integer)
+          for (int c = 0; c < m.states[s].shape.size(); ++c)
+            inputs.push_back({ir::Op::State, static_cast<int>(s), transition ? 1 : 0, c});
+      for (size_t k = 0; k < m.params.size(); ++k)
+        for (int c = 0; c < m.params[k].shape.size(); ++c)
+          inputs.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+      ir::Block arena{block->kind, {}, {}, {}};
+      passes::ExprBuilder b(arena);
+      passes::Differentiator from_block(*block, b), in_arena(arena, b);
+      for (const ir::Relation& rel : block->relations) {
+        const std::string name = fmt::format("{} {}[t]", file, m.var_name(rel.kind, rel.var));
+        for (size_t a = 0; a < rel.args.size(); ++a)
+          for (const passes::Wrt& w : inputs)
+            check(m, *block, rel.args[a], arena, from_block.derivative(rel.args[a], w), w,
+                  fmt::format("{} argument {}", name, a), counts);
+        std::string why;
+        std::optional<int> lp = passes::log_density(m, *block, rel, b, why);
+        if (!lp)
+          continue;
+        ++log_densities;
+        std::vector<passes::Wrt> wrt = inputs;
+        const bool continuous = !ir::dist_info(rel.dist).discrete;
+        const ir::Shape& shape = m.var_shape(rel.kind, rel.var);
+        if (continuous)
+          for (int c = 0; c < shape.size(); ++c)
+            wrt.push_back(
+                {rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State, rel.var, 0, c});
+        for (const passes::Wrt& w : wrt)
+          check(m, arena, *lp, arena, in_arena.derivative(*lp, w), w, name + " log-density",
+                counts);
+      }
+    }
+  }
+  INFO(counts.checked << " derivatives checked, " << log_densities << " log-densities");
+  CHECK(counts.checked > 500);
+  CHECK(log_densities >= 20);
+}
+
+TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
+          "[passes][derivatives]") {
+  const std::string file = std::string(SSM_SOURCE_DIR) + "/examples/lgssm1.ssm";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(read(file), file, diags);
+  REQUIRE(model);
+  passes::PassContext context;
+  passes::create_pass("derivatives")->run(*model, context);
+  REQUIRE(context.derivatives);
+  const passes::Derivatives& d = *context.derivatives;
+  REQUIRE(d.relations.size() == 2);
+  const Point p = make_point(*model);
+  const double a = p.theta[model->param_offset(0)]; // x[t] ~ normal(a * x[t-1], q)
+  CHECK(d.relations[0].relation == "x[t] ~ normal");
+  REQUIRE(d.relations[0].location_jacobian.size() == 1);
+  CHECK(evaluate_at(*model, d.arena, d.relations[0].location_jacobian[0], p)[0] ==
+        Approx(a).epsilon(1e-14));
+  CHECK(d.relations[1].relation == "y[t] ~ normal");
+  CHECK(evaluate_at(*model, d.arena, d.relations[1].location_jacobian[0], p)[0] == 1.0);
+  // d/dx[t-1] log N(x[t]; a x[t-1], q) = a (x[t] - a x[t-1]) / q^2.
+  const double q = p.theta[model->param_offset(1)];
+  const double x = p.x[0], xp = p.x_prev[0];
+  CHECK(evaluate_at(*model, d.arena, d.relations[0].grad_state[0], p)[0] ==
+        Approx(a * (x - a * xp) / (q * q)).epsilon(1e-12));
+  CHECK(d.relations[0].grad_params.size() == static_cast<size_t>(model->theta_size()));
+}
