@@ -38,7 +38,8 @@ enum class Kernel {
   Functional,
   TransitionLogBound, // log of an arena node, per particle at t-1
   Matrices,           // arena nodes that read no state, written one after another
-  Moments             // mean and covariance of a Gaussian block given one state (x_in)
+  Moments,            // mean and covariance of a Gaussian block given one state (x_in)
+  Jacobian            // arena nodes (-1: zero) at one state x_in, written one after another
 };
 
 bool is_sampler(Kernel k) {
@@ -80,11 +81,13 @@ public:
 
     if (kind_ == Kernel::Moments) {
       emit_moments();
-    } else if (kind_ == Kernel::Matrices) {
+    } else if (kind_ == Kernel::Matrices || kind_ == Kernel::Jacobian) {
       int64_t offset = 0;
-      for (int id : outputs_)
-        for (Value* v : get(id))
+      for (int id : outputs_) {
+        const Values zero{constant(0)};
+        for (Value* v : id < 0 ? zero : get(id))
           b_.CreateStore(v, b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("out"), offset++));
+      }
       b_.CreateRetVoid();
     } else if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf ||
                kind_ == Kernel::Functional) {
@@ -116,6 +119,7 @@ private:
     case Kernel::TransitionLogBound:
     case Kernel::Matrices:
     case Kernel::Moments:
+    case Kernel::Jacobian:
       throw CodegenError("internal error: this kernel's block is given explicitly");
     default:
       return ir::BlockKind::Observation;
@@ -167,6 +171,9 @@ private:
       break;
     case Kernel::Moments:
       params = {{"theta", ptr}, {"t", i64}, {"x_in", ptr}, {"mean", ptr}, {"cov", ptr}};
+      break;
+    case Kernel::Jacobian:
+      params = {{"theta", ptr}, {"t", i64}, {"x_in", ptr}, {"out", ptr}};
       break;
     }
     std::vector<llvm::Type*> types;
@@ -261,9 +268,14 @@ private:
 
   // Nodes the kernel computes: all of a model block; of an arena, what its outputs read.
   void compute_needed() {
-    bool arena = kind_ == Kernel::TransitionLogBound || kind_ == Kernel::Matrices;
+    bool arena = kind_ == Kernel::TransitionLogBound || kind_ == Kernel::Matrices ||
+                 kind_ == Kernel::Jacobian;
     needed_.assign(block_.nodes.size(), !arena);
-    std::vector<int> pending = arena ? outputs_ : std::vector<int>{};
+    std::vector<int> pending;
+    if (arena)
+      for (int id : outputs_)
+        if (id >= 0)
+          pending.push_back(id);
     while (!pending.empty()) {
       int id = pending.back();
       pending.pop_back();
@@ -517,8 +529,9 @@ private:
   }
 
   Values load_state(const ir::Node& node) {
-    if (kind_ == Kernel::Moments) { // the state the block is conditioned on, one point
-      if (node.lag != (block_.kind == ir::BlockKind::Observation ? 0 : 1))
+    if (kind_ == Kernel::Moments || kind_ == Kernel::Jacobian) { // the conditioning state
+      if (kind_ == Kernel::Moments &&
+          node.lag != (block_.kind == ir::BlockKind::Observation ? 0 : 1))
         throw CodegenError("internal error: a Gaussian block reads a variable it samples");
       Values out(node.shape.size());
       for (size_t i = 0; i < out.size(); ++i)
@@ -959,9 +972,61 @@ llvm::Function* emit_gaussian_moments(const ir::Model& model, llvm::Module& modu
   return fn;
 }
 
+// ssm_gaussian_jacobian(theta, t, block, x_in, jac): the Jacobian (dim x n, row-major) of block
+// `block`'s stacked relation locations with respect to the state it conditions on, at x_in (1
+// transition, 2 observation), from the derivatives analysis.
+llvm::Function* emit_gaussian_jacobian(const ir::Model& model, const passes::Derivatives& derivs,
+                                       llvm::Module& module) {
+  auto& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* ptr = llvm::PointerType::getUnqual(b.getDoubleTy());
+  auto* type = llvm::FunctionType::get(b.getVoidTy(),
+                                       {ptr, b.getInt64Ty(), b.getInt32Ty(), ptr, ptr}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, "ssm_gaussian_jacobian",
+                                    module);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  b.SetInsertPoint(entry);
+  auto* sw = b.CreateSwitch(fn->getArg(2), done, 2);
+  const int n = model.state_size();
+  for (ir::BlockKind kind : {ir::BlockKind::Transition, ir::BlockKind::Observation}) {
+    const bool obs = kind == ir::BlockKind::Observation;
+    const int dim = obs ? model.obs_size() : n;
+    std::vector<int> grid(static_cast<size_t>(dim) * n, -1);
+    const ir::Block& block = model.block(kind);
+    size_t r = 0;
+    for (const passes::RelationDerivatives& rd : derivs.relations) {
+      if (rd.block != kind)
+        continue;
+      const ir::Relation& rel = block.relations.at(r++);
+      const int off = obs ? model.obs_offset(rel.var) : model.state_offset(rel.var);
+      const int rows = model.var_shape(rel.kind, rel.var).size();
+      if (rd.location_jacobian.size() != static_cast<size_t>(rows) * n)
+        throw CodegenError("internal error: a Gaussian relation without its location Jacobian");
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < n; ++j)
+          grid[static_cast<size_t>(off + i) * n + j] =
+              rd.location_jacobian[static_cast<size_t>(i) * n + j];
+    }
+    llvm::Function* part =
+        KernelEmitter(model, module, Kernel::Jacobian, derivs.arena, grid)
+            .emit(fmt::format("ssm_gaussian_jacobian.{}", ir::block_name(kind)).c_str());
+    part->setLinkage(llvm::GlobalValue::InternalLinkage);
+    auto* bb = llvm::BasicBlock::Create(ctx, ir::block_name(kind), fn, done);
+    sw->addCase(b.getInt32(obs ? 2 : 1), bb);
+    b.SetInsertPoint(bb);
+    b.CreateCall(part, {fn->getArg(0), fn->getArg(1), fn->getArg(3), fn->getArg(4)});
+    b.CreateBr(done);
+  }
+  return fn;
+}
+
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
-                      llvm::Function* gaussian_moments) {
+                      llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -984,9 +1049,11 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       llvm::PointerType::getUnqual(
           llvm::FunctionType::get(b.getVoidTy(), {f64, i64, f64}, false)), // linear_gaussian
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
-          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64, f64}, false))}; // gaussian_moments
-  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments};
-  for (int k = 0; k < 3; ++k) {
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64, f64}, false)), // gaussian_moments
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64}, false))}; // gaussian_jacobian
+  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments, gaussian_jacobian};
+  for (int k = 0; k < 4; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -1051,9 +1118,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   llvm::Function* linear_gaussian = nullptr;
   if (structure.linear_gaussian && structure.linear_gaussian->is_linear_gaussian)
     linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
-  llvm::Function* moments =
-      gaussian_moments_unsupported(model).empty() ? emit_gaussian_moments(model, library) : nullptr;
-  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments);
+  const bool gaussian = gaussian_moments_unsupported(model).empty();
+  llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
+  llvm::Function* jacobian = gaussian && structure.derivatives
+                                 ? emit_gaussian_jacobian(model, *structure.derivatives, library)
+                                 : nullptr;
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

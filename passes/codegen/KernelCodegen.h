@@ -17,6 +17,7 @@ class Module;
 namespace ssm::passes {
 struct LinearGaussian;
 struct TransitionDensity;
+struct Derivatives;
 } // namespace ssm::passes
 
 namespace ssm::codegen {
@@ -32,6 +33,7 @@ public:
 struct StructureKernels {
   const passes::LinearGaussian* linear_gaussian = nullptr;
   const passes::TransitionDensity* density = nullptr;
+  const passes::Derivatives* derivatives = nullptr; // the Gaussian Jacobians (the EKF's)
 };
 
 // Why the model has no gaussian_moments kernel (the unscented Kalman filter's): a relation that is

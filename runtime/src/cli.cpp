@@ -64,6 +64,8 @@ std::vector<std::string> filter_methods(const ssm_model& model, const ModelInfo&
   if (enumerable(info))
     out.push_back("forward");
   out.insert(out.end(), {"bootstrap", "apf"});
+  if (model.gaussian_jacobian)
+    out.push_back("ekf");
   if (model.gaussian_moments)
     out.push_back("ukf");
   return out;
@@ -310,11 +312,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   flt->add_option("--method", filter_method,
                   "auto (kalman for a linear-Gaussian model, forward for a finite-state one, "
                   "else bootstrap), bootstrap, apf (auxiliary particle filter), kalman, forward, "
-                  "or ukf (unscented Kalman filter, an approximation, for nonlinear models with "
-                  "Gaussian noise)")
-      ->type_name("auto|bootstrap|apf|kalman|forward|ukf")
+                  "ekf or ukf (extended / unscented Kalman filters, approximations for nonlinear "
+                  "models with Gaussian noise)")
+      ->type_name("auto|bootstrap|apf|kalman|forward|ekf|ukf")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bootstrap", "apf", "kalman", "forward", "ukf"}));
+      ->check(CLI::IsMember({"auto", "bootstrap", "apf", "kalman", "forward", "ekf", "ukf"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -606,6 +608,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         r = method == "kalman"    ? kalman_filter(*model, info, theta, data)
             : method == "forward" ? forward_filter(*model, info, theta, data)
             : method == "ukf"     ? unscented_kalman_filter(*model, info, theta, data)
+            : method == "ekf"     ? extended_kalman_filter(*model, info, theta, data)
                                   : bootstrap_filter(*model, info, theta, data, fopt, pool);
         // bootstrap and apf: the particle filter
       } catch (...) {

@@ -270,6 +270,53 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
   return r;
 }
 
+FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                    const std::vector<double>& fixed, const ObsData& data) {
+  if (!model.gaussian_moments || !model.gaussian_jacobian)
+    throw Error(fmt::format("filter --method ekf: the model is not Gaussian ({})",
+                            info.not_gaussian_reason.empty()
+                                ? "the model table has no gaussian_jacobian kernel"
+                                : info.not_gaussian_reason));
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+  const std::vector<double> frames = all_frames(info, fixed, data);
+  FilterResult r;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  VectorXd mean(n), mu(n), yhat(m);
+  MatrixXd cov(n, n);
+  RowMajor noise(n, n), obs_noise(m, m), F(n, n), H(m, n);
+  for (int64_t t = 0; t < T; ++t) {
+    require_previous_obs(info, data, t);
+    const double* frame = frames.data() + t * info.n_frame;
+    if (t == 0) {
+      model.gaussian_moments(frame, 0, 0, nullptr, mean.data(), noise.data());
+      cov = noise;
+    } else { // linearise the transition's mean at the filtering mean
+      model.gaussian_moments(frame, t, 1, mean.data(), mu.data(), noise.data());
+      model.gaussian_jacobian(frame, t, 1, mean.data(), F.data());
+      mean = mu;
+      cov = F * cov * F.transpose() + MatrixXd(noise);
+      cov = 0.5 * (cov + cov.transpose());
+    }
+    if (!mean.allFinite() || !cov.allFinite())
+      throw Error(fmt::format("ekf: the predicted state at t={} is not finite (check the "
+                              "parameters)",
+                              t));
+    model.gaussian_moments(frame, t, 2, mean.data(), yhat.data(), obs_noise.data());
+    model.gaussian_jacobian(frame, t, 2, mean.data(), H.data());
+    const MatrixXd Hd = H, S = Hd * cov * Hd.transpose() + MatrixXd(obs_noise);
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(), t, "ekf");
+    record_step(r, t, mean, cov, increment);
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
 FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data) {
   return run_forward(model, info, fixed, data).result;

@@ -281,7 +281,7 @@ TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") 
         std::string::npos);
   const nlohmann::json lg =
       nlohmann::json::parse(run_ok({example_exe("lgssm1"), "info", "--json"}).out);
-  CHECK(lg["methods"]["filter"] == nlohmann::json({"kalman", "bootstrap", "apf", "ukf"}));
+  CHECK(lg["methods"]["filter"] == nlohmann::json({"kalman", "bootstrap", "apf", "ekf", "ukf"}));
   CHECK(lg["methods"]["smooth"][0] == "rts");
   CHECK(lg["methods"]["decode"] == false);
   const nlohmann::json sv =

@@ -336,8 +336,9 @@ void check_exact_methods(const std::string& label, const std::string& exe,
   };
   const KalmanResult kf = kalman_filter(m, ys);
   INFO(label);
-  // `auto` picks the Kalman filter; the unscented one is exact on a linear-Gaussian model too.
-  for (const std::string method : {"auto", "ukf"}) {
+  // `auto` picks the Kalman filter; the extended and unscented ones are exact on a
+  // linear-Gaussian model too.
+  for (const std::string method : {"auto", "ekf", "ukf"}) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--method", method});
     const FilterRun f = run_filter(exe, a, scratch_path(label + "-" + method + ".csv"));
@@ -414,7 +415,7 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
   }
 }
 
-TEST_CASE("the unscented Kalman filter's moments of a quadratic observation are exact",
+TEST_CASE("unscented and extended Kalman filters on a quadratic observation, in closed form",
           "[e2e][exact]") {
   // x[0] ~ N(m, s^2), y[0] = x[0]^2 + N(0, r^2): the sigma points (alpha 1, beta 2, kappa 0)
   // reproduce E[x^2] = m^2 + s^2, Var[x^2] = 4 m^2 s^2 + 2 s^4 and Cov[x, x^2] = 2 m s^2 exactly,
@@ -442,6 +443,16 @@ model quadratic_obs {
   CHECK(f.table.column("loglik_increment")[0] == Approx(increment).epsilon(1e-12));
   CHECK(f.table.column("mean_x")[0] == Approx(m + C / S * v).epsilon(1e-12));
   CHECK(f.table.column("var_x")[0] == Approx(s * s - C * C / S).epsilon(1e-12));
+
+  // The extended filter linearises x^2 at m with the compiler's derivative 2 m: predicted y m^2,
+  // S = (2 m)^2 s^2 + r^2, Cov[x, y] = 2 m s^2.
+  const FilterRun e =
+      run_filter(exe, {"--data", data, "--method", "ekf"}, scratch_path("quadratic_ekf.csv"));
+  const double Se = 4 * m * m * s * s + r * r, ve = 1.3 - m * m;
+  CHECK(e.table.column("loglik_increment")[0] ==
+        Approx(-0.5 * (std::log(2 * std::numbers::pi * Se) + ve * ve / Se)).epsilon(1e-12));
+  CHECK(e.table.column("mean_x")[0] == Approx(m + C / Se * ve).epsilon(1e-12));
+  CHECK(e.table.column("var_x")[0] == Approx(s * s - C * C / Se).epsilon(1e-12));
 }
 
 TEST_CASE("filter --method kalman is refused on a model that is not linear-Gaussian",
@@ -464,6 +475,10 @@ TEST_CASE("filter --method kalman is refused on a model that is not linear-Gauss
   const ProcessResult u = run_process({hmm, "filter", "--data", hmm_sim, "--method", "ukf"});
   INFO(u.describe());
   CHECK(u.exit_code == 1);
+  const ProcessResult ekf = run_process({hmm, "filter", "--data", hmm_sim, "--method", "ekf"});
+  CHECK(ekf.exit_code == 1);
+  CHECK(ekf.err.find("filter --method ekf: the model is not Gaussian (z[0] ~ categorical") !=
+        std::string::npos);
   CHECK(u.err.find("not Gaussian (z[0] ~ categorical is not Gaussian (at 19:3))") !=
         std::string::npos);
 }

@@ -197,9 +197,18 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       not_gaussian.empty() ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", not_gaussian}};
   std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
+  // The derivatives analysis only where its result becomes a kernel (the Gaussian Jacobians).
+  std::optional<ssm::passes::Derivatives> derivatives;
+  if (not_gaussian.empty()) {
+    ssm::passes::PassContext scratch;
+    ssm::ir::Model copy = model;
+    ssm::passes::create_derivatives()->run(copy, scratch);
+    derivatives = std::move(scratch.derivatives);
+  }
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
-                                  context.density ? &*context.density : nullptr},
+                                  context.density ? &*context.density : nullptr,
+                                  derivatives ? &*derivatives : nullptr},
                                  *module);
   timer.phase("optimize");
   auto target = ssm::codegen::create_host_target_machine();

@@ -83,6 +83,12 @@ typedef void (*ssm_linear_gaussian_fn)(const double* theta, int64_t t, double* o
 typedef void (*ssm_gaussian_moments_fn)(const double* theta, int64_t t, int32_t block,
                                         const double* x_in, double* mean, double* cov);
 
+// For the same models: the Jacobian (row-major, dim x n) of the block's stacked means with respect
+// to the state it conditions on, at x_in: block 1 the transition (n x n, d mean(x_t) / d x_{t-1}),
+// 2 the observation (m x n). What the extended Kalman filter linearises with.
+typedef void (*ssm_gaussian_jacobian_fn)(const double* theta, int64_t t, int32_t block,
+                                         const double* x_in, double* jac);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -96,6 +102,7 @@ typedef struct ssm_model {
   ssm_transition_log_bound_fn transition_log_bound; // may be null
   ssm_linear_gaussian_fn linear_gaussian;           // may be null
   ssm_gaussian_moments_fn gaussian_moments;         // may be null
+  ssm_gaussian_jacobian_fn gaussian_jacobian;       // may be null
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -31,6 +31,13 @@ FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
 FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
                                      const std::vector<double>& fixed, const ObsData& data);
 
+// The extended Kalman filter: the transition and observation means linearised at the current
+// mean with the Jacobians the compiler derives (the gaussian_jacobian kernel, from its
+// differentiation pass), noise covariances evaluated at the mean. Equals the Kalman filter on a
+// linear-Gaussian model.
+FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                    const std::vector<double>& fixed, const ObsData& data);
+
 // Kalman filter, then RTS: per-t smoothing means and variances, the lag-one covariances
 // Cov[x_t, x_{t-1} | y], and the model's functionals as expectations under the smoothing
 // distribution of (x_{t-1}, x_t), a Gaussian, by a symmetric cubature rule (2d points): exact for
