@@ -76,11 +76,13 @@ struct VarDecl {
   Range range;
 };
 
-// `target ~ dist(args);` where target is a name with zero or more bracket indices.
+// `target ~ dist(args);` where target is a name with zero or more bracket indices, or
+// `proposal target ~ dist(args);`: the guided filter's proposal for a state.
 struct Relation {
   ExprPtr target;
   DistCall dist;
   Range range;
+  bool proposal = false;
 };
 
 // `let name = value;`: a named expression, substituted where it is used (so it may read x[t-1]

@@ -165,6 +165,8 @@ public:
     order_relations(ir::BlockKind::Initial);
     order_relations(ir::BlockKind::Transition);
     order_relations(ir::BlockKind::Observation);
+    complete_proposal();
+    order_relations(ir::BlockKind::Proposal);
     if (diags_.error_count() > errors_before)
       return std::nullopt;
     warn_unused();
@@ -1005,7 +1007,8 @@ private:
       std::string how;
       if (s.kind == ir::BlockKind::Initial)
         how = fmt::format("{}[0]", e.name);
-      else if ((s.kind == ir::BlockKind::Transition || s.kind == ir::BlockKind::Functional) &&
+      else if ((s.kind == ir::BlockKind::Transition || s.kind == ir::BlockKind::Functional ||
+                s.kind == ir::BlockKind::Proposal) &&
                sym->kind == Symbol::Kind::State)
         how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
       else if (s.kind == ir::BlockKind::Transition && sym->kind == Symbol::Kind::Obs)
@@ -1618,7 +1621,8 @@ private:
     Range where = first.range;
     ir::BlockKind kind = s.kind;
     bool initial = kind == ir::BlockKind::Initial;
-    bool transition = kind == ir::BlockKind::Transition;
+    bool proposal = kind == ir::BlockKind::Proposal; // reads what a transition does, and y[t]
+    bool transition = kind == ir::BlockKind::Transition || proposal;
     bool functional = kind == ir::BlockKind::Functional;
     if (!initial && time->absolute) {
       error(where, fmt::format("reading a fixed time step ({}) is not supported: {} can read {}",
@@ -1651,14 +1655,15 @@ private:
         return fail(fmt::format("not supported yet: an initial relation that reads an observation "
                                 "({})",
                                 ref));
-      if (transition && offset == 0)
+      if (transition && !proposal && offset == 0)
         return fail(fmt::format("a transition cannot read {}: the observation at time t depends "
                                 "on the state at t; a transition can read {}[t-1]",
                                 ref, name.name));
       if (transition && offset < -1)
-        return fail(fmt::format("not supported yet: lags beyond 1 ({}); a transition can read "
-                                "{}[t-1]",
-                                ref, name.name));
+        return fail(
+            fmt::format("not supported yet: lags beyond 1 ({}); {}", ref,
+                        proposal ? fmt::format("a proposal can read {0}[t-1] and {0}[t]", name.name)
+                                 : fmt::format("a transition can read {}[t-1]", name.name)));
       if (!transition && offset < 0)
         return fail(fmt::format("not supported yet: {} that reads a past observation ({}); it "
                                 "can read observations at time t",
@@ -1752,13 +1757,29 @@ private:
                                          name, time->str()));
       return;
     }
+    if (r.proposal) {
+      if (!is_state) {
+        error(r.target->range,
+              fmt::format("a proposal draws a state, but '{}' is an observation", name));
+        return;
+      }
+      if (kind == ir::BlockKind::Initial) {
+        error(r.target->range,
+              fmt::format("not supported yet: a proposal for the initial state ({0}[0]); the "
+                          "guided filter draws {0}[0] from its initial relation",
+                          name));
+        return;
+      }
+      kind = ir::BlockKind::Proposal;
+    }
     if (!sym->valid)
       return;
     std::string target = fmt::format("{}[{}]", name, kind == ir::BlockKind::Initial ? "0" : "t");
+    const char* what = r.proposal ? "proposal" : "relation";
     auto key = std::pair(kind, sym->index);
     if (auto it = first_relation_.find(key); it != first_relation_.end()) {
-      error(r.target->range, fmt::format("{} has a second relation", target));
-      note(it->second->target->range, fmt::format("the first relation for {} is here", target));
+      error(r.target->range, fmt::format("{} has a second {}", target, what));
+      note(it->second->target->range, fmt::format("the first {} for {} is here", what, target));
       return;
     }
     first_relation_.emplace(key, &r);
@@ -1769,7 +1790,7 @@ private:
     s.target_kind = is_state ? ir::VarKind::State : ir::VarKind::Obs;
     s.target_var = sym->index;
     s.target = target;
-    s.subject = "the relation for " + target;
+    s.subject = fmt::format("the {} for {}", what, target);
     std::vector<std::optional<int>> args;
     std::vector<std::optional<ir::Shape>> shapes;
     for (const ast::ExprPtr& a : r.dist.args) {
@@ -1780,7 +1801,8 @@ private:
         is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
     std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
     const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
-    if (dist && decl.integer && !ir::dist_info(*dist).discrete) {
+    bool ok = dist.has_value();
+    if (ok && decl.integer && !ir::dist_info(*dist).discrete) {
       std::vector<std::string> discrete;
       for (const ir::DistInfo& info : ir::all_dists())
         if (info.discrete)
@@ -1789,7 +1811,14 @@ private:
             fmt::format("'{}' is an integer, but {} is a continuous "
                         "distribution; use one of {}",
                         name, ir::dist_info(*dist).name, fmt::join(discrete, ", ")));
-      dist.reset();
+      ok = false;
+    }
+    if (ok && r.proposal && !decl.integer && ir::dist_info(*dist).discrete) {
+      error(r.dist.name.range,
+            fmt::format("'{}' is continuous, but {} is a discrete distribution; its proposal "
+                        "must have a density with respect to the same measure as its transition",
+                        name, ir::dist_info(*dist).name));
+      ok = false;
     }
 
     PendingRelation p;
@@ -1801,13 +1830,43 @@ private:
     p.reads_now = s.reads_now;
     p.reads_state = s.reads_state;
     p.states_read = s.states_read;
-    p.ok = dist.has_value();
-    if (p.ok) {
-      p.rel.dist = *dist;
+    p.ok = ok;
+    if (ok) {
+      p.rel.dist = dist.value();
       for (const auto& a : args)
         p.rel.args.push_back(*a);
     }
     pending_[kind].push_back(std::move(p));
+  }
+
+  // A model with a proposal for some states draws the others from their transitions: their
+  // relations are copied into the proposal block, so it samples the whole state (their factors
+  // cancel in the guided filter's weights).
+  void complete_proposal() {
+    std::vector<PendingRelation>& proposals = pending_[ir::BlockKind::Proposal];
+    if (proposals.empty())
+      return;
+    std::set<int> proposed;
+    for (const PendingRelation& p : proposals)
+      proposed.insert(p.rel.var);
+    std::map<int, int> copied; // transition node -> proposal node
+    for (const PendingRelation& p : pending_[ir::BlockKind::Transition]) {
+      if (proposed.count(p.rel.var) || !p.ok)
+        continue;
+      PendingRelation q = p;
+      for (int& a : q.rel.args)
+        a = copy_node(model_.transition, a, model_.proposal, copied);
+      proposals.push_back(std::move(q));
+    }
+  }
+
+  static int copy_node(const ir::Block& from, int id, ir::Block& to, std::map<int, int>& copied) {
+    if (auto it = copied.find(id); it != copied.end())
+      return it->second;
+    ir::Node node = from.nodes[id];
+    for (int& a : node.args)
+      a = copy_node(from, a, to, copied);
+    return copied[id] = to.add(std::move(node));
   }
 
   void add_functional(const ast::FunctionalDecl& f) {

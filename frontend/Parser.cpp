@@ -272,6 +272,14 @@ auto const push_relation = [](auto& ctx) {
       {target, boost::fusion::at_c<1>(attr), {target->range.begin, end_of(ctx)}});
 };
 
+auto const push_proposal = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  state(ctx).model->relations.push_back({boost::fusion::at_c<1>(attr),
+                                         boost::fusion::at_c<2>(attr),
+                                         {boost::fusion::at_c<0>(attr), end_of(ctx)},
+                                         true});
+};
+
 auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(ctx); };
 auto const set_module_name = [](auto& ctx) {
   state(ctx).model->name = x3::_attr(ctx);
@@ -398,6 +406,7 @@ auto const statement_def =
     (pos >> kw("param") > ident > -(':' > type) > -('~' > dist) > -('=' > expr) > ';')[push_param] |
     (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
     (pos >> kw("obs") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Obs>{}] |
+    (pos >> kw("proposal") > target > '~' > dist > ';')[push_proposal] |
     (target > '~' > dist > ';')[push_relation];
 
 auto const end_of_model_def = x3::lit('}');

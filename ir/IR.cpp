@@ -174,6 +174,8 @@ std::string_view block_name(BlockKind kind) {
     return "observation";
   case BlockKind::Functional:
     return "functional";
+  case BlockKind::Proposal:
+    return "proposal";
   }
   return "?";
 }
@@ -210,6 +212,8 @@ const Block& Model::block(BlockKind kind) const {
     return observation;
   case BlockKind::Functional:
     return functional;
+  case BlockKind::Proposal:
+    return proposal;
   }
   throw std::logic_error("unknown block kind");
 }

@@ -148,7 +148,10 @@ struct Relation {
 };
 
 // Functional: the terms of the model's functionals, evaluated at each t with x[t-1], x[t], y[t].
-enum class BlockKind { Prior, Initial, Transition, Observation, Functional };
+// Proposal: the guided filter's proposal q(x[t] | x[t-1], y[t]); empty when the model has none,
+// else one relation per state (the user's `proposal` relations, and copies of the transition
+// relations of the states without one).
+enum class BlockKind { Prior, Initial, Transition, Observation, Functional, Proposal };
 std::string_view block_name(BlockKind kind);
 
 struct Block {
@@ -219,14 +222,15 @@ struct Model {
   Block transition{BlockKind::Transition, {}, {}, {}};
   Block observation{BlockKind::Observation, {}, {}, {}};
   Block functional{BlockKind::Functional, {}, {}, {}}; // no relations; outputs = the terms
+  Block proposal{BlockKind::Proposal, {}, {}, {}};
 
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {
-    f(prior), f(initial), f(transition), f(observation), f(functional);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal);
   }
   template <class F> void for_each_block(F&& f) const {
-    f(prior), f(initial), f(transition), f(observation), f(functional);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal);
   }
 
   const std::string& var_name(VarKind kind, int var) const;

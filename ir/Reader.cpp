@@ -230,7 +230,7 @@ private:
 
   BlockKind block_kind(std::string_view name) const {
     for (BlockKind kind : {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition,
-                           BlockKind::Observation, BlockKind::Functional})
+                           BlockKind::Observation, BlockKind::Functional, BlockKind::Proposal})
       if (block_name(kind) == name)
         return kind;
     fail(fmt::format("unknown block '{}'", name));

@@ -187,13 +187,15 @@ private:
            model_.var_shape(vk, node.var).str());
     if (vk == VarKind::Param)
       return;
-    // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t].
-    int max_lag =
-        kind == BlockKind::Transition || (kind == BlockKind::Functional && vk == VarKind::State)
-            ? 1
-            : 0;
+    // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t]; proposals
+    // read x[t-1], y[t-1] and y[t].
+    const bool proposal = kind == BlockKind::Proposal;
+    int max_lag = kind == BlockKind::Transition || proposal ||
+                          (kind == BlockKind::Functional && vk == VarKind::State)
+                      ? 1
+                      : 0;
     bool allowed = vk == VarKind::State || kind == BlockKind::Observation ||
-                   kind == BlockKind::Functional ||
+                   kind == BlockKind::Functional || proposal ||
                    (kind == BlockKind::Transition && node.lag == 1);
     if (!allowed || node.lag < 0 || node.lag > max_lag)
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
@@ -266,6 +268,8 @@ std::vector<std::string> verify(const Model& model) {
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);
+  if (!model.proposal.relations.empty())
+    check_all_sampled(model, model.proposal, VarKind::State, model.states.size(), errors);
   const Block& terms = model.functional;
   if (terms.outputs.size() != model.functionals.size())
     errors.push_back(fmt::format("functional: {} terms for {} functionals", terms.outputs.size(),

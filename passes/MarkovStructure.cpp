@@ -78,7 +78,8 @@ public:
 
   void run(ir::Model& model, PassContext& context) override {
     MarkovStructure result;
-    for (const ir::Block* block : {&model.initial, &model.transition, &model.observation})
+    for (const ir::Block* block :
+         {&model.initial, &model.transition, &model.observation, &model.proposal})
       for (const ir::Relation& rel : block->relations)
         result.relations.push_back(analyse(model, *block, rel));
     result.states_independent = true;

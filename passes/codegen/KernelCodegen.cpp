@@ -36,6 +36,7 @@ enum class Kernel {
   ObsLogpdf,
   ObsSample,
   Functional,
+  ProposalSample,     // draws x_t from the proposal and writes log q(x_t | x_{t-1}, y_t)
   TransitionLogBound, // log of an arena node, per particle at t-1
   Matrices,           // arena nodes that read no state, written one after another
   Moments,            // mean and covariance of a Gaussian block given one state (x_in)
@@ -43,7 +44,8 @@ enum class Kernel {
 };
 
 bool is_sampler(Kernel k) {
-  return k == Kernel::InitSample || k == Kernel::TransitionSample || k == Kernel::ObsSample;
+  return k == Kernel::InitSample || k == Kernel::TransitionSample || k == Kernel::ObsSample ||
+         k == Kernel::ProposalSample;
 }
 
 // Sampling sites: one per (block, relation, component), so no two draws share a Philox counter.
@@ -90,7 +92,7 @@ public:
       }
       b_.CreateRetVoid();
     } else if (kind_ == Kernel::TransitionSample || kind_ == Kernel::TransitionLogpdf ||
-               kind_ == Kernel::Functional) {
+               kind_ == Kernel::Functional || kind_ == Kernel::ProposalSample) {
       // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
       auto* gather = llvm::BasicBlock::Create(ctx_, "gather", fn_);
       auto* direct = llvm::BasicBlock::Create(ctx_, "direct", fn_);
@@ -116,6 +118,8 @@ private:
       return ir::BlockKind::Transition;
     case Kernel::Functional:
       return ir::BlockKind::Functional;
+    case Kernel::ProposalSample:
+      return ir::BlockKind::Proposal;
     case Kernel::TransitionLogBound:
     case Kernel::Matrices:
     case Kernel::Moments:
@@ -162,6 +166,10 @@ private:
     case Kernel::Functional:
       params.insert(params.end(),
                     {{"x_prev", ptr}, {"ancestors", iptr}, {"x", ptr}, {"y", ptr}, {"out", ptr}});
+      break;
+    case Kernel::ProposalSample:
+      params.insert(params.end(),
+                    {{"x_prev", ptr}, {"ancestors", iptr}, {"y", ptr}, {"x", ptr}, {"out", ptr}});
       break;
     case Kernel::TransitionLogBound:
       params.insert(params.end(), {{"x_prev", ptr}, {"out", ptr}});
@@ -234,7 +242,7 @@ private:
       Value* logpdf = llvm::ConstantFP::get(b_.getDoubleTy(), 0.0);
       for (size_t r = 0; r < block_.relations.size(); ++r)
         logpdf = emit_relation(r, logpdf);
-      if (!is_sampler(kind_))
+      if (!is_sampler(kind_) || kind_ == Kernel::ProposalSample)
         b_.CreateStore(logpdf, element(arg("out"), b_.getInt64(0), n));
     }
 
@@ -658,15 +666,22 @@ private:
       int offset = obs ? model_.obs_offset(rel.var) : model_.state_offset(rel.var);
       for (int i = 0; i < size; ++i)
         b_.CreateStore(drawn[i], element(arg(obs ? "y" : "x"), b_.getInt64(offset + i), n_));
-      return logpdf;
+      if (kind_ != Kernel::ProposalSample)
+        return logpdf;
+      // The proposal's sampler also accumulates the log-density of what it drew.
     }
 
-    ir::Node target;
-    target.op = rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State;
-    target.var = rel.var;
-    target.shape = shape;
-    Values x = rel.kind == ir::VarKind::Obs ? load_obs(target) : load_state(target);
-    current_[rel.var] = x;
+    Values x;
+    if (kind_ == Kernel::ProposalSample) {
+      x = current_.at(rel.var);
+    } else {
+      ir::Node target;
+      target.op = rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State;
+      target.var = rel.var;
+      target.shape = shape;
+      x = rel.kind == ir::VarKind::Obs ? load_obs(target) : load_state(target);
+      current_[rel.var] = x;
+    }
     bool skip_missing = rel.kind == ir::VarKind::Obs;
     if (rel.dist == ir::Dist::Categorical) {
       Value* lp = categorical_logpdf(x[0], *args[0]);
@@ -1026,7 +1041,8 @@ llvm::Function* emit_gaussian_jacobian(const ir::Model& model, const passes::Der
 
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
-                      llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian) {
+                      llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
+                      llvm::Function* proposal_sample) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -1051,9 +1067,14 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
           b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64, f64}, false)), // gaussian_moments
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
-          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64}, false))}; // gaussian_jacobian
-  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments, gaussian_jacobian};
-  for (int k = 0; k < 4; ++k) {
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64}, false)), // gaussian_jacobian
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(),
+          {f64, i64, i64, i64, i64, i64, f64, llvm::PointerType::getUnqual(i64), f64, f64, f64},
+          false))}; // proposal_sample
+  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments, gaussian_jacobian,
+                             proposal_sample};
+  for (int k = 0; k < 5; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -1123,7 +1144,11 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   llvm::Function* jacobian = gaussian && structure.derivatives
                                  ? emit_gaussian_jacobian(model, *structure.derivatives, library)
                                  : nullptr;
-  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian);
+  llvm::Function* proposal =
+      model.proposal.relations.empty()
+          ? nullptr
+          : KernelEmitter(model, library, Kernel::ProposalSample).emit("ssm_proposal_sample");
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

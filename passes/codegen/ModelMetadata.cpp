@@ -48,6 +48,11 @@ std::string const_str(const ir::Node& node) {
                                  : fmt::format("[{}]", fmt::join(node.values, ", "));
 }
 
+bool reads_previous_obs(const ir::Block& block) {
+  return std::any_of(block.nodes.begin(), block.nodes.end(),
+                     [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; });
+}
+
 } // namespace
 
 std::string model_metadata_json(const ir::Model& model, const std::string& structure) {
@@ -116,8 +121,7 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                {"input_offset", model.input_offset(0)},
                {"functionals", functionals},
                {"reads_previous_obs",
-                std::any_of(model.transition.nodes.begin(), model.transition.nodes.end(),
-                            [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; })},
+                reads_previous_obs(model.transition) || reads_previous_obs(model.proposal)},
                {"params", params},
                {"structure", json::parse(structure)}};
   return meta.dump();

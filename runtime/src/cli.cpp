@@ -63,6 +63,8 @@ std::vector<std::string> filter_methods(const ssm_model& model, const ModelInfo&
     out.push_back("kalman");
   if (enumerable(info))
     out.push_back("forward");
+  if (model.proposal_sample && info.transition_tractable)
+    out.push_back("guided");
   out.insert(out.end(), {"bootstrap", "apf"});
   if (model.gaussian_jacobian)
     out.push_back("ekf");
@@ -301,8 +303,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   bool filter_json = false;
   CLI::App* flt = app.add_subcommand(
       "filter", "Filtering: log-likelihood and filtering moments, exact for a linear-Gaussian "
-                "(Kalman) or finite-state (forward algorithm) model, by a bootstrap particle "
-                "filter otherwise. CSV "
+                "(Kalman) or finite-state (forward algorithm) model, by a particle filter "
+                "otherwise (guided when the model has a proposal). CSV "
                 "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step");
   flt->add_option("--data", data_file,
                   "Data CSV with a header; observation columns are found by name, one row per "
@@ -311,12 +313,14 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("FILE.csv");
   flt->add_option("--method", filter_method,
                   "auto (kalman for a linear-Gaussian model, forward for a finite-state one, "
-                  "else bootstrap), bootstrap, apf (auxiliary particle filter), kalman, forward, "
-                  "ekf or ukf (extended / unscented Kalman filters, approximations for nonlinear "
-                  "models with Gaussian noise)")
-      ->type_name("auto|bootstrap|apf|kalman|forward|ekf|ukf")
+                  "guided for a model with a proposal, else bootstrap), bootstrap, guided (the "
+                  "model's proposal), apf (auxiliary particle filter), kalman, forward, ekf or "
+                  "ukf (extended / unscented Kalman filters, approximations for nonlinear models "
+                  "with Gaussian noise)")
+      ->type_name("auto|bootstrap|guided|apf|kalman|forward|ekf|ukf")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bootstrap", "apf", "kalman", "forward", "ekf", "ukf"}));
+      ->check(
+          CLI::IsMember({"auto", "bootstrap", "guided", "apf", "kalman", "forward", "ekf", "ukf"}));
   flt->add_option("--particles", fopt.particles, "Number of particles")
       ->capture_default_str()
       ->check(positive_int);
@@ -338,7 +342,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   flt->add_flag("--json", filter_json, "Print a JSON summary on standard output");
 
   // smooth: the filter's options, then the method's.
-  std::string smooth_data, smooth_out, smooth_method = "auto", smooth_backward = "auto";
+  std::string smooth_data, smooth_out, smooth_method = "auto", smooth_backward = "auto",
+                                       smooth_filter = "auto";
   SmoothOptions sopt;
   bool smooth_json_flag = false;
   std::optional<bool> smooth_marginals;
@@ -357,6 +362,12 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->type_name("METHOD")
       ->capture_default_str()
       ->check(CLI::IsMember(method_names));
+  smo->add_option("--filter", smooth_filter,
+                  "The particle filter of the forward pass: bootstrap, guided (the model's "
+                  "proposal), apf, or auto (guided for a model with a proposal, else bootstrap)")
+      ->type_name("auto|bootstrap|guided|apf")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bootstrap", "guided", "apf"}));
   smo->add_option("--particles", sopt.filter.particles, "Number of particles of the filter")
       ->capture_default_str()
       ->check(positive_int);
@@ -491,6 +502,10 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                                                        : BackwardSampling::automatic;
       sopt.filter.seed = g.seed;
       sopt.filter.resampling = *parse_resampling(smooth_resampling);
+      sopt.filter.guided =
+          smooth_filter == "guided" ||
+          (smooth_filter == "auto" && model->proposal_sample && info.transition_tractable);
+      sopt.filter.auxiliary = smooth_filter == "apf";
       if (!smooth_functionals.empty()) {
         std::vector<FunctionalInfo> chosen;
         for (const std::string& name : smooth_functionals) {
@@ -582,7 +597,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       const std::string method = filter_method != "auto" ? filter_method
                                  : exact_lg              ? "kalman"
                                  : enumerable(info)      ? "forward"
-                                                         : "bootstrap";
+                                 : model->proposal_sample && info.transition_tractable
+                                     ? "guided"
+                                     : "bootstrap";
       if (method == "forward")
         enumerate_states(info); // refuses a state space that is not finite, with the reason
       if (method == "kalman" && !exact_lg)
@@ -602,6 +619,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       fopt.seed = g.seed;
       fopt.resampling = *parse_resampling(resampling); // validated by IsMember
       fopt.auxiliary = method == "apf";
+      fopt.guided = method == "guided";
       fopt.progress = [&](int64_t t, int64_t n) { progress(t, n); };
       FilterResult r;
       try {
@@ -610,7 +628,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
             : method == "ukf"     ? unscented_kalman_filter(*model, info, theta, data)
             : method == "ekf"     ? extended_kalman_filter(*model, info, theta, data)
                                   : bootstrap_filter(*model, info, theta, data, fopt, pool);
-        // bootstrap and apf: the particle filter
+        // bootstrap, guided and apf: the particle filter
       } catch (...) {
         progress.finish();
         throw;
@@ -630,7 +648,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                   {"model", info.name}};
         if (method == "apf")
           j["lookahead"] = model->gaussian_moments ? "mean" : "simulated";
-        if (method == "bootstrap" || method == "apf") {
+        if (method == "bootstrap" || method == "guided" || method == "apf") {
           j["particles"] = r.particles;
           j["resample_count"] = r.resample_count;
           j["resampling"] = resampling_name(fopt.resampling);

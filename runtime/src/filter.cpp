@@ -1,8 +1,8 @@
-// The bootstrap particle filter. Particles are stored structure-of-arrays in two buffers (previous
-// and current states); resampling only produces an ancestor array that the transition kernel
-// reads through, so particles are never copied. Work is split into fixed blocks of
-// kParticleBlock particles and every reduction is combined in block order, which makes the output
-// independent of the thread count.
+// The particle filter: bootstrap, guided (the model's proposal) and auxiliary. Particles are stored
+// structure-of-arrays in two buffers (previous and current states); resampling only produces an
+// ancestor array that the transition kernel reads through, so particles are never copied. Work is
+// split into fixed blocks of kParticleBlock particles and every reduction is combined in block
+// order, which makes the output independent of the thread count.
 #include "ssm/filter.h"
 #include "ssm/error.h"
 #include "ssm/frame.h"
@@ -69,12 +69,25 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
     throw Error("filter: theta does not match the model's parameter and data layout");
   if (data.n_inputs != info.n_inputs)
     throw Error("filter: the data do not match the model's inputs");
+  if (opt.guided && !model.proposal_sample)
+    throw Error("filter --method guided: the model has no proposal; add one for the states it "
+                "should guide, as in `proposal x[t] ~ normal(m, s);` with m and s reading x[t-1] "
+                "and y[t] (docs/language.md#proposals)");
+  if (opt.guided && !info.transition_tractable)
+    throw Error(fmt::format("filter --method guided: the guided filter weights particles by the "
+                            "transition density, but the transition has none ({}); use --method "
+                            "bootstrap",
+                            info.sample_only_reason));
   start_ = std::chrono::steady_clock::now();
   N_ = opt.particles;
   stride_ = (N_ + 7) / 8 * 8;
   nb_ = (N_ + kParticleBlock - 1) / kParticleBlock;
   const int64_t ns = info.n_state, T = data.T;
   buf_ = std::make_unique<Buffers>(ns * stride_, opt.auxiliary, info, fixed);
+  if (opt.guided) {
+    logq_.assign(stride_, 0.0);
+    logf_.assign(stride_, 0.0);
+  }
   if (opt.auxiliary) {
     loglam_.assign(stride_, 0.0);
     aux_w_.assign(N_, 0.0);
@@ -211,15 +224,27 @@ bool ParticleFilter::step() {
   }
   const bool flat_prev = t == 0 || (resampled_ && !auxiliary); // previous log-weights all 0
   const int64_t* ancestors = this->ancestors();
+  const bool guided = opt_.guided && t > 0 &&
+                      std::none_of(y, y + info_.n_obs, [](double v) { return std::isnan(v); });
+  double* logq = logq_.data();
+  double* logf = logf_.data();
 
   // Propagate, weight, and find each block's largest log-weight.
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
     if (t == 0)
       model.init_sample(th, seed, begin, end, stride, cur);
+    else if (guided)
+      model.proposal_sample(th, seed, t, begin, end, stride, prev, ancestors, y, cur, logq);
     else
       model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
     model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
+    if (guided) {
+      model.transition_logpdf(th, t, begin, end, stride, prev, ancestors, cur, logf);
+      for (int64_t n = begin; n < end; ++n) // a draw q says is impossible gets weight 0
+        inc[n] += std::isinf(logq[n]) && logq[n] < 0 ? -std::numeric_limits<double>::infinity()
+                                                     : logf[n] - logq[n];
+    }
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t n = begin; n < end; ++n) {
       double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
@@ -321,6 +346,10 @@ bool ParticleFilter::step() {
   if (opt_.progress)
     opt_.progress(t, data_.T);
   return true;
+}
+
+const char* filter_name(const FilterOptions& options) {
+  return options.auxiliary ? "apf" : options.guided ? "guided" : "bootstrap";
 }
 
 FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,

@@ -127,6 +127,13 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     refuse("--backward rejection applies to ffbsi and paris only");
   if (opt.backward == BackwardSampling::mcmc && opt.method != SmoothMethod::paris)
     refuse("--backward mcmc applies to paris only");
+  if (opt.filter.guided && !model.proposal_sample)
+    refuse("--filter guided: the model has no proposal; add one, as in `proposal x[t] ~ "
+           "normal(m, s);` (docs/language.md#proposals)");
+  if (opt.backward == BackwardSampling::mcmc && (opt.filter.guided || opt.filter.auxiliary))
+    refuse("--backward mcmc starts each chain at the particle's ancestor, which is a draw from the "
+           "backward kernel only under the bootstrap filter; use --filter bootstrap, or "
+           "--backward rejection or exact");
   if (opt.backward == BackwardSampling::mcmc && opt.mcmc_steps < 1)
     refuse("--mcmc-steps must be at least 1");
   if (opt.backward == BackwardSampling::rejection && !model.transition_log_bound)
@@ -247,6 +254,7 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
   if (r.method != SmoothMethod::rts && r.method != SmoothMethod::forward_backward) {
     j["particles"] = r.particles;
     j["resampling"] = resampling_name(opt.filter.resampling);
+    j["filter"] = filter_name(opt.filter);
   }
   if (r.method == SmoothMethod::fixed_lag)
     j["lag"] = opt.lag;

@@ -141,3 +141,39 @@ TEST_CASE("nile: builds, simulates, filters; the likelihood of the Nile data mat
   c.seed0 = 3000;
   compare_with_kalman(c, exact);
 }
+
+TEST_CASE("sunspots: the guided filter agrees with the bootstrap filter and varies less",
+          "[e2e][examples][stat]") {
+  smoke("sunspots", "x", {"mu", "phi", "sigma"});
+  // On the real data no exact likelihood exists, but both filters' likelihood estimates are
+  // unbiased: their means over seeds (of exp, via the log-mean-exp of each run's log Z^) must
+  // agree, which they would not if the proposal's density or the weight correction were wrong.
+  const std::string& exe = example_exe("sunspots");
+  const std::string data = example_path("data/sunspots.csv");
+  std::map<std::string, std::vector<double>> ll;
+  const int R = 24;
+  for (int k = 0; k < R; ++k)
+    for (const std::string method : {"guided", "bootstrap"}) {
+      const FilterRun f = run_filter(exe,
+                                     {"--data", data, "--method", method, "--particles", "4000",
+                                      "--seed", std::to_string(900 + k)},
+                                     scratch_path(fmt::format("sunspots-{}-{}.csv", method, k)));
+      REQUIRE(f.summary.at("method") == method);
+      ll[method].push_back(f.summary.at("log_likelihood").get<double>());
+    }
+  const double g = sample_mean(ll["guided"]), b = sample_mean(ll["bootstrap"]);
+  const double vg = sample_variance(ll["guided"]), vb = sample_variance(ll["bootstrap"]);
+  // E[log Z^] ~= log Z - Var/2 for each filter: compare the bias-corrected means.
+  const double diff = (g + vg / 2) - (b + vb / 2), se = std::sqrt((vg + vb) / R);
+  INFO(fmt::format("guided {} (var {}), bootstrap {} (var {}); corrected difference {} se", g, vg,
+                   b, vb, diff / se));
+  CHECK(std::abs(diff) <= 4 * se);
+  CHECK(vg * 4 < vb); // the proposal's purpose
+  // auto picks the guided filter for a model with a proposal and no exact filter.
+  const FilterRun a = run_filter(exe, {"--data", data, "--method", "auto", "--particles", "100"},
+                                 scratch_path("sunspots-auto.csv"));
+  CHECK(a.summary.at("method") == "guided");
+  CHECK(a.summary.at("chosen_by") == "auto");
+  const nlohmann::json info = nlohmann::json::parse(run_ok({exe, "info", "--json"}).out);
+  CHECK(info["methods"]["filter"] == nlohmann::json({"guided", "bootstrap", "apf"}));
+}

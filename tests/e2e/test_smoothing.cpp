@@ -37,6 +37,16 @@ model smooth_lg {
 }
 )";
 
+// The same model with the locally optimal proposal q(x[t] | x[t-1], y[t]) = p(x[t] | x[t-1], y[t]).
+std::string guided_model() {
+  std::string m = kModel;
+  m.replace(m.find("smooth_lg"), 9, "smooth_lg_guided");
+  m.insert(m.rfind('}'), R"(  let s2 = 1 / (1 / q^2 + 1 / r^2);
+  proposal x[t] ~ normal(s2 * (a * x[t-1] / q^2 + y[t] / r^2), sqrt(s2));
+)");
+  return m;
+}
+
 struct Exact {
   Eigen::VectorXd mean;
   Eigen::MatrixXd cov;
@@ -96,9 +106,11 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
   const std::vector<double> y = read_table(data).column("y");
   const Exact exact = exact_smoother(y);
 
+  const std::string& guided_exe = model_exe("smooth_lg_guided", guided_model());
   struct Case {
     std::string label, method;
     std::vector<std::string> args;
+    std::string filter = "bootstrap"; // of the forward pass (guided: the model with a proposal)
   };
   // ffbsi and paris draw by rejection by default (the model has a density bound).
   const std::vector<Case> cases = {
@@ -112,6 +124,12 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
       {"paris exact", "paris", {"--marginals", "--backward-samples", "2", "--backward", "exact"}},
       {"paris mcmc", "paris", {"--marginals", "--backward-samples", "2", "--backward", "mcmc"}},
       {"bis", "bis", {"--marginals", "--backward-samples", "200"}},
+      // Backward kernels use the filtering weights, whichever filter produced them.
+      {"ffbsm after guided", "ffbsm", {}, "guided"},
+      {"paris after guided", "paris", {"--marginals"}, "guided"},
+      {"genealogy after guided", "genealogy", {}, "guided"},
+      {"ffbsi after apf", "ffbsi", {}, "apf"},
+      {"paris after apf", "paris", {"--marginals", "--backward", "exact"}, "apf"},
   };
   const int R = 20;
   for (const Case& c : cases) {
@@ -119,14 +137,26 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
       Replicates rep;
       for (int k = 0; k < R; ++k) {
         const std::string out = scratch_path(fmt::format("smooth_{}_{}.csv", c.method, k));
-        std::vector<std::string> argv = {
-            exe,      "smooth",      "--data", data,     "--method",
-            c.method, "--particles", "300",    "--seed", std::to_string(100 + k),
-            "--json", "--out",       out};
+        std::vector<std::string> argv = {c.filter == "guided" ? guided_exe : exe,
+                                         "smooth",
+                                         "--data",
+                                         data,
+                                         "--method",
+                                         c.method,
+                                         "--particles",
+                                         "300",
+                                         "--seed",
+                                         std::to_string(100 + k),
+                                         "--json",
+                                         "--out",
+                                         out};
+        if (c.filter == "apf")
+          argv.insert(argv.end(), {"--filter", "apf"});
         argv.insert(argv.end(), c.args.begin(), c.args.end());
         const ProcessResult p = run_ok(argv);
         const nlohmann::json j = nlohmann::json::parse(p.out);
         REQUIRE(j["method"] == c.method);
+        REQUIRE(j["filter"] == c.filter); // guided: auto's choice for a model with a proposal
         rep.level.push_back(j["functionals"]["level"].get<double>());
         rep.cross.push_back(j["functionals"]["cross"].get<double>());
         const Table table = read_table(out);
@@ -347,6 +377,9 @@ TEST_CASE("smooth refuses what the model cannot support, before any work", "[smo
   // Rejection sampling outside ffbsi and paris.
   refused({"--method", "bis", "--backward", "rejection"}, "applies to ffbsi and paris only");
   refused({"--method", "ffbsi", "--backward", "mcmc"}, "applies to paris only");
+  refused({"--method", "paris", "--backward", "mcmc", "--filter", "apf"},
+          "a draw from the backward kernel only under the bootstrap filter");
+  refused({"--method", "ffbsm", "--filter", "guided"}, "the model has no proposal");
   refused({"--functional", "nope"}, "the model has no such functional (it declares level, cross, "
                                     "square)");
   // Leaving the per-t functional out makes the online method acceptable.

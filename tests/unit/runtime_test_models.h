@@ -131,15 +131,37 @@ inline const char* kAr2Meta = R"json({"name":"ar2d","source":"tests/ar2d.ssm","n
 
 inline ssm_model ar1_model() {
   using K = ArKernels<1>;
-  return ssm_model{
-      SSM_ABI_VERSION,      kAr1Meta,      K::init_sample, K::init_logpdf, K::transition_sample,
-      K::transition_logpdf, K::obs_logpdf, K::obs_sample,  nullptr, nullptr, nullptr, nullptr, nullptr};
+  return ssm_model{SSM_ABI_VERSION,
+                   kAr1Meta,
+                   K::init_sample,
+                   K::init_logpdf,
+                   K::transition_sample,
+                   K::transition_logpdf,
+                   K::obs_logpdf,
+                   K::obs_sample,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr};
 }
 inline ssm_model ar2_model() {
   using K = ArKernels<2>;
-  return ssm_model{
-      SSM_ABI_VERSION,      kAr2Meta,      K::init_sample, K::init_logpdf, K::transition_sample,
-      K::transition_logpdf, K::obs_logpdf, K::obs_sample,  nullptr, nullptr, nullptr, nullptr, nullptr};
+  return ssm_model{SSM_ABI_VERSION,
+                   kAr2Meta,
+                   K::init_sample,
+                   K::init_logpdf,
+                   K::transition_sample,
+                   K::transition_logpdf,
+                   K::obs_logpdf,
+                   K::obs_sample,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr};
 }
 inline ssm_model ar1_uniform_obs_model() {
   ssm_model m = ar1_model();

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 3
+#define SSM_ABI_VERSION 4
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -89,6 +89,14 @@ typedef void (*ssm_gaussian_moments_fn)(const double* theta, int64_t t, int32_t 
 typedef void (*ssm_gaussian_jacobian_fn)(const double* theta, int64_t t, int32_t block,
                                          const double* x_in, double* jac);
 
+// For a model with a `proposal`: x_n ~ q(x_t | x_{t-1} = x_prev[a_n], y_t = y) with
+// a_n = ancestors ? ancestors[n] : n, and out[n] = log q(x_t = x_n | ...). What the guided filter
+// proposes with (it weights by p(y_t | x_t) p(x_t | x_{t-1}) / q).
+typedef void (*ssm_proposal_sample_fn)(const double* theta, uint64_t seed, int64_t t, int64_t begin,
+                                       int64_t end, int64_t stride, const double* x_prev,
+                                       const int64_t* ancestors, const double* y, double* x,
+                                       double* out);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -103,6 +111,7 @@ typedef struct ssm_model {
   ssm_linear_gaussian_fn linear_gaussian;           // may be null
   ssm_gaussian_moments_fn gaussian_moments;         // may be null
   ssm_gaussian_jacobian_fn gaussian_jacobian;       // may be null
+  ssm_proposal_sample_fn proposal_sample;           // may be null
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

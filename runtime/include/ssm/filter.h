@@ -44,6 +44,10 @@ struct FilterOptions {
   // Auxiliary particle filter (Pitt & Shephard 1999): at each t > 0, resample with the weights
   // times p(y_t | a prediction of x_t from each particle), then correct by that factor.
   bool auxiliary = false;
+  // Guided filter: at each t > 0 with y_t fully observed, propose from the model's `proposal`
+  // (proposal_sample kernel) and weight by p(y_t | x_t) p(x_t | x_{t-1}) / q(x_t | x_{t-1}, y_t);
+  // a step with a missing observation proposes from the transition.
+  bool guided = false;
   uint64_t seed = 1;
   // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
   // they hold the last step only, so memory does not grow with T (the online smoothers).
@@ -65,9 +69,10 @@ struct FilterResult {
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
 };
 
-// The bootstrap filter one step at a time, for the smoothers that work alongside it. After step()
-// has processed time t, the particles at t, their ancestors at t-1 and their weights are
-// readable until the next step(); buffers are structure-of-arrays with stride stride().
+// The particle filter (bootstrap, guided or auxiliary) one step at a time, for the smoothers that
+// work alongside it. After step() has processed time t, the particles at t, their ancestors at t-1
+// and their weights are readable until the next step(); buffers are structure-of-arrays with stride
+// stride().
 class ParticleFilter {
 public:
   // `fixed` is theta followed by the data values. Throws ssm::Error on inconsistent inputs.
@@ -116,6 +121,7 @@ private:
   std::vector<double> lw_, inc_, w_, bmax_, bsum_, bsum2_, bx_, bvar_, mean_;
   std::vector<int64_t> anc_;
   std::vector<double> loglam_, aux_w_;
+  std::vector<double> logq_, logf_; // the guided filter's proposal and transition log-densities
   Lookahead lookahead_ = Lookahead::mean;
   bool resampled_ = false;
   double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
@@ -123,6 +129,9 @@ private:
   FilterResult res_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// "bootstrap", "guided" or "apf": which particle filter the options ask for.
+const char* filter_name(const FilterOptions& options);
 
 // Runs the filter on data.T time steps. `theta` is the parameters followed by the data values.
 // Throws ssm::Error if the weights collapse.
