@@ -62,6 +62,12 @@ private:
   std::vector<double> prev_, cur_, out_;
 };
 
+// Accepts with probability min(1, exp(log_ratio)) given u ~ U(0, 1): log u < log_ratio, without
+// the logarithm when the ratio is at least 1 (an accepted uphill move). NaN rejects.
+inline bool accept(double u, double log_ratio) {
+  return log_ratio >= 0 || u < std::exp(log_ratio);
+}
+
 // What the batched methods (paris mcmc, bis) keep for one block of particles.
 struct BatchScratch {
   std::vector<int64_t> bidx, pi, pj, qj;
@@ -225,7 +231,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                 for (int64_t s = 0; s < S; ++s) {
                   const int64_t m = 1 + k * S + s;
                   ++tries[b];
-                  if (std::log(pu[(j - jb) * per + m]) < lj[m] - lj[cur]) {
+                  if (accept(pu[(j - jb) * per + m], lj[m] - lj[cur])) {
                     cur = m;
                     ++acc[b];
                   }
@@ -346,7 +352,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                              l.data());
                 for (int64_t m = 0; m < count && chosen < 0; ++m) {
                   ++tries[b];
-                  if (std::log(wk_u[m]) < l[m] - log_bound) {
+                  if (accept(wk_u[m], l[m] - log_bound)) {
                     chosen = idx_try[m];
                     ++acc[b];
                   }
