@@ -117,6 +117,14 @@ struct FunctionalDecl {
   Range range;
 };
 
+// `lookahead x[t] = expr;`: the auxiliary particle filter's prediction of state x at t from the
+// particle at t-1.
+struct Lookahead {
+  ExprPtr target;
+  ExprPtr value;
+  Range range;
+};
+
 // `import "name";`
 struct Import {
   std::string name;
@@ -134,6 +142,7 @@ struct Model {
   std::vector<LetDecl> lets;
   std::vector<FnDecl> fns;
   std::vector<FunctionalDecl> functionals;
+  std::vector<Lookahead> lookaheads;
 };
 
 } // namespace ssm::frontend::ast

@@ -159,6 +159,7 @@ public:
       add_relation(r);
     for (const ast::FunctionalDecl& f : ast_.functionals)
       add_functional(f);
+    add_lookaheads();
     check_completeness();
     if (diags_.error_count() > errors_before)
       return std::nullopt;
@@ -1621,7 +1622,8 @@ private:
     Range where = first.range;
     ir::BlockKind kind = s.kind;
     bool initial = kind == ir::BlockKind::Initial;
-    bool proposal = kind == ir::BlockKind::Proposal; // reads what a transition does, and y[t]
+    // Proposals and look-aheads read what a transition does, and y[t].
+    bool proposal = kind == ir::BlockKind::Proposal || kind == ir::BlockKind::Lookahead;
     bool transition = kind == ir::BlockKind::Transition || proposal;
     bool functional = kind == ir::BlockKind::Functional;
     if (!initial && time->absolute) {
@@ -1681,6 +1683,10 @@ private:
     }
     if (offset == 0 && same_kind && !functional && sym.index == s.target_var)
       return fail(fmt::format("{} reads {} itself", s.subject, ref));
+    if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)
+      return fail(fmt::format("{} reads {}: a look-ahead predicts the states at t from those at "
+                              "t-1, so it can read {}[t-1]",
+                              s.subject, ref, name.name));
     ir::Node n;
     n.op = is_state ? ir::Op::State : is_input ? ir::Op::Input : ir::Op::Obs;
     n.var = sym.index;
@@ -1867,6 +1873,65 @@ private:
     for (int& a : node.args)
       a = copy_node(from, a, to, copied);
     return copied[id] = to.add(std::move(node));
+  }
+
+  // `lookahead x[t] = expr;` for every state or none: the auxiliary filter's predictions, as the
+  // lookahead block's outputs in state order.
+  void add_lookaheads() {
+    if (ast_.lookaheads.empty())
+      return;
+    std::vector<const ast::Lookahead*> by_state(model_.states.size(), nullptr);
+    std::vector<int> outputs(model_.states.size(), -1);
+    for (const ast::Lookahead& a : ast_.lookaheads) {
+      const Expr& target = *a.target;
+      const Expr* base = target.kind == EKind::Index ? target.args[0].get() : &target;
+      Symbol* sym = base->kind == EKind::Name ? lookup(base->name) : nullptr;
+      if (!sym || sym->kind != Symbol::Kind::State) {
+        error(target.range, "a look-ahead predicts a state: write lookahead x[t] = ...; for a "
+                            "state x");
+        continue;
+      }
+      const std::string& name = base->name;
+      if (target.kind != EKind::Index || target.args.size() != 2 ||
+          target.args[1]->kind != EKind::Name || target.args[1]->name != "t") {
+        error(target.range, fmt::format("a look-ahead predicts the whole state at t: write "
+                                        "lookahead {}[t] = ...;",
+                                        name));
+        continue;
+      }
+      if (!sym->valid)
+        continue;
+      if (const ast::Lookahead* first = by_state[sym->index]) {
+        error(target.range, fmt::format("{}[t] has a second look-ahead", name));
+        note(first->target->range, fmt::format("the first look-ahead for {}[t] is here", name));
+        continue;
+      }
+      by_state[sym->index] = &a;
+      Scope s;
+      s.block = &model_.lookahead;
+      s.kind = ir::BlockKind::Lookahead;
+      s.target_kind = ir::VarKind::State;
+      s.target_var = sym->index;
+      s.target = name + "[t]";
+      s.subject = fmt::format("the look-ahead for {}[t]", name);
+      std::optional<int> id = lower(*a.value, s);
+      if (!id)
+        continue;
+      const ir::Shape& shape = model_.states[sym->index].shape;
+      if (!(shape_of(s, *id) == shape)) {
+        error(a.value->range, fmt::format("the look-ahead for {}[t] is {}, but '{}' is {}", name,
+                                          shape_of(s, *id).str(), name, shape.str()));
+        continue;
+      }
+      outputs[sym->index] = *id;
+    }
+    for (std::size_t x = 0; x < model_.states.size(); ++x)
+      if (!by_state[x])
+        error(ast_.lookaheads.front().range,
+              fmt::format("the auxiliary filter predicts every state, and state '{0}' has no "
+                          "look-ahead: add one, as in lookahead {0}[t] = ...;",
+                          model_.states[x].name));
+    model_.lookahead.outputs = std::move(outputs);
   }
 
   void add_functional(const ast::FunctionalDecl& f) {

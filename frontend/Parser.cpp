@@ -280,6 +280,13 @@ auto const push_proposal = [](auto& ctx) {
                                          true});
 };
 
+auto const push_lookahead = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  state(ctx).model->lookaheads.push_back({boost::fusion::at_c<1>(attr),
+                                          boost::fusion::at_c<2>(attr),
+                                          {boost::fusion::at_c<0>(attr), end_of(ctx)}});
+};
+
 auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(ctx); };
 auto const set_module_name = [](auto& ctx) {
   state(ctx).model->name = x3::_attr(ctx);
@@ -407,6 +414,7 @@ auto const statement_def =
     (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
     (pos >> kw("obs") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Obs>{}] |
     (pos >> kw("proposal") > target > '~' > dist > ';')[push_proposal] |
+    (pos >> kw("lookahead") > target > '=' > expr > ';')[push_lookahead] |
     (target > '~' > dist > ';')[push_relation];
 
 auto const end_of_model_def = x3::lit('}');

@@ -51,8 +51,8 @@ std::size_t token_end(std::string_view text, std::size_t pos) {
 
 bool is_keyword(std::string_view word) {
   static const std::set<std::string_view> keywords = {
-      "model", "const",  "param",      "state", "obs", "data", "input",   "let",
-      "fn",    "return", "functional", "sum_t", "if",  "else", "proposal"};
+      "model", "const",  "param",      "state", "obs", "data", "input",    "let",
+      "fn",    "return", "functional", "sum_t", "if",  "else", "proposal", "lookahead"};
   return keywords.count(word) > 0;
 }
 

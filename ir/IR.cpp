@@ -176,6 +176,8 @@ std::string_view block_name(BlockKind kind) {
     return "functional";
   case BlockKind::Proposal:
     return "proposal";
+  case BlockKind::Lookahead:
+    return "lookahead";
   }
   return "?";
 }
@@ -214,6 +216,8 @@ const Block& Model::block(BlockKind kind) const {
     return functional;
   case BlockKind::Proposal:
     return proposal;
+  case BlockKind::Lookahead:
+    return lookahead;
   }
   throw std::logic_error("unknown block kind");
 }

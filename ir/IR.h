@@ -151,7 +151,9 @@ struct Relation {
 // Proposal: the guided filter's proposal q(x[t] | x[t-1], y[t]); empty when the model has none,
 // else one relation per state (the user's `proposal` relations, and copies of the transition
 // relations of the states without one).
-enum class BlockKind { Prior, Initial, Transition, Observation, Functional, Proposal };
+// Lookahead: the auxiliary filter's prediction of x[t] from x[t-1]: no relations; empty, or one
+// output per state, in declaration order.
+enum class BlockKind { Prior, Initial, Transition, Observation, Functional, Proposal, Lookahead };
 std::string_view block_name(BlockKind kind);
 
 struct Block {
@@ -223,14 +225,15 @@ struct Model {
   Block observation{BlockKind::Observation, {}, {}, {}};
   Block functional{BlockKind::Functional, {}, {}, {}}; // no relations; outputs = the terms
   Block proposal{BlockKind::Proposal, {}, {}, {}};
+  Block lookahead{BlockKind::Lookahead, {}, {}, {}};
 
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {
-    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead);
   }
   template <class F> void for_each_block(F&& f) const {
-    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead);
   }
 
   const std::string& var_name(VarKind kind, int var) const;

@@ -229,8 +229,9 @@ private:
   }
 
   BlockKind block_kind(std::string_view name) const {
-    for (BlockKind kind : {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition,
-                           BlockKind::Observation, BlockKind::Functional, BlockKind::Proposal})
+    for (BlockKind kind :
+         {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition, BlockKind::Observation,
+          BlockKind::Functional, BlockKind::Proposal, BlockKind::Lookahead})
       if (block_name(kind) == name)
         return kind;
     fail(fmt::format("unknown block '{}'", name));

@@ -189,14 +189,16 @@ private:
       return;
     // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t]; proposals
     // read x[t-1], y[t-1] and y[t].
-    const bool proposal = kind == BlockKind::Proposal;
-    int max_lag = kind == BlockKind::Transition || proposal ||
+    // Look-ahead predictions read x[t-1], y[t-1] and y[t].
+    const bool proposal = kind == BlockKind::Proposal, lookahead = kind == BlockKind::Lookahead;
+    int max_lag = kind == BlockKind::Transition || proposal || lookahead ||
                           (kind == BlockKind::Functional && vk == VarKind::State)
                       ? 1
                       : 0;
-    bool allowed = vk == VarKind::State || kind == BlockKind::Observation ||
-                   kind == BlockKind::Functional || proposal ||
-                   (kind == BlockKind::Transition && node.lag == 1);
+    bool allowed =
+        (vk == VarKind::State && (!lookahead || node.lag == 1)) ||
+        (vk == VarKind::Obs && (kind == BlockKind::Observation || kind == BlockKind::Functional ||
+                                proposal || lookahead || node.lag == 1));
     if (!allowed || node.lag < 0 || node.lag > max_lag)
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
            node.lag, block_name(kind));
@@ -282,6 +284,18 @@ std::vector<std::string> verify(const Model& model) {
   });
   if (!model.functional.relations.empty())
     errors.push_back("functional: the block has relations");
+  const Block& ahead = model.lookahead;
+  if (!ahead.relations.empty())
+    errors.push_back("lookahead: the block has relations");
+  if (!ahead.outputs.empty() && ahead.outputs.size() != model.states.size())
+    errors.push_back(fmt::format("lookahead: {} predictions for {} states", ahead.outputs.size(),
+                                 model.states.size()));
+  for (size_t i = 0; i < ahead.outputs.size() && i < model.states.size(); ++i)
+    if (ahead.outputs[i] >= 0 && ahead.outputs[i] < static_cast<int>(ahead.nodes.size()) &&
+        !(ahead.nodes[ahead.outputs[i]].shape == model.states[i].shape))
+      errors.push_back(fmt::format("lookahead: the prediction of {} has shape {}",
+                                   model.states[i].name,
+                                   ahead.nodes[ahead.outputs[i]].shape.str()));
   for (const ParamDecl& p : model.params)
     if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
       errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,

@@ -37,6 +37,7 @@ enum class Kernel {
   ObsSample,
   Functional,
   ProposalSample,     // draws x_t from the proposal and writes log q(x_t | x_{t-1}, y_t)
+  Lookahead,          // the look-ahead block's outputs per particle, laid out as a state
   TransitionLogBound, // log of an arena node, per particle at t-1
   Matrices,           // arena nodes that read no state, written one after another
   Moments,            // mean and covariance of a Gaussian block given one state (x_in)
@@ -120,6 +121,8 @@ private:
       return ir::BlockKind::Functional;
     case Kernel::ProposalSample:
       return ir::BlockKind::Proposal;
+    case Kernel::Lookahead:
+      return ir::BlockKind::Lookahead;
     case Kernel::TransitionLogBound:
     case Kernel::Matrices:
     case Kernel::Moments:
@@ -170,6 +173,9 @@ private:
     case Kernel::ProposalSample:
       params.insert(params.end(),
                     {{"x_prev", ptr}, {"ancestors", iptr}, {"y", ptr}, {"x", ptr}, {"out", ptr}});
+      break;
+    case Kernel::Lookahead:
+      params.insert(params.end(), {{"x_prev", ptr}, {"y", ptr}, {"out", ptr}});
       break;
     case Kernel::TransitionLogBound:
       params.insert(params.end(), {{"x_prev", ptr}, {"out", ptr}});
@@ -229,7 +235,7 @@ private:
     cache_ = preamble_cache_;
     cholesky_ = preamble_cholesky_;
     current_.clear();
-    if (kind_ == Kernel::Functional) {
+    if (kind_ == Kernel::Functional || kind_ == Kernel::Lookahead) {
       int component = 0;
       for (int id : outputs_)
         for (Value* v : get(id))
@@ -1042,7 +1048,7 @@ llvm::Function* emit_gaussian_jacobian(const ir::Model& model, const passes::Der
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
-                      llvm::Function* proposal_sample) {
+                      llvm::Function* proposal_sample, llvm::Function* lookahead) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -1071,10 +1077,12 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
           b.getVoidTy(),
           {f64, i64, i64, i64, i64, i64, f64, llvm::PointerType::getUnqual(i64), f64, f64, f64},
-          false))}; // proposal_sample
-  llvm::Function* given[] = {log_bound, linear_gaussian, gaussian_moments, gaussian_jacobian,
-                             proposal_sample};
-  for (int k = 0; k < 5; ++k) {
+          false)), // proposal_sample
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false))}; // lookahead
+  llvm::Function* given[] = {log_bound,         linear_gaussian, gaussian_moments,
+                             gaussian_jacobian, proposal_sample, lookahead};
+  for (int k = 0; k < 6; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -1148,7 +1156,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       model.proposal.relations.empty()
           ? nullptr
           : KernelEmitter(model, library, Kernel::ProposalSample).emit("ssm_proposal_sample");
-  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal);
+  llvm::Function* lookahead =
+      model.lookahead.outputs.empty()
+          ? nullptr
+          : KernelEmitter(model, library, Kernel::Lookahead).emit("ssm_lookahead");
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
+                   lookahead);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -647,7 +647,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                   {"elapsed_s", r.elapsed_s},
                   {"model", info.name}};
         if (method == "apf")
-          j["lookahead"] = model->gaussian_moments ? "mean" : "simulated";
+          j["lookahead"] = lookahead_name(lookahead_for(*model));
         if (method == "bootstrap" || method == "guided" || method == "apf") {
           j["particles"] = r.particles;
           j["resample_count"] = r.resample_count;

@@ -91,7 +91,7 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   if (opt.auxiliary) {
     loglam_.assign(stride_, 0.0);
     aux_w_.assign(N_, 0.0);
-    lookahead_ = model.gaussian_moments ? Lookahead::mean : Lookahead::simulated;
+    lookahead_ = lookahead_for(model);
   }
   prev_ = buf_->xa.data();
   cur_ = buf_->xb.data();
@@ -126,7 +126,13 @@ double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
   const double* prev = prev_;
   double* pred = buf_->pred.data();
   double* loglam = loglam_.data();
-  if (lookahead_ == Lookahead::mean) {
+  if (lookahead_ == Lookahead::user) {
+    pool_.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+      model_.lookahead(th, t, begin, end, stride, prev, y, pred);
+      model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
+    });
+  } else if (lookahead_ == Lookahead::mean) {
     pool_.parallel_for(nb, [&](int64_t b) {
       const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
       std::vector<double> x(ns), mean(ns), cov(ns * ns);
@@ -346,6 +352,24 @@ bool ParticleFilter::step() {
   if (opt_.progress)
     opt_.progress(t, data_.T);
   return true;
+}
+
+Lookahead lookahead_for(const ssm_model& model) {
+  return model.lookahead          ? Lookahead::user
+         : model.gaussian_moments ? Lookahead::mean
+                                  : Lookahead::simulated;
+}
+
+const char* lookahead_name(Lookahead kind) {
+  switch (kind) {
+  case Lookahead::user:
+    return "user";
+  case Lookahead::mean:
+    return "mean";
+  case Lookahead::simulated:
+    return "simulated";
+  }
+  return "?";
 }
 
 const char* filter_name(const FilterOptions& options) {

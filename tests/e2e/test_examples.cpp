@@ -176,4 +176,8 @@ TEST_CASE("sunspots: the guided filter agrees with the bootstrap filter and vari
   CHECK(a.summary.at("chosen_by") == "auto");
   const nlohmann::json info = nlohmann::json::parse(run_ok({exe, "info", "--json"}).out);
   CHECK(info["methods"]["filter"] == nlohmann::json({"guided", "bootstrap", "apf"}));
+  // Its look-ahead replaces the simulated one of a non-Gaussian model.
+  const FilterRun apf = run_filter(exe, {"--data", data, "--method", "apf", "--particles", "100"},
+                                   scratch_path("sunspots-apf.csv"));
+  CHECK(apf.summary.at("lookahead") == "user");
 }

@@ -237,6 +237,65 @@ model lgssm1_guided {
   CHECK(outputs[0] == outputs[1]);
 }
 
+TEST_CASE("auxiliary filter with the model's own look-ahead", "[e2e][stat]") {
+  const Lgssm1 model;
+  const std::string source = R"(
+model NAME {
+  param a = 0.9;
+  param q = 0.5;
+  param r = 1.0;
+  param m0 = 0;
+  param s0 = 1;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(m0, s0);
+  x[t] ~ normal(a * x[t-1], q);
+  y[t] ~ normal(x[t], r);
+  lookahead x[t] = PREDICTION;
+}
+)";
+  auto with = [&](const std::string& name, const std::string& prediction) {
+    std::string s = source;
+    s.replace(s.find("NAME"), 4, name);
+    s.replace(s.find("PREDICTION"), 10, prediction);
+    return model_exe(name, s);
+  };
+  const std::vector<std::string> params = model.params();
+  const std::string data = scratch_path("lgssm1-lookahead.csv");
+  std::vector<std::string> argv = {
+      example_exe("lgssm1"), "simulate", "--T", "100", "--seed", "13", "--out", data};
+  argv.insert(argv.end(), params.begin(), params.end());
+  run_ok(argv);
+
+  // The transition's mean written as a look-ahead: the same predictions as the default, so the
+  // same filter, bit for bit.
+  std::vector<std::string> args = params;
+  args.insert(args.end(),
+              {"--data", data, "--method", "apf", "--particles", "3000", "--seed", "3"});
+  const FilterRun user =
+      run_filter(with("lookahead_mean", "a * x[t-1]"), args, scratch_path("lookahead-user.csv"));
+  const FilterRun builtin =
+      run_filter(example_exe("lgssm1"), args, scratch_path("lookahead-def.csv"));
+  CHECK(user.summary.at("lookahead") == "user");
+  CHECK(builtin.summary.at("lookahead") == "mean");
+  CHECK(user.csv_text == builtin.csv_text);
+
+  // A different prediction (shrunk towards the observation) changes the filter, not what it
+  // estimates: the likelihood stays unbiased and the filtering moments consistent.
+  const KalmanResult exact = kalman_filter(model.model(), observations(read_table(data), {"y"}));
+  PfVsKalman c;
+  c.label = "lgssm1-lookahead";
+  c.exe = with("lookahead_shrunk", "0.5 * a * x[t-1] + 0.4 * y[t]");
+  c.args = params;
+  c.args.insert(c.args.end(), {"--data", data, "--method", "apf"});
+  c.state_cols = {"x"};
+  c.particles = 5000;
+  c.runs = 32;
+  c.seed0 = 6000;
+  c.missing.assign(100, false);
+  compare_with_kalman(c, exact);
+}
+
 TEST_CASE("guided filter with a proposal for one state of two", "[e2e][stat]") {
   // v[t] reads u[t]: the proposal block draws u from the user's proposal, then v from its
   // transition (copied), in that order.

@@ -97,6 +97,13 @@ typedef void (*ssm_proposal_sample_fn)(const double* theta, uint64_t seed, int64
                                        const int64_t* ancestors, const double* y, double* x,
                                        double* out);
 
+// For a model with `lookahead` statements: x_pred[c*stride+n] = the prediction of component c of
+// x_t from x_{t-1} = x_prev[n] (and y_t = y). The auxiliary particle filter's first-stage weights
+// are p(y_t | x_t = x_pred[n]).
+typedef void (*ssm_lookahead_fn)(const double* theta, int64_t t, int64_t begin, int64_t end,
+                                 int64_t stride, const double* x_prev, const double* y,
+                                 double* x_pred);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -112,6 +119,7 @@ typedef struct ssm_model {
   ssm_gaussian_moments_fn gaussian_moments;         // may be null
   ssm_gaussian_jacobian_fn gaussian_jacobian;       // may be null
   ssm_proposal_sample_fn proposal_sample;           // may be null
+  ssm_lookahead_fn lookahead;                       // may be null
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -32,10 +32,12 @@ inline constexpr uint64_t kLookaheadSeedKey = 0x9E3779B97F4A7C15ull;
 inline constexpr int64_t kLookaheadDraws = 4; // simulated look-ahead: draws per particle
 
 // How the auxiliary particle filter predicts each particle's next state for its first-stage
-// weights p(y_t | prediction): the transition's mean (gaussian_moments kernel), or, when the model
-// has no Gaussian moments, the average of p(y_t | x~) over kLookaheadDraws draws from the
-// transition.
-enum class Lookahead { mean, simulated };
+// weights p(y_t | prediction): the model's own `lookahead` predictions (lookahead kernel), else
+// the transition's mean (gaussian_moments kernel), else the average of p(y_t | x~) over
+// kLookaheadDraws draws from the transition.
+enum class Lookahead { user, mean, simulated };
+const char* lookahead_name(Lookahead kind); // "user", "mean", "simulated"
+Lookahead lookahead_for(const ssm_model& model);
 
 struct FilterOptions {
   int64_t particles = 1000;
