@@ -128,6 +128,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   const bool mcmc = opt.backward == BackwardSampling::mcmc;
   const bool batched = mcmc || opt.method == SmoothMethod::bis;
   const int64_t Nt = opt.backward_samples;
+  const double inv_Nt = 1.0 / static_cast<double>(Nt);
   const uint64_t seed = opt.filter.seed;
   const int64_t nb = (N + kOnlineBlock - 1) / kOnlineBlock;
 
@@ -237,7 +238,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                   }
                 }
                 out_i[k] = ij[cur];
-                out_w[k] = 1.0 / static_cast<double>(Nt);
+                out_w[k] = inv_Nt;
               }
               continue;
             }
@@ -255,12 +256,12 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             // No drawn index can be the parent: uniform weights over the draws keep the estimate
             // defined (only with a bounded-support transition density and few backward samples).
             for (int64_t k = 0; k < Nt; ++k)
-              out_w[k] = total > 0 ? out_w[k] / total : 1.0 / static_cast<double>(Nt);
+              out_w[k] = total > 0 ? out_w[k] / total : inv_Nt;
           }
           if (nf > 0) {
             qj.resize(nj * Nt);
-            for (int64_t q = 0; q < nj * Nt; ++q)
-              qj[q] = jb + q / Nt;
+            for (int64_t j = jb; j < je; ++j)
+              std::fill_n(&qj[(j - jb) * Nt], Nt, j);
             pairs.gather(ns, stride, x_prev, x, bidx.data(), qj.data(), nj * Nt);
             bterms = pairs.terms(model, frame, t, pf.y(), nf);
             ones.assign(nj * Nt, 1.0);
@@ -321,7 +322,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               const double u = philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k));
               idx[k] = std::min<int64_t>(
                   std::upper_bound(l.begin(), l.begin() + N, u * l[N - 1]) - l.begin(), N - 1);
-              wk[k] = 1.0 / static_cast<double>(Nt);
+              wk[k] = inv_Nt;
             }
             exact[b] += Nt;
           } else if (batched) {
@@ -374,7 +375,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                 ++exact[b];
               }
               idx[k] = chosen;
-              wk[k] = 1.0 / static_cast<double>(Nt);
+              wk[k] = inv_Nt;
             }
           } else {
             throw Error("internal error: no backward sampler for this method");
