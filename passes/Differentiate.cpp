@@ -254,6 +254,60 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
   auto log = [&](int a) { return b.call("log", {a}); };
   auto sq = [&](int a) { return b.mul(a, a); };
   const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
+  auto log_gamma = [&](int a) { return b.call("lgamma", {a}); };
+  const int d = shape.size();
+  switch (rel.dist) { // the joint densities
+  case ir::Dist::MvNormal:
+  case ir::Dist::MvNormalChol: {
+    // -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2 with z = L^-1 (x - mu) and L L' the
+    // covariance; for mvnormal, L is its Cholesky factor written out element by element.
+    auto at = [&](int k, int i, int j) { return b.element(args[k], i * d + j); };
+    std::vector<int> L(static_cast<size_t>(d) * d, -1);
+    for (int j = 0; j < d; ++j)
+      for (int i = j; i < d; ++i) {
+        if (rel.dist == ir::Dist::MvNormalChol) {
+          L[i * d + j] = at(1, i, j);
+          continue;
+        }
+        int v = at(1, i, j);
+        for (int k = 0; k < j; ++k)
+          v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
+        L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
+      }
+    std::vector<int> z(d);
+    int lp = b.constant(-d * half_log_2pi);
+    for (int i = 0; i < d; ++i) {
+      int r = b.sub(b.element(x_node, i), arg(0, i));
+      for (int k = 0; k < i; ++k)
+        r = b.sub(r, b.mul(L[i * d + k], z[k]));
+      z[i] = b.div(r, L[i * d + i]);
+      lp = b.sub(b.sub(lp, b.div(sq(z[i]), c(2))), log(L[i * d + i]));
+    }
+    return b.materialize(lp);
+  }
+  case ir::Dist::Dirichlet: { // lgamma(sum a) - sum lgamma(a_i) + sum (a_i - 1) log x_i
+    int sum = -1, lp = -1;
+    for (int i = 0; i < d; ++i) {
+      sum = b.add(sum, arg(0, i));
+      lp = b.add(lp, b.sub(b.mul(b.sub(arg(0, i), c(1)), log(b.element(x_node, i))),
+                           log_gamma(arg(0, i))));
+    }
+    return b.materialize(b.add(lp, log_gamma(sum)));
+  }
+  case ir::Dist::Multinomial: { // lgamma(n + 1) - sum lgamma(x_i + 1) + sum x_i log(p_i / sum p)
+    const int n = args[0];
+    int sum = -1, lp = log_gamma(b.add(n, c(1)));
+    for (int i = 0; i < d; ++i)
+      sum = b.add(sum, arg(1, i));
+    for (int i = 0; i < d; ++i) {
+      const int x = b.element(x_node, i);
+      lp = b.add(lp, b.sub(b.mul(x, log(b.div(arg(1, i), sum))), log_gamma(b.add(x, c(1)))));
+    }
+    return b.materialize(lp);
+  }
+  default:
+    break;
+  }
   int total = -1;
   for (int i = 0; i < shape.size(); ++i) {
     const int x = b.element(x_node, i);
@@ -301,6 +355,35 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
       lp = b.sub(b.sub(b.sub(b.call("lgamma", {h}), b.call("lgamma", {b.div(nu, c(2))})),
                        log(b.mul(b.call("sqrt", {b.mul(nu, c(std::numbers::pi))}), arg(2, i)))),
                  b.mul(h, log(b.add(c(1), b.div(sq(z), nu)))));
+      break;
+    }
+    case ir::Dist::Uniform: // -log(hi - lo) on the support
+      lp = b.neg(log(b.sub(arg(1, i), arg(0, i))));
+      break;
+    case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
+                           //   + lgamma(a + b)
+      const int a = arg(0, i), bb = arg(1, i);
+      lp = b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, c(1)), log(x)),
+                                   b.mul(b.sub(bb, c(1)), log(b.sub(c(1), x)))),
+                             log_gamma(a)),
+                       log_gamma(bb)),
+                 log_gamma(b.add(a, bb)));
+      break;
+    }
+    case ir::Dist::InverseGamma: { // alpha log beta - lgamma(alpha) - (alpha + 1) log x - beta / x
+      const int alpha = arg(0, i), beta = arg(1, i);
+      lp = b.sub(b.sub(b.sub(b.mul(alpha, log(beta)), log_gamma(alpha)),
+                       b.mul(b.add(alpha, c(1)), log(x))),
+                 b.div(beta, x));
+      break;
+    }
+    case ir::Dist::NegativeBinomial: { // lgamma(x + phi) - lgamma(x + 1) - lgamma(phi)
+                                       //   + x log(mu / (mu + phi)) + phi log(phi / (mu + phi))
+      const int mu = arg(0, i), phi = arg(1, i), total_rate = b.add(mu, phi);
+      lp = b.add(
+          b.add(b.sub(b.sub(log_gamma(b.add(x, phi)), log_gamma(b.add(x, c(1)))), log_gamma(phi)),
+                b.mul(x, log(b.div(mu, total_rate)))),
+          b.mul(phi, log(b.div(phi, total_rate))));
       break;
     }
     case ir::Dist::Poisson: // x log lambda - lambda - lgamma(x + 1)

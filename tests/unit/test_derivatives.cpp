@@ -9,6 +9,10 @@
 #include "passes/Differentiate.h"
 #include "passes/Pass.h"
 
+#include "ssm/kernel_lib.h"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -17,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numbers>
 #include <sstream>
 
 using namespace ssm;
@@ -79,13 +84,17 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
-// A point inside every support: parameters at their defaults (0.5 without one), real states and
+// A point inside every support: parameters at their defaults (0.5 without one, a covariance
+// 0.5 off the diagonal and 1 on it), real states and
 // observations small and positive, integer ones 1.
 Point make_point(const ir::Model& m) {
   Point p;
   for (const ir::ParamDecl& d : m.params) {
     std::vector<double> v =
         d.default_value ? *d.default_value : std::vector<double>(d.shape.size(), 0.5);
+    if (!d.default_value && d.type == ir::ParamType::CovMatrix) // positive definite: 0.2 + 0.8 I
+      for (int i = 0; i < d.shape.dims[0]; ++i)
+        v[i * d.shape.dims[0] + i] = 1.0;
     p.theta.insert(p.theta.end(), v.begin(), v.end());
   }
   auto fill = [](const std::vector<ir::VarDecl>& vars, double base) {
@@ -139,6 +148,165 @@ void check(const ir::Model& m, const ir::Block& block, int node, const ir::Block
   }
 }
 
+// The log-density of one relation at the point, computed without the IR: the kernel library's
+// scalar densities, Eigen for the multivariate normal, lgamma for the rest.
+double reference_log_density(ir::Dist dist, const std::vector<double>& x,
+                             const std::vector<std::vector<double>>& args) {
+  auto a = [&](size_t k, size_t i) { return args[k].size() == 1 ? args[k][0] : args[k][i]; };
+  const size_t d = x.size();
+  double total = 0;
+  switch (dist) {
+  case ir::Dist::MvNormal:
+  case ir::Dist::MvNormalChol: {
+    const Eigen::Map<const Eigen::MatrixXd> m(args[1].data(), d, d); // symmetric or row-major L'
+    Eigen::MatrixXd L = dist == ir::Dist::MvNormal ? Eigen::MatrixXd(m.llt().matrixL())
+                                                   : Eigen::MatrixXd(m.transpose());
+    L = L.triangularView<Eigen::Lower>();
+    Eigen::VectorXd r(d);
+    for (size_t i = 0; i < d; ++i)
+      r[i] = x[i] - a(0, i);
+    const Eigen::VectorXd z = L.triangularView<Eigen::Lower>().solve(r);
+    return -0.5 * z.squaredNorm() - L.diagonal().array().log().sum() -
+           0.5 * static_cast<double>(d) * std::log(2 * std::numbers::pi);
+  }
+  case ir::Dist::Categorical: {
+    double sum = 0;
+    for (double p : args[0])
+      sum += p;
+    return std::log(args[0].at(static_cast<size_t>(x[0])) / sum);
+  }
+  case ir::Dist::Dirichlet: {
+    double sum = 0;
+    for (size_t i = 0; i < d; ++i) {
+      sum += a(0, i);
+      total += (a(0, i) - 1) * std::log(x[i]) - std::lgamma(a(0, i));
+    }
+    return total + std::lgamma(sum);
+  }
+  case ir::Dist::Multinomial: {
+    double sum = 0;
+    for (size_t i = 0; i < d; ++i)
+      sum += a(1, i);
+    total = std::lgamma(args[0][0] + 1);
+    for (size_t i = 0; i < d; ++i)
+      total += x[i] * std::log(a(1, i) / sum) - std::lgamma(x[i] + 1);
+    return total;
+  }
+  default:
+    break;
+  }
+  for (size_t i = 0; i < d; ++i) {
+    const double v = x[i];
+    switch (dist) {
+    case ir::Dist::Normal:
+      total += ssm_lpdf_normal(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::LogNormal:
+      total += ssm_lpdf_lognormal(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::StudentT:
+      total += ssm_lpdf_student_t(v, a(0, i), a(1, i), a(2, i));
+      break;
+    case ir::Dist::HalfNormal:
+      total += ssm_lpdf_half_normal(v, a(0, i));
+      break;
+    case ir::Dist::Uniform:
+      total += ssm_lpdf_uniform(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::Gamma:
+      total += ssm_lpdf_gamma(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::Exponential:
+      total += ssm_lpdf_exponential(v, a(0, i));
+      break;
+    case ir::Dist::Poisson:
+      total += ssm_lpdf_poisson(v, a(0, i));
+      break;
+    case ir::Dist::Bernoulli:
+      total += ssm_lpdf_bernoulli(v, a(0, i));
+      break;
+    case ir::Dist::Beta:
+      total += ssm_lpdf_beta(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::InverseGamma:
+      total += ssm_lpdf_inverse_gamma(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::Laplace:
+      total += ssm_lpdf_laplace(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::Cauchy:
+      total += ssm_lpdf_cauchy(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::Binomial:
+      total += ssm_lpdf_binomial(v, a(0, i), a(1, i));
+      break;
+    case ir::Dist::NegativeBinomial:
+      total += ssm_lpdf_negative_binomial(v, a(0, i), a(1, i));
+      break;
+    default:
+      FAIL("no reference log-density for " << ir::dist_info(dist).name);
+    }
+  }
+  return total;
+}
+
+struct Totals {
+  Counts counts;
+  int log_densities = 0;
+};
+
+// Every transition and observation relation of the model: its arguments' derivatives, its
+// log-density's value (against reference_log_density) and gradient.
+void check_model(const ir::Model& m, const std::string& file, Totals& totals) {
+  for (const ir::Block* block : {&m.transition, &m.observation}) {
+    const bool transition = block == &m.transition;
+    // The inputs: real components of the state the block conditions on, and the parameters.
+    std::vector<passes::Wrt> inputs;
+    for (size_t s = 0; s < m.states.size(); ++s)
+      if (!m.states[s].integer)
+        for (int c = 0; c < m.states[s].shape.size(); ++c)
+          inputs.push_back({ir::Op::State, static_cast<int>(s), transition ? 1 : 0, c});
+    for (size_t k = 0; k < m.params.size(); ++k)
+      for (int c = 0; c < m.params[k].shape.size(); ++c)
+        inputs.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+    ir::Block arena{block->kind, {}, {}, {}};
+    passes::ExprBuilder b(arena);
+    passes::Differentiator from_block(*block, b), in_arena(arena, b);
+    for (const ir::Relation& rel : block->relations) {
+      const std::string name = fmt::format("{} {}[t]", file, m.var_name(rel.kind, rel.var));
+      for (size_t a = 0; a < rel.args.size(); ++a)
+        for (const passes::Wrt& w : inputs)
+          check(m, *block, rel.args[a], arena, from_block.derivative(rel.args[a], w), w,
+                fmt::format("{} argument {}", name, a), totals.counts);
+      std::string why;
+      std::optional<int> lp = passes::log_density(m, *block, rel, b, why);
+      INFO(name << ": " << why);
+      REQUIRE(lp); // every distribution of these models has a log-density formula
+      ++totals.log_densities;
+      const Point p = make_point(m);
+      const bool obs = rel.kind == ir::VarKind::Obs;
+      const std::vector<double>& target = obs ? p.y : p.x;
+      const int offset = obs ? m.obs_offset(rel.var) : m.state_offset(rel.var);
+      const std::vector<double> x(target.begin() + offset,
+                                  target.begin() + offset + m.var_shape(rel.kind, rel.var).size());
+      std::vector<std::vector<double>> args;
+      for (int a : rel.args)
+        args.push_back(evaluate_at(m, *block, a, p));
+      const double expected = reference_log_density(rel.dist, x, args);
+      CHECK(evaluate_at(m, arena, *lp, p)[0] == Approx(expected).epsilon(1e-10).margin(1e-12));
+      std::vector<passes::Wrt> wrt = inputs;
+      const bool continuous = !ir::dist_info(rel.dist).discrete;
+      const ir::Shape& shape = m.var_shape(rel.kind, rel.var);
+      if (continuous)
+        for (int c = 0; c < shape.size(); ++c)
+          wrt.push_back({obs ? ir::Op::Obs : ir::Op::State, rel.var, 0, c});
+      for (const passes::Wrt& w : wrt)
+        check(m, arena, *lp, arena, in_arena.derivative(*lp, w), w, name + " log-density",
+              totals.counts);
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("derivatives of relation arguments and log-densities match finite differences",
@@ -150,56 +318,72 @@ TEST_CASE("derivatives of relation arguments and log-densities match finite diff
       if (entry.path().extension() == ".ssm")
         files.push_back(entry.path().string());
   REQUIRE(files.size() >= 13);
-  Counts counts;
-  int log_densities = 0;
+  Totals totals;
   for (const std::string& file : files) {
     frontend::DiagnosticEngine diags;
     std::optional<ir::Model> model =
         frontend::compile_model(read(file), file, diags, {std::string(SSM_SOURCE_DIR) + "/stdlib"});
     INFO(file << "\n" << diags.str());
     REQUIRE(model);
-    const ir::Model& m = *model;
-    for (const ir::Block* block : {&m.transition, &m.observation}) {
-      const bool transition = block == &m.transition;
-      // The inputs: real components of the state the block conditions on, and the parameters.
-      std::vector<passes::Wrt> inputs;
-      for (size_t s = 0; s < m.states.size(); ++s)
-        if (!m.states[s].integer)
-          for (int c = 0; c < m.states[s].shape.size(); ++c)
-            inputs.push_back({ir::Op::State, static_cast<int>(s), transition ? 1 : 0, c});
-      for (size_t k = 0; k < m.params.size(); ++k)
-        for (int c = 0; c < m.params[k].shape.size(); ++c)
-          inputs.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
-      ir::Block arena{block->kind, {}, {}, {}};
-      passes::ExprBuilder b(arena);
-      passes::Differentiator from_block(*block, b), in_arena(arena, b);
-      for (const ir::Relation& rel : block->relations) {
-        const std::string name = fmt::format("{} {}[t]", file, m.var_name(rel.kind, rel.var));
-        for (size_t a = 0; a < rel.args.size(); ++a)
-          for (const passes::Wrt& w : inputs)
-            check(m, *block, rel.args[a], arena, from_block.derivative(rel.args[a], w), w,
-                  fmt::format("{} argument {}", name, a), counts);
-        std::string why;
-        std::optional<int> lp = passes::log_density(m, *block, rel, b, why);
-        if (!lp)
-          continue;
-        ++log_densities;
-        std::vector<passes::Wrt> wrt = inputs;
-        const bool continuous = !ir::dist_info(rel.dist).discrete;
-        const ir::Shape& shape = m.var_shape(rel.kind, rel.var);
-        if (continuous)
-          for (int c = 0; c < shape.size(); ++c)
-            wrt.push_back(
-                {rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State, rel.var, 0, c});
-        for (const passes::Wrt& w : wrt)
-          check(m, arena, *lp, arena, in_arena.derivative(*lp, w), w, name + " log-density",
-                counts);
-      }
-    }
+    check_model(*model, file, totals);
   }
-  INFO(counts.checked << " derivatives checked, " << log_densities << " log-densities");
-  CHECK(counts.checked > 500);
-  CHECK(log_densities >= 20);
+  INFO(totals.counts.checked << " derivatives checked, " << totals.log_densities
+                             << " log-densities");
+  CHECK(totals.counts.checked > 500);
+  CHECK(totals.log_densities >= 30);
+}
+
+TEST_CASE("log-densities of the distributions the shipped models do not use",
+          "[passes][derivatives]") {
+  // The point puts states near 0.35-0.6 and observations near 0.65-1 (integers at 1).
+  const std::string source = R"(
+model dists {
+  param a = 2.5;
+  param L : matrix[2, 2] = [[1.2, 0], [0.3, 0.8]];
+  state u : real;
+  state v : real;
+  state w : vector[2];
+  state s : real;
+  obs yb : real;
+  obs yi : real;
+  obs yd : vector[3];
+  obs ym : vector[3];
+  obs yl : real;
+  obs yc : real;
+  obs yt : real;
+  obs ye : real;
+  obs yn : int[0..inf];
+  obs ybin : int[0..5];
+  obs yber : int[0..1];
+  u[0] ~ beta(2, 3);
+  v[0] ~ inverse_gamma(3, 1);
+  w[0] ~ normal(0, 1);
+  s[0] ~ normal(0, 1);
+  u[t] ~ beta(a * u[t-1] + 1, 2);
+  v[t] ~ inverse_gamma(a, v[t-1] + 0.5);
+  w[t] ~ mvnormal_chol(L * w[t-1], L);
+  s[t] ~ uniform(s[t-1] - 1, s[t-1] + a);
+  yb[t] ~ normal(u[t], 1);
+  yi[t] ~ lognormal(log(v[t]), 0.5);
+  yd[t] ~ dirichlet([a, u[t] + 1, v[t] + 1]);
+  ym[t] ~ multinomial(3, [u[t], v[t], 1]);
+  yl[t] ~ laplace(w[t][0], a);
+  yc[t] ~ cauchy(w[t][1], 0.7);
+  yt[t] ~ student_t(a + 2, s[t], 1.5);
+  ye[t] ~ exponential(exp(u[t]));
+  yn[t] ~ negative_binomial(exp(v[t]), a);
+  ybin[t] ~ binomial(5, u[t]);
+  yber[t] ~ bernoulli(v[t] / 2);
+}
+)";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, "dists.ssm", diags);
+  INFO(diags.str());
+  REQUIRE(model);
+  Totals totals;
+  check_model(*model, "dists.ssm", totals);
+  CHECK(totals.log_densities == 15);
+  CHECK(totals.counts.checked > 100);
 }
 
 TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
