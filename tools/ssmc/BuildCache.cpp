@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 #include <unistd.h>
 
@@ -43,26 +45,48 @@ std::string BuildCache::entry(const std::string& key) const {
   return fmt::format("{}/{}", dir_, key);
 }
 
-bool BuildCache::fetch(const std::string& key, const std::string& output) const {
+std::optional<std::string> BuildCache::fetch(const std::string& key,
+                                             const std::string& output) const {
   std::error_code ec;
   if (!fs::is_regular_file(entry(key), ec))
-    return false;
+    return std::nullopt;
+  std::string messages;
+  if (std::ifstream in(entry(key) + ".messages"); in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    messages = text.str();
+  }
   std::string tmp = fmt::format("{}.tmp.{}", output, getpid());
   if (!fs::copy_file(entry(key), tmp, fs::copy_options::overwrite_existing, ec)) {
     fs::remove(tmp, ec);
-    return false;
+    return std::nullopt;
   }
   fs::rename(tmp, output, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    return false;
+    return std::nullopt;
   }
-  return true;
+  return messages;
 }
 
-void BuildCache::store(const std::string& key, const std::string& built) const {
+void BuildCache::store(const std::string& key, const std::string& built,
+                       const std::string& messages) const {
   std::error_code ec;
   fs::create_directories(dir_, ec);
+  // The messages first: an entry is only found once it is complete.
+  const std::string messages_tmp = fmt::format("{}.messages.tmp.{}", entry(key), getpid());
+  {
+    std::ofstream out(messages_tmp, std::ios::binary);
+    out << messages;
+    if (!out)
+      ec = std::make_error_code(std::errc::io_error);
+  }
+  if (!ec)
+    fs::rename(messages_tmp, entry(key) + ".messages", ec);
+  if (ec) {
+    fs::remove(messages_tmp, ec);
+    return;
+  }
   std::string tmp = fmt::format("{}.tmp.{}", entry(key), getpid());
   if (fs::copy_file(built, tmp, fs::copy_options::overwrite_existing, ec))
     fs::rename(tmp, entry(key), ec); // atomic: concurrent builds of one model are safe

@@ -1,9 +1,9 @@
 // A cache of compiled models. The key is a SHA-256 of everything that determines the output: the
-// model's source text and path (the path is embedded in the executable's metadata), what is emitted,
-// the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode it links (size and
-// modification time), the host CPU and features the kernels are tuned for, the C++ driver, the
-// contents of the pass plugins loaded (--load-pass) and of the modules the model imports. Rebuilding an unchanged model copies the
-// cached file instead of compiling it.
+// model's source text and path (the path is embedded in the executable's metadata), what is
+// emitted, the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode
+// it links (size and modification time), the host CPU and features the kernels are tuned for, the
+// C++ driver, the contents of the pass plugins loaded (--load-pass) and of the modules the model
+// imports. Rebuilding an unchanged model copies the cached file instead of compiling it.
 //
 // The directory is $SSMC_CACHE_DIR, else $XDG_CACHE_HOME/ssmc, else ~/.cache/ssmc; SSMC_CACHE=0 or
 // `ssmc build --no-cache` turns it off.
@@ -23,11 +23,13 @@ public:
   // The key of an output made from these inputs: each part is a string or the contents of a file.
   std::string key(const std::vector<std::string>& parts) const;
 
-  // Copies the entry to `output` (atomically, keeping its permissions); false on a miss.
-  bool fetch(const std::string& key, const std::string& output) const;
+  // Copies the entry to `output` (atomically, keeping its permissions) and returns the compiler's
+  // messages (warnings) from when it was built, to be shown again; nullopt on a miss.
+  std::optional<std::string> fetch(const std::string& key, const std::string& output) const;
 
-  // Stores a copy of `built`. Failures are ignored: a cache that cannot be written is only slower.
-  void store(const std::string& key, const std::string& built) const;
+  // Stores a copy of `built` and the messages its compilation printed. Failures are ignored: a
+  // cache that cannot be written is only slower.
+  void store(const std::string& key, const std::string& built, const std::string& messages) const;
 
   const std::string& directory() const { return dir_; }
 

@@ -124,13 +124,18 @@ std::vector<std::string> import_path(const std::vector<std::string>& dirs) {
   return path;
 }
 
+// `messages`, if given, receives what was printed (the warnings of a model that compiles).
 ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::string>& dirs,
-                                bool werror) {
+                                bool werror, std::string* messages = nullptr) {
   std::string source = read_source(path);
   ssm::frontend::DiagnosticEngine diags(path, source);
   diags.set_warnings_as_errors(werror);
   auto model = ssm::frontend::compile_model(source, path, diags, import_path(dirs));
-  diags.render(std::cerr);
+  std::ostringstream rendered;
+  diags.render(rendered);
+  std::cerr << rendered.str();
+  if (messages)
+    *messages = rendered.str();
   if (!model || diags.has_errors())
     throw Failure{};
   return std::move(*model);
@@ -266,7 +271,8 @@ int build(const BuildOptions& options) {
     cache = ssm::tools::BuildCache::open();
     if (cache) {
       cache_key = build_cache_key(*cache, options, toolchain);
-      if (cache->fetch(cache_key, default_output(options))) {
+      if (std::optional<std::string> messages = cache->fetch(cache_key, default_output(options))) {
+        std::cerr << *messages; // the warnings, as when it was compiled
         timer.report();
         if (options.time_passes)
           fmt::print(std::cerr, "cache hit: {}/{}\n", cache->directory(), cache_key);
@@ -275,7 +281,9 @@ int build(const BuildOptions& options) {
     }
   }
   timer.phase("frontend");
-  ssm::ir::Model model = compile_frontend(options.input, options.import_dirs, options.werror);
+  std::string messages;
+  ssm::ir::Model model =
+      compile_frontend(options.input, options.import_dirs, options.werror, &messages);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
@@ -308,7 +316,7 @@ int build(const BuildOptions& options) {
     fs::remove(object);
   }
   if (cache)
-    cache->store(cache_key, output);
+    cache->store(cache_key, output, messages);
   timer.report();
   return 0;
 }
