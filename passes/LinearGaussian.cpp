@@ -190,7 +190,8 @@ private:
         result_.reasons.push_back(std::move(r));
         failed = true;
       };
-      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal) {
+      const bool chol = rel.dist == ir::Dist::MvNormalChol; // covariance L L'
+      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal && !chol) {
         fail(fmt::format("{} is not a Gaussian distribution", dist), -1, -1);
         continue;
       }
@@ -198,7 +199,9 @@ private:
       if (affine.random(scale)) {
         int l = affine.first_random_leaf(scale);
         fail(fmt::format("the {} depends on {}: {}",
-                         rel.dist == ir::Dist::Normal ? "standard deviation" : "covariance",
+                         rel.dist == ir::Dist::Normal ? "standard deviation"
+                         : chol                       ? "Cholesky factor"
+                                                      : "covariance",
                          ir::print_expr(model_, block, l), ir::print_expr(model_, block, scale)),
              scale, l);
         continue;
@@ -232,6 +235,9 @@ private:
           int& c = cov[static_cast<size_t>(off + i) * rows + off + j];
           if (rel.dist == ir::Dist::MvNormal)
             c = b.element(s, i * k + j);
+          else if (chol) // sum over m <= min(i, j) of L[i, m] L[j, m]
+            for (int m = 0; m <= std::min(i, j); ++m)
+              c = b.add(c, b.mul(b.element(s, i * k + m), b.element(s, j * k + m)));
           else if (i == j)
             c = b.pow(b.element(s, b[s].shape.is_scalar() ? 0 : i), b.constant(2));
         }

@@ -52,9 +52,11 @@ public:
     ComponentBound total;
     if (rel.dist == ir::Dist::MvNormal) {
       total = mvnormal(args[1], k);
+    } else if (rel.dist == ir::Dist::MvNormalChol) {
+      total = mvnormal_chol(args[1], k);
     } else if (rel.dist == ir::Dist::Multinomial) {
       total = {b_.constant(1), false, {}, {}}; // a probability
-    } else if (rel.dist == ir::Dist::MvNormalChol || rel.dist == ir::Dist::Dirichlet) {
+    } else if (rel.dist == ir::Dist::Dirichlet) {
       total = {-1, true, {}, "no bound is derived for this distribution yet"};
     } else {
       std::vector<int> factors;
@@ -161,6 +163,19 @@ private:
     int scale = b_.raw(std::move(p));
     int det = b_.pow(b_.call("det", {sigma}), b_.constant(-0.5));
     return {b_.mul(scale, det), true, {}, {}};
+  }
+
+  ComponentBound mvnormal_chol(int factor, int d) {
+    // (2 pi)^(-d/2) / |L[0, 0] ... L[d-1, d-1]|: det(L L')^(-1/2) from the factor's diagonal
+    ir::Node p;
+    p.op = ir::Op::Pow;
+    p.args = {pi_times(2), b_.constant(-d / 2.0)};
+    int diagonal = -1;
+    for (int i = 0; i < d; ++i) {
+      const int l = b_.element(factor, i * d + i);
+      diagonal = diagonal < 0 ? l : b_.mul(diagonal, l);
+    }
+    return {b_.div(b_.raw(std::move(p)), b_.call("abs", {diagonal})), true, {}, {}};
   }
 
   ComponentBound component(ir::Dist dist, const std::vector<int>& a) {

@@ -556,7 +556,7 @@ void check_exact_methods(const std::string& label, const std::string& exe,
 
 } // namespace
 
-TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, missing data)",
+TEST_CASE("Kalman filter and RTS smoother equal the references (1-D, 10-D, mvnormal_chol)",
           "[e2e][exact]") {
   {
     const std::string& exe = example_exe("lgssm1");
@@ -586,6 +586,35 @@ TEST_CASE("Kalman filter and RTS smoother equal the references (1-D and 10-D, mi
     check_exact_methods("lgssm", exe, {"--params", params_file, "--data", data},
                         lgssm_model(params_file), observations(table, indexed("y", d)),
                         indexed("x", d));
+  }
+  {
+    // mvnormal_chol everywhere: the analysis recognises covariance L L' from the factor.
+    const std::string& exe = model_exe("lg_chol", R"(
+model lg_chol {
+  param L : matrix[2, 2] = [[0.7, 0], [0.2, 0.5]];
+  param A : matrix[2, 2] = [[0.9, 0.1], [-0.2, 0.8]];
+  param M : matrix[2, 2] = [[0.6, 0], [-0.1, 0.4]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal_chol([0.5, -0.5], [[1, 0], [0.3, 0.9]]);
+  x[t] ~ mvnormal_chol(A * x[t-1], L);
+  y[t] ~ mvnormal_chol(x[t], M);
+}
+)");
+    const std::string sim = scratch_path("lg-chol-sim.csv"), data = scratch_path("lg-chol.csv");
+    run_ok({exe, "simulate", "--T", "20", "--seed", "6", "--out", sim});
+    Table table = with_missing(read_table(sim), indexed("y", 2), {5});
+    write_table(data, table);
+    LinearGaussianModel m;
+    const Eigen::Matrix2d C{{1, 0}, {0.3, 0.9}}, L{{0.7, 0}, {0.2, 0.5}}, M{{0.6, 0}, {-0.1, 0.4}};
+    m.m0 = Eigen::Vector2d(0.5, -0.5);
+    m.P0 = C * C.transpose();
+    m.A = Eigen::Matrix2d{{0.9, 0.1}, {-0.2, 0.8}};
+    m.Q = L * L.transpose();
+    m.B = Eigen::Matrix2d::Identity();
+    m.R = M * M.transpose();
+    check_exact_methods("lg_chol", exe, {"--data", data}, m, observations(table, indexed("y", 2)),
+                        indexed("x", 2));
   }
 }
 

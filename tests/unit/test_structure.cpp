@@ -338,6 +338,23 @@ TEST_CASE("density bounds match the density at the mode", "[structure]") {
   };
   CHECK(bound_of("student_t(4, x[t-1], a)", theta) == Approx(t_mode(4, 0.7)));
   CHECK(bound_of("student_t(b, x[t-1], a)", theta) == Approx(t_mode(2.5, 0.7)));
+  // mvnormal_chol(mu, L) at mu: (2 pi)^(-d/2) / |prod diag L|, whatever the sign of L's diagonal.
+  ir::Model model = compile_source(R"(
+model m {
+  param L : matrix[2, 2] = [[0.7, 0], [0.4, -1.5]];
+  state x : vector[2];
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ mvnormal_chol(x[t-1], L);
+  y[t] ~ normal(x[t][0], 1);
+}
+)");
+  passes::PassContext ctx = analyse(model);
+  REQUIRE(ctx.density);
+  const passes::RelationDensity& r = ctx.density->relations.at(0);
+  REQUIRE(r.bound);
+  CHECK(evaluate(model, ctx.density->arena, r.bound->node, {0.7, 0, 0.4, -1.5}).at(0) ==
+        Approx(1 / (2 * pi * 0.7 * 1.5)));
 }
 
 TEST_CASE("density: unbounded, per-particle and discrete bounds", "[structure]") {
