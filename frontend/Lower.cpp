@@ -694,10 +694,13 @@ private:
                                      const ir::Shape& target, const std::string& target_name,
                                      Range target_range) {
     const ir::DistInfo* info = ir::find_dist(d.name.name);
+    if (info && info->internal)
+      info = nullptr;
     if (!info) {
       std::vector<std::string> names;
       for (const ir::DistInfo& known : ir::all_dists())
-        names.emplace_back(known.name);
+        if (!known.internal)
+          names.emplace_back(known.name);
       std::string message = fmt::format("unknown distribution '{}'", d.name.name);
       if (auto guess = closest_name(d.name.name, names))
         message += fmt::format("; did you mean '{}'?", *guess);
@@ -1131,7 +1134,7 @@ private:
       return emit_const(s, ir::Shape::matrix(*size, *size), std::move(values), e.range);
     }
     if (!unary && !binary) {
-      if (ir::find_dist(fn))
+      if (const ir::DistInfo* d = ir::find_dist(fn); d && !d->internal)
         error(e.name_range, fmt::format("'{}' is a distribution, not a function; distributions "
                                         "appear only after '~'",
                                         fn));
@@ -1671,11 +1674,7 @@ private:
                                 "can read observations at time t",
                                 functional ? "a functional" : "an observation", ref));
     } else {
-      if (offset < -1 && (transition || functional))
-        return fail(fmt::format("not supported yet: lags beyond 1 ({}); {} can read {}[t-1] and "
-                                "{}[t]",
-                                ref, functional ? "a functional" : "a transition", name.name,
-                                name.name));
+      // States at any lag: the augment-lags transform makes the state first-order.
       if (offset < 0 && kind == ir::BlockKind::Observation)
         return fail(fmt::format("not supported yet: an observation that reads a past state ({}); "
                                 "an observation can read states and observations at time t",

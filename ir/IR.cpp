@@ -147,8 +147,26 @@ const std::vector<DistInfo>& all_dists() {
       {Dist::MvNormalChol, "mvnormal_chol", {"mu", "L"}, false, true, -inf, inf},
       {Dist::Dirichlet, "dirichlet", {"alpha"}, false, true, 0, 1},
       {Dist::Multinomial, "multinomial", {"n", "p"}, true, true, 0, inf},
+      {Dist::Dirac, "dirac", {"value"}, false, false, -inf, inf, true},
   };
   return table;
+}
+
+std::string lagged_state_name(const std::string& state, int lag) {
+  return fmt::format("{}@lag{}", state, lag);
+}
+
+std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::string& name) {
+  const size_t at = name.find("@lag");
+  if (at == std::string::npos || at + 4 >= name.size())
+    return std::nullopt;
+  int lag = 0;
+  for (size_t i = at + 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return std::nullopt;
+    lag = lag * 10 + (name[i] - '0');
+  }
+  return std::pair(name.substr(0, at), lag);
 }
 
 const DistInfo& dist_info(Dist d) {

@@ -121,6 +121,7 @@ enum class Dist {
   MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
   Dirichlet,        // (alpha : vector[K] or real) over the simplex
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
+  Dirac,            // (value): the target equals value; internal (lag augmentation), no density
 };
 
 struct DistInfo {
@@ -131,6 +132,7 @@ struct DistInfo {
   bool joint;   // components are jointly distributed (not a product of scalar densities)
   double lower; // support, before any argument is known (-inf / +inf when unbounded)
   double upper;
+  bool internal = false; // made by the compiler, not written in models (dirac)
 };
 
 const DistInfo& dist_info(Dist d);
@@ -184,13 +186,21 @@ struct ParamDecl {
 // A state, observation, data item or input. `integer` values are whole numbers in [lower, upper]
 // (int[lo..hi]); a finite range makes a discrete state's support finite.
 struct VarDecl {
+  // A hidden state made by the augment-lags transform is named `x@lagK`: it holds x[t-K].
   std::string name;
   Shape shape;
   SourceLoc loc;
   bool integer = false;
   double lower = -INFINITY;
   double upper = INFINITY;
+
+  bool hidden() const { return name.find('@') != std::string::npos; }
 };
+
+// The hidden state holding x[t-lag] (the augment-lags transform), and back.
+std::string lagged_state_name(const std::string& state, int lag);
+// {x, K} for `x@lagK`; nullopt for a model's own state.
+std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::string& name);
 
 struct ConstDecl {
   std::string name;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace ssm::ir {
@@ -190,11 +191,11 @@ private:
     // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t]; proposals
     // read x[t-1], y[t-1] and y[t].
     // Look-ahead predictions read x[t-1], y[t-1] and y[t].
+    // States at lags beyond 1 until the augment-lags transform replaces them (codegen checks).
     const bool proposal = kind == BlockKind::Proposal, lookahead = kind == BlockKind::Lookahead;
-    int max_lag = kind == BlockKind::Transition || proposal || lookahead ||
-                          (kind == BlockKind::Functional && vk == VarKind::State)
-                      ? 1
-                      : 0;
+    const bool reads_past = kind == BlockKind::Transition || proposal || lookahead ||
+                            (kind == BlockKind::Functional && vk == VarKind::State);
+    int max_lag = !reads_past ? 0 : vk == VarKind::State ? std::numeric_limits<int>::max() : 1;
     bool allowed =
         (vk == VarKind::State && (!lookahead || node.lag == 1)) ||
         (vk == VarKind::Obs && (kind == BlockKind::Observation || kind == BlockKind::Functional ||

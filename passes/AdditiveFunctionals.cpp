@@ -34,8 +34,11 @@ FunctionalStructure analyse(const ir::Model& model, size_t i) {
     for (int a : node.args)
       reached[a] = true;
     if (node.op == ir::Op::State) {
-      reads.insert(node.lag == 0 ? model.states[node.var].name + "[t]"
-                                 : fmt::format("{}[t-{}]", model.states[node.var].name, node.lag));
+      // x@lagK[t-l] (a hidden copy, lag augmentation) is x[t-K-l] to the user
+      const auto lagged = ir::parse_lagged_state_name(model.states[node.var].name);
+      const std::string& name = lagged ? lagged->first : model.states[node.var].name;
+      const int lag = node.lag + (lagged ? lagged->second : 0);
+      reads.insert(lag == 0 ? name + "[t]" : fmt::format("{}[t-{}]", name, lag));
       f.max_state_lag = std::max(f.max_state_lag, node.lag);
     } else if (node.op == ir::Op::Obs) {
       reads.insert(model.obs[node.var].name + "[t]");

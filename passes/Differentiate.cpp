@@ -418,6 +418,10 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
     default:
       break;
     }
+    if (rel.dist == ir::Dist::Dirac) {
+      why = "a copy of a lagged state (dirac) has no density";
+      return std::nullopt;
+    }
     if (lp < 0) {
       why = fmt::format("no log-density formula for {} yet", ir::dist_info(rel.dist).name);
       return std::nullopt;
@@ -458,7 +462,8 @@ public:
         const int location = d == ir::Dist::StudentT ? 1
                              : d == ir::Dist::Normal || d == ir::Dist::MvNormal ||
                                      d == ir::Dist::MvNormalChol || d == ir::Dist::LogNormal ||
-                                     d == ir::Dist::Laplace || d == ir::Dist::Cauchy
+                                     d == ir::Dist::Laplace || d == ir::Dist::Cauchy ||
+                                     d == ir::Dist::Dirac
                                  ? 0
                                  : -1;
         if (location >= 0) {

@@ -42,7 +42,8 @@ StateSupport state_support(const ir::Model& model, int s, std::vector<StructureR
         upper = std::min(upper, decl.upper);
       }
       std::string why;
-      if (!info.discrete)
+      const bool copy_of_int = rel.dist == ir::Dist::Dirac && decl.integer; // lag augmentation
+      if (!info.discrete && !copy_of_int)
         why = "real-valued";
       else if (!std::isfinite(lower) || !std::isfinite(upper))
         why = "integer-valued with unbounded support";

@@ -177,6 +177,9 @@ private:
       std::string dist(ir::dist_info(rel.dist).name);
       // Records why this relation is not linear-Gaussian; `leaf` is the variable at fault.
       auto fail = [&](std::string message, int node, int leaf_node) {
+        failed = true;
+        if (rel.kind == ir::VarKind::State && model_.states[rel.var].hidden())
+          return; // a copy of a state whose own relation says why
         StructureReason r{block.kind,         target, dist, model_.var_name(rel.kind, rel.var), 0,
                           std::move(message), rel.loc};
         if (leaf_node >= 0) {
@@ -191,12 +194,13 @@ private:
         failed = true;
       };
       const bool chol = rel.dist == ir::Dist::MvNormalChol; // covariance L L'
-      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal && !chol) {
+      const bool copy = rel.dist == ir::Dist::Dirac;        // lag augmentation: no noise
+      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal && !chol && !copy) {
         fail(fmt::format("{} is not a Gaussian distribution", dist), -1, -1);
         continue;
       }
-      int scale = rel.args[1];
-      if (affine.random(scale)) {
+      int scale = copy ? -1 : rel.args[1];
+      if (!copy && affine.random(scale)) {
         int l = affine.first_random_leaf(scale);
         fail(fmt::format("the {} depends on {}: {}",
                          rel.dist == ir::Dist::Normal ? "standard deviation"
@@ -229,6 +233,8 @@ private:
         form.at(i, part + off + i) = b.add(form.at(i, part + off + i), b.constant(1));
       }
       targets[rel.var] = form;
+      if (copy)
+        continue;
       int s = b.import(block, scale);
       for (int i = 0; i < k; ++i)
         for (int j = 0; j < k; ++j) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 namespace ssm::passes {
 
@@ -21,6 +22,13 @@ std::string lagged_name(const ir::Model& model, ir::BlockKind block, ir::VarKind
   if (block == ir::BlockKind::Initial)
     return name + "[0]";
   return lag == 0 ? name + "[t]" : fmt::format("{}[t-{}]", name, lag);
+}
+
+int state_index(const ir::Model& model, const std::string& name) {
+  for (size_t i = 0; i < model.states.size(); ++i)
+    if (model.states[i].name == name)
+      return static_cast<int>(i);
+  throw std::logic_error(fmt::format("internal error: no state '{}'", name));
 }
 
 RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::Relation& rel) {
@@ -45,8 +53,11 @@ RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::
     case ir::Op::Param:
       params.insert(node.var);
       break;
-    case ir::Op::State:
-      vars.insert({1, node.var, node.lag});
+    case ir::Op::State: // x@lagK[t-l] (lag augmentation) is x[t-K-l]
+      if (auto lagged = ir::parse_lagged_state_name(model.states[node.var].name))
+        vars.insert({1, state_index(model, lagged->first), node.lag + lagged->second});
+      else
+        vars.insert({1, node.var, node.lag});
       break;
     case ir::Op::Obs:
       vars.insert({2, node.var, node.lag});
@@ -81,7 +92,8 @@ public:
     for (const ir::Block* block :
          {&model.initial, &model.transition, &model.observation, &model.proposal})
       for (const ir::Relation& rel : block->relations)
-        result.relations.push_back(analyse(model, *block, rel));
+        if (rel.kind != ir::VarKind::State || !model.states[rel.var].hidden())
+          result.relations.push_back(analyse(model, *block, rel));
     result.states_independent = true;
     for (const RelationReads& r : result.relations)
       if (r.block == ir::BlockKind::Transition) {
@@ -98,6 +110,9 @@ public:
 std::string MarkovStructure::report() const {
   std::string out = fmt::format("Markov order of the states: {}{}\n", order,
                                 states_independent ? " (states are independent over time)" : "");
+  if (order > 1)
+    out += "  (the state carries the values beyond t-1 in hidden copies: first-order for the "
+           "kernels)\n";
   out += "relations and the lags they read:\n";
   for (const RelationReads& r : relations) {
     std::vector<std::string> parts;

@@ -20,6 +20,7 @@ namespace {
 std::map<std::string, PassFactory, std::less<>>& registry() {
   static std::map<std::string, PassFactory, std::less<>> passes = [] {
     std::map<std::string, PassFactory, std::less<>> builtins;
+    builtins["augment-lags"] = create_augment_lags;
     builtins["constant-fold"] = create_constant_fold;
     builtins["cse"] = create_cse;
     builtins["markov-structure"] = create_markov_structure;

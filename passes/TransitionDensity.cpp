@@ -44,6 +44,19 @@ public:
     out.dist = std::string(ir::dist_info(rel.dist).name);
     out.loc = rel.loc;
     out.kind = DensityKind::Tractable;
+    if (rel.dist == ir::Dist::Dirac) {
+      out.kind = DensityKind::SampleOnly;
+      const auto lagged = ir::parse_lagged_state_name(model_.states.at(rel.var).name);
+      out.sample_only_reason =
+          lagged ? fmt::format("the model reads {0}[t-{1}], which the state carries as a copy of "
+                               "{0}[t-{2}]; a copy has no density",
+                               lagged->first, lagged->second + 1, lagged->second)
+                 : "a deterministic relation has no density";
+      out.no_bound_reason = out.sample_only_reason;
+      if (lagged) // what the hidden component holds
+        out.relation = fmt::format("{}[t-{}]", lagged->first, lagged->second);
+      return out;
+    }
 
     std::vector<int> args;
     for (int a : rel.args)
@@ -250,6 +263,7 @@ private:
     case ir::Dist::Beta:            // unbounded for a shape below 1; the mode otherwise
     case ir::Dist::InverseGamma:    // at the mode beta / (alpha + 1): not derived yet
     case ir::Dist::TruncatedNormal: // the normal's mode over the interval's mass: not derived yet
+    case ir::Dist::Dirac:           // no density (analysed before)
       break;
     }
     return {-1, true, {}, "no bound is known for this distribution"};
@@ -277,7 +291,9 @@ public:
       if (r.kind == DensityKind::SampleOnly) {
         result.tractable = false;
         if (result.no_bound_reason.empty())
-          result.no_bound_reason = fmt::format("{} has no density", name);
+          result.no_bound_reason = r.sample_only_reason.empty()
+                                       ? fmt::format("{} has no density", name)
+                                       : r.sample_only_reason;
         continue;
       }
       if (!r.bound) {

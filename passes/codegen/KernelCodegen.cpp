@@ -555,6 +555,9 @@ private:
                                           model_.state_offset(node.var) + static_cast<int>(i)));
       return out;
     }
+    if (node.lag > 1)
+      throw CodegenError("internal error: a state at lag > 1 reached code generation (the "
+                         "augment-lags transform makes the state first-order)");
     bool sampled_here = is_sampler(kind_) && block_.kind != ir::BlockKind::Observation;
     if (node.lag == 0 && sampled_here)
       return current_.at(node.var); // the verifier guarantees it was sampled earlier
@@ -619,6 +622,8 @@ private:
       };
       for (int i = 0; i < size; ++i)
         store("mean", off + i, component(mu, i));
+      if (rel.dist == ir::Dist::Dirac) // a copy: no variance
+        continue;
       if (rel.dist == ir::Dist::Normal) {
         const Values& sd = get(rel.args[1]);
         for (int i = 0; i < size; ++i)
@@ -651,6 +656,10 @@ private:
     if (is_sampler(kind_)) {
       Values drawn;
       switch (rel.dist) {
+      case ir::Dist::Dirac: // a copy: no draw
+        for (int i = 0; i < size; ++i)
+          drawn.push_back(component(*args[0], i));
+        break;
       case ir::Dist::MvNormal:
       case ir::Dist::MvNormalChol:
         drawn = sample_mvnormal(rel, r, args);
@@ -689,6 +698,13 @@ private:
       current_[rel.var] = x;
     }
     bool skip_missing = rel.kind == ir::VarKind::Obs;
+    if (rel.dist == ir::Dist::Dirac) { // 0 where the target equals the value, else -inf
+      for (int i = 0; i < size; ++i)
+        logpdf =
+            b_.CreateFAdd(logpdf, b_.CreateSelect(b_.CreateFCmpOEQ(x[i], component(*args[0], i)),
+                                                  constant(0), constant(-INFINITY)));
+      return logpdf;
+    }
     if (rel.dist == ir::Dist::Categorical) {
       Value* lp = categorical_logpdf(x[0], *args[0]);
       return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);
@@ -1100,10 +1116,14 @@ std::string gaussian_moments_unsupported(const ir::Model& model) {
     const ir::VarKind sampled =
         block->kind == ir::BlockKind::Observation ? ir::VarKind::Obs : ir::VarKind::State;
     for (const ir::Relation& rel : block->relations) {
+      if (const auto lagged = ir::parse_lagged_state_name(model.var_name(rel.kind, rel.var)))
+        return fmt::format("the model reads {}[t-{}], which the state carries in a hidden copy; "
+                           "the unscented and extended filters do not support that yet",
+                           lagged->first, lagged->second + 1);
       const std::string target = fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
                                              block->kind == ir::BlockKind::Initial ? "0" : "t");
       if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal &&
-          rel.dist != ir::Dist::MvNormalChol)
+          rel.dist != ir::Dist::MvNormalChol && rel.dist != ir::Dist::Dirac)
         return fmt::format("{} ~ {} is not Gaussian (at {}:{})", target,
                            ir::dist_info(rel.dist).name, rel.loc.line, rel.loc.col);
       // Independent given the conditioning state: no argument reads a variable of this step.

@@ -116,6 +116,8 @@ void run_info(const ssm_model& model, const ModelInfo& info, const ParamValues& 
     auto vars = [](const std::vector<VarInfo>& vs, bool obs) {
       json a = json::array();
       for (const VarInfo& v : vs) {
+        if (v.hidden)
+          continue;
         json e = {{"name", v.name},
                   {"shape", v.shape},
                   {"offset", v.offset},
@@ -147,9 +149,14 @@ void run_info(const ssm_model& model, const ModelInfo& info, const ParamValues& 
     return;
   }
   fmt::print(out, "model {}{}\n", info.name, info.source.empty() ? "" : " (" + info.source + ")");
-  fmt::print(out, "state ({} component{}):\n", info.n_state, info.n_state == 1 ? "" : "s");
+  const int64_t shown = static_cast<int64_t>(state_columns(info).size());
+  fmt::print(out, "state ({} component{}{}):\n", shown, shown == 1 ? "" : "s",
+             shown < info.n_state
+                 ? fmt::format(", and {} hidden that carry past values", info.n_state - shown)
+                 : "");
   for (const VarInfo& v : info.state)
-    fmt::print(out, "  {} : {}\n", v.name, var_type(v));
+    if (!v.hidden)
+      fmt::print(out, "  {} : {}\n", v.name, var_type(v));
   fmt::print(out, "observations ({} component{}):\n", info.n_obs, info.n_obs == 1 ? "" : "s");
   for (const VarInfo& v : info.obs)
     fmt::print(out, "  {} : {}{}\n", v.name, var_type(v),
@@ -573,9 +580,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
         fmt::format_to(std::back_inserter(csv), "t,{}\n", fmt::join(state_columns(info), ","));
         for (int64_t t = 0; t < data.T; ++t) {
           fmt::format_to(std::back_inserter(csv), "{}", t);
-          for (int64_t c = 0; c < info.n_state; ++c)
+          for (size_t c = 0; c < state_columns(info).size(); ++c)
             fmt::format_to(std::back_inserter(csv), ",{}",
-                           format_double(d.path[t * info.n_state + c]));
+                           format_double(d.path[t * info.n_state + static_cast<int64_t>(c)]));
           fmt::format_to(std::back_inserter(csv), "\n");
         }
         OutputFile file(decode_out, out);

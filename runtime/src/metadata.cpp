@@ -145,6 +145,7 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
         bad(ctx + ": overlaps another variable");
       covered[c] = true;
     }
+    var.hidden = !is_obs && var.name.find('@') != std::string::npos;
     if (is_obs) {
       auto it = v.find("joint");
       var.joint = it != v.end() && it->is_boolean() && it->get<bool>();
@@ -327,7 +328,13 @@ static std::vector<std::string> columns_of(const std::vector<VarInfo>& vars, int
 }
 
 std::vector<std::string> state_columns(const ModelInfo& info) {
-  return columns_of(info.state, info.n_state);
+  std::vector<std::string> cols = columns_of(info.state, info.n_state);
+  int64_t visible = info.n_state;
+  for (const VarInfo& v : info.state)
+    if (v.hidden)
+      visible = std::min(visible, v.offset);
+  cols.resize(visible);
+  return cols;
 }
 
 std::vector<std::string> input_columns(const ModelInfo& info) {

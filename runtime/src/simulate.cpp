@@ -43,14 +43,16 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out), "t");
-  for (const auto& c : state_columns(info))
+  const std::vector<std::string> cols = state_columns(info);
+  const int64_t shown = static_cast<int64_t>(cols.size()); // not the hidden lag copies
+  for (const auto& c : cols)
     fmt::format_to(std::back_inserter(out), ",{}", c);
   for (const auto& c : obs_columns(info))
     fmt::format_to(std::back_inserter(out), ",{}", c);
   out.push_back('\n');
   for (int64_t t = 0; t < sim.T; ++t) {
     fmt::format_to(std::back_inserter(out), "{}", t);
-    for (int64_t c = 0; c < sim.n_state; ++c)
+    for (int64_t c = 0; c < shown; ++c)
       fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.x[t * sim.n_state + c]));
     for (int64_t k = 0; k < sim.n_obs; ++k)
       fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.y[t * sim.n_obs + k]));

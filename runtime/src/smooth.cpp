@@ -211,17 +211,18 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   put("\n");
   if (!r.has_marginals)
     return fmt::to_string(out);
-  const int64_t ns = r.n_state;
+  const int64_t ns = r.n_state, shown = static_cast<int64_t>(cols.size());
   for (int64_t t = 0; t < r.T; ++t) {
     put("{}", t);
-    for (int64_t c = 0; c < ns; ++c)
+    for (int64_t c = 0; c < shown; ++c)
       put(",{},{}", format_double(r.mean[t * ns + c]), format_double(r.var[t * ns + c]));
     for (const FunctionalEstimate* f : per_t)
       for (int64_t k = 0; k < f->size; ++k)
         put(",{}", format_double(f->per_t[t * f->size + k]));
     if (lag_one)
-      for (int64_t k = 0; k < ns * ns; ++k)
-        put(",{}", t == 0 ? "" : format_double(r.lag_one_cov[t * ns * ns + k]));
+      for (int64_t a = 0; a < shown; ++a)
+        for (int64_t b = 0; b < shown; ++b)
+          put(",{}", t == 0 ? "" : format_double(r.lag_one_cov[(t * ns + a) * ns + b]));
     put("\n");
   }
   return fmt::to_string(out);

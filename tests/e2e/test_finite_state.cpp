@@ -289,3 +289,75 @@ TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") 
   CHECK(sv["methods"]["filter"][0] == "bootstrap");
   CHECK(sv["methods"]["smooth"][0] == "paris");
 }
+
+TEST_CASE("a lag of 3 on a finite state: forward, forward-backward and Viterbi by enumeration",
+          "[finite]") {
+  // z[t] depends on z[t-1] and z[t-3] (z[s] = z[0] for s < 0); the compiler carries z[t-1] and
+  // z[t-2] in hidden copies, and the exact methods enumerate the 4^3 joint values.
+  const std::string& exe = model_exe("lag3", R"(
+model lag3 {
+  param p : simplex[4] = [0.7, 0.1, 0.1, 0.1];
+  state z : int[0..3];
+  obs   y : real;
+  z[0] ~ categorical(p);
+  z[t] ~ categorical(z[t-3] == z[t-1] ? [0.1, 0.3, 0.3, 0.3] : p);
+  y[t] ~ normal(z[t], 0.5);
+  functional repeats = sum_t (t < 3 ? 0 : (z[t] == z[t-3] ? 1 : 0));
+}
+)");
+  const std::string data = scratch_path("lag3.csv");
+  run_ok({exe, "simulate", "--T", "6", "--seed", "5", "--out", data});
+  const std::vector<double> y = read_table(data).column("y");
+  const size_t T = y.size();
+  const std::vector<double> p = {0.7, 0.1, 0.1, 0.1}, q = {0.1, 0.3, 0.3, 0.3};
+  auto log_joint = [&](const std::vector<int>& z) {
+    double lp = std::log(p[z[0]]);
+    for (size_t t = 1; t < T; ++t) {
+      const int back3 = z[t < 3 ? 0 : t - 3];
+      lp += std::log((back3 == z[t - 1] ? q : p)[z[t]]);
+    }
+    for (size_t t = 0; t < T; ++t)
+      lp += -0.5 * std::pow((y[t] - z[t]) / 0.5, 2) - std::log(0.5 * std::sqrt(2 * M_PI));
+    return lp;
+  };
+  // All 4^T paths: the likelihood, smoothing means, E[repeats | y] and the best path.
+  double total = 0, best = -INFINITY, repeats = 0;
+  std::vector<double> mean(T, 0.0);
+  std::vector<int> best_path, z(T, 0);
+  for (size_t code = 0; code < (size_t{1} << (2 * T)); ++code) {
+    for (size_t t = 0; t < T; ++t)
+      z[t] = static_cast<int>((code >> (2 * t)) & 3);
+    const double lj = log_joint(z), w = std::exp(lj);
+    total += w;
+    for (size_t t = 0; t < T; ++t)
+      mean[t] += w * z[t];
+    for (size_t t = 3; t < T; ++t)
+      repeats += w * (z[t] == z[t - 3]);
+    if (lj > best) {
+      best = lj;
+      best_path = z;
+    }
+  }
+  auto close = [](double got, double want) {
+    return std::abs(got - want) <= 1e-10 * std::max(1.0, std::abs(want));
+  };
+  const nlohmann::json f =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json"}).out);
+  CHECK(f["method"] == "forward");
+  CHECK(close(f["log_likelihood"].get<double>(), std::log(total)));
+  const std::string out = scratch_path("lag3-fb.csv");
+  const nlohmann::json s =
+      nlohmann::json::parse(run_ok({exe, "smooth", "--data", data, "--json", "--out", out}).out);
+  CHECK(s["method"] == "forward-backward");
+  CHECK(close(s["functionals"]["repeats"].get<double>(), repeats / total));
+  const Table st = read_table(out);
+  CHECK(st.column_index("mean_z@lag1") < 0);
+  for (size_t t = 0; t < T; ++t)
+    CHECK(close(st.column("mean_z")[t], mean[t] / total));
+  const std::string path = scratch_path("lag3-viterbi.csv");
+  run_ok({exe, "decode", "--data", data, "--out", path});
+  const Table dt = read_table(path);
+  REQUIRE(dt.header == std::vector<std::string>{"t", "z"});
+  for (size_t t = 0; t < T; ++t)
+    CHECK(dt.column("z")[t] == best_path[t]);
+}

@@ -152,6 +152,7 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an
   // analysis would leave that analysis' result stale.
+  ssm::passes::augment_lags(model); // the kernels need a first-order state
   ssm::passes::PassContext final_structure;
   ssm::passes::run_missing_structure_analyses(model, final_structure);
   return final_structure;

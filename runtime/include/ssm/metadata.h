@@ -24,6 +24,9 @@ struct VarInfo {
   // an open side.
   bool integer = false;
   double lower = -INFINITY, upper = INFINITY;
+  // States only: a copy the compiler added to carry x[t-k], k >= 2 (named `x@lagK`); after the
+  // model's own states, and never shown.
+  bool hidden = false;
 };
 
 // A `functional` of the model: components [offset, offset + size) of the functional_terms
@@ -87,7 +90,8 @@ ModelInfo parse_metadata(std::string_view json);
 
 // Column names of one variable: `x` for a scalar, `x[i]` for a vector, `A[i,j]` for a matrix.
 std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape);
-// Column names of the whole state (resp. observation) vector, indexed by component.
+// Column names of the whole state (resp. observation) vector, indexed by component. The state's
+// hidden components come last and have no column: state_columns(info).size() <= n_state.
 std::vector<std::string> state_columns(const ModelInfo& info);
 std::vector<std::string> obs_columns(const ModelInfo& info);
 std::vector<std::string> input_columns(const ModelInfo& info);
