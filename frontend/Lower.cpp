@@ -1673,13 +1673,9 @@ private:
         return fail(fmt::format("not supported yet: {} that reads a past observation ({}); it "
                                 "can read observations at time t",
                                 functional ? "a functional" : "an observation", ref));
-    } else {
-      // States at any lag: the augment-lags transform makes the state first-order.
-      if (offset < 0 && kind == ir::BlockKind::Observation)
-        return fail(fmt::format("not supported yet: an observation that reads a past state ({}); "
-                                "an observation can read states and observations at time t",
-                                ref));
     }
+    // States at any lag, observations included: the augment-lags transform makes the state
+    // first-order, and gives observations x[t-k] as a hidden state at t.
     if (offset == 0 && same_kind && !functional && sym.index == s.target_var)
       return fail(fmt::format("{} reads {} itself", s.subject, ref));
     if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)

@@ -193,8 +193,9 @@ private:
     // Look-ahead predictions read x[t-1], y[t-1] and y[t].
     // States at lags beyond 1 until the augment-lags transform replaces them (codegen checks).
     const bool proposal = kind == BlockKind::Proposal, lookahead = kind == BlockKind::Lookahead;
-    const bool reads_past = kind == BlockKind::Transition || proposal || lookahead ||
-                            (kind == BlockKind::Functional && vk == VarKind::State);
+    const bool reads_past =
+        kind == BlockKind::Transition || proposal || lookahead ||
+        ((kind == BlockKind::Functional || kind == BlockKind::Observation) && vk == VarKind::State);
     int max_lag = !reads_past ? 0 : vk == VarKind::State ? std::numeric_limits<int>::max() : 1;
     bool allowed =
         (vk == VarKind::State && (!lookahead || node.lag == 1)) ||

@@ -1,8 +1,10 @@
 // augment-lags: makes the state first-order. A model that reads x[t-K] with K >= 2 gets hidden
 // states x@lag1 .. x@lag(K-1), where x@lagk holds x[t-k]: x@lag1[t] is a copy (a dirac relation) of
-// x[t-1] and x@lagk[t] of x@lag(k-1)[t-1]; every read of x[t-K] becomes x@lag(K-1)[t-1]. The
-// kernels and the runtime's filters then only ever see x[t-1]. At the start the copies take x[0],
-// so x[t-K] reads x[0] while t < K. The runtime does not show hidden states.
+// x[t-1] and x@lagk[t] of x@lag(k-1)[t-1]; every read of x[t-K] becomes x@lag(K-1)[t-1]. An
+// observation, which sees the state at t only, reads x[t-k] (k >= 1) as x@lagk[t]. The kernels
+// and the runtime's filters then only ever see x[t-1] in transitions and x[t] in observations. At
+// the start the copies take x[0], so x[t-K] reads x[0] while t < K. The runtime does not show
+// hidden states.
 #include "Passes.h"
 
 #include <algorithm>
@@ -46,11 +48,14 @@ void add_copy(const ir::Model& model, ir::Block& block, int target, int source, 
 
 void augment_lags(ir::Model& model) {
   const size_t own = model.states.size();
-  std::vector<int> depth(own, 1); // the deepest lag read of each state
+  std::vector<int> depth(own, 1); // 1 + the number of hidden copies each state needs
   for (ir::Block* block : lagged_blocks(model))
     for (const ir::Node& n : block->nodes)
       if (n.op == ir::Op::State && n.lag > 1)
         depth.at(n.var) = std::max(depth.at(n.var), n.lag);
+  for (const ir::Node& n : model.observation.nodes)
+    if (n.op == ir::Op::State && n.lag > 0)
+      depth.at(n.var) = std::max(depth.at(n.var), n.lag + 1);
   if (std::all_of(depth.begin(), depth.end(), [](int d) { return d <= 1; }))
     return;
   // hidden[x][k - 1]: the state holding x[t-k]
@@ -68,6 +73,11 @@ void augment_lags(ir::Model& model) {
         n.var = hidden[n.var][n.lag - 2];
         n.lag = 1;
       }
+  for (ir::Node& n : model.observation.nodes)
+    if (n.op == ir::Op::State && n.lag > 0) {
+      n.var = hidden[n.var][n.lag - 1];
+      n.lag = 0;
+    }
   const bool proposal = !model.proposal.relations.empty();
   const bool lookahead = !model.lookahead.outputs.empty();
   for (size_t x = 0; x < own; ++x)

@@ -555,9 +555,9 @@ private:
                                           model_.state_offset(node.var) + static_cast<int>(i)));
       return out;
     }
-    if (node.lag > 1)
-      throw CodegenError("internal error: a state at lag > 1 reached code generation (the "
-                         "augment-lags transform makes the state first-order)");
+    if (node.lag > 1 || (node.lag > 0 && block_.kind == ir::BlockKind::Observation))
+      throw CodegenError("internal error: a past state the kernel cannot read reached code "
+                         "generation (the augment-lags transform carries it in the state)");
     bool sampled_here = is_sampler(kind_) && block_.kind != ir::BlockKind::Observation;
     if (node.lag == 0 && sampled_here)
       return current_.at(node.var); // the verifier guarantees it was sampled earlier

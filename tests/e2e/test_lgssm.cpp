@@ -769,3 +769,50 @@ TEST_CASE("a lag of 2 (examples/yule.ssm): exact methods on the augmented state,
     e.push_back((x[t] - phi1 * x[t - 1] - phi2 * x[t < 2 ? 0 : t - 2]) / sigma);
   check_standard_normal(e, "yule: innovations");
 }
+
+TEST_CASE("an observation that reads the previous state: Kalman on the augmented state, particle "
+          "filter",
+          "[e2e][exact]") {
+  // y[t] = x[t] - 0.5 x[t-1] + noise, with x[-1] = x[0]: the compiler carries x[t-1] in a hidden
+  // state that the observation reads at t.
+  const double a = 0.8, q = 0.6, r = 0.4, b = -0.5;
+  const std::string& exe = model_exe("obs_lag", R"(
+model obs_lag {
+  param a = 0.8;
+  param q = 0.6;
+  param r = 0.4;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(a * x[t-1], q);
+  y[t] ~ normal(x[t] - 0.5 * x[t-1], r);
+}
+)");
+  const std::string data = scratch_path("obs-lag.csv");
+  run_ok({exe, "simulate", "--T", "80", "--seed", "14", "--out", data});
+  LinearGaussianModel m;
+  m.m0 = Eigen::Vector2d::Zero();
+  m.P0 = Eigen::Matrix2d::Constant(1);
+  m.A = Eigen::Matrix2d{{a, 0}, {1, 0}};
+  m.Q = Eigen::Matrix2d{{q * q, 0}, {0, 0}};
+  m.B = Eigen::MatrixXd{{1, b}};
+  m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+  const KalmanResult kf = kalman_filter(m, observations(read_table(data), {"y"}));
+  const FilterRun f =
+      run_filter(exe, {"--data", data, "--method", "auto"}, scratch_path("obs-lag-kalman.csv"));
+  CHECK(f.summary.at("method") == "kalman");
+  CHECK(std::abs(f.summary.at("log_likelihood").get<double>() - kf.log_likelihood) <=
+        1e-8 * std::abs(kf.log_likelihood));
+  for (int t = 0; t < 80; ++t)
+    CHECK(f.table.column("mean_x")[t] == Approx(kf.mean[t][0]).epsilon(1e-8).margin(1e-10));
+  PfVsKalman c;
+  c.label = "obs-lag";
+  c.exe = exe;
+  c.args = {"--data", data};
+  c.state_cols = {"x"};
+  c.particles = 5000;
+  c.runs = 24;
+  c.seed0 = 9000;
+  c.missing.assign(80, false);
+  compare_with_kalman(c, kf);
+}
