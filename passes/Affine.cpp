@@ -424,7 +424,7 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     for (int i = 0; i < rows; ++i) {
       int factor = b_.element(other, scalar ? 0 : i);
       for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = op(ops[k].at(i, j), factor);
+        out.at(i, j) = op(ops[k].get(i, j), factor);
       out.offset[i] = op(ops[k].off(i), factor);
     }
     return out;
@@ -443,7 +443,7 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
   case ir::Op::Neg:
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = b_.neg(ops[0].at(i, j));
+        out.at(i, j) = b_.neg(ops[0].get(i, j));
       out.offset[i] = b_.neg(ops[0].off(i));
     }
     return out;
@@ -452,7 +452,7 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     auto combine = [&](int x, int y) { return n.op == ir::Op::Add ? b_.add(x, y) : b_.sub(x, y); };
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = combine(ops[0].at(i, j), ops[1].at(i, j));
+        out.at(i, j) = combine(ops[0].get(i, j), ops[1].get(i, j));
       out.offset[i] = combine(ops[0].off(i), ops[1].off(i));
     }
     return out;
@@ -475,8 +475,8 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
           int factor = r0 ? b_.element(fixed, l * c + jc) : b_.element(fixed, i * k + l);
           int frow = r0 ? i * k + l : l * c + jc;
           for (int j = 0; j < basis_; ++j)
-            if (f.at(frow, j) >= 0) // coefficient grids are sparse
-              out.at(row, j) = b_.add(out.at(row, j), b_.mul(factor, f.at(frow, j)));
+            if (f.get(frow, j) >= 0) // coefficient grids are sparse
+              out.at(row, j) = b_.add(out.at(row, j), b_.mul(factor, f.get(frow, j)));
           out.offset[row] = b_.add(out.offset[row], b_.mul(factor, f.off(frow)));
         }
       }
@@ -488,8 +488,8 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     for (int l = 0; l < f.rows; ++l) {
       int factor = b_.element(fixed, l);
       for (int j = 0; j < basis_; ++j)
-        if (f.at(l, j) >= 0)
-          out.at(0, j) = b_.add(out.at(0, j), b_.mul(factor, f.at(l, j)));
+        if (f.get(l, j) >= 0)
+          out.at(0, j) = b_.add(out.at(0, j), b_.mul(factor, f.get(l, j)));
       out.offset[0] = b_.add(out.offset[0], b_.mul(factor, f.off(l)));
     }
     return out;
@@ -497,7 +497,7 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
   case ir::Op::Build:
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = ops[i].at(0, j);
+        out.at(i, j) = ops[i].get(0, j);
       out.offset[i] = ops[i].off(0);
     }
     return out;
@@ -505,7 +505,7 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     int start = ir::index_offset(block_.nodes[n.args[0]].shape, n.index);
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = ops[0].at(start + i, j);
+        out.at(i, j) = ops[0].get(start + i, j);
       out.offset[i] = ops[0].off(start + i);
     }
     return out;

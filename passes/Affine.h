@@ -80,8 +80,10 @@ struct AffineForm {
   AffineForm() = default;
   AffineForm(int rows, int basis)
       : rows(rows), basis(basis), coef(static_cast<size_t>(rows) * basis, -1), offset(rows, -1) {}
+  // Writes address the grid exactly; reads (get, off) broadcast a one-row form (a scalar) to any
+  // row. Distinct names, so a read through a non-const form cannot silently skip the broadcast.
   int& at(int i, int j) { return coef[static_cast<size_t>(i) * basis + j]; }
-  int at(int i, int j) const { return coef[static_cast<size_t>(rows == 1 ? 0 : i) * basis + j]; }
+  int get(int i, int j) const { return coef[static_cast<size_t>(rows == 1 ? 0 : i) * basis + j]; }
   int off(int i) const { return offset[rows == 1 ? 0 : i]; }
 };
 

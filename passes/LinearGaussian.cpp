@@ -228,7 +228,7 @@ private:
       AffineForm form(k, basis);
       for (int i = 0; i < k; ++i) {
         for (int j = 0; j < basis; ++j)
-          form.at(i, j) = mu.at(i, j);
+          form.at(i, j) = mu.get(i, j);
         form.offset[i] = mu.off(i);
         form.at(i, part + off + i) = b.add(form.at(i, part + off + i), b.constant(1));
       }
@@ -261,10 +261,10 @@ private:
       for (int i = 0; i < f.rows; ++i) {
         int row = off + i;
         for (int j = 0; j < part; ++j)
-          out.coef_grid[static_cast<size_t>(row) * part + j] = f.at(i, j);
+          out.coef_grid[static_cast<size_t>(row) * part + j] = f.get(i, j);
         offset[row] = f.offset[i];
         for (int j = 0; j < rows; ++j) {
-          int l = f.at(i, part + j);
+          int l = f.get(i, part + j);
           loading[static_cast<size_t>(row) * rows + j] = l;
           independent = independent && (j == row ? b.is_const(l, 1) : l < 0);
         }
