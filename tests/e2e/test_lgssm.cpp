@@ -79,6 +79,14 @@ struct Lgssm1 {
   }
 };
 
+// examples/lgssm1.ssm renamed `name`, with `extra` statements at the end of the model.
+std::string lgssm1_source(const std::string& name, const std::string& extra) {
+  std::string source = read_file(example_path("lgssm1.ssm"));
+  source.replace(source.find("model lgssm1 "), 13, "model " + name + " ");
+  source.insert(source.rfind('}'), extra);
+  return source;
+}
+
 // examples/lgssm.ssm (10-D) with the parameters of a --params file; x[0] ~ mvnormal(0, Q).
 LinearGaussianModel lgssm_model(const std::string& params_file) {
   const nlohmann::json p = nlohmann::json::parse(read_file(params_file));
@@ -163,26 +171,13 @@ TEST_CASE("lgssm (10-D): particle filter against Kalman with missing rows", "[e2
   compare_with_kalman(c, exact);
 }
 
-TEST_CASE("guided filter against Kalman: the locally optimal proposal, and a partial one",
-          "[e2e][stat]") {
+TEST_CASE("guided filter with the locally optimal proposal against Kalman", "[e2e][stat]") {
   // lgssm1 with q(x[t] | x[t-1], y[t]) = p(x[t] | x[t-1], y[t]), in closed form.
   const Lgssm1 model;
-  const std::string& exe = model_exe("lgssm1_guided", R"(
-model lgssm1_guided {
-  param a = 0.9;
-  param q = 0.5;
-  param r = 1.0;
-  param m0 = 0;
-  param s0 = 1;
-  state x : real;
-  obs y : real;
-  x[0] ~ normal(m0, s0);
-  x[t] ~ normal(a * x[t-1], q);
-  y[t] ~ normal(x[t], r);
+  const std::string& exe = model_exe("lgssm1_guided", lgssm1_source("lgssm1_guided", R"(
   let s2 = 1 / (1 / q^2 + 1 / r^2);
   proposal x[t] ~ normal(s2 * (a * x[t-1] / q^2 + y[t] / r^2), sqrt(s2));
-}
-)");
+)"));
   const std::vector<std::string> params = model.params();
   const std::string sim = scratch_path("lgssm1g-sim.csv"), data = scratch_path("lgssm1g-data.csv");
   std::vector<std::string> argv = {exe, "simulate", "--T", "100", "--seed", "12", "--out", sim};
@@ -239,26 +234,8 @@ model lgssm1_guided {
 
 TEST_CASE("auxiliary filter with the model's own look-ahead", "[e2e][stat]") {
   const Lgssm1 model;
-  const std::string source = R"(
-model NAME {
-  param a = 0.9;
-  param q = 0.5;
-  param r = 1.0;
-  param m0 = 0;
-  param s0 = 1;
-  state x : real;
-  obs y : real;
-  x[0] ~ normal(m0, s0);
-  x[t] ~ normal(a * x[t-1], q);
-  y[t] ~ normal(x[t], r);
-  lookahead x[t] = PREDICTION;
-}
-)";
   auto with = [&](const std::string& name, const std::string& prediction) {
-    std::string s = source;
-    s.replace(s.find("NAME"), 4, name);
-    s.replace(s.find("PREDICTION"), 10, prediction);
-    return model_exe(name, s);
+    return model_exe(name, lgssm1_source(name, "  lookahead x[t] = " + prediction + ";\n"));
   };
   const std::vector<std::string> params = model.params();
   const std::string data = scratch_path("lgssm1-lookahead.csv");
