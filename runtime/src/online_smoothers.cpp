@@ -68,10 +68,16 @@ inline bool accept(double u, double log_ratio) {
   return log_ratio >= 0 || u < std::exp(log_ratio);
 }
 
+// The same decision without a branch on the outcome, for loops where about half the moves are
+// accepted and a mispredicted branch would cost more than the exponential. NaN rejects.
+inline bool accept_branch_free(double u, double log_ratio) {
+  return u < std::exp(std::min(log_ratio, 0.0));
+}
+
 // What the batched methods (paris mcmc, bis) keep for one block of particles.
 struct BatchScratch {
   std::vector<int64_t> bidx, pi, pj, qj;
-  std::vector<double> bw, pu, lp, ones;
+  std::vector<double> bw, pu, pu0, pu1, ratio, lp, ones;
   PairBatch pairs;
 };
 
@@ -190,30 +196,35 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
         // Kept per thread across blocks and steps: these grow with the block's pairs (64 Ñ S),
         // and allocating them afresh each time would dominate.
         static thread_local BatchScratch scratch;
-        auto& [bidx, pi, pj, qj, bw, pu, pair_lp, ones, pairs] = scratch;
+        auto& [bidx, pi, pj, qj, bw, pu, pu0, pu1, ratio, pair_lp, ones, pairs] = scratch;
         const double* bterms = nullptr;
         if (batched) {
           const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
           pi.resize(P);
           pj.resize(P);
           pu.resize(P);
+          // The uniforms first, draw by draw over the block's particles (a loop over the counter's
+          // particle word, which the compiler can vectorise), then the indices.
+          pu0.resize(P);
+          pu1.resize(P);
+          const auto ut = static_cast<uint32_t>(t);
+          const int64_t draws = mcmc ? per - 1 : Nt;
+          for (int64_t d = 0; d < draws; ++d) {
+            double* u0 = &pu0[d * nj];
+            double* u1 = &pu1[d * nj];
+            for (int64_t j = jb; j < je; ++j)
+              philox_u01x2(seed, static_cast<uint32_t>(j), ut, kSiteBackward,
+                           static_cast<uint32_t>(d), u0[j - jb], u1[j - jb]);
+          }
+          const int64_t first = mcmc ? 1 : 0; // mcmc: slot 0 is j's ancestor, the chains' start
           for (int64_t j = jb; j < je; ++j) {
-            const auto uj = static_cast<uint32_t>(j);
-            const auto ut = static_cast<uint32_t>(t);
-            int64_t* row = &pi[(j - jb) * per];
             std::fill_n(&pj[(j - jb) * per], per, j);
-            if (mcmc) { // slot 0: j's ancestor, where the chains start; 1 + k S + s: proposals
+            int64_t* row = &pi[(j - jb) * per];
+            if (mcmc)
               row[0] = ancestors ? ancestors[j] : j;
-              for (int64_t m = 1; m < per; ++m) {
-                double u0;
-                philox_u01x2(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(m - 1), u0,
-                             pu[(j - jb) * per + m]);
-                row[m] = from_weights.draw(u0);
-              }
-            } else {
-              for (int64_t k = 0; k < Nt; ++k)
-                row[k] = from_weights.draw(
-                    philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k)));
+            for (int64_t d = 0; d < draws; ++d) {
+              row[first + d] = from_weights.draw(pu0[d * nj + (j - jb)]);
+              pu[(j - jb) * per + first + d] = pu1[d * nj + (j - jb)];
             }
           }
           pairs.gather(ns, stride, x_prev, x, pi.data(), pj.data(), P);
@@ -221,22 +232,38 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           const double* lp = pair_lp.data();
           bidx.resize(nj * Nt);
           bw.resize(nj * Nt);
+          if (mcmc && S == 1) { // every chain moves from slot 0: all the ratios in one pass
+            ratio.resize(P);
+            for (int64_t row = 0; row < P; row += per)
+              for (int64_t m = row + 1; m < row + per; ++m)
+                ratio[m] = std::exp(std::min(lp[m] - lp[row], 0.0)); // NaN stays NaN: rejects
+          }
           for (int64_t j = jb; j < je; ++j) {
             const double* lj = lp + (j - jb) * per;
             const int64_t* ij = &pi[(j - jb) * per];
             int64_t* out_i = &bidx[(j - jb) * Nt];
             double* out_w = &bw[(j - jb) * Nt];
+            if (mcmc && S == 1) { // one move per draw, from slot 0: ratios precomputed above
+              for (int64_t k = 0; k < Nt; ++k) {
+                const int64_t m = 1 + k;
+                const bool moves = pu[(j - jb) * per + m] < ratio[(j - jb) * per + m];
+                acc[b] += moves;
+                out_i[k] = ij[static_cast<int64_t>(moves) * m]; // no branch on the outcome
+                out_w[k] = inv_Nt;
+              }
+              tries[b] += Nt;
+              continue;
+            }
             if (mcmc) { // independent Metropolis-Hastings moves, S per draw
               for (int64_t k = 0; k < Nt; ++k) {
                 int64_t cur = 0;
                 for (int64_t s = 0; s < S; ++s) {
                   const int64_t m = 1 + k * S + s;
-                  ++tries[b];
-                  if (accept(pu[(j - jb) * per + m], lj[m] - lj[cur])) {
-                    cur = m;
-                    ++acc[b];
-                  }
+                  const bool moves = accept_branch_free(pu[(j - jb) * per + m], lj[m] - lj[cur]);
+                  cur = moves ? m : cur;
+                  acc[b] += moves;
                 }
+                tries[b] += S;
                 out_i[k] = ij[cur];
                 out_w[k] = inv_Nt;
               }
@@ -264,8 +291,14 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               std::fill_n(&qj[(j - jb) * Nt], Nt, j);
             pairs.gather(ns, stride, x_prev, x, bidx.data(), qj.data(), nj * Nt);
             bterms = pairs.terms(model, frame, t, pf.y(), nf);
-            ones.assign(nj * Nt, 1.0);
-            check_terms(bterms, nf, nj * Nt, ones.data(), 0, nj * Nt, t, info);
+            // Every drawn pair is used: a non-finite term is an error (check_terms says which).
+            bool finite = true;
+            for (int64_t p = 0; p < nf * nj * Nt; ++p)
+              finite &= std::isfinite(bterms[p]);
+            if (!finite) {
+              ones.assign(nj * Nt, 1.0);
+              check_terms(bterms, nf, nj * Nt, ones.data(), 0, nj * Nt, t, info);
+            }
           }
         }
         for (int64_t j = jb; j < je; ++j) {

@@ -178,37 +178,43 @@ nlohmann::json BoundRange::json() const {
 
 void AliasTable::build(const double* w, int64_t n) {
   n_ = n;
-  prob_.resize(n);
-  alias_.resize(n);
-  work_.resize(n);
+  columns_.resize(n);
+  small_.resize(n + 1); // one slot of slack: the compaction loops write before they test
+  large_.resize(n + 1);
   double total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += w[i];
   const double scale = static_cast<double>(n) / total;
-  // Columns below 1 fill work_ from the front, the others from the back.
-  int64_t small = 0, large = n;
+  for (int64_t i = 0; i < n; ++i)
+    columns_[i] = {w[i] * scale, i};
+  // The columns below 1 (small) and the others (large), in index order.
+  int64_t small_end = 0, large_end = 0;
   for (int64_t i = 0; i < n; ++i) {
-    prob_[i] = w[i] * scale;
-    alias_[i] = i;
-    work_[prob_[i] < 1 ? small++ : --large] = i;
+    small_[small_end] = i;
+    small_end += columns_[i].prob < 1;
   }
-  int64_t s_end = small;
-  small = 0;
-  while (small < s_end && large < n) {
-    const int64_t s = work_[small++], l = work_[large];
-    alias_[s] = l;
-    prob_[l] -= 1 - prob_[s];
-    if (prob_[l] < 1) { // l becomes small: it takes the slot just freed before the large ones
-      ++large;
-      work_[--small] = l;
-    }
+  for (int64_t i = 0; i < n; ++i) {
+    large_[large_end] = i;
+    large_end += !(columns_[i].prob < 1);
+  }
+  // Each small column takes its deficit from the current large one; a large column that drops
+  // below 1 replaces the small one just filled, to be filled in turn.
+  int64_t small = 0, large = 0;
+  while (small < small_end && large < large_end) {
+    const int64_t s = small_[small], l = large_[large];
+    columns_[s].alias = l;
+    columns_[l].prob -= 1 - columns_[s].prob;
+    const bool drops = columns_[l].prob < 1;
+    small_[small] = drops ? l : s;
+    small += !drops;
+    large += drops;
   }
   // Rounding leaves columns that are full up to an ulp: they keep themselves. A zero-weight
   // column always has an alias, since its deficit of 1 exceeds any rounding.
-  for (int64_t k = large; k < n; ++k)
-    prob_[work_[k]] = 1;
-  for (int64_t k = small; k < s_end; ++k)
-    prob_[work_[k]] = 1;
+  for (int64_t k = large; k < large_end; ++k)
+    columns_[large_[k]].prob = 1;
+  for (int64_t k = small; k < small_end; ++k)
+    columns_[small_[k]].prob = 1;
 }
 
 int64_t draw_index(const std::vector<double>& cumulative, double u) {

@@ -117,7 +117,9 @@ struct BoundRange {
 };
 
 // Walker's alias table over weights (Vose's construction, O(N)): draws in O(1) with one uniform,
-// for the many proposals from the filter weights that rejection sampling and bis make.
+// for the many proposals from the filter weights that rejection sampling and bis make. Both the
+// construction and the draw are branch-free where the branch would depend on the weights or on u:
+// a mispredicted branch per draw costs more than the rest of the draw.
 class AliasTable {
 public:
   void build(const double* w, int64_t n); // w >= 0 with a positive sum
@@ -125,13 +127,19 @@ public:
   int64_t draw(double u) const {
     const double s = u * static_cast<double>(n_);
     const int64_t k = std::min(static_cast<int64_t>(s), n_ - 1);
-    return s - static_cast<double>(k) < prob_[k] ? k : alias_[k];
+    const Column c = columns_[k];
+    const int64_t keep = s - static_cast<double>(k) < c.prob;
+    return c.alias + keep * (k - c.alias);
   }
 
 private:
+  struct Column {
+    double prob; // of keeping the column's own index
+    int64_t alias;
+  };
   int64_t n_ = 0;
-  std::vector<double> prob_;
-  std::vector<int64_t> alias_, work_;
+  std::vector<Column> columns_;
+  std::vector<int64_t> small_, large_; // construction scratch
 };
 
 // Inverse-CDF draw from cumulative weights (cumulative.back() > 0) with u in (0, 1).

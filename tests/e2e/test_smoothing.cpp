@@ -123,6 +123,10 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
       {"paris rejection", "paris", {"--marginals", "--backward-samples", "2"}},
       {"paris exact", "paris", {"--marginals", "--backward-samples", "2", "--backward", "exact"}},
       {"paris mcmc", "paris", {"--marginals", "--backward-samples", "2", "--backward", "mcmc"}},
+      // Several moves per draw take the sequential path, one move the precomputed ratios.
+      {"paris mcmc 3 moves",
+       "paris",
+       {"--marginals", "--backward-samples", "2", "--backward", "mcmc", "--mcmc-steps", "3"}},
       {"bis", "bis", {"--marginals", "--backward-samples", "200"}},
       // Backward kernels use the filtering weights, whichever filter produced them.
       {"ffbsm after guided", "ffbsm", {}, "guided"},
