@@ -93,6 +93,8 @@ printf '\nssmc build wall time (s), median of %s; targets: sv cold < 0.5 s, cach
 printf '  %-24s %8s %8s\n' model cold cached
 export SSMC_CACHE_DIR="$work/cache"
 for model in examples/*.ssm; do
+  # Plate models and simulators have no inference (so no executable) yet.
+  "$ssmc" check --format=json "$model" | grep -q '"model_kind"' && continue
   cold=() cached=()
   for ((r = 0; r < REPS; ++r)); do
     cold+=("$(wall "$ssmc" build --no-cache "$model" -o "$work/model.out")")

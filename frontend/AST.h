@@ -66,14 +66,23 @@ struct ConstDecl {
   Range range;
 };
 
+// A declaration. `latent z[n] : T ~ D(...);` and `obs x[n] : T ~ D(...);` declare a variable of a
+// plate model together with its relation (`plate` is the index in brackets); in a simulator,
+// `latent a ~ D(...);`, `obs x ~ D(...);` and `obs x = EXPR;` do so without a plate.
 struct VarDecl {
-  enum class Kind { Param, State, Obs, Data, Input };
+  enum class Kind { Param, State, Obs, Data, Input, Latent };
   Kind kind = Kind::Param;
   Ident name;
+  std::optional<Ident> plate; // latent/obs: the plate index, `n` in z[n]
   std::optional<TypeSpec> type;
-  std::optional<DistCall> prior;
-  ExprPtr default_value; // may be null
+  std::optional<DistCall> prior; // param: its prior; latent/obs: its distribution
+  ExprPtr default_value;         // param: its default; obs: its deterministic value. May be null
   Range range;
+
+  // A latent or observation declared with its relation or value (not `obs y : T;`).
+  bool defines_relation() const {
+    return kind == Kind::Latent || (kind == Kind::Obs && (prior || default_value));
+  }
 };
 
 // `target ~ dist(args);` where target is a name with zero or more bracket indices, or
@@ -131,9 +140,11 @@ struct Import {
   Range range;
 };
 
-// A model, or (is_module) a `module NAME { ... }` file of constants and functions to import.
+// A model, a `simulator NAME { ... }` (sample-only), or (is_module) a `module NAME { ... }` file
+// of constants and functions to import.
 struct Model {
   bool is_module = false;
+  bool is_simulator = false;
   Ident name;
   std::vector<Import> imports;
   std::vector<ConstDecl> consts;

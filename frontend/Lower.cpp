@@ -49,9 +49,9 @@ std::vector<std::string> builtin_function_names() {
 }
 
 struct Symbol {
-  enum class Kind { Const, Param, State, Obs, Data, Input, Let, Fn, Functional } kind;
-  int index = -1;    // into consts_, the model's params, states, obs, data, inputs, or the AST's
-                     // lets, fns, functionals
+  enum class Kind { Const, Param, State, Obs, Data, Input, Let, Fn, Functional, Latent } kind;
+  int index = -1;    // into consts_, the model's params, states, obs, data, inputs, latents, or
+                     // the AST's lets, fns, functionals
   Range range;       // the name in its declaration
   bool valid = true; // false after an error in the declaration: its uses report nothing more
   bool used = false; // read by some expression: unused declarations get a warning
@@ -80,6 +80,7 @@ struct Scope {
   std::set<int> reads_now; // lag-0 variables of the kind this block samples
   bool reads_state = false;
   std::set<int> states_read; // at any lag
+  std::set<int> latents_read;
 
   // Inside an inlined function: its parameters and local lets, as nodes of this block.
   const ast::FnDecl* fn = nullptr;
@@ -103,11 +104,13 @@ struct TimeIndex {
 
 struct PendingRelation {
   const ast::Relation* ast = nullptr;
+  ast::Range range; // where to report it: the relation's target, or the declared name
   ir::Relation rel;
   std::string target; // x[t]
   std::set<int> reads_now;
   bool reads_state = false;
   std::set<int> states_read;
+  std::set<int> latents_read;
   bool ok = false;
 };
 
@@ -148,7 +151,9 @@ public:
 
   std::optional<ir::Model> run() {
     int errors_before = diags_.error_count();
+    model_.kind = model_kind();
     declare_names();
+    check_declaration_forms();
     for (const ast::ConstDecl& c : ast_.consts)
       define_const(c);
     for (const ast::VarDecl& v : ast_.vars)
@@ -157,6 +162,9 @@ public:
       define_fn(f);
     for (const ast::Relation& r : ast_.relations)
       add_relation(r);
+    for (const ast::VarDecl& v : ast_.vars)
+      if (!model_.is_state_space() && v.defines_relation())
+        add_static_relation(v);
     for (const ast::FunctionalDecl& f : ast_.functionals)
       add_functional(f);
     add_lookaheads();
@@ -168,10 +176,17 @@ public:
     order_relations(ir::BlockKind::Observation);
     complete_proposal();
     order_relations(ir::BlockKind::Proposal);
+    if (!model_.is_state_space()) {
+      // Latents cannot read observations, so they all come first.
+      ir::BlockKind own = static_block();
+      order_relations(pending_latents_, model_.block(own));
+      order_relations(own);
+    }
     if (diags_.error_count() > errors_before)
       return std::nullopt;
     warn_unused();
     warn_states_without_influence();
+    warn_latents_without_influence();
     warn_priors_outside_bounds();
     if (diags_.error_count() > errors_before) // -Werror
       return std::nullopt;
@@ -228,6 +243,8 @@ private:
       return "function";
     case Symbol::Kind::Functional:
       return "functional";
+    case Symbol::Kind::Latent:
+      return "latent variable";
     }
     return "?";
   }
@@ -240,6 +257,187 @@ private:
 
   void not_constant(const Scope& s, Range r, const std::string& culprit) {
     error(r, fmt::format("{} must be a constant expression, but {}", s.what, culprit));
+  }
+
+  // ---- models without time: plates and simulators -----------------------------------------
+
+  // A simulator; a model over a plate when it declares a latent variable or an observation with a
+  // plate index (latent z[n], obs x[n]); else a state-space model.
+  ir::ModelKind model_kind() const {
+    if (ast_.is_simulator)
+      return ir::ModelKind::Simulator;
+    for (const ast::VarDecl& v : ast_.vars)
+      if (v.kind == ast::VarDecl::Kind::Latent || v.plate)
+        return ir::ModelKind::Plate;
+    return ir::ModelKind::StateSpace;
+  }
+
+  ir::BlockKind static_block() const {
+    return model_.kind == ir::ModelKind::Plate ? ir::BlockKind::Plate : ir::BlockKind::Simulator;
+  }
+
+  bool in_static_block(const Scope& s) const {
+    return s.kind == ir::BlockKind::Plate || s.kind == ir::BlockKind::Simulator;
+  }
+
+  // `what` (a state, an input, a time relation...) in a model without time.
+  void no_time(Range r, const std::string& what) {
+    if (model_.kind == ir::ModelKind::Plate)
+      error(r, fmt::format("{} belongs to a time series, but this model is over the i.i.d. plate "
+                           "n: a model cannot have both",
+                           what));
+    else
+      error(r, fmt::format("{} belongs to a time series, but simulator '{}' has no time", what,
+                           model_.name));
+  }
+
+  // Which declarations each kind of model allows, and in which form; a rejected declaration is
+  // marked invalid so that its uses report nothing more.
+  void check_declaration_forms() {
+    using VK = ast::VarDecl::Kind;
+    const bool plate = model_.kind == ir::ModelKind::Plate;
+    const bool simulator = model_.kind == ir::ModelKind::Simulator;
+    for (const ast::VarDecl& v : ast_.vars) {
+      Symbol* sym = declared(v.name);
+      const std::string& name = v.name.name;
+      bool ok = true;
+      auto reject = [&](Range r, std::string message) {
+        error(r, std::move(message));
+        ok = false;
+      };
+      const bool latent = v.kind == VK::Latent;
+      if (v.kind == VK::State || v.kind == VK::Input) {
+        if (plate || simulator) {
+          no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));
+          ok = false;
+        }
+      } else if (latent || v.kind == VK::Obs) {
+        std::string what = latent ? "latent variable" : "observation";
+        if (v.plate && v.plate->name != "n")
+          reject(v.plate->range, fmt::format("the items of a plate are indexed by 'n': write "
+                                             "{}[n]",
+                                             name));
+        else if (simulator && v.plate)
+          reject(v.plate->range, fmt::format("a simulator draws one sample and has no plate: "
+                                             "write '{} {} ~ ...;'",
+                                             latent ? "latent" : "obs", name));
+        else if (plate && !v.plate)
+          reject(v.name.range, fmt::format("{} '{}' in a model over the plate n needs the plate "
+                                           "index: write '{} {}[n] ~ ...;'",
+                                           what, name, latent ? "latent" : "obs", name));
+        else if (!plate && !simulator && v.defines_relation())
+          reject(v.range, fmt::format("an observation of a time series is declared as 'obs {0} "
+                                      ": TYPE;' with a relation '{0}[t] ~ ...;'; 'obs {0} ~ ...' "
+                                      "and 'obs {0} = ...' are for plate models (obs {0}[n] ~ "
+                                      "...) and simulators",
+                                      name));
+        else if (!plate && !simulator && !v.type)
+          reject(v.range,
+                 fmt::format("observation '{}' needs a type, as in 'obs {} : real;'", name, name));
+        else if (v.kind == VK::Obs && (plate || simulator) && v.prior && v.default_value)
+          reject(
+              v.default_value->range,
+              fmt::format("observation '{}' has both a distribution and a value: give one", name));
+        else if (v.kind == VK::Obs && plate && v.default_value)
+          reject(v.default_value->range,
+                 fmt::format("a deterministic observation ('obs {0} = ...') is only for "
+                             "simulators; in a model over a plate, give its distribution: 'obs "
+                             "{0}[n] ~ ...;'",
+                             name));
+        else if (v.kind == VK::Obs && (plate || simulator) && !v.defines_relation())
+          reject(v.range, fmt::format("observation '{0}' needs a distribution{1}, as in 'obs "
+                                      "{0}{2} ~ normal(...);'",
+                                      name, simulator ? " or a value" : "", plate ? "[n]" : ""));
+      }
+      if (!ok && sym)
+        sym->valid = false;
+    }
+  }
+
+  // `latent z[n] ~ D(...);`, `obs x[n] ~ D(...);` (plate), `latent a ~ D(...);`, `obs x ~ D(...);`
+  // and `obs x = e;` (simulator): the relations of the plate or simulator block. A deterministic
+  // observation is x ~ dirac(e); without a type it takes the shape of e.
+  void add_static_relation(const ast::VarDecl& v) {
+    Symbol* sym = declared(v.name);
+    if (!sym || !sym->valid)
+      return;
+    const bool latent = v.kind == ast::VarDecl::Kind::Latent;
+    const bool plate = model_.kind == ir::ModelKind::Plate;
+    ir::VarDecl& decl = latent ? model_.latents[sym->index] : model_.obs[sym->index];
+    Scope s;
+    s.kind = static_block();
+    s.block = &model_.block(s.kind);
+    s.target_kind = latent ? ir::VarKind::Latent : ir::VarKind::Obs;
+    s.target_var = sym->index;
+    s.target = plate ? v.name.name + "[n]" : v.name.name;
+    s.subject = fmt::format("the {} of {}", v.prior ? "distribution" : "value", s.target);
+    PendingRelation p;
+    p.target = s.target;
+    p.range = v.name.range;
+    p.rel.kind = s.target_kind;
+    p.rel.var = sym->index;
+    p.rel.loc = loc(v.range);
+    if (v.default_value) { // obs x = e
+      std::optional<int> id = lower(*v.default_value, s);
+      if (id && !v.type)
+        decl.shape = shape_of(s, *id);
+      if (id && !(shape_of(s, *id) == decl.shape)) {
+        error(v.default_value->range,
+              fmt::format("the value of observation '{}' is {}, but '{}' is {}", v.name.name,
+                          shape_of(s, *id).str(), v.name.name, decl.shape.str()));
+        id.reset();
+      }
+      p.ok = id.has_value();
+      p.rel.dist = ir::Dist::Dirac;
+      p.rel.args = {id.value_or(-1)};
+    } else {
+      std::vector<std::optional<int>> args;
+      std::vector<std::optional<ir::Shape>> shapes;
+      for (const ast::ExprPtr& a : v.prior->args) {
+        args.push_back(lower(*a, s));
+        shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
+      }
+      std::optional<ir::Dist> dist =
+          check_dist(*v.prior, shapes, decl.shape, s.target, v.name.range);
+      p.ok = dist && check_integer_target(decl, *dist, v.name.name, *v.prior);
+      if (p.ok) {
+        p.rel.dist = *dist;
+        for (const auto& a : args)
+          p.rel.args.push_back(*a);
+      }
+    }
+    p.reads_now = s.reads_now;
+    p.latents_read = s.latents_read;
+    (latent ? pending_latents_ : pending_[s.kind]).push_back(std::move(p));
+  }
+
+  // z[n] (plate) or a (simulator): a latent variable or an observation of the current item.
+  std::optional<int> lower_static_ref(const Expr& e, const Symbol& sym, Scope& s) {
+    const bool latent = sym.kind == Symbol::Kind::Latent;
+    const std::string& name = latent ? model_.latents[sym.index].name : model_.obs[sym.index].name;
+    std::string ref = s.kind == ir::BlockKind::Plate ? name + "[n]" : name;
+    ir::VarKind kind = latent ? ir::VarKind::Latent : ir::VarKind::Obs;
+    if (!sym.valid)
+      return std::nullopt;
+    if (!latent && s.target_kind == ir::VarKind::Latent) {
+      error(e.range, fmt::format("{} reads observation {}: latent variables are drawn before the "
+                                 "observations and cannot read them",
+                                 s.subject, ref));
+      return std::nullopt;
+    }
+    if (kind == s.target_kind && sym.index == s.target_var) {
+      error(e.range, fmt::format("{} reads {} itself", s.subject, ref));
+      return std::nullopt;
+    }
+    ir::Node n;
+    n.op = latent ? ir::Op::Latent : ir::Op::Obs;
+    n.var = sym.index;
+    n.shape = model_.var_shape(kind, sym.index);
+    if (kind == s.target_kind)
+      s.reads_now.insert(sym.index);
+    if (latent)
+      s.latents_read.insert(sym.index);
+    return emit(s, std::move(n), e.range);
   }
 
   // ---- (1) names ---------------------------------------------------------------------------
@@ -274,6 +472,11 @@ private:
               fmt::format("'{}' is a built-in constant and cannot be declared", name));
         continue;
       }
+      if (name == "n" && model_.kind == ir::ModelKind::Plate) {
+        error(d.name->range, "'n' is the index of the plate's items in this model and cannot be "
+                             "declared");
+        continue;
+      }
       if (auto it = symbols_.find(name); it != symbols_.end()) {
         error(d.name->range, fmt::format("redeclaration of '{}'", name));
         note(it->second.range, fmt::format("'{}' was first declared here", name));
@@ -303,6 +506,10 @@ private:
         sym.index = static_cast<int>(model_.inputs.size());
         model_.inputs.push_back({name, {}, loc(d.name->range)});
         break;
+      case Symbol::Kind::Latent:
+        sym.index = static_cast<int>(model_.latents.size());
+        model_.latents.push_back({name, {}, loc(d.name->range)});
+        break;
       case Symbol::Kind::Let:
         sym.index = index_in(ast_.lets, d.name);
         break;
@@ -329,6 +536,8 @@ private:
       return Symbol::Kind::Data;
     case ast::VarDecl::Kind::Input:
       return Symbol::Kind::Input;
+    case ast::VarDecl::Kind::Latent:
+      return Symbol::Kind::Latent;
     }
     return Symbol::Kind::Param;
   }
@@ -570,6 +779,9 @@ private:
       break;
     case VK::Input:
       var = &model_.inputs[sym->index];
+      break;
+    case VK::Latent:
+      var = &model_.latents[sym->index];
       break;
     case VK::Param:
       break;
@@ -928,6 +1140,14 @@ private:
       }
       if (!outside_function(s, e.range, "'t'"))
         return std::nullopt;
+      if (in_static_block(s)) {
+        error(e.range, model_.kind == ir::ModelKind::Plate
+                           ? "'t' is the time index, but this model is over the i.i.d. plate n "
+                             "and has no time"
+                           : fmt::format("'t' is the time index, but simulator '{}' has no time",
+                                         model_.name));
+        return std::nullopt;
+      }
       if (s.kind == ir::BlockKind::Initial)
         return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
       return emit_op(s, ir::Op::Time, ir::Shape::scalar(), {}, e.range);
@@ -937,12 +1157,29 @@ private:
     if (e.name == "inf")
       return emit_const(s, ir::Shape::scalar(), {INFINITY}, e.range);
     Symbol* sym = lookup(e.name);
+    if (!sym && e.name == "n" && model_.kind == ir::ModelKind::Plate) {
+      error(e.range, "'n' only indexes the latent variables and observations of the plate, as in "
+                     "z[n]; it is not a value");
+      return std::nullopt;
+    }
     if (!sym) {
       unknown_name(e.range, e.name);
       return std::nullopt;
     }
     sym->used = true;
     switch (sym->kind) {
+    case Symbol::Kind::Latent:
+      if (s.constant) {
+        not_constant(s, e.range, fmt::format("'{}' is a latent variable", e.name));
+        return std::nullopt;
+      }
+      if (!outside_function(s, e.range, fmt::format("latent variable '{}'", e.name)))
+        return std::nullopt;
+      if (s.kind == ir::BlockKind::Simulator)
+        return lower_static_ref(e, *sym, s);
+      error(e.range,
+            fmt::format("latent variable '{0}' needs the plate index here: write {0}[n]", e.name));
+      return std::nullopt;
     case Symbol::Kind::Let:
       if (s.constant) {
         not_constant(s, e.range, fmt::format("'{}' is a let binding", e.name));
@@ -1008,6 +1245,15 @@ private:
       }
       if (!outside_function(s, e.range, fmt::format("{} '{}'", kind_name(sym->kind), e.name)))
         return std::nullopt;
+      if (s.kind == ir::BlockKind::Simulator && sym->kind == Symbol::Kind::Obs)
+        return lower_static_ref(e, *sym, s);
+      if (s.kind == ir::BlockKind::Plate && sym->kind == Symbol::Kind::Obs) {
+        error(e.range,
+              fmt::format("observation '{0}' needs the plate index here: write {0}[n]", e.name));
+        return std::nullopt;
+      }
+      if (!sym->valid)
+        return std::nullopt; // a state or input of a model without time, reported already
       std::string how;
       if (s.kind == ir::BlockKind::Initial)
         how = fmt::format("{}[0]", e.name);
@@ -1545,8 +1791,15 @@ private:
     }
     if (base->kind == EKind::Name) {
       Symbol* sym = lookup(base->name);
-      if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs ||
-                  sym->kind == Symbol::Kind::Input)) {
+      if (sym && s.kind == ir::BlockKind::Plate &&
+          (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
+        sym->used = true;
+        return lower_plate_ref(*base, *sym, chain, s);
+      }
+      if (sym && s.kind == ir::BlockKind::Simulator && sym->kind == Symbol::Kind::Obs) {
+        // not a time index: components of the value, as for a parameter
+      } else if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs ||
+                         sym->kind == Symbol::Kind::Input)) {
         sym->used = true;
         return lower_var_ref(*base, *sym, chain, s);
       }
@@ -1568,6 +1821,29 @@ private:
         return std::nullopt;
       value = apply_index(*value, *bracket, s);
     }
+    return value;
+  }
+
+  // z[n][components...] for a latent variable or observation z of a plate model.
+  std::optional<int> lower_plate_ref(const Expr& name, const Symbol& sym,
+                                     const std::vector<const Expr*>& chain, Scope& s) {
+    const Expr& first = *chain[0];
+    if (first.args.size() != 2) {
+      error(first.range, fmt::format("the first index of '{0}' is the item n alone; index its "
+                                     "components in a second bracket, as in {0}[n][0]",
+                                     name.name));
+      return std::nullopt;
+    }
+    const Expr& index = *first.args[1];
+    if (index.kind != EKind::Name || index.name != "n") {
+      error(index.range, fmt::format("the items of a plate are independent: a relation reads the "
+                                     "current item only, {}[n]",
+                                     name.name));
+      return std::nullopt;
+    }
+    std::optional<int> value = lower_static_ref(first, sym, s);
+    for (std::size_t k = 1; k < chain.size() && value; ++k)
+      value = apply_index(*value, *chain[k], s);
     return value;
   }
 
@@ -1731,6 +2007,10 @@ private:
     default:
       break;
     }
+    if (!model_.is_state_space()) {
+      no_time(r.range, r.proposal ? std::string("a proposal") : "a relation 'x[t] ~ ...'");
+      return;
+    }
     bool is_state = sym->kind == Symbol::Kind::State;
     std::string forms = is_state ? fmt::format("{0}[0] (initial) or {0}[t] (transition)", name)
                                  : fmt::format("{}[t]", name);
@@ -1802,18 +2082,7 @@ private:
         is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
     std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
     const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
-    bool ok = dist.has_value();
-    if (ok && decl.integer && !ir::dist_info(*dist).discrete) {
-      std::vector<std::string> discrete;
-      for (const ir::DistInfo& info : ir::all_dists())
-        if (info.discrete)
-          discrete.emplace_back(info.name);
-      error(r.dist.name.range,
-            fmt::format("'{}' is an integer, but {} is a continuous "
-                        "distribution; use one of {}",
-                        name, ir::dist_info(*dist).name, fmt::join(discrete, ", ")));
-      ok = false;
-    }
+    bool ok = dist.has_value() && check_integer_target(decl, *dist, name, r.dist);
     if (ok && r.proposal && !decl.integer && ir::dist_info(*dist).discrete) {
       error(r.dist.name.range,
             fmt::format("'{}' is continuous, but {} is a discrete distribution; its proposal "
@@ -1824,6 +2093,7 @@ private:
 
     PendingRelation p;
     p.ast = &r;
+    p.range = r.target->range;
     p.target = target;
     p.rel.kind = s.target_kind;
     p.rel.var = sym->index;
@@ -1838,6 +2108,21 @@ private:
         p.rel.args.push_back(*a);
     }
     pending_[kind].push_back(std::move(p));
+  }
+
+  // An integer variable needs a discrete distribution.
+  bool check_integer_target(const ir::VarDecl& decl, ir::Dist dist, const std::string& name,
+                            const ast::DistCall& call) {
+    if (!decl.integer || ir::dist_info(dist).discrete)
+      return true;
+    std::vector<std::string> discrete;
+    for (const ir::DistInfo& info : ir::all_dists())
+      if (info.discrete)
+        discrete.emplace_back(info.name);
+    error(call.name.range, fmt::format("'{}' is an integer, but {} is a continuous "
+                                       "distribution; use one of {}",
+                                       name, ir::dist_info(dist).name, fmt::join(discrete, ", ")));
+    return false;
   }
 
   // A model with a proposal for some states draws the others from their transitions: their
@@ -1875,6 +2160,10 @@ private:
   void add_lookaheads() {
     if (ast_.lookaheads.empty())
       return;
+    if (!model_.is_state_space()) {
+      no_time(ast_.lookaheads.front().range, "a look-ahead");
+      return;
+    }
     std::vector<const ast::Lookahead*> by_state(model_.states.size(), nullptr);
     std::vector<int> outputs(model_.states.size(), -1);
     for (const ast::Lookahead& a : ast_.lookaheads) {
@@ -1930,6 +2219,10 @@ private:
   }
 
   void add_functional(const ast::FunctionalDecl& f) {
+    if (!model_.is_state_space()) {
+      no_time(f.range, fmt::format("functional '{}'", f.name.name));
+      return;
+    }
     Symbol* sym = declared(f.name);
     Scope s;
     s.block = &model_.functional;
@@ -1992,6 +2285,32 @@ private:
                                    model_.states[x].name));
   }
 
+  // A latent variable that no observation reads, directly or through other latents, is not
+  // informed by the data.
+  void warn_latents_without_influence() {
+    if (model_.obs.empty())
+      return;
+    std::vector<bool> influential(model_.latents.size(), false);
+    for (const PendingRelation& p : pending_[static_block()])
+      for (int z : p.latents_read)
+        influential[z] = true;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const PendingRelation& p : pending_latents_)
+        if (influential[p.rel.var])
+          for (int z : p.latents_read)
+            if (!influential[z])
+              influential[z] = changed = true;
+    }
+    for (std::size_t z = 0; z < model_.latents.size(); ++z)
+      if (!influential[z])
+        diags_.warning(model_.latents[z].loc,
+                       fmt::format("latent variable '{}' does not influence any observation, "
+                                   "directly or through other latent variables: the data say "
+                                   "nothing about it",
+                                   model_.latents[z].name));
+  }
+
   // A prior whose support reaches outside the declared bounds real(lo, hi).
   void warn_priors_outside_bounds() {
     for (const ir::Relation& rel : model_.prior.relations) {
@@ -2026,6 +2345,14 @@ private:
   }
 
   void check_completeness() {
+    if (!model_.is_state_space()) {
+      if (model_.obs.empty())
+        error(ast_.name.range,
+              fmt::format("{} '{}' declares no observation: add one, as in '{}'",
+                          ast_.is_simulator ? "simulator" : "model", model_.name,
+                          ast_.is_simulator ? "obs x = ...;" : "obs x[n] ~ normal(...);"));
+      return;
+    }
     if (model_.states.empty())
       error(ast_.name.range, fmt::format("model '{}' declares no state", model_.name));
     if (model_.obs.empty())
@@ -2076,7 +2403,7 @@ private:
     }
     for (const PendingRelation& p : obs)
       if (!informative[p.rel.var])
-        error(p.ast->target->range,
+        error(p.range,
               fmt::format("observation '{}' does not depend on any state: its relation reads no "
                           "state, directly or through other observations",
                           model_.obs[p.rel.var].name));
@@ -2084,9 +2411,9 @@ private:
 
   // Appends the block's relations in source order, except that a relation comes after those of
   // the lag-0 variables it reads.
-  void order_relations(ir::BlockKind kind) {
-    std::vector<PendingRelation>& rels = pending_[kind];
-    ir::Block& block = model_.block(kind);
+  void order_relations(ir::BlockKind kind) { order_relations(pending_[kind], model_.block(kind)); }
+
+  void order_relations(std::vector<PendingRelation>& rels, ir::Block& block) {
     std::set<int> sampled;
     std::vector<bool> placed(rels.size(), false);
     for (std::size_t done = 0; done < rels.size();) {
@@ -2129,8 +2456,7 @@ private:
     std::string chain = rels[path[0]].target + " reads " + rels[path[1 % path.size()]].target;
     for (std::size_t k = 1; k < path.size(); ++k)
       chain += ", which reads " + rels[path[(k + 1) % path.size()]].target;
-    error(rels[path[0]].ast->target->range,
-          fmt::format("circular dependency between relations: {}", chain));
+    error(rels[path[0]].range, fmt::format("circular dependency between relations: {}", chain));
   }
 
   const ast::Model& ast_;
@@ -2142,6 +2468,7 @@ private:
   std::set<std::pair<int, const ir::Block*>> failed_lets_;
   std::map<int, FnSignature> fn_signatures_;
   std::map<ir::BlockKind, std::vector<PendingRelation>> pending_;
+  std::vector<PendingRelation> pending_latents_; // of the plate or simulator block
 };
 
 } // namespace

@@ -225,6 +225,34 @@ template <ast::VarDecl::Kind K> struct push_var {
   }
 };
 
+// `latent NAME [n] : TYPE ~ DIST;` and `obs NAME [n] : TYPE (~ DIST | = EXPR);`: which parts a
+// model or a simulator allows is checked in Lower.cpp, where the messages can say why.
+auto const push_latent = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::VarDecl d;
+  d.kind = ast::VarDecl::Kind::Latent;
+  d.name = boost::fusion::at_c<1>(attr);
+  d.plate = to_std(boost::fusion::at_c<2>(attr));
+  d.type = to_std(boost::fusion::at_c<3>(attr));
+  d.prior = boost::fusion::at_c<4>(attr);
+  d.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->vars.push_back(std::move(d));
+};
+
+auto const push_obs = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::VarDecl d;
+  d.kind = ast::VarDecl::Kind::Obs;
+  d.name = boost::fusion::at_c<1>(attr);
+  d.plate = to_std(boost::fusion::at_c<2>(attr));
+  d.type = to_std(boost::fusion::at_c<3>(attr));
+  d.prior = to_std(boost::fusion::at_c<4>(attr));
+  if (auto& v = boost::fusion::at_c<5>(attr))
+    d.default_value = *v;
+  d.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->vars.push_back(std::move(d));
+};
+
 auto const make_let = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   x3::_val(ctx) = ast::LetDecl{boost::fusion::at_c<1>(attr),
@@ -288,6 +316,10 @@ auto const push_lookahead = [](auto& ctx) {
 };
 
 auto const set_model_name = [](auto& ctx) { state(ctx).model->name = x3::_attr(ctx); };
+auto const set_simulator_name = [](auto& ctx) {
+  state(ctx).model->name = x3::_attr(ctx);
+  state(ctx).model->is_simulator = true;
+};
 auto const set_module_name = [](auto& ctx) {
   state(ctx).model->name = x3::_attr(ctx);
   state(ctx).model->is_module = true;
@@ -395,6 +427,8 @@ auto const dist_def = (ident > '(' > -expr_list > ')')[make_dist];
 
 auto const target_def = ident[make_name] >> *bracket[make_index];
 
+auto const plate_index = '[' > ident > ']';
+
 auto const let_def = (pos >> kw("let") > ident > '=' > expr > ';')[make_let];
 auto const fn_param_def = (ident > ':' > type)[make_fn_param];
 auto const fn_body_def = ('=' > expr > ';')[fn_expr_body] |
@@ -412,15 +446,18 @@ auto const statement_def =
     (pos >> kw("input") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Input>{}] |
     (pos >> kw("param") > ident > -(':' > type) > -('~' > dist) > -('=' > expr) > ';')[push_param] |
     (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
-    (pos >> kw("obs") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Obs>{}] |
+    (pos >> kw("obs") > ident > -plate_index > -(':' > type) > -('~' > dist) > -('=' > expr) >
+     ';')[push_obs] |
+    (pos >> kw("latent") > ident > -plate_index > -(':' > type) > '~' > dist > ';')[push_latent] |
     (pos >> kw("proposal") > target > '~' > dist > ';')[push_proposal] |
     (pos >> kw("lookahead") > target > '=' > expr > ';')[push_lookahead] |
     (target > '~' > dist > ';')[push_relation];
 
 auto const end_of_model_def = x3::lit('}');
 
-auto const kw_model_def =
-    (kw("module") > ident[set_module_name]) | (kw("model") > ident[set_model_name]);
+auto const kw_model_def = (kw("module") > ident[set_module_name]) |
+                          (kw("model") > ident[set_model_name]) |
+                          (kw("simulator") > ident[set_simulator_name]);
 auto const model_def = x3::eps > kw_model > '{' > *statement > end_of_model > x3::eoi;
 
 BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,

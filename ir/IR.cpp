@@ -78,6 +78,8 @@ std::string_view op_name(Op op) {
     return "data";
   case Op::Input:
     return "input";
+  case Op::Latent:
+    return "latent";
   }
   return "?";
 }
@@ -196,6 +198,10 @@ std::string_view block_name(BlockKind kind) {
     return "proposal";
   case BlockKind::Lookahead:
     return "lookahead";
+  case BlockKind::Plate:
+    return "plate";
+  case BlockKind::Simulator:
+    return "simulator";
   }
   return "?";
 }
@@ -236,6 +242,10 @@ const Block& Model::block(BlockKind kind) const {
     return proposal;
   case BlockKind::Lookahead:
     return lookahead;
+  case BlockKind::Plate:
+    return plate;
+  case BlockKind::Simulator:
+    return simulator;
   }
   throw std::logic_error("unknown block kind");
 }
@@ -248,6 +258,8 @@ const std::string& Model::var_name(VarKind kind, int var) const {
     return states.at(var).name;
   case VarKind::Obs:
     return obs.at(var).name;
+  case VarKind::Latent:
+    return latents.at(var).name;
   }
   throw std::logic_error("unknown variable kind");
 }
@@ -260,6 +272,8 @@ const Shape& Model::var_shape(VarKind kind, int var) const {
     return states.at(var).shape;
   case VarKind::Obs:
     return obs.at(var).shape;
+  case VarKind::Latent:
+    return latents.at(var).shape;
   }
   throw std::logic_error("unknown variable kind");
 }

@@ -1,6 +1,8 @@
 // The typed model IR.
 //
-// A Model holds its declarations and four blocks (prior, initial, transition, observation). Each
+// A Model is a state-space model (blocks prior, initial, transition, observation, and optional
+// functional, proposal and lookahead blocks), a static latent-variable model over the i.i.d. plate
+// n (prior and plate blocks) or a sample-only simulator (prior and simulator blocks). Each
 // block is an expression DAG in SSA form, stored as a flat vector of Nodes where a node's arguments
 // are the ids (indices) of earlier nodes of the same block, followed by the block's Relations
 // (`target ~ dist(args)`), in the order they are sampled.
@@ -68,6 +70,7 @@ enum class Op {
   Select,   // args = {cond, a, b}: a where cond != 0, else b; elementwise, scalars broadcast
   Data,     // var = data index: a run-time constant (--data-file)
   Input,    // var = input index; lag 0 = u[t]: an exogenous covariate
+  Latent,   // var = latent index: z[n] in a plate block, a in a simulator block
 };
 
 std::string_view op_name(Op op);
@@ -139,7 +142,7 @@ const DistInfo& dist_info(Dist d);
 const std::vector<DistInfo>& all_dists();
 const DistInfo* find_dist(std::string_view name); // nullptr if unknown
 
-enum class VarKind { Param, State, Obs };
+enum class VarKind { Param, State, Obs, Latent };
 
 struct Relation {
   VarKind kind = VarKind::State;
@@ -155,7 +158,19 @@ struct Relation {
 // relations of the states without one).
 // Lookahead: the auxiliary filter's prediction of x[t] from x[t-1]: no relations; empty, or one
 // output per state, in declaration order.
-enum class BlockKind { Prior, Initial, Transition, Observation, Functional, Proposal, Lookahead };
+// Plate: the relations of one item n of a plate model, latents z[n] and observations x[n].
+// Simulator: a simulator's latents and observations; a deterministic `obs x = e` is x ~ dirac(e).
+enum class BlockKind {
+  Prior,
+  Initial,
+  Transition,
+  Observation,
+  Functional,
+  Proposal,
+  Lookahead,
+  Plate,
+  Simulator
+};
 std::string_view block_name(BlockKind kind);
 
 struct Block {
@@ -218,7 +233,15 @@ struct FunctionalDecl {
   SourceLoc loc;
 };
 
+// What a model describes, and so which blocks it has and which analyses apply.
+enum class ModelKind {
+  StateSpace, // states over time t: initial, transition, observation
+  Plate,      // static latent-variable model: i.i.d. items n, latents z[n] and observations x[n]
+  Simulator,  // sample-only: latents and observations drawn once, no tractable likelihood
+};
+
 struct Model {
+  ModelKind kind = ModelKind::StateSpace;
   std::string name;
   std::string source_file;
   std::vector<std::string> imported_files; // the modules it imports, as found
@@ -226,8 +249,9 @@ struct Model {
   std::vector<ParamDecl> params;
   std::vector<VarDecl> states;
   std::vector<VarDecl> obs;
-  std::vector<VarDecl> data;   // run-time constants
-  std::vector<VarDecl> inputs; // exogenous covariates, one value per t
+  std::vector<VarDecl> data;    // run-time constants
+  std::vector<VarDecl> inputs;  // exogenous covariates, one value per t
+  std::vector<VarDecl> latents; // plate models (one per item) and simulators
   std::vector<FunctionalDecl> functionals;
   Block prior{BlockKind::Prior, {}, {}, {}}; // relations target parameters; arguments are constants
   Block initial{BlockKind::Initial, {}, {}, {}};
@@ -236,14 +260,19 @@ struct Model {
   Block functional{BlockKind::Functional, {}, {}, {}}; // no relations; outputs = the terms
   Block proposal{BlockKind::Proposal, {}, {}, {}};
   Block lookahead{BlockKind::Lookahead, {}, {}, {}};
+  Block plate{BlockKind::Plate, {}, {}, {}};
+  Block simulator{BlockKind::Simulator, {}, {}, {}};
 
+  bool is_state_space() const { return kind == ModelKind::StateSpace; }
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {
-    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead),
+        f(plate), f(simulator);
   }
   template <class F> void for_each_block(F&& f) const {
-    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead);
+    f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead),
+        f(plate), f(simulator);
   }
 
   const std::string& var_name(VarKind kind, int var) const;

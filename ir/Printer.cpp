@@ -13,9 +13,14 @@ namespace ssm::ir {
 
 namespace {
 
+// How a block indexes its variables: by time, by the plate's item n, or not at all (simulator).
 std::string time_index(BlockKind kind, int lag) {
   if (kind == BlockKind::Initial)
     return "[0]";
+  if (kind == BlockKind::Plate)
+    return "[n]";
+  if (kind == BlockKind::Simulator)
+    return "";
   return lag == 0 ? "[t]" : fmt::format("[t-{}]", lag);
 }
 
@@ -49,6 +54,8 @@ std::string node_str(const Model& model, BlockKind kind, const Node& node) {
     return fmt::format("state {}{}", model.states.at(node.var).name, time_index(kind, node.lag));
   case Op::Obs:
     return fmt::format("obs {}{}", model.obs.at(node.var).name, time_index(kind, node.lag));
+  case Op::Latent:
+    return fmt::format("latent {}{}", model.latents.at(node.var).name, time_index(kind, 0));
   case Op::Time:
     return "time";
   case Op::Data:
@@ -92,7 +99,10 @@ std::string print(const Model& model, const Block& block) {
 }
 
 std::string print(const Model& model) {
-  std::string out = fmt::format("model {}\n", model.name);
+  std::string out = fmt::format(
+      "{} {}\n", model.kind == ModelKind::Simulator ? "simulator" : "model", model.name);
+  if (model.kind == ModelKind::Plate)
+    out += "plate n\n";
   for (const ConstDecl& c : model.consts)
     out +=
         fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));
@@ -108,18 +118,22 @@ std::string print(const Model& model) {
       out += fmt::format(" = {}", values_str(*p.default_value, p.shape));
     out += "\n";
   }
-  auto decl = [&](std::string_view what, const VarDecl& v) {
+  // Latents and observations of a plate model have one value per item: `obs x[n] : real`.
+  const bool per_item = model.kind == ModelKind::Plate;
+  auto decl = [&](std::string_view what, const VarDecl& v, bool plate = false) {
     std::string type = v.shape.str();
     if (v.integer)
       type = v.lower > -INFINITY || v.upper < INFINITY
                  ? fmt::format("int[{}..{}]", v.lower, v.upper)
                  : "int";
-    out += fmt::format("{} {} : {}\n", what, v.name, type);
+    out += fmt::format("{} {}{} : {}\n", what, v.name, plate ? "[n]" : "", type);
   };
   for (const VarDecl& s : model.states)
     decl("state", s);
+  for (const VarDecl& z : model.latents)
+    decl("latent", z, per_item);
   for (const VarDecl& o : model.obs)
-    decl("obs", o);
+    decl("obs", o, per_item);
   for (const VarDecl& d : model.data)
     decl("data", d);
   for (const VarDecl& u : model.inputs)
@@ -245,6 +259,8 @@ private:
       return {model_.states.at(n.var).name + time_index(block_.kind, n.lag), 5};
     case Op::Obs:
       return {model_.obs.at(n.var).name + time_index(block_.kind, n.lag), 5};
+    case Op::Latent:
+      return {model_.latents.at(n.var).name + time_index(block_.kind, 0), 5};
     case Op::Time:
       return {"t", 5};
     case Op::Neg:

@@ -41,10 +41,16 @@ public:
     while (next_line()) {
       std::string_view line = line_;
       if (!named) {
-        if (!starts_with(line, "model "))
-          fail("expected 'model NAME'");
-        model.name = std::string(trim(line.substr(6)));
+        bool simulator = starts_with(line, "simulator ");
+        if (!starts_with(line, "model ") && !simulator)
+          fail("expected 'model NAME' or 'simulator NAME'");
+        model.kind = simulator ? ModelKind::Simulator : ModelKind::StateSpace;
+        model.name = std::string(trim(line.substr(line.find(' ') + 1)));
         named = true;
+      } else if (line == "plate n") {
+        if (model.kind != ModelKind::StateSpace)
+          fail("'plate n' belongs to a model, once");
+        model.kind = ModelKind::Plate;
       } else if (starts_with(line, "const ")) {
         auto [name, type, value] = declaration(line.substr(6));
         if (!value)
@@ -84,15 +90,24 @@ public:
           p.default_value = parse_values(*value, p.shape);
         model.params.push_back(std::move(p));
       } else if (starts_with(line, "state ") || starts_with(line, "obs ") ||
-                 starts_with(line, "data ") || starts_with(line, "input ")) {
+                 starts_with(line, "data ") || starts_with(line, "input ") ||
+                 starts_with(line, "latent ")) {
         std::string_view kind = line.substr(0, line.find(' '));
         auto [name, type, value] = declaration(line.substr(kind.size() + 1));
         if (value)
           fail("a variable has no value");
-        std::vector<VarDecl>& decls = kind == "state"  ? model.states
-                                      : kind == "obs"  ? model.obs
-                                      : kind == "data" ? model.data
-                                                       : model.inputs;
+        // A plate model's latents and observations are written per item, `z[n]`.
+        bool per_item = kind == "latent" || kind == "obs";
+        if (per_item && model.kind == ModelKind::Plate) {
+          if (name.size() < 4 || name.substr(name.size() - 3) != "[n]")
+            fail(fmt::format("expected '{}[n]' in a plate model", name));
+          name.resize(name.size() - 3);
+        }
+        std::vector<VarDecl>& decls = kind == "state"    ? model.states
+                                      : kind == "obs"    ? model.obs
+                                      : kind == "latent" ? model.latents
+                                      : kind == "data"   ? model.data
+                                                         : model.inputs;
         decls.push_back(var_decl(name, type));
       } else if (line.back() == '{') {
         read_block(model, block_kind(trim(line.substr(0, line.size() - 1))));
@@ -229,9 +244,9 @@ private:
   }
 
   BlockKind block_kind(std::string_view name) const {
-    for (BlockKind kind :
-         {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition, BlockKind::Observation,
-          BlockKind::Functional, BlockKind::Proposal, BlockKind::Lookahead})
+    for (BlockKind kind : {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition,
+                           BlockKind::Observation, BlockKind::Functional, BlockKind::Proposal,
+                           BlockKind::Lookahead, BlockKind::Plate, BlockKind::Simulator})
       if (block_name(kind) == name)
         return kind;
     fail(fmt::format("unknown block '{}'", name));
@@ -257,6 +272,19 @@ private:
       s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
     }
     return args;
+  }
+
+  // A reference as the block writes it: "NAME[0]", "NAME[t]", "NAME[t-k]" -> (NAME, lag); in a
+  // plate block "NAME[n]" and in a simulator block "NAME" -> (NAME, 0).
+  std::pair<std::string, int> reference(BlockKind kind, std::string_view s) const {
+    if (kind == BlockKind::Simulator)
+      return {std::string(s), 0};
+    if (kind == BlockKind::Plate) {
+      if (s.size() < 4 || s.substr(s.size() - 3) != "[n]")
+        fail(fmt::format("expected NAME[n] in the plate block, not '{}'", s));
+      return {std::string(s.substr(0, s.size() - 3)), 0};
+    }
+    return lagged(s);
   }
 
   // "NAME[0]", "NAME[t]", "NAME[t-k]" -> (NAME, lag).
@@ -331,11 +359,13 @@ private:
       break;
     case Op::State:
     case Op::Obs:
-    case Op::Input: {
-      auto [name, lag] = lagged(rest);
-      node.var = node.op == Op::State ? find_var(model.states, name, "state")
-                 : node.op == Op::Obs ? find_var(model.obs, name, "observation")
-                                      : find_var(model.inputs, name, "input");
+    case Op::Input:
+    case Op::Latent: {
+      auto [name, lag] = reference(block.kind, rest);
+      node.var = node.op == Op::State    ? find_var(model.states, name, "state")
+                 : node.op == Op::Obs    ? find_var(model.obs, name, "observation")
+                 : node.op == Op::Latent ? find_var(model.latents, name, "latent variable")
+                                         : find_var(model.inputs, name, "input");
       node.lag = lag;
       break;
     }
@@ -376,7 +406,7 @@ private:
   }
 
   Op parse_op(std::string_view name) const {
-    for (int i = 0; i <= static_cast<int>(Op::Input); ++i)
+    for (int i = 0; i <= static_cast<int>(Op::Latent); ++i)
       if (op_name(static_cast<Op>(i)) == name)
         return static_cast<Op>(i);
     fail(fmt::format("unknown op '{}'", name));
@@ -412,6 +442,14 @@ private:
     if (block.kind == BlockKind::Prior) {
       rel.kind = VarKind::Param;
       rel.var = find_param(model, std::string(target));
+    } else if (block.kind == BlockKind::Plate || block.kind == BlockKind::Simulator) {
+      // Latents and observations share the block; their names are distinct.
+      std::string name = reference(block.kind, target).first;
+      bool latent = std::any_of(model.latents.begin(), model.latents.end(),
+                                [&](const VarDecl& z) { return z.name == name; });
+      rel.kind = latent ? VarKind::Latent : VarKind::Obs;
+      rel.var = latent ? find_var(model.latents, name, "latent variable")
+                       : find_var(model.obs, name, "observation");
     } else {
       auto [name, lag] = lagged(target);
       if (lag != 0)

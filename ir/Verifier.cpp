@@ -35,6 +35,7 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
   case Op::Obs:
   case Op::Data:
   case Op::Input:
+  case Op::Latent:
     return arity(0) ? std::optional(node.shape) : std::nullopt;
   case Op::Time:
     return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
@@ -103,10 +104,10 @@ public:
 
   void run() {
     // lag-0 variables each node reads, transitively; a relation may only use those sampled earlier
-    std::vector<std::set<int>> reads_now(block_.nodes.size());
+    std::vector<std::set<Var>> reads_now(block_.nodes.size());
     for (size_t i = 0; i < block_.nodes.size(); ++i)
       check_node(static_cast<int>(i), reads_now);
-    std::set<int> sampled;
+    std::set<Var> sampled;
     for (const Relation& rel : block_.relations)
       check_relation(rel, reads_now, sampled);
   }
@@ -117,18 +118,28 @@ private:
                                   fmt::format(f, std::forward<Args>(args)...)));
   }
 
-  VarKind sampled_kind() const {
+  using Var = std::pair<VarKind, int>;
+
+  // Plate and simulator blocks sample latents and observations; the others one kind.
+  bool samples_latents() const {
+    return block_.kind == BlockKind::Plate || block_.kind == BlockKind::Simulator;
+  }
+
+  bool samples(VarKind kind) const {
     switch (block_.kind) {
     case BlockKind::Prior:
-      return VarKind::Param;
+      return kind == VarKind::Param;
     case BlockKind::Observation:
-      return VarKind::Obs;
+      return kind == VarKind::Obs;
+    case BlockKind::Plate:
+    case BlockKind::Simulator:
+      return kind == VarKind::Latent || kind == VarKind::Obs;
     default:
-      return VarKind::State;
+      return kind == VarKind::State;
     }
   }
 
-  void check_node(int id, std::vector<std::set<int>>& reads_now) {
+  void check_node(int id, std::vector<std::set<Var>>& reads_now) {
     const Node& node = block_.nodes[id];
     std::vector<Shape> arg_shapes;
     for (int a : node.args) {
@@ -148,13 +159,17 @@ private:
            shape->str());
   }
 
-  void check_reference(int id, const Node& node, std::set<int>& reads_now) {
+  void check_reference(int id, const Node& node, std::set<Var>& reads_now) {
     if (node.op != Op::Param && node.op != Op::State && node.op != Op::Obs && node.op != Op::Time &&
-        node.op != Op::Data && node.op != Op::Input)
+        node.op != Op::Data && node.op != Op::Input && node.op != Op::Latent)
       return;
     BlockKind kind = block_.kind;
     if (kind == BlockKind::Prior) {
       fail("%{}: prior arguments must be constants", id);
+      return;
+    }
+    if (samples_latents() || node.op == Op::Latent) {
+      check_static_reference(id, node, reads_now);
       return;
     }
     if (node.op == Op::Data || node.op == Op::Input) {
@@ -204,18 +219,53 @@ private:
     if (!allowed || node.lag < 0 || node.lag > max_lag)
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
            node.lag, block_name(kind));
-    else if (node.lag == 0 && vk == sampled_kind())
-      reads_now.insert(node.var);
+    else if (node.lag == 0 && samples(vk))
+      reads_now.insert({vk, node.var});
   }
 
-  void check_relation(const Relation& rel, const std::vector<std::set<int>>& reads_now,
-                      std::set<int>& sampled) {
-    if (rel.kind != sampled_kind()) {
+  // Plate and simulator blocks have no time: they read parameters, data and the latents and
+  // observations of the same item (of the one draw); latents exist only there.
+  void check_static_reference(int id, const Node& node, std::set<Var>& reads_now) {
+    if (!samples_latents()) {
+      fail("%{} reads a latent variable, which only plate and simulator blocks have", id);
+      return;
+    }
+    if (node.op == Op::Param || node.op == Op::Data) {
+      const auto& count = node.op == Op::Param ? model_.params.size() : model_.data.size();
+      if (node.var < 0 || node.var >= static_cast<int>(count))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, count);
+      else if (!(node.shape == (node.op == Op::Param ? model_.params[node.var].shape
+                                                     : model_.data[node.var].shape)))
+        fail("%{} has the wrong shape for {} {}", id, op_name(node.op), node.var);
+      return;
+    }
+    if (node.op != Op::Latent && node.op != Op::Obs) {
+      fail("%{} = {}: the {} block has no time", id, op_name(node.op), block_name(block_.kind));
+      return;
+    }
+    VarKind vk = node.op == Op::Latent ? VarKind::Latent : VarKind::Obs;
+    int count = static_cast<int>(vk == VarKind::Latent ? model_.latents.size() : model_.obs.size());
+    if (node.var < 0 || node.var >= count) {
+      fail("%{} refers to variable {} of {}", id, node.var, count);
+      return;
+    }
+    if (!(node.shape == model_.var_shape(vk, node.var)))
+      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
+           model_.var_shape(vk, node.var).str());
+    if (node.lag != 0)
+      fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
+           node.lag, block_name(block_.kind));
+    reads_now.insert({vk, node.var});
+  }
+
+  void check_relation(const Relation& rel, const std::vector<std::set<Var>>& reads_now,
+                      std::set<Var>& sampled) {
+    if (!samples(rel.kind)) {
       fail("a relation targets a variable of the wrong kind");
       return;
     }
     std::string target = model_.var_name(rel.kind, rel.var);
-    if (!sampled.insert(rel.var).second)
+    if (!sampled.insert({rel.kind, rel.var}).second)
       fail("{} has two relations", target);
     const DistInfo& info = dist_info(rel.dist);
     if (rel.args.size() != info.arg_names.size()) {
@@ -229,10 +279,10 @@ private:
         fail("{} ~ {} uses missing node %{}", target, info.name, a);
         return;
       }
-      for (int v : reads_now[a])
-        if (!sampled.count(v) || v == rel.var)
+      for (const Var& v : reads_now[a])
+        if (!sampled.count(v) || v == Var{rel.kind, rel.var})
           fail("{} ~ {} reads {} before it is sampled", target, info.name,
-               model_.var_name(rel.kind, v));
+               model_.var_name(v.first, v.second));
       const Shape& arg = block_.nodes[a].shape;
       bool ok = rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
@@ -256,8 +306,9 @@ private:
 void check_all_sampled(const Model& model, const Block& block, VarKind kind, size_t count,
                        std::vector<std::string>& errors) {
   for (size_t v = 0; v < count; ++v) {
-    bool found = std::any_of(block.relations.begin(), block.relations.end(),
-                             [&](auto& r) { return r.var == static_cast<int>(v); });
+    bool found = std::any_of(block.relations.begin(), block.relations.end(), [&](auto& r) {
+      return r.kind == kind && r.var == static_cast<int>(v);
+    });
     if (!found)
       errors.push_back(fmt::format("{}: no relation for {}", block_name(block.kind),
                                    model.var_name(kind, static_cast<int>(v))));
@@ -269,6 +320,29 @@ void check_all_sampled(const Model& model, const Block& block, VarKind kind, siz
 std::vector<std::string> verify(const Model& model) {
   std::vector<std::string> errors;
   model.for_each_block([&](const Block& block) { BlockVerifier(model, block, errors).run(); });
+  for (const ParamDecl& p : model.params)
+    if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
+      errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,
+                                   p.default_value->size(), p.shape.str()));
+  if (!model.is_state_space()) {
+    // A plate model or a simulator: its own block samples every latent and observation, and the
+    // blocks of time do not exist.
+    const Block& own = model.kind == ModelKind::Plate ? model.plate : model.simulator;
+    check_all_sampled(model, own, VarKind::Latent, model.latents.size(), errors);
+    check_all_sampled(model, own, VarKind::Obs, model.obs.size(), errors);
+    if (!model.states.empty() || !model.inputs.empty() || !model.functionals.empty())
+      errors.push_back("a model without time has states, inputs or functionals");
+    model.for_each_block([&](const Block& block) {
+      bool empty = block.nodes.empty() && block.relations.empty() && block.outputs.empty();
+      if (&block != &own && block.kind != BlockKind::Prior && !empty)
+        errors.push_back(fmt::format("{}: a {} has no {} block", block_name(block.kind),
+                                     model.kind == ModelKind::Plate ? "plate model" : "simulator",
+                                     block_name(block.kind)));
+    });
+    return errors;
+  }
+  if (!model.latents.empty() || !model.plate.nodes.empty() || !model.simulator.nodes.empty())
+    errors.push_back("a state-space model has latent variables or a plate or simulator block");
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);
@@ -298,10 +372,6 @@ std::vector<std::string> verify(const Model& model) {
       errors.push_back(fmt::format("lookahead: the prediction of {} has shape {}",
                                    model.states[i].name,
                                    ahead.nodes[ahead.outputs[i]].shape.str()));
-  for (const ParamDecl& p : model.params)
-    if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
-      errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,
-                                   p.default_value->size(), p.shape.str()));
   return errors;
 }
 

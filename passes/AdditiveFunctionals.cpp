@@ -72,6 +72,8 @@ public:
   }
 
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     AdditiveFunctionals result;
     for (size_t i = 0; i < model.functionals.size(); ++i)
       result.functionals.push_back(analyse(model, i));

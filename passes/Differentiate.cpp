@@ -79,6 +79,7 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
   case ir::Op::Param:
   case ir::Op::State:
   case ir::Op::Obs:
+  case ir::Op::Latent:
     if (n.op == wrt.op && n.var == wrt.var && (n.op == ir::Op::Param || n.lag == wrt.lag) &&
         wrt.component < static_cast<int>(size))
       d[wrt.component] = b_.constant(1);
@@ -440,6 +441,8 @@ public:
     return "Jacobians of relation locations and gradients of log-densities, as IR";
   }
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     Derivatives result;
     ExprBuilder b(result.arena);
     const int n = model.state_size();

@@ -74,6 +74,8 @@ public:
   }
 
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     FiniteState result;
     result.size = 1;
     for (size_t s = 0; s < model.states.size(); ++s) {

@@ -304,6 +304,8 @@ public:
     return "recognise a linear-Gaussian model; its matrices, symbolically";
   }
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     LinearGaussian result;
     Analysis(model, result).run();
     context.linear_gaussian = std::move(result);

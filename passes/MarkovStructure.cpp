@@ -88,6 +88,8 @@ public:
   }
 
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     MarkovStructure result;
     for (const ir::Block* block :
          {&model.initial, &model.transition, &model.observation, &model.proposal})

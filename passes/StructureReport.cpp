@@ -3,7 +3,13 @@
 
 #include "Passes.h"
 
+#include "ir/Printer.h"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
 
 namespace ssm::passes {
 
@@ -44,8 +50,94 @@ std::string structure_summary(const PassContext& context) {
   return out;
 }
 
+namespace {
+
+// A relation of a plate or simulator block and what it reads, in the block's own names.
+struct StaticRelation {
+  std::string kind; // "latent", "observation"
+  std::string target;
+  std::string dist; // "deterministic" for obs x = e
+  std::vector<std::string> reads, params;
+  ir::SourceLoc loc;
+};
+
+std::vector<StaticRelation> static_relations(const ir::Model& model) {
+  const ir::Block& block = model.kind == ir::ModelKind::Plate ? model.plate : model.simulator;
+  std::vector<StaticRelation> out;
+  for (const ir::Relation& rel : block.relations) {
+    StaticRelation r;
+    r.kind = rel.kind == ir::VarKind::Latent ? "latent" : "observation";
+    r.target = ir::print_relation_target(model, block, rel);
+    r.dist =
+        rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
+    r.loc = rel.loc;
+    std::vector<bool> reached(block.nodes.size(), false);
+    for (int a : rel.args)
+      reached[a] = true;
+    std::set<std::pair<int, int>> vars; // (0 latent | 1 obs, index): declaration order
+    std::set<int> params;
+    for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i) {
+      if (!reached[i])
+        continue;
+      const ir::Node& node = block.nodes[i];
+      for (int a : node.args)
+        reached[a] = true;
+      if (node.op == ir::Op::Latent || node.op == ir::Op::Obs)
+        vars.insert({node.op == ir::Op::Latent ? 0 : 1, node.var});
+      else if (node.op == ir::Op::Param)
+        params.insert(node.var);
+    }
+    std::string item = model.kind == ir::ModelKind::Plate ? "[n]" : "";
+    for (const auto& [kind, var] : vars)
+      r.reads.push_back(model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) +
+                        item);
+    for (int p : params)
+      r.params.push_back(model.params[p].name);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+} // namespace
+
+std::string static_model_report(const ir::Model& model) {
+  if (model.is_state_space())
+    return "";
+  const bool plate = model.kind == ir::ModelKind::Plate;
+  std::string out =
+      plate ? "static latent-variable model over the i.i.d. plate n: the relations below hold "
+              "for each item n independently\n"
+            : "simulator: sample-only: its latent variables and observations are drawn once, "
+              "and its likelihood is never evaluated (likelihood-free inference)\n";
+  out += plate ? "relations of an item, in sampling order:\n" : "relations, in sampling order:\n";
+  const std::vector<StaticRelation> relations = static_relations(model);
+  std::size_t width = 10;
+  for (const StaticRelation& r : relations)
+    width = std::max(width, r.target.size());
+  for (const StaticRelation& r : relations) {
+    std::string line = fmt::format("  {:<12} {:<{}} {} {:<13}", r.kind, r.target, width,
+                                   r.dist == "deterministic" ? "=" : "~", r.dist);
+    std::vector<std::string> parts;
+    if (!r.reads.empty())
+      parts.push_back(fmt::format("{}", fmt::join(r.reads, ", ")));
+    if (!r.params.empty())
+      parts.push_back(fmt::format("params {}", fmt::join(r.params, ", ")));
+    if (!parts.empty())
+      line += fmt::format(" reads {}", fmt::join(parts, "; "));
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line + "\n";
+  }
+  out += "state-space analyses (Markov structure, linear-Gaussian, finite state space, transition "
+         "density, functionals): do not apply, the model has no time\n";
+  out += plate ? "inference: not available yet for static latent-variable models\n"
+               : "inference: not available yet for simulators\n";
+  return out;
+}
+
 std::string structure_report(const ir::Model& model, const PassContext& context) {
-  (void)model;
+  if (!model.is_state_space())
+    return static_model_report(model);
   std::vector<std::string> sections;
   if (context.markov)
     sections.push_back(context.markov->report());
@@ -194,6 +286,25 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["finite_state"] = or_null(context.finite_state, finite_state_json);
   out["density"] = or_null(context.density, density_json);
   out["functionals"] = or_null(context.functionals, functionals_json);
+  if (!model.is_state_space()) {
+    const bool plate = model.kind == ir::ModelKind::Plate;
+    out["model_kind"] = plate ? "plate" : "simulator";
+    json latents = json::array(), relations = json::array();
+    for (const ir::VarDecl& z : model.latents)
+      latents.push_back(z.name);
+    for (const StaticRelation& r : static_relations(model))
+      relations.push_back({{"kind", r.kind},
+                           {"target", r.target},
+                           {"dist", r.dist},
+                           {"reads", r.reads},
+                           {"params", r.params},
+                           {"loc", loc_json(r.loc)}});
+    out["static_model"] = {{"plate", plate ? json("n") : json(nullptr)},
+                           {"n_latent", model.latents.size()},
+                           {"latents", latents},
+                           {"relations", relations},
+                           {"inference_available", false}};
+  }
   return out;
 }
 

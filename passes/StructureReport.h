@@ -20,7 +20,12 @@ std::string structure_summary(const PassContext& context);
 // Every analysis in full: `ssmc check --structure`.
 std::string structure_report(const ir::Model& model, const PassContext& context);
 // {"model", "source", "n_state", "n_obs", "n_theta", "markov", "linear_gaussian",
-//  "finite_state", "density"}; an analysis that did not run is null.
+//  "finite_state", "density"}; an analysis that did not run is null. A plate model or a simulator
+// adds "model_kind" and "static_model" (its relations), and its state-space analyses are null.
 nlohmann::json structure_json(const ir::Model& model, const PassContext& context);
+
+// What a plate model or a simulator is, its relations and what they read, and that the
+// state-space analyses do not apply: `ssmc check` of such a model. Empty for a state-space model.
+std::string static_model_report(const ir::Model& model);
 
 } // namespace ssm::passes

@@ -278,6 +278,8 @@ public:
   }
 
   void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
     TransitionDensity result;
     Bounds bounds(model, result);
     for (const ir::Relation& rel : model.transition.relations)

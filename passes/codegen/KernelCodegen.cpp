@@ -480,6 +480,8 @@ private:
       return load_state(node);
     case ir::Op::Obs:
       return load_obs(node);
+    case ir::Op::Latent: // the driver refuses models without time before code generation
+      throw CodegenError("internal error: no kernels for latent variables yet");
     case ir::Op::Neg:
       for (size_t i = 0; i < size; ++i)
         out[i] = b_.CreateFNeg((*args[0])[i]);

@@ -141,6 +141,20 @@ ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::
   return std::move(*model);
 }
 
+// Code generation and the runtime know state-space models only: a plate model or a simulator
+// stops here (its IR, --emit=ir, is available), with what works today.
+void require_inference(const ssm::ir::Model& model, const std::string& path) {
+  if (model.is_state_space())
+    return;
+  throw Failure{fmt::format("{}: inference for {} is not available yet; 'ssmc check {}' checks "
+                            "the model and reports its structure",
+                            path,
+                            model.kind == ssm::ir::ModelKind::Plate
+                                ? "static latent-variable models (over a plate n)"
+                                : "simulators",
+                            path)};
+}
+
 ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
   ssm::passes::PassManagerOptions pm_options;
   pm_options.print_after = options.print_after;
@@ -285,6 +299,8 @@ int build(const BuildOptions& options) {
   std::string messages;
   ssm::ir::Model model =
       compile_frontend(options.input, options.import_dirs, options.werror, &messages);
+  if (options.emit != "ir")
+    require_inference(model, options.input);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
@@ -329,6 +345,7 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   load_plugins(options.plugins);
   timer.phase("frontend");
   ssm::ir::Model model = compile_frontend(options.input, options.import_dirs, options.werror);
+  require_inference(model, options.input);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -361,6 +378,15 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
   }
   if (!full_structure)
     fmt::print("{}: no errors\n", input);
+  if (!model.is_state_space()) {
+    fmt::print("{} {}: {} latent variable(s), {} observation component(s){}, {} parameter "
+               "value(s)\n{}",
+               model.kind == ssm::ir::ModelKind::Plate ? "model" : "simulator", model.name,
+               model.latents.size(), model.obs_size(),
+               model.kind == ssm::ir::ModelKind::Plate ? " per item" : "", model.theta_size(),
+               ssm::passes::static_model_report(model));
+    return 0;
+  }
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
              "value(s)\n{}",
              model.name, model.state_size(), model.obs_size(), model.theta_size(),
