@@ -2011,6 +2011,13 @@ private:
       no_time(r.range, r.proposal ? std::string("a proposal") : "a relation 'x[t] ~ ...'");
       return;
     }
+    if (sym->kind != Symbol::Kind::State && sym->kind != Symbol::Kind::Obs) {
+      error(r.target->range,
+            fmt::format("'{}' is not a state or an observation; only those can be the target of a "
+                        "relation",
+                        name));
+      return;
+    }
     bool is_state = sym->kind == Symbol::Kind::State;
     std::string forms = is_state ? fmt::format("{0}[0] (initial) or {0}[t] (transition)", name)
                                  : fmt::format("{}[t]", name);
