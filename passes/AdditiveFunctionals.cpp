@@ -2,7 +2,9 @@
 // `sum_t` functional whose term reads at most x[t-1], x[t], y[t], inputs, parameters and t is
 // additive: the online smoothers (online, paris, bis) carry it forward in O(N) memory, and every
 // offline smoother sums its smoothed terms. A per-t functional is a smoothing marginal: the
-// offline smoothers estimate it at each t; online ones cannot, since they only keep sums.
+// offline smoothers estimate it at each t; online ones cannot, since they only keep sums. When the
+// density analysis (run before) finds the transition density intractable, only the smoothers
+// that never evaluate it remain (genealogy, fixed-lag).
 #include "Passes.h"
 
 #include <fmt/format.h>
@@ -75,8 +77,17 @@ public:
     if (!model.is_state_space())
       return; // a state-space analysis: its result stays empty (null in the report)
     AdditiveFunctionals result;
-    for (size_t i = 0; i < model.functionals.size(); ++i)
-      result.functionals.push_back(analyse(model, i));
+    const bool sample_only = context.density && !context.density->tractable;
+    for (size_t i = 0; i < model.functionals.size(); ++i) {
+      FunctionalStructure f = analyse(model, i);
+      if (sample_only) {
+        std::erase_if(f.methods,
+                      [](const std::string& m) { return m != "genealogy" && m != "fixed-lag"; });
+        f.methods_note = "the transition density is not tractable, and the backward and online "
+                         "smoothers evaluate it";
+      }
+      result.functionals.push_back(std::move(f));
+    }
     context.functionals = std::move(result);
   }
 };
@@ -100,7 +111,8 @@ std::string AdditiveFunctionals::report() const {
         f.additive ? (f.max_state_lag == 1 ? "additive in (x[t-1], x[t])" : "additive in x[t]")
                    : "not additive: " + f.why_not,
         f.reads.empty() ? "no state" : fmt::format("{}", fmt::join(f.reads, ", ")));
-    out += fmt::format("    smoothers: {}\n", fmt::join(f.methods, ", "));
+    out += fmt::format("    smoothers: {}{}\n", fmt::join(f.methods, ", "),
+                       f.methods_note.empty() ? "" : " (" + f.methods_note + ")");
   }
   return out;
 }

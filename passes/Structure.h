@@ -144,6 +144,7 @@ struct FunctionalStructure {
   std::vector<std::string> reads; // "x[t-1]", "x[t]", "y[t]", "u[t]"
   std::string why_not;            // when not additive
   std::vector<std::string> methods;
+  std::string methods_note; // why smoothers are missing from `methods` beyond additivity
   ir::SourceLoc loc;
 };
 struct AdditiveFunctionals {

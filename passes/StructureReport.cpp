@@ -265,6 +265,7 @@ json functionals_json(const AdditiveFunctionals& a) {
                    {"reads", f.reads},
                    {"why_not", string_or_null(f.why_not)},
                    {"methods", f.methods},
+                   {"methods_note", string_or_null(f.methods_note)},
                    {"loc", loc_json(f.loc)}});
   return out;
 }
