@@ -102,6 +102,17 @@ const FunctionInfo* find_function(std::string_view name) {
   return nullptr;
 }
 
+std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots) {
+  std::vector<bool> reached(block.nodes.size(), false);
+  for (int r : roots)
+    reached[r] = true;
+  for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i)
+    if (reached[i])
+      for (int a : block.nodes[i].args)
+        reached[a] = true;
+  return reached;
+}
+
 NodeKey node_key(const Node& node) {
   std::vector<uint64_t> bits;
   for (double v : node.values)

@@ -185,6 +185,10 @@ struct Block {
   }
 };
 
+// The nodes of `block` that `roots` read, directly or through other nodes, and the roots
+// themselves: reached[i] for node i. SSA order makes this one backward pass.
+std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots);
+
 enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };
 std::string_view param_type_name(ParamType type);
 

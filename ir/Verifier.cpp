@@ -191,16 +191,8 @@ private:
     VarKind vk = node.op == Op::Param   ? VarKind::Param
                  : node.op == Op::State ? VarKind::State
                                         : VarKind::Obs;
-    int count = vk == VarKind::Param   ? static_cast<int>(model_.params.size())
-                : vk == VarKind::State ? static_cast<int>(model_.states.size())
-                                       : static_cast<int>(model_.obs.size());
-    if (node.var < 0 || node.var >= count) {
-      fail("%{} refers to variable {} of {}", id, node.var, count);
+    if (!check_variable(id, node, vk))
       return;
-    }
-    if (!(node.shape == model_.var_shape(vk, node.var)))
-      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
-           model_.var_shape(vk, node.var).str());
     if (vk == VarKind::Param)
       return;
     // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t]; proposals
@@ -221,6 +213,23 @@ private:
            node.lag, block_name(kind));
     else if (node.lag == 0 && samples(vk))
       reads_now.insert({vk, node.var});
+  }
+
+  // Node `id` reads variable node.var of kind `vk`: it exists and has its declared shape. False
+  // (after failing) when the index is out of range, so the caller looks no further.
+  bool check_variable(int id, const Node& node, VarKind vk) {
+    const size_t count = vk == VarKind::Param   ? model_.params.size()
+                         : vk == VarKind::State ? model_.states.size()
+                         : vk == VarKind::Obs   ? model_.obs.size()
+                                                : model_.latents.size();
+    if (node.var < 0 || node.var >= static_cast<int>(count)) {
+      fail("%{} refers to variable {} of {}", id, node.var, count);
+      return false;
+    }
+    if (!(node.shape == model_.var_shape(vk, node.var)))
+      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
+           model_.var_shape(vk, node.var).str());
+    return true;
   }
 
   // Plate and simulator blocks have no time: they read parameters, data and the latents and
@@ -244,14 +253,8 @@ private:
       return;
     }
     VarKind vk = node.op == Op::Latent ? VarKind::Latent : VarKind::Obs;
-    int count = static_cast<int>(vk == VarKind::Latent ? model_.latents.size() : model_.obs.size());
-    if (node.var < 0 || node.var >= count) {
-      fail("%{} refers to variable {} of {}", id, node.var, count);
+    if (!check_variable(id, node, vk))
       return;
-    }
-    if (!(node.shape == model_.var_shape(vk, node.var)))
-      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
-           model_.var_shape(vk, node.var).str());
     if (node.lag != 0)
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
            node.lag, block_name(block_.kind));

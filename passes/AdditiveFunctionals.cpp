@@ -26,15 +26,12 @@ FunctionalStructure analyse(const ir::Model& model, size_t i) {
   f.name = decl.name;
   f.declared_sum = decl.additive;
   f.loc = decl.loc;
-  std::vector<bool> reached(block.nodes.size(), false);
-  reached[block.outputs[i]] = true;
+  const std::vector<bool> reached = ir::reached_from(block, {block.outputs[i]});
   std::set<std::string> reads;
-  for (int n = static_cast<int>(block.nodes.size()) - 1; n >= 0; --n) {
+  for (size_t n = 0; n < block.nodes.size(); ++n) {
     if (!reached[n])
       continue;
     const ir::Node& node = block.nodes[n];
-    for (int a : node.args)
-      reached[a] = true;
     if (node.op == ir::Op::State) {
       // x@lagK[t-l] (a hidden copy, lag augmentation) is x[t-K-l] to the user
       const auto lagged = ir::parse_lagged_state_name(model.states[node.var].name);

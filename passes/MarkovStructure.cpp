@@ -38,17 +38,13 @@ RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::
   reads.dist = std::string(ir::dist_info(rel.dist).name);
   reads.loc = rel.loc;
 
-  std::vector<bool> reached(block.nodes.size(), false);
-  for (int a : rel.args)
-    reached[a] = true;
+  const std::vector<bool> reached = ir::reached_from(block, rel.args);
   std::set<std::tuple<int, int, int>> vars; // (kind, var, lag), ordered for a stable report
   std::set<int> params;
-  for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i) {
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
     if (!reached[i])
       continue;
     const ir::Node& node = block.nodes[i];
-    for (int a : node.args)
-      reached[a] = true;
     switch (node.op) {
     case ir::Op::Param:
       params.insert(node.var);

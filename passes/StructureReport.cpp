@@ -71,17 +71,13 @@ std::vector<StaticRelation> static_relations(const ir::Model& model) {
     r.dist =
         rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
     r.loc = rel.loc;
-    std::vector<bool> reached(block.nodes.size(), false);
-    for (int a : rel.args)
-      reached[a] = true;
+    const std::vector<bool> reached = ir::reached_from(block, rel.args);
     std::set<std::pair<int, int>> vars; // (0 latent | 1 obs, index): declaration order
     std::set<int> params;
-    for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i) {
+    for (size_t i = 0; i < block.nodes.size(); ++i) {
       if (!reached[i])
         continue;
       const ir::Node& node = block.nodes[i];
-      for (int a : node.args)
-        reached[a] = true;
       if (node.op == ir::Op::Latent || node.op == ir::Op::Obs)
         vars.insert({node.op == ir::Op::Latent ? 0 : 1, node.var});
       else if (node.op == ir::Op::Param)
