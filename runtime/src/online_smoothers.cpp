@@ -77,7 +77,7 @@ inline bool accept_branch_free(double u, double log_ratio) {
 // What the batched methods (paris mcmc, bis) keep for one block of particles.
 struct BatchScratch {
   std::vector<int64_t> bidx, pi, pj, qj;
-  std::vector<double> bw, pu, pu0, pu1, ratio, lp, ones;
+  std::vector<double> bw, index_u, move_u, ratio, lp, ones;
   PairBatch pairs;
 };
 
@@ -196,22 +196,22 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
         // Kept per thread across blocks and steps: these grow with the block's pairs (64 Ñ S),
         // and allocating them afresh each time would dominate.
         static thread_local BatchScratch scratch;
-        auto& [bidx, pi, pj, qj, bw, pu, pu0, pu1, ratio, pair_lp, ones, pairs] = scratch;
+        auto& [bidx, pi, pj, qj, bw, index_u, move_u, ratio, pair_lp, ones, pairs] = scratch;
         const double* bterms = nullptr;
         if (batched) {
           const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
           pi.resize(P);
           pj.resize(P);
-          pu.resize(P);
-          // The uniforms first, draw by draw over the block's particles (a loop over the counter's
-          // particle word, which the compiler can vectorise), then the indices.
-          pu0.resize(P);
-          pu1.resize(P);
+          // The uniforms first, in a loop of their own, then the indices: the alias lookups then
+          // overlap instead of each waiting on its Philox block. Draw d of particle j is at
+          // [d nj + j - jb]: index_u picks a proposal, move_u decides the move to it.
+          index_u.resize(P);
+          move_u.resize(P);
           const auto ut = static_cast<uint32_t>(t);
           const int64_t draws = mcmc ? per - 1 : Nt;
           for (int64_t d = 0; d < draws; ++d) {
-            double* u0 = &pu0[d * nj];
-            double* u1 = &pu1[d * nj];
+            double* u0 = &index_u[d * nj];
+            double* u1 = &move_u[d * nj];
             for (int64_t j = jb; j < je; ++j)
               philox_u01x2(seed, static_cast<uint32_t>(j), ut, kSiteBackward,
                            static_cast<uint32_t>(d), u0[j - jb], u1[j - jb]);
@@ -222,10 +222,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             int64_t* row = &pi[(j - jb) * per];
             if (mcmc)
               row[0] = ancestors ? ancestors[j] : j;
-            for (int64_t d = 0; d < draws; ++d) {
-              row[first + d] = from_weights.draw(pu0[d * nj + (j - jb)]);
-              pu[(j - jb) * per + first + d] = pu1[d * nj + (j - jb)];
-            }
+            for (int64_t d = 0; d < draws; ++d)
+              row[first + d] = from_weights.draw(index_u[d * nj + (j - jb)]);
           }
           pairs.gather(ns, stride, x_prev, x, pi.data(), pj.data(), P);
           density.pairs(frame, t, pairs, pair_lp);
@@ -246,7 +244,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             if (mcmc && S == 1) { // one move per draw, from slot 0: ratios precomputed above
               for (int64_t k = 0; k < Nt; ++k) {
                 const int64_t m = 1 + k;
-                const bool moves = pu[(j - jb) * per + m] < ratio[(j - jb) * per + m];
+                const bool moves = move_u[k * nj + (j - jb)] < ratio[(j - jb) * per + m];
                 acc[b] += moves;
                 out_i[k] = ij[static_cast<int64_t>(moves) * m]; // no branch on the outcome
                 out_w[k] = inv_Nt;
@@ -259,7 +257,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                 int64_t cur = 0;
                 for (int64_t s = 0; s < S; ++s) {
                   const int64_t m = 1 + k * S + s;
-                  const bool moves = accept_branch_free(pu[(j - jb) * per + m], lj[m] - lj[cur]);
+                  const bool moves =
+                      accept_branch_free(move_u[(m - 1) * nj + (j - jb)], lj[m] - lj[cur]);
                   cur = moves ? m : cur;
                   acc[b] += moves;
                 }
