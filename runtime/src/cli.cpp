@@ -397,8 +397,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       ->check(positive_int);
   smo->add_option("--backward", smooth_backward,
                   "ffbsi, paris: backward draws by rejection (needs the model's density bound), "
-                  "exact, auto (rejection when a bound exists), or mcmc (paris: "
-                  "Metropolis-Hastings moves from the filter ancestor)")
+                  "exact, mcmc (paris: Metropolis-Hastings moves from the filter ancestor), or "
+                  "auto (paris after the bootstrap filter: mcmc; else rejection when a bound "
+                  "exists, else exact)")
       ->type_name("auto|exact|rejection|mcmc")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "exact", "rejection", "mcmc"}));

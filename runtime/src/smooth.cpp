@@ -157,13 +157,23 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     }
 }
 
+// paris under the bootstrap filter: MCMC moves from the ancestor cost 1 + K density evaluations
+// per particle and never fall back to an O(N) exact draw, where rejection's cost per draw is
+// heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
+namespace {
+BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions& opt) {
+  if (opt.method == SmoothMethod::paris && !opt.filter.guided && !opt.filter.auxiliary)
+    return BackwardSampling::mcmc;
+  return model.transition_log_bound ? BackwardSampling::rejection : BackwardSampling::exact;
+}
+} // namespace
+
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                     const ObsData& data, const SmoothOptions& options, ThreadPool& pool) {
   check_smooth_method(model, info, options);
   SmoothOptions opt = options;
   if (opt.backward == BackwardSampling::automatic)
-    opt.backward =
-        model.transition_log_bound ? BackwardSampling::rejection : BackwardSampling::exact;
+    opt.backward = automatic_backward(model, opt);
   switch (opt.method) {
   case SmoothMethod::rts:
     return smooth_rts(model, info, fixed, data);

@@ -112,7 +112,8 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
     std::vector<std::string> args;
     std::string filter = "bootstrap"; // of the forward pass (guided: the model with a proposal)
   };
-  // ffbsi and paris draw by rejection by default (the model has a density bound).
+  // ffbsi draws by rejection by default (the model has a density bound), paris by mcmc moves
+  // after the bootstrap filter and by rejection after the others.
   const std::vector<Case> cases = {
       {"ffbsm", "ffbsm", {}},
       {"ffbsi rejection", "ffbsi", {}},
@@ -120,9 +121,11 @@ TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D l
       {"genealogy", "genealogy", {}},
       {"fixed-lag", "fixed-lag", {"--lag", "15"}},
       {"online", "online", {"--marginals"}},
-      {"paris rejection", "paris", {"--marginals", "--backward-samples", "2"}},
+      {"paris rejection",
+       "paris",
+       {"--marginals", "--backward-samples", "2", "--backward", "rejection"}},
       {"paris exact", "paris", {"--marginals", "--backward-samples", "2", "--backward", "exact"}},
-      {"paris mcmc", "paris", {"--marginals", "--backward-samples", "2", "--backward", "mcmc"}},
+      {"paris mcmc (auto)", "paris", {"--marginals", "--backward-samples", "2"}},
       // Several moves per draw take the sequential path, one move the precomputed ratios.
       {"paris mcmc 3 moves",
        "paris",
@@ -299,8 +302,10 @@ TEST_CASE("rejection sampling uses the compiled density bound; mcmc moves from t
   // The bound of normal(a x[t-1], q) over x[t] is its density at the mean, 1 / (q sqrt(2 pi)).
   const double log_bound = -std::log(q * std::sqrt(2 * M_PI));
   for (const char* method : {"ffbsi", "paris"}) {
-    const nlohmann::json j = nlohmann::json::parse(
-        run_ok({exe, "smooth", "--data", data, "--method", method, "--marginals", "--json"}).out);
+    const nlohmann::json j =
+        nlohmann::json::parse(run_ok({exe, "smooth", "--data", data, "--method", method,
+                                      "--backward", "rejection", "--marginals", "--json"})
+                                  .out);
     INFO(j.dump());
     REQUIRE(j["details"]["backward"] == "rejection");
     CHECK(j["details"]["log_bound"]["min"].get<double>() == Approx(log_bound).epsilon(1e-12));
@@ -320,6 +325,21 @@ TEST_CASE("rejection sampling uses the compiled density bound; mcmc moves from t
   CHECK(m["details"]["mcmc_steps"] == 3);
   CHECK(m["details"]["proposals"] == 500 * 39 * 4 * 3); // steps 1..T-1, Ñ draws, S moves each
   CHECK(m["details"]["exact_draws"] == 0);
+  // --backward auto: mcmc for paris after the bootstrap filter, whose ancestors start the chains;
+  // rejection after the filters whose ancestors are not draws from the backward kernel, and for
+  // ffbsi.
+  const std::string guided = model_exe("smooth_lg_guided", guided_model());
+  const std::vector<std::pair<std::vector<std::string>, std::string>> automatic = {
+      {{exe, "--method", "paris"}, "mcmc"},
+      {{exe, "--method", "paris", "--filter", "apf"}, "rejection"},
+      {{guided, "--method", "paris", "--filter", "guided"}, "rejection"},
+      {{exe, "--method", "ffbsi"}, "rejection"}};
+  for (const auto& [args, chosen] : automatic) {
+    std::vector<std::string> cmd = {args[0], "smooth", "--data", data, "--marginals", "--json"};
+    cmd.insert(cmd.end(), args.begin() + 1, args.end());
+    INFO(fmt::format("{}", fmt::join(cmd, " ")));
+    CHECK(nlohmann::json::parse(run_ok(cmd).out)["details"]["backward"] == chosen);
+  }
 }
 
 TEST_CASE("smoothers give bit-identical output for 1 and 3 threads", "[smooth]") {
