@@ -209,13 +209,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           move_u.resize(P);
           const auto ut = static_cast<uint32_t>(t);
           const int64_t draws = mcmc ? per - 1 : Nt;
-          for (int64_t d = 0; d < draws; ++d) {
-            double* u0 = &index_u[d * nj];
-            double* u1 = &move_u[d * nj];
-            for (int64_t j = jb; j < je; ++j)
-              philox_u01x2(seed, static_cast<uint32_t>(j), ut, kSiteBackward,
-                           static_cast<uint32_t>(d), u0[j - jb], u1[j - jb]);
-          }
+          for (int64_t d = 0; d < draws; ++d)
+            philox_u01x2_run(seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
+                             static_cast<uint32_t>(d), &index_u[d * nj], &move_u[d * nj]);
           const int64_t first = mcmc ? 1 : 0; // mcmc: slot 0 is j's ancestor, the chains' start
           for (int64_t j = jb; j < je; ++j) {
             std::fill_n(&pj[(j - jb) * per], per, j);

@@ -60,6 +60,26 @@ TEST_CASE("philox_u01x2 is Philox4x32-10 with key = seed words, counter = (n, t,
         u0);
 }
 
+TEST_CASE("philox_u01x2_run draws what philox_u01x2 draws, particle by particle", "[rng]") {
+  // Lengths around the vector widths (4 and 8 lanes), and counters that wrap at 2^32.
+  for (const int64_t count : {0, 1, 3, 7, 8, 9, 16, 63, 64, 65, 1000})
+    for (const uint32_t first : {0u, 12345u, 0xfffffff0u})
+      for (const uint64_t seed : {uint64_t(0), kSeed, ~uint64_t(0)}) {
+        std::vector<double> u0(count + 1, -1.0), u1(count + 1, -1.0);
+        philox_u01x2_run(seed, first, count, 77, 0xFFFF0002u, 3, u0.data(), u1.data());
+        INFO("count " << count << " first " << first << " seed " << seed);
+        int64_t mismatches = 0;
+        for (int64_t i = 0; i < count; ++i) {
+          double e0, e1;
+          philox_u01x2(seed, first + static_cast<uint32_t>(i), 77, 0xFFFF0002u, 3, e0, e1);
+          mismatches += u0[i] != e0 || u1[i] != e1;
+        }
+        CHECK(mismatches == 0);
+        CHECK(u0[count] == -1.0); // nothing written past the run
+        CHECK(u1[count] == -1.0);
+      }
+}
+
 TEST_CASE("the same counter gives the same bits, any changed field different ones", "[rng]") {
   double a0, a1, b0, b1;
   philox_u01x2(kSeed, 17, 5, 3, 2, a0, a1);
