@@ -16,6 +16,7 @@
 #include "smoothers.h"
 #include "ssm/error.h"
 #include "ssm/rng.h"
+#include "vectorised.h"
 
 #include <fmt/format.h>
 
@@ -77,7 +78,7 @@ inline bool accept_branch_free(double u, double log_ratio) {
 // What the batched methods (paris mcmc, bis) keep for one block of particles.
 struct BatchScratch {
   std::vector<int64_t> bidx, pi, pj, qj;
-  std::vector<double> bw, index_u, move_u, ratio, lp, ones;
+  std::vector<double> bw, index_u, move_u, log_ratio, ratio, lp, ones;
   PairBatch pairs;
 };
 
@@ -196,7 +197,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
         // Kept per thread across blocks and steps: these grow with the block's pairs (64 Ñ S),
         // and allocating them afresh each time would dominate.
         static thread_local BatchScratch scratch;
-        auto& [bidx, pi, pj, qj, bw, index_u, move_u, ratio, pair_lp, ones, pairs] = scratch;
+        auto& [bidx, pi, pj, qj, bw, index_u, move_u, log_ratio, ratio, pair_lp, ones, pairs] =
+            scratch;
         const double* bterms = nullptr;
         if (batched) {
           const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
@@ -227,10 +229,14 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           bidx.resize(nj * Nt);
           bw.resize(nj * Nt);
           if (mcmc && S == 1) { // every chain moves from slot 0: all the ratios in one pass
+            log_ratio.resize(P);
             ratio.resize(P);
-            for (int64_t row = 0; row < P; row += per)
+            for (int64_t row = 0; row < P; row += per) {
+              log_ratio[row] = 0; // slot 0 is no move
               for (int64_t m = row + 1; m < row + per; ++m)
-                ratio[m] = std::exp(std::min(lp[m] - lp[row], 0.0)); // NaN stays NaN: rejects
+                log_ratio[m] = std::min(lp[m] - lp[row], 0.0); // NaN stays NaN: rejects
+            }
+            exp_run(log_ratio.data(), ratio.data(), P);
           }
           for (int64_t j = jb; j < je; ++j) {
             const double* lj = lp + (j - jb) * per;

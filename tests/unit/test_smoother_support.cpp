@@ -1,7 +1,8 @@
 // The smoothers' alias table (runtime/src/smoothers.h): the probability it gives each index,
 // measured exactly by sweeping u over a fine grid, equals the normalised weight; zero-weight
-// indices are never drawn.
+// indices are never drawn. exp_run (runtime/src/vectorised.h) against std::exp.
 #include "../../runtime/src/smoothers.h"
+#include "../../runtime/src/vectorised.h"
 
 #include <catch2/catch.hpp>
 
@@ -37,4 +38,27 @@ TEST_CASE("alias table draws each index with probability proportional to its wei
             static_cast<double>(n + 1) / static_cast<double>(cells));
     }
   }
+}
+
+TEST_CASE("exp_run is exp within a few ulp, with exp's special values", "[runtime][smooth]") {
+  std::vector<double> x;
+  for (int i = -7450; i <= 7090; ++i)
+    x.push_back(i * 0.1 + 0.0123);
+  x.insert(x.end(), {0.0, -0.0, -INFINITY, INFINITY, NAN, -1e-300, 1e-300});
+  std::vector<double> out(x.size());
+  ssm::exp_run(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  double worst_ulps = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = std::exp(x[i]);
+    INFO("x = " << x[i] << ", exp_run " << out[i] << ", std::exp " << e);
+    if (std::isnan(e)) {
+      CHECK(std::isnan(out[i]));
+    } else if (e == 0 || std::isinf(e)) {
+      CHECK(out[i] == e);
+    } else if (std::isnormal(e)) {
+      const double ulp = std::nextafter(e, INFINITY) - e;
+      worst_ulps = std::max(worst_ulps, std::abs(out[i] - e) / ulp);
+    }
+  }
+  CHECK(worst_ulps <= 4); // glibc's vector exp: at most 4 ulp (its manual)
 }

@@ -60,7 +60,7 @@ SSM_INLINE double philox_u01(uint64_t seed, uint32_t n, uint32_t t, uint32_t sit
 }
 
 // philox_u01x2 for the particles n_begin .. n_begin + count - 1 (same t, site and draw), into
-// u0[0 .. count) and u1[0 .. count): vectorised, bit-identical. Runtime only (rng_batch.cpp).
+// u0[0 .. count) and u1[0 .. count): vectorised, bit-identical. Runtime only (vectorised.cpp).
 void philox_u01x2_run(uint64_t seed, uint32_t n_begin, int64_t count, uint32_t t, uint32_t site,
                       uint32_t draw, double* __restrict u0, double* __restrict u1);
 

@@ -1,18 +1,29 @@
-// Philox uniforms for a run of consecutive particles, vectorised. The backward samplers of the
-// online smoothers draw two blocks per particle and step, and Random123's scalar Philox4x32 was a
-// sixth of paris' time: its round loop has control flow that gcc does not vectorise. Here the ten
-// rounds are straight-line code over one lane per particle, compiled for AVX-512, AVX2 and the
-// baseline (resolved once at load time); the draws are those of philox_u01x2, bit for bit
-// (tests/unit/test_rng.cpp), so results do not depend on the machine.
+// The runtime's hot loops that only vectorise well with more than the baseline x86-64 ISA: each is
+// compiled for AVX-512, AVX2 and the baseline, and the variant for the machine is resolved once at
+// load time (the kernels, compiled by LLVM for the host, need no such thing).
+//
+// philox_u01x2_run: the backward samplers of the online smoothers draw two Philox blocks per
+// particle and step, and Random123's scalar Philox4x32 was a sixth of paris' time: its round loop
+// has control flow that gcc does not vectorise. Here the ten rounds are straight-line code over one
+// lane per particle; the draws are those of philox_u01x2, bit for bit (tests/unit/test_rng.cpp),
+// so results do not depend on the machine.
+//
+// exp_run: Metropolis-Hastings acceptance ratios, with glibc's vector exp (libmvec), which gcc
+// calls only for functions declared SIMD-callable; glibc declares them so under -ffast-math only.
+// This file is compiled with -fno-math-errno, which the vector calls need.
+#include "vectorised.h"
 #include "ssm/rng.h"
 
-namespace ssm {
+#include <cmath>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SSM_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+extern "C" double exp(double) noexcept __attribute__((simd("notinbranch")));
 #else
 #define SSM_TARGET_CLONES
 #endif
+
+namespace ssm {
 
 SSM_TARGET_CLONES
 void philox_u01x2_run(uint64_t seed, uint32_t n_begin, int64_t count, uint32_t t, uint32_t site,
@@ -40,6 +51,12 @@ void philox_u01x2_run(uint64_t seed, uint32_t n_begin, int64_t count, uint32_t t
     u0[i] = a == 0 ? 0x1p-54 : a;
     u1[i] = b == 0 ? 0x1p-54 : b;
   }
+}
+
+SSM_TARGET_CLONES
+void exp_run(const double* __restrict x, double* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = exp(x[i]);
 }
 
 } // namespace ssm
