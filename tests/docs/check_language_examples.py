@@ -85,6 +85,9 @@ def main():
     parser.add_argument("-I", dest="includes", action="append", default=[])
     args = parser.parse_args()
     doc = args.document
+    if not os.access(args.ssmc, os.X_OK):
+        print(f"{args.ssmc}: not an executable ssmc", file=sys.stderr)
+        return 1
     try:
         blocks = read_blocks(doc)
     except (OSError, ValueError) as e:
@@ -156,7 +159,13 @@ def main():
                 continue
             count += 1
             output = run.stderr + run.stdout
-            where = (f"(line k of {filename} is line {b.line}+k of {os.path.basename(doc)})")
+            where = f"(line k of {filename} is line {b.line}+k of {os.path.basename(doc)}"
+            for name, module in modules.items():
+                if os.path.join(modules_dir, name + ".ssm") in output:
+                    where += f"; {name}.ssm is the module at line {module.line}"
+            where += ")"
+            stderr = run.stderr.replace(modules_dir + os.sep, "")
+            output = output.replace(modules_dir + os.sep, "")
             if b.info == "ssm":
                 if run.returncode != 0:
                     fail(b, f"`ssmc check -Werror {filename}` failed with exit status "
@@ -168,11 +177,11 @@ def main():
                 continue
             following = blocks[index + 1] if index + 1 < len(blocks) else None
             if following and following.info == "diagnostics":
-                got = [line.rstrip() for line in run.stderr.rstrip("\n").splitlines()]
+                got = [line.rstrip() for line in stderr.rstrip("\n").splitlines()]
                 want = [line.rstrip() for line in following.text.rstrip("\n").splitlines()]
                 if got != want:
                     fail(b, f"ssmc's messages differ from the ```diagnostics block at line "
-                            f"{following.line} {where}; ssmc printed:", run.stderr)
+                            f"{following.line} {where}; ssmc printed:", stderr)
 
         for name, b in modules.items():
             if name not in imported:
