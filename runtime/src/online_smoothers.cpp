@@ -82,6 +82,48 @@ struct BatchScratch {
   PairBatch pairs;
 };
 
+// tau_next^j = sum_k w_jk (tau^{i_jk} + psi(i_jk, j)) for the particles j in [jb, je), from the
+// batched methods' draws: particle j's indices i_jk and weights w_jk at [(j - jb) Nt + k], the
+// functionals' terms psi (nf rows of stride nj Nt, null when there are none). One component at a
+// time over the block, so the loops carry no per-particle dispatch; the sums add in the order of
+// the one-particle path (for each k, the statistic then its term), so results do not change.
+void add_backward_sample_block(const StatLayout& lay, int64_t D, int64_t N, int64_t jb, int64_t je,
+                               int64_t Nt, const int64_t* idx, const double* w, const double* psi,
+                               const double* x, int64_t stride, int64_t slot, double* tau_next,
+                               const double* tau, std::vector<double>& step_q) {
+  const int64_t nj = je - jb;
+  for (int64_t c = 0; c < D; ++c) {
+    const double* row = tau + c * N;
+    const double* term = psi && c < lay.nsum ? psi + lay.sum_comp[c] * nj * Nt : nullptr;
+    double* out = tau_next + c * N;
+    for (int64_t j = jb; j < je; ++j) {
+      const int64_t* ij = idx + (j - jb) * Nt;
+      const double* wj = w + (j - jb) * Nt;
+      double a = 0;
+      for (int64_t k = 0; k < Nt; ++k) {
+        a += wj[k] * row[ij[k]];
+        if (term)
+          a += wj[k] * term[(j - jb) * Nt + k];
+      }
+      out[j] = a;
+    }
+  }
+  if (!lay.marginals)
+    return;
+  const int64_t ns = lay.ns, nper = static_cast<int64_t>(lay.per_t_comp.size());
+  for (int64_t j = jb; j < je; ++j) {
+    std::fill(step_q.begin(), step_q.end(), 0.0);
+    if (psi)
+      for (int64_t k = 0; k < Nt; ++k)
+        for (int64_t c = 0; c < nper; ++c)
+          step_q[2 * ns + c] +=
+              w[(j - jb) * Nt + k] * psi[lay.per_t_comp[c] * nj * Nt + (j - jb) * Nt + k];
+    lay.state_quantities(x, j, stride, step_q.data());
+    for (int64_t k = 0; k < lay.per_step; ++k)
+      tau_next[(slot + k) * N + j] = step_q[k];
+  }
+}
+
 // The transition density on (previous, current) particle pairs, as the backward samplers see it:
 // the one place they evaluate it, so that a positive unbiased estimate can replace it for models
 // whose transition density is intractable (bis needs nothing else).
@@ -199,7 +241,6 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
         static thread_local BatchScratch scratch;
         auto& [bidx, pi, pj, qj, bw, index_u, move_u, log_ratio, ratio, pair_lp, ones, pairs] =
             scratch;
-        const double* bterms = nullptr;
         if (batched) {
           const int64_t S = opt.mcmc_steps, per = mcmc ? 1 + Nt * S : Nt, P = nj * per;
           pi.resize(P);
@@ -286,6 +327,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             for (int64_t k = 0; k < Nt; ++k)
               out_w[k] = total > 0 ? out_w[k] / total : inv_Nt;
           }
+          const double* bterms = nullptr;
           if (nf > 0) {
             qj.resize(nj * Nt);
             for (int64_t j = jb; j < je; ++j)
@@ -301,6 +343,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               check_terms(bterms, nf, nj * Nt, ones.data(), 0, nj * Nt, t, info);
             }
           }
+          add_backward_sample_block(lay, D, N, jb, je, Nt, bidx.data(), bw.data(), bterms, x,
+                                    stride, slot, tau_next.data(), tau.data(), step_q);
+          return;
         }
         for (int64_t j = jb; j < je; ++j) {
           const auto uj = static_cast<uint32_t>(j);
@@ -359,11 +404,6 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               wk[k] = inv_Nt;
             }
             exact[b] += Nt;
-          } else if (batched) {
-            for (int64_t k = 0; k < Nt; ++k) {
-              idx[k] = bidx[(j - jb) * Nt + k];
-              wk[k] = bw[(j - jb) * Nt + k];
-            }
           } else if (opt.method == SmoothMethod::paris) { // rejection, exact fallback
             // Proposals are evaluated in batches (one kernel call each) and scanned in order, so
             // the draw is that of one-at-a-time rejection. Once a draw of particle j falls back,
@@ -420,27 +460,18 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             const int64_t i = idx[k];
             for (int64_t c = 0; c < D; ++c)
               tau_next[c * N + j] += wk[k] * tau[c * N + i];
-            if (nf > 0) {
-              // Component c of psi(i, j): from the block's batch, or evaluated here.
-              const double* psi = nullptr;
-              int64_t psi_stride = 0;
-              if (bterms) {
-                psi = bterms + (j - jb) * Nt + k;
-                psi_stride = nj * Nt;
-              } else {
-                anc[j] = i;
-                model.functional_terms(frame, t, j, j + 1, stride, x_prev, anc.data(), x, pf.y(),
-                                       terms.data());
-                psi = terms.data() + j;
-                psi_stride = stride;
-                for (int64_t c = 0; c < nf; ++c)
-                  if (!std::isfinite(psi[c * psi_stride]))
-                    check_terms(terms.data(), nf, stride, pf.weights(), j, j + 1, t, info);
-              }
+            if (nf > 0) { // psi(i, j), component c at psi[c stride]
+              anc[j] = i;
+              model.functional_terms(frame, t, j, j + 1, stride, x_prev, anc.data(), x, pf.y(),
+                                     terms.data());
+              const double* psi = terms.data() + j;
+              for (int64_t c = 0; c < nf; ++c)
+                if (!std::isfinite(psi[c * stride]))
+                  check_terms(terms.data(), nf, stride, pf.weights(), j, j + 1, t, info);
               for (int64_t c = 0; c < lay.nsum; ++c)
-                tau_next[c * N + j] += wk[k] * psi[lay.sum_comp[c] * psi_stride];
+                tau_next[c * N + j] += wk[k] * psi[lay.sum_comp[c] * stride];
               for (int64_t c = 0; c < nper; ++c)
-                step_q[2 * ns + c] += wk[k] * psi[lay.per_t_comp[c] * psi_stride];
+                step_q[2 * ns + c] += wk[k] * psi[lay.per_t_comp[c] * stride];
             }
           }
           lay.state_quantities(x, j, stride, step_q.data());
