@@ -269,32 +269,32 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           const double* lp = pair_lp.data();
           bidx.resize(nj * Nt);
           bw.resize(nj * Nt);
-          if (mcmc && S == 1) { // every chain moves from slot 0: all the ratios in one pass
-            log_ratio.resize(P);
-            ratio.resize(P);
-            for (int64_t row = 0; row < P; row += per) {
-              log_ratio[row] = 0; // slot 0 is no move
-              for (int64_t m = row + 1; m < row + per; ++m)
-                log_ratio[m] = std::min(lp[m] - lp[row], 0.0); // NaN stays NaN: rejects
-            }
-            exp_run(log_ratio.data(), ratio.data(), P);
+          if (mcmc && S == 1) {
+            // Every chain makes one move from slot 0 (j's ancestor) to slot 1 + k: the ratios
+            // and decisions of the whole block in flat loops, draw k of particle j at k nj + j.
+            const int64_t M = nj * Nt;
+            log_ratio.resize(M);
+            ratio.resize(M);
+            for (int64_t k = 0; k < Nt; ++k)
+              for (int64_t jj = 0; jj < nj; ++jj) // NaN stays NaN, and rejects
+                log_ratio[k * nj + jj] = std::min(lp[jj * per + 1 + k] - lp[jj * per], 0.0);
+            exp_run(log_ratio.data(), ratio.data(), M);
+            int64_t moved = 0;
+            for (int64_t k = 0; k < Nt; ++k)
+              for (int64_t jj = 0; jj < nj; ++jj) {
+                const bool moves = move_u[k * nj + jj] < ratio[k * nj + jj];
+                moved += moves;
+                bidx[jj * Nt + k] = moves ? pi[jj * per + 1 + k] : pi[jj * per];
+              }
+            std::fill_n(bw.begin(), M, inv_Nt);
+            acc[b] += moved;
+            tries[b] += M;
           }
-          for (int64_t j = jb; j < je; ++j) {
+          for (int64_t j = jb; j < je && !(mcmc && S == 1); ++j) {
             const double* lj = lp + (j - jb) * per;
             const int64_t* ij = &pi[(j - jb) * per];
             int64_t* out_i = &bidx[(j - jb) * Nt];
             double* out_w = &bw[(j - jb) * Nt];
-            if (mcmc && S == 1) { // one move per draw, from slot 0: ratios precomputed above
-              for (int64_t k = 0; k < Nt; ++k) {
-                const int64_t m = 1 + k;
-                const bool moves = move_u[k * nj + (j - jb)] < ratio[(j - jb) * per + m];
-                acc[b] += moves;
-                out_i[k] = ij[static_cast<int64_t>(moves) * m]; // no branch on the outcome
-                out_w[k] = inv_Nt;
-              }
-              tries[b] += Nt;
-              continue;
-            }
             if (mcmc) { // independent Metropolis-Hastings moves, S per draw
               for (int64_t k = 0; k < Nt; ++k) {
                 int64_t cur = 0;
