@@ -279,12 +279,17 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               for (int64_t jj = 0; jj < nj; ++jj) // NaN stays NaN, and rejects
                 log_ratio[k * nj + jj] = std::min(lp[jj * per + 1 + k] - lp[jj * per], 0.0);
             exp_run(log_ratio.data(), ratio.data(), M);
+            // The outcome selects an index arithmetically: a branch on it (accepted about half
+            // the time) would mispredict at every other move.
             int64_t moved = 0;
+            const double *u = move_u.data(), *r = ratio.data();
+            const int64_t* from = pi.data();
+            int64_t* to = bidx.data();
             for (int64_t k = 0; k < Nt; ++k)
               for (int64_t jj = 0; jj < nj; ++jj) {
-                const bool moves = move_u[k * nj + jj] < ratio[k * nj + jj];
+                const int64_t moves = u[k * nj + jj] < r[k * nj + jj];
                 moved += moves;
-                bidx[jj * Nt + k] = moves ? pi[jj * per + 1 + k] : pi[jj * per];
+                to[jj * Nt + k] = from[jj * per + moves * (1 + k)];
               }
             std::fill_n(bw.begin(), M, inv_Nt);
             acc[b] += moved;
