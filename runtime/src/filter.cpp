@@ -7,6 +7,7 @@
 #include "ssm/error.h"
 #include "ssm/frame.h"
 #include "ssm/resample.h"
+#include "vectorised.h"
 
 #include <fmt/format.h>
 
@@ -281,12 +282,12 @@ bool ParticleFilter::step() {
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
     double s = 0, s2 = 0;
-    for (int64_t n = begin; n < end; ++n) {
+    for (int64_t n = begin; n < end; ++n)
       lw[n] -= m;
-      const double e = std::exp(lw[n]);
-      w[n] = e;
-      s += e;
-      s2 += e * e;
+    exp_run(lw + begin, w + begin, end - begin);
+    for (int64_t n = begin; n < end; ++n) {
+      s += w[n];
+      s2 += w[n] * w[n];
     }
     bsum_[b] = s;
     bsum2_[b] = s2;
