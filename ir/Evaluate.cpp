@@ -1,5 +1,6 @@
 // Constant evaluation of IR nodes: see Evaluate.h.
 #include "Evaluate.h"
+#include "ssm/distributions.h"
 
 #include <boost/math/special_functions/digamma.hpp>
 
@@ -30,6 +31,8 @@ double apply_function(const std::string& fn, double a, double b) {
     return std::lgamma(a);
   if (fn == "digamma") // analysis results only (derivatives of lgamma); not in the language
     return boost::math::digamma(a);
+  if (fn == "log_normal_mass") // analysis results only (truncated normal); not in the language
+    return ssm::detail::log_normal_mass(a, b);
   if (fn == "pow")
     return std::pow(a, b);
   if (fn == "min")

@@ -10,7 +10,8 @@ namespace ssm::ir {
 
 // args[k] holds the row-major values of operand k, of shape arg_shapes[k].
 // Op::Param/State/Obs/Time cannot be evaluated. Besides the language's functions, Op::Call knows
-// `det` (matrix -> scalar), `lgamma` and `digamma` (elementwise), which only analysis results use
+// `det` (matrix -> scalar), `lgamma`, `digamma` and `log_normal_mass(a, b)` = log(Phi(b) - Phi(a))
+// (elementwise), which only analysis results use
 // (the density bounds of passes/TransitionDensity.cpp, the derivatives of passes/Differentiate.cpp);
 // the frontend does not accept them.
 std::vector<double> evaluate(const Node& node, const std::vector<std::vector<double>>& args,

@@ -62,7 +62,8 @@ int ExprBuilder::make(ir::Node node) {
     shapes.push_back((*this)[a].shape);
   if (node.op == ir::Op::Call && node.fn == "det")
     node.shape = ir::Shape::scalar();
-  else if (node.op == ir::Op::Call && (node.fn == "lgamma" || node.fn == "digamma"))
+  else if (node.op == ir::Op::Call &&
+           (node.fn == "lgamma" || node.fn == "digamma" || node.fn == "log_normal_mass"))
     node.shape = shapes.at(0);
   else if (node.op != ir::Op::Const && node.op != ir::Op::Param && node.op != ir::Op::State &&
            node.op != ir::Op::Obs && node.op != ir::Op::Time) {

@@ -219,7 +219,18 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
       r = b_.mul(b_.div(a, self), dai);
     else if (fn == "lgamma")
       r = b_.mul(b_.call("digamma", {a}), dai);
-    else if (fn == "log1p")
+    else if (fn == "log_normal_mass") { // log(Phi(c) - Phi(a)): (phi(c) dc - phi(a) da) / mass
+      const int c = v(1, i);
+      auto phi_over_mass = [&](int z) { // exp(-z^2 / 2 - log sqrt(2 pi) - log mass); 0 at +-inf
+        return b_.call(
+            "exp", {b_.materialize(b_.sub(b_.sub(b_.neg(b_.div(b_.mul(z, z), b_.constant(2))),
+                                                 b_.constant(0.5 * std::log(2 * std::numbers::pi))),
+                                          self))});
+      };
+      r = b_.neg(b_.mul(phi_over_mass(a), dai));
+      if (dbi >= 0)
+        r = b_.add(r, b_.mul(phi_over_mass(c), dbi));
+    } else if (fn == "log1p")
       r = b_.div(dai, b_.add(one(), a));
     else if (fn == "expm1")
       r = b_.mul(b_.add(self, one()), dai);
@@ -361,6 +372,15 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
     case ir::Dist::Uniform: // -log(hi - lo) on the support
       lp = b.neg(log(b.sub(arg(1, i), arg(0, i))));
       break;
+    case ir::Dist::TruncatedNormal: { // normal(mu, s) - log(Phi((hi - mu) / s) - Phi((lo - mu) /
+                                      // s))
+      const int mu = arg(0, i), s = arg(1, i);
+      const int lo = b.div(b.sub(arg(2, i), mu), s), hi = b.div(b.sub(arg(3, i), mu), s);
+      lp = b.sub(
+          b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(x, mu), s)), c(2))), log(s)), c(half_log_2pi)),
+          b.call("log_normal_mass", {b.materialize(lo), b.materialize(hi)}));
+      break;
+    }
     case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
                            //   + lgamma(a + b)
       const int a = arg(0, i), bb = arg(1, i);

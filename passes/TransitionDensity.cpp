@@ -70,7 +70,7 @@ public:
     } else if (rel.dist == ir::Dist::Multinomial) {
       total = {b_.constant(1), false, {}, {}}; // a probability
     } else if (rel.dist == ir::Dist::Dirichlet) {
-      total = {-1, true, {}, "no bound is derived for this distribution yet"};
+      total = dirichlet(args[0], k);
     } else {
       std::vector<int> factors;
       for (int i = 0; i < k; ++i) {
@@ -144,6 +144,45 @@ private:
       states_read(a, bound);
   }
 
+  // Beta(a, b): x^(a-1) (1-x)^(b-1) / B(a, b) at the mode (a - 1) / (a + b - 2) when a, b >= 1
+  // (a shape of exactly 1 puts the mode at an end: b at 0 for a = 1); a shape below 1 makes the
+  // density unbounded at that end.
+  ComponentBound beta(int a, int b) {
+    const std::optional<double> ca = constant(b_, a), cb = constant(b_, b);
+    if ((ca && *ca < 1) || (cb && *cb < 1))
+      return {-1,
+              true,
+              {},
+              fmt::format("the {} shape {} is below 1, which makes the density unbounded at {}",
+                          ca && *ca < 1 ? "first" : "second", ca && *ca < 1 ? *ca : *cb,
+                          ca && *ca < 1 ? "0" : "1")};
+    if (ca && cb) {
+      if (*ca == 1 || *cb == 1)
+        return {b_.constant(std::max(*ca, *cb)), true, {}, {}};
+      const double m = (*ca - 1) / (*ca + *cb - 2);
+      const double log_f = (*ca - 1) * std::log(m) + (*cb - 1) * std::log1p(-m) +
+                           std::lgamma(*ca + *cb) - std::lgamma(*ca) - std::lgamma(*cb);
+      return {b_.constant(std::exp(log_f)), true, {}, {}};
+    }
+    std::vector<int> conditions;
+    std::vector<std::string> texts;
+    for (int s : {a, b})
+      if (!constant(b_, s)) {
+        conditions.push_back(at_least_one(s));
+        texts.push_back(text(s) + " >= 1");
+      }
+    const int total = b_.materialize(b_.sub(b_.add(a, b), b_.constant(2)));
+    const int log_f =
+        b_.materialize(b_.sub(b_.sub(b_.add(b_.add(shape_term(a, total), shape_term(b, total)),
+                                            b_.call("lgamma", {b_.add(a, b)})),
+                                     b_.call("lgamma", {a})),
+                              b_.call("lgamma", {b})));
+    return {where(conditions, b_.call("exp", {log_f})),
+            true,
+            fmt::format("{}", fmt::join(texts, " and ")),
+            {}};
+  }
+
   // sqrt(2 * pi) and the like, kept symbolic so the bound reads as a formula.
   int pi_times(double c) {
     ir::Node mul;
@@ -189,6 +228,78 @@ private:
       diagonal = diagonal < 0 ? l : b_.mul(diagonal, l);
     }
     return {b_.div(b_.raw(std::move(p)), b_.call("abs", {diagonal})), true, {}, {}};
+  }
+
+  // `bound` where every condition holds, NaN elsewhere: the runtime then draws exactly at that
+  // step.
+  int where(const std::vector<int>& conditions, int bound) {
+    if (conditions.empty())
+      return bound;
+    int all = -1;
+    for (int c : conditions)
+      all = all < 0 ? c : b_.call("and", {all, c});
+    ir::Node select;
+    select.op = ir::Op::Select;
+    select.args = {all, bound, b_.constant(NAN)};
+    select.shape = ir::Shape::scalar();
+    return b_.raw(std::move(select));
+  }
+  int at_least_one(int a) { return b_.call("ge", {a, b_.constant(1)}); }
+  // (s - 1) log((s - 1) / total), 0 for a shape s of 1 (x^0 = 1 at x = 0 on a face).
+  int shape_term(int s, int total) {
+    const int sm1 = b_.materialize(b_.sub(s, b_.constant(1)));
+    ir::Node select;
+    select.op = ir::Op::Select;
+    select.args = {b_.call("eq", {sm1, b_.constant(0)}), b_.constant(0),
+                   b_.materialize(b_.mul(sm1, b_.call("log", {b_.div(sm1, total)})))};
+    select.shape = ir::Shape::scalar();
+    return b_.raw(std::move(select));
+  }
+
+  // Gamma(sum a) / prod Gamma(a_i) prod x_i^(a_i - 1) at the mode x_i = (a_i - 1) / (sum a - K),
+  // when every a_i >= 1 (a shape below 1 makes the density unbounded at a face of the simplex). A
+  // shape of exactly 1 puts the mode on a face: its factor x_i^0 is 1.
+  ComponentBound dirichlet(int alpha, int K) {
+    std::vector<int> a;
+    std::vector<double> values;
+    for (int i = 0; i < K; ++i) {
+      a.push_back(b_.element(alpha, i));
+      if (auto v = constant(b_, a.back()))
+        values.push_back(*v);
+    }
+    for (double v : values)
+      if (v < 1)
+        return {-1,
+                true,
+                {},
+                fmt::format("a concentration below 1 ({}) makes the density unbounded", v)};
+    if (static_cast<int>(values.size()) == K) {
+      double sum = 0, log_f = 0;
+      for (double v : values) {
+        sum += v;
+        log_f -= std::lgamma(v);
+      }
+      log_f += std::lgamma(sum);
+      for (double v : values)
+        if (v > 1)
+          log_f += (v - 1) * std::log((v - 1) / (sum - K));
+      return {b_.constant(std::exp(log_f)), true, {}, {}};
+    }
+    int sum = -1, log_f = -1;
+    std::vector<int> conditions;
+    for (int ai : a)
+      sum = b_.add(sum, ai);
+    const int excess = b_.materialize(b_.sub(sum, b_.constant(K)));
+    for (int ai : a) {
+      log_f = b_.sub(b_.add(log_f, shape_term(ai, excess)), b_.call("lgamma", {ai}));
+      if (!constant(b_, ai))
+        conditions.push_back(at_least_one(ai));
+    }
+    log_f = b_.add(log_f, b_.call("lgamma", {sum}));
+    return {where(conditions, b_.call("exp", {b_.materialize(log_f)})),
+            true,
+            fmt::format("every component of {} >= 1", text(alpha)),
+            {}};
   }
 
   ComponentBound component(ir::Dist dist, const std::vector<int>& a) {
@@ -256,14 +367,31 @@ private:
     case ir::Dist::Binomial:
     case ir::Dist::NegativeBinomial: // a probability
       return {b_.constant(1), false, {}, {}};
+    case ir::Dist::Beta: // at the mode (a - 1) / (a + b - 2) when a, b >= 1
+      return beta(a[0], a[1]);
+    case ir::Dist::InverseGamma: { // at the mode beta / (alpha + 1):
+      // (alpha + 1)^(alpha + 1) exp(-(alpha + 1)) / (Gamma(alpha) beta)
+      const int ap1 = b_.materialize(b_.add(a[0], b_.constant(1)));
+      const int log_k = b_.materialize(
+          b_.sub(b_.sub(b_.mul(ap1, b_.call("log", {ap1})), ap1), b_.call("lgamma", {a[0]})));
+      return {b_.div(b_.call("exp", {log_k}), a[1]), true, {}, {}};
+    }
+    case ir::Dist::TruncatedNormal: { // the normal's density at the point of [lo, hi] nearest
+                                      // mu, over the interval's mass
+      const int mu = a[0], s = a[1];
+      const int mode = b_.call("min", {b_.call("max", {mu, a[2]}), a[3]});
+      const int z = b_.div(b_.sub(mode, mu), s);
+      const int lo = b_.materialize(b_.div(b_.sub(a[2], mu), s));
+      const int hi = b_.materialize(b_.div(b_.sub(a[3], mu), s));
+      const int log_f = b_.materialize(b_.sub(b_.neg(b_.div(b_.mul(z, z), b_.constant(2))),
+                                              b_.call("log_normal_mass", {lo, hi})));
+      return {b_.div(b_.call("exp", {log_f}), b_.mul(s, sqrt_2pi())), true, {}, {}};
+    }
     case ir::Dist::MvNormal:
     case ir::Dist::MvNormalChol:
     case ir::Dist::Dirichlet:
-    case ir::Dist::Multinomial:
-    case ir::Dist::Beta:            // unbounded for a shape below 1; the mode otherwise
-    case ir::Dist::InverseGamma:    // at the mode beta / (alpha + 1): not derived yet
-    case ir::Dist::TruncatedNormal: // the normal's mode over the interval's mass: not derived yet
-    case ir::Dist::Dirac:           // no density (analysed before)
+    case ir::Dist::Multinomial: // joint densities (analysed before)
+    case ir::Dist::Dirac:       // no density (analysed before)
       break;
     }
     return {-1, true, {}, "no bound is known for this distribution"};

@@ -365,6 +365,8 @@ private:
     }
     if (fn == "lgamma")
       return log_gamma(a);
+    if (fn == "log_normal_mass")
+      return library_call("ssm_log_normal_mass", {a, c});
     if (fn == "floor")
       return intrinsic(llvm::Intrinsic::floor, {a});
     if (fn == "ceil")

@@ -231,6 +231,7 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
               model.transition_logpdf(frame_at(t), t, j, j + 1, stride, x_prev, anc.data(), x_cur,
                                       l.data());
               ++tries[b];
+              check_within_bound(l[j], log_bound, t);
               if (std::log(u1) < l[j] - log_bound) {
                 chosen = i;
                 ++acc[b];

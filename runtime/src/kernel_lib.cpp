@@ -36,6 +36,9 @@ SSM_KERNEL_FN double ssm_rng_uniform(uint64_t seed, uint32_t n, uint32_t t, uint
 SSM_KERNEL_FN double ssm_log_gamma(double x) {
   return ssm::log_gamma(x);
 }
+SSM_KERNEL_FN double ssm_log_normal_mass(double a, double b) {
+  return ssm::detail::log_normal_mass(a, b);
+}
 
 SSM_KERNEL_FN double ssm_lpdf_std_normal(double x) {
   return ssm::lpdf_std_normal(x);

@@ -432,6 +432,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                              l.data());
                 for (int64_t m = 0; m < count && chosen < 0; ++m) {
                   ++tries[b];
+                  check_within_bound(l[m], log_bound, t);
                   if (accept(wk_u[m], l[m] - log_bound)) {
                     chosen = idx_try[m];
                     ++acc[b];

@@ -217,6 +217,14 @@ void AliasTable::build(const double* w, int64_t n) {
     columns_[small_[k]].prob = 1;
 }
 
+void throw_bound_exceeded(double log_density, double log_bound, int64_t t) {
+  throw Error(fmt::format("smooth: at t={} the transition log-density ({}) exceeds the log of the "
+                          "upper bound the compiler derived for it ({}), so rejection sampling "
+                          "would be biased. This is a bug in ssmc's density analysis: please "
+                          "report it with the model. --backward exact does not use the bound",
+                          t, log_density, log_bound));
+}
+
 int64_t draw_index(const std::vector<double>& cumulative, double u) {
   // upper_bound skips zero-weight entries; u < 1 keeps the target below the total.
   const double target = u * cumulative.back();

@@ -107,6 +107,14 @@ double backward_weights(const double* W, double* l, int64_t N);
 double transition_log_bound(const ssm_model& model, const double* frame, int64_t t, int64_t N,
                             int64_t stride, const double* x_prev, std::vector<double>& scratch);
 
+// Rejection sampling is exact only if the density never exceeds the bound: a density above it
+// (beyond rounding) means the compiler derived a wrong bound, an error rather than a silent bias.
+[[noreturn]] void throw_bound_exceeded(double log_density, double log_bound, int64_t t);
+inline void check_within_bound(double log_density, double log_bound, int64_t t) {
+  if (log_density > log_bound + 1e-9 * std::max(1.0, std::abs(log_bound)))
+    throw_bound_exceeded(log_density, log_bound, t);
+}
+
 // The range of the log bounds that rejection sampling used, and the steps without a finite one,
 // for the JSON details (a user can check the bound against the model).
 struct BoundRange {

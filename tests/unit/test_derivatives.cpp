@@ -244,6 +244,9 @@ double reference_log_density(ir::Dist dist, const std::vector<double>& x,
     case ir::Dist::NegativeBinomial:
       total += ssm_lpdf_negative_binomial(v, a(0, i), a(1, i));
       break;
+    case ir::Dist::TruncatedNormal:
+      total += ssm_lpdf_truncated_normal(v, a(0, i), a(1, i), a(2, i), a(3, i));
+      break;
     default:
       FAIL("no reference log-density for " << ir::dist_info(dist).name);
     }
@@ -359,6 +362,7 @@ model dists {
   obs yn : int[0..inf];
   obs ybin : int[0..5];
   obs yber : int[0..1];
+  obs ytn : real;
   u[0] ~ beta(2, 3);
   v[0] ~ inverse_gamma(3, 1);
   w[0] ~ normal(0, 1);
@@ -378,6 +382,7 @@ model dists {
   yn[t] ~ negative_binomial(exp(v[t]), a);
   ybin[t] ~ binomial(5, u[t]);
   yber[t] ~ bernoulli(v[t] / 2);
+  ytn[t] ~ truncated_normal(s[t], a, -1, u[t] + 2);
 }
 )";
   frontend::DiagnosticEngine diags;
@@ -386,7 +391,7 @@ model dists {
   REQUIRE(model);
   Totals totals;
   check_model(*model, "dists.ssm", totals);
-  CHECK(totals.log_densities == 15);
+  CHECK(totals.log_densities == 16);
   CHECK(totals.counts.checked > 100);
 }
 

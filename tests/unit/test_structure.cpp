@@ -7,11 +7,14 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/StructureReport.h"
+#include "ssm/distributions.h"
 #include "ssm/metadata.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -355,6 +358,110 @@ model m {
   REQUIRE(r.bound);
   CHECK(evaluate(model, ctx.density->arena, r.bound->node, {0.7, 0, 0.4, -1.5}).at(0) ==
         Approx(1 / (2 * pi * 0.7 * 1.5)));
+}
+
+TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal and dirichlet are the maximum "
+          "of the density (brute force)",
+          "[structure]") {
+  // The bound for parameters a, b (and the 3-vector c), against the largest density on a fine
+  // grid: never below it, and above it by no more than the grid's resolution allows.
+  auto bound_of = [](const std::string& state_type, const std::string& relation,
+                     const std::vector<double>& theta) -> std::optional<double> {
+    ir::Model model = compile_source(
+        "model m {\n  param a = 1;\n  param b = 1;\n  param c : vector[3] = [2, 2, 2];\n"
+        "  state x : " +
+        state_type + ";\n  obs y : real;\n  x[0] ~ " + relation + ";\n  x[t] ~ " + relation +
+        ";\n  y[t] ~ normal(" + std::string(state_type == "real" ? "x[t]" : "x[t][0]") +
+        ", 1);\n}\n");
+    passes::PassContext ctx = analyse(model);
+    REQUIRE(ctx.density);
+    const passes::RelationDensity& r = ctx.density->relations.at(0);
+    INFO(relation << ": " << r.no_bound_reason);
+    REQUIRE(r.bound);
+    CHECK(r.bound->constant_in_state());
+    const double v = evaluate(model, ctx.density->arena, r.bound->node, theta).at(0);
+    if (std::isnan(v))
+      return std::nullopt; // the bound's condition fails for theta
+    return v;
+  };
+  auto grid_max = [](double lo, double hi, const std::function<double(double)>& log_f) {
+    double m = -INFINITY;
+    for (int i = 1; i < 200000; ++i)
+      m = std::max(m, log_f(lo + (hi - lo) * i / 200000.0));
+    return std::exp(m);
+  };
+  auto check_tight = [](std::optional<double> bound, double brute) {
+    REQUIRE(bound);
+    CHECK(*bound >= brute * (1 - 1e-12));
+    CHECK(*bound <= brute * (1 + 1e-6));
+  };
+  using ssm::lpdf_beta, ssm::lpdf_inverse_gamma, ssm::lpdf_truncated_normal;
+  for (const auto& [a, b] :
+       std::vector<std::pair<double, double>>{{2.5, 1.7}, {1, 3}, {4, 1}, {1, 1}, {30, 2}}) {
+    INFO("beta(" << a << ", " << b << ")");
+    const double brute = grid_max(0, 1, [&](double x) { return lpdf_beta(x, a, b); });
+    check_tight(bound_of("real", "beta(a, b)", {a, b, 2, 2, 2}),
+                std::max({brute, a == 1 ? b : 0.0, b == 1 ? a : 0.0}));
+    check_tight(bound_of("real", fmt::format("beta({}, {})", a, b), {0, 0, 2, 2, 2}),
+                std::max({brute, a == 1 ? b : 0.0, b == 1 ? a : 0.0}));
+    check_tight(bound_of("real", fmt::format("beta({}, b)", a), {0, b, 2, 2, 2}),
+                std::max({brute, a == 1 ? b : 0.0, b == 1 ? a : 0.0}));
+  }
+  // With a symbolic shape below 1 the bound is NaN (exact draws at that step).
+  CHECK_FALSE(bound_of("real", "beta(a, b)", {0.7, 2, 2, 2, 2}));
+  for (const auto& [alpha, beta] : std::vector<std::pair<double, double>>{{0.5, 1}, {3, 0.2}}) {
+    INFO("inverse_gamma(" << alpha << ", " << beta << ")");
+    const double brute = grid_max(0, 20 * beta / (alpha + 1), // up to 20 times the mode
+                                  [&](double x) { return lpdf_inverse_gamma(x, alpha, beta); });
+    check_tight(bound_of("real", "inverse_gamma(a, b)", {alpha, beta, 2, 2, 2}), brute);
+  }
+  // truncated_normal(mu, sigma, lo, hi) with mu inside, below and above [lo, hi].
+  for (const double mu : {0.8, -2.0, 7.0}) {
+    INFO("truncated_normal(" << mu << ", 0.6, 0, 3)");
+    const double brute =
+        grid_max(0, 3, [&](double x) { return lpdf_truncated_normal(x, mu, 0.6, 0, 3); });
+    const double at_end = std::exp(lpdf_truncated_normal(std::clamp(mu, 0.0, 3.0), mu, 0.6, 0, 3));
+    check_tight(bound_of("real", "truncated_normal(a, b, 0, 3)", {mu, 0.6, 2, 2, 2}),
+                std::max(brute, at_end));
+  }
+  // dirichlet(c) on the 2-simplex: the grid over (x0, x1), x2 = 1 - x0 - x1.
+  for (const std::vector<double>& c : std::vector<std::vector<double>>{{2, 3, 1.5}, {1, 4, 2}}) {
+    INFO("dirichlet(" << c[0] << ", " << c[1] << ", " << c[2] << ")");
+    auto log_f = [&](double x0, double x1) {
+      const double x[3] = {x0, x1, 1 - x0 - x1};
+      double lf = std::lgamma(c[0] + c[1] + c[2]);
+      for (int i = 0; i < 3; ++i)
+        lf += (c[i] - 1) * (c[i] == 1 ? 0.0 : std::log(x[i])) - std::lgamma(c[i]);
+      return lf;
+    };
+    double m = -INFINITY;
+    for (int i = 0; i <= 1000; ++i)
+      for (int j = 0; i + j <= 1000; ++j)
+        m = std::max(m, log_f(i / 1000.0, j / 1000.0));
+    const std::optional<double> bound =
+        bound_of("vector[3]", "dirichlet(c)", {0, 0, c[0], c[1], c[2]});
+    REQUIRE(bound);
+    CHECK(*bound >= std::exp(m) * (1 - 1e-12));
+    CHECK(*bound <= std::exp(m) * (1 + 1e-4));
+  }
+}
+
+TEST_CASE("density: beta and dirichlet shapes below 1 have no bound", "[structure]") {
+  auto density_of = [](const std::string& type, const std::string& relation) {
+    ir::Model model = compile_source(
+        "model m {\n  param a = 1;\n  state x : " + type + ";\n  obs y : real;\n  x[0] ~ " +
+        relation + ";\n  x[t] ~ " + relation + ";\n  y[t] ~ normal(" +
+        std::string(type == "real" ? "x[t]" : "x[t][0]") + ", 1);\n}\n");
+    return *analyse(model).density;
+  };
+  passes::TransitionDensity d = density_of("real", "beta(0.5, a)");
+  CHECK_FALSE(d.bound);
+  CHECK(d.relations.at(0).no_bound_reason ==
+        "the first shape 0.5 is below 1, which makes the density unbounded at 0");
+  d = density_of("vector[2]", "dirichlet([a, 0.3])");
+  CHECK_FALSE(d.bound);
+  CHECK(d.relations.at(0).no_bound_reason ==
+        "a concentration below 1 (0.3) makes the density unbounded");
 }
 
 TEST_CASE("density: unbounded, per-particle and discrete bounds", "[structure]") {

@@ -15,6 +15,8 @@ extern "C" {
 double ssm_rng_uniform(uint64_t seed, uint32_t n, uint32_t t, uint32_t site);
 // log Gamma(x) for x > 0.
 double ssm_log_gamma(double x);
+// log(Phi(b) - Phi(a)) for a < b, Phi the standard normal distribution function.
+double ssm_log_normal_mass(double a, double b);
 
 double ssm_lpdf_std_normal(double x);
 double ssm_lpdf_normal(double x, double mu, double sigma);
