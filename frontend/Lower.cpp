@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <numbers>
 #include <set>
@@ -143,8 +144,9 @@ std::string signature(const ir::DistInfo& info) {
 
 class Lowering {
 public:
-  Lowering(const ast::Model& ast, const std::string& filename, DiagnosticEngine& diags)
-      : ast_(ast), diags_(diags) {
+  Lowering(const ast::Model& ast, const std::string& filename, DiagnosticEngine& diags,
+           const FileGraph& files)
+      : ast_(ast), diags_(diags), files_(files) {
     model_.name = ast.name.name;
     model_.source_file = filename;
   }
@@ -195,13 +197,50 @@ public:
 
 private:
   // Declaration order: imported modules (which follow the model's file in the diagnostic
-  // engine's buffer) come before the model's own declarations.
+  // engine's buffer), each after the modules it imports, come before the model's own
+  // declarations.
   std::size_t order(std::size_t pos) const {
+    std::size_t size = diags_.source().size() + 1;
+    if (!files_.order.empty()) {
+      auto rank = std::find(files_.order.begin(), files_.order.end(), diags_.file_of(pos));
+      return static_cast<std::size_t>(rank - files_.order.begin()) * size + pos;
+    }
     std::size_t main_end = diags_.main_file_end();
-    return pos >= main_end ? pos - main_end : pos + diags_.source().size();
+    return pos >= main_end ? pos - main_end : pos + size;
   }
 
   bool imported(Range r) const { return r.begin >= diags_.main_file_end(); }
+
+  // Whether code at `from` can use a name declared at `decl`: a module sees its own names and
+  // those of the modules it imports (directly or through other modules), not the model's or
+  // those of modules it does not import; the model sees everything.
+  bool visible(Range from, Range decl) const {
+    if (files_.sees.empty())
+      return true;
+    int f = diags_.file_of(from.begin), g = diags_.file_of(decl.begin);
+    return f < static_cast<int>(files_.sees.size()) &&
+           g < static_cast<int>(files_.sees[f].size()) && files_.sees[f][g];
+  }
+
+  // A name that is declared, but in a file that `r`'s file does not import: says which import is
+  // missing. False if the name is not declared at all.
+  bool report_hidden(Range r, const std::string& name) {
+    auto it = symbols_.find(name);
+    if (it == symbols_.end() || visible(r, it->second.range))
+      return false;
+    int here = diags_.file_of(r.begin), there = diags_.file_of(it->second.range.begin);
+    std::string file = diags_.file_name(there);
+    if (there == 0)
+      error(r, fmt::format("'{}' is declared by the model that imports this module ({}); a module "
+                           "can only use its own names and those of the modules it imports",
+                           name, file));
+    else
+      error(r, fmt::format("'{}' is declared in {}, which {} does not import: add 'import "
+                           "\"{}\";' to it",
+                           name, file, diags_.file_name(here),
+                           std::filesystem::path(file).stem().string()));
+    return true;
+  }
 
   // ---- diagnostics ------------------------------------------------------------------------
 
@@ -209,16 +248,19 @@ private:
   void error(Range r, std::string message) { diags_.error(loc(r), std::move(message)); }
   void note(Range r, std::string message) { diags_.note(loc(r), std::move(message)); }
 
-  std::vector<std::string> visible_names() const {
+  std::vector<std::string> visible_names(Range from) const {
     std::vector<std::string> names = {"t", "pi", "inf"};
     for (const auto& [name, sym] : symbols_)
-      names.push_back(name);
+      if (visible(from, sym.range))
+        names.push_back(name);
     return names;
   }
 
   void unknown_name(Range r, const std::string& name) {
+    if (report_hidden(r, name))
+      return;
     std::string message = fmt::format("unknown name '{}'", name);
-    if (auto guess = closest_name(name, visible_names()))
+    if (auto guess = closest_name(name, visible_names(r)))
       message += fmt::format("; did you mean '{}'?", *guess);
     error(r, message);
   }
@@ -560,6 +602,13 @@ private:
   Symbol* lookup(const std::string& name) {
     auto it = symbols_.find(name);
     return it == symbols_.end() ? nullptr : &it->second;
+  }
+
+  // The symbol `name` refers to where it is used (at `from`): null when it is not declared, or
+  // declared in a module that from's file does not import.
+  Symbol* lookup(const std::string& name, Range from) {
+    Symbol* sym = lookup(name);
+    return sym && visible(from, sym->range) ? sym : nullptr;
   }
 
   // ---- constant evaluation ----------------------------------------------------------------
@@ -1156,7 +1205,7 @@ private:
       return emit_const(s, ir::Shape::scalar(), {std::numbers::pi}, e.range);
     if (e.name == "inf")
       return emit_const(s, ir::Shape::scalar(), {INFINITY}, e.range);
-    Symbol* sym = lookup(e.name);
+    Symbol* sym = lookup(e.name, e.range);
     if (!sym && e.name == "n" && model_.kind == ir::ModelKind::Plate) {
       error(e.range, "'n' only indexes the latent variables and observations of the plate, as in "
                      "z[n]; it is not a value");
@@ -1358,7 +1407,7 @@ private:
                                  n == 1 ? "1 was" : fmt::format("{} were", n)));
       return false;
     };
-    if (Symbol* sym = lookup(fn); sym && sym->kind == Symbol::Kind::Fn) {
+    if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Fn) {
       sym->used = true;
       return call_function(e, *sym, s);
     }
@@ -1384,9 +1433,11 @@ private:
         error(e.name_range, fmt::format("'{}' is a distribution, not a function; distributions "
                                         "appear only after '~'",
                                         fn));
-      else if (Symbol* sym = lookup(fn))
+      else if (report_hidden(e.name_range, fn)) {
+        // declared in a module this file does not import: said so
+      } else if (Symbol* sym = lookup(fn, e.name_range))
         error(e.name_range, fmt::format("'{}' is {}, not a function", fn, a_kind(sym->kind)));
-      else if (auto guess = closest_name(fn, function_names()))
+      else if (auto guess = closest_name(fn, function_names(e.name_range)))
         error(e.name_range, fmt::format("unknown function '{}'; did you mean '{}'?", fn, *guess));
       else
         error(e.name_range, fmt::format("unknown function '{}'", fn));
@@ -1432,10 +1483,11 @@ private:
     return emit(s, std::move(node), e.range);
   }
 
-  std::vector<std::string> function_names() const {
+  std::vector<std::string> function_names(Range from) const {
     std::vector<std::string> names = builtin_function_names();
     for (const ast::FnDecl& f : ast_.fns)
-      names.push_back(f.name.name);
+      if (visible(from, f.name.range))
+        names.push_back(f.name.name);
     return names;
   }
 
@@ -1790,7 +1842,7 @@ private:
       base = base->args[0].get();
     }
     if (base->kind == EKind::Name) {
-      Symbol* sym = lookup(base->name);
+      Symbol* sym = lookup(base->name, base->range);
       if (sym && s.kind == ir::BlockKind::Plate &&
           (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
         sym->used = true;
@@ -2468,6 +2520,7 @@ private:
 
   const ast::Model& ast_;
   DiagnosticEngine& diags_;
+  const FileGraph& files_;
   ir::Model model_;
   std::map<std::string, Symbol> symbols_;
   std::vector<ConstValue> consts_;
@@ -2481,8 +2534,8 @@ private:
 } // namespace
 
 std::optional<ir::Model> lower(const ast::Model& model, const std::string& filename,
-                               DiagnosticEngine& diags) {
-  return Lowering(model, filename, diags).run();
+                               DiagnosticEngine& diags, const FileGraph& files) {
+  return Lowering(model, filename, diags, files).run();
 }
 
 } // namespace ssm::frontend
