@@ -51,9 +51,9 @@ std::size_t token_end(std::string_view text, std::size_t pos) {
 
 bool is_keyword(std::string_view word) {
   static const std::set<std::string_view> keywords = {
-      "model", "const", "param",    "state",     "obs",        "data",
-      "input", "let",   "fn",       "return",    "functional", "sum_t",
-      "if",    "else",  "proposal", "lookahead", "latent",     "simulator"};
+      "model", "module", "import",   "const",     "param",  "state",      "obs",
+      "data",  "input",  "let",      "fn",        "return", "functional", "sum_t",
+      "if",    "else",   "proposal", "lookahead", "latent", "simulator"};
   return keywords.count(word) > 0;
 }
 
@@ -183,7 +183,7 @@ void report_syntax_error(std::string_view text, std::size_t begin, std::size_t w
   } else if (which == "eoi") {
     at_next("unexpected text after the end of the model");
   } else if (which == "'model'") {
-    at_next("expected 'model NAME { ... }' or 'simulator NAME { ... }'");
+    at_next("expected 'model NAME { ... }', 'simulator NAME { ... }' or 'module NAME { ... }'");
   } else if (!which.empty() && which.front() == '\'' && prev_end != std::string_view::npos) {
     std::string message = fmt::format("expected {}", which);
     if (at_eof)
