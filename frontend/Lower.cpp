@@ -754,8 +754,8 @@ private:
     if (!lo || !hi)
       return std::nullopt;
     if (!(*lo <= *hi) || (!integer && *lo == *hi)) {
-      error(t.range,
-            fmt::format("the lower bound ({}) must be below the upper bound ({})", *lo, *hi));
+      error(t.range, fmt::format("the lower bound ({}) must be {} the upper bound ({})", *lo,
+                                 integer ? "at most" : "below", *hi));
       return std::nullopt;
     }
     return std::pair(*lo, *hi);
@@ -919,13 +919,16 @@ private:
       double total = 0;
       for (double x : values)
         total += x;
-      bool negative = std::any_of(values.begin(), values.end(), [](double x) { return x < 0; });
-      if (negative || std::fabs(total - 1) > 1e-9) {
-        error(e.range, fmt::format("the default value of simplex '{}' must be non-negative and sum "
-                                   "to 1, but {}",
-                                   p.name,
-                                   negative ? "it has a negative component"
-                                            : fmt::format("it sums to {}", total)));
+      auto negative = std::find_if(values.begin(), values.end(), [](double x) { return x < 0; });
+      if (negative != values.end() || std::fabs(total - 1) > 1e-9) {
+        error(e.range,
+              fmt::format("the default value of simplex '{}' must be non-negative and sum to 1, "
+                          "but {}",
+                          p.name,
+                          negative != values.end()
+                              ? fmt::format("component {} is negative ({})",
+                                            negative - values.begin(), *negative)
+                              : fmt::format("it sums to {}", total)));
         return;
       }
     }
@@ -1100,9 +1103,10 @@ private:
     ir::Shape shape = sa.is_scalar() ? sb : sa;
     if (!sc.is_scalar() && !shape.is_scalar() && !(sc == shape)) {
       error(e.args[0]->range,
-            fmt::format("the condition must be real or {}, like the branches, but "
-                        "it is {}",
-                        shape.str(), sc.str()));
+            fmt::format("the condition is {}, but the branches are {}: a condition is real, or "
+                        "has the shape of the branches to choose between them component by "
+                        "component",
+                        sc.str(), shape.str()));
       return std::nullopt;
     }
     return emit_op(s, ir::Op::Select, sc.is_scalar() ? shape : sc, {*c, *a, *b}, e.range);
@@ -1537,8 +1541,13 @@ private:
   std::optional<ir::Shape> fn_type_shape(const ast::TypeSpec& t) {
     if (!t.bounds.empty() || t.kind == ast::TypeSpec::Kind::CovMatrix ||
         t.kind == ast::TypeSpec::Kind::Simplex) {
-      error(t.range, "the parameters and result of a function take plain types: real, int, "
-                     "vector[n] or matrix[r, c]");
+      std::string what = !t.bounds.empty()                          ? "bounds"
+                         : t.kind == ast::TypeSpec::Kind::CovMatrix ? "cov_matrix"
+                                                                    : "simplex";
+      error(t.range, fmt::format("the parameters and result of a function take plain types "
+                                 "(real, int, vector[n] or matrix[r, c]); {} {} only for the "
+                                 "declarations of variables",
+                                 what, what == "bounds" ? "are" : "is"));
       return std::nullopt;
     }
     return type_shape(t);
@@ -1556,8 +1565,13 @@ private:
     bool ok = true;
     for (const ast::LetDecl& let : f.lets) {
       if (s.locals.count(let.name.name)) {
+        bool param = std::any_of(f.params.begin(), f.params.end(), [&](const ast::FnParam& p) {
+          return p.name.name == let.name.name;
+        });
         error(let.name.range,
-              fmt::format("'{}' is already defined in function '{}'", let.name.name, f.name.name));
+              fmt::format("'{}' is already {} of function '{}': give this let "
+                          "another name",
+                          let.name.name, param ? "a parameter" : "a let", f.name.name));
         ok = false;
         continue;
       }
@@ -1797,6 +1811,7 @@ private:
   // dropping a dimension. An index outside the value gives NaN at run time.
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s) {
     std::optional<int> value = base;
+    const ir::Shape whole = shape_of(s, base);
     for (std::size_t k = 1; k < bracket.args.size() && value; ++k) {
       const Expr& ie = *bracket.args[k];
       const ir::Shape shape = shape_of(s, *value);
@@ -1805,9 +1820,12 @@ private:
         if (!i)
           return std::nullopt;
         if (*i < 0 || *i >= shape.dims[0]) {
-          error(ie.range, fmt::format("index {} is out of range for a value of shape {} (valid "
-                                      "indices are 0 to {})",
-                                      *i, shape.str(), shape.dims[0] - 1));
+          std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
+          std::string valid = shape.dims[0] == 0
+                                  ? "it has no elements"
+                                  : fmt::format("valid indices are 0 to {}", shape.dims[0] - 1);
+          error(ie.range, fmt::format("{} {} is out of range for {}, which is {} ({})", which, *i,
+                                      quote(*bracket.args[0]), whole.str(), valid));
           return std::nullopt;
         }
         ir::Node n;
