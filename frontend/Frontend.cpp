@@ -58,7 +58,7 @@ void check_module(const ast::Model& m, DiagnosticEngine& diags) {
   auto reject = [&](ast::Range r, std::string_view what) {
     diags.error(diags.loc(r.begin, r.end),
                 fmt::format("module '{}' declares {}; a module can only declare constants and "
-                            "functions",
+                            "functions, and import other modules",
                             m.name.name, what));
   };
   if (!m.vars.empty())
@@ -174,10 +174,10 @@ private:
       modules_[index].file = diags_.file_of(begin);
       std::optional<ast::Model> module = parse(diags_.source(), begin, diags_);
       if (module && !module->is_module) {
-        diags_.error(diags_.loc(module->name.range.begin, module->name.range.end),
-                     fmt::format("'{}' is a model; only a module (module NAME {{ ... }}) can be "
+        diags_.error(diags_.loc(imp.range.begin, imp.range.end),
+                     fmt::format("'{}' is a {}; only a module (module NAME {{ ... }}) can be "
                                  "imported",
-                                 path->string()));
+                                 path->string(), module->is_simulator ? "simulator" : "model"));
         module.reset();
       }
       deps.push_back(index);
