@@ -891,7 +891,8 @@ private:
 
   void set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
     const Expr& e = *v.default_value;
-    std::optional<ConstValue> value = eval_const(e, "a default value");
+    std::optional<ConstValue> value =
+        eval_const(e, fmt::format("the default value of '{}'", p.name));
     if (!value)
       return;
     std::vector<double> values;
