@@ -56,12 +56,17 @@ void DiagnosticEngine::note(ir::SourceLoc loc, std::string message) {
   diags_.push_back({Diagnostic::Severity::Note, loc, std::move(message)});
 }
 
+int DiagnosticEngine::file_of(std::size_t pos) const {
+  int file = 0;
+  while (file + 1 < static_cast<int>(files_.size()) && files_[file + 1].begin <= pos)
+    ++file;
+  return file;
+}
+
 ir::SourceLoc DiagnosticEngine::loc(std::size_t begin, std::size_t end) const {
   begin = std::min(begin, source_.size());
   end = std::max(begin, std::min(end, source_.size()));
-  int file = 0;
-  while (file + 1 < static_cast<int>(files_.size()) && files_[file + 1].begin <= begin)
-    ++file;
+  int file = file_of(begin);
   auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), begin);
   int line = static_cast<int>(it - line_starts_.begin());
   std::size_t start = line_starts_[line - 1];

@@ -37,6 +37,10 @@ public:
   std::string_view source() const { return source_; }
   // Where the first imported file starts (the end of the model's own text).
   std::size_t main_file_end() const { return files_.size() > 1 ? files_[1].begin : source_.size(); }
+  // The file (0 for the model's, then the imported ones in the order they were added) that holds
+  // the byte at `pos` of source().
+  int file_of(std::size_t pos) const;
+  const std::string& file_name(int file) const { return files_.at(file).name; }
 
   // With warnings_as_errors (-Werror), warning() reports an error.
   void set_warnings_as_errors(bool on) { warnings_as_errors_ = on; }
@@ -71,15 +75,16 @@ private:
   bool warnings_as_errors_ = false;
 };
 
-// Parses, checks and lowers a model. `import "name";` looks for name.ssm next to the importing
-// file, then in each directory of import_path in order. Returns nullopt when an error was
-// reported.
+// Parses, checks and lowers a model. `import "name";` (in the model or in a module) looks for
+// name.ssm next to the importing file, then in each directory of import_path in order. Returns
+// nullopt when an error was reported.
 std::optional<ir::Model> compile_model(std::string_view source, const std::string& filename,
                                        DiagnosticEngine& diags,
                                        const std::vector<std::string>& import_path = {});
 
-// The files a model imports, resolved as compile_model does (those that cannot be found or read
-// are left out): what, besides its own text, determines the compiled model.
+// The files a model imports, directly or through other modules, resolved as compile_model does
+// (those that cannot be found or read are left out): what, besides its own text, determines the
+// compiled model.
 std::vector<std::string> imported_files(std::string_view source, const std::string& filename,
                                         const std::vector<std::string>& import_path);
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <numbers>
 #include <set>
@@ -143,8 +144,9 @@ std::string signature(const ir::DistInfo& info) {
 
 class Lowering {
 public:
-  Lowering(const ast::Model& ast, const std::string& filename, DiagnosticEngine& diags)
-      : ast_(ast), diags_(diags) {
+  Lowering(const ast::Model& ast, const std::string& filename, DiagnosticEngine& diags,
+           const FileGraph& files)
+      : ast_(ast), diags_(diags), files_(files) {
     model_.name = ast.name.name;
     model_.source_file = filename;
   }
@@ -195,13 +197,50 @@ public:
 
 private:
   // Declaration order: imported modules (which follow the model's file in the diagnostic
-  // engine's buffer) come before the model's own declarations.
+  // engine's buffer), each after the modules it imports, come before the model's own
+  // declarations.
   std::size_t order(std::size_t pos) const {
+    std::size_t size = diags_.source().size() + 1;
+    if (!files_.order.empty()) {
+      auto rank = std::find(files_.order.begin(), files_.order.end(), diags_.file_of(pos));
+      return static_cast<std::size_t>(rank - files_.order.begin()) * size + pos;
+    }
     std::size_t main_end = diags_.main_file_end();
-    return pos >= main_end ? pos - main_end : pos + diags_.source().size();
+    return pos >= main_end ? pos - main_end : pos + size;
   }
 
   bool imported(Range r) const { return r.begin >= diags_.main_file_end(); }
+
+  // Whether code at `from` can use a name declared at `decl`: a module sees its own names and
+  // those of the modules it imports (directly or through other modules), not the model's or
+  // those of modules it does not import; the model sees everything.
+  bool visible(Range from, Range decl) const {
+    if (files_.sees.empty())
+      return true;
+    int f = diags_.file_of(from.begin), g = diags_.file_of(decl.begin);
+    return f < static_cast<int>(files_.sees.size()) &&
+           g < static_cast<int>(files_.sees[f].size()) && files_.sees[f][g];
+  }
+
+  // A name that is declared, but in a file that `r`'s file does not import: says which import is
+  // missing. False if the name is not declared at all.
+  bool report_hidden(Range r, const std::string& name) {
+    auto it = symbols_.find(name);
+    if (it == symbols_.end() || visible(r, it->second.range))
+      return false;
+    int here = diags_.file_of(r.begin), there = diags_.file_of(it->second.range.begin);
+    std::string file = diags_.file_name(there);
+    if (there == 0)
+      error(r, fmt::format("'{}' is declared by the model that imports this module ({}); a module "
+                           "can only use its own names and those of the modules it imports",
+                           name, file));
+    else
+      error(r, fmt::format("'{}' is declared in {}, which {} does not import: add 'import "
+                           "\"{}\";' to it",
+                           name, file, diags_.file_name(here),
+                           std::filesystem::path(file).stem().string()));
+    return true;
+  }
 
   // ---- diagnostics ------------------------------------------------------------------------
 
@@ -209,16 +248,19 @@ private:
   void error(Range r, std::string message) { diags_.error(loc(r), std::move(message)); }
   void note(Range r, std::string message) { diags_.note(loc(r), std::move(message)); }
 
-  std::vector<std::string> visible_names() const {
+  std::vector<std::string> visible_names(Range from) const {
     std::vector<std::string> names = {"t", "pi", "inf"};
     for (const auto& [name, sym] : symbols_)
-      names.push_back(name);
+      if (visible(from, sym.range))
+        names.push_back(name);
     return names;
   }
 
   void unknown_name(Range r, const std::string& name) {
+    if (report_hidden(r, name))
+      return;
     std::string message = fmt::format("unknown name '{}'", name);
-    if (auto guess = closest_name(name, visible_names()))
+    if (auto guess = closest_name(name, visible_names(r)))
       message += fmt::format("; did you mean '{}'?", *guess);
     error(r, message);
   }
@@ -562,6 +604,13 @@ private:
     return it == symbols_.end() ? nullptr : &it->second;
   }
 
+  // The symbol `name` refers to where it is used (at `from`): null when it is not declared, or
+  // declared in a module that from's file does not import.
+  Symbol* lookup(const std::string& name, Range from) {
+    Symbol* sym = lookup(name);
+    return sym && visible(from, sym->range) ? sym : nullptr;
+  }
+
   // ---- constant evaluation ----------------------------------------------------------------
 
   std::optional<ConstValue> eval_const(const Expr& e, std::string what,
@@ -705,8 +754,8 @@ private:
     if (!lo || !hi)
       return std::nullopt;
     if (!(*lo <= *hi) || (!integer && *lo == *hi)) {
-      error(t.range,
-            fmt::format("the lower bound ({}) must be below the upper bound ({})", *lo, *hi));
+      error(t.range, fmt::format("the lower bound ({}) must be {} the upper bound ({})", *lo,
+                                 integer ? "at most" : "below", *hi));
       return std::nullopt;
     }
     return std::pair(*lo, *hi);
@@ -842,7 +891,8 @@ private:
 
   void set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
     const Expr& e = *v.default_value;
-    std::optional<ConstValue> value = eval_const(e, "a default value");
+    std::optional<ConstValue> value =
+        eval_const(e, fmt::format("the default value of '{}'", p.name));
     if (!value)
       return;
     std::vector<double> values;
@@ -870,13 +920,16 @@ private:
       double total = 0;
       for (double x : values)
         total += x;
-      bool negative = std::any_of(values.begin(), values.end(), [](double x) { return x < 0; });
-      if (negative || std::fabs(total - 1) > 1e-9) {
-        error(e.range, fmt::format("the default value of simplex '{}' must be non-negative and sum "
-                                   "to 1, but {}",
-                                   p.name,
-                                   negative ? "it has a negative component"
-                                            : fmt::format("it sums to {}", total)));
+      auto negative = std::find_if(values.begin(), values.end(), [](double x) { return x < 0; });
+      if (negative != values.end() || std::fabs(total - 1) > 1e-9) {
+        error(e.range,
+              fmt::format("the default value of simplex '{}' must be non-negative and sum to 1, "
+                          "but {}",
+                          p.name,
+                          negative != values.end()
+                              ? fmt::format("component {} is negative ({})",
+                                            negative - values.begin(), *negative)
+                              : fmt::format("it sums to {}", total)));
         return;
       }
     }
@@ -1051,9 +1104,10 @@ private:
     ir::Shape shape = sa.is_scalar() ? sb : sa;
     if (!sc.is_scalar() && !shape.is_scalar() && !(sc == shape)) {
       error(e.args[0]->range,
-            fmt::format("the condition must be real or {}, like the branches, but "
-                        "it is {}",
-                        shape.str(), sc.str()));
+            fmt::format("the condition is {}, but the branches are {}: a condition is real, or "
+                        "has the shape of the branches to choose between them component by "
+                        "component",
+                        sc.str(), shape.str()));
       return std::nullopt;
     }
     return emit_op(s, ir::Op::Select, sc.is_scalar() ? shape : sc, {*c, *a, *b}, e.range);
@@ -1156,7 +1210,7 @@ private:
       return emit_const(s, ir::Shape::scalar(), {std::numbers::pi}, e.range);
     if (e.name == "inf")
       return emit_const(s, ir::Shape::scalar(), {INFINITY}, e.range);
-    Symbol* sym = lookup(e.name);
+    Symbol* sym = lookup(e.name, e.range);
     if (!sym && e.name == "n" && model_.kind == ir::ModelKind::Plate) {
       error(e.range, "'n' only indexes the latent variables and observations of the plate, as in "
                      "z[n]; it is not a value");
@@ -1358,7 +1412,7 @@ private:
                                  n == 1 ? "1 was" : fmt::format("{} were", n)));
       return false;
     };
-    if (Symbol* sym = lookup(fn); sym && sym->kind == Symbol::Kind::Fn) {
+    if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Fn) {
       sym->used = true;
       return call_function(e, *sym, s);
     }
@@ -1384,9 +1438,11 @@ private:
         error(e.name_range, fmt::format("'{}' is a distribution, not a function; distributions "
                                         "appear only after '~'",
                                         fn));
-      else if (Symbol* sym = lookup(fn))
+      else if (report_hidden(e.name_range, fn)) {
+        // declared in a module this file does not import: said so
+      } else if (Symbol* sym = lookup(fn, e.name_range))
         error(e.name_range, fmt::format("'{}' is {}, not a function", fn, a_kind(sym->kind)));
-      else if (auto guess = closest_name(fn, function_names()))
+      else if (auto guess = closest_name(fn, function_names(e.name_range)))
         error(e.name_range, fmt::format("unknown function '{}'; did you mean '{}'?", fn, *guess));
       else
         error(e.name_range, fmt::format("unknown function '{}'", fn));
@@ -1432,10 +1488,11 @@ private:
     return emit(s, std::move(node), e.range);
   }
 
-  std::vector<std::string> function_names() const {
+  std::vector<std::string> function_names(Range from) const {
     std::vector<std::string> names = builtin_function_names();
     for (const ast::FnDecl& f : ast_.fns)
-      names.push_back(f.name.name);
+      if (visible(from, f.name.range))
+        names.push_back(f.name.name);
     return names;
   }
 
@@ -1485,8 +1542,13 @@ private:
   std::optional<ir::Shape> fn_type_shape(const ast::TypeSpec& t) {
     if (!t.bounds.empty() || t.kind == ast::TypeSpec::Kind::CovMatrix ||
         t.kind == ast::TypeSpec::Kind::Simplex) {
-      error(t.range, "the parameters and result of a function take plain types: real, int, "
-                     "vector[n] or matrix[r, c]");
+      std::string what = !t.bounds.empty()                          ? "bounds"
+                         : t.kind == ast::TypeSpec::Kind::CovMatrix ? "cov_matrix"
+                                                                    : "simplex";
+      error(t.range, fmt::format("the parameters and result of a function take plain types "
+                                 "(real, int, vector[n] or matrix[r, c]); {} {} only for the "
+                                 "declarations of variables",
+                                 what, what == "bounds" ? "are" : "is"));
       return std::nullopt;
     }
     return type_shape(t);
@@ -1504,8 +1566,13 @@ private:
     bool ok = true;
     for (const ast::LetDecl& let : f.lets) {
       if (s.locals.count(let.name.name)) {
+        bool param = std::any_of(f.params.begin(), f.params.end(), [&](const ast::FnParam& p) {
+          return p.name.name == let.name.name;
+        });
         error(let.name.range,
-              fmt::format("'{}' is already defined in function '{}'", let.name.name, f.name.name));
+              fmt::format("'{}' is already {} of function '{}': give this let "
+                          "another name",
+                          let.name.name, param ? "a parameter" : "a let", f.name.name));
         ok = false;
         continue;
       }
@@ -1745,6 +1812,7 @@ private:
   // dropping a dimension. An index outside the value gives NaN at run time.
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s) {
     std::optional<int> value = base;
+    const ir::Shape whole = shape_of(s, base);
     for (std::size_t k = 1; k < bracket.args.size() && value; ++k) {
       const Expr& ie = *bracket.args[k];
       const ir::Shape shape = shape_of(s, *value);
@@ -1753,9 +1821,12 @@ private:
         if (!i)
           return std::nullopt;
         if (*i < 0 || *i >= shape.dims[0]) {
-          error(ie.range, fmt::format("index {} is out of range for a value of shape {} (valid "
-                                      "indices are 0 to {})",
-                                      *i, shape.str(), shape.dims[0] - 1));
+          std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
+          std::string valid = shape.dims[0] == 0
+                                  ? "it has no elements"
+                                  : fmt::format("valid indices are 0 to {}", shape.dims[0] - 1);
+          error(ie.range, fmt::format("{} {} is out of range for {}, which is {} ({})", which, *i,
+                                      quote(*bracket.args[0]), whole.str(), valid));
           return std::nullopt;
         }
         ir::Node n;
@@ -1790,7 +1861,7 @@ private:
       base = base->args[0].get();
     }
     if (base->kind == EKind::Name) {
-      Symbol* sym = lookup(base->name);
+      Symbol* sym = lookup(base->name, base->range);
       if (sym && s.kind == ir::BlockKind::Plate &&
           (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
         sym->used = true;
@@ -2468,6 +2539,7 @@ private:
 
   const ast::Model& ast_;
   DiagnosticEngine& diags_;
+  const FileGraph& files_;
   ir::Model model_;
   std::map<std::string, Symbol> symbols_;
   std::vector<ConstValue> consts_;
@@ -2481,8 +2553,8 @@ private:
 } // namespace
 
 std::optional<ir::Model> lower(const ast::Model& model, const std::string& filename,
-                               DiagnosticEngine& diags) {
-  return Lowering(model, filename, diags).run();
+                               DiagnosticEngine& diags, const FileGraph& files) {
+  return Lowering(model, filename, diags, files).run();
 }
 
 } // namespace ssm::frontend

@@ -370,12 +370,19 @@ x3::rule<class dist_r, ast::DistCall> const dist = "distribution";
 x3::rule<class target_r, ast::ExprPtr> const target = "relation";
 x3::rule<class let_r, ast::LetDecl> const let = "let";
 x3::rule<class fn_param_r, ast::FnParam> const fn_param = "parameter";
+x3::rule<class fn_params_r, std::vector<ast::FnParam>> const fn_params = "parameters";
 x3::rule<class fn_body_r, ast::FnDecl> const fn_body = "function body";
 x3::rule<class statement_r> const statement = "statement";
 x3::rule<class end_of_model_r> const end_of_model = "end of model";
 x3::rule<class model_r> const model = "model";
 x3::rule<class kw_model_r> const kw_model = "'model'";
 x3::rule<class string_r, boost::iterator_range<It>> const string_literal = "string";
+// Keywords that an expectation (>) requires, named as their messages quote them.
+x3::rule<class else_r> const else_kw = "'else'";
+x3::rule<class return_r> const return_kw = "'return'";
+
+auto const else_kw_def = kw("else");
+auto const return_kw_def = kw("return");
 
 // The offset of the next token: a start position for actions.
 auto const pos_def = x3::raw[x3::eps][set_pos];
@@ -392,7 +399,7 @@ auto const number_def =
 auto const bracket = x3::lit('[') > expr_list > ']';
 
 auto const primary_def = number[assign] |
-                         (pos >> kw("if") > '(' > expr > ')' > expr > kw("else") > expr)[make_if] |
+                         (pos >> kw("if") > '(' > expr > ')' > expr > else_kw > expr)[make_if] |
                          (ident >> '(' >> -expr_list > ')')[make_call] | ident[make_name] |
                          (pos >> '(' > expr > ')')[make_paren] | (pos >> bracket)[make_list];
 
@@ -431,15 +438,17 @@ auto const plate_index = '[' > ident > ']';
 
 auto const let_def = (pos >> kw("let") > ident > '=' > expr > ';')[make_let];
 auto const fn_param_def = (ident > ':' > type)[make_fn_param];
-auto const fn_body_def = ('=' > expr > ';')[fn_expr_body] |
-                         ('{' > *let > kw("return") > expr > ';' > '}')[fn_block_body];
+// After a comma, a parameter must follow: 'f(x : real, )' is reported at the ')'.
+auto const fn_params_def = fn_param >> *(',' > fn_param);
+auto const fn_body_def =
+    ('=' > expr > ';')[fn_expr_body] | ('{' > *let > return_kw > expr > ';' > '}')[fn_block_body];
 
 auto const string_literal_def = x3::raw[x3::lexeme['"' > *(x3::char_ - x3::char_("\"\n")) > '"']];
 
 auto const statement_def =
     (pos >> kw("import") > string_literal > ';')[push_import] |
     (pos >> kw("const") > ident > '=' > expr > ';')[push_const] | let[push_let] |
-    (pos >> kw("fn") > ident > '(' > -(fn_param % ',') > ')' > "->" > type > fn_body)[push_fn] |
+    (pos >> kw("fn") > ident > '(' > -fn_params > ')' > "->" > type > fn_body)[push_fn] |
     (pos >> kw("functional") > ident > '=' > x3::matches[kw("sum_t")] > expr >
      ';')[push_functional] |
     (pos >> kw("data") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Data>{}] |
@@ -463,7 +472,7 @@ auto const model_def = x3::eps > kw_model > '{' > *statement > end_of_model > x3
 BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,
                     conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
                     bounds, int_range, dist, target, let, fn_param, fn_body, string_literal,
-                    statement, end_of_model, kw_model, model)
+                    statement, end_of_model, kw_model, model, else_kw, return_kw, fn_params)
 
 } // namespace
 

@@ -51,9 +51,9 @@ std::size_t token_end(std::string_view text, std::size_t pos) {
 
 bool is_keyword(std::string_view word) {
   static const std::set<std::string_view> keywords = {
-      "model", "const", "param",    "state",     "obs",        "data",
-      "input", "let",   "fn",       "return",    "functional", "sum_t",
-      "if",    "else",  "proposal", "lookahead", "latent",     "simulator"};
+      "model", "module", "import",   "const",     "param",  "state",      "obs",
+      "data",  "input",  "let",      "fn",        "return", "functional", "sum_t",
+      "if",    "else",   "proposal", "lookahead", "latent", "simulator"};
   return keywords.count(word) > 0;
 }
 
@@ -182,10 +182,16 @@ void report_syntax_error(std::string_view text, std::size_t begin, std::size_t w
     at_next("expected a parameter, as in 'x : real'");
   } else if (which == "eoi") {
     at_next("unexpected text after the end of the model");
+  } else if (which == "string") {
+    at_next("expected the module's name in quotes, as in 'import \"math\";'");
+  } else if (which == "relation") {
+    at_next("expected the state it is for, as in 'x[t]'");
   } else if (which == "'model'") {
-    at_next("expected 'model NAME { ... }' or 'simulator NAME { ... }'");
-  } else if (!which.empty() && which.front() == '\'' && prev_end != std::string_view::npos) {
-    std::string message = fmt::format("expected {}", which);
+    at_next("expected 'model NAME { ... }', 'simulator NAME { ... }' or 'module NAME { ... }'");
+  } else if (!which.empty() && (which.front() == '\'' || which.front() == '"') &&
+             prev_end != std::string_view::npos) {
+    // A punctuation character ('(') or string ("->"): quoted the same way.
+    std::string message = fmt::format("expected '{}'", which.substr(1, which.size() - 2));
     if (at_eof)
       message = "unexpected end of file: " + message;
     diags.error(diags.loc(prev_end, prev_end + 1), message);

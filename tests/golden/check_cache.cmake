@@ -51,3 +51,21 @@ foreach(run first_err err)
     message(FATAL_ERROR "expected the unused-parameter warning (${run}):\n${${run}}")
   endif()
 endforeach()
+
+# A module imported through another module is part of the key: editing it misses.
+file(WRITE ${cache}/m.ssm "model m {
+  import \"outer\";
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(step(x[t-1]), 1);
+  y[t] ~ normal(x[t], 1);
+}
+")
+file(WRITE ${cache}/outer.ssm "module outer {\n  import \"inner\";\n  fn step(x : real) -> real = inner_step(x);\n}\n")
+file(WRITE ${cache}/inner.ssm "module inner {\n  fn inner_step(x : real) -> real = 0.9 * x;\n}\n")
+build(imports FALSE)
+build(imports-again TRUE)
+file(WRITE ${cache}/inner.ssm "module inner {\n  fn inner_step(x : real) -> real = 0.8 * x;\n}\n")
+build(inner-edited FALSE)
+build(inner-edited-again TRUE)

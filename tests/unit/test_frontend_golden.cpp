@@ -1,6 +1,9 @@
 // Golden tests of the frontend's diagnostics: every tests/golden/diagnostics/NAME.ssm is compiled
 // and its rendered diagnostics must equal NAME.expected byte for byte. With SSM_UPDATE_GOLDEN=1 in
 // the environment the expected files are rewritten instead (review the diff before committing).
+// The modules the golden models import are in tests/golden/diagnostics/modules/ (import
+// "modules/NAME";); file names in messages are relative to tests/golden/diagnostics, and the
+// standard library's directory is written STDLIB.
 #include "frontend/Frontend.h"
 
 #include <catch2/catch.hpp>
@@ -72,15 +75,23 @@ TEST_CASE("frontend diagnostics match the golden files", "[frontend][golden]") {
   std::sort(models.begin(), models.end());
   REQUIRE(models.size() >= 40);
 
+  // The model is compiled under its full name, so that its imports are found next to it, and the
+  // directory is taken out of the messages.
+  std::string prefix = (dir.lexically_normal() / "").string();
+  std::string stdlib = (fs::path(SSM_STDLIB_DIR).lexically_normal() / "").string();
   for (const fs::path& model : models) {
     fs::path expected_path = fs::path(model).replace_extension(".expected");
     INFO("golden file " << model.filename().string());
     std::string expected;
 
     ssm::frontend::DiagnosticEngine diags;
-    auto result = ssm::frontend::compile_model(read_file(model), model.filename().string(), diags,
-                                               {SSM_STDLIB_DIR});
+    auto result = ssm::frontend::compile_model(read_file(model), prefix + model.filename().string(),
+                                               diags, {SSM_STDLIB_DIR});
     std::string actual = diags.str();
+    for (std::size_t at; (at = actual.find(prefix)) != std::string::npos;)
+      actual.erase(at, prefix.size());
+    for (std::size_t at; (at = actual.find(stdlib)) != std::string::npos;)
+      actual.replace(at, stdlib.size(), "STDLIB/");
     if (const char* update = std::getenv("SSM_UPDATE_GOLDEN"); update && std::string(update) == "1")
       std::ofstream(expected_path, std::ios::binary) << actual;
     else

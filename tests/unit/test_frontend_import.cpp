@@ -113,3 +113,117 @@ TEST_CASE("every standard library module can be imported", "[frontend][import][s
   }
   CHECK(modules >= 2);
 }
+
+TEST_CASE("modules import modules", "[frontend][import]") {
+  TempDir dir;
+  // m imports lib/outer, which imports inner: found next to lib/outer.ssm first, although the
+  // model's directory has an inner.ssm too. Both are visible to the model.
+  dir.write("lib/outer.ssm", "module outer {\n  import \"inner\";\n"
+                             "  fn twice(x : real) -> real = 2 * half(x) * unit;\n}\n");
+  dir.write("lib/inner.ssm", "module inner {\n  const unit = 1;\n"
+                             "  fn half(x : real) -> real = x / 2;\n}\n");
+  dir.write("inner.ssm", "module inner {\n  const wrong = 1;\n}\n");
+  const char* source = R"(model m {
+  import "lib/outer";
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(twice(x[t-1]), half(unit));
+  y[t] ~ normal(x[t], 1);
+}
+)";
+  std::string model = dir.write("m.ssm", source);
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> m = frontend::compile_model(source, model, diags);
+  INFO(diags.str());
+  REQUIRE(m.has_value());
+  CHECK(diags.diagnostics().empty());
+  CHECK(ir::verify(*m).empty());
+  std::vector<std::string> names;
+  for (const std::string& f : m->imported_files)
+    names.push_back(fs::relative(f, dir.path).string());
+  CHECK(names == std::vector<std::string>{"lib/outer.ssm", "lib/inner.ssm"});
+  // What the compile cache keys on: the modules imported through other modules too.
+  CHECK(frontend::imported_files(source, model, {}) == m->imported_files);
+  // twice(x[t-1]) = 2 * (x[t-1] / 2) * 1, inlined through both modules.
+  const ir::Block& tr = m->transition;
+  CHECK(tr.nodes.at(tr.relations[0].args[0]).op == ir::Op::Mul);
+  CHECK(tr.nodes.at(tr.relations[0].args[1]).op == ir::Op::Div); // half(unit)
+}
+
+TEST_CASE("a module imported twice is read once", "[frontend][import]") {
+  TempDir dir;
+  // A diamond: m imports left and right, which both import base (by different paths).
+  dir.write("base.ssm", "module base {\n  fn sq(x : real) -> real = x * x;\n}\n");
+  dir.write("lib/left.ssm", "module left {\n  import \"../base\";\n"
+                            "  fn l(x : real) -> real = sq(x) + 1;\n}\n");
+  dir.write("right.ssm", "module right {\n  import \"base\";\n"
+                         "  fn r(x : real) -> real = sq(x) - 1;\n}\n");
+  const char* source = R"(model m {
+  import "lib/left";
+  import "right";
+  import "base";
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(l(x[t-1]) + r(x[t-1]) + sq(1), 1);
+  y[t] ~ normal(x[t], 1);
+}
+)";
+  std::string model = dir.write("m.ssm", source);
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> m = frontend::compile_model(source, model, diags);
+  INFO(diags.str());
+  REQUIRE(m.has_value());
+  CHECK(diags.diagnostics().empty());
+  CHECK(m->imported_files.size() == 3);
+}
+
+TEST_CASE("a module sees only its own names and those it imports", "[frontend][import]") {
+  TempDir dir;
+  dir.write("a.ssm", "module a {\n  fn fa(x : real) -> real = x + 1;\n}\n");
+  dir.write("b.ssm", "module b {\n  fn fb(x : real) -> real = fa(x) * k;\n}\n");
+  const char* source = R"(model m {
+  import "a";
+  import "b";
+  const k = 2;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(fb(x[t-1]), 1);
+  y[t] ~ normal(x[t], 1);
+}
+)";
+  std::string model = dir.write("m.ssm", source);
+  frontend::DiagnosticEngine diags;
+  CHECK_FALSE(frontend::compile_model(source, model, diags).has_value());
+  std::string a = (dir.path / "a.ssm").lexically_normal().string();
+  std::string b = (dir.path / "b.ssm").lexically_normal().string();
+  CHECK(diags.str() ==
+        b + ":2:29: error: 'fa' is declared in " + a + ", which " + b +
+            " does not import: add 'import \"a\";' to it\n"
+            "  fn fb(x : real) -> real = fa(x) * k;\n"
+            "                            ^~\n" +
+            b + ":2:37: error: 'k' is declared by the model that imports this module (" + model +
+            "); a module can only use its own names and those of the modules it imports\n"
+            "  fn fb(x : real) -> real = fa(x) * k;\n"
+            "                                    ^\n");
+}
+
+TEST_CASE("modules that import each other in a circle are an error", "[frontend][import]") {
+  TempDir dir;
+  dir.write("a.ssm", "module a {\n  import \"b\";\n  const ka = 1;\n}\n");
+  dir.write("b.ssm", "module b {\n  import \"c\";\n  const kb = 1;\n}\n");
+  dir.write("c.ssm", "module c {\n  import \"a\";\n  const kc = 1;\n}\n");
+  std::string model = dir.write("m.ssm", kModel);
+  std::string source = "model m {\n  import \"a\";\n  state x : real;\n}\n";
+  frontend::DiagnosticEngine diags;
+  CHECK_FALSE(frontend::compile_model(source, model, diags).has_value());
+  std::string c = (dir.path / "c.ssm").lexically_normal().string();
+  CHECK(diags.str() == c + ":2:3: error: import cycle: a -> b -> c -> a (a module cannot import "
+                           "itself, directly or through other modules)\n"
+                           "  import \"a\";\n"
+                           "  ^~~~~~~~~~~\n");
+  // The files of the cycle are still what a build depends on, each once.
+  CHECK(frontend::imported_files(source, model, {}).size() == 3);
+}

@@ -3,7 +3,8 @@
 // emitted, the pass pipeline, ssmc's version and binary, the runtime libraries and kernel bitcode
 // it links (size and modification time), the host CPU and features the kernels are tuned for, the
 // C++ driver, the contents of the pass plugins loaded (--load-pass) and of the modules the model
-// imports. Rebuilding an unchanged model copies the cached file instead of compiling it.
+// imports (directly or through other modules). Rebuilding an unchanged model copies the cached
+// file instead of compiling it.
 //
 // The directory is $SSMC_CACHE_DIR, else $XDG_CACHE_HOME/ssmc, else ~/.cache/ssmc; SSMC_CACHE=0 or
 // `ssmc build --no-cache` turns it off.
