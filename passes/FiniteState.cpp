@@ -7,6 +7,7 @@
 #include "Passes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -108,11 +109,23 @@ std::string FiniteState::summary() const {
 std::string FiniteState::report() const {
   std::string out = summary() + "\n";
   for (const StateSupport& s : states) {
-    if (!s.finite)
+    if (ir::parse_lagged_state_name(s.name))
+      continue; // a hidden copy (augment-lags): described with its state
+    if (!s.finite) {
       out += fmt::format("  {}\n", s.reason);
-    else
-      out += fmt::format("  state {}: {} component{}, each in {}..{}\n", s.name, s.components,
-                         s.components == 1 ? "" : "s", s.lo, s.hi);
+      continue;
+    }
+    out += fmt::format("  state {}: {} component{}, each in {}..{}", s.name, s.components,
+                       s.components == 1 ? "" : "s", s.lo, s.hi);
+    // The past values the model reads beyond t-1, which the state carries as copies: they are
+    // part of the joint values counted above.
+    std::vector<std::string> copies;
+    for (const StateSupport& c : states)
+      if (auto lagged = ir::parse_lagged_state_name(c.name); lagged && lagged->first == s.name)
+        copies.push_back(fmt::format("{}[t-{}]", s.name, lagged->second));
+    if (!copies.empty())
+      out += fmt::format(", with {} carried as part of the state", fmt::join(copies, ", "));
+    out += "\n";
   }
   return out;
 }

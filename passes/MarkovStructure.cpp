@@ -92,6 +92,9 @@ public:
       for (const ir::Relation& rel : block->relations)
         if (rel.kind != ir::VarKind::State || !model.states[rel.var].hidden())
           result.relations.push_back(analyse(model, *block, rel));
+    for (const ir::VarDecl& s : model.states)
+      if (auto lagged = ir::parse_lagged_state_name(s.name))
+        result.carried.push_back(fmt::format("{}[t-{}]", lagged->first, lagged->second));
     result.states_independent = true;
     for (const RelationReads& r : result.relations)
       if (r.block == ir::BlockKind::Transition) {
@@ -111,6 +114,11 @@ std::string MarkovStructure::report() const {
   if (order > 1)
     out += "  (the state carries the values beyond t-1 in hidden copies: first-order for the "
            "kernels)\n";
+  else if (!carried.empty())
+    out += fmt::format("  (a functional reads values beyond t-1: the state carries {} in hidden "
+                       "copies, a transition without a density, so only the smoothers that do "
+                       "not evaluate it apply: genealogy, fixed-lag)\n",
+                       fmt::join(carried, ", "));
   out += "relations and the lags they read:\n";
   for (const RelationReads& r : relations) {
     std::vector<std::string> parts;

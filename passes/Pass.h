@@ -31,6 +31,9 @@ struct MarkovStructure {
   int order = 0;                   // the largest lag of a state read by a transition
   bool states_independent = false; // no transition reads a previous state
   std::vector<RelationReads> relations;
+  // The past values the state carries in hidden copies (augment-lags), "x[t-1]": those a
+  // transition reads beyond t-1, and those only a functional reads (then order is still 1).
+  std::vector<std::string> carried;
   std::string report() const; // human-readable
 };
 

@@ -474,7 +474,9 @@ std::string TransitionDensity::summary() const {
 std::string TransitionDensity::report() const {
   std::string out = summary() + "\n";
   for (const RelationDensity& r : relations) {
-    std::string line = fmt::format("  {} ~ {}: ", r.relation, r.dist);
+    std::string line =
+        fmt::format("  {} ~ {}{}: ", r.relation, r.dist,
+                    r.loc.line > 0 ? fmt::format(" at {}:{}", r.loc.line, r.loc.col) : "");
     if (r.kind == DensityKind::SampleOnly)
       line += fmt::format("sample only ({})", r.sample_only_reason);
     else if (!r.bound)
