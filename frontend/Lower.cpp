@@ -442,6 +442,8 @@ private:
       std::optional<ir::Dist> dist =
           check_dist(*v.prior, shapes, decl.shape, s.target, v.name.range);
       p.ok = dist && check_integer_target(decl, *dist, v.name.name, *v.prior);
+      if (p.ok)
+        check_argument_domain(*dist, *v.prior, *s.block, args);
       if (p.ok) {
         p.rel.dist = *dist;
         for (const auto& a : args)
@@ -873,6 +875,10 @@ private:
     std::optional<ir::Dist> dist = check_dist(d, shapes, shape, v.name.name, v.name.range);
     if (!dist)
       return;
+    std::vector<std::optional<std::vector<double>>> constants;
+    for (const auto& value : values)
+      constants.push_back(value ? std::optional(value->values) : std::nullopt);
+    check_argument_domain(*dist, d, constants);
     ir::Relation rel;
     rel.kind = ir::VarKind::Param;
     rel.var = param;
@@ -1516,6 +1522,12 @@ private:
               fmt::format("function '{}' has two parameters named '{}'", f.name.name, p.name.name));
         ok = false;
       }
+      if (p.name.name == "t" || p.name.name == "pi" || p.name.name == "inf") {
+        error(p.name.range,
+              fmt::format("'{}' is {} and cannot name a function parameter", p.name.name,
+                          p.name.name == "t" ? "the time index" : "a built-in constant"));
+        ok = false;
+      }
       std::optional<ir::Shape> shape = fn_type_shape(p.type);
       ok = ok && shape.has_value();
       sig.params.push_back(shape.value_or(ir::Shape::scalar()));
@@ -1565,6 +1577,13 @@ private:
       s.locals[f.params[k].name.name] = args[k];
     bool ok = true;
     for (const ast::LetDecl& let : f.lets) {
+      const std::string& n = let.name.name;
+      if (n == "t" || n == "pi" || n == "inf") {
+        error(let.name.range, fmt::format("'{}' is {} and cannot name a let", n,
+                                          n == "t" ? "the time index" : "a built-in constant"));
+        ok = false;
+        continue;
+      }
       if (s.locals.count(let.name.name)) {
         bool param = std::any_of(f.params.begin(), f.params.end(), [&](const ast::FnParam& p) {
           return p.name.name == let.name.name;
@@ -2161,6 +2180,8 @@ private:
     std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
     const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
     bool ok = dist.has_value() && check_integer_target(decl, *dist, name, r.dist);
+    if (ok)
+      check_argument_domain(*dist, r.dist, *s.block, args);
     if (ok && r.proposal && !decl.integer && ir::dist_info(*dist).discrete) {
       error(r.dist.name.range,
             fmt::format("'{}' is continuous, but {} is a discrete distribution; its proposal "
@@ -2188,6 +2209,126 @@ private:
     pending_[kind].push_back(std::move(p));
   }
 
+  // The value of a node of `block` when it reads nothing but constants.
+  static std::optional<std::vector<double>> constant_value(const ir::Block& block, int id) {
+    const std::vector<bool> reached = ir::reached_from(block, {id});
+    std::vector<std::vector<double>> values(id + 1);
+    for (int i = 0; i <= id; ++i) {
+      if (!reached[i])
+        continue;
+      const ir::Node& n = block.nodes[i];
+      if (n.op == ir::Op::Param || n.op == ir::Op::State || n.op == ir::Op::Obs ||
+          n.op == ir::Op::Time || n.op == ir::Op::Data || n.op == ir::Op::Input ||
+          n.op == ir::Op::Latent)
+        return std::nullopt;
+      std::vector<std::vector<double>> args;
+      std::vector<ir::Shape> shapes;
+      for (int a : n.args) {
+        args.push_back(values[a]);
+        shapes.push_back(block.nodes[a].shape);
+      }
+      values[i] = ir::evaluate(n, args, shapes);
+    }
+    return values[id];
+  }
+
+  // Constant arguments must lie in the distribution's parameter domain: a zero scale or a
+  // probability of 2 would only show at run time, as NaN densities and draws.
+  void check_argument_domain(ir::Dist dist, const ast::DistCall& call,
+                             const std::vector<std::optional<std::vector<double>>>& values) {
+    enum Rule { Any, Positive, NonNegative, Probability, Count, Weights };
+    std::vector<Rule> rules;
+    using D = ir::Dist;
+    switch (dist) {
+    case D::Normal:
+    case D::LogNormal:
+    case D::Laplace:
+    case D::Cauchy:
+    case D::TruncatedNormal:
+      rules = {Any, Positive};
+      break;
+    case D::StudentT:
+      rules = {Positive, Any, Positive};
+      break;
+    case D::HalfNormal:
+    case D::Exponential:
+    case D::Dirichlet:
+      rules = {Positive};
+      break;
+    case D::Gamma:
+    case D::Beta:
+    case D::InverseGamma:
+      rules = {Positive, Positive};
+      break;
+    case D::Poisson:
+      rules = {NonNegative};
+      break;
+    case D::Bernoulli:
+      rules = {Probability};
+      break;
+    case D::Categorical:
+      rules = {Weights};
+      break;
+    case D::Binomial:
+      rules = {Count, Probability};
+      break;
+    case D::NegativeBinomial:
+      rules = {NonNegative, Positive};
+      break;
+    case D::Multinomial:
+      rules = {Count, Weights};
+      break;
+    default:
+      break;
+    }
+    const ir::DistInfo& info = ir::dist_info(dist);
+    for (size_t k = 0; k < rules.size() && k < values.size(); ++k) {
+      if (!values[k] || rules[k] == Any)
+        continue;
+      const std::vector<double>& v = *values[k];
+      auto fail = [&](std::string_view must, size_t i) {
+        error(call.args[k]->range,
+              fmt::format("the argument '{}' of {} must be {}, but {} {}", info.arg_names[k],
+                          info.name, must,
+                          v.size() == 1 ? "it is" : fmt::format("its component {} is", i), v[i]));
+      };
+      double total = 0;
+      bool failed = false;
+      for (size_t i = 0; i < v.size() && !failed; ++i) {
+        const double x = v[i];
+        failed = true;
+        if (rules[k] == Positive && !(x > 0))
+          fail("positive", i);
+        else if ((rules[k] == NonNegative || rules[k] == Weights) && !(x >= 0))
+          fail(rules[k] == Weights ? "a vector of non-negative weights" : "at least 0", i);
+        else if (rules[k] == Probability && !(x >= 0 && x <= 1))
+          fail("a probability (between 0 and 1)", i);
+        else if (rules[k] == Count && !(x >= 0 && x == std::floor(x)))
+          fail("a whole number of trials (0, 1, 2, ...)", i);
+        else
+          failed = false;
+        total += x;
+      }
+      if (!failed && rules[k] == Weights && !(total > 0))
+        error(call.args[k]->range, fmt::format("the weights '{}' of {} must not all be 0",
+                                               info.arg_names[k], info.name));
+    }
+    // lo < hi for uniform(lo, hi) and truncated_normal(mu, sigma, lo, hi).
+    const size_t lo = dist == D::Uniform ? 0 : 2;
+    if ((dist == D::Uniform || dist == D::TruncatedNormal) && values.size() > lo + 1 &&
+        values[lo] && values[lo + 1] && values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
+        !((*values[lo])[0] < (*values[lo + 1])[0]))
+      error(call.range, fmt::format("the interval of {} is empty: lo = {} must be below hi = {}",
+                                    info.name, (*values[lo])[0], (*values[lo + 1])[0]));
+  }
+  void check_argument_domain(ir::Dist dist, const ast::DistCall& call, const ir::Block& block,
+                             const std::vector<std::optional<int>>& args) {
+    std::vector<std::optional<std::vector<double>>> values;
+    for (const std::optional<int>& a : args)
+      values.push_back(a ? constant_value(block, *a) : std::nullopt);
+    check_argument_domain(dist, call, values);
+  }
+
   // An integer variable needs a discrete distribution.
   bool check_integer_target(const ir::VarDecl& decl, ir::Dist dist, const std::string& name,
                             const ast::DistCall& call) {
@@ -2195,8 +2336,8 @@ private:
       return true;
     std::vector<std::string> discrete;
     for (const ir::DistInfo& info : ir::all_dists())
-      if (info.discrete)
-        discrete.emplace_back(info.name);
+      if (info.discrete && !(info.dist == ir::Dist::Multinomial && decl.shape.is_scalar()))
+        discrete.emplace_back(info.name); // multinomial draws a vector
     error(call.name.range, fmt::format("'{}' is an integer, but {} is a continuous "
                                        "distribution; use one of {}",
                                        name, ir::dist_info(dist).name, fmt::join(discrete, ", ")));
