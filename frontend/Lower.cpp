@@ -348,6 +348,13 @@ private:
         ok = false;
       };
       const bool latent = v.kind == VK::Latent;
+      if (v.kind == VK::Param && simulator && !v.prior)
+        // Likelihood-free inference learns a simulator's parameters from draws of their prior.
+        reject(v.name.range,
+               fmt::format("parameter '{0}' of simulator '{1}' needs a prior, as in 'param {0} ~ "
+                           "uniform(0, 1);', since likelihood-free inference draws the parameters "
+                           "from it; a fixed value is a constant: 'const {0} = ...;'",
+                           name, model_.name));
       if (v.kind == VK::State || v.kind == VK::Input) {
         if (plate || simulator) {
           no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));
