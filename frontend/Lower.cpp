@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numbers>
 #include <set>
@@ -164,9 +165,9 @@ public:
       define_fn(f);
     for (const ast::Relation& r : ast_.relations)
       add_relation(r);
-    for (const ast::VarDecl& v : ast_.vars)
-      if (!model_.is_state_space() && v.defines_relation())
-        add_static_relation(v);
+    if (!model_.is_state_space())
+      for (const ast::VarDecl* v : static_relation_order())
+        add_static_relation(*v);
     for (const ast::FunctionalDecl& f : ast_.functionals)
       add_functional(f);
     add_lookaheads();
@@ -401,6 +402,48 @@ private:
       if (!ok && sym)
         sym->valid = false;
     }
+  }
+
+  // The declarations with a relation of a plate model or simulator, in the order to lower them:
+  // source order, except that an untyped `obs x = e;`, which takes the shape of e, comes before
+  // the first declaration that reads it (directly or through lets).
+  std::vector<const ast::VarDecl*> static_relation_order() const {
+    std::map<std::string, const ast::VarDecl*> untyped;
+    for (const ast::VarDecl& v : ast_.vars)
+      if (v.kind == ast::VarDecl::Kind::Obs && v.default_value && !v.prior && !v.type)
+        untyped.emplace(v.name.name, &v);
+    std::map<std::string, const ast::LetDecl*> lets;
+    for (const ast::LetDecl& l : ast_.lets)
+      lets.emplace(l.name.name, &l);
+    std::vector<const ast::VarDecl*> order;
+    std::set<const ast::VarDecl*> placed;
+    std::set<std::string> lets_followed;
+    std::function<void(const ast::VarDecl&)> place;
+    std::function<void(const Expr&)> follow = [&](const Expr& e) {
+      if (e.kind == Expr::Kind::Name) {
+        if (auto u = untyped.find(e.name); u != untyped.end())
+          place(*u->second);
+        else if (auto l = lets.find(e.name); l != lets.end() && lets_followed.insert(e.name).second)
+          follow(*l->second->value);
+      }
+      for (const ast::ExprPtr& a : e.args)
+        if (a)
+          follow(*a);
+    };
+    place = [&](const ast::VarDecl& v) {
+      if (!placed.insert(&v).second)
+        return; // placed, or being placed: a cycle, which lowering reports
+      if (v.default_value)
+        follow(*v.default_value);
+      if (v.prior)
+        for (const ast::ExprPtr& a : v.prior->args)
+          follow(*a);
+      order.push_back(&v);
+    };
+    for (const ast::VarDecl& v : ast_.vars)
+      if (v.defines_relation())
+        place(v);
+    return order;
   }
 
   // `latent z[n] ~ D(...);`, `obs x[n] ~ D(...);` (plate), `latent a ~ D(...);`, `obs x ~ D(...);`

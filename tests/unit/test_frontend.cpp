@@ -482,3 +482,21 @@ TEST_CASE("a syntax error stops, semantic errors accumulate", "[frontend][diagno
   CHECK(one.find("expected ';'") != std::string::npos);
   CHECK(one.find("unknown name") == std::string::npos);
 }
+
+TEST_CASE("an untyped deterministic observation of a simulator has its value's shape, even when "
+          "a declaration before it reads it",
+          "[frontend]") {
+  ir::Model m = compile(R"(simulator s {
+  param theta : vector[2] ~ uniform(-1, 1);
+  let w = z[1] + 1;
+  obs y ~ normal(w, 1);
+  obs z = theta * 2;
+  obs v = [z[0], y];
+})");
+  REQUIRE(m.obs.size() == 3);
+  CHECK(m.obs[0].name == "y");
+  CHECK(m.obs[0].shape == ir::Shape::scalar());
+  CHECK(m.obs[1].name == "z");
+  CHECK(m.obs[1].shape == ir::Shape::vector(2));
+  CHECK(m.obs[2].shape == ir::Shape::vector(2));
+}
