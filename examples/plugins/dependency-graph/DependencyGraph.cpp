@@ -26,21 +26,14 @@ using namespace ssm;
 // A variable a relation reads: (op, var, lag); Op::Time for t. Ordered for a stable output.
 using Read = std::tuple<ir::Op, int, int>;
 
-// The leaves of the expression DAG that the relation's arguments reach. Operands always precede
-// their users (SSA order), so one backward sweep finds them all.
+// The leaves of the expression DAG that the relation's arguments reach (ir::reached_from).
 std::set<Read> reads_of(const ir::Block& block, const ir::Relation& rel) {
-  std::vector<bool> reached(block.nodes.size(), false);
-  for (int a : rel.args)
-    reached[a] = true;
+  const std::vector<bool> reached = ir::reached_from(block, rel.args);
   std::set<Read> reads;
-  for (int i = static_cast<int>(block.nodes.size()) - 1; i >= 0; --i) {
-    if (!reached[i])
-      continue;
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
     const ir::Node& node = block.nodes[i];
-    for (int a : node.args)
-      reached[a] = true;
-    if (node.op == ir::Op::Param || node.op == ir::Op::State || node.op == ir::Op::Obs ||
-        node.op == ir::Op::Time)
+    if (reached[i] && (node.op == ir::Op::Param || node.op == ir::Op::State ||
+                       node.op == ir::Op::Obs || node.op == ir::Op::Time))
       reads.insert({node.op, node.var, node.lag});
   }
   return reads;
