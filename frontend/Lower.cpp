@@ -753,9 +753,10 @@ private:
         error(v.type->range, "a parameter cannot be an integer: parameters are continuous (use a "
                              "constant, or data, for a fixed integer)");
         shape.reset();
-      } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param) {
-        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters; {} '{}' takes "
-                                         "the support of its distribution",
+      } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param &&
+                 v.kind != VK::Data) {
+        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters and data; {} "
+                                         "'{}' takes the support of its distribution",
                                          what, v.name.name));
         shape.reset();
       }
@@ -791,6 +792,9 @@ private:
       var->integer = tk == TK::Int;
       var->lower = lower;
       var->upper = upper;
+      var->constraint = tk == TK::CovMatrix ? ir::Constraint::CovMatrix
+                        : tk == TK::Simplex ? ir::Constraint::Simplex
+                                            : ir::Constraint::None;
       return;
     }
     ir::ParamDecl& p = model_.params[sym->index];

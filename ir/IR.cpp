@@ -233,6 +233,29 @@ std::string_view param_type_name(ParamType type) {
   return "?";
 }
 
+std::string type_str(const VarDecl& v) {
+  if (v.integer)
+    return v.bounded() ? fmt::format("int[{}..{}]", v.lower, v.upper) : "int";
+  if (v.constraint == Constraint::CovMatrix)
+    return fmt::format("cov_matrix[{}]", v.shape.dims.at(0));
+  if (v.constraint == Constraint::Simplex)
+    return fmt::format("simplex[{}]", v.shape.dims.at(0));
+  std::string type = v.shape.str();
+  if (v.bounded())
+    type += fmt::format("({}, {})", v.lower, v.upper);
+  return type;
+}
+
+std::string_view type_name(const VarDecl& v) {
+  if (v.integer)
+    return "int";
+  if (v.constraint == Constraint::CovMatrix)
+    return "cov_matrix";
+  if (v.constraint == Constraint::Simplex)
+    return "simplex";
+  return v.shape.rank() == 0 ? "real" : v.shape.rank() == 1 ? "vector" : "matrix";
+}
+
 Block& Model::block(BlockKind kind) {
   return const_cast<Block&>(static_cast<const Model*>(this)->block(kind));
 }

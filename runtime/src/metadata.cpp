@@ -156,6 +156,22 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
       var.integer = true;
       var.lower = get_integer_bound(*it, 0, ctx).value_or(-INFINITY);
       var.upper = get_integer_bound(*it, 1, ctx).value_or(INFINITY);
+    } else {
+      var.lower = get_bound(v, "lower", ctx).value_or(-INFINITY);
+      var.upper = get_bound(v, "upper", ctx).value_or(INFINITY);
+    }
+    if (auto it = v.find("type"); it != v.end()) {
+      if (!it->is_string())
+        bad(ctx + ": 'type' must be a string");
+      var.type = it->get<std::string>();
+      const bool known = var.type == "real" || var.type == "vector" || var.type == "matrix" ||
+                         var.type == "int" || var.type == "simplex" || var.type == "cov_matrix";
+      if (!known)
+        bad(fmt::format("{}: unknown type '{}'", ctx, var.type));
+      if (var.type == "cov_matrix" && (var.shape.size() != 2 || var.shape[0] != var.shape[1]))
+        bad(ctx + ": a cov_matrix must have a square shape");
+      if (var.type == "simplex" && var.shape.size() != 1)
+        bad(ctx + ": a simplex must be a vector");
     }
     vars.push_back(std::move(var));
   }
@@ -354,6 +370,12 @@ std::vector<std::string> obs_columns(const ModelInfo& info) {
 }
 
 std::string type_string(const ParamInfo& p) {
+  if (p.type == "int") {
+    if (!p.lower && !p.upper)
+      return "int";
+    return fmt::format("int[{}..{}]", p.lower ? fmt::format("{}", *p.lower) : "-inf",
+                       p.upper ? fmt::format("{}", *p.upper) : "inf");
+  }
   if (p.type == "cov_matrix" && !p.shape.empty())
     return fmt::format("cov_matrix[{}]", p.shape[0]);
   if (p.shape.empty())

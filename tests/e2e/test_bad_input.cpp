@@ -123,6 +123,81 @@ TEST_CASE("generated executable: bad data files", "[e2e][bad]") {
   }
 }
 
+namespace {
+
+// Data of every constrained type, all read by the model.
+const char* kTypedDataModel =
+    R"(// Test model for the e2e tests: data declared with constrained types.
+model typed_data {
+  data Sigma : cov_matrix[2];
+  data w : simplex[3];
+  data k : int[0..5];
+  data r : real(0, inf);
+  state x : vector[2];
+  obs   y : vector[2];
+  x[0] ~ mvnormal(zeros(2), Sigma);
+  x[t] ~ mvnormal(x[t-1] * (w[0] + 2 * w[1] + 3 * w[2]) / 3, Sigma);
+  y[t] ~ normal(x[t] + k, r + 0.1);
+}
+)";
+
+} // namespace
+
+TEST_CASE("generated executable: data values must fit their declared types", "[e2e][bad]") {
+  const std::string& exe = model_exe("typed_data", kTypedDataModel);
+  const std::string dir = fresh_dir("typed-data");
+  const nlohmann::json good = nlohmann::json::parse(
+      R"({"Sigma": [[1, 0.5], [0.5, 2]], "w": [0.2, 0.3, 0.5], "k": 2, "r": 0.5})");
+  const std::string good_file = dir + "/good.json";
+  write_file(good_file, good.dump());
+  const std::string sim = dir + "/sim.csv";
+  run_ok({exe, "simulate", "--T", "20", "--seed", "3", "--data-file", good_file, "--out", sim});
+  run_ok({exe, "filter", "--data", sim, "--data-file", good_file, "--particles", "200"});
+
+  // Each bad value stops simulate and filter before any output, naming the item, the file and
+  // what is wrong.
+  auto expect_bad = [&](const std::string& name, const nlohmann::json& value,
+                        const std::vector<std::string>& words) {
+    nlohmann::json bad = good;
+    bad[name] = value;
+    const std::string file = dir + "/bad-" + name + ".json";
+    write_file(file, bad.dump());
+    std::vector<std::string> all = words;
+    all.push_back(file);
+    const std::string out = dir + "/out-" + name + ".csv";
+    expect_exe_error({exe, "simulate", "--T", "5", "--data-file", file, "--out", out}, 1, all);
+    CHECK_FALSE(file_exists(out));
+    expect_exe_error({exe, "filter", "--data", sim, "--data-file", file}, 1, all);
+  };
+  SECTION("a cov_matrix that is not symmetric") {
+    expect_bad("Sigma", nlohmann::json::parse("[[1, 0.5], [0.3, 2]]"),
+               {"data 'Sigma' (cov_matrix[2]) in", "must be symmetric positive definite",
+                "Sigma[0,1] = 0.5 but Sigma[1,0] = 0.3"});
+  }
+  SECTION("a cov_matrix that is not positive definite") {
+    expect_bad("Sigma", nlohmann::json::parse("[[1, 2], [2, 1]]"),
+               {"data 'Sigma' (cov_matrix[2]) in", "Cholesky factorisation fails"});
+  }
+  SECTION("a simplex with a negative component") {
+    expect_bad("w", nlohmann::json::parse("[0.7, -0.2, 0.5]"),
+               {"data 'w' (simplex[3]) in", "must be on the simplex", "'w[1]' = -0.2 is negative"});
+  }
+  SECTION("a simplex that does not sum to 1") {
+    expect_bad("w", nlohmann::json::parse("[0.2, 0.3, 0.4]"),
+               {"data 'w' (simplex[3]) in", "its components sum to 0.9"});
+  }
+  SECTION("an int[lo..hi] that is not an integer") {
+    expect_bad("k", 2.5, {"data 'k' = 2.5 in", "is not an integer", "int[0..5]"});
+  }
+  SECTION("an int[lo..hi] outside its range") {
+    expect_bad("k", 6, {"data 'k' = 6 in", "is outside its declared range int[0..5]"});
+    expect_bad("k", -1, {"data 'k' = -1 in", "is outside its declared range int[0..5]"});
+  }
+  SECTION("a real(lo, hi) outside its bounds") {
+    expect_bad("r", -0.5, {"data 'r' = -0.5 in", "is outside [0, inf)", "its declared bounds"});
+  }
+}
+
 TEST_CASE("generated executable: parameters", "[e2e][bad]") {
   const std::string& exe = example_exe("lgssm1");
   const std::string& exe10 = example_exe("lgssm");

@@ -24,6 +24,9 @@ struct VarInfo {
   // an open side.
   bool integer = false;
   double lower = -INFINITY, upper = INFINITY;
+  // Data only: the declared type, real | vector | matrix | int | simplex | cov_matrix (empty in
+  // metadata that does not give it). A real(lo, hi) data item has lower and upper, not integer.
+  std::string type;
   // States only: a copy the compiler added to carry x[t-k], k >= 2 (named `x@lagK`); after the
   // model's own states, and never shown.
   bool hidden = false;
@@ -45,7 +48,7 @@ struct FunctionalInfo {
 
 struct ParamInfo {
   std::string name;
-  std::string type; // real | vector | matrix | cov_matrix
+  std::string type; // real | vector | matrix | cov_matrix | simplex (and int, for data)
   std::vector<int64_t> shape;
   int64_t offset = 0; // into theta
   int64_t size = 1;
