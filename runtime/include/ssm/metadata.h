@@ -104,6 +104,27 @@ std::vector<std::string> functional_columns(const ModelInfo& info);
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);
 
+// A component of a variable declared int[lo..hi] with a finite bound: the values drawn for it
+// (or read from data) must be integers in [lower, upper].
+struct IntegerRange {
+  int64_t component = 0; // into the state, observation or input vector
+  double lower = -INFINITY, upper = INFINITY;
+  std::string name; // its column: `z`, `k[1]`
+  std::string type; // `int[0..1]`
+};
+// The bounded integer components of `vars`, hidden copies (x@lagK) left out: they copy values
+// that were checked when drawn.
+std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars);
+// "simulate: at t=3 the model drew z = 4, outside its declared range int[0..1]; ...": `who`
+// names the method, `where` what drew it ("particle 17 of the proposal"; empty: the model).
+std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
+                                 int64_t t, const std::string& where = "");
+// The first of particles [begin, end) of `x` (structure of arrays, component c of particle n at
+// x[c * stride + n]) whose value of some range's component is outside it or NaN: {n, index into
+// ranges}, or {-1, -1} when none is.
+std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, const double* x,
+                                      int64_t begin, int64_t end, int64_t stride);
+
 } // namespace ssm
 
 #endif
