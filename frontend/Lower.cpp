@@ -854,9 +854,10 @@ private:
         error(v.type->range, "a parameter cannot be an integer: parameters are continuous (use a "
                              "constant, or data, for a fixed integer)");
         shape.reset();
-      } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param) {
-        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters; {} '{}' takes "
-                                         "the support of its distribution",
+      } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param &&
+                 v.kind != VK::Data) {
+        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters and data; {} "
+                                         "'{}' takes the support of its distribution",
                                          what, v.name.name));
         shape.reset();
       }
@@ -892,6 +893,9 @@ private:
       var->integer = tk == TK::Int;
       var->lower = lower;
       var->upper = upper;
+      var->constraint = tk == TK::CovMatrix ? ir::Constraint::CovMatrix
+                        : tk == TK::Simplex ? ir::Constraint::Simplex
+                                            : ir::Constraint::None;
       return;
     }
     ir::ParamDecl& p = model_.params[sym->index];
@@ -2239,6 +2243,14 @@ private:
                         name, ir::dist_info(*dist).name));
       ok = false;
     }
+    if (ok) {
+      ir::Relation rel;
+      rel.kind = s.target_kind;
+      rel.dist = *dist;
+      for (const auto& a : args)
+        rel.args.push_back(*a);
+      ok = check_integer_range(decl, *s.block, rel, r, target);
+    }
 
     PendingRelation p;
     p.ast = &r;
@@ -2392,6 +2404,49 @@ private:
                                        "distribution; use one of {}",
                                        name, ir::dist_info(dist).name, fmt::join(discrete, ", ")));
     return false;
+  }
+
+  // An int[lo..hi] target whose distribution can take values outside lo..hi: an error when no
+  // value of the distribution is inside, else a warning that says what happens to the others.
+  bool check_integer_range(const ir::VarDecl& decl, const ir::Block& block, const ir::Relation& rel,
+                           const ast::Relation& r, const std::string& target) {
+    if (!decl.integer || !decl.bounded())
+      return true;
+    std::optional<std::pair<double, double>> support = ir::discrete_support(block, rel);
+    if (!support)
+      return true;
+    auto [lo, hi] = *support;
+    if (lo >= decl.lower && hi <= decl.upper)
+      return true;
+    const std::string values = hi == INFINITY ? fmt::format("can take any value >= {}", lo)
+                               : lo == hi     ? fmt::format("takes the value {}", lo)
+                               : hi == lo + 1 ? fmt::format("takes the values {} and {}", lo, hi)
+                                              : fmt::format("takes the values {}..{}", lo, hi);
+    const std::string what = fmt::format("{}{} ~ {}(...) {}", r.proposal ? "proposal " : "", target,
+                                         ir::dist_info(rel.dist).name, values);
+    const std::string type = ir::type_str(decl);
+    if (hi < decl.lower || lo > decl.upper) {
+      error(r.range, fmt::format("{}, but '{}' is declared {}, which holds none of them", what,
+                                 decl.name, type));
+      return false;
+    }
+    const std::string range = fmt::format("{}..{}", decl.lower, decl.upper);
+    std::string consequence;
+    if (r.proposal)
+      consequence = fmt::format("the guided filter stops with an error when the proposal draws "
+                                "a value outside {}",
+                                range);
+    else if (rel.kind == ir::VarKind::Obs)
+      consequence =
+          fmt::format("simulate stops with an error when it draws a value outside {}", range);
+    else
+      consequence = fmt::format("simulate and the particle methods stop with an error when they "
+                                "draw a value outside {}, and the exact methods (forward-backward, "
+                                "Viterbi) when more than 1e-9 of the probability falls outside it",
+                                range);
+    diags_.warning(loc(r.range), fmt::format("{}, but '{}' is declared {}: {}", what, decl.name,
+                                             type, consequence));
+    return true;
   }
 
   // A model with a proposal for some states draws the others from their transitions: their

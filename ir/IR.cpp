@@ -102,6 +102,53 @@ const FunctionInfo* find_function(std::string_view name) {
   return nullptr;
 }
 
+std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel) {
+  auto constant = [&](size_t k) -> const Node* {
+    if (k >= rel.args.size() || rel.args[k] < 0 ||
+        rel.args[k] >= static_cast<int>(block.nodes.size()))
+      return nullptr;
+    const Node& n = block.nodes[rel.args[k]];
+    return n.op == Op::Const ? &n : nullptr;
+  };
+  switch (rel.dist) {
+  case Dist::Bernoulli:
+    return std::pair(0.0, 1.0);
+  case Dist::Poisson:
+  case Dist::NegativeBinomial:
+    return std::pair(0.0, static_cast<double>(INFINITY));
+  case Dist::Binomial: {
+    const Node* n = constant(0);
+    if (!n || !n->shape.is_scalar() || !(n->values[0] >= 0) || !std::isfinite(n->values[0]))
+      return std::nullopt;
+    return std::pair(0.0, std::floor(n->values[0]));
+  }
+  case Dist::Categorical: {
+    if (rel.args.empty() || rel.args[0] < 0 || rel.args[0] >= static_cast<int>(block.nodes.size()))
+      return std::nullopt;
+    const Node& w = block.nodes[rel.args[0]];
+    if (w.shape.rank() != 1 || w.shape.dims[0] < 1)
+      return std::nullopt;
+    // A weight known to be 0: a constant, or a constant element of a vector literal.
+    auto zero = [&](int k) {
+      if (w.op == Op::Const)
+        return w.values[k] == 0;
+      if (w.op != Op::Build || w.args[k] < 0 || w.args[k] >= static_cast<int>(block.nodes.size()))
+        return false;
+      const Node& e = block.nodes[w.args[k]];
+      return e.op == Op::Const && e.values.size() == 1 && e.values[0] == 0;
+    };
+    int lo = 0, hi = w.shape.dims[0] - 1;
+    while (lo < hi && zero(lo))
+      ++lo;
+    while (hi > lo && zero(hi))
+      --hi;
+    return std::pair(static_cast<double>(lo), static_cast<double>(hi));
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
 std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots) {
   std::vector<bool> reached(block.nodes.size(), false);
   for (int r : roots)
@@ -231,6 +278,29 @@ std::string_view param_type_name(ParamType type) {
     return "simplex";
   }
   return "?";
+}
+
+std::string type_str(const VarDecl& v) {
+  if (v.integer)
+    return v.bounded() ? fmt::format("int[{}..{}]", v.lower, v.upper) : "int";
+  if (v.constraint == Constraint::CovMatrix)
+    return fmt::format("cov_matrix[{}]", v.shape.dims.at(0));
+  if (v.constraint == Constraint::Simplex)
+    return fmt::format("simplex[{}]", v.shape.dims.at(0));
+  std::string type = v.shape.str();
+  if (v.bounded())
+    type += fmt::format("({}, {})", v.lower, v.upper);
+  return type;
+}
+
+std::string_view type_name(const VarDecl& v) {
+  if (v.integer)
+    return "int";
+  if (v.constraint == Constraint::CovMatrix)
+    return "cov_matrix";
+  if (v.constraint == Constraint::Simplex)
+    return "simplex";
+  return v.shape.rank() == 0 ? "real" : v.shape.rank() == 1 ? "vector" : "matrix";
 }
 
 Block& Model::block(BlockKind kind) {

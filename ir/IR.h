@@ -189,6 +189,13 @@ struct Block {
 // themselves: reached[i] for node i. SSA order makes this one backward pass.
 std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots);
 
+// The values a scalar discrete relation of `block` can give its target, [lower, upper], as far
+// as its constant arguments show: bernoulli 0..1; binomial 0..n when n is a constant;
+// categorical 0..K-1 over K weights (when the weights are constants, from the first positive
+// one to the last); poisson and negative_binomial 0..inf. nullopt for any other relation, and
+// for binomial with an n known only at run time.
+std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel);
+
 enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };
 std::string_view param_type_name(ParamType type);
 
@@ -202,8 +209,14 @@ struct ParamDecl {
   double upper = INFINITY;
 };
 
+// What a data item's value must be besides its shape: a simplex[n] is a vector[n] of non-negative
+// components that sum to 1, a cov_matrix[n] a symmetric positive-definite matrix[n, n].
+enum class Constraint { None, Simplex, CovMatrix };
+
 // A state, observation, data item or input. `integer` values are whole numbers in [lower, upper]
-// (int[lo..hi]); a finite range makes a discrete state's support finite.
+// (int[lo..hi]); a finite range makes a discrete state's support finite. A data item may also be
+// declared real(lo, hi) (a scalar in [lower, upper], not integer), simplex[n] or cov_matrix[n]
+// (`constraint`); the runtime checks its value against that type when it reads the data file.
 struct VarDecl {
   // A hidden state made by the augment-lags transform is named `x@lagK`: it holds x[t-K].
   std::string name;
@@ -212,9 +225,18 @@ struct VarDecl {
   bool integer = false;
   double lower = -INFINITY;
   double upper = INFINITY;
+  Constraint constraint = Constraint::None; // data only
+
+  bool bounded() const { return lower > -INFINITY || upper < INFINITY; }
 
   bool hidden() const { return name.find('@') != std::string::npos; }
 };
+
+// The declared type as the IR prints it: "real", "vector[3]", "int", "int[0..5]", "real(0, inf)",
+// "simplex[3]", "cov_matrix[2]".
+std::string type_str(const VarDecl& v);
+// The name of its kind of type: real, vector, matrix, int, simplex or cov_matrix.
+std::string_view type_name(const VarDecl& v);
 
 // The hidden state holding x[t-lag] (the augment-lags transform), and back.
 std::string lagged_state_name(const std::string& state, int lag);

@@ -121,12 +121,7 @@ std::string print(const Model& model) {
   // Latents and observations of a plate model have one value per item: `obs x[n] : real`.
   const bool per_item = model.kind == ModelKind::Plate;
   auto decl = [&](std::string_view what, const VarDecl& v, bool plate = false) {
-    std::string type = v.shape.str();
-    if (v.integer)
-      type = v.lower > -INFINITY || v.upper < INFINITY
-                 ? fmt::format("int[{}..{}]", v.lower, v.upper)
-                 : "int";
-    out += fmt::format("{} {}{} : {}\n", what, v.name, plate ? "[n]" : "", type);
+    out += fmt::format("{} {}{} : {}\n", what, v.name, plate ? "[n]" : "", type_str(v));
   };
   for (const VarDecl& s : model.states)
     decl("state", s);

@@ -61,25 +61,10 @@ public:
         auto [name, type, value] = declaration(line.substr(6));
         ParamDecl p;
         p.name = name;
-        // Bounds follow the type: real(lo, hi), vector[3](0, 1).
-        if (type.back() == ')') {
-          size_t open = type.rfind('(');
-          std::string_view bounds = type.substr(open + 1, type.size() - open - 2);
-          size_t comma = bounds.find(',');
-          if (open == std::string_view::npos || comma == std::string_view::npos)
-            fail(fmt::format("malformed bounds in '{}'", type));
-          p.lower = parse_double(bounds.substr(0, comma));
-          p.upper = parse_double(bounds.substr(comma + 1));
-          type = trim(type.substr(0, open));
-        }
-        if (starts_with(type, "cov_matrix[") || starts_with(type, "simplex[")) {
-          bool cov = type[0] == 'c';
-          size_t open = cov ? 11 : 8;
-          int n = parse_int(type.substr(open, type.size() - open - 1));
-          if (type.back() != ']')
-            fail(fmt::format("malformed type '{}'", type));
-          p.type = cov ? ParamType::CovMatrix : ParamType::Simplex;
-          p.shape = cov ? Shape::matrix(n, n) : Shape::vector(n);
+        type = strip_bounds(type, p.lower, p.upper);
+        if (auto [constraint, shape] = constrained(type); constraint != Constraint::None) {
+          p.type = constraint == Constraint::CovMatrix ? ParamType::CovMatrix : ParamType::Simplex;
+          p.shape = shape;
         } else {
           p.shape = parse_shape(type);
           p.type = p.shape.rank() == 0   ? ParamType::Real
@@ -181,10 +166,46 @@ private:
     return value;
   }
 
-  // A variable's type: a shape, or "int" / "int[lo..hi]".
+  // Bounds follow a type: real(lo, hi), vector[3](0, 1). Returns the type without them, and sets
+  // lower and upper when there are bounds.
+  std::string_view strip_bounds(std::string_view type, double& lower, double& upper) const {
+    if (type.empty() || type.back() != ')')
+      return type;
+    size_t open = type.rfind('(');
+    if (open == std::string_view::npos)
+      fail(fmt::format("malformed bounds in '{}'", type));
+    std::string_view bounds = type.substr(open + 1, type.size() - open - 2);
+    size_t comma = bounds.find(',');
+    if (comma == std::string_view::npos)
+      fail(fmt::format("malformed bounds in '{}'", type));
+    lower = parse_double(bounds.substr(0, comma));
+    upper = parse_double(bounds.substr(comma + 1));
+    return trim(type.substr(0, open));
+  }
+
+  // "cov_matrix[n]" or "simplex[n]" and its shape; Constraint::None for any other type.
+  std::pair<Constraint, Shape> constrained(std::string_view type) const {
+    if (!starts_with(type, "cov_matrix[") && !starts_with(type, "simplex["))
+      return {Constraint::None, Shape::scalar()};
+    bool cov = type[0] == 'c';
+    size_t open = cov ? 11 : 8;
+    if (type.back() != ']')
+      fail(fmt::format("malformed type '{}'", type));
+    int n = parse_int(type.substr(open, type.size() - open - 1));
+    return cov ? std::pair(Constraint::CovMatrix, Shape::matrix(n, n))
+               : std::pair(Constraint::Simplex, Shape::vector(n));
+  }
+
+  // A variable's type: a shape, "int" / "int[lo..hi]", or (data) "real(lo, hi)", "simplex[n]",
+  // "cov_matrix[n]".
   VarDecl var_decl(const std::string& name, std::string_view type) const {
     VarDecl v{name, Shape::scalar(), {}};
-    if (type == "int") {
+    if (!type.empty() && type.back() == ')') {
+      v.shape = parse_shape(strip_bounds(type, v.lower, v.upper));
+    } else if (auto [constraint, shape] = constrained(type); constraint != Constraint::None) {
+      v.constraint = constraint;
+      v.shape = shape;
+    } else if (type == "int") {
       v.integer = true;
     } else if (starts_with(type, "int[") && type.back() == ']') {
       std::string_view range = type.substr(4, type.size() - 5);

@@ -327,6 +327,32 @@ std::vector<std::string> verify(const Model& model) {
     if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
       errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,
                                    p.default_value->size(), p.shape.str()));
+  auto check_decls = [&](std::string_view what, const std::vector<VarDecl>& decls) {
+    for (const VarDecl& v : decls) {
+      const bool data = what == "data";
+      if (v.constraint != Constraint::None && !data)
+        errors.push_back(fmt::format("{} {}: only data can be {}", what, v.name, type_name(v)));
+      if (v.constraint == Constraint::CovMatrix &&
+          (v.shape.rank() != 2 || v.shape.dims[0] != v.shape.dims[1]))
+        errors.push_back(
+            fmt::format("{} {}: a cov_matrix of shape {}", what, v.name, v.shape.str()));
+      if (v.constraint == Constraint::Simplex && v.shape.rank() != 1)
+        errors.push_back(fmt::format("{} {}: a simplex of shape {}", what, v.name, v.shape.str()));
+      if (v.integer && (!v.shape.is_scalar() || v.constraint != Constraint::None))
+        errors.push_back(fmt::format("{} {}: an integer of shape {}", what, v.name, v.shape.str()));
+      if (v.bounded() && !v.integer && !(data && v.shape.is_scalar()))
+        errors.push_back(fmt::format("{} {}: bounds ({}, {}) on {}", what, v.name, v.lower, v.upper,
+                                     v.shape.str()));
+      if (!(v.lower <= v.upper))
+        errors.push_back(fmt::format("{} {}: lower bound {} above upper bound {}", what, v.name,
+                                     v.lower, v.upper));
+    }
+  };
+  check_decls("state", model.states);
+  check_decls("obs", model.obs);
+  check_decls("data", model.data);
+  check_decls("input", model.inputs);
+  check_decls("latent", model.latents);
   if (!model.is_state_space()) {
     // A plate model or a simulator: its own block samples every latent and observation, and the
     // blocks of time do not exist.

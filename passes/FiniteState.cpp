@@ -2,8 +2,11 @@
 // whole state has. Such a model admits exact filtering and smoothing by the forward-backward
 // algorithm, which the runtime can choose instead of particles.
 //
-// A state's support comes from the distributions of its relations today; when the language gets
-// integer types (`int[a..b]`), the declared type gives it and only state_support() changes.
+// A state declared int[lo..hi] takes the values lo..hi: the exact methods enumerate that range
+// (runtime/src/finite_state.cpp), so it is the support reported here. A relation that can take
+// values outside it gets a note (the frontend warns about it too): the runtime's exact methods
+// stop with an error when more than 1e-9 of the probability leaves the range, rather than
+// dropping it. Other states take the support of their relations' distributions.
 #include "Passes.h"
 
 #include <fmt/format.h>
@@ -36,11 +39,19 @@ StateSupport state_support(const ir::Model& model, int s, std::vector<StructureR
       // The support: the declared range of an int[lo..hi] state, else the distribution's (a
       // categorical over K weights takes 0..K-1).
       double lower = info.lower, upper = info.upper;
-      if (rel.dist == ir::Dist::Categorical)
+      std::optional<std::pair<double, double>> values = ir::discrete_support(*block, rel);
+      if (values)
+        std::tie(lower, upper) = *values;
+      else if (rel.dist == ir::Dist::Categorical)
         upper = block->nodes[rel.args[0]].shape.dims[0] - 1;
       if (decl.integer && std::isfinite(decl.lower) && std::isfinite(decl.upper)) {
-        lower = std::max(lower, decl.lower);
-        upper = std::min(upper, decl.upper);
+        if (values && (values->first < decl.lower || values->second > decl.upper) &&
+            support.leaves.empty())
+          support.leaves =
+              fmt::format("{}{} ~ {}{} can take values outside it", support.name,
+                          block == &model.initial ? "[0]" : "[t]", info.name, at(rel.loc));
+        lower = decl.lower;
+        upper = decl.upper;
       }
       std::string why;
       const bool copy_of_int = rel.dist == ir::Dist::Dirac && decl.integer; // lag augmentation
@@ -103,7 +114,10 @@ std::string FiniteState::summary() const {
         return fmt::format("finite state space: no: {}", s.reason);
     return "finite state space: no (the model has no state)";
   }
-  return fmt::format("finite state space: yes, {} joint values (forward-backward is exact)", size);
+  const bool leaves = std::any_of(states.begin(), states.end(),
+                                  [](const StateSupport& s) { return !s.leaves.empty(); });
+  return fmt::format("finite state space: yes, {} joint values (forward-backward is exact{})", size,
+                     leaves ? " while the states stay within their declared ranges" : "");
 }
 
 std::string FiniteState::report() const {
@@ -125,6 +139,10 @@ std::string FiniteState::report() const {
         copies.push_back(fmt::format("{}[t-{}]", s.name, lagged->second));
     if (!copies.empty())
       out += fmt::format(", with {} carried as part of the state", fmt::join(copies, ", "));
+    if (!s.leaves.empty())
+      out += fmt::format(" (declared; {}: the exact methods stop if more than 1e-9 of the "
+                         "probability does)",
+                         s.leaves);
     out += "\n";
   }
   return out;

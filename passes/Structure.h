@@ -67,6 +67,9 @@ struct StateSupport {
   double lo = 0, hi = 0; // the values of one component: the integers lo..hi, when finite
   std::string reason;    // when not finite: "state x is real-valued (normal at 12:3)"
   ir::SourceLoc loc;
+  // When finite by its declared int[lo..hi]: a relation that can take values outside the range,
+  // "z[t] ~ poisson at 7:3 can take values outside it"; empty when none can.
+  std::string leaves;
 };
 
 struct FiniteState {

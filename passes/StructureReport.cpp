@@ -217,7 +217,8 @@ json finite_state_json(const FiniteState& fs) {
                       {"finite", s.finite},
                       {"lo", s.finite ? json(s.lo) : json(nullptr)},
                       {"hi", s.finite ? json(s.hi) : json(nullptr)},
-                      {"reason", string_or_null(s.reason)}});
+                      {"reason", string_or_null(s.reason)},
+                      {"leaves", string_or_null(s.leaves)}});
   return {{"is_finite", fs.is_finite},
           {"size", fs.is_finite ? json(fs.size) : json(nullptr)},
           {"states", states},

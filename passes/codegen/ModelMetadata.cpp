@@ -20,16 +20,24 @@ json bound(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }
 
-// Offsets are into the state or observation vector, or (data, inputs) into the frame.
-json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Block* block) {
+// Offsets are into the state or observation vector, or (data, inputs) into the frame. Data items
+// carry their declared type, which the runtime checks their values against.
+json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Block* block,
+               bool data = false) {
   json out = json::array();
   for (size_t i = 0; i < decls.size(); ++i) {
     json v = {{"name", decls[i].name},
               {"shape", decls[i].shape.dims},
               {"offset", offset},
               {"size", decls[i].shape.size()}};
-    if (decls[i].integer)
+    if (data)
+      v["type"] = ir::type_name(decls[i]);
+    if (decls[i].integer) {
       v["integer"] = {bound(decls[i].lower), bound(decls[i].upper)};
+    } else if (decls[i].bounded()) { // real(lo, hi) data
+      v["lower"] = bound(decls[i].lower);
+      v["upper"] = bound(decls[i].upper);
+    }
     if (block && block->kind == ir::BlockKind::Observation) {
       bool joint = false;
       for (const ir::Relation& rel : block->relations)
@@ -115,7 +123,7 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                {"previous_obs_offset", model.previous_obs_offset(0)},
                {"state", variables(model.states, 0, nullptr)},
                {"obs", variables(model.obs, 0, &model.observation)},
-               {"data", variables(model.data, 0, nullptr)},
+               {"data", variables(model.data, 0, nullptr, true)},
                {"data_offset", model.data_offset(0)},
                {"inputs", variables(model.inputs, 0, nullptr)},
                {"input_offset", model.input_offset(0)},

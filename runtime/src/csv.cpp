@@ -252,6 +252,32 @@ std::vector<int64_t> find_columns(const ModelInfo& info, const std::string& sour
   return index;
 }
 
+// Per component of `vars`: the variable when it is integer-valued, else nullptr.
+std::vector<const VarInfo*> integer_components(const std::vector<VarInfo>& vars, int64_t n) {
+  std::vector<const VarInfo*> out(n, nullptr);
+  for (const VarInfo& v : vars)
+    if (v.integer)
+      for (int64_t i = 0; i < v.size; ++i)
+        out[v.offset + i] = &v;
+  return out;
+}
+
+// A value read for an int or int[lo..hi] observation or input must be an integer in its range.
+void check_integer_cell(const VarInfo* v, double value, const std::string& source, int64_t line,
+                        const std::string& column, const char* what) {
+  if (!v || std::isnan(value))
+    return;
+  const std::string type = v->lower == -INFINITY && v->upper == INFINITY
+                               ? std::string("int")
+                               : fmt::format("int[{}..{}]", v->lower, v->upper);
+  if (value != std::floor(value))
+    throw Error(fmt::format("{}:{}: column '{}': {} is not an integer, but {} '{}' is declared {}",
+                            source, line, column, value, what, v->name, type));
+  if (value < v->lower || value > v->upper)
+    throw Error(fmt::format("{}:{}: column '{}': {} is outside the declared range of {} '{}', {}",
+                            source, line, column, value, what, v->name, type));
+}
+
 // Reads the model's observation columns (when `observations`) and input columns from each of the
 // `rows` rows that next_row(fields, line) yields, straight into the dense arrays.
 template <class NextRow>
@@ -263,6 +289,8 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
   const std::vector<std::string> in_cols = input_columns(info);
   const std::vector<int64_t> index = find_columns(info, source, header, cols, "observation");
   const std::vector<int64_t> in_index = find_columns(info, source, header, in_cols, "input");
+  const std::vector<const VarInfo*> obs_int = integer_components(info.obs, info.n_obs),
+                                    in_int = integer_components(info.inputs, info.n_inputs);
   ObsData data;
   data.source = source;
   data.n_obs = observations ? info.n_obs : 0;
@@ -281,6 +309,7 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
     for (size_t k = 0; k < cols.size(); ++k) {
       double v = 0;
       parse_cell(fields[index[k]], v, source, line, cols[k]);
+      check_integer_cell(obs_int[k], v, source, line, cols[k], "observation");
       data.y.push_back(v);
     }
     for (const VarInfo& v : observations ? info.obs : std::vector<VarInfo>{}) {
@@ -301,6 +330,7 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
         throw Error(fmt::format("{}:{}: input column '{}' is empty: inputs are needed at every "
                                 "time step",
                                 source, line, in_cols[k]));
+      check_integer_cell(in_int[k], v, source, line, in_cols[k], "input");
       data.u.push_back(v);
     }
   }

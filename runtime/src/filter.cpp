@@ -106,6 +106,8 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   bx_.assign(nb_ * ns, 0.0);
   bvar_.assign(nb_ * ns, 0.0);
   mean_.assign(ns, 0.0);
+  ranges_ = integer_ranges(info.state);
+  outside_.assign(nb_, {-1, -1});
   res_.T = T;
   res_.particles = N_;
   res_.n_state = ns;
@@ -121,6 +123,21 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
 }
 
 ParticleFilter::~ParticleFilter() = default;
+
+void ParticleFilter::find_outside(int64_t block, const double* x, int64_t begin, int64_t end) {
+  if (ranges_.empty() || outside_[block].particle >= 0)
+    return;
+  const auto [n, r] = first_outside(ranges_, x, begin, end, stride_);
+  if (n >= 0)
+    outside_[block] = {n, r, x[ranges_[r].component * stride_ + n]};
+}
+
+void ParticleFilter::check_ranges(int64_t t, const char* drawn_by) const {
+  for (const Outside& o : outside_) // blocks in particle order: the first particle overall
+    if (o.particle >= 0)
+      throw Error(out_of_range_message("filter", ranges_[o.range], o.value, t,
+                                       fmt::format("{} of particle {}", drawn_by, o.particle)));
+}
 
 double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
   const int64_t N = N_, nb = nb_, stride = stride_, ns = info_.n_state;
@@ -158,6 +175,7 @@ double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
       for (int64_t k = 0; k < kLookaheadDraws; ++k) {
         model_.transition_sample(th, opt_.seed ^ (kLookaheadSeedKey + static_cast<uint64_t>(k)), t,
                                  begin, end, stride, prev, nullptr, pred);
+        find_outside(b, pred, begin, end);
         model_.obs_logpdf(th, t, begin, end, stride, pred, y, k == 0 ? loglam : one.data());
         if (k > 0) // log(exp(a) + exp(b)), then the mean at the end
           for (int64_t n = begin; n < end; ++n) {
@@ -168,6 +186,7 @@ double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
       for (int64_t n = begin; n < end; ++n)
         loglam[n] -= std::log(static_cast<double>(kLookaheadDraws));
     });
+    check_ranges(t, "the look-ahead draw from the transition");
   }
   // Floor the first-stage factors at 10^-3 of the largest among particles of positive weight, so
   // no particle is excluded because its prediction explains y_t badly (any positive factor keeps
@@ -245,6 +264,7 @@ bool ParticleFilter::step() {
       model.proposal_sample(th, seed, t, begin, end, stride, prev, ancestors, y, cur, logq);
     else
       model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
+    find_outside(b, cur, begin, end);
     model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
     if (guided) {
       model.transition_logpdf(th, t, begin, end, stride, prev, ancestors, cur, logf);
@@ -262,6 +282,7 @@ bool ParticleFilter::step() {
     }
     bmax_[b] = m;
   });
+  check_ranges(t, t == 0 ? "the initial draw" : guided ? "the proposal" : "the transition");
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t b = 0; b < nb; ++b)
     m = std::max(m, bmax_[b]);

@@ -142,7 +142,40 @@ struct ForwardPass {
   std::vector<double> alpha, increment;
 };
 
-ForwardPass run_forward(const Enumeration& e) {
+// The exact methods enumerate the declared ranges of the states; the probability the model gives
+// to values outside them would be lost. Past this much, they stop instead (a truncation of the
+// support that loses less, such as int[0..50] for a poisson(2) state, is exact to rounding).
+constexpr double kMaxProbabilityOutside = 1e-9;
+
+// "z: int[0..1], w: int[0..2]": the ranges the exact methods enumerate.
+std::string declared_ranges(const ModelInfo& info) {
+  std::vector<std::string> out;
+  for (const VarInfo& v : info.state)
+    if (!v.hidden)
+      out.push_back(fmt::format("{}: int[{}..{}]", v.name, v.lower, v.upper));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+// "z = 1, w = 0": the (visible) state k of the enumeration.
+std::string state_text(const ModelInfo& info, const StateSpace& s, int64_t k) {
+  const std::vector<std::string> cols = state_columns(info);
+  std::vector<std::string> out;
+  for (size_t c = 0; c < cols.size(); ++c)
+    out.push_back(fmt::format("{} = {}", cols[c], s.values[c * s.size + k]));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+[[noreturn]] void probability_outside(const ModelInfo& info, double outside,
+                                      const std::string& what) {
+  throw Error(fmt::format(
+      "the exact finite-state methods (forward filter, forward-backward, Viterbi) enumerate "
+      "the declared ranges of the states ({}), but {} gives probability {:.3g} "
+      "to values outside them; declare ranges that hold the whole support of "
+      "the distributions (or use distributions that stay within them)",
+      declared_ranges(info), what, outside));
+}
+
+ForwardPass run_forward(const Enumeration& e, const ModelInfo& info) {
   const int64_t K = e.K(), T = e.T();
   ForwardPass f;
   f.alpha.resize(T * K);
@@ -153,15 +186,30 @@ ForwardPass run_forward(const Enumeration& e) {
     if (t == 0) {
       e.initial(prior);
       prior_shift = exp_shifted(prior);
+      double inside = 0;
+      for (double p : prior)
+        inside += p;
+      inside *= std::exp(prior_shift);
+      if (1 - inside > kMaxProbabilityOutside)
+        probability_outside(info, 1 - inside, "the initial distribution");
     } else {
       e.transition(t, a);
       std::fill(prior.begin(), prior.end(), 0.0);
       const double* prev = &f.alpha[(t - 1) * K];
       for (int64_t i = 0; i < K; ++i)
-        if (prev[i] > 0)
+        if (prev[i] > 0) {
+          double inside = 0;
           for (int64_t j = 0; j < K; ++j)
-            if (a[i * K + j] > -INFINITY)
-              prior[j] += prev[i] * std::exp(a[i * K + j]);
+            if (a[i * K + j] > -INFINITY) {
+              const double p = std::exp(a[i * K + j]);
+              prior[j] += prev[i] * p;
+              inside += p;
+            }
+          if (1 - inside > kMaxProbabilityOutside)
+            probability_outside(
+                info, 1 - inside,
+                fmt::format("at t={} the transition from {}", t, state_text(info, e.space(), i)));
+        }
     }
     e.emission(t, emit);
     const double m = exp_shifted(emit);
@@ -204,7 +252,7 @@ FilterResult forward_filter(const ssm_model& model, const ModelInfo& info,
                             const std::vector<double>& fixed, const ObsData& data) {
   const auto start = std::chrono::steady_clock::now();
   const Enumeration e(model, info, fixed, data);
-  const ForwardPass f = run_forward(e);
+  const ForwardPass f = run_forward(e, info);
   FilterResult r;
   r.T = data.T;
   r.n_state = info.n_state;
@@ -223,7 +271,7 @@ SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& fixed, const ObsData& data) {
   const auto start = std::chrono::steady_clock::now();
   const Enumeration e(model, info, fixed, data);
-  const ForwardPass f = run_forward(e);
+  const ForwardPass f = run_forward(e, info);
   const auto forward_done = std::chrono::steady_clock::now();
   const int64_t K = e.K(), T = e.T(), ns = info.n_state;
   SmoothResult r = make_result(info, SmoothMethod::forward_backward, T, 0, true);
@@ -341,7 +389,7 @@ Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vecto
     if (t > 0)
       k = back[t * K + k];
   }
-  const ForwardPass f = run_forward(e);
+  const ForwardPass f = run_forward(e, info);
   for (double inc : f.increment)
     d.log_likelihood += inc;
   return d;

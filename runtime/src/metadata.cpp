@@ -156,6 +156,22 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
       var.integer = true;
       var.lower = get_integer_bound(*it, 0, ctx).value_or(-INFINITY);
       var.upper = get_integer_bound(*it, 1, ctx).value_or(INFINITY);
+    } else {
+      var.lower = get_bound(v, "lower", ctx).value_or(-INFINITY);
+      var.upper = get_bound(v, "upper", ctx).value_or(INFINITY);
+    }
+    if (auto it = v.find("type"); it != v.end()) {
+      if (!it->is_string())
+        bad(ctx + ": 'type' must be a string");
+      var.type = it->get<std::string>();
+      const bool known = var.type == "real" || var.type == "vector" || var.type == "matrix" ||
+                         var.type == "int" || var.type == "simplex" || var.type == "cov_matrix";
+      if (!known)
+        bad(fmt::format("{}: unknown type '{}'", ctx, var.type));
+      if (var.type == "cov_matrix" && (var.shape.size() != 2 || var.shape[0] != var.shape[1]))
+        bad(ctx + ": a cov_matrix must have a square shape");
+      if (var.type == "simplex" && var.shape.size() != 1)
+        bad(ctx + ": a simplex must be a vector");
     }
     vars.push_back(std::move(var));
   }
@@ -353,7 +369,51 @@ std::vector<std::string> obs_columns(const ModelInfo& info) {
   return columns_of(info.obs, info.n_obs);
 }
 
+std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars) {
+  std::vector<IntegerRange> out;
+  for (const VarInfo& v : vars) {
+    if (!v.integer || v.hidden || (v.lower == -INFINITY && v.upper == INFINITY))
+      continue;
+    const std::vector<std::string> names = column_names(v.name, v.shape);
+    for (int64_t i = 0; i < v.size; ++i)
+      out.push_back(
+          {v.offset + i, v.lower, v.upper, names[i], fmt::format("int[{}..{}]", v.lower, v.upper)});
+  }
+  return out;
+}
+
+std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, const double* x,
+                                      int64_t begin, int64_t end, int64_t stride) {
+  std::pair<int64_t, int> first{-1, -1};
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const double* xc = x + ranges[r].component * stride;
+    const double lo = ranges[r].lower, hi = ranges[r].upper;
+    const int64_t stop = first.first < 0 ? end : first.first;
+    for (int64_t n = begin; n < stop; ++n)
+      if (!(xc[n] >= lo && xc[n] <= hi)) {
+        first = {n, static_cast<int>(r)};
+        break;
+      }
+  }
+  return first;
+}
+
+std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
+                                 int64_t t, const std::string& where) {
+  return fmt::format("{}: at t={} {}drew {} = {}, outside its declared range {}; declare the "
+                     "whole support of its distribution (as in int[0..inf]) or use a "
+                     "distribution that stays within the range",
+                     who, t, where.empty() ? "the model " : where + " ", range.name, value,
+                     range.type);
+}
+
 std::string type_string(const ParamInfo& p) {
+  if (p.type == "int") {
+    if (!p.lower && !p.upper)
+      return "int";
+    return fmt::format("int[{}..{}]", p.lower ? fmt::format("{}", *p.lower) : "-inf",
+                       p.upper ? fmt::format("{}", *p.upper) : "inf");
+  }
   if (p.type == "cov_matrix" && !p.shape.empty())
     return fmt::format("cov_matrix[{}]", p.shape[0]);
   if (p.shape.empty())

@@ -237,41 +237,62 @@ std::vector<double> read_data_values(const ModelInfo& info, const std::string& p
     auto it = file.find(d.name);
     if (it == file.end())
       throw Error(fmt::format("{}: data '{}' has no value", path, d.name));
+    // The item as a parameter of its declared type, so that the parameters' checks apply.
     ParamInfo as_value;
     as_value.name = d.name;
-    as_value.type = d.shape.empty() ? "real" : d.shape.size() == 1 ? "vector" : "matrix";
+    as_value.type = !d.type.empty()       ? d.type
+                    : d.integer           ? "int"
+                    : d.shape.empty()     ? "real"
+                    : d.shape.size() == 1 ? "vector"
+                                          : "matrix";
     as_value.shape = d.shape;
     as_value.size = d.size;
+    if (d.lower > -INFINITY)
+      as_value.lower = d.lower;
+    if (d.upper < INFINITY)
+      as_value.upper = d.upper;
     std::vector<double> v = flatten_param(as_value, *it, path, "data");
+    check_value(as_value, v, "data", path);
     std::copy(v.begin(), v.end(), values.begin() + d.offset);
   }
   return values;
 }
 
-void check_param_value(const ParamInfo& p, const std::vector<double>& value) {
+void check_value(const ParamInfo& p, const std::vector<double>& value, const std::string& kind,
+                 const std::string& where) {
+  const std::string in = where.empty() ? "" : " in " + where;
+  const bool integer = p.type == "int";
   for (size_t k = 0; k < value.size(); ++k) {
     double v = value[k];
     if (!std::isfinite(v))
-      throw Error(fmt::format("parameter '{}' = {}: values must be finite", element_name(p, k), v));
-    if ((p.lower && v < *p.lower) || (p.upper && v > *p.upper))
-      throw Error(fmt::format("parameter '{}' = {} is outside {}, {}, {}", element_name(p, k), v,
-                              bound_text(p.lower, true), bound_text(p.upper, false),
+      throw Error(
+          fmt::format("{} '{}' = {}{}: values must be finite", kind, element_name(p, k), v, in));
+    if (integer && v != std::floor(v))
+      throw Error(fmt::format("{} '{}' = {}{} is not an integer, but '{}' is declared {}", kind,
+                              element_name(p, k), v, in, p.name, type_string(p)));
+    if ((p.lower && v < *p.lower) || (p.upper && v > *p.upper)) {
+      if (integer)
+        throw Error(fmt::format("{} '{}' = {}{} is outside its declared range {}", kind,
+                                element_name(p, k), v, in, type_string(p)));
+      throw Error(fmt::format("{} '{}' = {}{} is outside {}, {}, {}", kind, element_name(p, k), v,
+                              in, bound_text(p.lower, true), bound_text(p.upper, false),
                               p.prior.empty() ? std::string("its declared bounds")
                                               : "the support of its prior " + p.prior));
+    }
   }
   if (p.type == "simplex") {
     double total = 0;
     for (size_t k = 0; k < value.size(); ++k) {
       if (value[k] < 0)
-        throw Error(fmt::format("parameter '{}' ({}) must be on the simplex, but '{}' = {} is "
+        throw Error(fmt::format("{} '{}' ({}){} must be on the simplex, but '{}' = {} is "
                                 "negative",
-                                p.name, type_string(p), element_name(p, k), value[k]));
+                                kind, p.name, type_string(p), in, element_name(p, k), value[k]));
       total += value[k];
     }
     if (std::abs(total - 1) > 1e-9)
-      throw Error(fmt::format("parameter '{}' ({}) must be on the simplex, but its components "
+      throw Error(fmt::format("{} '{}' ({}){} must be on the simplex, but its components "
                               "sum to {}",
-                              p.name, type_string(p), total));
+                              kind, p.name, type_string(p), in, total));
   }
   if (p.type == "cov_matrix") {
     const int64_t n = p.shape[0];
@@ -281,16 +302,20 @@ void check_param_value(const ParamInfo& p, const std::vector<double>& value) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = i + 1; j < n; ++j)
         if (std::abs(m(i, j) - m(j, i)) > 1e-12 * scale)
-          throw Error(fmt::format("parameter '{}' ({}) must be symmetric positive definite: "
+          throw Error(fmt::format("{} '{}' ({}){} must be symmetric positive definite: "
                                   "{}[{},{}] = {} but {}[{},{}] = {}",
-                                  p.name, type_string(p), p.name, i, j, m(i, j), p.name, j, i,
-                                  m(j, i)));
+                                  kind, p.name, type_string(p), in, p.name, i, j, m(i, j), p.name,
+                                  j, i, m(j, i)));
     Eigen::LLT<Eigen::MatrixXd> llt(m);
     if (llt.info() != Eigen::Success)
-      throw Error(fmt::format("parameter '{}' ({}) must be symmetric positive definite: the "
+      throw Error(fmt::format("{} '{}' ({}){} must be symmetric positive definite: the "
                               "Cholesky factorisation fails (an eigenvalue is <= 0)",
-                              p.name, type_string(p)));
+                              kind, p.name, type_string(p), in));
   }
+}
+
+void check_param_value(const ParamInfo& p, const std::vector<double>& value) {
+  check_value(p, value, "parameter", "");
 }
 
 ParamValues resolve_params_json(const ModelInfo& info, const json* file,

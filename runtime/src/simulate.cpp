@@ -25,6 +25,14 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
   sim.n_obs = info.n_obs;
   sim.x.assign(T * info.n_state, 0.0);
   sim.y.assign(T * info.n_obs, 0.0);
+  // Values of int[lo..hi] states and observations outside their range stop the run.
+  const std::vector<IntegerRange> state_ranges = integer_ranges(info.state),
+                                  obs_ranges = integer_ranges(info.obs);
+  auto check = [&](const std::vector<IntegerRange>& ranges, const double* v, int64_t t) {
+    const int r = first_outside(ranges, v, 0, 1, 1).second;
+    if (r >= 0)
+      throw Error(out_of_range_message("simulate", ranges[r], v[ranges[r].component], t));
+  };
   // A batch of one particle (index 0): stride 1, so state t is a contiguous slice of sim.x.
   for (int64_t t = 0; t < T; ++t) {
     double* x = sim.x.data() + t * info.n_state;
@@ -35,7 +43,9 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
       model.init_sample(th, seed, 0, 1, 1, x);
     else
       model.transition_sample(th, seed, t, 0, 1, 1, x - info.n_state, nullptr, x);
+    check(state_ranges, x, t);
     model.obs_sample(th, seed, t, 0, 1, 1, x, y);
+    check(obs_ranges, y, t);
   }
   return sim;
 }

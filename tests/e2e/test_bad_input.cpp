@@ -123,6 +123,205 @@ TEST_CASE("generated executable: bad data files", "[e2e][bad]") {
   }
 }
 
+namespace {
+
+// Data of every constrained type, all read by the model.
+const char* kTypedDataModel =
+    R"(// Test model for the e2e tests: data declared with constrained types.
+model typed_data {
+  data Sigma : cov_matrix[2];
+  data w : simplex[3];
+  data k : int[0..5];
+  data r : real(0, inf);
+  state x : vector[2];
+  obs   y : vector[2];
+  x[0] ~ mvnormal(zeros(2), Sigma);
+  x[t] ~ mvnormal(x[t-1] * (w[0] + 2 * w[1] + 3 * w[2]) / 3, Sigma);
+  y[t] ~ normal(x[t] + k, r + 0.1);
+}
+)";
+
+} // namespace
+
+TEST_CASE("generated executable: data values must fit their declared types", "[e2e][bad]") {
+  const std::string& exe = model_exe("typed_data", kTypedDataModel);
+  const std::string dir = fresh_dir("typed-data");
+  const nlohmann::json good = nlohmann::json::parse(
+      R"({"Sigma": [[1, 0.5], [0.5, 2]], "w": [0.2, 0.3, 0.5], "k": 2, "r": 0.5})");
+  const std::string good_file = dir + "/good.json";
+  write_file(good_file, good.dump());
+  const std::string sim = dir + "/sim.csv";
+  run_ok({exe, "simulate", "--T", "20", "--seed", "3", "--data-file", good_file, "--out", sim});
+  run_ok({exe, "filter", "--data", sim, "--data-file", good_file, "--particles", "200"});
+
+  // Each bad value stops simulate and filter before any output, naming the item, the file and
+  // what is wrong.
+  auto expect_bad = [&](const std::string& name, const nlohmann::json& value,
+                        const std::vector<std::string>& words) {
+    nlohmann::json bad = good;
+    bad[name] = value;
+    const std::string file = dir + "/bad-" + name + ".json";
+    write_file(file, bad.dump());
+    std::vector<std::string> all = words;
+    all.push_back(file);
+    const std::string out = dir + "/out-" + name + ".csv";
+    expect_exe_error({exe, "simulate", "--T", "5", "--data-file", file, "--out", out}, 1, all);
+    CHECK_FALSE(file_exists(out));
+    expect_exe_error({exe, "filter", "--data", sim, "--data-file", file}, 1, all);
+  };
+  SECTION("a cov_matrix that is not symmetric") {
+    expect_bad("Sigma", nlohmann::json::parse("[[1, 0.5], [0.3, 2]]"),
+               {"data 'Sigma' (cov_matrix[2]) in", "must be symmetric positive definite",
+                "Sigma[0,1] = 0.5 but Sigma[1,0] = 0.3"});
+  }
+  SECTION("a cov_matrix that is not positive definite") {
+    expect_bad("Sigma", nlohmann::json::parse("[[1, 2], [2, 1]]"),
+               {"data 'Sigma' (cov_matrix[2]) in", "Cholesky factorisation fails"});
+  }
+  SECTION("a simplex with a negative component") {
+    expect_bad("w", nlohmann::json::parse("[0.7, -0.2, 0.5]"),
+               {"data 'w' (simplex[3]) in", "must be on the simplex", "'w[1]' = -0.2 is negative"});
+  }
+  SECTION("a simplex that does not sum to 1") {
+    expect_bad("w", nlohmann::json::parse("[0.2, 0.3, 0.4]"),
+               {"data 'w' (simplex[3]) in", "its components sum to 0.9"});
+  }
+  SECTION("an int[lo..hi] that is not an integer") {
+    expect_bad("k", 2.5, {"data 'k' = 2.5 in", "is not an integer", "int[0..5]"});
+  }
+  SECTION("an int[lo..hi] outside its range") {
+    expect_bad("k", 6, {"data 'k' = 6 in", "is outside its declared range int[0..5]"});
+    expect_bad("k", -1, {"data 'k' = -1 in", "is outside its declared range int[0..5]"});
+  }
+  SECTION("a real(lo, hi) outside its bounds") {
+    expect_bad("r", -0.5, {"data 'r' = -0.5 in", "is outside [0, inf)", "its declared bounds"});
+  }
+}
+
+namespace {
+
+// A state declared int[0..1] whose transition, poisson(2), puts probability 0.594 outside the
+// range (the compiler warns), and a count observation declared int[0..5].
+const char* kLeakyRangeModel = R"(// Test model for the e2e tests: a poisson state in int[0..1].
+model leaky_range {
+  state z : int[0..1];
+  obs   k : int[0..5];
+  z[0] ~ bernoulli(0.5);
+  z[t] ~ poisson(2);
+  k[t] ~ poisson(1 + z[t]);
+}
+)";
+
+// A categorical over 3 weights takes 0..2, but the state is declared int[1..3].
+const char* kShiftedCategoricalModel =
+    R"(// Test model for the e2e tests: a categorical state declared int[1..3].
+model shifted_categorical {
+  state c : int[1..3];
+  obs   y : real;
+  c[0] ~ categorical([0.2, 0.3, 0.5]);
+  c[t] ~ categorical([0.2, 0.3, 0.5]);
+  y[t] ~ normal(c[t], 1);
+}
+)";
+
+// A count observation of a state that stays in its range: only the observation can leave it.
+const char* kCountObsModel = R"(// Test model for the e2e tests: a poisson observation in int[0..5].
+model count_obs {
+  param P : matrix[2, 2] = [[0.9, 0.1], [0.2, 0.8]];
+  state z : int[0..1];
+  obs   k : int[0..5];
+  z[0] ~ bernoulli(0.5);
+  z[t] ~ categorical(P[z[t-1]]);
+  k[t] ~ poisson(1 + 4 * z[t]);
+}
+)";
+
+// int[0..40] for a poisson(2) state: the probability beyond 40 is below 1e-9, so the exact
+// methods accept the truncation.
+const char* kTruncatedPoissonModel =
+    R"(// Test model for the e2e tests: a poisson state truncated far in its tail.
+model truncated_poisson {
+  state z : int[0..40];
+  obs   y : real;
+  z[0] ~ poisson(2);
+  z[t] ~ poisson(2);
+  y[t] ~ normal(z[t], 1);
+}
+)";
+
+} // namespace
+
+TEST_CASE("int[lo..hi]: values drawn or read outside the declared range stop the run",
+          "[e2e][bad]") {
+  const std::string dir = fresh_dir("int-range");
+  const std::string data = dir + "/k.csv";
+  write_file(data, "t,k\n0,1\n1,0\n2,3\n3,2\n4,1\n");
+
+  SECTION("simulate names the variable, the value, the range and the time step") {
+    const std::string& exe = model_exe("leaky_range", kLeakyRangeModel);
+    const std::string out = dir + "/sim.csv";
+    expect_exe_error(
+        {exe, "simulate", "--T", "20", "--seed", "1", "--out", out}, 1,
+        {"simulate: at t=", "the model drew z = ", "outside its declared range int[0..1]"});
+    CHECK_FALSE(file_exists(out));
+    const std::string& shifted = model_exe("shifted_categorical", kShiftedCategoricalModel);
+    expect_exe_error({shifted, "simulate", "--T", "20", "--seed", "1"}, 1,
+                     {"simulate: at t=", "drew c = 0, outside its declared range int[1..3]"});
+  }
+  SECTION("a particle filter names the particle") {
+    const std::string& exe = model_exe("leaky_range", kLeakyRangeModel);
+    for (const std::string method : {"bootstrap", "apf"})
+      expect_exe_error(
+          {exe, "filter", "--data", data, "--method", method}, 1,
+          {"filter: at t=1 ", "of particle ", "drew z = ", "outside its declared range int[0..1]"});
+    expect_exe_error({exe, "smooth", "--data", data, "--method", "ffbsm", "--particles", "50"}, 1,
+                     {"filter: at t=1 the transition of particle ", "int[0..1]"});
+  }
+  SECTION("exact methods refuse to drop the probability outside the range") {
+    const std::string& exe = model_exe("leaky_range", kLeakyRangeModel);
+    const std::vector<std::string> words = {
+        "exact finite-state methods", "(z: int[0..1])",
+        "at t=1 the transition from z = 0 gives probability 0.594 to values outside them"};
+    expect_exe_error({exe, "filter", "--data", data}, 1, words); // auto: forward
+    expect_exe_error({exe, "filter", "--data", data, "--method", "forward"}, 1, words);
+    expect_exe_error({exe, "smooth", "--data", data, "--method", "forward-backward"}, 1, words);
+    expect_exe_error({exe, "decode", "--data", data}, 1, words);
+    const std::string& shifted = model_exe("shifted_categorical", kShiftedCategoricalModel);
+    const std::string y = dir + "/y.csv";
+    write_file(y, "t,y\n0,1.5\n1,2\n");
+    expect_exe_error({shifted, "filter", "--data", y}, 1,
+                     {"(c: int[1..3])", "the initial distribution gives probability 0.2 to "
+                                        "values outside them"});
+  }
+  SECTION("a truncation that loses less than 1e-9 is exact") {
+    const std::string& exe = model_exe("truncated_poisson", kTruncatedPoissonModel);
+    const std::string y = dir + "/y40.csv";
+    write_file(y, "t,y\n0,1.5\n1,2\n2,0.3\n");
+    const auto summary = nlohmann::json::parse(run_ok({exe, "filter", "--data", y, "--json"}).out);
+    CHECK(summary.at("method") == "forward");
+  }
+  SECTION("an observation drawn outside its range stops simulate") {
+    const std::string& exe = model_exe("count_obs", kCountObsModel);
+    expect_exe_error({exe, "simulate", "--T", "50", "--seed", "2"}, 1,
+                     {"simulate: at t=", "the model drew k = ", "int[0..5]"});
+  }
+  SECTION("an observation in the data outside its range, or not an integer") {
+    const std::string& exe = model_exe("count_obs", kCountObsModel);
+    run_ok({exe, "filter", "--data", data});
+    const std::string high = dir + "/high.csv", frac = dir + "/frac.csv";
+    write_file(high, "t,k\n0,1\n1,7\n2,3\n");
+    write_file(frac, "t,k\n0,1\n1,2\n2,2.5\n");
+    for (const std::string method : {"bootstrap", "forward"}) {
+      expect_exe_error({exe, "filter", "--data", high, "--method", method}, 1,
+                       {high + ":3: column 'k': 7 is outside the declared range of observation "
+                               "'k', int[0..5]"});
+      expect_exe_error({exe, "filter", "--data", frac, "--method", method}, 1,
+                       {frac + ":4: column 'k': 2.5 is not an integer, but observation 'k' is "
+                               "declared int[0..5]"});
+    }
+  }
+}
+
 TEST_CASE("generated executable: parameters", "[e2e][bad]") {
   const std::string& exe = example_exe("lgssm1");
   const std::string& exe10 = example_exe("lgssm");

@@ -174,3 +174,50 @@ TEST_CASE("the IR reader rejects malformed text with the line", "[ir][roundtrip]
   CHECK(line_of_error(replace(": real\n  x", ": realish\n  x")) == 8);
   CHECK(line_of_error(replace("}\n", "")) == 9); // no closing brace
 }
+
+TEST_CASE("data keep their declared types through printing, reading and verifying",
+          "[ir][roundtrip]") {
+  const std::string source = R"(model typed {
+  data Sigma : cov_matrix[2];
+  data w : simplex[3];
+  data k : int[0..5];
+  data n : int;
+  data r : real(0, inf);
+  data X : matrix[2, 2];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal(zeros(2), Sigma);
+  x[t] ~ mvnormal(X * x[t-1] * w[1] * n, Sigma);
+  y[t] ~ normal(x[t] + k, r + 1);
+}
+)";
+  frontend::DiagnosticEngine diags;
+  auto model = frontend::compile_model(source, "typed.ssm", diags, {});
+  REQUIRE(model);
+  REQUIRE_FALSE(diags.has_errors());
+  const std::string printed = ir::print(*model);
+  CHECK_THAT(printed, Catch::Contains("data Sigma : cov_matrix[2]\ndata w : simplex[3]\n"
+                                      "data k : int[0..5]\ndata n : int\ndata r : real(0, inf)\n"
+                                      "data X : matrix[2, 2]\n"));
+  check_read_back(printed);
+  ir::Model read = ir::read(printed);
+  REQUIRE(read.data.size() == 6);
+  CHECK(read.data[0].constraint == ir::Constraint::CovMatrix);
+  CHECK(read.data[0].shape == ir::Shape::matrix(2, 2));
+  CHECK(read.data[1].constraint == ir::Constraint::Simplex);
+  CHECK(read.data[1].shape == ir::Shape::vector(3));
+  CHECK((read.data[2].integer && read.data[2].lower == 0 && read.data[2].upper == 5));
+  CHECK((!read.data[4].integer && read.data[4].lower == 0 && read.data[4].upper == INFINITY));
+
+  // The verifier rejects the types where they do not belong.
+  ir::Model bad = read;
+  bad.states[0].constraint = ir::Constraint::Simplex;
+  bad.data[1].shape = ir::Shape::matrix(3, 1);
+  bad.obs[0].lower = 0;
+  const std::vector<std::string> errors = ir::verify(bad);
+  CHECK(std::count_if(errors.begin(), errors.end(), [](const std::string& e) {
+          return e.find("state x: only data can be simplex") != std::string::npos ||
+                 e.find("data w: a simplex of shape matrix[3, 1]") != std::string::npos ||
+                 e.find("obs y: bounds (0, inf) on vector[2]") != std::string::npos;
+        }) == 3);
+}

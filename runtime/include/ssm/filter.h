@@ -130,6 +130,18 @@ private:
   const double* frame_values_ = nullptr;
   FilterResult res_;
   std::chrono::steady_clock::time_point start_;
+  // The int[lo..hi] state components, and per block of particles the first draw outside one.
+  struct Outside {
+    int64_t particle = -1; // -1: none
+    int range = -1;
+    double value = 0;
+  };
+  std::vector<IntegerRange> ranges_;
+  std::vector<Outside> outside_;
+  // Records in outside_[block] the first of particles [begin, end) of x outside its range.
+  void find_outside(int64_t block, const double* x, int64_t begin, int64_t end);
+  // Throws naming the first particle (over all blocks) whose draw at t left its range, if any.
+  void check_ranges(int64_t t, const char* drawn_by) const;
 };
 
 // "bootstrap", "guided" or "apf": which particle filter the options ask for.

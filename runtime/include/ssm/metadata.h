@@ -24,6 +24,9 @@ struct VarInfo {
   // an open side.
   bool integer = false;
   double lower = -INFINITY, upper = INFINITY;
+  // Data only: the declared type, real | vector | matrix | int | simplex | cov_matrix (empty in
+  // metadata that does not give it). A real(lo, hi) data item has lower and upper, not integer.
+  std::string type;
   // States only: a copy the compiler added to carry x[t-k], k >= 2 (named `x@lagK`); after the
   // model's own states, and never shown.
   bool hidden = false;
@@ -45,7 +48,7 @@ struct FunctionalInfo {
 
 struct ParamInfo {
   std::string name;
-  std::string type; // real | vector | matrix | cov_matrix
+  std::string type; // real | vector | matrix | cov_matrix | simplex (and int, for data)
   std::vector<int64_t> shape;
   int64_t offset = 0; // into theta
   int64_t size = 1;
@@ -100,6 +103,27 @@ std::vector<std::string> functional_columns(const ModelInfo& info);
 
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);
+
+// A component of a variable declared int[lo..hi] with a finite bound: the values drawn for it
+// (or read from data) must be integers in [lower, upper].
+struct IntegerRange {
+  int64_t component = 0; // into the state, observation or input vector
+  double lower = -INFINITY, upper = INFINITY;
+  std::string name; // its column: `z`, `k[1]`
+  std::string type; // `int[0..1]`
+};
+// The bounded integer components of `vars`, hidden copies (x@lagK) left out: they copy values
+// that were checked when drawn.
+std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars);
+// "simulate: at t=3 the model drew z = 4, outside its declared range int[0..1]; ...": `who`
+// names the method, `where` what drew it ("particle 17 of the proposal"; empty: the model).
+std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
+                                 int64_t t, const std::string& where = "");
+// The first of particles [begin, end) of `x` (structure of arrays, component c of particle n at
+// x[c * stride + n]) whose value of some range's component is outside it or NaN: {n, index into
+// ranges}, or {-1, -1} when none is.
+std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, const double* x,
+                                      int64_t begin, int64_t end, int64_t stride);
 
 } // namespace ssm
 

@@ -45,7 +45,13 @@ ParamValues resolve_params_json(const ModelInfo& info, const nlohmann::json* fil
 // Flat theta of size n_theta; throws ssm::Error naming every parameter that has no value.
 std::vector<double> assemble_theta(const ModelInfo& info, const ParamValues& values);
 
-// Checks one flattened value against p's support and cov_matrix constraints. Throws ssm::Error.
+// Checks one flattened value against p's declared type: finite, within [lower, upper], a whole
+// number when p.type is "int", on the simplex for "simplex", symmetric positive definite for
+// "cov_matrix". `kind` and `where` name it in messages ("parameter", or "data" and the data file).
+// Throws ssm::Error.
+void check_value(const ParamInfo& p, const std::vector<double>& value, const std::string& kind,
+                 const std::string& where);
+// check_value for a parameter.
 void check_param_value(const ParamInfo& p, const std::vector<double>& value);
 
 // `[[1, 2], [3, 4]]`-style text of a flat value in p's shape.
