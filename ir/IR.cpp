@@ -229,6 +229,11 @@ std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::st
   return std::pair(name.substr(0, at), lag);
 }
 
+std::string shown_state_name(const std::string& name) {
+  const auto lagged = parse_lagged_state_name(name);
+  return lagged ? fmt::format("{}[t-{}]", lagged->first, lagged->second) : name;
+}
+
 const DistInfo& dist_info(Dist d) {
   return all_dists().at(static_cast<size_t>(d));
 }

@@ -242,6 +242,8 @@ std::string_view type_name(const VarDecl& v);
 std::string lagged_state_name(const std::string& state, int lag);
 // {x, K} for `x@lagK`; nullopt for a model's own state.
 std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::string& name);
+// How reports show a state: a hidden copy by the value it holds (`x[t-1]`), others by name.
+std::string shown_state_name(const std::string& name);
 
 struct ConstDecl {
   std::string name;

@@ -33,11 +33,8 @@ public:
       : model_(model), result_(result), n_(model.state_size()), m_(model.obs_size()) {}
 
   void run() {
-    for (const auto& s : model_.states) { // a hidden copy (augment-lags) by what it holds
-      const auto lagged = ir::parse_lagged_state_name(s.name);
-      result_.state_names.push_back(lagged ? fmt::format("{}[t-{}]", lagged->first, lagged->second)
-                                           : s.name);
-    }
+    for (const auto& s : model_.states) // a hidden copy (augment-lags) by what it holds
+      result_.state_names.push_back(ir::shown_state_name(s.name));
     for (const auto& o : model_.obs)
       result_.obs_names.push_back(o.name);
     auto initial = analyse(model_.initial, result_.initial);

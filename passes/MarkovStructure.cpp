@@ -93,8 +93,8 @@ public:
         if (rel.kind != ir::VarKind::State || !model.states[rel.var].hidden())
           result.relations.push_back(analyse(model, *block, rel));
     for (const ir::VarDecl& s : model.states)
-      if (auto lagged = ir::parse_lagged_state_name(s.name))
-        result.carried.push_back(fmt::format("{}[t-{}]", lagged->first, lagged->second));
+      if (s.hidden())
+        result.carried.push_back(ir::shown_state_name(s.name));
     result.states_independent = true;
     for (const RelationReads& r : result.relations)
       if (r.block == ir::BlockKind::Transition) {

@@ -212,7 +212,7 @@ json linear_gaussian_json(const LinearGaussian& lg) {
 json finite_state_json(const FiniteState& fs) {
   json states = json::array();
   for (const StateSupport& s : fs.states)
-    states.push_back({{"name", s.name},
+    states.push_back({{"name", ir::shown_state_name(s.name)},
                       {"components", s.components},
                       {"finite", s.finite},
                       {"lo", s.finite ? json(s.lo) : json(nullptr)},
