@@ -57,6 +57,10 @@ StateSupport state_support(const ir::Model& model, int s, std::vector<StructureR
       const bool copy_of_int = rel.dist == ir::Dist::Dirac && decl.integer; // lag augmentation
       if (!info.discrete && !copy_of_int)
         why = "real-valued";
+      else if (!decl.integer)
+        // The exact methods enumerate the declared ranges of int[lo..hi] states.
+        why = fmt::format("declared {}, not int[lo..hi], although its values are whole numbers",
+                          ir::type_name(decl));
       else if (!std::isfinite(lower) || !std::isfinite(upper))
         why = "integer-valued with unbounded support";
       if (!why.empty()) {

@@ -295,9 +295,31 @@ TEST_CASE("finite-state: real-valued and binary states", "[structure]") {
     s[t] ~ bernoulli(p + 0.5 * s[t-1][0]);
     y[t] ~ normal(s[t][0] + s[t][1] + s[t][2], 1);
   })");
+  // Whole-number values, but declared vector: the exact methods enumerate declared int ranges,
+  // so the analysis says no rather than promise what the runtime refuses.
   ctx = analyse(binary);
+  CHECK_FALSE(ctx.finite_state->is_finite);
+  CHECK(ctx.finite_state->summary() ==
+        "finite state space: no: state s is declared vector, not int[lo..hi], although its values "
+        "are whole numbers (bernoulli at 5:5)");
+
+  ir::Model declared = compile_source(R"(model b {
+    param p = 0.3;
+    state s : int[0..1];
+    state u : int[0..1];
+    state w : int[0..2];
+    obs y : real;
+    s[0] ~ bernoulli(0.5);
+    u[0] ~ bernoulli(0.5);
+    w[0] ~ categorical([1, 1, 1]);
+    s[t] ~ bernoulli(p + 0.5 * s[t-1]);
+    u[t] ~ bernoulli(0.5);
+    w[t] ~ categorical([1, 1, 1]);
+    y[t] ~ normal(s[t] + u[t] + w[t], 1);
+  })");
+  ctx = analyse(declared);
   CHECK(ctx.finite_state->is_finite);
-  CHECK(ctx.finite_state->size == 8);
+  CHECK(ctx.finite_state->size == 12);
 }
 
 TEST_CASE("density bounds match the density at the mode", "[structure]") {
