@@ -856,9 +856,11 @@ private:
         shape.reset();
       } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param &&
                  v.kind != VK::Data) {
-        error(v.type->range, fmt::format("bounds real(lo, hi) are for parameters and data; {} "
-                                         "'{}' takes the support of its distribution",
-                                         what, v.name.name));
+        error(v.type->range,
+              fmt::format("bounds real(lo, hi) are for parameters and data; {} '{}' {}", what,
+                          v.name.name,
+                          v.kind == VK::Input ? "is read as given (declare it real)"
+                                              : "takes the support of its distribution"));
         shape.reset();
       }
     }
