@@ -50,6 +50,8 @@ FunctionalStructure analyse(const ir::Model& model, size_t i) {
     f.why_not = "it is a quantity at each t (no sum_t): its smoothing distribution at each t is "
                 "estimated, not a sum over time";
     f.methods = offline_methods;
+    f.methods_note = "online, paris and bis estimate it too with --marginals, at O(T) memory per "
+                     "particle";
   } else if (f.max_state_lag > 1) {
     f.why_not = fmt::format("its term reads a state {} steps back; it becomes additive once the "
                             "lags are augmented into the state",
@@ -104,7 +106,8 @@ std::string AdditiveFunctionals::report() const {
   std::string out = summary() + "\n";
   for (const FunctionalStructure& f : functionals) {
     out += fmt::format(
-        "  {}: {}; reads {}\n", f.name,
+        "  {}{}: {}; reads {}\n", f.name,
+        f.loc.line > 0 ? fmt::format(" at {}:{}", f.loc.line, f.loc.col) : "",
         f.additive ? (f.max_state_lag == 1 ? "additive in (x[t-1], x[t])" : "additive in x[t]")
                    : "not additive: " + f.why_not,
         f.reads.empty() ? "no state" : fmt::format("{}", fmt::join(f.reads, ", ")));
