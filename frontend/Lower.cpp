@@ -24,6 +24,7 @@
 #include <map>
 #include <numbers>
 #include <set>
+#include <stdexcept>
 
 namespace ssm::frontend {
 
@@ -676,18 +677,12 @@ private:
     std::optional<int> id = lower(e, s);
     if (!id)
       return std::nullopt;
-    std::vector<std::vector<double>> values(scratch.nodes.size());
-    for (int i = 0; i <= *id; ++i) {
-      const ir::Node& n = scratch.nodes[i];
-      std::vector<std::vector<double>> args;
-      std::vector<ir::Shape> shapes;
-      for (int a : n.args) {
-        args.push_back(values[a]);
-        shapes.push_back(scratch.nodes[a].shape);
-      }
-      values[i] = ir::evaluate(n, args, shapes);
+    std::optional<std::vector<double>> value = constant_value(scratch, *id);
+    if (!value) { // a constant scope lowers only constants, so this is a safety net
+      error(e.range, fmt::format("{} must be a constant expression", s.what));
+      return std::nullopt;
     }
-    return ConstValue{scratch.nodes[*id].shape, values[*id]};
+    return ConstValue{scratch.nodes[*id].shape, std::move(*value)};
   }
 
   // A constant that must be a single integer, as a dimension, index or time index.

@@ -41,6 +41,16 @@ const char* kModel = R"(model m {
 }
 )";
 
+// Compiles a model that must compile without any diagnostic.
+ir::Model compile_clean(const std::string& source, const std::string& path) {
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> m = frontend::compile_model(source, path, diags);
+  INFO(diags.str());
+  REQUIRE(m.has_value());
+  CHECK(diags.diagnostics().empty());
+  return std::move(*m);
+}
+
 } // namespace
 
 TEST_CASE("a model imports constants and functions from a module", "[frontend][import]") {
@@ -133,11 +143,7 @@ TEST_CASE("modules import modules", "[frontend][import]") {
 }
 )";
   std::string model = dir.write("m.ssm", source);
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> m = frontend::compile_model(source, model, diags);
-  INFO(diags.str());
-  REQUIRE(m.has_value());
-  CHECK(diags.diagnostics().empty());
+  const std::optional<ir::Model> m = compile_clean(source, model);
   CHECK(ir::verify(*m).empty());
   std::vector<std::string> names;
   for (const std::string& f : m->imported_files)
@@ -171,12 +177,7 @@ TEST_CASE("a module imported twice is read once", "[frontend][import]") {
 }
 )";
   std::string model = dir.write("m.ssm", source);
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> m = frontend::compile_model(source, model, diags);
-  INFO(diags.str());
-  REQUIRE(m.has_value());
-  CHECK(diags.diagnostics().empty());
-  CHECK(m->imported_files.size() == 3);
+  CHECK(compile_clean(source, model).imported_files.size() == 3);
 }
 
 TEST_CASE("a module sees only its own names and those it imports", "[frontend][import]") {
