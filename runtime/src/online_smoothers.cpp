@@ -183,7 +183,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
 
   // Statistics, SoA: component k of particle n at [k * N + n].
   std::vector<double> tau, tau_next;
-  std::vector<double> w_prev(N), cum(N), terms0(std::max<int64_t>(nf, 1) * stride);
+  std::vector<double> w_prev(N), terms0(std::max<int64_t>(nf, 1) * stride);
   const std::vector<double> nan_prev(ns * stride, NAN);
   std::vector<double> bound_scratch;
   BoundRange bounds;
@@ -294,43 +294,44 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
             std::fill_n(bw.begin(), M, inv_Nt);
             acc[b] += moved;
             tries[b] += M;
-          }
-          for (int64_t j = jb; j < je && !(mcmc && S == 1); ++j) {
-            const double* lj = lp + (j - jb) * per;
-            const int64_t* ij = &pi[(j - jb) * per];
-            int64_t* out_i = &bidx[(j - jb) * Nt];
-            double* out_w = &bw[(j - jb) * Nt];
-            if (mcmc) { // independent Metropolis-Hastings moves, S per draw
-              for (int64_t k = 0; k < Nt; ++k) {
-                int64_t cur = 0;
-                for (int64_t s = 0; s < S; ++s) {
-                  const int64_t m = 1 + k * S + s;
-                  const bool moves =
-                      accept_branch_free(move_u[(m - 1) * nj + (j - jb)], lj[m] - lj[cur]);
-                  cur = moves ? m : cur;
-                  acc[b] += moves;
+          } else {
+            for (int64_t j = jb; j < je; ++j) {
+              const double* lj = lp + (j - jb) * per;
+              const int64_t* ij = &pi[(j - jb) * per];
+              int64_t* out_i = &bidx[(j - jb) * Nt];
+              double* out_w = &bw[(j - jb) * Nt];
+              if (mcmc) { // independent Metropolis-Hastings moves, S per draw
+                for (int64_t k = 0; k < Nt; ++k) {
+                  int64_t cur = 0;
+                  for (int64_t s = 0; s < S; ++s) {
+                    const int64_t m = 1 + k * S + s;
+                    const bool moves =
+                        accept_branch_free(move_u[(m - 1) * nj + (j - jb)], lj[m] - lj[cur]);
+                    cur = moves ? m : cur;
+                    acc[b] += moves;
+                  }
+                  tries[b] += S;
+                  out_i[k] = ij[cur];
+                  out_w[k] = inv_Nt;
                 }
-                tries[b] += S;
-                out_i[k] = ij[cur];
-                out_w[k] = inv_Nt;
+                continue;
               }
-              continue;
+              // bis: self-normalised transition-density weights over the draws.
+              double m = -std::numeric_limits<double>::infinity();
+              for (int64_t k = 0; k < Nt; ++k) {
+                out_i[k] = ij[k];
+                m = std::max(m, lj[k]);
+              }
+              double total = 0;
+              for (int64_t k = 0; k < Nt; ++k) {
+                out_w[k] = std::isfinite(m) && !std::isnan(lj[k]) ? std::exp(lj[k] - m) : 0.0;
+                total += out_w[k];
+              }
+              // No drawn index can be the parent: uniform weights over the draws keep the estimate
+              // defined (only with a bounded-support transition density and few backward samples).
+              for (int64_t k = 0; k < Nt; ++k)
+                out_w[k] = total > 0 ? out_w[k] / total : inv_Nt;
             }
-            // bis: self-normalised transition-density weights over the draws.
-            double m = -std::numeric_limits<double>::infinity();
-            for (int64_t k = 0; k < Nt; ++k) {
-              out_i[k] = ij[k];
-              m = std::max(m, lj[k]);
-            }
-            double total = 0;
-            for (int64_t k = 0; k < Nt; ++k) {
-              out_w[k] = std::isfinite(m) && !std::isnan(lj[k]) ? std::exp(lj[k] - m) : 0.0;
-              total += out_w[k];
-            }
-            // No drawn index can be the parent: uniform weights over the draws keep the estimate
-            // defined (only with a bounded-support transition density and few backward samples).
-            for (int64_t k = 0; k < Nt; ++k)
-              out_w[k] = total > 0 ? out_w[k] / total : inv_Nt;
           }
           const double* bterms = nullptr;
           if (nf > 0) {
@@ -358,7 +359,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           // The backward sample: indices idx[k] with weights wk[k] summing to 1 (online: all).
           int64_t K = Nt;
           if (opt.method == SmoothMethod::online ||
-              (opt.method == SmoothMethod::paris && !reject_here && !mcmc)) {
+              (opt.method == SmoothMethod::paris && !reject_here)) {
             density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
             const double s = backward_weights(w_prev.data(), l.data(), N);
             if (!(s > 0))
@@ -496,7 +497,6 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
     }
     // The filter weights at t, for the next step's backward kernel.
     std::copy(pf.weights(), pf.weights() + N, w_prev.begin());
-    std::partial_sum(w_prev.begin(), w_prev.end(), cum.begin());
     if (opt.method != SmoothMethod::online)
       from_weights.build(w_prev.data(), N);
   }
@@ -504,7 +504,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   // Estimates: sum_j W_{T-1}^j tau^j.
   std::vector<double> est(D, 0.0);
   if (T > 0) {
-    const double W = cum.back();
+    const double W = std::accumulate(w_prev.begin(), w_prev.end(), 0.0);
     for (int64_t k = 0; k < D; ++k) {
       double a = 0;
       for (int64_t n = 0; n < N; ++n)
