@@ -2585,19 +2585,13 @@ private:
   void warn_states_without_influence() {
     if (model_.obs.empty())
       return; // said already: the model declares no observation
-    std::vector<bool> influential(model_.states.size(), false);
-    for (const PendingRelation& p : pending_[ir::BlockKind::Observation])
-      for (int x : p.states_read)
-        influential[x] = true;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (ir::BlockKind kind : {ir::BlockKind::Initial, ir::BlockKind::Transition})
-        for (const PendingRelation& p : pending_[kind])
-          if (influential[p.rel.var])
-            for (int x : p.states_read)
-              if (!influential[x])
-                influential[x] = changed = true;
-    }
+    std::vector<const PendingRelation*> relations;
+    for (ir::BlockKind kind : {ir::BlockKind::Initial, ir::BlockKind::Transition})
+      for (const PendingRelation& p : pending_[kind])
+        relations.push_back(&p);
+    const std::vector<bool> influential =
+        reaching_observations(model_.states.size(), pending_[ir::BlockKind::Observation], relations,
+                              &PendingRelation::states_read);
     for (std::size_t x = 0; x < model_.states.size(); ++x)
       if (!influential[x])
         diags_.warning(model_.states[x].loc,
@@ -2611,18 +2605,11 @@ private:
   void warn_latents_without_influence() {
     if (model_.obs.empty())
       return;
-    std::vector<bool> influential(model_.latents.size(), false);
-    for (const PendingRelation& p : pending_[static_block()])
-      for (int z : p.latents_read)
-        influential[z] = true;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const PendingRelation& p : pending_latents_)
-        if (influential[p.rel.var])
-          for (int z : p.latents_read)
-            if (!influential[z])
-              influential[z] = changed = true;
-    }
+    std::vector<const PendingRelation*> relations;
+    for (const PendingRelation& p : pending_latents_)
+      relations.push_back(&p);
+    const std::vector<bool> influential = reaching_observations(
+        model_.latents.size(), pending_[static_block()], relations, &PendingRelation::latents_read);
     for (std::size_t z = 0; z < model_.latents.size(); ++z)
       if (!influential[z])
         diags_.warning(model_.latents[z].loc,
@@ -2630,6 +2617,28 @@ private:
                                    "directly or through other latent variables: the data say "
                                    "nothing about it",
                                    model_.latents[z].name));
+  }
+
+  // Which of n variables (states, or latents) an observation depends on: those the observations'
+  // relations read (`reads` of each), then, to a fixed point, those read by the relations of
+  // variables already found.
+  static std::vector<bool> reaching_observations(std::size_t n,
+                                                 const std::vector<PendingRelation>& observations,
+                                                 const std::vector<const PendingRelation*>& rels,
+                                                 std::set<int> PendingRelation::*reads) {
+    std::vector<bool> found(n, false);
+    for (const PendingRelation& p : observations)
+      for (int v : p.*reads)
+        found[v] = true;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const PendingRelation* p : rels)
+        if (found[p->rel.var])
+          for (int v : (*p).*reads)
+            if (!found[v])
+              found[v] = changed = true;
+    }
+    return found;
   }
 
   // A prior whose support reaches outside the declared bounds real(lo, hi).
