@@ -56,6 +56,14 @@ int ExprBuilder::raw(ir::Node node) {
   return id;
 }
 
+int ExprBuilder::select(int cond, int a, int b) {
+  ir::Node s;
+  s.op = ir::Op::Select;
+  s.args = {cond, materialize(a), materialize(b)};
+  s.shape = (*this)[s.args[1]].shape;
+  return raw(std::move(s));
+}
+
 int ExprBuilder::make(ir::Node node) {
   std::vector<ir::Shape> shapes;
   for (int a : node.args)

@@ -50,6 +50,8 @@ public:
   int build(const std::vector<int>& elems, ir::Shape shape);
   // `node` as it is: no folding, no simplification (`sqrt(2 * pi)` stays readable).
   int raw(ir::Node node);
+  // `a` where the scalar `cond` is not 0, else `b` (-1 is 0), as a raw Select node.
+  int select(int cond, int a, int b);
 
   bool is_const(int id, double v) const; // a scalar constant equal to v (-1 is 0)
 

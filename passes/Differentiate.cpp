@@ -62,14 +62,7 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
   auto v = [&](int k, size_t i) {
     return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
   };
-  auto select = [&](int cond, int a, int b) {
-    if (a < 0 && b < 0)
-      return -1;
-    ir::Node s;
-    s.op = ir::Op::Select;
-    s.args = {cond, b_.materialize(a), b_.materialize(b)};
-    return b_.raw(std::move(s));
-  };
+  auto select = [&](int cond, int a, int b) { return a < 0 && b < 0 ? -1 : b_.select(cond, a, b); };
   switch (n.op) {
   case ir::Op::Const:
   case ir::Op::Time:

@@ -238,22 +238,14 @@ private:
     int all = -1;
     for (int c : conditions)
       all = all < 0 ? c : b_.call("and", {all, c});
-    ir::Node select;
-    select.op = ir::Op::Select;
-    select.args = {all, bound, b_.constant(NAN)};
-    select.shape = ir::Shape::scalar();
-    return b_.raw(std::move(select));
+    return b_.select(all, bound, b_.constant(NAN));
   }
   int at_least_one(int a) { return b_.call("ge", {a, b_.constant(1)}); }
   // (s - 1) log((s - 1) / total), 0 for a shape s of 1 (x^0 = 1 at x = 0 on a face).
   int shape_term(int s, int total) {
     const int sm1 = b_.materialize(b_.sub(s, b_.constant(1)));
-    ir::Node select;
-    select.op = ir::Op::Select;
-    select.args = {b_.call("eq", {sm1, b_.constant(0)}), b_.constant(0),
-                   b_.materialize(b_.mul(sm1, b_.call("log", {b_.div(sm1, total)})))};
-    select.shape = ir::Shape::scalar();
-    return b_.raw(std::move(select));
+    return b_.select(b_.call("eq", {sm1, b_.constant(0)}), b_.constant(0),
+                     b_.mul(sm1, b_.call("log", {b_.div(sm1, total)})));
   }
 
   // Gamma(sum a) / prod Gamma(a_i) prod x_i^(a_i - 1) at the mode x_i = (a_i - 1) / (sum a - K),
