@@ -267,15 +267,12 @@ void check_integer_cell(const VarInfo* v, double value, const std::string& sourc
                         const std::string& column, const char* what) {
   if (!v || std::isnan(value))
     return;
-  const std::string type = v->lower == -INFINITY && v->upper == INFINITY
-                               ? std::string("int")
-                               : fmt::format("int[{}..{}]", v->lower, v->upper);
   if (value != std::floor(value))
     throw Error(fmt::format("{}:{}: column '{}': {} is not an integer, but {} '{}' is declared {}",
-                            source, line, column, value, what, v->name, type));
+                            source, line, column, value, what, v->name, integer_type(*v)));
   if (value < v->lower || value > v->upper)
     throw Error(fmt::format("{}:{}: column '{}': {} is outside the declared range of {} '{}', {}",
-                            source, line, column, value, what, v->name, type));
+                            source, line, column, value, what, v->name, integer_type(*v)));
 }
 
 // Reads the model's observation columns (when `observations`) and input columns from each of the

@@ -152,7 +152,7 @@ std::string declared_ranges(const ModelInfo& info) {
   std::vector<std::string> out;
   for (const VarInfo& v : info.state)
     if (!v.hidden)
-      out.push_back(fmt::format("{}: int[{}..{}]", v.name, v.lower, v.upper));
+      out.push_back(fmt::format("{}: {}", v.name, integer_type(v)));
   return fmt::format("{}", fmt::join(out, ", "));
 }
 

@@ -369,6 +369,12 @@ std::vector<std::string> obs_columns(const ModelInfo& info) {
   return columns_of(info.obs, info.n_obs);
 }
 
+std::string integer_type(const VarInfo& v) {
+  if (v.lower == -INFINITY && v.upper == INFINITY)
+    return "int";
+  return fmt::format("int[{}..{}]", v.lower, v.upper);
+}
+
 std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars) {
   std::vector<IntegerRange> out;
   for (const VarInfo& v : vars) {
@@ -376,8 +382,7 @@ std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars) {
       continue;
     const std::vector<std::string> names = column_names(v.name, v.shape);
     for (int64_t i = 0; i < v.size; ++i)
-      out.push_back(
-          {v.offset + i, v.lower, v.upper, names[i], fmt::format("int[{}..{}]", v.lower, v.upper)});
+      out.push_back({v.offset + i, v.lower, v.upper, names[i], integer_type(v)});
   }
   return out;
 }

@@ -104,6 +104,9 @@ std::vector<std::string> functional_columns(const ModelInfo& info);
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);
 
+// `int`, or `int[0..1]`, `int[0..inf]`: how an integer variable's type reads in a model.
+std::string integer_type(const VarInfo& v);
+
 // A component of a variable declared int[lo..hi] with a finite bound: the values drawn for it
 // (or read from data) must be integers in [lower, upper].
 struct IntegerRange {
