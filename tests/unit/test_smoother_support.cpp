@@ -1,13 +1,15 @@
 // The smoothers' alias table (runtime/src/smoothers.h): the probability it gives each index,
 // measured exactly by sweeping u over a fine grid, equals the normalised weight; zero-weight
-// indices are never drawn. exp_run (runtime/src/vectorised.h) against std::exp.
+// indices are never drawn. exp_run (runtime/src/vectorised.h) against std::exp; the check of densities against their bound.
 #include "../../runtime/src/smoothers.h"
 #include "../../runtime/src/vectorised.h"
+#include "ssm/error.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 TEST_CASE("alias table draws each index with probability proportional to its weight",
@@ -61,4 +63,20 @@ TEST_CASE("exp_run is exp within a few ulp, with exp's special values", "[runtim
     }
   }
   CHECK(worst_ulps <= 4); // glibc's vector exp: at most 4 ulp (its manual)
+}
+
+TEST_CASE("a density above the derived bound stops rejection sampling, naming the step",
+          "[runtime][smooth]") {
+  CHECK_NOTHROW(ssm::check_within_bound(-1.0, -1.0, 3));         // at the mode: the bound itself
+  CHECK_NOTHROW(ssm::check_within_bound(-1.0 + 1e-12, -1.0, 3)); // rounding
+  CHECK_NOTHROW(ssm::check_within_bound(-INFINITY, -1.0, 3));    // zero density
+  CHECK_NOTHROW(ssm::check_within_bound(NAN, -1.0, 3));          // NaN rejects elsewhere
+  try {
+    ssm::check_within_bound(-0.5, -1.0, 7);
+    FAIL("no error for a density above its bound");
+  } catch (const ssm::Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("smooth: at t=7 the transition log-density (-0.5) exceeds") == 0);
+    CHECK(what.find("--backward exact") != std::string::npos);
+  }
 }
