@@ -1,6 +1,7 @@
 // The smoothers' alias table (runtime/src/smoothers.h): the probability it gives each index,
 // measured exactly by sweeping u over a fine grid, equals the normalised weight; zero-weight
-// indices are never drawn. exp_run (runtime/src/vectorised.h) against std::exp; the check of densities against their bound.
+// indices are never drawn. exp_run (runtime/src/vectorised.h) against std::exp; the check of
+// densities against their bound.
 #include "../../runtime/src/smoothers.h"
 #include "../../runtime/src/vectorised.h"
 #include "ssm/error.h"
