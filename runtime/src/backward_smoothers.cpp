@@ -116,7 +116,7 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
     }
   };
 
-  if (opt.method == SmoothMethod::ffbsm && T > 0) {
+  if (opt.method == SmoothMethod::Ffbsm && T > 0) {
     std::vector<double> ws(sys.w_at(T - 1), sys.w_at(T - 1) + N), ws_prev(N);
     const int64_t nb = (N + kBackwardBlock - 1) / kBackwardBlock;
     const int64_t part_width = N + lay.nsum + nper;
@@ -181,11 +181,11 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
     }
   }
 
-  if (opt.method == SmoothMethod::ffbsi && T > 0) {
+  if (opt.method == SmoothMethod::Ffbsi && T > 0) {
     const int64_t M = opt.trajectories > 0 ? opt.trajectories : N;
     if (M >= (int64_t(1) << 32))
       throw Error("smooth: too many trajectories (at most 2^32 - 1)");
-    const bool rejection = opt.backward == BackwardSampling::rejection;
+    const bool rejection = opt.backward == BackwardSampling::Rejection;
     std::vector<int64_t> J(T * M);
     std::vector<double> cum(N);
     const uint64_t seed = opt.filter.seed;

@@ -493,21 +493,21 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       file.write(simulation_csv(info, s));
       file.commit();
     } else if (smo->parsed()) {
-      SmoothMethod method = SmoothMethod::paris;
+      SmoothMethod method = SmoothMethod::Paris;
       if (smooth_method != "auto")
         method = *parse_smooth_method(smooth_method); // validated by IsMember
       else if (info.linear_gaussian && model->linear_gaussian)
-        method = SmoothMethod::rts;
+        method = SmoothMethod::Rts;
       else if (enumerable(info))
-        method = SmoothMethod::forward_backward;
+        method = SmoothMethod::ForwardBackward;
       else if (!info.transition_tractable)
-        method = SmoothMethod::genealogy;
+        method = SmoothMethod::Genealogy;
       sopt.method = method;
       sopt.marginals = smooth_marginals.value_or(!is_online(method) || smooth_method == "auto");
-      sopt.backward = smooth_backward == "exact"       ? BackwardSampling::exact
-                      : smooth_backward == "rejection" ? BackwardSampling::rejection
-                      : smooth_backward == "mcmc"      ? BackwardSampling::mcmc
-                                                       : BackwardSampling::automatic;
+      sopt.backward = smooth_backward == "exact"       ? BackwardSampling::Exact
+                      : smooth_backward == "rejection" ? BackwardSampling::Rejection
+                      : smooth_backward == "mcmc"      ? BackwardSampling::Mcmc
+                                                       : BackwardSampling::Automatic;
       sopt.filter.seed = g.seed;
       sopt.filter.resampling = *parse_resampling(smooth_resampling);
       sopt.filter.guided =

@@ -144,13 +144,13 @@ double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
   const double* prev = prev_;
   double* pred = buf_->pred.data();
   double* loglam = loglam_.data();
-  if (lookahead_ == Lookahead::user) {
+  if (lookahead_ == Lookahead::User) {
     pool_.parallel_for(nb, [&](int64_t b) {
       const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
       model_.lookahead(th, t, begin, end, stride, prev, y, pred);
       model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
     });
-  } else if (lookahead_ == Lookahead::mean) {
+  } else if (lookahead_ == Lookahead::Mean) {
     pool_.parallel_for(nb, [&](int64_t b) {
       const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
       std::vector<double> x(ns), mean(ns), cov(ns * ns);
@@ -377,18 +377,18 @@ bool ParticleFilter::step() {
 }
 
 Lookahead lookahead_for(const ssm_model& model) {
-  return model.lookahead          ? Lookahead::user
-         : model.gaussian_moments ? Lookahead::mean
-                                  : Lookahead::simulated;
+  return model.lookahead          ? Lookahead::User
+         : model.gaussian_moments ? Lookahead::Mean
+                                  : Lookahead::Simulated;
 }
 
 const char* lookahead_name(Lookahead kind) {
   switch (kind) {
-  case Lookahead::user:
+  case Lookahead::User:
     return "user";
-  case Lookahead::mean:
+  case Lookahead::Mean:
     return "mean";
-  case Lookahead::simulated:
+  case Lookahead::Simulated:
     return "simulated";
   }
   return "?";

@@ -274,7 +274,7 @@ SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
   const ForwardPass f = run_forward(e, info);
   const auto forward_done = std::chrono::steady_clock::now();
   const int64_t K = e.K(), T = e.T(), ns = info.n_state;
-  SmoothResult r = make_result(info, SmoothMethod::forward_backward, T, 0, true);
+  SmoothResult r = make_result(info, SmoothMethod::ForwardBackward, T, 0, true);
   r.filter_s = std::chrono::duration<double>(forward_done - start).count();
   for (int64_t t = 0; t < T; ++t)
     r.log_likelihood += f.increment[t];

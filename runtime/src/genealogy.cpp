@@ -23,7 +23,7 @@ SmoothResult smooth_genealogy(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& fixed, const ObsData& data,
                               const SmoothOptions& opt, ThreadPool& pool) {
   const auto start = std::chrono::steady_clock::now();
-  const bool whole_path = opt.method == SmoothMethod::genealogy;
+  const bool whole_path = opt.method == SmoothMethod::Genealogy;
   const int64_t T = data.T, N = opt.filter.particles;
   const StatLayout lay(info, true);
   SmoothResult r = make_result(info, opt.method, T, N, true);

@@ -327,7 +327,7 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
   const auto start = std::chrono::steady_clock::now();
   Forward f = run_forward(model, info, fixed, data);
   const int64_t n = info.n_state, T = data.T;
-  SmoothResult r = make_result(info, SmoothMethod::rts, T, 0, true);
+  SmoothResult r = make_result(info, SmoothMethod::Rts, T, 0, true);
   r.filter_s = f.result.elapsed_s;
   r.log_likelihood = f.result.log_likelihood;
   r.lag_one_cov.assign(T * n * n, 0.0);

@@ -173,9 +173,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   ParticleFilter pf(model, info, fixed, data, filter_options, pool);
   const int64_t stride = pf.stride();
   const BackwardDensity density(model, ns, stride);
-  const bool rejection = opt.backward == BackwardSampling::rejection;
-  const bool mcmc = opt.backward == BackwardSampling::mcmc;
-  const bool batched = mcmc || opt.method == SmoothMethod::bis;
+  const bool rejection = opt.backward == BackwardSampling::Rejection;
+  const bool mcmc = opt.backward == BackwardSampling::Mcmc;
+  const bool batched = mcmc || opt.method == SmoothMethod::Bis;
   const int64_t Nt = opt.backward_samples;
   const double inv_Nt = 1.0 / static_cast<double>(Nt);
   const uint64_t seed = opt.filter.seed;
@@ -217,11 +217,11 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
       const double* x_prev = pf.x_prev();
       const int64_t* ancestors = pf.ancestors();
       const double log_bound =
-          opt.method == SmoothMethod::paris && rejection
+          opt.method == SmoothMethod::Paris && rejection
               ? transition_log_bound(model, frame, t, N, stride, x_prev, bound_scratch)
               : NAN;
       const bool reject_here = std::isfinite(log_bound);
-      if (opt.method == SmoothMethod::paris && rejection)
+      if (opt.method == SmoothMethod::Paris && rejection)
         bounds.add(log_bound);
       std::vector<int64_t> tries(nb, 0), acc(nb, 0), exact(nb, 0);
       pool.parallel_for(nb, [&](int64_t b) {
@@ -358,15 +358,15 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
           const auto ut = static_cast<uint32_t>(t);
           // The backward sample: indices idx[k] with weights wk[k] summing to 1 (online: all).
           int64_t K = Nt;
-          if (opt.method == SmoothMethod::online ||
-              (opt.method == SmoothMethod::paris && !reject_here)) {
+          if (opt.method == SmoothMethod::Online ||
+              (opt.method == SmoothMethod::Paris && !reject_here)) {
             density.all(frame, t, N, x_prev, x, j, bc.data(), l.data());
             const double s = backward_weights(w_prev.data(), l.data(), N);
             if (!(s > 0))
               throw Error(fmt::format("smooth: at t={} particle {} has zero transition density "
                                       "from every particle at t={}",
                                       t, j, t - 1));
-            if (opt.method == SmoothMethod::online) {
+            if (opt.method == SmoothMethod::Online) {
               // tau_next^j = sum_i B(j, i) (tau^i + psi(i, j)), all pairs at once.
               for (int64_t k = 0; k < D; ++k) {
                 const double* row = tau.data() + k * N;
@@ -410,7 +410,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
               wk[k] = inv_Nt;
             }
             exact[b] += Nt;
-          } else if (opt.method == SmoothMethod::paris) { // rejection, exact fallback
+          } else if (opt.method == SmoothMethod::Paris) { // rejection, exact fallback
             // Proposals are evaluated in batches (one kernel call each) and scanned in order, so
             // the draw is that of one-at-a-time rejection. Once a draw of particle j falls back,
             // its backward weights are kept: j's later draws use them directly, since a particle
@@ -497,7 +497,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
     }
     // The filter weights at t, for the next step's backward kernel.
     std::copy(pf.weights(), pf.weights() + N, w_prev.begin());
-    if (opt.method != SmoothMethod::online)
+    if (opt.method != SmoothMethod::Online)
       from_weights.build(w_prev.data(), N);
   }
 
@@ -518,9 +518,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
     for (int64_t t = 0; t < T; ++t)
       lay.store_estimates(t, est.data() + lay.nsum + t * lay.per_step, r, info);
   r.log_likelihood = pf.result().log_likelihood;
-  r.details = {{"backward_samples", opt.method == SmoothMethod::online ? N : Nt},
+  r.details = {{"backward_samples", opt.method == SmoothMethod::Online ? N : Nt},
                {"memory_statistics_per_particle", D}};
-  if (opt.method == SmoothMethod::paris) {
+  if (opt.method == SmoothMethod::Paris) {
     r.details["backward"] = rejection ? "rejection" : mcmc ? "mcmc" : "exact";
     if (mcmc)
       r.details["mcmc_steps"] = opt.mcmc_steps;

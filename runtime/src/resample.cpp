@@ -197,15 +197,15 @@ void ssp(const double* w, int64_t n, const Scan& s, Uniforms& u, int64_t* ancest
 
 const char* resampling_name(Resampling scheme) {
   switch (scheme) {
-  case Resampling::multinomial:
+  case Resampling::Multinomial:
     return "multinomial";
-  case Resampling::stratified:
+  case Resampling::Stratified:
     return "stratified";
-  case Resampling::systematic:
+  case Resampling::Systematic:
     return "systematic";
-  case Resampling::residual:
+  case Resampling::Residual:
     return "residual";
-  case Resampling::ssp:
+  case Resampling::Ssp:
     return "ssp";
   }
   return "?";
@@ -227,19 +227,19 @@ void resample(Resampling scheme, const double* w, int64_t n, uint64_t seed, uint
   const Scan s = scan_weights(w, n);
   Uniforms u(seed, t, site);
   switch (scheme) {
-  case Resampling::multinomial:
+  case Resampling::Multinomial:
     sorted_multinomial([&](int64_t j) { return w[j]; }, s.total, s.last, n, u, ancestors);
     return;
-  case Resampling::stratified:
+  case Resampling::Stratified:
     stratified(w, n, s, u, ancestors);
     return;
-  case Resampling::systematic:
+  case Resampling::Systematic:
     systematic_resample(w, n, u(0), ancestors);
     return;
-  case Resampling::residual:
+  case Resampling::Residual:
     residual(w, n, s, u, ancestors);
     return;
-  case Resampling::ssp:
+  case Resampling::Ssp:
     ssp(w, n, s, u, ancestors);
     return;
   }

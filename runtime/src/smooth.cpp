@@ -15,23 +15,23 @@ namespace ssm {
 
 const char* smooth_method_name(SmoothMethod m) {
   switch (m) {
-  case SmoothMethod::rts:
+  case SmoothMethod::Rts:
     return "rts";
-  case SmoothMethod::forward_backward:
+  case SmoothMethod::ForwardBackward:
     return "forward-backward";
-  case SmoothMethod::genealogy:
+  case SmoothMethod::Genealogy:
     return "genealogy";
-  case SmoothMethod::fixed_lag:
+  case SmoothMethod::FixedLag:
     return "fixed-lag";
-  case SmoothMethod::ffbsm:
+  case SmoothMethod::Ffbsm:
     return "ffbsm";
-  case SmoothMethod::ffbsi:
+  case SmoothMethod::Ffbsi:
     return "ffbsi";
-  case SmoothMethod::online:
+  case SmoothMethod::Online:
     return "online";
-  case SmoothMethod::paris:
+  case SmoothMethod::Paris:
     return "paris";
-  case SmoothMethod::bis:
+  case SmoothMethod::Bis:
     return "bis";
   }
   return "?";
@@ -45,14 +45,14 @@ std::optional<SmoothMethod> parse_smooth_method(std::string_view name) {
 }
 
 bool is_online(SmoothMethod m) {
-  return m == SmoothMethod::online || m == SmoothMethod::paris || m == SmoothMethod::bis;
+  return m == SmoothMethod::Online || m == SmoothMethod::Paris || m == SmoothMethod::Bis;
 }
 
 namespace {
 
 bool needs_transition_density(SmoothMethod m) {
-  return m == SmoothMethod::ffbsm || m == SmoothMethod::ffbsi || m == SmoothMethod::online ||
-         m == SmoothMethod::paris || m == SmoothMethod::bis;
+  return m == SmoothMethod::Ffbsm || m == SmoothMethod::Ffbsi || m == SmoothMethod::Online ||
+         m == SmoothMethod::Paris || m == SmoothMethod::Bis;
 }
 
 // The methods that apply to this model (for the messages that refuse one).
@@ -63,7 +63,7 @@ std::vector<std::string> applicable_methods(const ModelInfo& info) {
   if (enumerable(info))
     out.push_back("forward-backward");
   for (SmoothMethod m : kSmoothMethods) {
-    if (m == SmoothMethod::rts || m == SmoothMethod::forward_backward)
+    if (m == SmoothMethod::Rts || m == SmoothMethod::ForwardBackward)
       continue;
     if (needs_transition_density(m) && !info.transition_tractable)
       continue;
@@ -100,13 +100,13 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
                             "it: {} (or leave it out with --functional NAME for the others)",
                             name, f.name, why, fmt::join(f.methods, ", ")));
   };
-  if (opt.method == SmoothMethod::rts && !info.linear_gaussian)
+  if (opt.method == SmoothMethod::Rts && !info.linear_gaussian)
     refuse("the model is not linear-Gaussian (see `info` for the reason)");
-  if (opt.method == SmoothMethod::rts && !model.linear_gaussian)
+  if (opt.method == SmoothMethod::Rts && !model.linear_gaussian)
     refuse("the model table has no linear_gaussian kernel (rebuild the model with this ssmc)");
-  if (opt.method == SmoothMethod::forward_backward && !info.finite_state)
+  if (opt.method == SmoothMethod::ForwardBackward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");
-  if (opt.method == SmoothMethod::forward_backward && !enumerable(info)) {
+  if (opt.method == SmoothMethod::ForwardBackward && !enumerable(info)) {
     try {
       enumerate_states(info);
     } catch (const Error& e) {
@@ -122,27 +122,27 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
   if (!info.functionals.empty() && !model.functional_terms)
     refuse("the model table has no functional_terms kernel");
   const bool uses_rejection =
-      opt.method == SmoothMethod::ffbsi || opt.method == SmoothMethod::paris;
-  if (opt.backward == BackwardSampling::rejection && !uses_rejection)
+      opt.method == SmoothMethod::Ffbsi || opt.method == SmoothMethod::Paris;
+  if (opt.backward == BackwardSampling::Rejection && !uses_rejection)
     refuse("--backward rejection applies to ffbsi and paris only");
-  if (opt.backward == BackwardSampling::mcmc && opt.method != SmoothMethod::paris)
+  if (opt.backward == BackwardSampling::Mcmc && opt.method != SmoothMethod::Paris)
     refuse("--backward mcmc applies to paris only");
   if (opt.filter.guided && !model.proposal_sample)
     refuse("--filter guided: the model has no proposal; add one, as in `proposal x[t] ~ "
            "normal(m, s);` (docs/language.md#proposals)");
-  if (opt.backward == BackwardSampling::mcmc && (opt.filter.guided || opt.filter.auxiliary))
+  if (opt.backward == BackwardSampling::Mcmc && (opt.filter.guided || opt.filter.auxiliary))
     refuse("--backward mcmc starts each chain at the particle's ancestor, which is a draw from the "
            "backward kernel only under the bootstrap filter; use --filter bootstrap, or "
            "--backward rejection or exact");
-  if (opt.backward == BackwardSampling::mcmc && opt.mcmc_steps < 1)
+  if (opt.backward == BackwardSampling::Mcmc && opt.mcmc_steps < 1)
     refuse("--mcmc-steps must be at least 1");
-  if (opt.backward == BackwardSampling::rejection && !model.transition_log_bound)
+  if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound)
     refuse(fmt::format("rejection sampling needs an upper bound of the transition density over "
                        "the next state, and the model has none ({}); use --backward exact",
                        info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
-  if (opt.method == SmoothMethod::fixed_lag && opt.lag < 0)
+  if (opt.method == SmoothMethod::FixedLag && opt.lag < 0)
     refuse("--lag must be at least 0");
-  if ((opt.method == SmoothMethod::paris || opt.method == SmoothMethod::bis) &&
+  if ((opt.method == SmoothMethod::Paris || opt.method == SmoothMethod::Bis) &&
       opt.backward_samples < 1)
     refuse("--backward-samples must be at least 1");
   if (is_online(opt.method))
@@ -162,9 +162,9 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
 // heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
 namespace {
 BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions& opt) {
-  if (opt.method == SmoothMethod::paris && !opt.filter.guided && !opt.filter.auxiliary)
-    return BackwardSampling::mcmc;
-  return model.transition_log_bound ? BackwardSampling::rejection : BackwardSampling::exact;
+  if (opt.method == SmoothMethod::Paris && !opt.filter.guided && !opt.filter.auxiliary)
+    return BackwardSampling::Mcmc;
+  return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
 }
 } // namespace
 
@@ -172,22 +172,22 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
                     const ObsData& data, const SmoothOptions& options, ThreadPool& pool) {
   check_smooth_method(model, info, options);
   SmoothOptions opt = options;
-  if (opt.backward == BackwardSampling::automatic)
+  if (opt.backward == BackwardSampling::Automatic)
     opt.backward = automatic_backward(model, opt);
   switch (opt.method) {
-  case SmoothMethod::rts:
+  case SmoothMethod::Rts:
     return smooth_rts(model, info, fixed, data);
-  case SmoothMethod::forward_backward:
+  case SmoothMethod::ForwardBackward:
     return forward_backward(model, info, fixed, data);
-  case SmoothMethod::genealogy:
-  case SmoothMethod::fixed_lag:
+  case SmoothMethod::Genealogy:
+  case SmoothMethod::FixedLag:
     return smooth_genealogy(model, info, fixed, data, opt, pool);
-  case SmoothMethod::ffbsm:
-  case SmoothMethod::ffbsi:
+  case SmoothMethod::Ffbsm:
+  case SmoothMethod::Ffbsi:
     return smooth_backward(model, info, fixed, data, opt, pool);
-  case SmoothMethod::online:
-  case SmoothMethod::paris:
-  case SmoothMethod::bis:
+  case SmoothMethod::Online:
+  case SmoothMethod::Paris:
+  case SmoothMethod::Bis:
     return smooth_online(model, info, fixed, data, opt, pool);
   }
   throw Error(fmt::format("smooth --method {} is not available in this runtime",
@@ -262,14 +262,14 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
             {"filter_s", r.filter_s},
             {"smooth_s", r.smooth_s},
             {"seed", opt.filter.seed}};
-  if (r.method != SmoothMethod::rts && r.method != SmoothMethod::forward_backward) {
+  if (r.method != SmoothMethod::Rts && r.method != SmoothMethod::ForwardBackward) {
     j["particles"] = r.particles;
     j["resampling"] = resampling_name(opt.filter.resampling);
     j["filter"] = filter_name(opt.filter);
   }
-  if (r.method == SmoothMethod::fixed_lag)
+  if (r.method == SmoothMethod::FixedLag)
     j["lag"] = opt.lag;
-  if (r.method == SmoothMethod::paris || r.method == SmoothMethod::bis)
+  if (r.method == SmoothMethod::Paris || r.method == SmoothMethod::Bis)
     j["backward_samples"] = opt.backward_samples;
   if (!r.details.is_null())
     j["details"] = r.details;

@@ -1,8 +1,7 @@
 // The smoothing methods behind ssm::smooth(), one family per file, and what they share: runtime
 // random streams, the frame at any time step, and evaluation of the transition density and of
 // the functionals' terms on arbitrary (previous, current) particle pairs.
-#ifndef SSM_RUNTIME_SMOOTHERS_H
-#define SSM_RUNTIME_SMOOTHERS_H
+#pragma once
 
 #include "ssm/smooth.h"
 
@@ -154,5 +153,3 @@ private:
 int64_t draw_index(const std::vector<double>& cumulative, double u);
 
 } // namespace ssm
-
-#endif

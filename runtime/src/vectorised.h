@@ -1,7 +1,6 @@
 // Runtime loops compiled for several instruction sets (vectorised.cpp); philox_u01x2_run, the
 // other one, is declared with the scalar Philox in ssm/rng.h.
-#ifndef SSM_RUNTIME_VECTORISED_H
-#define SSM_RUNTIME_VECTORISED_H
+#pragma once
 
 #include <cstdint>
 
@@ -12,5 +11,3 @@ namespace ssm {
 void exp_run(const double* __restrict x, double* __restrict out, int64_t n);
 
 } // namespace ssm
-
-#endif

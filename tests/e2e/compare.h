@@ -1,8 +1,7 @@
 // Statistical comparison of a generated executable's particle filter with the exact Kalman filter:
 // R independent filter runs (seeds seed0 .. seed0+R-1), their log-likelihoods and filtering
 // moments checked against the reference within Monte Carlo error estimated from the runs.
-#ifndef SSM_E2E_COMPARE_H
-#define SSM_E2E_COMPARE_H
+#pragma once
 
 #include "kalman.h"
 
@@ -26,5 +25,3 @@ struct PfVsKalman {
 void compare_with_kalman(const PfVsKalman& c, const KalmanResult& exact);
 
 } // namespace e2e
-
-#endif

@@ -4,8 +4,7 @@
 // with missing observations (NaN components): only the observed components of y_t update, so a
 // fully missing y_t means no update at t. Also a brute-force version (the joint Gaussian of all
 // states and observations, conditioned directly) used to validate the recursion on tiny cases.
-#ifndef SSM_E2E_KALMAN_H
-#define SSM_E2E_KALMAN_H
+#pragma once
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -212,5 +211,3 @@ inline SmoothingReference brute_force_smoother(const LinearGaussianModel& m,
 }
 
 } // namespace e2e
-
-#endif

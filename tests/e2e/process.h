@@ -1,7 +1,6 @@
 // Running a child process (ssmc or a generated executable) and capturing its standard output,
 // standard error and exit status, for the end-to-end tests.
-#ifndef SSM_E2E_PROCESS_H
-#define SSM_E2E_PROCESS_H
+#pragma once
 
 #include <string>
 #include <vector>
@@ -24,5 +23,3 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, int terminate_after_ms = -1);
 
 } // namespace e2e
-
-#endif

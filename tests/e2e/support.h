@@ -1,7 +1,6 @@
 // Shared helpers of the end-to-end tests: where ssmc, the examples and the scratch directory are,
 // compiling models once per test run, small CSV reading/writing, and sample statistics.
-#ifndef SSM_E2E_SUPPORT_H
-#define SSM_E2E_SUPPORT_H
+#pragma once
 
 #include "process.h"
 
@@ -58,5 +57,3 @@ void check_standard_normal(const std::vector<double>& z, const std::string& what
 double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
 
 } // namespace e2e
-
-#endif

@@ -3,9 +3,9 @@
 // a crash, a leak, undefined behaviour, or a model that compiles without error into IR the
 // verifier rejects is a bug. Built with clang's -fsanitize=fuzzer (tools/fuzz.sh), or with a
 // main() that replays files (replay_main.cpp) so that the corpus is a regression test everywhere.
-#include "frontend/Frontend.h"
-#include "ir/Printer.h"
-#include "ir/Verifier.h"
+#include "frontend/frontend.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -15,7 +15,7 @@ endfunction()
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run_checked("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/ssmc/passes/Plugin.h include/ssmc/passes/Pass.h include/ssmc/ir/IR.h
+foreach(f include/ssmc/passes/plugin.h include/ssmc/passes/pass.h include/ssmc/ir/ir.h
           lib/cmake/ssmc/ssmcConfig.cmake)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "the installed tree lacks ${f}")

@@ -1,5 +1,5 @@
 // A plugin that registers a pass under a built-in pass's name: ssmc must refuse it.
-#include "passes/Plugin.h"
+#include "passes/plugin.h"
 
 namespace {
 class Impostor : public ssm::passes::Pass {

@@ -1,5 +1,5 @@
 // A plugin built for an older plugin API: ssmc must refuse it before running any of its code.
-#include "passes/Plugin.h"
+#include "passes/plugin.h"
 
 #include <cstdlib>
 

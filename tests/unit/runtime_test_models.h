@@ -1,8 +1,7 @@
 // Hand-written models for the runtime tests, standing in for compiled kernels: a scalar AR(1)
 // plus Gaussian noise (exact answers by a Kalman filter), a two-component version with a joint
 // vector observation, and an AR(1) with uniform observation noise (weights can be exactly zero).
-#ifndef SSM_TESTS_RUNTIME_TEST_MODELS_H
-#define SSM_TESTS_RUNTIME_TEST_MODELS_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/distributions.h"
@@ -199,5 +198,3 @@ inline Kalman kalman_ar1(double phi, double sigma, double tau, const std::vector
 }
 
 } // namespace rt_test
-
-#endif

@@ -1,8 +1,7 @@
 // Statistical checks shared by the RNG and distribution unit tests: moments within a number of
 // Monte Carlo standard errors, and Kolmogorov-Smirnov / chi-square goodness of fit at a fixed
 // level.
-#ifndef SSM_TESTS_UNIT_STATS_H
-#define SSM_TESTS_UNIT_STATS_H
+#pragma once
 
 #include <catch2/catch.hpp>
 
@@ -120,5 +119,3 @@ inline void check_chi_square(const std::vector<double>& xs,
 }
 
 } // namespace ssm::test
-
-#endif

@@ -1,14 +1,14 @@
-// The differentiation pass (passes/Differentiate.h) against central finite differences, on every
+// The differentiation pass (passes/derivatives.h) against central finite differences, on every
 // stdlib model and shipped example: the derivative of every argument of every transition and
 // observation relation (means, scales, probabilities) with respect to each real component of the
 // state the block conditions on and to each parameter, and the gradient of every relation's
 // log-density with respect to those and to its own (continuous) target. Expressions are evaluated
 // with ir::evaluate at a fixed point; a derivative must match within 1e-6 relative.
-#include "frontend/Frontend.h"
-#include "ir/Evaluate.h"
-#include "passes/Differentiate.h"
-#include "passes/Pass.h"
-#include "passes/Passes.h"
+#include "frontend/frontend.h"
+#include "ir/evaluate.h"
+#include "passes/derivatives.h"
+#include "passes/pass.h"
+#include "passes/passes.h"
 
 #include "ssm/kernel_lib.h"
 

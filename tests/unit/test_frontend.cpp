@@ -1,7 +1,7 @@
 // Unit tests of the frontend on models that compile: the IR that lowering produces (ops, shapes,
 // variables, lags, relation targets and order), constant evaluation, and diagnostic rendering.
-#include "frontend/Frontend.h"
-#include "ir/Verifier.h"
+#include "frontend/frontend.h"
+#include "ir/verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 // The modules the golden models import are in tests/golden/diagnostics/modules/ (import
 // "modules/NAME";); file names in messages are relative to tests/golden/diagnostics, and the
 // standard library's directory is written STDLIB.
-#include "frontend/Frontend.h"
+#include "frontend/frontend.h"
 
 #include <catch2/catch.hpp>
 

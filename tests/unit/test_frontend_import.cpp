@@ -1,8 +1,8 @@
 // `import`: modules found next to the model and along the import path, their constants and
 // functions usable in the model, errors reported in the right file, and every module of the
 // standard library importable.
-#include "frontend/Frontend.h"
-#include "ir/Verifier.h"
+#include "frontend/frontend.h"
+#include "ir/verifier.h"
 
 #include <catch2/catch.hpp>
 

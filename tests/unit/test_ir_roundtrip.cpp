@@ -4,11 +4,11 @@
 // - a no-op pipeline leaves the printed IR unchanged;
 // - on canonical IR (after constant-fold,cse) every registered pass is idempotent, and leaves the
 //   IR unchanged unless it is a transform listed below; constant-fold,cse twice equals once.
-#include "frontend/Frontend.h"
-#include "ir/Printer.h"
-#include "ir/Reader.h"
-#include "ir/Verifier.h"
-#include "passes/PassManager.h"
+#include "frontend/frontend.h"
+#include "ir/printer.h"
+#include "ir/reader.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // Unit tests of the IR utilities and the built-in passes on hand-built IR.
-#include "ir/Evaluate.h"
-#include "ir/Printer.h"
-#include "ir/Verifier.h"
-#include "passes/PassManager.h"
-#include "passes/Passes.h"
+#include "ir/evaluate.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
+#include "passes/passes.h"
 
 #include <catch2/catch.hpp>
 

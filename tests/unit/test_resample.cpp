@@ -126,7 +126,7 @@ bool sorted(const std::vector<int64_t>& a, size_t begin, size_t end) {
 TEST_CASE("resampling scheme names", "[runtime][resample]") {
   for (Resampling s : ssm::kResamplingSchemes)
     CHECK(ssm::parse_resampling(ssm::resampling_name(s)) == s);
-  CHECK(std::string(ssm::resampling_name(Resampling::ssp)) == "ssp");
+  CHECK(std::string(ssm::resampling_name(Resampling::Ssp)) == "ssp");
   CHECK(!ssm::parse_resampling("Systematic"));
   CHECK(!ssm::parse_resampling(""));
 }
@@ -155,14 +155,14 @@ TEST_CASE("resampling schemes: unbiased counts and their variances over seeds",
         for (int r = 0; r < R; ++r) {
           const std::vector<int64_t> anc = run(s, w, static_cast<uint64_t>(r) + 1);
           const std::vector<int64_t> c = offspring(anc, n);
-          if (s == Resampling::residual) // the deterministic copies, then the draws
+          if (s == Resampling::Residual) // the deterministic copies, then the draws
             unsorted += !sorted(anc, 0, floors) || !sorted(anc, floors, n);
-          else if (s != Resampling::ssp)
+          else if (s != Resampling::Ssp)
             unsorted += !sorted(anc, 0, n);
           for (size_t j = 0; j < n; ++j) {
             counts[j].push_back(double(c[j]));
             zero_weight_offspring += w[j] == 0 && c[j] != 0;
-            if (s == Resampling::systematic || s == Resampling::ssp)
+            if (s == Resampling::Systematic || s == Resampling::Ssp)
               not_floor_or_ceil += c[j] < std::floor(x[j]) || c[j] > std::ceil(x[j]);
           }
         }
@@ -182,17 +182,17 @@ TEST_CASE("resampling schemes: unbiased counts and their variances over seeds",
           // (b) the variance: the scheme's exact value where known, and the ordering.
           double exact = NAN;
           switch (s) {
-          case Resampling::multinomial:
+          case Resampling::Multinomial:
             exact = v_multinomial;
             break;
-          case Resampling::stratified:
+          case Resampling::Stratified:
             exact = stratified_variance(w, j);
             break;
-          case Resampling::residual:
+          case Resampling::Residual:
             exact = residual_variance(x, j);
             break;
-          case Resampling::systematic:
-          case Resampling::ssp:
+          case Resampling::Systematic:
+          case Resampling::Ssp:
             exact = frac * (1 - frac); // the least possible for an unbiased integer count
             break;
           }
@@ -201,7 +201,7 @@ TEST_CASE("resampling schemes: unbiased counts and their variances over seeds",
           CHECK(exact <= v_multinomial + eps);
           CHECK(mo.var <= v_multinomial + 5 * mo.se_var + eps);
         }
-        if (s == Resampling::multinomial && n >= 3) {
+        if (s == Resampling::Multinomial && n >= 3) {
           // Multinomial counts are negatively correlated: Cov(N_0, N_j) = -n p_0 p_j. The
           // standard error is that of the mean of the products of centred counts.
           const double p0 = w[0] / total;
@@ -236,8 +236,8 @@ TEST_CASE("multinomial and residual counts have the binomial distribution", "[ru
   for (size_t j : {size_t(2), size_t(11), size_t(13)}) {
     std::vector<double> multi, resid;
     for (int r = 1; r <= R; ++r) {
-      multi.push_back(double(offspring(run(Resampling::multinomial, w, r), n)[j]));
-      resid.push_back(double(offspring(run(Resampling::residual, w, r), n)[j]) - std::floor(x[j]));
+      multi.push_back(double(offspring(run(Resampling::Multinomial, w, r), n)[j]));
+      resid.push_back(double(offspring(run(Resampling::Residual, w, r), n)[j]) - std::floor(x[j]));
     }
     INFO("particle " << j << ", p = " << w[j] / total);
     const boost::math::binomial bm(double(n), w[j] / total);
@@ -266,7 +266,7 @@ TEST_CASE("resampling: n = 1, reproducibility and the systematic default", "[run
     std::vector<int64_t> expected(w.size());
     ssm::systematic_resample(w.data(), int64_t(w.size()),
                              ssm::philox_u01(seed, 0, kT, ssm::kSiteResample, 0), expected.data());
-    CHECK(run(Resampling::systematic, w, seed) == expected);
+    CHECK(run(Resampling::Systematic, w, seed) == expected);
   }
 }
 
@@ -291,11 +291,11 @@ TEST_CASE("resampling a large weight vector", "[runtime][resample]") {
       const double f = std::floor(x[j]), cl = std::ceil(x[j]);
       if (w[j] == 0 && c[j] != 0)
         ++bad;
-      if ((s == Resampling::systematic || s == Resampling::ssp) && (c[j] < f || c[j] > cl))
+      if ((s == Resampling::Systematic || s == Resampling::Ssp) && (c[j] < f || c[j] > cl))
         ++bad;
-      if (s == Resampling::stratified && (c[j] < f - 1 || c[j] > cl + 1))
+      if (s == Resampling::Stratified && (c[j] < f - 1 || c[j] > cl + 1))
         ++bad;
-      if (s == Resampling::residual && c[j] < f)
+      if (s == Resampling::Residual && c[j] < f)
         ++bad;
     }
     CHECK(bad == 0);

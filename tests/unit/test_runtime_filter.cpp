@@ -59,7 +59,7 @@ Stats stats(const std::vector<double>& v) {
 // and Doucet 2014), so the replicate mean plus s^2 / 2 is compared with log Z; and the final
 // filtering mean and variance.
 void check_against_kalman(const std::vector<double>& y, int64_t particles, double ess_threshold,
-                          int threads, ssm::Resampling resampling = ssm::Resampling::systematic) {
+                          int threads, ssm::Resampling resampling = ssm::Resampling::Systematic) {
   ssm_model m = ar1_model();
   ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
   const std::vector<double> theta = {0.9, 0.5, 1.0};
@@ -192,7 +192,7 @@ TEST_CASE("filter output is bit-identical for 1, 2 and 3 threads", "[runtime][fi
     CHECK(rs[1].log_likelihood == rs[0].log_likelihood);
     CHECK(rs[1].mean == rs[0].mean);
     CHECK(rs[1].var == rs[0].var);
-    CHECK((s == ssm::Resampling::systematic) ==
+    CHECK((s == ssm::Resampling::Systematic) ==
           (rs[0].log_likelihood == results[0].log_likelihood));
   }
   CHECK(csvs[0].substr(0, csvs[0].find('\n')) ==

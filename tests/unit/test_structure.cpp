@@ -1,12 +1,12 @@
 // Unit tests of the structure analyses (linear-gaussian, finite-state, density) on the shipped
 // examples and small models: the symbolic matrices and bounds are evaluated with ir::evaluate at
 // given parameter values and compared with the known ones.
-#include "frontend/Frontend.h"
-#include "ir/Evaluate.h"
-#include "ir/Printer.h"
-#include "passes/PassManager.h"
-#include "passes/Passes.h"
-#include "passes/StructureReport.h"
+#include "frontend/frontend.h"
+#include "ir/evaluate.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
+#include "passes/passes.h"
+#include "passes/structure_report.h"
 #include "ssm/distributions.h"
 #include "ssm/metadata.h"
 

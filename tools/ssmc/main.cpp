@@ -11,19 +11,19 @@
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
 // (the runtime, linked into ssmc) run in this process with ARGS. check: diagnostics and the
 // structure report, without generating code.
-#include "BuildCache.h"
-#include "Linker.h"
+#include "build_cache.h"
+#include "linker.h"
 
-#include "frontend/Frontend.h"
-#include "ir/Printer.h"
-#include "passes/PassManager.h"
-#include "passes/Passes.h"
-#include "passes/PluginLoader.h"
-#include "passes/StructureReport.h"
-#include "passes/codegen/Backend.h"
-#include "passes/codegen/Jit.h"
-#include "passes/codegen/KernelCodegen.h"
-#include "passes/codegen/ModelMetadata.h"
+#include "frontend/frontend.h"
+#include "ir/printer.h"
+#include "passes/codegen/backend.h"
+#include "passes/codegen/jit.h"
+#include "passes/codegen/kernel_codegen.h"
+#include "passes/codegen/model_metadata.h"
+#include "passes/pass_manager.h"
+#include "passes/passes.h"
+#include "passes/plugin_loader.h"
+#include "passes/structure_report.h"
 #include "ssm/abi.h"
 
 #include <CLI/CLI.hpp>
@@ -242,7 +242,7 @@ std::string default_output(const BuildOptions& options) {
   return fs::path(options.input).stem().string() + (options.emit == "obj" ? ".o" : "");
 }
 
-// The cache key of an executable or object: see BuildCache.h for what goes in and why.
+// The cache key of an executable or object: see build_cache.h for what goes in and why.
 std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOptions& options,
                             const ssm::tools::Toolchain& toolchain) {
   std::vector<std::string> parts = {SSMC_VERSION,

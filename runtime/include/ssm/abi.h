@@ -17,8 +17,7 @@
 //     component is a missing observation and contributes nothing to the log-density;
 //   - random draws come from Philox4x32-10 keyed by `seed` with counter (n, t, site, draw) (see
 //     ssm/rng.h), so results do not depend on how particles are split across threads.
-#ifndef SSM_ABI_H
-#define SSM_ABI_H
+#pragma once
 
 #include <stdint.h>
 
@@ -127,6 +126,4 @@ int ssm_main(const ssm_model* model, int argc, char** argv);
 
 #ifdef __cplusplus
 }
-#endif
-
 #endif

@@ -1,7 +1,6 @@
 // The command line of a generated executable (simulate, filter, info), with its streams passed in
 // so tests can run it in-process. ssm_main() (abi.h) calls it with stdout and stderr.
-#ifndef SSM_CLI_H
-#define SSM_CLI_H
+#pragma once
 
 #include "ssm/abi.h"
 
@@ -13,5 +12,3 @@ namespace ssm {
 int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::FILE* err);
 
 } // namespace ssm
-
-#endif

@@ -1,7 +1,6 @@
 // CSV input: a small RFC 4180 reader that keeps file line numbers for error messages, and the
 // extraction of a model's observation columns into a dense T x n_obs array (NaN = missing).
-#ifndef SSM_CSV_H
-#define SSM_CSV_H
+#pragma once
 
 #include "ssm/metadata.h"
 
@@ -91,5 +90,3 @@ ObsData read_inputs_file(const ModelInfo& info, const std::string& path);
 std::string format_double(double v);
 
 } // namespace ssm
-
-#endif

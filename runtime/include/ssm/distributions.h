@@ -12,8 +12,7 @@
 //     them stays branch-free and vectorises.
 // Nothing here allocates, throws or touches global state (hence log_gamma instead of std::lgamma,
 // which writes the global `signgam` and so can be neither hoisted nor called from threads safely).
-#ifndef SSM_DISTRIBUTIONS_H
-#define SSM_DISTRIBUTIONS_H
+#pragma once
 
 #include "ssm/rng.h"
 
@@ -689,5 +688,3 @@ SSM_INLINE double sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t
 }
 
 } // namespace ssm
-
-#endif

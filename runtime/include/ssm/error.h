@@ -1,7 +1,6 @@
 // The exception type the runtime throws for user-facing errors (bad data, bad parameters, a
 // collapsed filter). The command line prints what() as `<prog>: error: <what>` and exits with 1.
-#ifndef SSM_ERROR_H
-#define SSM_ERROR_H
+#pragma once
 
 #include <stdexcept>
 #include <string>
@@ -14,5 +13,3 @@ public:
 };
 
 } // namespace ssm
-
-#endif

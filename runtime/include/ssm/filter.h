@@ -1,6 +1,5 @@
 // The bootstrap particle filter over a compiled model's kernels.
-#ifndef SSM_FILTER_H
-#define SSM_FILTER_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/csv.h"
@@ -35,14 +34,14 @@ inline constexpr int64_t kLookaheadDraws = 4; // simulated look-ahead: draws per
 // weights p(y_t | prediction): the model's own `lookahead` predictions (lookahead kernel), else
 // the transition's mean (gaussian_moments kernel), else the average of p(y_t | x~) over
 // kLookaheadDraws draws from the transition.
-enum class Lookahead { user, mean, simulated };
+enum class Lookahead { User, Mean, Simulated };
 const char* lookahead_name(Lookahead kind); // "user", "mean", "simulated"
 Lookahead lookahead_for(const ssm_model& model);
 
 struct FilterOptions {
   int64_t particles = 1000;
   double ess_threshold = 0.5; // resample at t > 0 when ESS < r N; r >= 1: every step
-  Resampling resampling = Resampling::systematic;
+  Resampling resampling = Resampling::Systematic;
   // Auxiliary particle filter (Pitt & Shephard 1999): at each t > 0, resample with the weights
   // times p(y_t | a prediction of x_t from each particle), then correct by that factor.
   bool auxiliary = false;
@@ -124,7 +123,7 @@ private:
   std::vector<int64_t> anc_;
   std::vector<double> loglam_, aux_w_;
   std::vector<double> logq_, logf_; // the guided filter's proposal and transition log-densities
-  Lookahead lookahead_ = Lookahead::mean;
+  Lookahead lookahead_ = Lookahead::Mean;
   bool resampled_ = false;
   double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
   const double* frame_values_ = nullptr;
@@ -161,5 +160,3 @@ void require_previous_obs(const ModelInfo& info, const ObsData& data, int64_t t)
 std::string filter_csv(const ModelInfo& info, const FilterResult& result);
 
 } // namespace ssm
-
-#endif

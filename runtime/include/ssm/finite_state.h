@@ -3,8 +3,7 @@
 // backward smoothing with the model's functionals, and Viterbi decoding. Only the model's
 // ordinary kernels are used, evaluated on all states and all pairs of states at each step, so
 // transitions and emissions may depend on t, inputs and y[t-1].
-#ifndef SSM_FINITE_STATE_H
-#define SSM_FINITE_STATE_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/csv.h"
@@ -51,5 +50,3 @@ Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vecto
                  const ObsData& data);
 
 } // namespace ssm
-
-#endif

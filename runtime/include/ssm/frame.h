@@ -1,8 +1,7 @@
 // The frame: the array that generated kernels read as `theta` (docs/abi.md). It holds the
 // parameters and the data items, fixed for a run, then the inputs at the current time step and the
 // observation at the previous one, which the runtime writes before each step.
-#ifndef SSM_FRAME_H
-#define SSM_FRAME_H
+#pragma once
 
 #include "ssm/metadata.h"
 
@@ -25,5 +24,3 @@ private:
 };
 
 } // namespace ssm
-
-#endif

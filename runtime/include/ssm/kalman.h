@@ -2,8 +2,7 @@
 // Rauch-Tung-Striebel smoother, on the matrices that the compiled model's linear_gaussian kernel
 // computes at each step (docs/abi.md); and the unscented Kalman filter for nonlinear models with
 // Gaussian noise. Missing observation components (NaN) drop their rows.
-#ifndef SSM_KALMAN_H
-#define SSM_KALMAN_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/csv.h"
@@ -47,5 +46,3 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
                         const std::vector<double>& fixed, const ObsData& data);
 
 } // namespace ssm
-
-#endif

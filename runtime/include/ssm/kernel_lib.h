@@ -2,8 +2,7 @@
 // calls for random draws and log-densities. The library is compiled to LLVM bitcode
 // (lib/ssmc/kernel_lib.bc) that codegen links into each kernel module and inlines; the semantics
 // are those of the same-named inline functions in ssm/distributions.h.
-#ifndef SSM_KERNEL_LIB_H
-#define SSM_KERNEL_LIB_H
+#pragma once
 
 #include <stdint.h>
 
@@ -70,6 +69,4 @@ double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t, uint3
 
 #ifdef __cplusplus
 }
-#endif
-
 #endif

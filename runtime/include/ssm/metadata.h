@@ -1,7 +1,6 @@
 // The model description carried by ssm_model::metadata_json, parsed once into plain structs, and
 // the CSV column names derived from variable shapes (`x`, `x[0]`, `A[0,1]`).
-#ifndef SSM_METADATA_H
-#define SSM_METADATA_H
+#pragma once
 
 #include <cmath>
 #include <cstdint>
@@ -129,5 +128,3 @@ std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, c
                                       int64_t begin, int64_t end, int64_t stride);
 
 } // namespace ssm
-
-#endif

@@ -1,7 +1,6 @@
 // Atomic output files: data is written to FILE.tmp.<pid> and renamed over FILE on commit(), so an
 // interrupted or failed run never leaves a half-written result under the final name.
-#ifndef SSM_OUTPUT_H
-#define SSM_OUTPUT_H
+#pragma once
 
 #include <cstdio>
 #include <string>
@@ -35,5 +34,3 @@ private:
 void check_output_path(const std::string& path);
 
 } // namespace ssm
-
-#endif

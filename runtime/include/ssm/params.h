@@ -1,7 +1,6 @@
 // Parameter resolution: model defaults, then a --params JSON file, then --param name=value
 // assignments (later sources override earlier ones), with shape, support and cov_matrix checks.
-#ifndef SSM_PARAMS_H
-#define SSM_PARAMS_H
+#pragma once
 
 #include "ssm/metadata.h"
 
@@ -60,5 +59,3 @@ std::string format_param_value(const ParamInfo& p, const std::vector<double>& va
 nlohmann::json param_value_json(const ParamInfo& p, const std::vector<double>& value);
 
 } // namespace ssm
-
-#endif

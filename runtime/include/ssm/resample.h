@@ -1,7 +1,6 @@
 // Resampling schemes over (unnormalised, non-negative) weights: each turns n weights into n
 // ancestor indices such that particle j gets, in expectation, n w_j / sum(w) offspring.
-#ifndef SSM_RESAMPLE_H
-#define SSM_RESAMPLE_H
+#pragma once
 
 #include <array>
 #include <cstdint>
@@ -10,11 +9,11 @@
 
 namespace ssm {
 
-enum class Resampling { multinomial, stratified, systematic, residual, ssp };
+enum class Resampling { Multinomial, Stratified, Systematic, Residual, Ssp };
 
 inline constexpr std::array<Resampling, 5> kResamplingSchemes = {
-    Resampling::multinomial, Resampling::stratified, Resampling::systematic, Resampling::residual,
-    Resampling::ssp};
+    Resampling::Multinomial, Resampling::Stratified, Resampling::Systematic, Resampling::Residual,
+    Resampling::Ssp};
 
 // The command-line name of a scheme ("multinomial", ...), and back; nullopt for an unknown name.
 const char* resampling_name(Resampling scheme);
@@ -50,5 +49,3 @@ void resample(Resampling scheme, const double* w, int64_t n, uint64_t seed, uint
 void systematic_resample(const double* w, int64_t n, double u, int64_t* ancestors);
 
 } // namespace ssm
-
-#endif

@@ -2,8 +2,7 @@
 // 64-bit seed, counter (n = particle, t = time step, site, draw). Header-only; compiled both by the
 // host compiler into the runtime and by clang into the kernel bitcode, so it allocates nothing,
 // throws nothing and keeps no state.
-#ifndef SSM_RNG_H
-#define SSM_RNG_H
+#pragma once
 
 #include <cstdint>
 
@@ -65,5 +64,3 @@ void philox_u01x2_run(uint64_t seed, uint32_t n_begin, int64_t count, uint32_t t
                       uint32_t draw, double* __restrict u0, double* __restrict u1);
 
 } // namespace ssm
-
-#endif

@@ -1,7 +1,6 @@
 // Forward simulation of one trajectory (particle index 0, a batch of one) of states and
 // observations.
-#ifndef SSM_SIMULATE_H
-#define SSM_SIMULATE_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/csv.h"
@@ -28,5 +27,3 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim);
 
 } // namespace ssm
-
-#endif

@@ -1,8 +1,7 @@
 // Smoothing: the per-t smoothing moments of the state and the model's functionals, by exact
 // methods where the structure allows (rts, forward-backward) and by particle smoothers otherwise.
 // Every method fills the same SmoothResult, written by smooth_csv and smooth_json.
-#ifndef SSM_SMOOTH_H
-#define SSM_SMOOTH_H
+#pragma once
 
 #include "ssm/abi.h"
 #include "ssm/csv.h"
@@ -23,23 +22,21 @@
 namespace ssm {
 
 enum class SmoothMethod {
-  rts,              // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
-  forward_backward, // finite-state models, exact
-  genealogy,        // the filter's surviving paths ("poor man's" smoother)
-  fixed_lag,        // each term estimated `lag` steps later through the genealogy
-  ffbsm,            // marginal forward-filtering backward-smoothing, O(N^2) per step
-  ffbsi,            // backward simulation of M trajectories
-  online,           // forward-only O(N^2) additive smoothing (Del Moral, Doucet & Singh)
-  paris,            // PaRIS (Olsson & Westerborn 2017)
-  bis,              // backward importance sampling (Martin, Le Corff et al. 2022)
+  Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
+  ForwardBackward, // finite-state models, exact
+  Genealogy,       // the filter's surviving paths ("poor man's" smoother)
+  FixedLag,        // each term estimated `lag` steps later through the genealogy
+  Ffbsm,           // marginal forward-filtering backward-smoothing, O(N^2) per step
+  Ffbsi,           // backward simulation of M trajectories
+  Online,          // forward-only O(N^2) additive smoothing (Del Moral, Doucet & Singh)
+  Paris,           // PaRIS (Olsson & Westerborn 2017)
+  Bis,             // backward importance sampling (Martin, Le Corff et al. 2022)
 };
 
 inline constexpr std::array<SmoothMethod, 9> kSmoothMethods = {
-    SmoothMethod::rts,       SmoothMethod::forward_backward,
-    SmoothMethod::genealogy, SmoothMethod::fixed_lag,
-    SmoothMethod::ffbsm,     SmoothMethod::ffbsi,
-    SmoothMethod::online,    SmoothMethod::paris,
-    SmoothMethod::bis};
+    SmoothMethod::Rts,      SmoothMethod::ForwardBackward, SmoothMethod::Genealogy,
+    SmoothMethod::FixedLag, SmoothMethod::Ffbsm,           SmoothMethod::Ffbsi,
+    SmoothMethod::Online,   SmoothMethod::Paris,           SmoothMethod::Bis};
 
 const char* smooth_method_name(SmoothMethod m); // "forward-backward", "fixed-lag", ...
 std::optional<SmoothMethod> parse_smooth_method(std::string_view name);
@@ -54,15 +51,15 @@ bool is_online(SmoothMethod m); // online, paris, bis: O(N) memory whatever T
 // particle's ancestor in the filter and makes `mcmc_steps` independent Metropolis-Hastings moves
 // with proposals from the filter weights, which leave the backward kernel invariant (Bunch &
 // Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
-enum class BackwardSampling { automatic, exact, rejection, mcmc };
+enum class BackwardSampling { Automatic, Exact, Rejection, Mcmc };
 
 struct SmoothOptions {
-  SmoothMethod method = SmoothMethod::ffbsm;
+  SmoothMethod method = SmoothMethod::Ffbsm;
   FilterOptions filter;         // particles, resampling, seed (and progress)
   int64_t lag = 10;             // fixed-lag
   int64_t trajectories = 0;     // ffbsi: M (0: as many as particles)
   int64_t backward_samples = 2; // paris, bis: Ñ
-  BackwardSampling backward = BackwardSampling::automatic;
+  BackwardSampling backward = BackwardSampling::Automatic;
   int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
   int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
@@ -81,7 +78,7 @@ struct FunctionalEstimate {
 };
 
 struct SmoothResult {
-  SmoothMethod method = SmoothMethod::ffbsm;
+  SmoothMethod method = SmoothMethod::Ffbsm;
   int64_t T = 0, n_state = 0, particles = 0;
   double log_likelihood = 0; // of the filter the method ran (exact for rts / forward-backward)
   bool has_marginals = false;
@@ -116,5 +113,3 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& result,
                            const SmoothOptions& options);
 
 } // namespace ssm
-
-#endif

@@ -1,8 +1,7 @@
 // A fixed pool of worker threads running parallel loops over task indices. Callers split work
 // into blocks whose boundaries do not depend on the thread count, so results are bit-identical
 // whatever the number of threads.
-#ifndef SSM_THREAD_POOL_H
-#define SSM_THREAD_POOL_H
+#pragma once
 
 #include <atomic>
 #include <condition_variable>
@@ -61,5 +60,3 @@ private:
 int default_threads();
 
 } // namespace ssm
-
-#endif

@@ -1,0 +1,407 @@
+// IR verifier: see verifier.h.
+#include "verifier.h"
+
+#include "printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace ssm::ir {
+
+namespace {
+
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  if (a == b || b.is_scalar())
+    return a;
+  if (a.is_scalar())
+    return b;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& args) {
+  auto arity = [&](size_t n) { return args.size() == n; };
+  switch (node.op) {
+  case Op::Const:
+    if (!arity(0) || static_cast<int>(node.values.size()) != node.shape.size())
+      return std::nullopt;
+    return node.shape;
+  case Op::Param:
+  case Op::State:
+  case Op::Obs:
+  case Op::Data:
+  case Op::Input:
+  case Op::Latent:
+    return arity(0) ? std::optional(node.shape) : std::nullopt;
+  case Op::Time:
+    return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
+  case Op::Neg:
+    return arity(1) ? std::optional(args[0]) : std::nullopt;
+  case Op::Add:
+  case Op::Sub:
+  case Op::Div:
+    return arity(2) ? broadcast(args[0], args[1]) : std::nullopt;
+  case Op::Mul:
+    if (!arity(2) || (!args[0].is_scalar() && !args[1].is_scalar()))
+      return std::nullopt;
+    return broadcast(args[0], args[1]);
+  case Op::Pow:
+    if (!arity(2) || (!args[1].is_scalar() && !(args[0] == args[1])))
+      return std::nullopt;
+    return args[0];
+  case Op::MatMul:
+    if (!arity(2) || args[0].rank() != 2 || args[1].rank() < 1 ||
+        args[0].dims[1] != args[1].dims[0])
+      return std::nullopt;
+    return args[1].rank() == 1 ? Shape::vector(args[0].dims[0])
+                               : Shape::matrix(args[0].dims[0], args[1].dims[1]);
+  case Op::Call: {
+    const FunctionInfo* f = find_function(node.fn);
+    if (!f || !arity(f->arity))
+      return std::nullopt;
+    if (node.fn == "dot")
+      return args[0].rank() == 1 && args[0] == args[1] ? std::optional(Shape::scalar())
+                                                       : std::nullopt;
+    return f->arity == 1 ? std::optional(args[0]) : broadcast(args[0], args[1]);
+  }
+  case Op::Select: {
+    if (!arity(3))
+      return std::nullopt;
+    std::optional<Shape> ab = broadcast(args[1], args[2]);
+    return ab ? broadcast(*ab, args[0]) : std::nullopt;
+  }
+  case Op::DynIndex:
+    if (!arity(2) || args[0].rank() < 1 || !args[1].is_scalar())
+      return std::nullopt;
+    return Shape{std::vector<int>(args[0].dims.begin() + 1, args[0].dims.end())};
+  case Op::Build:
+    if (node.shape.rank() < 1 || static_cast<int>(args.size()) != node.shape.size() ||
+        !std::all_of(args.begin(), args.end(), [](const Shape& s) { return s.is_scalar(); }))
+      return std::nullopt;
+    return node.shape;
+  case Op::Index: {
+    if (!arity(1) || node.index.empty() || static_cast<int>(node.index.size()) > args[0].rank())
+      return std::nullopt;
+    for (size_t k = 0; k < node.index.size(); ++k)
+      if (node.index[k] < 0 || node.index[k] >= args[0].dims[k])
+        return std::nullopt;
+    return Shape{std::vector<int>(args[0].dims.begin() + node.index.size(), args[0].dims.end())};
+  }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+class BlockVerifier {
+public:
+  BlockVerifier(const Model& model, const Block& block, std::vector<std::string>& errors)
+      : model_(model), block_(block), errors_(errors) {}
+
+  void run() {
+    // lag-0 variables each node reads, transitively; a relation may only use those sampled earlier
+    std::vector<std::set<Var>> reads_now(block_.nodes.size());
+    for (size_t i = 0; i < block_.nodes.size(); ++i)
+      check_node(static_cast<int>(i), reads_now);
+    std::set<Var> sampled;
+    for (const Relation& rel : block_.relations)
+      check_relation(rel, reads_now, sampled);
+  }
+
+private:
+  template <class... Args> void fail(fmt::format_string<Args...> f, Args&&... args) {
+    errors_.push_back(fmt::format("{}: {}", block_name(block_.kind),
+                                  fmt::format(f, std::forward<Args>(args)...)));
+  }
+
+  using Var = std::pair<VarKind, int>;
+
+  // Plate and simulator blocks sample latents and observations; the others one kind.
+  bool samples_latents() const {
+    return block_.kind == BlockKind::Plate || block_.kind == BlockKind::Simulator;
+  }
+
+  bool samples(VarKind kind) const {
+    switch (block_.kind) {
+    case BlockKind::Prior:
+      return kind == VarKind::Param;
+    case BlockKind::Observation:
+      return kind == VarKind::Obs;
+    case BlockKind::Plate:
+    case BlockKind::Simulator:
+      return kind == VarKind::Latent || kind == VarKind::Obs;
+    default:
+      return kind == VarKind::State;
+    }
+  }
+
+  void check_node(int id, std::vector<std::set<Var>>& reads_now) {
+    const Node& node = block_.nodes[id];
+    std::vector<Shape> arg_shapes;
+    for (int a : node.args) {
+      if (a < 0 || a >= id) {
+        fail("%{} uses %{}, which is not an earlier node", id, a);
+        return;
+      }
+      arg_shapes.push_back(block_.nodes[a].shape);
+      reads_now[id].insert(reads_now[a].begin(), reads_now[a].end());
+    }
+    check_reference(id, node, reads_now[id]);
+    auto shape = result_shape(node, arg_shapes);
+    if (!shape)
+      fail("%{} = {} has operands of incompatible shapes", id, op_name(node.op));
+    else if (!(*shape == node.shape))
+      fail("%{} = {} has shape {} but its operands give {}", id, op_name(node.op), node.shape.str(),
+           shape->str());
+  }
+
+  void check_reference(int id, const Node& node, std::set<Var>& reads_now) {
+    if (node.op != Op::Param && node.op != Op::State && node.op != Op::Obs && node.op != Op::Time &&
+        node.op != Op::Data && node.op != Op::Input && node.op != Op::Latent)
+      return;
+    BlockKind kind = block_.kind;
+    if (kind == BlockKind::Prior) {
+      fail("%{}: prior arguments must be constants", id);
+      return;
+    }
+    if (samples_latents() || node.op == Op::Latent) {
+      check_static_reference(id, node, reads_now);
+      return;
+    }
+    if (node.op == Op::Data || node.op == Op::Input) {
+      const auto& decls = node.op == Op::Data ? model_.data : model_.inputs;
+      if (node.var < 0 || node.var >= static_cast<int>(decls.size()))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, decls.size());
+      else if (!(node.shape == decls[node.var].shape))
+        fail("%{} has shape {} but {} is {}", id, node.shape.str(), decls[node.var].name,
+             decls[node.var].shape.str());
+      else if (node.lag != 0)
+        fail("%{} reads input {} at lag {}", id, decls[node.var].name, node.lag);
+      return;
+    }
+    if (node.op == Op::Time) {
+      if (kind == BlockKind::Initial)
+        fail("%{}: time in the initial block must be folded to 0", id);
+      return;
+    }
+    VarKind vk = node.op == Op::Param   ? VarKind::Param
+                 : node.op == Op::State ? VarKind::State
+                                        : VarKind::Obs;
+    if (!check_variable(id, node, vk))
+      return;
+    if (vk == VarKind::Param)
+      return;
+    // Transitions read x[t-1] and y[t-1]; functional terms read x[t-1], x[t] and y[t]; proposals
+    // read x[t-1], y[t-1] and y[t].
+    // Look-ahead predictions read x[t-1], y[t-1] and y[t].
+    // States at lags beyond 1 until the augment-lags transform replaces them (codegen checks).
+    const bool proposal = kind == BlockKind::Proposal, lookahead = kind == BlockKind::Lookahead;
+    const bool reads_past =
+        kind == BlockKind::Transition || proposal || lookahead ||
+        ((kind == BlockKind::Functional || kind == BlockKind::Observation) && vk == VarKind::State);
+    int max_lag = !reads_past ? 0 : vk == VarKind::State ? std::numeric_limits<int>::max() : 1;
+    bool allowed =
+        (vk == VarKind::State && (!lookahead || node.lag == 1)) ||
+        (vk == VarKind::Obs && (kind == BlockKind::Observation || kind == BlockKind::Functional ||
+                                proposal || lookahead || node.lag == 1));
+    if (!allowed || node.lag < 0 || node.lag > max_lag)
+      fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
+           node.lag, block_name(kind));
+    else if (node.lag == 0 && samples(vk))
+      reads_now.insert({vk, node.var});
+  }
+
+  // Node `id` reads variable node.var of kind `vk`: it exists and has its declared shape. False
+  // (after failing) when the index is out of range, so the caller looks no further.
+  bool check_variable(int id, const Node& node, VarKind vk) {
+    const size_t count = vk == VarKind::Param   ? model_.params.size()
+                         : vk == VarKind::State ? model_.states.size()
+                         : vk == VarKind::Obs   ? model_.obs.size()
+                                                : model_.latents.size();
+    if (node.var < 0 || node.var >= static_cast<int>(count)) {
+      fail("%{} refers to variable {} of {}", id, node.var, count);
+      return false;
+    }
+    if (!(node.shape == model_.var_shape(vk, node.var)))
+      fail("%{} has shape {} but {} is {}", id, node.shape.str(), model_.var_name(vk, node.var),
+           model_.var_shape(vk, node.var).str());
+    return true;
+  }
+
+  // Plate and simulator blocks have no time: they read parameters, data and the latents and
+  // observations of the same item (of the one draw); latents exist only there.
+  void check_static_reference(int id, const Node& node, std::set<Var>& reads_now) {
+    if (!samples_latents()) {
+      fail("%{} reads a latent variable, which only plate and simulator blocks have", id);
+      return;
+    }
+    if (node.op == Op::Param || node.op == Op::Data) {
+      const auto& count = node.op == Op::Param ? model_.params.size() : model_.data.size();
+      if (node.var < 0 || node.var >= static_cast<int>(count))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, count);
+      else if (!(node.shape == (node.op == Op::Param ? model_.params[node.var].shape
+                                                     : model_.data[node.var].shape)))
+        fail("%{} has the wrong shape for {} {}", id, op_name(node.op), node.var);
+      return;
+    }
+    if (node.op != Op::Latent && node.op != Op::Obs) {
+      fail("%{} = {}: the {} block has no time", id, op_name(node.op), block_name(block_.kind));
+      return;
+    }
+    VarKind vk = node.op == Op::Latent ? VarKind::Latent : VarKind::Obs;
+    if (!check_variable(id, node, vk))
+      return;
+    if (node.lag != 0)
+      fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
+           node.lag, block_name(block_.kind));
+    reads_now.insert({vk, node.var});
+  }
+
+  void check_relation(const Relation& rel, const std::vector<std::set<Var>>& reads_now,
+                      std::set<Var>& sampled) {
+    if (!samples(rel.kind)) {
+      fail("a relation targets a variable of the wrong kind");
+      return;
+    }
+    std::string target = model_.var_name(rel.kind, rel.var);
+    if (!sampled.insert({rel.kind, rel.var}).second)
+      fail("{} has two relations", target);
+    const DistInfo& info = dist_info(rel.dist);
+    if (rel.args.size() != info.arg_names.size()) {
+      fail("{} ~ {} has {} arguments", target, info.name, rel.args.size());
+      return;
+    }
+    const Shape& shape = model_.var_shape(rel.kind, rel.var);
+    for (size_t k = 0; k < rel.args.size(); ++k) {
+      int a = rel.args[k];
+      if (a < 0 || a >= static_cast<int>(block_.nodes.size())) {
+        fail("{} ~ {} uses missing node %{}", target, info.name, a);
+        return;
+      }
+      for (const Var& v : reads_now[a])
+        if (!sampled.count(v) || v == Var{rel.kind, rel.var})
+          fail("{} ~ {} reads {} before it is sampled", target, info.name,
+               model_.var_name(v.first, v.second));
+      const Shape& arg = block_.nodes[a].shape;
+      bool ok = rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
+                    ? (shape.rank() == 1 &&
+                       (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+                : rel.dist == Dist::Dirichlet
+                    ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                : rel.dist == Dist::Multinomial
+                    ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
+                : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                : (arg.is_scalar() || arg == shape);
+      if (!ok)
+        fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
+    }
+  }
+
+  const Model& model_;
+  const Block& block_;
+  std::vector<std::string>& errors_;
+};
+
+void check_all_sampled(const Model& model, const Block& block, VarKind kind, size_t count,
+                       std::vector<std::string>& errors) {
+  for (size_t v = 0; v < count; ++v) {
+    bool found = std::any_of(block.relations.begin(), block.relations.end(), [&](auto& r) {
+      return r.kind == kind && r.var == static_cast<int>(v);
+    });
+    if (!found)
+      errors.push_back(fmt::format("{}: no relation for {}", block_name(block.kind),
+                                   model.var_name(kind, static_cast<int>(v))));
+  }
+}
+
+} // namespace
+
+std::vector<std::string> verify(const Model& model) {
+  std::vector<std::string> errors;
+  model.for_each_block([&](const Block& block) { BlockVerifier(model, block, errors).run(); });
+  for (const ParamDecl& p : model.params)
+    if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
+      errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,
+                                   p.default_value->size(), p.shape.str()));
+  auto check_decls = [&](std::string_view what, const std::vector<VarDecl>& decls) {
+    for (const VarDecl& v : decls) {
+      const bool data = what == "data";
+      if (v.constraint != Constraint::None && !data)
+        errors.push_back(fmt::format("{} {}: only data can be {}", what, v.name, type_name(v)));
+      if (v.constraint == Constraint::CovMatrix &&
+          (v.shape.rank() != 2 || v.shape.dims[0] != v.shape.dims[1]))
+        errors.push_back(
+            fmt::format("{} {}: a cov_matrix of shape {}", what, v.name, v.shape.str()));
+      if (v.constraint == Constraint::Simplex && v.shape.rank() != 1)
+        errors.push_back(fmt::format("{} {}: a simplex of shape {}", what, v.name, v.shape.str()));
+      if (v.integer && (!v.shape.is_scalar() || v.constraint != Constraint::None))
+        errors.push_back(fmt::format("{} {}: an integer of shape {}", what, v.name, v.shape.str()));
+      if (v.bounded() && !v.integer && !(data && v.shape.is_scalar()))
+        errors.push_back(fmt::format("{} {}: bounds ({}, {}) on {}", what, v.name, v.lower, v.upper,
+                                     v.shape.str()));
+      if (!(v.lower <= v.upper))
+        errors.push_back(fmt::format("{} {}: lower bound {} above upper bound {}", what, v.name,
+                                     v.lower, v.upper));
+    }
+  };
+  check_decls("state", model.states);
+  check_decls("obs", model.obs);
+  check_decls("data", model.data);
+  check_decls("input", model.inputs);
+  check_decls("latent", model.latents);
+  if (!model.is_state_space()) {
+    // A plate model or a simulator: its own block samples every latent and observation, and the
+    // blocks of time do not exist.
+    const Block& own = model.kind == ModelKind::Plate ? model.plate : model.simulator;
+    check_all_sampled(model, own, VarKind::Latent, model.latents.size(), errors);
+    check_all_sampled(model, own, VarKind::Obs, model.obs.size(), errors);
+    if (!model.states.empty() || !model.inputs.empty() || !model.functionals.empty())
+      errors.push_back("a model without time has states, inputs or functionals");
+    model.for_each_block([&](const Block& block) {
+      bool empty = block.nodes.empty() && block.relations.empty() && block.outputs.empty();
+      if (&block != &own && block.kind != BlockKind::Prior && !empty)
+        errors.push_back(fmt::format("{}: a {} has no {} block", block_name(block.kind),
+                                     model.kind == ModelKind::Plate ? "plate model" : "simulator",
+                                     block_name(block.kind)));
+    });
+    return errors;
+  }
+  if (!model.latents.empty() || !model.plate.nodes.empty() || !model.simulator.nodes.empty())
+    errors.push_back("a state-space model has latent variables or a plate or simulator block");
+  check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
+  check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
+  check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);
+  if (!model.proposal.relations.empty())
+    check_all_sampled(model, model.proposal, VarKind::State, model.states.size(), errors);
+  const Block& terms = model.functional;
+  if (terms.outputs.size() != model.functionals.size())
+    errors.push_back(fmt::format("functional: {} terms for {} functionals", terms.outputs.size(),
+                                 model.functionals.size()));
+  model.for_each_block([&](const Block& block) {
+    for (int a : block.outputs)
+      if (a < 0 || a >= static_cast<int>(block.nodes.size()) || block.nodes[a].shape.rank() > 1)
+        errors.push_back(
+            fmt::format("{}: output %{} is not a real or vector node", block_name(block.kind), a));
+  });
+  if (!model.functional.relations.empty())
+    errors.push_back("functional: the block has relations");
+  const Block& ahead = model.lookahead;
+  if (!ahead.relations.empty())
+    errors.push_back("lookahead: the block has relations");
+  if (!ahead.outputs.empty() && ahead.outputs.size() != model.states.size())
+    errors.push_back(fmt::format("lookahead: {} predictions for {} states", ahead.outputs.size(),
+                                 model.states.size()));
+  for (size_t i = 0; i < ahead.outputs.size() && i < model.states.size(); ++i)
+    if (ahead.outputs[i] >= 0 && ahead.outputs[i] < static_cast<int>(ahead.nodes.size()) &&
+        !(ahead.nodes[ahead.outputs[i]].shape == model.states[i].shape))
+      errors.push_back(fmt::format("lookahead: the prediction of {} has shape {}",
+                                   model.states[i].name,
+                                   ahead.nodes[ahead.outputs[i]].shape.str()));
+  return errors;
+}
+
+} // namespace ssm::ir

@@ -1,0 +1,138 @@
+// Model metadata: see model_metadata.h; the format is documented in docs/abi.md.
+#include "model_metadata.h"
+
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ssm::codegen {
+
+namespace {
+
+using nlohmann::json;
+
+json bound(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+// Offsets are into the state or observation vector, or (data, inputs) into the frame. Data items
+// carry their declared type, which the runtime checks their values against.
+json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Block* block,
+               bool data = false) {
+  json out = json::array();
+  for (size_t i = 0; i < decls.size(); ++i) {
+    json v = {{"name", decls[i].name},
+              {"shape", decls[i].shape.dims},
+              {"offset", offset},
+              {"size", decls[i].shape.size()}};
+    if (data)
+      v["type"] = ir::type_name(decls[i]);
+    if (decls[i].integer) {
+      v["integer"] = {bound(decls[i].lower), bound(decls[i].upper)};
+    } else if (decls[i].bounded()) { // real(lo, hi) data
+      v["lower"] = bound(decls[i].lower);
+      v["upper"] = bound(decls[i].upper);
+    }
+    if (block && block->kind == ir::BlockKind::Observation) {
+      bool joint = false;
+      for (const ir::Relation& rel : block->relations)
+        if (rel.var == static_cast<int>(i))
+          joint = ir::dist_info(rel.dist).joint;
+      v["joint"] = joint;
+    }
+    out.push_back(v);
+    offset += decls[i].shape.size();
+  }
+  return out;
+}
+
+std::string const_str(const ir::Node& node) {
+  return node.values.size() == 1 ? fmt::format("{}", node.values[0])
+                                 : fmt::format("[{}]", fmt::join(node.values, ", "));
+}
+
+bool reads_previous_obs(const ir::Block& block) {
+  return std::any_of(block.nodes.begin(), block.nodes.end(),
+                     [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; });
+}
+
+} // namespace
+
+std::string model_metadata_json(const ir::Model& model, const std::string& structure) {
+  json params = json::array();
+  for (size_t i = 0; i < model.params.size(); ++i) {
+    const ir::ParamDecl& p = model.params[i];
+    json entry = {{"name", p.name},
+                  {"type", ir::param_type_name(p.type)},
+                  {"shape", p.shape.dims},
+                  {"offset", model.param_offset(static_cast<int>(i))},
+                  {"size", p.shape.size()},
+                  {"default", p.default_value ? json(*p.default_value) : json(nullptr)},
+                  {"lower", nullptr},
+                  {"upper", nullptr},
+                  {"prior", nullptr}};
+    for (const ir::Relation& rel : model.prior.relations) {
+      if (rel.var != static_cast<int>(i))
+        continue;
+      const ir::DistInfo& info = ir::dist_info(rel.dist);
+      std::vector<std::string> args;
+      for (int a : rel.args)
+        args.push_back(const_str(model.prior.nodes[a]));
+      entry["prior"] = fmt::format("{}({})", info.name, fmt::join(args, ", "));
+      double lower = info.lower, upper = info.upper;
+      // Distributions whose support is given by arguments: (lo, hi) are the last two.
+      bool bounded_by_args = rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal;
+      size_t lo = rel.args.size() - 2, hi = rel.args.size() - 1;
+      if (bounded_by_args && model.prior.nodes[rel.args[lo]].shape.is_scalar() &&
+          model.prior.nodes[rel.args[hi]].shape.is_scalar()) {
+        lower = model.prior.nodes[rel.args[lo]].values[0];
+        upper = model.prior.nodes[rel.args[hi]].values[0];
+      }
+      entry["lower"] = bound(lower);
+      entry["upper"] = bound(upper);
+    }
+    // Declared bounds, real(lo, hi), narrow the prior's support.
+    if (p.lower > -INFINITY && (entry["lower"].is_null() || entry["lower"].get<double>() < p.lower))
+      entry["lower"] = p.lower;
+    if (p.upper < INFINITY && (entry["upper"].is_null() || entry["upper"].get<double>() > p.upper))
+      entry["upper"] = p.upper;
+    params.push_back(entry);
+  }
+  json functionals = json::array();
+  int component = 0;
+  for (size_t i = 0; i < model.functionals.size(); ++i) {
+    const ir::Shape& shape = model.functional.nodes[model.functional.outputs[i]].shape;
+    functionals.push_back({{"name", model.functionals[i].name},
+                           {"additive", model.functionals[i].additive},
+                           {"shape", shape.dims},
+                           {"offset", component},
+                           {"size", shape.size()}});
+    component += shape.size();
+  }
+  json meta = {{"name", model.name},
+               {"source", model.source_file},
+               {"n_state", model.state_size()},
+               {"n_obs", model.obs_size()},
+               {"n_theta", model.theta_size()},
+               {"n_frame", model.frame_size()},
+               {"previous_obs_offset", model.previous_obs_offset(0)},
+               {"state", variables(model.states, 0, nullptr)},
+               {"obs", variables(model.obs, 0, &model.observation)},
+               {"data", variables(model.data, 0, nullptr, true)},
+               {"data_offset", model.data_offset(0)},
+               {"inputs", variables(model.inputs, 0, nullptr)},
+               {"input_offset", model.input_offset(0)},
+               {"functionals", functionals},
+               {"reads_previous_obs",
+                reads_previous_obs(model.transition) || reads_previous_obs(model.proposal)},
+               {"params", params},
+               {"structure", json::parse(structure)}};
+  return meta.dump();
+}
+
+} // namespace ssm::codegen

@@ -1,0 +1,514 @@
+// Forward-mode differentiation of IR expressions and log-densities: see derivatives.h.
+#include "derivatives.h"
+#include "ir/printer.h"
+#include "pass_manager.h"
+#include "passes.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+
+namespace ssm::passes {
+
+std::string Wrt::str(const ir::Model& model) const {
+  if (op == ir::Op::Param) {
+    const ir::Shape& s = model.params[var].shape;
+    return s.is_scalar() ? model.params[var].name
+                         : fmt::format("{}[{}]", model.params[var].name, component);
+  }
+  const bool state = op == ir::Op::State;
+  const std::string& name = state ? model.states[var].name : model.obs[var].name;
+  const ir::Shape& s = state ? model.states[var].shape : model.obs[var].shape;
+  std::string out = fmt::format("{}[{}]", name, lag == 0 ? "t" : fmt::format("t-{}", lag));
+  return s.is_scalar() ? out : fmt::format("{}[{}]", out, component);
+}
+
+int Differentiator::value(int node, int pos) {
+  const int id = &from_ == &b_.arena() ? node : b_.import(from_, node);
+  return b_.element(id, pos);
+}
+
+std::vector<int> Differentiator::derivative(int node, const Wrt& wrt) {
+  const auto key = std::tuple(node, static_cast<int>(wrt.op), wrt.var, wrt.lag, wrt.component);
+  if (auto it = memo_.find(key); it != memo_.end())
+    return it->second;
+  const ir::Node n = from_.nodes.at(node); // a copy: the builder may grow from_ (its own arena)
+  std::vector<int> d = compute(n, node, wrt);
+  memo_[key] = d;
+  return d;
+}
+
+namespace {
+
+bool all_zero(const std::vector<int>& d) {
+  for (int v : d)
+    if (v >= 0)
+      return false;
+  return true;
+}
+
+int at(const std::vector<int>& d, size_t i) {
+  return d.size() == 1 ? d[0] : d[i];
+}
+
+} // namespace
+
+std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt& wrt) {
+  const size_t size = static_cast<size_t>(n.shape.size());
+  std::vector<int> d(size, -1);
+  auto arg_size = [&](int k) { return static_cast<size_t>(from_.nodes[n.args[k]].shape.size()); };
+  // Component i of operand k, broadcasting a scalar.
+  auto v = [&](int k, size_t i) {
+    return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
+  };
+  auto select = [&](int cond, int a, int b) { return a < 0 && b < 0 ? -1 : b_.select(cond, a, b); };
+  switch (n.op) {
+  case ir::Op::Const:
+  case ir::Op::Time:
+  case ir::Op::Data:
+  case ir::Op::Input:
+    return d;
+  case ir::Op::Param:
+  case ir::Op::State:
+  case ir::Op::Obs:
+  case ir::Op::Latent:
+    if (n.op == wrt.op && n.var == wrt.var && (n.op == ir::Op::Param || n.lag == wrt.lag) &&
+        wrt.component < static_cast<int>(size))
+      d[wrt.component] = b_.constant(1);
+    return d;
+  case ir::Op::Neg: {
+    const std::vector<int> da = derivative(n.args[0], wrt);
+    for (size_t i = 0; i < size; ++i)
+      d[i] = b_.neg(da[i]);
+    return d;
+  }
+  case ir::Op::Add:
+  case ir::Op::Sub: {
+    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+    for (size_t i = 0; i < size; ++i)
+      d[i] = n.op == ir::Op::Add ? b_.add(at(da, i), at(db, i)) : b_.sub(at(da, i), at(db, i));
+    return d;
+  }
+  case ir::Op::Mul:
+  case ir::Op::Div: {
+    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+    for (size_t i = 0; i < size; ++i) {
+      const int a = v(0, i), b = v(1, i);
+      if (n.op == ir::Op::Mul)
+        d[i] = b_.add(b_.mul(at(da, i), b), b_.mul(a, at(db, i)));
+      else // (a' b - a b') / b^2
+        d[i] = b_.sub(b_.div(at(da, i), b), b_.div(b_.mul(a, at(db, i)), b_.mul(b, b)));
+    }
+    return d;
+  }
+  case ir::Op::Pow: {
+    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+    for (size_t i = 0; i < size; ++i) {
+      const int a = v(0, i), c = v(1, i);
+      int r = b_.mul(b_.mul(c, b_.pow(a, b_.sub(c, b_.constant(1)))), at(da, i));
+      if (at(db, i) >= 0) // a^c log(a) c'
+        r = b_.add(
+            r, b_.mul(b_.mul(value(node, static_cast<int>(i)), b_.call("log", {a})), at(db, i)));
+      d[i] = r;
+    }
+    return d;
+  }
+  case ir::Op::MatMul: {
+    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+    const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
+    const int rows = lhs.dims[0], inner = lhs.dims[1];
+    const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        int s = -1;
+        for (int k = 0; k < inner; ++k) {
+          s = b_.add(s, b_.mul(da[i * inner + k], value(n.args[1], k * cols + j)));
+          s = b_.add(s, b_.mul(value(n.args[0], i * inner + k), db[k * cols + j]));
+        }
+        d[i * cols + j] = s;
+      }
+    return d;
+  }
+  case ir::Op::Build:
+    for (size_t i = 0; i < size; ++i)
+      d[i] = derivative(n.args[i], wrt)[0];
+    return d;
+  case ir::Op::Index: {
+    const std::vector<int> da = derivative(n.args[0], wrt);
+    const size_t offset = ir::index_offset(from_.nodes[n.args[0]].shape, n.index);
+    for (size_t i = 0; i < size; ++i)
+      d[i] = da[offset + i];
+    return d;
+  }
+  case ir::Op::DynIndex: { // (a[i])' = a'[i]: the derivative of the base, indexed the same way
+    const std::vector<int> da = derivative(n.args[0], wrt);
+    if (all_zero(da))
+      return d;
+    std::vector<int> elems(da.size());
+    for (size_t k = 0; k < da.size(); ++k)
+      elems[k] = b_.materialize(da[k]);
+    ir::Node base;
+    base.op = ir::Op::Build;
+    base.args = elems;
+    base.shape = from_.nodes[n.args[0]].shape;
+    ir::Node dyn;
+    dyn.op = ir::Op::DynIndex;
+    dyn.args = {b_.raw(std::move(base)), value(n.args[1], 0)};
+    dyn.shape = n.shape;
+    const int id = b_.raw(std::move(dyn));
+    for (size_t i = 0; i < size; ++i)
+      d[i] = b_.element(id, static_cast<int>(i));
+    return d;
+  }
+  case ir::Op::Select: {
+    const std::vector<int> da = derivative(n.args[1], wrt), db = derivative(n.args[2], wrt);
+    for (size_t i = 0; i < size; ++i)
+      d[i] = select(v(0, i), at(da, i), at(db, i));
+    return d;
+  }
+  case ir::Op::Call:
+    break;
+  }
+
+  // Op::Call.
+  const std::vector<int> da = derivative(n.args[0], wrt);
+  if (n.fn == "dot") {
+    const std::vector<int> db = derivative(n.args[1], wrt);
+    int s = -1;
+    for (size_t k = 0; k < da.size(); ++k) {
+      s = b_.add(s, b_.mul(da[k], value(n.args[1], static_cast<int>(k))));
+      s = b_.add(s, b_.mul(value(n.args[0], static_cast<int>(k)), db[k]));
+    }
+    return {s};
+  }
+  const std::vector<int> db = n.args.size() > 1 ? derivative(n.args[1], wrt) : std::vector<int>{-1};
+  const std::string& fn = n.fn;
+  if (fn == "floor" || fn == "ceil" || fn == "round" || fn == "lt" || fn == "le" || fn == "gt" ||
+      fn == "ge" || fn == "eq" || fn == "ne" || fn == "and" || fn == "or" || fn == "not")
+    return d; // piecewise constant: zero almost everywhere
+  if (all_zero(da) && all_zero(db))
+    return d;
+  auto one = [&] { return b_.constant(1); };
+  for (size_t i = 0; i < size; ++i) {
+    const int a = v(0, i), self = value(node, static_cast<int>(i)), dai = at(da, i),
+              dbi = at(db, i);
+    int r = -1;
+    if (fn == "exp")
+      r = b_.mul(self, dai);
+    else if (fn == "log")
+      r = b_.div(dai, a);
+    else if (fn == "sqrt")
+      r = b_.div(dai, b_.mul(b_.constant(2), self));
+    else if (fn == "sin")
+      r = b_.mul(b_.call("cos", {a}), dai);
+    else if (fn == "cos")
+      r = b_.neg(b_.mul(b_.call("sin", {a}), dai));
+    else if (fn == "tanh")
+      r = b_.mul(b_.sub(one(), b_.mul(self, self)), dai);
+    else if (fn == "logistic")
+      r = b_.mul(b_.mul(self, b_.sub(one(), self)), dai);
+    else if (fn == "abs")
+      r = b_.mul(b_.div(a, self), dai);
+    else if (fn == "lgamma")
+      r = b_.mul(b_.call("digamma", {a}), dai);
+    else if (fn == "log_normal_mass") { // log(Phi(c) - Phi(a)): (phi(c) dc - phi(a) da) / mass
+      const int c = v(1, i);
+      auto phi_over_mass = [&](int z) { // exp(-z^2 / 2 - log sqrt(2 pi) - log mass); 0 at +-inf
+        return b_.call(
+            "exp", {b_.materialize(b_.sub(b_.sub(b_.neg(b_.div(b_.mul(z, z), b_.constant(2))),
+                                                 b_.constant(0.5 * std::log(2 * std::numbers::pi))),
+                                          self))});
+      };
+      r = b_.neg(b_.mul(phi_over_mass(a), dai));
+      if (dbi >= 0)
+        r = b_.add(r, b_.mul(phi_over_mass(c), dbi));
+    } else if (fn == "log1p")
+      r = b_.div(dai, b_.add(one(), a));
+    else if (fn == "expm1")
+      r = b_.mul(b_.add(self, one()), dai);
+    else if (fn == "pow") {
+      const int c = v(1, i);
+      r = b_.mul(b_.mul(c, b_.call("pow", {a, b_.sub(c, one())})), dai);
+      if (dbi >= 0)
+        r = b_.add(r, b_.mul(b_.mul(self, b_.call("log", {a})), dbi));
+    } else if (fn == "min" || fn == "max")
+      r = select(b_.call(fn == "min" ? "le" : "ge", {a, v(1, i)}), dai, dbi);
+    else if (fn == "mod") // a - c floor(a / c)
+      r = b_.sub(dai, b_.mul(b_.call("floor", {b_.div(a, v(1, i))}), dbi));
+    else
+      throw PassError(fmt::format("differentiation: no derivative for {}() yet", fn));
+    d[i] = r;
+  }
+  return d;
+}
+
+std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
+                               const ir::Relation& rel, ExprBuilder& b, std::string& why) {
+  const ir::Shape& shape = model.var_shape(rel.kind, rel.var);
+  ir::Node target;
+  target.op = rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State;
+  target.var = rel.var;
+  target.shape = shape;
+  const int x_node = b.raw(std::move(target));
+  std::vector<int> args;
+  for (int a : rel.args)
+    args.push_back(b.import(block, a));
+  auto arg = [&](int k, int i) { return b.element(args[k], b[args[k]].shape.is_scalar() ? 0 : i); };
+  auto c = [&](double v) { return b.constant(v); };
+  auto log = [&](int a) { return b.call("log", {a}); };
+  auto sq = [&](int a) { return b.mul(a, a); };
+  const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
+  auto log_gamma = [&](int a) { return b.call("lgamma", {a}); };
+  const int d = shape.size();
+  switch (rel.dist) { // the joint densities
+  case ir::Dist::MvNormal:
+  case ir::Dist::MvNormalChol: {
+    // -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2 with z = L^-1 (x - mu) and L L' the
+    // covariance; for mvnormal, L is its Cholesky factor written out element by element.
+    auto at = [&](int k, int i, int j) { return b.element(args[k], i * d + j); };
+    std::vector<int> L(static_cast<size_t>(d) * d, -1);
+    for (int j = 0; j < d; ++j)
+      for (int i = j; i < d; ++i) {
+        if (rel.dist == ir::Dist::MvNormalChol) {
+          L[i * d + j] = at(1, i, j);
+          continue;
+        }
+        int v = at(1, i, j);
+        for (int k = 0; k < j; ++k)
+          v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
+        L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
+      }
+    std::vector<int> z(d);
+    int lp = b.constant(-d * half_log_2pi);
+    for (int i = 0; i < d; ++i) {
+      int r = b.sub(b.element(x_node, i), arg(0, i));
+      for (int k = 0; k < i; ++k)
+        r = b.sub(r, b.mul(L[i * d + k], z[k]));
+      z[i] = b.div(r, L[i * d + i]);
+      lp = b.sub(b.sub(lp, b.div(sq(z[i]), c(2))), log(L[i * d + i]));
+    }
+    return b.materialize(lp);
+  }
+  case ir::Dist::Dirichlet: { // lgamma(sum a) - sum lgamma(a_i) + sum (a_i - 1) log x_i
+    int sum = -1, lp = -1;
+    for (int i = 0; i < d; ++i) {
+      sum = b.add(sum, arg(0, i));
+      lp = b.add(lp, b.sub(b.mul(b.sub(arg(0, i), c(1)), log(b.element(x_node, i))),
+                           log_gamma(arg(0, i))));
+    }
+    return b.materialize(b.add(lp, log_gamma(sum)));
+  }
+  case ir::Dist::Multinomial: { // lgamma(n + 1) - sum lgamma(x_i + 1) + sum x_i log(p_i / sum p)
+    const int n = args[0];
+    int sum = -1, lp = log_gamma(b.add(n, c(1)));
+    for (int i = 0; i < d; ++i)
+      sum = b.add(sum, arg(1, i));
+    for (int i = 0; i < d; ++i) {
+      const int x = b.element(x_node, i);
+      lp = b.add(lp, b.sub(b.mul(x, log(b.div(arg(1, i), sum))), log_gamma(b.add(x, c(1)))));
+    }
+    return b.materialize(lp);
+  }
+  default:
+    break;
+  }
+  int total = -1;
+  for (int i = 0; i < shape.size(); ++i) {
+    const int x = b.element(x_node, i);
+    int lp = -1;
+    switch (rel.dist) {
+    case ir::Dist::Normal: // -((x - mu) / s)^2 / 2 - log s - log(2 pi) / 2
+      lp = b.sub(
+          b.sub(b.neg(b.div(sq(b.div(b.sub(x, arg(0, i)), arg(1, i))), c(2))), log(arg(1, i))),
+          c(half_log_2pi));
+      break;
+    case ir::Dist::LogNormal: {
+      const int lx = log(x);
+      lp = b.sub(b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(lx, arg(0, i)), arg(1, i))), c(2))),
+                             log(arg(1, i))),
+                       lx),
+                 c(half_log_2pi));
+      break;
+    }
+    case ir::Dist::HalfNormal: // log 2 + normal(0, s) on x >= 0
+      lp = b.sub(b.sub(b.neg(b.div(sq(b.div(x, arg(0, i))), c(2))), log(arg(0, i))),
+                 c(half_log_2pi - std::log(2.0)));
+      break;
+    case ir::Dist::Exponential: // log beta - beta x
+      lp = b.sub(log(arg(0, i)), b.mul(arg(0, i), x));
+      break;
+    case ir::Dist::Laplace: // -|x - mu| / s - log(2 s)
+      lp = b.sub(b.neg(b.div(b.call("abs", {b.sub(x, arg(0, i))}), arg(1, i))),
+                 log(b.mul(c(2), arg(1, i))));
+      break;
+    case ir::Dist::Cauchy: // -log(pi s (1 + ((x - mu) / s)^2))
+      lp = b.neg(log(b.mul(b.mul(c(std::numbers::pi), arg(1, i)),
+                           b.add(c(1), sq(b.div(b.sub(x, arg(0, i)), arg(1, i)))))));
+      break;
+    case ir::Dist::Gamma: { // alpha log beta - lgamma(alpha) + (alpha - 1) log x - beta x
+      const int alpha = arg(0, i), beta = arg(1, i);
+      lp = b.sub(b.add(b.sub(b.mul(alpha, log(beta)), b.call("lgamma", {alpha})),
+                       b.mul(b.sub(alpha, c(1)), log(x))),
+                 b.mul(beta, x));
+      break;
+    }
+    case ir::Dist::StudentT: { // lgamma((nu+1)/2) - lgamma(nu/2) - log(sqrt(nu pi) s)
+                               //   - (nu+1)/2 log(1 + ((x - mu)/s)^2 / nu)
+      const int nu = arg(0, i), z = b.div(b.sub(x, arg(1, i)), arg(2, i));
+      const int h = b.div(b.add(nu, c(1)), c(2));
+      lp = b.sub(b.sub(b.sub(b.call("lgamma", {h}), b.call("lgamma", {b.div(nu, c(2))})),
+                       log(b.mul(b.call("sqrt", {b.mul(nu, c(std::numbers::pi))}), arg(2, i)))),
+                 b.mul(h, log(b.add(c(1), b.div(sq(z), nu)))));
+      break;
+    }
+    case ir::Dist::Uniform: // -log(hi - lo) on the support
+      lp = b.neg(log(b.sub(arg(1, i), arg(0, i))));
+      break;
+    case ir::Dist::TruncatedNormal: { // normal(mu, s) - log(Phi((hi - mu) / s) - Phi((lo - mu) /
+                                      // s))
+      const int mu = arg(0, i), s = arg(1, i);
+      const int lo = b.div(b.sub(arg(2, i), mu), s), hi = b.div(b.sub(arg(3, i), mu), s);
+      lp = b.sub(
+          b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(x, mu), s)), c(2))), log(s)), c(half_log_2pi)),
+          b.call("log_normal_mass", {b.materialize(lo), b.materialize(hi)}));
+      break;
+    }
+    case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
+                           //   + lgamma(a + b)
+      const int a = arg(0, i), bb = arg(1, i);
+      lp = b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, c(1)), log(x)),
+                                   b.mul(b.sub(bb, c(1)), log(b.sub(c(1), x)))),
+                             log_gamma(a)),
+                       log_gamma(bb)),
+                 log_gamma(b.add(a, bb)));
+      break;
+    }
+    case ir::Dist::InverseGamma: { // alpha log beta - lgamma(alpha) - (alpha + 1) log x - beta / x
+      const int alpha = arg(0, i), beta = arg(1, i);
+      lp = b.sub(b.sub(b.sub(b.mul(alpha, log(beta)), log_gamma(alpha)),
+                       b.mul(b.add(alpha, c(1)), log(x))),
+                 b.div(beta, x));
+      break;
+    }
+    case ir::Dist::NegativeBinomial: { // lgamma(x + phi) - lgamma(x + 1) - lgamma(phi)
+                                       //   + x log(mu / (mu + phi)) + phi log(phi / (mu + phi))
+      const int mu = arg(0, i), phi = arg(1, i), total_rate = b.add(mu, phi);
+      lp = b.add(
+          b.add(b.sub(b.sub(log_gamma(b.add(x, phi)), log_gamma(b.add(x, c(1)))), log_gamma(phi)),
+                b.mul(x, log(b.div(mu, total_rate)))),
+          b.mul(phi, log(b.div(phi, total_rate))));
+      break;
+    }
+    case ir::Dist::Poisson: // x log lambda - lambda - lgamma(x + 1)
+      lp = b.sub(b.sub(b.mul(x, log(arg(0, i))), arg(0, i)), b.call("lgamma", {b.add(x, c(1))}));
+      break;
+    case ir::Dist::Bernoulli: // x log p + (1 - x) log(1 - p)
+      lp = b.add(b.mul(x, log(arg(0, i))), b.mul(b.sub(c(1), x), log(b.sub(c(1), arg(0, i)))));
+      break;
+    case ir::Dist::Binomial: { // lgamma(n+1) - lgamma(x+1) - lgamma(n-x+1) + x log p + (n-x)
+                               // log(1-p)
+      const int n = arg(0, i), p = arg(1, i);
+      lp =
+          b.add(b.sub(b.sub(b.call("lgamma", {b.add(n, c(1))}), b.call("lgamma", {b.add(x, c(1))})),
+                      b.call("lgamma", {b.add(b.sub(n, x), c(1))})),
+                b.add(b.mul(x, log(p)), b.mul(b.sub(n, x), log(b.sub(c(1), p)))));
+      break;
+    }
+    case ir::Dist::Categorical: { // log p[x] - log sum p
+      if (shape.size() != 1)
+        break;
+      ir::Node pick;
+      pick.op = ir::Op::DynIndex;
+      pick.args = {args[0], x};
+      pick.shape = ir::Shape{};
+      const int k = b[args[0]].shape.size();
+      int sum = -1;
+      for (int j = 0; j < k; ++j)
+        sum = b.add(sum, b.element(args[0], j));
+      lp = b.sub(log(b.raw(std::move(pick))), log(sum));
+      break;
+    }
+    default:
+      break;
+    }
+    if (rel.dist == ir::Dist::Dirac) {
+      why = "a copy of a lagged state (dirac) has no density";
+      return std::nullopt;
+    }
+    if (lp < 0) {
+      why = fmt::format("no log-density formula for {} yet", ir::dist_info(rel.dist).name);
+      return std::nullopt;
+    }
+    total = b.add(total, lp);
+  }
+  return b.materialize(total);
+}
+
+namespace {
+
+class DerivativesAnalysis : public Pass {
+public:
+  std::string_view name() const override { return "derivatives"; }
+  std::string_view description() const override {
+    return "Jacobians of relation locations and gradients of log-densities, as IR";
+  }
+  void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return; // a state-space analysis: its result stays empty (null in the report)
+    Derivatives result;
+    ExprBuilder b(result.arena);
+    const int n = model.state_size();
+    for (const ir::Block* block : {&model.transition, &model.observation}) {
+      const int lag = block == &model.transition ? 1 : 0;
+      Differentiator from_block(*block, b), in_arena(result.arena, b);
+      std::vector<Wrt> states, params;
+      for (size_t s = 0; s < model.states.size(); ++s)
+        for (int c = 0; c < model.states[s].shape.size(); ++c)
+          states.push_back({ir::Op::State, static_cast<int>(s), lag, c});
+      for (size_t k = 0; k < model.params.size(); ++k)
+        for (int c = 0; c < model.params[k].shape.size(); ++c)
+          params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+      for (const ir::Relation& rel : block->relations) {
+        RelationDerivatives r;
+        r.block = block->kind;
+        r.relation = fmt::format("{}[t] ~ {}", model.var_name(rel.kind, rel.var),
+                                 ir::dist_info(rel.dist).name);
+        const ir::Dist d = rel.dist;
+        const int location = d == ir::Dist::StudentT ? 1
+                             : d == ir::Dist::Normal || d == ir::Dist::MvNormal ||
+                                     d == ir::Dist::MvNormalChol || d == ir::Dist::LogNormal ||
+                                     d == ir::Dist::Laplace || d == ir::Dist::Cauchy ||
+                                     d == ir::Dist::Dirac
+                                 ? 0
+                                 : -1;
+        if (location >= 0) {
+          const int rows = model.var_shape(rel.kind, rel.var).size();
+          r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);
+          for (size_t j = 0; j < states.size(); ++j) {
+            const std::vector<int> dj = from_block.derivative(rel.args[location], states[j]);
+            for (int i = 0; i < rows; ++i)
+              r.location_jacobian[static_cast<size_t>(i) * n + j] = dj.size() == 1 ? dj[0] : dj[i];
+          }
+        }
+        if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
+          r.log_density = *lp;
+          for (const Wrt& w : states)
+            r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
+          for (const Wrt& w : params)
+            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+        }
+        result.relations.push_back(std::move(r));
+      }
+    }
+    context.derivatives = std::move(result);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> create_derivatives() {
+  return std::make_unique<DerivativesAnalysis>();
+}
+
+} // namespace ssm::passes

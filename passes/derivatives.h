@@ -1,0 +1,57 @@
+// Forward-mode differentiation of IR expressions. The derivative of a node with respect to one
+// scalar input (a component of a state at a lag, of an observation, or of a parameter) is built
+// as new nodes in an arena (ExprBuilder), so derivatives fold, print and evaluate like any IR and
+// code generation can compile them. On top of it: the log-density of a relation as an IR
+// expression, so its gradients come from the same rules; and the `derivatives` analysis, which
+// records the Jacobians of the transition and observation means with respect to the state and
+// the gradients of every relation's log-density (what extended Kalman filters and
+// gradient-based methods need).
+#pragma once
+
+#include "affine.h"
+#include "ir/ir.h"
+#include "pass.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ssm::passes {
+
+// One scalar input: component `component` of state/observation/parameter `var` (op State, Obs
+// or Param); `lag` for states and observations (1 = x[t-1]).
+struct Wrt {
+  ir::Op op = ir::Op::State;
+  int var = 0;
+  int lag = 0;
+  int component = 0;
+  std::string str(const ir::Model& model) const; // "x[t-1][2]", "sigma"
+  auto key() const { return std::tuple(static_cast<int>(op), var, lag, component); }
+};
+
+class Differentiator {
+public:
+  // Differentiates nodes of `from` (a model block, or the builder's own arena).
+  Differentiator(const ir::Block& from, ExprBuilder& builder) : from_(from), b_(builder) {}
+  // d(node)/d(wrt): one arena scalar per component of the node (row-major), -1 where it is
+  // exactly zero. Throws PassError for an operation without a derivative (none in the language).
+  std::vector<int> derivative(int node, const Wrt& wrt);
+  // The value of component `pos` of `node`, as an arena scalar.
+  int value(int node, int pos);
+
+private:
+  const ir::Block& from_;
+  ExprBuilder& b_;
+  std::map<std::tuple<int, int, int, int, int>, std::vector<int>> memo_;
+  std::vector<int> compute(const ir::Node& n, int node, const Wrt& wrt);
+};
+
+// log p(target | args) of a relation of `block`, as an arena expression whose target is the
+// relation's variable at lag 0; nullopt with `why` when no formula is written for its
+// distribution yet.
+std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
+                               const ir::Relation& rel, ExprBuilder& builder, std::string& why);
+
+} // namespace ssm::passes

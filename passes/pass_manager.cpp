@@ -1,0 +1,116 @@
+// Pass registry and pipeline runner: see pass.h and pass_manager.h.
+#include "pass_manager.h"
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <ostream>
+
+namespace ssm::passes {
+
+namespace {
+std::map<std::string, PassFactory, std::less<>>& registry() {
+  static std::map<std::string, PassFactory, std::less<>> passes = [] {
+    std::map<std::string, PassFactory, std::less<>> builtins;
+    builtins["augment-lags"] = create_augment_lags;
+    builtins["constant-fold"] = create_constant_fold;
+    builtins["cse"] = create_cse;
+    builtins["markov-structure"] = create_markov_structure;
+    builtins["linear-gaussian"] = create_linear_gaussian;
+    builtins["finite-state"] = create_finite_state;
+    builtins["density"] = create_density;
+    builtins["additive-functionals"] = create_additive_functionals;
+    builtins["derivatives"] = create_derivatives;
+    return builtins;
+  }();
+  return passes;
+}
+
+void verify_or_throw(const ir::Model& model, std::string_view after) {
+  auto errors = ir::verify(model);
+  if (!errors.empty())
+    throw PassError(fmt::format("internal error: the IR is invalid after {}:\n  {}\n{}", after,
+                                fmt::join(errors, "\n  "), ir::print(model)));
+}
+} // namespace
+
+DuplicatePassError::DuplicatePassError(const std::string& pass)
+    : PassError(fmt::format("a pass named '{}' is already registered", pass)), pass_(pass) {}
+
+void register_pass(std::string name, PassFactory factory) {
+  // Names are the pipeline's syntax: "a,b,c".
+  if (name.empty() || name.find_first_of(", \t\n") != std::string::npos)
+    throw PassError(fmt::format("invalid pass name '{}': a pass name is not empty and has no "
+                                "comma or space",
+                                name));
+  if (!factory)
+    throw PassError(fmt::format("pass '{}' is registered without a factory", name));
+  auto [it, inserted] = registry().try_emplace(name, std::move(factory));
+  if (!inserted)
+    throw DuplicatePassError(name);
+}
+
+std::unique_ptr<Pass> create_pass(std::string_view name) {
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second();
+}
+
+std::vector<std::string> registered_passes() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry())
+    names.push_back(name);
+  return names;
+}
+
+void PassManager::add_pipeline(std::string_view names) {
+  size_t start = 0;
+  while (start <= names.size()) {
+    size_t end = std::min(names.find(',', start), names.size());
+    std::string_view name = names.substr(start, end - start);
+    if (!name.empty()) {
+      auto pass = create_pass(name);
+      if (!pass)
+        throw PassError(fmt::format("unknown pass '{}'; known passes: {}", name,
+                                    fmt::join(registered_passes(), ", ")));
+      add(std::move(pass));
+    }
+    start = end + 1;
+  }
+}
+
+void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log) {
+  using clock = std::chrono::steady_clock;
+  if (options_.verify)
+    verify_or_throw(model, "the frontend");
+  std::vector<std::pair<std::string, double>> times;
+  for (auto& pass : passes_) {
+    auto start = clock::now();
+    pass->run(model, context);
+    times.emplace_back(pass->name(), std::chrono::duration<double>(clock::now() - start).count());
+    if (options_.verify)
+      verify_or_throw(model, fmt::format("pass '{}'", pass->name()));
+    const auto& pa = options_.print_after;
+    if (std::find(pa.begin(), pa.end(), pass->name()) != pa.end() ||
+        std::find(pa.begin(), pa.end(), "all") != pa.end())
+      fmt::print(log, "; IR after {}\n{}\n", pass->name(), ir::print(model));
+  }
+  if (options_.time_passes) {
+    double total = 0;
+    for (auto& [name, s] : times)
+      total += s;
+    fmt::print(log, "pass timing (total {:.3f} ms)\n", total * 1e3);
+    for (auto& [name, s] : times)
+      fmt::print(log, "  {:>10.3f} ms  {:5.1f}%  {}\n", s * 1e3, total > 0 ? 100 * s / total : 0.0,
+                 name);
+  }
+}
+
+} // namespace ssm::passes

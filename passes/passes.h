@@ -1,0 +1,29 @@
+// The built-in passes, one per file, and the default pipeline.
+#pragma once
+
+#include "pass.h"
+
+namespace ssm::passes {
+
+std::unique_ptr<Pass> create_augment_lags();         // augment_lags.cpp
+std::unique_ptr<Pass> create_constant_fold();        // constant_fold.cpp
+std::unique_ptr<Pass> create_cse();                  // cse.cpp
+std::unique_ptr<Pass> create_markov_structure();     // markov_structure.cpp
+std::unique_ptr<Pass> create_linear_gaussian();      // linear_gaussian.cpp
+std::unique_ptr<Pass> create_finite_state();         // finite_state.cpp
+std::unique_ptr<Pass> create_density();              // density.cpp
+std::unique_ptr<Pass> create_additive_functionals(); // additive_functionals.cpp
+std::unique_ptr<Pass> create_derivatives();          // derivatives.cpp
+
+// Carries reads of x[t-k], k >= 2, in hidden states (augment_lags.cpp). Code generation needs a
+// first-order state, so the driver applies it after any pipeline; a no-op when already done.
+void augment_lags(ir::Model& model);
+
+// The passes `ssmc build` runs when no --passes= is given.
+// The structure analyses come after constant-fold and cse, which they rely on to see `2 * 0.5 * x`
+// as `x` and one node per value.
+inline constexpr std::string_view default_pipeline =
+    "augment-lags,constant-fold,cse,markov-structure,linear-gaussian,finite-state,density,"
+    "additive-functionals";
+
+} // namespace ssm::passes

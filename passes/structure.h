@@ -1,0 +1,159 @@
+// Results of the structure analyses (linear-gaussian, finite-state, density), kept in the
+// PassContext next to the Markov structure. They say which exact or specialised algorithms a model
+// admits (Kalman filter, forward-backward, rejection-based backward sampling) and, when it does
+// not, why, in the user's terms. Symbolic results (matrices, density bounds) are IR expressions
+// held in arena blocks of their own, outside the model: an analysis never changes the IR.
+#pragma once
+
+#include "ir/ir.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ssm::passes {
+
+// Why an analysis answered no: which relation, which variable at which lag, where.
+struct StructureReason {
+  ir::BlockKind block = ir::BlockKind::Transition;
+  std::string relation; // its target: "x[t]"
+  std::string dist;     // "normal"
+  std::string variable; // the variable at fault, "x"; empty when none is
+  int lag = -1;         // of that variable: 0 for x[t], 1 for x[t-1]; -1 when none
+  std::string message;  // "the mean is not affine in x[t-1]: exp(x[t-1])"
+  ir::SourceLoc loc;
+  std::string str() const; // "transition x[t] ~ normal: the mean ... (at 12:17)"
+};
+
+// A symbolic vector or matrix: node `node` of an arena block, in the model's own names.
+struct SymbolicValue {
+  std::string name; // "F"
+  ir::BlockKind block = ir::BlockKind::Transition;
+  int node = -1;
+  ir::Shape shape;
+  std::string text;                         // "A", "[[a]]", "sigma^2 * eye(3)"
+  std::optional<std::vector<double>> value; // row-major, when it reads no parameter, t or data
+};
+
+// linear-gaussian: x[0] ~ N(m0, P0); x[t] = F x[t-1] + c + N(0, Q); y[t] = H x[t] + d + N(0, R),
+// with x every state stacked in declaration order (the runtime's layout, Model::state_offset) and
+// y every observation likewise. The matrices may depend on parameters, on t (time_varying) and,
+// once the language has them, on inputs and past observations, never on a state.
+struct LinearGaussian {
+  bool is_linear_gaussian = false;
+  bool time_varying = false; // some matrix reads t or past observations
+  std::vector<std::string> state_names, obs_names;
+  // Arenas of the matrices' expressions, one per model block (each prints with its time indices).
+  ir::Block initial{ir::BlockKind::Initial, {}, {}, {}};
+  ir::Block transition{ir::BlockKind::Transition, {}, {}, {}};
+  ir::Block observation{ir::BlockKind::Observation, {}, {}, {}};
+  // m0, P0, F, c, Q, H, d, R in that order; empty unless the model is linear-Gaussian.
+  std::vector<SymbolicValue> matrices;
+  std::vector<std::string> notes;       // decisions worth knowing, e.g. an observation with H = 0
+  std::vector<StructureReason> reasons; // the first failure of each relation that fails
+
+  const ir::Block& arena(ir::BlockKind kind) const;
+  const SymbolicValue* find(std::string_view name) const; // nullptr unless linear-Gaussian
+  std::string summary() const;                            // one line
+  std::string report() const;                             // the summary line, then the details
+};
+
+// finite-state: every state takes finitely many values; the state space is their product.
+struct StateSupport {
+  std::string name;
+  int components = 1;
+  bool finite = false;
+  double lo = 0, hi = 0; // the values of one component: the integers lo..hi, when finite
+  std::string reason;    // when not finite: "state x is real-valued (normal at 12:3)"
+  ir::SourceLoc loc;
+  // When finite by its declared int[lo..hi]: a relation that can take values outside the range,
+  // "z[t] ~ poisson at 7:3 can take values outside it"; empty when none can.
+  std::string leaves;
+};
+
+struct FiniteState {
+  bool is_finite = false;
+  double size = 0; // joint values of the whole state, when finite
+  std::vector<StateSupport> states;
+  std::vector<StructureReason> reasons;
+  std::string summary() const;
+  std::string report() const;
+};
+
+// density: per transition relation, whether its log-density can be evaluated and an upper bound of
+// the density over its target given everything else (the value at the mode): what rejection-based
+// backward sampling needs.
+enum class DensityKind {
+  Tractable,  // a distribution with a density the kernels evaluate
+  SampleOnly, // a deterministic transform of noise or a simulator: sampling only
+};
+
+struct DensityBound {
+  int node = -1; // in TransitionDensity::arena
+  std::string text;
+  bool exact = true;                   // the supremum itself, not only an upper bound of it
+  std::string condition;               // when it holds for some parameter values only: "alpha >= 1"
+  std::vector<std::string> depends_on; // states it reads ("x[t-1]"); empty: constant in the state
+  bool reads_next_state = false;       // reads a state at t: then not a bound over the next state
+  bool constant_in_state() const { return depends_on.empty(); }
+};
+
+struct RelationDensity {
+  std::string relation; // "x[t]"
+  std::string dist;
+  ir::SourceLoc loc;
+  DensityKind kind = DensityKind::Tractable;
+  std::string sample_only_reason;
+  std::optional<DensityBound> bound;
+  std::string no_bound_reason; // when bound is empty
+};
+
+struct TransitionDensity {
+  ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
+  std::vector<RelationDensity> relations;
+  bool tractable = true;             // every relation has a log-density
+  std::optional<DensityBound> bound; // of the whole transition: the product over relations
+  std::string no_bound_reason;
+  std::string summary() const;
+  std::string report() const;
+};
+
+// derivatives: for each transition and observation relation, the Jacobian of its location (the
+// mean of a normal or mvnormal, the location of lognormal, student_t, laplace, cauchy) with
+// respect to the state it conditions on (x[t-1], resp. x[t]), and the gradient of its
+// log-density with respect to that state and to the parameters; arena nodes, -1 for zero.
+struct RelationDerivatives {
+  ir::BlockKind block = ir::BlockKind::Transition;
+  std::string relation;               // "x[t] ~ normal"
+  std::vector<int> location_jacobian; // target size x n_state, row-major; empty: no location
+  int log_density = -1;               // the log-density itself
+  std::vector<int> grad_state;        // n_state
+  std::vector<int> grad_params;       // theta size (Model::param_offset)
+  std::string why_not;                // when there is no log-density formula
+};
+struct Derivatives {
+  ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
+  std::vector<RelationDerivatives> relations;
+};
+
+// additive-functionals: per `functional`, whether it is additive over time (a sum_t of terms in
+// x[t-1], x[t], y[t]) and so can be smoothed online, and which smoothers apply.
+struct FunctionalStructure {
+  std::string name;
+  bool declared_sum = false; // written `sum_t ...`
+  bool additive = false;
+  int max_state_lag = 0;          // the largest lag of a state its term reads
+  std::vector<std::string> reads; // "x[t-1]", "x[t]", "y[t]", "u[t]"
+  std::string why_not;            // when not additive
+  std::vector<std::string> methods;
+  std::string methods_note; // why smoothers are missing from `methods` beyond additivity
+  ir::SourceLoc loc;
+};
+struct AdditiveFunctionals {
+  std::vector<FunctionalStructure> functionals;
+  std::string summary() const;
+  std::string report() const;
+};
+
+} // namespace ssm::passes

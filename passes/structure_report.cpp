@@ -1,0 +1,309 @@
+// The structure report as text and JSON: see structure_report.h.
+#include "structure_report.h"
+
+#include "passes.h"
+
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+namespace ssm::passes {
+
+using nlohmann::json;
+
+std::string StructureReason::str() const {
+  std::string out = fmt::format("{} {} ~ {}: {}", ir::block_name(block), relation, dist, message);
+  if (loc.line > 0)
+    out += fmt::format(" at {}:{}", loc.line, loc.col);
+  return out;
+}
+
+void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
+  if (!context.markov)
+    create_markov_structure()->run(model, context);
+  if (!context.linear_gaussian)
+    create_linear_gaussian()->run(model, context);
+  if (!context.finite_state)
+    create_finite_state()->run(model, context);
+  if (!context.density)
+    create_density()->run(model, context);
+  if (!context.functionals)
+    create_additive_functionals()->run(model, context);
+}
+
+std::string structure_summary(const PassContext& context) {
+  std::string out;
+  if (context.markov)
+    out += context.markov->report();
+  if (context.linear_gaussian)
+    out += context.linear_gaussian->summary() + "\n";
+  if (context.finite_state)
+    out += context.finite_state->summary() + "\n";
+  if (context.density)
+    out += context.density->summary() + "\n";
+  if (context.functionals && !context.functionals->functionals.empty())
+    out += context.functionals->summary() + "\n";
+  return out;
+}
+
+namespace {
+
+// A relation of a plate or simulator block and what it reads, in the block's own names.
+struct StaticRelation {
+  std::string kind; // "latent", "observation"
+  std::string target;
+  std::string dist; // "deterministic" for obs x = e
+  std::vector<std::string> reads, params;
+  ir::SourceLoc loc;
+};
+
+std::vector<StaticRelation> static_relations(const ir::Model& model) {
+  const ir::Block& block = model.kind == ir::ModelKind::Plate ? model.plate : model.simulator;
+  std::vector<StaticRelation> out;
+  for (const ir::Relation& rel : block.relations) {
+    StaticRelation r;
+    r.kind = rel.kind == ir::VarKind::Latent ? "latent" : "observation";
+    r.target = ir::print_relation_target(model, block, rel);
+    r.dist =
+        rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
+    r.loc = rel.loc;
+    const std::vector<bool> reached = ir::reached_from(block, rel.args);
+    std::set<std::pair<int, int>> vars; // (0 latent | 1 obs, index): declaration order
+    std::set<int> params;
+    for (size_t i = 0; i < block.nodes.size(); ++i) {
+      if (!reached[i])
+        continue;
+      const ir::Node& node = block.nodes[i];
+      if (node.op == ir::Op::Latent || node.op == ir::Op::Obs)
+        vars.insert({node.op == ir::Op::Latent ? 0 : 1, node.var});
+      else if (node.op == ir::Op::Param)
+        params.insert(node.var);
+    }
+    std::string item = model.kind == ir::ModelKind::Plate ? "[n]" : "";
+    for (const auto& [kind, var] : vars)
+      r.reads.push_back(model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) +
+                        item);
+    for (int p : params)
+      r.params.push_back(model.params[p].name);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+} // namespace
+
+std::string static_model_report(const ir::Model& model) {
+  if (model.is_state_space())
+    return "";
+  const bool plate = model.kind == ir::ModelKind::Plate;
+  std::string out =
+      plate ? "static latent-variable model over the i.i.d. plate n: the relations below hold "
+              "for each item n independently\n"
+            : "simulator: sample-only: its latent variables and observations are drawn once, "
+              "and its likelihood is never evaluated (likelihood-free inference)\n";
+  out += plate ? "relations of an item, in sampling order:\n" : "relations, in sampling order:\n";
+  const std::vector<StaticRelation> relations = static_relations(model);
+  std::size_t width = 10;
+  for (const StaticRelation& r : relations)
+    width = std::max(width, r.target.size());
+  for (const StaticRelation& r : relations) {
+    std::string line = fmt::format("  {:<12} {:<{}} {} {:<13}", r.kind, r.target, width,
+                                   r.dist == "deterministic" ? "=" : "~", r.dist);
+    std::vector<std::string> parts;
+    if (!r.reads.empty())
+      parts.push_back(fmt::format("{}", fmt::join(r.reads, ", ")));
+    if (!r.params.empty())
+      parts.push_back(fmt::format("params {}", fmt::join(r.params, ", ")));
+    if (!parts.empty())
+      line += fmt::format(" reads {}", fmt::join(parts, "; "));
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line + "\n";
+  }
+  out += "state-space analyses (Markov structure, linear-Gaussian, finite state space, transition "
+         "density, functionals): do not apply, the model has no time\n";
+  out += plate ? "inference: not available yet for static latent-variable models\n"
+               : "inference: not available yet for simulators\n";
+  return out;
+}
+
+std::string structure_report(const ir::Model& model, const PassContext& context) {
+  if (!model.is_state_space())
+    return static_model_report(model);
+  std::vector<std::string> sections;
+  if (context.markov)
+    sections.push_back(context.markov->report());
+  if (context.linear_gaussian)
+    sections.push_back(context.linear_gaussian->report());
+  if (context.finite_state)
+    sections.push_back(context.finite_state->report());
+  if (context.density)
+    sections.push_back(context.density->report());
+  if (context.functionals && !context.functionals->functionals.empty())
+    sections.push_back(context.functionals->report());
+  std::string out;
+  for (size_t i = 0; i < sections.size(); ++i)
+    out += (i > 0 ? "\n" : "") + sections[i];
+  return out;
+}
+
+namespace {
+
+json loc_json(const ir::SourceLoc& loc) {
+  if (loc.line <= 0)
+    return nullptr;
+  return {{"line", loc.line}, {"col", loc.col}, {"end_col", loc.end_col}};
+}
+
+json string_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json reasons_json(const std::vector<StructureReason>& reasons) {
+  json out = json::array();
+  for (const StructureReason& r : reasons)
+    out.push_back({{"block", ir::block_name(r.block)},
+                   {"relation", r.relation},
+                   {"dist", r.dist},
+                   {"variable", string_or_null(r.variable)},
+                   {"lag", r.lag >= 0 ? json(r.lag) : json(nullptr)},
+                   {"message", r.message},
+                   {"loc", loc_json(r.loc)}});
+  return out;
+}
+
+json markov_json(const MarkovStructure& m) {
+  json relations = json::array();
+  for (const RelationReads& r : m.relations)
+    relations.push_back({{"block", ir::block_name(r.block)},
+                         {"target", r.target},
+                         {"dist", r.dist},
+                         {"reads", r.lagged},
+                         {"params", r.params},
+                         {"reads_time", r.reads_time},
+                         {"max_state_lag", r.max_state_lag},
+                         {"loc", loc_json(r.loc)}});
+  return {
+      {"order", m.order}, {"states_independent", m.states_independent}, {"relations", relations}};
+}
+
+json linear_gaussian_json(const LinearGaussian& lg) {
+  json matrices = nullptr;
+  if (lg.is_linear_gaussian) {
+    matrices = json::object();
+    for (const SymbolicValue& v : lg.matrices)
+      matrices[v.name] = {{"expr", v.text},
+                          {"shape", v.shape.dims},
+                          {"value", v.value ? json(*v.value) : json(nullptr)}};
+  }
+  return {{"is_linear_gaussian", lg.is_linear_gaussian},
+          {"time_varying", lg.time_varying},
+          {"state", lg.state_names},
+          {"obs", lg.obs_names},
+          {"matrices", matrices},
+          {"notes", lg.notes},
+          {"reasons", reasons_json(lg.reasons)}};
+}
+
+json finite_state_json(const FiniteState& fs) {
+  json states = json::array();
+  for (const StateSupport& s : fs.states)
+    states.push_back({{"name", ir::shown_state_name(s.name)},
+                      {"components", s.components},
+                      {"finite", s.finite},
+                      {"lo", s.finite ? json(s.lo) : json(nullptr)},
+                      {"hi", s.finite ? json(s.hi) : json(nullptr)},
+                      {"reason", string_or_null(s.reason)},
+                      {"leaves", string_or_null(s.leaves)}});
+  return {{"is_finite", fs.is_finite},
+          {"size", fs.is_finite ? json(fs.size) : json(nullptr)},
+          {"states", states},
+          {"reasons", reasons_json(fs.reasons)}};
+}
+
+json bound_json(const std::optional<DensityBound>& b) {
+  if (!b)
+    return nullptr;
+  return {{"expr", b->text},
+          {"exact", b->exact},
+          {"condition", string_or_null(b->condition)},
+          {"constant_in_state", b->constant_in_state()},
+          {"depends_on", b->depends_on},
+          {"reads_next_state", b->reads_next_state}};
+}
+
+json density_json(const TransitionDensity& d) {
+  json relations = json::array();
+  for (const RelationDensity& r : d.relations)
+    relations.push_back({{"relation", r.relation},
+                         {"dist", r.dist},
+                         {"kind", r.kind == DensityKind::Tractable ? "tractable" : "sample_only"},
+                         {"sample_only_reason", string_or_null(r.sample_only_reason)},
+                         {"bound", bound_json(r.bound)},
+                         {"no_bound_reason", string_or_null(r.no_bound_reason)},
+                         {"loc", loc_json(r.loc)}});
+  return {{"tractable", d.tractable},
+          {"bound", bound_json(d.bound)},
+          {"no_bound_reason", string_or_null(d.no_bound_reason)},
+          {"relations", relations}};
+}
+
+json functionals_json(const AdditiveFunctionals& a) {
+  json out = json::array();
+  for (const FunctionalStructure& f : a.functionals)
+    out.push_back({{"name", f.name},
+                   {"declared_sum", f.declared_sum},
+                   {"additive", f.additive},
+                   {"max_state_lag", f.max_state_lag},
+                   {"reads", f.reads},
+                   {"why_not", string_or_null(f.why_not)},
+                   {"methods", f.methods},
+                   {"methods_note", string_or_null(f.methods_note)},
+                   {"loc", loc_json(f.loc)}});
+  return out;
+}
+
+template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {
+  return result ? f(*result) : json(nullptr);
+}
+
+} // namespace
+
+json structure_json(const ir::Model& model, const PassContext& context) {
+  json out = {{"model", model.name},
+              {"source", model.source_file},
+              {"n_state", model.state_size()},
+              {"n_obs", model.obs_size()},
+              {"n_theta", model.theta_size()}};
+  out["markov"] = or_null(context.markov, markov_json);
+  out["linear_gaussian"] = or_null(context.linear_gaussian, linear_gaussian_json);
+  out["finite_state"] = or_null(context.finite_state, finite_state_json);
+  out["density"] = or_null(context.density, density_json);
+  out["functionals"] = or_null(context.functionals, functionals_json);
+  if (!model.is_state_space()) {
+    const bool plate = model.kind == ir::ModelKind::Plate;
+    out["model_kind"] = plate ? "plate" : "simulator";
+    json latents = json::array(), relations = json::array();
+    for (const ir::VarDecl& z : model.latents)
+      latents.push_back(z.name);
+    for (const StaticRelation& r : static_relations(model))
+      relations.push_back({{"kind", r.kind},
+                           {"target", r.target},
+                           {"dist", r.dist},
+                           {"reads", r.reads},
+                           {"params", r.params},
+                           {"loc", loc_json(r.loc)}});
+    out["static_model"] = {{"plate", plate ? json("n") : json(nullptr)},
+                           {"n_latent", model.latents.size()},
+                           {"latents", latents},
+                           {"relations", relations},
+                           {"inference_available", false}};
+  }
+  return out;
+}
+
+} // namespace ssm::passes

@@ -1,0 +1,31 @@
+// The structure report: what the analyses (markov-structure, linear-gaussian, finite-state,
+// density) found, as text for `ssmc check` and as JSON for `ssmc check --format=json` and the
+// compiled model's metadata. The JSON schema is documented in docs/compiler.md.
+#pragma once
+
+#include "pass.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace ssm::passes {
+
+// Runs the structure analyses the pipeline did not run, so every report is complete whatever
+// --passes= says.
+void run_missing_structure_analyses(ir::Model& model, PassContext& context);
+
+// The Markov report and one line per other analysis: `ssmc check`, and `info` of a compiled model.
+std::string structure_summary(const PassContext& context);
+// Every analysis in full: `ssmc check --structure`.
+std::string structure_report(const ir::Model& model, const PassContext& context);
+// {"model", "source", "n_state", "n_obs", "n_theta", "markov", "linear_gaussian",
+//  "finite_state", "density"}; an analysis that did not run is null. A plate model or a simulator
+// adds "model_kind" and "static_model" (its relations), and its state-space analyses are null.
+nlohmann::json structure_json(const ir::Model& model, const PassContext& context);
+
+// What a plate model or a simulator is, its relations and what they read, and that the
+// state-space analyses do not apply: `ssmc check` of such a model. Empty for a state-space model.
+std::string static_model_report(const ir::Model& model);
+
+} // namespace ssm::passes
