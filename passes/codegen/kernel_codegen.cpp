@@ -7,8 +7,8 @@
 // so LLVM can vectorise it.
 #include "kernel_codegen.h"
 
+#include "kernel/abi.h"
 #include "passes/structure.h"
-#include "ssm/abi.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
