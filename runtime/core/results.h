@@ -33,7 +33,15 @@ struct FilterResult {
 // an exact filter, whose result has none).
 std::string filter_csv(const ModelInfo& info, const FilterResult& result);
 
-// The smoothing methods; their names and applicability are the smoothing room's (smooth.h).
+// A decoding: the most probable state path given all the data, [t * n_state + c], and its log
+// joint density log p(x_0..x_{T-1}, y_0..y_{T-1}).
+struct Decoding {
+  std::vector<double> path;
+  double log_joint = 0, log_likelihood = 0;
+  int64_t states = 0; // the size of the joint state space searched
+};
+
+// The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.
 enum class SmoothMethod {
   Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
   ForwardBackward, // finite-state models, exact

@@ -5,6 +5,7 @@
 #include "exact/kalman.h"
 #include "core/error.h"
 #include "core/results.h"
+#include "exact/methods.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -156,7 +157,7 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
     // Update: predicted observation H m + d, its covariance H P H' + R, Cov(x, y) = P H'.
     const double increment =
         gaussian_update(mean, cov, data.at(t), s.H * mean + s.d, s.H * cov * s.H.transpose() + s.R,
-                        cov * s.H.transpose(), t, "kalman");
+                        cov * s.H.transpose(), t, kKalmanName);
     f.filt_mean[t] = mean;
     f.filt_cov[t] = cov;
     record_step(r, t, mean, cov, increment);
@@ -262,8 +263,8 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
     // The cross-covariance uses the points' offsets from the mean: the centre has weight wc = 2
     // but a zero offset.
     const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
-    const double increment =
-        gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t, "ukf");
+    const double increment = gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t,
+                                             kUnscentedKalmanName);
     record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -309,8 +310,8 @@ FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& inf
     model.gaussian_moments(frame, t, 2, mean.data(), yhat.data(), obs_noise.data());
     model.gaussian_jacobian(frame, t, 2, mean.data(), H.data());
     const MatrixXd Hd = H, S = Hd * cov * Hd.transpose() + MatrixXd(obs_noise);
-    const double increment =
-        gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(), t, "ekf");
+    const double increment = gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(),
+                                             t, kExtendedKalmanName);
     record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
