@@ -7,6 +7,7 @@
 #include "core/metadata.h"
 #include "core/method_registry.h"
 #include "core/params.h"
+#include "core/thread_pool.h"
 #include "kernel/abi.h"
 
 #include <CLI/CLI.hpp>
@@ -68,15 +69,31 @@ const CLI::Validator& positive_int();
 // parsed into `values`.
 void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task,
                         OptionValues& values);
-// --method: `auto` or a registered method of the task, into values' "--method".
-void add_method_option(CLI::App& app, const MethodRegistry& registry, Task task,
-                       const std::string& type_name, OptionValues& values);
-// The method --method names (`auto`'s choice for "auto").
-const Method& chosen_method(const Context& c, Task task, const OptionValues& values);
 
-// --data FILE.csv (required), --out FILE.csv and --json.
-void add_data_option(CLI::App& app, std::string& path, const std::string& help);
-void add_output_options(CLI::App& app, std::string& out, bool& json, const std::string& json_help);
+// A subcommand of a task whose methods are registered: --data FILE.csv (required), --method
+// (`auto` or a registered method; without it the task's first method runs), the methods'
+// options, --out FILE.csv and --json, in that order.
+class TaskCommand : public Command {
+public:
+  struct Help {
+    std::string data{}, json{};
+    bool method = true;
+    std::string method_type{}; // --method's type in --help; empty: its choices, '|'-separated
+  };
+  TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help);
+
+protected:
+  // The method to run and its run, without data yet.
+  const Method& method(const Context& c) const;
+  MethodRun start(const Context& c) const;
+  // Whether to write the CSV: to --out, or to standard output without --json.
+  bool write_csv() const { return !out_.empty() || !json_; }
+
+  Task task_;
+  std::string data_, out_;
+  bool json_ = false;
+  OptionValues options_;
+};
 
 // The fixed part of the kernels' frame: parameters, then data values.
 std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
@@ -101,5 +118,25 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
   bool shown_ = false;
 };
+
+// Runs `entry` (a method's entry point) with a pool of --threads threads and progress on the
+// terminal (`what`: "filter", "smooth (filter pass)"); the run's data must be set.
+template <class Entry>
+auto run_method(const Context& c, MethodRun& run, const char* what, const Entry& entry) {
+  ThreadPool pool(c.globals.threads);
+  Progress progress(c, what);
+  run.pool = &pool;
+  run.progress = [&](int64_t t, int64_t n) { progress(t, n); };
+  try {
+    auto result = entry(run);
+    progress.finish();
+    run.pool = nullptr;
+    run.progress = nullptr;
+    return result;
+  } catch (...) {
+    progress.finish();
+    throw;
+  }
+}
 
 } // namespace ssm::cli

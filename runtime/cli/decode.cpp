@@ -2,7 +2,6 @@
 // columns> per time step and a JSON summary.
 #include "cli/command.h"
 #include "core/output.h"
-#include "core/thread_pool.h"
 
 #include <fmt/format.h>
 
@@ -10,32 +9,31 @@ namespace ssm::cli {
 
 namespace {
 
-class Decode : public Command {
+class Decode : public TaskCommand {
 public:
-  explicit Decode(CLI::App* app) : Command(app) {
-    add_data_option(*app, data_, "Data CSV, as for filter");
-    add_output_options(*app, out_, json_,
-                       "Print a JSON summary (log joint density of the path, log-likelihood)");
-  }
+  Decode(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Decode,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary (log joint density of the path, log-likelihood)",
+                     .method = false}) {}
 
   void run(const Context& c, const ParamValues& values) override {
     // The one decoder: it refuses a model it does not apply to with its own message.
-    const Method& method = *c.registry.methods(Task::Decode).front();
+    const Method& m = method(c);
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
-    MethodRun run{c.model, c.info, options_, c.globals.seed, true};
-    if (method.check)
-      method.check(run);
-    const bool write_csv = !out_.empty() || !json_;
+    MethodRun run = start(c);
+    if (m.check)
+      m.check(run);
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
-    const Decoding d = method.decode(run);
-    if (write_csv)
+    const Decoding d = m.decode(run);
+    if (write_csv())
       write_output(c, out_, path_csv(c.info, d, data.T));
     if (json_)
       print_json(c, {{"model", c.info.name},
-                     {"method", method.name},
+                     {"method", m.name},
                      {"T", data.T},
                      {"states", d.states},
                      {"log_joint", d.log_joint},
@@ -56,18 +54,16 @@ private:
     }
     return fmt::to_string(csv);
   }
-
-  std::string data_, out_;
-  bool json_ = false;
-  OptionValues options_;
 };
 
 } // namespace
 
-std::unique_ptr<Command> add_decode(CLI::App& app, const Context&) {
-  return std::make_unique<Decode>(app.add_subcommand(
-      "decode", "Viterbi decoding of a finite-state model: the most probable state path given "
-                "all the data. CSV t,<state columns> per time step"));
+std::unique_ptr<Command> add_decode(CLI::App& app, const Context& c) {
+  return std::make_unique<Decode>(
+      app.add_subcommand("decode", "Viterbi decoding of a finite-state model: the most probable "
+                                   "state path given all the data. CSV t,<state columns> per "
+                                   "time step"),
+      c);
 }
 
 } // namespace ssm::cli

@@ -3,67 +3,46 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "core/thread_pool.h"
 
 namespace ssm::cli {
 
 namespace {
 
-class Filter : public Command {
+class Filter : public TaskCommand {
 public:
-  Filter(CLI::App* app, const Context& c) : Command(app) {
-    add_data_option(*app, data_,
-                    "Data CSV with a header; observation columns are found by name, one row per "
-                    "time step; empty or NA = missing");
-    add_method_option(*app, c.registry, Task::Filter, "", options_);
-    add_method_options(*app, c.registry, Task::Filter, options_);
-    add_output_options(*app, out_, json_, "Print a JSON summary on standard output");
-  }
+  Filter(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Filter,
+                    {.data = "Data CSV with a header; observation columns are found by name, one "
+                             "row per time step; empty or NA = missing",
+                     .json = "Print a JSON summary on standard output"}) {}
 
   void run(const Context& c, const ParamValues& values) override {
-    const Method& method = chosen_method(c, Task::Filter, options_);
-    MethodRun run{c.model, c.info, options_, c.globals.seed, options_.word("--method") == "auto"};
-    if (method.check)
-      method.check(run);
+    const Method& m = method(c);
+    MethodRun run = start(c);
+    if (m.check)
+      m.check(run);
     if (!c.model.init_sample || !c.model.transition_sample || !c.model.obs_logpdf)
       throw Error("the model table lacks a kernel needed by filter");
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
-    const bool write_csv = !out_.empty() || !json_;
     check_output_path(out_); // the file itself is created after filtering, as for simulate
-    ThreadPool pool(c.globals.threads);
-    Progress progress(c, "filter");
     run.fixed = &theta;
     run.data = &data;
-    run.pool = &pool;
-    run.progress = [&](int64_t t, int64_t n) { progress(t, n); };
-    FilterResult r;
-    try {
-      r = method.filter(run);
-    } catch (...) {
-      progress.finish();
-      throw;
-    }
-    progress.finish();
-    if (write_csv)
+    const FilterResult r = run_method(c, run, "filter", m.filter);
+    if (write_csv())
       write_output(c, out_, filter_csv(c.info, r));
     if (json_) {
       nlohmann::json j = {{"log_likelihood", r.log_likelihood},
-                          {"method", method.name},
+                          {"method", m.name},
                           {"chosen_by", run.automatic ? "auto" : "user"},
                           {"T", r.T},
                           {"elapsed_s", r.elapsed_s},
                           {"model", c.info.name}};
-      if (method.filter_json)
-        j.update(method.filter_json(run, r));
+      if (m.filter_json)
+        j.update(m.filter_json(run, r));
       print_json(c, j);
     }
   }
-
-private:
-  std::string data_, out_;
-  bool json_ = false;
-  OptionValues options_;
 };
 
 } // namespace

@@ -74,35 +74,41 @@ void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task
     add_one(app, registry.option_help(task, o), o, values.slot(key(o)));
 }
 
-void add_method_option(CLI::App& app, const MethodRegistry& registry, Task task,
-                       const std::string& type_name, OptionValues& values) {
-  std::vector<std::string> choices = {"auto"};
-  for (const std::string& name : registry.names(task))
-    choices.push_back(name);
-  const MethodOption o = {
-      .flag = "--method",
-      .default_value = choices.front(),
-      .type_name = type_name.empty() ? fmt::format("{}", fmt::join(choices, "|")) : type_name,
-      .choices = choices};
-  add_one(app, fmt::format("auto ({}), {}", registry.auto_help(task), registry.method_list(task)),
-          o, values.slot(key(o)));
-}
-
-const Method& chosen_method(const Context& c, Task task, const OptionValues& values) {
-  const std::string& name = values.word("--method");
-  if (name == "auto")
-    return c.registry.choose(task, c.model, c.info);
-  return *c.registry.find(task, name); // a declared choice
-}
-
-void add_data_option(CLI::App& app, std::string& path, const std::string& help) {
-  app.add_option("--data", path, help)->required()->type_name("FILE.csv");
-}
-
-void add_output_options(CLI::App& app, std::string& out, bool& json, const std::string& json_help) {
-  app.add_option("--out", out, "Output CSV file (default: standard output, none with --json)")
+TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help)
+    : Command(app), task_(task) {
+  app->add_option("--data", data_, help.data)->required()->type_name("FILE.csv");
+  if (help.method) {
+    std::vector<std::string> choices = {"auto"};
+    for (const std::string& name : c.registry.names(task))
+      choices.push_back(name);
+    const MethodOption o = {.flag = "--method",
+                            .default_value = choices.front(),
+                            .type_name = help.method_type.empty()
+                                             ? fmt::format("{}", fmt::join(choices, "|"))
+                                             : help.method_type,
+                            .choices = choices};
+    add_one(*app,
+            fmt::format("auto ({}), {}", c.registry.auto_help(task), c.registry.method_list(task)),
+            o, options_.slot(key(o)));
+  }
+  add_method_options(*app, c.registry, task, options_);
+  app->add_option("--out", out_, "Output CSV file (default: standard output, none with --json)")
       ->type_name("FILE.csv");
-  app.add_flag("--json", json, json_help);
+  app->add_flag("--json", json_, help.json);
+}
+
+const Method& TaskCommand::method(const Context& c) const {
+  if (!options_.has("--method"))
+    return *c.registry.methods(task_).front();
+  const std::string& name = options_.word("--method");
+  if (name == "auto")
+    return c.registry.choose(task_, c.model, c.info);
+  return *c.registry.find(task_, name); // a declared choice
+}
+
+MethodRun TaskCommand::start(const Context& c) const {
+  const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
+  return {c.model, c.info, options_, c.globals.seed, automatic, c.globals.threads};
 }
 
 std::vector<double> assemble_fixed(const Context& c, const ParamValues& values) {

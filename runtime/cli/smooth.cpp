@@ -3,7 +3,6 @@
 #include "smoothing/smooth.h"
 #include "cli/command.h"
 #include "core/output.h"
-#include "core/thread_pool.h"
 #include "smoothing/methods.h"
 
 #include <sys/resource.h>
@@ -12,43 +11,30 @@ namespace ssm::cli {
 
 namespace {
 
-class Smooth : public Command {
+class Smooth : public TaskCommand {
 public:
-  Smooth(CLI::App* app, const Context& c) : Command(app) {
-    add_data_option(*app, data_, "Data CSV, as for filter");
-    add_method_option(*app, c.registry, Task::Smooth, "METHOD", options_);
-    add_method_options(*app, c.registry, Task::Smooth, options_);
-    add_output_options(*app, out_, json_, "Print a JSON summary on standard output");
-  }
+  Smooth(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Smooth,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary on standard output",
+                     .method_type = "METHOD"}) {}
 
   void run(const Context& c, const ParamValues& values) override {
-    const Method& method = chosen_method(c, Task::Smooth, options_);
-    MethodRun run{c.model, c.info, options_, c.globals.seed, options_.word("--method") == "auto"};
+    const Method& m = method(c);
+    MethodRun run = start(c);
     select_functionals(c.info, options_.names("--functional"));
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
-    if (method.check)
-      method.check(run); // before any work
-    const bool write_csv = !out_.empty() || !json_;
+    if (m.check)
+      m.check(run); // before any work
     check_output_path(out_);
-    ThreadPool pool(c.globals.threads);
-    Progress progress(c, "smooth (filter pass)");
     run.fixed = &theta;
     run.data = &data;
-    run.pool = &pool;
-    run.progress = [&](int64_t t, int64_t n) { progress(t, n); };
-    SmoothResult r;
-    try {
-      r = method.smooth(run);
-    } catch (...) {
-      progress.finish();
-      throw;
-    }
-    progress.finish();
-    if (write_csv)
+    const SmoothResult r = run_method(c, run, "smooth (filter pass)", m.smooth);
+    if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
     if (json_) {
-      nlohmann::json j = method.smooth_json(run, r);
+      nlohmann::json j = m.smooth_json(run, r);
       j["threads"] = c.globals.threads;
       rusage usage{};
       if (::getrusage(RUSAGE_SELF, &usage) == 0)
@@ -58,11 +44,6 @@ public:
       print_json(c, j);
     }
   }
-
-private:
-  std::string data_, out_;
-  bool json_ = false;
-  OptionValues options_;
 };
 
 } // namespace

@@ -36,25 +36,25 @@ using OptionValue =
 // generates the option, its --help line and its parsing from this.
 struct MethodOption {
   enum class Check { None, Positive, Fraction }; // Positive: >= 1; Fraction: in [0, 1]
-  std::string flag;                              // "--lag", "--marginals,!--no-marginals"
-  std::string help;
-  // When the methods that read it name themselves in its help ("paris, bis: ..."), empty
-  // otherwise.
+  std::string flag{};                            // "--lag", "--marginals,!--no-marginals"
+  std::string help{};
+  // Whether its help starts with the names of the methods that read it ("paris, bis: ...").
   bool users_in_help = false;
-  OptionValue default_value;
+  OptionValue default_value{};
   Check check = Check::None;
-  std::string type_name;            // empty: the parser's own ("INT", "FLOAT")
-  std::vector<std::string> choices; // a word among these
+  std::string type_name{};            // empty: the parser's own ("INT", "FLOAT")
+  std::vector<std::string> choices{}; // a word among these
   bool show_default = true;
   // Its help where another task's methods read it (the particle filter's options, read by the
   // smoothers' forward pass); empty: the same help.
-  std::string help_elsewhere;
+  std::string help_elsewhere{};
 };
 
 // The options' values after parsing, by flag (the first name of MethodOption::flag).
 class OptionValues {
 public:
   OptionValue& slot(const std::string& flag) { return values_[flag]; }
+  bool has(const std::string& flag) const { return values_.contains(flag); }
   int64_t integer(const std::string& flag) const { return std::get<int64_t>(values_.at(flag)); }
   double real(const std::string& flag) const { return std::get<double>(values_.at(flag)); }
   const std::string& word(const std::string& flag) const {
@@ -78,10 +78,11 @@ struct MethodRun {
   const OptionValues& options;
   uint64_t seed = 1;
   bool automatic = false;                     // chosen by `auto`
+  int threads = 1;                            // --threads
   const std::vector<double>* fixed = nullptr; // parameters, then data values
   const ObsData* data = nullptr;
-  ThreadPool* pool = nullptr;
-  std::function<void(int64_t, int64_t)> progress; // (t, T) after each step; may be empty
+  ThreadPool* pool = nullptr; // with `threads` threads, while the entry point runs
+  std::function<void(int64_t, int64_t)> progress{}; // (t, T) after each step; may be empty
 };
 
 // Why a method does not apply to a model; nullopt when it does.

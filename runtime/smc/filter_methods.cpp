@@ -35,7 +35,7 @@ nlohmann::json filter_json(std::string_view name, const MethodRun& run, const Fi
                       {"resampling", resampling_name(opt.resampling)},
                       {"ess_min", r.ess_min},
                       {"seed", run.seed},
-                      {"threads", run.pool->threads()}};
+                      {"threads", run.threads}};
   if (opt.auxiliary)
     j["lookahead"] = lookahead_name(lookahead_for(run.model));
   return j;

@@ -13,15 +13,15 @@ namespace ssm {
 
 // One smoothing method as registered.
 struct Smoother {
-  SmoothMethod id;
-  std::string name;
-  int rank;                         // auto: exact methods first, then paris, else genealogy
-  bool density = false;             // evaluates the transition density
-  bool online = false;              // O(N) memory whatever T
-  bool rejection = false;           // may draw backward indices by rejection (--backward)
-  bool mcmc = false;                // may draw them by MCMC moves (--backward mcmc)
-  std::string auto_help;            // see Method::auto_help
-  std::vector<std::string> options; // beyond the forward pass's
+  SmoothMethod id{};
+  std::string name{};
+  int rank{};                         // auto: exact methods first, then paris, else genealogy
+  bool density = false;               // evaluates the transition density
+  bool online = false;                // O(N) memory whatever T
+  bool rejection = false;             // may draw backward indices by rejection (--backward)
+  bool mcmc = false;                  // may draw them by MCMC moves (--backward mcmc)
+  std::string auto_help{};            // see Method::auto_help
+  std::vector<std::string> options{}; // beyond the forward pass's
   // Why it does not apply to the model (nullopt when it does).
   Refusal (*applies)(const ssm_model&, const ModelInfo&) = nullptr;
 };
