@@ -1,4 +1,4 @@
-// Finite-state models by enumeration (ssm/finite_state.h). Probabilities are kept normalised at
+// Finite-state models by enumeration (exact/finite_state.h). Probabilities are kept normalised at
 // every step (the scale factors sum to the log-likelihood), and emissions are exponentiated after
 // subtracting their maximum, so long series and very informative observations do not underflow.
 #include "exact/finite_state.h"

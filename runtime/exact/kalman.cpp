@@ -1,4 +1,4 @@
-// The Kalman filter, RTS smoother and unscented Kalman filter (ssm/kalman.h) with Eigen. Both
+// The Kalman filter, RTS smoother and unscented Kalman filter (exact/kalman.h) with Eigen. Both
 // filters share one Gaussian update (by the observed components); the smoother gain
 // solves with a complete orthogonal decomposition, so a singular predicted covariance (a state
 // component without noise) is handled.

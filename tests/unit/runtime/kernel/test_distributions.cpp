@@ -1,4 +1,4 @@
-// Unit tests of ssm/distributions.h: log-densities against high-precision reference values and
+// Unit tests of kernel/distributions.h: log-densities against high-precision reference values and
 // Boost.Math, support and parameter conventions, normalisation, and the samplers' moments and
 // goodness of fit against the exact distributions.
 #include "kernel/distributions.h"
