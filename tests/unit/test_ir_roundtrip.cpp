@@ -145,7 +145,7 @@ TEST_CASE("passes are idempotent on canonical IR", "[ir][roundtrip][passes]") {
   }
 }
 
-TEST_CASE("the IR reader rejects malformed text with the line", "[ir][roundtrip]") {
+TEST_CASE("the IR reader rejects malformed text with the line and column", "[ir][roundtrip]") {
   const std::string good = "model m\nparam s : real = 1\nstate x : real\nobs y : real\n\n"
                            "initial {\n  %0 = const 0 : real\n  %1 = param s : real\n"
                            "  x[0] ~ normal(%0, %1)\n}\n";
@@ -173,6 +173,22 @@ TEST_CASE("the IR reader rejects malformed text with the line", "[ir][roundtrip]
   CHECK(line_of_error(replace("x[0] ~", "z[0] ~")) == 9);
   CHECK(line_of_error(replace(": real\n  x", ": realish\n  x")) == 8);
   CHECK(line_of_error(replace("}\n", "")) == 9); // no closing brace
+  // The column is that of the offending word, else of the line's first character.
+  auto column_of_error = [](const std::string& text) {
+    try {
+      ir::read(text);
+    } catch (const ir::ReadError& e) {
+      return e.column();
+    }
+    return -1;
+  };
+  CHECK(column_of_error("") == 0);
+  CHECK(column_of_error(replace("model m", "modle m")) == 1);
+  CHECK(column_of_error(replace("%1 = param s", "%1 = param q")) == 14);
+  CHECK(column_of_error(replace("%1 = param", "%2 = param")) == 3);
+  CHECK(column_of_error(replace("normal(%0, %1)", "normal(%0, %2)")) == 21);
+  CHECK(column_of_error(replace("normal(", "norml(")) == 10);
+  CHECK(column_of_error(replace(": real\n  x", ": realish\n  x")) == 18);
 }
 
 TEST_CASE("data keep their declared types through printing, reading and verifying",
