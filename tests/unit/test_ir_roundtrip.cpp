@@ -150,14 +150,17 @@ TEST_CASE("the IR reader rejects malformed text with the line and column", "[ir]
                            "initial {\n  %0 = const 0 : real\n  %1 = param s : real\n"
                            "  x[0] ~ normal(%0, %1)\n}\n";
   CHECK(ir::print(ir::read(good)) == good);
-  auto line_of_error = [](const std::string& text) {
+  // The line and column of the error reading `text`; (-1, -1) if it reads.
+  auto position_of_error = [](const std::string& text) {
     try {
       ir::read(text);
     } catch (const ir::ReadError& e) {
-      return e.line();
+      return std::pair(e.line(), e.column());
     }
-    return -1;
+    return std::pair(-1, -1);
   };
+  auto line_of_error = [&](const std::string& text) { return position_of_error(text).first; };
+  auto column_of_error = [&](const std::string& text) { return position_of_error(text).second; };
   auto replace = [&](const std::string& from, const std::string& to) {
     std::string text = good;
     text.replace(text.find(from), from.size(), to);
@@ -174,14 +177,6 @@ TEST_CASE("the IR reader rejects malformed text with the line and column", "[ir]
   CHECK(line_of_error(replace(": real\n  x", ": realish\n  x")) == 8);
   CHECK(line_of_error(replace("}\n", "")) == 9); // no closing brace
   // The column is that of the offending word, else of the line's first character.
-  auto column_of_error = [](const std::string& text) {
-    try {
-      ir::read(text);
-    } catch (const ir::ReadError& e) {
-      return e.column();
-    }
-    return -1;
-  };
   CHECK(column_of_error("") == 0);
   CHECK(column_of_error(replace("model m", "modle m")) == 1);
   CHECK(column_of_error(replace("%1 = param s", "%1 = param q")) == 14);

@@ -160,7 +160,8 @@ void require_inference(const ssm::ir::Model& model, const std::string& path) {
                             path)};
 }
 
-ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+// The pipeline of --passes, with --print-after and --time-passes.
+ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions& options) {
   ssm::passes::PassManagerOptions pm_options;
   pm_options.print_after = options.print_after;
   pm_options.time_passes = options.time_passes;
@@ -168,6 +169,11 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
   ssm::passes::PassContext context;
   pm.add_pipeline(options.passes);
   pm.run(model, context, std::cerr);
+  return context;
+}
+
+ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+  run_pipeline(model, options);
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an
   // analysis would leave that analysis' result stale.
@@ -422,13 +428,7 @@ int opt(const BuildOptions& options) {
       fmt::print(std::cerr, "{}: error: invalid IR: {}\n", options.input, error);
     throw Failure{};
   }
-  ssm::passes::PassManagerOptions pm_options;
-  pm_options.print_after = options.print_after;
-  pm_options.time_passes = options.time_passes;
-  ssm::passes::PassManager pm(pm_options);
-  ssm::passes::PassContext context;
-  pm.add_pipeline(options.passes);
-  pm.run(model, context, std::cerr);
+  run_pipeline(model, options);
   write_text(options.output, ssm::ir::print(model));
   return 0;
 }
