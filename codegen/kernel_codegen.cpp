@@ -3,9 +3,9 @@
 // at them.
 #include "kernel_codegen.h"
 
+#include "kernel/abi.h"
 #include "kernels.h"
 #include "passes/structure.h"
-#include "ssm/abi.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>

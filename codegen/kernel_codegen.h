@@ -1,5 +1,5 @@
 // Lowers a model's initial, transition and observation blocks to LLVM kernels over a batch of
-// particles (the functions of runtime/include/ssm/abi.h) and the exported `ssm_model_table`, plus
+// particles (the functions of runtime/kernel/abi.h) and the exported `ssm_model_table`, plus
 // the kernels that the structure analyses make possible (density bound, linear-Gaussian matrices).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The kernels of a model, one function each: every one builds its kind's emitter (a KernelEmitter)
-// and emits the kernel into `module` under its ABI name (runtime/include/ssm/abi.h). Internal to
+// and emits the kernel into `module` under its ABI name (runtime/kernel/abi.h). Internal to
 // codegen; kernel_codegen.cpp calls them in the order of the model table.
 #pragma once
 

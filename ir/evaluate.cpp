@@ -1,6 +1,6 @@
 // Constant evaluation of IR nodes: see evaluate.h.
 #include "evaluate.h"
-#include "ssm/distributions.h"
+#include "kernel/distributions.h"
 
 #include <boost/math/special_functions/digamma.hpp>
 

@@ -25,11 +25,11 @@
 #include "ir/printer.h"
 #include "ir/reader.h"
 #include "ir/verifier.h"
+#include "kernel/abi.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/plugin_loader.h"
 #include "passes/structure_report.h"
-#include "ssm/abi.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -267,8 +267,9 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
                                     toolchain.libdir,
                                     toolchain.cxx,
                                     SSMC_EXTRA_LINK_FLAG};
-  for (const char* lib : {"kernel_lib.bc", "libssm_runtime.a", "libssm_main.a"})
-    parts.push_back(ssm::tools::file_identity(fmt::format("{}/{}", toolchain.libdir, lib)));
+  parts.push_back(ssm::tools::file_identity(toolchain.kernel_library));
+  for (const std::string& lib : ssm::tools::runtime_libraries())
+    parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
   // A plugin's passes determine the output as the built-in ones do, so its whole file is hashed
   // (a rebuilt plugin can keep its size and, within a second, its modification time); where it
   // lies does not matter.
