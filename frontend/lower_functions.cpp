@@ -1,0 +1,165 @@
+// User functions (`fn`): each is checked once where it is declared, then inlined at every call.
+#include "lowering.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ssm::frontend::lowering {
+
+// Checks each function once, where it is declared: its types, and its body lowered on
+// placeholder arguments. A call then only has to check its arguments.
+void Lowering::define_fn(const ast::FnDecl& f) {
+  Symbol* sym = declared(f.name);
+  FnSignature sig;
+  bool ok = true;
+  std::set<std::string> seen;
+  for (const ast::FnParam& p : f.params) {
+    if (!seen.insert(p.name.name).second) {
+      error(p.name.range,
+            fmt::format("function '{}' has two parameters named '{}'", f.name.name, p.name.name));
+      ok = false;
+    }
+    if (p.name.name == "t" || p.name.name == "pi" || p.name.name == "inf") {
+      error(p.name.range,
+            fmt::format("'{}' is {} and cannot name a function parameter", p.name.name,
+                        p.name.name == "t" ? "the time index" : "a built-in constant"));
+      ok = false;
+    }
+    std::optional<ir::Shape> shape = fn_type_shape(p.type);
+    ok = ok && shape.has_value();
+    sig.params.push_back(shape.value_or(ir::Shape::scalar()));
+  }
+  std::optional<ir::Shape> result = fn_type_shape(f.result);
+  ok = ok && result.has_value();
+  sig.result = result.value_or(ir::Shape::scalar());
+  if (ok) {
+    ir::Block scratch;
+    Scope s;
+    s.block = &scratch;
+    s.kind = ir::BlockKind::Transition;
+    std::vector<int> args;
+    for (const ir::Shape& shape : sig.params)
+      args.push_back(emit_const(s, shape, std::vector<double>(shape.size(), 0.0), f.range));
+    ok = inline_body(f, sig, args, s).has_value();
+  }
+  if (!sym)
+    return;
+  sym->valid = ok;
+  fn_signatures_[sym->index] = sig;
+}
+
+std::optional<ir::Shape> Lowering::fn_type_shape(const ast::TypeSpec& t) {
+  if (!t.bounds.empty() || t.kind == ast::TypeSpec::Kind::CovMatrix ||
+      t.kind == ast::TypeSpec::Kind::Simplex) {
+    std::string what = !t.bounds.empty()                          ? "bounds"
+                       : t.kind == ast::TypeSpec::Kind::CovMatrix ? "cov_matrix"
+                                                                  : "simplex";
+    error(t.range, fmt::format("the parameters and result of a function take plain types "
+                               "(real, int, vector[n] or matrix[r, c]); {} {} only for the "
+                               "declarations of variables",
+                               what, what == "bounds" ? "are" : "is"));
+    return std::nullopt;
+  }
+  return type_shape(t);
+}
+
+// The body of f with its parameters bound to the nodes `args` of the current block.
+std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature& sig,
+                                         const std::vector<int>& args, Scope& s) {
+  const ast::FnDecl* outer_fn = s.fn;
+  std::map<std::string, int> outer_locals = std::move(s.locals);
+  s.fn = &f;
+  s.locals.clear();
+  for (std::size_t k = 0; k < f.params.size(); ++k)
+    s.locals[f.params[k].name.name] = args[k];
+  bool ok = true;
+  for (const ast::LetDecl& let : f.lets) {
+    const std::string& n = let.name.name;
+    if (n == "t" || n == "pi" || n == "inf") {
+      error(let.name.range, fmt::format("'{}' is {} and cannot name a let", n,
+                                        n == "t" ? "the time index" : "a built-in constant"));
+      ok = false;
+      continue;
+    }
+    if (s.locals.count(let.name.name)) {
+      bool param = std::any_of(f.params.begin(), f.params.end(),
+                               [&](const ast::FnParam& p) { return p.name.name == let.name.name; });
+      error(let.name.range,
+            fmt::format("'{}' is already {} of function '{}': give this let "
+                        "another name",
+                        let.name.name, param ? "a parameter" : "a let", f.name.name));
+      ok = false;
+      continue;
+    }
+    std::optional<int> id = lower(*let.value, s);
+    if (id)
+      s.locals[let.name.name] = *id;
+    ok = ok && id.has_value();
+  }
+  std::optional<int> body = ok ? lower(*f.body, s) : std::nullopt;
+  s.fn = outer_fn;
+  s.locals = std::move(outer_locals);
+  if (body && !(shape_of(s, *body) == sig.result)) {
+    error(f.body->range, fmt::format("function '{}' returns {}, but this is {}", f.name.name,
+                                     sig.result.str(), shape_of(s, *body).str()));
+    return std::nullopt;
+  }
+  return body;
+}
+
+std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Scope& s) {
+  const ast::FnDecl& f = ast_.fns[sym.index];
+  if (s.fn && order(f.name.range.begin) >= order(s.fn->name.range.begin)) {
+    if (&f == s.fn)
+      error(e.name_range,
+            fmt::format("function '{}' calls itself; recursion is not supported", f.name.name));
+    else
+      error(e.name_range, fmt::format("function '{}' is declared after '{}'; a function can only "
+                                      "call functions declared before it",
+                                      f.name.name, s.fn->name.name));
+    return std::nullopt;
+  }
+  std::vector<std::optional<int>> args;
+  for (const ast::ExprPtr& a : e.args)
+    args.push_back(lower(*a, s));
+  auto it = fn_signatures_.find(sym.index);
+  if (!sym.valid || it == fn_signatures_.end())
+    return std::nullopt;
+  const FnSignature& sig = it->second;
+  if (args.size() != sig.params.size()) {
+    std::vector<std::string> names;
+    for (const ast::FnParam& p : f.params)
+      names.push_back(p.name.name);
+    error(e.range, fmt::format("{}({}) takes {}, but {} given", f.name.name, fmt::join(names, ", "),
+                               plural(sig.params.size(), "argument"),
+                               args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
+    return std::nullopt;
+  }
+  bool ok = true;
+  std::vector<int> ids;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    if (!args[k]) {
+      ok = false;
+      continue;
+    }
+    if (!(shape_of(s, *args[k]) == sig.params[k])) {
+      error(e.args[k]->range,
+            fmt::format("argument '{}' of {} must be {}, but it is {}", f.params[k].name.name,
+                        f.name.name, sig.params[k].str(), shape_of(s, *args[k]).str()));
+      ok = false;
+    }
+    ids.push_back(args[k].value_or(-1));
+  }
+  if (!ok)
+    return std::nullopt;
+  std::optional<Range> outer_site = s.call_site;
+  if (!outer_site && imported(f.range))
+    s.call_site = e.range;
+  std::optional<int> result = expanding(s, fmt::format("function '{}'", f.name.name), e.range,
+                                        [&] { return inline_body(f, sig, ids, s); });
+  s.call_site = outer_site;
+  return result;
+}
+
+} // namespace ssm::frontend::lowering
