@@ -10,17 +10,13 @@ namespace ssm::frontend::lowering {
 std::optional<ConstValue> Lowering::eval_const(const Expr& e, std::string what,
                                                const ast::ConstDecl* defining) {
   ir::Block scratch;
-  Scope s;
-  s.block = &scratch;
-  s.constant = true;
-  s.what = std::move(what);
-  s.defining = defining;
+  Scope s(scratch, ConstantScope{std::move(what), defining});
   std::optional<int> id = lower(e, s);
   if (!id)
     return std::nullopt;
   std::optional<std::vector<double>> value = constant_value(scratch, *id);
   if (!value) { // a constant scope lowers only constants, so this is a safety net
-    error(e.range, fmt::format("{} must be a constant expression", s.what));
+    error(e.range, fmt::format("{} must be a constant expression", s.constant()->what));
     return std::nullopt;
   }
   return ConstValue{scratch.nodes[*id].shape, std::move(*value)};
@@ -114,7 +110,7 @@ bool Lowering::is_constant(const Expr& e, const Scope& s) const {
   case EKind::Number:
     return true;
   case EKind::Name: {
-    if (s.locals.count(e.name))
+    if (s.local(e.name))
       return false;
     if (e.name == "pi" || e.name == "inf")
       return true;

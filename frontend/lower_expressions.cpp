@@ -99,7 +99,7 @@ std::optional<int> Lowering::lower(const Expr& e, Scope& s) {
 }
 
 void Lowering::not_constant(const Scope& s, Range r, const std::string& culprit) {
-  error(r, fmt::format("{} must be a constant expression, but {}", s.what, culprit));
+  error(r, fmt::format("{} must be a constant expression, but {}", s.constant()->what, culprit));
 }
 
 // A function body sees its arguments and constants only, so that a call means the same
@@ -107,8 +107,8 @@ void Lowering::not_constant(const Scope& s, Range r, const std::string& culprit)
 bool Lowering::outside_function(const Scope& s, Range r, const std::string& what) {
   if (!s.fn)
     return true;
-  error(r,
-        fmt::format("function '{}' cannot read {}: pass it as an argument", s.fn->name.name, what));
+  error(r, fmt::format("function '{}' cannot read {}: pass it as an argument", s.fn->fn->name.name,
+                       what));
   return false;
 }
 
@@ -128,28 +128,32 @@ std::optional<int> Lowering::lower_let(const Expr& e, const Symbol& sym, Scope& 
   return id;
 }
 
-std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
-  if (auto it = s.locals.find(e.name); it != s.locals.end())
-    return it->second;
-  if (e.name == "t") {
-    if (s.constant) {
-      not_constant(s, e.range, "'t' (the time index) is not");
-      return std::nullopt;
-    }
-    if (!outside_function(s, e.range, "'t'"))
-      return std::nullopt;
-    if (in_static_block(s)) {
-      error(e.range, model_.kind == ir::ModelKind::Plate
-                         ? "'t' is the time index, but this model is over the i.i.d. plate n "
-                           "and has no time"
-                         : fmt::format("'t' is the time index, but simulator '{}' has no time",
-                                       model_.name));
-      return std::nullopt;
-    }
-    if (s.kind == ir::BlockKind::Initial)
-      return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
-    return emit_op(s, ir::Op::Time, ir::Shape::scalar(), {}, e.range);
+// `t`: the time index, 0 in the initial block.
+std::optional<int> Lowering::lower_time(const Expr& e, Scope& s) {
+  if (s.constant()) {
+    not_constant(s, e.range, "'t' (the time index) is not");
+    return std::nullopt;
   }
+  if (!outside_function(s, e.range, "'t'"))
+    return std::nullopt;
+  if (in_static_block(s)) {
+    error(e.range,
+          model_.kind == ir::ModelKind::Plate
+              ? "'t' is the time index, but this model is over the i.i.d. plate n "
+                "and has no time"
+              : fmt::format("'t' is the time index, but simulator '{}' has no time", model_.name));
+    return std::nullopt;
+  }
+  if (s.kind() == ir::BlockKind::Initial)
+    return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
+  return emit_op(s, ir::Op::Time, ir::Shape::scalar(), {}, e.range);
+}
+
+std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
+  if (std::optional<int> local = s.local(e.name))
+    return local;
+  if (e.name == "t")
+    return lower_time(e, s);
   if (e.name == "pi")
     return emit_const(s, ir::Shape::scalar(), {std::numbers::pi}, e.range);
   if (e.name == "inf")
@@ -167,19 +171,19 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
   sym->used = true;
   switch (sym->kind) {
   case Symbol::Kind::Latent:
-    if (s.constant) {
+    if (s.constant()) {
       not_constant(s, e.range, fmt::format("'{}' is a latent variable", e.name));
       return std::nullopt;
     }
     if (!outside_function(s, e.range, fmt::format("latent variable '{}'", e.name)))
       return std::nullopt;
-    if (s.kind == ir::BlockKind::Simulator)
+    if (s.kind() == ir::BlockKind::Simulator)
       return lower_static_ref(e, *sym, s);
     error(e.range,
           fmt::format("latent variable '{0}' needs the plate index here: write {0}[n]", e.name));
     return std::nullopt;
   case Symbol::Kind::Let:
-    if (s.constant) {
+    if (s.constant()) {
       not_constant(s, e.range, fmt::format("'{}' is a let binding", e.name));
       return std::nullopt;
     }
@@ -195,7 +199,7 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
                                e.name));
     return std::nullopt;
   case Symbol::Kind::Data: {
-    if (s.constant) {
+    if (s.constant()) {
       not_constant(s, e.range,
                    fmt::format("'{}' is data, known only when the program runs", e.name));
       return std::nullopt;
@@ -209,20 +213,21 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     return emit(s, std::move(n), e.range);
   }
   case Symbol::Kind::Const:
-    if (s.defining && order(sym->range.begin) >= order(s.defining->name.range.begin)) {
-      if (sym->range.begin == s.defining->name.range.begin)
+    if (const ast::ConstDecl* defining = s.constant() ? s.constant()->defining : nullptr;
+        defining && order(sym->range.begin) >= order(defining->name.range.begin)) {
+      if (sym->range.begin == defining->name.range.begin)
         error(e.range, fmt::format("constant '{}' is defined in terms of itself", e.name));
       else
         error(e.range, fmt::format("constant '{}' is declared after '{}'; a constant can only "
                                    "use constants declared before it",
-                                   e.name, s.defining->name.name));
+                                   e.name, defining->name.name));
       return std::nullopt;
     }
     if (!sym->valid)
       return std::nullopt;
     return emit_const(s, consts_[sym->index].shape, consts_[sym->index].values, e.range);
   case Symbol::Kind::Param: {
-    if (s.constant) {
+    if (s.constant()) {
       not_constant(s, e.range, fmt::format("'{}' is a parameter", e.name));
       return std::nullopt;
     }
@@ -236,38 +241,43 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
   }
   case Symbol::Kind::State:
   case Symbol::Kind::Obs:
-  case Symbol::Kind::Input: {
-    if (s.constant) {
-      not_constant(s, e.range, fmt::format("'{}' is {}", e.name, a_kind(sym->kind)));
-      return std::nullopt;
-    }
-    if (!outside_function(s, e.range, fmt::format("{} '{}'", kind_name(sym->kind), e.name)))
-      return std::nullopt;
-    if (s.kind == ir::BlockKind::Simulator && sym->kind == Symbol::Kind::Obs)
-      return lower_static_ref(e, *sym, s);
-    if (s.kind == ir::BlockKind::Plate && sym->kind == Symbol::Kind::Obs) {
-      error(e.range,
-            fmt::format("observation '{0}' needs the plate index here: write {0}[n]", e.name));
-      return std::nullopt;
-    }
-    if (!sym->valid)
-      return std::nullopt; // a state or input of a model without time, reported already
-    std::string how;
-    if (s.kind == ir::BlockKind::Initial)
-      how = fmt::format("{}[0]", e.name);
-    else if ((s.kind == ir::BlockKind::Transition || s.kind == ir::BlockKind::Functional ||
-              s.kind == ir::BlockKind::Proposal) &&
-             sym->kind == Symbol::Kind::State)
-      how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
-    else if (s.kind == ir::BlockKind::Transition && sym->kind == Symbol::Kind::Obs)
-      how = fmt::format("{}[t-1]", e.name);
-    else
-      how = fmt::format("{}[t]", e.name);
-    error(e.range, fmt::format("{} '{}' needs a time index here: write {}", kind_name(sym->kind),
-                               e.name, how));
+  case Symbol::Kind::Input:
+    return lower_unindexed_var(e, *sym, s);
+  }
+  return std::nullopt;
+}
+
+// A state, observation or input named without a time index: an error, except for an observation
+// of a simulator (which has no time).
+std::optional<int> Lowering::lower_unindexed_var(const Expr& e, const Symbol& sym, Scope& s) {
+  if (s.constant()) {
+    not_constant(s, e.range, fmt::format("'{}' is {}", e.name, a_kind(sym.kind)));
     return std::nullopt;
   }
+  if (!outside_function(s, e.range, fmt::format("{} '{}'", kind_name(sym.kind), e.name)))
+    return std::nullopt;
+  if (s.kind() == ir::BlockKind::Simulator && sym.kind == Symbol::Kind::Obs)
+    return lower_static_ref(e, sym, s);
+  if (s.kind() == ir::BlockKind::Plate && sym.kind == Symbol::Kind::Obs) {
+    error(e.range,
+          fmt::format("observation '{0}' needs the plate index here: write {0}[n]", e.name));
+    return std::nullopt;
   }
+  if (!sym.valid)
+    return std::nullopt; // a state or input of a model without time, reported already
+  std::string how;
+  if (s.kind() == ir::BlockKind::Initial)
+    how = fmt::format("{}[0]", e.name);
+  else if ((s.kind() == ir::BlockKind::Transition || s.kind() == ir::BlockKind::Functional ||
+            s.kind() == ir::BlockKind::Proposal) &&
+           sym.kind == Symbol::Kind::State)
+    how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
+  else if (s.kind() == ir::BlockKind::Transition && sym.kind == Symbol::Kind::Obs)
+    how = fmt::format("{}[t-1]", e.name);
+  else
+    how = fmt::format("{}[t]", e.name);
+  error(e.range,
+        fmt::format("{} '{}' needs a time index here: write {}", kind_name(sym.kind), e.name, how));
   return std::nullopt;
 }
 

@@ -35,9 +35,8 @@ void Lowering::define_fn(const ast::FnDecl& f) {
   sig.result = result.value_or(ir::Shape::scalar());
   if (ok) {
     ir::Block scratch;
-    Scope s;
-    s.block = &scratch;
-    s.kind = ir::BlockKind::Transition;
+    // Any block would do: a body cannot read what differs between blocks (outside_function).
+    Scope s(scratch, RelationScope(ir::BlockKind::Transition, ""));
     std::vector<int> args;
     for (const ir::Shape& shape : sig.params)
       args.push_back(emit_const(s, shape, std::vector<double>(shape.size(), 0.0), f.range));
@@ -67,12 +66,11 @@ std::optional<ir::Shape> Lowering::fn_type_shape(const ast::TypeSpec& t) {
 // The body of f with its parameters bound to the nodes `args` of the current block.
 std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature& sig,
                                          const std::vector<int>& args, Scope& s) {
-  const ast::FnDecl* outer_fn = s.fn;
-  std::map<std::string, int> outer_locals = std::move(s.locals);
-  s.fn = &f;
-  s.locals.clear();
+  FunctionScope* outer = s.fn;
+  FunctionScope scope{&f, {}}; // the body sees its own names only
+  s.fn = &scope;
   for (std::size_t k = 0; k < f.params.size(); ++k)
-    s.locals[f.params[k].name.name] = args[k];
+    scope.locals[f.params[k].name.name] = args[k];
   bool ok = true;
   for (const ast::LetDecl& let : f.lets) {
     const std::string& n = let.name.name;
@@ -82,7 +80,7 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
       ok = false;
       continue;
     }
-    if (s.locals.count(let.name.name)) {
+    if (scope.locals.count(let.name.name)) {
       bool param = std::any_of(f.params.begin(), f.params.end(),
                                [&](const ast::FnParam& p) { return p.name.name == let.name.name; });
       error(let.name.range,
@@ -94,12 +92,11 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
     }
     std::optional<int> id = lower(*let.value, s);
     if (id)
-      s.locals[let.name.name] = *id;
+      scope.locals[let.name.name] = *id;
     ok = ok && id.has_value();
   }
   std::optional<int> body = ok ? lower(*f.body, s) : std::nullopt;
-  s.fn = outer_fn;
-  s.locals = std::move(outer_locals);
+  s.fn = outer;
   if (body && !(shape_of(s, *body) == sig.result)) {
     error(f.body->range, fmt::format("function '{}' returns {}, but this is {}", f.name.name,
                                      sig.result.str(), shape_of(s, *body).str()));
@@ -110,14 +107,14 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
 
 std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Scope& s) {
   const ast::FnDecl& f = ast_.fns[sym.index];
-  if (s.fn && order(f.name.range.begin) >= order(s.fn->name.range.begin)) {
-    if (&f == s.fn)
+  if (s.fn && order(f.name.range.begin) >= order(s.fn->fn->name.range.begin)) {
+    if (&f == s.fn->fn)
       error(e.name_range,
             fmt::format("function '{}' calls itself; recursion is not supported", f.name.name));
     else
       error(e.name_range, fmt::format("function '{}' is declared after '{}'; a function can only "
                                       "call functions declared before it",
-                                      f.name.name, s.fn->name.name));
+                                      f.name.name, s.fn->fn->name.name));
     return std::nullopt;
   }
   std::vector<std::optional<int>> args;

@@ -137,12 +137,12 @@ std::optional<int> Lowering::lower_index(const Expr& e, Scope& s) {
   }
   if (base->kind == EKind::Name) {
     Symbol* sym = lookup(base->name, base->range);
-    if (sym && s.kind == ir::BlockKind::Plate &&
+    if (sym && s.kind() == ir::BlockKind::Plate &&
         (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
       sym->used = true;
       return lower_plate_ref(*base, *sym, chain, s);
     }
-    if (sym && s.kind == ir::BlockKind::Simulator && sym->kind == Symbol::Kind::Obs) {
+    if (sym && s.kind() == ir::BlockKind::Simulator && sym->kind == Symbol::Kind::Obs) {
       // not a time index: components of the value, as for a parameter
     } else if (sym && (sym->kind == Symbol::Kind::State || sym->kind == Symbol::Kind::Obs ||
                        sym->kind == Symbol::Kind::Input)) {
@@ -224,7 +224,7 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
                                            const std::vector<const Expr*>& chain, Scope& s) {
   bool is_state = sym.kind == Symbol::Kind::State;
   bool is_input = sym.kind == Symbol::Kind::Input;
-  if (s.constant) {
+  if (s.constant()) {
     not_constant(s, chain.back()->range, fmt::format("'{}' is {}", name.name, a_kind(sym.kind)));
     return std::nullopt;
   }
@@ -243,7 +243,8 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
     return std::nullopt;
   std::string ref = fmt::format("{}[{}]", name.name, time->str());
   Range where = first.range;
-  ir::BlockKind kind = s.kind;
+  RelationScope& rel = *s.relation(); // not a constant: checked above
+  ir::BlockKind kind = rel.kind;
   bool initial = kind == ir::BlockKind::Initial;
   // Proposals and look-aheads read what a transition does, and y[t].
   bool proposal = kind == ir::BlockKind::Proposal || kind == ir::BlockKind::Lookahead;
@@ -251,7 +252,7 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   bool functional = kind == ir::BlockKind::Functional;
   if (!initial && time->absolute) {
     error(where, fmt::format("reading a fixed time step ({}) is not supported: {} can read {}", ref,
-                             functional ? s.subject : "a relation at time t",
+                             functional ? rel.subject : "a relation at time t",
                              (is_state && (transition || functional)) ||
                                      (!is_state && !is_input && transition)
                                  ? fmt::format("{0}[t] and {0}[t-1]", name.name)
@@ -259,7 +260,7 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
     return std::nullopt;
   }
   long offset = time->k; // relative to the target's time; t = 0 in the initial block
-  bool same_kind = !is_input && is_state == (s.target_kind == ir::VarKind::State);
+  bool same_kind = !is_input && is_state == (rel.target_kind == ir::VarKind::State);
   auto fail = [&](std::string message) {
     error(where, std::move(message));
     return std::nullopt;
@@ -267,14 +268,14 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   if (offset > 0)
     return fail(fmt::format("{} reads {}, a future value; {} can only read the present and the "
                             "past",
-                            s.subject, ref, functional ? "a functional" : "a relation"));
+                            rel.subject, ref, functional ? "a functional" : "a relation"));
   if (initial && offset < 0)
     return fail(
-        fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref, s.target));
+        fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref, rel.target));
   if (is_input) {
     if (offset < 0)
       return fail(fmt::format("not supported yet: reading a past input ({}); {} can read {}[t]",
-                              ref, s.subject, name.name));
+                              ref, rel.subject, name.name));
   } else if (!is_state) {
     if (initial)
       return fail(fmt::format("not supported yet: an initial relation that reads an observation "
@@ -296,12 +297,12 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   }
   // States at any lag, observations included: the augment-lags transform makes the state
   // first-order, and gives observations x[t-k] as a hidden state at t.
-  if (offset == 0 && same_kind && !functional && sym.index == s.target_var)
-    return fail(fmt::format("{} reads {} itself", s.subject, ref));
+  if (offset == 0 && same_kind && !functional && sym.index == rel.target_var)
+    return fail(fmt::format("{} reads {} itself", rel.subject, ref));
   if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)
     return fail(fmt::format("{} reads {}: a look-ahead predicts the states at t from those at "
                             "t-1, so it can read {}[t-1]",
-                            s.subject, ref, name.name));
+                            rel.subject, ref, name.name));
   ir::Node n;
   n.op = is_state ? ir::Op::State : is_input ? ir::Op::Input : ir::Op::Obs;
   n.var = sym.index;
@@ -310,10 +311,10 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
             : is_input ? model_.inputs[sym.index].shape
                        : model_.obs[sym.index].shape;
   if (offset == 0 && same_kind)
-    s.reads_now.insert(sym.index);
+    rel.reads_now.insert(sym.index);
   if (is_state) {
-    s.reads_state = true;
-    s.states_read.insert(sym.index);
+    rel.reads_state = true;
+    rel.states_read.insert(sym.index);
   }
   std::optional<int> value = emit(s, std::move(n), where);
   for (std::size_t k = 1; k < chain.size() && value; ++k)

@@ -7,7 +7,9 @@
 
 namespace ssm::frontend::lowering {
 
-void Lowering::add_relation(const ast::Relation& r) {
+// Checks the target of a relation (x[0], x[t], y[t], a proposal's x[t]): the variable it is for
+// and the block it belongs to; nullopt after an error.
+std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const ast::Relation& r) {
   std::vector<const Expr*> chain;
   const Expr* base = r.target.get();
   while (base->kind == EKind::Index) {
@@ -18,33 +20,33 @@ void Lowering::add_relation(const ast::Relation& r) {
   Symbol* sym = lookup(name);
   if (!sym) {
     unknown_name(base->range, name);
-    return;
+    return std::nullopt;
   }
   switch (sym->kind) {
   case Symbol::Kind::Const:
     error(r.target->range, fmt::format("'{}' is a constant; only states and observations can "
                                        "be the target of a relation",
                                        name));
-    return;
+    return std::nullopt;
   case Symbol::Kind::Param:
     error(r.target->range,
           fmt::format("cannot assign to parameter '{0}': give its prior in its declaration, as "
                       "in 'param {0} ~ {1}(...);'",
                       name, r.dist.name.name));
-    return;
+    return std::nullopt;
   default:
     break;
   }
   if (!model_.is_state_space()) {
     no_time(r.range, r.proposal ? std::string("a proposal") : "a relation 'x[t] ~ ...'");
-    return;
+    return std::nullopt;
   }
   if (sym->kind != Symbol::Kind::State && sym->kind != Symbol::Kind::Obs) {
     error(r.target->range,
           fmt::format("'{}' is not a state or an observation; only those can be the target of a "
                       "relation",
                       name));
-    return;
+    return std::nullopt;
   }
   bool is_state = sym->kind == Symbol::Kind::State;
   std::string forms = is_state ? fmt::format("{0}[0] (initial) or {0}[t] (transition)", name)
@@ -52,17 +54,17 @@ void Lowering::add_relation(const ast::Relation& r) {
   if (chain.empty()) {
     error(r.target->range,
           fmt::format("the target of a relation needs a time index: write {}", forms));
-    return;
+    return std::nullopt;
   }
   if (chain.size() > 1 || chain[0]->args.size() != 2) {
     error(r.target->range, fmt::format("a relation must target a whole variable, as in {}; "
                                        "relations for single components are not supported",
                                        forms));
-    return;
+    return std::nullopt;
   }
   std::optional<TimeIndex> time = time_index(*chain[0]->args[1], name);
   if (!time)
-    return;
+    return std::nullopt;
   ir::BlockKind kind;
   if (is_state && time->absolute && time->k == 0)
     kind = ir::BlockKind::Initial;
@@ -71,25 +73,35 @@ void Lowering::add_relation(const ast::Relation& r) {
   else {
     error(r.target->range,
           fmt::format("the target of a relation must be {}, not {}[{}]", forms, name, time->str()));
-    return;
+    return std::nullopt;
   }
   if (r.proposal) {
     if (!is_state) {
       error(r.target->range,
             fmt::format("a proposal draws a state, but '{}' is an observation", name));
-      return;
+      return std::nullopt;
     }
     if (kind == ir::BlockKind::Initial) {
       error(r.target->range,
             fmt::format("not supported yet: a proposal for the initial state ({0}[0]); the "
                         "guided filter draws {0}[0] from its initial relation",
                         name));
-      return;
+      return std::nullopt;
     }
     kind = ir::BlockKind::Proposal;
   }
+  return std::pair(sym, kind);
+}
+
+void Lowering::add_relation(const ast::Relation& r) {
+  auto checked = relation_target(r);
+  if (!checked)
+    return;
+  auto [sym, kind] = *checked;
   if (!sym->valid)
     return;
+  const bool is_state = sym->kind == Symbol::Kind::State;
+  const std::string& name = is_state ? model_.states[sym->index].name : model_.obs[sym->index].name;
   std::string target = fmt::format("{}[{}]", name, kind == ir::BlockKind::Initial ? "0" : "t");
   const char* what = r.proposal ? "proposal" : "relation";
   auto key = std::pair(kind, sym->index);
@@ -100,13 +112,10 @@ void Lowering::add_relation(const ast::Relation& r) {
   }
   first_relation_.emplace(key, &r);
 
-  Scope s;
-  s.block = &model_.block(kind);
-  s.kind = kind;
-  s.target_kind = is_state ? ir::VarKind::State : ir::VarKind::Obs;
-  s.target_var = sym->index;
-  s.target = target;
-  s.subject = fmt::format("the {} for {}", what, target);
+  Scope s(model_.block(kind),
+          RelationScope(kind, fmt::format("the {} for {}", what, target),
+                        is_state ? ir::VarKind::State : ir::VarKind::Obs, sym->index, target));
+  const RelationScope& reads = *s.relation();
   std::vector<std::optional<int>> args;
   std::vector<std::optional<ir::Shape>> shapes;
   for (const ast::ExprPtr& a : r.dist.args) {
@@ -129,7 +138,7 @@ void Lowering::add_relation(const ast::Relation& r) {
   }
   if (ok) {
     ir::Relation rel;
-    rel.kind = s.target_kind;
+    rel.kind = reads.target_kind;
     rel.dist = *dist;
     for (const auto& a : args)
       rel.args.push_back(*a);
@@ -140,12 +149,12 @@ void Lowering::add_relation(const ast::Relation& r) {
   p.ast = &r;
   p.range = r.target->range;
   p.target = target;
-  p.rel.kind = s.target_kind;
+  p.rel.kind = reads.target_kind;
   p.rel.var = sym->index;
   p.rel.loc = loc(r.range);
-  p.reads_now = s.reads_now;
-  p.reads_state = s.reads_state;
-  p.states_read = s.states_read;
+  p.reads_now = reads.reads_now;
+  p.reads_state = reads.reads_state;
+  p.states_read = reads.states_read;
   p.ok = ok;
   if (ok) {
     p.rel.dist = dist.value();
@@ -207,17 +216,16 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
   const bool latent = v.kind == ast::VarDecl::Kind::Latent;
   const bool plate = model_.kind == ir::ModelKind::Plate;
   ir::VarDecl& decl = latent ? model_.latents[sym->index] : model_.obs[sym->index];
-  Scope s;
-  s.kind = static_block();
-  s.block = &model_.block(s.kind);
-  s.target_kind = latent ? ir::VarKind::Latent : ir::VarKind::Obs;
-  s.target_var = sym->index;
-  s.target = plate ? v.name.name + "[n]" : v.name.name;
-  s.subject = fmt::format("the {} of {}", v.prior ? "distribution" : "value", s.target);
+  const std::string target = plate ? v.name.name + "[n]" : v.name.name;
+  Scope s(model_.block(static_block()),
+          RelationScope(static_block(),
+                        fmt::format("the {} of {}", v.prior ? "distribution" : "value", target),
+                        latent ? ir::VarKind::Latent : ir::VarKind::Obs, sym->index, target));
+  const RelationScope& reads = *s.relation();
   PendingRelation p;
-  p.target = s.target;
+  p.target = target;
   p.range = v.name.range;
-  p.rel.kind = s.target_kind;
+  p.rel.kind = reads.target_kind;
   p.rel.var = sym->index;
   p.rel.loc = loc(v.range);
   if (v.default_value) { // obs x = e
@@ -240,7 +248,7 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
       args.push_back(lower(*a, s));
       shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
     }
-    std::optional<ir::Dist> dist = check_dist(*v.prior, shapes, decl.shape, s.target, v.name.range);
+    std::optional<ir::Dist> dist = check_dist(*v.prior, shapes, decl.shape, target, v.name.range);
     p.ok = dist && check_integer_target(decl, *dist, v.name.name, *v.prior);
     if (p.ok)
       check_argument_domain(*dist, *v.prior, *s.block, args);
@@ -250,37 +258,38 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
         p.rel.args.push_back(*a);
     }
   }
-  p.reads_now = s.reads_now;
-  p.latents_read = s.latents_read;
-  (latent ? pending_latents_ : pending_[s.kind]).push_back(std::move(p));
+  p.reads_now = reads.reads_now;
+  p.latents_read = reads.latents_read;
+  (latent ? pending_latents_ : pending_[reads.kind]).push_back(std::move(p));
 }
 
 // z[n] (plate) or a (simulator): a latent variable or an observation of the current item.
 std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, Scope& s) {
   const bool latent = sym.kind == Symbol::Kind::Latent;
   const std::string& name = latent ? model_.latents[sym.index].name : model_.obs[sym.index].name;
-  std::string ref = s.kind == ir::BlockKind::Plate ? name + "[n]" : name;
+  RelationScope& rel = *s.relation(); // the plate or simulator block
+  std::string ref = rel.kind == ir::BlockKind::Plate ? name + "[n]" : name;
   ir::VarKind kind = latent ? ir::VarKind::Latent : ir::VarKind::Obs;
   if (!sym.valid)
     return std::nullopt;
-  if (!latent && s.target_kind == ir::VarKind::Latent) {
+  if (!latent && rel.target_kind == ir::VarKind::Latent) {
     error(e.range, fmt::format("{} reads observation {}: latent variables are drawn before the "
                                "observations and cannot read them",
-                               s.subject, ref));
+                               rel.subject, ref));
     return std::nullopt;
   }
-  if (kind == s.target_kind && sym.index == s.target_var) {
-    error(e.range, fmt::format("{} reads {} itself", s.subject, ref));
+  if (kind == rel.target_kind && sym.index == rel.target_var) {
+    error(e.range, fmt::format("{} reads {} itself", rel.subject, ref));
     return std::nullopt;
   }
   ir::Node n;
   n.op = latent ? ir::Op::Latent : ir::Op::Obs;
   n.var = sym.index;
   n.shape = model_.var_shape(kind, sym.index);
-  if (kind == s.target_kind)
-    s.reads_now.insert(sym.index);
+  if (kind == rel.target_kind)
+    rel.reads_now.insert(sym.index);
   if (latent)
-    s.latents_read.insert(sym.index);
+    rel.latents_read.insert(sym.index);
   return emit(s, std::move(n), e.range);
 }
 
@@ -350,13 +359,9 @@ void Lowering::add_lookaheads() {
       continue;
     }
     by_state[sym->index] = &a;
-    Scope s;
-    s.block = &model_.lookahead;
-    s.kind = ir::BlockKind::Lookahead;
-    s.target_kind = ir::VarKind::State;
-    s.target_var = sym->index;
-    s.target = name + "[t]";
-    s.subject = fmt::format("the look-ahead for {}[t]", name);
+    Scope s(model_.lookahead,
+            RelationScope(ir::BlockKind::Lookahead, fmt::format("the look-ahead for {}[t]", name),
+                          ir::VarKind::State, sym->index, name + "[t]"));
     std::optional<int> id = lower(*a.value, s);
     if (!id)
       continue;
@@ -383,10 +388,8 @@ void Lowering::add_functional(const ast::FunctionalDecl& f) {
     return;
   }
   Symbol* sym = declared(f.name);
-  Scope s;
-  s.block = &model_.functional;
-  s.kind = ir::BlockKind::Functional;
-  s.subject = fmt::format("functional '{}'", f.name.name);
+  Scope s(model_.functional,
+          RelationScope(ir::BlockKind::Functional, fmt::format("functional '{}'", f.name.name)));
   std::optional<int> id = lower(*f.value, s);
   if (!id || !sym)
     return;

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace ssm::frontend::lowering {
@@ -45,33 +46,74 @@ struct ConstValue {
   std::vector<double> values;
 };
 
-// What an expression is being lowered for.
-struct Scope {
-  ir::Block* block = nullptr;
+// Where an expression is lowered, in three types, one per job:
+//  - ConstantScope: a value needed at compile time (a constant, a dimension, an index, a bound, a
+//    prior's argument), lowered into a scratch block and evaluated;
+//  - RelationScope: the model scope, an expression of one relation, functional or look-ahead of a
+//    block, with what it reads (for the sampling order and the dependence checks);
+//  - FunctionScope: the body of a user function being inlined, with its arguments and local lets.
+// A Scope holds the block the nodes go to, exactly one of the first two (what the expression is
+// for), the innermost function being inlined if any, and the lets and functions being expanded.
 
-  // Constant expressions: `what` names the thing that must be constant, for messages.
-  bool constant = false;
-  std::string what;
+struct ConstantScope {
+  std::string what;                         // the thing that must be constant, for messages
   const ast::ConstDecl* defining = nullptr; // the constant being defined, if any
+};
 
-  // Relations: the block, and the target ("x[t]") whose relation this is.
-  ir::BlockKind kind = ir::BlockKind::Initial;
-  ir::VarKind target_kind = ir::VarKind::State;
-  int target_var = -1;
-  std::string target;      // "x[t]"
-  std::string subject;     // "the relation for x[t]", "functional 'f'": for messages
+struct RelationScope {
+  RelationScope(ir::BlockKind kind, std::string subject,
+                ir::VarKind target_kind = ir::VarKind::State, int target_var = -1,
+                std::string target = {})
+      : kind(kind), subject(std::move(subject)), target_kind(target_kind), target_var(target_var),
+        target(std::move(target)) {}
+
+  ir::BlockKind kind;
+  std::string subject; // "the relation for x[t]", "functional 'f'": for messages
+  // The variable the relation draws (none for a functional).
+  ir::VarKind target_kind;
+  int target_var;
+  std::string target; // "x[t]"
+  // What the expressions read.
   std::set<int> reads_now; // lag-0 variables of the kind this block samples
   bool reads_state = false;
   std::set<int> states_read; // at any lag
   std::set<int> latents_read;
+};
 
-  // Inside an inlined function: its parameters and local lets, as nodes of this block.
+struct FunctionScope {
   const ast::FnDecl* fn = nullptr;
-  std::map<std::string, int> locals;
+  std::map<std::string, int> locals; // the parameters and local lets, as nodes of the block
+};
+
+class Scope {
+public:
+  Scope(ir::Block& block, ConstantScope c) : block(&block), purpose_(std::move(c)) {}
+  Scope(ir::Block& block, RelationScope r) : block(&block), purpose_(std::move(r)) {}
+
+  const ConstantScope* constant() const { return std::get_if<ConstantScope>(&purpose_); }
+  RelationScope* relation() { return std::get_if<RelationScope>(&purpose_); }
+  const RelationScope* relation() const { return std::get_if<RelationScope>(&purpose_); }
+  // The block of a relation's expression; none for a constant.
+  std::optional<ir::BlockKind> kind() const {
+    return relation() ? std::optional(relation()->kind) : std::nullopt;
+  }
+  // A name bound by the function body being inlined.
+  std::optional<int> local(const std::string& name) const {
+    if (!fn)
+      return std::nullopt;
+    auto it = fn->locals.find(name);
+    return it == fn->locals.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  ir::Block* block;
+  FunctionScope* fn = nullptr; // the innermost function being inlined
   // The lets and functions being expanded, innermost last: for notes on errors inside them.
   std::vector<std::pair<std::string, Range>> expanding;
   // Inside a function from an imported module: IR nodes take the call's location.
   std::optional<Range> call_site;
+
+private:
+  std::variant<ConstantScope, RelationScope> purpose_;
 };
 
 // A time index: t + k (relative) or the step k (absolute).
@@ -209,6 +251,8 @@ private:
   }
   std::optional<int> lower_let(const Expr& e, const Symbol& sym, Scope& s);
   std::optional<int> lower_name(const Expr& e, Scope& s);
+  std::optional<int> lower_time(const Expr& e, Scope& s);
+  std::optional<int> lower_unindexed_var(const Expr& e, const Symbol& sym, Scope& s);
   std::optional<int> lower_binary(const Expr& e, Scope& s);
   std::optional<int> lower_list(const Expr& e, Scope& s);
 
@@ -235,6 +279,7 @@ private:
                                    const std::vector<const Expr*>& chain, Scope& s);
 
   // ---- relations (lower_relations.cpp)
+  std::optional<std::pair<Symbol*, ir::BlockKind>> relation_target(const ast::Relation& r);
   void add_relation(const ast::Relation& r);
   std::vector<const ast::VarDecl*> static_relation_order() const;
   void add_static_relation(const ast::VarDecl& v);
