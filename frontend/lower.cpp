@@ -10,6 +10,7 @@
 // The work is split by concern between files that define the member functions of one class,
 // Lowering (lowering.h, which says why); this file holds the driver, run().
 #include "lowering.h"
+#include "model_warnings.h"
 
 namespace ssm::frontend {
 
@@ -57,9 +58,9 @@ std::optional<ir::Model> Lowering::run() {
   if (diags_.error_count() > errors_before)
     return std::nullopt;
   warn_unused();
-  warn_states_without_influence();
-  warn_latents_without_influence();
-  warn_priors_outside_bounds();
+  warn_states_without_influence(model_, diags_);
+  warn_latents_without_influence(model_, diags_);
+  warn_priors_outside_bounds(model_, diags_);
   if (diags_.error_count() > errors_before) // -Werror
     return std::nullopt;
   return std::move(model_);

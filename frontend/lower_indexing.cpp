@@ -312,10 +312,8 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
                        : model_.obs[sym.index].shape;
   if (offset == 0 && same_kind)
     rel.reads_now.insert(sym.index);
-  if (is_state) {
+  if (is_state)
     rel.reads_state = true;
-    rel.states_read.insert(sym.index);
-  }
   std::optional<int> value = emit(s, std::move(n), where);
   for (std::size_t k = 1; k < chain.size() && value; ++k)
     value = apply_index(*value, *chain[k], s);

@@ -154,7 +154,6 @@ void Lowering::add_relation(const ast::Relation& r) {
   p.rel.loc = loc(r.range);
   p.reads_now = reads.reads_now;
   p.reads_state = reads.reads_state;
-  p.states_read = reads.states_read;
   p.ok = ok;
   if (ok) {
     p.rel.dist = dist.value();
@@ -259,7 +258,6 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
     }
   }
   p.reads_now = reads.reads_now;
-  p.latents_read = reads.latents_read;
   (latent ? pending_latents_ : pending_[reads.kind]).push_back(std::move(p));
 }
 
@@ -288,8 +286,6 @@ std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, 
   n.shape = model_.var_shape(kind, sym.index);
   if (kind == rel.target_kind)
     rel.reads_now.insert(sym.index);
-  if (latent)
-    rel.latents_read.insert(sym.index);
   return emit(s, std::move(n), e.range);
 }
 

@@ -74,10 +74,8 @@ struct RelationScope {
   int target_var;
   std::string target; // "x[t]"
   // What the expressions read.
-  std::set<int> reads_now; // lag-0 variables of the kind this block samples
-  bool reads_state = false;
-  std::set<int> states_read; // at any lag
-  std::set<int> latents_read;
+  std::set<int> reads_now;  // lag-0 variables of the kind this block samples
+  bool reads_state = false; // some state, at any lag
 };
 
 struct FunctionScope {
@@ -136,8 +134,6 @@ struct PendingRelation {
   std::string target; // x[t]
   std::set<int> reads_now;
   bool reads_state = false;
-  std::set<int> states_read;
-  std::set<int> latents_read;
   bool ok = false;
 };
 
@@ -298,15 +294,6 @@ private:
   void order_relations(ir::BlockKind kind) { order_relations(pending_[kind], model_.block(kind)); }
   void order_relations(std::vector<PendingRelation>& rels, ir::Block& block);
   void report_cycle(const std::vector<PendingRelation>& rels, const std::vector<bool>& placed);
-
-  // ---- warnings (lower_warnings.cpp)
-  void warn_states_without_influence();
-  void warn_latents_without_influence();
-  static std::vector<bool> reaching_observations(std::size_t n,
-                                                 const std::vector<PendingRelation>& observations,
-                                                 const std::vector<const PendingRelation*>& rels,
-                                                 std::set<int> PendingRelation::*reads);
-  void warn_priors_outside_bounds();
 
   const ast::Model& ast_;
   DiagnosticEngine& diags_;
