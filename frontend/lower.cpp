@@ -16,12 +16,6 @@ namespace ssm::frontend {
 
 namespace lowering {
 
-std::string plural(std::size_t n, std::string_view word) {
-  if (n == 1)
-    return fmt::format("1 {}", word);
-  return fmt::format("{} {}", n, word == "index" ? "indices" : std::string(word) + "s");
-}
-
 std::optional<ir::Model> Lowering::run() {
   int errors_before = diags_.error_count();
   model_.kind = model_kind();

@@ -1,6 +1,7 @@
 // Constant evaluation: an expression that must be known at compile time (a constant's value, a
 // dimension, an index, a bound, a prior's argument) is lowered into a scratch block and evaluated.
 #include "lowering.h"
+#include "messages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,7 @@ std::optional<ConstValue> Lowering::eval_const(const Expr& e, std::string what,
     return std::nullopt;
   std::optional<std::vector<double>> value = constant_value(scratch, *id);
   if (!value) { // a constant scope lowers only constants, so this is a safety net
-    error(e.range, fmt::format("{} must be a constant expression", s.constant()->what));
+    error(e.range, fmt::format(msg::not_a_constant_expression, s.constant()->what));
     return std::nullopt;
   }
   return ConstValue{scratch.nodes[*id].shape, std::move(*value)};
@@ -28,12 +29,12 @@ std::optional<long> Lowering::eval_int(const Expr& e, const std::string& what) {
   if (!v)
     return std::nullopt;
   if (!v->shape.is_scalar()) {
-    error(e.range, fmt::format("{} must be a single integer, but it is {}", what, v->shape.str()));
+    error(e.range, fmt::format(msg::not_a_single_integer, what, v->shape.str()));
     return std::nullopt;
   }
   double x = v->values[0];
   if (!std::isfinite(x) || x != std::floor(x) || std::fabs(x) > 1e15) {
-    error(e.range, fmt::format("{} must be an integer, but it is {}", what, x));
+    error(e.range, fmt::format(msg::not_an_integer, what, x));
     return std::nullopt;
   }
   return static_cast<long>(x);
@@ -44,11 +45,11 @@ std::optional<int> Lowering::eval_dimension(const Expr& e, const std::string& wh
   if (!n)
     return std::nullopt;
   if (*n < 0) {
-    error(e.range, fmt::format("{} must be a non-negative integer, but it is {}", what, *n));
+    error(e.range, fmt::format(msg::negative_integer, what, *n));
     return std::nullopt;
   }
   if (*n > max_dimension) {
-    error(e.range, fmt::format("{} of {} is too large (the limit is {})", what, *n, max_dimension));
+    error(e.range, fmt::format(msg::dimension_too_large, what, *n, max_dimension));
     return std::nullopt;
   }
   return static_cast<int>(*n);
@@ -59,8 +60,8 @@ std::optional<double> Lowering::eval_real(const Expr& e, const std::string& what
   if (!v)
     return std::nullopt;
   if (!v->shape.is_scalar() || std::isnan(v->values[0])) {
-    error(e.range, fmt::format("{} must be a real number, but it is {}", what,
-                               v->shape.is_scalar() ? "NaN" : v->shape.str()));
+    error(e.range,
+          fmt::format(msg::not_a_real_number, what, v->shape.is_scalar() ? "NaN" : v->shape.str()));
     return std::nullopt;
   }
   return v->values[0];
@@ -69,7 +70,7 @@ std::optional<double> Lowering::eval_real(const Expr& e, const std::string& what
 void Lowering::define_const(const ast::ConstDecl& c) {
   Symbol* sym = declared(c.name);
   std::optional<ConstValue> v =
-      eval_const(*c.value, fmt::format("the value of constant '{}'", c.name.name), &c);
+      eval_const(*c.value, fmt::format(msg::what_constant_value, c.name.name), &c);
   if (!sym)
     return;
   if (!v) {

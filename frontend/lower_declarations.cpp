@@ -1,6 +1,7 @@
 // Declarations: which declarations each kind of model (state-space, plate, simulator) allows, and
 // the types, bounds, priors and defaults of parameters, states, observations, data and inputs.
 #include "lowering.h"
+#include "messages.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -32,12 +33,9 @@ bool Lowering::in_static_block(const Scope& s) const {
 // `what` (a state, an input, a time relation...) in a model without time.
 void Lowering::no_time(Range r, const std::string& what) {
   if (model_.kind == ir::ModelKind::Plate)
-    error(r, fmt::format("{} belongs to a time series, but this model is over the i.i.d. plate "
-                         "n: a model cannot have both",
-                         what));
+    error(r, fmt::format(msg::time_series_in_plate_model, what));
   else
-    error(r, fmt::format("{} belongs to a time series, but simulator '{}' has no time", what,
-                         model_.name));
+    error(r, fmt::format(msg::time_series_in_simulator, what, model_.name));
 }
 
 // Which declarations each kind of model allows, and in which form; a rejected declaration is
@@ -57,11 +55,7 @@ void Lowering::check_declaration_forms() {
     const bool latent = v.kind == VK::Latent;
     if (v.kind == VK::Param && simulator && !v.prior)
       // Likelihood-free inference learns a simulator's parameters from draws of their prior.
-      reject(v.name.range,
-             fmt::format("parameter '{0}' of simulator '{1}' needs a prior, as in 'param {0} ~ "
-                         "uniform(0, 1);', since likelihood-free inference draws the parameters "
-                         "from it; a fixed value is a constant: 'const {0} = ...;'",
-                         name, model_.name));
+      reject(v.name.range, fmt::format(msg::simulator_parameter_without_prior, name, model_.name));
     if (v.kind == VK::State || v.kind == VK::Input) {
       if (plate || simulator) {
         no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));
@@ -70,39 +64,24 @@ void Lowering::check_declaration_forms() {
     } else if (latent || v.kind == VK::Obs) {
       std::string what = latent ? "latent variable" : "observation";
       if (v.plate && v.plate->name != "n")
-        reject(v.plate->range, fmt::format("the items of a plate are indexed by 'n': write "
-                                           "{}[n]",
-                                           name));
+        reject(v.plate->range, fmt::format(msg::plate_index_not_n, name));
       else if (simulator && v.plate)
-        reject(v.plate->range, fmt::format("a simulator draws one sample and has no plate: "
-                                           "write '{} {} ~ ...;'",
-                                           latent ? "latent" : "obs", name));
+        reject(v.plate->range,
+               fmt::format(msg::plate_index_in_simulator, latent ? "latent" : "obs", name));
       else if (plate && !v.plate)
-        reject(v.name.range, fmt::format("{} '{}' in a model over the plate n needs the plate "
-                                         "index: write '{} {}[n] ~ ...;'",
-                                         what, name, latent ? "latent" : "obs", name));
+        reject(v.name.range,
+               fmt::format(msg::plate_index_missing, what, name, latent ? "latent" : "obs", name));
       else if (!plate && !simulator && v.defines_relation())
-        reject(v.range, fmt::format("an observation of a time series is declared as 'obs {0} "
-                                    ": TYPE;' with a relation '{0}[t] ~ ...;'; 'obs {0} ~ ...' "
-                                    "and 'obs {0} = ...' are for plate models (obs {0}[n] ~ "
-                                    "...) and simulators",
-                                    name));
+        reject(v.range, fmt::format(msg::time_series_obs_with_relation, name));
       else if (!plate && !simulator && !v.type)
-        reject(v.range,
-               fmt::format("observation '{}' needs a type, as in 'obs {} : real;'", name, name));
+        reject(v.range, fmt::format(msg::obs_without_type, name, name));
       else if (v.kind == VK::Obs && (plate || simulator) && v.prior && v.default_value)
-        reject(v.default_value->range,
-               fmt::format("observation '{}' has both a distribution and a value: give one", name));
+        reject(v.default_value->range, fmt::format(msg::obs_with_distribution_and_value, name));
       else if (v.kind == VK::Obs && plate && v.default_value)
-        reject(v.default_value->range,
-               fmt::format("a deterministic observation ('obs {0} = ...') is only for "
-                           "simulators; in a model over a plate, give its distribution: 'obs "
-                           "{0}[n] ~ ...;'",
-                           name));
+        reject(v.default_value->range, fmt::format(msg::deterministic_obs_in_plate_model, name));
       else if (v.kind == VK::Obs && (plate || simulator) && !v.defines_relation())
-        reject(v.range, fmt::format("observation '{0}' needs a distribution{1}, as in 'obs "
-                                    "{0}{2} ~ normal(...);'",
-                                    name, simulator ? " or a value" : "", plate ? "[n]" : ""));
+        reject(v.range, fmt::format(msg::obs_without_distribution, name,
+                                    simulator ? " or a value" : "", plate ? "[n]" : ""));
     }
     if (!ok && sym)
       sym->valid = false;
@@ -123,8 +102,7 @@ std::optional<ir::Shape> Lowering::type_shape(const ast::TypeSpec& t) {
   for (int d : dims)
     elements *= d;
   if (elements > max_elements) {
-    error(t.range, fmt::format("this type has {} elements, more than the limit of {}", elements,
-                               max_elements));
+    error(t.range, fmt::format(msg::type_too_large, elements, max_elements));
     return std::nullopt;
   }
   switch (t.kind) {
@@ -138,7 +116,7 @@ std::optional<ir::Shape> Lowering::type_shape(const ast::TypeSpec& t) {
     return ir::Shape::matrix(dims[0], dims[0]);
   case ast::TypeSpec::Kind::Simplex:
     if (dims[0] < 1) {
-      error(t.range, "a simplex needs at least one component");
+      error(t.range, msg::empty_simplex);
       return std::nullopt;
     }
     return ir::Shape::vector(dims[0]);
@@ -158,7 +136,7 @@ std::optional<std::pair<double, double>> Lowering::type_bounds(const ast::TypeSp
     auto bound = [&](const Expr& e, const char* what) -> std::optional<double> {
       std::optional<double> v = eval_real(e, what);
       if (v && std::isfinite(*v) && *v != std::floor(*v)) {
-        error(e.range, fmt::format("{} must be an integer or inf, but it is {}", what, *v));
+        error(e.range, fmt::format(msg::bound_not_integer, what, *v));
         return std::nullopt;
       }
       return v;
@@ -172,8 +150,7 @@ std::optional<std::pair<double, double>> Lowering::type_bounds(const ast::TypeSp
   if (!lo || !hi)
     return std::nullopt;
   if (!(*lo <= *hi) || (!integer && *lo == *hi)) {
-    error(t.range, fmt::format("the lower bound ({}) must be {} the upper bound ({})", *lo,
-                               integer ? "at most" : "below", *hi));
+    error(t.range, fmt::format(msg::bounds_out_of_order, *lo, integer ? "at most" : "below", *hi));
     return std::nullopt;
   }
   return std::pair(*lo, *hi);
@@ -195,23 +172,18 @@ void Lowering::define_var(const ast::VarDecl& v) {
       bounds_ok = false;
     std::string what = kind_name(var_symbol_kind(v.kind));
     if (tk == TK::CovMatrix && v.kind != VK::Param && v.kind != VK::Data) {
-      error(v.type->range, fmt::format("cov_matrix is a parameter or data type; use matrix[n, n] "
-                                       "for {}",
-                                       a_kind(var_symbol_kind(v.kind))));
+      error(v.type->range, fmt::format(msg::cov_matrix_misplaced, a_kind(var_symbol_kind(v.kind))));
       shape.reset();
     } else if (tk == TK::Simplex && v.kind != VK::Param && v.kind != VK::Data) {
-      error(v.type->range, fmt::format("simplex is a parameter or data type; use vector[n] for {}",
-                                       a_kind(var_symbol_kind(v.kind))));
+      error(v.type->range, fmt::format(msg::simplex_misplaced, a_kind(var_symbol_kind(v.kind))));
       shape.reset();
     } else if (tk == TK::Int && v.kind == VK::Param) {
-      error(v.type->range, "a parameter cannot be an integer: parameters are continuous (use a "
-                           "constant, or data, for a fixed integer)");
+      error(v.type->range, msg::integer_parameter);
       shape.reset();
     } else if (tk == TK::Real && !v.type->bounds.empty() && v.kind != VK::Param &&
                v.kind != VK::Data) {
       error(v.type->range,
-            fmt::format("bounds real(lo, hi) are for parameters and data; {} '{}' {}", what,
-                        v.name.name,
+            fmt::format(msg::real_bounds_misplaced, what, v.name.name,
                         v.kind == VK::Input ? "is read as given (declare it real)"
                                             : "takes the support of its distribution"));
       shape.reset();
@@ -264,8 +236,7 @@ void Lowering::define_var(const ast::VarDecl& v) {
                                : ir::ParamType::CovMatrix;
   if (v.prior) {
     if (tk == TK::CovMatrix)
-      error(v.prior->range, "a prior on a cov_matrix parameter is not supported yet (there is "
-                            "no distribution over covariance matrices)");
+      error(v.prior->range, msg::cov_matrix_prior_unsupported);
     else
       add_prior(v, sym->index, p.shape);
   }
@@ -306,7 +277,7 @@ void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shap
 
 void Lowering::set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
   const Expr& e = *v.default_value;
-  std::optional<ConstValue> value = eval_const(e, fmt::format("the default value of '{}'", p.name));
+  std::optional<ConstValue> value = eval_const(e, fmt::format(msg::what_default_value, p.name));
   if (!value)
     return;
   std::vector<double> values;
@@ -315,19 +286,18 @@ void Lowering::set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
   } else if (value->shape.is_scalar()) {
     values.assign(p.shape.size(), value->values[0]);
   } else {
-    error(e.range, fmt::format("the default value of '{}' is {}, but '{}' is {}", p.name,
-                               value->shape.str(), p.name, p.shape.str()));
+    error(e.range, fmt::format(msg::default_shape_mismatch, p.name, value->shape.str(), p.name,
+                               p.shape.str()));
     return;
   }
   for (double x : values)
     if (!std::isfinite(x)) {
-      error(e.range, fmt::format("the default value of '{}' is not finite ({})", p.name, x));
+      error(e.range, fmt::format(msg::default_not_finite, p.name, x));
       return;
     }
   for (double x : values)
     if (x < p.lower || x > p.upper) {
-      error(e.range, fmt::format("the default value of '{}' ({}) is outside its bounds [{}, {}]",
-                                 p.name, x, p.lower, p.upper));
+      error(e.range, fmt::format(msg::default_outside_bounds, p.name, x, p.lower, p.upper));
       return;
     }
   if (p.type == ir::ParamType::Simplex) {
@@ -337,12 +307,10 @@ void Lowering::set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
     auto negative = std::find_if(values.begin(), values.end(), [](double x) { return x < 0; });
     if (negative != values.end() || std::fabs(total - 1) > 1e-9) {
       error(e.range,
-            fmt::format("the default value of simplex '{}' must be non-negative and sum to 1, "
-                        "but {}",
-                        p.name,
-                        negative != values.end() ? fmt::format("component {} is negative ({})",
+            fmt::format(msg::default_not_on_simplex, p.name,
+                        negative != values.end() ? fmt::format(msg::simplex_component_negative,
                                                                negative - values.begin(), *negative)
-                                                 : fmt::format("it sums to {}", total)));
+                                                 : fmt::format(msg::simplex_sum, total)));
       return;
     }
   }
@@ -351,12 +319,11 @@ void Lowering::set_default(const ast::VarDecl& v, ir::ParamDecl& p) {
     Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(
         values.data(), n, n);
     if (!m.isApprox(m.transpose(), 1e-12) && !(m - m.transpose()).isZero(1e-12)) {
-      error(e.range, fmt::format("the default value of cov_matrix '{}' is not symmetric", p.name));
+      error(e.range, fmt::format(msg::default_cov_matrix_not_symmetric, p.name));
       return;
     }
     if (Eigen::LLT<Eigen::MatrixXd>(m).info() != Eigen::Success) {
-      error(e.range,
-            fmt::format("the default value of cov_matrix '{}' is not positive definite", p.name));
+      error(e.range, fmt::format(msg::default_cov_matrix_not_positive_definite, p.name));
       return;
     }
   }

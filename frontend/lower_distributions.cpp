@@ -1,6 +1,7 @@
 // Checks of distribution calls, apart from IR emission: the distribution's name, the number and
 // shapes of its arguments, constant arguments outside their domain, integer targets.
 #include "lowering.h"
+#include "messages.h"
 
 #include <fmt/ranges.h>
 
@@ -30,14 +31,14 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
     for (const ir::DistInfo& known : ir::all_dists())
       if (!known.internal)
         names.emplace_back(known.name);
-    std::string message = fmt::format("unknown distribution '{}'", d.name.name);
+    std::string message = fmt::format(msg::unknown_distribution, d.name.name);
     if (auto guess = closest_name(d.name.name, names))
-      message += fmt::format("; did you mean '{}'?", *guess);
+      message += fmt::format(msg::did_you_mean, *guess);
     error(d.name.range, message);
     return std::nullopt;
   }
   if (args.size() != info->arg_names.size()) {
-    error(d.range, fmt::format("{} takes {}, but {} given", signature(*info),
+    error(d.range, fmt::format(msg::dist_argument_count, signature(*info),
                                plural(info->arg_names.size(), "argument"),
                                args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
     return std::nullopt;
@@ -47,37 +48,32 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   bool ok = true;
   if (info->dist == ir::Dist::Categorical) {
     if (!target.is_scalar()) {
-      error(target_range, fmt::format("categorical needs a single integer target, but '{}' is {}",
-                                      target_name, target.str()));
+      error(target_range,
+            fmt::format(msg::categorical_target_not_scalar, target_name, target.str()));
       return std::nullopt;
     }
     if (args[0]->rank() != 1) {
-      error(d.args[0]->range, fmt::format("argument 'p' of categorical must be a vector of "
-                                          "probabilities, but it is {}",
-                                          args[0]->str()));
+      error(d.args[0]->range, fmt::format(msg::categorical_weights_not_vector, args[0]->str()));
       return std::nullopt;
     }
     return info->dist;
   }
   if (info->dist == ir::Dist::Dirichlet || info->dist == ir::Dist::Multinomial) {
     if (target.rank() != 1) {
-      error(target_range, fmt::format("{} needs a vector target, but '{}' is {}", info->name,
-                                      target_name, target.str()));
+      error(target_range,
+            fmt::format(msg::vector_target_needed, info->name, target_name, target.str()));
       return std::nullopt;
     }
     bool dirichlet = info->dist == ir::Dist::Dirichlet;
     const std::optional<ir::Shape>& weights = args[dirichlet ? 0 : 1];
     if (!(*weights == target) && !(dirichlet && weights->is_scalar())) {
       error(d.args[dirichlet ? 0 : 1]->range,
-            fmt::format("argument '{}' of {} must be {}{}, like its target '{}', but it is {}",
-                        info->arg_names[dirichlet ? 0 : 1], info->name, target.str(),
-                        dirichlet ? " or real" : "", target_name, weights->str()));
+            fmt::format(msg::weights_shape_mismatch, info->arg_names[dirichlet ? 0 : 1], info->name,
+                        target.str(), dirichlet ? " or real" : "", target_name, weights->str()));
       ok = false;
     }
     if (!dirichlet && !args[0]->is_scalar()) {
-      error(d.args[0]->range, fmt::format("argument 'n' of multinomial must be real (the number "
-                                          "of draws), but it is {}",
-                                          args[0]->str()));
+      error(d.args[0]->range, fmt::format(msg::multinomial_n_not_real, args[0]->str()));
       ok = false;
     }
     return ok ? std::optional(info->dist) : std::nullopt;
@@ -85,21 +81,19 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   if (info->dist == ir::Dist::MvNormal || info->dist == ir::Dist::MvNormalChol) {
     std::string_view matrix = info->dist == ir::Dist::MvNormal ? "Sigma" : "L";
     if (target.rank() != 1) {
-      error(target_range, fmt::format("{} needs a vector target, but '{}' is {}", info->name,
-                                      target_name, target.str()));
+      error(target_range,
+            fmt::format(msg::vector_target_needed, info->name, target_name, target.str()));
       return std::nullopt;
     }
     ir::Shape cov = ir::Shape::matrix(target.dims[0], target.dims[0]);
     if (!(*args[0] == target)) {
-      error(d.args[0]->range,
-            fmt::format("argument 'mu' of {} must be {}, like its target '{}', but it is {}",
-                        info->name, target.str(), target_name, args[0]->str()));
+      error(d.args[0]->range, fmt::format(msg::mvnormal_mean_shape_mismatch, info->name,
+                                          target.str(), target_name, args[0]->str()));
       ok = false;
     }
     if (!(*args[1] == cov)) {
-      error(d.args[1]->range,
-            fmt::format("argument '{}' of {} must be {} for a target of shape {}, but it is {}",
-                        matrix, info->name, cov.str(), target.str(), args[1]->str()));
+      error(d.args[1]->range, fmt::format(msg::mvnormal_matrix_shape_mismatch, matrix, info->name,
+                                          cov.str(), target.str(), args[1]->str()));
       ok = false;
     }
   } else {
@@ -107,9 +101,8 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
       if (args[k]->is_scalar() || *args[k] == target)
         continue;
       std::string allowed = target.is_scalar() ? "real" : "real or " + target.str();
-      error(d.args[k]->range,
-            fmt::format("argument '{}' of {} must be {}, like its target '{}', but it is {}",
-                        info->arg_names[k], info->name, allowed, target_name, args[k]->str()));
+      error(d.args[k]->range, fmt::format(msg::dist_argument_shape_mismatch, info->arg_names[k],
+                                          info->name, allowed, target_name, args[k]->str()));
       ok = false;
     }
   }
@@ -173,9 +166,8 @@ void Lowering::check_argument_domain(
     const std::vector<double>& v = *values[k];
     auto fail = [&](std::string_view must, size_t i) {
       error(call.args[k]->range,
-            fmt::format("the argument '{}' of {} must be {}, but {} {}", info.arg_names[k],
-                        info.name, must,
-                        v.size() == 1 ? "it is" : fmt::format("its component {} is", i), v[i]));
+            fmt::format(msg::dist_argument_outside_domain, info.arg_names[k], info.name, must,
+                        v.size() == 1 ? "it is" : fmt::format(msg::its_component_is, i), v[i]));
     };
     double total = 0;
     bool failed = false;
@@ -196,15 +188,15 @@ void Lowering::check_argument_domain(
     }
     if (!failed && rules[k] == Weights && !(total > 0))
       error(call.args[k]->range,
-            fmt::format("the weights '{}' of {} must not all be 0", info.arg_names[k], info.name));
+            fmt::format(msg::dist_weights_all_zero, info.arg_names[k], info.name));
   }
   // lo < hi for uniform(lo, hi) and truncated_normal(mu, sigma, lo, hi).
   const size_t lo = dist == D::Uniform ? 0 : 2;
   if ((dist == D::Uniform || dist == D::TruncatedNormal) && values.size() > lo + 1 && values[lo] &&
       values[lo + 1] && values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
       !((*values[lo])[0] < (*values[lo + 1])[0]))
-    error(call.range, fmt::format("the interval of {} is empty: lo = {} must be below hi = {}",
-                                  info.name, (*values[lo])[0], (*values[lo + 1])[0]));
+    error(call.range,
+          fmt::format(msg::dist_interval_empty, info.name, (*values[lo])[0], (*values[lo + 1])[0]));
 }
 
 void Lowering::check_argument_domain(ir::Dist dist, const ast::DistCall& call,
@@ -225,9 +217,8 @@ bool Lowering::check_integer_target(const ir::VarDecl& decl, ir::Dist dist, cons
   for (const ir::DistInfo& info : ir::all_dists())
     if (info.discrete && !(info.dist == ir::Dist::Multinomial && decl.shape.is_scalar()))
       discrete.emplace_back(info.name); // multinomial draws a vector
-  error(call.name.range, fmt::format("'{}' is an integer, but {} is a continuous "
-                                     "distribution; use one of {}",
-                                     name, ir::dist_info(dist).name, fmt::join(discrete, ", ")));
+  error(call.name.range, fmt::format(msg::continuous_dist_for_integer, name,
+                                     ir::dist_info(dist).name, fmt::join(discrete, ", ")));
   return false;
 }
 
@@ -244,34 +235,27 @@ bool Lowering::check_integer_range(const ir::VarDecl& decl, const ir::Block& blo
   auto [lo, hi] = *support;
   if (lo >= decl.lower && hi <= decl.upper)
     return true;
-  const std::string values = hi == INFINITY ? fmt::format("can take any value >= {}", lo)
-                             : lo == hi     ? fmt::format("takes the value {}", lo)
-                             : hi == lo + 1 ? fmt::format("takes the values {} and {}", lo, hi)
-                                            : fmt::format("takes the values {}..{}", lo, hi);
+  const std::string values = hi == INFINITY ? fmt::format(msg::support_from, lo)
+                             : lo == hi     ? fmt::format(msg::support_one_value, lo)
+                             : hi == lo + 1 ? fmt::format(msg::support_two_values, lo, hi)
+                                            : fmt::format(msg::support_range, lo, hi);
   const std::string what = fmt::format("{}{} ~ {}(...) {}", r.proposal ? "proposal " : "", target,
                                        ir::dist_info(rel.dist).name, values);
   const std::string type = ir::type_str(decl);
   if (hi < decl.lower || lo > decl.upper) {
-    error(r.range, fmt::format("{}, but '{}' is declared {}, which holds none of them", what,
-                               decl.name, type));
+    error(r.range, fmt::format(msg::support_outside_int_range, what, decl.name, type));
     return false;
   }
   const std::string range = fmt::format("{}..{}", decl.lower, decl.upper);
   std::string consequence;
   if (r.proposal)
-    consequence = fmt::format("the guided filter stops with an error when the proposal draws "
-                              "a value outside {}",
-                              range);
+    consequence = fmt::format(msg::int_range_consequence_proposal, range);
   else if (rel.kind == ir::VarKind::Obs)
-    consequence =
-        fmt::format("simulate stops with an error when it draws a value outside {}", range);
+    consequence = fmt::format(msg::int_range_consequence_obs, range);
   else
-    consequence = fmt::format("simulate and the particle methods stop with an error when they "
-                              "draw a value outside {}, and the exact methods (forward-backward, "
-                              "Viterbi) when more than 1e-9 of the probability falls outside it",
-                              range);
-  diags_.warning(loc(r.range), fmt::format("{}, but '{}' is declared {}: {}", what, decl.name, type,
-                                           consequence));
+    consequence = fmt::format(msg::int_range_consequence_state, range);
+  diags_.warning(loc(r.range), fmt::format(msg::support_reaches_outside_int_range, what, decl.name,
+                                           type, consequence));
   return true;
 }
 

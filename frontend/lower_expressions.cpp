@@ -2,6 +2,7 @@
 // (lower_calls.cpp), user functions (lower_functions.cpp) and indexing (lower_indexing.cpp) have
 // files of their own.
 #include "lowering.h"
+#include "messages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,18 +50,12 @@ std::optional<int> Lowering::lower_cond(const Expr& e, Scope& s) {
     return std::nullopt;
   const ir::Shape sc = shape_of(s, *c), sa = shape_of(s, *a), sb = shape_of(s, *b);
   if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
-    error(e.range, fmt::format("the two branches of a conditional must have the same shape, or "
-                               "one must be real, but they are {} and {}",
-                               sa.str(), sb.str()));
+    error(e.range, fmt::format(msg::conditional_branch_shapes, sa.str(), sb.str()));
     return std::nullopt;
   }
   ir::Shape shape = sa.is_scalar() ? sb : sa;
   if (!sc.is_scalar() && !shape.is_scalar() && !(sc == shape)) {
-    error(e.args[0]->range,
-          fmt::format("the condition is {}, but the branches are {}: a condition is real, or "
-                      "has the shape of the branches to choose between them component by "
-                      "component",
-                      sc.str(), shape.str()));
+    error(e.args[0]->range, fmt::format(msg::conditional_condition_shape, sc.str(), shape.str()));
     return std::nullopt;
   }
   return emit_op(s, ir::Op::Select, sc.is_scalar() ? shape : sc, {*c, *a, *b}, e.range);
@@ -99,7 +94,7 @@ std::optional<int> Lowering::lower(const Expr& e, Scope& s) {
 }
 
 void Lowering::not_constant(const Scope& s, Range r, const std::string& culprit) {
-  error(r, fmt::format("{} must be a constant expression, but {}", s.constant()->what, culprit));
+  error(r, fmt::format(msg::not_constant_because, s.constant()->what, culprit));
 }
 
 // A function body sees its arguments and constants only, so that a call means the same
@@ -107,8 +102,7 @@ void Lowering::not_constant(const Scope& s, Range r, const std::string& culprit)
 bool Lowering::outside_function(const Scope& s, Range r, const std::string& what) {
   if (!s.fn)
     return true;
-  error(r, fmt::format("function '{}' cannot read {}: pass it as an argument", s.fn->fn->name.name,
-                       what));
+  error(r, fmt::format(msg::function_reads_outside, s.fn->fn->name.name, what));
   return false;
 }
 
@@ -117,7 +111,7 @@ std::optional<int> Lowering::lower_let(const Expr& e, const Symbol& sym, Scope& 
   std::string what = fmt::format("let '{}'", let.name.name);
   for (const auto& [name, where] : s.expanding)
     if (name == what) {
-      error(e.range, fmt::format("let '{}' is defined in terms of itself", let.name.name));
+      error(e.range, fmt::format(msg::let_self_reference, let.name.name));
       return std::nullopt;
     }
   if (!sym.valid || failed_lets_.count({sym.index, s.block}))
@@ -137,11 +131,9 @@ std::optional<int> Lowering::lower_time(const Expr& e, Scope& s) {
   if (!outside_function(s, e.range, "'t'"))
     return std::nullopt;
   if (in_static_block(s)) {
-    error(e.range,
-          model_.kind == ir::ModelKind::Plate
-              ? "'t' is the time index, but this model is over the i.i.d. plate n "
-                "and has no time"
-              : fmt::format("'t' is the time index, but simulator '{}' has no time", model_.name));
+    error(e.range, model_.kind == ir::ModelKind::Plate
+                       ? msg::t_in_plate_model
+                       : fmt::format(msg::t_in_simulator, model_.name));
     return std::nullopt;
   }
   if (s.kind() == ir::BlockKind::Initial)
@@ -160,8 +152,7 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     return emit_const(s, ir::Shape::scalar(), {INFINITY}, e.range);
   Symbol* sym = lookup(e.name, e.range);
   if (!sym && e.name == "n" && model_.kind == ir::ModelKind::Plate) {
-    error(e.range, "'n' only indexes the latent variables and observations of the plate, as in "
-                   "z[n]; it is not a value");
+    error(e.range, msg::n_as_value);
     return std::nullopt;
   }
   if (!sym) {
@@ -172,36 +163,32 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
   switch (sym->kind) {
   case Symbol::Kind::Latent:
     if (s.constant()) {
-      not_constant(s, e.range, fmt::format("'{}' is a latent variable", e.name));
+      not_constant(s, e.range, fmt::format(msg::is_a_latent_variable, e.name));
       return std::nullopt;
     }
-    if (!outside_function(s, e.range, fmt::format("latent variable '{}'", e.name)))
+    if (!outside_function(s, e.range, fmt::format(msg::what_latent_variable, e.name)))
       return std::nullopt;
     if (s.kind() == ir::BlockKind::Simulator)
       return lower_static_ref(e, *sym, s);
-    error(e.range,
-          fmt::format("latent variable '{0}' needs the plate index here: write {0}[n]", e.name));
+    error(e.range, fmt::format(msg::latent_without_plate_index, e.name));
     return std::nullopt;
   case Symbol::Kind::Let:
     if (s.constant()) {
-      not_constant(s, e.range, fmt::format("'{}' is a let binding", e.name));
+      not_constant(s, e.range, fmt::format(msg::is_a_let_binding, e.name));
       return std::nullopt;
     }
-    if (!outside_function(s, e.range, fmt::format("let binding '{}'", e.name)))
+    if (!outside_function(s, e.range, fmt::format(msg::what_let_binding, e.name)))
       return std::nullopt;
     return lower_let(e, *sym, s);
   case Symbol::Kind::Fn:
-    error(e.range, fmt::format("'{0}' is a function: call it, as in {0}(...)", e.name));
+    error(e.range, fmt::format(msg::function_not_called, e.name));
     return std::nullopt;
   case Symbol::Kind::Functional:
-    error(e.range, fmt::format("'{}' is a functional: it is estimated by the runtime and cannot "
-                               "be used in an expression",
-                               e.name));
+    error(e.range, fmt::format(msg::functional_in_expression, e.name));
     return std::nullopt;
   case Symbol::Kind::Data: {
     if (s.constant()) {
-      not_constant(s, e.range,
-                   fmt::format("'{}' is data, known only when the program runs", e.name));
+      not_constant(s, e.range, fmt::format(msg::is_data, e.name));
       return std::nullopt;
     }
     if (!outside_function(s, e.range, fmt::format("data '{}'", e.name)) || !sym->valid)
@@ -216,11 +203,10 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     if (const ast::ConstDecl* defining = s.constant() ? s.constant()->defining : nullptr;
         defining && order(sym->range.begin) >= order(defining->name.range.begin)) {
       if (sym->range.begin == defining->name.range.begin)
-        error(e.range, fmt::format("constant '{}' is defined in terms of itself", e.name));
+        error(e.range, fmt::format(msg::constant_self_reference, e.name));
       else
-        error(e.range, fmt::format("constant '{}' is declared after '{}'; a constant can only "
-                                   "use constants declared before it",
-                                   e.name, defining->name.name));
+        error(e.range,
+              fmt::format(msg::constant_used_before_declared, e.name, defining->name.name));
       return std::nullopt;
     }
     if (!sym->valid)
@@ -228,7 +214,7 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     return emit_const(s, consts_[sym->index].shape, consts_[sym->index].values, e.range);
   case Symbol::Kind::Param: {
     if (s.constant()) {
-      not_constant(s, e.range, fmt::format("'{}' is a parameter", e.name));
+      not_constant(s, e.range, fmt::format(msg::is_a_parameter, e.name));
       return std::nullopt;
     }
     if (!outside_function(s, e.range, fmt::format("parameter '{}'", e.name)) || !sym->valid)
@@ -259,8 +245,7 @@ std::optional<int> Lowering::lower_unindexed_var(const Expr& e, const Symbol& sy
   if (s.kind() == ir::BlockKind::Simulator && sym.kind == Symbol::Kind::Obs)
     return lower_static_ref(e, sym, s);
   if (s.kind() == ir::BlockKind::Plate && sym.kind == Symbol::Kind::Obs) {
-    error(e.range,
-          fmt::format("observation '{0}' needs the plate index here: write {0}[n]", e.name));
+    error(e.range, fmt::format(msg::obs_without_plate_index, e.name));
     return std::nullopt;
   }
   if (!sym.valid)
@@ -271,13 +256,12 @@ std::optional<int> Lowering::lower_unindexed_var(const Expr& e, const Symbol& sy
   else if ((s.kind() == ir::BlockKind::Transition || s.kind() == ir::BlockKind::Functional ||
             s.kind() == ir::BlockKind::Proposal) &&
            sym.kind == Symbol::Kind::State)
-    how = fmt::format("{0}[t-1] for the previous value or {0}[t]", e.name);
+    how = fmt::format(msg::state_time_index_forms, e.name);
   else if (s.kind() == ir::BlockKind::Transition && sym.kind == Symbol::Kind::Obs)
     how = fmt::format("{}[t-1]", e.name);
   else
     how = fmt::format("{}[t]", e.name);
-  error(e.range,
-        fmt::format("{} '{}' needs a time index here: write {}", kind_name(sym.kind), e.name, how));
+  error(e.range, fmt::format(msg::needs_time_index, kind_name(sym.kind), e.name, how));
   return std::nullopt;
 }
 
@@ -294,9 +278,7 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
       {"==", "eq"}, {"!=", "ne"}, {"&&", "and"}, {"||", "or"}};
   if (auto it = elementwise.find(e.op); it != elementwise.end()) {
     if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
-      error(e.range, fmt::format("shape mismatch: {} (the operands of '{}' must have the same "
-                                 "shape, or one must be real)",
-                                 both, e.op));
+      error(e.range, fmt::format(msg::operand_shape_mismatch, both, e.op));
       return std::nullopt;
     }
     return emit_call(s, it->second, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
@@ -306,9 +288,7 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
   case '-':
   case '/': {
     if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
-      error(e.range, fmt::format("shape mismatch: {} (the operands of '{}' must have the same "
-                                 "shape, or one must be real)",
-                                 both, e.op));
+      error(e.range, fmt::format(msg::operand_shape_mismatch, both, e.op));
       return std::nullopt;
     }
     ir::Op op = e.op == "+" ? ir::Op::Add : e.op == "-" ? ir::Op::Sub : ir::Op::Div;
@@ -318,25 +298,18 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
     if (sa.is_scalar() || sb.is_scalar())
       return emit_op(s, ir::Op::Mul, sa.is_scalar() ? sb : sa, {*a, *b}, e.range);
     if (sa.rank() == 1 && sb.rank() == 1) {
-      error(e.range, fmt::format("cannot multiply two vectors with '*' ({}); use dot(a, b) for "
-                                 "their inner product",
-                                 both));
+      error(e.range, fmt::format(msg::vector_times_vector, both));
       return std::nullopt;
     }
     if (sa.rank() == 1) {
-      error(e.range, fmt::format("cannot multiply {}: vectors are columns, so only matrix * "
-                                 "vector is defined",
-                                 both));
+      error(e.range, fmt::format(msg::vector_times_matrix, both));
       return std::nullopt;
     }
     if (sa.dims[1] != sb.dims[0]) {
-      std::string why =
-          sb.rank() == 1
-              ? fmt::format("the matrix has {} columns but the vector has {} elements", sa.dims[1],
-                            sb.dims[0])
-              : fmt::format("the left matrix has {} columns but the right one has {} rows",
-                            sa.dims[1], sb.dims[0]);
-      error(e.range, fmt::format("shape mismatch: {} ({})", both, why));
+      std::string why = sb.rank() == 1
+                            ? fmt::format(msg::matvec_size_mismatch, sa.dims[1], sb.dims[0])
+                            : fmt::format(msg::matmul_size_mismatch, sa.dims[1], sb.dims[0]);
+      error(e.range, fmt::format(msg::product_shape_mismatch, both, why));
       return std::nullopt;
     }
     ir::Shape shape =
@@ -345,10 +318,7 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
   }
   case '^':
     if (!sb.is_scalar()) {
-      error(e.args[1]->range,
-            fmt::format("the exponent of '^' must be real, but it is {}; use pow(a, b) for "
-                        "elementwise powers",
-                        sb.str()));
+      error(e.args[1]->range, fmt::format(msg::exponent_not_real, sb.str()));
       return std::nullopt;
     }
     return emit_op(s, ir::Op::Pow, sa, {*a, *b}, e.range);
@@ -372,8 +342,7 @@ std::optional<int> Lowering::lower_list(const Expr& e, Scope& s) {
       for (const ast::ExprPtr& x : a->args) {
         std::optional<int> id = lower(*x, s);
         if (id && !shape_of(s, *id).is_scalar()) {
-          error(x->range, fmt::format("the elements of a matrix row must be real, but this is {}",
-                                      shape_of(s, *id).str()));
+          error(x->range, fmt::format(msg::matrix_row_element_not_real, shape_of(s, *id).str()));
           id.reset();
         }
         ok = ok && id.has_value();
@@ -396,9 +365,8 @@ std::optional<int> Lowering::lower_list(const Expr& e, Scope& s) {
           el.scalars.push_back(emit(s, std::move(idx), a->range));
         }
       } else {
-        error(a->range, fmt::format("the elements of a literal must be numbers or rows, but "
-                                    "this is {}",
-                                    shape_of(s, *id).str()));
+        error(a->range,
+              fmt::format(msg::literal_element_not_number_or_row, shape_of(s, *id).str()));
         ok = false;
       }
     }
@@ -409,8 +377,7 @@ std::optional<int> Lowering::lower_list(const Expr& e, Scope& s) {
   bool rows = elements[0].row;
   for (std::size_t i = 1; i < elements.size(); ++i)
     if (elements[i].row != rows) {
-      error(e.range, "a literal must hold only numbers (a vector) or only rows of the same "
-                     "length (a matrix)");
+      error(e.range, msg::literal_mixes_numbers_and_rows);
       return std::nullopt;
     }
   ir::Node build;
@@ -425,7 +392,7 @@ std::optional<int> Lowering::lower_list(const Expr& e, Scope& s) {
   for (std::size_t i = 1; i < elements.size(); ++i)
     if (elements[i].scalars.size() != cols) {
       error(e.args[i]->range,
-            fmt::format("row {} has {}, but row 0 has {}", i,
+            fmt::format(msg::literal_row_length_mismatch, i,
                         plural(elements[i].scalars.size(), "element"), plural(cols, "element")));
       return std::nullopt;
     }

@@ -1,5 +1,6 @@
 // User functions (`fn`): each is checked once where it is declared, then inlined at every call.
 #include "lowering.h"
+#include "messages.h"
 
 #include <fmt/ranges.h>
 
@@ -16,13 +17,12 @@ void Lowering::define_fn(const ast::FnDecl& f) {
   std::set<std::string> seen;
   for (const ast::FnParam& p : f.params) {
     if (!seen.insert(p.name.name).second) {
-      error(p.name.range,
-            fmt::format("function '{}' has two parameters named '{}'", f.name.name, p.name.name));
+      error(p.name.range, fmt::format(msg::fn_duplicate_parameter, f.name.name, p.name.name));
       ok = false;
     }
     if (p.name.name == "t" || p.name.name == "pi" || p.name.name == "inf") {
       error(p.name.range,
-            fmt::format("'{}' is {} and cannot name a function parameter", p.name.name,
+            fmt::format(msg::fn_parameter_reserved, p.name.name,
                         p.name.name == "t" ? "the time index" : "a built-in constant"));
       ok = false;
     }
@@ -54,10 +54,7 @@ std::optional<ir::Shape> Lowering::fn_type_shape(const ast::TypeSpec& t) {
     std::string what = !t.bounds.empty()                          ? "bounds"
                        : t.kind == ast::TypeSpec::Kind::CovMatrix ? "cov_matrix"
                                                                   : "simplex";
-    error(t.range, fmt::format("the parameters and result of a function take plain types "
-                               "(real, int, vector[n] or matrix[r, c]); {} {} only for the "
-                               "declarations of variables",
-                               what, what == "bounds" ? "are" : "is"));
+    error(t.range, fmt::format(msg::fn_type_not_plain, what, what == "bounds" ? "are" : "is"));
     return std::nullopt;
   }
   return type_shape(t);
@@ -75,7 +72,7 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
   for (const ast::LetDecl& let : f.lets) {
     const std::string& n = let.name.name;
     if (n == "t" || n == "pi" || n == "inf") {
-      error(let.name.range, fmt::format("'{}' is {} and cannot name a let", n,
+      error(let.name.range, fmt::format(msg::fn_let_reserved, n,
                                         n == "t" ? "the time index" : "a built-in constant"));
       ok = false;
       continue;
@@ -83,10 +80,8 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
     if (scope.locals.count(let.name.name)) {
       bool param = std::any_of(f.params.begin(), f.params.end(),
                                [&](const ast::FnParam& p) { return p.name.name == let.name.name; });
-      error(let.name.range,
-            fmt::format("'{}' is already {} of function '{}': give this let "
-                        "another name",
-                        let.name.name, param ? "a parameter" : "a let", f.name.name));
+      error(let.name.range, fmt::format(msg::fn_let_redeclared, let.name.name,
+                                        param ? "a parameter" : "a let", f.name.name));
       ok = false;
       continue;
     }
@@ -98,8 +93,8 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
   std::optional<int> body = ok ? lower(*f.body, s) : std::nullopt;
   s.fn = outer;
   if (body && !(shape_of(s, *body) == sig.result)) {
-    error(f.body->range, fmt::format("function '{}' returns {}, but this is {}", f.name.name,
-                                     sig.result.str(), shape_of(s, *body).str()));
+    error(f.body->range, fmt::format(msg::fn_result_shape_mismatch, f.name.name, sig.result.str(),
+                                     shape_of(s, *body).str()));
     return std::nullopt;
   }
   return body;
@@ -109,12 +104,9 @@ std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Sco
   const ast::FnDecl& f = ast_.fns[sym.index];
   if (s.fn && order(f.name.range.begin) >= order(s.fn->fn->name.range.begin)) {
     if (&f == s.fn->fn)
-      error(e.name_range,
-            fmt::format("function '{}' calls itself; recursion is not supported", f.name.name));
+      error(e.name_range, fmt::format(msg::fn_recursion, f.name.name));
     else
-      error(e.name_range, fmt::format("function '{}' is declared after '{}'; a function can only "
-                                      "call functions declared before it",
-                                      f.name.name, s.fn->fn->name.name));
+      error(e.name_range, fmt::format(msg::fn_calls_later_fn, f.name.name, s.fn->fn->name.name));
     return std::nullopt;
   }
   std::vector<std::optional<int>> args;
@@ -128,7 +120,7 @@ std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Sco
     std::vector<std::string> names;
     for (const ast::FnParam& p : f.params)
       names.push_back(p.name.name);
-    error(e.range, fmt::format("{}({}) takes {}, but {} given", f.name.name, fmt::join(names, ", "),
+    error(e.range, fmt::format(msg::fn_argument_count, f.name.name, fmt::join(names, ", "),
                                plural(sig.params.size(), "argument"),
                                args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
     return std::nullopt;
@@ -142,8 +134,8 @@ std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Sco
     }
     if (!(shape_of(s, *args[k]) == sig.params[k])) {
       error(e.args[k]->range,
-            fmt::format("argument '{}' of {} must be {}, but it is {}", f.params[k].name.name,
-                        f.name.name, sig.params[k].str(), shape_of(s, *args[k]).str()));
+            fmt::format(msg::fn_argument_shape_mismatch, f.params[k].name.name, f.name.name,
+                        sig.params[k].str(), shape_of(s, *args[k]).str()));
       ok = false;
     }
     ids.push_back(args[k].value_or(-1));

@@ -1,6 +1,7 @@
 // Indexing: time indices (x[t-1], x[0]) and what each block may read at which lag, plate indices
 // (z[n]), and the components of vectors and matrices, with constant or run-time indices.
 #include "lowering.h"
+#include "messages.h"
 
 #include <algorithm>
 
@@ -38,13 +39,13 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
   std::size_t count = bracket.args.size() - 1;
   Range brackets{bracket.args[0]->range.end, bracket.range.end};
   if (shape.is_scalar()) {
-    error(brackets, fmt::format("{} is real and cannot be indexed", subject));
+    error(brackets, fmt::format(msg::real_indexed, subject));
     return std::nullopt;
   }
   if (count > static_cast<std::size_t>(shape.rank())) {
-    error(brackets, fmt::format("{} is {}, which takes at most {}, but {} given", subject,
-                                shape.str(), plural(shape.rank(), "index"),
-                                count == 1 ? "1 was" : fmt::format("{} were", count)));
+    error(brackets,
+          fmt::format(msg::too_many_indices, subject, shape.str(), plural(shape.rank(), "index"),
+                      count == 1 ? "1 was" : fmt::format("{} were", count)));
     return std::nullopt;
   }
   bool dynamic = false;
@@ -65,9 +66,8 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
     if (*i < 0 || *i >= dim) {
       std::string which = shape.rank() == 1 ? "index" : k == 0 ? "row index" : "column index";
       std::string valid =
-          dim == 0 ? "it has no elements" : fmt::format("valid indices are 0 to {}", dim - 1);
-      error(ie.range, fmt::format("{} {} is out of range for {}, which is {} ({})", which, *i,
-                                  subject, shape.str(), valid));
+          dim == 0 ? "it has no elements" : fmt::format(msg::valid_indices, dim - 1);
+      error(ie.range, fmt::format(msg::index_out_of_range, which, *i, subject, shape.str(), valid));
       ok = false;
       continue;
     }
@@ -97,11 +97,10 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
         return std::nullopt;
       if (*i < 0 || *i >= shape.dims[0]) {
         std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
-        std::string valid = shape.dims[0] == 0
-                                ? "it has no elements"
-                                : fmt::format("valid indices are 0 to {}", shape.dims[0] - 1);
-        error(ie.range, fmt::format("{} {} is out of range for {}, which is {} ({})", which, *i,
-                                    quote(*bracket.args[0]), whole.str(), valid));
+        std::string valid = shape.dims[0] == 0 ? "it has no elements"
+                                               : fmt::format(msg::valid_indices, shape.dims[0] - 1);
+        error(ie.range, fmt::format(msg::index_out_of_range, which, *i, quote(*bracket.args[0]),
+                                    whole.str(), valid));
         return std::nullopt;
       }
       ir::Node n;
@@ -116,8 +115,7 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
     if (!i)
       return std::nullopt;
     if (!shape_of(s, *i).is_scalar()) {
-      error(ie.range, fmt::format("an index must be a single integer, but this is {}",
-                                  shape_of(s, *i).str()));
+      error(ie.range, fmt::format(msg::dynamic_index_not_scalar, shape_of(s, *i).str()));
       return std::nullopt;
     }
     value = emit_op(s, ir::Op::DynIndex,
@@ -154,9 +152,8 @@ std::optional<int> Lowering::lower_index(const Expr& e, Scope& s) {
          sym->kind == Symbol::Kind::Data) &&
         std::any_of(chain[0]->args.begin() + 1, chain[0]->args.end(),
                     [](const ast::ExprPtr& a) { return is_time_index(*a); })) {
-      error(chain[0]->range, fmt::format("{} '{}' does not depend on time: write '{}', not "
-                                         "'{}[t]'",
-                                         kind_name(sym->kind), base->name, base->name, base->name));
+      error(chain[0]->range, fmt::format(msg::time_index_on_timeless, kind_name(sym->kind),
+                                         base->name, base->name, base->name));
       return std::nullopt;
     }
   }
@@ -174,16 +171,12 @@ std::optional<int> Lowering::lower_plate_ref(const Expr& name, const Symbol& sym
                                              const std::vector<const Expr*>& chain, Scope& s) {
   const Expr& first = *chain[0];
   if (first.args.size() != 2) {
-    error(first.range, fmt::format("the first index of '{0}' is the item n alone; index its "
-                                   "components in a second bracket, as in {0}[n][0]",
-                                   name.name));
+    error(first.range, fmt::format(msg::plate_index_with_components, name.name));
     return std::nullopt;
   }
   const Expr& index = *first.args[1];
   if (index.kind != EKind::Name || index.name != "n") {
-    error(index.range, fmt::format("the items of a plate are independent: a relation reads the "
-                                   "current item only, {}[n]",
-                                   name.name));
+    error(index.range, fmt::format(msg::plate_reads_other_item, name.name));
     return std::nullopt;
   }
   std::optional<int> value = lower_static_ref(first, sym, s);
@@ -193,7 +186,7 @@ std::optional<int> Lowering::lower_plate_ref(const Expr& name, const Symbol& sym
 }
 
 std::optional<TimeIndex> Lowering::time_index(const Expr& e, const std::string& var) {
-  std::string what = fmt::format("the time index of '{}'", var);
+  std::string what = fmt::format(msg::what_time_index, var);
   if (e.kind == EKind::Name && e.name == "t")
     return TimeIndex{false, 0};
   if (!mentions_time(e)) {
@@ -214,8 +207,7 @@ std::optional<TimeIndex> Lowering::time_index(const Expr& e, const std::string& 
       return TimeIndex{false, e.op == "-" ? -*k : *k};
     }
   }
-  error(e.range, fmt::format("unsupported time index for '{}': write {}[t], {}[t-1] or {}[0]", var,
-                             var, var, var));
+  error(e.range, fmt::format(msg::unsupported_time_index, var, var, var, var));
   return std::nullopt;
 }
 
@@ -233,9 +225,7 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
     return std::nullopt;
   const Expr& first = *chain[0];
   if (first.args.size() != 2) {
-    error(first.range, fmt::format("the first index of '{0}' is the time alone; index its "
-                                   "components in a second bracket, as in {0}[t][0]",
-                                   name.name));
+    error(first.range, fmt::format(msg::time_index_with_components, name.name));
     return std::nullopt;
   }
   std::optional<TimeIndex> time = time_index(*first.args[1], name.name);
@@ -251,12 +241,12 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   bool transition = kind == ir::BlockKind::Transition || proposal;
   bool functional = kind == ir::BlockKind::Functional;
   if (!initial && time->absolute) {
-    error(where, fmt::format("reading a fixed time step ({}) is not supported: {} can read {}", ref,
-                             functional ? rel.subject : "a relation at time t",
-                             (is_state && (transition || functional)) ||
-                                     (!is_state && !is_input && transition)
-                                 ? fmt::format("{0}[t] and {0}[t-1]", name.name)
-                                 : fmt::format("{}[t]", name.name)));
+    error(where,
+          fmt::format(msg::fixed_time_step, ref, functional ? rel.subject : "a relation at time t",
+                      (is_state && (transition || functional)) ||
+                              (!is_state && !is_input && transition)
+                          ? fmt::format("{0}[t] and {0}[t-1]", name.name)
+                          : fmt::format("{}[t]", name.name)));
     return std::nullopt;
   }
   long offset = time->k; // relative to the target's time; t = 0 in the initial block
@@ -266,43 +256,31 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
     return std::nullopt;
   };
   if (offset > 0)
-    return fail(fmt::format("{} reads {}, a future value; {} can only read the present and the "
-                            "past",
-                            rel.subject, ref, functional ? "a functional" : "a relation"));
+    return fail(fmt::format(msg::reads_future, rel.subject, ref,
+                            functional ? "a functional" : "a relation"));
   if (initial && offset < 0)
-    return fail(
-        fmt::format("{} does not exist: the initial relation for {} is at t = 0", ref, rel.target));
+    return fail(fmt::format(msg::before_time_zero, ref, rel.target));
   if (is_input) {
     if (offset < 0)
-      return fail(fmt::format("not supported yet: reading a past input ({}); {} can read {}[t]",
-                              ref, rel.subject, name.name));
+      return fail(fmt::format(msg::past_input, ref, rel.subject, name.name));
   } else if (!is_state) {
     if (initial)
-      return fail(fmt::format("not supported yet: an initial relation that reads an observation "
-                              "({})",
-                              ref));
+      return fail(fmt::format(msg::initial_reads_obs, ref));
     if (transition && !proposal && offset == 0)
-      return fail(fmt::format("a transition cannot read {}: the observation at time t depends "
-                              "on the state at t; a transition can read {}[t-1]",
-                              ref, name.name));
+      return fail(fmt::format(msg::transition_reads_current_obs, ref, name.name));
     if (transition && offset < -1)
-      return fail(
-          fmt::format("not supported yet: lags beyond 1 ({}); {}", ref,
-                      proposal ? fmt::format("a proposal can read {0}[t-1] and {0}[t]", name.name)
-                               : fmt::format("a transition can read {}[t-1]", name.name)));
+      return fail(fmt::format(msg::obs_lag_beyond_1, ref,
+                              proposal ? fmt::format(msg::proposal_obs_reads, name.name)
+                                       : fmt::format(msg::transition_obs_reads, name.name)));
     if (!transition && offset < 0)
-      return fail(fmt::format("not supported yet: {} that reads a past observation ({}); it "
-                              "can read observations at time t",
-                              functional ? "a functional" : "an observation", ref));
+      return fail(fmt::format(msg::past_obs, functional ? "a functional" : "an observation", ref));
   }
   // States at any lag, observations included: the augment-lags transform makes the state
   // first-order, and gives observations x[t-k] as a hidden state at t.
   if (offset == 0 && same_kind && !functional && sym.index == rel.target_var)
-    return fail(fmt::format("{} reads {} itself", rel.subject, ref));
+    return fail(fmt::format(msg::reads_own_target, rel.subject, ref));
   if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)
-    return fail(fmt::format("{} reads {}: a look-ahead predicts the states at t from those at "
-                            "t-1, so it can read {}[t-1]",
-                            rel.subject, ref, name.name));
+    return fail(fmt::format(msg::lookahead_reads_current_state, rel.subject, ref, name.name));
   ir::Node n;
   n.op = is_state ? ir::Op::State : is_input ? ir::Op::Input : ir::Op::Obs;
   n.var = sym.index;

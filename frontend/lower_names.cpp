@@ -2,6 +2,7 @@
 // messages for unknown and hidden names; the warning for unused declarations, which needs the
 // symbol table (the IR keeps no trace of constants, lets and functions once they are inlined).
 #include "lowering.h"
+#include "messages.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -41,14 +42,10 @@ bool Lowering::report_hidden(Range r, const std::string& name) {
   int here = diags_.file_of(r.begin), there = diags_.file_of(it->second.range.begin);
   std::string file = diags_.file_name(there);
   if (there == 0)
-    error(r, fmt::format("'{}' is declared by the model that imports this module ({}); a module "
-                         "can only use its own names and those of the modules it imports",
-                         name, file));
+    error(r, fmt::format(msg::name_declared_by_importing_model, name, file));
   else
-    error(r, fmt::format("'{}' is declared in {}, which {} does not import: add 'import "
-                         "\"{}\";' to it",
-                         name, file, diags_.file_name(here),
-                         std::filesystem::path(file).stem().string()));
+    error(r, fmt::format(msg::name_declared_in_unimported_module, name, file,
+                         diags_.file_name(here), std::filesystem::path(file).stem().string()));
   return true;
 }
 
@@ -63,9 +60,9 @@ std::vector<std::string> Lowering::visible_names(Range from) const {
 void Lowering::unknown_name(Range r, const std::string& name) {
   if (report_hidden(r, name))
     return;
-  std::string message = fmt::format("unknown name '{}'", name);
+  std::string message = fmt::format(msg::unknown_name, name);
   if (auto guess = closest_name(name, visible_names(r)))
-    message += fmt::format("; did you mean '{}'?", *guess);
+    message += fmt::format(msg::did_you_mean, *guess);
   error(r, message);
 }
 
@@ -122,21 +119,20 @@ void Lowering::declare_names() {
   for (const Decl& d : decls) {
     const std::string& name = d.name->name;
     if (name == "t") {
-      error(d.name->range, "'t' is reserved for the time index and cannot be declared");
+      error(d.name->range, msg::t_declared);
       continue;
     }
     if (name == "pi" || name == "inf") {
-      error(d.name->range, fmt::format("'{}' is a built-in constant and cannot be declared", name));
+      error(d.name->range, fmt::format(msg::builtin_constant_declared, name));
       continue;
     }
     if (name == "n" && model_.kind == ir::ModelKind::Plate) {
-      error(d.name->range, "'n' is the index of the plate's items in this model and cannot be "
-                           "declared");
+      error(d.name->range, msg::n_declared_in_plate_model);
       continue;
     }
     if (auto it = symbols_.find(name); it != symbols_.end()) {
-      error(d.name->range, fmt::format("redeclaration of '{}'", name));
-      note(it->second.range, fmt::format("'{}' was first declared here", name));
+      error(d.name->range, fmt::format(msg::redeclaration, name));
+      note(it->second.range, fmt::format(msg::first_declared_here, name));
       continue;
     }
     Symbol sym{d.kind, -1, d.name->range, true};
@@ -233,7 +229,7 @@ void Lowering::warn_unused() {
   });
   for (const auto& [name, sym] : unused)
     diags_.warning(loc(sym->range),
-                   fmt::format("{} '{}' is never used", kind_name(sym->kind), name));
+                   fmt::format(msg::unused_declaration, kind_name(sym->kind), name));
 }
 
 } // namespace ssm::frontend::lowering

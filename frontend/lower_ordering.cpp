@@ -1,6 +1,7 @@
 // What is missing (relations, observations that depend on no state) and the sampling order of the
 // relations of each block, with the message for a circular dependency.
 #include "lowering.h"
+#include "messages.h"
 
 #include <algorithm>
 
@@ -20,18 +21,15 @@ void Lowering::check_completeness() {
   if (!model_.is_state_space()) {
     if (model_.obs.empty())
       error(ast_.name.range,
-            fmt::format("{} '{}' declares no observation: add one, as in '{}'",
-                        ast_.is_simulator ? "simulator" : "model", model_.name,
+            fmt::format(msg::static_model_without_obs, ast_.is_simulator ? "simulator" : "model",
+                        model_.name,
                         ast_.is_simulator ? "obs x = ...;" : "obs x[n] ~ normal(...);"));
     return;
   }
   if (model_.states.empty())
-    error(ast_.name.range, fmt::format("model '{}' declares no state", model_.name));
+    error(ast_.name.range, fmt::format(msg::model_without_state, model_.name));
   if (model_.obs.empty())
-    diags_.warning(loc(ast_.name.range),
-                   fmt::format("model '{}' declares no observation: it can be simulated but "
-                               "not filtered",
-                               model_.name));
+    diags_.warning(loc(ast_.name.range), fmt::format(msg::model_without_obs, model_.name));
   for (const ast::VarDecl& v : ast_.vars) {
     Symbol* sym = declared(v.name);
     if (!sym || !sym->valid)
@@ -39,18 +37,12 @@ void Lowering::check_completeness() {
     const std::string& name = v.name.name;
     if (v.kind == ast::VarDecl::Kind::State) {
       if (!relation_for(ir::BlockKind::Initial, sym->index))
-        error(v.name.range, fmt::format("state '{0}' has no initial relation: add one, as in "
-                                        "'{0}[0] ~ normal(0, 1);'",
-                                        name));
+        error(v.name.range, fmt::format(msg::missing_initial_relation, name));
       if (!relation_for(ir::BlockKind::Transition, sym->index))
-        error(v.name.range, fmt::format("state '{0}' has no transition relation: add one, as "
-                                        "in '{0}[t] ~ normal({0}[t-1], 1);'",
-                                        name));
+        error(v.name.range, fmt::format(msg::missing_transition_relation, name));
     } else if (v.kind == ast::VarDecl::Kind::Obs) {
       if (!relation_for(ir::BlockKind::Observation, sym->index))
-        error(v.name.range, fmt::format("observation '{0}' has no relation: add one that "
-                                        "depends on a state, as in '{0}[t] ~ normal(x[t], 1);'",
-                                        name));
+        error(v.name.range, fmt::format(msg::missing_obs_relation, name));
     }
   }
   check_obs_depend_on_states();
@@ -75,10 +67,7 @@ void Lowering::check_obs_depend_on_states() {
   }
   for (const PendingRelation& p : obs)
     if (!informative[p.rel.var])
-      error(p.range,
-            fmt::format("observation '{}' does not depend on any state: its relation reads no "
-                        "state, directly or through other observations",
-                        model_.obs[p.rel.var].name));
+      error(p.range, fmt::format(msg::obs_independent_of_states, model_.obs[p.rel.var].name));
 }
 
 void Lowering::order_relations(std::vector<PendingRelation>& rels, ir::Block& block) {
@@ -125,7 +114,7 @@ void Lowering::report_cycle(const std::vector<PendingRelation>& rels,
   std::string chain = rels[path[0]].target + " reads " + rels[path[1 % path.size()]].target;
   for (std::size_t k = 1; k < path.size(); ++k)
     chain += ", which reads " + rels[path[(k + 1) % path.size()]].target;
-  error(rels[path[0]].range, fmt::format("circular dependency between relations: {}", chain));
+  error(rels[path[0]].range, fmt::format(msg::circular_dependency, chain));
 }
 
 } // namespace ssm::frontend::lowering

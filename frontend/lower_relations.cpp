@@ -2,6 +2,7 @@
 // the relations of a plate model or simulator (`latent z[n] ~ ...`, `obs x = ...`). Each relation
 // is lowered into its block and kept pending until the order of the block's relations is known.
 #include "lowering.h"
+#include "messages.h"
 
 #include <functional>
 
@@ -24,15 +25,10 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
   }
   switch (sym->kind) {
   case Symbol::Kind::Const:
-    error(r.target->range, fmt::format("'{}' is a constant; only states and observations can "
-                                       "be the target of a relation",
-                                       name));
+    error(r.target->range, fmt::format(msg::relation_on_constant, name));
     return std::nullopt;
   case Symbol::Kind::Param:
-    error(r.target->range,
-          fmt::format("cannot assign to parameter '{0}': give its prior in its declaration, as "
-                      "in 'param {0} ~ {1}(...);'",
-                      name, r.dist.name.name));
+    error(r.target->range, fmt::format(msg::relation_on_parameter, name, r.dist.name.name));
     return std::nullopt;
   default:
     break;
@@ -42,24 +38,18 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
     return std::nullopt;
   }
   if (sym->kind != Symbol::Kind::State && sym->kind != Symbol::Kind::Obs) {
-    error(r.target->range,
-          fmt::format("'{}' is not a state or an observation; only those can be the target of a "
-                      "relation",
-                      name));
+    error(r.target->range, fmt::format(msg::relation_on_other, name));
     return std::nullopt;
   }
   bool is_state = sym->kind == Symbol::Kind::State;
-  std::string forms = is_state ? fmt::format("{0}[0] (initial) or {0}[t] (transition)", name)
-                               : fmt::format("{}[t]", name);
+  std::string forms =
+      is_state ? fmt::format(msg::state_relation_forms, name) : fmt::format("{}[t]", name);
   if (chain.empty()) {
-    error(r.target->range,
-          fmt::format("the target of a relation needs a time index: write {}", forms));
+    error(r.target->range, fmt::format(msg::relation_target_without_time, forms));
     return std::nullopt;
   }
   if (chain.size() > 1 || chain[0]->args.size() != 2) {
-    error(r.target->range, fmt::format("a relation must target a whole variable, as in {}; "
-                                       "relations for single components are not supported",
-                                       forms));
+    error(r.target->range, fmt::format(msg::relation_target_component, forms));
     return std::nullopt;
   }
   std::optional<TimeIndex> time = time_index(*chain[0]->args[1], name);
@@ -71,21 +61,16 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
   else if (!time->absolute && time->k == 0)
     kind = is_state ? ir::BlockKind::Transition : ir::BlockKind::Observation;
   else {
-    error(r.target->range,
-          fmt::format("the target of a relation must be {}, not {}[{}]", forms, name, time->str()));
+    error(r.target->range, fmt::format(msg::relation_target_bad_time, forms, name, time->str()));
     return std::nullopt;
   }
   if (r.proposal) {
     if (!is_state) {
-      error(r.target->range,
-            fmt::format("a proposal draws a state, but '{}' is an observation", name));
+      error(r.target->range, fmt::format(msg::proposal_for_obs, name));
       return std::nullopt;
     }
     if (kind == ir::BlockKind::Initial) {
-      error(r.target->range,
-            fmt::format("not supported yet: a proposal for the initial state ({0}[0]); the "
-                        "guided filter draws {0}[0] from its initial relation",
-                        name));
+      error(r.target->range, fmt::format(msg::proposal_for_initial_state, name));
       return std::nullopt;
     }
     kind = ir::BlockKind::Proposal;
@@ -106,14 +91,14 @@ void Lowering::add_relation(const ast::Relation& r) {
   const char* what = r.proposal ? "proposal" : "relation";
   auto key = std::pair(kind, sym->index);
   if (auto it = first_relation_.find(key); it != first_relation_.end()) {
-    error(r.target->range, fmt::format("{} has a second {}", target, what));
-    note(it->second->target->range, fmt::format("the first {} for {} is here", what, target));
+    error(r.target->range, fmt::format(msg::second_relation, target, what));
+    note(it->second->target->range, fmt::format(msg::first_relation_here, what, target));
     return;
   }
   first_relation_.emplace(key, &r);
 
   Scope s(model_.block(kind),
-          RelationScope(kind, fmt::format("the {} for {}", what, target),
+          RelationScope(kind, fmt::format(msg::relation_subject, what, target),
                         is_state ? ir::VarKind::State : ir::VarKind::Obs, sym->index, target));
   const RelationScope& reads = *s.relation();
   std::vector<std::optional<int>> args;
@@ -131,9 +116,7 @@ void Lowering::add_relation(const ast::Relation& r) {
     check_argument_domain(*dist, r.dist, *s.block, args);
   if (ok && r.proposal && !decl.integer && ir::dist_info(*dist).discrete) {
     error(r.dist.name.range,
-          fmt::format("'{}' is continuous, but {} is a discrete distribution; its proposal "
-                      "must have a density with respect to the same measure as its transition",
-                      name, ir::dist_info(*dist).name));
+          fmt::format(msg::discrete_proposal_for_continuous, name, ir::dist_info(*dist).name));
     ok = false;
   }
   if (ok) {
@@ -217,9 +200,10 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
   ir::VarDecl& decl = latent ? model_.latents[sym->index] : model_.obs[sym->index];
   const std::string target = plate ? v.name.name + "[n]" : v.name.name;
   Scope s(model_.block(static_block()),
-          RelationScope(static_block(),
-                        fmt::format("the {} of {}", v.prior ? "distribution" : "value", target),
-                        latent ? ir::VarKind::Latent : ir::VarKind::Obs, sym->index, target));
+          RelationScope(
+              static_block(),
+              fmt::format(msg::static_relation_subject, v.prior ? "distribution" : "value", target),
+              latent ? ir::VarKind::Latent : ir::VarKind::Obs, sym->index, target));
   const RelationScope& reads = *s.relation();
   PendingRelation p;
   p.target = target;
@@ -233,8 +217,8 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
       decl.shape = shape_of(s, *id);
     if (id && !(shape_of(s, *id) == decl.shape)) {
       error(v.default_value->range,
-            fmt::format("the value of observation '{}' is {}, but '{}' is {}", v.name.name,
-                        shape_of(s, *id).str(), v.name.name, decl.shape.str()));
+            fmt::format(msg::obs_value_shape_mismatch, v.name.name, shape_of(s, *id).str(),
+                        v.name.name, decl.shape.str()));
       id.reset();
     }
     p.ok = id.has_value();
@@ -271,13 +255,11 @@ std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, 
   if (!sym.valid)
     return std::nullopt;
   if (!latent && rel.target_kind == ir::VarKind::Latent) {
-    error(e.range, fmt::format("{} reads observation {}: latent variables are drawn before the "
-                               "observations and cannot read them",
-                               rel.subject, ref));
+    error(e.range, fmt::format(msg::latent_reads_obs, rel.subject, ref));
     return std::nullopt;
   }
   if (kind == rel.target_kind && sym.index == rel.target_var) {
-    error(e.range, fmt::format("{} reads {} itself", rel.subject, ref));
+    error(e.range, fmt::format(msg::reads_own_target, rel.subject, ref));
     return std::nullopt;
   }
   ir::Node n;
@@ -335,36 +317,33 @@ void Lowering::add_lookaheads() {
     const Expr* base = target.kind == EKind::Index ? target.args[0].get() : &target;
     Symbol* sym = base->kind == EKind::Name ? lookup(base->name) : nullptr;
     if (!sym || sym->kind != Symbol::Kind::State) {
-      error(target.range, "a look-ahead predicts a state: write lookahead x[t] = ...; for a "
-                          "state x");
+      error(target.range, msg::lookahead_target_not_state);
       continue;
     }
     const std::string& name = base->name;
     if (target.kind != EKind::Index || target.args.size() != 2 ||
         target.args[1]->kind != EKind::Name || target.args[1]->name != "t") {
-      error(target.range, fmt::format("a look-ahead predicts the whole state at t: write "
-                                      "lookahead {}[t] = ...;",
-                                      name));
+      error(target.range, fmt::format(msg::lookahead_target_not_whole, name));
       continue;
     }
     if (!sym->valid)
       continue;
     if (const ast::Lookahead* first = by_state[sym->index]) {
-      error(target.range, fmt::format("{}[t] has a second look-ahead", name));
-      note(first->target->range, fmt::format("the first look-ahead for {}[t] is here", name));
+      error(target.range, fmt::format(msg::second_lookahead, name));
+      note(first->target->range, fmt::format(msg::first_lookahead_here, name));
       continue;
     }
     by_state[sym->index] = &a;
     Scope s(model_.lookahead,
-            RelationScope(ir::BlockKind::Lookahead, fmt::format("the look-ahead for {}[t]", name),
+            RelationScope(ir::BlockKind::Lookahead, fmt::format(msg::lookahead_subject, name),
                           ir::VarKind::State, sym->index, name + "[t]"));
     std::optional<int> id = lower(*a.value, s);
     if (!id)
       continue;
     const ir::Shape& shape = model_.states[sym->index].shape;
     if (!(shape_of(s, *id) == shape)) {
-      error(a.value->range, fmt::format("the look-ahead for {}[t] is {}, but '{}' is {}", name,
-                                        shape_of(s, *id).str(), name, shape.str()));
+      error(a.value->range, fmt::format(msg::lookahead_shape_mismatch, name, shape_of(s, *id).str(),
+                                        name, shape.str()));
       continue;
     }
     outputs[sym->index] = *id;
@@ -372,9 +351,7 @@ void Lowering::add_lookaheads() {
   for (std::size_t x = 0; x < model_.states.size(); ++x)
     if (!by_state[x])
       error(ast_.lookaheads.front().range,
-            fmt::format("the auxiliary filter predicts every state, and state '{0}' has no "
-                        "look-ahead: add one, as in lookahead {0}[t] = ...;",
-                        model_.states[x].name));
+            fmt::format(msg::lookahead_missing, model_.states[x].name));
   model_.lookahead.outputs = std::move(outputs);
 }
 
@@ -390,8 +367,7 @@ void Lowering::add_functional(const ast::FunctionalDecl& f) {
   if (!id || !sym)
     return;
   if (shape_of(s, *id).rank() > 1) {
-    error(f.value->range, fmt::format("a functional must be real or a vector, but this is {}",
-                                      shape_of(s, *id).str()));
+    error(f.value->range, fmt::format(msg::functional_shape, shape_of(s, *id).str()));
     return;
   }
   model_.functionals.push_back({f.name.name, f.additive, loc(f.name.range)});

@@ -10,6 +10,7 @@
 
 #include "frontend.h"
 #include "lower.h"
+#include "messages.h"
 
 #include "ir/evaluate.h"
 
@@ -145,7 +146,7 @@ struct FnSignature {
 
 bool mentions_time(const Expr& e);
 bool is_time_index(const Expr& e);
-std::string plural(std::size_t n, std::string_view word);
+using msg::plural;
 
 class Lowering {
 public:
@@ -242,7 +243,7 @@ private:
     std::optional<int> id = body();
     s.expanding.pop_back();
     if (diags_.error_count() > errors)
-      note(use, fmt::format("in {}, used here", what));
+      note(use, fmt::format(msg::expanded_here, what));
     return id;
   }
   std::optional<int> lower_let(const Expr& e, const Symbol& sym, Scope& s);

@@ -1,6 +1,8 @@
 // The warning for a latent variable that no observation depends on (model_warnings.h).
 #include "model_warnings.h"
 
+#include "messages.h"
+
 #include "frontend.h"
 
 #include <fmt/format.h>
@@ -17,10 +19,7 @@ void warn_latents_without_influence(const ir::Model& model, DiagnosticEngine& di
   for (std::size_t z = 0; z < model.latents.size(); ++z)
     if (!influential[z])
       diags.warning(model.latents[z].loc,
-                    fmt::format("latent variable '{}' does not influence any observation, "
-                                "directly or through other latent variables: the data say "
-                                "nothing about it",
-                                model.latents[z].name));
+                    fmt::format(msg::latent_without_influence, model.latents[z].name));
 }
 
 } // namespace ssm::frontend

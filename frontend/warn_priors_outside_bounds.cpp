@@ -2,6 +2,8 @@
 // (model_warnings.h).
 #include "model_warnings.h"
 
+#include "messages.h"
+
 #include "frontend.h"
 
 #include <fmt/format.h>
@@ -24,9 +26,8 @@ void warn_priors_outside_bounds(const ir::Model& model, DiagnosticEngine& diags)
         lo = a.values[0], hi = b.values[0];
     }
     if (lo < p.lower || hi > p.upper)
-      diags.warning(rel.loc, fmt::format("the prior {} of '{}' has support [{}, {}], which "
-                                         "reaches outside its declared bounds [{}, {}]",
-                                         info.name, p.name, lo, hi, p.lower, p.upper));
+      diags.warning(rel.loc, fmt::format(msg::prior_outside_bounds, info.name, p.name, lo, hi,
+                                         p.lower, p.upper));
   }
 }
 

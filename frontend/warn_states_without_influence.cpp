@@ -1,6 +1,8 @@
 // The warning for a state that no observation depends on (model_warnings.h).
 #include "model_warnings.h"
 
+#include "messages.h"
+
 #include "frontend.h"
 
 #include <fmt/format.h>
@@ -17,9 +19,7 @@ void warn_states_without_influence(const ir::Model& model, DiagnosticEngine& dia
   for (std::size_t x = 0; x < model.states.size(); ++x)
     if (!influential[x])
       diags.warning(model.states[x].loc,
-                    fmt::format("state '{}' does not influence any observation, directly or "
-                                "through other states: the data say nothing about it",
-                                model.states[x].name));
+                    fmt::format(msg::state_without_influence, model.states[x].name));
 }
 
 } // namespace ssm::frontend
