@@ -4,8 +4,9 @@
 // run reports every independent problem: (1) declare every name, (2) evaluate the constants in
 // source order, (3) the shapes, priors and defaults of parameters, states and observations, (4)
 // the relations, (5) what is missing (relations, state dependence) and the sampling order of the
-// relations within each block. A declaration with an error is marked invalid, and uses of it
-// report nothing more, so one mistake gives one message.
+// relations within each block, (6) once there is no error, the warnings: unused declarations from
+// the symbol table, the others over the IR (model_warnings.h). A declaration with an error is
+// marked invalid, and uses of it report nothing more, so one mistake gives one message.
 //
 // The work is split by concern between files that define the member functions of one class,
 // Lowering (lowering.h, which says why); this file holds the driver, run().

@@ -3,6 +3,8 @@
 #include "lowering.h"
 #include "messages.h"
 
+#include "ir/evaluate.h"
+
 #include <algorithm>
 #include <cmath>
 

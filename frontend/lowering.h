@@ -12,7 +12,7 @@
 #include "lower.h"
 #include "messages.h"
 
-#include "ir/evaluate.h"
+#include "ir/ir.h"
 
 #include <fmt/format.h>
 
