@@ -259,4 +259,32 @@ bool Lowering::check_integer_range(const ir::VarDecl& decl, const ir::Block& blo
   return true;
 }
 
+// The checks of a relation `target ~ dist(args)` of a state-space model that need its lowered
+// arguments, apart from the relation's emission: an integer target needs a discrete distribution
+// and a proposal for a continuous target a continuous one, constant arguments must lie in the
+// distribution's domain, and the values of an int[lo..hi] target must fall in its range.
+bool Lowering::check_relation(const ast::Relation& r, const ir::VarDecl& decl,
+                              const ir::Block& block, ir::VarKind target_kind, ir::Dist dist,
+                              const std::vector<std::optional<int>>& args,
+                              const std::string& target) {
+  const std::string& name = decl.name;
+  bool ok = check_integer_target(decl, dist, name, r.dist);
+  if (ok)
+    check_argument_domain(dist, r.dist, block, args);
+  if (ok && r.proposal && !decl.integer && ir::dist_info(dist).discrete) {
+    error(r.dist.name.range,
+          fmt::format(msg::discrete_proposal_for_continuous, name, ir::dist_info(dist).name));
+    ok = false;
+  }
+  if (ok) {
+    ir::Relation rel;
+    rel.kind = target_kind;
+    rel.dist = dist;
+    for (const auto& a : args)
+      rel.args.push_back(*a);
+    ok = check_integer_range(decl, block, rel, r, target);
+  }
+  return ok;
+}
+
 } // namespace ssm::frontend::lowering

@@ -111,22 +111,7 @@ void Lowering::add_relation(const ast::Relation& r) {
       is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
   std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
   const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
-  bool ok = dist.has_value() && check_integer_target(decl, *dist, name, r.dist);
-  if (ok)
-    check_argument_domain(*dist, r.dist, *s.block, args);
-  if (ok && r.proposal && !decl.integer && ir::dist_info(*dist).discrete) {
-    error(r.dist.name.range,
-          fmt::format(msg::discrete_proposal_for_continuous, name, ir::dist_info(*dist).name));
-    ok = false;
-  }
-  if (ok) {
-    ir::Relation rel;
-    rel.kind = reads.target_kind;
-    rel.dist = *dist;
-    for (const auto& a : args)
-      rel.args.push_back(*a);
-    ok = check_integer_range(decl, *s.block, rel, r, target);
-  }
+  const bool ok = dist && check_relation(r, decl, *s.block, reads.target_kind, *dist, args, target);
 
   PendingRelation p;
   p.ast = &r;

@@ -223,6 +223,9 @@ private:
                             const ast::DistCall& call);
   bool check_integer_range(const ir::VarDecl& decl, const ir::Block& block, const ir::Relation& rel,
                            const ast::Relation& r, const std::string& target);
+  bool check_relation(const ast::Relation& r, const ir::VarDecl& decl, const ir::Block& block,
+                      ir::VarKind target_kind, ir::Dist dist,
+                      const std::vector<std::optional<int>>& args, const std::string& target);
 
   // ---- expressions (lower_expressions.cpp)
   int emit(Scope& s, ir::Node n, Range r);
