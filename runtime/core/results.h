@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,11 +52,6 @@ enum class SmoothMethod {
   Paris,           // PaRIS (Olsson & Westerborn 2017)
   Bis,             // backward importance sampling (Martin, Le Corff et al. 2022)
 };
-
-inline constexpr std::array<SmoothMethod, 9> kSmoothMethods = {
-    SmoothMethod::Rts,      SmoothMethod::ForwardBackward, SmoothMethod::Genealogy,
-    SmoothMethod::FixedLag, SmoothMethod::Ffbsm,           SmoothMethod::Ffbsi,
-    SmoothMethod::Online,   SmoothMethod::Paris,           SmoothMethod::Bis};
 
 // One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`
 // ([t * size + k]) for a quantity at each t; `se`, when the method gives one, is the Monte Carlo

@@ -121,36 +121,31 @@ const std::vector<Smoother>& smoothers() {
       {.id = SmoothMethod::Rts,
        .name = "rts",
        .rank = 1,
+       .exact = true,
        .auto_help = "exact when the structure allows",
        .applies = rts_applies},
       {.id = SmoothMethod::ForwardBackward,
        .name = "forward-backward",
        .rank = 2,
+       .exact = true,
        .applies = finite_applies},
       {.id = SmoothMethod::Genealogy, .name = "genealogy", .rank = 4},
       {.id = SmoothMethod::FixedLag, .name = "fixed-lag", .rank = 5, .options = {"--lag"}},
-      {.id = SmoothMethod::Ffbsm,
-       .name = "ffbsm",
-       .rank = 6,
-       .density = true,
-       .applies = density_applies},
+      {.id = SmoothMethod::Ffbsm, .name = "ffbsm", .rank = 6, .applies = density_applies},
       {.id = SmoothMethod::Ffbsi,
        .name = "ffbsi",
        .rank = 7,
-       .density = true,
        .rejection = true,
        .options = {"--trajectories", "--backward", "--max-trials"},
        .applies = density_applies},
       {.id = SmoothMethod::Online,
        .name = "online",
        .rank = 8,
-       .density = true,
        .online = true,
        .applies = density_applies},
       {.id = SmoothMethod::Paris,
        .name = "paris",
        .rank = 3,
-       .density = true,
        .online = true,
        .rejection = true,
        .mcmc = true,
@@ -160,7 +155,6 @@ const std::vector<Smoother>& smoothers() {
       {.id = SmoothMethod::Bis,
        .name = "bis",
        .rank = 9,
-       .density = true,
        .online = true,
        .options = {"--backward-samples"},
        .applies = density_applies},
@@ -252,9 +246,8 @@ void register_smoothers(MethodRegistry& registry) {
     m.rank = s.rank;
     m.auto_help = s.auto_help;
     m.applies = s.applies;
-    const bool particles = s.id != SmoothMethod::Rts && s.id != SmoothMethod::ForwardBackward;
-    m.particles = particles;
-    if (particles)
+    m.particles = !s.exact;
+    if (m.particles)
       m.options = forward_pass;
     m.options.insert(m.options.end(), s.options.begin(), s.options.end());
     m.check = [reg, name = s.name](const MethodRun& run) {

@@ -16,7 +16,7 @@ struct Smoother {
   SmoothMethod id{};
   std::string name{};
   int rank{};                         // auto: exact methods first, then paris, else genealogy
-  bool density = false;               // evaluates the transition density
+  bool exact = false;                 // no particles (rts, forward-backward)
   bool online = false;                // O(N) memory whatever T
   bool rejection = false;             // may draw backward indices by rejection (--backward)
   bool mcmc = false;                  // may draw them by MCMC moves (--backward mcmc)

@@ -199,7 +199,7 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
             {"filter_s", r.filter_s},
             {"smooth_s", r.smooth_s},
             {"seed", opt.filter.seed}};
-  if (r.method != SmoothMethod::Rts && r.method != SmoothMethod::ForwardBackward) {
+  if (!smoother(r.method).exact) {
     j["particles"] = r.particles;
     j["resampling"] = resampling_name(opt.filter.resampling);
     j["filter"] = particle_filter_name(opt.filter);
