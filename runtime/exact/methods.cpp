@@ -43,7 +43,7 @@ void register_exact_filters(MethodRegistry& registry) {
   };
   registry.add(std::move(kalman));
 
-  Method forward = exact_filter("forward", 2, forward_filter);
+  Method forward = exact_filter(kForwardName, 2, forward_filter);
   forward.auto_help = "{} for a finite-state one";
   forward.applies = [](const ssm_model&, const ModelInfo& info) -> Refusal {
     if (!enumerable(info))

@@ -7,10 +7,14 @@
 
 namespace ssm {
 
-// The exact filters' names as registered; the filters name themselves in their messages too.
+// The exact methods' names as registered (rts and forward-backward by smoothing/methods.cpp);
+// the methods name themselves in their messages too.
 inline constexpr const char* kKalmanName = "kalman";
+inline constexpr const char* kForwardName = "forward";
 inline constexpr const char* kExtendedKalmanName = "ekf";
 inline constexpr const char* kUnscentedKalmanName = "ukf";
+inline constexpr const char* kRtsName = "rts";
+inline constexpr const char* kForwardBackwardName = "forward-backward";
 
 void register_exact_filters(MethodRegistry& registry);
 void register_exact_decoders(MethodRegistry& registry);

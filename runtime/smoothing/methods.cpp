@@ -3,6 +3,7 @@
 #include "smoothing/methods.h"
 #include "core/error.h"
 #include "exact/finite_state.h"
+#include "exact/methods.h"
 #include "smc/filter_methods.h"
 
 #include <fmt/format.h>
@@ -119,13 +120,13 @@ MethodOption forward_pass_option(const MethodRegistry& registry) {
 const std::vector<Smoother>& smoothers() {
   static const std::vector<Smoother> all = {
       {.id = SmoothMethod::Rts,
-       .name = "rts",
+       .name = kRtsName,
        .rank = 1,
        .exact = true,
        .auto_help = "exact when the structure allows",
        .applies = rts_applies},
       {.id = SmoothMethod::ForwardBackward,
-       .name = "forward-backward",
+       .name = kForwardBackwardName,
        .rank = 2,
        .exact = true,
        .applies = finite_applies},
