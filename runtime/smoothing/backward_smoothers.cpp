@@ -11,7 +11,7 @@
 // Memory is O(N T) for both (the particle system is stored).
 #include "core/error.h"
 #include "kernel/rng.h"
-#include "smoothing/smoothers.h"
+#include "smoothing/backward_kernel.h"
 
 #include <fmt/format.h>
 
@@ -20,6 +20,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace ssm {
 
@@ -199,6 +200,7 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
     BoundRange bounds;
     AliasTable from_weights;
     int64_t proposals = 0, accepts = 0, exact_draws = 0;
+    const BackwardDensity density(model, ns, stride);
     for (int64_t t = T - 1; t >= 1; --t) {
       const double* x_prev = sys.x_at(t - 1, ns);
       const double* x_cur = sys.x_at(t, ns);
@@ -209,50 +211,29 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
       const double log_bound =
           rejection ? transition_log_bound(model, frame_at(t), t, N, stride, x_prev, bound_scratch)
                     : NAN;
-      const bool reject_here = std::isfinite(log_bound);
       if (rejection)
         bounds.add(log_bound);
       std::vector<int64_t> tries(nb, 0), acc(nb, 0), exact(nb, 0);
+      const BackwardStep back{frame_at(t), t, N, x_prev, x_cur, W, &from_weights, log_bound, seed};
       pool.parallel_for(nb, [&](int64_t b) {
         const int64_t mb = b * kBackwardBlock, me = std::min(M, mb + kBackwardBlock);
-        std::vector<double> bc(ns * stride), l(stride);
-        std::vector<int64_t> anc(stride);
+        std::vector<double> bc(rejection ? 0 : ns * stride), l(rejection ? 0 : stride);
+        std::optional<RejectionSampler> sampler;
+        if (rejection)
+          sampler.emplace(density, opt.max_trials, true);
         for (int64_t m = mb; m < me; ++m) {
           const int64_t j = J[t * M + m];
           const auto um = static_cast<uint32_t>(m);
-          const auto ut = static_cast<uint32_t>(t);
-          int64_t chosen = -1;
-          if (reject_here)
-            for (int64_t k = 0; k < opt.max_trials && chosen < 0; ++k) {
-              double u0, u1;
-              philox_u01x2(seed, um, ut, kSiteBackward, static_cast<uint32_t>(k), u0, u1);
-              const int64_t i = from_weights.draw(u0);
-              anc[j] = i;
-              model.transition_logpdf(frame_at(t), t, j, j + 1, stride, x_prev, anc.data(), x_cur,
-                                      l.data());
-              ++tries[b];
-              check_within_bound(l[j], log_bound, t);
-              if (std::log(u1) < l[j] - log_bound) {
-                chosen = i;
-                ++acc[b];
-              }
-            }
-          if (chosen < 0) {
-            backward_logpdf(model, frame_at(t), t, N, stride, ns, x_prev, x_cur, j, bc.data(),
-                            l.data());
-            const double D = backward_weights(W, l.data(), N);
-            if (!(D > 0))
-              no_parent(t, j);
-            for (int64_t i = 1; i < N; ++i)
-              l[i] += l[i - 1];
-            const double u = philox_u01(seed, um, ut, kSiteBackward,
-                                        static_cast<uint32_t>(rejection ? opt.max_trials : 0));
-            const double target = u * l[N - 1];
-            chosen = std::min<int64_t>(
-                std::upper_bound(l.begin(), l.begin() + N, target) - l.begin(), N - 1);
-            ++exact[b];
+          if (rejection) {
+            sampler->next_particle();
+            J[(t - 1) * M + m] = sampler->draw(back, um, 0, j, tries[b], acc[b], exact[b]);
+            continue;
           }
-          J[(t - 1) * M + m] = chosen;
+          exact_backward_cumulative(density, frame_at(t), t, N, x_prev, x_cur, j, W, bc.data(),
+                                    l.data(), true);
+          J[(t - 1) * M + m] = draw_cumulative(
+              l.data(), N, philox_u01(seed, um, static_cast<uint32_t>(t), kSiteBackward, 0));
+          ++exact[b];
         }
       });
       for (int64_t b = 0; b < nb; ++b) {
