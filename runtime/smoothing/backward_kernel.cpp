@@ -46,17 +46,21 @@ void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& bat
                            batch.cur(), out.data());
 }
 
+void throw_no_parent(int64_t t, int64_t j, bool support_hint) {
+  throw Error(fmt::format("smooth: at t={} particle {} has zero transition density from every "
+                          "particle at t={}{}",
+                          t, j, t - 1,
+                          support_hint ? ": the backward kernel is undefined (check the "
+                                         "transition's support)"
+                                       : ""));
+}
+
 void exact_backward_cumulative(const BackwardDensity& density, const double* frame, int64_t t,
                                int64_t N, const double* x_prev, const double* x_cur, int64_t j,
                                const double* W, double* bc, double* l, bool support_hint) {
   density.all(frame, t, N, x_prev, x_cur, j, bc, l);
   if (!(backward_weights(W, l, N) > 0))
-    throw Error(fmt::format("smooth: at t={} particle {} has zero transition density from every "
-                            "particle at t={}{}",
-                            t, j, t - 1,
-                            support_hint ? ": the backward kernel is undefined (check the "
-                                           "transition's support)"
-                                         : ""));
+    throw_no_parent(t, j, support_hint);
   for (int64_t i = 1; i < N; ++i)
     l[i] += l[i - 1];
 }

@@ -93,6 +93,10 @@ struct BackwardCounts {
   }
 };
 
+// Throws: no particle at t-1 can be the parent of particle j at t (`support_hint` adds advice
+// on the transition's support to the message).
+[[noreturn]] void throw_no_parent(int64_t t, int64_t j, bool support_hint);
+
 // The exact backward kernel of particle j at t: l (size >= N) receives the cumulative weights
 // W_{t-1}^i exp(log f - max), bc is scratch (ns x stride). Throws when no particle can be the
 // parent (`support_hint` adds advice on the transition's support to the message).

@@ -2,10 +2,6 @@
 // exact backward kernel B(j, .), all N particles: O(N^2) per step, no sampling noise.
 #include "smoothing/online_stats.h"
 
-#include "core/error.h"
-
-#include <fmt/format.h>
-
 namespace ssm {
 
 namespace {
@@ -38,9 +34,7 @@ private:
     ctx_.density.all(s.back.frame, t, N, s.back.x_prev, s.back.x_cur, j, bc, l);
     const double sum = backward_weights(s.back.W, l, N);
     if (!(sum > 0))
-      throw Error(fmt::format("smooth: at t={} particle {} has zero transition density "
-                              "from every particle at t={}",
-                              t, j, t - 1));
+      throw_no_parent(t, j, false);
     for (int64_t k = 0; k < s.D; ++k) {
       const double* row = tau + k * N;
       double a = 0;
