@@ -14,20 +14,18 @@ namespace {
 class AuxiliaryProposal final : public Proposal {
 public:
   AuxiliaryProposal(const ProposalContext& ctx, std::unique_ptr<Proposal> draws)
-      : model_(ctx.model), info_(ctx.info), opt_(ctx.opt), pool_(ctx.pool), ranges_(ctx.ranges),
-        N_(ctx.N), nb_(ctx.nb), stride_(ctx.stride), draws_(std::move(draws)),
-        kind_(lookahead_for(ctx.model)), pred_(ctx.info.n_state * ctx.stride),
-        loglam_(ctx.stride, 0.0), aux_w_(ctx.N, 0.0) {}
+      : ctx_(ctx), draws_(std::move(draws)), kind_(lookahead_for(ctx.model)),
+        pred_(ctx.info.n_state * ctx.stride), loglam_(ctx.stride, 0.0), aux_w_(ctx.N, 0.0) {}
 
   // First stage: resample with w_i lambda_i; the new particles start from log-weight
   // log(sum w lambda / sum w) - log lambda_{a_n}, and the increment is taken against log N.
   bool first_stage(const ProposalStep& s, const FirstStage& fs) override {
     const double log_mean_lambda = lookahead(s);
-    for (int64_t i = 0; i < N_; ++i)
+    for (int64_t i = 0; i < ctx_.N; ++i)
       aux_w_[i] = s.w[i] * std::exp(loglam_[i]);
-    resample(opt_.resampling, aux_w_.data(), N_, opt_.seed, static_cast<uint32_t>(s.t),
+    resample(ctx_.opt.resampling, aux_w_.data(), ctx_.N, ctx_.opt.seed, static_cast<uint32_t>(s.t),
              kSiteResample, fs.anc);
-    for (int64_t n = 0; n < N_; ++n)
+    for (int64_t n = 0; n < ctx_.N; ++n)
       fs.lw[n] = log_mean_lambda - loglam_[fs.anc[n]];
     return true;
   }
@@ -40,45 +38,46 @@ private:
   // Fills loglam_ with log(lambda_i / max lambda) and returns log(sum_i w_i lambda_i / sum_i w_i)
   // on the same scale.
   double lookahead(const ProposalStep& s) {
-    const int64_t N = N_, nb = nb_, stride = stride_, ns = info_.n_state;
+    const int64_t N = ctx_.N, nb = ctx_.nb, stride = ctx_.stride, ns = ctx_.info.n_state;
     const double* prev = s.prev;
     const double *th = s.th, *y = s.y;
     const int64_t t = s.t;
     double* pred = pred_.data();
     double* loglam = loglam_.data();
     if (kind_ == Lookahead::User) {
-      pool_.parallel_for(nb, [&](int64_t b) {
+      ctx_.pool.parallel_for(nb, [&](int64_t b) {
         const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-        model_.lookahead(th, t, begin, end, stride, prev, y, pred);
-        model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
+        ctx_.model.lookahead(th, t, begin, end, stride, prev, y, pred);
+        ctx_.model.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
       });
     } else if (kind_ == Lookahead::Mean) {
-      pool_.parallel_for(nb, [&](int64_t b) {
+      ctx_.pool.parallel_for(nb, [&](int64_t b) {
         const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
         std::vector<double> x(ns), mean(ns), cov(ns * ns);
         for (int64_t n = begin; n < end; ++n) {
           for (int64_t c = 0; c < ns; ++c)
             x[c] = prev[c * stride + n];
-          model_.gaussian_moments(th, t, 1, x.data(), mean.data(), cov.data());
+          ctx_.model.gaussian_moments(th, t, 1, x.data(), mean.data(), cov.data());
           for (int64_t c = 0; c < ns; ++c)
             pred[c * stride + n] = mean[c];
         }
       });
-      pool_.parallel_for(nb, [&](int64_t b) {
+      ctx_.pool.parallel_for(nb, [&](int64_t b) {
         const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-        model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
+        ctx_.model.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
       });
     } else {
       // lambda_i = the average of p(y_t | x~) over kLookaheadDraws draws x~ from the transition: an
       // unbiased estimate of the predictive density p(y_t | x_{t-1}^i), less noisy than one draw.
-      pool_.parallel_for(nb, [&](int64_t b) {
+      ctx_.pool.parallel_for(nb, [&](int64_t b) {
         const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
         std::vector<double> one(stride);
         for (int64_t k = 0; k < kLookaheadDraws; ++k) {
-          model_.transition_sample(th, opt_.seed ^ (kLookaheadSeedKey + static_cast<uint64_t>(k)),
-                                   t, begin, end, stride, prev, nullptr, pred);
-          ranges_.find_outside(b, pred, begin, end);
-          model_.obs_logpdf(th, t, begin, end, stride, pred, y, k == 0 ? loglam : one.data());
+          ctx_.model.transition_sample(
+              th, ctx_.opt.seed ^ (kLookaheadSeedKey + static_cast<uint64_t>(k)), t, begin, end,
+              stride, prev, nullptr, pred);
+          ctx_.ranges.find_outside(b, pred, begin, end);
+          ctx_.model.obs_logpdf(th, t, begin, end, stride, pred, y, k == 0 ? loglam : one.data());
           if (k > 0) // log(exp(a) + exp(b)), then the mean at the end
             for (int64_t n = begin; n < end; ++n) {
               const double hi = std::max(loglam[n], one[n]), lo = std::min(loglam[n], one[n]);
@@ -88,7 +87,7 @@ private:
         for (int64_t n = begin; n < end; ++n)
           loglam[n] -= std::log(static_cast<double>(kLookaheadDraws));
       });
-      ranges_.check(t, "the look-ahead draw from the transition");
+      ctx_.ranges.check(t, "the look-ahead draw from the transition");
     }
     // Floor the first-stage factors at 10^-3 of the largest among particles of positive weight, so
     // no particle is excluded because its prediction explains y_t badly (any positive factor keeps
@@ -109,12 +108,7 @@ private:
     return std::log(swl / sw); // the scale max lambda cancels between the two stages
   }
 
-  const ssm_model& model_;
-  const ModelInfo& info_;
-  const FilterOptions& opt_;
-  ThreadPool& pool_;
-  RangeCheck& ranges_;
-  int64_t N_, nb_, stride_;
+  const ProposalContext ctx_;
   std::unique_ptr<Proposal> draws_;
   Lookahead kind_;
   AlignedArray<double> pred_; // the predictions
