@@ -96,21 +96,15 @@ bool ParticleFilter::step() {
   const int64_t slot = opt_.history ? t : 0; // where this step's moments go
   if (t > 0)
     std::swap(prev_, cur_);
-  const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
-  const uint64_t seed = opt_.seed;
-  const ssm_model& model = model_;
-  double* prev = prev_;
-  double* cur = cur_;
+  const int64_t N = N_;
   double* lw = lw_.data();
-  double* inc = inc_.data();
   double* w = w_.data();
-
   const double* y = data_.at(t);
   require_previous_obs(info_, data_, t);
   const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
   frame_values_ = th;
   resampled_ = false;
-  ProposalStep ps{th, t, stride, y, prev, nullptr, cur, w};
+  ProposalStep ps{th, t, stride_, y, prev_, nullptr, cur_, w};
   // The auxiliary filter's first stage resamples itself and sets the new log-weights.
   const bool first_stage = t > 0 && proposal_->first_stage(ps, {anc_.data(), lw});
   if (first_stage) {
@@ -118,7 +112,8 @@ bool ParticleFilter::step() {
     ++res_.resample_count;
     log_sum_prev_ = std::log(static_cast<double>(N));
   } else if (t > 0 && (opt_.ess_threshold >= 1 || ess_prev_ < opt_.ess_threshold * N)) {
-    resample(opt_.resampling, w, N, seed, static_cast<uint32_t>(t), kSiteResample, anc_.data());
+    resample(opt_.resampling, w, N, opt_.seed, static_cast<uint32_t>(t), kSiteResample,
+             anc_.data());
     resampled_ = true;
     ++res_.resample_count;
     log_sum_prev_ = std::log(static_cast<double>(N));
@@ -127,6 +122,35 @@ bool ParticleFilter::step() {
   ps.ancestors = this->ancestors();
   Proposal* proposal = t > 0 ? &proposal_->for_step(ps) : nullptr; // null: the initial draw
 
+  const double m = propagate(ps, proposal, flat_prev);
+  double S = 0, S2 = 0;
+  weigh(m, slot, S, S2);
+  const double log_sum = m + std::log(S);
+  const double ll_inc = log_sum - log_sum_prev_;
+  res_.loglik_increment[slot] = ll_inc;
+  res_.log_likelihood += ll_inc;
+  ess_prev_ = S * S / S2;
+  res_.ess[slot] = ess_prev_;
+  res_.ess_min = std::min(res_.ess_min, ess_prev_);
+  res_.resampled[slot] = resampled_;
+  log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
+  weight_sum_ = S;
+  if (t + 1 == data_.T)
+    res_.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (opt_.progress)
+    opt_.progress(t, data_.T);
+  return true;
+}
+
+double ParticleFilter::propagate(const ProposalStep& ps, Proposal* proposal, bool flat_prev) {
+  const int64_t t = ps.t, N = N_, nb = nb_, stride = stride_;
+  const uint64_t seed = opt_.seed;
+  const ssm_model& model = model_;
+  const double *th = ps.th, *y = ps.y;
+  double* cur = cur_;
+  double* lw = lw_.data();
+  double* inc = inc_.data();
   // Propagate, weight, and find each block's largest log-weight.
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
@@ -165,6 +189,14 @@ bool ParticleFilter::step() {
         "line, and the parameter values (--param)",
         N, t, data_row_text(info_, data_, t)));
 
+  return m;
+}
+
+void ParticleFilter::weigh(double m, int64_t slot, double& S, double& S2) {
+  const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
+  const double* cur = cur_;
+  double* lw = lw_.data();
+  double* w = w_.data();
   // Shift log-weights by the maximum, exponentiate, and accumulate weighted first moments.
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
@@ -187,7 +219,6 @@ bool ParticleFilter::step() {
       bx_[b * ns + c] = sx;
     }
   });
-  double S = 0, S2 = 0;
   for (int64_t b = 0; b < nb; ++b) {
     S += bsum_[b];
     S2 += bsum2_[b];
@@ -223,23 +254,6 @@ bool ParticleFilter::step() {
     res_.mean[slot * ns + c] = mean_[c];
     res_.var[slot * ns + c] = sv / S;
   }
-
-  const double log_sum = m + std::log(S);
-  const double ll_inc = log_sum - log_sum_prev_;
-  res_.loglik_increment[slot] = ll_inc;
-  res_.log_likelihood += ll_inc;
-  ess_prev_ = S * S / S2;
-  res_.ess[slot] = ess_prev_;
-  res_.ess_min = std::min(res_.ess_min, ess_prev_);
-  res_.resampled[slot] = resampled_;
-  log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
-  weight_sum_ = S;
-  if (t + 1 == data_.T)
-    res_.elapsed_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  if (opt_.progress)
-    opt_.progress(t, data_.T);
-  return true;
 }
 
 const char* filter_name(const FilterOptions& options) {

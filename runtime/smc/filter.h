@@ -19,6 +19,7 @@ namespace ssm {
 
 class Proposal;
 class RangeCheck;
+struct ProposalStep;
 
 // Particles are processed in blocks of this many, with block boundaries at multiples of it: a
 // particle always takes the same path through the kernels (vector body or remainder loop) and
@@ -99,6 +100,11 @@ public:
 
 private:
   struct Buffers;
+  // Draws the particles at t, weights them and returns the largest log-weight (finite).
+  double propagate(const ProposalStep& ps, Proposal* proposal, bool flat_prev);
+  // Shifts the log-weights by m into weights and stores the moments at `slot`; S and S2 receive
+  // the sums of the weights and of their squares.
+  void weigh(double m, int64_t slot, double& S, double& S2);
   const ssm_model& model_;
   const ModelInfo& info_;
   const ObsData& data_;
