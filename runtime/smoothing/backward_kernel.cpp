@@ -65,6 +65,25 @@ void exact_backward_cumulative(const BackwardDensity& density, const double* fra
     l[i] += l[i - 1];
 }
 
+void backward_term_sums(const ssm_model& model, const ModelInfo& info, const StatLayout& lay,
+                        const double* frame, int64_t t, int64_t N, int64_t stride,
+                        const double* x_prev, const double* bc, const double* y, const double* b,
+                        double* terms, double* out) {
+  model.functional_terms(frame, t, 0, N, stride, x_prev, nullptr, bc, y, terms);
+  const auto nper = static_cast<int64_t>(lay.per_t_comp.size());
+  for (int64_t k = 0; k < lay.nsum + nper; ++k) {
+    const int64_t comp = k < lay.nsum ? lay.sum_comp[k] : lay.per_t_comp[k - lay.nsum];
+    const double* row = terms + comp * stride;
+    double a = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (b[i] > 0)
+        a += b[i] * row[i];
+    if (!std::isfinite(a))
+      check_terms(terms, lay.nf, stride, b, 0, N, t, info);
+    out[k] = a;
+  }
+}
+
 RejectionSampler::RejectionSampler(const BackwardDensity& density, int64_t max_trials,
                                    bool support_hint)
     : density_(density), max_trials_(max_trials), support_hint_(support_hint),

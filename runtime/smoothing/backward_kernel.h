@@ -104,6 +104,16 @@ void exact_backward_cumulative(const BackwardDensity& density, const double* fra
                                int64_t N, const double* x_prev, const double* x_cur, int64_t j,
                                const double* W, double* bc, double* l, bool support_hint);
 
+// The exact backward kernel's expectations of the functionals' terms, unnormalised: for the
+// components k < nsum + nper of the layout (the sum_t ones, then the per-t ones),
+// out[k] = sum over b_i > 0 of b_i psi(x_prev^i, x_cur^j), from the terms the model writes into
+// `terms` (nf x stride) for the pairs (x_prev^i, bc^i), bc holding x_cur^j repeated (as
+// BackwardDensity::all leaves it). A non-finite sum is an error (check_terms says which).
+void backward_term_sums(const ssm_model& model, const ModelInfo& info, const StatLayout& lay,
+                        const double* frame, int64_t t, int64_t N, int64_t stride,
+                        const double* x_prev, const double* bc, const double* y, const double* b,
+                        double* terms, double* out);
+
 // Inverse-CDF draw from cumulative weights cum[0, N) (cum[N-1] > 0) with u in (0, 1).
 inline int64_t draw_cumulative(const double* cum, int64_t N, double u) {
   return std::min<int64_t>(std::upper_bound(cum, cum + N, u * cum[N - 1]) - cum, N - 1);

@@ -36,7 +36,8 @@ void ffbsm_pass(OfflinePass& p) {
     std::fill(part.begin(), part.end(), 0.0);
     p.pool.parallel_for(nb, [&](int64_t b) {
       const int64_t jb = b * kBackwardBlock, je = std::min(N, jb + kBackwardBlock);
-      std::vector<double> bc(ns * stride), l(stride), terms(std::max<int64_t>(nf, 1) * stride);
+      std::vector<double> bc(ns * stride), l(stride), terms(std::max<int64_t>(nf, 1) * stride),
+          term_sums(lay.nsum + nper);
       double* pb = &part[b * part_width];
       for (int64_t j = jb; j < je; ++j) {
         if (ws[j] <= 0)
@@ -51,19 +52,10 @@ void ffbsm_pass(OfflinePass& p) {
           pb[i] += coef * l[i];
         if (nf == 0)
           continue;
-        model.functional_terms(frame_at(t), t, 0, N, stride, x_prev, nullptr, bc.data(),
-                               p.data.at(t), terms.data());
-        for (int64_t k = 0; k < lay.nsum + nper; ++k) {
-          const int64_t comp = k < lay.nsum ? lay.sum_comp[k] : lay.per_t_comp[k - lay.nsum];
-          const double* row = terms.data() + comp * stride;
-          double a = 0;
-          for (int64_t i = 0; i < N; ++i)
-            if (l[i] > 0)
-              a += l[i] * row[i];
-          if (!std::isfinite(a))
-            check_terms(terms.data(), nf, stride, l.data(), 0, N, t, info);
-          pb[N + k] += coef * a;
-        }
+        backward_term_sums(model, info, lay, frame_at(t), t, N, stride, x_prev, bc.data(),
+                           p.data.at(t), l.data(), terms.data(), term_sums.data());
+        for (int64_t k = 0; k < lay.nsum + nper; ++k)
+          pb[N + k] += coef * term_sums[k];
       }
     });
     std::fill(ws_prev.begin(), ws_prev.end(), 0.0);

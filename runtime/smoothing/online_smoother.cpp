@@ -16,9 +16,10 @@ public:
       const int64_t stride = ctx_.stride;
       std::vector<double> bc(ctx_.ns * stride), l(stride),
           terms(std::max<int64_t>(ctx_.nf, 1) * stride);
-      std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
+      std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1)),
+          term_sums(ctx_.lay.nsum + ctx_.nper);
       for (int64_t j = jb; j < je; ++j)
-        particle(s, j, bc.data(), l.data(), terms.data(), step_q.data());
+        particle(s, j, bc.data(), l.data(), terms.data(), term_sums.data(), step_q.data());
     });
   }
   void details(SmoothResult&) const override {}
@@ -26,7 +27,7 @@ public:
 private:
   // tau_next^j = sum_i B(j, i) (tau^i + psi(i, j)), all pairs at once.
   void particle(const OnlineStep& s, int64_t j, double* bc, double* l, double* terms,
-                double* step_q) const {
+                double* term_sums, double* step_q) const {
     const StatLayout& lay = ctx_.lay;
     const int64_t N = ctx_.N, ns = ctx_.ns, stride = ctx_.stride, nf = ctx_.nf, t = s.back.t;
     const double* tau = s.tau;
@@ -44,22 +45,13 @@ private:
       tau_next[k * N + j] = a / sum;
     }
     if (nf > 0) {
-      ctx_.model.functional_terms(s.back.frame, t, 0, N, stride, s.back.x_prev, nullptr, bc, s.y,
-                                  terms);
-      for (int64_t k = 0; k < lay.nsum + ctx_.nper; ++k) {
-        const int64_t comp = k < lay.nsum ? lay.sum_comp[k] : lay.per_t_comp[k - lay.nsum];
-        const double* row = terms + comp * stride;
-        double a = 0;
-        for (int64_t i = 0; i < N; ++i)
-          if (l[i] > 0)
-            a += l[i] * row[i];
-        if (!std::isfinite(a))
-          check_terms(terms, nf, stride, l, 0, N, t, ctx_.info);
+      backward_term_sums(ctx_.model, ctx_.info, lay, s.back.frame, t, N, stride, s.back.x_prev, bc,
+                         s.y, l, terms, term_sums);
+      for (int64_t k = 0; k < lay.nsum + ctx_.nper; ++k)
         if (k < lay.nsum)
-          tau_next[k * N + j] += a / sum;
+          tau_next[k * N + j] += term_sums[k] / sum;
         else
-          step_q[2 * ns + (k - lay.nsum)] = a / sum;
-      }
+          step_q[2 * ns + (k - lay.nsum)] = term_sums[k] / sum;
     }
     lay.state_quantities(s.back.x_cur, j, stride, step_q);
     if (lay.marginals)
