@@ -1,5 +1,5 @@
 # Checks kernel_lib.bc (run by CTest as `cmake -DNM=... -DBITCODE=... -DHEADER=... -P this`): it
-# defines every function declared in ssm/kernel_lib.h, has no global constructors, and needs
+# defines every function declared in kernel/kernel_lib.h, has no global constructors, and needs
 # nothing at link time beyond libm, since it is linked into every generated kernel module.
 cmake_minimum_required(VERSION 3.20)
 execute_process(COMMAND ${NM} ${BITCODE} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)

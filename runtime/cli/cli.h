@@ -1,5 +1,6 @@
-// The command line of a generated executable (simulate, filter, info), with its streams passed in
-// so tests can run it in-process. ssm_main() (abi.h) calls it with stdout and stderr.
+// The command line of a generated executable (simulate, filter, smooth, decode, info), with its
+// streams passed in so tests can run it in-process. ssm_main() (abi.h) calls it with stdout and
+// stderr.
 #pragma once
 
 #include "kernel/abi.h"

@@ -1,4 +1,4 @@
-// The kernels' frame: see ssm/frame.h.
+// The kernels' frame: see core/frame.h.
 #include "core/frame.h"
 #include "core/error.h"
 

@@ -190,25 +190,10 @@ const ParamInfo* ModelInfo::find_param(std::string_view pname) const {
   return nullptr;
 }
 
-ModelInfo parse_metadata(std::string_view text) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    bad(std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object())
-    bad("not a JSON object");
-  ModelInfo info;
-  info.name = get_string(root, "name", "model");
-  auto src = root.find("source");
-  if (src != root.end() && src->is_string())
-    info.source = src->get<std::string>();
-  info.n_state = get_int(root, "n_state", "model");
-  info.n_obs = get_int(root, "n_obs", "model");
-  info.n_theta = get_int(root, "n_theta", "model");
-  info.state = parse_vars(root, "state", info.n_state, false);
-  info.obs = parse_vars(root, "obs", info.n_obs, true);
+namespace {
+
+// The frame's layout beyond theta: data values, inputs and the previous observation.
+void parse_frame(const json& root, ModelInfo& info) {
   // Models compiled before data and inputs existed have no frame beyond theta.
   info.data_offset = root.value("data_offset", info.n_theta);
   info.input_offset = root.value("input_offset", info.n_theta);
@@ -225,6 +210,10 @@ ModelInfo parse_metadata(std::string_view text) {
     info.data = parse_vars(root, "data", info.n_data, false);
   if (root.contains("inputs"))
     info.inputs = parse_vars(root, "inputs", info.n_inputs, false);
+}
+
+// The structure analyses' verdicts and reasons; returns the functionals' analysis (or null).
+const json* parse_structure(const json& root, ModelInfo& info) {
   // The structure analyses' results: an object (see docs/compiler.md), or only a text report.
   auto st = root.find("structure");
   if (st != root.end() && st->is_string())
@@ -266,8 +255,10 @@ ModelInfo parse_metadata(std::string_view text) {
   if (st != root.end() && st->is_object())
     if (auto f = st->find("functionals"); f != st->end() && f->is_array())
       functional_analysis = &*f;
-  info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
+  return functional_analysis;
+}
 
+void parse_params(const json& root, ModelInfo& info) {
   const json& params = field(root, "params", "model");
   if (!params.is_array())
     bad("'params' must be an array");
@@ -311,6 +302,33 @@ ModelInfo parse_metadata(std::string_view text) {
   for (int64_t c = 0; c < info.n_theta; ++c)
     if (!covered[c])
       bad(fmt::format("theta[{}] belongs to no parameter", c));
+}
+
+} // namespace
+
+ModelInfo parse_metadata(std::string_view text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    bad("not a JSON object");
+  ModelInfo info;
+  info.name = get_string(root, "name", "model");
+  auto src = root.find("source");
+  if (src != root.end() && src->is_string())
+    info.source = src->get<std::string>();
+  info.n_state = get_int(root, "n_state", "model");
+  info.n_obs = get_int(root, "n_obs", "model");
+  info.n_theta = get_int(root, "n_theta", "model");
+  info.state = parse_vars(root, "state", info.n_state, false);
+  info.obs = parse_vars(root, "obs", info.n_obs, true);
+  parse_frame(root, info);
+  const json* functional_analysis = parse_structure(root, info);
+  info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
+  parse_params(root, info);
   return info;
 }
 

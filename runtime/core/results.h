@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,7 +32,15 @@ struct FilterResult {
 // an exact filter, whose result has none).
 std::string filter_csv(const ModelInfo& info, const FilterResult& result);
 
-// The smoothing methods; their names and applicability are the smoothing room's (smooth.h).
+// A decoding: the most probable state path given all the data, [t * n_state + c], and its log
+// joint density log p(x_0..x_{T-1}, y_0..y_{T-1}).
+struct Decoding {
+  std::vector<double> path;
+  double log_joint = 0, log_likelihood = 0;
+  int64_t states = 0; // the size of the joint state space searched
+};
+
+// The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.
 enum class SmoothMethod {
   Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
   ForwardBackward, // finite-state models, exact
@@ -45,11 +52,6 @@ enum class SmoothMethod {
   Paris,           // PaRIS (Olsson & Westerborn 2017)
   Bis,             // backward importance sampling (Martin, Le Corff et al. 2022)
 };
-
-inline constexpr std::array<SmoothMethod, 9> kSmoothMethods = {
-    SmoothMethod::Rts,      SmoothMethod::ForwardBackward, SmoothMethod::Genealogy,
-    SmoothMethod::FixedLag, SmoothMethod::Ffbsm,           SmoothMethod::Ffbsi,
-    SmoothMethod::Online,   SmoothMethod::Paris,           SmoothMethod::Bis};
 
 // One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`
 // ([t * size + k]) for a quantity at each t; `se`, when the method gives one, is the Monte Carlo

@@ -1,9 +1,10 @@
-// Finite-state models by enumeration (ssm/finite_state.h). Probabilities are kept normalised at
+// Finite-state models by enumeration (exact/finite_state.h). Probabilities are kept normalised at
 // every step (the scale factors sum to the log-likelihood), and emissions are exponentiated after
 // subtracting their maximum, so long series and very informative observations do not underflow.
 #include "exact/finite_state.h"
 #include "core/error.h"
 #include "core/results.h"
+#include "exact/methods.h"
 
 #include <fmt/format.h>
 
@@ -220,9 +221,9 @@ ForwardPass run_forward(const Enumeration& e, const ModelInfo& info) {
       total += alpha[k];
     }
     if (!(total > 0) || !std::isfinite(total))
-      throw Error(fmt::format("forward: the observation at t={} has zero probability under every "
+      throw Error(fmt::format("{}: the observation at t={} has zero probability under every "
                               "state reachable from the past (check the data and the parameters)",
-                              t));
+                              kForwardName, t));
     for (int64_t k = 0; k < K; ++k)
       alpha[k] /= total;
     f.increment[t] = std::log(total) + m + prior_shift;

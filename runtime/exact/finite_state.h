@@ -39,12 +39,7 @@ FilterResult forward_filter(const ssm_model& model, const ModelInfo& info,
 SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& fixed, const ObsData& data);
 
-// Viterbi: the most probable state path given all the data, [t * n_state + c], and its log joint
-// density log p(x_0..x_{T-1}, y_0..y_{T-1}).
-struct Decoding {
-  std::vector<double> path;
-  double log_joint = 0, log_likelihood = 0;
-};
+// Viterbi: the most probable state path given all the data (Decoding, core/results.h).
 Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                  const ObsData& data);
 

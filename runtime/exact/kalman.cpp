@@ -1,10 +1,11 @@
-// The Kalman filter, RTS smoother and unscented Kalman filter (ssm/kalman.h) with Eigen. Both
+// The Kalman filter, RTS smoother and unscented Kalman filter (exact/kalman.h) with Eigen. Both
 // filters share one Gaussian update (by the observed components); the smoother gain
 // solves with a complete orthogonal decomposition, so a singular predicted covariance (a state
 // component without noise) is handled.
 #include "exact/kalman.h"
 #include "core/error.h"
 #include "core/results.h"
+#include "exact/methods.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -93,6 +94,17 @@ double gaussian_update(VectorXd& mean, MatrixXd& cov, const double* y, const Vec
          (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(llt.solve(v)));
 }
 
+// A result with room for the moments and increments of T steps.
+FilterResult sized_result(int64_t T, int64_t n) {
+  FilterResult r;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  return r;
+}
+
 // Step t of a Gaussian filter into its result: moments, increment, log-likelihood.
 void record_step(FilterResult& r, int64_t t, const VectorXd& mean, const MatrixXd& cov,
                  double increment) {
@@ -122,12 +134,8 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
   const int64_t n = info.n_state, m = info.n_obs, T = data.T;
   const std::vector<double> frames = all_frames(info, fixed, data);
   Forward f;
+  f.result = sized_result(T, n);
   FilterResult& r = f.result;
-  r.T = T;
-  r.n_state = n;
-  r.mean.resize(T * n);
-  r.var.resize(T * n);
-  r.loglik_increment.resize(T);
   f.pred_mean.resize(T);
   f.filt_mean.resize(T);
   f.pred_cov.resize(T);
@@ -148,15 +156,15 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
       f.F[t] = s.F;
     }
     if (!mean.allFinite() || !cov.allFinite())
-      throw Error(fmt::format("kalman: the predicted state at t={} is not finite (check the "
+      throw Error(fmt::format("{}: the predicted state at t={} is not finite (check the "
                               "parameters)",
-                              t));
+                              kKalmanName, t));
     f.pred_mean[t] = mean;
     f.pred_cov[t] = cov;
     // Update: predicted observation H m + d, its covariance H P H' + R, Cov(x, y) = P H'.
     const double increment =
         gaussian_update(mean, cov, data.at(t), s.H * mean + s.d, s.H * cov * s.H.transpose() + s.R,
-                        cov * s.H.transpose(), t, "kalman");
+                        cov * s.H.transpose(), t, kKalmanName);
     f.filt_mean[t] = mean;
     f.filt_cov[t] = cov;
     record_step(r, t, mean, cov, increment);
@@ -228,19 +236,14 @@ Propagated propagate(const ssm_model& model, const double* frame, int64_t t, int
 FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
                                      const std::vector<double>& fixed, const ObsData& data) {
   if (!model.gaussian_moments)
-    throw Error(fmt::format("filter --method ukf: the model is not Gaussian ({})",
-                            info.not_gaussian_reason.empty()
-                                ? "the model table has no gaussian_moments kernel"
-                                : info.not_gaussian_reason));
+    throw Error(fmt::format(
+        "filter --method {}: the model is not Gaussian ({})", kUnscentedKalmanName,
+        info.not_gaussian_reason.empty() ? "the model table has no gaussian_moments kernel"
+                                         : info.not_gaussian_reason));
   const auto start = std::chrono::steady_clock::now();
   const int64_t n = info.n_state, m = info.n_obs, T = data.T;
   const std::vector<double> frames = all_frames(info, fixed, data);
-  FilterResult r;
-  r.T = T;
-  r.n_state = n;
-  r.mean.resize(T * n);
-  r.var.resize(T * n);
-  r.loglik_increment.resize(T);
+  FilterResult r = sized_result(T, n);
   VectorXd mean(n);
   MatrixXd cov(n, n);
   RowMajor cov0(n, n);
@@ -256,14 +259,14 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
       cov = 0.5 * (pred.cov + pred.cov.transpose());
     }
     if (!mean.allFinite() || !cov.allFinite())
-      throw Error(fmt::format("ukf: the predicted state at t={} is not finite (check the "
+      throw Error(fmt::format("{}: the predicted state at t={} is not finite (check the "
                               "parameters)",
-                              t));
+                              kUnscentedKalmanName, t));
     // The cross-covariance uses the points' offsets from the mean: the centre has weight wc = 2
     // but a zero offset.
     const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
-    const double increment =
-        gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t, "ukf");
+    const double increment = gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t,
+                                             kUnscentedKalmanName);
     record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -273,19 +276,14 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
 FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
                                     const std::vector<double>& fixed, const ObsData& data) {
   if (!model.gaussian_moments || !model.gaussian_jacobian)
-    throw Error(fmt::format("filter --method ekf: the model is not Gaussian ({})",
-                            info.not_gaussian_reason.empty()
-                                ? "the model table has no gaussian_jacobian kernel"
-                                : info.not_gaussian_reason));
+    throw Error(fmt::format(
+        "filter --method {}: the model is not Gaussian ({})", kExtendedKalmanName,
+        info.not_gaussian_reason.empty() ? "the model table has no gaussian_jacobian kernel"
+                                         : info.not_gaussian_reason));
   const auto start = std::chrono::steady_clock::now();
   const int64_t n = info.n_state, m = info.n_obs, T = data.T;
   const std::vector<double> frames = all_frames(info, fixed, data);
-  FilterResult r;
-  r.T = T;
-  r.n_state = n;
-  r.mean.resize(T * n);
-  r.var.resize(T * n);
-  r.loglik_increment.resize(T);
+  FilterResult r = sized_result(T, n);
   VectorXd mean(n), mu(n), yhat(m);
   MatrixXd cov(n, n);
   RowMajor noise(n, n), obs_noise(m, m), F(n, n), H(m, n);
@@ -303,14 +301,14 @@ FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& inf
       cov = 0.5 * (cov + cov.transpose());
     }
     if (!mean.allFinite() || !cov.allFinite())
-      throw Error(fmt::format("ekf: the predicted state at t={} is not finite (check the "
+      throw Error(fmt::format("{}: the predicted state at t={} is not finite (check the "
                               "parameters)",
-                              t));
+                              kExtendedKalmanName, t));
     model.gaussian_moments(frame, t, 2, mean.data(), yhat.data(), obs_noise.data());
     model.gaussian_jacobian(frame, t, 2, mean.data(), H.data());
     const MatrixXd Hd = H, S = Hd * cov * Hd.transpose() + MatrixXd(obs_noise);
-    const double increment =
-        gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(), t, "ekf");
+    const double increment = gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(),
+                                             t, kExtendedKalmanName);
     record_step(r, t, mean, cov, increment);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -345,7 +343,7 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
     cov[t] = f.filt_cov[t] + gain[t] * (cov[t + 1] - f.pred_cov[t + 1]) * gain[t].transpose();
     cov[t] = 0.5 * (cov[t] + cov[t].transpose());
     if (!mean[t].allFinite() || !cov[t].allFinite())
-      throw Error(fmt::format("rts: the smoothing distribution at t={} is not finite", t));
+      throw Error(fmt::format("{}: the smoothing distribution at t={} is not finite", kRtsName, t));
   }
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t c = 0; c < n; ++c) {

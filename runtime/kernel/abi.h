@@ -16,7 +16,7 @@
 //   NaN
 //     component is a missing observation and contributes nothing to the log-density;
 //   - random draws come from Philox4x32-10 keyed by `seed` with counter (n, t, site, draw) (see
-//     ssm/rng.h), so results do not depend on how particles are split across threads.
+//     kernel/rng.h), so results do not depend on how particles are split across threads.
 #pragma once
 
 #include <stdint.h>

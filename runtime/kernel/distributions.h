@@ -6,7 +6,7 @@
 //   - lpdf_*(x, params...) is the log-density (log-mass for counts); x outside the support gives
 //     -inf, an invalid parameter gives NaN, a NaN x gives NaN.
 //   - sample_*(seed, n, t, site, params...) draws with Philox counters (n, t, site, draw) for
-//     draw = 0, 1, ... (ssm/rng.h); an invalid parameter gives NaN. A sampler built from two
+//     draw = 0, 1, ... (kernel/rng.h); an invalid parameter gives NaN. A sampler built from two
 //     gamma variates starts the second at draw kGammaBlocks, past any block the first can use.
 //   - Cheap functions end in a select rather than an early return, so that a kernel loop calling
 //     them stays branch-free and vectorises.

@@ -1,6 +1,6 @@
-// The kernel library: C wrappers over ssm/distributions.h that generated code calls. Built only as
-// LLVM bitcode (lib/ssmc/kernel_lib.bc), which codegen links into every kernel module so the calls
-// inline and vectorise; see runtime/CMakeLists.txt for the flags.
+// The kernel library: C wrappers over kernel/distributions.h that generated code calls. Built
+// only as LLVM bitcode (lib/ssmc/kernel_lib.bc), which codegen links into every kernel module so
+// the calls inline and vectorise; see runtime/kernel/CMakeLists.txt for the flags.
 
 // Random123's array.h includes <iostream> for its stream operators, and libstdc++'s <iostream>
 // defines a static std::ios_base::Init: a global constructor (and a libstdc++ dependency) in every

@@ -1,7 +1,7 @@
 // C entry points of the kernel library (runtime/kernel/kernel_lib.cpp), the functions generated
 // code calls for random draws and log-densities. The library is compiled to LLVM bitcode
 // (lib/ssmc/kernel_lib.bc) that codegen links into each kernel module and inlines; the semantics
-// are those of the same-named inline functions in ssm/distributions.h.
+// are those of the same-named inline functions in kernel/distributions.h.
 #pragma once
 
 #include <stdint.h>

@@ -1,5 +1,5 @@
 // Runtime loops compiled for several instruction sets (vectorised.cpp); philox_u01x2_run, the
-// other one, is declared with the scalar Philox in ssm/rng.h.
+// other one, is declared with the scalar Philox in kernel/rng.h.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,12 @@
-// The smoothing front door: method names, the checks that refuse a method before any work, the
-// dispatch to each method's implementation, and the CSV and JSON outputs they share.
+// The smoothing front door: the checks that refuse a method before any work, the dispatch to each
+// method's implementation, and the CSV and JSON outputs they share. (The methods' names and
+// applicability are their registration's: smoothing/methods.cpp.)
 #include "smoothing/smooth.h"
 #include "core/error.h"
 #include "exact/finite_state.h"
 #include "exact/kalman.h"
+#include "smc/filter_methods.h"
+#include "smoothing/methods.h"
 #include "smoothing/smoothers.h"
 
 #include <fmt/format.h>
@@ -13,127 +16,62 @@
 
 namespace ssm {
 
-const char* smooth_method_name(SmoothMethod m) {
-  switch (m) {
-  case SmoothMethod::Rts:
-    return "rts";
-  case SmoothMethod::ForwardBackward:
-    return "forward-backward";
-  case SmoothMethod::Genealogy:
-    return "genealogy";
-  case SmoothMethod::FixedLag:
-    return "fixed-lag";
-  case SmoothMethod::Ffbsm:
-    return "ffbsm";
-  case SmoothMethod::Ffbsi:
-    return "ffbsi";
-  case SmoothMethod::Online:
-    return "online";
-  case SmoothMethod::Paris:
-    return "paris";
-  case SmoothMethod::Bis:
-    return "bis";
-  }
-  return "?";
-}
-
-std::optional<SmoothMethod> parse_smooth_method(std::string_view name) {
-  for (SmoothMethod m : kSmoothMethods)
-    if (name == smooth_method_name(m))
-      return m;
-  return std::nullopt;
-}
-
-bool is_online(SmoothMethod m) {
-  return m == SmoothMethod::Online || m == SmoothMethod::Paris || m == SmoothMethod::Bis;
-}
-
 namespace {
 
-bool needs_transition_density(SmoothMethod m) {
-  return m == SmoothMethod::Ffbsm || m == SmoothMethod::Ffbsi || m == SmoothMethod::Online ||
-         m == SmoothMethod::Paris || m == SmoothMethod::Bis;
+// The smoothers that apply to this model (for the messages that refuse one).
+std::vector<std::string> applicable_methods(const ssm_model& model, const ModelInfo& info) {
+  std::vector<std::string> out;
+  for (const Smoother& s : smoothers())
+    if (!s.applies || !s.applies(model, info))
+      out.push_back(s.name);
+  return out;
 }
 
-// The methods that apply to this model (for the messages that refuse one).
-std::vector<std::string> applicable_methods(const ModelInfo& info) {
-  std::vector<std::string> out;
-  if (info.linear_gaussian)
-    out.push_back("rts");
-  if (enumerable(info))
-    out.push_back("forward-backward");
-  for (SmoothMethod m : kSmoothMethods) {
-    if (m == SmoothMethod::Rts || m == SmoothMethod::ForwardBackward)
-      continue;
-    if (needs_transition_density(m) && !info.transition_tractable)
-      continue;
-    out.push_back(smooth_method_name(m));
-  }
-  return out;
+// "ffbsi and paris": the smoothers with a property.
+std::string smoothers_that(bool Smoother::*property) {
+  std::vector<std::string> names;
+  for (const Smoother& s : smoothers())
+    if (s.*property)
+      names.push_back(s.name);
+  return fmt::format("{}", fmt::join(names, " and "));
 }
 
 } // namespace
 
-std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info) {
-  std::vector<std::string> out = applicable_methods(info);
-  if (!model.linear_gaussian)
-    std::erase(out, "rts");
-  if (!info.transition_tractable) // genealogy is auto's choice then
-    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
-      return m == "rts" || m == "forward-backward" || m == "genealogy";
-    });
-  else // after the exact methods, auto picks paris
-    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
-      return m == "rts" || m == "forward-backward" || m == "paris";
-    });
-  return out;
-}
-
 void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt) {
-  const std::string name = smooth_method_name(opt.method);
+  const Smoother& method = smoother(opt.method);
+  const std::string& name = method.name;
   auto refuse = [&](const std::string& why) {
     throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
-                            why, info.name, fmt::join(applicable_methods(info), ", ")));
+                            why, info.name, fmt::join(applicable_methods(model, info), ", ")));
   };
   auto refuse_functional = [&](const FunctionalInfo& f, const std::string& why) {
     throw Error(fmt::format("smooth --method {}: functional '{}' {}. Methods that can estimate "
                             "it: {} (or leave it out with --functional NAME for the others)",
                             name, f.name, why, fmt::join(f.methods, ", ")));
   };
-  if (opt.method == SmoothMethod::Rts && !info.linear_gaussian)
-    refuse("the model is not linear-Gaussian (see `info` for the reason)");
-  if (opt.method == SmoothMethod::Rts && !model.linear_gaussian)
-    refuse("the model table has no linear_gaussian kernel (rebuild the model with this ssmc)");
   if (opt.method == SmoothMethod::ForwardBackward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");
-  if (opt.method == SmoothMethod::ForwardBackward && !enumerable(info)) {
-    try {
-      enumerate_states(info);
-    } catch (const Error& e) {
-      refuse(e.what());
-    }
-  }
-  if (needs_transition_density(opt.method) && !info.transition_tractable)
-    refuse(fmt::format("it evaluates the transition density, and the model's transition is "
-                       "sample-only ({})",
-                       info.sample_only_reason));
-  if (needs_transition_density(opt.method) && !model.transition_logpdf)
-    refuse("the model table has no transition_logpdf kernel");
+  if (method.applies)
+    if (Refusal why = method.applies(model, info))
+      refuse(*why);
   if (!info.functionals.empty() && !model.functional_terms)
     refuse("the model table has no functional_terms kernel");
-  const bool uses_rejection =
-      opt.method == SmoothMethod::Ffbsi || opt.method == SmoothMethod::Paris;
-  if (opt.backward == BackwardSampling::Rejection && !uses_rejection)
-    refuse("--backward rejection applies to ffbsi and paris only");
-  if (opt.backward == BackwardSampling::Mcmc && opt.method != SmoothMethod::Paris)
-    refuse("--backward mcmc applies to paris only");
+  if (opt.backward == BackwardSampling::Rejection && !method.rejection)
+    refuse(fmt::format("--backward rejection applies to {} only",
+                       smoothers_that(&Smoother::rejection)));
+  if (opt.backward == BackwardSampling::Mcmc && !method.mcmc)
+    refuse(fmt::format("--backward mcmc applies to {} only", smoothers_that(&Smoother::mcmc)));
   if (opt.filter.guided && !model.proposal_sample)
-    refuse("--filter guided: the model has no proposal; add one, as in `proposal x[t] ~ "
-           "normal(m, s);` (docs/language.md#proposals)");
+    refuse(fmt::format("--filter {}: the model has no proposal; add one, as in `proposal x[t] ~ "
+                       "normal(m, s);` (docs/language.md#proposals)",
+                       particle_filter_name(opt.filter)));
+  const std::string& bootstrap = particle_filter_name(FilterOptions{}); // the default filter
   if (opt.backward == BackwardSampling::Mcmc && (opt.filter.guided || opt.filter.auxiliary))
-    refuse("--backward mcmc starts each chain at the particle's ancestor, which is a draw from the "
-           "backward kernel only under the bootstrap filter; use --filter bootstrap, or "
-           "--backward rejection or exact");
+    refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
+                       "draw from the backward kernel only under the {} filter; use --filter {}, "
+                       "or --backward rejection or exact",
+                       bootstrap, bootstrap));
   if (opt.backward == BackwardSampling::Mcmc && opt.mcmc_steps < 1)
     refuse("--mcmc-steps must be at least 1");
   if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound)
@@ -142,10 +80,9 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
                        info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
   if (opt.method == SmoothMethod::FixedLag && opt.lag < 0)
     refuse("--lag must be at least 0");
-  if ((opt.method == SmoothMethod::Paris || opt.method == SmoothMethod::Bis) &&
-      opt.backward_samples < 1)
+  if (std::ranges::count(method.options, "--backward-samples") && opt.backward_samples < 1)
     refuse("--backward-samples must be at least 1");
-  if (is_online(opt.method))
+  if (method.online)
     for (const FunctionalInfo& f : info.functionals) {
       if (!f.sum && opt.marginals)
         continue; // a per-t functional is carried with the marginals
@@ -262,10 +199,10 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
             {"filter_s", r.filter_s},
             {"smooth_s", r.smooth_s},
             {"seed", opt.filter.seed}};
-  if (r.method != SmoothMethod::Rts && r.method != SmoothMethod::ForwardBackward) {
+  if (!smoother(r.method).exact) {
     j["particles"] = r.particles;
     j["resampling"] = resampling_name(opt.filter.resampling);
-    j["filter"] = filter_name(opt.filter);
+    j["filter"] = particle_filter_name(opt.filter);
   }
   if (r.method == SmoothMethod::FixedLag)
     j["lag"] = opt.lag;

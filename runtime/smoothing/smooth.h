@@ -22,9 +22,10 @@
 
 namespace ssm {
 
-const char* smooth_method_name(SmoothMethod m); // "forward-backward", "fixed-lag", ...
+// The registered names (smoothing/methods.cpp).
+const char* smooth_method_name(SmoothMethod m);
 std::optional<SmoothMethod> parse_smooth_method(std::string_view name);
-bool is_online(SmoothMethod m); // online, paris, bis: O(N) memory whatever T
+bool is_online(SmoothMethod m); // O(N) memory whatever T
 
 // How ffbsi and paris draw backward indices: `exact` computes the N backward weights of each draw
 // (O(N) per draw); `rejection` proposes from the filter weights and accepts with probability
@@ -50,9 +51,6 @@ struct SmoothOptions {
   // methods only when asked, since they then carry O(T) statistics per particle.
   bool marginals = true;
 };
-
-// The smoothing methods that apply to the model, `auto`'s choice first (for `info`).
-std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info);
 
 // Refuses, before any computation, a method that the model's structure cannot support or that
 // cannot estimate one of its functionals: the message gives the reason and the methods that apply.

@@ -1,6 +1,6 @@
 // Unit tests of the kernel library: the C wrappers in kernel_lib.bc, compiled by clang from LLVM
 // bitcode and linked into this test, must return bit for bit what the host compiler's build of
-// ssm/distributions.h returns, so kernels and runtime agree on every draw and density.
+// kernel/distributions.h returns, so kernels and runtime agree on every draw and density.
 #include "kernel/distributions.h"
 #include "kernel/kernel_lib.h"
 

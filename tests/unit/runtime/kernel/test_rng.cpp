@@ -1,4 +1,4 @@
-// Unit tests of ssm/rng.h: the Philox key/counter layout (against Random123's published
+// Unit tests of kernel/rng.h: the Philox key/counter layout (against Random123's published
 // known-answer vectors), the open-interval 53-bit mapping, determinism, and uniformity and
 // independence over many counters.
 #include "kernel/rng.h"

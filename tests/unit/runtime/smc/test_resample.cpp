@@ -1,4 +1,4 @@
-// Tests of the resampling schemes (ssm/resample.h) on fixed weight vectors, each run with R
+// Tests of the resampling schemes (smc/resample.h) on fixed weight vectors, each run with R
 // seeds: offspring counts unbiased (mean n w_j / sum w within 5 standard errors of the sample
 // mean); per-particle variances equal to each scheme's exact value and no larger than the
 // multinomial one n p (1 - p); systematic and SSP counts always floor or ceil of n w_j / sum w;

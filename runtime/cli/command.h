@@ -1,0 +1,142 @@
+// What the subcommands share: the context they run in, the interface each one implements (one
+// file per subcommand: simulate.cpp, filter.cpp, smooth.cpp, decode.cpp, info.cpp), and the
+// helpers that declare their common options and run their common steps.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/method_registry.h"
+#include "core/params.h"
+#include "core/thread_pool.h"
+#include "kernel/abi.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ssm::cli {
+
+// The global options (given before or after the subcommand).
+struct Globals {
+  int threads = 1;
+  uint64_t seed = 1;
+  std::vector<std::string> params;
+  std::string params_file;
+  std::string data_values_file; // --data-file
+};
+
+struct Context {
+  const ssm_model& model;
+  ModelInfo& info; // smooth --functional narrows its functionals
+  const MethodRegistry& registry;
+  const Globals& globals;
+  std::string prog;
+  std::FILE* out;
+  std::FILE* err;
+};
+
+// One subcommand: declares its options on its CLI11 app, then runs once they are parsed.
+class Command {
+public:
+  explicit Command(CLI::App* app) : app_(app) {}
+  virtual ~Command() = default;
+  bool parsed() const { return app_->parsed(); }
+  // `values`: the parameters' values (model defaults < --params < --param).
+  virtual void run(const Context& c, const ParamValues& values) = 0;
+
+protected:
+  CLI::App* app_;
+};
+
+std::unique_ptr<Command> add_simulate(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_filter(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_smooth(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_decode(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_info(CLI::App& app, const Context& c);
+
+// Every registered method, in registration order (the order of --help).
+const MethodRegistry& method_registry();
+
+// CLI::PositiveNumber's message spells out a range up to DBL_MAX; this says what is expected.
+const CLI::Validator& positive_int();
+
+// The options of a task's methods, generated from their declarations (core/method_registry.h),
+// parsed into `values`.
+void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task,
+                        OptionValues& values);
+
+// A subcommand of a task whose methods are registered: --data FILE.csv (required), --method
+// (`auto` or a registered method; without it the task's first method runs), the methods'
+// options, --out FILE.csv and --json, in that order.
+class TaskCommand : public Command {
+public:
+  struct Help {
+    std::string data{}, json{};
+    bool method = true;
+    std::string method_type{}; // --method's type in --help; empty: its choices, '|'-separated
+  };
+  TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help);
+
+protected:
+  // The method to run and its run, without data yet.
+  const Method& method(const Context& c) const;
+  MethodRun start(const Context& c) const;
+  // Whether to write the CSV: to --out, or to standard output without --json.
+  bool write_csv() const { return !out_.empty() || !json_; }
+
+  Task task_;
+  std::string data_, out_;
+  bool json_ = false;
+  OptionValues options_;
+};
+
+// The fixed part of the kernels' frame: parameters, then data values.
+std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
+
+// Writes `text` to the --out file (atomically) or to standard output.
+void write_output(const Context& c, const std::string& path, const std::string& text);
+// Prints a JSON summary on standard output.
+void print_json(const Context& c, const nlohmann::json& j);
+
+// Progress on a terminal only, and only for runs long enough to need it.
+class Progress {
+public:
+  Progress(const Context& c, const char* what); // what: "filter", "smooth (filter pass)"
+  void operator()(int64_t t, int64_t T);
+  void finish();
+
+private:
+  std::FILE* err_;
+  std::string prog_;
+  bool enabled_;
+  const char* what_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+  bool shown_ = false;
+};
+
+// Runs `entry` (a method's entry point) with a pool of --threads threads and progress on the
+// terminal (`what`: "filter", "smooth (filter pass)"); the run's data must be set.
+template <class Entry>
+auto run_method(const Context& c, MethodRun& run, const char* what, const Entry& entry) {
+  ThreadPool pool(c.globals.threads);
+  Progress progress(c, what);
+  run.pool = &pool;
+  run.progress = [&](int64_t t, int64_t n) { progress(t, n); };
+  try {
+    auto result = entry(run);
+    progress.finish();
+    run.pool = nullptr;
+    run.progress = nullptr;
+    return result;
+  } catch (...) {
+    progress.finish();
+    throw;
+  }
+}
+
+} // namespace ssm::cli

@@ -1,0 +1,69 @@
+// `decode`: the most probable state path of a finite-state model (Viterbi), CSV t,<state
+// columns> per time step and a JSON summary.
+#include "cli/command.h"
+#include "core/output.h"
+
+#include <fmt/format.h>
+
+namespace ssm::cli {
+
+namespace {
+
+class Decode : public TaskCommand {
+public:
+  Decode(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Decode,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary (log joint density of the path, log-likelihood)",
+                     .method = false}) {}
+
+  void run(const Context& c, const ParamValues& values) override {
+    // The one decoder: it refuses a model it does not apply to with its own message.
+    const Method& m = method(c);
+    const std::vector<double> theta = assemble_fixed(c, values);
+    const ObsData data = read_observations_file(c.info, data_);
+    MethodRun run = start(c);
+    if (m.check)
+      m.check(run);
+    check_output_path(out_);
+    run.fixed = &theta;
+    run.data = &data;
+    const Decoding d = m.decode(run);
+    if (write_csv())
+      write_output(c, out_, path_csv(c.info, d, data.T));
+    if (json_)
+      print_json(c, {{"model", c.info.name},
+                     {"method", m.name},
+                     {"T", data.T},
+                     {"states", d.states},
+                     {"log_joint", d.log_joint},
+                     {"log_likelihood", d.log_likelihood}});
+  }
+
+private:
+  static std::string path_csv(const ModelInfo& info, const Decoding& d, int64_t T) {
+    const std::vector<std::string> cols = state_columns(info);
+    fmt::memory_buffer csv;
+    fmt::format_to(std::back_inserter(csv), "t,{}\n", fmt::join(cols, ","));
+    for (int64_t t = 0; t < T; ++t) {
+      fmt::format_to(std::back_inserter(csv), "{}", t);
+      for (size_t k = 0; k < cols.size(); ++k)
+        fmt::format_to(std::back_inserter(csv), ",{}",
+                       format_double(d.path[t * info.n_state + static_cast<int64_t>(k)]));
+      fmt::format_to(std::back_inserter(csv), "\n");
+    }
+    return fmt::to_string(csv);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_decode(CLI::App& app, const Context& c) {
+  return std::make_unique<Decode>(
+      app.add_subcommand("decode", "Viterbi decoding of a finite-state model: the most probable "
+                                   "state path given all the data. CSV t,<state columns> per "
+                                   "time step"),
+      c);
+}
+
+} // namespace ssm::cli

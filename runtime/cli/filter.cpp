@@ -1,0 +1,59 @@
+// `filter`: the log-likelihood and filtering moments by the method --method names (or `auto`'s
+// choice), CSV per time step and a JSON summary.
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/output.h"
+
+namespace ssm::cli {
+
+namespace {
+
+class Filter : public TaskCommand {
+public:
+  Filter(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Filter,
+                    {.data = "Data CSV with a header; observation columns are found by name, one "
+                             "row per time step; empty or NA = missing",
+                     .json = "Print a JSON summary on standard output"}) {}
+
+  void run(const Context& c, const ParamValues& values) override {
+    const Method& m = method(c);
+    MethodRun run = start(c);
+    if (m.check)
+      m.check(run);
+    if (!c.model.init_sample || !c.model.transition_sample || !c.model.obs_logpdf)
+      throw Error("the model table lacks a kernel needed by filter");
+    const std::vector<double> theta = assemble_fixed(c, values);
+    const ObsData data = read_observations_file(c.info, data_);
+    check_output_path(out_); // the file itself is created after filtering, as for simulate
+    run.fixed = &theta;
+    run.data = &data;
+    const FilterResult r = run_method(c, run, "filter", m.filter);
+    if (write_csv())
+      write_output(c, out_, filter_csv(c.info, r));
+    if (json_) {
+      nlohmann::json j = {{"log_likelihood", r.log_likelihood},
+                          {"method", m.name},
+                          {"chosen_by", run.automatic ? "auto" : "user"},
+                          {"T", r.T},
+                          {"elapsed_s", r.elapsed_s},
+                          {"model", c.info.name}};
+      if (m.filter_json)
+        j.update(m.filter_json(run, r));
+      print_json(c, j);
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_filter(CLI::App& app, const Context& c) {
+  CLI::App* sub = app.add_subcommand(
+      "filter", "Filtering: log-likelihood and filtering moments, exact for a linear-Gaussian "
+                "(Kalman) or finite-state (forward algorithm) model, by a particle filter "
+                "otherwise (guided when the model has a proposal). CSV "
+                "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step");
+  return std::make_unique<Filter>(sub, c);
+}
+
+} // namespace ssm::cli

@@ -1,0 +1,146 @@
+// `info`: the model's dimensions, parameters (current values and priors), the compiler's
+// structure report and the methods that apply, as text or JSON.
+#include "cli/command.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace ssm::cli {
+
+namespace {
+
+std::string var_type(const VarInfo& v) {
+  std::string scalar = "real";
+  if (v.integer) {
+    auto bound = [](double b) { return fmt::format("{}", static_cast<int64_t>(b)); };
+    scalar = std::isfinite(v.lower) && std::isfinite(v.upper)
+                 ? fmt::format("int[{}..{}]", bound(v.lower), bound(v.upper))
+                 : "int";
+  }
+  if (v.shape.empty())
+    return scalar;
+  if (v.shape.size() == 1)
+    return fmt::format("vector[{}] of {}", v.shape[0], scalar);
+  return fmt::format("matrix[{}] of {}", fmt::join(v.shape, ","), scalar);
+}
+
+// The names of the methods of a task that apply to the model, `auto`'s choice first.
+std::vector<std::string> applicable(const Context& c, Task task) {
+  std::vector<std::string> out;
+  for (const Method* m : c.registry.applicable(task, c.model, c.info))
+    out.push_back(m->name);
+  return out;
+}
+
+nlohmann::json vars_json(const std::vector<VarInfo>& vs, bool obs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const VarInfo& v : vs) {
+    if (v.hidden)
+      continue;
+    nlohmann::json e = {{"name", v.name},
+                        {"shape", v.shape},
+                        {"offset", v.offset},
+                        {"size", v.size},
+                        {"columns", column_names(v.name, v.shape)}};
+    if (obs)
+      e["joint"] = v.joint;
+    a.push_back(e);
+  }
+  return a;
+}
+
+void print_info_json(const Context& c, const ParamValues& values) {
+  const ModelInfo& info = c.info;
+  nlohmann::json j;
+  j["model"] = info.name;
+  j["source"] = info.source;
+  j["n_state"] = info.n_state;
+  j["n_obs"] = info.n_obs;
+  j["n_theta"] = info.n_theta;
+  j["state"] = vars_json(info.state, false);
+  j["obs"] = vars_json(info.obs, true);
+  nlohmann::json ps = nlohmann::json::array();
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const ParamInfo& p = info.params[i];
+    ps.push_back({{"name", p.name},
+                  {"type", p.type},
+                  {"shape", p.shape},
+                  {"value", values[i] ? param_value_json(p, *values[i]) : nlohmann::json(nullptr)},
+                  {"prior", p.prior},
+                  {"lower", p.lower ? nlohmann::json(*p.lower) : nlohmann::json(nullptr)},
+                  {"upper", p.upper ? nlohmann::json(*p.upper) : nlohmann::json(nullptr)}});
+  }
+  j["params"] = ps;
+  j["structure"] = info.structure;
+  j["methods"] = {{"filter", applicable(c, Task::Filter)},
+                  {"smooth", applicable(c, Task::Smooth)},
+                  {"decode", !applicable(c, Task::Decode).empty()}};
+  print_json(c, j);
+}
+
+void print_variables(const Context& c) {
+  const ModelInfo& info = c.info;
+  const int64_t shown = static_cast<int64_t>(state_columns(info).size());
+  fmt::print(c.out, "state ({} component{}{}):\n", shown, shown == 1 ? "" : "s",
+             shown < info.n_state
+                 ? fmt::format(", and {} hidden that carry past values", info.n_state - shown)
+                 : "");
+  for (const VarInfo& v : info.state)
+    if (!v.hidden)
+      fmt::print(c.out, "  {} : {}\n", v.name, var_type(v));
+  fmt::print(c.out, "observations ({} component{}):\n", info.n_obs, info.n_obs == 1 ? "" : "s");
+  for (const VarInfo& v : info.obs)
+    fmt::print(c.out, "  {} : {}{}\n", v.name, var_type(v),
+               v.joint && v.size > 1 ? " (joint: all or none of its columns may be missing)" : "");
+}
+
+void print_info_text(const Context& c, const ParamValues& values) {
+  const ModelInfo& info = c.info;
+  fmt::print(c.out, "model {}{}\n", info.name, info.source.empty() ? "" : " (" + info.source + ")");
+  print_variables(c);
+  fmt::print(c.out, "parameters ({} value{} in theta):\n", info.n_theta,
+             info.n_theta == 1 ? "" : "s");
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const ParamInfo& p = info.params[i];
+    fmt::print(c.out, "  {} : {} = {}{}\n", p.name, type_string(p),
+               values[i] ? format_param_value(p, *values[i]) : std::string("(no value)"),
+               p.prior.empty() ? "" : "  ~ " + p.prior);
+  }
+  if (!info.structure.empty()) {
+    fmt::print(c.out, "structure:\n");
+    std::istringstream lines(info.structure);
+    for (std::string line; std::getline(lines, line);)
+      fmt::print(c.out, "  {}\n", line);
+  }
+  const Method* decoder = c.registry.methods(Task::Decode).front();
+  const Refusal no_decoder = decoder->why_not(c.model, info);
+  fmt::print(c.out, "methods (auto's choice first):\n  filter: {}\n  smooth: {}\n  decode: {}\n",
+             fmt::join(applicable(c, Task::Filter), ", "),
+             fmt::join(applicable(c, Task::Smooth), ", "),
+             no_decoder ? "no (" + *no_decoder + ")" : "yes (" + decoder->title + ")");
+}
+
+class Info : public Command {
+public:
+  explicit Info(CLI::App* app) : Command(app) { app->add_flag("--json", json_, "Print as JSON"); }
+
+  void run(const Context& c, const ParamValues& values) override {
+    if (json_)
+      print_info_json(c, values);
+    else
+      print_info_text(c, values);
+  }
+
+private:
+  bool json_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_info(CLI::App& app, const Context&) {
+  return std::make_unique<Info>(app.add_subcommand(
+      "info", "Model dimensions, parameters (current values and priors) and structure report"));
+}
+
+} // namespace ssm::cli

@@ -1,0 +1,152 @@
+// The subcommands' common options and steps (cli/command.h): options generated from the method
+// registry's declarations, --data/--out/--json, the frame's fixed part, outputs and progress.
+#include "cli/command.h"
+#include "core/output.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <string_view>
+#include <unistd.h>
+
+namespace ssm::cli {
+
+const CLI::Validator& positive_int() {
+  static const CLI::Validator validator(
+      [](std::string& v) {
+        std::string_view s = v; // CLI11 itself accepts blanks around the number and a '+'
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
+          s.remove_prefix(1);
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+          s.remove_suffix(1);
+        if (!s.empty() && s.front() == '+')
+          s.remove_prefix(1);
+        int64_t x = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size() || x < 1)
+          return fmt::format("expected a positive integer, got '{}'", v);
+        return std::string();
+      },
+      "POSITIVE");
+  return validator;
+}
+
+namespace {
+
+// The option's key in OptionValues: its first name ("--marginals" of "--marginals,!--no-...").
+std::string key(const MethodOption& o) {
+  return o.flag.substr(0, o.flag.find(','));
+}
+
+CLI::Option* add_one(CLI::App& app, const std::string& help, const MethodOption& o,
+                     OptionValue& slot) {
+  slot = o.default_value;
+  CLI::Option* opt = nullptr;
+  if (auto* flag = std::get_if<std::optional<bool>>(&slot))
+    return app.add_flag(o.flag, *flag, help);
+  if (auto* names = std::get_if<std::vector<std::string>>(&slot))
+    opt = app.add_option(o.flag, *names, help)->allow_extra_args(false);
+  else if (auto* i = std::get_if<int64_t>(&slot))
+    opt = app.add_option(o.flag, *i, help);
+  else if (auto* x = std::get_if<double>(&slot))
+    opt = app.add_option(o.flag, *x, help);
+  else
+    opt = app.add_option(o.flag, std::get<std::string>(slot), help);
+  if (!o.type_name.empty())
+    opt->type_name(o.type_name);
+  if (o.show_default && !std::holds_alternative<std::vector<std::string>>(slot))
+    opt->capture_default_str();
+  if (o.check == MethodOption::Check::Positive)
+    opt->check(positive_int());
+  else if (o.check == MethodOption::Check::Fraction)
+    opt->check(CLI::Range(0.0, 1.0));
+  if (!o.choices.empty())
+    opt->check(CLI::IsMember(o.choices));
+  return opt;
+}
+
+} // namespace
+
+void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task,
+                        OptionValues& values) {
+  for (const MethodOption& o : registry.options(task))
+    add_one(app, registry.option_help(task, o), o, values.slot(key(o)));
+}
+
+TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help)
+    : Command(app), task_(task) {
+  app->add_option("--data", data_, help.data)->required()->type_name("FILE.csv");
+  if (help.method) {
+    std::vector<std::string> choices = {"auto"};
+    for (const std::string& name : c.registry.names(task))
+      choices.push_back(name);
+    const MethodOption o = {.flag = "--method",
+                            .default_value = choices.front(),
+                            .type_name = help.method_type.empty()
+                                             ? fmt::format("{}", fmt::join(choices, "|"))
+                                             : help.method_type,
+                            .choices = choices};
+    add_one(*app,
+            fmt::format("auto ({}), {}", c.registry.auto_help(task), c.registry.method_list(task)),
+            o, options_.slot(key(o)));
+  }
+  add_method_options(*app, c.registry, task, options_);
+  app->add_option("--out", out_, "Output CSV file (default: standard output, none with --json)")
+      ->type_name("FILE.csv");
+  app->add_flag("--json", json_, help.json);
+}
+
+const Method& TaskCommand::method(const Context& c) const {
+  if (!options_.has("--method"))
+    return *c.registry.methods(task_).front();
+  const std::string& name = options_.word("--method");
+  if (name == "auto")
+    return c.registry.choose(task_, c.model, c.info);
+  return *c.registry.find(task_, name); // a declared choice
+}
+
+MethodRun TaskCommand::start(const Context& c) const {
+  const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
+  return {c.model, c.info, options_, c.globals.seed, automatic, c.globals.threads};
+}
+
+std::vector<double> assemble_fixed(const Context& c, const ParamValues& values) {
+  std::vector<double> fixed = assemble_theta(c.info, values);
+  std::vector<double> data = read_data_values(c.info, c.globals.data_values_file);
+  fixed.insert(fixed.end(), data.begin(), data.end());
+  return fixed;
+}
+
+void write_output(const Context& c, const std::string& path, const std::string& text) {
+  OutputFile file(path, c.out);
+  file.write(text);
+  file.commit();
+}
+
+void print_json(const Context& c, const nlohmann::json& j) {
+  fmt::print(c.out, "{}\n", j.dump(2));
+  std::fflush(c.out);
+}
+
+Progress::Progress(const Context& c, const char* what)
+    : err_(c.err), prog_(c.prog), enabled_(::isatty(::fileno(c.err)) == 1), what_(what) {}
+
+void Progress::operator()(int64_t t, int64_t T) {
+  if (!enabled_)
+    return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200))
+    return;
+  last_ = now;
+  shown_ = true;
+  fmt::print(err_, "\r{} {}: t = {}/{} ({}%)", prog_, what_, t + 1, T, 100 * (t + 1) / T);
+  std::fflush(err_);
+}
+
+void Progress::finish() {
+  if (shown_)
+    fmt::print(err_, "\r\033[K");
+}
+
+} // namespace ssm::cli

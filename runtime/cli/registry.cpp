@@ -1,0 +1,25 @@
+// The method registry of the executable: every room registers its methods here, in the order
+// --help lists them (particle filters, then exact filters; smoothers; decoders).
+#include "cli/command.h"
+#include "exact/methods.h"
+#include "smc/filter_methods.h"
+#include "smoothing/methods.h"
+
+namespace ssm::cli {
+
+const MethodRegistry& method_registry() {
+  // Built in place: registrations keep the registry's address (the smoothers ask it for the
+  // forward pass's particle filter).
+  static MethodRegistry registry;
+  static const bool registered = [] {
+    register_particle_filters(registry);
+    register_exact_filters(registry);
+    register_smoothers(registry); // after the particle filters: its forward pass is one
+    register_exact_decoders(registry);
+    return true;
+  }();
+  (void)registered;
+  return registry;
+}
+
+} // namespace ssm::cli

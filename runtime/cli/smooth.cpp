@@ -1,0 +1,58 @@
+// `smooth`: per-t smoothing moments and the model's functionals by the smoother --method names
+// (or `auto`'s choice), CSV per time step and a JSON summary.
+#include "smoothing/smooth.h"
+#include "cli/command.h"
+#include "core/output.h"
+#include "smoothing/methods.h"
+
+#include <sys/resource.h>
+
+namespace ssm::cli {
+
+namespace {
+
+class Smooth : public TaskCommand {
+public:
+  Smooth(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Smooth,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary on standard output",
+                     .method_type = "METHOD"}) {}
+
+  void run(const Context& c, const ParamValues& values) override {
+    const Method& m = method(c);
+    MethodRun run = start(c);
+    select_functionals(c.info, options_.names("--functional"));
+    const std::vector<double> theta = assemble_fixed(c, values);
+    const ObsData data = read_observations_file(c.info, data_);
+    if (m.check)
+      m.check(run); // before any work
+    check_output_path(out_);
+    run.fixed = &theta;
+    run.data = &data;
+    const SmoothResult r = run_method(c, run, "smooth (filter pass)", m.smooth);
+    if (write_csv())
+      write_output(c, out_, smooth_csv(c.info, r));
+    if (json_) {
+      nlohmann::json j = m.smooth_json(run, r);
+      j["threads"] = c.globals.threads;
+      rusage usage{};
+      if (::getrusage(RUSAGE_SELF, &usage) == 0)
+        j["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0; // ru_maxrss is in KiB
+      if (run.automatic)
+        j["chosen_by"] = "auto";
+      print_json(c, j);
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_smooth(CLI::App& app, const Context& c) {
+  CLI::App* sub = app.add_subcommand(
+      "smooth", "Smoothing: per-t smoothing mean and variance of each state component and the "
+                "model's functionals. CSV t,mean_<col>,var_<col>...,<per-t functionals>");
+  return std::make_unique<Smooth>(sub, c);
+}
+
+} // namespace ssm::cli

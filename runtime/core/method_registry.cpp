@@ -1,0 +1,104 @@
+// The method registry's queries: methods by task, `auto`'s choice, and the help texts generated
+// from the registrations.
+#include "core/method_registry.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ssm {
+
+std::vector<const Method*> MethodRegistry::methods(Task task) const {
+  std::vector<const Method*> out;
+  for (const Method& m : methods_)
+    if (m.task == task)
+      out.push_back(&m);
+  return out;
+}
+
+std::vector<std::string> MethodRegistry::names(Task task) const {
+  std::vector<std::string> out;
+  for (const Method* m : methods(task))
+    out.push_back(m->name);
+  return out;
+}
+
+const Method* MethodRegistry::find(Task task, std::string_view name) const {
+  for (const Method& m : methods_)
+    if (m.task == task && m.name == name)
+      return &m;
+  return nullptr;
+}
+
+std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model& model,
+                                                      const ModelInfo& info) const {
+  std::vector<const Method*> out;
+  for (const Method* m : methods(task))
+    if (!m->why_not(model, info))
+      out.push_back(m);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Method* a, const Method* b) { return a->rank < b->rank; });
+  return out;
+}
+
+const Method& MethodRegistry::choose(Task task, const ssm_model& model, const ModelInfo& info,
+                                     bool particles) const {
+  for (const Method* m : applicable(task, model, info))
+    if (m->particles || !particles)
+      return *m;
+  throw Error(fmt::format("no method applies to model '{}'", info.name));
+}
+
+const std::vector<MethodOption>& MethodRegistry::options(Task task) const {
+  static const std::vector<MethodOption> none;
+  auto it = options_.find(task);
+  return it == options_.end() ? none : it->second;
+}
+
+std::string MethodRegistry::method_list(Task task) const {
+  std::vector<std::string> items;
+  for (const Method* m : methods(task)) {
+    std::string item = m->name;
+    for (const std::string* paren : {&m->title, &m->note})
+      if (!paren->empty())
+        item += " (" + *paren + ")";
+    items.push_back(item);
+  }
+  if (items.size() < 2)
+    return items.empty() ? "" : items[0];
+  const std::string last = items.back();
+  items.pop_back();
+  return fmt::format("{} or {}", fmt::join(items, ", "), last);
+}
+
+std::string MethodRegistry::particle_list(Task task) const {
+  std::vector<std::string> items;
+  for (const Method* m : methods(task))
+    if (m->particles)
+      items.push_back(m->note.empty() ? m->name : m->name + " (" + m->note + ")");
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string MethodRegistry::auto_help(Task task, bool particles) const {
+  std::vector<const Method*> ranked = methods(task);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Method* a, const Method* b) { return a->rank < b->rank; });
+  std::vector<std::string> items;
+  for (const Method* m : ranked)
+    if (!m->auto_help.empty() && (m->particles || !particles))
+      items.push_back(fmt::format(fmt::runtime(m->auto_help), m->name));
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string MethodRegistry::option_help(Task task, const MethodOption& option) const {
+  if (!option.users_in_help)
+    return option.help;
+  std::vector<std::string> users;
+  for (const Method* m : methods(task))
+    if (std::find(m->options.begin(), m->options.end(), option.flag) != m->options.end())
+      users.push_back(m->name);
+  return fmt::format("{}: {}", fmt::join(users, ", "), option.help);
+}
+
+} // namespace ssm

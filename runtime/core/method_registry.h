@@ -1,0 +1,151 @@
+// The method registry: every inference method (filters, smoothers, decoding, and whatever comes
+// later) registers its name, the task it serves, when it applies to a model, its rank for `auto`,
+// the command-line options it reads and its entry point. The command line, `info`, `--help`, the
+// refusals and the JSON's `chosen_by` read it, so a method is declared in one place: its
+// registration (smc/filter_methods.cpp, exact/methods.cpp, smoothing/methods.cpp).
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/results.h"
+#include "core/thread_pool.h"
+#include "kernel/abi.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace ssm {
+
+// What a method computes; each task is a subcommand of the command line.
+enum class Task { Filter, Smooth, Decode };
+
+// The value of one option: an integer, a real, a word (a choice or a file), a switch that may
+// be left unset (--marginals / --no-marginals) or a repeatable list of names.
+using OptionValue =
+    std::variant<int64_t, double, std::string, std::optional<bool>, std::vector<std::string>>;
+
+// One command-line option, declared once by the room whose methods read it; the command line
+// generates the option, its --help line and its parsing from this.
+struct MethodOption {
+  enum class Check { None, Positive, Fraction }; // Positive: >= 1; Fraction: in [0, 1]
+  std::string flag{};                            // "--lag", "--marginals,!--no-marginals"
+  std::string help{};
+  // Whether its help starts with the names of the methods that read it ("paris, bis: ...").
+  bool users_in_help = false;
+  OptionValue default_value{};
+  Check check = Check::None;
+  std::string type_name{};            // empty: the parser's own ("INT", "FLOAT")
+  std::vector<std::string> choices{}; // a word among these
+  bool show_default = true;
+  // Its help where another task's methods read it (the particle filter's options, read by the
+  // smoothers' forward pass); empty: the same help.
+  std::string help_elsewhere{};
+};
+
+// The options' values after parsing, by flag (the first name of MethodOption::flag).
+class OptionValues {
+public:
+  OptionValue& slot(const std::string& flag) { return values_[flag]; }
+  bool has(const std::string& flag) const { return values_.contains(flag); }
+  int64_t integer(const std::string& flag) const { return std::get<int64_t>(values_.at(flag)); }
+  double real(const std::string& flag) const { return std::get<double>(values_.at(flag)); }
+  const std::string& word(const std::string& flag) const {
+    return std::get<std::string>(values_.at(flag));
+  }
+  std::optional<bool> toggle(const std::string& flag) const {
+    return std::get<std::optional<bool>>(values_.at(flag));
+  }
+  const std::vector<std::string>& names(const std::string& flag) const {
+    return std::get<std::vector<std::string>>(values_.at(flag));
+  }
+
+private:
+  std::map<std::string, OptionValue> values_; // nodes never move: the parser writes into them
+};
+
+// Everything a method needs: its checks, the model and options; its entry point, the data too.
+struct MethodRun {
+  const ssm_model& model;
+  const ModelInfo& info;
+  const OptionValues& options;
+  uint64_t seed = 1;
+  bool automatic = false;                     // chosen by `auto`
+  int threads = 1;                            // --threads
+  const std::vector<double>* fixed = nullptr; // parameters, then data values
+  const ObsData* data = nullptr;
+  ThreadPool* pool = nullptr; // with `threads` threads, while the entry point runs
+  std::function<void(int64_t, int64_t)> progress{}; // (t, T) after each step; may be empty
+};
+
+// Why a method does not apply to a model; nullopt when it does.
+using Refusal = std::optional<std::string>;
+
+struct Method {
+  std::string name;
+  Task task = Task::Filter;
+  // Its entry in --method's help: the name, then `title` (what the name stands for) and `note`
+  // (what it needs), each in parentheses when given.
+  std::string title, note;
+  // `auto`: the applicable method of least rank is chosen, and --help says how: `auto_help` is
+  // a format string of the name ("{} for a finite-state one", "else {}"); empty: not mentioned.
+  int rank = 0;
+  std::string auto_help;
+  bool particles = false; // a particle method (the smoothers' forward pass is one)
+  std::function<Refusal(const ssm_model&, const ModelInfo&)> applies; // empty: always
+  std::vector<std::string> options;                                   // the flags it reads
+  // Refuses, before any work (no data in the run yet), with a message of its own (throws
+  // ssm::Error); may be empty.
+  std::function<void(const MethodRun&)> check;
+  // The entry point of its task, and its part of the JSON summary.
+  std::function<FilterResult(const MethodRun&)> filter;
+  std::function<SmoothResult(const MethodRun&)> smooth;
+  std::function<Decoding(const MethodRun&)> decode;
+  std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
+  std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
+
+  Refusal why_not(const ssm_model& model, const ModelInfo& info) const {
+    return applies ? applies(model, info) : std::nullopt;
+  }
+};
+
+class MethodRegistry {
+public:
+  void add(Method method) { methods_.push_back(std::move(method)); }
+  // Options are listed in --help in the order they are added.
+  void add_option(Task task, MethodOption option) { options_[task].push_back(std::move(option)); }
+
+  // In registration order (the order of --help).
+  std::vector<const Method*> methods(Task task) const;
+  std::vector<std::string> names(Task task) const;
+  const Method* find(Task task, std::string_view name) const;
+  // The methods that apply to the model, `auto`'s choice first (rank order).
+  std::vector<const Method*> applicable(Task task, const ssm_model& model,
+                                        const ModelInfo& info) const;
+  // `auto`'s choice: the applicable method of least rank (among particle methods only when
+  // `particles`). Throws ssm::Error when none applies.
+  const Method& choose(Task task, const ssm_model& model, const ModelInfo& info,
+                       bool particles = false) const;
+  const std::vector<MethodOption>& options(Task task) const;
+
+  // Help texts: "a, b (note) or c" (`particles`: the particle methods only, "a, b, c", without
+  // titles), and what `auto` does ("x for ..., else y").
+  std::string method_list(Task task) const;
+  std::string particle_list(Task task) const;
+  std::string auto_help(Task task, bool particles = false) const;
+  // An option's help, with the names of the methods that read it when it says so.
+  std::string option_help(Task task, const MethodOption& option) const;
+
+private:
+  std::vector<Method> methods_;
+  std::map<Task, std::vector<MethodOption>> options_;
+};
+
+} // namespace ssm

@@ -1,0 +1,268 @@
+// The smoothers' registration (smoothing/methods.h): the table of smoothing methods, the options
+// they read, and their entry point, smooth().
+#include "smoothing/methods.h"
+#include "core/error.h"
+#include "exact/finite_state.h"
+#include "exact/methods.h"
+#include "smc/filter_methods.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace ssm {
+
+namespace {
+
+Refusal rts_applies(const ssm_model& model, const ModelInfo& info) {
+  if (!info.linear_gaussian)
+    return "the model is not linear-Gaussian (see `info` for the reason)";
+  if (!model.linear_gaussian)
+    return "the model table has no linear_gaussian kernel (rebuild the model with this ssmc)";
+  return std::nullopt;
+}
+
+// (check_smooth_method refuses first a state the compiler did not find finite.)
+Refusal finite_applies(const ssm_model&, const ModelInfo& info) {
+  if (!enumerable(info)) {
+    try {
+      enumerate_states(info);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  return std::nullopt;
+}
+
+Refusal density_applies(const ssm_model& model, const ModelInfo& info) {
+  if (!info.transition_tractable)
+    return fmt::format("it evaluates the transition density, and the model's transition is "
+                       "sample-only ({})",
+                       info.sample_only_reason);
+  if (!model.transition_logpdf)
+    return "the model table has no transition_logpdf kernel";
+  return std::nullopt;
+}
+
+const std::array<std::pair<BackwardSampling, const char*>, 4> kBackwardNames = {
+    {{BackwardSampling::Automatic, "auto"},
+     {BackwardSampling::Exact, "exact"},
+     {BackwardSampling::Rejection, "rejection"},
+     {BackwardSampling::Mcmc, "mcmc"}}};
+
+// The options the smoothers read beyond the particle filter's, in --help order.
+std::vector<MethodOption> smoother_options() {
+  const SmoothOptions defaults;
+  std::vector<std::string> backward;
+  for (const auto& [b, name] : kBackwardNames)
+    backward.push_back(name);
+  using Check = MethodOption::Check;
+  return {
+      {.flag = "--lag", .help = "the lag L", .users_in_help = true, .default_value = defaults.lag},
+      {.flag = "--trajectories",
+       .help = "backward trajectories M (default: as many as particles)",
+       .users_in_help = true,
+       .default_value = defaults.trajectories,
+       .check = Check::Positive,
+       .show_default = false},
+      {.flag = "--backward-samples",
+       .help = "backward draws per particle",
+       .users_in_help = true,
+       .default_value = defaults.backward_samples,
+       .check = Check::Positive},
+      {.flag = "--backward",
+       .help = "backward draws by rejection (needs the model's density bound), exact, mcmc "
+               "(paris: Metropolis-Hastings moves from the filter ancestor), or auto (paris "
+               "after the bootstrap filter: mcmc; else rejection when a bound exists, else "
+               "exact)",
+       .users_in_help = true,
+       .default_value = backward.front(),
+       .type_name = fmt::format("{}", fmt::join(backward, "|")),
+       .choices = backward},
+      {.flag = "--mcmc-steps",
+       .help = "--backward mcmc: Metropolis-Hastings moves per backward draw",
+       .default_value = defaults.mcmc_steps,
+       .check = Check::Positive},
+      {.flag = "--max-trials",
+       .help = "rejection sampling: proposals before an exact draw",
+       .default_value = defaults.max_trials,
+       .check = Check::Positive},
+      {.flag = "--marginals,!--no-marginals",
+       .help = "Per-t smoothing moments and per-t functionals (default: on, except for the "
+               "online methods, whose memory then grows with T)",
+       .default_value = std::optional<bool>()},
+      {.flag = "--functional",
+       .help = "Estimate only this functional of the model (repeatable; default: all)",
+       .default_value = std::vector<std::string>(),
+       .type_name = "NAME"},
+  };
+}
+
+// --filter: the particle filter of the forward pass, `auto` or a registered particle filter.
+MethodOption forward_pass_option(const MethodRegistry& registry) {
+  std::vector<std::string> choices = {"auto"};
+  for (const Method* m : registry.methods(Task::Filter))
+    if (m->particles)
+      choices.push_back(m->name);
+  return {.flag = "--filter",
+          .help = fmt::format("The particle filter of the forward pass: {}, or auto ({})",
+                              registry.particle_list(Task::Filter),
+                              registry.auto_help(Task::Filter, true)),
+          .default_value = choices.front(),
+          .type_name = fmt::format("{}", fmt::join(choices, "|")),
+          .choices = choices};
+}
+
+} // namespace
+
+const std::vector<Smoother>& smoothers() {
+  static const std::vector<Smoother> all = {
+      {.id = SmoothMethod::Rts,
+       .name = kRtsName,
+       .rank = 1,
+       .exact = true,
+       .auto_help = "exact when the structure allows",
+       .applies = rts_applies},
+      {.id = SmoothMethod::ForwardBackward,
+       .name = kForwardBackwardName,
+       .rank = 2,
+       .exact = true,
+       .applies = finite_applies},
+      {.id = SmoothMethod::Genealogy, .name = "genealogy", .rank = 4},
+      {.id = SmoothMethod::FixedLag, .name = "fixed-lag", .rank = 5, .options = {"--lag"}},
+      {.id = SmoothMethod::Ffbsm, .name = "ffbsm", .rank = 6, .applies = density_applies},
+      {.id = SmoothMethod::Ffbsi,
+       .name = "ffbsi",
+       .rank = 7,
+       .rejection = true,
+       .options = {"--trajectories", "--backward", "--max-trials"},
+       .applies = density_applies},
+      {.id = SmoothMethod::Online,
+       .name = "online",
+       .rank = 8,
+       .online = true,
+       .applies = density_applies},
+      {.id = SmoothMethod::Paris,
+       .name = "paris",
+       .rank = 3,
+       .online = true,
+       .rejection = true,
+       .mcmc = true,
+       .auto_help = "else {}",
+       .options = {"--backward-samples", "--backward", "--mcmc-steps", "--max-trials"},
+       .applies = density_applies},
+      {.id = SmoothMethod::Bis,
+       .name = "bis",
+       .rank = 9,
+       .online = true,
+       .options = {"--backward-samples"},
+       .applies = density_applies},
+  };
+  return all;
+}
+
+const Smoother& smoother(SmoothMethod m) {
+  for (const Smoother& s : smoothers())
+    if (s.id == m)
+      return s;
+  throw Error("unknown smoothing method");
+}
+
+const char* smooth_method_name(SmoothMethod m) {
+  return smoother(m).name.c_str();
+}
+
+std::optional<SmoothMethod> parse_smooth_method(std::string_view name) {
+  for (const Smoother& s : smoothers())
+    if (s.name == name)
+      return s.id;
+  return std::nullopt;
+}
+
+bool is_online(SmoothMethod m) {
+  return smoother(m).online;
+}
+
+SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& name,
+                             const MethodRun& run) {
+  const OptionValues& v = run.options;
+  SmoothOptions opt;
+  opt.method = *parse_smooth_method(name);
+  opt.marginals = v.toggle("--marginals").value_or(!is_online(opt.method) || run.automatic);
+  for (const auto& [b, backward] : kBackwardNames)
+    if (v.word("--backward") == backward)
+      opt.backward = b;
+  const std::string& filter = v.word("--filter");
+  const std::string& forward_pass =
+      filter == "auto" ? registry.choose(Task::Filter, run.model, run.info, true).name : filter;
+  opt.filter = particle_filter_options(forward_pass, v, run.seed);
+  opt.filter.progress = run.progress;
+  opt.lag = v.integer("--lag");
+  opt.trajectories = v.integer("--trajectories");
+  opt.backward_samples = v.integer("--backward-samples");
+  opt.max_trials = v.integer("--max-trials");
+  opt.mcmc_steps = v.integer("--mcmc-steps");
+  return opt;
+}
+
+void select_functionals(ModelInfo& info, const std::vector<std::string>& names) {
+  if (names.empty())
+    return;
+  std::vector<FunctionalInfo> chosen;
+  for (const std::string& name : names) {
+    auto it = std::find_if(info.functionals.begin(), info.functionals.end(),
+                           [&](const FunctionalInfo& f) { return f.name == name; });
+    if (it == info.functionals.end()) {
+      std::vector<std::string> declared;
+      for (const FunctionalInfo& f : info.functionals)
+        declared.push_back(f.name);
+      throw Error(fmt::format("--functional {}: the model has no such functional ({})", name,
+                              declared.empty()
+                                  ? std::string("it declares none")
+                                  : "it declares " + fmt::format("{}", fmt::join(declared, ", "))));
+    }
+    chosen.push_back(*it);
+  }
+  info.functionals = std::move(chosen); // n_functional still sizes the kernel's output
+}
+
+void register_smoothers(MethodRegistry& registry) {
+  std::vector<std::string> forward_pass = {"--filter"};
+  registry.add_option(Task::Smooth, forward_pass_option(registry));
+  for (MethodOption& o : particle_filter_options()) {
+    if (!o.help_elsewhere.empty())
+      o.help = o.help_elsewhere;
+    forward_pass.push_back(o.flag);
+    registry.add_option(Task::Smooth, std::move(o));
+  }
+  for (MethodOption& o : smoother_options())
+    registry.add_option(Task::Smooth, std::move(o));
+  const MethodRegistry* reg = &registry;
+  for (const Smoother& s : smoothers()) {
+    Method m;
+    m.name = s.name;
+    m.task = Task::Smooth;
+    m.rank = s.rank;
+    m.auto_help = s.auto_help;
+    m.applies = s.applies;
+    m.particles = !s.exact;
+    if (m.particles)
+      m.options = forward_pass;
+    m.options.insert(m.options.end(), s.options.begin(), s.options.end());
+    m.check = [reg, name = s.name](const MethodRun& run) {
+      check_smooth_method(run.model, run.info, smooth_options(*reg, name, run));
+    };
+    m.smooth = [reg, name = s.name](const MethodRun& run) {
+      return smooth(run.model, run.info, *run.fixed, *run.data, smooth_options(*reg, name, run),
+                    *run.pool);
+    };
+    m.smooth_json = [reg, name = s.name](const MethodRun& run, const SmoothResult& r) {
+      return smooth_json(run.info, r, smooth_options(*reg, name, run));
+    };
+    registry.add(std::move(m));
+  }
+}
+
+} // namespace ssm

@@ -1,0 +1,45 @@
+// The smoothers' registration: every smoothing method (the exact rts and forward-backward too,
+// since the dispatch smooth() is this room's) with its name, applicability, rank for `auto` and
+// options, and the translation of parsed options into SmoothOptions.
+#pragma once
+
+#include "core/method_registry.h"
+#include "smoothing/smooth.h"
+
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+// One smoothing method as registered.
+struct Smoother {
+  SmoothMethod id{};
+  std::string name{};
+  int rank{};                         // auto: exact methods first, then paris, else genealogy
+  bool exact = false;                 // no particles (rts, forward-backward)
+  bool online = false;                // O(N) memory whatever T
+  bool rejection = false;             // may draw backward indices by rejection (--backward)
+  bool mcmc = false;                  // may draw them by MCMC moves (--backward mcmc)
+  std::string auto_help{};            // see Method::auto_help
+  std::vector<std::string> options{}; // beyond the forward pass's
+  // Why it does not apply to the model (nullopt when it does).
+  Refusal (*applies)(const ssm_model&, const ModelInfo&) = nullptr;
+};
+
+const std::vector<Smoother>& smoothers();
+const Smoother& smoother(SmoothMethod m);
+
+// Registers the smoothers and their options for Task::Smooth (after the particle filters, whose
+// options the forward pass reads).
+void register_smoothers(MethodRegistry& registry);
+
+// The options of smoother `name` from the parsed values (the forward pass's filter chosen by
+// `auto` when asked).
+SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& name,
+                             const MethodRun& run);
+
+// Keeps only the functionals named by --functional (all when none is named). Throws ssm::Error
+// naming an unknown one.
+void select_functionals(ModelInfo& info, const std::vector<std::string>& names);
+
+} // namespace ssm
