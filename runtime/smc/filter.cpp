@@ -256,10 +256,6 @@ void ParticleFilter::weigh(double m, int64_t slot, double& S, double& S2) {
   }
 }
 
-const char* filter_name(const FilterOptions& options) {
-  return options.auxiliary ? "apf" : options.guided ? "guided" : "bootstrap";
-}
-
 FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& theta, const ObsData& data,
                               const FilterOptions& opt, ThreadPool& pool) {

@@ -125,9 +125,6 @@ private:
   std::chrono::steady_clock::time_point start_;
 };
 
-// "bootstrap", "guided" or "apf": which particle filter the options ask for.
-const char* filter_name(const FilterOptions& options);
-
 // Runs the filter on data.T time steps. `theta` is the parameters followed by the data values.
 // Throws ssm::Error if the weights collapse.
 FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,

@@ -23,8 +23,8 @@ std::optional<Resampling> parse_resampling(std::string_view name);
 // is particle j's expected number of offspring; a zero-weight particle never gets any.
 //
 // Randomness: uniform number k of a call is component k % 2 of the Philox block with counter
-// (k / 2, t, site, 0) (ssm/rng.h), so the result depends only on (seed, t, site) and the weights.
-// Schemes use uniforms 0, 1, ... as follows:
+// (k / 2, t, site, 0) (kernel/rng.h), so the result depends only on (seed, t, site) and the
+// weights. Schemes use uniforms 0, 1, ... as follows:
 // - multinomial: n iid draws, as the order statistics of n uniforms obtained from the partial sums
 //   of n + 1 exponentials -log U_0 .. -log U_n (O(n), no search). Ancestors come out sorted.
 // - stratified: point (i + U_i) / n for i in [0, n), located in the cumulative weights. Sorted.

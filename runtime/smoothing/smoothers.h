@@ -14,7 +14,7 @@
 
 namespace ssm {
 
-// Runtime random streams of the smoothers (ssm/rng.h counters (index, t, site, draw)).
+// Runtime random streams of the smoothers (kernel/rng.h counters (index, t, site, draw)).
 inline constexpr uint32_t kSiteBackward = 0xFFFF0002u;   // backward index draws
 inline constexpr uint32_t kSiteTrajectory = 0xFFFF0003u; // ffbsi: the final index of each path
 
