@@ -10,6 +10,7 @@
 
 #include "frontend.h"
 
+#include "ir/builtins.h"
 #include "ir/evaluate.h"
 
 #include <Eigen/Cholesky>
@@ -37,16 +38,13 @@ using EKind = ast::Expr::Kind;
 constexpr int max_dimension = 1 << 20;
 constexpr long max_elements = 1L << 26;
 
-// Functions that are only reached through operators (a < b, a && b, ...), not by name.
-const std::set<std::string> operator_functions = {"lt", "le",  "gt", "ge", "eq",
-                                                  "ne", "and", "or", "not"};
 // Built-ins that make constants of a given size.
 const std::set<std::string> constructor_functions = {"zeros", "ones", "eye"};
 
 std::vector<std::string> builtin_function_names() {
   std::vector<std::string> names(constructor_functions.begin(), constructor_functions.end());
-  for (const ir::FunctionInfo& f : ir::all_functions())
-    if (!operator_functions.count(std::string(f.name)))
+  for (const ir::Builtin& f : ir::all_builtins())
+    if (ir::find_callable(f.name))
       names.emplace_back(f.name);
   return names;
 }
@@ -1473,9 +1471,7 @@ private:
       sym->used = true;
       return call_function(e, *sym, s);
     }
-    const ir::FunctionInfo* info = operator_functions.count(fn) ? nullptr : ir::find_function(fn);
-    bool unary = info && info->arity == 1;
-    bool binary = info && info->arity == 2;
+    const ir::Builtin* info = ir::find_callable(fn);
     if (constructor_functions.count(fn)) {
       if (!arity(1, fn + "(n)"))
         return std::nullopt;
@@ -1490,7 +1486,7 @@ private:
         values[static_cast<std::size_t>(i) * *size + i] = 1.0;
       return emit_const(s, ir::Shape::matrix(*size, *size), std::move(values), e.range);
     }
-    if (!unary && !binary) {
+    if (!info) {
       if (const ir::DistInfo* d = ir::find_dist(fn); d && !d->internal)
         error(e.name_range, fmt::format("'{}' is a distribution, not a function; distributions "
                                         "appear only after '~'",
@@ -1502,7 +1498,8 @@ private:
       else if (auto guess = closest_name(fn, function_names(e.name_range)))
         error(e.name_range, fmt::format("unknown function '{}'; did you mean '{}'?", fn, *guess));
       else
-        error(e.name_range, fmt::format("unknown function '{}'", fn));
+        error(e.name_range, fmt::format("unknown function '{}'; the functions are: {}", fn,
+                                        fmt::join(function_names(e.name_range), ", ")));
       for (const ast::ExprPtr& a : e.args)
         lower(*a, s);
       return std::nullopt;
@@ -1510,39 +1507,41 @@ private:
     std::vector<std::optional<int>> args;
     for (const ast::ExprPtr& a : e.args)
       args.push_back(lower(*a, s));
-    if (!arity(unary ? 1 : 2, unary ? fn + "(x)" : fn + "(a, b)"))
+    if (!arity(info->arity, fmt::format("{}({})", fn, info->params)))
       return std::nullopt;
     if (std::any_of(args.begin(), args.end(), [](const auto& a) { return !a.has_value(); }))
       return std::nullopt;
     ir::Node node;
     node.op = ir::Op::Call;
     node.fn = fn;
-    for (const auto& a : args)
+    std::vector<ir::Shape> shapes;
+    for (const auto& a : args) {
       node.args.push_back(*a);
-    if (unary) {
-      node.shape = shape_of(s, *args[0]);
+      shapes.push_back(shape_of(s, *a));
+    }
+    if (auto shape = ir::builtin_result_shape(*info, shapes)) {
+      node.shape = *shape;
       return emit(s, std::move(node), e.range);
     }
-    const ir::Shape sa = shape_of(s, *args[0]);
-    const ir::Shape sb = shape_of(s, *args[1]);
-    if (fn == "dot") {
-      if (sa.rank() != 1 || !(sa == sb)) {
-        error(e.range, fmt::format("dot(a, b) needs two vectors of the same length, but got {} "
-                                   "and {}",
-                                   sa.str(), sb.str()));
-        return std::nullopt;
-      }
-      node.shape = ir::Shape::scalar();
-      return emit(s, std::move(node), e.range);
+    error(e.range, call_shape_error(*info, shapes));
+    return std::nullopt;
+  }
+
+  // Why a built-in function does not take arguments of these shapes.
+  static std::string call_shape_error(const ir::Builtin& f, const std::vector<ir::Shape>& args) {
+    switch (f.shape) {
+    case ir::FnShape::VectorsToReal:
+      if (f.arity == 2)
+        return fmt::format("{}({}) needs two vectors of the same length, but got {} and {}", f.name,
+                           f.params, args[0].str(), args[1].str());
+      [[fallthrough]];
+    case ir::FnShape::VectorToVector:
+      return fmt::format("{}({}) needs a vector, but got {}", f.name, f.params, args[0].str());
+    default:
+      return fmt::format("shape mismatch in {}(): {} and {} (the arguments must have the same "
+                         "shape, or one must be real)",
+                         f.name, args[0].str(), args.back().str());
     }
-    if (!(sa == sb) && !sa.is_scalar() && !sb.is_scalar()) {
-      error(e.range, fmt::format("shape mismatch in {}(): {} and {} (the arguments must have the "
-                                 "same shape, or one must be real)",
-                                 fn, sa.str(), sb.str()));
-      return std::nullopt;
-    }
-    node.shape = sa.is_scalar() ? sb : sa;
-    return emit(s, std::move(node), e.range);
   }
 
   std::vector<std::string> function_names(Range from) const {

@@ -84,24 +84,6 @@ std::string_view op_name(Op op) {
   return "?";
 }
 
-const std::vector<FunctionInfo>& all_functions() {
-  static const std::vector<FunctionInfo> table = {
-      {"exp", 1},   {"log", 1},      {"sqrt", 1},  {"abs", 1},   {"sin", 1},   {"cos", 1},
-      {"tanh", 1},  {"logistic", 1}, {"log1p", 1}, {"expm1", 1}, {"floor", 1}, {"ceil", 1},
-      {"round", 1}, {"pow", 2},      {"min", 2},   {"max", 2},   {"mod", 2},   {"dot", 2},
-      {"lt", 2},    {"le", 2},       {"gt", 2},    {"ge", 2},    {"eq", 2},    {"ne", 2},
-      {"and", 2},   {"or", 2},       {"not", 1},
-  };
-  return table;
-}
-
-const FunctionInfo* find_function(std::string_view name) {
-  for (const FunctionInfo& f : all_functions())
-    if (f.name == name)
-      return &f;
-  return nullptr;
-}
-
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel) {
   auto constant = [&](size_t k) -> const Node* {
     if (k >= rel.args.size() || rel.args[k] < 0 ||

@@ -60,8 +60,7 @@ enum class Op {
   Div,      //
   Pow,      //
   MatMul,   // matrix * matrix, matrix * vector
-  Call,     // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
-            // broadcasting); dot (vector, vector -> scalar)
+  Call,     // fn: a built-in function, by name: see builtins.h
   Build,    // vector or matrix literal: args are its scalar elements, row-major
   Index,    // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] ->
             // scalar
@@ -74,15 +73,6 @@ enum class Op {
 };
 
 std::string_view op_name(Op op);
-
-// The elementwise functions of Op::Call (and `dot`), with their arity. Binary ones broadcast a
-// scalar operand. Comparisons and logic give 1 or 0.
-struct FunctionInfo {
-  std::string_view name;
-  int arity;
-};
-const std::vector<FunctionInfo>& all_functions();
-const FunctionInfo* find_function(std::string_view name); // nullptr if unknown
 
 struct Node {
   Op op = Op::Const;

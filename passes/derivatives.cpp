@@ -1,5 +1,6 @@
 // Forward-mode differentiation of IR expressions and log-densities: see derivatives.h.
 #include "derivatives.h"
+#include "ir/builtins.h"
 #include "ir/printer.h"
 #include "pass_manager.h"
 #include "passes.h"
@@ -51,6 +52,26 @@ bool all_zero(const std::vector<int>& d) {
 int at(const std::vector<int>& d, size_t i) {
   return d.size() == 1 ? d[0] : d[i];
 }
+
+// The table's derivative rules build their nodes through the simplifying builder.
+class BuilderOps final : public ir::ExprOps {
+public:
+  explicit BuilderOps(ExprBuilder& b) : b_(b) {}
+  int constant(double v) override { return b_.constant(v); }
+  int materialize(int id) override { return b_.materialize(id); }
+  int neg(int a) override { return b_.neg(a); }
+  int add(int a, int b) override { return b_.add(a, b); }
+  int sub(int a, int b) override { return b_.sub(a, b); }
+  int mul(int a, int b) override { return b_.mul(a, b); }
+  int div(int a, int b) override { return b_.div(a, b); }
+  int call(ir::Fn fn, std::vector<int> args) override {
+    return b_.call(std::string(ir::builtin(fn).name), std::move(args));
+  }
+  int select(int cond, int a, int b) override { return b_.select(cond, a, b); }
+
+private:
+  ExprBuilder& b_;
+};
 
 } // namespace
 
@@ -171,74 +192,35 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     break;
   }
 
-  // Op::Call.
+  // Op::Call: the function's rule in the table of built-ins.
+  const ir::Builtin* f = ir::find_builtin(n.fn);
+  if (!f)
+    throw PassError(fmt::format("differentiation: unknown function {}()", n.fn));
   const std::vector<int> da = derivative(n.args[0], wrt);
-  if (n.fn == "dot") {
-    const std::vector<int> db = derivative(n.args[1], wrt);
-    int s = -1;
-    for (size_t k = 0; k < da.size(); ++k) {
-      s = b_.add(s, b_.mul(da[k], value(n.args[1], static_cast<int>(k))));
-      s = b_.add(s, b_.mul(value(n.args[0], static_cast<int>(k)), db[k]));
-    }
-    return {s};
-  }
   const std::vector<int> db = n.args.size() > 1 ? derivative(n.args[1], wrt) : std::vector<int>{-1};
-  const std::string& fn = n.fn;
-  if (fn == "floor" || fn == "ceil" || fn == "round" || fn == "lt" || fn == "le" || fn == "gt" ||
-      fn == "ge" || fn == "eq" || fn == "ne" || fn == "and" || fn == "or" || fn == "not")
+  if (f->piecewise_constant || (all_zero(da) && all_zero(db)))
     return d; // piecewise constant: zero almost everywhere
-  if (all_zero(da) && all_zero(db))
-    return d;
-  auto one = [&] { return b_.constant(1); };
+  if (!f->derivative)
+    throw PassError(fmt::format("differentiation: no derivative for {}() yet", n.fn));
+  BuilderOps ops(b_);
+  if (f->shape != ir::FnShape::Elementwise) {
+    ir::CallElements e;
+    e.a = [&](size_t k) { return value(n.args[0], static_cast<int>(k)); };
+    e.c = [&](size_t k) { return value(n.args[1], static_cast<int>(k)); };
+    e.self = [&](size_t k) { return value(node, static_cast<int>(k)); };
+    e.da = da;
+    e.dc = db;
+    return f->derivative(ops, e);
+  }
   for (size_t i = 0; i < size; ++i) {
-    const int a = v(0, i), self = value(node, static_cast<int>(i)), dai = at(da, i),
-              dbi = at(db, i);
-    int r = -1;
-    if (fn == "exp")
-      r = b_.mul(self, dai);
-    else if (fn == "log")
-      r = b_.div(dai, a);
-    else if (fn == "sqrt")
-      r = b_.div(dai, b_.mul(b_.constant(2), self));
-    else if (fn == "sin")
-      r = b_.mul(b_.call("cos", {a}), dai);
-    else if (fn == "cos")
-      r = b_.neg(b_.mul(b_.call("sin", {a}), dai));
-    else if (fn == "tanh")
-      r = b_.mul(b_.sub(one(), b_.mul(self, self)), dai);
-    else if (fn == "logistic")
-      r = b_.mul(b_.mul(self, b_.sub(one(), self)), dai);
-    else if (fn == "abs")
-      r = b_.mul(b_.div(a, self), dai);
-    else if (fn == "lgamma")
-      r = b_.mul(b_.call("digamma", {a}), dai);
-    else if (fn == "log_normal_mass") { // log(Phi(c) - Phi(a)): (phi(c) dc - phi(a) da) / mass
-      const int c = v(1, i);
-      auto phi_over_mass = [&](int z) { // exp(-z^2 / 2 - log sqrt(2 pi) - log mass); 0 at +-inf
-        return b_.call(
-            "exp", {b_.materialize(b_.sub(b_.sub(b_.neg(b_.div(b_.mul(z, z), b_.constant(2))),
-                                                 b_.constant(0.5 * std::log(2 * std::numbers::pi))),
-                                          self))});
-      };
-      r = b_.neg(b_.mul(phi_over_mass(a), dai));
-      if (dbi >= 0)
-        r = b_.add(r, b_.mul(phi_over_mass(c), dbi));
-    } else if (fn == "log1p")
-      r = b_.div(dai, b_.add(one(), a));
-    else if (fn == "expm1")
-      r = b_.mul(b_.add(self, one()), dai);
-    else if (fn == "pow") {
-      const int c = v(1, i);
-      r = b_.mul(b_.mul(c, b_.call("pow", {a, b_.sub(c, one())})), dai);
-      if (dbi >= 0)
-        r = b_.add(r, b_.mul(b_.mul(self, b_.call("log", {a})), dbi));
-    } else if (fn == "min" || fn == "max")
-      r = select(b_.call(fn == "min" ? "le" : "ge", {a, v(1, i)}), dai, dbi);
-    else if (fn == "mod") // a - c floor(a / c)
-      r = b_.sub(dai, b_.mul(b_.call("floor", {b_.div(a, v(1, i))}), dbi));
-    else
-      throw PassError(fmt::format("differentiation: no derivative for {}() yet", fn));
-    d[i] = r;
+    const int a = v(0, i), self = value(node, static_cast<int>(i));
+    ir::CallElements e;
+    e.a = [a](size_t) { return a; };
+    e.self = [self](size_t) { return self; };
+    e.c = [&, i](size_t) { return v(1, i); };
+    e.da = {at(da, i)};
+    e.dc = {at(db, i)};
+    d[i] = f->derivative(ops, e).at(0);
   }
   return d;
 }

@@ -1,0 +1,138 @@
+// The table of built-in functions (ir/builtins.h) through the IR evaluator: every function against
+// its C library twin (Phi against 0.5 erfc(-x / sqrt 2), log_sum_exp and softmax against a
+// hand computation that subtracts the maximum), and the table's own consistency. Compiled kernels
+// are checked against the same twins in tests/e2e/test_builtins.cpp, derivatives in
+// test_derivatives.cpp.
+#include "ir/builtins.h"
+#include "ir/evaluate.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+#include <vector>
+
+using namespace ssm;
+
+namespace {
+
+const std::vector<double> kPoints = {-30, -7.5, -2, -0.9, -0.3, 0, 1e-9, 0.25, 0.7, 1, 3.5, 12};
+
+double call(const char* fn, double a, double b = 0) {
+  ir::Node node;
+  node.op = ir::Op::Call;
+  node.fn = fn;
+  const ir::Builtin* f = ir::find_builtin(fn);
+  REQUIRE(f);
+  std::vector<std::vector<double>> args{{a}};
+  if (f->arity == 2)
+    args.push_back({b});
+  return ir::evaluate(node, args, std::vector<ir::Shape>(args.size()))
+      .at(0); // scalar shapes: one element
+}
+
+std::vector<double> call_vector(const char* fn, const std::vector<double>& v) {
+  ir::Node node;
+  node.op = ir::Op::Call;
+  node.fn = fn;
+  node.shape = *ir::builtin_result_shape(*ir::find_builtin(fn), {ir::Shape::vector(3)});
+  return ir::evaluate(node, {v}, {ir::Shape::vector(static_cast<int>(v.size()))});
+}
+
+// Equal, or both NaN.
+void check_same(double got, double want, const std::string& what) {
+  INFO(what << ": got " << got << ", want " << want);
+  if (std::isnan(want))
+    CHECK(std::isnan(got));
+  else
+    CHECK(got == want);
+}
+
+// log(sum exp(v)) and exp(v_i) / sum exp(v) after subtracting the largest element.
+double reference_log_sum_exp(const std::vector<double>& v) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double x : v)
+    m = std::max(m, x);
+  double s = 0;
+  for (double x : v)
+    s += std::exp(x - m);
+  return m + std::log(s);
+}
+
+} // namespace
+
+TEST_CASE("built-in functions evaluate as their C library twins", "[ir][builtins]") {
+  const std::vector<std::pair<const char*, std::function<double(double)>>> unary = {
+      {"atan", [](double x) { return std::atan(x); }},
+      {"tan", [](double x) { return std::tan(x); }},
+      {"asin", [](double x) { return std::asin(x); }},
+      {"acos", [](double x) { return std::acos(x); }},
+      {"log1p", [](double x) { return std::log1p(x); }},
+      {"expm1", [](double x) { return std::expm1(x); }},
+      {"lgamma", [](double x) { return std::lgamma(x); }},
+      {"erf", [](double x) { return std::erf(x); }},
+      {"Phi", [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }},
+  };
+  for (const auto& [name, twin] : unary)
+    for (double x : kPoints)
+      check_same(call(name, x), twin(x), std::string(name) + "(" + std::to_string(x) + ")");
+  for (double y : kPoints)
+    for (double x : kPoints)
+      check_same(call("atan2", y, x), std::atan2(y, x), "atan2");
+}
+
+TEST_CASE("Phi is accurate in both tails", "[ir][builtins]") {
+  // 1 - Phi(8) would be 0 through erf; through erfc the lower tail keeps its relative accuracy.
+  CHECK(call("Phi", -8) == Approx(6.220960574271785e-16).epsilon(1e-12));
+  CHECK(call("Phi", -38) > 0);
+  CHECK(call("Phi", 0) == 0.5);
+  CHECK(call("Phi", 40) == 1);
+  CHECK(call("Phi", -1.959963984540054) == Approx(0.025).epsilon(1e-12));
+}
+
+TEST_CASE("log_sum_exp and softmax subtract the maximum", "[ir][builtins]") {
+  const std::vector<std::vector<double>> cases = {
+      {0.1, -2, 3}, {1000, 999, -5}, {-1000, -1001, -1002}, {710, 0, 0}, {-800, -800, -800}};
+  for (const std::vector<double>& v : cases) {
+    const double lse = reference_log_sum_exp(v);
+    const double max = *std::max_element(v.begin(), v.end());
+    double sum = 0;
+    for (double x : v)
+      sum += std::exp(x - max);
+    CHECK(call_vector("log_sum_exp", v).at(0) == Approx(lse).epsilon(1e-15));
+    const std::vector<double> p = call_vector("softmax", v);
+    REQUIRE(p.size() == v.size());
+    double total = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      // exp(v_i - lse) would carry lse's absolute rounding error (1e-13 at lse = 1000).
+      CHECK(p[i] == Approx(std::exp(v[i] - max) / sum).epsilon(1e-15).margin(1e-300));
+      total += p[i];
+    }
+    CHECK(total == Approx(1).epsilon(1e-15));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(call_vector("log_sum_exp", {-inf, -inf, -inf}).at(0) == -inf);
+  CHECK(call_vector("log_sum_exp", {inf, 0, 1}).at(0) == inf);
+  CHECK(std::isnan(call_vector("log_sum_exp", {std::nan(""), 0, 1}).at(0)));
+}
+
+TEST_CASE("the built-in function table is consistent", "[ir][builtins]") {
+  for (const ir::Builtin& f : ir::all_builtins()) {
+    INFO(f.name);
+    CHECK(&ir::builtin(f.fn) == &f);
+    CHECK(ir::find_builtin(f.name) == &f);
+    // Elementwise functions have a scalar value, the others a whole one.
+    CHECK((f.shape == ir::FnShape::Elementwise) == (f.scalar != nullptr));
+    CHECK((f.whole == nullptr) == (f.scalar != nullptr));
+    CHECK((f.emit == ir::Emit::Inline) == f.symbol.empty());
+    if (!f.internal)
+      CHECK(f.derivative != nullptr); // every function of the language is differentiable
+    CHECK(f.arity == (f.params.find(',') == std::string_view::npos ? 1 : 2));
+  }
+  CHECK(ir::find_callable("lt") == nullptr);      // an operator's: a < b
+  CHECK(ir::find_callable("digamma") == nullptr); // analyses' only
+  CHECK(ir::find_callable("Phi") != nullptr);
+}
