@@ -2294,52 +2294,9 @@ private:
   // probability of 2 would only show at run time, as NaN densities and draws.
   void check_argument_domain(ir::Dist dist, const ast::DistCall& call,
                              const std::vector<std::optional<std::vector<double>>>& values) {
-    enum Rule { Any, Positive, NonNegative, Probability, Count, Weights };
-    std::vector<Rule> rules;
-    using D = ir::Dist;
-    switch (dist) {
-    case D::Normal:
-    case D::LogNormal:
-    case D::Laplace:
-    case D::Cauchy:
-    case D::TruncatedNormal:
-      rules = {Any, Positive};
-      break;
-    case D::StudentT:
-      rules = {Positive, Any, Positive};
-      break;
-    case D::HalfNormal:
-    case D::Exponential:
-    case D::Dirichlet:
-      rules = {Positive};
-      break;
-    case D::Gamma:
-    case D::Beta:
-    case D::InverseGamma:
-      rules = {Positive, Positive};
-      break;
-    case D::Poisson:
-      rules = {NonNegative};
-      break;
-    case D::Bernoulli:
-      rules = {Probability};
-      break;
-    case D::Categorical:
-      rules = {Weights};
-      break;
-    case D::Binomial:
-      rules = {Count, Probability};
-      break;
-    case D::NegativeBinomial:
-      rules = {NonNegative, Positive};
-      break;
-    case D::Multinomial:
-      rules = {Count, Weights};
-      break;
-    default:
-      break;
-    }
+    using enum ir::ArgDomain;
     const ir::DistInfo& info = ir::dist_info(dist);
+    const std::vector<ir::ArgDomain>& rules = info.domains;
     for (size_t k = 0; k < rules.size() && k < values.size(); ++k) {
       if (!values[k] || rules[k] == Any)
         continue;
@@ -2372,9 +2329,9 @@ private:
                                                info.arg_names[k], info.name));
     }
     // lo < hi for uniform(lo, hi) and truncated_normal(mu, sigma, lo, hi).
-    const size_t lo = dist == D::Uniform ? 0 : 2;
-    if ((dist == D::Uniform || dist == D::TruncatedNormal) && values.size() > lo + 1 &&
-        values[lo] && values[lo + 1] && values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
+    const size_t lo = static_cast<size_t>(info.support_from);
+    if (info.support_from >= 0 && values.size() > lo + 1 && values[lo] && values[lo + 1] &&
+        values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
         !((*values[lo])[0] < (*values[lo + 1])[0]))
       error(call.range, fmt::format("the interval of {} is empty: lo = {} must be below hi = {}",
                                     info.name, (*values[lo])[0], (*values[lo + 1])[0]));
@@ -2648,9 +2605,9 @@ private:
         continue;
       const ir::DistInfo& info = ir::dist_info(rel.dist);
       double lo = info.lower, hi = info.upper;
-      if (rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal) {
-        const ir::Node& a = model_.prior.nodes[rel.args[rel.args.size() - 2]];
-        const ir::Node& b = model_.prior.nodes[rel.args[rel.args.size() - 1]];
+      if (info.support_from >= 0) {
+        const ir::Node& a = model_.prior.nodes[rel.args[info.support_from]];
+        const ir::Node& b = model_.prior.nodes[rel.args[info.support_from + 1]];
         if (a.shape.is_scalar() && b.shape.is_scalar())
           lo = a.values[0], hi = b.values[0];
       }

@@ -1,4 +1,4 @@
-// Shape, distribution table and Model accessors of the IR.
+// Shapes and Model accessors of the IR.
 #include "ir.h"
 
 #include <fmt/format.h>
@@ -156,44 +156,6 @@ NodeKey node_key(const Node& node) {
           node.lag};
 }
 
-namespace {
-constexpr double inf = INFINITY;
-} // namespace
-
-const std::vector<DistInfo>& all_dists() {
-  static const std::vector<DistInfo> table = {
-      {Dist::Normal, "normal", {"mu", "sigma"}, false, false, -inf, inf},
-      {Dist::LogNormal, "lognormal", {"mu", "sigma"}, false, false, 0, inf},
-      {Dist::StudentT, "student_t", {"nu", "mu", "sigma"}, false, false, -inf, inf},
-      {Dist::HalfNormal, "half_normal", {"sigma"}, false, false, 0, inf},
-      {Dist::Uniform, "uniform", {"lo", "hi"}, false, false, -inf, inf},
-      {Dist::Gamma, "gamma", {"alpha", "beta"}, false, false, 0, inf},
-      {Dist::Exponential, "exponential", {"beta"}, false, false, 0, inf},
-      {Dist::Poisson, "poisson", {"lambda"}, true, false, 0, inf},
-      {Dist::Bernoulli, "bernoulli", {"p"}, true, false, 0, 1},
-      {Dist::MvNormal, "mvnormal", {"mu", "Sigma"}, false, true, -inf, inf},
-      {Dist::Categorical, "categorical", {"p"}, true, true, 0, inf},
-      {Dist::Beta, "beta", {"a", "b"}, false, false, 0, 1},
-      {Dist::InverseGamma, "inverse_gamma", {"alpha", "beta"}, false, false, 0, inf},
-      {Dist::Laplace, "laplace", {"mu", "b"}, false, false, -inf, inf},
-      {Dist::Cauchy, "cauchy", {"mu", "sigma"}, false, false, -inf, inf},
-      {Dist::TruncatedNormal,
-       "truncated_normal",
-       {"mu", "sigma", "lo", "hi"},
-       false,
-       false,
-       -inf,
-       inf},
-      {Dist::Binomial, "binomial", {"n", "p"}, true, false, 0, inf},
-      {Dist::NegativeBinomial, "negative_binomial", {"mu", "phi"}, true, false, 0, inf},
-      {Dist::MvNormalChol, "mvnormal_chol", {"mu", "L"}, false, true, -inf, inf},
-      {Dist::Dirichlet, "dirichlet", {"alpha"}, false, true, 0, 1},
-      {Dist::Multinomial, "multinomial", {"n", "p"}, true, true, 0, inf},
-      {Dist::Dirac, "dirac", {"value"}, false, false, -inf, inf, true},
-  };
-  return table;
-}
-
 std::string lagged_state_name(const std::string& state, int lag) {
   return fmt::format("{}@lag{}", state, lag);
 }
@@ -214,17 +176,6 @@ std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::st
 std::string shown_state_name(const std::string& name) {
   const auto lagged = parse_lagged_state_name(name);
   return lagged ? fmt::format("{}[t-{}]", lagged->first, lagged->second) : name;
-}
-
-const DistInfo& dist_info(Dist d) {
-  return all_dists().at(static_cast<size_t>(d));
-}
-
-const DistInfo* find_dist(std::string_view name) {
-  for (const DistInfo& info : all_dists())
-    if (info.name == name)
-      return &info;
-  return nullptr;
 }
 
 std::string_view block_name(BlockKind kind) {

@@ -12,6 +12,8 @@
 // straight-line code per particle.
 #pragma once
 
+#include "dists.h"
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -91,46 +93,6 @@ struct Node {
 using NodeKey = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
                            std::string, std::vector<int>, int, int>;
 NodeKey node_key(const Node& node);
-
-enum class Dist {
-  Normal,           // (mu, sigma)
-  LogNormal,        // (mu, sigma)
-  StudentT,         // (nu, mu, sigma)
-  HalfNormal,       // (sigma)
-  Uniform,          // (lo, hi)
-  Gamma,            // (alpha, beta) with beta a rate
-  Exponential,      // (beta) a rate
-  Poisson,          // (lambda)
-  Bernoulli,        // (p)
-  MvNormal,         // (mu : vector[d], Sigma : matrix[d, d])
-  Categorical,      // (p : vector[K]) -> 0..K-1, p normalised by its sum
-  Beta,             // (a, b)
-  InverseGamma,     // (alpha, beta) with beta a scale
-  Laplace,          // (mu, b) with b a scale
-  Cauchy,           // (mu, sigma)
-  TruncatedNormal,  // (mu, sigma, lo, hi)
-  Binomial,         // (n, p)
-  NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
-  MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
-  Dirichlet,        // (alpha : vector[K] or real) over the simplex
-  Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
-  Dirac,            // (value): the target equals value; internal (lag augmentation), no density
-};
-
-struct DistInfo {
-  Dist dist;
-  std::string_view name;
-  std::vector<std::string_view> arg_names;
-  bool discrete;
-  bool joint;   // components are jointly distributed (not a product of scalar densities)
-  double lower; // support, before any argument is known (-inf / +inf when unbounded)
-  double upper;
-  bool internal = false; // made by the compiler, not written in models (dirac)
-};
-
-const DistInfo& dist_info(Dist d);
-const std::vector<DistInfo>& all_dists();
-const DistInfo* find_dist(std::string_view name); // nullptr if unknown
 
 enum class VarKind { Param, State, Obs, Latent };
 

@@ -456,14 +456,7 @@ public:
         r.block = block->kind;
         r.relation = fmt::format("{}[t] ~ {}", model.var_name(rel.kind, rel.var),
                                  ir::dist_info(rel.dist).name);
-        const ir::Dist d = rel.dist;
-        const int location = d == ir::Dist::StudentT ? 1
-                             : d == ir::Dist::Normal || d == ir::Dist::MvNormal ||
-                                     d == ir::Dist::MvNormalChol || d == ir::Dist::LogNormal ||
-                                     d == ir::Dist::Laplace || d == ir::Dist::Cauchy ||
-                                     d == ir::Dist::Dirac
-                                 ? 0
-                                 : -1;
+        const int location = ir::dist_info(rel.dist).location;
         if (location >= 0) {
           const int rows = model.var_shape(rel.kind, rel.var).size();
           r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);

@@ -1,9 +1,10 @@
-// The table of built-in functions (ir/builtins.h) through the IR evaluator: every function against
-// its C library twin (Phi against 0.5 erfc(-x / sqrt 2), log_sum_exp and softmax against a
-// hand computation that subtracts the maximum), and the table's own consistency. Compiled kernels
-// are checked against the same twins in tests/e2e/test_builtins.cpp, derivatives in
-// test_derivatives.cpp.
+// The tables of built-in functions (ir/builtins.h) and distributions (ir/dists.h): every
+// function through the IR evaluator against its C library twin (Phi against 0.5 erfc(-x / sqrt 2),
+// log_sum_exp and softmax against a hand computation that subtracts the maximum), and each
+// table's consistency. Compiled kernels are checked against the same twins in
+// tests/e2e/test_builtins.cpp, derivatives in test_derivatives.cpp.
 #include "ir/builtins.h"
+#include "ir/dists.h"
 #include "ir/evaluate.h"
 
 #include <catch2/catch.hpp>
@@ -135,4 +136,18 @@ TEST_CASE("the built-in function table is consistent", "[ir][builtins]") {
   CHECK(ir::find_callable("lt") == nullptr);      // an operator's: a < b
   CHECK(ir::find_callable("digamma") == nullptr); // analyses' only
   CHECK(ir::find_callable("Phi") != nullptr);
+}
+
+TEST_CASE("the distribution table is consistent", "[ir][builtins]") {
+  for (const ir::DistInfo& d : ir::all_dists()) {
+    INFO(d.name);
+    CHECK(&ir::dist_info(d.dist) == &d); // indexed by Dist
+    CHECK(ir::find_dist(d.name) == &d);
+    CHECK(d.domains.size() == d.arg_names.size());
+    CHECK(d.location < static_cast<int>(d.arg_names.size()));
+    CHECK(d.support_from + 1 < static_cast<int>(d.arg_names.size()));
+    CHECK(d.lower <= d.upper);
+  }
+  CHECK(ir::dist_info(ir::Dist::StudentT).location == 1);
+  CHECK(ir::dist_info(ir::Dist::TruncatedNormal).support_from == 2);
 }
