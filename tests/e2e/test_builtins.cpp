@@ -2,6 +2,7 @@
 // with a negligible noise (1e-30), so each simulated observation is the kernel's value of the
 // function at the simulated state, which must match the C library twin computed here (within a
 // few ulps: kernels may call the vector variants of libm).
+#include "../reference_math.h"
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,8 @@
 #include <numbers>
 
 using namespace e2e;
+using ssm::test::reference_log_sum_exp;
+using ssm::test::reference_softmax;
 
 namespace {
 
@@ -58,16 +61,6 @@ void check_close(double got, double want, const std::string& what) {
   CHECK(std::abs(got - want) <= 1e-13 * std::max(1.0, std::abs(want)));
 }
 
-double log_sum_exp(const std::vector<double>& v) { // the largest element subtracted
-  double m = -std::numeric_limits<double>::infinity();
-  for (double x : v)
-    m = std::max(m, x);
-  double s = 0;
-  for (double x : v)
-    s += std::exp(x - m);
-  return m + std::log(s);
-}
-
 } // namespace
 
 TEST_CASE("built-in functions compile to their C library twins", "[e2e][codegen][builtins]") {
@@ -95,19 +88,16 @@ TEST_CASE("built-in functions compile to their C library twins", "[e2e][codegen]
     check_close(yi[n], std::erf(a), "erf");
     check_close(yj[n], 0.5 * std::erfc(-4 * a / std::sqrt(2.0)), "Phi");
     const std::vector<double> v = {a, b, x2[n]};
-    check_close(yk[n], log_sum_exp(v), "log_sum_exp");
+    check_close(yk[n], reference_log_sum_exp(v), "log_sum_exp");
     // exp(400 x) overflows for x > 1.8: only the shifted sum stays finite.
-    const double big = log_sum_exp({400 * a, 400 * b, 400 * x2[n]});
+    const double big = reference_log_sum_exp({400 * a, 400 * b, 400 * x2[n]});
     REQUIRE(std::isfinite(yl[n]));
     check_close(yl[n], big, "log_sum_exp of large values");
-    const double m = std::max({300 * a, 300 * b, 300 * x2[n]});
-    double sum = 0;
-    for (double x : v)
-      sum += std::exp(300 * x - m);
+    const std::vector<double> p = reference_softmax({300 * a, 300 * b, 300 * x2[n]});
     const double s[3] = {s0[n], s1[n], s2[n]};
     for (int i = 0; i < 3; ++i) {
       INFO("softmax component " << i << " at t = " << n);
-      CHECK(std::abs(s[i] - std::exp(300 * v[i] - m) / sum) <= 1e-13);
+      CHECK(std::abs(s[i] - p[i]) <= 1e-13);
     }
   }
 }

@@ -313,6 +313,17 @@ void check_model(const ir::Model& m, const std::string& file, Totals& totals) {
   }
 }
 
+// check_model on a model given as source text.
+Totals check_source(const std::string& source, const std::string& file) {
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, file, diags);
+  INFO(diags.str());
+  REQUIRE(model);
+  Totals totals;
+  check_model(*model, file, totals);
+  return totals;
+}
+
 } // namespace
 
 TEST_CASE("derivatives of relation arguments and log-densities match finite differences",
@@ -385,12 +396,7 @@ model dists {
   ytn[t] ~ truncated_normal(s[t], a, -1, u[t] + 2);
 }
 )";
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(source, "dists.ssm", diags);
-  INFO(diags.str());
-  REQUIRE(model);
-  Totals totals;
-  check_model(*model, "dists.ssm", totals);
+  const Totals totals = check_source(source, "dists.ssm");
   CHECK(totals.log_densities == 16);
   CHECK(totals.counts.checked > 100);
 }
@@ -441,12 +447,7 @@ model functions {
   y2[t] ~ normal(softmax(v[t] + x[t]) + atan2(a, v[t]), Phi(a * x[t]));
 }
 )";
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(source, "functions.ssm", diags);
-  INFO(diags.str());
-  REQUIRE(model);
-  Totals totals;
-  check_model(*model, "functions.ssm", totals);
+  const Totals totals = check_source(source, "functions.ssm");
   CHECK(totals.log_densities == 4);
   CHECK(totals.counts.checked >= 80);
 }
