@@ -1523,25 +1523,8 @@ private:
       node.shape = *shape;
       return emit(s, std::move(node), e.range);
     }
-    error(e.range, call_shape_error(*info, shapes));
+    error(e.range, ir::builtin_shape_error(*info, shapes));
     return std::nullopt;
-  }
-
-  // Why a built-in function does not take arguments of these shapes.
-  static std::string call_shape_error(const ir::Builtin& f, const std::vector<ir::Shape>& args) {
-    switch (f.shape) {
-    case ir::FnShape::VectorsToReal:
-      if (f.arity == 2)
-        return fmt::format("{}({}) needs two vectors of the same length, but got {} and {}", f.name,
-                           f.params, args[0].str(), args[1].str());
-      [[fallthrough]];
-    case ir::FnShape::VectorToVector:
-      return fmt::format("{}({}) needs a vector, but got {}", f.name, f.params, args[0].str());
-    default:
-      return fmt::format("shape mismatch in {}(): {} and {} (the arguments must have the same "
-                         "shape, or one must be real)",
-                         f.name, args[0].str(), args.back().str());
-    }
   }
 
   std::vector<std::string> function_names(Range from) const {

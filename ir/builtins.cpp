@@ -2,6 +2,8 @@
 #include "builtins.h"
 #include "ssm/distributions.h"
 
+#include <fmt/format.h>
+
 #include <boost/math/special_functions/digamma.hpp>
 
 #include <cmath>
@@ -408,6 +410,25 @@ std::optional<Shape> builtin_result_shape(const Builtin& f, const std::vector<Sh
     return a.rank() == 2 && a.dims[0] == a.dims[1] ? std::optional(Shape::scalar()) : std::nullopt;
   }
   return std::nullopt;
+}
+
+std::string builtin_shape_error(const Builtin& f, const std::vector<Shape>& args) {
+  switch (f.shape) {
+  case FnShape::VectorsToReal:
+    if (f.arity == 2)
+      return fmt::format("{}({}) needs two vectors of the same length, but got {} and {}", f.name,
+                         f.params, args[0].str(), args[1].str());
+    [[fallthrough]];
+  case FnShape::VectorToVector:
+    return fmt::format("{}({}) needs a vector, but got {}", f.name, f.params, args[0].str());
+  case FnShape::MatrixToReal:
+    return fmt::format("{}({}) needs a square matrix, but got {}", f.name, f.params, args[0].str());
+  case FnShape::Elementwise:
+    break;
+  }
+  return fmt::format("shape mismatch in {}(): {} and {} (the arguments must have the same shape, "
+                     "or one must be real)",
+                     f.name, args[0].str(), args.back().str());
 }
 
 } // namespace ssm::ir

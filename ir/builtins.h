@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -127,5 +128,7 @@ const Builtin* find_callable(std::string_view name);
 bool is_call(const Node& node, Fn fn);
 // The shape of a call to `f` on arguments of these shapes; nullopt when they do not fit.
 std::optional<Shape> builtin_result_shape(const Builtin& f, const std::vector<Shape>& args);
+// The frontend's message when builtin_result_shape gives nullopt (with the right arity).
+std::string builtin_shape_error(const Builtin& f, const std::vector<Shape>& args);
 
 } // namespace ssm::ir

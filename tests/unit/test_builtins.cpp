@@ -3,6 +3,7 @@
 // log_sum_exp and softmax against a hand computation that subtracts the maximum), and each
 // table's consistency. Compiled kernels are checked against the same twins in
 // tests/e2e/test_builtins.cpp, derivatives in test_derivatives.cpp.
+#include "frontend/frontend.h"
 #include "ir/builtins.h"
 #include "ir/dists.h"
 #include "ir/evaluate.h"
@@ -137,4 +138,26 @@ TEST_CASE("the distribution table is consistent", "[ir][builtins]") {
   }
   CHECK(ir::dist_info(ir::Dist::StudentT).location == 1);
   CHECK(ir::dist_info(ir::Dist::TruncatedNormal).support_from == 2);
+}
+
+TEST_CASE("the frontend checks calls of built-in functions against the table", "[ir][builtins]") {
+  auto errors = [](const std::string& expr) {
+    const std::string source = "model m {\n  state x : real;\n  state v : vector[2];\n"
+                               "  obs y : real;\n  x[0] ~ normal(0, 1);\n  v[0] ~ normal(0, 1);\n"
+                               "  x[t] ~ normal(x[t-1], 1);\n  v[t] ~ normal(v[t-1], 1);\n"
+                               "  y[t] ~ normal(" +
+                               expr + ", 1);\n}\n";
+    frontend::DiagnosticEngine diags;
+    const bool ok = frontend::compile_model(source, "m.ssm", diags).has_value();
+    return ok ? std::string() : diags.str();
+  };
+  CHECK(errors("x[t] + log_sum_exp(v[t]) + softmax(v[t])[1] + atan2(v[t], 2)[0]").empty());
+  CHECK_THAT(errors("softmax(x[t])[0]"),
+             Catch::Contains("softmax(v) needs a vector, but got real"));
+  CHECK_THAT(errors("log_sum_exp(x[t])"),
+             Catch::Contains("log_sum_exp(v) needs a vector, but got real"));
+  CHECK_THAT(errors("Phi(x[t], 1)"), Catch::Contains("Phi(x) takes 1 argument, but 2 were given"));
+  CHECK_THAT(errors("atan2(v[t], [1, 2, 3])[0]"),
+             Catch::Contains("shape mismatch in atan2(): vector[2] and vector[3]"));
+  CHECK_THAT(errors("digamma(x[t])"), Catch::Contains("unknown function 'digamma'"));
 }
