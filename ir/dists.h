@@ -62,6 +62,8 @@ struct DistInfo {
   // The arguments (lo, hi) = (support_from, support_from + 1) that bound the support, lo < hi
   // (uniform, truncated_normal); -1: the support is [lower, upper].
   int support_from = -1;
+  // A discrete distribution whose values are 0..n for its argument n (binomial, multinomial).
+  int count_arg = -1;
   bool internal = false; // made by the compiler, not written in models (dirac)
 };
 
@@ -85,6 +87,7 @@ struct Row {
   Row& joint() { return info.joint = true, *this; }
   Row& location(int k) { return info.location = k, *this; }
   Row& support_from(int k) { return info.support_from = k, *this; }
+  Row& count_arg(int k) { return info.count_arg = k, *this; }
   Row& internal() { return info.internal = true, *this; }
 };
 
@@ -112,12 +115,17 @@ inline std::vector<DistInfo> make_table() {
       Row(D::TruncatedNormal, "truncated_normal", {"mu", "sigma", "lo", "hi"},
           {Any, Positive, Any, Any}, -inf, inf)
           .support_from(2),
-      Row(D::Binomial, "binomial", {"n", "p"}, {Count, Probability}, 0, inf).discrete(),
+      Row(D::Binomial, "binomial", {"n", "p"}, {Count, Probability}, 0, inf)
+          .discrete()
+          .count_arg(0),
       Row(D::NegativeBinomial, "negative_binomial", {"mu", "phi"}, {NonNegative, Positive}, 0, inf)
           .discrete(),
       Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Any}, -inf, inf).joint().location(0),
       Row(D::Dirichlet, "dirichlet", {"alpha"}, {Positive}, 0, 1).joint(),
-      Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf).discrete().joint(),
+      Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf)
+          .discrete()
+          .joint()
+          .count_arg(0),
       Row(D::Dirac, "dirac", {"value"}, {Any}, -inf, inf).location(0).internal(),
   };
   std::vector<DistInfo> table;

@@ -92,18 +92,16 @@ std::optional<std::pair<double, double>> discrete_support(const Block& block, co
     const Node& n = block.nodes[rel.args[k]];
     return n.op == Op::Const ? &n : nullptr;
   };
-  switch (rel.dist) {
-  case Dist::Bernoulli:
-    return std::pair(0.0, 1.0);
-  case Dist::Poisson:
-  case Dist::NegativeBinomial:
-    return std::pair(0.0, static_cast<double>(INFINITY));
-  case Dist::Binomial: {
-    const Node* n = constant(0);
+  const DistInfo& info = dist_info(rel.dist);
+  if (info.discrete && !info.joint) {
+    if (info.count_arg < 0)
+      return std::pair(info.lower, info.upper);
+    const Node* n = constant(static_cast<size_t>(info.count_arg)); // 0..n
     if (!n || !n->shape.is_scalar() || !(n->values[0] >= 0) || !std::isfinite(n->values[0]))
       return std::nullopt;
-    return std::pair(0.0, std::floor(n->values[0]));
+    return std::pair(info.lower, std::floor(n->values[0]));
   }
+  switch (rel.dist) {
   case Dist::Categorical: {
     if (rel.args.empty() || rel.args[0] < 0 || rel.args[0] >= static_cast<int>(block.nodes.size()))
       return std::nullopt;

@@ -142,10 +142,10 @@ struct Block {
 std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots);
 
 // The values a scalar discrete relation of `block` can give its target, [lower, upper], as far
-// as its constant arguments show: bernoulli 0..1; binomial 0..n when n is a constant;
-// categorical 0..K-1 over K weights (when the weights are constants, from the first positive
-// one to the last); poisson and negative_binomial 0..inf. nullopt for any other relation, and
-// for binomial with an n known only at run time.
+// as its constant arguments show: the distribution's support in the table (bernoulli 0..1,
+// poisson 0..inf), or 0..n for a count argument n (binomial) when n is a constant; categorical
+// 0..K-1 over K weights (when the weights are constants, from the first positive one to the
+// last). nullopt for any other relation, and for binomial with an n known only at run time.
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel);
 
 enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };

@@ -135,6 +135,9 @@ TEST_CASE("the distribution table is consistent", "[ir][builtins]") {
     CHECK(d.location < static_cast<int>(d.arg_names.size()));
     CHECK(d.support_from + 1 < static_cast<int>(d.arg_names.size()));
     CHECK(d.lower <= d.upper);
+    CHECK(d.count_arg < static_cast<int>(d.arg_names.size()));
+    if (d.count_arg >= 0)
+      CHECK(d.discrete);
   }
   CHECK(ir::dist_info(ir::Dist::StudentT).location == 1);
   CHECK(ir::dist_info(ir::Dist::TruncatedNormal).support_from == 2);
