@@ -1,16 +1,16 @@
 // Hand-written bootstrap particle filter for examples/sv.ssm, the baseline of the benchmark. It is
 // what the generated filter should match: the same model and parameters, the same Philox draws
 // (ssm::sample_normal at the sites codegen assigns), the same log-density (ssm::lpdf_normal) and
-// the same algorithm as runtime/src/filter.cpp (systematic resampling when ESS < r N, log-weights
+// the same algorithm as runtime/smc/filter.cpp (systematic resampling when ESS < r N, log-weights
 // kept shifted by their maximum, weighted mean and two-pass variance of the state at every t). With
 // the same --seed it therefore computes the same log-likelihood as `./sv filter` up to the last
 // bits of the vector math library. It is one single-threaded loop over all particles with the
 // sampler and the log-density fused, compiled with the flags printed in its output.
-#include "ssm/csv.h"
-#include "ssm/distributions.h"
-#include "ssm/error.h"
-#include "ssm/resample.h"
-#include "ssm/rng.h"
+#include "core/csv.h"
+#include "core/error.h"
+#include "kernel/distributions.h"
+#include "kernel/rng.h"
+#include "smc/resample.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

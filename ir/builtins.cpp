@@ -1,6 +1,6 @@
 // The built-in function table: each function's value, shape rule, kernel code and derivative.
 #include "builtins.h"
-#include "ssm/distributions.h"
+#include "kernel/distributions.h"
 
 #include <fmt/format.h>
 

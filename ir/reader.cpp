@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -14,8 +15,9 @@
 
 namespace ssm::ir {
 
-ReadError::ReadError(int line, const std::string& message)
-    : std::runtime_error(fmt::format("line {}: {}", line, message)), line_(line) {}
+ReadError::ReadError(int line, int column, const std::string& message)
+    : std::runtime_error(fmt::format("line {}, column {}: {}", line, column, message)), line_(line),
+      column_(column), message_(message) {}
 
 namespace {
 
@@ -97,7 +99,7 @@ public:
       } else if (line.back() == '{') {
         read_block(model, block_kind(trim(line.substr(0, line.size() - 1))));
       } else {
-        fail(fmt::format("unexpected '{}'", line));
+        fail(fmt::format("unexpected '{}'", line), line);
       }
     }
     if (!named)
@@ -112,7 +114,8 @@ private:
       size_t end = text_.find('\n', pos_);
       if (end == std::string_view::npos)
         end = text_.size();
-      line_ = trim(text_.substr(pos_, end - pos_));
+      raw_line_ = text_.substr(pos_, end - pos_);
+      line_ = trim(raw_line_);
       pos_ = end + 1;
       ++line_number_;
       if (!line_.empty() && line_[0] != ';')
@@ -121,8 +124,15 @@ private:
     return false;
   }
 
-  [[noreturn]] void fail(const std::string& message) const {
-    throw ReadError(line_number_, message);
+  // `at`, a part of the current line, places the column; else the line's first character does.
+  [[noreturn]] void fail(const std::string& message, std::string_view at = {}) const {
+    if (line_number_ == 0)
+      throw ReadError(0, 0, message);
+    const char* begin = raw_line_.data();
+    const char* end = begin + raw_line_.size();
+    std::less_equal<const char*> le; // a total order, for `at` from anywhere
+    const char* where = le(begin, at.data()) && le(at.data(), end) ? at.data() : line_.data();
+    throw ReadError(line_number_, static_cast<int>(where - begin) + 1, message);
   }
 
   // "NAME : TYPE" or "NAME : TYPE = VALUE".
@@ -148,7 +158,7 @@ private:
     int value = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-      fail(fmt::format("expected an integer, not '{}'", s));
+      fail(fmt::format("expected an integer, not '{}'", s), s);
     return value;
   }
 
@@ -161,7 +171,7 @@ private:
       std::string copy(s);
       value = std::strtod(copy.c_str(), nullptr);
     } else if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
-      fail(fmt::format("expected a number, not '{}'", s));
+      fail(fmt::format("expected a number, not '{}'", s), s);
     }
     return value;
   }
@@ -173,11 +183,11 @@ private:
       return type;
     size_t open = type.rfind('(');
     if (open == std::string_view::npos)
-      fail(fmt::format("malformed bounds in '{}'", type));
+      fail(fmt::format("malformed bounds in '{}'", type), type);
     std::string_view bounds = type.substr(open + 1, type.size() - open - 2);
     size_t comma = bounds.find(',');
     if (comma == std::string_view::npos)
-      fail(fmt::format("malformed bounds in '{}'", type));
+      fail(fmt::format("malformed bounds in '{}'", type), type);
     lower = parse_double(bounds.substr(0, comma));
     upper = parse_double(bounds.substr(comma + 1));
     return trim(type.substr(0, open));
@@ -190,7 +200,7 @@ private:
     bool cov = type[0] == 'c';
     size_t open = cov ? 11 : 8;
     if (type.back() != ']')
-      fail(fmt::format("malformed type '{}'", type));
+      fail(fmt::format("malformed type '{}'", type), type);
     int n = parse_int(type.substr(open, type.size() - open - 1));
     return cov ? std::pair(Constraint::CovMatrix, Shape::matrix(n, n))
                : std::pair(Constraint::Simplex, Shape::vector(n));
@@ -211,7 +221,7 @@ private:
       std::string_view range = type.substr(4, type.size() - 5);
       size_t dots = range.find("..");
       if (dots == std::string_view::npos)
-        fail(fmt::format("malformed type '{}'", type));
+        fail(fmt::format("malformed type '{}'", type), type);
       v.integer = true;
       v.lower = parse_double(range.substr(0, dots));
       v.upper = parse_double(range.substr(dots + 2));
@@ -234,7 +244,7 @@ private:
       if (comma != std::string_view::npos)
         return Shape::matrix(parse_int(dims.substr(0, comma)), parse_int(dims.substr(comma + 1)));
     }
-    fail(fmt::format("expected a shape (real, vector[n], matrix[r, c]), not '{}'", s));
+    fail(fmt::format("expected a shape (real, vector[n], matrix[r, c]), not '{}'", s), s);
   }
 
   // A scalar, "[a, b]" or "[[a, b], [c, d]]": the brackets must nest as the shape says.
@@ -255,7 +265,7 @@ private:
         depth += c == '[' ? 1 : c == ']' ? -1 : 0;
         max_depth = std::max(max_depth, depth);
         if (depth < 0)
-          fail(fmt::format("unbalanced brackets in '{}'", s));
+          fail(fmt::format("unbalanced brackets in '{}'", s), s);
       }
     }
     flush(s.size());
@@ -270,17 +280,17 @@ private:
                            BlockKind::Lookahead, BlockKind::Plate, BlockKind::Simulator})
       if (block_name(kind) == name)
         return kind;
-    fail(fmt::format("unknown block '{}'", name));
+    fail(fmt::format("unknown block '{}'", name), name);
   }
 
   // "%3" -> 3, checked against the nodes defined so far.
   int operand(std::string_view s, const Block& block) const {
     s = trim(s);
     if (s.empty() || s[0] != '%')
-      fail(fmt::format("expected an operand %N, not '{}'", s));
+      fail(fmt::format("expected an operand %N, not '{}'", s), s);
     int id = parse_int(s.substr(1));
     if (id < 0 || id >= static_cast<int>(block.nodes.size()))
-      fail(fmt::format("operand {} is not an earlier node", s));
+      fail(fmt::format("operand {} is not an earlier node", s), s);
     return id;
   }
 
@@ -302,7 +312,7 @@ private:
       return {std::string(s), 0};
     if (kind == BlockKind::Plate) {
       if (s.size() < 4 || s.substr(s.size() - 3) != "[n]")
-        fail(fmt::format("expected NAME[n] in the plate block, not '{}'", s));
+        fail(fmt::format("expected NAME[n] in the plate block, not '{}'", s), s);
       return {std::string(s.substr(0, s.size() - 3)), 0};
     }
     return lagged(s);
@@ -312,28 +322,28 @@ private:
   std::pair<std::string, int> lagged(std::string_view s) const {
     size_t bracket = s.find('[');
     if (bracket == std::string_view::npos || s.back() != ']')
-      fail(fmt::format("expected NAME[t], NAME[t-k] or NAME[0], not '{}'", s));
+      fail(fmt::format("expected NAME[t], NAME[t-k] or NAME[0], not '{}'", s), s);
     std::string name(s.substr(0, bracket));
     std::string_view index = s.substr(bracket + 1, s.size() - bracket - 2);
     if (index == "0" || index == "t")
       return {name, 0};
     if (starts_with(index, "t-"))
       return {name, parse_int(index.substr(2))};
-    fail(fmt::format("unknown time index '[{}]'", index));
+    fail(fmt::format("unknown time index '[{}]'", index), index);
   }
 
-  int find_var(const std::vector<VarDecl>& vars, const std::string& name, const char* what) const {
+  int find_var(const std::vector<VarDecl>& vars, std::string_view name, const char* what) const {
     for (size_t i = 0; i < vars.size(); ++i)
       if (vars[i].name == name)
         return static_cast<int>(i);
-    fail(fmt::format("unknown {} '{}'", what, name));
+    fail(fmt::format("unknown {} '{}'", what, name), name);
   }
 
-  int find_param(const Model& model, const std::string& name) const {
+  int find_param(const Model& model, std::string_view name) const {
     for (size_t i = 0; i < model.params.size(); ++i)
       if (model.params[i].name == name)
         return static_cast<int>(i);
-    fail(fmt::format("unknown parameter '{}'", name));
+    fail(fmt::format("unknown parameter '{}'", name), name);
   }
 
   void read_block(Model& model, BlockKind kind) {
@@ -376,7 +386,7 @@ private:
       node.values = parse_values(rest, node.shape);
       break;
     case Op::Param:
-      node.var = find_param(model, std::string(rest));
+      node.var = find_param(model, rest);
       break;
     case Op::State:
     case Op::Obs:
@@ -391,7 +401,7 @@ private:
       break;
     }
     case Op::Data:
-      node.var = find_var(model.data, std::string(rest), "data item");
+      node.var = find_var(model.data, rest, "data item");
       break;
     case Op::Time:
       if (!rest.empty())
@@ -430,14 +440,14 @@ private:
     for (int i = 0; i <= static_cast<int>(Op::Latent); ++i)
       if (op_name(static_cast<Op>(i)) == name)
         return static_cast<Op>(i);
-    fail(fmt::format("unknown op '{}'", name));
+    fail(fmt::format("unknown op '{}'", name), name);
   }
 
   // "NAME = sum_t %k" or "NAME = %k": a functional and its term.
   void read_functional(Model& model, Block& block, std::string_view line) const {
     size_t eq = line.find(" = ");
     if (eq == std::string_view::npos)
-      fail(fmt::format("expected 'NAME = [sum_t] %N', not '{}'", line));
+      fail(fmt::format("expected 'NAME = [sum_t] %N', not '{}'", line), line);
     std::string_view term = trim(line.substr(eq + 3));
     bool additive = starts_with(term, "sum_t ");
     block.outputs.push_back(operand(additive ? term.substr(6) : term, block));
@@ -448,7 +458,7 @@ private:
   Relation read_relation(const Model& model, const Block& block, std::string_view line) const {
     size_t tilde = line.find(" ~ ");
     if (tilde == std::string_view::npos || line.back() != ')')
-      fail(fmt::format("expected a node or a relation 'target ~ dist(...)', not '{}'", line));
+      fail(fmt::format("expected a node or a relation 'target ~ dist(...)', not '{}'", line), line);
     std::string_view target = trim(line.substr(0, tilde));
     std::string_view call = trim(line.substr(tilde + 3));
     size_t open = call.find('(');
@@ -457,12 +467,12 @@ private:
     Relation rel;
     const DistInfo* dist = find_dist(call.substr(0, open));
     if (!dist)
-      fail(fmt::format("unknown distribution '{}'", call.substr(0, open)));
+      fail(fmt::format("unknown distribution '{}'", call.substr(0, open)), call.substr(0, open));
     rel.dist = dist->dist;
     rel.args = operands(call.substr(open + 1, call.size() - open - 2), block);
     if (block.kind == BlockKind::Prior) {
       rel.kind = VarKind::Param;
-      rel.var = find_param(model, std::string(target));
+      rel.var = find_param(model, target);
     } else if (block.kind == BlockKind::Plate || block.kind == BlockKind::Simulator) {
       // Latents and observations share the block; their names are distinct.
       std::string name = reference(block.kind, target).first;
@@ -484,6 +494,7 @@ private:
 
   std::string_view text_;
   size_t pos_ = 0;
+  std::string_view raw_line_; // line_ before trimming, for the column of an error
   std::string_view line_;
   int line_number_ = 0;
 };

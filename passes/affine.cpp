@@ -368,15 +368,44 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::decompose(int id) {
 }
 
 std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
-  const ir::Node& n = block_.nodes[id];
   if (!random(id))
     return constant_form(id);
-  int rows = n.shape.size();
+  // This node's own failure first, so the report names the outermost non-affine operation
+  // (`x / (1 + x^2)` divides by a function of x) rather than something inside it.
+  if (auto bad = own_failure(id))
+    return *bad;
+  const ir::Node& n = block_.nodes[id];
+  if (n.op == ir::Op::State || n.op == ir::Op::Obs) {
+    const Leaf& l = leaf(id);
+    if (l.kind == Leaf::Unsupported)
+      return NotAffine{id, id, l.message};
+    if (l.form.rows != static_cast<int>(n.shape.size()) || l.form.basis != basis_)
+      throw std::logic_error("structure analysis: a leaf's form has the wrong size");
+    return l.form;
+  }
+  // The forms of the operands, or the first failure among them. The products use a fixed operand
+  // as it is, so they skip its form (a big parameter matrix would need one node per element).
+  bool product =
+      n.op == ir::Op::Mul || n.op == ir::Op::Div || n.op == ir::Op::MatMul || n.op == ir::Op::Call;
+  std::vector<AffineForm> ops;
+  for (int a : n.args) {
+    if (product && !random(a)) {
+      ops.emplace_back();
+      continue;
+    }
+    auto f = decompose(a);
+    if (auto* bad = std::get_if<NotAffine>(&f))
+      return *bad;
+    ops.push_back(std::get<AffineForm>(f));
+  }
+  return combine(id, ops);
+}
+
+std::optional<NotAffine> AffineDecomposition::own_failure(int id) {
+  const ir::Node& n = block_.nodes[id];
   auto not_affine = [&](std::string why, int at_leaf = -2) {
     return NotAffine{id, at_leaf == -2 ? first_random_leaf(id) : at_leaf, std::move(why)};
   };
-  // This node's own failure first, so the report names the outermost non-affine operation
-  // (`x / (1 + x^2)` divides by a function of x) rather than something inside it.
   bool r0 = !n.args.empty() && random(n.args[0]);
   bool r1 = n.args.size() > 1 && random(n.args[1]);
   switch (n.op) {
@@ -387,16 +416,16 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
   case ir::Op::Sub:
   case ir::Op::Build:
   case ir::Op::Index:
-    break;
+    return std::nullopt;
   case ir::Op::Mul:
   case ir::Op::MatMul:
     if (r0 && r1)
       return not_affine("multiplies two functions of");
-    break;
+    return std::nullopt;
   case ir::Op::Div:
     if (r1)
       return not_affine("divides by a function of", first_random_leaf(n.args[1]));
-    break;
+    return std::nullopt;
   case ir::Op::Pow:
     return not_affine(r0 ? "is a power of a function of"
                          : "raises a value to a power that is a function of");
@@ -405,28 +434,18 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
       return not_affine(fmt::format("applies {} to a function of", n.fn));
     if (r0 && r1)
       return not_affine("multiplies two functions of");
-    break;
+    return std::nullopt;
   default:
     return not_affine(
         fmt::format("applies the operation '{}' (not handled by this analysis) to a function of",
                     ir::op_name(n.op)));
   }
-  // The forms of the operands, or the first failure among them. The products use a fixed operand
-  // as it is, so they skip its form (a big parameter matrix would need one node per element).
-  bool product =
-      n.op == ir::Op::Mul || n.op == ir::Op::Div || n.op == ir::Op::MatMul || n.op == ir::Op::Call;
-  std::vector<AffineForm> ops;
-  if (n.op != ir::Op::State && n.op != ir::Op::Obs)
-    for (int a : n.args) {
-      if (product && !random(a)) {
-        ops.emplace_back();
-        continue;
-      }
-      auto f = decompose(a);
-      if (auto* bad = std::get_if<NotAffine>(&f))
-        return *bad;
-      ops.push_back(std::get<AffineForm>(f));
-    }
+}
+
+AffineForm AffineDecomposition::combine(int id, const std::vector<AffineForm>& ops) {
+  const ir::Node& n = block_.nodes[id];
+  int rows = n.shape.size();
+  bool r0 = !n.args.empty() && random(n.args[0]);
   AffineForm out(rows, basis_);
   // Scales operand `k`'s form row by row by the other operand (its scalar elements), with `op`.
   auto scale = [&](int k, auto&& op) {
@@ -440,60 +459,37 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     }
     return out;
   };
+  // Row i of the result is row `source(i)` of operand 0's form, transformed by `op`.
+  auto map_rows = [&](auto&& source, auto&& op) {
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < basis_; ++j)
+        out.at(i, j) = op(source(i), j);
+      out.offset[i] = op(source(i), -1);
+    }
+    return out;
+  };
+  auto element = [](const AffineForm& f, int row, int j) {
+    return j < 0 ? f.off(row) : f.get(row, j);
+  };
 
   switch (n.op) {
-  case ir::Op::State:
-  case ir::Op::Obs: {
-    const Leaf& l = leaf(id);
-    if (l.kind == Leaf::Unsupported)
-      return NotAffine{id, id, l.message};
-    if (l.form.rows != rows || l.form.basis != basis_)
-      throw std::logic_error("structure analysis: a leaf's form has the wrong size");
-    return l.form;
-  }
   case ir::Op::Neg:
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = b_.neg(ops[0].get(i, j));
-      out.offset[i] = b_.neg(ops[0].off(i));
-    }
-    return out;
+    return map_rows([](int i) { return i; },
+                    [&](int row, int j) { return b_.neg(element(ops[0], row, j)); });
   case ir::Op::Add:
-  case ir::Op::Sub: {
-    auto combine = [&](int x, int y) { return n.op == ir::Op::Add ? b_.add(x, y) : b_.sub(x, y); };
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = combine(ops[0].get(i, j), ops[1].get(i, j));
-      out.offset[i] = combine(ops[0].off(i), ops[1].off(i));
-    }
-    return out;
-  }
+  case ir::Op::Sub:
+    return map_rows([](int i) { return i; },
+                    [&](int row, int j) {
+                      int x = element(ops[0], row, j), y = element(ops[1], row, j);
+                      return n.op == ir::Op::Add ? b_.add(x, y) : b_.sub(x, y);
+                    });
   case ir::Op::Mul:
     return scale(r0 ? 0 : 1, [&](int x, int f) { return b_.mul(f, x); });
   case ir::Op::Div:
     return scale(0, [&](int x, int f) { return b_.div(x, f); });
-  case ir::Op::MatMul: {
-    const ir::Shape& as = block_.nodes[n.args[0]].shape;
-    const ir::Shape& bs = block_.nodes[n.args[1]].shape;
-    int r = as.dims[0], k = as.dims[1], c = bs.rank() == 2 ? bs.dims[1] : 1;
-    int fixed = b_.import(block_, n.args[r0 ? 1 : 0]);
-    const AffineForm& f = ops[r0 ? 0 : 1];
-    for (int i = 0; i < r; ++i)
-      for (int jc = 0; jc < c; ++jc) {
-        int row = i * c + jc;
-        for (int l = 0; l < k; ++l) {
-          // (i, l) of the left times (l, jc) of the right; one of them is fixed.
-          int factor = r0 ? b_.element(fixed, l * c + jc) : b_.element(fixed, i * k + l);
-          int frow = r0 ? i * k + l : l * c + jc;
-          for (int j = 0; j < basis_; ++j)
-            if (f.get(frow, j) >= 0) // coefficient grids are sparse
-              out.at(row, j) = b_.add(out.at(row, j), b_.mul(factor, f.get(frow, j)));
-          out.offset[row] = b_.add(out.offset[row], b_.mul(factor, f.off(frow)));
-        }
-      }
-    return out;
-  }
-  case ir::Op::Call: { // dot: the others were rejected above
+  case ir::Op::MatMul:
+    return matmul_form(id, ops[r0 ? 0 : 1], r0, std::move(out));
+  case ir::Op::Call: { // dot: the other calls were rejected by own_failure
     int fixed = b_.import(block_, n.args[r0 ? 1 : 0]);
     const AffineForm& f = ops[r0 ? 0 : 1];
     for (int l = 0; l < f.rows; ++l) {
@@ -506,24 +502,38 @@ std::variant<AffineForm, NotAffine> AffineDecomposition::compute(int id) {
     return out;
   }
   case ir::Op::Build:
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = ops[i].get(0, j);
-      out.offset[i] = ops[i].off(0);
-    }
-    return out;
+    return map_rows([](int i) { return i; }, [&](int i, int j) { return element(ops[i], 0, j); });
   case ir::Op::Index: {
     int start = ir::index_offset(block_.nodes[n.args[0]].shape, n.index);
-    for (int i = 0; i < rows; ++i) {
-      for (int j = 0; j < basis_; ++j)
-        out.at(i, j) = ops[0].get(start + i, j);
-      out.offset[i] = ops[0].off(start + i);
-    }
-    return out;
+    return map_rows([&](int i) { return start + i; },
+                    [&](int row, int j) { return element(ops[0], row, j); });
   }
   default:
     throw std::logic_error("structure analysis: an op was neither rejected nor decomposed");
   }
+}
+
+// A matrix product with one fixed operand: (i, l) of the left times (l, jc) of the right.
+AffineForm AffineDecomposition::matmul_form(int id, const AffineForm& f, bool left_random,
+                                            AffineForm out) {
+  const ir::Node& n = block_.nodes[id];
+  const ir::Shape& as = block_.nodes[n.args[0]].shape;
+  const ir::Shape& bs = block_.nodes[n.args[1]].shape;
+  int r = as.dims[0], k = as.dims[1], c = bs.rank() == 2 ? bs.dims[1] : 1;
+  int fixed = b_.import(block_, n.args[left_random ? 1 : 0]);
+  for (int i = 0; i < r; ++i)
+    for (int jc = 0; jc < c; ++jc) {
+      int row = i * c + jc;
+      for (int l = 0; l < k; ++l) {
+        int factor = left_random ? b_.element(fixed, l * c + jc) : b_.element(fixed, i * k + l);
+        int frow = left_random ? i * k + l : l * c + jc;
+        for (int j = 0; j < basis_; ++j)
+          if (f.get(frow, j) >= 0) // coefficient grids are sparse
+            out.at(row, j) = b_.add(out.at(row, j), b_.mul(factor, f.get(frow, j)));
+        out.offset[row] = b_.add(out.offset[row], b_.mul(factor, f.off(frow)));
+      }
+    }
+  return out;
 }
 
 } // namespace ssm::passes

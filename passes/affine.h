@@ -133,6 +133,9 @@ private:
 
   const Leaf& leaf(int id);
   std::variant<AffineForm, NotAffine> compute(int id);
+  std::optional<NotAffine> own_failure(int id); // why the node itself is not affine, if it is not
+  AffineForm combine(int id, const std::vector<AffineForm>& ops); // from the operands' forms
+  AffineForm matmul_form(int id, const AffineForm& f, bool left_random, AffineForm out);
   AffineForm constant_form(int id);
 };
 

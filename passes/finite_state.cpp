@@ -3,7 +3,7 @@
 // algorithm, which the runtime can choose instead of particles.
 //
 // A state declared int[lo..hi] takes the values lo..hi: the exact methods enumerate that range
-// (runtime/src/finite_state.cpp), so it is the support reported here. A relation that can take
+// (runtime/exact/finite_state.cpp), so it is the support reported here. A relation that can take
 // values outside it gets a note (the frontend warns about it too): the runtime's exact methods
 // stop with an error when more than 1e-9 of the probability leaves the range, rather than
 // dropping it. Other states take the support of their relations' distributions.

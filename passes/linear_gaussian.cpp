@@ -128,136 +128,170 @@ private:
     return f;
   }
 
+  // What the analysis of one block carries from relation to relation.
+  struct BlockAnalysis {
+    const ir::Block& block;
+    ExprBuilder b;
+    bool states; // the block samples states (initial, transition), not observations
+    int rows;    // the sampled scalars
+    int part;    // the size of the state the block conditions on (0 in the initial block)
+    int basis;   // part + rows
+    std::vector<std::optional<AffineForm>> targets; // each sampled variable's affine form
+    std::vector<int> cov;                           // rows x rows, -1 = zero
+    bool failed = false;
+  };
+
   std::optional<Matrices> analyse(const ir::Block& block, ir::Block& arena) {
-    ExprBuilder b(arena);
     bool states = samples_states(block);
     int rows = states ? n_ : m_;
-    int part = block.kind == ir::BlockKind::Initial ? 0 : n_; // the state the block conditions on
-    int basis = part + rows;
-    std::vector<std::optional<AffineForm>> targets(states ? model_.states.size()
-                                                          : model_.obs.size());
-    std::vector<int> cov(static_cast<size_t>(rows) * rows, -1);
-    bool failed = false;
-
-    auto leaf = [&](const ir::Node& node) -> Leaf {
-      bool is_state = node.op == ir::Op::State;
-      std::string name = fmt::format(
-          "{}{}", model_.var_name(is_state ? ir::VarKind::State : ir::VarKind::Obs, node.var),
-          block.kind == ir::BlockKind::Initial ? "[0]"
-          : node.lag == 0                      ? "[t]"
-                                               : fmt::format("[t-{}]", node.lag));
-      auto unsupported = [](std::string message) {
-        return Leaf{Leaf::Unsupported, {}, std::move(message)};
-      };
-      if (!is_state && node.lag > 0) // past observations are data, known like the parameters
-        return Leaf{Leaf::Data, {}, {}};
-      if (is_state == states && node.lag == 0) {
-        if (!targets[node.var])
-          return unsupported(fmt::format("reads {}, whose relation is not linear-Gaussian", name));
-        return Leaf{Leaf::Random, *targets[node.var], {}};
-      }
-      if (is_state && block.kind == ir::BlockKind::Transition && node.lag == 1)
-        return Leaf{Leaf::Random, identity(b, node.var, basis), {}};
-      if (is_state && block.kind == ir::BlockKind::Observation && node.lag == 0)
-        return Leaf{Leaf::Random, identity(b, node.var, basis), {}};
-      if (is_state && block.kind == ir::BlockKind::Transition)
-        return unsupported(fmt::format(
-            "reads {}: the state-space form needs a first-order state (lags beyond 1 must be "
-            "augmented into the state first)",
-            name));
-      if (is_state)
-        return unsupported(fmt::format(
-            "reads the past state {}: an observation must depend on the current state only", name));
-      return unsupported(fmt::format("reads the observation {}", name));
-    };
-    AffineDecomposition affine(block, b, basis, leaf);
-
-    for (const ir::Relation& rel : block.relations) {
-      std::string target = ir::print_relation_target(model_, block, rel);
-      std::string dist(ir::dist_info(rel.dist).name);
-      // Records why this relation is not linear-Gaussian; `leaf` is the variable at fault.
-      auto fail = [&](std::string message, int node, int leaf_node) {
-        failed = true;
-        if (rel.kind == ir::VarKind::State && model_.states[rel.var].hidden())
-          return; // a copy of a state whose own relation says why
-        StructureReason r{block.kind,         target, dist, model_.var_name(rel.kind, rel.var), 0,
-                          std::move(message), rel.loc};
-        if (leaf_node >= 0) {
-          const ir::Node& l = block.nodes[leaf_node];
-          r.variable =
-              model_.var_name(l.op == ir::Op::State ? ir::VarKind::State : ir::VarKind::Obs, l.var);
-          r.lag = block.kind == ir::BlockKind::Initial ? 0 : l.lag;
-        }
-        if (node >= 0 && block.nodes[node].loc.line > 0)
-          r.loc = block.nodes[node].loc;
-        result_.reasons.push_back(std::move(r));
-        failed = true;
-      };
-      const bool chol = rel.dist == ir::Dist::MvNormalChol; // covariance L L'
-      const bool copy = rel.dist == ir::Dist::Dirac;        // lag augmentation: no noise
-      if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal && !chol && !copy) {
-        fail(fmt::format("{} is not a Gaussian distribution", dist), -1, -1);
-        continue;
-      }
-      int scale = copy ? -1 : rel.args[1];
-      if (!copy && affine.random(scale)) {
-        int l = affine.first_random_leaf(scale);
-        fail(fmt::format("the {} depends on {}: {}",
-                         rel.dist == ir::Dist::Normal ? "standard deviation"
-                         : chol                       ? "Cholesky factor"
-                                                      : "covariance",
-                         ir::print_expr(model_, block, l), ir::print_expr(model_, block, scale)),
-             scale, l);
-        continue;
-      }
-      auto mean = affine.decompose(rel.args[0]);
-      if (auto* bad = std::get_if<NotAffine>(&mean)) {
-        if (bad->node == bad->leaf) // a leaf the analysis does not handle: its message says why
-          fail("the mean " + bad->why, bad->node, bad->leaf);
-        else {
-          std::string leaf_text = ir::print_expr(model_, block, bad->leaf);
-          fail(fmt::format("the mean is not affine in {}: {} {} {}", leaf_text,
-                           ir::print_expr(model_, block, bad->node), bad->why, leaf_text),
-               bad->node, bad->leaf);
-        }
-        continue;
-      }
-      const AffineForm& mu = std::get<AffineForm>(mean);
-      int k = model_.var_shape(rel.kind, rel.var).size();
-      int off = offset_of(block, rel.var);
-      AffineForm form(k, basis);
-      for (int i = 0; i < k; ++i) {
-        for (int j = 0; j < basis; ++j)
-          form.at(i, j) = mu.get(i, j);
-        form.offset[i] = mu.off(i);
-        form.at(i, part + off + i) = b.add(form.at(i, part + off + i), b.constant(1));
-      }
-      targets[rel.var] = form;
-      if (copy)
-        continue;
-      int s = b.import(block, scale);
-      for (int i = 0; i < k; ++i)
-        for (int j = 0; j < k; ++j) {
-          int& c = cov[static_cast<size_t>(off + i) * rows + off + j];
-          if (rel.dist == ir::Dist::MvNormal)
-            c = b.element(s, i * k + j);
-          else if (chol) // sum over m <= min(i, j) of L[i, m] L[j, m]
-            for (int m = 0; m <= std::min(i, j); ++m)
-              c = b.add(c, b.mul(b.element(s, i * k + m), b.element(s, j * k + m)));
-          else if (i == j)
-            c = b.pow(b.element(s, b[s].shape.is_scalar() ? 0 : i), b.constant(2));
-        }
-    }
-    if (failed)
+    int part = block.kind == ir::BlockKind::Initial ? 0 : n_;
+    BlockAnalysis ba{
+        block,
+        ExprBuilder(arena),
+        states,
+        rows,
+        part,
+        part + rows,
+        std::vector<std::optional<AffineForm>>(states ? model_.states.size() : model_.obs.size()),
+        std::vector<int>(static_cast<size_t>(rows) * rows, -1)};
+    AffineDecomposition affine(block, ba.b, ba.basis,
+                               [&](const ir::Node& node) { return leaf(ba, node); });
+    for (const ir::Relation& rel : block.relations)
+      add_relation(ba, affine, rel);
+    if (ba.failed)
       return std::nullopt;
+    return assemble(ba);
+  }
 
+  // How the affine decomposition sees a state or observation that the block reads.
+  Leaf leaf(BlockAnalysis& ba, const ir::Node& node) const {
+    const ir::Block& block = ba.block;
+    bool is_state = node.op == ir::Op::State;
+    std::string name = fmt::format(
+        "{}{}", model_.var_name(is_state ? ir::VarKind::State : ir::VarKind::Obs, node.var),
+        block.kind == ir::BlockKind::Initial ? "[0]"
+        : node.lag == 0                      ? "[t]"
+                                             : fmt::format("[t-{}]", node.lag));
+    auto unsupported = [](std::string message) {
+      return Leaf{Leaf::Unsupported, {}, std::move(message)};
+    };
+    if (!is_state && node.lag > 0) // past observations are data, known like the parameters
+      return Leaf{Leaf::Data, {}, {}};
+    if (is_state == ba.states && node.lag == 0) {
+      if (!ba.targets[node.var])
+        return unsupported(fmt::format("reads {}, whose relation is not linear-Gaussian", name));
+      return Leaf{Leaf::Random, *ba.targets[node.var], {}};
+    }
+    if (is_state && block.kind == ir::BlockKind::Transition && node.lag == 1)
+      return Leaf{Leaf::Random, identity(ba.b, node.var, ba.basis), {}};
+    if (is_state && block.kind == ir::BlockKind::Observation && node.lag == 0)
+      return Leaf{Leaf::Random, identity(ba.b, node.var, ba.basis), {}};
+    if (is_state && block.kind == ir::BlockKind::Transition)
+      return unsupported(fmt::format(
+          "reads {}: the state-space form needs a first-order state (lags beyond 1 must be "
+          "augmented into the state first)",
+          name));
+    if (is_state)
+      return unsupported(fmt::format(
+          "reads the past state {}: an observation must depend on the current state only", name));
+    return unsupported(fmt::format("reads the observation {}", name));
+  }
+
+  // Records why relation `rel` is not linear-Gaussian; `leaf_node` is the variable at fault.
+  void fail(BlockAnalysis& ba, const ir::Relation& rel, std::string message, int node,
+            int leaf_node) {
+    const ir::Block& block = ba.block;
+    ba.failed = true;
+    if (rel.kind == ir::VarKind::State && model_.states[rel.var].hidden())
+      return; // a copy of a state whose own relation says why
+    StructureReason r{block.kind,
+                      ir::print_relation_target(model_, block, rel),
+                      std::string(ir::dist_info(rel.dist).name),
+                      model_.var_name(rel.kind, rel.var),
+                      0,
+                      std::move(message),
+                      rel.loc};
+    if (leaf_node >= 0) {
+      const ir::Node& l = block.nodes[leaf_node];
+      r.variable =
+          model_.var_name(l.op == ir::Op::State ? ir::VarKind::State : ir::VarKind::Obs, l.var);
+      r.lag = block.kind == ir::BlockKind::Initial ? 0 : l.lag;
+    }
+    if (node >= 0 && block.nodes[node].loc.line > 0)
+      r.loc = block.nodes[node].loc;
+    result_.reasons.push_back(std::move(r));
+  }
+
+  // One relation: its target's affine form and its own noise covariance, or why it has none.
+  void add_relation(BlockAnalysis& ba, AffineDecomposition& affine, const ir::Relation& rel) {
+    const ir::Block& block = ba.block;
+    ExprBuilder& b = ba.b;
+    std::string dist(ir::dist_info(rel.dist).name);
+    const bool chol = rel.dist == ir::Dist::MvNormalChol; // covariance L L'
+    const bool copy = rel.dist == ir::Dist::Dirac;        // lag augmentation: no noise
+    if (rel.dist != ir::Dist::Normal && rel.dist != ir::Dist::MvNormal && !chol && !copy)
+      return fail(ba, rel, fmt::format("{} is not a Gaussian distribution", dist), -1, -1);
+    int scale = copy ? -1 : rel.args[1];
+    if (!copy && affine.random(scale)) {
+      int l = affine.first_random_leaf(scale);
+      return fail(ba, rel,
+                  fmt::format("the {} depends on {}: {}",
+                              rel.dist == ir::Dist::Normal ? "standard deviation"
+                              : chol                       ? "Cholesky factor"
+                                                           : "covariance",
+                              ir::print_expr(model_, block, l),
+                              ir::print_expr(model_, block, scale)),
+                  scale, l);
+    }
+    auto mean = affine.decompose(rel.args[0]);
+    if (auto* bad = std::get_if<NotAffine>(&mean)) {
+      if (bad->node == bad->leaf) // a leaf the analysis does not handle: its message says why
+        return fail(ba, rel, "the mean " + bad->why, bad->node, bad->leaf);
+      std::string leaf_text = ir::print_expr(model_, block, bad->leaf);
+      return fail(ba, rel,
+                  fmt::format("the mean is not affine in {}: {} {} {}", leaf_text,
+                              ir::print_expr(model_, block, bad->node), bad->why, leaf_text),
+                  bad->node, bad->leaf);
+    }
+    const AffineForm& mu = std::get<AffineForm>(mean);
+    int k = model_.var_shape(rel.kind, rel.var).size();
+    int off = offset_of(block, rel.var);
+    AffineForm form(k, ba.basis);
+    for (int i = 0; i < k; ++i) {
+      for (int j = 0; j < ba.basis; ++j)
+        form.at(i, j) = mu.get(i, j);
+      form.offset[i] = mu.off(i);
+      form.at(i, ba.part + off + i) = b.add(form.at(i, ba.part + off + i), b.constant(1));
+    }
+    ba.targets[rel.var] = form;
+    if (copy)
+      return;
+    int s = b.import(block, scale);
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j) {
+        int& c = ba.cov[static_cast<size_t>(off + i) * ba.rows + off + j];
+        if (rel.dist == ir::Dist::MvNormal)
+          c = b.element(s, i * k + j);
+        else if (chol) // sum over m <= min(i, j) of L[i, m] L[j, m]
+          for (int m = 0; m <= std::min(i, j); ++m)
+            c = b.add(c, b.mul(b.element(s, i * k + m), b.element(s, j * k + m)));
+        else if (i == j)
+          c = b.pow(b.element(s, b[s].shape.is_scalar() ? 0 : i), b.constant(2));
+      }
+  }
+
+  // The block's matrices from its relations' forms: the coefficients of the conditioning state,
+  // the offset, and the noise covariance (N Q0 N' when a relation reads another's noise).
+  Matrices assemble(BlockAnalysis& ba) {
+    ExprBuilder& b = ba.b;
+    int rows = ba.rows, part = ba.part;
     Matrices out;
     std::vector<int> offset(rows, -1), loading(static_cast<size_t>(rows) * rows, -1);
     out.coef_grid.assign(static_cast<size_t>(rows) * part, -1);
     bool independent = true; // the loadings are the identity: no relation reads another's noise
-    for (size_t v = 0; v < targets.size(); ++v) {
-      const AffineForm& f = *targets[v];
-      int off = offset_of(block, static_cast<int>(v));
+    for (size_t v = 0; v < ba.targets.size(); ++v) {
+      const AffineForm& f = *ba.targets[v];
+      int off = offset_of(ba.block, static_cast<int>(v));
       for (int i = 0; i < f.rows; ++i) {
         int row = off + i;
         for (int j = 0; j < part; ++j)
@@ -270,6 +304,7 @@ private:
         }
       }
     }
+    std::vector<int>& cov = ba.cov;
     if (!independent) { // N Q0 N'
       std::vector<int> full(static_cast<size_t>(rows) * rows, -1);
       auto at = [rows](std::vector<int>& g, int i, int j) -> int& {

@@ -1,8 +1,9 @@
 # `cmake --install` check (ctest test `install`): installs the build tree to a temporary prefix,
 # moves the prefix elsewhere (so no absolute path recorded at build or install time can be what
 # makes it work), then builds an example with the installed ssmc and runs the executable.
-# Usage: cmake -DBUILD_DIR=<build> -DWORK_DIR=<scratch> -DEXAMPLE=<examples/sv.ssm> -P this
-foreach(var BUILD_DIR WORK_DIR EXAMPLE)
+# Usage: cmake -DBUILD_DIR=<build> -DWORK_DIR=<scratch> -DEXAMPLE=<examples/sv.ssm>
+#              -DLIBRARIES=<the runtime's libraries, comma-separated> -P this
+foreach(var BUILD_DIR WORK_DIR EXAMPLE LIBRARIES)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_check.cmake: ${var} is not set")
   endif()
@@ -23,7 +24,12 @@ set(moved ${WORK_DIR}/moved-prefix)
 
 run_checked("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 file(RENAME ${prefix} ${moved})
-foreach(f bin/ssmc lib/ssmc/libssm_runtime.a lib/ssmc/libssm_main.a lib/ssmc/kernel_lib.bc)
+set(installed bin/ssmc lib/ssmc/kernel_lib.bc)
+string(REPLACE "," ";" LIBRARIES "${LIBRARIES}")
+foreach(lib ${LIBRARIES})
+  list(APPEND installed lib/ssmc/lib${lib}.a)
+endforeach()
+foreach(f ${installed})
   if(NOT EXISTS ${moved}/${f})
     message(FATAL_ERROR "the installed tree lacks ${f}")
   endif()

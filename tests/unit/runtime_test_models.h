@@ -3,9 +3,9 @@
 // vector observation, and an AR(1) with uniform observation noise (weights can be exactly zero).
 #pragma once
 
-#include "ssm/abi.h"
-#include "ssm/distributions.h"
-#include "ssm/metadata.h"
+#include "core/metadata.h"
+#include "kernel/abi.h"
+#include "kernel/distributions.h"
 
 #include <cmath>
 #include <vector>

@@ -10,7 +10,7 @@
 #include "passes/pass.h"
 #include "passes/passes.h"
 
-#include "ssm/kernel_lib.h"
+#include "kernel/kernel_lib.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>

@@ -145,19 +145,22 @@ TEST_CASE("passes are idempotent on canonical IR", "[ir][roundtrip][passes]") {
   }
 }
 
-TEST_CASE("the IR reader rejects malformed text with the line", "[ir][roundtrip]") {
+TEST_CASE("the IR reader rejects malformed text with the line and column", "[ir][roundtrip]") {
   const std::string good = "model m\nparam s : real = 1\nstate x : real\nobs y : real\n\n"
                            "initial {\n  %0 = const 0 : real\n  %1 = param s : real\n"
                            "  x[0] ~ normal(%0, %1)\n}\n";
   CHECK(ir::print(ir::read(good)) == good);
-  auto line_of_error = [](const std::string& text) {
+  // The line and column of the error reading `text`; (-1, -1) if it reads.
+  auto position_of_error = [](const std::string& text) {
     try {
       ir::read(text);
     } catch (const ir::ReadError& e) {
-      return e.line();
+      return std::pair(e.line(), e.column());
     }
-    return -1;
+    return std::pair(-1, -1);
   };
+  auto line_of_error = [&](const std::string& text) { return position_of_error(text).first; };
+  auto column_of_error = [&](const std::string& text) { return position_of_error(text).second; };
   auto replace = [&](const std::string& from, const std::string& to) {
     std::string text = good;
     text.replace(text.find(from), from.size(), to);
@@ -173,6 +176,14 @@ TEST_CASE("the IR reader rejects malformed text with the line", "[ir][roundtrip]
   CHECK(line_of_error(replace("x[0] ~", "z[0] ~")) == 9);
   CHECK(line_of_error(replace(": real\n  x", ": realish\n  x")) == 8);
   CHECK(line_of_error(replace("}\n", "")) == 9); // no closing brace
+  // The column is that of the offending word, else of the line's first character.
+  CHECK(column_of_error("") == 0);
+  CHECK(column_of_error(replace("model m", "modle m")) == 1);
+  CHECK(column_of_error(replace("%1 = param s", "%1 = param q")) == 14);
+  CHECK(column_of_error(replace("%1 = param", "%2 = param")) == 3);
+  CHECK(column_of_error(replace("normal(%0, %1)", "normal(%0, %2)")) == 21);
+  CHECK(column_of_error(replace("normal(", "norml(")) == 10);
+  CHECK(column_of_error(replace(": real\n  x", ": realish\n  x")) == 18);
 }
 
 TEST_CASE("data keep their declared types through printing, reading and verifying",

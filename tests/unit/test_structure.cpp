@@ -1,14 +1,14 @@
 // Unit tests of the structure analyses (linear-gaussian, finite-state, density) on the shipped
 // examples and small models: the symbolic matrices and bounds are evaluated with ir::evaluate at
 // given parameter values and compared with the known ones.
+#include "core/metadata.h"
 #include "frontend/frontend.h"
 #include "ir/evaluate.h"
 #include "ir/printer.h"
+#include "kernel/distributions.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/structure_report.h"
-#include "ssm/distributions.h"
-#include "ssm/metadata.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <spawn.h>
 #include <stdexcept>
+#include <string_view>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -30,10 +31,26 @@ Toolchain find_toolchain() {
   return tc;
 }
 
+const std::vector<std::string>& runtime_libraries() {
+  static const std::vector<std::string> libraries = [] {
+    std::vector<std::string> out;
+    std::string_view list = SSMC_RUNTIME_LIBRARIES; // "ssm_main,ssm_cli,...", from CMake
+    for (size_t comma; (comma = list.find(',')) != std::string_view::npos;
+         list.remove_prefix(comma + 1))
+      out.emplace_back(list.substr(0, comma));
+    out.emplace_back(list);
+    return out;
+  }();
+  return libraries;
+}
+
 void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
   std::string tmp = fmt::format("{}.tmp.{}", output, getpid());
-  std::vector<std::string> args = {tc.cxx,       object,          "-o",     tmp,   "-L" + tc.libdir,
-                                   "-lssm_main", "-lssm_runtime", "-lmvec", "-lm", "-pthread"};
+  std::vector<std::string> args = {tc.cxx, object, "-o", tmp, "-L" + tc.libdir};
+  for (const std::string& lib : runtime_libraries())
+    args.push_back("-l" + lib);
+  for (const char* lib : {"-lmvec", "-lm", "-pthread"})
+    args.emplace_back(lib);
   if (*SSMC_EXTRA_LINK_FLAG)
     args.emplace_back(SSMC_EXTRA_LINK_FLAG);
   std::vector<char*> argv;

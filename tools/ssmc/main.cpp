@@ -5,26 +5,31 @@
 //   ssmc run MODEL.ssm [--passes=...] [--print-after=P] [--time-passes] [--load-pass=...] -- ARGS
 //   ssmc check MODEL.ssm [--structure] [--format=text|json] [--passes=...]
 //                        [--load-pass=PLUGIN.so]...
+//   ssmc opt FILE.ir --passes=... [-o OUT] [--print-after=P] [--time-passes]
+//                    [--load-pass=PLUGIN.so]...
 //   ssmc passes [--load-pass=PLUGIN.so]...
 //
 // build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
 // (the runtime, linked into ssmc) run in this process with ARGS. check: diagnostics and the
-// structure report, without generating code.
+// structure report, without generating code. opt: textual IR in, the passes, textual IR out (as
+// LLVM's opt), to test a pass on the IR it is given.
 #include "build_cache.h"
 #include "linker.h"
 
+#include "codegen/backend.h"
+#include "codegen/jit.h"
+#include "codegen/kernel_codegen.h"
+#include "codegen/model_metadata.h"
 #include "frontend/frontend.h"
 #include "ir/printer.h"
-#include "passes/codegen/backend.h"
-#include "passes/codegen/jit.h"
-#include "passes/codegen/kernel_codegen.h"
-#include "passes/codegen/model_metadata.h"
+#include "ir/reader.h"
+#include "ir/verifier.h"
+#include "kernel/abi.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/plugin_loader.h"
 #include "passes/structure_report.h"
-#include "ssm/abi.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -155,7 +160,8 @@ void require_inference(const ssm::ir::Model& model, const std::string& path) {
                             path)};
 }
 
-ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+// The pipeline of --passes, with --print-after and --time-passes.
+ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions& options) {
   ssm::passes::PassManagerOptions pm_options;
   pm_options.print_after = options.print_after;
   pm_options.time_passes = options.time_passes;
@@ -163,6 +169,11 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
   ssm::passes::PassContext context;
   pm.add_pipeline(options.passes);
   pm.run(model, context, std::cerr);
+  return context;
+}
+
+ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+  run_pipeline(model, options);
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an
   // analysis would leave that analysis' result stale.
@@ -256,8 +267,9 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
                                     toolchain.libdir,
                                     toolchain.cxx,
                                     SSMC_EXTRA_LINK_FLAG};
-  for (const char* lib : {"kernel_lib.bc", "libssm_runtime.a", "libssm_main.a"})
-    parts.push_back(ssm::tools::file_identity(fmt::format("{}/{}", toolchain.libdir, lib)));
+  parts.push_back(ssm::tools::file_identity(toolchain.kernel_library));
+  for (const std::string& lib : ssm::tools::runtime_libraries())
+    parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
   // A plugin's passes determine the output as the built-in ones do, so its whole file is hashed
   // (a rebuilt plugin can keep its size and, within a second, its modification time); where it
   // lies does not matter.
@@ -395,6 +407,33 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
   return 0;
 }
 
+// `ssmc opt`: the IR of `options.input`, verified, through the pipeline (verified after each pass)
+// and printed. Bad IR is reported at its file, line and column.
+int opt(const BuildOptions& options) {
+  check_output_directory(options.output);
+  if (!options.output.empty() && options.output != "-" && fs::exists(options.output) &&
+      fs::equivalent(options.output, options.input))
+    throw Failure{fmt::format("'-o {}' would write over the input", options.output)};
+  load_plugins(options.plugins);
+  std::string text = read_source(options.input);
+  ssm::ir::Model model;
+  try {
+    model = ssm::ir::read(text);
+  } catch (const ssm::ir::ReadError& e) {
+    fmt::print(std::cerr, "{}:{}:{}: error: {}\n", options.input, e.line(), e.column(),
+               e.message());
+    throw Failure{};
+  }
+  if (std::vector<std::string> errors = ssm::ir::verify(model); !errors.empty()) {
+    for (const std::string& error : errors)
+      fmt::print(std::cerr, "{}: error: invalid IR: {}\n", options.input, error);
+    throw Failure{};
+  }
+  run_pipeline(model, options);
+  write_text(options.output, ssm::ir::print(model));
+  return 0;
+}
+
 // -Werror (CLI11 reads it as -W with the value "error").
 void add_werror_option(CLI::App* cmd, bool& werror) {
   cmd->add_option_function<std::string>(
@@ -486,6 +525,24 @@ int main(int argc, char** argv) {
   add_import_option(check_cmd, check_options.import_dirs);
   add_werror_option(check_cmd, check_options.werror);
 
+  BuildOptions opt_options;
+  opt_options.passes.clear();
+  auto* opt_cmd = app.add_subcommand(
+      "opt", "run passes on textual IR (as --emit=ir prints it) and print the resulting IR");
+  opt_cmd->add_option("ir", opt_options.input, "the .ir file")->required();
+  opt_cmd->add_option("-o,--output", opt_options.output,
+                      "output path (default, or '-': stdout); never the input");
+  opt_cmd->add_option("--passes", opt_options.passes,
+                      "comma-separated pass pipeline (default: none, the IR is verified and "
+                      "printed)");
+  opt_cmd
+      ->add_option("--print-after", opt_options.print_after,
+                   "print the IR after this pass ('all' for every pass)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  opt_cmd->add_flag("--time-passes", opt_options.time_passes, "print the time spent in each pass");
+  add_plugin_option(opt_cmd, opt_options.plugins);
+
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
   std::vector<std::string> passes_plugins;
   add_plugin_option(passes_cmd, passes_plugins);
@@ -498,7 +555,7 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     fmt::print(std::cerr,
-               "ssmc: error: unknown command '{}' (expected build, run, check or passes; "
+               "ssmc: error: unknown command '{}' (expected build, run, check, opt or passes; "
                "see ssmc --help)\n",
                argv[1]);
     return 2;
@@ -528,6 +585,8 @@ int main(int argc, char** argv) {
       return run(run_options, run_args);
     if (*check_cmd)
       return check(check_input, full_structure, check_options, check_format);
+    if (*opt_cmd)
+      return opt(opt_options);
     if (*passes_cmd) {
       load_plugins(passes_plugins);
       for (const std::string& name : ssm::passes::registered_passes())

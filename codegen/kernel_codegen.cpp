@@ -1,0 +1,110 @@
+// Kernel code generation: see kernel_codegen.h. Each kernel has its emitter (kernels.h, on the
+// shared base in kernel_emitter.h); this file emits them in order and the model table that points
+// at them.
+#include "kernel_codegen.h"
+
+#include "kernel/abi.h"
+#include "kernels.h"
+#include "passes/structure.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace ssm::codegen {
+
+namespace {
+
+void emit_model_table(const std::string& metadata_json, llvm::Module& module,
+                      llvm::Function* log_bound, llvm::Function* linear_gaussian,
+                      llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
+                      llvm::Function* proposal_sample, llvm::Function* lookahead) {
+  auto& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
+  std::vector<llvm::Constant*> fields{
+      b.getInt32(SSM_ABI_VERSION), llvm::ConstantExpr::getPointerCast(metadata, b.getInt8PtrTy())};
+  std::vector<llvm::Type*> types{b.getInt32Ty(), b.getInt8PtrTy()};
+  for (const char* name :
+       {"ssm_init_sample", "ssm_init_logpdf", "ssm_transition_sample", "ssm_transition_logpdf",
+        "ssm_obs_logpdf", "ssm_obs_sample", "ssm_functional_terms"}) {
+    llvm::Function* f = module.getFunction(name);
+    fields.push_back(f);
+    types.push_back(f->getType());
+  }
+  // Optional kernels: a null pointer when the model's structure does not provide them.
+  auto* f64 = llvm::PointerType::getUnqual(b.getDoubleTy());
+  auto* i64 = b.getInt64Ty();
+  llvm::Type* optional[] = {
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64}, false)), // transition_log_bound
+      llvm::PointerType::getUnqual(
+          llvm::FunctionType::get(b.getVoidTy(), {f64, i64, f64}, false)), // linear_gaussian
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64, f64}, false)), // gaussian_moments
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, b.getInt32Ty(), f64, f64}, false)), // gaussian_jacobian
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(),
+          {f64, i64, i64, i64, i64, i64, f64, llvm::PointerType::getUnqual(i64), f64, f64, f64},
+          false)), // proposal_sample
+      llvm::PointerType::getUnqual(llvm::FunctionType::get(
+          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false))}; // lookahead
+  llvm::Function* given[] = {log_bound,         linear_gaussian, gaussian_moments,
+                             gaussian_jacobian, proposal_sample, lookahead};
+  for (int k = 0; k < 6; ++k) {
+    auto* type = llvm::cast<llvm::PointerType>(optional[k]);
+    fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
+                              : llvm::ConstantPointerNull::get(type));
+    types.push_back(type);
+  }
+  auto* type = llvm::StructType::create(ctx, types, "ssm_model");
+  new llvm::GlobalVariable(module, type, true, llvm::GlobalValue::ExternalLinkage,
+                           llvm::ConstantStruct::get(type, fields), "ssm_model_table");
+}
+
+} // namespace
+
+void generate_kernels(const ir::Model& model, const std::string& metadata_json,
+                      const StructureKernels& structure, llvm::Module& library) {
+  // The library's functions are only for inlining into the kernels.
+  for (llvm::Function& f : library)
+    if (!f.isDeclaration()) {
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      f.addFnAttr(llvm::Attribute::AlwaysInline);
+    }
+  emit_init_sample(model, library);
+  emit_init_logpdf(model, library);
+  emit_transition_sample(model, library);
+  emit_transition_logpdf(model, library);
+  emit_obs_logpdf(model, library);
+  emit_obs_sample(model, library);
+  emit_functional_terms(model, library);
+  llvm::Function* log_bound = nullptr;
+  if (structure.density && structure.density->bound && !structure.density->bound->reads_next_state)
+    log_bound = emit_transition_log_bound(model, structure.density->arena,
+                                          structure.density->bound->node, library);
+  llvm::Function* linear_gaussian = nullptr;
+  if (structure.linear_gaussian && structure.linear_gaussian->is_linear_gaussian)
+    linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
+  const bool gaussian = gaussian_moments_unsupported(model).empty();
+  llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
+  llvm::Function* jacobian = gaussian && structure.derivatives
+                                 ? emit_gaussian_jacobian(model, *structure.derivatives, library)
+                                 : nullptr;
+  llvm::Function* proposal =
+      model.proposal.relations.empty() ? nullptr : emit_proposal_sample(model, library);
+  llvm::Function* lookahead =
+      model.lookahead.outputs.empty() ? nullptr : emit_lookahead(model, library);
+  emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
+                   lookahead);
+
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(library, &os))
+    throw CodegenError("internal error: generated LLVM IR is invalid:\n" + os.str());
+}
+
+} // namespace ssm::codegen

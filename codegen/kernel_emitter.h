@@ -1,0 +1,153 @@
+// The shared base of the kernel emitters (one derived emitter per kind of kernel, see kernels.h):
+// the LLVM function and its loop over particles, expression emission, and the draws and densities
+// of relations through the kernel library.
+//
+// Every IR value is scalarised: a node of shape [r, c] becomes r*c LLVM doubles (shapes are
+// static). Nodes that read no per-particle value (constants, parameters, t, and y in the
+// observation density) are emitted once before the particle loop; the rest inside it. Each loop
+// iteration is straight-line code with calls to the library's samplers and densities, which inline,
+// so LLVM can vectorise it.
+#pragma once
+
+#include "kernel_codegen.h"
+
+#include "ir/builtins.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ssm::codegen {
+
+using Values = std::vector<llvm::Value*>;
+
+// A kernel's parameter: the name the emitter finds it by, and its type.
+using KernelParam = std::pair<std::string, llvm::Type*>;
+
+class KernelEmitter {
+public:
+  virtual ~KernelEmitter() = default;
+
+  // Creates the kernel `name` in the module and emits its body.
+  llvm::Function* emit(const char* name);
+
+protected:
+  using Value = llvm::Value;
+
+  // A kernel over one of the model's blocks, computing its outputs.
+  KernelEmitter(const ir::Model& model, llvm::Module& module, ir::BlockKind block);
+  // A kernel over `block` (a model block, or an analysis' arena) whose outputs are `outputs`.
+  KernelEmitter(const ir::Model& model, llvm::Module& module, const ir::Block& block,
+                std::vector<int> outputs);
+
+  // ---- what each kind of kernel decides ----
+
+  // The function's parameters, in order (see particle_parameters).
+  virtual std::vector<KernelParam> parameters() = 0;
+  // Everything after the preamble: by default one loop over the particles.
+  virtual void emit_body() { emit_loop(false); }
+  // One particle's work inside the loop: by default the block's relations, drawn (samples) and/or
+  // scored (scores), with the log-density stored in `out` when scored.
+  virtual void emit_particle();
+  virtual bool samples() const { return false; } // draws the relations' targets (takes a seed)
+  virtual bool scores() const { return true; }   // accumulates the relations' log-density
+  // Computes only the nodes its outputs read (an analysis' arena), not the whole block.
+  virtual bool over_arena() const { return false; }
+  // A state node: by default read per particle from x (lag 0) or x_prev (lag 1, via ancestors).
+  virtual Values load_state(const ir::Node& node);
+  // A state node read at the one state x_in, the state a Gaussian kernel's block conditions on.
+  Values load_state_at_x_in(const ir::Node& node);
+
+  // ---- the function and its loop ----
+
+  // theta, seed (a sampler's), t (past the initial block), begin, end, stride, then `rest`.
+  std::vector<KernelParam> particle_parameters(std::vector<KernelParam> rest);
+  llvm::Type* f64_ptr() { return llvm::PointerType::getUnqual(b_.getDoubleTy()); }
+  llvm::Type* i64() { return b_.getInt64Ty(); }
+  llvm::Type* i64_ptr() { return llvm::PointerType::getUnqual(b_.getInt64Ty()); }
+  Value* arg(const std::string& name) const;
+  void emit_loop(bool gather);
+  // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
+  void emit_loops_with_ancestors();
+  // The outputs (-1: zero) stored one after another in `out`; no loop.
+  void emit_output_stores();
+  Value* element(Value* base, Value* component, Value* particle);
+  // The observation sampler draws y[t]; every other kernel reads it.
+  bool samples_observations() const {
+    return samples() && block_.kind == ir::BlockKind::Observation;
+  }
+
+  // ---- expressions ----
+
+  const Values& get(int id);
+  Value* constant(double v) { return llvm::ConstantFP::get(b_.getDoubleTy(), v); }
+  static Value* component(const Values& v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+  Value* intrinsic(llvm::Intrinsic::ID id, std::vector<Value*> operands) {
+    return b_.CreateIntrinsic(id, {b_.getDoubleTy()}, operands);
+  }
+  Value* library_call(const std::string& name, std::vector<Value*> operands);
+  // Built-in functions, as their rows in ir/builtins.h say: one component of an elementwise
+  // one, or a whole-vector one (dot, softmax, log_sum_exp, det).
+  Value* apply(const ir::Builtin& f, Value* a, Value* c);
+  Values apply_whole(const ir::Builtin& f, const ir::Node& node,
+                     const std::vector<const Values*>& args);
+  Value* digamma(Value* x);
+  std::pair<Value*, Value*> sum_exp(const Values& x);
+  Value* truth(Value* bit) { return b_.CreateUIToFP(bit, b_.getDoubleTy()); }
+  Value* is_true(Value* v) { return b_.CreateFCmpUNE(v, constant(0)); }
+  Value* frame_load(int offset);
+  Values frame_values(int offset, size_t size);
+  Value* power(Value* a, Value* e);
+  Values compute(const ir::Node& node, const std::vector<const Values*>& args);
+  Values load_obs(const ir::Node& node);
+  const Values& cholesky(int id);
+
+  // ---- relations (kernel_relations.cpp) ----
+
+  Value* emit_relation(size_t r, Value* logpdf);
+  Value* unless_missing(Value* observed, Value* lp);
+  Value* draw(size_t r, int i, const std::string& fn, std::vector<Value*> dist_args);
+  Values sample_independent(const ir::Relation& rel, size_t r,
+                            const std::vector<const Values*>& args, int size);
+  Values sample_mvnormal(const ir::Relation& rel, size_t r, const std::vector<const Values*>& args);
+  const Values& lower_factor(const ir::Relation& rel);
+  Value* log_gamma(Value* x) { return library_call("ssm_log_gamma", {x}); }
+  Value* all_of(const std::vector<Value*>& bits);
+  Values sample_dirichlet(size_t r, const Values& alpha, int k);
+  Value* dirichlet_logpdf(const Values& x, const Values& alpha);
+  Values sample_multinomial(size_t r, Value* n, const Values& p);
+  Value* multinomial_logpdf(const Values& x, Value* n, const Values& p);
+  Value* sum(const Values& v);
+  Values sample_categorical(size_t r, const Values& p);
+  Value* categorical_logpdf(Value* x, const Values& p);
+  Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
+                         const std::vector<const Values*>& args);
+
+  const ir::Model& model_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const ir::Block& block_;
+  std::vector<int> outputs_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  std::map<std::string, llvm::Argument*> args_;
+  Value* t32_ = nullptr;
+  Value* n_ = nullptr;
+  Value* n32_ = nullptr;
+  Value* ancestor_ = nullptr;
+  std::vector<bool> varying_, needed_;
+  std::vector<Values> cache_, preamble_cache_;
+  std::map<int, Values> cholesky_, preamble_cholesky_;
+  std::map<int, Values> current_; // lag-0 values of the variables this block samples or reads
+
+private:
+  void create_function(const char* name);
+  void compute_varying();
+  void compute_needed();
+};
+
+} // namespace ssm::codegen

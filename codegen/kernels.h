@@ -1,0 +1,45 @@
+// The kernels of a model, one function each: every one builds its kind's emitter (a KernelEmitter)
+// and emits the kernel into `module` under its ABI name (runtime/kernel/abi.h). Internal to
+// codegen; kernel_codegen.cpp calls them in the order of the model table.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace llvm {
+class Function;
+class Module;
+} // namespace llvm
+
+namespace ssm::passes {
+struct LinearGaussian;
+struct Derivatives;
+} // namespace ssm::passes
+
+namespace ssm::codegen {
+
+// sampling_kernels.cpp: draw the block's relations.
+llvm::Function* emit_init_sample(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_transition_sample(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_obs_sample(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_proposal_sample(const ir::Model& model, llvm::Module& module);
+
+// density_kernels.cpp: the log-density of the block's relations, and the transition's bound.
+llvm::Function* emit_init_logpdf(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_transition_logpdf(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_obs_logpdf(const ir::Model& model, llvm::Module& module);
+// The log of node `bound` of the density analysis' `arena`, per particle at t-1.
+llvm::Function* emit_transition_log_bound(const ir::Model& model, const ir::Block& arena, int bound,
+                                          llvm::Module& module);
+
+// output_kernels.cpp: the block's outputs per particle.
+llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module);
+
+// gaussian_kernels.cpp: what the Kalman filters need.
+llvm::Function* emit_linear_gaussian(const ir::Model& model, const passes::LinearGaussian& lg,
+                                     llvm::Module& module);
+llvm::Function* emit_gaussian_moments(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_gaussian_jacobian(const ir::Model& model, const passes::Derivatives& derivs,
+                                       llvm::Module& module);
+
+} // namespace ssm::codegen

@@ -1,0 +1,62 @@
+// The kernels that write a block's outputs per particle, laid out as the runtime lays out a state:
+// the functional block's terms (the smoothers' additive functionals) and the look-ahead block's
+// values (the auxiliary particle filter's).
+#include "kernel_emitter.h"
+#include "kernels.h"
+
+namespace ssm::codegen {
+
+namespace {
+
+class OutputEmitter : public KernelEmitter {
+protected:
+  using KernelEmitter::KernelEmitter;
+
+  void emit_particle() override {
+    int component = 0;
+    for (int id : outputs_)
+      for (Value* v : get(id))
+        b_.CreateStore(v, element(arg("out"), b_.getInt64(component++), n_));
+  }
+};
+
+// ssm_functional_terms(theta, t, begin, end, stride, x_prev, ancestors, x, y, out)
+class FunctionalEmitter : public OutputEmitter {
+public:
+  FunctionalEmitter(const ir::Model& model, llvm::Module& module)
+      : OutputEmitter(model, module, ir::BlockKind::Functional) {}
+
+private:
+  std::vector<KernelParam> parameters() override {
+    return particle_parameters({{"x_prev", f64_ptr()},
+                                {"ancestors", i64_ptr()},
+                                {"x", f64_ptr()},
+                                {"y", f64_ptr()},
+                                {"out", f64_ptr()}});
+  }
+  void emit_body() override { emit_loops_with_ancestors(); }
+};
+
+// ssm_lookahead(theta, t, begin, end, stride, x_prev, y, out)
+class LookaheadEmitter : public OutputEmitter {
+public:
+  LookaheadEmitter(const ir::Model& model, llvm::Module& module)
+      : OutputEmitter(model, module, ir::BlockKind::Lookahead) {}
+
+private:
+  std::vector<KernelParam> parameters() override {
+    return particle_parameters({{"x_prev", f64_ptr()}, {"y", f64_ptr()}, {"out", f64_ptr()}});
+  }
+};
+
+} // namespace
+
+llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& module) {
+  return FunctionalEmitter(model, module).emit("ssm_functional_terms");
+}
+
+llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module) {
+  return LookaheadEmitter(model, module).emit("ssm_lookahead");
+}
+
+} // namespace ssm::codegen

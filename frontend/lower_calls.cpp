@@ -1,0 +1,103 @@
+// Calls of built-in functions (exp, log, dot, zeros...): the function's name and arity, and the
+// shapes of its arguments. A call of a user function goes on to lower_functions.cpp.
+#include "lowering.h"
+
+#include "ir/builtins.h"
+
+#include <algorithm>
+
+namespace ssm::frontend::lowering {
+
+namespace {
+
+// Built-ins that make constants of a given size.
+const std::set<std::string> constructor_functions = {"zeros", "ones", "eye"};
+
+std::vector<std::string> builtin_function_names() {
+  std::vector<std::string> names(constructor_functions.begin(), constructor_functions.end());
+  for (const ir::Builtin& f : ir::all_builtins())
+    if (ir::find_callable(f.name))
+      names.emplace_back(f.name);
+  return names;
+}
+
+} // namespace
+
+std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
+  const std::string& fn = e.name;
+  std::size_t n = e.args.size();
+  auto arity = [&](std::size_t want, std::string_view params) {
+    if (n == want)
+      return true;
+    error(e.range, fmt::format(msg::fn_argument_count, fn, params, plural(want, "argument"),
+                               n == 1 ? "1 was" : fmt::format("{} were", n)));
+    return false;
+  };
+  if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Fn) {
+    sym->used = true;
+    return call_function(e, *sym, s);
+  }
+  const ir::Builtin* info = ir::find_callable(fn);
+  if (constructor_functions.count(fn)) {
+    if (!arity(1, "n"))
+      return std::nullopt;
+    std::optional<int> size = eval_dimension(*e.args[0], fmt::format("the size given to {}", fn));
+    if (!size)
+      return std::nullopt;
+    if (fn != "eye")
+      return emit_const(s, ir::Shape::vector(*size),
+                        std::vector<double>(*size, fn == "ones" ? 1.0 : 0.0), e.range);
+    std::vector<double> values(static_cast<std::size_t>(*size) * *size, 0.0);
+    for (int i = 0; i < *size; ++i)
+      values[static_cast<std::size_t>(i) * *size + i] = 1.0;
+    return emit_const(s, ir::Shape::matrix(*size, *size), std::move(values), e.range);
+  }
+  if (!info) {
+    if (const ir::DistInfo* d = ir::find_dist(fn); d && !d->internal)
+      error(e.name_range, fmt::format(msg::distribution_called, fn));
+    else if (report_hidden(e.name_range, fn)) {
+      // declared in a module this file does not import: said so
+    } else if (Symbol* sym = lookup(fn, e.name_range))
+      error(e.name_range, fmt::format(msg::not_a_function, fn, a_kind(sym->kind)));
+    else if (auto guess = closest_name(fn, function_names(e.name_range)))
+      error(e.name_range, fmt::format(msg::unknown_function_did_you_mean, fn, *guess));
+    else
+      error(e.name_range,
+            fmt::format(msg::unknown_function, fn, fmt::join(function_names(e.name_range), ", ")));
+    for (const ast::ExprPtr& a : e.args)
+      lower(*a, s);
+    return std::nullopt;
+  }
+  std::vector<std::optional<int>> args;
+  for (const ast::ExprPtr& a : e.args)
+    args.push_back(lower(*a, s));
+  if (!arity(info->arity, info->params))
+    return std::nullopt;
+  if (std::any_of(args.begin(), args.end(), [](const auto& a) { return !a.has_value(); }))
+    return std::nullopt;
+  ir::Node node;
+  node.op = ir::Op::Call;
+  node.fn = fn;
+  std::vector<ir::Shape> shapes;
+  for (const auto& a : args) {
+    node.args.push_back(*a);
+    shapes.push_back(shape_of(s, *a));
+  }
+  if (auto shape = ir::builtin_result_shape(*info, shapes)) {
+    node.shape = *shape;
+    return emit(s, std::move(node), e.range);
+  }
+  // The text of call-shape errors lives with the table (ir::builtin_shape_error).
+  error(e.range, ir::builtin_shape_error(*info, shapes));
+  return std::nullopt;
+}
+
+std::vector<std::string> Lowering::function_names(Range from) const {
+  std::vector<std::string> names = builtin_function_names();
+  for (const ast::FnDecl& f : ast_.fns)
+    if (visible(from, f.name.range))
+      names.push_back(f.name.name);
+  return names;
+}
+
+} // namespace ssm::frontend::lowering

@@ -1,0 +1,364 @@
+// The text of every diagnostic that the lowering raises (errors, warnings and notes), in one
+// place: fmt format strings, whose {} the lowering fills with names, shapes and values. Grouped
+// by the file that raises them, in the order it does; short words chosen by a condition ("row
+// index" or "column index") stay next to their condition. The golden tests
+// (tests/golden/diagnostics) and the catalogue of docs/language.md can be checked against these.
+// The shape errors of a call of a built-in function are not here: they belong to the function
+// (ir::builtin_shape_error, with the table of ir/builtins.h), so any front end says the same.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ssm::frontend::msg {
+
+// ---- names and declarations (lower_names.cpp)
+
+inline constexpr char name_declared_by_importing_model[] =
+    "'{}' is declared by the model that imports this module ({}); a module can only use "
+    "its own names and those of the modules it imports";
+inline constexpr char name_declared_in_unimported_module[] =
+    "'{}' is declared in {}, which {} does not import: add 'import \"{}\";' to it";
+inline constexpr char unknown_name[] = "unknown name '{}'";
+inline constexpr char did_you_mean[] = "; did you mean '{}'?";
+inline constexpr char t_declared[] = "'t' is reserved for the time index and cannot be declared";
+inline constexpr char builtin_constant_declared[] =
+    "'{}' is a built-in constant and cannot be declared";
+inline constexpr char n_declared_in_plate_model[] =
+    "'n' is the index of the plate's items in this model and cannot be declared";
+inline constexpr char redeclaration[] = "redeclaration of '{}'";
+inline constexpr char first_declared_here[] = "'{}' was first declared here";
+inline constexpr char unused_declaration[] = "{} '{}' is never used";
+
+// ---- constants (lower_constants.cpp)
+
+inline constexpr char not_a_constant_expression[] = "{} must be a constant expression";
+inline constexpr char not_a_single_integer[] = "{} must be a single integer, but it is {}";
+inline constexpr char not_an_integer[] = "{} must be an integer, but it is {}";
+inline constexpr char negative_integer[] = "{} must be a non-negative integer, but it is {}";
+inline constexpr char dimension_too_large[] = "{} of {} is too large (the limit is {})";
+inline constexpr char not_a_real_number[] = "{} must be a real number, but it is {}";
+inline constexpr char what_constant_value[] = "the value of constant '{}'";
+
+// ---- declarations (lower_declarations.cpp)
+
+inline constexpr char time_series_in_plate_model[] =
+    "{} belongs to a time series, but this model is over the i.i.d. plate n: a model "
+    "cannot have both";
+inline constexpr char time_series_in_simulator[] =
+    "{} belongs to a time series, but simulator '{}' has no time";
+inline constexpr char simulator_parameter_without_prior[] =
+    "parameter '{0}' of simulator '{1}' needs a prior, as in 'param {0} ~ uniform(0, "
+    "1);', since likelihood-free inference draws the parameters from it; a fixed value "
+    "is a constant: 'const {0} = ...;'";
+inline constexpr char plate_index_not_n[] = "the items of a plate are indexed by 'n': write {}[n]";
+inline constexpr char plate_index_in_simulator[] =
+    "a simulator draws one sample and has no plate: write '{} {} ~ ...;'";
+inline constexpr char plate_index_missing[] =
+    "{} '{}' in a model over the plate n needs the plate index: write '{} {}[n] ~ ...;'";
+inline constexpr char time_series_obs_with_relation[] =
+    "an observation of a time series is declared as 'obs {0} : TYPE;' with a relation "
+    "'{0}[t] ~ ...;'; 'obs {0} ~ ...' and 'obs {0} = ...' are for plate models (obs "
+    "{0}[n] ~ ...) and simulators";
+inline constexpr char obs_without_type[] = "observation '{}' needs a type, as in 'obs {} : real;'";
+inline constexpr char obs_with_distribution_and_value[] =
+    "observation '{}' has both a distribution and a value: give one";
+inline constexpr char deterministic_obs_in_plate_model[] =
+    "a deterministic observation ('obs {0} = ...') is only for simulators; in a model "
+    "over a plate, give its distribution: 'obs {0}[n] ~ ...;'";
+inline constexpr char obs_without_distribution[] =
+    "observation '{0}' needs a distribution{1}, as in 'obs {0}{2} ~ normal(...);'";
+inline constexpr char type_too_large[] = "this type has {} elements, more than the limit of {}";
+inline constexpr char empty_simplex[] = "a simplex needs at least one component";
+inline constexpr char bound_not_integer[] = "{} must be an integer or inf, but it is {}";
+inline constexpr char bounds_out_of_order[] =
+    "the lower bound ({}) must be {} the upper bound ({})";
+inline constexpr char cov_matrix_misplaced[] =
+    "cov_matrix is a parameter or data type; use matrix[n, n] for {}";
+inline constexpr char simplex_misplaced[] =
+    "simplex is a parameter or data type; use vector[n] for {}";
+inline constexpr char integer_parameter[] =
+    "a parameter cannot be an integer: parameters are continuous (use a constant, or "
+    "data, for a fixed integer)";
+inline constexpr char real_bounds_misplaced[] =
+    "bounds real(lo, hi) are for parameters and data; {} '{}' {}";
+inline constexpr char cov_matrix_prior_unsupported[] =
+    "a prior on a cov_matrix parameter is not supported yet (there is no distribution "
+    "over covariance matrices)";
+inline constexpr char what_default_value[] = "the default value of '{}'";
+inline constexpr char default_shape_mismatch[] = "the default value of '{}' is {}, but '{}' is {}";
+inline constexpr char default_not_finite[] = "the default value of '{}' is not finite ({})";
+inline constexpr char default_outside_bounds[] =
+    "the default value of '{}' ({}) is outside its bounds [{}, {}]";
+inline constexpr char default_not_on_simplex[] =
+    "the default value of simplex '{}' must be non-negative and sum to 1, but {}";
+inline constexpr char simplex_component_negative[] = "component {} is negative ({})";
+inline constexpr char simplex_sum[] = "it sums to {}";
+inline constexpr char default_cov_matrix_not_symmetric[] =
+    "the default value of cov_matrix '{}' is not symmetric";
+inline constexpr char default_cov_matrix_not_positive_definite[] =
+    "the default value of cov_matrix '{}' is not positive definite";
+
+// ---- distributions (lower_distributions.cpp)
+
+inline constexpr char unknown_distribution[] = "unknown distribution '{}'";
+inline constexpr char dist_argument_count[] = "{} takes {}, but {} given";
+inline constexpr char categorical_target_not_scalar[] =
+    "categorical needs a single integer target, but '{}' is {}";
+inline constexpr char categorical_weights_not_vector[] =
+    "argument 'p' of categorical must be a vector of probabilities, but it is {}";
+inline constexpr char vector_target_needed[] = "{} needs a vector target, but '{}' is {}";
+inline constexpr char weights_shape_mismatch[] =
+    "argument '{}' of {} must be {}{}, like its target '{}', but it is {}";
+inline constexpr char multinomial_n_not_real[] =
+    "argument 'n' of multinomial must be real (the number of draws), but it is {}";
+inline constexpr char mvnormal_mean_shape_mismatch[] =
+    "argument 'mu' of {} must be {}, like its target '{}', but it is {}";
+inline constexpr char mvnormal_matrix_shape_mismatch[] =
+    "argument '{}' of {} must be {} for a target of shape {}, but it is {}";
+inline constexpr char dist_argument_shape_mismatch[] =
+    "argument '{}' of {} must be {}, like its target '{}', but it is {}";
+inline constexpr char dist_argument_outside_domain[] =
+    "the argument '{}' of {} must be {}, but {} {}";
+inline constexpr char its_component_is[] = "its component {} is";
+inline constexpr char dist_weights_all_zero[] = "the weights '{}' of {} must not all be 0";
+inline constexpr char dist_interval_empty[] =
+    "the interval of {} is empty: lo = {} must be below hi = {}";
+inline constexpr char continuous_dist_for_integer[] =
+    "'{}' is an integer, but {} is a continuous distribution; use one of {}";
+inline constexpr char support_from[] = "can take any value >= {}";
+inline constexpr char support_one_value[] = "takes the value {}";
+inline constexpr char support_two_values[] = "takes the values {} and {}";
+inline constexpr char support_range[] = "takes the values {}..{}";
+inline constexpr char support_outside_int_range[] =
+    "{}, but '{}' is declared {}, which holds none of them";
+inline constexpr char int_range_consequence_proposal[] =
+    "the guided filter stops with an error when the proposal draws a value outside {}";
+inline constexpr char int_range_consequence_obs[] =
+    "simulate stops with an error when it draws a value outside {}";
+inline constexpr char int_range_consequence_state[] =
+    "simulate and the particle methods stop with an error when they draw a value outside "
+    "{}, and the exact methods (forward-backward, Viterbi) when more than 1e-9 of the "
+    "probability falls outside it";
+inline constexpr char support_reaches_outside_int_range[] = "{}, but '{}' is declared {}: {}";
+
+// ---- expressions (lower_expressions.cpp, lowering.h)
+
+inline constexpr char conditional_branch_shapes[] =
+    "the two branches of a conditional must have the same shape, or one must be real, "
+    "but they are {} and {}";
+inline constexpr char conditional_condition_shape[] =
+    "the condition is {}, but the branches are {}: a condition is real, or has the shape "
+    "of the branches to choose between them component by component";
+inline constexpr char not_constant_because[] = "{} must be a constant expression, but {}";
+inline constexpr char function_reads_outside[] =
+    "function '{}' cannot read {}: pass it as an argument";
+inline constexpr char let_self_reference[] = "let '{}' is defined in terms of itself";
+inline constexpr char t_in_plate_model[] =
+    "'t' is the time index, but this model is over the i.i.d. plate n and has no time";
+inline constexpr char t_in_simulator[] = "'t' is the time index, but simulator '{}' has no time";
+inline constexpr char n_as_value[] =
+    "'n' only indexes the latent variables and observations of the plate, as in z[n]; it "
+    "is not a value";
+inline constexpr char is_a_latent_variable[] = "'{}' is a latent variable";
+inline constexpr char what_latent_variable[] = "latent variable '{}'";
+inline constexpr char latent_without_plate_index[] =
+    "latent variable '{0}' needs the plate index here: write {0}[n]";
+inline constexpr char is_a_let_binding[] = "'{}' is a let binding";
+inline constexpr char what_let_binding[] = "let binding '{}'";
+inline constexpr char function_not_called[] = "'{0}' is a function: call it, as in {0}(...)";
+inline constexpr char functional_in_expression[] =
+    "'{}' is a functional: it is estimated by the runtime and cannot be used in an "
+    "expression";
+inline constexpr char is_data[] = "'{}' is data, known only when the program runs";
+inline constexpr char constant_self_reference[] = "constant '{}' is defined in terms of itself";
+inline constexpr char constant_used_before_declared[] =
+    "constant '{}' is declared after '{}'; a constant can only use constants declared "
+    "before it";
+inline constexpr char is_a_parameter[] = "'{}' is a parameter";
+inline constexpr char obs_without_plate_index[] =
+    "observation '{0}' needs the plate index here: write {0}[n]";
+inline constexpr char state_time_index_forms[] = "{0}[t-1] for the previous value or {0}[t]";
+inline constexpr char needs_time_index[] = "{} '{}' needs a time index here: write {}";
+inline constexpr char operand_shape_mismatch[] =
+    "shape mismatch: {} (the operands of '{}' must have the same shape, or one must be "
+    "real)";
+inline constexpr char vector_times_vector[] =
+    "cannot multiply two vectors with '*' ({}); use dot(a, b) for their inner product";
+inline constexpr char vector_times_matrix[] =
+    "cannot multiply {}: vectors are columns, so only matrix * vector is defined";
+inline constexpr char matvec_size_mismatch[] =
+    "the matrix has {} columns but the vector has {} elements";
+inline constexpr char matmul_size_mismatch[] =
+    "the left matrix has {} columns but the right one has {} rows";
+inline constexpr char product_shape_mismatch[] = "shape mismatch: {} ({})";
+inline constexpr char exponent_not_real[] =
+    "the exponent of '^' must be real, but it is {}; use pow(a, b) for elementwise powers";
+inline constexpr char matrix_row_element_not_real[] =
+    "the elements of a matrix row must be real, but this is {}";
+inline constexpr char literal_element_not_number_or_row[] =
+    "the elements of a literal must be numbers or rows, but this is {}";
+inline constexpr char literal_mixes_numbers_and_rows[] =
+    "a literal must hold only numbers (a vector) or only rows of the same length (a "
+    "matrix)";
+inline constexpr char literal_row_length_mismatch[] = "row {} has {}, but row 0 has {}";
+
+// ---- calls of built-in functions (lower_calls.cpp); a wrong argument count says
+// fn_argument_count, as for a user function
+
+inline constexpr char distribution_called[] =
+    "'{}' is a distribution, not a function; distributions appear only after '~'";
+inline constexpr char not_a_function[] = "'{}' is {}, not a function";
+inline constexpr char unknown_function_did_you_mean[] = "unknown function '{}'; did you mean '{}'?";
+inline constexpr char unknown_function[] = "unknown function '{}'; the functions are: {}";
+
+// ---- user functions (lower_functions.cpp)
+
+inline constexpr char fn_duplicate_parameter[] = "function '{}' has two parameters named '{}'";
+inline constexpr char fn_parameter_reserved[] = "'{}' is {} and cannot name a function parameter";
+inline constexpr char fn_type_not_plain[] =
+    "the parameters and result of a function take plain types (real, int, vector[n] or "
+    "matrix[r, c]); {} {} only for the declarations of variables";
+inline constexpr char fn_let_reserved[] = "'{}' is {} and cannot name a let";
+inline constexpr char fn_let_redeclared[] =
+    "'{}' is already {} of function '{}': give this let another name";
+inline constexpr char fn_result_shape_mismatch[] = "function '{}' returns {}, but this is {}";
+inline constexpr char fn_recursion[] = "function '{}' calls itself; recursion is not supported";
+inline constexpr char fn_calls_later_fn[] =
+    "function '{}' is declared after '{}'; a function can only call functions declared "
+    "before it";
+inline constexpr char fn_argument_count[] = "{}({}) takes {}, but {} given";
+inline constexpr char fn_argument_shape_mismatch[] = "argument '{}' of {} must be {}, but it is {}";
+
+// ---- indexing and time indices (lower_indexing.cpp)
+
+inline constexpr char real_indexed[] = "{} is real and cannot be indexed";
+inline constexpr char too_many_indices[] = "{} is {}, which takes at most {}, but {} given";
+inline constexpr char valid_indices[] = "valid indices are 0 to {}";
+inline constexpr char index_out_of_range[] = "{} {} is out of range for {}, which is {} ({})";
+inline constexpr char dynamic_index_not_scalar[] =
+    "an index must be a single integer, but this is {}";
+inline constexpr char time_index_on_timeless[] =
+    "{} '{}' does not depend on time: write '{}', not '{}[t]'";
+inline constexpr char plate_index_with_components[] =
+    "the first index of '{0}' is the item n alone; index its components in a second "
+    "bracket, as in {0}[n][0]";
+inline constexpr char plate_reads_other_item[] =
+    "the items of a plate are independent: a relation reads the current item only, {}[n]";
+inline constexpr char what_time_index[] = "the time index of '{}'";
+inline constexpr char unsupported_time_index[] =
+    "unsupported time index for '{}': write {}[t], {}[t-1] or {}[0]";
+inline constexpr char time_index_with_components[] =
+    "the first index of '{0}' is the time alone; index its components in a second "
+    "bracket, as in {0}[t][0]";
+inline constexpr char fixed_time_step[] =
+    "reading a fixed time step ({}) is not supported: {} can read {}";
+inline constexpr char reads_future[] =
+    "{} reads {}, a future value; {} can only read the present and the past";
+inline constexpr char before_time_zero[] =
+    "{} does not exist: the initial relation for {} is at t = 0";
+inline constexpr char past_input[] =
+    "not supported yet: reading a past input ({}); {} can read {}[t]";
+inline constexpr char initial_reads_obs[] =
+    "not supported yet: an initial relation that reads an observation ({})";
+inline constexpr char transition_reads_current_obs[] =
+    "a transition cannot read {}: the observation at time t depends on the state at t; a "
+    "transition can read {}[t-1]";
+inline constexpr char obs_lag_beyond_1[] = "not supported yet: lags beyond 1 ({}); {}";
+inline constexpr char proposal_obs_reads[] = "a proposal can read {0}[t-1] and {0}[t]";
+inline constexpr char transition_obs_reads[] = "a transition can read {}[t-1]";
+inline constexpr char past_obs[] =
+    "not supported yet: {} that reads a past observation ({}); it can read observations "
+    "at time t";
+inline constexpr char reads_own_target[] = "{} reads {} itself";
+inline constexpr char lookahead_reads_current_state[] =
+    "{} reads {}: a look-ahead predicts the states at t from those at t-1, so it can "
+    "read {}[t-1]";
+
+// ---- relations (lower_relations.cpp)
+
+inline constexpr char relation_on_constant[] =
+    "'{}' is a constant; only states and observations can be the target of a relation";
+inline constexpr char relation_on_parameter[] =
+    "cannot assign to parameter '{0}': give its prior in its declaration, as in 'param "
+    "{0} ~ {1}(...);'";
+inline constexpr char relation_on_other[] =
+    "'{}' is not a state or an observation; only those can be the target of a relation";
+inline constexpr char state_relation_forms[] = "{0}[0] (initial) or {0}[t] (transition)";
+inline constexpr char relation_target_without_time[] =
+    "the target of a relation needs a time index: write {}";
+inline constexpr char relation_target_component[] =
+    "a relation must target a whole variable, as in {}; relations for single components "
+    "are not supported";
+inline constexpr char relation_target_bad_time[] =
+    "the target of a relation must be {}, not {}[{}]";
+inline constexpr char proposal_for_obs[] = "a proposal draws a state, but '{}' is an observation";
+inline constexpr char proposal_for_initial_state[] =
+    "not supported yet: a proposal for the initial state ({0}[0]); the guided filter "
+    "draws {0}[0] from its initial relation";
+inline constexpr char second_relation[] = "{} has a second {}";
+inline constexpr char first_relation_here[] = "the first {} for {} is here";
+inline constexpr char relation_subject[] = "the {} for {}";
+inline constexpr char discrete_proposal_for_continuous[] =
+    "'{}' is continuous, but {} is a discrete distribution; its proposal must have a "
+    "density with respect to the same measure as its transition";
+inline constexpr char static_relation_subject[] = "the {} of {}";
+inline constexpr char obs_value_shape_mismatch[] =
+    "the value of observation '{}' is {}, but '{}' is {}";
+inline constexpr char latent_reads_obs[] =
+    "{} reads observation {}: latent variables are drawn before the observations and "
+    "cannot read them";
+inline constexpr char lookahead_target_not_state[] =
+    "a look-ahead predicts a state: write lookahead x[t] = ...; for a state x";
+inline constexpr char lookahead_target_not_whole[] =
+    "a look-ahead predicts the whole state at t: write lookahead {}[t] = ...;";
+inline constexpr char second_lookahead[] = "{}[t] has a second look-ahead";
+inline constexpr char first_lookahead_here[] = "the first look-ahead for {}[t] is here";
+inline constexpr char lookahead_subject[] = "the look-ahead for {}[t]";
+inline constexpr char lookahead_shape_mismatch[] = "the look-ahead for {}[t] is {}, but '{}' is {}";
+inline constexpr char lookahead_missing[] =
+    "the auxiliary filter predicts every state, and state '{0}' has no look-ahead: add "
+    "one, as in lookahead {0}[t] = ...;";
+inline constexpr char functional_shape[] = "a functional must be real or a vector, but this is {}";
+
+// ---- completeness and order (lower_ordering.cpp)
+
+inline constexpr char static_model_without_obs[] =
+    "{} '{}' declares no observation: add one, as in '{}'";
+inline constexpr char model_without_state[] = "model '{}' declares no state";
+inline constexpr char model_without_obs[] =
+    "model '{}' declares no observation: it can be simulated but not filtered";
+inline constexpr char missing_initial_relation[] =
+    "state '{0}' has no initial relation: add one, as in '{0}[0] ~ normal(0, 1);'";
+inline constexpr char missing_transition_relation[] =
+    "state '{0}' has no transition relation: add one, as in '{0}[t] ~ normal({0}[t-1], "
+    "1);'";
+inline constexpr char missing_obs_relation[] =
+    "observation '{0}' has no relation: add one that depends on a state, as in '{0}[t] ~ "
+    "normal(x[t], 1);'";
+inline constexpr char obs_independent_of_states[] =
+    "observation '{}' does not depend on any state: its relation reads no state, "
+    "directly or through other observations";
+inline constexpr char circular_dependency[] = "circular dependency between relations: {}";
+
+// ---- expressions (lower_expressions.cpp, lowering.h)
+
+inline constexpr char expanded_here[] = "in {}, used here";
+
+// ---- warnings over the IR (warn_*.cpp)
+
+inline constexpr char state_without_influence[] =
+    "state '{}' does not influence any observation, directly or through other states: "
+    "the data say nothing about it";
+inline constexpr char latent_without_influence[] =
+    "latent variable '{}' does not influence any observation, directly or through other "
+    "latent variables: the data say nothing about it";
+inline constexpr char prior_outside_bounds[] =
+    "the prior {} of '{}' has support [{}, {}], which reaches outside its declared "
+    "bounds [{}, {}]";
+
+// "1 argument", "2 arguments", "3 indices".
+std::string plural(std::size_t n, std::string_view word);
+
+} // namespace ssm::frontend::msg

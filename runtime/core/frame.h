@@ -1,0 +1,26 @@
+// The frame: the array that generated kernels read as `theta` (docs/abi.md). It holds the
+// parameters and the data items, fixed for a run, then the inputs at the current time step and the
+// observation at the previous one, which the runtime writes before each step.
+#pragma once
+
+#include "core/metadata.h"
+
+#include <vector>
+
+namespace ssm {
+
+class Frame {
+public:
+  // `fixed` is theta followed by the data values (n_theta + n_data numbers).
+  Frame(const ModelInfo& info, const std::vector<double>& fixed);
+
+  // The frame for a step: `inputs` holds the inputs at t (n_inputs numbers; may be null when the
+  // model has none) and `y_prev` the observation at t-1 (null at t = 0: NaN).
+  const double* step(const double* inputs, const double* y_prev);
+
+private:
+  const ModelInfo& info_;
+  std::vector<double> values_;
+};
+
+} // namespace ssm

@@ -1,0 +1,429 @@
+// Parsing and checking of the model metadata JSON (see docs/abi.md), and CSV column naming.
+#include "core/metadata.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace ssm {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw Error("invalid model metadata (the compiler and runtime disagree): " + what);
+}
+
+const json& field(const json& obj, const char* key, const std::string& ctx) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    bad(fmt::format("{}: missing field '{}'", ctx, key));
+  return *it;
+}
+
+int64_t get_int(const json& obj, const char* key, const std::string& ctx) {
+  const json& v = field(obj, key, ctx);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    bad(fmt::format("{}: field '{}' must be a non-negative integer", ctx, key));
+  return v.get<int64_t>();
+}
+
+std::string get_string(const json& obj, const char* key, const std::string& ctx) {
+  const json& v = field(obj, key, ctx);
+  if (!v.is_string())
+    bad(fmt::format("{}: field '{}' must be a string", ctx, key));
+  return v.get<std::string>();
+}
+
+std::vector<int64_t> get_shape(const json& obj, const std::string& ctx) {
+  const json& v = field(obj, "shape", ctx);
+  if (!v.is_array())
+    bad(ctx + ": 'shape' must be an array");
+  std::vector<int64_t> shape;
+  for (const json& d : v) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1)
+      bad(ctx + ": 'shape' entries must be positive integers");
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+int64_t shape_size(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+void flatten_into(const json& v, std::vector<double>& out, const std::string& ctx) {
+  if (v.is_number())
+    out.push_back(v.get<double>());
+  else if (v.is_array())
+    for (const json& e : v)
+      flatten_into(e, out, ctx);
+  else
+    bad(ctx + ": 'default' must hold numbers");
+}
+
+std::optional<double> get_bound(const json& obj, const char* key, const std::string& ctx) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_number())
+    bad(fmt::format("{}: '{}' must be a number or null", ctx, key));
+  return it->get<double>();
+}
+
+std::optional<double> get_integer_bound(const json& arr, size_t i, const std::string& ctx) {
+  const json& v = arr[i];
+  if (v.is_null())
+    return std::nullopt;
+  if (!v.is_number())
+    bad(ctx + ": 'integer' bounds must be numbers or null");
+  return v.get<double>();
+}
+
+std::vector<FunctionalInfo> parse_functionals(const json& root, const json* analysis,
+                                              int64_t& n_components) {
+  std::vector<FunctionalInfo> fs;
+  n_components = 0;
+  auto arr = root.find("functionals");
+  if (arr == root.end())
+    return fs;
+  if (!arr->is_array())
+    bad("'functionals' must be an array");
+  for (const json& v : *arr) {
+    FunctionalInfo f;
+    f.name = get_string(v, "name", "functionals entry");
+    const std::string ctx = fmt::format("functional '{}'", f.name);
+    f.shape = get_shape(v, ctx);
+    f.offset = get_int(v, "offset", ctx);
+    f.size = get_int(v, "size", ctx);
+    if (f.size != shape_size(f.shape) || f.offset != n_components)
+      bad(ctx + ": 'offset' or 'size' does not match the layout");
+    n_components += f.size;
+    f.sum = v.value("additive", false); // the metadata's own flag is the `sum_t` form
+    f.additive = f.sum;
+    if (analysis && analysis->is_array())
+      for (const json& a : *analysis)
+        if (a.is_object() && a.value("name", "") == f.name) {
+          f.additive = a.value("additive", f.additive);
+          if (auto w = a.find("why_not"); w != a.end() && w->is_string())
+            f.why_not = w->get<std::string>();
+          if (auto m = a.find("methods"); m != a.end() && m->is_array())
+            for (const json& e : *m)
+              if (e.is_string())
+                f.methods.push_back(e.get<std::string>());
+        }
+    fs.push_back(std::move(f));
+  }
+  return fs;
+}
+
+std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_total, bool is_obs) {
+  const json& arr = field(root, key, "model");
+  if (!arr.is_array())
+    bad(fmt::format("'{}' must be an array", key));
+  std::vector<VarInfo> vars;
+  std::vector<bool> covered(n_total, false);
+  for (const json& v : arr) {
+    VarInfo var;
+    std::string ctx = fmt::format("{} entry", key);
+    var.name = get_string(v, "name", ctx);
+    ctx = fmt::format("{} '{}'", key, var.name);
+    var.shape = get_shape(v, ctx);
+    var.offset = get_int(v, "offset", ctx);
+    var.size = get_int(v, "size", ctx);
+    if (var.size != shape_size(var.shape))
+      bad(ctx + ": 'size' does not match 'shape'");
+    if (var.offset + var.size > n_total)
+      bad(fmt::format("{}: components [{}, {}) exceed the {} declared", ctx, var.offset,
+                      var.offset + var.size, n_total));
+    for (int64_t c = var.offset; c < var.offset + var.size; ++c) {
+      if (covered[c])
+        bad(ctx + ": overlaps another variable");
+      covered[c] = true;
+    }
+    var.hidden = !is_obs && var.name.find('@') != std::string::npos;
+    if (is_obs) {
+      auto it = v.find("joint");
+      var.joint = it != v.end() && it->is_boolean() && it->get<bool>();
+    }
+    if (auto it = v.find("integer"); it != v.end()) {
+      if (!it->is_array() || it->size() != 2)
+        bad(ctx + ": 'integer' must be [lower, upper]");
+      var.integer = true;
+      var.lower = get_integer_bound(*it, 0, ctx).value_or(-INFINITY);
+      var.upper = get_integer_bound(*it, 1, ctx).value_or(INFINITY);
+    } else {
+      var.lower = get_bound(v, "lower", ctx).value_or(-INFINITY);
+      var.upper = get_bound(v, "upper", ctx).value_or(INFINITY);
+    }
+    if (auto it = v.find("type"); it != v.end()) {
+      if (!it->is_string())
+        bad(ctx + ": 'type' must be a string");
+      var.type = it->get<std::string>();
+      const bool known = var.type == "real" || var.type == "vector" || var.type == "matrix" ||
+                         var.type == "int" || var.type == "simplex" || var.type == "cov_matrix";
+      if (!known)
+        bad(fmt::format("{}: unknown type '{}'", ctx, var.type));
+      if (var.type == "cov_matrix" && (var.shape.size() != 2 || var.shape[0] != var.shape[1]))
+        bad(ctx + ": a cov_matrix must have a square shape");
+      if (var.type == "simplex" && var.shape.size() != 1)
+        bad(ctx + ": a simplex must be a vector");
+    }
+    vars.push_back(std::move(var));
+  }
+  for (int64_t c = 0; c < n_total; ++c)
+    if (!covered[c])
+      bad(fmt::format("component {} of '{}' belongs to no variable", c, key));
+  return vars;
+}
+
+} // namespace
+
+const ParamInfo* ModelInfo::find_param(std::string_view pname) const {
+  for (const ParamInfo& p : params)
+    if (p.name == pname)
+      return &p;
+  return nullptr;
+}
+
+ModelInfo parse_metadata(std::string_view text) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object())
+    bad("not a JSON object");
+  ModelInfo info;
+  info.name = get_string(root, "name", "model");
+  auto src = root.find("source");
+  if (src != root.end() && src->is_string())
+    info.source = src->get<std::string>();
+  info.n_state = get_int(root, "n_state", "model");
+  info.n_obs = get_int(root, "n_obs", "model");
+  info.n_theta = get_int(root, "n_theta", "model");
+  info.state = parse_vars(root, "state", info.n_state, false);
+  info.obs = parse_vars(root, "obs", info.n_obs, true);
+  // Models compiled before data and inputs existed have no frame beyond theta.
+  info.data_offset = root.value("data_offset", info.n_theta);
+  info.input_offset = root.value("input_offset", info.n_theta);
+  info.previous_obs_offset = root.value("previous_obs_offset", info.n_theta);
+  info.n_frame = root.value("n_frame", info.previous_obs_offset + info.n_obs);
+  info.reads_previous_obs = root.value("reads_previous_obs", false);
+  info.n_data = info.input_offset - info.data_offset;
+  info.n_inputs = info.previous_obs_offset - info.input_offset;
+  if (info.data_offset != info.n_theta || info.n_data < 0 || info.n_inputs < 0 ||
+      info.n_frame != info.previous_obs_offset + info.n_obs)
+    bad("the frame layout (data_offset, input_offset, previous_obs_offset, n_frame) is "
+        "inconsistent");
+  if (root.contains("data"))
+    info.data = parse_vars(root, "data", info.n_data, false);
+  if (root.contains("inputs"))
+    info.inputs = parse_vars(root, "inputs", info.n_inputs, false);
+  // The structure analyses' results: an object (see docs/compiler.md), or only a text report.
+  auto st = root.find("structure");
+  if (st != root.end() && st->is_string())
+    info.structure = st->get<std::string>();
+  if (st != root.end() && st->is_object()) {
+    auto report = st->find("report");
+    if (report != st->end() && report->is_string())
+      info.structure = report->get<std::string>();
+    auto verdict = [&](const char* analysis, const char* key) {
+      auto a = st->find(analysis);
+      if (a == st->end() || !a->is_object())
+        return false;
+      auto v = a->find(key);
+      return v != a->end() && v->is_boolean() && v->get<bool>();
+    };
+    info.linear_gaussian = verdict("linear_gaussian", "is_linear_gaussian");
+    info.finite_state = verdict("finite_state", "is_finite");
+  }
+  if (st != root.end() && st->is_object())
+    if (auto d = st->find("density"); d != st->end() && d->is_object()) {
+      info.transition_tractable = d->value("tractable", true);
+      if (auto rels = d->find("relations"); rels != d->end() && rels->is_array())
+        for (const json& r : *rels)
+          if (r.is_object() && r.value("kind", "") == "sample_only" &&
+              info.sample_only_reason.empty())
+            if (auto why = r.find("sample_only_reason"); why != r.end() && why->is_string())
+              info.sample_only_reason = r.value("relation", "") + ": " + why->get<std::string>();
+      auto b = d->find("bound");
+      // A bound that reads x[t-1] is fine: the runtime maximises it over the particles.
+      if (b != d->end() && b->is_object())
+        info.transition_bound = b->value("expr", "");
+      else if (auto why = d->find("no_bound_reason"); why != d->end() && why->is_string())
+        info.no_bound_reason = why->get<std::string>();
+    }
+  if (st != root.end() && st->is_object())
+    if (auto g = st->find("gaussian_moments"); g != st->end() && g->is_object())
+      info.not_gaussian_reason = g->value("reason", "");
+  const json* functional_analysis = nullptr;
+  if (st != root.end() && st->is_object())
+    if (auto f = st->find("functionals"); f != st->end() && f->is_array())
+      functional_analysis = &*f;
+  info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
+
+  const json& params = field(root, "params", "model");
+  if (!params.is_array())
+    bad("'params' must be an array");
+  std::vector<bool> covered(info.n_theta, false);
+  for (const json& v : params) {
+    ParamInfo p;
+    p.name = get_string(v, "name", "params entry");
+    std::string ctx = fmt::format("parameter '{}'", p.name);
+    if (info.find_param(p.name))
+      bad(ctx + ": declared twice");
+    p.type = get_string(v, "type", ctx);
+    p.shape = get_shape(v, ctx);
+    p.offset = get_int(v, "offset", ctx);
+    p.size = get_int(v, "size", ctx);
+    if (p.size != shape_size(p.shape))
+      bad(ctx + ": 'size' does not match 'shape'");
+    if (p.offset + p.size > info.n_theta)
+      bad(ctx + ": exceeds n_theta");
+    for (int64_t c = p.offset; c < p.offset + p.size; ++c) {
+      if (covered[c])
+        bad(ctx + ": overlaps another parameter");
+      covered[c] = true;
+    }
+    if (p.type == "cov_matrix" && (p.shape.size() != 2 || p.shape[0] != p.shape[1]))
+      bad(ctx + ": a cov_matrix must have a square shape");
+    auto def = v.find("default");
+    if (def != v.end() && !def->is_null()) {
+      std::vector<double> d;
+      flatten_into(*def, d, ctx);
+      if (static_cast<int64_t>(d.size()) != p.size)
+        bad(ctx + ": 'default' has the wrong number of elements");
+      p.default_value = std::move(d);
+    }
+    p.lower = get_bound(v, "lower", ctx);
+    p.upper = get_bound(v, "upper", ctx);
+    auto prior = v.find("prior");
+    if (prior != v.end() && prior->is_string())
+      p.prior = prior->get<std::string>();
+    info.params.push_back(std::move(p));
+  }
+  for (int64_t c = 0; c < info.n_theta; ++c)
+    if (!covered[c])
+      bad(fmt::format("theta[{}] belongs to no parameter", c));
+  return info;
+}
+
+std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {
+  std::vector<std::string> cols;
+  if (shape.empty()) {
+    cols.push_back(name);
+    return cols;
+  }
+  int64_t n = shape_size(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    cols.push_back(fmt::format("{}[{}]", name, fmt::join(idx, ",")));
+    for (size_t d = shape.size(); d-- > 0;) { // row-major: last index fastest
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return cols;
+}
+
+static std::vector<std::string> columns_of(const std::vector<VarInfo>& vars, int64_t n) {
+  std::vector<std::string> cols(n);
+  for (const VarInfo& v : vars) {
+    auto names = column_names(v.name, v.shape);
+    for (int64_t i = 0; i < v.size; ++i)
+      cols[v.offset + i] = names[i];
+  }
+  return cols;
+}
+
+std::vector<std::string> state_columns(const ModelInfo& info) {
+  std::vector<std::string> cols = columns_of(info.state, info.n_state);
+  int64_t visible = info.n_state;
+  for (const VarInfo& v : info.state)
+    if (v.hidden)
+      visible = std::min(visible, v.offset);
+  cols.resize(visible);
+  return cols;
+}
+
+std::vector<std::string> input_columns(const ModelInfo& info) {
+  return columns_of(info.inputs, info.n_inputs);
+}
+
+std::vector<std::string> functional_columns(const ModelInfo& info) {
+  std::vector<std::string> cols;
+  for (const FunctionalInfo& f : info.functionals)
+    for (std::string& c : column_names(f.name, f.shape))
+      cols.push_back(std::move(c));
+  return cols;
+}
+
+std::vector<std::string> obs_columns(const ModelInfo& info) {
+  return columns_of(info.obs, info.n_obs);
+}
+
+std::string integer_type(const VarInfo& v) {
+  if (v.lower == -INFINITY && v.upper == INFINITY)
+    return "int";
+  return fmt::format("int[{}..{}]", v.lower, v.upper);
+}
+
+std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars) {
+  std::vector<IntegerRange> out;
+  for (const VarInfo& v : vars) {
+    if (!v.integer || v.hidden || (v.lower == -INFINITY && v.upper == INFINITY))
+      continue;
+    const std::vector<std::string> names = column_names(v.name, v.shape);
+    for (int64_t i = 0; i < v.size; ++i)
+      out.push_back({v.offset + i, v.lower, v.upper, names[i], integer_type(v)});
+  }
+  return out;
+}
+
+std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, const double* x,
+                                      int64_t begin, int64_t end, int64_t stride) {
+  std::pair<int64_t, int> first{-1, -1};
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const double* xc = x + ranges[r].component * stride;
+    const double lo = ranges[r].lower, hi = ranges[r].upper;
+    const int64_t stop = first.first < 0 ? end : first.first;
+    for (int64_t n = begin; n < stop; ++n)
+      if (!(xc[n] >= lo && xc[n] <= hi)) {
+        first = {n, static_cast<int>(r)};
+        break;
+      }
+  }
+  return first;
+}
+
+std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
+                                 int64_t t, const std::string& where) {
+  return fmt::format("{}: at t={} {}drew {} = {}, outside its declared range {}; declare the "
+                     "whole support of its distribution (as in int[0..inf]) or use a "
+                     "distribution that stays within the range",
+                     who, t, where.empty() ? "the model " : where + " ", range.name, value,
+                     range.type);
+}
+
+std::string type_string(const ParamInfo& p) {
+  if (p.type == "int") {
+    if (!p.lower && !p.upper)
+      return "int";
+    return fmt::format("int[{}..{}]", p.lower ? fmt::format("{}", *p.lower) : "-inf",
+                       p.upper ? fmt::format("{}", *p.upper) : "inf");
+  }
+  if (p.type == "cov_matrix" && !p.shape.empty())
+    return fmt::format("cov_matrix[{}]", p.shape[0]);
+  if (p.shape.empty())
+    return p.type;
+  return fmt::format("{}[{}]", p.type, fmt::join(p.shape, ","));
+}
+
+} // namespace ssm

@@ -1,0 +1,123 @@
+// The results inference methods return, whatever the method (particle or exact): the filtering
+// moments (FilterResult) and the smoothing estimates (SmoothResult), and the layout of the
+// statistics the smoothers accumulate into them. They live below smc, exact and smoothing so
+// that every room can produce them without depending on another.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+struct FilterResult {
+  double log_likelihood = 0;
+  int64_t T = 0, particles = 0, n_state = 0;
+  int64_t resample_count = 0;
+  double ess_min = 0;
+  double elapsed_s = 0;
+  // Per time step, after the update at t: filtering mean and variance of each state component
+  // ([t * n_state + c]), ESS and log-likelihood increment (the last step only, at index 0, when
+  // FilterOptions::history is off).
+  std::vector<double> mean, var, ess, loglik_increment;
+  std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
+};
+
+// CSV `t,mean_<col>,var_<col>...,ess,loglik_increment`, one row per time step (no ess column for
+// an exact filter, whose result has none).
+std::string filter_csv(const ModelInfo& info, const FilterResult& result);
+
+// The smoothing methods; their names and applicability are the smoothing room's (smooth.h).
+enum class SmoothMethod {
+  Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
+  ForwardBackward, // finite-state models, exact
+  Genealogy,       // the filter's surviving paths ("poor man's" smoother)
+  FixedLag,        // each term estimated `lag` steps later through the genealogy
+  Ffbsm,           // marginal forward-filtering backward-smoothing, O(N^2) per step
+  Ffbsi,           // backward simulation of M trajectories
+  Online,          // forward-only O(N^2) additive smoothing (Del Moral, Doucet & Singh)
+  Paris,           // PaRIS (Olsson & Westerborn 2017)
+  Bis,             // backward importance sampling (Martin, Le Corff et al. 2022)
+};
+
+inline constexpr std::array<SmoothMethod, 9> kSmoothMethods = {
+    SmoothMethod::Rts,      SmoothMethod::ForwardBackward, SmoothMethod::Genealogy,
+    SmoothMethod::FixedLag, SmoothMethod::Ffbsm,           SmoothMethod::Ffbsi,
+    SmoothMethod::Online,   SmoothMethod::Paris,           SmoothMethod::Bis};
+
+// One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`
+// ([t * size + k]) for a quantity at each t; `se`, when the method gives one, is the Monte Carlo
+// standard error of `total` (empty otherwise).
+struct FunctionalEstimate {
+  std::string name;
+  bool sum = false;
+  int64_t size = 1;
+  std::vector<double> total, per_t, se;
+};
+
+struct SmoothResult {
+  SmoothMethod method = SmoothMethod::Ffbsm;
+  int64_t T = 0, n_state = 0, particles = 0;
+  double log_likelihood = 0; // of the filter the method ran (exact for rts / forward-backward)
+  bool has_marginals = false;
+  // E[x_t | y_{0:T-1}] and Var[x_t | y_{0:T-1}] per component: [t * n_state + c].
+  std::vector<double> mean, var;
+  // rts only: Cov[x_t, x_{t-1} | y] as n_state x n_state row-major blocks per t (t >= 1; block 0
+  // is zero).
+  std::vector<double> lag_one_cov;
+  std::vector<FunctionalEstimate> functionals;
+  double filter_s = 0, smooth_s = 0; // wall time of the forward pass and of the rest
+  nlohmann::json details;            // method-specific diagnostics (acceptance rates, ...)
+};
+
+// The frame of every time step (inputs and previous observation filled in), for methods that
+// revisit past steps. n_frame * T doubles.
+std::vector<double> all_frames(const ModelInfo& info, const std::vector<double>& fixed,
+                               const ObsData& data);
+
+// Empty result with the model's functionals listed and sized (totals zero, per_t zero when
+// marginals are computed).
+SmoothResult make_result(const ModelInfo& info, SmoothMethod method, int64_t T, int64_t particles,
+                         bool marginals);
+
+// The statistics a smoother carries per particle, laid out as components: first the `sum_t`
+// functionals' components (`nsum`), then, with marginals, `per_step` components per time step:
+// the state (ns), its square (ns) and the per-t functionals' components. Functional components
+// are picked out of the functional_terms kernel's output by sum_comp and per_t_comp.
+struct StatLayout {
+  int64_t ns = 0, nf = 0, nsum = 0, per_step = 0;
+  bool marginals = false;
+  std::vector<int64_t> sum_comp, per_t_comp;
+  StatLayout(const ModelInfo& info, bool marginals);
+  // Writes the per-step quantities of particle n (state x, SoA with `stride`; the functional terms
+  // of its pair at `term_index` in `terms`, SoA with `term_stride`) to out[k * out_stride].
+  void step_quantities(const double* x, int64_t n, int64_t stride, const double* terms,
+                       int64_t term_index, int64_t term_stride, double* out,
+                       int64_t out_stride) const;
+  // The state and its square (the first 2 ns per-step quantities) of particle n, to out[0, 2 ns).
+  void state_quantities(const double* x, int64_t n, int64_t stride, double* out) const {
+    if (!marginals)
+      return;
+    for (int64_t c = 0; c < ns; ++c) {
+      out[c] = x[c * stride + n];
+      out[ns + c] = out[c] * out[c];
+    }
+  }
+  // From the expectation `q` of one step's quantities: mean, variance and per-t functionals at t.
+  void store_estimates(int64_t t, const double* q, SmoothResult& r, const ModelInfo& info) const;
+  // From the expectation of the `sum_t` components: the functionals' totals.
+  void store_sums(const double* s, SmoothResult& r, const ModelInfo& info) const;
+};
+
+// Throws a clear error when a particle of positive weight has a non-finite functional term (the
+// usual cause: a term reading x[t-1] at t = 0).
+void check_terms(const double* terms, int64_t nf, int64_t stride, const double* w, int64_t begin,
+                 int64_t end, int64_t t, const ModelInfo& info);
+
+} // namespace ssm

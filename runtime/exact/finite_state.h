@@ -1,0 +1,51 @@
+// Exact inference for finite-state models (every state an integer with finite support) by
+// enumerating the joint state space: the forward algorithm (filtering, likelihood), forward-
+// backward smoothing with the model's functionals, and Viterbi decoding. Only the model's
+// ordinary kernels are used, evaluated on all states and all pairs of states at each step, so
+// transitions and emissions may depend on t, inputs and y[t-1].
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/results.h"
+#include "kernel/abi.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ssm {
+
+// The largest joint state space enumerated: each step costs K^2 transition evaluations.
+inline constexpr int64_t kMaxFiniteStates = 1024;
+
+// Every joint value of the state: component c of state k at values[c * size + k]. Throws
+// ssm::Error when a state is not an integer with finite bounds, or the space has more than
+// kMaxFiniteStates values.
+struct StateSpace {
+  int64_t size = 0, n_state = 0;
+  std::vector<double> values;
+};
+StateSpace enumerate_states(const ModelInfo& info);
+// Whether enumerate_states succeeds (what `--method auto` asks).
+bool enumerable(const ModelInfo& info);
+
+// The forward algorithm: exact log-likelihood, its increments and the filtering means and
+// variances (ess empty, particles 0). `fixed` is the parameters followed by the data values.
+FilterResult forward_filter(const ssm_model& model, const ModelInfo& info,
+                            const std::vector<double>& fixed, const ObsData& data);
+
+// Forward-backward: exact smoothing means and variances and the functionals' expectations
+// (sum_t ones from the pairwise smoothing probabilities).
+SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
+                              const std::vector<double>& fixed, const ObsData& data);
+
+// Viterbi: the most probable state path given all the data, [t * n_state + c], and its log joint
+// density log p(x_0..x_{T-1}, y_0..y_{T-1}).
+struct Decoding {
+  std::vector<double> path;
+  double log_joint = 0, log_likelihood = 0;
+};
+Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                 const ObsData& data);
+
+} // namespace ssm

@@ -1,0 +1,424 @@
+// The Kalman filter, RTS smoother and unscented Kalman filter (ssm/kalman.h) with Eigen. Both
+// filters share one Gaussian update (by the observed components); the smoother gain
+// solves with a complete orthogonal decomposition, so a singular predicted covariance (a state
+// component without noise) is handled.
+#include "exact/kalman.h"
+#include "core/error.h"
+#include "core/results.h"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <numbers>
+
+namespace ssm {
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The eight matrices of one step, read from the kernel's output.
+struct Step {
+  VectorXd m0, c, d;
+  MatrixXd P0, F, Q, H, R;
+};
+
+Step read_step(const ssm_model& model, const double* frame, int64_t t, int64_t n, int64_t m,
+               std::vector<double>& buffer) {
+  buffer.assign(n + 3 * n * n + n + m * n + m + m * m, NAN);
+  model.linear_gaussian(frame, t, buffer.data());
+  const double* p = buffer.data();
+  auto vec = [&](int64_t k) {
+    VectorXd v = Eigen::Map<const VectorXd>(p, k);
+    p += k;
+    return v;
+  };
+  auto mat = [&](int64_t r, int64_t c) {
+    MatrixXd a = Eigen::Map<const RowMajor>(p, r, c);
+    p += r * c;
+    return a;
+  };
+  Step s;
+  s.m0 = vec(n);
+  s.P0 = mat(n, n);
+  s.F = mat(n, n);
+  s.c = vec(n);
+  s.Q = mat(n, n);
+  s.H = mat(m, n);
+  s.d = vec(m);
+  s.R = mat(m, m);
+  return s;
+}
+
+// The Gaussian update of (mean, cov) by the observed components of y, given the predicted
+// observation yhat, its covariance S and the cross-covariance C = Cov(x, y); returns the
+// log-likelihood increment (0 when nothing is observed).
+double gaussian_update(VectorXd& mean, MatrixXd& cov, const double* y, const VectorXd& yhat,
+                       const MatrixXd& S, const MatrixXd& C, int64_t t, const char* who) {
+  std::vector<int64_t> seen;
+  for (int64_t k = 0; k < yhat.size(); ++k)
+    if (!std::isnan(y[k]))
+      seen.push_back(k);
+  if (seen.empty())
+    return 0;
+  const auto o = static_cast<int64_t>(seen.size());
+  VectorXd v(o);
+  MatrixXd So(o, o), Co(mean.size(), o);
+  for (int64_t a = 0; a < o; ++a) {
+    v[a] = y[seen[a]] - yhat[seen[a]];
+    Co.col(a) = C.col(seen[a]);
+    for (int64_t b = 0; b < o; ++b)
+      So(a, b) = S(seen[a], seen[b]);
+  }
+  const Eigen::LLT<MatrixXd> llt(So);
+  if (llt.info() != Eigen::Success || !So.allFinite())
+    throw Error(fmt::format("{}: the innovation covariance at t={} is not positive definite (an "
+                            "observation without noise, or invalid parameters)",
+                            who, t));
+  const MatrixXd K = llt.solve(Co.transpose()).transpose(); // C S^-1
+  double log_det = 0;
+  for (int64_t a = 0; a < o; ++a)
+    log_det += 2 * std::log(llt.matrixL()(a, a));
+  mean += K * v;
+  cov -= K * So * K.transpose();
+  cov = 0.5 * (cov + cov.transpose());
+  return -0.5 *
+         (static_cast<double>(o) * std::log(2 * std::numbers::pi) + log_det + v.dot(llt.solve(v)));
+}
+
+// Step t of a Gaussian filter into its result: moments, increment, log-likelihood.
+void record_step(FilterResult& r, int64_t t, const VectorXd& mean, const MatrixXd& cov,
+                 double increment) {
+  const int64_t n = mean.size();
+  r.loglik_increment[t] = increment;
+  r.log_likelihood += increment;
+  for (int64_t c = 0; c < n; ++c) {
+    r.mean[t * n + c] = mean[c];
+    r.var[t * n + c] = cov(c, c);
+  }
+}
+
+// Everything the smoother needs from the forward pass.
+struct Forward {
+  FilterResult result;
+  std::vector<VectorXd> pred_mean, filt_mean; // per t
+  std::vector<MatrixXd> pred_cov, filt_cov;
+  std::vector<MatrixXd> F; // F of each step (F[t] maps x_{t-1} to x_t; F[0] unused)
+};
+
+Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                    const ObsData& data) {
+  if (!model.linear_gaussian)
+    throw Error("the model table has no linear_gaussian kernel (the model is not "
+                "linear-Gaussian, or was compiled by an older ssmc)");
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+  const std::vector<double> frames = all_frames(info, fixed, data);
+  Forward f;
+  FilterResult& r = f.result;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  f.pred_mean.resize(T);
+  f.filt_mean.resize(T);
+  f.pred_cov.resize(T);
+  f.filt_cov.resize(T);
+  f.F.resize(T);
+  std::vector<double> buffer;
+  VectorXd mean;
+  MatrixXd cov;
+  for (int64_t t = 0; t < T; ++t) {
+    require_previous_obs(info, data, t);
+    const Step s = read_step(model, frames.data() + t * info.n_frame, t, n, m, buffer);
+    if (t == 0) {
+      mean = s.m0;
+      cov = s.P0;
+    } else {
+      mean = s.F * mean + s.c;
+      cov = s.F * cov * s.F.transpose() + s.Q;
+      f.F[t] = s.F;
+    }
+    if (!mean.allFinite() || !cov.allFinite())
+      throw Error(fmt::format("kalman: the predicted state at t={} is not finite (check the "
+                              "parameters)",
+                              t));
+    f.pred_mean[t] = mean;
+    f.pred_cov[t] = cov;
+    // Update: predicted observation H m + d, its covariance H P H' + R, Cov(x, y) = P H'.
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), s.H * mean + s.d, s.H * cov * s.H.transpose() + s.R,
+                        cov * s.H.transpose(), t, "kalman");
+    f.filt_mean[t] = mean;
+    f.filt_cov[t] = cov;
+    record_step(r, t, mean, cov, increment);
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return f;
+}
+
+// Symmetric square root of a covariance (robust to semi-definite ones).
+MatrixXd square_root(const MatrixXd& cov) {
+  const Eigen::SelfAdjointEigenSolver<MatrixXd> eig(0.5 * (cov + cov.transpose()));
+  return eig.eigenvectors() * eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() *
+         eig.eigenvectors().transpose();
+}
+
+// Sigma points of N(mean, cov) with alpha = 1, beta = 2, kappa = 0: the mean and mean +- sqrt(n)
+// times the columns of a square root of cov; weights for the mean (wm) and the covariance (wc).
+struct SigmaPoints {
+  std::vector<VectorXd> points;
+  std::vector<double> wm, wc;
+};
+
+SigmaPoints sigma_points(const VectorXd& mean, const MatrixXd& cov) {
+  const auto n = mean.size();
+  const MatrixXd L = square_root(cov) * std::sqrt(static_cast<double>(n));
+  SigmaPoints s;
+  s.points.push_back(mean);
+  s.wm.push_back(0.0);
+  s.wc.push_back(2.0); // 1 - alpha^2 + beta with lambda = 0
+  for (Eigen::Index i = 0; i < n; ++i) {
+    s.points.push_back(mean + L.col(i));
+    s.points.push_back(mean - L.col(i));
+    for (int k = 0; k < 2; ++k) {
+      s.wm.push_back(0.5 / static_cast<double>(n));
+      s.wc.push_back(0.5 / static_cast<double>(n));
+    }
+  }
+  return s;
+}
+
+// The moments of a Gaussian block at each sigma point, combined: the mean of the means, the
+// spread of the means plus the average noise covariance, and the cross-covariance with the points.
+struct Propagated {
+  VectorXd mean;
+  MatrixXd cov, cross;
+};
+
+Propagated propagate(const ssm_model& model, const double* frame, int64_t t, int32_t block,
+                     const SigmaPoints& s, int64_t dim) {
+  const auto n = s.points[0].size();
+  std::vector<VectorXd> mu(s.points.size(), VectorXd(dim));
+  Propagated p{VectorXd::Zero(dim), MatrixXd::Zero(dim, dim), MatrixXd::Zero(n, dim)};
+  RowMajor noise(dim, dim);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    model.gaussian_moments(frame, t, block, s.points[i].data(), mu[i].data(), noise.data());
+    p.mean += s.wm[i] * mu[i];
+    p.cov += s.wm[i] * MatrixXd(noise);
+  }
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const VectorXd d = mu[i] - p.mean;
+    p.cov += s.wc[i] * d * d.transpose();
+    p.cross += s.wc[i] * (s.points[i] - s.points[0]) * d.transpose();
+  }
+  return p;
+}
+
+} // namespace
+
+FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data) {
+  if (!model.gaussian_moments)
+    throw Error(fmt::format("filter --method ukf: the model is not Gaussian ({})",
+                            info.not_gaussian_reason.empty()
+                                ? "the model table has no gaussian_moments kernel"
+                                : info.not_gaussian_reason));
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+  const std::vector<double> frames = all_frames(info, fixed, data);
+  FilterResult r;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  VectorXd mean(n);
+  MatrixXd cov(n, n);
+  RowMajor cov0(n, n);
+  for (int64_t t = 0; t < T; ++t) {
+    require_previous_obs(info, data, t);
+    const double* frame = frames.data() + t * info.n_frame;
+    if (t == 0) {
+      model.gaussian_moments(frame, 0, 0, nullptr, mean.data(), cov0.data());
+      cov = cov0;
+    } else {
+      const Propagated pred = propagate(model, frame, t, 1, sigma_points(mean, cov), n);
+      mean = pred.mean;
+      cov = 0.5 * (pred.cov + pred.cov.transpose());
+    }
+    if (!mean.allFinite() || !cov.allFinite())
+      throw Error(fmt::format("ukf: the predicted state at t={} is not finite (check the "
+                              "parameters)",
+                              t));
+    // The cross-covariance uses the points' offsets from the mean: the centre has weight wc = 2
+    // but a zero offset.
+    const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t, "ukf");
+    record_step(r, t, mean, cov, increment);
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                    const std::vector<double>& fixed, const ObsData& data) {
+  if (!model.gaussian_moments || !model.gaussian_jacobian)
+    throw Error(fmt::format("filter --method ekf: the model is not Gaussian ({})",
+                            info.not_gaussian_reason.empty()
+                                ? "the model table has no gaussian_jacobian kernel"
+                                : info.not_gaussian_reason));
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+  const std::vector<double> frames = all_frames(info, fixed, data);
+  FilterResult r;
+  r.T = T;
+  r.n_state = n;
+  r.mean.resize(T * n);
+  r.var.resize(T * n);
+  r.loglik_increment.resize(T);
+  VectorXd mean(n), mu(n), yhat(m);
+  MatrixXd cov(n, n);
+  RowMajor noise(n, n), obs_noise(m, m), F(n, n), H(m, n);
+  for (int64_t t = 0; t < T; ++t) {
+    require_previous_obs(info, data, t);
+    const double* frame = frames.data() + t * info.n_frame;
+    if (t == 0) {
+      model.gaussian_moments(frame, 0, 0, nullptr, mean.data(), noise.data());
+      cov = noise;
+    } else { // linearise the transition's mean at the filtering mean
+      model.gaussian_moments(frame, t, 1, mean.data(), mu.data(), noise.data());
+      model.gaussian_jacobian(frame, t, 1, mean.data(), F.data());
+      mean = mu;
+      cov = F * cov * F.transpose() + MatrixXd(noise);
+      cov = 0.5 * (cov + cov.transpose());
+    }
+    if (!mean.allFinite() || !cov.allFinite())
+      throw Error(fmt::format("ekf: the predicted state at t={} is not finite (check the "
+                              "parameters)",
+                              t));
+    model.gaussian_moments(frame, t, 2, mean.data(), yhat.data(), obs_noise.data());
+    model.gaussian_jacobian(frame, t, 2, mean.data(), H.data());
+    const MatrixXd Hd = H, S = Hd * cov * Hd.transpose() + MatrixXd(obs_noise);
+    const double increment =
+        gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(), t, "ekf");
+    record_step(r, t, mean, cov, increment);
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
+                           const std::vector<double>& fixed, const ObsData& data) {
+  return run_forward(model, info, fixed, data).result;
+}
+
+SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
+                        const std::vector<double>& fixed, const ObsData& data) {
+  const auto start = std::chrono::steady_clock::now();
+  Forward f = run_forward(model, info, fixed, data);
+  const int64_t n = info.n_state, T = data.T;
+  SmoothResult r = make_result(info, SmoothMethod::Rts, T, 0, true);
+  r.filter_s = f.result.elapsed_s;
+  r.log_likelihood = f.result.log_likelihood;
+  r.lag_one_cov.assign(T * n * n, 0.0);
+  std::vector<VectorXd> mean(T);
+  std::vector<MatrixXd> cov(T), gain(T); // gain[t]: x_t on x_{t+1}
+  if (T > 0) {
+    mean[T - 1] = f.filt_mean[T - 1];
+    cov[T - 1] = f.filt_cov[T - 1];
+  }
+  for (int64_t t = T - 2; t >= 0; --t) {
+    // G = P_f F' P_pred^-1, from P_pred G' = F P_f.
+    const MatrixXd rhs = f.F[t + 1] * f.filt_cov[t];
+    gain[t] = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
+    mean[t] = f.filt_mean[t] + gain[t] * (mean[t + 1] - f.pred_mean[t + 1]);
+    cov[t] = f.filt_cov[t] + gain[t] * (cov[t + 1] - f.pred_cov[t + 1]) * gain[t].transpose();
+    cov[t] = 0.5 * (cov[t] + cov[t].transpose());
+    if (!mean[t].allFinite() || !cov[t].allFinite())
+      throw Error(fmt::format("rts: the smoothing distribution at t={} is not finite", t));
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t c = 0; c < n; ++c) {
+      r.mean[t * n + c] = mean[t][c];
+      r.var[t * n + c] = std::max(0.0, cov[t](c, c));
+    }
+    if (t > 0) { // Cov[x_t, x_{t-1} | y] = P_s[t] G[t-1]'
+      const RowMajor lag = cov[t] * gain[t - 1].transpose();
+      std::copy(lag.data(), lag.data() + n * n, r.lag_one_cov.begin() + t * n * n);
+    }
+  }
+
+  // Functionals: cubature over the Gaussian of (x_{t-1}, x_t), 2d points at mean +- sqrt(d) L e_i.
+  const StatLayout lay(info, true);
+  if (lay.nf > 0) {
+    if (!model.functional_terms)
+      throw Error("the model table has no functional_terms kernel");
+    const std::vector<double> frames = all_frames(info, fixed, data);
+    std::vector<double> sums(lay.nsum, 0.0), q(lay.per_step, 0.0);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t d = t == 0 ? n : 2 * n, P = 2 * d;
+      VectorXd mu(d);
+      MatrixXd joint(d, d);
+      if (t == 0) {
+        mu = mean[0];
+        joint = cov[0];
+      } else {
+        const MatrixXd lag = cov[t] * gain[t - 1].transpose(); // Cov[x_t, x_{t-1}]
+        mu << mean[t - 1], mean[t];
+        joint << cov[t - 1], lag.transpose(), lag, cov[t];
+      }
+      const MatrixXd L = square_root(joint) * std::sqrt(static_cast<double>(d));
+      std::vector<double> prev(n * P, NAN), cur(n * P), terms(lay.nf * P);
+      for (int64_t p = 0; p < P; ++p) {
+        const VectorXd z = p < d ? VectorXd(mu + L.col(p)) : VectorXd(mu - L.col(p - d));
+        for (int64_t c = 0; c < n; ++c) {
+          if (t > 0)
+            prev[c * P + p] = z[c];
+          cur[c * P + p] = z[t == 0 ? c : n + c];
+        }
+      }
+      model.functional_terms(frames.data() + t * info.n_frame, t, 0, P, P, prev.data(), nullptr,
+                             cur.data(), data.at(t), terms.data());
+      const std::vector<double> ones(P, 1.0);
+      check_terms(terms.data(), lay.nf, P, ones.data(), 0, P, t, info);
+      for (int64_t k = 0; k < lay.nsum; ++k)
+        for (int64_t p = 0; p < P; ++p)
+          sums[k] += terms[lay.sum_comp[k] * P + p] / static_cast<double>(P);
+      // Per-t functionals; the state moments come from the smoother itself.
+      for (int64_t c = 0; c < n; ++c) {
+        q[c] = mean[t][c];
+        q[n + c] = cov[t](c, c) + mean[t][c] * mean[t][c];
+      }
+      for (size_t k = 0; k < lay.per_t_comp.size(); ++k) {
+        double a = 0;
+        for (int64_t p = 0; p < P; ++p)
+          a += terms[lay.per_t_comp[k] * P + p] / static_cast<double>(P);
+        q[2 * n + static_cast<int64_t>(k)] = a;
+      }
+      lay.store_estimates(t, q.data(), r, info);
+    }
+    lay.store_sums(sums.data(), r, info);
+    // store_estimates recomputed the variances from E[x^2]: keep the smoother's own.
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < n; ++c)
+        r.var[t * n + c] = std::max(0.0, cov[t](c, c));
+  }
+  if (lay.nf > 0)
+    r.details = {{"functionals", "symmetric cubature over the pairwise smoothing Gaussian (exact "
+                                 "for terms polynomial of degree <= 3 in the state)"}};
+  r.smooth_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - r.filter_s;
+  return r;
+}
+
+} // namespace ssm

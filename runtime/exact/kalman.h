@@ -1,0 +1,47 @@
+// Exact filtering and smoothing of linear-Gaussian models: the Kalman filter and the
+// Rauch-Tung-Striebel smoother, on the matrices that the compiled model's linear_gaussian kernel
+// computes at each step (docs/abi.md); and the unscented Kalman filter for nonlinear models with
+// Gaussian noise. Missing observation components (NaN) drop their rows.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/results.h"
+#include "kernel/abi.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ssm {
+
+// Runs the Kalman filter on data.T steps. `fixed` is the parameters followed by the data values.
+// The FilterResult has the filtering means and variances, the log-likelihood and its increments;
+// ess is empty and particles 0. Throws ssm::Error, naming the time step, if an innovation
+// covariance is not positive definite or the model has no linear_gaussian kernel.
+FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
+                           const std::vector<double>& fixed, const ObsData& data);
+
+// The unscented Kalman filter (Julier & Uhlmann; Wan & van der Merwe) on the gaussian_moments
+// kernel: 2n + 1 sigma points with alpha = 1, beta = 2, kappa = 0, propagated through the
+// transition and observation means; the noise covariances (which may depend on the state) are
+// averaged over the sigma points. On a linear-Gaussian model it equals the Kalman filter. Throws
+// ssm::Error naming the time step if a covariance stops being positive definite.
+FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data);
+
+// The extended Kalman filter: the transition and observation means linearised at the current
+// mean with the Jacobians the compiler derives (the gaussian_jacobian kernel, from its
+// differentiation pass), noise covariances evaluated at the mean. Equals the Kalman filter on a
+// linear-Gaussian model.
+FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
+                                    const std::vector<double>& fixed, const ObsData& data);
+
+// Kalman filter, then RTS: per-t smoothing means and variances, the lag-one covariances
+// Cov[x_t, x_{t-1} | y], and the model's functionals as expectations under the smoothing
+// distribution of (x_{t-1}, x_t), a Gaussian, by a symmetric cubature rule (2d points): exact for
+// terms that are polynomials of degree at most 3 in the state (sums of x, squares, products),
+// an approximation otherwise (the JSON details say which rule was used).
+SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
+                        const std::vector<double>& fixed, const ObsData& data);
+
+} // namespace ssm

@@ -1,0 +1,690 @@
+// Log-densities and samplers of the scalar distributions, shared by the runtime (host compiler) and
+// the generated kernels (clang bitcode, inlined). Parameterisations follow Stan; see
+// docs/distributions.md.
+//
+// Conventions:
+//   - lpdf_*(x, params...) is the log-density (log-mass for counts); x outside the support gives
+//     -inf, an invalid parameter gives NaN, a NaN x gives NaN.
+//   - sample_*(seed, n, t, site, params...) draws with Philox counters (n, t, site, draw) for
+//     draw = 0, 1, ... (ssm/rng.h); an invalid parameter gives NaN. A sampler built from two
+//     gamma variates starts the second at draw kGammaBlocks, past any block the first can use.
+//   - Cheap functions end in a select rather than an early return, so that a kernel loop calling
+//     them stays branch-free and vectorises.
+// Nothing here allocates, throws or touches global state (hence log_gamma instead of std::lgamma,
+// which writes the global `signgam` and so can be neither hoisted nor called from threads safely).
+#pragma once
+
+#include "kernel/rng.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace ssm {
+
+inline constexpr double kNaN = __builtin_nan("");
+inline constexpr double kInf = __builtin_inf();
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kTwoPi = 6.28318530717958647693;
+inline constexpr double kLogSqrtTwoPi = 0.91893853320467274178;      // log(sqrt(2 pi))
+inline constexpr double kLogSqrtTwoOverPi = -0.22579135264472743236; // log(sqrt(2 / pi))
+inline constexpr double kLogPi = 1.14472988584940017414;
+inline constexpr double kLn2 = 0.69314718055994530942;
+inline constexpr double kSqrtHalf = 0.70710678118654752440; // 1 / sqrt(2)
+inline constexpr double kSqrtTwoPi = 2.50662827463100050242;
+// Rejection loops give up (and return NaN) after this many proposals; every sampler here accepts
+// with probability about 1/2 or more (most well above), so the cap only matters for corrupted
+// inputs.
+inline constexpr int kMaxRejections = 1000;
+// Philox blocks one gamma variate may use (two per Marsaglia-Tsang proposal).
+inline constexpr uint32_t kGammaBlocks = 2 * kMaxRejections;
+
+namespace detail {
+
+// Stirling series of log Gamma(z) without its leading terms, to z^-13; the truncation error is
+// below 1e-16 for z >= 10 and 5e-16 at z = 8.
+SSM_INLINE double stirling_tail(double z) {
+  const double r = 1.0 / z;
+  const double r2 = r * r;
+  return r * (1.0 / 12 +
+              r2 * (-1.0 / 360 +
+                    r2 * (1.0 / 1260 +
+                          r2 * (-1.0 / 1680 +
+                                r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 + r2 * (1.0 / 156)))))));
+}
+
+SSM_INLINE bool finite(double v) {
+  return std::isfinite(v);
+}
+SSM_INLINE bool positive_finite(double v) {
+  return v > 0 && v < kInf;
+}
+// True for finite integer values (so false for NaN and +-inf).
+SSM_INLINE bool integral(double k) {
+  return finite(k) && std::floor(k) == k;
+}
+
+} // namespace detail
+
+// log Gamma(x) for x > 0 (+inf at x = 0 and x = +inf); absolute error below ~3e-15 * max(1, value).
+// Arguments below 10 are shifted up by Gamma(x) = Gamma(x + 10) / (x (x+1) ... (x+9)), with the
+// Stirling leading terms folded into one logarithm, z^(z-1/2) e^(-z) / prod, which is O(1) (the
+// difference of two logarithms of size ~13 would lose a digit near x = 1 and 2). Both branches
+// are computed and selected, so calls in a loop stay vectorisable.
+SSM_INLINE double log_gamma(double x) {
+  const bool small = x < 10.0;
+  double p = x;
+  for (int i = 1; i < 10; ++i)
+    p *= x + i;
+  const double z = small ? x + 10.0 : x;
+  const double tail = kLogSqrtTwoPi + detail::stirling_tail(z);
+  const double v = small ? std::log(std::pow(z, z - 0.5) * std::exp(-z) / p) + tail
+                         : (z - 0.5) * std::log(z) - z + tail;
+  // Exact zeros at 1 and 2 keep log-masses such as lpdf_poisson(0 or 1, lambda) exact.
+  return x == kInf ? kInf : (x == 1.0 || x == 2.0 ? 0.0 : v);
+}
+
+// log Gamma(a + 1/2) - log Gamma(a), without the cancellation of the plain difference at large a.
+SSM_INLINE double log_gamma_half_ratio(double a) {
+  const double direct = log_gamma(a + 0.5) - log_gamma(a);
+  // a log(1 + 1/(2a)) - 1/2 is O(1/a) and computed without losing its leading digits.
+  const double series = 0.5 * std::log(a) + (a * std::log1p(0.5 / a) - 0.5) +
+                        detail::stirling_tail(a + 0.5) - detail::stirling_tail(a);
+  return a >= 8.0 ? series : direct; // where each form is accurate to ~1e-15
+}
+
+// log B(a, b) = log Gamma(a) + log Gamma(b) - log Gamma(a + b) for a, b > 0, without the
+// cancellation of that difference when an argument is large (at a = b = 1e6 the plain difference
+// of terms ~1e7 would lose seven digits). With lo <= hi: the plain difference while hi < 10;
+// log Gamma(hi) - log Gamma(lo + hi) by Stirling, as (hi - 1/2) log(hi / (lo + hi)) + ..., once
+// hi >= 10; and log Gamma(lo) by Stirling too once lo >= 10. All three are computed and selected.
+SSM_INLINE double log_beta(double a, double b) {
+  const double lo = std::fmin(a, b);
+  const double hi = std::fmax(a, b);
+  const double s = lo + hi;
+  const double direct = log_gamma(lo) + log_gamma(hi) - log_gamma(s);
+  // log Gamma(hi) - log Gamma(s) without its Stirling constant, which cancels.
+  const double hi_minus_s = -(hi - 0.5) * std::log1p(lo / hi) - lo * std::log(s) + lo +
+                            detail::stirling_tail(hi) - detail::stirling_tail(s);
+  const double one_large = log_gamma(lo) + hi_minus_s;
+  const double both_large = kLogSqrtTwoPi - 0.5 * std::log(s) + (lo - 0.5) * std::log(lo / s) -
+                            (hi - 0.5) * std::log1p(lo / hi) + detail::stirling_tail(lo) +
+                            detail::stirling_tail(hi) - detail::stirling_tail(s);
+  return hi < 10.0 ? direct : (lo < 10.0 ? one_large : both_large);
+}
+
+namespace detail {
+
+// log(1 - exp(d)) for d <= 0, each form where it is accurate (Maechler 2012).
+SSM_INLINE double log1mexp(double d) {
+  return d > -kLn2 ? std::log(-std::expm1(d)) : std::log1p(-std::exp(d));
+}
+
+// log Q(z), Q(z) = 1 - Phi(z) the standard normal upper tail. Up to z = 30 from erfc (accurate to
+// a few ulps there, and far from its underflow near z = 38); beyond, from the asymptotic series
+// of the Mills ratio, Q(z) = phi(z) / z (1 - z^-2 + 3 z^-4 - 15 z^-6 + ...), cut after the z^-14
+// term, whose successor is below 5e-18 at z = 30.
+SSM_INLINE double log_normal_sf(double z) {
+  const double direct = std::log(0.5 * std::erfc(z * kSqrtHalf));
+  const double r = 1.0 / (z * z);
+  const double series =
+      1.0 -
+      r * (1.0 -
+           3.0 * r *
+               (1.0 -
+                5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r * (1.0 - 11.0 * r * (1.0 - 13.0 * r))))));
+  const double asymptotic = -0.5 * z * z - std::log(z) - kLogSqrtTwoPi + std::log(series);
+  return z > 30.0 ? asymptotic : direct;
+}
+
+// log(Phi(b) - Phi(a)) for a < b (either may be infinite). An interval in a tail (a >= 1/2, or
+// b <= -1/2 mirrored) uses Q(lo) - Q(hi) = Q(lo) (1 - Q(hi) / Q(lo)) in logs, so it stays
+// accurate however far out the interval lies; any other interval (erf(b/sqrt2) - erf(a/sqrt2)) / 2,
+// which has no cancellation when the interval contains 0. Either way a narrow interval of
+// standardised width w loses about log10(1/w) digits to cancellation.
+SSM_INLINE double log_normal_mass(double a, double b) {
+  const bool right = a >= 0.5;
+  const double tlo = right ? a : -b;
+  const double thi = right ? b : -a;
+  const double llo = log_normal_sf(tlo);
+  const double tail = llo + log1mexp(log_normal_sf(thi) - llo);
+  const double central = std::log(0.5 * (std::erf(b * kSqrtHalf) - std::erf(a * kSqrtHalf)));
+  return tlo >= 0.5 ? tail : central;
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// Log-densities.
+
+SSM_INLINE double lpdf_std_normal(double x) {
+  return -0.5 * x * x - kLogSqrtTwoPi;
+}
+
+SSM_INLINE double lpdf_normal(double x, double mu, double sigma) {
+  const double z = (x - mu) / sigma;
+  const double v = -0.5 * z * z - std::log(sigma) - kLogSqrtTwoPi;
+  return detail::finite(mu) && detail::positive_finite(sigma) ? v : kNaN;
+}
+
+// Support x > 0.
+SSM_INLINE double lpdf_lognormal(double x, double mu, double sigma) {
+  const double lx = std::log(x);
+  const double z = (lx - mu) / sigma;
+  const double v = -0.5 * z * z - lx - std::log(sigma) - kLogSqrtTwoPi;
+  const double r = x > 0 ? v : (x <= 0 ? -kInf : x);
+  return detail::finite(mu) && detail::positive_finite(sigma) ? r : kNaN;
+}
+
+SSM_INLINE double lpdf_student_t(double x, double nu, double mu, double sigma) {
+  const double z = (x - mu) / sigma;
+  const double v = log_gamma_half_ratio(0.5 * nu) - 0.5 * std::log(nu * kPi) - std::log(sigma) -
+                   0.5 * (nu + 1.0) * std::log1p(z * z / nu);
+  return detail::positive_finite(nu) && detail::finite(mu) && detail::positive_finite(sigma) ? v
+                                                                                             : kNaN;
+}
+
+// Normal(0, sigma) truncated to x >= 0.
+SSM_INLINE double lpdf_half_normal(double x, double sigma) {
+  const double z = x / sigma;
+  const double v = kLogSqrtTwoOverPi - std::log(sigma) - 0.5 * z * z;
+  const double r = x >= 0 ? v : (x < 0 ? -kInf : x);
+  return detail::positive_finite(sigma) ? r : kNaN;
+}
+
+// Support lo <= x <= hi.
+SSM_INLINE double lpdf_uniform(double x, double lo, double hi) {
+  const double v = -std::log(hi - lo);
+  const double r = (x >= lo && x <= hi) ? v : (std::isnan(x) ? x : -kInf);
+  return detail::finite(lo) && detail::finite(hi) && hi > lo ? r : kNaN;
+}
+
+// beta is a rate: density beta^alpha x^(alpha-1) exp(-beta x) / Gamma(alpha), support x > 0. At
+// x = 0 the limit is returned: +inf (alpha < 1), log(beta) (alpha = 1), -inf (alpha > 1).
+SSM_INLINE double lpdf_gamma(double x, double alpha, double beta) {
+  const double v =
+      alpha * std::log(beta) - log_gamma(alpha) + (alpha - 1.0) * std::log(x) - beta * x;
+  const double at0 = alpha < 1.0 ? kInf : (alpha == 1.0 ? std::log(beta) : -kInf);
+  const double r =
+      (x > 0 && x < kInf) ? v : (x == 0 ? at0 : (std::isnan(x) ? x : -kInf)); // x < 0 or x = +inf
+  return detail::positive_finite(alpha) && detail::positive_finite(beta) ? r : kNaN;
+}
+
+// beta is a rate; support x >= 0.
+SSM_INLINE double lpdf_exponential(double x, double beta) {
+  const double v = std::log(beta) - beta * x;
+  const double r = x >= 0 ? v : (x < 0 ? -kInf : x);
+  return detail::positive_finite(beta) ? r : kNaN;
+}
+
+// Log-mass of a count k (an integer-valued double); a non-integer k is invalid (NaN).
+SSM_INLINE double lpdf_poisson(double k, double lambda) {
+  // k log(lambda) with 0 log 0 = 0, so lambda = 0 puts all mass on k = 0.
+  const double klog = k == 0 ? 0.0 : k * std::log(lambda);
+  const double v = klog - lambda - log_gamma(k + 1.0);
+  const double r = k >= 0 ? v : -kInf;
+  return detail::integral(k) && lambda >= 0 && lambda < kInf ? r : kNaN;
+}
+
+// Log-mass of k in {0, 1} with P(k = 1) = p.
+SSM_INLINE double lpdf_bernoulli(double k, double p) {
+  const double r = k == 1 ? std::log(p) : (k == 0 ? std::log1p(-p) : -kInf);
+  return detail::integral(k) && p >= 0 && p <= 1 ? r : kNaN;
+}
+
+// Support 0 <= x <= 1. At x = 0 the limit is returned: +inf (a < 1), log(b) = -log B(1, b)
+// (a = 1), -inf (a > 1); likewise at x = 1 with the roles of a and b swapped.
+SSM_INLINE double lpdf_beta(double x, double a, double b) {
+  const double lb = log_beta(a, b);
+  const double v = (a - 1.0) * std::log(x) + (b - 1.0) * std::log1p(-x) - lb;
+  const double at0 = a < 1.0 ? kInf : (a == 1.0 ? -lb : -kInf);
+  const double at1 = b < 1.0 ? kInf : (b == 1.0 ? -lb : -kInf);
+  const double r =
+      (x > 0 && x < 1) ? v : (x == 0 ? at0 : (x == 1 ? at1 : (std::isnan(x) ? x : -kInf)));
+  return detail::positive_finite(a) && detail::positive_finite(b) ? r : kNaN;
+}
+
+// beta is a scale: density beta^alpha x^(-alpha-1) exp(-beta / x) / Gamma(alpha), support x > 0
+// (the density tends to 0 at both ends, so x = 0 and x = +inf give -inf).
+SSM_INLINE double lpdf_inverse_gamma(double x, double alpha, double beta) {
+  const double v =
+      alpha * std::log(beta) - log_gamma(alpha) - (alpha + 1.0) * std::log(x) - beta / x;
+  const double r = (x > 0 && x < kInf) ? v : (std::isnan(x) ? x : -kInf);
+  return detail::positive_finite(alpha) && detail::positive_finite(beta) ? r : kNaN;
+}
+
+// Stan's double_exponential(mu, sigma): density exp(-|x - mu| / b) / (2 b), b a scale.
+SSM_INLINE double lpdf_laplace(double x, double mu, double b) {
+  const double v = -std::fabs(x - mu) / b - std::log(b) - kLn2;
+  return detail::finite(mu) && detail::positive_finite(b) ? v : kNaN;
+}
+
+SSM_INLINE double lpdf_cauchy(double x, double mu, double sigma) {
+  const double z = (x - mu) / sigma;
+  // log(1 + z^2), as 2 log|z| + log(1 + z^-2) for |z| > 1 so that z^2 cannot overflow.
+  const double az = std::fabs(z);
+  const double l = az > 1.0 ? 2.0 * std::log(az) + std::log1p(1.0 / (z * z)) : std::log1p(z * z);
+  const double v = -l - std::log(sigma) - kLogPi;
+  return detail::finite(mu) && detail::positive_finite(sigma) ? v : kNaN;
+}
+
+// Normal(mu, sigma) restricted to lo <= x <= hi; lo may be -inf and hi +inf, lo < hi. The
+// normalising mass is computed in logs (detail::log_normal_mass), accurate far in either tail.
+SSM_INLINE double lpdf_truncated_normal(double x, double mu, double sigma, double lo, double hi) {
+  const double z = (x - mu) / sigma;
+  const double lmass = detail::log_normal_mass((lo - mu) / sigma, (hi - mu) / sigma);
+  const double v = -0.5 * z * z - std::log(sigma) - kLogSqrtTwoPi - lmass;
+  const double r = (x >= lo && x <= hi) ? v : (std::isnan(x) ? x : -kInf);
+  return detail::finite(mu) && detail::positive_finite(sigma) && lo < hi ? r : kNaN;
+}
+
+// Log-mass of k successes in `trials` independent trials with success probability p; trials is
+// a non-negative integer (as a double), a non-integer k is invalid (NaN).
+SSM_INLINE double lpdf_binomial(double k, double trials, double p) {
+  // log C(N, k) = -log(N + 1) - log B(k + 1, N - k + 1), exactly 0 at k = 0 and k = N; and
+  // 0 log 0 = 0, so p = 0 and p = 1 put all mass on k = 0 and k = N.
+  const bool edge = k == 0 || k == trials;
+  const double lchoose = edge ? 0.0 : -std::log1p(trials) - log_beta(k + 1.0, trials - k + 1.0);
+  const double ksucc = k == 0 ? 0.0 : k * std::log(p);
+  const double kfail = k == trials ? 0.0 : (trials - k) * std::log1p(-p);
+  const double r = (k >= 0 && k <= trials) ? lchoose + ksucc + kfail : -kInf;
+  return detail::integral(k) && detail::integral(trials) && trials >= 0 && p >= 0 && p <= 1 ? r
+                                                                                            : kNaN;
+}
+
+// Stan's neg_binomial_2: mean mu, variance mu + mu^2 / phi. mu = 0 is allowed (all mass on 0),
+// as for poisson.
+SSM_INLINE double lpdf_negative_binomial(double k, double mu, double phi) {
+  // log C(k + phi - 1, k) = -log(k + phi) - log B(k + 1, phi); log(mu / (mu + phi)) and
+  // log(phi / (mu + phi)) as -log1p of the inverse ratios, accurate for any mu / phi (in
+  // particular phi -> inf, the Poisson limit).
+  const double lchoose = k == 0 ? 0.0 : -std::log(k + phi) - log_beta(k + 1.0, phi);
+  const double kterm = k == 0 ? 0.0 : -k * std::log1p(phi / mu);
+  const double v = lchoose + kterm - phi * std::log1p(mu / phi);
+  const double r = k >= 0 ? v : -kInf;
+  return detail::integral(k) && mu >= 0 && mu < kInf && detail::positive_finite(phi) ? r : kNaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Samplers.
+
+namespace detail {
+
+// Box-Muller on one Philox block: the cosine branch, or the sine branch (independent of it).
+SSM_INLINE double box_muller(double u0, double u1, bool sine) {
+  const double r = std::sqrt(-2.0 * std::log(u0));
+  const double a = kTwoPi * u1;
+  return r * (sine ? std::sin(a) : std::cos(a));
+}
+
+SSM_INLINE double std_normal_at(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                uint32_t draw) {
+  double u0, u1;
+  philox_u01x2(seed, n, t, site, draw, u0, u1);
+  return box_muller(u0, u1, false);
+}
+
+// Gamma(alpha, rate 1) for alpha > 0 by Marsaglia & Tsang (2000), blocks first, first+1, ...
+// (at most kGammaBlocks of them). Each proposal uses two blocks: one for its normal, one for its
+// acceptance uniform (u0) and for the alpha < 1 boost uniform (u1, used only from the accepted
+// proposal, independent of it). The draw is g * exp(log_boost): for alpha < 1, g ~ Gamma(alpha + 1)
+// and log_boost = log(U) / alpha (Gamma(alpha) = Gamma(alpha + 1) U^(1/alpha)), returned apart so
+// that callers can work in logs where the product would underflow; otherwise log_boost = 0.
+inline double std_gamma_parts(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                              uint32_t first, double& log_boost) {
+  const bool boost = alpha < 1.0;
+  const double d = (boost ? alpha + 1.0 : alpha) - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  uint32_t draw = first;
+  log_boost = 0.0;
+  for (int i = 0; i < kMaxRejections; ++i) {
+    const double z = std_normal_at(seed, n, t, site, draw++);
+    double u, ub;
+    philox_u01x2(seed, n, t, site, draw++, u, ub);
+    const double w = 1.0 + c * z;
+    if (w <= 0)
+      continue;
+    const double v = w * w * w;
+    const double z2 = z * z;
+    // Squeeze first; the log test is exact.
+    if (u < 1.0 - 0.0331 * z2 * z2 || std::log(u) < 0.5 * z2 + d * (1.0 - v + std::log(v))) {
+      log_boost = boost ? std::log(ub) / alpha : 0.0;
+      return d * v;
+    }
+  }
+  return kNaN;
+}
+
+inline double std_gamma(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                        uint32_t first) {
+  double log_boost;
+  const double g = std_gamma_parts(alpha, seed, n, t, site, first, log_boost);
+  return alpha < 1.0 ? g * std::exp(log_boost) : g;
+}
+
+// log of a Gamma(alpha, rate 1) draw (the same draw as std_gamma), finite even where the draw
+// itself underflows (alpha well below 1).
+inline double log_std_gamma(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                            uint32_t first) {
+  double log_boost;
+  const double g = std_gamma_parts(alpha, seed, n, t, site, first, log_boost);
+  return std::log(g) + log_boost;
+}
+
+// Poisson by sequential inversion of the CDF with one uniform; for lambda < 10 the expected
+// number of steps is lambda + 1. The loop also stops once the terms underflow, which happens long
+// before the cap (only a u within rounding of 1 can get there).
+SSM_INLINE double poisson_inversion(double lambda, double u) {
+  double p = std::exp(-lambda);
+  double cdf = p;
+  double k = 0;
+  for (int i = 0; i < kMaxRejections && u > cdf && p > 0; ++i) {
+    k += 1.0;
+    p *= lambda / k;
+    cdf += p;
+  }
+  return k;
+}
+
+// Poisson for lambda >= 10 by Hoermann's transformed rejection with squeeze, PTRS (Hoermann 1993,
+// "The transformed rejection method for generating Poisson random variables"). One block per
+// proposal; a proposal is accepted with probability ~0.75 at lambda = 10, rising to ~0.89.
+inline double poisson_ptrs(double lambda, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                           uint32_t first) {
+  const double slam = std::sqrt(lambda);
+  const double loglam = std::log(lambda);
+  const double b = 0.931 + 2.53 * slam;
+  const double a = -0.059 + 0.02483 * b;
+  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double vr = 0.9277 - 3.6224 / (b - 2.0);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(kMaxRejections); ++i) {
+    double u, v;
+    philox_u01x2(seed, n, t, site, first + i, u, v);
+    u -= 0.5;
+    const double us = 0.5 - std::fabs(u);
+    const double k = std::floor((2.0 * a / us + b) * u + lambda + 0.43);
+    if (us >= 0.07 && v <= vr)
+      return k;
+    if (k < 0 || (us < 0.013 && v > us))
+      continue;
+    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <=
+        -lambda + k * loglam - log_gamma(k + 1.0))
+      return k;
+  }
+  return kNaN;
+}
+
+// Poisson(lambda) for lambda >= 0 from blocks first, first + 1, ...: inversion below 10, PTRS
+// from 10 on.
+SSM_INLINE double poisson_from(double lambda, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                               uint32_t first) {
+  if (lambda < 10.0)
+    return poisson_inversion(lambda, philox_u01(seed, n, t, site, first));
+  return poisson_ptrs(lambda, seed, n, t, site, first);
+}
+
+// Binomial(trials, p) for trials * p < 10 by sequential inversion of the CDF with one uniform
+// (expected number of steps trials * p + 1); stops like poisson_inversion. p <= 1/2, so the first
+// term (1 - p)^trials >= exp(-10 * 2 log 2) does not underflow.
+SSM_INLINE double binomial_inversion(double trials, double p, double u) {
+  const double odds = p / (1.0 - p);
+  double f = std::exp(trials * std::log1p(-p));
+  double cdf = f;
+  double k = 0;
+  for (int i = 0; i < kMaxRejections && u > cdf && k < trials && f > 0; ++i) {
+    f *= (trials - k) / (k + 1.0) * odds;
+    k += 1.0;
+    cdf += f;
+  }
+  return k;
+}
+
+// Binomial(trials, p) for p <= 1/2 and trials * p >= 10 by Hoermann's transformed rejection with
+// squeeze, BTRS (Hoermann 1993, "The generation of binomial random variates", constants of his
+// table 1). One block per proposal; as in the paper, the exact test is against f(k) / f(m) with m
+// the mode. A proposal is accepted with probability ~0.7 at trials * p = 10, rising to ~0.89.
+inline double binomial_btrs(double trials, double p, uint64_t seed, uint32_t n, uint32_t t,
+                            uint32_t site) {
+  const double spq = std::sqrt(trials * p * (1.0 - p));
+  const double b = 1.15 + 2.53 * spq;
+  const double a = -0.0873 + 0.0248 * b + 0.01 * p;
+  const double c = trials * p + 0.5;
+  const double alpha = (2.83 + 5.1 / b) * spq;
+  const double vr = 0.92 - 4.2 / b;
+  const double m = std::floor((trials + 1.0) * p);
+  const double lfm = lpdf_binomial(m, trials, p);
+  for (uint32_t draw = 0; draw < static_cast<uint32_t>(kMaxRejections); ++draw) {
+    double u, v;
+    philox_u01x2(seed, n, t, site, draw, u, v);
+    u -= 0.5;
+    const double us = 0.5 - std::fabs(u);
+    const double k = std::floor((2.0 * a / us + b) * u + c);
+    if (us >= 0.07 && v <= vr)
+      return k;
+    if (k < 0 || k > trials)
+      continue;
+    if (std::log(v * alpha / (a / (us * us) + b)) <= lpdf_binomial(k, trials, p) - lfm)
+      return k;
+  }
+  return kNaN;
+}
+
+// Standard normal restricted to [a, b], a < b, by rejection (Robert 1995, "Simulation of truncated
+// normal variables"). The interval is first mirrored so that a + b >= 0; then, with w = b - a:
+//   - a < 0 < b, w > sqrt(2 pi): normal proposals (both Box-Muller branches of a block), accepted
+//     with probability Phi(b) - Phi(a) > 0.49;
+//   - a < 0 < b, w <= sqrt(2 pi): uniform proposals on [a, b], accepted with exp(-z^2 / 2);
+//     acceptance > 0.49;
+//   - a >= 0, w max(a, 1) < 1/2 (narrow): uniform proposals, accepted with exp((a^2 - z^2) / 2);
+//     acceptance > 0.74;
+//   - a >= 0 otherwise: a + Exp(lambda) restricted to [a, b] by inversion, lambda = (a +
+//     sqrt(a^2 + 4)) / 2 (Robert's optimal rate for b = inf), accepted with exp(-(z - lambda)^2 /
+//     2); acceptance > 0.74, tending to 1 far in the tail, with no loss of precision there.
+// One block per proposal (its two uniforms). Returns z in [a, b] up to rounding, mirrored back.
+inline double truncated_std_normal(double a, double b, uint64_t seed, uint32_t n, uint32_t t,
+                                   uint32_t site) {
+  const bool flip = a + b < 0;
+  const double lo = flip ? -b : a;
+  const double hi = flip ? -a : b;
+  const double w = hi - lo;
+  const double sign = flip ? -1.0 : 1.0;
+  // lambda for the exponential proposal; any lambda > 0 is valid, this one is only efficient, so
+  // huge lo may drop the sqrt (whose square would overflow).
+  const double lambda = lo > 1e150 ? lo : 0.5 * (lo + std::sqrt(lo * lo + 4.0));
+  const bool normal = lo < 0 && w > kSqrtTwoPi;
+  const bool uniform = lo < 0 ? w <= kSqrtTwoPi : w * std::fmax(lo, 1.0) < 0.5;
+  const double tail_mass = -std::expm1(-lambda * w); // of the exponential on [0, w]
+  for (uint32_t draw = 0; draw < static_cast<uint32_t>(kMaxRejections); ++draw) {
+    double u0, u1;
+    philox_u01x2(seed, n, t, site, draw, u0, u1);
+    if (normal) {
+      const double z0 = box_muller(u0, u1, false);
+      if (z0 >= lo && z0 <= hi)
+        return sign * z0;
+      const double z1 = box_muller(u0, u1, true);
+      if (z1 >= lo && z1 <= hi)
+        return sign * z1;
+    } else if (uniform) {
+      const double z = lo + w * u0;
+      // log of the density ratio against its maximum, at 0 or at lo.
+      const double lr = lo < 0 ? -0.5 * z * z : 0.5 * (lo - z) * (lo + z);
+      if (std::log(u1) <= lr)
+        return sign * z;
+    } else {
+      const double z = lo - std::log1p(-u0 * tail_mass) / lambda;
+      const double d = z - lambda;
+      if (std::log(u1) <= -0.5 * d * d)
+        return sign * z;
+    }
+  }
+  return kNaN;
+}
+
+} // namespace detail
+
+// Standard normal from block 0 (cosine branch of Box-Muller).
+SSM_INLINE double sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site) {
+  return detail::std_normal_at(seed, n, t, site, 0);
+}
+
+// The k-th of a sequence of independent standard normals at one site (e.g. the components of an
+// mvnormal): block k / 2, cosine branch for even k, sine branch for odd k. k = 0 equals
+// sample_std_normal; components 2j and 2j+1 share one Philox call and one log/sqrt, which the
+// optimiser merges when both are computed in the same loop body.
+SSM_INLINE double sample_std_normal_k(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                      uint32_t k) {
+  double u0, u1;
+  philox_u01x2(seed, n, t, site, k >> 1, u0, u1);
+  return detail::box_muller(u0, u1, (k & 1u) != 0);
+}
+
+SSM_INLINE double sample_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                double sigma) {
+  const double z = sample_std_normal(seed, n, t, site);
+  return detail::finite(mu) && detail::positive_finite(sigma) ? mu + sigma * z : kNaN;
+}
+
+SSM_INLINE double sample_lognormal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                   double sigma) {
+  const double z = sample_std_normal(seed, n, t, site);
+  return detail::finite(mu) && detail::positive_finite(sigma) ? std::exp(mu + sigma * z) : kNaN;
+}
+
+// Normal on block 0 over the square root of an independent Gamma(nu/2, rate nu/2) from block 1 on.
+SSM_INLINE double sample_student_t(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double nu,
+                                   double mu, double sigma) {
+  if (!(detail::positive_finite(nu) && detail::finite(mu) && detail::positive_finite(sigma)))
+    return kNaN;
+  const double z = sample_std_normal(seed, n, t, site);
+  const double g = detail::std_gamma(0.5 * nu, seed, n, t, site, 1);
+  return mu + sigma * z * std::sqrt(0.5 * nu / g);
+}
+
+SSM_INLINE double sample_half_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                     double sigma) {
+  const double z = sample_std_normal(seed, n, t, site);
+  return detail::positive_finite(sigma) ? sigma * std::fabs(z) : kNaN;
+}
+
+SSM_INLINE double sample_uniform(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double lo,
+                                 double hi) {
+  const double u = philox_u01(seed, n, t, site, 0);
+  // The min guards against rounding past hi when hi - lo is inexact.
+  const double x = std::fmin(lo + (hi - lo) * u, hi);
+  return detail::finite(lo) && detail::finite(hi) && hi > lo ? x : kNaN;
+}
+
+SSM_INLINE double sample_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double alpha,
+                               double beta) {
+  if (!(detail::positive_finite(alpha) && detail::positive_finite(beta)))
+    return kNaN;
+  return detail::std_gamma(alpha, seed, n, t, site, 0) / beta;
+}
+
+SSM_INLINE double sample_exponential(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                     double beta) {
+  const double u = philox_u01(seed, n, t, site, 0);
+  return detail::positive_finite(beta) ? -std::log(u) / beta : kNaN;
+}
+
+// Exact for every lambda: inversion below 10, PTRS from 10 on. Returns the count as a double.
+SSM_INLINE double sample_poisson(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                 double lambda) {
+  if (!(lambda >= 0 && lambda < kInf))
+    return kNaN;
+  return detail::poisson_from(lambda, seed, n, t, site, 0);
+}
+
+SSM_INLINE double sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double p) {
+  const double u = philox_u01(seed, n, t, site, 0);
+  return p >= 0 && p <= 1 ? (u < p ? 1.0 : 0.0) : kNaN;
+}
+
+// Gamma(alpha, rate 1), the same draw as sample_gamma(..., alpha, 1); codegen builds a Dirichlet
+// from one per component, at distinct sites.
+SSM_INLINE double sample_std_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                   double alpha) {
+  if (!detail::positive_finite(alpha))
+    return kNaN;
+  return detail::std_gamma(alpha, seed, n, t, site, 0);
+}
+
+// Ga / (Ga + Gb) with Ga ~ Gamma(a) from block 0 on and Gb ~ Gamma(b) from block kGammaBlocks on,
+// formed from their logarithms so that small shapes (where both draws may underflow) still give
+// a value in [0, 1]. Values within rounding of 0 or 1 come out as 0 or 1.
+SSM_INLINE double sample_beta(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double a,
+                              double b) {
+  if (!(detail::positive_finite(a) && detail::positive_finite(b)))
+    return kNaN;
+  const double la = detail::log_std_gamma(a, seed, n, t, site, 0);
+  const double lb = detail::log_std_gamma(b, seed, n, t, site, kGammaBlocks);
+  // 1 / (1 + exp(d)) with d = lb - la, in the form whose exponential cannot overflow.
+  const double d = lb - la;
+  const double e = std::exp(-std::fabs(d));
+  return d > 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+}
+
+// beta / G with G ~ Gamma(alpha, rate 1) from block 0 on.
+SSM_INLINE double sample_inverse_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                       double alpha, double beta) {
+  if (!(detail::positive_finite(alpha) && detail::positive_finite(beta)))
+    return kNaN;
+  return beta / detail::std_gamma(alpha, seed, n, t, site, 0);
+}
+
+// mu +- b E with E = -log(u0) exponential and the sign from u1 (block 0): both tails keep the
+// full resolution of u0.
+SSM_INLINE double sample_laplace(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                 double b) {
+  double u0, u1;
+  philox_u01x2(seed, n, t, site, 0, u0, u1);
+  const double e = -std::log(u0);
+  return detail::finite(mu) && detail::positive_finite(b) ? mu + (u1 < 0.5 ? -b : b) * e : kNaN;
+}
+
+// mu + sigma cot(pi v) with v = u0 (block 0) moved to (-1/2, 1/2] by subtracting 1 above 1/2
+// (exactly): a standard Cauchy by inversion, with full relative precision in both tails, where
+// |v| is small; cos and sin rather than tan, which LLVM has no intrinsic for.
+SSM_INLINE double sample_cauchy(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                double sigma) {
+  const double u = philox_u01(seed, n, t, site, 0);
+  const double a = kPi * (u > 0.5 ? u - 1.0 : u);
+  const double z = std::cos(a) / std::sin(a);
+  return detail::finite(mu) && detail::positive_finite(sigma) ? mu + sigma * z : kNaN;
+}
+
+// Rejection on the standardised interval (detail::truncated_std_normal, one block per proposal
+// from block 0), clamped to [lo, hi] against rounding in mu + sigma z.
+SSM_INLINE double sample_truncated_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                          double mu, double sigma, double lo, double hi) {
+  if (!(detail::finite(mu) && detail::positive_finite(sigma) && lo < hi))
+    return kNaN;
+  const double z =
+      detail::truncated_std_normal((lo - mu) / sigma, (hi - mu) / sigma, seed, n, t, site);
+  return std::fmin(std::fmax(mu + sigma * z, lo), hi);
+}
+
+// Exact for every trials and p: with q = min(p, 1 - p), inversion while trials * q < 10 and BTRS
+// from 10 on, on q (and trials - k returned for p > 1/2). The count is returned as a double.
+SSM_INLINE double sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                  double trials, double p) {
+  if (!(detail::integral(trials) && trials >= 0 && p >= 0 && p <= 1))
+    return kNaN;
+  const bool flip = p > 0.5;
+  const double q = flip ? 1.0 - p : p; // exact
+  const double k = trials * q < 10.0
+                       ? detail::binomial_inversion(trials, q, philox_u01(seed, n, t, site, 0))
+                       : detail::binomial_btrs(trials, q, seed, n, t, site);
+  return flip ? trials - k : k;
+}
+
+// Poisson(G mu / phi) with G ~ Gamma(phi, rate 1) from block 0 on and the Poisson draw from block
+// kGammaBlocks on: a gamma-Poisson mixture with mean mu and variance mu + mu^2 / phi.
+SSM_INLINE double sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                           double mu, double phi) {
+  if (!(mu >= 0 && mu < kInf && detail::positive_finite(phi)))
+    return kNaN;
+  const double g = detail::std_gamma(phi, seed, n, t, site, 0);
+  return detail::poisson_from(g * (mu / phi), seed, n, t, site, kGammaBlocks);
+}
+
+} // namespace ssm

@@ -1,0 +1,143 @@
+// The bootstrap particle filter over a compiled model's kernels.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/results.h"
+#include "core/thread_pool.h"
+#include "kernel/abi.h"
+#include "smc/resample.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+// Particles are processed in blocks of this many, with block boundaries at multiples of it: a
+// particle always takes the same path through the kernels (vector body or remainder loop) and
+// partial sums are combined in block order, whatever the thread count.
+inline constexpr int64_t kParticleBlock = 4096;
+
+// Runtime random stream of the resampling uniforms: counters (k, t, kSiteResample, 0), k = 0, 1,
+// ... as resample() documents for each scheme (systematic uses the single block k = 0).
+inline constexpr uint32_t kSiteResample = 0xFFFF0001u;
+
+// The auxiliary particle filter's simulated look-ahead draws use the model's transition sampler
+// with the seed XOR this key, so they never share a Philox stream with the filter's own draws.
+inline constexpr uint64_t kLookaheadSeedKey = 0x9E3779B97F4A7C15ull;
+inline constexpr int64_t kLookaheadDraws = 4; // simulated look-ahead: draws per particle
+
+// How the auxiliary particle filter predicts each particle's next state for its first-stage
+// weights p(y_t | prediction): the model's own `lookahead` predictions (lookahead kernel), else
+// the transition's mean (gaussian_moments kernel), else the average of p(y_t | x~) over
+// kLookaheadDraws draws from the transition.
+enum class Lookahead { User, Mean, Simulated };
+const char* lookahead_name(Lookahead kind); // "user", "mean", "simulated"
+Lookahead lookahead_for(const ssm_model& model);
+
+struct FilterOptions {
+  int64_t particles = 1000;
+  double ess_threshold = 0.5; // resample at t > 0 when ESS < r N; r >= 1: every step
+  Resampling resampling = Resampling::Systematic;
+  // Auxiliary particle filter (Pitt & Shephard 1999): at each t > 0, resample with the weights
+  // times p(y_t | a prediction of x_t from each particle), then correct by that factor.
+  bool auxiliary = false;
+  // Guided filter: at each t > 0 with y_t fully observed, propose from the model's `proposal`
+  // (proposal_sample kernel) and weight by p(y_t | x_t) p(x_t | x_{t-1}) / q(x_t | x_{t-1}, y_t);
+  // a step with a missing observation proposes from the transition.
+  bool guided = false;
+  uint64_t seed = 1;
+  // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
+  // they hold the last step only, so memory does not grow with T (the online smoothers).
+  bool history = true;
+  // Called after each time step with (t, T); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+// The particle filter (bootstrap, guided or auxiliary) one step at a time, for the smoothers that
+// work alongside it. After step() has processed time t, the particles at t, their ancestors at t-1
+// and their weights are readable until the next step(); buffers are structure-of-arrays with stride
+// stride().
+class ParticleFilter {
+public:
+  // `fixed` is theta followed by the data values. Throws ssm::Error on inconsistent inputs.
+  ParticleFilter(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                 const ObsData& data, const FilterOptions& options, ThreadPool& pool);
+  ~ParticleFilter();
+  ParticleFilter(const ParticleFilter&) = delete;
+  ParticleFilter& operator=(const ParticleFilter&) = delete;
+
+  // Processes the next time step; false when all data.T steps are done. Throws ssm::Error if the
+  // weights collapse.
+  bool step();
+  int64_t t() const { return t_; } // the step last processed (-1 before the first)
+  int64_t T() const { return data_.T; }
+  int64_t particles() const { return N_; }
+  int64_t stride() const { return stride_; }
+  const double* x() const { return cur_; }       // particles at t
+  const double* x_prev() const { return prev_; } // particles at t-1 (t > 0)
+  // a_n: the particle at t-1 that particle n at t descends from; null means a_n = n.
+  const int64_t* ancestors() const { return resampled_ ? anc_.data() : nullptr; }
+  // Unnormalised weights at t, exp(log-weight - max), and their sum.
+  const double* weights() const { return w_.data(); }
+  double weight_sum() const { return weight_sum_; }
+  const double* frame() const { return frame_values_; } // the kernels' frame at t
+  const double* y() const { return data_.at(t_); }
+  ThreadPool& pool() const { return pool_; }
+  // Moments, ESS and log-likelihood so far; elapsed_s is set when the last step is done.
+  const FilterResult& result() const { return res_; }
+  FilterResult take_result() { return std::move(res_); }
+
+  Lookahead lookahead_kind() const { return lookahead_; } // the auxiliary filter's predictions
+
+private:
+  struct Buffers;
+  // The auxiliary filter's first stage at t: fills loglam_ with log(lambda_i / max lambda) and
+  // returns log(sum_i w_i lambda_i / sum_i w_i) on the same scale.
+  double lookahead(const double* th, int64_t t, const double* y);
+  const ssm_model& model_;
+  const ModelInfo& info_;
+  const ObsData& data_;
+  FilterOptions opt_;
+  ThreadPool& pool_;
+  int64_t N_, stride_, nb_, t_ = -1;
+  std::unique_ptr<Buffers> buf_;
+  double *prev_, *cur_;
+  std::vector<double> lw_, inc_, w_, bmax_, bsum_, bsum2_, bx_, bvar_, mean_;
+  std::vector<int64_t> anc_;
+  std::vector<double> loglam_, aux_w_;
+  std::vector<double> logq_, logf_; // the guided filter's proposal and transition log-densities
+  Lookahead lookahead_ = Lookahead::Mean;
+  bool resampled_ = false;
+  double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
+  const double* frame_values_ = nullptr;
+  FilterResult res_;
+  std::chrono::steady_clock::time_point start_;
+  // The int[lo..hi] state components, and per block of particles the first draw outside one.
+  struct Outside {
+    int64_t particle = -1; // -1: none
+    int range = -1;
+    double value = 0;
+  };
+  std::vector<IntegerRange> ranges_;
+  std::vector<Outside> outside_;
+  // Records in outside_[block] the first of particles [begin, end) of x outside its range.
+  void find_outside(int64_t block, const double* x, int64_t begin, int64_t end);
+  // Throws naming the first particle (over all blocks) whose draw at t left its range, if any.
+  void check_ranges(int64_t t, const char* drawn_by) const;
+};
+
+// "bootstrap", "guided" or "apf": which particle filter the options ask for.
+const char* filter_name(const FilterOptions& options);
+
+// Runs the filter on data.T time steps. `theta` is the parameters followed by the data values.
+// Throws ssm::Error if the weights collapse.
+FilterResult bootstrap_filter(const ssm_model& model, const ModelInfo& info,
+                              const std::vector<double>& theta, const ObsData& data,
+                              const FilterOptions& options, ThreadPool& pool);
+
+} // namespace ssm

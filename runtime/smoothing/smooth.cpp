@@ -1,0 +1,279 @@
+// The smoothing front door: method names, the checks that refuse a method before any work, the
+// dispatch to each method's implementation, and the CSV and JSON outputs they share.
+#include "smoothing/smooth.h"
+#include "core/error.h"
+#include "exact/finite_state.h"
+#include "exact/kalman.h"
+#include "smoothing/smoothers.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ssm {
+
+const char* smooth_method_name(SmoothMethod m) {
+  switch (m) {
+  case SmoothMethod::Rts:
+    return "rts";
+  case SmoothMethod::ForwardBackward:
+    return "forward-backward";
+  case SmoothMethod::Genealogy:
+    return "genealogy";
+  case SmoothMethod::FixedLag:
+    return "fixed-lag";
+  case SmoothMethod::Ffbsm:
+    return "ffbsm";
+  case SmoothMethod::Ffbsi:
+    return "ffbsi";
+  case SmoothMethod::Online:
+    return "online";
+  case SmoothMethod::Paris:
+    return "paris";
+  case SmoothMethod::Bis:
+    return "bis";
+  }
+  return "?";
+}
+
+std::optional<SmoothMethod> parse_smooth_method(std::string_view name) {
+  for (SmoothMethod m : kSmoothMethods)
+    if (name == smooth_method_name(m))
+      return m;
+  return std::nullopt;
+}
+
+bool is_online(SmoothMethod m) {
+  return m == SmoothMethod::Online || m == SmoothMethod::Paris || m == SmoothMethod::Bis;
+}
+
+namespace {
+
+bool needs_transition_density(SmoothMethod m) {
+  return m == SmoothMethod::Ffbsm || m == SmoothMethod::Ffbsi || m == SmoothMethod::Online ||
+         m == SmoothMethod::Paris || m == SmoothMethod::Bis;
+}
+
+// The methods that apply to this model (for the messages that refuse one).
+std::vector<std::string> applicable_methods(const ModelInfo& info) {
+  std::vector<std::string> out;
+  if (info.linear_gaussian)
+    out.push_back("rts");
+  if (enumerable(info))
+    out.push_back("forward-backward");
+  for (SmoothMethod m : kSmoothMethods) {
+    if (m == SmoothMethod::Rts || m == SmoothMethod::ForwardBackward)
+      continue;
+    if (needs_transition_density(m) && !info.transition_tractable)
+      continue;
+    out.push_back(smooth_method_name(m));
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info) {
+  std::vector<std::string> out = applicable_methods(info);
+  if (!model.linear_gaussian)
+    std::erase(out, "rts");
+  if (!info.transition_tractable) // genealogy is auto's choice then
+    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
+      return m == "rts" || m == "forward-backward" || m == "genealogy";
+    });
+  else // after the exact methods, auto picks paris
+    std::stable_partition(out.begin(), out.end(), [](const std::string& m) {
+      return m == "rts" || m == "forward-backward" || m == "paris";
+    });
+  return out;
+}
+
+void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt) {
+  const std::string name = smooth_method_name(opt.method);
+  auto refuse = [&](const std::string& why) {
+    throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
+                            why, info.name, fmt::join(applicable_methods(info), ", ")));
+  };
+  auto refuse_functional = [&](const FunctionalInfo& f, const std::string& why) {
+    throw Error(fmt::format("smooth --method {}: functional '{}' {}. Methods that can estimate "
+                            "it: {} (or leave it out with --functional NAME for the others)",
+                            name, f.name, why, fmt::join(f.methods, ", ")));
+  };
+  if (opt.method == SmoothMethod::Rts && !info.linear_gaussian)
+    refuse("the model is not linear-Gaussian (see `info` for the reason)");
+  if (opt.method == SmoothMethod::Rts && !model.linear_gaussian)
+    refuse("the model table has no linear_gaussian kernel (rebuild the model with this ssmc)");
+  if (opt.method == SmoothMethod::ForwardBackward && !info.finite_state)
+    refuse("the model's state is not finite (see `info` for the reason)");
+  if (opt.method == SmoothMethod::ForwardBackward && !enumerable(info)) {
+    try {
+      enumerate_states(info);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+  }
+  if (needs_transition_density(opt.method) && !info.transition_tractable)
+    refuse(fmt::format("it evaluates the transition density, and the model's transition is "
+                       "sample-only ({})",
+                       info.sample_only_reason));
+  if (needs_transition_density(opt.method) && !model.transition_logpdf)
+    refuse("the model table has no transition_logpdf kernel");
+  if (!info.functionals.empty() && !model.functional_terms)
+    refuse("the model table has no functional_terms kernel");
+  const bool uses_rejection =
+      opt.method == SmoothMethod::Ffbsi || opt.method == SmoothMethod::Paris;
+  if (opt.backward == BackwardSampling::Rejection && !uses_rejection)
+    refuse("--backward rejection applies to ffbsi and paris only");
+  if (opt.backward == BackwardSampling::Mcmc && opt.method != SmoothMethod::Paris)
+    refuse("--backward mcmc applies to paris only");
+  if (opt.filter.guided && !model.proposal_sample)
+    refuse("--filter guided: the model has no proposal; add one, as in `proposal x[t] ~ "
+           "normal(m, s);` (docs/language.md#proposals)");
+  if (opt.backward == BackwardSampling::Mcmc && (opt.filter.guided || opt.filter.auxiliary))
+    refuse("--backward mcmc starts each chain at the particle's ancestor, which is a draw from the "
+           "backward kernel only under the bootstrap filter; use --filter bootstrap, or "
+           "--backward rejection or exact");
+  if (opt.backward == BackwardSampling::Mcmc && opt.mcmc_steps < 1)
+    refuse("--mcmc-steps must be at least 1");
+  if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound)
+    refuse(fmt::format("rejection sampling needs an upper bound of the transition density over "
+                       "the next state, and the model has none ({}); use --backward exact",
+                       info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
+  if (opt.method == SmoothMethod::FixedLag && opt.lag < 0)
+    refuse("--lag must be at least 0");
+  if ((opt.method == SmoothMethod::Paris || opt.method == SmoothMethod::Bis) &&
+      opt.backward_samples < 1)
+    refuse("--backward-samples must be at least 1");
+  if (is_online(opt.method))
+    for (const FunctionalInfo& f : info.functionals) {
+      if (!f.sum && opt.marginals)
+        continue; // a per-t functional is carried with the marginals
+      if (!f.sum)
+        refuse_functional(f, "is a quantity at each t, which an online method estimates only "
+                             "with --marginals (O(T) memory per particle)");
+      if (!f.additive)
+        refuse_functional(f, "is not additive: " + f.why_not);
+    }
+}
+
+// paris under the bootstrap filter: MCMC moves from the ancestor cost 1 + K density evaluations
+// per particle and never fall back to an O(N) exact draw, where rejection's cost per draw is
+// heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
+namespace {
+BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions& opt) {
+  if (opt.method == SmoothMethod::Paris && !opt.filter.guided && !opt.filter.auxiliary)
+    return BackwardSampling::Mcmc;
+  return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
+}
+} // namespace
+
+SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool) {
+  check_smooth_method(model, info, options);
+  SmoothOptions opt = options;
+  if (opt.backward == BackwardSampling::Automatic)
+    opt.backward = automatic_backward(model, opt);
+  switch (opt.method) {
+  case SmoothMethod::Rts:
+    return smooth_rts(model, info, fixed, data);
+  case SmoothMethod::ForwardBackward:
+    return forward_backward(model, info, fixed, data);
+  case SmoothMethod::Genealogy:
+  case SmoothMethod::FixedLag:
+    return smooth_genealogy(model, info, fixed, data, opt, pool);
+  case SmoothMethod::Ffbsm:
+  case SmoothMethod::Ffbsi:
+    return smooth_backward(model, info, fixed, data, opt, pool);
+  case SmoothMethod::Online:
+  case SmoothMethod::Paris:
+  case SmoothMethod::Bis:
+    return smooth_online(model, info, fixed, data, opt, pool);
+  }
+  throw Error(fmt::format("smooth --method {} is not available in this runtime",
+                          smooth_method_name(opt.method)));
+}
+
+std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
+  const std::vector<std::string> cols = state_columns(info);
+  fmt::memory_buffer out;
+  auto put = [&]<class... Args>(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+  };
+  put("t");
+  for (const std::string& c : cols)
+    put(",mean_{},var_{}", c, c);
+  std::vector<const FunctionalEstimate*> per_t;
+  for (const FunctionalEstimate& f : r.functionals)
+    if (!f.sum) {
+      per_t.push_back(&f);
+      for (const FunctionalInfo& fi : info.functionals)
+        if (fi.name == f.name)
+          for (const std::string& c : column_names(fi.name, fi.shape))
+            put(",{}", c);
+    }
+  // rts: lag-one covariances Cov[x_t[a], x_{t-1}[b] | y], empty at t = 0.
+  const bool lag_one = !r.lag_one_cov.empty();
+  if (lag_one)
+    for (const std::string& a : cols)
+      for (const std::string& b : cols)
+        put(",lagcov_{}_{}", a, b);
+  put("\n");
+  if (!r.has_marginals)
+    return fmt::to_string(out);
+  const int64_t ns = r.n_state, shown = static_cast<int64_t>(cols.size());
+  for (int64_t t = 0; t < r.T; ++t) {
+    put("{}", t);
+    for (int64_t c = 0; c < shown; ++c)
+      put(",{},{}", format_double(r.mean[t * ns + c]), format_double(r.var[t * ns + c]));
+    for (const FunctionalEstimate* f : per_t)
+      for (int64_t k = 0; k < f->size; ++k)
+        put(",{}", format_double(f->per_t[t * f->size + k]));
+    if (lag_one)
+      for (int64_t a = 0; a < shown; ++a)
+        for (int64_t b = 0; b < shown; ++b)
+          put(",{}", t == 0 ? "" : format_double(r.lag_one_cov[(t * ns + a) * ns + b]));
+    put("\n");
+  }
+  return fmt::to_string(out);
+}
+
+nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const SmoothOptions& opt) {
+  using nlohmann::json;
+  json functionals = json::object();
+  for (const FunctionalEstimate& f : r.functionals) {
+    if (!f.sum)
+      continue;
+    const FunctionalInfo* fi = nullptr;
+    for (const FunctionalInfo& i : info.functionals)
+      if (i.name == f.name)
+        fi = &i;
+    json value = f.size == 1 && fi && fi->shape.empty() ? json(f.total[0]) : json(f.total);
+    functionals[f.name] = value;
+    if (!f.se.empty())
+      functionals[f.name + "_se"] = f.size == 1 ? json(f.se[0]) : json(f.se);
+  }
+  json j = {{"model", info.name},
+            {"method", smooth_method_name(r.method)},
+            {"T", r.T},
+            {"log_likelihood", r.log_likelihood},
+            {"functionals", functionals},
+            {"marginals", r.has_marginals},
+            {"filter_s", r.filter_s},
+            {"smooth_s", r.smooth_s},
+            {"seed", opt.filter.seed}};
+  if (r.method != SmoothMethod::Rts && r.method != SmoothMethod::ForwardBackward) {
+    j["particles"] = r.particles;
+    j["resampling"] = resampling_name(opt.filter.resampling);
+    j["filter"] = filter_name(opt.filter);
+  }
+  if (r.method == SmoothMethod::FixedLag)
+    j["lag"] = opt.lag;
+  if (r.method == SmoothMethod::Paris || r.method == SmoothMethod::Bis)
+    j["backward_samples"] = opt.backward_samples;
+  if (!r.details.is_null())
+    j["details"] = r.details;
+  return j;
+}
+
+} // namespace ssm

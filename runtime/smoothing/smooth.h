@@ -1,0 +1,74 @@
+// Smoothing: the per-t smoothing moments of the state and the model's functionals, by exact
+// methods where the structure allows (rts, forward-backward) and by particle smoothers otherwise.
+// Every method fills the same SmoothResult, written by smooth_csv and smooth_json.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "core/results.h"
+#include "core/thread_pool.h"
+#include "kernel/abi.h"
+#include "smc/filter.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ssm {
+
+const char* smooth_method_name(SmoothMethod m); // "forward-backward", "fixed-lag", ...
+std::optional<SmoothMethod> parse_smooth_method(std::string_view name);
+bool is_online(SmoothMethod m); // online, paris, bis: O(N) memory whatever T
+
+// How ffbsi and paris draw backward indices: `exact` computes the N backward weights of each draw
+// (O(N) per draw); `rejection` proposes from the filter weights and accepts with probability
+// p(x_{t+1} | x_t^i) / bound, falling back to an exact draw after `max_trials` rejections (the
+// hybrid scheme); `auto` is rejection when the model has a density bound (the
+// transition_log_bound kernel), exact otherwise. A step where the bound is not finite (its
+// condition fails for these parameters) draws exactly. `mcmc` (paris only) starts each draw at the
+// particle's ancestor in the filter and makes `mcmc_steps` independent Metropolis-Hastings moves
+// with proposals from the filter weights, which leave the backward kernel invariant (Bunch &
+// Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
+enum class BackwardSampling { Automatic, Exact, Rejection, Mcmc };
+
+struct SmoothOptions {
+  SmoothMethod method = SmoothMethod::Ffbsm;
+  FilterOptions filter;         // particles, resampling, seed (and progress)
+  int64_t lag = 10;             // fixed-lag
+  int64_t trajectories = 0;     // ffbsi: M (0: as many as particles)
+  int64_t backward_samples = 2; // paris, bis: Ñ
+  BackwardSampling backward = BackwardSampling::Automatic;
+  int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
+  int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw
+  // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
+  // methods only when asked, since they then carry O(T) statistics per particle.
+  bool marginals = true;
+};
+
+// The smoothing methods that apply to the model, `auto`'s choice first (for `info`).
+std::vector<std::string> smooth_methods(const ssm_model& model, const ModelInfo& info);
+
+// Refuses, before any computation, a method that the model's structure cannot support or that
+// cannot estimate one of its functionals: the message gives the reason and the methods that apply.
+void check_smooth_method(const ssm_model& model, const ModelInfo& info,
+                         const SmoothOptions& options);
+
+// Runs the chosen method on data.T time steps. `fixed` is the parameters followed by the data
+// values (the frame's fixed part). Throws ssm::Error.
+SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool);
+
+// CSV `t,mean_<col>,var_<col>...,<per-t functional columns>`, one row per time step (only when
+// the result has marginals).
+std::string smooth_csv(const ModelInfo& info, const SmoothResult& result);
+// The JSON summary: method, options, log-likelihood, sums of the additive functionals, timings.
+nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& result,
+                           const SmoothOptions& options);
+
+} // namespace ssm

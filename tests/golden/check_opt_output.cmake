@@ -1,0 +1,26 @@
+# `ssmc opt -o FILE`: the IR goes to FILE, nothing to stdout, no temporary file is left beside it,
+# and a second run replaces FILE whole. Run with -DSSMC=... -DSOURCE=... -DWORK=...
+set(input tests/golden/opt/cse.ir)
+set(expected ${SOURCE}/tests/golden/opt/cse.expected.ir)
+set(dir ${WORK}/opt-output)
+file(REMOVE_RECURSE ${dir})
+file(MAKE_DIRECTORY ${dir})
+file(WRITE ${dir}/out.ir "a longer file that the output must replace, not overwrite in place\n")
+foreach(run 1 2)
+  execute_process(COMMAND ${SSMC} opt ${input} --passes=cse -o ${dir}/out.ir
+                  WORKING_DIRECTORY ${SOURCE} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT out STREQUAL "")
+    message(FATAL_ERROR "ssmc opt -o: exit code ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+  endif()
+  file(READ ${dir}/out.ir actual)
+  file(READ ${expected} wanted)
+  if(NOT actual STREQUAL wanted)
+    message(FATAL_ERROR "ssmc opt -o wrote:\n${actual}\nexpected (${expected}):\n${wanted}")
+  endif()
+endforeach()
+file(GLOB left ${dir}/*)
+list(LENGTH left count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "ssmc opt -o left files beside its output: ${left}")
+endif()
