@@ -135,22 +135,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     }
     return d;
   }
-  case ir::Op::MatMul: {
-    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
-    const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
-    const int rows = lhs.dims[0], inner = lhs.dims[1];
-    const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
-    for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) {
-        int s = -1;
-        for (int k = 0; k < inner; ++k) {
-          s = b_.add(s, b_.mul(da[i * inner + k], value(n.args[1], k * cols + j)));
-          s = b_.add(s, b_.mul(value(n.args[0], i * inner + k), db[k * cols + j]));
-        }
-        d[i * cols + j] = s;
-      }
-    return d;
-  }
+  case ir::Op::MatMul:
+    return matmul(n, wrt);
   case ir::Op::Build:
     for (size_t i = 0; i < size; ++i)
       d[i] = derivative(n.args[i], wrt)[0];
@@ -162,26 +148,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
       d[i] = da[offset + i];
     return d;
   }
-  case ir::Op::DynIndex: { // (a[i])' = a'[i]: the derivative of the base, indexed the same way
-    const std::vector<int> da = derivative(n.args[0], wrt);
-    if (all_zero(da))
-      return d;
-    std::vector<int> elems(da.size());
-    for (size_t k = 0; k < da.size(); ++k)
-      elems[k] = b_.materialize(da[k]);
-    ir::Node base;
-    base.op = ir::Op::Build;
-    base.args = elems;
-    base.shape = from_.nodes[n.args[0]].shape;
-    ir::Node dyn;
-    dyn.op = ir::Op::DynIndex;
-    dyn.args = {b_.raw(std::move(base)), value(n.args[1], 0)};
-    dyn.shape = n.shape;
-    const int id = b_.raw(std::move(dyn));
-    for (size_t i = 0; i < size; ++i)
-      d[i] = b_.element(id, static_cast<int>(i));
-    return d;
-  }
+  case ir::Op::DynIndex: // (a[i])' = a'[i]: the derivative of the base, indexed the same way
+    return dyn_index(n, wrt);
   case ir::Op::Select: {
     const std::vector<int> da = derivative(n.args[1], wrt), db = derivative(n.args[2], wrt);
     for (size_t i = 0; i < size; ++i)
@@ -189,10 +157,62 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     return d;
   }
   case ir::Op::Call:
-    break;
+    return call(n, node, wrt);
   }
+  return d;
+}
 
-  // Op::Call: the function's rule in the table of built-ins.
+// The product rule, element by element: (A B)' = A' B + A B'.
+std::vector<int> Differentiator::matmul(const ir::Node& n, const Wrt& wrt) {
+  std::vector<int> d(static_cast<size_t>(n.shape.size()), -1);
+  const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+  const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
+  const int rows = lhs.dims[0], inner = lhs.dims[1];
+  const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      int s = -1;
+      for (int k = 0; k < inner; ++k) {
+        s = b_.add(s, b_.mul(da[i * inner + k], value(n.args[1], k * cols + j)));
+        s = b_.add(s, b_.mul(value(n.args[0], i * inner + k), db[k * cols + j]));
+      }
+      d[i * cols + j] = s;
+    }
+  return d;
+}
+
+std::vector<int> Differentiator::dyn_index(const ir::Node& n, const Wrt& wrt) {
+  const size_t size = static_cast<size_t>(n.shape.size());
+  std::vector<int> d(size, -1);
+  const std::vector<int> da = derivative(n.args[0], wrt);
+  if (all_zero(da))
+    return d;
+  std::vector<int> elems(da.size());
+  for (size_t k = 0; k < da.size(); ++k)
+    elems[k] = b_.materialize(da[k]);
+  ir::Node base;
+  base.op = ir::Op::Build;
+  base.args = elems;
+  base.shape = from_.nodes[n.args[0]].shape;
+  ir::Node dyn;
+  dyn.op = ir::Op::DynIndex;
+  dyn.args = {b_.raw(std::move(base)), value(n.args[1], 0)};
+  dyn.shape = n.shape;
+  const int id = b_.raw(std::move(dyn));
+  for (size_t i = 0; i < size; ++i)
+    d[i] = b_.element(id, static_cast<int>(i));
+  return d;
+}
+
+// Op::Call: the function's rule in the table of built-ins.
+std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wrt) {
+  const size_t size = static_cast<size_t>(n.shape.size());
+  std::vector<int> d(size, -1);
+  auto arg_size = [&](int k) { return static_cast<size_t>(from_.nodes[n.args[k]].shape.size()); };
+  // Component i of operand k, broadcasting a scalar.
+  auto v = [&](int k, size_t i) {
+    return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
+  };
   const ir::Builtin* f = ir::find_builtin(n.fn);
   if (!f)
     throw PassError(fmt::format("differentiation: unknown function {}()", n.fn));
