@@ -30,6 +30,11 @@ int Differentiator::value(int node, int pos) {
   return b_.element(id, pos);
 }
 
+int Differentiator::operand(const ir::Node& n, int k, size_t i) {
+  const bool scalar = from_.nodes[n.args[k]].shape.size() == 1;
+  return value(n.args[k], scalar ? 0 : static_cast<int>(i));
+}
+
 std::vector<int> Differentiator::derivative(int node, const Wrt& wrt) {
   const auto key = std::tuple(node, static_cast<int>(wrt.op), wrt.var, wrt.lag, wrt.component);
   if (auto it = memo_.find(key); it != memo_.end())
@@ -78,11 +83,7 @@ private:
 std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt& wrt) {
   const size_t size = static_cast<size_t>(n.shape.size());
   std::vector<int> d(size, -1);
-  auto arg_size = [&](int k) { return static_cast<size_t>(from_.nodes[n.args[k]].shape.size()); };
-  // Component i of operand k, broadcasting a scalar.
-  auto v = [&](int k, size_t i) {
-    return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
-  };
+  auto v = [&](int k, size_t i) { return operand(n, k, i); };
   auto select = [&](int cond, int a, int b) { return a < 0 && b < 0 ? -1 : b_.select(cond, a, b); };
   switch (n.op) {
   case ir::Op::Const:
@@ -208,11 +209,7 @@ std::vector<int> Differentiator::dyn_index(const ir::Node& n, const Wrt& wrt) {
 std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wrt) {
   const size_t size = static_cast<size_t>(n.shape.size());
   std::vector<int> d(size, -1);
-  auto arg_size = [&](int k) { return static_cast<size_t>(from_.nodes[n.args[k]].shape.size()); };
-  // Component i of operand k, broadcasting a scalar.
-  auto v = [&](int k, size_t i) {
-    return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
-  };
+  auto v = [&](int k, size_t i) { return operand(n, k, i); };
   const ir::Builtin* f = ir::find_builtin(n.fn);
   if (!f)
     throw PassError(fmt::format("differentiation: unknown function {}()", n.fn));

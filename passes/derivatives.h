@@ -45,6 +45,8 @@ private:
   const ir::Block& from_;
   ExprBuilder& b_;
   std::map<std::tuple<int, int, int, int, int>, std::vector<int>> memo_;
+  // Component i of operand k of n, as an arena scalar, broadcasting a scalar operand.
+  int operand(const ir::Node& n, int k, size_t i);
   std::vector<int> compute(const ir::Node& n, int node, const Wrt& wrt);
   // The cases of compute with most code: a matrix product, a dynamic index, a built-in call.
   std::vector<int> matmul(const ir::Node& n, const Wrt& wrt);
