@@ -1,12 +1,13 @@
-// The particle filter: bootstrap, guided (the model's proposal) and auxiliary. Particles are stored
-// structure-of-arrays in two buffers (previous and current states); resampling only produces an
-// ancestor array that the transition kernel reads through, so particles are never copied. Work is
-// split into fixed blocks of kParticleBlock particles and every reduction is combined in block
-// order, which makes the output independent of the thread count.
+// The particle filter, whatever its proposal (smc/proposal.h: bootstrap, guided, auxiliary).
+// Particles are stored structure-of-arrays in two buffers (previous and current states); resampling
+// only produces an ancestor array that the transition kernel reads through, so particles are never
+// copied. Work is split into fixed blocks of kParticleBlock particles and every reduction is
+// combined in block order, which makes the output independent of the thread count.
 #include "smc/filter.h"
 #include "core/error.h"
 #include "core/frame.h"
 #include "kernel/vectorised.h"
+#include "smc/proposal.h"
 #include "smc/resample.h"
 
 #include <fmt/format.h>
@@ -20,30 +21,11 @@
 
 namespace ssm {
 
-namespace {
-
-// 64-byte aligned array so each state component row starts on a cache line.
-template <class T> struct AlignedArray {
-  struct Free {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<T[], Free> ptr;
-  explicit AlignedArray(size_t n)
-      : ptr(static_cast<T*>(
-            ::operator new[](std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {
-    std::fill(ptr.get(), ptr.get() + n, T());
-  }
-  T* data() { return ptr.get(); }
-  T& operator[](size_t i) { return ptr[i]; }
-};
-
-} // namespace
-
 struct ParticleFilter::Buffers {
-  AlignedArray<double> xa, xb, pred; // pred: the auxiliary filter's predictions (else empty)
+  AlignedArray<double> xa, xb;
   Frame frame;
-  Buffers(int64_t n, bool auxiliary, const ModelInfo& info, const std::vector<double>& fixed)
-      : xa(n), xb(n), pred(auxiliary ? n : 0), frame(info, fixed) {}
+  Buffers(int64_t n, const ModelInfo& info, const std::vector<double>& fixed)
+      : xa(n), xb(n), frame(info, fixed) {}
 };
 
 ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
@@ -74,16 +56,9 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   stride_ = (N_ + 7) / 8 * 8;
   nb_ = (N_ + kParticleBlock - 1) / kParticleBlock;
   const int64_t ns = info.n_state, T = data.T;
-  buf_ = std::make_unique<Buffers>(ns * stride_, opt.auxiliary, info, fixed);
-  if (opt.guided) {
-    logq_.assign(stride_, 0.0);
-    logf_.assign(stride_, 0.0);
-  }
-  if (opt.auxiliary) {
-    loglam_.assign(stride_, 0.0);
-    aux_w_.assign(N_, 0.0);
+  buf_ = std::make_unique<Buffers>(ns * stride_, info, fixed);
+  if (opt.auxiliary)
     lookahead_ = lookahead_for(model);
-  }
   prev_ = buf_->xa.data();
   cur_ = buf_->xb.data();
   lw_.assign(N_, 0.0);
@@ -96,8 +71,8 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   bx_.assign(nb_ * ns, 0.0);
   bvar_.assign(nb_ * ns, 0.0);
   mean_.assign(ns, 0.0);
-  ranges_ = integer_ranges(info.state);
-  outside_.assign(nb_, {-1, -1});
+  ranges_ = std::make_unique<RangeCheck>(info, nb_, stride_);
+  proposal_ = make_proposal({model, info, opt_, pool, *ranges_, N_, nb_, stride_});
   res_.T = T;
   res_.particles = N_;
   res_.n_state = ns;
@@ -114,89 +89,6 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
 
 ParticleFilter::~ParticleFilter() = default;
 
-void ParticleFilter::find_outside(int64_t block, const double* x, int64_t begin, int64_t end) {
-  if (ranges_.empty() || outside_[block].particle >= 0)
-    return;
-  const auto [n, r] = first_outside(ranges_, x, begin, end, stride_);
-  if (n >= 0)
-    outside_[block] = {n, r, x[ranges_[r].component * stride_ + n]};
-}
-
-void ParticleFilter::check_ranges(int64_t t, const char* drawn_by) const {
-  for (const Outside& o : outside_) // blocks in particle order: the first particle overall
-    if (o.particle >= 0)
-      throw Error(out_of_range_message("filter", ranges_[o.range], o.value, t,
-                                       fmt::format("{} of particle {}", drawn_by, o.particle)));
-}
-
-double ParticleFilter::lookahead(const double* th, int64_t t, const double* y) {
-  const int64_t N = N_, nb = nb_, stride = stride_, ns = info_.n_state;
-  const double* prev = prev_;
-  double* pred = buf_->pred.data();
-  double* loglam = loglam_.data();
-  if (lookahead_ == Lookahead::User) {
-    pool_.parallel_for(nb, [&](int64_t b) {
-      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      model_.lookahead(th, t, begin, end, stride, prev, y, pred);
-      model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
-    });
-  } else if (lookahead_ == Lookahead::Mean) {
-    pool_.parallel_for(nb, [&](int64_t b) {
-      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      std::vector<double> x(ns), mean(ns), cov(ns * ns);
-      for (int64_t n = begin; n < end; ++n) {
-        for (int64_t c = 0; c < ns; ++c)
-          x[c] = prev[c * stride + n];
-        model_.gaussian_moments(th, t, 1, x.data(), mean.data(), cov.data());
-        for (int64_t c = 0; c < ns; ++c)
-          pred[c * stride + n] = mean[c];
-      }
-    });
-    pool_.parallel_for(nb, [&](int64_t b) {
-      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      model_.obs_logpdf(th, t, begin, end, stride, pred, y, loglam);
-    });
-  } else {
-    // lambda_i = the average of p(y_t | x~) over kLookaheadDraws draws x~ from the transition: an
-    // unbiased estimate of the predictive density p(y_t | x_{t-1}^i), less noisy than one draw.
-    pool_.parallel_for(nb, [&](int64_t b) {
-      const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-      std::vector<double> one(stride);
-      for (int64_t k = 0; k < kLookaheadDraws; ++k) {
-        model_.transition_sample(th, opt_.seed ^ (kLookaheadSeedKey + static_cast<uint64_t>(k)), t,
-                                 begin, end, stride, prev, nullptr, pred);
-        find_outside(b, pred, begin, end);
-        model_.obs_logpdf(th, t, begin, end, stride, pred, y, k == 0 ? loglam : one.data());
-        if (k > 0) // log(exp(a) + exp(b)), then the mean at the end
-          for (int64_t n = begin; n < end; ++n) {
-            const double hi = std::max(loglam[n], one[n]), lo = std::min(loglam[n], one[n]);
-            loglam[n] = std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
-          }
-      }
-      for (int64_t n = begin; n < end; ++n)
-        loglam[n] -= std::log(static_cast<double>(kLookaheadDraws));
-    });
-    check_ranges(t, "the look-ahead draw from the transition");
-  }
-  // Floor the first-stage factors at 10^-3 of the largest among particles of positive weight, so
-  // no particle is excluded because its prediction explains y_t badly (any positive factor keeps
-  // the filter consistent and its likelihood unbiased; a zero one would not).
-  double top = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < N; ++i)
-    if (w_[i] > 0 && loglam[i] > top)
-      top = loglam[i];
-  if (!std::isfinite(top))
-    top = 0; // no prediction explains y_t (or it is missing): plain resampling
-  const double floor = std::log(1e-3);
-  double sw = 0, swl = 0;
-  for (int64_t i = 0; i < N; ++i) { // log(lambda_i / max lambda), in [log 1e-3, 0]
-    loglam[i] = std::isnan(loglam[i]) ? floor : std::clamp(loglam[i] - top, floor, 0.0);
-    sw += w_[i];
-    swl += w_[i] * std::exp(loglam[i]);
-  }
-  return std::log(swl / sw); // the scale max lambda cancels between the two stages
-}
-
 bool ParticleFilter::step() {
   if (t_ + 1 >= data_.T)
     return false;
@@ -204,64 +96,72 @@ bool ParticleFilter::step() {
   const int64_t slot = opt_.history ? t : 0; // where this step's moments go
   if (t > 0)
     std::swap(prev_, cur_);
-  const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
-  const uint64_t seed = opt_.seed;
-  const ssm_model& model = model_;
-  double* prev = prev_;
-  double* cur = cur_;
+  const int64_t N = N_;
   double* lw = lw_.data();
-  double* inc = inc_.data();
   double* w = w_.data();
-
   const double* y = data_.at(t);
   require_previous_obs(info_, data_, t);
   const double* th = buf_->frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
   frame_values_ = th;
   resampled_ = false;
-  const bool auxiliary = opt_.auxiliary && t > 0;
-  if (auxiliary) {
-    // First stage: resample with w_i lambda_i; the new particles start from log-weight
-    // log(sum w lambda / sum w) - log lambda_{a_n}, and the increment is taken against log N.
-    const double log_mean_lambda = lookahead(th, t, y);
-    for (int64_t i = 0; i < N; ++i)
-      aux_w_[i] = w[i] * std::exp(loglam_[i]);
-    resample(opt_.resampling, aux_w_.data(), N, seed, static_cast<uint32_t>(t), kSiteResample,
-             anc_.data());
+  ProposalStep ps{th, t, stride_, y, prev_, nullptr, cur_, w};
+  // The auxiliary filter's first stage resamples itself and sets the new log-weights.
+  const bool first_stage = t > 0 && proposal_->first_stage(ps, {anc_.data(), lw});
+  if (first_stage) {
     resampled_ = true;
     ++res_.resample_count;
-    for (int64_t n = 0; n < N; ++n)
-      lw[n] = log_mean_lambda - loglam_[anc_[n]];
     log_sum_prev_ = std::log(static_cast<double>(N));
   } else if (t > 0 && (opt_.ess_threshold >= 1 || ess_prev_ < opt_.ess_threshold * N)) {
-    resample(opt_.resampling, w, N, seed, static_cast<uint32_t>(t), kSiteResample, anc_.data());
+    resample(opt_.resampling, w, N, opt_.seed, static_cast<uint32_t>(t), kSiteResample,
+             anc_.data());
     resampled_ = true;
     ++res_.resample_count;
     log_sum_prev_ = std::log(static_cast<double>(N));
   }
-  const bool flat_prev = t == 0 || (resampled_ && !auxiliary); // previous log-weights all 0
-  const int64_t* ancestors = this->ancestors();
-  const bool guided = opt_.guided && t > 0 &&
-                      std::none_of(y, y + info_.n_obs, [](double v) { return std::isnan(v); });
-  double* logq = logq_.data();
-  double* logf = logf_.data();
+  const bool flat_prev = t == 0 || (resampled_ && !first_stage); // previous log-weights all 0
+  ps.ancestors = this->ancestors();
+  Proposal* proposal = t > 0 ? &proposal_->for_step(ps) : nullptr; // null: the initial draw
 
+  const double m = propagate(ps, proposal, flat_prev);
+  double S = 0, S2 = 0;
+  weigh(m, slot, S, S2);
+  const double log_sum = m + std::log(S);
+  const double ll_inc = log_sum - log_sum_prev_;
+  res_.loglik_increment[slot] = ll_inc;
+  res_.log_likelihood += ll_inc;
+  ess_prev_ = S * S / S2;
+  res_.ess[slot] = ess_prev_;
+  res_.ess_min = std::min(res_.ess_min, ess_prev_);
+  res_.resampled[slot] = resampled_;
+  log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
+  weight_sum_ = S;
+  if (t + 1 == data_.T)
+    res_.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (opt_.progress)
+    opt_.progress(t, data_.T);
+  return true;
+}
+
+double ParticleFilter::propagate(const ProposalStep& ps, Proposal* proposal, bool flat_prev) {
+  const int64_t t = ps.t, N = N_, nb = nb_, stride = stride_;
+  const uint64_t seed = opt_.seed;
+  const ssm_model& model = model_;
+  const double *th = ps.th, *y = ps.y;
+  double* cur = cur_;
+  double* lw = lw_.data();
+  double* inc = inc_.data();
   // Propagate, weight, and find each block's largest log-weight.
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
     if (t == 0)
       model.init_sample(th, seed, begin, end, stride, cur);
-    else if (guided)
-      model.proposal_sample(th, seed, t, begin, end, stride, prev, ancestors, y, cur, logq);
     else
-      model.transition_sample(th, seed, t, begin, end, stride, prev, ancestors, cur);
-    find_outside(b, cur, begin, end);
+      proposal->draw(ps, begin, end);
+    ranges_->find_outside(b, cur, begin, end);
     model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
-    if (guided) {
-      model.transition_logpdf(th, t, begin, end, stride, prev, ancestors, cur, logf);
-      for (int64_t n = begin; n < end; ++n) // a draw q says is impossible gets weight 0
-        inc[n] += std::isinf(logq[n]) && logq[n] < 0 ? -std::numeric_limits<double>::infinity()
-                                                     : logf[n] - logq[n];
-    }
+    if (t > 0)
+      proposal->correct(ps, begin, end, inc);
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t n = begin; n < end; ++n) {
       double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
@@ -272,7 +172,7 @@ bool ParticleFilter::step() {
     }
     bmax_[b] = m;
   });
-  check_ranges(t, t == 0 ? "the initial draw" : guided ? "the proposal" : "the transition");
+  ranges_->check(t, t == 0 ? "the initial draw" : proposal->drawn_by());
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t b = 0; b < nb; ++b)
     m = std::max(m, bmax_[b]);
@@ -289,6 +189,14 @@ bool ParticleFilter::step() {
         "line, and the parameter values (--param)",
         N, t, data_row_text(info_, data_, t)));
 
+  return m;
+}
+
+void ParticleFilter::weigh(double m, int64_t slot, double& S, double& S2) {
+  const int64_t N = N_, ns = info_.n_state, nb = nb_, stride = stride_;
+  const double* cur = cur_;
+  double* lw = lw_.data();
+  double* w = w_.data();
   // Shift log-weights by the maximum, exponentiate, and accumulate weighted first moments.
   pool_.parallel_for(nb, [&](int64_t b) {
     const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
@@ -311,7 +219,6 @@ bool ParticleFilter::step() {
       bx_[b * ns + c] = sx;
     }
   });
-  double S = 0, S2 = 0;
   for (int64_t b = 0; b < nb; ++b) {
     S += bsum_[b];
     S2 += bsum2_[b];
@@ -347,41 +254,6 @@ bool ParticleFilter::step() {
     res_.mean[slot * ns + c] = mean_[c];
     res_.var[slot * ns + c] = sv / S;
   }
-
-  const double log_sum = m + std::log(S);
-  const double ll_inc = log_sum - log_sum_prev_;
-  res_.loglik_increment[slot] = ll_inc;
-  res_.log_likelihood += ll_inc;
-  ess_prev_ = S * S / S2;
-  res_.ess[slot] = ess_prev_;
-  res_.ess_min = std::min(res_.ess_min, ess_prev_);
-  res_.resampled[slot] = resampled_;
-  log_sum_prev_ = std::log(S); // lw now holds log-weights shifted by m
-  weight_sum_ = S;
-  if (t + 1 == data_.T)
-    res_.elapsed_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  if (opt_.progress)
-    opt_.progress(t, data_.T);
-  return true;
-}
-
-Lookahead lookahead_for(const ssm_model& model) {
-  return model.lookahead          ? Lookahead::User
-         : model.gaussian_moments ? Lookahead::Mean
-                                  : Lookahead::Simulated;
-}
-
-const char* lookahead_name(Lookahead kind) {
-  switch (kind) {
-  case Lookahead::User:
-    return "user";
-  case Lookahead::Mean:
-    return "mean";
-  case Lookahead::Simulated:
-    return "simulated";
-  }
-  return "?";
 }
 
 const char* filter_name(const FilterOptions& options) {

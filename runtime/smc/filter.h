@@ -17,6 +17,10 @@
 
 namespace ssm {
 
+class Proposal;
+class RangeCheck;
+struct ProposalStep;
+
 // Particles are processed in blocks of this many, with block boundaries at multiples of it: a
 // particle always takes the same path through the kernels (vector body or remainder loop) and
 // partial sums are combined in block order, whatever the thread count.
@@ -96,9 +100,11 @@ public:
 
 private:
   struct Buffers;
-  // The auxiliary filter's first stage at t: fills loglam_ with log(lambda_i / max lambda) and
-  // returns log(sum_i w_i lambda_i / sum_i w_i) on the same scale.
-  double lookahead(const double* th, int64_t t, const double* y);
+  // Draws the particles at t, weights them and returns the largest log-weight (finite).
+  double propagate(const ProposalStep& ps, Proposal* proposal, bool flat_prev);
+  // Shifts the log-weights by m into weights and stores the moments at `slot`; S and S2 receive
+  // the sums of the weights and of their squares.
+  void weigh(double m, int64_t slot, double& S, double& S2);
   const ssm_model& model_;
   const ModelInfo& info_;
   const ObsData& data_;
@@ -109,26 +115,14 @@ private:
   double *prev_, *cur_;
   std::vector<double> lw_, inc_, w_, bmax_, bsum_, bsum2_, bx_, bvar_, mean_;
   std::vector<int64_t> anc_;
-  std::vector<double> loglam_, aux_w_;
-  std::vector<double> logq_, logf_; // the guided filter's proposal and transition log-densities
+  std::unique_ptr<RangeCheck> ranges_; // the int[lo..hi] state components' check
+  std::unique_ptr<Proposal> proposal_; // chosen once per run from the options
   Lookahead lookahead_ = Lookahead::Mean;
   bool resampled_ = false;
   double weight_sum_ = 0, log_sum_prev_ = 0, ess_prev_ = 0;
   const double* frame_values_ = nullptr;
   FilterResult res_;
   std::chrono::steady_clock::time_point start_;
-  // The int[lo..hi] state components, and per block of particles the first draw outside one.
-  struct Outside {
-    int64_t particle = -1; // -1: none
-    int range = -1;
-    double value = 0;
-  };
-  std::vector<IntegerRange> ranges_;
-  std::vector<Outside> outside_;
-  // Records in outside_[block] the first of particles [begin, end) of x outside its range.
-  void find_outside(int64_t block, const double* x, int64_t begin, int64_t end);
-  // Throws naming the first particle (over all blocks) whose draw at t left its range, if any.
-  void check_ranges(int64_t t, const char* drawn_by) const;
 };
 
 // "bootstrap", "guided" or "apf": which particle filter the options ask for.

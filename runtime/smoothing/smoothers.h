@@ -1,6 +1,7 @@
-// The smoothing methods behind ssm::smooth(), one family per file, and what they share: runtime
-// random streams and evaluation of the transition density on arbitrary (previous, current)
-// particle pairs. (The statistics layout, shared with the exact smoothers, is core/results.h.)
+// The smoothing methods behind ssm::smooth() (each method in a file of its own), and what they
+// share: runtime random streams and evaluation of the transition density on arbitrary
+// (previous, current) particle pairs. (The statistics layout, shared with the exact smoothers, is
+// core/results.h; the backward kernel is backward_kernel.h.)
 #pragma once
 
 #include "smoothing/smooth.h"
@@ -21,11 +22,12 @@ inline constexpr uint32_t kSiteTrajectory = 0xFFFF0003u; // ffbsi: the final ind
 SmoothResult smooth_genealogy(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& fixed, const ObsData& data,
                               const SmoothOptions& options, ThreadPool& pool);
-// ffbsm and ffbsi (backward_smoothers.cpp).
+// ffbsm and ffbsi (backward_smoothers.cpp, then ffbsm.cpp or ffbsi.cpp).
 SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
                              const std::vector<double>& fixed, const ObsData& data,
                              const SmoothOptions& options, ThreadPool& pool);
-// online, paris and bis (online_smoothers.cpp).
+// online, paris and bis (online_stats.cpp, then online_smoother.cpp, paris_smoother.cpp or
+// bis_smoother.cpp).
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data,
                            const SmoothOptions& options, ThreadPool& pool);

@@ -1,0 +1,119 @@
+// The particle filter's proposals, one implementation per file: bootstrap (the transition,
+// proposal.cpp), guided (the model's proposal, guided_proposal.cpp) and auxiliary (a look-ahead
+// first stage, then the transition, auxiliary_proposal.cpp). ParticleFilter chooses one per run;
+// it calls first_stage() and for_step() once per step, then draw() and correct() once per block
+// of kParticleBlock particles, never per particle.
+#pragma once
+
+#include "core/metadata.h"
+#include "core/thread_pool.h"
+#include "kernel/abi.h"
+#include "smc/resample.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+namespace ssm {
+
+struct FilterOptions;
+
+// 64-byte aligned array so each state component row starts on a cache line.
+template <class T> struct AlignedArray {
+  struct Free {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<T[], Free> ptr;
+  explicit AlignedArray(size_t n)
+      : ptr(static_cast<T*>(
+            ::operator new[](std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {
+    std::fill(ptr.get(), ptr.get() + n, T());
+  }
+  T* data() { return ptr.get(); }
+  T& operator[](size_t i) { return ptr[i]; }
+};
+
+// The int[lo..hi] state components, and per block of particles the first draw outside one.
+class RangeCheck {
+public:
+  RangeCheck(const ModelInfo& info, int64_t blocks, int64_t stride);
+  // Records the first of particles [begin, end) of x outside its range in block `block`'s slot.
+  void find_outside(int64_t block, const double* x, int64_t begin, int64_t end);
+  // Throws naming the first particle (over all blocks) whose draw at t left its range, if any.
+  void check(int64_t t, const char* drawn_by) const;
+
+private:
+  struct Outside {
+    int64_t particle = -1; // -1: none
+    int range = -1;
+    double value = 0;
+  };
+  int64_t stride_;
+  std::vector<IntegerRange> ranges_;
+  std::vector<Outside> outside_;
+};
+
+// The filter at step t > 0 as a proposal sees it.
+struct ProposalStep {
+  const double* th; // the kernels' frame at t
+  int64_t t, stride;
+  const double* y;
+  const double* prev;       // particles at t-1
+  const int64_t* ancestors; // null: a_n = n
+  double* cur;              // particles at t, to draw
+  const double* w;          // weights at t-1 (first_stage)
+};
+
+// The auxiliary filter's first stage writes the ancestors and the new particles' log-weights.
+struct FirstStage {
+  int64_t* anc;
+  double* lw;
+};
+
+class Proposal {
+public:
+  virtual ~Proposal() = default;
+  // Before the draws at t > 0: a first stage that resamples (the auxiliary filter) fills fs and
+  // returns true; the filter then skips its own resampling.
+  virtual bool first_stage(const ProposalStep& /*s*/, const FirstStage& /*fs*/) { return false; }
+  // The proposal to draw step t with: this one, or the bootstrap's when it cannot apply.
+  virtual Proposal& for_step(const ProposalStep& /*s*/) { return *this; }
+  // Draws particles [begin, end) of s.cur (blocks run in parallel: disjoint ranges only).
+  virtual void draw(const ProposalStep& s, int64_t begin, int64_t end) = 0;
+  // Adds the weight correction log(f / q) of particles [begin, end) to inc (log p(y | x) there).
+  virtual void correct(const ProposalStep& /*s*/, int64_t /*begin*/, int64_t /*end*/,
+                       double* /*inc*/) {}
+  virtual const char* drawn_by() const { return "the transition"; } // for range errors
+};
+
+// What every proposal is built from.
+struct ProposalContext {
+  const ssm_model& model;
+  const ModelInfo& info;
+  const FilterOptions& opt;
+  ThreadPool& pool;
+  RangeCheck& ranges;
+  int64_t N, nb, stride;
+};
+
+// The bootstrap proposal: draws from the transition (proposal.cpp).
+class BootstrapProposal : public Proposal {
+public:
+  BootstrapProposal(const ssm_model& model, const FilterOptions& opt);
+  void draw(const ProposalStep& s, int64_t begin, int64_t end) override;
+
+private:
+  const ssm_model& model_;
+  uint64_t seed_;
+};
+
+std::unique_ptr<Proposal> make_guided_proposal(const ProposalContext& ctx); // guided_proposal.cpp
+// The auxiliary first stage, then `draws`' draws (auxiliary_proposal.cpp).
+std::unique_ptr<Proposal> make_auxiliary_proposal(const ProposalContext& ctx,
+                                                  std::unique_ptr<Proposal> draws);
+// The proposal that the options ask for.
+std::unique_ptr<Proposal> make_proposal(const ProposalContext& ctx);
+
+} // namespace ssm

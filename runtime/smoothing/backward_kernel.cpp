@@ -1,0 +1,203 @@
+// The backward kernel's draws (see backward_kernel.h): exact, rejection with the exact fallback,
+// and the batched proposals and Metropolis-Hastings moves of a block of particles.
+#include "smoothing/backward_kernel.h"
+
+#include "core/error.h"
+#include "kernel/rng.h"
+#include "kernel/vectorised.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+void PairBatch::gather(int64_t ns, int64_t stride, const double* x_prev, const double* x_cur,
+                       const int64_t* i, const int64_t* j, int64_t P) {
+  size_ = P;
+  prev_.resize(ns * P);
+  cur_.resize(ns * P);
+  for (int64_t c = 0; c < ns; ++c)
+    for (int64_t p = 0; p < P; ++p) {
+      prev_[c * P + p] = x_prev[c * stride + i[p]];
+      cur_[c * P + p] = x_cur[c * stride + j[p]];
+    }
+}
+
+const double* PairBatch::terms(const ssm_model& model, const double* frame, int64_t t,
+                               const double* y, int64_t nf) {
+  out_.resize(nf * size_);
+  model.functional_terms(frame, t, 0, size_, size_, prev_.data(), nullptr, cur_.data(), y,
+                         out_.data());
+  return out_.data();
+}
+
+void BackwardDensity::some(const double* frame, int64_t t, const double* x_prev,
+                           const double* x_cur, int64_t j, const int64_t* idx, int64_t count,
+                           double* bc, int64_t* anc, double* out) const {
+  for (int64_t c = 0; c < ns_; ++c)
+    std::fill_n(bc + c * stride_, count, x_cur[c * stride_ + j]);
+  std::copy_n(idx, count, anc);
+  model_.transition_logpdf(frame, t, 0, count, stride_, x_prev, anc, bc, out);
+}
+
+void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& batch,
+                            std::vector<double>& out) const {
+  out.resize(batch.size());
+  model_.transition_logpdf(frame, t, 0, batch.size(), batch.size(), batch.prev(), nullptr,
+                           batch.cur(), out.data());
+}
+
+void throw_no_parent(int64_t t, int64_t j, bool support_hint) {
+  throw Error(fmt::format("smooth: at t={} particle {} has zero transition density from every "
+                          "particle at t={}{}",
+                          t, j, t - 1,
+                          support_hint ? ": the backward kernel is undefined (check the "
+                                         "transition's support)"
+                                       : ""));
+}
+
+void exact_backward_cumulative(const BackwardDensity& density, const double* frame, int64_t t,
+                               int64_t N, const double* x_prev, const double* x_cur, int64_t j,
+                               const double* W, double* bc, double* l, bool support_hint) {
+  density.all(frame, t, N, x_prev, x_cur, j, bc, l);
+  if (!(backward_weights(W, l, N) > 0))
+    throw_no_parent(t, j, support_hint);
+  for (int64_t i = 1; i < N; ++i)
+    l[i] += l[i - 1];
+}
+
+void backward_term_sums(const ssm_model& model, const ModelInfo& info, const StatLayout& lay,
+                        const double* frame, int64_t t, int64_t N, int64_t stride,
+                        const double* x_prev, const double* bc, const double* y, const double* b,
+                        double* terms, double* out) {
+  model.functional_terms(frame, t, 0, N, stride, x_prev, nullptr, bc, y, terms);
+  const auto nper = static_cast<int64_t>(lay.per_t_comp.size());
+  for (int64_t k = 0; k < lay.nsum + nper; ++k) {
+    const int64_t comp = k < lay.nsum ? lay.sum_comp[k] : lay.per_t_comp[k - lay.nsum];
+    const double* row = terms + comp * stride;
+    double a = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (b[i] > 0)
+        a += b[i] * row[i];
+    if (!std::isfinite(a))
+      check_terms(terms, lay.nf, stride, b, 0, N, t, info);
+    out[k] = a;
+  }
+}
+
+RejectionSampler::RejectionSampler(const BackwardDensity& density, int64_t max_trials,
+                                   bool support_hint)
+    : density_(density), max_trials_(max_trials), support_hint_(support_hint),
+      bc_(density.n_state() * density.stride()), l_(density.stride()), u_(density.stride()),
+      cum_(density.stride()), idx_(density.stride()), anc_(density.stride()) {}
+
+int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t draw_base, int64_t j,
+                               int64_t& tries, int64_t& accepts, int64_t& exact) {
+  const auto ut = static_cast<uint32_t>(s.t);
+  const int64_t stride = density_.stride();
+  if (!have_weights_ && std::isfinite(s.log_bound))
+    for (int64_t trial = 0, batch = 4; trial < max_trials_; trial += batch, batch *= 2) {
+      const int64_t count = std::min({batch, max_trials_ - trial, stride});
+      for (int64_t m = 0; m < count; ++m) {
+        double u0;
+        philox_u01x2(s.seed, index, ut, kSiteBackward, draw_base + static_cast<uint32_t>(trial + m),
+                     u0, u_[m]);
+        idx_[m] = s.from_weights->draw(u0);
+      }
+      density_.some(s.frame, s.t, s.x_prev, s.x_cur, j, idx_.data(), count, bc_.data(), anc_.data(),
+                    l_.data());
+      for (int64_t m = 0; m < count; ++m) {
+        ++tries;
+        check_within_bound(l_[m], s.log_bound, s.t);
+        if (accept(u_[m], l_[m] - s.log_bound)) {
+          ++accepts;
+          return idx_[m];
+        }
+      }
+    }
+  if (!have_weights_) {
+    exact_backward_cumulative(density_, s.frame, s.t, s.N, s.x_prev, s.x_cur, j, s.W, bc_.data(),
+                              cum_.data(), support_hint_);
+    have_weights_ = true;
+  }
+  const double u =
+      philox_u01(s.seed, index, ut, kSiteBackward, draw_base + static_cast<uint32_t>(max_trials_));
+  ++exact;
+  return draw_cumulative(cum_.data(), s.N, u);
+}
+
+void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb,
+                            int64_t je, int64_t draws, bool chain_start, const int64_t* ancestors) {
+  const int64_t first = chain_start ? 1 : 0; // slot 0 is j's ancestor, the chains' start
+  nj = je - jb;
+  per = first + draws;
+  const int64_t P = nj * per;
+  pi.resize(P);
+  pj.resize(P);
+  index_u.resize(P);
+  move_u.resize(P);
+  const auto ut = static_cast<uint32_t>(s.t);
+  for (int64_t d = 0; d < draws; ++d)
+    philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
+                     static_cast<uint32_t>(d), &index_u[d * nj], &move_u[d * nj]);
+  for (int64_t j = jb; j < je; ++j) {
+    std::fill_n(&pj[(j - jb) * per], per, j);
+    int64_t* row = &pi[(j - jb) * per];
+    if (chain_start)
+      row[0] = ancestors ? ancestors[j] : j;
+    for (int64_t d = 0; d < draws; ++d)
+      row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
+  }
+  pairs.gather(density.n_state(), density.stride(), s.x_prev, s.x_cur, pi.data(), pj.data(), P);
+  density.pairs(s.frame, s.t, pairs, lp);
+}
+
+void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {
+  const double inv_Nt = 1.0 / static_cast<double>(Nt);
+  const int64_t M = nj * Nt;
+  idx.resize(M);
+  w.resize(M);
+  if (S == 1) {
+    // Every chain makes one move from slot 0 (j's ancestor) to slot 1 + k: the ratios and
+    // decisions of the whole block in flat loops, draw k of particle j at k nj + j.
+    log_ratio.resize(M);
+    ratio.resize(M);
+    for (int64_t k = 0; k < Nt; ++k)
+      for (int64_t jj = 0; jj < nj; ++jj) // NaN stays NaN, and rejects
+        log_ratio[k * nj + jj] = std::min(lp[jj * per + 1 + k] - lp[jj * per], 0.0);
+    exp_run(log_ratio.data(), ratio.data(), M);
+    // The outcome selects an index arithmetically: a branch on it (accepted about half the time)
+    // would mispredict at every other move.
+    int64_t moved = 0;
+    const double *u = move_u.data(), *r = ratio.data();
+    const int64_t* from = pi.data();
+    int64_t* to = idx.data();
+    for (int64_t k = 0; k < Nt; ++k)
+      for (int64_t jj = 0; jj < nj; ++jj) {
+        const int64_t moves = u[k * nj + jj] < r[k * nj + jj];
+        moved += moves;
+        to[jj * Nt + k] = from[jj * per + moves * (1 + k)];
+      }
+    std::fill_n(w.begin(), M, inv_Nt);
+    accepts += moved;
+    tries += M;
+    return;
+  }
+  for (int64_t jj = 0; jj < nj; ++jj) { // independent Metropolis-Hastings moves, S per draw
+    const double* lj = lp.data() + jj * per;
+    const int64_t* ij = &pi[jj * per];
+    for (int64_t k = 0; k < Nt; ++k) {
+      int64_t cur = 0;
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t m = 1 + k * S + s;
+        const bool moves = accept_branch_free(move_u[(m - 1) * nj + jj], lj[m] - lj[cur]);
+        cur = moves ? m : cur;
+        accepts += moves;
+      }
+      tries += S;
+      idx[jj * Nt + k] = ij[cur];
+      w[jj * Nt + k] = inv_Nt;
+    }
+  }
+}
+
+} // namespace ssm

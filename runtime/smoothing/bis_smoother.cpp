@@ -1,0 +1,68 @@
+// bis (Martin, Le Corff et al. 2022): tau_t^j averages tau_{t-1}^i + psi_t(i, j) over Ñ indices
+// drawn from the filter weights W_{t-1}, self-normalised with the transition density; no bound
+// needed. The density enters only through BackwardDensity, so a positive unbiased estimate of it
+// can replace the exact one for models whose transition density is intractable.
+#include "smoothing/online_stats.h"
+
+#include <limits>
+
+namespace ssm {
+
+namespace {
+
+class Bis final : public OnlineMethod {
+public:
+  explicit Bis(const OnlineContext& ctx) : ctx_(ctx) {}
+
+  void step(const OnlineStep& s) override {
+    ctx_.pool.parallel_for(ctx_.blocks(), [&](int64_t b) {
+      const int64_t jb = b * kOnlineBlock, je = std::min(ctx_.N, jb + kOnlineBlock);
+      // Kept per thread across blocks and steps (see paris' mcmc).
+      static thread_local BackwardBlock block;
+      std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
+      block.propose(ctx_.density, s.back, jb, je, ctx_.Nt, false, s.ancestors);
+      weigh(block);
+      update_from_block(ctx_, s, jb, je, block, step_q);
+    });
+  }
+
+  void details(SmoothResult&) const override {}
+
+private:
+  // Self-normalised transition-density weights over each particle's draws.
+  void weigh(BackwardBlock& block) const {
+    const int64_t Nt = ctx_.Nt, nj = block.nj, per = block.per;
+    block.idx.resize(nj * Nt);
+    block.w.resize(nj * Nt);
+    for (int64_t jj = 0; jj < nj; ++jj) {
+      const double* lj = block.lp.data() + jj * per;
+      const int64_t* ij = &block.pi[jj * per];
+      int64_t* out_i = &block.idx[jj * Nt];
+      double* out_w = &block.w[jj * Nt];
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < Nt; ++k) {
+        out_i[k] = ij[k];
+        m = std::max(m, lj[k]);
+      }
+      double total = 0;
+      for (int64_t k = 0; k < Nt; ++k) {
+        out_w[k] = std::isfinite(m) && !std::isnan(lj[k]) ? std::exp(lj[k] - m) : 0.0;
+        total += out_w[k];
+      }
+      // No drawn index can be the parent: uniform weights over the draws keep the estimate
+      // defined (only with a bounded-support transition density and few backward samples).
+      for (int64_t k = 0; k < Nt; ++k)
+        out_w[k] = total > 0 ? out_w[k] / total : ctx_.inv_Nt;
+    }
+  }
+
+  const OnlineContext& ctx_;
+};
+
+} // namespace
+
+std::unique_ptr<OnlineMethod> make_bis(const OnlineContext& ctx) {
+  return std::make_unique<Bis>(ctx);
+}
+
+} // namespace ssm

@@ -1,0 +1,248 @@
+// online, paris and bis: forward-only smoothing of additive functionals alongside the filter.
+//
+// Each particle j at t carries a statistic tau_t^j, the estimate of E[sum_{s<=t} psi_s | x_t = x^j]
+// given y_{0:t}; the functionals' estimates at T-1 are sum_j W_{T-1}^j tau_{T-1}^j. The methods
+// differ in how tau_t^j averages tau_{t-1}^i + psi_t(x_{t-1}^i, x_t^j) over the backward kernel
+// B(j, i) proportional to W_{t-1}^i f(x_t^j | x_{t-1}^i):
+//   online  exactly, over all N particles (Del Moral, Doucet & Singh 2010): O(N^2) per step;
+//   paris   over Ñ indices drawn from B(j, .) (Olsson & Westerborn 2017), by rejection from the
+//           filter weights with the density bound, by Metropolis-Hastings moves, or exactly;
+//   bis     over Ñ indices drawn from the filter weights W_{t-1}, self-normalised with the
+//           transition density (Martin, Le Corff et al. 2022); no bound needed.
+// Each method is a file of its own (online_smoother.cpp, paris_smoother.cpp, bis_smoother.cpp);
+// this file holds the statistics they share and the driver, smooth_online(). Memory is O(N)
+// whatever T. With --marginals the statistic also carries, for every step s <= t, the state, its
+// square and the per-t functionals at s, which costs O(N T) memory.
+#include "smoothing/online_stats.h"
+
+#include "core/error.h"
+
+#include <chrono>
+#include <numeric>
+
+namespace ssm {
+
+void add_backward_sample_block(const StatLayout& lay, int64_t D, int64_t N, int64_t jb, int64_t je,
+                               int64_t Nt, const int64_t* idx, const double* w, const double* psi,
+                               const double* x, int64_t stride, int64_t slot, double* tau_next,
+                               const double* tau, std::vector<double>& step_q) {
+  const int64_t nj = je - jb;
+  for (int64_t c = 0; c < D; ++c) {
+    const double* row = tau + c * N;
+    const double* term = psi && c < lay.nsum ? psi + lay.sum_comp[c] * nj * Nt : nullptr;
+    double* out = tau_next + c * N;
+    for (int64_t j = jb; j < je; ++j) {
+      const int64_t* ij = idx + (j - jb) * Nt;
+      const double* wj = w + (j - jb) * Nt;
+      double a = 0;
+      for (int64_t k = 0; k < Nt; ++k) {
+        a += wj[k] * row[ij[k]];
+        if (term)
+          a += wj[k] * term[(j - jb) * Nt + k];
+      }
+      out[j] = a;
+    }
+  }
+  if (!lay.marginals)
+    return;
+  const int64_t ns = lay.ns, nper = static_cast<int64_t>(lay.per_t_comp.size());
+  for (int64_t j = jb; j < je; ++j) {
+    std::fill(step_q.begin(), step_q.end(), 0.0);
+    if (psi)
+      for (int64_t k = 0; k < Nt; ++k)
+        for (int64_t c = 0; c < nper; ++c)
+          step_q[2 * ns + c] +=
+              w[(j - jb) * Nt + k] * psi[lay.per_t_comp[c] * nj * Nt + (j - jb) * Nt + k];
+    lay.state_quantities(x, j, stride, step_q.data());
+    for (int64_t k = 0; k < lay.per_step; ++k)
+      tau_next[(slot + k) * N + j] = step_q[k];
+  }
+}
+
+void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb, int64_t je,
+                       BackwardBlock& block, std::vector<double>& step_q) {
+  const int64_t nj = je - jb, Nt = ctx.Nt, nf = ctx.nf;
+  const double* bterms = nullptr;
+  if (nf > 0) {
+    block.qj.resize(nj * Nt);
+    for (int64_t j = jb; j < je; ++j)
+      std::fill_n(&block.qj[(j - jb) * Nt], Nt, j);
+    block.pairs.gather(ctx.ns, ctx.stride, s.back.x_prev, s.back.x_cur, block.idx.data(),
+                       block.qj.data(), nj * Nt);
+    bterms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
+    // Every drawn pair is used: a non-finite term is an error (check_terms says which).
+    bool finite = true;
+    for (int64_t p = 0; p < nf * nj * Nt; ++p)
+      finite &= std::isfinite(bterms[p]);
+    if (!finite) {
+      block.ones.assign(nj * Nt, 1.0);
+      check_terms(bterms, nf, nj * Nt, block.ones.data(), 0, nj * Nt, s.back.t, ctx.info);
+    }
+  }
+  add_backward_sample_block(ctx.lay, s.D, ctx.N, jb, je, Nt, block.idx.data(), block.w.data(),
+                            bterms, s.back.x_cur, ctx.stride, s.slot, s.tau_next, s.tau, step_q);
+}
+
+void add_backward_sample(const OnlineContext& ctx, const OnlineStep& s, int64_t j,
+                         const int64_t* idx, const double* wk, int64_t K, SampleScratch& scratch) {
+  const StatLayout& lay = ctx.lay;
+  const int64_t N = ctx.N, ns = ctx.ns, stride = ctx.stride, nf = ctx.nf, nper = ctx.nper;
+  const int64_t t = s.back.t;
+  const double* tau = s.tau;
+  double* tau_next = s.tau_next;
+  std::vector<double>& step_q = scratch.step_q;
+  std::fill(step_q.begin(), step_q.end(), 0.0);
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t i = idx[k];
+    for (int64_t c = 0; c < s.D; ++c)
+      tau_next[c * N + j] += wk[k] * tau[c * N + i];
+    if (nf > 0) { // psi(i, j), component c at psi[c stride]
+      scratch.anc[j] = i;
+      ctx.model.functional_terms(s.back.frame, t, j, j + 1, stride, s.back.x_prev,
+                                 scratch.anc.data(), s.back.x_cur, s.y, scratch.terms.data());
+      const double* psi = scratch.terms.data() + j;
+      for (int64_t c = 0; c < nf; ++c)
+        if (!std::isfinite(psi[c * stride]))
+          check_terms(scratch.terms.data(), nf, stride, s.w_cur, j, j + 1, t, ctx.info);
+      for (int64_t c = 0; c < lay.nsum; ++c)
+        tau_next[c * N + j] += wk[k] * psi[lay.sum_comp[c] * stride];
+      for (int64_t c = 0; c < nper; ++c)
+        step_q[2 * ns + c] += wk[k] * psi[lay.per_t_comp[c] * stride];
+    }
+  }
+  lay.state_quantities(s.back.x_cur, j, stride, step_q.data());
+  if (lay.marginals)
+    for (int64_t k = 0; k < lay.per_step; ++k)
+      tau_next[(s.slot + k) * N + j] = step_q[k];
+}
+
+namespace {
+
+// tau_0^j = psi_0(x_0^j) (and with --marginals the quantities of step 0).
+void start_statistics(const OnlineContext& ctx, const ParticleFilter& pf, std::vector<double>& tau,
+                      int64_t D) {
+  const StatLayout& lay = ctx.lay;
+  const int64_t N = ctx.N, ns = ctx.ns, stride = ctx.stride, nf = ctx.nf;
+  const double* x = pf.x();
+  std::vector<double> terms0(std::max<int64_t>(nf, 1) * stride);
+  const std::vector<double> nan_prev(ns * stride, NAN);
+  tau.assign(D * N, 0.0);
+  if (nf > 0) {
+    ctx.model.functional_terms(pf.frame(), 0, 0, N, stride, nan_prev.data(), nullptr, x, pf.y(),
+                               terms0.data());
+    check_terms(terms0.data(), nf, stride, pf.weights(), 0, N, 0, ctx.info);
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < lay.nsum; ++k)
+      tau[k * N + n] = terms0[lay.sum_comp[k] * stride + n];
+    lay.step_quantities(x, n, stride, terms0.data(), n, stride, tau.data() + lay.nsum * N + n, N);
+  }
+}
+
+// Estimates: sum_j W_{T-1}^j tau^j.
+void store_estimates(const OnlineContext& ctx, int64_t T, int64_t D, const std::vector<double>& w,
+                     const std::vector<double>& tau, SmoothResult& r) {
+  const StatLayout& lay = ctx.lay;
+  const int64_t N = ctx.N;
+  std::vector<double> est(D, 0.0);
+  if (T > 0) {
+    const double W = std::accumulate(w.begin(), w.end(), 0.0);
+    for (int64_t k = 0; k < D; ++k) {
+      double a = 0;
+      for (int64_t n = 0; n < N; ++n)
+        if (w[n] > 0)
+          a += w[n] * tau[k * N + n];
+      est[k] = a / W;
+    }
+  }
+  lay.store_sums(est.data(), r, ctx.info);
+  if (lay.marginals)
+    for (int64_t t = 0; t < T; ++t)
+      lay.store_estimates(t, est.data() + lay.nsum + t * lay.per_step, r, ctx.info);
+}
+
+std::unique_ptr<OnlineMethod> make_method(const OnlineContext& ctx) {
+  switch (ctx.opt.method) {
+  case SmoothMethod::Online:
+    return make_online_exact(ctx);
+  case SmoothMethod::Paris:
+    return make_paris(ctx);
+  case SmoothMethod::Bis:
+    return make_bis(ctx);
+  default:
+    throw Error("internal error: no backward sampler for this method");
+  }
+}
+
+} // namespace
+
+SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
+                           const std::vector<double>& fixed, const ObsData& data,
+                           const SmoothOptions& opt, ThreadPool& pool) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t T = data.T, N = opt.filter.particles, ns = info.n_state;
+  const StatLayout lay(info, opt.marginals);
+  SmoothResult r = make_result(info, opt.method, T, N, opt.marginals);
+  FilterOptions filter_options = opt.filter;
+  filter_options.history = false; // only the log-likelihood is used: memory stays O(N)
+  ParticleFilter pf(model, info, fixed, data, filter_options, pool);
+  const int64_t stride = pf.stride();
+  const BackwardDensity density(model, ns, stride);
+  const OnlineContext ctx{model,
+                          info,
+                          opt,
+                          pool,
+                          lay,
+                          density,
+                          N,
+                          ns,
+                          stride,
+                          lay.nf,
+                          static_cast<int64_t>(lay.per_t_comp.size()),
+                          opt.backward_samples,
+                          1.0 / static_cast<double>(opt.backward_samples)};
+  const std::unique_ptr<OnlineMethod> method = make_method(ctx);
+
+  // Statistics, SoA: component k of particle n at [k * N + n].
+  std::vector<double> tau, tau_next;
+  std::vector<double> w_prev(N);
+  AliasTable from_weights; // proposals of paris' rejection sampling and bis' indices
+  int64_t D = 0;
+  StepTimer timer;
+  while (timer.step(pf)) {
+    const int64_t t = pf.t();
+    if (t == 0) {
+      D = lay.nsum + lay.per_step;
+      start_statistics(ctx, pf, tau, D);
+    } else {
+      const int64_t D_next = D + lay.per_step;
+      tau_next.assign(D_next * N, 0.0);
+      OnlineStep s{{pf.frame(), t, N, pf.x_prev(), pf.x(), w_prev.data(), &from_weights, NAN,
+                    opt.filter.seed},
+                   pf.y(),
+                   pf.weights(),
+                   pf.ancestors(),
+                   D,
+                   lay.nsum + t * lay.per_step, // where step t's quantities go
+                   tau.data(),
+                   tau_next.data()};
+      s.back.log_bound = method->log_bound(s.back.frame, t, s.back.x_prev);
+      method->step(s);
+      std::swap(tau, tau_next);
+      D = D_next;
+    }
+    // The filter weights at t, for the next step's backward kernel.
+    std::copy(pf.weights(), pf.weights() + N, w_prev.begin());
+    if (method->draws_from_weights())
+      from_weights.build(w_prev.data(), N);
+  }
+  store_estimates(ctx, T, D, w_prev, tau, r);
+  r.log_likelihood = pf.result().log_likelihood;
+  r.details = {{"backward_samples", opt.method == SmoothMethod::Online ? N : ctx.Nt},
+               {"memory_statistics_per_particle", D}};
+  method->details(r);
+  timer.finish(r, start);
+  return r;
+}
+
+} // namespace ssm

@@ -1,0 +1,112 @@
+// paris (Olsson & Westerborn 2017): tau_t^j averages tau_{t-1}^i + psi_t(i, j) over Ñ indices
+// drawn from the backward kernel B(j, .): by rejection from the filter weights with the density
+// bound (exact fallback), by Metropolis-Hastings moves from j's ancestor (batched over a block),
+// or exactly (O(N) per draw). The draws are backward_kernel.h's.
+#include "smoothing/online_stats.h"
+
+#include "kernel/rng.h"
+
+#include <optional>
+
+namespace ssm {
+
+namespace {
+
+class Paris final : public OnlineMethod {
+public:
+  explicit Paris(const OnlineContext& ctx)
+      : ctx_(ctx), rejection_(ctx.opt.backward == BackwardSampling::Rejection),
+        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc) {}
+
+  double log_bound(const double* frame, int64_t t, const double* x_prev) override {
+    if (!rejection_)
+      return NAN;
+    const double lb =
+        transition_log_bound(ctx_.model, frame, t, ctx_.N, ctx_.stride, x_prev, bound_scratch_);
+    bounds_.add(lb);
+    return lb;
+  }
+
+  void step(const OnlineStep& s) override {
+    counts_.reset(ctx_.blocks());
+    ctx_.pool.parallel_for(ctx_.blocks(), [&](int64_t b) {
+      const int64_t jb = b * kOnlineBlock, je = std::min(ctx_.N, jb + kOnlineBlock);
+      if (mcmc_)
+        mcmc_block(s, b, jb, je);
+      else
+        one_at_a_time_block(s, b, jb, je);
+    });
+    counts_.collect();
+  }
+
+  void details(SmoothResult& r) const override {
+    r.details["backward"] = rejection_ ? "rejection" : mcmc_ ? "mcmc" : "exact";
+    if (mcmc_)
+      r.details["mcmc_steps"] = ctx_.opt.mcmc_steps;
+    r.details["proposals"] = counts_.total_tries;
+    r.details["acceptance_rate"] = counts_.acceptance_rate();
+    r.details["exact_draws"] = counts_.total_exact;
+    if (rejection_)
+      r.details["log_bound"] = bounds_.json();
+  }
+
+private:
+  // mcmc fixes its proposals before evaluating anything: the whole block's pairs go through one
+  // kernel call each for the density and for the functionals' terms.
+  void mcmc_block(const OnlineStep& s, int64_t b, int64_t jb, int64_t je) {
+    // Kept per thread across blocks and steps: these grow with the block's pairs (64 Ñ S), and
+    // allocating them afresh each time would dominate.
+    static thread_local BackwardBlock block;
+    std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
+    const int64_t S = ctx_.opt.mcmc_steps;
+    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, true, s.ancestors);
+    block.mcmc(ctx_.Nt, S, counts_.tries[b], counts_.accepts[b]);
+    update_from_block(ctx_, s, jb, je, block, step_q);
+  }
+
+  // Rejection (where the step has a finite bound) or exact draws, one particle at a time.
+  void one_at_a_time_block(const OnlineStep& s, int64_t b, int64_t jb, int64_t je) {
+    const int64_t N = ctx_.N, Nt = ctx_.Nt, stride = ctx_.stride;
+    const bool reject_here = std::isfinite(s.back.log_bound);
+    SampleScratch scratch(ctx_);
+    std::vector<int64_t> idx(Nt);
+    const std::vector<double> wk(Nt, ctx_.inv_Nt);
+    std::vector<double> bc(reject_here ? 0 : ctx_.ns * stride), l(reject_here ? 0 : stride);
+    std::optional<RejectionSampler> sampler;
+    if (reject_here)
+      sampler.emplace(ctx_.density, ctx_.opt.max_trials, false);
+    const auto ut = static_cast<uint32_t>(s.back.t);
+    const uint64_t seed = s.back.seed;
+    for (int64_t j = jb; j < je; ++j) {
+      const auto uj = static_cast<uint32_t>(j);
+      if (reject_here) {
+        sampler->next_particle();
+        for (int64_t k = 0; k < Nt; ++k)
+          idx[k] = sampler->draw(s.back, uj, static_cast<uint32_t>(k * (ctx_.opt.max_trials + 1)),
+                                 j, counts_.tries[b], counts_.accepts[b], counts_.exact[b]);
+      } else {
+        exact_backward_cumulative(ctx_.density, s.back.frame, s.back.t, N, s.back.x_prev,
+                                  s.back.x_cur, j, s.back.W, bc.data(), l.data(), false);
+        for (int64_t k = 0; k < Nt; ++k)
+          idx[k] = draw_cumulative(
+              l.data(), N, philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k)));
+        counts_.exact[b] += Nt;
+      }
+      add_backward_sample(ctx_, s, j, idx.data(), wk.data(), Nt, scratch);
+    }
+  }
+
+  const OnlineContext& ctx_;
+  const bool rejection_, mcmc_;
+  std::vector<double> bound_scratch_;
+  BoundRange bounds_;
+  BackwardCounts counts_;
+};
+
+} // namespace
+
+std::unique_ptr<OnlineMethod> make_paris(const OnlineContext& ctx) {
+  return std::make_unique<Paris>(ctx);
+}
+
+} // namespace ssm

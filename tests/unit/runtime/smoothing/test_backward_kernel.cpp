@@ -1,0 +1,111 @@
+// The backward kernel (runtime/smoothing/backward_kernel.h) on a tiny AR(1): its exact
+// cumulative weights equal W_i f(x | x_i) normalised, and its rejection draws (with and without
+// the exact fallback) and Metropolis-Hastings draws have those probabilities, within 5 standard
+// errors of the Monte Carlo estimate (fixed seeds, so the checks are deterministic).
+#include "runtime_test_models.h"
+#include "smoothing/backward_kernel.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kN = 5, kStride = 8;
+
+struct TinySystem {
+  ssm_model model = rt_test::ar1_model();
+  std::vector<double> frame{0.8, 0.7, 0.6}; // phi, sigma, tau
+  std::vector<double> x_prev = std::vector<double>(kStride, 0.0);
+  std::vector<double> x_cur = std::vector<double>(kStride, 0.4);
+  std::vector<double> W{0.1, 0.3, 0.2, 0.25, 0.15};
+  std::vector<double> b; // the exact backward probabilities of any current particle
+  TinySystem() {
+    const double xs[kN] = {-1.0, -0.2, 0.3, 0.9, 1.6};
+    std::copy(xs, xs + kN, x_prev.begin());
+    double total = 0;
+    for (int64_t i = 0; i < kN; ++i) {
+      const double m = frame[0] * xs[i], s = frame[1];
+      b.push_back(W[i] * std::exp(-0.5 * (0.4 - m) * (0.4 - m) / (s * s)));
+      total += b.back();
+    }
+    for (double& v : b)
+      v /= total;
+  }
+  double log_bound() const { return -0.5 * std::log(2 * M_PI * frame[1] * frame[1]); }
+};
+
+void check_frequencies(const std::vector<double>& count, const std::vector<double>& p) {
+  double n = 0;
+  for (double c : count)
+    n += c;
+  for (size_t i = 0; i < p.size(); ++i) {
+    INFO("index " << i << ": frequency " << count[i] / n << ", probability " << p[i]);
+    CHECK(std::abs(count[i] / n - p[i]) <= 5 * std::sqrt(p[i] * (1 - p[i]) / n) + 1e-12);
+  }
+}
+
+} // namespace
+
+TEST_CASE("backward kernel: exact cumulative weights", "[runtime][smooth]") {
+  const TinySystem sys;
+  const ssm::BackwardDensity density(sys.model, 1, kStride);
+  std::vector<double> bc(kStride), l(kStride);
+  ssm::exact_backward_cumulative(density, sys.frame.data(), 1, kN, sys.x_prev.data(),
+                                 sys.x_cur.data(), 0, sys.W.data(), bc.data(), l.data(), false);
+  for (int64_t i = 0; i < kN; ++i) {
+    const double p = (l[i] - (i > 0 ? l[i - 1] : 0.0)) / l[kN - 1];
+    CHECK(std::abs(p - sys.b[i]) < 1e-12);
+  }
+}
+
+TEST_CASE("backward kernel: rejection draws, with the exact fallback", "[runtime][smooth]") {
+  const TinySystem sys;
+  const ssm::BackwardDensity density(sys.model, 1, kStride);
+  ssm::AliasTable from_weights;
+  from_weights.build(sys.W.data(), kN);
+  const ssm::BackwardStep step{
+      sys.frame.data(), 1, kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(), &from_weights,
+      sys.log_bound(),  42};
+  for (const int64_t max_trials : {int64_t(100), int64_t(1)}) {
+    ssm::RejectionSampler sampler(density, max_trials, false);
+    std::vector<double> count(kN, 0.0);
+    int64_t tries = 0, accepts = 0, exact = 0;
+    const int64_t M = 40000;
+    for (int64_t m = 0; m < M; ++m) {
+      sampler.next_particle();
+      ++count[sampler.draw(step, static_cast<uint32_t>(m), 0, 0, tries, accepts, exact)];
+    }
+    INFO("max_trials " << max_trials);
+    CHECK(accepts + exact == M);
+    if (max_trials == 1)
+      CHECK(exact > 0);
+    check_frequencies(count, sys.b);
+  }
+}
+
+TEST_CASE("backward kernel: Metropolis-Hastings draws", "[runtime][smooth]") {
+  const TinySystem sys;
+  const ssm::BackwardDensity density(sys.model, 1, kStride);
+  ssm::AliasTable from_weights;
+  from_weights.build(sys.W.data(), kN);
+  const int64_t Nt = 4, S = 30;
+  std::vector<int64_t> ancestors(kStride, 0); // every chain starts at index 0
+  ssm::BackwardBlock block;
+  std::vector<double> count(kN, 0.0);
+  int64_t tries = 0, accepts = 0;
+  for (int64_t t = 1; t <= 100; ++t) {
+    const ssm::BackwardStep step{
+        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        &from_weights,    NAN, 7};
+    // One block of kStride current particles, all at 0.4, each with Nt chains of S moves.
+    block.propose(density, step, 0, kStride, Nt * S, true, ancestors.data());
+    block.mcmc(Nt, S, tries, accepts);
+    for (int64_t k = 0; k < kStride * Nt; ++k)
+      ++count[block.idx[k]];
+  }
+  CHECK(tries == 100 * kStride * Nt * S);
+  CHECK(accepts > 0);
+  check_frequencies(count, sys.b);
+}
