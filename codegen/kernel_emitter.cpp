@@ -7,6 +7,8 @@
 #include <llvm/IR/Module.h>
 
 #include <cmath>
+#include <limits>
+#include <numbers>
 
 namespace ssm::codegen {
 
@@ -200,70 +202,133 @@ Value* KernelEmitter::library_call(const std::string& name, std::vector<Value*> 
   return b_.CreateCall(f, operands);
 }
 
-Value* KernelEmitter::apply(const std::string& fn, Value* a, Value* c) {
-  using llvm::Intrinsic::ID;
-  if (fn == "exp")
-    return intrinsic(llvm::Intrinsic::exp, {a});
-  if (fn == "log")
-    return intrinsic(llvm::Intrinsic::log, {a});
-  if (fn == "sqrt")
-    return intrinsic(llvm::Intrinsic::sqrt, {a});
-  if (fn == "abs")
-    return intrinsic(llvm::Intrinsic::fabs, {a});
-  if (fn == "sin")
-    return intrinsic(llvm::Intrinsic::sin, {a});
-  if (fn == "cos")
-    return intrinsic(llvm::Intrinsic::cos, {a});
-  if (fn == "tanh") {
-    auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
-    return b_.CreateCall(module_.getOrInsertFunction("tanh", type), {a});
+// One component of an elementwise built-in function, as its row in ir/builtins.h says.
+Value* KernelEmitter::apply(const ir::Builtin& f, Value* a, Value* c) {
+  std::vector<Value*> operands{a};
+  if (f.arity == 2)
+    operands.push_back(c);
+  switch (f.emit) {
+  case ir::Emit::Intrinsic:
+    return intrinsic(llvm::Function::lookupIntrinsicID(f.symbol), operands);
+  case ir::Emit::Libm: {
+    std::vector<llvm::Type*> params(operands.size(), b_.getDoubleTy());
+    auto* type = llvm::FunctionType::get(b_.getDoubleTy(), params, false);
+    return b_.CreateCall(module_.getOrInsertFunction(f.symbol, type), operands);
   }
-  if (fn == "logistic")
+  case ir::Emit::KernelLib:
+    return library_call(std::string(f.symbol), operands);
+  case ir::Emit::Inline:
+    break;
+  }
+  switch (f.fn) {
+  case ir::Fn::Logistic:
     return b_.CreateFDiv(constant(1), b_.CreateFAdd(constant(1), intrinsic(llvm::Intrinsic::exp,
                                                                            {b_.CreateFNeg(a)})));
-  if (fn == "pow")
-    return power(a, c);
-  if (fn == "min")
-    return intrinsic(llvm::Intrinsic::minnum, {a, c});
-  if (fn == "max")
-    return intrinsic(llvm::Intrinsic::maxnum, {a, c});
-  if (fn == "log1p" || fn == "expm1") {
+  case ir::Fn::Phi: { // 0.5 erfc(-x / sqrt 2), as the evaluator computes it
     auto* type = llvm::FunctionType::get(b_.getDoubleTy(), {b_.getDoubleTy()}, false);
-    return b_.CreateCall(module_.getOrInsertFunction(fn, type), {a});
+    Value* z = b_.CreateFDiv(b_.CreateFNeg(a), constant(std::numbers::sqrt2));
+    return b_.CreateFMul(constant(0.5),
+                         b_.CreateCall(module_.getOrInsertFunction("erfc", type), {z}));
   }
-  if (fn == "lgamma")
-    return log_gamma(a);
-  if (fn == "log_normal_mass")
-    return library_call("ssm_log_normal_mass", {a, c});
-  if (fn == "floor")
-    return intrinsic(llvm::Intrinsic::floor, {a});
-  if (fn == "ceil")
-    return intrinsic(llvm::Intrinsic::ceil, {a});
-  if (fn == "round")
-    return intrinsic(llvm::Intrinsic::round, {a});
-  if (fn == "mod")
+  case ir::Fn::Pow:
+    return power(a, c);
+  case ir::Fn::Digamma:
+    return digamma(a);
+  case ir::Fn::Mod:
     return b_.CreateFSub(
         a, b_.CreateFMul(c, intrinsic(llvm::Intrinsic::floor, {b_.CreateFDiv(a, c)})));
   // Comparisons are false on NaN, except !=, as in C.
-  if (fn == "lt")
+  case ir::Fn::Lt:
     return truth(b_.CreateFCmpOLT(a, c));
-  if (fn == "le")
+  case ir::Fn::Le:
     return truth(b_.CreateFCmpOLE(a, c));
-  if (fn == "gt")
+  case ir::Fn::Gt:
     return truth(b_.CreateFCmpOGT(a, c));
-  if (fn == "ge")
+  case ir::Fn::Ge:
     return truth(b_.CreateFCmpOGE(a, c));
-  if (fn == "eq")
+  case ir::Fn::Eq:
     return truth(b_.CreateFCmpOEQ(a, c));
-  if (fn == "ne")
+  case ir::Fn::Ne:
     return truth(b_.CreateFCmpUNE(a, c));
-  if (fn == "and")
+  case ir::Fn::And:
     return truth(b_.CreateAnd(is_true(a), is_true(c)));
-  if (fn == "or")
+  case ir::Fn::Or:
     return truth(b_.CreateOr(is_true(a), is_true(c)));
-  if (fn == "not")
+  case ir::Fn::Not:
     return truth(b_.CreateNot(is_true(a)));
-  throw CodegenError(fmt::format("internal error: no code for function '{}'", fn));
+  default:
+    throw CodegenError(fmt::format("internal error: no code for function '{}'", f.name));
+  }
+}
+
+// A built-in function on whole vectors or matrices (dot, softmax, log_sum_exp, det).
+Values KernelEmitter::apply_whole(const ir::Builtin& f, const ir::Node& node,
+                                  const std::vector<const Values*>& args) {
+  switch (f.fn) {
+  case ir::Fn::Dot: {
+    Value* s = nullptr;
+    for (size_t i = 0; i < args[0]->size(); ++i) {
+      Value* p = b_.CreateFMul((*args[0])[i], (*args[1])[i]);
+      s = s ? b_.CreateFAdd(s, p) : p;
+    }
+    return {s};
+  }
+  case ir::Fn::LogSumExp: {
+    auto [shift, sum] = sum_exp(*args[0]);
+    return {b_.CreateFAdd(shift, intrinsic(llvm::Intrinsic::log, {sum}))};
+  }
+  case ir::Fn::Softmax: {
+    auto [shift, sum] = sum_exp(*args[0]);
+    Values out;
+    for (Value* x : *args[0])
+      out.push_back(b_.CreateFDiv(intrinsic(llvm::Intrinsic::exp, {b_.CreateFSub(x, shift)}), sum));
+    return out;
+  }
+  case ir::Fn::Det: { // of a covariance (density bounds): the squared Cholesky diagonal
+    const Values& l = cholesky(node.args[0]);
+    int d = block_.nodes[node.args[0]].shape.dims[0];
+    Value* det = constant(1);
+    for (int i = 0; i < d; ++i)
+      det = b_.CreateFMul(det, b_.CreateFMul(l[i * d + i], l[i * d + i]));
+    return {det};
+  }
+  default:
+    throw CodegenError(fmt::format("internal error: no code for function '{}'", f.name));
+  }
+}
+
+// digamma(x) = digamma(x + 10) - sum_{k<10} 1 / (x + k), and the asymptotic series at x + 10
+// (error below 1e-14 for x > 0): straight-line code, for the derivatives of lgamma.
+Value* KernelEmitter::digamma(Value* x) {
+  Value* shifted = x;
+  Value* sum = constant(0);
+  for (int k = 0; k < 10; ++k) {
+    sum = b_.CreateFAdd(sum, b_.CreateFDiv(constant(1), shifted));
+    shifted = b_.CreateFAdd(shifted, constant(1));
+  }
+  Value* r = b_.CreateFDiv(constant(1), b_.CreateFMul(shifted, shifted));
+  // 1/12 - r/120 + r^2/252 - r^3/240 + r^4/132, by Horner
+  Value* series = constant(1.0 / 132);
+  for (double coef : {-1.0 / 240, 1.0 / 252, -1.0 / 120, 1.0 / 12})
+    series = b_.CreateFAdd(constant(coef), b_.CreateFMul(r, series));
+  Value* value = b_.CreateFSub(intrinsic(llvm::Intrinsic::log, {shifted}),
+                               b_.CreateFDiv(constant(0.5), shifted));
+  return b_.CreateFSub(b_.CreateFSub(value, b_.CreateFMul(r, series)), sum);
+}
+
+// {shift, sum_i exp(x_i - shift)} with the shift of ir/builtins.cpp: the largest x_i, or 0
+// when that is not finite, so no term overflows.
+std::pair<Value*, Value*> KernelEmitter::sum_exp(const Values& x) {
+  Value* m = x[0];
+  for (Value* v : x)
+    m = intrinsic(llvm::Intrinsic::maxnum, {m, v});
+  Value* finite = b_.CreateFCmpOLT(intrinsic(llvm::Intrinsic::fabs, {m}),
+                                   constant(std::numeric_limits<double>::infinity()));
+  Value* shift = b_.CreateSelect(finite, m, constant(0));
+  Value* sum = constant(0);
+  for (Value* v : x)
+    sum = b_.CreateFAdd(sum, intrinsic(llvm::Intrinsic::exp, {b_.CreateFSub(v, shift)}));
+  return {shift, sum};
 }
 
 Value* KernelEmitter::frame_load(int offset) {
@@ -378,27 +443,17 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
       }
     return out;
   }
-  case ir::Op::Call:
-    if (node.fn == "dot") {
-      Value* s = nullptr;
-      for (size_t i = 0; i < args[0]->size(); ++i) {
-        Value* p = b_.CreateFMul((*args[0])[i], (*args[1])[i]);
-        s = s ? b_.CreateFAdd(s, p) : p;
-      }
-      return {s};
-    }
-    if (node.fn == "det") { // of a covariance (density bounds): the squared Cholesky diagonal
-      const Values& l = cholesky(node.args[0]);
-      int d = block_.nodes[node.args[0]].shape.dims[0];
-      Value* det = constant(1);
-      for (int i = 0; i < d; ++i)
-        det = b_.CreateFMul(det, b_.CreateFMul(l[i * d + i], l[i * d + i]));
-      return {det};
-    }
+  case ir::Op::Call: {
+    const ir::Builtin* known = ir::find_builtin(node.fn);
+    if (!known)
+      throw CodegenError(fmt::format("internal error: unknown function '{}'", node.fn));
+    const ir::Builtin& f = *known;
+    if (f.shape != ir::FnShape::Elementwise)
+      return apply_whole(f, node, args);
     for (size_t i = 0; i < size; ++i)
-      out[i] = apply(node.fn, component(*args[0], i),
-                     args.size() > 1 ? component(*args[1], i) : nullptr);
+      out[i] = apply(f, component(*args[0], i), args.size() > 1 ? component(*args[1], i) : nullptr);
     return out;
+  }
   case ir::Op::Build:
     for (size_t i = 0; i < size; ++i)
       out[i] = (*args[i])[0];

@@ -11,6 +11,8 @@
 
 #include "kernel_codegen.h"
 
+#include "ir/builtins.h"
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
@@ -88,7 +90,13 @@ protected:
     return b_.CreateIntrinsic(id, {b_.getDoubleTy()}, operands);
   }
   Value* library_call(const std::string& name, std::vector<Value*> operands);
-  Value* apply(const std::string& fn, Value* a, Value* c);
+  // Built-in functions, as their rows in ir/builtins.h say: one component of an elementwise
+  // one, or a whole-vector one (dot, softmax, log_sum_exp, det).
+  Value* apply(const ir::Builtin& f, Value* a, Value* c);
+  Values apply_whole(const ir::Builtin& f, const ir::Node& node,
+                     const std::vector<const Values*>& args);
+  Value* digamma(Value* x);
+  std::pair<Value*, Value*> sum_exp(const Values& x);
   Value* truth(Value* bit) { return b_.CreateUIToFP(bit, b_.getDoubleTy()); }
   Value* is_true(Value* v) { return b_.CreateFCmpUNE(v, constant(0)); }
   Value* frame_load(int offset);

@@ -85,9 +85,9 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
         args.push_back(const_str(model.prior.nodes[a]));
       entry["prior"] = fmt::format("{}({})", info.name, fmt::join(args, ", "));
       double lower = info.lower, upper = info.upper;
-      // Distributions whose support is given by arguments: (lo, hi) are the last two.
-      bool bounded_by_args = rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal;
-      size_t lo = rel.args.size() - 2, hi = rel.args.size() - 1;
+      // Distributions whose support is given by arguments (lo, hi).
+      bool bounded_by_args = info.support_from >= 0;
+      size_t lo = static_cast<size_t>(info.support_from), hi = lo + 1;
       if (bounded_by_args && model.prior.nodes[rel.args[lo]].shape.is_scalar() &&
           model.prior.nodes[rel.args[hi]].shape.is_scalar()) {
         lower = model.prior.nodes[rel.args[lo]].values[0];

@@ -114,52 +114,9 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
 void Lowering::check_argument_domain(
     ir::Dist dist, const ast::DistCall& call,
     const std::vector<std::optional<std::vector<double>>>& values) {
-  enum Rule { Any, Positive, NonNegative, Probability, Count, Weights };
-  std::vector<Rule> rules;
-  using D = ir::Dist;
-  switch (dist) {
-  case D::Normal:
-  case D::LogNormal:
-  case D::Laplace:
-  case D::Cauchy:
-  case D::TruncatedNormal:
-    rules = {Any, Positive};
-    break;
-  case D::StudentT:
-    rules = {Positive, Any, Positive};
-    break;
-  case D::HalfNormal:
-  case D::Exponential:
-  case D::Dirichlet:
-    rules = {Positive};
-    break;
-  case D::Gamma:
-  case D::Beta:
-  case D::InverseGamma:
-    rules = {Positive, Positive};
-    break;
-  case D::Poisson:
-    rules = {NonNegative};
-    break;
-  case D::Bernoulli:
-    rules = {Probability};
-    break;
-  case D::Categorical:
-    rules = {Weights};
-    break;
-  case D::Binomial:
-    rules = {Count, Probability};
-    break;
-  case D::NegativeBinomial:
-    rules = {NonNegative, Positive};
-    break;
-  case D::Multinomial:
-    rules = {Count, Weights};
-    break;
-  default:
-    break;
-  }
+  using enum ir::ArgDomain;
   const ir::DistInfo& info = ir::dist_info(dist);
+  const std::vector<ir::ArgDomain>& rules = info.domains;
   for (size_t k = 0; k < rules.size() && k < values.size(); ++k) {
     if (!values[k] || rules[k] == Any)
       continue;
@@ -191,9 +148,9 @@ void Lowering::check_argument_domain(
             fmt::format(msg::dist_weights_all_zero, info.arg_names[k], info.name));
   }
   // lo < hi for uniform(lo, hi) and truncated_normal(mu, sigma, lo, hi).
-  const size_t lo = dist == D::Uniform ? 0 : 2;
-  if ((dist == D::Uniform || dist == D::TruncatedNormal) && values.size() > lo + 1 && values[lo] &&
-      values[lo + 1] && values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
+  const size_t lo = static_cast<size_t>(info.support_from);
+  if (info.support_from >= 0 && values.size() > lo + 1 && values[lo] && values[lo + 1] &&
+      values[lo]->size() == 1 && values[lo + 1]->size() == 1 &&
       !((*values[lo])[0] < (*values[lo + 1])[0]))
     error(call.range,
           fmt::format(msg::dist_interval_empty, info.name, (*values[lo])[0], (*values[lo + 1])[0]));

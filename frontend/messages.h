@@ -3,8 +3,8 @@
 // by the file that raises them, in the order it does; short words chosen by a condition ("row
 // index" or "column index") stay next to their condition. The golden tests
 // (tests/golden/diagnostics) and the catalogue of docs/language.md can be checked against these.
-// Calls of built-in functions (lower_call in lower_calls.cpp) keep their text for now: that
-// function is being reworked with the table of built-in functions.
+// The shape errors of a call of a built-in function are not here: they belong to the function
+// (ir::builtin_shape_error, with the table of ir/builtins.h), so any front end says the same.
 #pragma once
 
 #include <cstddef>
@@ -203,6 +203,15 @@ inline constexpr char literal_mixes_numbers_and_rows[] =
     "a literal must hold only numbers (a vector) or only rows of the same length (a "
     "matrix)";
 inline constexpr char literal_row_length_mismatch[] = "row {} has {}, but row 0 has {}";
+
+// ---- calls of built-in functions (lower_calls.cpp); a wrong argument count says
+// fn_argument_count, as for a user function
+
+inline constexpr char distribution_called[] =
+    "'{}' is a distribution, not a function; distributions appear only after '~'";
+inline constexpr char not_a_function[] = "'{}' is {}, not a function";
+inline constexpr char unknown_function_did_you_mean[] = "unknown function '{}'; did you mean '{}'?";
+inline constexpr char unknown_function[] = "unknown function '{}'; the functions are: {}";
 
 // ---- user functions (lower_functions.cpp)
 

@@ -19,9 +19,9 @@ void warn_priors_outside_bounds(const ir::Model& model, DiagnosticEngine& diags)
       continue;
     const ir::DistInfo& info = ir::dist_info(rel.dist);
     double lo = info.lower, hi = info.upper;
-    if (rel.dist == ir::Dist::Uniform || rel.dist == ir::Dist::TruncatedNormal) {
-      const ir::Node& a = model.prior.nodes[rel.args[rel.args.size() - 2]];
-      const ir::Node& b = model.prior.nodes[rel.args[rel.args.size() - 1]];
+    if (info.support_from >= 0) {
+      const ir::Node& a = model.prior.nodes[rel.args[info.support_from]];
+      const ir::Node& b = model.prior.nodes[rel.args[info.support_from + 1]];
       if (a.shape.is_scalar() && b.shape.is_scalar())
         lo = a.values[0], hi = b.values[0];
     }

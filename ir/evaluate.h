@@ -9,15 +9,13 @@
 namespace ssm::ir {
 
 // args[k] holds the row-major values of operand k, of shape arg_shapes[k].
-// Op::Param/State/Obs/Time cannot be evaluated. Besides the language's functions, Op::Call knows
-// `det` (matrix -> scalar), `lgamma`, `digamma` and `log_normal_mass(a, b)` = log(Phi(b) - Phi(a))
-// (elementwise), which only analysis results use
-// (the density bounds of passes/density.cpp, the derivatives of passes/derivatives.cpp);
-// the frontend does not accept them.
+// Op::Param/State/Obs/Time cannot be evaluated. Op::Call computes the function's row of the
+// built-in table (builtins.h), including the internal functions only analysis results use (`det`,
+// `digamma`, `log_normal_mass`).
 std::vector<double> evaluate(const Node& node, const std::vector<std::vector<double>>& args,
                              const std::vector<Shape>& arg_shapes);
 
-// Scalar function by name, as Op::Call applies it elementwise.
+// An elementwise built-in function by name, as Op::Call applies it to each component.
 double apply_function(const std::string& fn, double a, double b = 0);
 
 } // namespace ssm::ir

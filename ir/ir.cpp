@@ -1,4 +1,4 @@
-// Shape, distribution table and Model accessors of the IR.
+// Shapes and Model accessors of the IR.
 #include "ir.h"
 
 #include <fmt/format.h>
@@ -84,24 +84,6 @@ std::string_view op_name(Op op) {
   return "?";
 }
 
-const std::vector<FunctionInfo>& all_functions() {
-  static const std::vector<FunctionInfo> table = {
-      {"exp", 1},   {"log", 1},      {"sqrt", 1},  {"abs", 1},   {"sin", 1},   {"cos", 1},
-      {"tanh", 1},  {"logistic", 1}, {"log1p", 1}, {"expm1", 1}, {"floor", 1}, {"ceil", 1},
-      {"round", 1}, {"pow", 2},      {"min", 2},   {"max", 2},   {"mod", 2},   {"dot", 2},
-      {"lt", 2},    {"le", 2},       {"gt", 2},    {"ge", 2},    {"eq", 2},    {"ne", 2},
-      {"and", 2},   {"or", 2},       {"not", 1},
-  };
-  return table;
-}
-
-const FunctionInfo* find_function(std::string_view name) {
-  for (const FunctionInfo& f : all_functions())
-    if (f.name == name)
-      return &f;
-  return nullptr;
-}
-
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel) {
   auto constant = [&](size_t k) -> const Node* {
     if (k >= rel.args.size() || rel.args[k] < 0 ||
@@ -110,18 +92,16 @@ std::optional<std::pair<double, double>> discrete_support(const Block& block, co
     const Node& n = block.nodes[rel.args[k]];
     return n.op == Op::Const ? &n : nullptr;
   };
-  switch (rel.dist) {
-  case Dist::Bernoulli:
-    return std::pair(0.0, 1.0);
-  case Dist::Poisson:
-  case Dist::NegativeBinomial:
-    return std::pair(0.0, static_cast<double>(INFINITY));
-  case Dist::Binomial: {
-    const Node* n = constant(0);
+  const DistInfo& info = dist_info(rel.dist);
+  if (info.discrete && !info.joint) {
+    if (info.count_arg < 0)
+      return std::pair(info.lower, info.upper);
+    const Node* n = constant(static_cast<size_t>(info.count_arg)); // 0..n
     if (!n || !n->shape.is_scalar() || !(n->values[0] >= 0) || !std::isfinite(n->values[0]))
       return std::nullopt;
-    return std::pair(0.0, std::floor(n->values[0]));
+    return std::pair(info.lower, std::floor(n->values[0]));
   }
+  switch (rel.dist) {
   case Dist::Categorical: {
     if (rel.args.empty() || rel.args[0] < 0 || rel.args[0] >= static_cast<int>(block.nodes.size()))
       return std::nullopt;
@@ -174,44 +154,6 @@ NodeKey node_key(const Node& node) {
           node.lag};
 }
 
-namespace {
-constexpr double inf = INFINITY;
-} // namespace
-
-const std::vector<DistInfo>& all_dists() {
-  static const std::vector<DistInfo> table = {
-      {Dist::Normal, "normal", {"mu", "sigma"}, false, false, -inf, inf},
-      {Dist::LogNormal, "lognormal", {"mu", "sigma"}, false, false, 0, inf},
-      {Dist::StudentT, "student_t", {"nu", "mu", "sigma"}, false, false, -inf, inf},
-      {Dist::HalfNormal, "half_normal", {"sigma"}, false, false, 0, inf},
-      {Dist::Uniform, "uniform", {"lo", "hi"}, false, false, -inf, inf},
-      {Dist::Gamma, "gamma", {"alpha", "beta"}, false, false, 0, inf},
-      {Dist::Exponential, "exponential", {"beta"}, false, false, 0, inf},
-      {Dist::Poisson, "poisson", {"lambda"}, true, false, 0, inf},
-      {Dist::Bernoulli, "bernoulli", {"p"}, true, false, 0, 1},
-      {Dist::MvNormal, "mvnormal", {"mu", "Sigma"}, false, true, -inf, inf},
-      {Dist::Categorical, "categorical", {"p"}, true, true, 0, inf},
-      {Dist::Beta, "beta", {"a", "b"}, false, false, 0, 1},
-      {Dist::InverseGamma, "inverse_gamma", {"alpha", "beta"}, false, false, 0, inf},
-      {Dist::Laplace, "laplace", {"mu", "b"}, false, false, -inf, inf},
-      {Dist::Cauchy, "cauchy", {"mu", "sigma"}, false, false, -inf, inf},
-      {Dist::TruncatedNormal,
-       "truncated_normal",
-       {"mu", "sigma", "lo", "hi"},
-       false,
-       false,
-       -inf,
-       inf},
-      {Dist::Binomial, "binomial", {"n", "p"}, true, false, 0, inf},
-      {Dist::NegativeBinomial, "negative_binomial", {"mu", "phi"}, true, false, 0, inf},
-      {Dist::MvNormalChol, "mvnormal_chol", {"mu", "L"}, false, true, -inf, inf},
-      {Dist::Dirichlet, "dirichlet", {"alpha"}, false, true, 0, 1},
-      {Dist::Multinomial, "multinomial", {"n", "p"}, true, true, 0, inf},
-      {Dist::Dirac, "dirac", {"value"}, false, false, -inf, inf, true},
-  };
-  return table;
-}
-
 std::string lagged_state_name(const std::string& state, int lag) {
   return fmt::format("{}@lag{}", state, lag);
 }
@@ -232,17 +174,6 @@ std::optional<std::pair<std::string, int>> parse_lagged_state_name(const std::st
 std::string shown_state_name(const std::string& name) {
   const auto lagged = parse_lagged_state_name(name);
   return lagged ? fmt::format("{}[t-{}]", lagged->first, lagged->second) : name;
-}
-
-const DistInfo& dist_info(Dist d) {
-  return all_dists().at(static_cast<size_t>(d));
-}
-
-const DistInfo* find_dist(std::string_view name) {
-  for (const DistInfo& info : all_dists())
-    if (info.name == name)
-      return &info;
-  return nullptr;
 }
 
 std::string_view block_name(BlockKind kind) {

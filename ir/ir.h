@@ -12,6 +12,8 @@
 // straight-line code per particle.
 #pragma once
 
+#include "dists.h"
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -60,8 +62,7 @@ enum class Op {
   Div,      //
   Pow,      //
   MatMul,   // matrix * matrix, matrix * vector
-  Call,     // fn: exp log sqrt abs sin cos tanh logistic (elementwise); pow min max (elementwise,
-            // broadcasting); dot (vector, vector -> scalar)
+  Call,     // fn: a built-in function, by name: see builtins.h
   Build,    // vector or matrix literal: args are its scalar elements, row-major
   Index,    // args = {base}; index = constant positions: v[i] -> scalar, A[i] -> row, A[i, j] ->
             // scalar
@@ -74,15 +75,6 @@ enum class Op {
 };
 
 std::string_view op_name(Op op);
-
-// The elementwise functions of Op::Call (and `dot`), with their arity. Binary ones broadcast a
-// scalar operand. Comparisons and logic give 1 or 0.
-struct FunctionInfo {
-  std::string_view name;
-  int arity;
-};
-const std::vector<FunctionInfo>& all_functions();
-const FunctionInfo* find_function(std::string_view name); // nullptr if unknown
 
 struct Node {
   Op op = Op::Const;
@@ -101,46 +93,6 @@ struct Node {
 using NodeKey = std::tuple<int, std::vector<int>, std::vector<int>, std::vector<uint64_t>,
                            std::string, std::vector<int>, int, int>;
 NodeKey node_key(const Node& node);
-
-enum class Dist {
-  Normal,           // (mu, sigma)
-  LogNormal,        // (mu, sigma)
-  StudentT,         // (nu, mu, sigma)
-  HalfNormal,       // (sigma)
-  Uniform,          // (lo, hi)
-  Gamma,            // (alpha, beta) with beta a rate
-  Exponential,      // (beta) a rate
-  Poisson,          // (lambda)
-  Bernoulli,        // (p)
-  MvNormal,         // (mu : vector[d], Sigma : matrix[d, d])
-  Categorical,      // (p : vector[K]) -> 0..K-1, p normalised by its sum
-  Beta,             // (a, b)
-  InverseGamma,     // (alpha, beta) with beta a scale
-  Laplace,          // (mu, b) with b a scale
-  Cauchy,           // (mu, sigma)
-  TruncatedNormal,  // (mu, sigma, lo, hi)
-  Binomial,         // (n, p)
-  NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
-  MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
-  Dirichlet,        // (alpha : vector[K] or real) over the simplex
-  Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
-  Dirac,            // (value): the target equals value; internal (lag augmentation), no density
-};
-
-struct DistInfo {
-  Dist dist;
-  std::string_view name;
-  std::vector<std::string_view> arg_names;
-  bool discrete;
-  bool joint;   // components are jointly distributed (not a product of scalar densities)
-  double lower; // support, before any argument is known (-inf / +inf when unbounded)
-  double upper;
-  bool internal = false; // made by the compiler, not written in models (dirac)
-};
-
-const DistInfo& dist_info(Dist d);
-const std::vector<DistInfo>& all_dists();
-const DistInfo* find_dist(std::string_view name); // nullptr if unknown
 
 enum class VarKind { Param, State, Obs, Latent };
 
@@ -190,10 +142,10 @@ struct Block {
 std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots);
 
 // The values a scalar discrete relation of `block` can give its target, [lower, upper], as far
-// as its constant arguments show: bernoulli 0..1; binomial 0..n when n is a constant;
-// categorical 0..K-1 over K weights (when the weights are constants, from the first positive
-// one to the last); poisson and negative_binomial 0..inf. nullopt for any other relation, and
-// for binomial with an n known only at run time.
+// as its constant arguments show: the distribution's support in the table (bernoulli 0..1,
+// poisson 0..inf), or 0..n for a count argument n (binomial) when n is a constant; categorical
+// 0..K-1 over K weights (when the weights are constants, from the first positive one to the
+// last). nullopt for any other relation, and for binomial with an n known only at run time.
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel);
 
 enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };

@@ -1,6 +1,7 @@
 // IR verifier: see verifier.h.
 #include "verifier.h"
 
+#include "builtins.h"
 #include "printer.h"
 
 #include <fmt/format.h>
@@ -60,13 +61,9 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
     return args[1].rank() == 1 ? Shape::vector(args[0].dims[0])
                                : Shape::matrix(args[0].dims[0], args[1].dims[1]);
   case Op::Call: {
-    const FunctionInfo* f = find_function(node.fn);
-    if (!f || !arity(f->arity))
-      return std::nullopt;
-    if (node.fn == "dot")
-      return args[0].rank() == 1 && args[0] == args[1] ? std::optional(Shape::scalar())
-                                                       : std::nullopt;
-    return f->arity == 1 ? std::optional(args[0]) : broadcast(args[0], args[1]);
+    // Analyses' own functions (det, digamma, ...) never appear in a model.
+    const Builtin* f = find_builtin(node.fn);
+    return f && !f->internal ? builtin_result_shape(*f, args) : std::nullopt;
   }
   case Op::Select: {
     if (!arity(3))

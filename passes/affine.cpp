@@ -1,6 +1,7 @@
 // Expression builder and affine decomposition: see affine.h.
 #include "affine.h"
 
+#include "ir/builtins.h"
 #include "ir/evaluate.h"
 #include "ir/verifier.h"
 
@@ -68,13 +69,14 @@ int ExprBuilder::make(ir::Node node) {
   std::vector<ir::Shape> shapes;
   for (int a : node.args)
     shapes.push_back((*this)[a].shape);
-  if (node.op == ir::Op::Call && node.fn == "det")
-    node.shape = ir::Shape::scalar();
-  else if (node.op == ir::Op::Call &&
-           (node.fn == "lgamma" || node.fn == "digamma" || node.fn == "log_normal_mass"))
-    node.shape = shapes.at(0);
-  else if (node.op != ir::Op::Const && node.op != ir::Op::Param && node.op != ir::Op::State &&
-           node.op != ir::Op::Obs && node.op != ir::Op::Time) {
+  if (node.op == ir::Op::Call) { // analyses also use the internal functions (det, digamma, ...)
+    const ir::Builtin* f = ir::find_builtin(node.fn);
+    auto shape = f ? ir::builtin_result_shape(*f, shapes) : std::nullopt;
+    if (!shape)
+      throw std::logic_error(fmt::format("structure analysis: ill-shaped call to {}", node.fn));
+    node.shape = *shape;
+  } else if (node.op != ir::Op::Const && node.op != ir::Op::Param && node.op != ir::Op::State &&
+             node.op != ir::Op::Obs && node.op != ir::Op::Time) {
     auto shape = ir::result_shape(node, shapes);
     if (!shape)
       throw std::logic_error(
@@ -246,7 +248,7 @@ int ExprBuilder::pow(int a, int b) {
     return materialize(a);
   if (is_const(b, 2) && a >= 0) { // sqrt(q)^2 = q: gordon's normal(.., sqrt(q)) has variance q
     const ir::Node& n = (*this)[a];
-    if (n.op == ir::Op::Call && n.fn == "sqrt")
+    if (ir::is_call(n, ir::Fn::Sqrt))
       return n.args[0];
   }
   return binary(ir::Op::Pow, a, b);
@@ -428,7 +430,7 @@ std::optional<NotAffine> AffineDecomposition::own_failure(int id) {
     return not_affine(r0 ? "is a power of a function of"
                          : "raises a value to a power that is a function of");
   case ir::Op::Call:
-    if (n.fn != "dot")
+    if (!ir::is_call(n, ir::Fn::Dot))
       return not_affine(fmt::format("applies {} to a function of", n.fn));
     if (r0 && r1)
       return not_affine("multiplies two functions of");

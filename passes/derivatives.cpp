@@ -1,5 +1,6 @@
 // Forward-mode differentiation of IR expressions and log-densities: see derivatives.h.
 #include "derivatives.h"
+#include "ir/builtins.h"
 #include "ir/printer.h"
 #include "pass_manager.h"
 #include "passes.h"
@@ -29,6 +30,11 @@ int Differentiator::value(int node, int pos) {
   return b_.element(id, pos);
 }
 
+int Differentiator::operand(const ir::Node& n, int k, size_t i) {
+  const bool scalar = from_.nodes[n.args[k]].shape.size() == 1;
+  return value(n.args[k], scalar ? 0 : static_cast<int>(i));
+}
+
 std::vector<int> Differentiator::derivative(int node, const Wrt& wrt) {
   const auto key = std::tuple(node, static_cast<int>(wrt.op), wrt.var, wrt.lag, wrt.component);
   if (auto it = memo_.find(key); it != memo_.end())
@@ -52,16 +58,32 @@ int at(const std::vector<int>& d, size_t i) {
   return d.size() == 1 ? d[0] : d[i];
 }
 
+// The table's derivative rules build their nodes through the simplifying builder.
+class BuilderOps final : public ir::ExprOps {
+public:
+  explicit BuilderOps(ExprBuilder& b) : b_(b) {}
+  int constant(double v) override { return b_.constant(v); }
+  int materialize(int id) override { return b_.materialize(id); }
+  int neg(int a) override { return b_.neg(a); }
+  int add(int a, int b) override { return b_.add(a, b); }
+  int sub(int a, int b) override { return b_.sub(a, b); }
+  int mul(int a, int b) override { return b_.mul(a, b); }
+  int div(int a, int b) override { return b_.div(a, b); }
+  int call(ir::Fn fn, std::vector<int> args) override {
+    return b_.call(std::string(ir::builtin(fn).name), std::move(args));
+  }
+  int select(int cond, int a, int b) override { return b_.select(cond, a, b); }
+
+private:
+  ExprBuilder& b_;
+};
+
 } // namespace
 
 std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt& wrt) {
   const size_t size = static_cast<size_t>(n.shape.size());
   std::vector<int> d(size, -1);
-  auto arg_size = [&](int k) { return static_cast<size_t>(from_.nodes[n.args[k]].shape.size()); };
-  // Component i of operand k, broadcasting a scalar.
-  auto v = [&](int k, size_t i) {
-    return value(n.args[k], arg_size(k) == 1 ? 0 : static_cast<int>(i));
-  };
+  auto v = [&](int k, size_t i) { return operand(n, k, i); };
   auto select = [&](int cond, int a, int b) { return a < 0 && b < 0 ? -1 : b_.select(cond, a, b); };
   switch (n.op) {
   case ir::Op::Const:
@@ -114,22 +136,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     }
     return d;
   }
-  case ir::Op::MatMul: {
-    const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
-    const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
-    const int rows = lhs.dims[0], inner = lhs.dims[1];
-    const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
-    for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) {
-        int s = -1;
-        for (int k = 0; k < inner; ++k) {
-          s = b_.add(s, b_.mul(da[i * inner + k], value(n.args[1], k * cols + j)));
-          s = b_.add(s, b_.mul(value(n.args[0], i * inner + k), db[k * cols + j]));
-        }
-        d[i * cols + j] = s;
-      }
-    return d;
-  }
+  case ir::Op::MatMul:
+    return matmul(n, wrt);
   case ir::Op::Build:
     for (size_t i = 0; i < size; ++i)
       d[i] = derivative(n.args[i], wrt)[0];
@@ -141,26 +149,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
       d[i] = da[offset + i];
     return d;
   }
-  case ir::Op::DynIndex: { // (a[i])' = a'[i]: the derivative of the base, indexed the same way
-    const std::vector<int> da = derivative(n.args[0], wrt);
-    if (all_zero(da))
-      return d;
-    std::vector<int> elems(da.size());
-    for (size_t k = 0; k < da.size(); ++k)
-      elems[k] = b_.materialize(da[k]);
-    ir::Node base;
-    base.op = ir::Op::Build;
-    base.args = elems;
-    base.shape = from_.nodes[n.args[0]].shape;
-    ir::Node dyn;
-    dyn.op = ir::Op::DynIndex;
-    dyn.args = {b_.raw(std::move(base)), value(n.args[1], 0)};
-    dyn.shape = n.shape;
-    const int id = b_.raw(std::move(dyn));
-    for (size_t i = 0; i < size; ++i)
-      d[i] = b_.element(id, static_cast<int>(i));
-    return d;
-  }
+  case ir::Op::DynIndex: // (a[i])' = a'[i]: the derivative of the base, indexed the same way
+    return dyn_index(n, wrt);
   case ir::Op::Select: {
     const std::vector<int> da = derivative(n.args[1], wrt), db = derivative(n.args[2], wrt);
     for (size_t i = 0; i < size; ++i)
@@ -168,80 +158,280 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     return d;
   }
   case ir::Op::Call:
-    break;
-  }
-
-  // Op::Call.
-  const std::vector<int> da = derivative(n.args[0], wrt);
-  if (n.fn == "dot") {
-    const std::vector<int> db = derivative(n.args[1], wrt);
-    int s = -1;
-    for (size_t k = 0; k < da.size(); ++k) {
-      s = b_.add(s, b_.mul(da[k], value(n.args[1], static_cast<int>(k))));
-      s = b_.add(s, b_.mul(value(n.args[0], static_cast<int>(k)), db[k]));
-    }
-    return {s};
-  }
-  const std::vector<int> db = n.args.size() > 1 ? derivative(n.args[1], wrt) : std::vector<int>{-1};
-  const std::string& fn = n.fn;
-  if (fn == "floor" || fn == "ceil" || fn == "round" || fn == "lt" || fn == "le" || fn == "gt" ||
-      fn == "ge" || fn == "eq" || fn == "ne" || fn == "and" || fn == "or" || fn == "not")
-    return d; // piecewise constant: zero almost everywhere
-  if (all_zero(da) && all_zero(db))
-    return d;
-  auto one = [&] { return b_.constant(1); };
-  for (size_t i = 0; i < size; ++i) {
-    const int a = v(0, i), self = value(node, static_cast<int>(i)), dai = at(da, i),
-              dbi = at(db, i);
-    int r = -1;
-    if (fn == "exp")
-      r = b_.mul(self, dai);
-    else if (fn == "log")
-      r = b_.div(dai, a);
-    else if (fn == "sqrt")
-      r = b_.div(dai, b_.mul(b_.constant(2), self));
-    else if (fn == "sin")
-      r = b_.mul(b_.call("cos", {a}), dai);
-    else if (fn == "cos")
-      r = b_.neg(b_.mul(b_.call("sin", {a}), dai));
-    else if (fn == "tanh")
-      r = b_.mul(b_.sub(one(), b_.mul(self, self)), dai);
-    else if (fn == "logistic")
-      r = b_.mul(b_.mul(self, b_.sub(one(), self)), dai);
-    else if (fn == "abs")
-      r = b_.mul(b_.div(a, self), dai);
-    else if (fn == "lgamma")
-      r = b_.mul(b_.call("digamma", {a}), dai);
-    else if (fn == "log_normal_mass") { // log(Phi(c) - Phi(a)): (phi(c) dc - phi(a) da) / mass
-      const int c = v(1, i);
-      auto phi_over_mass = [&](int z) { // exp(-z^2 / 2 - log sqrt(2 pi) - log mass); 0 at +-inf
-        return b_.call(
-            "exp", {b_.materialize(b_.sub(b_.sub(b_.neg(b_.div(b_.mul(z, z), b_.constant(2))),
-                                                 b_.constant(0.5 * std::log(2 * std::numbers::pi))),
-                                          self))});
-      };
-      r = b_.neg(b_.mul(phi_over_mass(a), dai));
-      if (dbi >= 0)
-        r = b_.add(r, b_.mul(phi_over_mass(c), dbi));
-    } else if (fn == "log1p")
-      r = b_.div(dai, b_.add(one(), a));
-    else if (fn == "expm1")
-      r = b_.mul(b_.add(self, one()), dai);
-    else if (fn == "pow") {
-      const int c = v(1, i);
-      r = b_.mul(b_.mul(c, b_.call("pow", {a, b_.sub(c, one())})), dai);
-      if (dbi >= 0)
-        r = b_.add(r, b_.mul(b_.mul(self, b_.call("log", {a})), dbi));
-    } else if (fn == "min" || fn == "max")
-      r = select(b_.call(fn == "min" ? "le" : "ge", {a, v(1, i)}), dai, dbi);
-    else if (fn == "mod") // a - c floor(a / c)
-      r = b_.sub(dai, b_.mul(b_.call("floor", {b_.div(a, v(1, i))}), dbi));
-    else
-      throw PassError(fmt::format("differentiation: no derivative for {}() yet", fn));
-    d[i] = r;
+    return call(n, node, wrt);
   }
   return d;
 }
+
+// The product rule, element by element: (A B)' = A' B + A B'.
+std::vector<int> Differentiator::matmul(const ir::Node& n, const Wrt& wrt) {
+  std::vector<int> d(static_cast<size_t>(n.shape.size()), -1);
+  const std::vector<int> da = derivative(n.args[0], wrt), db = derivative(n.args[1], wrt);
+  const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
+  const int rows = lhs.dims[0], inner = lhs.dims[1];
+  const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      int s = -1;
+      for (int k = 0; k < inner; ++k) {
+        s = b_.add(s, b_.mul(da[i * inner + k], value(n.args[1], k * cols + j)));
+        s = b_.add(s, b_.mul(value(n.args[0], i * inner + k), db[k * cols + j]));
+      }
+      d[i * cols + j] = s;
+    }
+  return d;
+}
+
+std::vector<int> Differentiator::dyn_index(const ir::Node& n, const Wrt& wrt) {
+  const size_t size = static_cast<size_t>(n.shape.size());
+  std::vector<int> d(size, -1);
+  const std::vector<int> da = derivative(n.args[0], wrt);
+  if (all_zero(da))
+    return d;
+  std::vector<int> elems(da.size());
+  for (size_t k = 0; k < da.size(); ++k)
+    elems[k] = b_.materialize(da[k]);
+  ir::Node base;
+  base.op = ir::Op::Build;
+  base.args = elems;
+  base.shape = from_.nodes[n.args[0]].shape;
+  ir::Node dyn;
+  dyn.op = ir::Op::DynIndex;
+  dyn.args = {b_.raw(std::move(base)), value(n.args[1], 0)};
+  dyn.shape = n.shape;
+  const int id = b_.raw(std::move(dyn));
+  for (size_t i = 0; i < size; ++i)
+    d[i] = b_.element(id, static_cast<int>(i));
+  return d;
+}
+
+// Op::Call: the function's rule in the table of built-ins.
+std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wrt) {
+  const size_t size = static_cast<size_t>(n.shape.size());
+  std::vector<int> d(size, -1);
+  auto v = [&](int k, size_t i) { return operand(n, k, i); };
+  const ir::Builtin* f = ir::find_builtin(n.fn);
+  if (!f)
+    throw PassError(fmt::format("differentiation: unknown function {}()", n.fn));
+  const std::vector<int> da = derivative(n.args[0], wrt);
+  const std::vector<int> db = n.args.size() > 1 ? derivative(n.args[1], wrt) : std::vector<int>{-1};
+  if (f->piecewise_constant || (all_zero(da) && all_zero(db)))
+    return d; // piecewise constant: zero almost everywhere
+  if (!f->derivative)
+    throw PassError(fmt::format("differentiation: no derivative for {}() yet", n.fn));
+  BuilderOps ops(b_);
+  if (f->shape != ir::FnShape::Elementwise) {
+    ir::CallElements e;
+    e.a = [&](size_t k) { return value(n.args[0], static_cast<int>(k)); };
+    e.c = [&](size_t k) { return value(n.args[1], static_cast<int>(k)); };
+    e.self = [&](size_t k) { return value(node, static_cast<int>(k)); };
+    e.da = da;
+    e.dc = db;
+    return f->derivative(ops, e);
+  }
+  for (size_t i = 0; i < size; ++i) {
+    const int a = v(0, i), self = value(node, static_cast<int>(i));
+    ir::CallElements e;
+    e.a = [a](size_t) { return a; };
+    e.self = [self](size_t) { return self; };
+    e.c = [&, i](size_t) { return v(1, i); };
+    e.da = {at(da, i)};
+    e.dc = {at(db, i)};
+    d[i] = f->derivative(ops, e).at(0);
+  }
+  return d;
+}
+
+namespace {
+
+const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
+
+// The log-density formulas of the distributions, over a relation's arguments (imported into the
+// builder's arena) and its target x_node, of the relation variable's shape.
+struct DensityFormulas {
+  ExprBuilder& b;
+  std::vector<int> args;
+  int x_node;
+  const ir::Shape& shape;
+
+  // Component i of argument k, broadcasting a scalar.
+  int arg(int k, int i) { return b.element(args[k], b[args[k]].shape.is_scalar() ? 0 : i); }
+  int c(double v) { return b.constant(v); }
+  int log(int a) { return b.call("log", {a}); }
+  int sq(int a) { return b.mul(a, a); }
+  int log_gamma(int a) { return b.call("lgamma", {a}); }
+
+  // The joint densities; nullopt for a componentwise distribution.
+  std::optional<int> joint(ir::Dist dist) {
+    const int d = shape.size();
+    switch (dist) {
+    case ir::Dist::MvNormal:
+    case ir::Dist::MvNormalChol: {
+      // -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2 with z = L^-1 (x - mu) and L L' the
+      // covariance; for mvnormal, L is its Cholesky factor written out element by element.
+      auto at = [&](int k, int i, int j) { return b.element(args[k], i * d + j); };
+      std::vector<int> L(static_cast<size_t>(d) * d, -1);
+      for (int j = 0; j < d; ++j)
+        for (int i = j; i < d; ++i) {
+          if (dist == ir::Dist::MvNormalChol) {
+            L[i * d + j] = at(1, i, j);
+            continue;
+          }
+          int v = at(1, i, j);
+          for (int k = 0; k < j; ++k)
+            v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
+          L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
+        }
+      std::vector<int> z(d);
+      int lp = b.constant(-d * half_log_2pi);
+      for (int i = 0; i < d; ++i) {
+        int r = b.sub(b.element(x_node, i), arg(0, i));
+        for (int k = 0; k < i; ++k)
+          r = b.sub(r, b.mul(L[i * d + k], z[k]));
+        z[i] = b.div(r, L[i * d + i]);
+        lp = b.sub(b.sub(lp, b.div(sq(z[i]), c(2))), log(L[i * d + i]));
+      }
+      return b.materialize(lp);
+    }
+    case ir::Dist::Dirichlet: { // lgamma(sum a) - sum lgamma(a_i) + sum (a_i - 1) log x_i
+      int sum = -1, lp = -1;
+      for (int i = 0; i < d; ++i) {
+        sum = b.add(sum, arg(0, i));
+        lp = b.add(lp, b.sub(b.mul(b.sub(arg(0, i), c(1)), log(b.element(x_node, i))),
+                             log_gamma(arg(0, i))));
+      }
+      return b.materialize(b.add(lp, log_gamma(sum)));
+    }
+    case ir::Dist::Multinomial: { // lgamma(n + 1) - sum lgamma(x_i + 1) + sum x_i log(p_i / sum p)
+      const int n = args[0];
+      int sum = -1, lp = log_gamma(b.add(n, c(1)));
+      for (int i = 0; i < d; ++i)
+        sum = b.add(sum, arg(1, i));
+      for (int i = 0; i < d; ++i) {
+        const int x = b.element(x_node, i);
+        lp = b.add(lp, b.sub(b.mul(x, log(b.div(arg(1, i), sum))), log_gamma(b.add(x, c(1)))));
+      }
+      return b.materialize(lp);
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  // Component i (target x) of a continuous componentwise distribution; -1 when no formula is
+  // written for it.
+  int continuous(ir::Dist dist, int x, int i) {
+    switch (dist) {
+    case ir::Dist::Normal: // -((x - mu) / s)^2 / 2 - log s - log(2 pi) / 2
+      return b.sub(
+          b.sub(b.neg(b.div(sq(b.div(b.sub(x, arg(0, i)), arg(1, i))), c(2))), log(arg(1, i))),
+          c(half_log_2pi));
+    case ir::Dist::LogNormal: {
+      const int lx = log(x);
+      return b.sub(b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(lx, arg(0, i)), arg(1, i))), c(2))),
+                               log(arg(1, i))),
+                         lx),
+                   c(half_log_2pi));
+    }
+    case ir::Dist::HalfNormal: // log 2 + normal(0, s) on x >= 0
+      return b.sub(b.sub(b.neg(b.div(sq(b.div(x, arg(0, i))), c(2))), log(arg(0, i))),
+                   c(half_log_2pi - std::log(2.0)));
+    case ir::Dist::Exponential: // log beta - beta x
+      return b.sub(log(arg(0, i)), b.mul(arg(0, i), x));
+    case ir::Dist::Laplace: // -|x - mu| / s - log(2 s)
+      return b.sub(b.neg(b.div(b.call("abs", {b.sub(x, arg(0, i))}), arg(1, i))),
+                   log(b.mul(c(2), arg(1, i))));
+    case ir::Dist::Cauchy: // -log(pi s (1 + ((x - mu) / s)^2))
+      return b.neg(log(b.mul(b.mul(c(std::numbers::pi), arg(1, i)),
+                             b.add(c(1), sq(b.div(b.sub(x, arg(0, i)), arg(1, i)))))));
+    case ir::Dist::Gamma: { // alpha log beta - lgamma(alpha) + (alpha - 1) log x - beta x
+      const int alpha = arg(0, i), beta = arg(1, i);
+      return b.sub(b.add(b.sub(b.mul(alpha, log(beta)), b.call("lgamma", {alpha})),
+                         b.mul(b.sub(alpha, c(1)), log(x))),
+                   b.mul(beta, x));
+    }
+    case ir::Dist::StudentT: { // lgamma((nu+1)/2) - lgamma(nu/2) - log(sqrt(nu pi) s)
+                               //   - (nu+1)/2 log(1 + ((x - mu)/s)^2 / nu)
+      const int nu = arg(0, i), z = b.div(b.sub(x, arg(1, i)), arg(2, i));
+      const int h = b.div(b.add(nu, c(1)), c(2));
+      return b.sub(b.sub(b.sub(b.call("lgamma", {h}), b.call("lgamma", {b.div(nu, c(2))})),
+                         log(b.mul(b.call("sqrt", {b.mul(nu, c(std::numbers::pi))}), arg(2, i)))),
+                   b.mul(h, log(b.add(c(1), b.div(sq(z), nu)))));
+    }
+    case ir::Dist::Uniform: // -log(hi - lo) on the support
+      return b.neg(log(b.sub(arg(1, i), arg(0, i))));
+    case ir::Dist::TruncatedNormal: { // normal(mu, s) - log(Phi((hi - mu) / s) - Phi((lo - mu) /
+                                      // s))
+      const int mu = arg(0, i), s = arg(1, i);
+      const int lo = b.div(b.sub(arg(2, i), mu), s), hi = b.div(b.sub(arg(3, i), mu), s);
+      return b.sub(
+          b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(x, mu), s)), c(2))), log(s)), c(half_log_2pi)),
+          b.call("log_normal_mass", {b.materialize(lo), b.materialize(hi)}));
+    }
+    case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
+                           //   + lgamma(a + b)
+      const int a = arg(0, i), bb = arg(1, i);
+      return b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, c(1)), log(x)),
+                                     b.mul(b.sub(bb, c(1)), log(b.sub(c(1), x)))),
+                               log_gamma(a)),
+                         log_gamma(bb)),
+                   log_gamma(b.add(a, bb)));
+    }
+    case ir::Dist::InverseGamma: { // alpha log beta - lgamma(alpha) - (alpha + 1) log x - beta / x
+      const int alpha = arg(0, i), beta = arg(1, i);
+      return b.sub(b.sub(b.sub(b.mul(alpha, log(beta)), log_gamma(alpha)),
+                         b.mul(b.add(alpha, c(1)), log(x))),
+                   b.div(beta, x));
+    }
+    default:
+      return -1;
+    }
+  }
+
+  // Component i (target x) of a discrete componentwise distribution; -1 when no formula is
+  // written for it.
+  int discrete(ir::Dist dist, int x, int i) {
+    switch (dist) {
+    case ir::Dist::NegativeBinomial: { // lgamma(x + phi) - lgamma(x + 1) - lgamma(phi)
+                                       //   + x log(mu / (mu + phi)) + phi log(phi / (mu + phi))
+      const int mu = arg(0, i), phi = arg(1, i), total_rate = b.add(mu, phi);
+      return b.add(
+          b.add(b.sub(b.sub(log_gamma(b.add(x, phi)), log_gamma(b.add(x, c(1)))), log_gamma(phi)),
+                b.mul(x, log(b.div(mu, total_rate)))),
+          b.mul(phi, log(b.div(phi, total_rate))));
+    }
+    case ir::Dist::Poisson: // x log lambda - lambda - lgamma(x + 1)
+      return b.sub(b.sub(b.mul(x, log(arg(0, i))), arg(0, i)), b.call("lgamma", {b.add(x, c(1))}));
+    case ir::Dist::Bernoulli: // x log p + (1 - x) log(1 - p)
+      return b.add(b.mul(x, log(arg(0, i))), b.mul(b.sub(c(1), x), log(b.sub(c(1), arg(0, i)))));
+    case ir::Dist::Binomial: { // lgamma(n+1) - lgamma(x+1) - lgamma(n-x+1) + x log p + (n-x)
+                               // log(1-p)
+      const int n = arg(0, i), p = arg(1, i);
+      return b.add(
+          b.sub(b.sub(b.call("lgamma", {b.add(n, c(1))}), b.call("lgamma", {b.add(x, c(1))})),
+                b.call("lgamma", {b.add(b.sub(n, x), c(1))})),
+          b.add(b.mul(x, log(p)), b.mul(b.sub(n, x), log(b.sub(c(1), p)))));
+    }
+    case ir::Dist::Categorical: { // log p[x] - log sum p
+      if (shape.size() != 1)
+        return -1;
+      ir::Node pick;
+      pick.op = ir::Op::DynIndex;
+      pick.args = {args[0], x};
+      pick.shape = ir::Shape{};
+      const int k = b[args[0]].shape.size();
+      int sum = -1;
+      for (int j = 0; j < k; ++j)
+        sum = b.add(sum, b.element(args[0], j));
+      return b.sub(log(b.raw(std::move(pick))), log(sum));
+    }
+    default:
+      return -1;
+    }
+  }
+};
+
+} // namespace
 
 std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
                                const ir::Relation& rel, ExprBuilder& b, std::string& why) {
@@ -254,184 +444,14 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
   std::vector<int> args;
   for (int a : rel.args)
     args.push_back(b.import(block, a));
-  auto arg = [&](int k, int i) { return b.element(args[k], b[args[k]].shape.is_scalar() ? 0 : i); };
-  auto c = [&](double v) { return b.constant(v); };
-  auto log = [&](int a) { return b.call("log", {a}); };
-  auto sq = [&](int a) { return b.mul(a, a); };
-  const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
-  auto log_gamma = [&](int a) { return b.call("lgamma", {a}); };
-  const int d = shape.size();
-  switch (rel.dist) { // the joint densities
-  case ir::Dist::MvNormal:
-  case ir::Dist::MvNormalChol: {
-    // -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2 with z = L^-1 (x - mu) and L L' the
-    // covariance; for mvnormal, L is its Cholesky factor written out element by element.
-    auto at = [&](int k, int i, int j) { return b.element(args[k], i * d + j); };
-    std::vector<int> L(static_cast<size_t>(d) * d, -1);
-    for (int j = 0; j < d; ++j)
-      for (int i = j; i < d; ++i) {
-        if (rel.dist == ir::Dist::MvNormalChol) {
-          L[i * d + j] = at(1, i, j);
-          continue;
-        }
-        int v = at(1, i, j);
-        for (int k = 0; k < j; ++k)
-          v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
-        L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
-      }
-    std::vector<int> z(d);
-    int lp = b.constant(-d * half_log_2pi);
-    for (int i = 0; i < d; ++i) {
-      int r = b.sub(b.element(x_node, i), arg(0, i));
-      for (int k = 0; k < i; ++k)
-        r = b.sub(r, b.mul(L[i * d + k], z[k]));
-      z[i] = b.div(r, L[i * d + i]);
-      lp = b.sub(b.sub(lp, b.div(sq(z[i]), c(2))), log(L[i * d + i]));
-    }
-    return b.materialize(lp);
-  }
-  case ir::Dist::Dirichlet: { // lgamma(sum a) - sum lgamma(a_i) + sum (a_i - 1) log x_i
-    int sum = -1, lp = -1;
-    for (int i = 0; i < d; ++i) {
-      sum = b.add(sum, arg(0, i));
-      lp = b.add(lp, b.sub(b.mul(b.sub(arg(0, i), c(1)), log(b.element(x_node, i))),
-                           log_gamma(arg(0, i))));
-    }
-    return b.materialize(b.add(lp, log_gamma(sum)));
-  }
-  case ir::Dist::Multinomial: { // lgamma(n + 1) - sum lgamma(x_i + 1) + sum x_i log(p_i / sum p)
-    const int n = args[0];
-    int sum = -1, lp = log_gamma(b.add(n, c(1)));
-    for (int i = 0; i < d; ++i)
-      sum = b.add(sum, arg(1, i));
-    for (int i = 0; i < d; ++i) {
-      const int x = b.element(x_node, i);
-      lp = b.add(lp, b.sub(b.mul(x, log(b.div(arg(1, i), sum))), log_gamma(b.add(x, c(1)))));
-    }
-    return b.materialize(lp);
-  }
-  default:
-    break;
-  }
+  DensityFormulas f{b, std::move(args), x_node, shape};
+  if (std::optional<int> lp = f.joint(rel.dist))
+    return lp;
+  const bool discrete = ir::dist_info(rel.dist).discrete;
   int total = -1;
   for (int i = 0; i < shape.size(); ++i) {
     const int x = b.element(x_node, i);
-    int lp = -1;
-    switch (rel.dist) {
-    case ir::Dist::Normal: // -((x - mu) / s)^2 / 2 - log s - log(2 pi) / 2
-      lp = b.sub(
-          b.sub(b.neg(b.div(sq(b.div(b.sub(x, arg(0, i)), arg(1, i))), c(2))), log(arg(1, i))),
-          c(half_log_2pi));
-      break;
-    case ir::Dist::LogNormal: {
-      const int lx = log(x);
-      lp = b.sub(b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(lx, arg(0, i)), arg(1, i))), c(2))),
-                             log(arg(1, i))),
-                       lx),
-                 c(half_log_2pi));
-      break;
-    }
-    case ir::Dist::HalfNormal: // log 2 + normal(0, s) on x >= 0
-      lp = b.sub(b.sub(b.neg(b.div(sq(b.div(x, arg(0, i))), c(2))), log(arg(0, i))),
-                 c(half_log_2pi - std::log(2.0)));
-      break;
-    case ir::Dist::Exponential: // log beta - beta x
-      lp = b.sub(log(arg(0, i)), b.mul(arg(0, i), x));
-      break;
-    case ir::Dist::Laplace: // -|x - mu| / s - log(2 s)
-      lp = b.sub(b.neg(b.div(b.call("abs", {b.sub(x, arg(0, i))}), arg(1, i))),
-                 log(b.mul(c(2), arg(1, i))));
-      break;
-    case ir::Dist::Cauchy: // -log(pi s (1 + ((x - mu) / s)^2))
-      lp = b.neg(log(b.mul(b.mul(c(std::numbers::pi), arg(1, i)),
-                           b.add(c(1), sq(b.div(b.sub(x, arg(0, i)), arg(1, i)))))));
-      break;
-    case ir::Dist::Gamma: { // alpha log beta - lgamma(alpha) + (alpha - 1) log x - beta x
-      const int alpha = arg(0, i), beta = arg(1, i);
-      lp = b.sub(b.add(b.sub(b.mul(alpha, log(beta)), b.call("lgamma", {alpha})),
-                       b.mul(b.sub(alpha, c(1)), log(x))),
-                 b.mul(beta, x));
-      break;
-    }
-    case ir::Dist::StudentT: { // lgamma((nu+1)/2) - lgamma(nu/2) - log(sqrt(nu pi) s)
-                               //   - (nu+1)/2 log(1 + ((x - mu)/s)^2 / nu)
-      const int nu = arg(0, i), z = b.div(b.sub(x, arg(1, i)), arg(2, i));
-      const int h = b.div(b.add(nu, c(1)), c(2));
-      lp = b.sub(b.sub(b.sub(b.call("lgamma", {h}), b.call("lgamma", {b.div(nu, c(2))})),
-                       log(b.mul(b.call("sqrt", {b.mul(nu, c(std::numbers::pi))}), arg(2, i)))),
-                 b.mul(h, log(b.add(c(1), b.div(sq(z), nu)))));
-      break;
-    }
-    case ir::Dist::Uniform: // -log(hi - lo) on the support
-      lp = b.neg(log(b.sub(arg(1, i), arg(0, i))));
-      break;
-    case ir::Dist::TruncatedNormal: { // normal(mu, s) - log(Phi((hi - mu) / s) - Phi((lo - mu) /
-                                      // s))
-      const int mu = arg(0, i), s = arg(1, i);
-      const int lo = b.div(b.sub(arg(2, i), mu), s), hi = b.div(b.sub(arg(3, i), mu), s);
-      lp = b.sub(
-          b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(x, mu), s)), c(2))), log(s)), c(half_log_2pi)),
-          b.call("log_normal_mass", {b.materialize(lo), b.materialize(hi)}));
-      break;
-    }
-    case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
-                           //   + lgamma(a + b)
-      const int a = arg(0, i), bb = arg(1, i);
-      lp = b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, c(1)), log(x)),
-                                   b.mul(b.sub(bb, c(1)), log(b.sub(c(1), x)))),
-                             log_gamma(a)),
-                       log_gamma(bb)),
-                 log_gamma(b.add(a, bb)));
-      break;
-    }
-    case ir::Dist::InverseGamma: { // alpha log beta - lgamma(alpha) - (alpha + 1) log x - beta / x
-      const int alpha = arg(0, i), beta = arg(1, i);
-      lp = b.sub(b.sub(b.sub(b.mul(alpha, log(beta)), log_gamma(alpha)),
-                       b.mul(b.add(alpha, c(1)), log(x))),
-                 b.div(beta, x));
-      break;
-    }
-    case ir::Dist::NegativeBinomial: { // lgamma(x + phi) - lgamma(x + 1) - lgamma(phi)
-                                       //   + x log(mu / (mu + phi)) + phi log(phi / (mu + phi))
-      const int mu = arg(0, i), phi = arg(1, i), total_rate = b.add(mu, phi);
-      lp = b.add(
-          b.add(b.sub(b.sub(log_gamma(b.add(x, phi)), log_gamma(b.add(x, c(1)))), log_gamma(phi)),
-                b.mul(x, log(b.div(mu, total_rate)))),
-          b.mul(phi, log(b.div(phi, total_rate))));
-      break;
-    }
-    case ir::Dist::Poisson: // x log lambda - lambda - lgamma(x + 1)
-      lp = b.sub(b.sub(b.mul(x, log(arg(0, i))), arg(0, i)), b.call("lgamma", {b.add(x, c(1))}));
-      break;
-    case ir::Dist::Bernoulli: // x log p + (1 - x) log(1 - p)
-      lp = b.add(b.mul(x, log(arg(0, i))), b.mul(b.sub(c(1), x), log(b.sub(c(1), arg(0, i)))));
-      break;
-    case ir::Dist::Binomial: { // lgamma(n+1) - lgamma(x+1) - lgamma(n-x+1) + x log p + (n-x)
-                               // log(1-p)
-      const int n = arg(0, i), p = arg(1, i);
-      lp =
-          b.add(b.sub(b.sub(b.call("lgamma", {b.add(n, c(1))}), b.call("lgamma", {b.add(x, c(1))})),
-                      b.call("lgamma", {b.add(b.sub(n, x), c(1))})),
-                b.add(b.mul(x, log(p)), b.mul(b.sub(n, x), log(b.sub(c(1), p)))));
-      break;
-    }
-    case ir::Dist::Categorical: { // log p[x] - log sum p
-      if (shape.size() != 1)
-        break;
-      ir::Node pick;
-      pick.op = ir::Op::DynIndex;
-      pick.args = {args[0], x};
-      pick.shape = ir::Shape{};
-      const int k = b[args[0]].shape.size();
-      int sum = -1;
-      for (int j = 0; j < k; ++j)
-        sum = b.add(sum, b.element(args[0], j));
-      lp = b.sub(log(b.raw(std::move(pick))), log(sum));
-      break;
-    }
-    default:
-      break;
-    }
+    const int lp = discrete ? f.discrete(rel.dist, x, i) : f.continuous(rel.dist, x, i);
     if (rel.dist == ir::Dist::Dirac) {
       why = "a copy of a lagged state (dirac) has no density";
       return std::nullopt;
@@ -474,14 +494,7 @@ public:
         r.block = block->kind;
         r.relation = fmt::format("{}[t] ~ {}", model.var_name(rel.kind, rel.var),
                                  ir::dist_info(rel.dist).name);
-        const ir::Dist d = rel.dist;
-        const int location = d == ir::Dist::StudentT ? 1
-                             : d == ir::Dist::Normal || d == ir::Dist::MvNormal ||
-                                     d == ir::Dist::MvNormalChol || d == ir::Dist::LogNormal ||
-                                     d == ir::Dist::Laplace || d == ir::Dist::Cauchy ||
-                                     d == ir::Dist::Dirac
-                                 ? 0
-                                 : -1;
+        const int location = ir::dist_info(rel.dist).location;
         if (location >= 0) {
           const int rows = model.var_shape(rel.kind, rel.var).size();
           r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);

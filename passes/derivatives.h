@@ -45,7 +45,13 @@ private:
   const ir::Block& from_;
   ExprBuilder& b_;
   std::map<std::tuple<int, int, int, int, int>, std::vector<int>> memo_;
+  // Component i of operand k of n, as an arena scalar, broadcasting a scalar operand.
+  int operand(const ir::Node& n, int k, size_t i);
   std::vector<int> compute(const ir::Node& n, int node, const Wrt& wrt);
+  // The cases of compute with most code: a matrix product, a dynamic index, a built-in call.
+  std::vector<int> matmul(const ir::Node& n, const Wrt& wrt);
+  std::vector<int> dyn_index(const ir::Node& n, const Wrt& wrt);
+  std::vector<int> call(const ir::Node& n, int node, const Wrt& wrt);
 };
 
 // log p(target | args) of a relation of `block`, as an arena expression whose target is the

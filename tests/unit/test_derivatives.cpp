@@ -313,6 +313,17 @@ void check_model(const ir::Model& m, const std::string& file, Totals& totals) {
   }
 }
 
+// check_model on a model given as source text.
+Totals check_source(const std::string& source, const std::string& file) {
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, file, diags);
+  INFO(diags.str());
+  REQUIRE(model);
+  Totals totals;
+  check_model(*model, file, totals);
+  return totals;
+}
+
 } // namespace
 
 TEST_CASE("derivatives of relation arguments and log-densities match finite differences",
@@ -385,12 +396,7 @@ model dists {
   ytn[t] ~ truncated_normal(s[t], a, -1, u[t] + 2);
 }
 )";
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(source, "dists.ssm", diags);
-  INFO(diags.str());
-  REQUIRE(model);
-  Totals totals;
-  check_model(*model, "dists.ssm", totals);
+  const Totals totals = check_source(source, "dists.ssm");
   CHECK(totals.log_densities == 16);
   CHECK(totals.counts.checked > 100);
 }
@@ -420,4 +426,28 @@ TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
   CHECK(evaluate_at(*model, d.arena, d.relations[0].grad_state[0], p)[0] ==
         Approx(a * (x - a * xp) / (q * q)).epsilon(1e-12));
   CHECK(d.relations[0].grad_params.size() == static_cast<size_t>(model->theta_size()));
+}
+
+TEST_CASE("derivatives of the trigonometric, special and vector built-in functions",
+          "[passes][derivatives][builtins]") {
+  // The point puts x[t-1] near 0.35, v[t-1] near 0.42-0.56, x[t] near 0.45, y near 0.65.
+  const std::string source = R"(
+model functions {
+  param a = 0.8;
+  state x : real;
+  state v : vector[3];
+  obs y1 : real;
+  obs y2 : vector[3];
+  x[0] ~ normal(0, 1);
+  v[0] ~ normal(0, 1);
+  x[t] ~ normal(atan2(x[t-1], a) + atan(x[t-1]) + tan(a * x[t-1]), exp(erf(x[t-1])));
+  v[t] ~ normal(softmax(a * v[t-1]) + asin(x[t-1]) - acos(a * x[t-1]), 1 + log_sum_exp(v[t-1]));
+  y1[t] ~ normal(lgamma(x[t] + a) + Phi(x[t] - a) + log1p(x[t]) + expm1(a * x[t]),
+                 log_sum_exp(a * v[t]));
+  y2[t] ~ normal(softmax(v[t] + x[t]) + atan2(a, v[t]), Phi(a * x[t]));
+}
+)";
+  const Totals totals = check_source(source, "functions.ssm");
+  CHECK(totals.log_densities == 4);
+  CHECK(totals.counts.checked >= 80);
 }

@@ -1,0 +1,144 @@
+// The table of distributions: one row per distribution (make_table, below its enumerator) says
+// what the compiler knows about it (name, arguments and their domains, support, which argument is
+// its location), so the frontend's checks, codegen and the analyses read one definition.
+// docs/distributions.md has the recipe for adding a distribution.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ssm::ir {
+
+enum class Dist {
+  Normal,           // (mu, sigma)
+  LogNormal,        // (mu, sigma)
+  StudentT,         // (nu, mu, sigma)
+  HalfNormal,       // (sigma)
+  Uniform,          // (lo, hi)
+  Gamma,            // (alpha, beta) with beta a rate
+  Exponential,      // (beta) a rate
+  Poisson,          // (lambda)
+  Bernoulli,        // (p)
+  MvNormal,         // (mu : vector[d], Sigma : matrix[d, d])
+  Categorical,      // (p : vector[K]) -> 0..K-1, p normalised by its sum
+  Beta,             // (a, b)
+  InverseGamma,     // (alpha, beta) with beta a scale
+  Laplace,          // (mu, b) with b a scale
+  Cauchy,           // (mu, sigma)
+  TruncatedNormal,  // (mu, sigma, lo, hi)
+  Binomial,         // (n, p)
+  NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
+  MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
+  Dirichlet,        // (alpha : vector[K] or real) over the simplex
+  Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
+  Dirac,            // (value): the target equals value; internal (lag augmentation), no density
+};
+
+// What a constant argument must be; the frontend rejects a constant outside it.
+enum class ArgDomain {
+  Any,
+  Positive,
+  NonNegative,
+  Probability, // in [0, 1]
+  Count,       // a whole number >= 0 (of trials)
+  Weights,     // non-negative components, not all 0
+};
+
+struct DistInfo {
+  Dist dist;
+  std::string_view name;
+  std::vector<std::string_view> arg_names;
+  std::vector<ArgDomain> domains; // one per argument
+  bool discrete = false;
+  bool joint = false; // components are jointly distributed (not a product of scalar densities)
+  double lower = 0;   // support, before any argument is known (-inf / +inf when unbounded)
+  double upper = 0;
+  // The argument the target moves with (the mean of a normal, the location of a student_t):
+  // the derivatives analysis reports its Jacobian. -1: none.
+  int location = -1;
+  // The arguments (lo, hi) = (support_from, support_from + 1) that bound the support, lo < hi
+  // (uniform, truncated_normal); -1: the support is [lower, upper].
+  int support_from = -1;
+  // A discrete distribution whose values are 0..n for its argument n (binomial, multinomial).
+  int count_arg = -1;
+  bool internal = false; // made by the compiler, not written in models (dirac)
+};
+
+namespace dists_detail {
+
+inline constexpr double inf = INFINITY;
+
+// A row: the table below reads as name, arguments, support.
+struct Row {
+  DistInfo info;
+  Row(Dist d, std::string_view name, std::vector<std::string_view> args,
+      std::vector<ArgDomain> domains, double lower, double upper) {
+    info.dist = d;
+    info.name = name;
+    info.arg_names = std::move(args);
+    info.domains = std::move(domains);
+    info.lower = lower;
+    info.upper = upper;
+  }
+  Row& discrete() { return info.discrete = true, *this; }
+  Row& joint() { return info.joint = true, *this; }
+  Row& location(int k) { return info.location = k, *this; }
+  Row& support_from(int k) { return info.support_from = k, *this; }
+  Row& count_arg(int k) { return info.count_arg = k, *this; }
+  Row& internal() { return info.internal = true, *this; }
+};
+
+inline std::vector<DistInfo> make_table() {
+  using D = Dist;
+  using enum ArgDomain;
+  // In the order of Dist: dist_info indexes the table by it.
+  Row rows[] = {
+      Row(D::Normal, "normal", {"mu", "sigma"}, {Any, Positive}, -inf, inf).location(0),
+      Row(D::LogNormal, "lognormal", {"mu", "sigma"}, {Any, Positive}, 0, inf).location(0),
+      Row(D::StudentT, "student_t", {"nu", "mu", "sigma"}, {Positive, Any, Positive}, -inf, inf)
+          .location(1),
+      Row(D::HalfNormal, "half_normal", {"sigma"}, {Positive}, 0, inf),
+      Row(D::Uniform, "uniform", {"lo", "hi"}, {Any, Any}, -inf, inf).support_from(0),
+      Row(D::Gamma, "gamma", {"alpha", "beta"}, {Positive, Positive}, 0, inf),
+      Row(D::Exponential, "exponential", {"beta"}, {Positive}, 0, inf),
+      Row(D::Poisson, "poisson", {"lambda"}, {NonNegative}, 0, inf).discrete(),
+      Row(D::Bernoulli, "bernoulli", {"p"}, {Probability}, 0, 1).discrete(),
+      Row(D::MvNormal, "mvnormal", {"mu", "Sigma"}, {Any, Any}, -inf, inf).joint().location(0),
+      Row(D::Categorical, "categorical", {"p"}, {Weights}, 0, inf).discrete().joint(),
+      Row(D::Beta, "beta", {"a", "b"}, {Positive, Positive}, 0, 1),
+      Row(D::InverseGamma, "inverse_gamma", {"alpha", "beta"}, {Positive, Positive}, 0, inf),
+      Row(D::Laplace, "laplace", {"mu", "b"}, {Any, Positive}, -inf, inf).location(0),
+      Row(D::Cauchy, "cauchy", {"mu", "sigma"}, {Any, Positive}, -inf, inf).location(0),
+      Row(D::TruncatedNormal, "truncated_normal", {"mu", "sigma", "lo", "hi"},
+          {Any, Positive, Any, Any}, -inf, inf)
+          .support_from(2),
+      Row(D::Binomial, "binomial", {"n", "p"}, {Count, Probability}, 0, inf)
+          .discrete()
+          .count_arg(0),
+      Row(D::NegativeBinomial, "negative_binomial", {"mu", "phi"}, {NonNegative, Positive}, 0, inf)
+          .discrete(),
+      Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Any}, -inf, inf).joint().location(0),
+      Row(D::Dirichlet, "dirichlet", {"alpha"}, {Positive}, 0, 1).joint(),
+      Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf)
+          .discrete()
+          .joint()
+          .count_arg(0),
+      Row(D::Dirac, "dirac", {"value"}, {Any}, -inf, inf).location(0).internal(),
+  };
+  std::vector<DistInfo> table;
+  for (Row& r : rows)
+    table.push_back(std::move(r.info));
+  return table;
+}
+
+} // namespace dists_detail
+
+// The table, in the order of Dist (made once from the rows above).
+const std::vector<DistInfo>& all_dists();
+const DistInfo& dist_info(Dist d);
+const DistInfo* find_dist(std::string_view name); // nullptr if unknown
+
+} // namespace ssm::ir
