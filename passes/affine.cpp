@@ -236,6 +236,8 @@ int ExprBuilder::mul(int a, int b) {
 }
 
 int ExprBuilder::div(int a, int b) {
+  if (b < 0) // a zero denominator (a scale that underflowed, 1e-300^2): x / 0 as arithmetic has it
+    b = materialize(b);
   if (a < 0 && (*this)[b].shape.is_scalar())
     return -1;
   if (is_const(b, 1))

@@ -451,3 +451,32 @@ model functions {
   CHECK(totals.log_densities == 4);
   CHECK(totals.counts.checked >= 80);
 }
+
+TEST_CASE("a scale whose square underflows to zero is differentiated, not a crash",
+          "[passes][derivatives]") {
+  // 1e-300^2 folds to 0, which the expression builder keeps as 'no node'; the derivative of the
+  // observation's log-density divides by it (it used to index node -1).
+  const std::string source = R"(
+model tiny {
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(x[t-1], 1);
+  y[t] ~ normal(x[t], 1e-300);
+}
+)";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, "tiny.ssm", diags);
+  REQUIRE(model);
+  passes::PassContext context;
+  passes::create_pass("constant-fold")->run(*model, context);
+  REQUIRE_NOTHROW(passes::create_pass("derivatives")->run(*model, context));
+  REQUIRE(context.derivatives);
+  const passes::Derivatives& d = *context.derivatives;
+  REQUIRE(d.relations.size() == 2);
+  const Point p = make_point(*model);
+  // d/dx[t] log N(y; x, s) = (y - x) / s^2: s^2 is 0, so the gradient is +-inf or NaN, never
+  // finite.
+  const double g = evaluate_at(*model, d.arena, d.relations[1].grad_state[0], p)[0];
+  CHECK(!std::isfinite(g));
+}
