@@ -1,6 +1,6 @@
-// Helpers shared by the linear-Gaussian end-to-end tests (test_lgssm.cpp, test_exact_methods.cpp):
-// blanking observations, reading columns, and the reference models of examples/lgssm1.ssm and
-// examples/lgssm.ssm.
+// Helpers shared by the linear-Gaussian end-to-end tests (test_lgssm.cpp, test_exact_methods.cpp,
+// test_stdlib.cpp): blanking observations, reading columns, and the reference models of
+// examples/lgssm1.ssm and examples/lgssm.ssm.
 #pragma once
 
 #include "kalman.h"

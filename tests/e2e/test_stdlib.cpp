@@ -6,6 +6,7 @@
 // from the compiled model (`info --json`), so retuning a default keeps the comparisons exact.
 #include "compare.h"
 #include "kalman.h"
+#include "lgssm_support.h"
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -87,16 +88,6 @@ Eigen::MatrixXd to_matrix(const json& j) {
     for (size_t k = 0; k < j[i].size(); ++k)
       m(i, k) = j[i][k].get<double>();
   return m;
-}
-
-std::vector<Eigen::VectorXd> observations(const Table& data, const std::vector<std::string>& cols) {
-  std::vector<Eigen::VectorXd> ys(data.rows.size(), Eigen::VectorXd(cols.size()));
-  for (size_t k = 0; k < cols.size(); ++k) {
-    std::vector<double> c = data.column(cols[k]);
-    for (size_t t = 0; t < c.size(); ++t)
-      ys[t][k] = c[t];
-  }
-  return ys;
 }
 
 // The support a relation's distribution gives its target (components independently).
