@@ -31,6 +31,7 @@ enum class Dist {
   TruncatedNormal,  // (mu, sigma, lo, hi)
   Binomial,         // (n, p)
   NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
+  Weibull,          // (k, lambda): shape k, scale lambda
   MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
   Dirichlet,        // (alpha : vector[K] or real) over the simplex
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
@@ -120,6 +121,7 @@ inline std::vector<DistInfo> make_table() {
           .count_arg(0),
       Row(D::NegativeBinomial, "negative_binomial", {"mu", "phi"}, {NonNegative, Positive}, 0, inf)
           .discrete(),
+      Row(D::Weibull, "weibull", {"k", "lambda"}, {Positive, Positive}, 0, inf),
       Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Any}, -inf, inf).joint().location(0),
       Row(D::Dirichlet, "dirichlet", {"alpha"}, {Positive}, 0, 1).joint(),
       Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf)

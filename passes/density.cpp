@@ -368,6 +368,22 @@ private:
           b_.sub(b_.sub(b_.mul(ap1, b_.call("log", {ap1})), ap1), b_.call("lgamma", {a[0]})));
       return {b_.div(b_.call("exp", {log_k}), a[1]), true, {}, {}};
     }
+    case ir::Dist::Weibull: { // at the mode lambda q^(1/k), q = (k - 1) / k, when k >= 1:
+                              // k q^q e^(-q) / lambda (q = 0, 1 / lambda, for k = 1)
+      if (auto k = constant(b_, a[0])) {
+        if (*k < 1)
+          return {-1,
+                  true,
+                  {},
+                  fmt::format("the shape k = {} < 1 makes the density unbounded at 0", *k)};
+        const double q = (*k - 1) / *k;
+        const double c = *k * std::exp(q == 0 ? 0.0 : q * std::log(q) - q);
+        return {b_.div(b_.constant(c), a[1]), true, {}, {}};
+      }
+      const int q = b_.materialize(b_.div(b_.sub(a[0], b_.constant(1)), a[0]));
+      const int c = b_.mul(a[0], b_.mul(b_.pow(q, q), b_.call("exp", {b_.materialize(b_.neg(q))})));
+      return {b_.div(c, a[1]), true, fmt::format("{} >= 1", text(a[0])), {}};
+    }
     case ir::Dist::TruncatedNormal: { // the normal's density at the point of [lo, hi] nearest
                                       // mu, over the interval's mass
       const int mu = a[0], s = a[1];

@@ -383,6 +383,11 @@ struct DensityFormulas {
                          b.mul(b.add(alpha, c(1)), log(x))),
                    b.div(beta, x));
     }
+    case ir::Dist::Weibull: { // log k - log lambda + (k - 1) log z - z^k with z = x / lambda
+      const int k = arg(0, i), lambda = arg(1, i), lz = log(b.div(x, lambda));
+      return b.sub(b.add(b.sub(log(k), log(lambda)), b.mul(b.sub(k, c(1)), lz)),
+                   b.call("exp", {b.mul(k, lz)}));
+    }
     default:
       return -1;
     }

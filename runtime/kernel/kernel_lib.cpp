@@ -92,6 +92,9 @@ SSM_KERNEL_FN double ssm_lpdf_binomial(double k, double trials, double p) {
 SSM_KERNEL_FN double ssm_lpdf_negative_binomial(double k, double mu, double phi) {
   return ssm::lpdf_negative_binomial(k, mu, phi);
 }
+SSM_KERNEL_FN double ssm_lpdf_weibull(double x, double k, double lambda) {
+  return ssm::lpdf_weibull(x, k, lambda);
+}
 
 SSM_KERNEL_FN double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site) {
   return ssm::sample_std_normal(seed, n, t, site);
@@ -168,6 +171,10 @@ SSM_KERNEL_FN double ssm_sample_binomial(uint64_t seed, uint32_t n, uint32_t t, 
 SSM_KERNEL_FN double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t,
                                                   uint32_t site, double mu, double phi) {
   return ssm::sample_negative_binomial(seed, n, t, site, mu, phi);
+}
+SSM_KERNEL_FN double ssm_sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                        double k, double lambda) {
+  return ssm::sample_weibull(seed, n, t, site, k, lambda);
 }
 
 } // extern "C"

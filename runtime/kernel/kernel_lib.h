@@ -34,6 +34,7 @@ double ssm_lpdf_cauchy(double x, double mu, double sigma);
 double ssm_lpdf_truncated_normal(double x, double mu, double sigma, double lo, double hi);
 double ssm_lpdf_binomial(double k, double trials, double p);
 double ssm_lpdf_negative_binomial(double k, double mu, double phi);
+double ssm_lpdf_weibull(double x, double k, double lambda);
 
 double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site);
 double ssm_sample_std_normal_k(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, uint32_t k);
@@ -66,6 +67,8 @@ double ssm_sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
                            double p);
 double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
                                     double phi);
+double ssm_sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double k,
+                          double lambda);
 
 #ifdef __cplusplus
 }

@@ -382,8 +382,8 @@ model m {
         Approx(1 / (2 * pi * 0.7 * 1.5)));
 }
 
-TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal and dirichlet are the maximum "
-          "of the density (brute force)",
+TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal, weibull and dirichlet are the "
+          "maximum of the density (brute force)",
           "[structure]") {
   // The bound for parameters a, b (and the 3-vector c), against the largest density on a fine
   // grid: never below it, and above it by no more than the grid's resolution allows.
@@ -446,6 +446,17 @@ TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal and dirichlet
     check_tight(bound_of("real", "truncated_normal(a, b, 0, 3)", {mu, 0.6, 2, 2, 2}),
                 std::max(brute, at_end));
   }
+  // weibull(k, lambda): for k = 1 the maximum 1 / lambda is at x = 0, which the grid leaves out.
+  for (const auto& [k, lambda] :
+       std::vector<std::pair<double, double>>{{1.5, 2}, {3.7, 0.4}, {1, 2.5}, {25, 1e3}}) {
+    INFO("weibull(" << k << ", " << lambda << ")");
+    const double brute =
+        std::max(grid_max(0, 3 * lambda, [&](double x) { return ssm::lpdf_weibull(x, k, lambda); }),
+                 k == 1 ? 1 / lambda : 0.0);
+    check_tight(bound_of("real", "weibull(a, b)", {k, lambda, 2, 2, 2}), brute);
+    check_tight(bound_of("real", fmt::format("weibull({}, b)", k), {0, lambda, 2, 2, 2}), brute);
+  }
+  CHECK_FALSE(bound_of("real", "weibull(a, b)", {0.7, 2, 2, 2, 2})); // unbounded at 0
   // dirichlet(c) on the 2-simplex: the grid over (x0, x1), x2 = 1 - x0 - x1.
   for (const std::vector<double>& c : std::vector<std::vector<double>>{{2, 3, 1.5}, {1, 4, 2}}) {
     INFO("dirichlet(" << c[0] << ", " << c[1] << ", " << c[2] << ")");

@@ -19,6 +19,7 @@
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/poisson.hpp>
 #include <boost/math/distributions/students_t.hpp>
+#include <boost/math/distributions/weibull.hpp>
 
 #include <algorithm>
 #include <array>

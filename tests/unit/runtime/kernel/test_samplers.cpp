@@ -453,3 +453,27 @@ TEST_CASE("negative_binomial sampler", "[distributions][sampler]") {
   for (uint32_t n = 0; n < 1000; ++n)
     REQUIRE(sample_negative_binomial(kSeed, n, 0, 0, 0, 2) == 0);
 }
+
+TEST_CASE("weibull sampler", "[distributions][sampler]") {
+  const uint32_t n = 1, t = 2, s = 3;
+  // Inversion of u0 of block 0.
+  CHECK(sample_weibull(kSeed, n, t, s, 1.5, 2) ==
+        2 * std::pow(-std::log(philox_u01(kSeed, n, t, s, 0)), 1 / 1.5));
+  for (double bad : {0.0, -1.0, kNaN, kInf}) {
+    INFO("bad positive parameter " << bad);
+    CHECK(std::isnan(sample_weibull(kSeed, n, t, s, bad, 1)));
+    CHECK(std::isnan(sample_weibull(kSeed, n, t, s, 1, bad)));
+  }
+  for (auto [k, lambda] : {std::pair{0.5, 1.0}, {1.0, 2.0}, {1.5, 0.3}, {3.7, 12.0}, {25.0, 1e3}}) {
+    INFO("weibull(" << k << ", " << lambda << ")");
+    const auto xs = draws([=](uint64_t key, uint32_t n, uint32_t t, uint32_t s) {
+      return sample_weibull(key, n, t, s, k, lambda);
+    });
+    CHECK(all_in(xs, 0, kInf));
+    // E X^j = lambda^j Gamma(1 + j / k).
+    const auto raw = [=](int j) { return std::pow(lambda, j) * std::tgamma(1 + j / k); };
+    check_moments(xs, raw(1), raw(2) - raw(1) * raw(1),
+                  test::central_mu4(raw(1), raw(2), raw(3), raw(4)));
+    check_ks(xs, [=](double x) { return -std::expm1(-std::pow(x / lambda, k)); });
+  }
+}
