@@ -71,13 +71,12 @@ void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task
                         OptionValues& values);
 
 // A subcommand of a task whose methods are registered: --data FILE.csv (required), --method
-// (`auto` or a registered method; without it the task's first method runs), the methods'
+// (`auto` or a registered method; only when the task has more than one), the methods'
 // options, --out FILE.csv and --json, in that order.
 class TaskCommand : public Command {
 public:
   struct Help {
     std::string data{}, json{};
-    bool method = true;
     std::string method_type{}; // --method's type in --help; empty: its choices, '|'-separated
   };
   TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help);

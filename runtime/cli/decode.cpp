@@ -1,9 +1,12 @@
-// `decode`: the most probable state path of a finite-state model (Viterbi), CSV t,<state
-// columns> per time step and a JSON summary.
+// `decode`: a state path of a finite-state model by the method --method names (Viterbi's most
+// probable path, or the most probable state at each t), CSV t,<state columns>[,probability] per
+// time step and a JSON summary.
 #include "cli/command.h"
 #include "core/output.h"
 
 #include <fmt/format.h>
+
+#include <numeric>
 
 namespace ssm::cli {
 
@@ -14,11 +17,10 @@ public:
   Decode(CLI::App* app, const Context& c)
       : TaskCommand(app, c, Task::Decode,
                     {.data = "Data CSV, as for filter",
-                     .json = "Print a JSON summary (log joint density of the path, log-likelihood)",
-                     .method = false}) {}
+                     .json = "Print a JSON summary (log joint density of the path, "
+                             "log-likelihood)"}) {}
 
   void run(const Context& c, const ParamValues& values) override {
-    // The one decoder: it refuses a model it does not apply to with its own message.
     const Method& m = method(c);
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
@@ -31,25 +33,34 @@ public:
     const Decoding d = m.decode(run);
     if (write_csv())
       write_output(c, out_, path_csv(c.info, d, data.T));
-    if (json_)
-      print_json(c, {{"model", c.info.name},
-                     {"method", m.name},
-                     {"T", data.T},
-                     {"states", d.states},
-                     {"log_joint", d.log_joint},
-                     {"log_likelihood", d.log_likelihood}});
+    if (json_) {
+      nlohmann::json j = {{"model", c.info.name},
+                          {"method", m.name},
+                          {"chosen_by", run.automatic ? "auto" : "user"},
+                          {"T", data.T},
+                          {"states", d.states},
+                          {"log_joint", d.log_joint}, // null: the path is impossible
+                          {"log_likelihood", d.log_likelihood}};
+      if (!d.probability.empty()) // the expected number of correctly decoded steps
+        j["expected_correct"] = std::accumulate(d.probability.begin(), d.probability.end(), 0.0);
+      print_json(c, j);
+    }
   }
 
 private:
   static std::string path_csv(const ModelInfo& info, const Decoding& d, int64_t T) {
     const std::vector<std::string> cols = state_columns(info);
     fmt::memory_buffer csv;
-    fmt::format_to(std::back_inserter(csv), "t,{}\n", fmt::join(cols, ","));
+    const bool probability = !d.probability.empty();
+    fmt::format_to(std::back_inserter(csv), "t,{}{}\n", fmt::join(cols, ","),
+                   probability ? ",probability" : "");
     for (int64_t t = 0; t < T; ++t) {
       fmt::format_to(std::back_inserter(csv), "{}", t);
       for (size_t k = 0; k < cols.size(); ++k)
         fmt::format_to(std::back_inserter(csv), ",{}",
                        format_double(d.path[t * info.n_state + static_cast<int64_t>(k)]));
+      if (probability)
+        fmt::format_to(std::back_inserter(csv), ",{}", format_double(d.probability[t]));
       fmt::format_to(std::back_inserter(csv), "\n");
     }
     return fmt::to_string(csv);
@@ -60,9 +71,9 @@ private:
 
 std::unique_ptr<Command> add_decode(CLI::App& app, const Context& c) {
   return std::make_unique<Decode>(
-      app.add_subcommand("decode", "Viterbi decoding of a finite-state model: the most probable "
-                                   "state path given all the data. CSV t,<state columns> per "
-                                   "time step"),
+      app.add_subcommand("decode", fmt::format("Decoding of a finite-state model: {}. CSV "
+                                               "t,<state columns>[,probability] per time step",
+                                               c.registry.method_list(Task::Decode))),
       c);
 }
 

@@ -4,6 +4,8 @@
 #include "core/error.h"
 #include "core/output.h"
 
+#include <fmt/format.h>
+
 namespace ssm::cli {
 
 namespace {
@@ -49,10 +51,10 @@ public:
 
 std::unique_ptr<Command> add_filter(CLI::App& app, const Context& c) {
   CLI::App* sub = app.add_subcommand(
-      "filter", "Filtering: log-likelihood and filtering moments, exact for a linear-Gaussian "
-                "(Kalman) or finite-state (forward algorithm) model, by a particle filter "
-                "otherwise (guided when the model has a proposal). CSV "
-                "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step");
+      "filter", fmt::format("Filtering: log-likelihood and filtering moments by the method "
+                            "--method names; auto chooses {}. CSV "
+                            "t,mean_<col>,var_<col>...[,ess],loglik_increment per time step",
+                            c.registry.auto_help(Task::Filter)));
   return std::make_unique<Filter>(sub, c);
 }
 

@@ -75,7 +75,7 @@ void print_info_json(const Context& c, const ParamValues& values) {
   j["structure"] = info.structure;
   j["methods"] = {{"filter", applicable(c, Task::Filter)},
                   {"smooth", applicable(c, Task::Smooth)},
-                  {"decode", !applicable(c, Task::Decode).empty()}};
+                  {"decode", applicable(c, Task::Decode)}};
   print_json(c, j);
 }
 
@@ -113,12 +113,13 @@ void print_info_text(const Context& c, const ParamValues& values) {
     for (std::string line; std::getline(lines, line);)
       fmt::print(c.out, "  {}\n", line);
   }
-  const Method* decoder = c.registry.methods(Task::Decode).front();
-  const Refusal no_decoder = decoder->why_not(c.model, info);
+  const std::vector<std::string> decoders = applicable(c, Task::Decode);
+  const Refusal no_decoder = c.registry.ranked(Task::Decode).front()->why_not(c.model, info);
   fmt::print(c.out, "methods (auto's choice first):\n  filter: {}\n  smooth: {}\n  decode: {}\n",
              fmt::join(applicable(c, Task::Filter), ", "),
              fmt::join(applicable(c, Task::Smooth), ", "),
-             no_decoder ? "no (" + *no_decoder + ")" : "yes (" + decoder->title + ")");
+             decoders.empty() ? "none (" + no_decoder.value_or("") + ")"
+                              : fmt::format("{}", fmt::join(decoders, ", ")));
 }
 
 class Info : public Command {

@@ -77,7 +77,7 @@ void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task
 TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help)
     : Command(app), task_(task) {
   app->add_option("--data", data_, help.data)->required()->type_name("FILE.csv");
-  if (help.method) {
+  if (c.registry.methods(task).size() > 1) { // a task with one method has no --method
     std::vector<std::string> choices = {"auto"};
     for (const std::string& name : c.registry.names(task))
       choices.push_back(name);
@@ -101,14 +101,25 @@ const Method& TaskCommand::method(const Context& c) const {
   if (!options_.has("--method"))
     return *c.registry.methods(task_).front();
   const std::string& name = options_.word("--method");
-  if (name == "auto")
+  if (name == "auto") {
+    // When none applies, the first in auto's order refuses with its own message (as
+    // "decode: the state is not finite ..."), before the registry's generic one.
+    if (c.registry.applicable(task_, c.model, c.info).empty())
+      for (const Method* m : c.registry.ranked(task_))
+        if (m->check) {
+          m->check(start(c));
+          break;
+        }
     return c.registry.choose(task_, c.model, c.info);
+  }
   return *c.registry.find(task_, name); // a declared choice
 }
 
 MethodRun TaskCommand::start(const Context& c) const {
   const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
-  return {c.model, c.info, options_, c.globals.seed, automatic, c.globals.threads};
+  MethodRun run{c.model, c.info, options_, c.globals.seed, automatic, c.globals.threads};
+  run.registry = &c.registry;
+  return run;
 }
 
 std::vector<double> assemble_fixed(const Context& c, const ParamValues& values) {

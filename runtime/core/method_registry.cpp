@@ -34,11 +34,9 @@ const Method* MethodRegistry::find(Task task, std::string_view name) const {
 std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model& model,
                                                       const ModelInfo& info) const {
   std::vector<const Method*> out;
-  for (const Method* m : methods(task))
+  for (const Method* m : ranked(task))
     if (!m->why_not(model, info))
       out.push_back(m);
-  std::stable_sort(out.begin(), out.end(),
-                   [](const Method* a, const Method* b) { return a->rank < b->rank; });
   return out;
 }
 
@@ -47,7 +45,12 @@ const Method& MethodRegistry::choose(Task task, const ssm_model& model, const Mo
   for (const Method* m : applicable(task, model, info))
     if (m->particles || !particles)
       return *m;
-  throw Error(fmt::format("no method applies to model '{}'", info.name));
+  std::vector<std::string> reasons;
+  for (const Method* m : ranked(task))
+    if (m->particles || !particles)
+      reasons.push_back(fmt::format("{}: {}", m->name, m->why_not(model, info).value_or("")));
+  throw Error(
+      fmt::format("no method applies to model '{}' ({})", info.name, fmt::join(reasons, "; ")));
 }
 
 const std::vector<MethodOption>& MethodRegistry::options(Task task) const {
@@ -80,12 +83,16 @@ std::string MethodRegistry::particle_list(Task task) const {
   return fmt::format("{}", fmt::join(items, ", "));
 }
 
-std::string MethodRegistry::auto_help(Task task, bool particles) const {
-  std::vector<const Method*> ranked = methods(task);
-  std::stable_sort(ranked.begin(), ranked.end(),
+std::vector<const Method*> MethodRegistry::ranked(Task task) const {
+  std::vector<const Method*> out = methods(task);
+  std::stable_sort(out.begin(), out.end(),
                    [](const Method* a, const Method* b) { return a->rank < b->rank; });
+  return out;
+}
+
+std::string MethodRegistry::auto_help(Task task, bool particles) const {
   std::vector<std::string> items;
-  for (const Method* m : ranked)
+  for (const Method* m : ranked(task))
     if (!m->auto_help.empty() && (m->particles || !particles))
       items.push_back(fmt::format(fmt::runtime(m->auto_help), m->name));
   return fmt::format("{}", fmt::join(items, ", "));
@@ -99,6 +106,10 @@ std::string MethodRegistry::option_help(Task task, const MethodOption& option) c
     if (std::find(m->options.begin(), m->options.end(), option.flag) != m->options.end())
       users.push_back(m->name);
   return fmt::format("{}: {}", fmt::join(users, ", "), option.help);
+}
+
+std::string MethodRun::particle_choice() const {
+  return registry ? registry->choose(Task::Filter, model, info, true).name : "auto";
 }
 
 } // namespace ssm

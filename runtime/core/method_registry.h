@@ -71,6 +71,8 @@ private:
   std::map<std::string, OptionValue> values_; // nodes never move: the parser writes into them
 };
 
+class MethodRegistry;
+
 // Everything a method needs: its checks, the model and options; its entry point, the data too.
 struct MethodRun {
   const ssm_model& model;
@@ -83,6 +85,11 @@ struct MethodRun {
   const ObsData* data = nullptr;
   ThreadPool* pool = nullptr; // with `threads` threads, while the entry point runs
   std::function<void(int64_t, int64_t)> progress{}; // (t, T) after each step; may be empty
+  const MethodRegistry* registry = nullptr;         // the methods a refusal may point to
+
+  // The particle filter `auto` would choose for this model: what a refusal of an exact method
+  // suggests instead ("auto" without a registry).
+  std::string particle_choice() const;
 };
 
 // Why a method does not apply to a model; nullopt when it does.
@@ -126,6 +133,8 @@ public:
   std::vector<const Method*> methods(Task task) const;
   std::vector<std::string> names(Task task) const;
   const Method* find(Task task, std::string_view name) const;
+  // In auto's order (rank, then registration).
+  std::vector<const Method*> ranked(Task task) const;
   // The methods that apply to the model, `auto`'s choice first (rank order).
   std::vector<const Method*> applicable(Task task, const ssm_model& model,
                                         const ModelInfo& info) const;

@@ -36,8 +36,11 @@ std::string filter_csv(const ModelInfo& info, const FilterResult& result);
 // joint density log p(x_0..x_{T-1}, y_0..y_{T-1}).
 struct Decoding {
   std::vector<double> path;
+  // log p(path, y): -inf when the path is impossible (posterior decoding can give one).
   double log_joint = 0, log_likelihood = 0;
   int64_t states = 0; // the size of the joint state space searched
+  // Per t, the smoothing probability of the decoded state; empty when the method gives none.
+  std::vector<double> probability;
 };
 
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.

@@ -247,6 +247,23 @@ void state_moments(const StateSpace& s, const double* p, int64_t t, std::vector<
   }
 }
 
+// log p(x_{0:T} = path, y_{0:T}) for a path of state indices: -inf when it is impossible.
+double path_log_joint(const Enumeration& e, const std::vector<int64_t>& path) {
+  const int64_t K = e.K();
+  std::vector<double> l;
+  e.initial(l);
+  double lj = l[path[0]];
+  for (int64_t t = 0; t < e.T(); ++t) {
+    if (t > 0) {
+      e.transition(t, l);
+      lj += l[path[t - 1] * K + path[t]];
+    }
+    e.emission(t, l);
+    lj += l[path[t]];
+  }
+  return lj;
+}
+
 } // namespace
 
 FilterResult forward_filter(const ssm_model& model, const ModelInfo& info,
@@ -268,6 +285,43 @@ FilterResult forward_filter(const ssm_model& model, const ModelInfo& info,
   return r;
 }
 
+namespace {
+
+// The backward pass: beta_t(i) = sum_j A_{t+1}(i, j) e_{t+1}(j) beta_{t+1}(j) / c_{t+1}, with e
+// and c as the forward pass scaled them, so gamma_t = alpha_t beta_t sums to 1. Calls
+// visit(t, gamma_t, xi_t) for t = T-1 down to 0, with the pairwise probabilities xi_t(i, j) =
+// alpha_{t-1}(i) A(i, j) e(j) beta(j) / c_t at [i * K + j] (nullptr at t = 0).
+template <class Visit> void run_backward(const Enumeration& e, const ForwardPass& f, Visit visit) {
+  const int64_t K = e.K(), T = e.T();
+  std::vector<double> beta(K, 1.0), beta_prev(K), gamma(K), xi(K * K), a, emit;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const double* alpha = &f.alpha[t * K];
+    for (int64_t k = 0; k < K; ++k)
+      gamma[k] = alpha[k] * beta[k];
+    if (t == 0) {
+      visit(t, gamma, nullptr);
+      break;
+    }
+    e.transition(t, a);
+    e.emission(t, emit);
+    const double m = exp_shifted(emit);
+    const double scale = std::exp(m - f.increment[t]);
+    const double* alpha_prev = &f.alpha[(t - 1) * K];
+    std::fill(beta_prev.begin(), beta_prev.end(), 0.0);
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t j = 0; j < K; ++j) {
+        const double w =
+            a[i * K + j] > -INFINITY ? std::exp(a[i * K + j]) * emit[j] * beta[j] * scale : 0.0;
+        beta_prev[i] += w;
+        xi[i * K + j] = alpha_prev[i] * w;
+      }
+    visit(t, gamma, xi.data());
+    std::swap(beta, beta_prev);
+  }
+}
+
+} // namespace
+
 SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
                               const std::vector<double>& fixed, const ObsData& data) {
   const auto start = std::chrono::steady_clock::now();
@@ -283,63 +337,31 @@ SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
   if (lay.nf > 0 && !model.functional_terms)
     throw Error("the model table has no functional_terms kernel");
 
-  // Backward: beta_t(i) = sum_j A_{t+1}(i, j) e_{t+1}(j) beta_{t+1}(j) / c_{t+1}, with e and c
-  // as the forward pass scaled them, so gamma_t = alpha_t beta_t sums to 1.
-  std::vector<double> beta(K, 1.0), beta_prev(K), gamma(K), a, emit, terms, sums(lay.nsum, 0.0),
-      q(lay.per_step, 0.0);
-  for (int64_t t = T - 1; t >= 0; --t) {
-    const double* alpha = &f.alpha[t * K];
-    for (int64_t k = 0; k < K; ++k)
-      gamma[k] = alpha[k] * beta[k];
+  // The functionals' expectations: over pairs (xi) at t > 0, over states (gamma) at t = 0.
+  std::vector<double> terms, sums(lay.nsum, 0.0), q(lay.per_step, 0.0);
+  run_backward(e, f, [&](int64_t t, const std::vector<double>& gamma, const double* xi) {
     state_moments(e.space(), gamma.data(), t, r.mean, r.var);
     std::fill(q.begin(), q.end(), 0.0);
-    if (t > 0) {
-      e.transition(t, a);
-      e.emission(t, emit);
-      const double m = exp_shifted(emit);
-      // Pairwise probabilities xi(i, j) = alpha_{t-1}(i) A(i, j) e(j) beta(j) / c_t.
-      const double scale = std::exp(m - f.increment[t]);
-      const double* alpha_prev = &f.alpha[(t - 1) * K];
-      std::vector<double> xi(K * K, 0.0);
-      std::fill(beta_prev.begin(), beta_prev.end(), 0.0);
-      for (int64_t i = 0; i < K; ++i)
-        for (int64_t j = 0; j < K; ++j) {
-          const double w =
-              a[i * K + j] > -INFINITY ? std::exp(a[i * K + j]) * emit[j] * beta[j] * scale : 0.0;
-          beta_prev[i] += w;
-          xi[i * K + j] = alpha_prev[i] * w;
-        }
-      if (lay.nf > 0) {
-        e.terms(t, terms);
-        check_terms(terms.data(), lay.nf, K * K, xi.data(), 0, K * K, t, info);
-        for (int64_t k = 0; k < lay.nsum; ++k)
-          for (int64_t p = 0; p < K * K; ++p)
-            if (xi[p] > 0)
-              sums[k] += xi[p] * terms[lay.sum_comp[k] * K * K + p];
-        for (size_t k = 0; k < lay.per_t_comp.size(); ++k)
-          for (int64_t p = 0; p < K * K; ++p)
-            if (xi[p] > 0)
-              q[2 * ns + k] += xi[p] * terms[lay.per_t_comp[k] * K * K + p];
-      }
-      std::swap(beta, beta_prev);
-    } else if (lay.nf > 0) {
-      e.terms(0, terms);
-      check_terms(terms.data(), lay.nf, K, gamma.data(), 0, K, 0, info);
+    if (lay.nf > 0) {
+      const int64_t P = xi ? K * K : K;
+      const double* p = xi ? xi : gamma.data();
+      e.terms(t, terms);
+      check_terms(terms.data(), lay.nf, P, p, 0, P, t, info);
       for (int64_t k = 0; k < lay.nsum; ++k)
-        for (int64_t s = 0; s < K; ++s)
-          if (gamma[s] > 0)
-            sums[k] += gamma[s] * terms[lay.sum_comp[k] * K + s];
+        for (int64_t i = 0; i < P; ++i)
+          if (p[i] > 0)
+            sums[k] += p[i] * terms[lay.sum_comp[k] * P + i];
       for (size_t k = 0; k < lay.per_t_comp.size(); ++k)
-        for (int64_t s = 0; s < K; ++s)
-          if (gamma[s] > 0)
-            q[2 * ns + k] += gamma[s] * terms[lay.per_t_comp[k] * K + s];
+        for (int64_t i = 0; i < P; ++i)
+          if (p[i] > 0)
+            q[2 * ns + k] += p[i] * terms[lay.per_t_comp[k] * P + i];
     }
     for (int64_t c = 0; c < ns; ++c) {
       q[c] = r.mean[t * ns + c];
       q[ns + c] = r.var[t * ns + c] + q[c] * q[c];
     }
     lay.store_estimates(t, q.data(), r, info);
-  }
+  });
   lay.store_sums(sums.data(), r, info);
   r.details = {{"states", K}};
   r.smooth_s =
@@ -352,6 +374,7 @@ Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vecto
   const Enumeration e(model, info, fixed, data);
   const int64_t K = e.K(), T = e.T(), ns = info.n_state;
   Decoding d;
+  d.states = K;
   if (T == 0)
     return d;
   std::vector<double> delta(K), next(K), a, emit;
@@ -393,6 +416,31 @@ Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vecto
   const ForwardPass f = run_forward(e, info);
   for (double inc : f.increment)
     d.log_likelihood += inc;
+  return d;
+}
+
+Decoding posterior_decoding(const ssm_model& model, const ModelInfo& info,
+                            const std::vector<double>& fixed, const ObsData& data) {
+  const Enumeration e(model, info, fixed, data);
+  const int64_t K = e.K(), T = e.T(), ns = info.n_state;
+  Decoding d;
+  d.states = K;
+  if (T == 0)
+    return d;
+  const ForwardPass f = run_forward(e, info);
+  for (double inc : f.increment)
+    d.log_likelihood += inc;
+  std::vector<int64_t> best(T);
+  d.probability.resize(T);
+  run_backward(e, f, [&](int64_t t, const std::vector<double>& gamma, const double*) {
+    best[t] = std::max_element(gamma.begin(), gamma.end()) - gamma.begin();
+    d.probability[t] = gamma[best[t]];
+  });
+  d.path.resize(T * ns);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < ns; ++c)
+      d.path[t * ns + c] = e.space().values[c * K + best[t]];
+  d.log_joint = path_log_joint(e, best);
   return d;
 }
 

@@ -1,8 +1,8 @@
 // Exact inference for finite-state models (every state an integer with finite support) by
 // enumerating the joint state space: the forward algorithm (filtering, likelihood), forward-
-// backward smoothing with the model's functionals, and Viterbi decoding. Only the model's
-// ordinary kernels are used, evaluated on all states and all pairs of states at each step, so
-// transitions and emissions may depend on t, inputs and y[t-1].
+// backward smoothing with the model's functionals, and Viterbi and posterior decoding. Only the
+// model's ordinary kernels are used, evaluated on all states and all pairs of states at each step,
+// so transitions and emissions may depend on t, inputs and y[t-1].
 #pragma once
 
 #include "core/csv.h"
@@ -42,5 +42,11 @@ SmoothResult forward_backward(const ssm_model& model, const ModelInfo& info,
 // Viterbi: the most probable state path given all the data (Decoding, core/results.h).
 Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                  const ObsData& data);
+
+// Posterior decoding: at each t the most probable state given all the data (the maximiser of the
+// expected number of correctly decoded steps), with its smoothing probability. The path may be
+// impossible as a whole (log_joint -inf) where Viterbi's never is.
+Decoding posterior_decoding(const ssm_model& model, const ModelInfo& info,
+                            const std::vector<double>& fixed, const ObsData& data);
 
 } // namespace ssm

@@ -38,8 +38,8 @@ void register_exact_filters(MethodRegistry& registry) {
   kalman.check = [applies = kalman.applies, name = kalman.name](const MethodRun& run) {
     if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("filter --method {}: the model is not linear-Gaussian ({}); use "
-                              "--method bootstrap",
-                              name, *why));
+                              "--method {}",
+                              name, *why, run.particle_choice()));
   };
   registry.add(std::move(kalman));
 
@@ -73,30 +73,43 @@ void register_exact_filters(MethodRegistry& registry) {
   registry.add(std::move(ukf));
 }
 
-void register_exact_decoders(MethodRegistry& registry) {
-  Method viterbi_method;
-  viterbi_method.name = "viterbi";
-  viterbi_method.title = "Viterbi";
-  viterbi_method.task = Task::Decode;
-  viterbi_method.applies = [](const ssm_model&, const ModelInfo& info) -> Refusal {
+namespace {
+
+using DecodeFn = Decoding (*)(const ssm_model&, const ModelInfo&, const std::vector<double>&,
+                              const ObsData&);
+
+// A decoder over the enumerated state space: both refuse the same models, before any work.
+Method exact_decoder(std::string name, std::string title, int rank, DecodeFn fn) {
+  Method m;
+  m.name = std::move(name);
+  m.title = std::move(title);
+  m.task = Task::Decode;
+  m.rank = rank;
+  m.applies = [](const ssm_model&, const ModelInfo& info) -> Refusal {
     if (!enumerable(info))
       return "the state is not finite";
     return std::nullopt;
   };
-  viterbi_method.check = [](const MethodRun& run) {
+  m.check = [](const MethodRun& run) {
     const ModelInfo& info = run.info;
     if (!info.finite_state)
-      throw Error(fmt::format("decode: the state of model '{}' is not finite (see `info` for "
-                              "the reason); Viterbi decoding needs every state int[lo..hi]",
+      throw Error(fmt::format("decode: the state of model '{}' is not finite (see `info` for the "
+                              "reason); decoding needs every state int[lo..hi]",
                               info.name));
     enumerate_states(info); // refuses one too large, before any work
   };
-  viterbi_method.decode = [](const MethodRun& run) {
-    Decoding d = viterbi(run.model, run.info, *run.fixed, *run.data);
-    d.states = enumerate_states(run.info).size;
-    return d;
-  };
+  m.decode = [fn](const MethodRun& run) { return fn(run.model, run.info, *run.fixed, *run.data); };
+  return m;
+}
+
+} // namespace
+
+void register_exact_decoders(MethodRegistry& registry) {
+  Method viterbi_method = exact_decoder(kViterbiName, "the most probable path", 1, viterbi);
+  viterbi_method.auto_help = "{}";
   registry.add(std::move(viterbi_method));
+  registry.add(exact_decoder(kPosteriorDecodingName, "the most probable state at each t", 2,
+                             posterior_decoding));
 }
 
 } // namespace ssm

@@ -1,6 +1,6 @@
 // The exact methods' registration: the Kalman filters (kalman, ekf, ukf), the forward algorithm
-// and Viterbi decoding. (Their smoothers, rts and forward-backward, are registered with the
-// other smoothers by smoothing/methods.cpp, which owns the smoothing dispatch.)
+// and the decoders (Viterbi, posterior). (Their smoothers, rts and forward-backward, are registered
+// with the other smoothers by smoothing/methods.cpp, which owns the smoothing dispatch.)
 #pragma once
 
 #include "core/method_registry.h"
@@ -15,6 +15,8 @@ inline constexpr const char* kExtendedKalmanName = "ekf";
 inline constexpr const char* kUnscentedKalmanName = "ukf";
 inline constexpr const char* kRtsName = "rts";
 inline constexpr const char* kForwardBackwardName = "forward-backward";
+inline constexpr const char* kViterbiName = "viterbi";
+inline constexpr const char* kPosteriorDecodingName = "posterior";
 
 void register_exact_filters(MethodRegistry& registry);
 void register_exact_decoders(MethodRegistry& registry);

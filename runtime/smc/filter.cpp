@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/frame.h"
 #include "kernel/vectorised.h"
+#include "smc/filter_methods.h"
 #include "smc/proposal.h"
 #include "smc/resample.h"
 
@@ -43,14 +44,16 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   if (data.n_inputs != info.n_inputs)
     throw Error("filter: the data do not match the model's inputs");
   if (opt.guided && !model.proposal_sample)
-    throw Error("filter --method guided: the model has no proposal; add one for the states it "
-                "should guide, as in `proposal x[t] ~ normal(m, s);` with m and s reading x[t-1] "
-                "and y[t] (docs/language.md#proposals)");
+    throw Error(fmt::format("filter --method {}: the model has no proposal; add one for the "
+                            "states it should guide, as in `proposal x[t] ~ normal(m, s);` with m "
+                            "and s reading x[t-1] and y[t] (docs/language.md#proposals)",
+                            particle_filter_name(opt)));
   if (opt.guided && !info.transition_tractable)
-    throw Error(fmt::format("filter --method guided: the guided filter weights particles by the "
+    throw Error(fmt::format("filter --method {}: the guided filter weights particles by the "
                             "transition density, but the transition has none ({}); use --method "
-                            "bootstrap",
-                            info.sample_only_reason));
+                            "{}",
+                            particle_filter_name(opt), info.sample_only_reason,
+                            particle_filter_name(FilterOptions{})));
   start_ = std::chrono::steady_clock::now();
   N_ = opt.particles;
   stride_ = (N_ + 7) / 8 * 8;

@@ -188,7 +188,12 @@ TEST_CASE("filter --method kalman is refused on a model that is not linear-Gauss
   INFO(p.describe());
   CHECK(p.exit_code == 1);
   CHECK(p.err.find("not linear-Gaussian") != std::string::npos);
+  CHECK(p.err.find("use --method bootstrap") != std::string::npos); // auto's particle filter
   CHECK(p.out.empty());
+  const ProcessResult g = run_process({exe, "filter", "--data", sim, "--method", "guided"});
+  INFO(g.describe());
+  CHECK(g.exit_code == 1);
+  CHECK(g.err.find("filter --method guided: the model has no proposal") != std::string::npos);
   const nlohmann::json j =
       nlohmann::json::parse(run_ok({exe, "filter", "--data", sim, "--json"}).out);
   CHECK(j.at("method") == "bootstrap");

@@ -1,6 +1,7 @@
 // End-to-end tests of the exact finite-state methods on a compiled three-state hidden Markov model
 // whose emissions depend on t, with a missing observation: `filter` (forward algorithm), `smooth`
-// (forward-backward) and `decode` (Viterbi) against brute-force enumeration of all 3^T paths;
+// (forward-backward) and `decode` (Viterbi, posterior) against brute-force enumeration of all 3^T
+// paths;
 // then the particle smoothers against forward-backward on a longer series, within Monte Carlo
 // error; and the refusals on a model whose state is not finite.
 #include "support.h"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -45,6 +47,7 @@ struct BruteForce {
   double log_likelihood = 0, level = 0, switches = 0, best_log_joint = -INFINITY;
   std::vector<double> mean, var, intensity, filter_mean, increment;
   std::vector<int> best_path;
+  std::vector<std::vector<double>> marginal; // p(z_t = k | y) at [t][k]
 };
 
 double log_joint(const std::vector<int>& z, const std::vector<double>& y, size_t upto) {
@@ -81,8 +84,10 @@ BruteForce brute_force(const std::vector<double>& y) {
   b.var.assign(T, 0);
   b.intensity.assign(T, 0);
   std::vector<double> m2(T, 0);
+  b.marginal.assign(T, std::vector<double>(3, 0.0));
   const double Z = over_paths(T, y, [&](const std::vector<int>& z, double w) {
     for (size_t t = 0; t < T; ++t) {
+      b.marginal[t][z[t]] += w;
       b.level += w * z[t];
       b.mean[t] += w * z[t];
       m2[t] += w * z[t] * z[t];
@@ -103,6 +108,8 @@ BruteForce brute_force(const std::vector<double>& y) {
     b.mean[t] /= Z;
     b.var[t] = m2[t] / Z - b.mean[t] * b.mean[t];
     b.intensity[t] /= Z;
+    for (double& p : b.marginal[t])
+      p /= Z;
   }
   // Filtering: prefixes of the series.
   double previous = 0;
@@ -170,6 +177,65 @@ TEST_CASE("forward, forward-backward and Viterbi equal brute-force enumeration",
   REQUIRE(dt.header == std::vector<std::string>{"t", "z"});
   for (size_t t = 0; t < y.size(); ++t)
     CHECK(dt.column("z")[t] == b.best_path[t]);
+
+  // Posterior decoding: each t's most probable state, its probability, and the path's density.
+  const std::string posterior_out = scratch_path("hmm3-posterior.csv");
+  const nlohmann::json pd =
+      nlohmann::json::parse(run_ok({exe, "decode", "--data", data, "--method", "posterior",
+                                    "--json", "--out", posterior_out})
+                                .out);
+  CHECK(pd["method"] == "posterior");
+  CHECK(pd["chosen_by"] == "user");
+  const Table pt = read_table(posterior_out);
+  REQUIRE(pt.header == std::vector<std::string>{"t", "z", "probability"});
+  std::vector<int> mpm;
+  double expected_correct = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    INFO("t = " << t);
+    const std::vector<double>& p = b.marginal[t];
+    mpm.push_back(static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin()));
+    expected_correct += p[mpm.back()];
+    CHECK(pt.column("z")[t] == mpm.back());
+    CHECK(close(pt.column("probability")[t], p[mpm.back()]));
+  }
+  CHECK(close(pd["expected_correct"].get<double>(), expected_correct));
+  CHECK(close(pd["log_joint"].get<double>(), log_joint(mpm, y, y.size() - 1)));
+  CHECK(close(pd["log_likelihood"].get<double>(), b.log_likelihood));
+}
+
+// Each t's most probable state can make an impossible path: z_0 = 0 is absorbing and the most
+// probable start, but z_1 = 1 is reached from both 1 and 2. Viterbi's path stays possible.
+TEST_CASE("posterior decoding reports an impossible path; Viterbi's is possible", "[finite]") {
+  const std::string& exe = model_exe("absorbing", R"(
+model absorbing {
+  param P : matrix[3, 3] = [[1, 0, 0], [0, 1, 0], [0, 1, 0]];
+  state z : int[0..2];
+  obs y : int;
+  z[0] ~ categorical([0.4, 0.3, 0.3]);
+  z[t] ~ categorical(P[z[t-1]]);
+  y[t] ~ poisson(z[t] == 0 ? 2 : 2.5);
+}
+)");
+  const std::string data = scratch_path("absorbing.csv");
+  write_table(data, Table{{"t", "y"}, {{"0", "2"}, {"1", "2"}}});
+  // The three possible paths (0, 0), (1, 1), (2, 1) and their weights.
+  const double w00 = 0.4 * std::exp(2 * log_poisson(2, 2)),
+               w11 = 0.3 * std::exp(2 * log_poisson(2, 2.5)), Z = w00 + 2 * w11;
+  REQUIRE(w00 > w11); // so 0 is the most probable state at t = 0, and 1 at t = 1
+  REQUIRE(2 * w11 > w00);
+  const std::string out = scratch_path("absorbing-posterior.csv");
+  const nlohmann::json pd = nlohmann::json::parse(
+      run_ok({exe, "decode", "--data", data, "--method", "posterior", "--json", "--out", out}).out);
+  CHECK(pd["log_joint"].is_null());
+  CHECK(std::abs(pd["expected_correct"].get<double>() - (w00 / Z + 2 * w11 / Z)) < 1e-12);
+  const Table t = read_table(out);
+  CHECK(t.column("z") == std::vector<double>{0, 1});
+  CHECK(std::abs(t.column("probability")[0] - w00 / Z) < 1e-12);
+  CHECK(std::abs(t.column("probability")[1] - 2 * w11 / Z) < 1e-12);
+  const nlohmann::json vd =
+      nlohmann::json::parse(run_ok({exe, "decode", "--data", data, "--json"}).out);
+  CHECK(vd["method"] == "viterbi");
+  CHECK(std::abs(vd["log_joint"].get<double>() - std::log(w00)) < 1e-12);
 }
 
 TEST_CASE("particle smoothers agree with forward-backward on an HMM", "[finite][smooth]") {
@@ -276,14 +342,14 @@ TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") 
       nlohmann::json::parse(run_ok({model_exe("hmm3", kModel), "info", "--json"}).out);
   CHECK(hmm["methods"]["filter"] == nlohmann::json({"forward", "bootstrap", "apf"}));
   CHECK(hmm["methods"]["smooth"][0] == "forward-backward");
-  CHECK(hmm["methods"]["decode"] == true);
+  CHECK(hmm["methods"]["decode"] == nlohmann::json({"viterbi", "posterior"}));
   CHECK(run_ok({model_exe("hmm3", kModel), "info"}).out.find("  z : int[0..2]\n") !=
         std::string::npos);
   const nlohmann::json lg =
       nlohmann::json::parse(run_ok({example_exe("lgssm1"), "info", "--json"}).out);
   CHECK(lg["methods"]["filter"] == nlohmann::json({"kalman", "bootstrap", "apf", "ekf", "ukf"}));
   CHECK(lg["methods"]["smooth"][0] == "rts");
-  CHECK(lg["methods"]["decode"] == false);
+  CHECK(lg["methods"]["decode"] == nlohmann::json::array());
   const nlohmann::json sv =
       nlohmann::json::parse(run_ok({example_exe("sv"), "info", "--json"}).out);
   CHECK(sv["methods"]["filter"][0] == "bootstrap");
