@@ -20,7 +20,8 @@ namespace {
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
-                      llvm::Function* proposal_sample, llvm::Function* lookahead) {
+                      llvm::Function* proposal_sample, llvm::Function* lookahead,
+                      llvm::Function* score_terms) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -51,10 +52,11 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
           {f64, i64, i64, i64, i64, i64, f64, llvm::PointerType::getUnqual(i64), f64, f64, f64},
           false)), // proposal_sample
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
-          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false))}; // lookahead
-  llvm::Function* given[] = {log_bound,         linear_gaussian, gaussian_moments,
-                             gaussian_jacobian, proposal_sample, lookahead};
-  for (int k = 0; k < 6; ++k) {
+          b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false)), // lookahead
+      module.getFunction("ssm_functional_terms")->getType()};               // score_terms
+  llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
+                             proposal_sample, lookahead,       score_terms};
+  for (int k = 0; k < 7; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -98,8 +100,11 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       model.proposal.relations.empty() ? nullptr : emit_proposal_sample(model, library);
   llvm::Function* lookahead =
       model.lookahead.outputs.empty() ? nullptr : emit_lookahead(model, library);
+  llvm::Function* score = structure.derivatives && !structure.derivatives->score_terms.empty()
+                              ? emit_score_terms(model, *structure.derivatives, library)
+                              : nullptr;
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead);
+                   lookahead, score);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

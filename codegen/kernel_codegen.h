@@ -33,7 +33,8 @@ public:
 struct StructureKernels {
   const passes::LinearGaussian* linear_gaussian = nullptr;
   const passes::TransitionDensity* density = nullptr;
-  const passes::Derivatives* derivatives = nullptr; // the Gaussian Jacobians (the EKF's)
+  // The Gaussian Jacobians (the EKF's, for a Gaussian model) and the score terms.
+  const passes::Derivatives* derivatives = nullptr;
 };
 
 // Why the model has no gaussian_moments kernel (the unscented Kalman filter's): a relation that is

@@ -1,8 +1,10 @@
 // The kernels that write a block's outputs per particle, laid out as the runtime lays out a state:
-// the functional block's terms (the smoothers' additive functionals) and the look-ahead block's
-// values (the auxiliary particle filter's).
+// the functional block's terms (the smoothers' additive functionals), the score terms (the
+// parameter gradients that smoothed give the score) and the look-ahead block's values (the
+// auxiliary particle filter's).
 #include "kernel_emitter.h"
 #include "kernels.h"
+#include "passes/structure.h"
 
 namespace ssm::codegen {
 
@@ -20,13 +22,19 @@ protected:
   }
 };
 
-// ssm_functional_terms(theta, t, begin, end, stride, x_prev, ancestors, x, y, out)
+// ssm_functional_terms(theta, t, begin, end, stride, x_prev, ancestors, x, y, out), of the
+// functional block, or of arena nodes (the score terms) with the same arguments.
 class FunctionalEmitter : public OutputEmitter {
 public:
   FunctionalEmitter(const ir::Model& model, llvm::Module& module)
       : OutputEmitter(model, module, ir::BlockKind::Functional) {}
+  FunctionalEmitter(const ir::Model& model, llvm::Module& module, const ir::Block& arena,
+                    std::vector<int> outputs)
+      : OutputEmitter(model, module, arena, std::move(outputs)), arena_(true) {}
 
 private:
+  bool arena_ = false;
+  bool over_arena() const override { return arena_; }
   std::vector<KernelParam> parameters() override {
     return particle_parameters({{"x_prev", f64_ptr()},
                                 {"ancestors", i64_ptr()},
@@ -53,6 +61,19 @@ private:
 
 llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& module) {
   return FunctionalEmitter(model, module).emit("ssm_functional_terms");
+}
+
+llvm::Function* emit_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
+                                 llvm::Module& module) {
+  ir::Block arena = derivs.arena; // plus a zero for the components without a term
+  std::vector<int> outputs = derivs.score_terms;
+  const int zero = static_cast<int>(arena.nodes.size());
+  ir::Node z;
+  z.values = {0.0};
+  arena.nodes.push_back(z);
+  for (int& id : outputs)
+    id = id < 0 ? zero : id;
+  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit("ssm_score_terms");
 }
 
 llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module) {

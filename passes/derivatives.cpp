@@ -470,35 +470,97 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
   return b.materialize(total);
 }
 
+int64_t Derivatives::score_size() const {
+  std::vector<bool> seen(arena.nodes.size(), false);
+  std::vector<int> pending;
+  for (int id : score_terms)
+    if (id >= 0)
+      pending.push_back(id);
+  int64_t count = 0;
+  while (!pending.empty()) {
+    const int id = pending.back();
+    pending.pop_back();
+    if (seen[id])
+      continue;
+    seen[id] = true;
+    ++count;
+    for (int a : arena.nodes[id].args)
+      pending.push_back(a);
+  }
+  return count;
+}
+
 namespace {
+
+// Whether a deterministic relation (a `dirac` copy, as augment-lags makes) reads a parameter: then
+// the score is not the sum of log-density gradients.
+bool reads_parameter(const ir::Relation& rel, Differentiator& d, const std::vector<Wrt>& params) {
+  for (int arg : rel.args)
+    for (const Wrt& w : params)
+      for (int node : d.derivative(arg, w))
+        if (node >= 0)
+          return true;
+  return false;
+}
+
+// Adds the relation's log-density gradient to the score terms of its block (0 where its
+// observation is missing: every component of it, as the density kernels skip it).
+void add_to_score(const ir::Model& model, const ir::Relation& rel, const std::vector<int>& grad,
+                  ExprBuilder& b, std::vector<int>& terms) {
+  int missing = -1;
+  if (rel.kind == ir::VarKind::Obs) {
+    ir::Node y;
+    y.op = ir::Op::Obs;
+    y.shape = model.var_shape(rel.kind, rel.var);
+    y.var = rel.var;
+    const int target = b.raw(y);
+    for (int c = 0; c < y.shape.size(); ++c) {
+      const int yc = b.element(target, c);
+      const int nan = b.call("ne", {yc, yc});
+      missing = missing < 0 ? nan : b.call("and", {missing, nan});
+    }
+  }
+  for (size_t k = 0; k < grad.size(); ++k) {
+    if (grad[k] < 0)
+      continue;
+    const int g = missing < 0 ? grad[k] : b.select(missing, -1, grad[k]);
+    terms[k] = terms[k] < 0 ? g : b.add(terms[k], g);
+  }
+}
 
 class DerivativesAnalysis : public Pass {
 public:
   std::string_view name() const override { return "derivatives"; }
   std::string_view description() const override {
-    return "Jacobians of relation locations and gradients of log-densities, as IR";
+    return "Jacobians of relation locations, gradients of log-densities and the score terms, as "
+           "IR";
   }
   void run(ir::Model& model, PassContext& context) override {
     if (!model.is_state_space())
       return; // a state-space analysis: its result stays empty (null in the report)
     Derivatives result;
     ExprBuilder b(result.arena);
-    const int n = model.state_size();
-    for (const ir::Block* block : {&model.transition, &model.observation}) {
+    const int n = model.state_size(), n_theta = model.theta_size();
+    std::vector<Wrt> params;
+    for (size_t k = 0; k < model.params.size(); ++k)
+      for (int c = 0; c < model.params[k].shape.size(); ++c)
+        params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+    // Per block, the sum of its relations' parameter gradients: initial, transition, observation.
+    std::map<ir::BlockKind, std::vector<int>> score;
+    for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
       const int lag = block == &model.transition ? 1 : 0;
       Differentiator from_block(*block, b), in_arena(result.arena, b);
-      std::vector<Wrt> states, params;
+      std::vector<Wrt> states;
       for (size_t s = 0; s < model.states.size(); ++s)
         for (int c = 0; c < model.states[s].shape.size(); ++c)
           states.push_back({ir::Op::State, static_cast<int>(s), lag, c});
-      for (size_t k = 0; k < model.params.size(); ++k)
-        for (int c = 0; c < model.params[k].shape.size(); ++c)
-          params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+      std::vector<int>& terms = score[block->kind];
+      terms.assign(n_theta, -1);
       for (const ir::Relation& rel : block->relations) {
         RelationDerivatives r;
         r.block = block->kind;
-        r.relation = fmt::format("{}[t] ~ {}", model.var_name(rel.kind, rel.var),
-                                 ir::dist_info(rel.dist).name);
+        r.relation = fmt::format("{}[{}] ~ {}", model.var_name(rel.kind, rel.var),
+                                 block == &model.initial ? "0" : "t", ir::dist_info(rel.dist).name);
         const int location = ir::dist_info(rel.dist).location;
         if (location >= 0) {
           const int rows = model.var_shape(rel.kind, rel.var).size();
@@ -515,11 +577,37 @@ public:
             r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
           for (const Wrt& w : params)
             r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+          add_to_score(model, rel, r.grad_params, b, terms);
+        } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
+          if (result.score_why_not.empty())
+            result.score_why_not = fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
+                                               r.why_not.empty() ? "a deterministic relation "
+                                                                   "that reads a parameter"
+                                                                 : r.why_not);
         }
         result.relations.push_back(std::move(r));
       }
     }
+    if (result.score_why_not.empty()) {
+      const int first = b.call("eq", {b.raw(time_node()), b.constant(0.0)});
+      const std::vector<int>&init = score[ir::BlockKind::Initial],
+            &trans = score[ir::BlockKind::Transition], &obs = score[ir::BlockKind::Observation];
+      for (int k = 0; k < n_theta; ++k) {
+        int step = init[k] < 0 && trans[k] < 0 ? -1 : b.select(first, init[k], trans[k]);
+        if (obs[k] >= 0)
+          step = step < 0 ? obs[k] : b.add(step, obs[k]);
+        result.score_terms.push_back(step);
+      }
+    }
     context.derivatives = std::move(result);
+  }
+
+private:
+  static ir::Node time_node() {
+    ir::Node t;
+    t.op = ir::Op::Time;
+    t.shape = ir::Shape{};
+    return t;
   }
 };
 

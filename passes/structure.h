@@ -119,8 +119,8 @@ struct TransitionDensity {
   std::string report() const;
 };
 
-// derivatives: for each transition and observation relation, the Jacobian of its location (the
-// mean of a normal or mvnormal, the location of lognormal, student_t, laplace, cauchy) with
+// derivatives: for each initial, transition and observation relation, the Jacobian of its location
+// (the mean of a normal or mvnormal, the location of lognormal, student_t, laplace, cauchy) with
 // respect to the state it conditions on (x[t-1], resp. x[t]), and the gradient of its
 // log-density with respect to that state and to the parameters; arena nodes, -1 for zero.
 struct RelationDerivatives {
@@ -132,9 +132,18 @@ struct RelationDerivatives {
   std::vector<int> grad_params;       // theta size (Model::param_offset)
   std::string why_not;                // when there is no log-density formula
 };
+// The score terms: per theta component, the arena node of d/dtheta of log p(x[0]) + log p(y[0] |
+// x[0]) at t = 0, of log p(x[t] | x[t-1]) + log p(y[t] | x[t]) after (a missing observation adds
+// 0), whose smoothed sum over t is the score by Fisher's identity; -1 for zero. Empty with
+// `score_why_not` when a relation has no log-density formula, or a deterministic one reads a
+// parameter.
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
-  std::vector<RelationDerivatives> relations;
+  std::vector<RelationDerivatives> relations; // initial, transition, then observation
+  std::vector<int> score_terms;
+  std::string score_why_not;
+  // The arena operations the score terms read (what their kernel computes per particle).
+  int64_t score_size() const;
 };
 
 // additive-functionals: per `functional`, whether it is additive over time (a sum_t of terms in

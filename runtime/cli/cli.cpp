@@ -131,8 +131,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   add_global_options(app, g, seed_text);
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
-  for (auto add :
-       {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode, cli::add_info})
+  for (auto add : {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode,
+                   cli::add_score, cli::add_info})
     commands.push_back(add(app, c));
 
   try {

@@ -1,6 +1,8 @@
 // `info`: the model's dimensions, parameters (current values and priors), the compiler's
 // structure report and the methods that apply, as text or JSON.
 #include "cli/command.h"
+#include "core/error.h"
+#include "learning/score.h"
 
 #include <fmt/format.h>
 
@@ -31,6 +33,18 @@ std::vector<std::string> applicable(const Context& c, Task task) {
   for (const Method* m : c.registry.applicable(task, c.model, c.info))
     out.push_back(m->name);
   return out;
+}
+
+// The smoother `score` would run (auto's choice for the score terms), or why there is none.
+std::pair<std::string, Refusal> score_method(const Context& c) {
+  try {
+    const ScoreModel sm = score_model(c.model, c.info);
+    return {c.registry.choose(Task::Smooth, sm.model, sm.info).name, std::nullopt};
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const std::string prefix = "score: ";
+    return {"", what.starts_with(prefix) ? what.substr(prefix.size()) : what};
+  }
 }
 
 nlohmann::json vars_json(const std::vector<VarInfo>& vs, bool obs) {
@@ -76,6 +90,8 @@ void print_info_json(const Context& c, const ParamValues& values) {
   j["methods"] = {{"filter", applicable(c, Task::Filter)},
                   {"smooth", applicable(c, Task::Smooth)},
                   {"decode", applicable(c, Task::Decode)}};
+  const auto [score_by, no_score] = score_method(c);
+  j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
   print_json(c, j);
 }
 
@@ -120,6 +136,8 @@ void print_info_text(const Context& c, const ParamValues& values) {
              fmt::join(applicable(c, Task::Smooth), ", "),
              decoders.empty() ? "none (" + no_decoder.value_or("") + ")"
                               : fmt::format("{}", fmt::join(decoders, ", ")));
+  const auto [score_by, no_score] = score_method(c);
+  fmt::print(c.out, "  score: {}\n", no_score ? "none (" + *no_score + ")" : "by " + score_by);
 }
 
 class Info : public Command {

@@ -80,6 +80,9 @@ struct ModelInfo {
   std::string transition_bound, no_bound_reason;
   // Why the model has no gaussian_moments kernel (the unscented Kalman filter needs it).
   std::string not_gaussian_reason;
+  // Why the model has no score_terms kernel (a relation without a log-density formula); empty
+  // when it has one (or has no parameters).
+  std::string no_score_reason;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
 

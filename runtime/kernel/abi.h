@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 4
+#define SSM_ABI_VERSION 5
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -119,6 +119,9 @@ typedef struct ssm_model {
   ssm_gaussian_jacobian_fn gaussian_jacobian;       // may be null
   ssm_proposal_sample_fn proposal_sample;           // may be null
   ssm_lookahead_fn lookahead;                       // may be null
+  // The score terms, one per theta component (metadata "structure"."score"): the gradient of the
+  // step's log-densities with respect to the parameters; may be null.
+  ssm_functional_terms_fn score_terms;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

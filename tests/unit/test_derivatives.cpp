@@ -416,21 +416,58 @@ TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
   passes::create_pass("derivatives")->run(*model, context);
   REQUIRE(context.derivatives);
   const passes::Derivatives& d = *context.derivatives;
-  REQUIRE(d.relations.size() == 2);
+  REQUIRE(d.relations.size() == 3); // initial, transition, observation
+  CHECK(d.relations[0].relation == "x[0] ~ normal");
+  const passes::RelationDerivatives &trans = d.relations[1], &obs = d.relations[2];
   const Point p = make_point(*model);
   const double a = p.theta[model->param_offset(0)]; // x[t] ~ normal(a * x[t-1], q)
-  CHECK(d.relations[0].relation == "x[t] ~ normal");
-  REQUIRE(d.relations[0].location_jacobian.size() == 1);
-  CHECK(evaluate_at(*model, d.arena, d.relations[0].location_jacobian[0], p)[0] ==
-        Approx(a).epsilon(1e-14));
-  CHECK(d.relations[1].relation == "y[t] ~ normal");
-  CHECK(evaluate_at(*model, d.arena, d.relations[1].location_jacobian[0], p)[0] == 1.0);
+  CHECK(trans.relation == "x[t] ~ normal");
+  REQUIRE(trans.location_jacobian.size() == 1);
+  CHECK(evaluate_at(*model, d.arena, trans.location_jacobian[0], p)[0] == Approx(a).epsilon(1e-14));
+  CHECK(obs.relation == "y[t] ~ normal");
+  CHECK(evaluate_at(*model, d.arena, obs.location_jacobian[0], p)[0] == 1.0);
   // d/dx[t-1] log N(x[t]; a x[t-1], q) = a (x[t] - a x[t-1]) / q^2.
   const double q = p.theta[model->param_offset(1)];
   const double x = p.x[0], xp = p.x_prev[0];
-  CHECK(evaluate_at(*model, d.arena, d.relations[0].grad_state[0], p)[0] ==
+  CHECK(evaluate_at(*model, d.arena, trans.grad_state[0], p)[0] ==
         Approx(a * (x - a * xp) / (q * q)).epsilon(1e-12));
-  CHECK(d.relations[0].grad_params.size() == static_cast<size_t>(model->theta_size()));
+  CHECK(trans.grad_params.size() == static_cast<size_t>(model->theta_size()));
+}
+
+TEST_CASE("the score terms are the step's log-density gradients, 0 for a missing observation",
+          "[passes][derivatives][score]") {
+  const std::string file = std::string(SSM_SOURCE_DIR) + "/examples/lgssm1.ssm";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(read(file), file, diags);
+  REQUIRE(model);
+  passes::PassContext context;
+  passes::create_pass("derivatives")->run(*model, context);
+  const passes::Derivatives& d = *context.derivatives;
+  CHECK(d.score_why_not.empty());
+  REQUIRE(d.score_terms.size() == static_cast<size_t>(model->theta_size()));
+  REQUIRE(d.relations.size() == 3);
+  Point p = make_point(*model);
+  // The gradient of relation r with respect to theta component k at p (0 where none).
+  auto grad = [&](size_t r, size_t k) {
+    const int id = d.relations[r].grad_params[k];
+    return id < 0 ? 0.0 : evaluate_at(*model, d.arena, id, p)[0];
+  };
+  auto term = [&](size_t k) {
+    return d.score_terms[k] < 0 ? 0.0 : evaluate_at(*model, d.arena, d.score_terms[k], p)[0];
+  };
+  for (size_t k = 0; k < d.score_terms.size(); ++k) {
+    INFO("theta component " << k);
+    p.t = 3; // transition and observation
+    CHECK(term(k) == Approx(grad(1, k) + grad(2, k)).epsilon(1e-13).margin(1e-15));
+    p.t = 0; // initial and observation
+    CHECK(term(k) == Approx(grad(0, k) + grad(2, k)).epsilon(1e-13).margin(1e-15));
+    p.y.assign(p.y.size(), NAN); // missing: the observation adds nothing
+    CHECK(term(k) == Approx(grad(0, k)).epsilon(1e-13).margin(1e-15));
+    p = make_point(*model);
+  }
+  // m0 and s0 enter only the initial law: no term after t = 0.
+  p.t = 5;
+  CHECK(term(static_cast<size_t>(model->param_offset(3))) == 0.0);
 }
 
 TEST_CASE("derivatives of the trigonometric, special and vector built-in functions",
@@ -478,10 +515,10 @@ model tiny {
   REQUIRE_NOTHROW(passes::create_pass("derivatives")->run(*model, context));
   REQUIRE(context.derivatives);
   const passes::Derivatives& d = *context.derivatives;
-  REQUIRE(d.relations.size() == 2);
+  REQUIRE(d.relations.size() == 3);
   const Point p = make_point(*model);
   // d/dx[t] log N(y; x, s) = (y - x) / s^2: s^2 is 0, so the gradient is +-inf or NaN, never
   // finite.
-  const double g = evaluate_at(*model, d.arena, d.relations[1].grad_state[0], p)[0];
+  const double g = evaluate_at(*model, d.arena, d.relations[2].grad_state[0], p)[0];
   CHECK(!std::isfinite(g));
 }

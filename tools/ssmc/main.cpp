@@ -227,15 +227,34 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   structure["gaussian_moments"] =
       not_gaussian.empty() ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", not_gaussian}};
-  std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
-  // The derivatives analysis only where its result becomes a kernel (the Gaussian Jacobians).
+  // The derivatives analysis: the Gaussian Jacobians (for a Gaussian model) and the score terms.
   std::optional<ssm::passes::Derivatives> derivatives;
-  if (not_gaussian.empty()) {
+  std::string no_score;
+  if (model.is_state_space()) {
     ssm::passes::PassContext scratch;
     ssm::ir::Model copy = model;
-    ssm::passes::create_derivatives()->run(copy, scratch);
-    derivatives = std::move(scratch.derivatives);
+    try {
+      ssm::passes::create_derivatives()->run(copy, scratch);
+      derivatives = std::move(scratch.derivatives);
+      no_score = derivatives->score_why_not;
+      // Element-by-element code: past this size LLVM's time grows faster than the kernel is
+      // worth (the 10-D linear-Gaussian example: 44,000 operations, 8 s more to build).
+      constexpr int64_t kMaxScoreOperations = 5000;
+      if (const int64_t size = derivatives->score_size();
+          no_score.empty() && size > kMaxScoreOperations) {
+        no_score = fmt::format("its score terms have {} operations written element by element, "
+                               "more than the {} compiled (a model with large matrix parameters)",
+                               size, kMaxScoreOperations);
+        derivatives->score_terms.clear();
+      }
+    } catch (const ssm::passes::PassError& e) { // an operation without a derivative
+      no_score = e.what();
+    }
   }
+  structure["score"] = no_score.empty() && derivatives
+                           ? nlohmann::json{{"available", true}}
+                           : nlohmann::json{{"available", false}, {"reason", no_score}};
+  std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
                                   context.density ? &*context.density : nullptr,

@@ -1,0 +1,100 @@
+// `score`: the gradient of the log-likelihood with respect to every parameter at the current
+// values, by Fisher's identity over the smoother --method names (learning/score.h), with Monte
+// Carlo standard errors for particle smoothers; CSV parameter,score,se and a JSON summary.
+#include "learning/score.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/output.h"
+#include "core/params.h"
+
+#include <fmt/format.h>
+
+namespace ssm::cli {
+
+namespace {
+
+class Score : public TaskCommand {
+public:
+  Score(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Smooth,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary on standard output",
+                     .method_type = "METHOD"}) {
+    app->add_option("--replicates", replicates_,
+                    "Independent runs of a particle smoother, averaged; their spread gives the "
+                    "standard errors")
+        ->check(positive_int())
+        ->capture_default_str();
+  }
+
+  void run(const Context& c, const ParamValues& values) override {
+    const ScoreModel sm = score_model(c.model, c.info);
+    const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
+    const Method& m = automatic ? c.registry.choose(Task::Smooth, sm.model, sm.info) : method(c);
+    MethodRun run{sm.model, sm.info, options_, c.globals.seed, automatic, c.globals.threads};
+    run.registry = &c.registry;
+    if (Refusal why = m.why_not(sm.model, sm.info))
+      throw Error(fmt::format("score --method {}: {}", m.name, *why));
+    if (m.check)
+      m.check(run);
+    const std::vector<double> theta = assemble_fixed(c, values);
+    const ObsData data = read_observations_file(c.info, data_);
+    check_output_path(out_);
+    run.fixed = &theta;
+    run.data = &data;
+    const ScoreResult r = run_method(c, run, "score (filter pass)", [&](const MethodRun& one) {
+      return estimate_score(m, one, replicates_);
+    });
+    if (write_csv())
+      write_output(c, out_, score_csv(c.info, r));
+    if (json_) {
+      nlohmann::json score = nlohmann::json::object(), se = nlohmann::json::object();
+      for (const ParamInfo& p : c.info.params) {
+        const auto at = [&](const std::vector<double>& v) {
+          return param_value_json(
+              p, std::vector<double>(v.begin() + p.offset, v.begin() + p.offset + p.size));
+        };
+        score[p.name] = at(r.score);
+        se[p.name] = at(r.se);
+      }
+      print_json(c, {{"model", c.info.name},
+                     {"method", r.method},
+                     {"chosen_by", automatic ? "auto" : "user"},
+                     {"exact", r.exact},
+                     {"replicates", r.replicates},
+                     {"T", data.T},
+                     {"log_likelihood", r.log_likelihood},
+                     {"score", score},
+                     {"score_se", se},
+                     {"elapsed_s", r.elapsed_s},
+                     {"threads", c.globals.threads}});
+    }
+  }
+
+private:
+  int64_t replicates_ = 5;
+
+  static std::string score_csv(const ModelInfo& info, const ScoreResult& r) {
+    fmt::memory_buffer csv;
+    fmt::format_to(std::back_inserter(csv), "parameter,score,se\n");
+    for (const ParamInfo& p : info.params) {
+      const std::vector<std::string> names = column_names(p.name, p.shape);
+      for (int64_t c = 0; c < p.size; ++c)
+        fmt::format_to(std::back_inserter(csv), "{},{},{}\n", names[c],
+                       format_double(r.score[p.offset + c]), format_double(r.se[p.offset + c]));
+    }
+    return fmt::to_string(csv);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_score(CLI::App& app, const Context& c) {
+  CLI::App* sub = app.add_subcommand(
+      "score", "The score: the gradient of the log-likelihood with respect to every parameter, "
+               "by Fisher's identity over a smoother (exact for a linear-Gaussian or finite-state "
+               "model), with Monte Carlo standard errors. CSV parameter,score,se");
+  return std::make_unique<Score>(sub, c);
+}
+
+} // namespace ssm::cli
