@@ -712,3 +712,32 @@ SSM_INLINE double sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t
 }
 
 } // namespace ssm
+
+// The scalar distributions generated code calls through C wrappers: kernel/kernel_lib.h declares
+// and kernel/kernel_lib.cpp defines ssm_lpdf_NAME(x, params...) and ssm_sample_NAME(seed, n, t,
+// site, params...) over lpdf_NAME and sample_NAME above, one pair per X(NAME, (params...),
+// (names...)) here. S(...) is a sampler without a density of its own (std_gamma, from which codegen
+// builds a Dirichlet). The order is the order of the wrappers in kernel_lib.bc.
+#define SSM_SCALAR_DISTRIBUTIONS(X, S)                                                             \
+  X(normal, (double mu, double sigma), (mu, sigma))                                                \
+  X(lognormal, (double mu, double sigma), (mu, sigma))                                             \
+  X(student_t, (double nu, double mu, double sigma), (nu, mu, sigma))                              \
+  X(half_normal, (double sigma), (sigma))                                                          \
+  X(uniform, (double lo, double hi), (lo, hi))                                                     \
+  X(gamma, (double alpha, double beta), (alpha, beta))                                             \
+  X(exponential, (double beta), (beta))                                                            \
+  X(poisson, (double lambda), (lambda))                                                            \
+  X(bernoulli, (double p), (p))                                                                    \
+  S(std_gamma, (double alpha), (alpha))                                                            \
+  X(beta, (double a, double b), (a, b))                                                            \
+  X(inverse_gamma, (double alpha, double beta), (alpha, beta))                                     \
+  X(laplace, (double mu, double b), (mu, b))                                                       \
+  X(cauchy, (double mu, double sigma), (mu, sigma))                                                \
+  X(truncated_normal, (double mu, double sigma, double lo, double hi), (mu, sigma, lo, hi))        \
+  X(binomial, (double trials, double p), (trials, p))                                              \
+  X(negative_binomial, (double mu, double phi), (mu, phi))                                         \
+  X(weibull, (double k, double lambda), (k, lambda))
+
+// Helpers of the list: a parenthesised list without its parentheses; nothing.
+#define SSM_UNPAREN(...) __VA_ARGS__
+#define SSM_SKIP(...)
