@@ -6,6 +6,7 @@
 #include "ir/evaluate.h"
 #include "ir/printer.h"
 #include "kernel/distributions.h"
+#include "passes/distribution_formulas.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/structure_report.h"
@@ -320,6 +321,20 @@ TEST_CASE("finite-state: real-valued and binary states", "[structure]") {
   ctx = analyse(declared);
   CHECK(ctx.finite_state->is_finite);
   CHECK(ctx.finite_state->size == 12);
+}
+
+// passes/distribution_formulas.cpp's switch has no default (-Wswitch), but a case may still
+// return null formulas: each must then say why.
+TEST_CASE("every distribution has a log-density and a bound formula, or says why not",
+          "[structure]") {
+  for (const ir::DistInfo& d : ir::all_dists()) {
+    INFO(d.name);
+    const passes::DistFormulas f = passes::distribution_formulas(d.dist);
+    if (f.log_density && f.bound)
+      continue;
+    REQUIRE(f.none != nullptr);
+    CHECK(std::string(f.none).find(d.name) != std::string::npos);
+  }
 }
 
 TEST_CASE("density bounds match the density at the mode", "[structure]") {
