@@ -59,6 +59,14 @@ using Args = std::vector<int>;
 
 const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
 
+// (2 pi)^(-d/2), the multivariate normal's constant, as a Pow node kept symbolic (not yet added).
+ir::Node two_pi_power(BoundTerms& f, int d) {
+  ir::Node p;
+  p.op = ir::Op::Pow;
+  p.args = {f.pi_times(2), f.b.constant(-d / 2.0)};
+  return p;
+}
+
 // A probability mass is at most 1 (an upper bound, not the density at the mode).
 ComponentBound mass_bound(BoundTerms& f, const Args&, int) {
   return {f.b.constant(1), false, {}, {}};
@@ -229,10 +237,7 @@ int mvnormal_log_density(LogDensityTerms& f, int, int) {
 ComponentBound mvnormal_bound(BoundTerms& f, const Args& args, int d) {
   ExprBuilder& b = f.b;
   const int sigma = args[1];
-  ir::Node p;
-  p.op = ir::Op::Pow;
-  p.args = {f.pi_times(2), b.constant(-d / 2.0)};
-  int scale = b.raw(std::move(p));
+  int scale = b.raw(two_pi_power(f, d));
   int det = b.pow(b.call("det", {sigma}), b.constant(-0.5));
   return {b.mul(scale, det), true, {}, {}};
 }
@@ -417,9 +422,7 @@ int mvnormal_chol_log_density(LogDensityTerms& f, int, int) {
 ComponentBound mvnormal_chol_bound(BoundTerms& f, const Args& args, int d) {
   ExprBuilder& b = f.b;
   const int factor = args[1];
-  ir::Node p;
-  p.op = ir::Op::Pow;
-  p.args = {f.pi_times(2), b.constant(-d / 2.0)};
+  ir::Node p = two_pi_power(f, d);
   int diagonal = -1;
   for (int i = 0; i < d; ++i) {
     const int l = b.element(factor, i * d + i);
