@@ -1,6 +1,6 @@
-// Shared by the distribution tests (test_log_densities.cpp, test_samplers.cpp): draws over a
-// counter range, support checks, quadrature rules for normalisation, a binned chi-square, and
-// long-double references for the truncated normal.
+// Shared by the distribution tests (test_log_densities.cpp, test_extreme_value_densities.cpp,
+// test_samplers.cpp): draws over a counter range, support checks, quadrature rules for
+// normalisation, a binned chi-square, and long-double references for the truncated normal.
 #pragma once
 
 #include "kernel/distributions.h"
