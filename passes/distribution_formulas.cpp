@@ -30,10 +30,10 @@ int BoundTerms::pi_times(double c) {
   return b.raw(std::move(mul));
 }
 
-int BoundTerms::sqrt_raw(int x) {
+int BoundTerms::call_raw(const char* fn, int x) {
   ir::Node n;
   n.op = ir::Op::Call;
-  n.fn = "sqrt";
+  n.fn = fn;
   n.args = {x};
   return b.raw(std::move(n));
 }

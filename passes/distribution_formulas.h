@@ -53,7 +53,8 @@ public:
   int one_over(int x) { return b.div(b.constant(1), x); }
   // sqrt(2 * pi) and the like, kept symbolic so the bound reads as a formula.
   int pi_times(double c);
-  int sqrt_raw(int x);
+  int call_raw(const char* fn, int x); // fn(x), not folded: sqrt(2 * pi), exp(1)
+  int sqrt_raw(int x) { return call_raw("sqrt", x); }
   int sqrt_2pi() { return sqrt_raw(pi_times(2)); }
   // `bound` where every condition holds, NaN elsewhere: the runtime then draws exactly at that
   // step.
