@@ -414,6 +414,17 @@ ComponentBound weibull_bound(BoundTerms& f, const Args& a, int) {
   return {b.div(c, a[1]), true, fmt::format("{} >= 1", f.text(a[0])), {}};
 }
 
+// gumbel(mu, beta): -log beta - z - exp(-z) with z = (x - mu) / beta; bound 1 / (beta e) at the
+// mode mu.
+int gumbel_log_density(LogDensityTerms& f, int x, int i) {
+  ExprBuilder& b = f.b;
+  const int beta = f.arg(1, i), z = b.div(b.sub(x, f.arg(0, i)), beta);
+  return b.sub(b.sub(b.neg(f.log(beta)), z), b.call("exp", {b.neg(z)}));
+}
+ComponentBound gumbel_bound(BoundTerms& f, const Args& a, int) {
+  return {f.one_over(f.b.mul(a[1], f.call_raw("exp", f.b.constant(1)))), true, {}, {}};
+}
+
 // mvnormal_chol(mu, L): the log-density with mvnormal's; bound (2 pi)^(-d/2) / |L[0, 0] ...
 // L[d-1, d-1]|, det(L L')^(-1/2) from the factor's diagonal.
 int mvnormal_chol_log_density(LogDensityTerms& f, int, int) {
@@ -548,6 +559,8 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {false, negative_binomial_log_density, mass_bound};
   case D::Weibull:
     return {false, weibull_log_density, weibull_bound};
+  case D::Gumbel:
+    return {false, gumbel_log_density, gumbel_bound};
   case D::MvNormalChol:
     return {true, mvnormal_chol_log_density, mvnormal_chol_bound};
   case D::Dirichlet:

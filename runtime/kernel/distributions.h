@@ -193,6 +193,16 @@ SSM_INLINE double lpdf_weibull(double x, double k, double lambda) {
   return detail::positive_finite(k) && detail::positive_finite(lambda) ? r : kNaN;
 }
 
+// Gumbel (maximum) with location mu and scale beta: density exp(-z - exp(-z)) / beta with
+// z = (x - mu) / beta. x = -inf gives -inf (exp(-z) overflows there long before; the plain formula
+// would be inf - inf).
+SSM_INLINE double lpdf_gumbel(double x, double mu, double beta) {
+  const double z = (x - mu) / beta;
+  const double v = -std::log(beta) - z - std::exp(-z);
+  const double r = x == -kInf ? -kInf : v;
+  return detail::finite(mu) && detail::positive_finite(beta) ? r : kNaN;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Samplers.
 
@@ -405,6 +415,15 @@ SSM_INLINE double sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t
   return detail::positive_finite(k) && detail::positive_finite(lambda) ? v : kNaN;
 }
 
+// mu - beta log(E) with E = -log(u0) exponential (block 0): inversion of the distribution function
+// exp(-exp(-z)). E lies in [1.1e-16, 37.5] (u0's extremes), so the draw is finite.
+SSM_INLINE double sample_gumbel(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                double beta) {
+  const double e = -std::log(philox_u01(seed, n, t, site, 0));
+  const double v = mu - beta * std::log(e);
+  return detail::finite(mu) && detail::positive_finite(beta) ? v : kNaN;
+}
+
 } // namespace ssm
 
 // The scalar distributions generated code calls through C wrappers: kernel/kernel_lib.h declares
@@ -430,7 +449,8 @@ SSM_INLINE double sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t
   X(truncated_normal, (double mu, double sigma, double lo, double hi), (mu, sigma, lo, hi))        \
   X(binomial, (double trials, double p), (trials, p))                                              \
   X(negative_binomial, (double mu, double phi), (mu, phi))                                         \
-  X(weibull, (double k, double lambda), (k, lambda))
+  X(weibull, (double k, double lambda), (k, lambda))                                               \
+  X(gumbel, (double mu, double beta), (mu, beta))
 
 // Helpers of the list: a parenthesised list without its parentheses; nothing.
 #define SSM_UNPAREN(...) __VA_ARGS__

@@ -1,5 +1,5 @@
-// Unit tests of the log-densities of kernel/distributions.h's extreme-value laws, weibull (as
-// test_log_densities.cpp does for the others): against high-precision reference values
+// Unit tests of the log-densities of kernel/distributions.h's extreme-value laws, weibull and
+// gumbel (as test_log_densities.cpp does for the others): against high-precision reference values
 // and Boost.Math, support edges, invalid parameters and NaN, and normalisation by quadrature.
 #include "distribution_checks.h"
 
@@ -58,5 +58,52 @@ TEST_CASE("weibull log-density: reference values, Boost.Math, edges, normalisati
     CHECK(std::fabs(integrate_positive([=](double x) { return lpdf_weibull(x, k, lambda); },
                                        c - 40 / k, c + 5 / k, std::min(1e-3, 0.02 / k)) -
                     1) < kIntegralTol);
+  }
+}
+
+TEST_CASE("gumbel log-density: reference values, Boost.Math, edges, normalisation",
+          "[distributions]") {
+  // mpmath at 50 digits: -log beta - z - exp(-z), z = (x - mu) / beta.
+  const std::vector<std::array<double, 4>> ref = {{0, 0, 1, -1.0},
+                                                  {1.5, 0, 1, -1.7231301601484298289},
+                                                  {-2, 0.5, 2, -2.9334901380217866855},
+                                                  {10, 1, 0.1, -87.697414907005949375},
+                                                  {-3, 2, 0.7, -1257.5380917175354338},
+                                                  {1e-3, -1e-3, 1e-3, 4.7724199957455243393},
+                                                  {50, 0, 1, -50.0},
+                                                  {-30, 0, 5, -399.03823140516922298},
+                                                  {1e10, -1e10, 1e9, -40.723265839007564779},
+                                                  {-4, 3, 1, -1089.6331584284585993}};
+  for (auto [x, mu, beta, v] : ref) {
+    INFO("gumbel(" << mu << ", " << beta << ") at " << x);
+    check_close(lpdf_gumbel(x, mu, beta), v);
+  }
+  namespace bm = boost::math;
+  for (auto [mu, beta] : {std::pair{0.0, 1.0}, {-2.0, 0.3}, {5.0, 4.0}, {1e3, 1e-2}})
+    for (double z = -3; z < 30; z += 0.37) {
+      const double x = mu + beta * z;
+      INFO("gumbel(" << mu << ", " << beta << ") at " << x);
+      check_close(lpdf_gumbel(x, mu, beta),
+                  std::log(bm::pdf(bm::extreme_value_distribution(mu, beta), x)), 1e-12);
+    }
+  // The density vanishes at both ends of the real line; below the mode, exp(-z) overflows early.
+  for (double x : {-kInf, kInf, -1e300})
+    CHECK(lpdf_gumbel(x, 0.3, 2) == -kInf);
+  CHECK(lpdf_gumbel(0.25, 0.3, 1e-8) == -kInf);          // exp(-z) overflows: z = -5e6
+  CHECK(lpdf_gumbel(0.3, 0.3, 2) == -std::log(2.0) - 1); // the mode
+  for (double bad : {0.0, -1.0, kNaN, kInf, -kInf}) {
+    INFO("bad scale " << bad);
+    CHECK(std::isnan(lpdf_gumbel(1, 0, bad)));
+  }
+  for (double bad : {kNaN, kInf, -kInf}) {
+    INFO("bad location " << bad);
+    CHECK(std::isnan(lpdf_gumbel(1, bad, 1)));
+  }
+  CHECK(std::isnan(lpdf_gumbel(kNaN, 0, 1)));
+  for (auto [mu, beta] : {std::pair{0.0, 1.0}, {-7.0, 0.01}, {3.0, 250.0}}) {
+    INFO("gumbel " << mu << " " << beta);
+    CHECK(std::fabs(
+              integrate_real([=](double x) { return lpdf_gumbel(x, mu, beta); }, mu, beta, 6) - 1) <
+          kIntegralTol);
   }
 }

@@ -1,7 +1,7 @@
 // Unit tests of kernel/distributions.h's log-densities: against high-precision reference values
 // and Boost.Math, support edges and conventions, invalid parameters and NaN, and normalisation by
-// quadrature. The extreme-value laws (weibull): test_extreme_value_densities.cpp; the samplers:
-// test_samplers.cpp.
+// quadrature. The extreme-value laws (weibull, gumbel): test_extreme_value_densities.cpp; the
+// samplers: test_samplers.cpp.
 #include "distribution_checks.h"
 
 using namespace ssm;
