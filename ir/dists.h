@@ -32,6 +32,7 @@ enum class Dist {
   Binomial,         // (n, p)
   NegativeBinomial, // (mu, phi): mean mu, variance mu + mu^2 / phi
   Weibull,          // (k, lambda): shape k, scale lambda
+  Gumbel,           // (mu, beta): location mu, scale beta (the maximum's extreme-value law)
   MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
   Dirichlet,        // (alpha : vector[K] or real) over the simplex
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
@@ -122,6 +123,7 @@ inline std::vector<DistInfo> make_table() {
       Row(D::NegativeBinomial, "negative_binomial", {"mu", "phi"}, {NonNegative, Positive}, 0, inf)
           .discrete(),
       Row(D::Weibull, "weibull", {"k", "lambda"}, {Positive, Positive}, 0, inf),
+      Row(D::Gumbel, "gumbel", {"mu", "beta"}, {Any, Positive}, -inf, inf).location(0),
       Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Any}, -inf, inf).joint().location(0),
       Row(D::Dirichlet, "dirichlet", {"alpha"}, {Positive}, 0, 1).joint(),
       Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf)

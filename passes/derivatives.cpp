@@ -1,14 +1,12 @@
 // Forward-mode differentiation of IR expressions and log-densities: see derivatives.h.
 #include "derivatives.h"
+#include "distribution_formulas.h"
 #include "ir/builtins.h"
 #include "ir/printer.h"
 #include "pass_manager.h"
 #include "passes.h"
 
 #include <fmt/format.h>
-
-#include <cmath>
-#include <numbers>
 
 namespace ssm::passes {
 
@@ -242,202 +240,6 @@ std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wr
   return d;
 }
 
-namespace {
-
-const double half_log_2pi = 0.5 * std::log(2 * std::numbers::pi);
-
-// The log-density formulas of the distributions, over a relation's arguments (imported into the
-// builder's arena) and its target x_node, of the relation variable's shape.
-struct DensityFormulas {
-  ExprBuilder& b;
-  std::vector<int> args;
-  int x_node;
-  const ir::Shape& shape;
-
-  // Component i of argument k, broadcasting a scalar.
-  int arg(int k, int i) { return b.element(args[k], b[args[k]].shape.is_scalar() ? 0 : i); }
-  int c(double v) { return b.constant(v); }
-  int log(int a) { return b.call("log", {a}); }
-  int sq(int a) { return b.mul(a, a); }
-  int log_gamma(int a) { return b.call("lgamma", {a}); }
-
-  // The joint densities; nullopt for a componentwise distribution.
-  std::optional<int> joint(ir::Dist dist) {
-    const int d = shape.size();
-    switch (dist) {
-    case ir::Dist::MvNormal:
-    case ir::Dist::MvNormalChol: {
-      // -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2 with z = L^-1 (x - mu) and L L' the
-      // covariance; for mvnormal, L is its Cholesky factor written out element by element.
-      auto at = [&](int k, int i, int j) { return b.element(args[k], i * d + j); };
-      std::vector<int> L(static_cast<size_t>(d) * d, -1);
-      for (int j = 0; j < d; ++j)
-        for (int i = j; i < d; ++i) {
-          if (dist == ir::Dist::MvNormalChol) {
-            L[i * d + j] = at(1, i, j);
-            continue;
-          }
-          int v = at(1, i, j);
-          for (int k = 0; k < j; ++k)
-            v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
-          L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
-        }
-      std::vector<int> z(d);
-      int lp = b.constant(-d * half_log_2pi);
-      for (int i = 0; i < d; ++i) {
-        int r = b.sub(b.element(x_node, i), arg(0, i));
-        for (int k = 0; k < i; ++k)
-          r = b.sub(r, b.mul(L[i * d + k], z[k]));
-        z[i] = b.div(r, L[i * d + i]);
-        lp = b.sub(b.sub(lp, b.div(sq(z[i]), c(2))), log(L[i * d + i]));
-      }
-      return b.materialize(lp);
-    }
-    case ir::Dist::Dirichlet: { // lgamma(sum a) - sum lgamma(a_i) + sum (a_i - 1) log x_i
-      int sum = -1, lp = -1;
-      for (int i = 0; i < d; ++i) {
-        sum = b.add(sum, arg(0, i));
-        lp = b.add(lp, b.sub(b.mul(b.sub(arg(0, i), c(1)), log(b.element(x_node, i))),
-                             log_gamma(arg(0, i))));
-      }
-      return b.materialize(b.add(lp, log_gamma(sum)));
-    }
-    case ir::Dist::Multinomial: { // lgamma(n + 1) - sum lgamma(x_i + 1) + sum x_i log(p_i / sum p)
-      const int n = args[0];
-      int sum = -1, lp = log_gamma(b.add(n, c(1)));
-      for (int i = 0; i < d; ++i)
-        sum = b.add(sum, arg(1, i));
-      for (int i = 0; i < d; ++i) {
-        const int x = b.element(x_node, i);
-        lp = b.add(lp, b.sub(b.mul(x, log(b.div(arg(1, i), sum))), log_gamma(b.add(x, c(1)))));
-      }
-      return b.materialize(lp);
-    }
-    default:
-      return std::nullopt;
-    }
-  }
-
-  // Component i (target x) of a continuous componentwise distribution; -1 when no formula is
-  // written for it.
-  int continuous(ir::Dist dist, int x, int i) {
-    switch (dist) {
-    case ir::Dist::Normal: // -((x - mu) / s)^2 / 2 - log s - log(2 pi) / 2
-      return b.sub(
-          b.sub(b.neg(b.div(sq(b.div(b.sub(x, arg(0, i)), arg(1, i))), c(2))), log(arg(1, i))),
-          c(half_log_2pi));
-    case ir::Dist::LogNormal: {
-      const int lx = log(x);
-      return b.sub(b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(lx, arg(0, i)), arg(1, i))), c(2))),
-                               log(arg(1, i))),
-                         lx),
-                   c(half_log_2pi));
-    }
-    case ir::Dist::HalfNormal: // log 2 + normal(0, s) on x >= 0
-      return b.sub(b.sub(b.neg(b.div(sq(b.div(x, arg(0, i))), c(2))), log(arg(0, i))),
-                   c(half_log_2pi - std::log(2.0)));
-    case ir::Dist::Exponential: // log beta - beta x
-      return b.sub(log(arg(0, i)), b.mul(arg(0, i), x));
-    case ir::Dist::Laplace: // -|x - mu| / s - log(2 s)
-      return b.sub(b.neg(b.div(b.call("abs", {b.sub(x, arg(0, i))}), arg(1, i))),
-                   log(b.mul(c(2), arg(1, i))));
-    case ir::Dist::Cauchy: // -log(pi s (1 + ((x - mu) / s)^2))
-      return b.neg(log(b.mul(b.mul(c(std::numbers::pi), arg(1, i)),
-                             b.add(c(1), sq(b.div(b.sub(x, arg(0, i)), arg(1, i)))))));
-    case ir::Dist::Gamma: { // alpha log beta - lgamma(alpha) + (alpha - 1) log x - beta x
-      const int alpha = arg(0, i), beta = arg(1, i);
-      return b.sub(b.add(b.sub(b.mul(alpha, log(beta)), b.call("lgamma", {alpha})),
-                         b.mul(b.sub(alpha, c(1)), log(x))),
-                   b.mul(beta, x));
-    }
-    case ir::Dist::StudentT: { // lgamma((nu+1)/2) - lgamma(nu/2) - log(sqrt(nu pi) s)
-                               //   - (nu+1)/2 log(1 + ((x - mu)/s)^2 / nu)
-      const int nu = arg(0, i), z = b.div(b.sub(x, arg(1, i)), arg(2, i));
-      const int h = b.div(b.add(nu, c(1)), c(2));
-      return b.sub(b.sub(b.sub(b.call("lgamma", {h}), b.call("lgamma", {b.div(nu, c(2))})),
-                         log(b.mul(b.call("sqrt", {b.mul(nu, c(std::numbers::pi))}), arg(2, i)))),
-                   b.mul(h, log(b.add(c(1), b.div(sq(z), nu)))));
-    }
-    case ir::Dist::Uniform: // -log(hi - lo) on the support
-      return b.neg(log(b.sub(arg(1, i), arg(0, i))));
-    case ir::Dist::TruncatedNormal: { // normal(mu, s) - log(Phi((hi - mu) / s) - Phi((lo - mu) /
-                                      // s))
-      const int mu = arg(0, i), s = arg(1, i);
-      const int lo = b.div(b.sub(arg(2, i), mu), s), hi = b.div(b.sub(arg(3, i), mu), s);
-      return b.sub(
-          b.sub(b.sub(b.neg(b.div(sq(b.div(b.sub(x, mu), s)), c(2))), log(s)), c(half_log_2pi)),
-          b.call("log_normal_mass", {b.materialize(lo), b.materialize(hi)}));
-    }
-    case ir::Dist::Beta: { // (a - 1) log x + (b - 1) log(1 - x) - lgamma(a) - lgamma(b)
-                           //   + lgamma(a + b)
-      const int a = arg(0, i), bb = arg(1, i);
-      return b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, c(1)), log(x)),
-                                     b.mul(b.sub(bb, c(1)), log(b.sub(c(1), x)))),
-                               log_gamma(a)),
-                         log_gamma(bb)),
-                   log_gamma(b.add(a, bb)));
-    }
-    case ir::Dist::InverseGamma: { // alpha log beta - lgamma(alpha) - (alpha + 1) log x - beta / x
-      const int alpha = arg(0, i), beta = arg(1, i);
-      return b.sub(b.sub(b.sub(b.mul(alpha, log(beta)), log_gamma(alpha)),
-                         b.mul(b.add(alpha, c(1)), log(x))),
-                   b.div(beta, x));
-    }
-    case ir::Dist::Weibull: { // log k - log lambda + (k - 1) log z - z^k with z = x / lambda
-      const int k = arg(0, i), lambda = arg(1, i), lz = log(b.div(x, lambda));
-      return b.sub(b.add(b.sub(log(k), log(lambda)), b.mul(b.sub(k, c(1)), lz)),
-                   b.call("exp", {b.mul(k, lz)}));
-    }
-    default:
-      return -1;
-    }
-  }
-
-  // Component i (target x) of a discrete componentwise distribution; -1 when no formula is
-  // written for it.
-  int discrete(ir::Dist dist, int x, int i) {
-    switch (dist) {
-    case ir::Dist::NegativeBinomial: { // lgamma(x + phi) - lgamma(x + 1) - lgamma(phi)
-                                       //   + x log(mu / (mu + phi)) + phi log(phi / (mu + phi))
-      const int mu = arg(0, i), phi = arg(1, i), total_rate = b.add(mu, phi);
-      return b.add(
-          b.add(b.sub(b.sub(log_gamma(b.add(x, phi)), log_gamma(b.add(x, c(1)))), log_gamma(phi)),
-                b.mul(x, log(b.div(mu, total_rate)))),
-          b.mul(phi, log(b.div(phi, total_rate))));
-    }
-    case ir::Dist::Poisson: // x log lambda - lambda - lgamma(x + 1)
-      return b.sub(b.sub(b.mul(x, log(arg(0, i))), arg(0, i)), b.call("lgamma", {b.add(x, c(1))}));
-    case ir::Dist::Bernoulli: // x log p + (1 - x) log(1 - p)
-      return b.add(b.mul(x, log(arg(0, i))), b.mul(b.sub(c(1), x), log(b.sub(c(1), arg(0, i)))));
-    case ir::Dist::Binomial: { // lgamma(n+1) - lgamma(x+1) - lgamma(n-x+1) + x log p + (n-x)
-                               // log(1-p)
-      const int n = arg(0, i), p = arg(1, i);
-      return b.add(
-          b.sub(b.sub(b.call("lgamma", {b.add(n, c(1))}), b.call("lgamma", {b.add(x, c(1))})),
-                b.call("lgamma", {b.add(b.sub(n, x), c(1))})),
-          b.add(b.mul(x, log(p)), b.mul(b.sub(n, x), log(b.sub(c(1), p)))));
-    }
-    case ir::Dist::Categorical: { // log p[x] - log sum p
-      if (shape.size() != 1)
-        return -1;
-      ir::Node pick;
-      pick.op = ir::Op::DynIndex;
-      pick.args = {args[0], x};
-      pick.shape = ir::Shape{};
-      const int k = b[args[0]].shape.size();
-      int sum = -1;
-      for (int j = 0; j < k; ++j)
-        sum = b.add(sum, b.element(args[0], j));
-      return b.sub(log(b.raw(std::move(pick))), log(sum));
-    }
-    default:
-      return -1;
-    }
-  }
-};
-
-} // namespace
-
 std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
                                const ir::Relation& rel, ExprBuilder& b, std::string& why) {
   const ir::Shape& shape = model.var_shape(rel.kind, rel.var);
@@ -449,18 +251,18 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
   std::vector<int> args;
   for (int a : rel.args)
     args.push_back(b.import(block, a));
-  DensityFormulas f{b, std::move(args), x_node, shape};
-  if (std::optional<int> lp = f.joint(rel.dist))
-    return lp;
-  const bool discrete = ir::dist_info(rel.dist).discrete;
+  LogDensityTerms f{b, std::move(args), x_node, shape};
+  const DistFormulas formulas = distribution_formulas(rel.dist);
+  if (formulas.whole_target)
+    return formulas.log_density(f, -1, -1);
   int total = -1;
   for (int i = 0; i < shape.size(); ++i) {
     const int x = b.element(x_node, i);
-    const int lp = discrete ? f.discrete(rel.dist, x, i) : f.continuous(rel.dist, x, i);
-    if (rel.dist == ir::Dist::Dirac) {
-      why = "a copy of a lagged state (dirac) has no density";
+    if (!formulas.log_density) {
+      why = formulas.none;
       return std::nullopt;
     }
+    const int lp = formulas.log_density(f, x, i);
     if (lp < 0) {
       why = fmt::format("no log-density formula for {} yet", ir::dist_info(rel.dist).name);
       return std::nullopt;

@@ -1,13 +1,20 @@
-# Checks kernel_lib.bc (run by CTest as `cmake -DNM=... -DBITCODE=... -DHEADER=... -P this`): it
-# defines every function declared in kernel/kernel_lib.h, has no global constructors, and needs
-# nothing at link time beyond libm, since it is linked into every generated kernel module.
+# Checks kernel_lib.bc (run by CTest as `cmake -DNM=... -DBITCODE=... -DHEADER=... -DCXX=...
+# -DINCLUDE=... -P this`): it defines every function declared in kernel/kernel_lib.h, has no
+# global constructors, and needs nothing at link time beyond libm, since it is linked into every
+# generated kernel module.
 cmake_minimum_required(VERSION 3.20)
 execute_process(COMMAND ${NM} ${BITCODE} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${NM} ${BITCODE} failed")
 endif()
 
-file(READ ${HEADER} header)
+# The header declares most functions through a macro list (SSM_SCALAR_DISTRIBUTIONS): read it
+# preprocessed.
+execute_process(COMMAND ${CXX} -std=c++20 -E -P -I${INCLUDE} -I/usr/include ${HEADER}
+                OUTPUT_VARIABLE header RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${CXX} -E ${HEADER} failed")
+endif()
 string(REGEX MATCHALL "double (ssm_[a-z0-9_]+)\\(" declared "${header}")
 list(LENGTH declared n_declared)
 if(n_declared LESS 20)

@@ -12,146 +12,20 @@
 //     them stays branch-free and vectorises.
 // Nothing here allocates, throws or touches global state (hence log_gamma instead of std::lgamma,
 // which writes the global `signgam` and so can be neither hoisted nor called from threads safely).
+// The special functions (log_gamma, log_beta, ...) are in kernel/special_functions.h and the
+// samplers' generators (gamma, Poisson, binomial, truncated normal) in kernel/sampler_algorithms.h;
+// a distribution's own lpdf and sample functions, and its entry in SSM_SCALAR_DISTRIBUTIONS, are
+// here.
 #pragma once
 
 #include "kernel/rng.h"
+#include "kernel/sampler_algorithms.h"
+#include "kernel/special_functions.h"
 
 #include <cmath>
 #include <cstdint>
 
 namespace ssm {
-
-inline constexpr double kNaN = __builtin_nan("");
-inline constexpr double kInf = __builtin_inf();
-inline constexpr double kPi = 3.14159265358979323846;
-inline constexpr double kTwoPi = 6.28318530717958647693;
-inline constexpr double kLogSqrtTwoPi = 0.91893853320467274178;      // log(sqrt(2 pi))
-inline constexpr double kLogSqrtTwoOverPi = -0.22579135264472743236; // log(sqrt(2 / pi))
-inline constexpr double kLogPi = 1.14472988584940017414;
-inline constexpr double kLn2 = 0.69314718055994530942;
-inline constexpr double kSqrtHalf = 0.70710678118654752440; // 1 / sqrt(2)
-inline constexpr double kSqrtTwoPi = 2.50662827463100050242;
-// Rejection loops give up (and return NaN) after this many proposals; every sampler here accepts
-// with probability about 1/2 or more (most well above), so the cap only matters for corrupted
-// inputs.
-inline constexpr int kMaxRejections = 1000;
-// Philox blocks one gamma variate may use (two per Marsaglia-Tsang proposal).
-inline constexpr uint32_t kGammaBlocks = 2 * kMaxRejections;
-
-namespace detail {
-
-// Stirling series of log Gamma(z) without its leading terms, to z^-13; the truncation error is
-// below 1e-16 for z >= 10 and 5e-16 at z = 8.
-SSM_INLINE double stirling_tail(double z) {
-  const double r = 1.0 / z;
-  const double r2 = r * r;
-  return r * (1.0 / 12 +
-              r2 * (-1.0 / 360 +
-                    r2 * (1.0 / 1260 +
-                          r2 * (-1.0 / 1680 +
-                                r2 * (1.0 / 1188 + r2 * (-691.0 / 360360 + r2 * (1.0 / 156)))))));
-}
-
-SSM_INLINE bool finite(double v) {
-  return std::isfinite(v);
-}
-SSM_INLINE bool positive_finite(double v) {
-  return v > 0 && v < kInf;
-}
-// True for finite integer values (so false for NaN and +-inf).
-SSM_INLINE bool integral(double k) {
-  return finite(k) && std::floor(k) == k;
-}
-
-} // namespace detail
-
-// log Gamma(x) for x > 0 (+inf at x = 0 and x = +inf); absolute error below ~3e-15 * max(1, value).
-// Arguments below 10 are shifted up by Gamma(x) = Gamma(x + 10) / (x (x+1) ... (x+9)), with the
-// Stirling leading terms folded into one logarithm, z^(z-1/2) e^(-z) / prod, which is O(1) (the
-// difference of two logarithms of size ~13 would lose a digit near x = 1 and 2). Both branches
-// are computed and selected, so calls in a loop stay vectorisable.
-SSM_INLINE double log_gamma(double x) {
-  const bool small = x < 10.0;
-  double p = x;
-  for (int i = 1; i < 10; ++i)
-    p *= x + i;
-  const double z = small ? x + 10.0 : x;
-  const double tail = kLogSqrtTwoPi + detail::stirling_tail(z);
-  const double v = small ? std::log(std::pow(z, z - 0.5) * std::exp(-z) / p) + tail
-                         : (z - 0.5) * std::log(z) - z + tail;
-  // Exact zeros at 1 and 2 keep log-masses such as lpdf_poisson(0 or 1, lambda) exact.
-  return x == kInf ? kInf : (x == 1.0 || x == 2.0 ? 0.0 : v);
-}
-
-// log Gamma(a + 1/2) - log Gamma(a), without the cancellation of the plain difference at large a.
-SSM_INLINE double log_gamma_half_ratio(double a) {
-  const double direct = log_gamma(a + 0.5) - log_gamma(a);
-  // a log(1 + 1/(2a)) - 1/2 is O(1/a) and computed without losing its leading digits.
-  const double series = 0.5 * std::log(a) + (a * std::log1p(0.5 / a) - 0.5) +
-                        detail::stirling_tail(a + 0.5) - detail::stirling_tail(a);
-  return a >= 8.0 ? series : direct; // where each form is accurate to ~1e-15
-}
-
-// log B(a, b) = log Gamma(a) + log Gamma(b) - log Gamma(a + b) for a, b > 0, without the
-// cancellation of that difference when an argument is large (at a = b = 1e6 the plain difference
-// of terms ~1e7 would lose seven digits). With lo <= hi: the plain difference while hi < 10;
-// log Gamma(hi) - log Gamma(lo + hi) by Stirling, as (hi - 1/2) log(hi / (lo + hi)) + ..., once
-// hi >= 10; and log Gamma(lo) by Stirling too once lo >= 10. All three are computed and selected.
-SSM_INLINE double log_beta(double a, double b) {
-  const double lo = std::fmin(a, b);
-  const double hi = std::fmax(a, b);
-  const double s = lo + hi;
-  const double direct = log_gamma(lo) + log_gamma(hi) - log_gamma(s);
-  // log Gamma(hi) - log Gamma(s) without its Stirling constant, which cancels.
-  const double hi_minus_s = -(hi - 0.5) * std::log1p(lo / hi) - lo * std::log(s) + lo +
-                            detail::stirling_tail(hi) - detail::stirling_tail(s);
-  const double one_large = log_gamma(lo) + hi_minus_s;
-  const double both_large = kLogSqrtTwoPi - 0.5 * std::log(s) + (lo - 0.5) * std::log(lo / s) -
-                            (hi - 0.5) * std::log1p(lo / hi) + detail::stirling_tail(lo) +
-                            detail::stirling_tail(hi) - detail::stirling_tail(s);
-  return hi < 10.0 ? direct : (lo < 10.0 ? one_large : both_large);
-}
-
-namespace detail {
-
-// log(1 - exp(d)) for d <= 0, each form where it is accurate (Maechler 2012).
-SSM_INLINE double log1mexp(double d) {
-  return d > -kLn2 ? std::log(-std::expm1(d)) : std::log1p(-std::exp(d));
-}
-
-// log Q(z), Q(z) = 1 - Phi(z) the standard normal upper tail. Up to z = 30 from erfc (accurate to
-// a few ulps there, and far from its underflow near z = 38); beyond, from the asymptotic series
-// of the Mills ratio, Q(z) = phi(z) / z (1 - z^-2 + 3 z^-4 - 15 z^-6 + ...), cut after the z^-14
-// term, whose successor is below 5e-18 at z = 30.
-SSM_INLINE double log_normal_sf(double z) {
-  const double direct = std::log(0.5 * std::erfc(z * kSqrtHalf));
-  const double r = 1.0 / (z * z);
-  const double series =
-      1.0 -
-      r * (1.0 -
-           3.0 * r *
-               (1.0 -
-                5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r * (1.0 - 11.0 * r * (1.0 - 13.0 * r))))));
-  const double asymptotic = -0.5 * z * z - std::log(z) - kLogSqrtTwoPi + std::log(series);
-  return z > 30.0 ? asymptotic : direct;
-}
-
-// log(Phi(b) - Phi(a)) for a < b (either may be infinite). An interval in a tail (a >= 1/2, or
-// b <= -1/2 mirrored) uses Q(lo) - Q(hi) = Q(lo) (1 - Q(hi) / Q(lo)) in logs, so it stays
-// accurate however far out the interval lies; any other interval (erf(b/sqrt2) - erf(a/sqrt2)) / 2,
-// which has no cancellation when the interval contains 0. Either way a narrow interval of
-// standardised width w loses about log10(1/w) digits to cancellation.
-SSM_INLINE double log_normal_mass(double a, double b) {
-  const bool right = a >= 0.5;
-  const double tlo = right ? a : -b;
-  const double thi = right ? b : -a;
-  const double llo = log_normal_sf(tlo);
-  const double tail = llo + log1mexp(log_normal_sf(thi) - llo);
-  const double central = std::log(0.5 * (std::erf(b * kSqrtHalf) - std::erf(a * kSqrtHalf)));
-  return tlo >= 0.5 ? tail : central;
-}
-
-} // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 // Log-densities.
@@ -319,222 +193,18 @@ SSM_INLINE double lpdf_weibull(double x, double k, double lambda) {
   return detail::positive_finite(k) && detail::positive_finite(lambda) ? r : kNaN;
 }
 
+// Gumbel (maximum) with location mu and scale beta: density exp(-z - exp(-z)) / beta with
+// z = (x - mu) / beta. x = -inf gives -inf (exp(-z) overflows there long before; the plain formula
+// would be inf - inf).
+SSM_INLINE double lpdf_gumbel(double x, double mu, double beta) {
+  const double z = (x - mu) / beta;
+  const double v = -std::log(beta) - z - std::exp(-z);
+  const double r = x == -kInf ? -kInf : v;
+  return detail::finite(mu) && detail::positive_finite(beta) ? r : kNaN;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Samplers.
-
-namespace detail {
-
-// Box-Muller on one Philox block: the cosine branch, or the sine branch (independent of it).
-SSM_INLINE double box_muller(double u0, double u1, bool sine) {
-  const double r = std::sqrt(-2.0 * std::log(u0));
-  const double a = kTwoPi * u1;
-  return r * (sine ? std::sin(a) : std::cos(a));
-}
-
-SSM_INLINE double std_normal_at(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                uint32_t draw) {
-  double u0, u1;
-  philox_u01x2(seed, n, t, site, draw, u0, u1);
-  return box_muller(u0, u1, false);
-}
-
-// Gamma(alpha, rate 1) for alpha > 0 by Marsaglia & Tsang (2000), blocks first, first+1, ...
-// (at most kGammaBlocks of them). Each proposal uses two blocks: one for its normal, one for its
-// acceptance uniform (u0) and for the alpha < 1 boost uniform (u1, used only from the accepted
-// proposal, independent of it). The draw is g * exp(log_boost): for alpha < 1, g ~ Gamma(alpha + 1)
-// and log_boost = log(U) / alpha (Gamma(alpha) = Gamma(alpha + 1) U^(1/alpha)), returned apart so
-// that callers can work in logs where the product would underflow; otherwise log_boost = 0.
-inline double std_gamma_parts(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                              uint32_t first, double& log_boost) {
-  const bool boost = alpha < 1.0;
-  const double d = (boost ? alpha + 1.0 : alpha) - 1.0 / 3.0;
-  const double c = 1.0 / std::sqrt(9.0 * d);
-  uint32_t draw = first;
-  log_boost = 0.0;
-  for (int i = 0; i < kMaxRejections; ++i) {
-    const double z = std_normal_at(seed, n, t, site, draw++);
-    double u, ub;
-    philox_u01x2(seed, n, t, site, draw++, u, ub);
-    const double w = 1.0 + c * z;
-    if (w <= 0)
-      continue;
-    const double v = w * w * w;
-    const double z2 = z * z;
-    // Squeeze first; the log test is exact.
-    if (u < 1.0 - 0.0331 * z2 * z2 || std::log(u) < 0.5 * z2 + d * (1.0 - v + std::log(v))) {
-      log_boost = boost ? std::log(ub) / alpha : 0.0;
-      return d * v;
-    }
-  }
-  return kNaN;
-}
-
-inline double std_gamma(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                        uint32_t first) {
-  double log_boost;
-  const double g = std_gamma_parts(alpha, seed, n, t, site, first, log_boost);
-  return alpha < 1.0 ? g * std::exp(log_boost) : g;
-}
-
-// log of a Gamma(alpha, rate 1) draw (the same draw as std_gamma), finite even where the draw
-// itself underflows (alpha well below 1).
-inline double log_std_gamma(double alpha, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                            uint32_t first) {
-  double log_boost;
-  const double g = std_gamma_parts(alpha, seed, n, t, site, first, log_boost);
-  return std::log(g) + log_boost;
-}
-
-// Poisson by sequential inversion of the CDF with one uniform; for lambda < 10 the expected
-// number of steps is lambda + 1. The loop also stops once the terms underflow, which happens long
-// before the cap (only a u within rounding of 1 can get there).
-SSM_INLINE double poisson_inversion(double lambda, double u) {
-  double p = std::exp(-lambda);
-  double cdf = p;
-  double k = 0;
-  for (int i = 0; i < kMaxRejections && u > cdf && p > 0; ++i) {
-    k += 1.0;
-    p *= lambda / k;
-    cdf += p;
-  }
-  return k;
-}
-
-// Poisson for lambda >= 10 by Hoermann's transformed rejection with squeeze, PTRS (Hoermann 1993,
-// "The transformed rejection method for generating Poisson random variables"). One block per
-// proposal; a proposal is accepted with probability ~0.75 at lambda = 10, rising to ~0.89.
-inline double poisson_ptrs(double lambda, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                           uint32_t first) {
-  const double slam = std::sqrt(lambda);
-  const double loglam = std::log(lambda);
-  const double b = 0.931 + 2.53 * slam;
-  const double a = -0.059 + 0.02483 * b;
-  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
-  const double vr = 0.9277 - 3.6224 / (b - 2.0);
-  for (uint32_t i = 0; i < static_cast<uint32_t>(kMaxRejections); ++i) {
-    double u, v;
-    philox_u01x2(seed, n, t, site, first + i, u, v);
-    u -= 0.5;
-    const double us = 0.5 - std::fabs(u);
-    const double k = std::floor((2.0 * a / us + b) * u + lambda + 0.43);
-    if (us >= 0.07 && v <= vr)
-      return k;
-    if (k < 0 || (us < 0.013 && v > us))
-      continue;
-    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <=
-        -lambda + k * loglam - log_gamma(k + 1.0))
-      return k;
-  }
-  return kNaN;
-}
-
-// Poisson(lambda) for lambda >= 0 from blocks first, first + 1, ...: inversion below 10, PTRS
-// from 10 on.
-SSM_INLINE double poisson_from(double lambda, uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                               uint32_t first) {
-  if (lambda < 10.0)
-    return poisson_inversion(lambda, philox_u01(seed, n, t, site, first));
-  return poisson_ptrs(lambda, seed, n, t, site, first);
-}
-
-// Binomial(trials, p) for trials * p < 10 by sequential inversion of the CDF with one uniform
-// (expected number of steps trials * p + 1); stops like poisson_inversion. p <= 1/2, so the first
-// term (1 - p)^trials >= exp(-10 * 2 log 2) does not underflow.
-SSM_INLINE double binomial_inversion(double trials, double p, double u) {
-  const double odds = p / (1.0 - p);
-  double f = std::exp(trials * std::log1p(-p));
-  double cdf = f;
-  double k = 0;
-  for (int i = 0; i < kMaxRejections && u > cdf && k < trials && f > 0; ++i) {
-    f *= (trials - k) / (k + 1.0) * odds;
-    k += 1.0;
-    cdf += f;
-  }
-  return k;
-}
-
-// Binomial(trials, p) for p <= 1/2 and trials * p >= 10 by Hoermann's transformed rejection with
-// squeeze, BTRS (Hoermann 1993, "The generation of binomial random variates", constants of his
-// table 1). One block per proposal; as in the paper, the exact test is against f(k) / f(m) with m
-// the mode. A proposal is accepted with probability ~0.7 at trials * p = 10, rising to ~0.89.
-inline double binomial_btrs(double trials, double p, uint64_t seed, uint32_t n, uint32_t t,
-                            uint32_t site) {
-  const double spq = std::sqrt(trials * p * (1.0 - p));
-  const double b = 1.15 + 2.53 * spq;
-  const double a = -0.0873 + 0.0248 * b + 0.01 * p;
-  const double c = trials * p + 0.5;
-  const double alpha = (2.83 + 5.1 / b) * spq;
-  const double vr = 0.92 - 4.2 / b;
-  const double m = std::floor((trials + 1.0) * p);
-  const double lfm = lpdf_binomial(m, trials, p);
-  for (uint32_t draw = 0; draw < static_cast<uint32_t>(kMaxRejections); ++draw) {
-    double u, v;
-    philox_u01x2(seed, n, t, site, draw, u, v);
-    u -= 0.5;
-    const double us = 0.5 - std::fabs(u);
-    const double k = std::floor((2.0 * a / us + b) * u + c);
-    if (us >= 0.07 && v <= vr)
-      return k;
-    if (k < 0 || k > trials)
-      continue;
-    if (std::log(v * alpha / (a / (us * us) + b)) <= lpdf_binomial(k, trials, p) - lfm)
-      return k;
-  }
-  return kNaN;
-}
-
-// Standard normal restricted to [a, b], a < b, by rejection (Robert 1995, "Simulation of truncated
-// normal variables"). The interval is first mirrored so that a + b >= 0; then, with w = b - a:
-//   - a < 0 < b, w > sqrt(2 pi): normal proposals (both Box-Muller branches of a block), accepted
-//     with probability Phi(b) - Phi(a) > 0.49;
-//   - a < 0 < b, w <= sqrt(2 pi): uniform proposals on [a, b], accepted with exp(-z^2 / 2);
-//     acceptance > 0.49;
-//   - a >= 0, w max(a, 1) < 1/2 (narrow): uniform proposals, accepted with exp((a^2 - z^2) / 2);
-//     acceptance > 0.74;
-//   - a >= 0 otherwise: a + Exp(lambda) restricted to [a, b] by inversion, lambda = (a +
-//     sqrt(a^2 + 4)) / 2 (Robert's optimal rate for b = inf), accepted with exp(-(z - lambda)^2 /
-//     2); acceptance > 0.74, tending to 1 far in the tail, with no loss of precision there.
-// One block per proposal (its two uniforms). Returns z in [a, b] up to rounding, mirrored back.
-inline double truncated_std_normal(double a, double b, uint64_t seed, uint32_t n, uint32_t t,
-                                   uint32_t site) {
-  const bool flip = a + b < 0;
-  const double lo = flip ? -b : a;
-  const double hi = flip ? -a : b;
-  const double w = hi - lo;
-  const double sign = flip ? -1.0 : 1.0;
-  // lambda for the exponential proposal; any lambda > 0 is valid, this one is only efficient, so
-  // huge lo may drop the sqrt (whose square would overflow).
-  const double lambda = lo > 1e150 ? lo : 0.5 * (lo + std::sqrt(lo * lo + 4.0));
-  const bool normal = lo < 0 && w > kSqrtTwoPi;
-  const bool uniform = lo < 0 ? w <= kSqrtTwoPi : w * std::fmax(lo, 1.0) < 0.5;
-  const double tail_mass = -std::expm1(-lambda * w); // of the exponential on [0, w]
-  for (uint32_t draw = 0; draw < static_cast<uint32_t>(kMaxRejections); ++draw) {
-    double u0, u1;
-    philox_u01x2(seed, n, t, site, draw, u0, u1);
-    if (normal) {
-      const double z0 = box_muller(u0, u1, false);
-      if (z0 >= lo && z0 <= hi)
-        return sign * z0;
-      const double z1 = box_muller(u0, u1, true);
-      if (z1 >= lo && z1 <= hi)
-        return sign * z1;
-    } else if (uniform) {
-      const double z = lo + w * u0;
-      // log of the density ratio against its maximum, at 0 or at lo.
-      const double lr = lo < 0 ? -0.5 * z * z : 0.5 * (lo - z) * (lo + z);
-      if (std::log(u1) <= lr)
-        return sign * z;
-    } else {
-      const double z = lo - std::log1p(-u0 * tail_mass) / lambda;
-      const double d = z - lambda;
-      if (std::log(u1) <= -0.5 * d * d)
-        return sign * z;
-    }
-  }
-  return kNaN;
-}
-
-} // namespace detail
 
 // Standard normal from block 0 (cosine branch of Box-Muller).
 SSM_INLINE double sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site) {
@@ -678,6 +348,40 @@ SSM_INLINE double sample_truncated_normal(uint64_t seed, uint32_t n, uint32_t t,
   return std::fmin(std::fmax(mu + sigma * z, lo), hi);
 }
 
+namespace detail {
+
+// Binomial(trials, p) for p <= 1/2 and trials * p >= 10 by Hoermann's transformed rejection with
+// squeeze, BTRS (Hoermann 1993, "The generation of binomial random variates", constants of his
+// table 1). One block per proposal; as in the paper, the exact test is against f(k) / f(m) with m
+// the mode. A proposal is accepted with probability ~0.7 at trials * p = 10, rising to ~0.89.
+inline double binomial_btrs(double trials, double p, uint64_t seed, uint32_t n, uint32_t t,
+                            uint32_t site) {
+  const double spq = std::sqrt(trials * p * (1.0 - p));
+  const double b = 1.15 + 2.53 * spq;
+  const double a = -0.0873 + 0.0248 * b + 0.01 * p;
+  const double c = trials * p + 0.5;
+  const double alpha = (2.83 + 5.1 / b) * spq;
+  const double vr = 0.92 - 4.2 / b;
+  const double m = std::floor((trials + 1.0) * p);
+  const double lfm = lpdf_binomial(m, trials, p);
+  for (uint32_t draw = 0; draw < static_cast<uint32_t>(kMaxRejections); ++draw) {
+    double u, v;
+    philox_u01x2(seed, n, t, site, draw, u, v);
+    u -= 0.5;
+    const double us = 0.5 - std::fabs(u);
+    const double k = std::floor((2.0 * a / us + b) * u + c);
+    if (us >= 0.07 && v <= vr)
+      return k;
+    if (k < 0 || k > trials)
+      continue;
+    if (std::log(v * alpha / (a / (us * us) + b)) <= lpdf_binomial(k, trials, p) - lfm)
+      return k;
+  }
+  return kNaN;
+}
+
+} // namespace detail
+
 // Exact for every trials and p: with q = min(p, 1 - p), inversion while trials * q < 10 and BTRS
 // from 10 on, on q (and trials - k returned for p > 1/2). The count is returned as a double.
 SSM_INLINE double sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
@@ -711,4 +415,43 @@ SSM_INLINE double sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t
   return detail::positive_finite(k) && detail::positive_finite(lambda) ? v : kNaN;
 }
 
+// mu - beta log(E) with E = -log(u0) exponential (block 0): inversion of the distribution function
+// exp(-exp(-z)). E lies in [1.1e-16, 37.5] (u0's extremes), so the draw is finite.
+SSM_INLINE double sample_gumbel(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double mu,
+                                double beta) {
+  const double e = -std::log(philox_u01(seed, n, t, site, 0));
+  const double v = mu - beta * std::log(e);
+  return detail::finite(mu) && detail::positive_finite(beta) ? v : kNaN;
+}
+
 } // namespace ssm
+
+// The scalar distributions generated code calls through C wrappers: kernel/kernel_lib.h declares
+// and kernel/kernel_lib.cpp defines ssm_lpdf_NAME(x, params...) and ssm_sample_NAME(seed, n, t,
+// site, params...) over lpdf_NAME and sample_NAME above, one pair per X(NAME, (params...),
+// (names...)) here. S(...) is a sampler without a density of its own (std_gamma, from which codegen
+// builds a Dirichlet). The order is the order of the wrappers in kernel_lib.bc.
+#define SSM_SCALAR_DISTRIBUTIONS(X, S)                                                             \
+  X(normal, (double mu, double sigma), (mu, sigma))                                                \
+  X(lognormal, (double mu, double sigma), (mu, sigma))                                             \
+  X(student_t, (double nu, double mu, double sigma), (nu, mu, sigma))                              \
+  X(half_normal, (double sigma), (sigma))                                                          \
+  X(uniform, (double lo, double hi), (lo, hi))                                                     \
+  X(gamma, (double alpha, double beta), (alpha, beta))                                             \
+  X(exponential, (double beta), (beta))                                                            \
+  X(poisson, (double lambda), (lambda))                                                            \
+  X(bernoulli, (double p), (p))                                                                    \
+  S(std_gamma, (double alpha), (alpha))                                                            \
+  X(beta, (double a, double b), (a, b))                                                            \
+  X(inverse_gamma, (double alpha, double beta), (alpha, beta))                                     \
+  X(laplace, (double mu, double b), (mu, b))                                                       \
+  X(cauchy, (double mu, double sigma), (mu, sigma))                                                \
+  X(truncated_normal, (double mu, double sigma, double lo, double hi), (mu, sigma, lo, hi))        \
+  X(binomial, (double trials, double p), (trials, p))                                              \
+  X(negative_binomial, (double mu, double phi), (mu, phi))                                         \
+  X(weibull, (double k, double lambda), (k, lambda))                                               \
+  X(gumbel, (double mu, double beta), (mu, beta))
+
+// Helpers of the list: a parenthesised list without its parentheses; nothing.
+#define SSM_UNPAREN(...) __VA_ARGS__
+#define SSM_SKIP(...)

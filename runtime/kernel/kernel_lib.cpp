@@ -43,58 +43,13 @@ SSM_KERNEL_FN double ssm_log_normal_mass(double a, double b) {
 SSM_KERNEL_FN double ssm_lpdf_std_normal(double x) {
   return ssm::lpdf_std_normal(x);
 }
-SSM_KERNEL_FN double ssm_lpdf_normal(double x, double mu, double sigma) {
-  return ssm::lpdf_normal(x, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_lpdf_lognormal(double x, double mu, double sigma) {
-  return ssm::lpdf_lognormal(x, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_lpdf_student_t(double x, double nu, double mu, double sigma) {
-  return ssm::lpdf_student_t(x, nu, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_lpdf_half_normal(double x, double sigma) {
-  return ssm::lpdf_half_normal(x, sigma);
-}
-SSM_KERNEL_FN double ssm_lpdf_uniform(double x, double lo, double hi) {
-  return ssm::lpdf_uniform(x, lo, hi);
-}
-SSM_KERNEL_FN double ssm_lpdf_gamma(double x, double alpha, double beta) {
-  return ssm::lpdf_gamma(x, alpha, beta);
-}
-SSM_KERNEL_FN double ssm_lpdf_exponential(double x, double beta) {
-  return ssm::lpdf_exponential(x, beta);
-}
-SSM_KERNEL_FN double ssm_lpdf_poisson(double k, double lambda) {
-  return ssm::lpdf_poisson(k, lambda);
-}
-SSM_KERNEL_FN double ssm_lpdf_bernoulli(double k, double p) {
-  return ssm::lpdf_bernoulli(k, p);
-}
-SSM_KERNEL_FN double ssm_lpdf_beta(double x, double a, double b) {
-  return ssm::lpdf_beta(x, a, b);
-}
-SSM_KERNEL_FN double ssm_lpdf_inverse_gamma(double x, double alpha, double beta) {
-  return ssm::lpdf_inverse_gamma(x, alpha, beta);
-}
-SSM_KERNEL_FN double ssm_lpdf_laplace(double x, double mu, double b) {
-  return ssm::lpdf_laplace(x, mu, b);
-}
-SSM_KERNEL_FN double ssm_lpdf_cauchy(double x, double mu, double sigma) {
-  return ssm::lpdf_cauchy(x, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_lpdf_truncated_normal(double x, double mu, double sigma, double lo,
-                                               double hi) {
-  return ssm::lpdf_truncated_normal(x, mu, sigma, lo, hi);
-}
-SSM_KERNEL_FN double ssm_lpdf_binomial(double k, double trials, double p) {
-  return ssm::lpdf_binomial(k, trials, p);
-}
-SSM_KERNEL_FN double ssm_lpdf_negative_binomial(double k, double mu, double phi) {
-  return ssm::lpdf_negative_binomial(k, mu, phi);
-}
-SSM_KERNEL_FN double ssm_lpdf_weibull(double x, double k, double lambda) {
-  return ssm::lpdf_weibull(x, k, lambda);
-}
+// The wrappers of SSM_SCALAR_DISTRIBUTIONS (kernel/distributions.h), in the list's order.
+#define SSM_DEFINE_LPDF(name, params, args)                                                        \
+  SSM_KERNEL_FN double ssm_lpdf_##name(double x, SSM_UNPAREN params) {                             \
+    return ssm::lpdf_##name(x, SSM_UNPAREN args);                                                  \
+  }
+SSM_SCALAR_DISTRIBUTIONS(SSM_DEFINE_LPDF, SSM_SKIP)
+#undef SSM_DEFINE_LPDF
 
 SSM_KERNEL_FN double ssm_sample_std_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site) {
   return ssm::sample_std_normal(seed, n, t, site);
@@ -103,78 +58,12 @@ SSM_KERNEL_FN double ssm_sample_std_normal_k(uint64_t seed, uint32_t n, uint32_t
                                              uint32_t k) {
   return ssm::sample_std_normal_k(seed, n, t, site, k);
 }
-SSM_KERNEL_FN double ssm_sample_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                       double mu, double sigma) {
-  return ssm::sample_normal(seed, n, t, site, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_sample_lognormal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                          double mu, double sigma) {
-  return ssm::sample_lognormal(seed, n, t, site, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_sample_student_t(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                          double nu, double mu, double sigma) {
-  return ssm::sample_student_t(seed, n, t, site, nu, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_sample_half_normal(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                            double sigma) {
-  return ssm::sample_half_normal(seed, n, t, site, sigma);
-}
-SSM_KERNEL_FN double ssm_sample_uniform(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                        double lo, double hi) {
-  return ssm::sample_uniform(seed, n, t, site, lo, hi);
-}
-SSM_KERNEL_FN double ssm_sample_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                      double alpha, double beta) {
-  return ssm::sample_gamma(seed, n, t, site, alpha, beta);
-}
-SSM_KERNEL_FN double ssm_sample_exponential(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                            double beta) {
-  return ssm::sample_exponential(seed, n, t, site, beta);
-}
-SSM_KERNEL_FN double ssm_sample_poisson(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                        double lambda) {
-  return ssm::sample_poisson(seed, n, t, site, lambda);
-}
-SSM_KERNEL_FN double ssm_sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                          double p) {
-  return ssm::sample_bernoulli(seed, n, t, site, p);
-}
-SSM_KERNEL_FN double ssm_sample_std_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                          double alpha) {
-  return ssm::sample_std_gamma(seed, n, t, site, alpha);
-}
-SSM_KERNEL_FN double ssm_sample_beta(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, double a,
-                                     double b) {
-  return ssm::sample_beta(seed, n, t, site, a, b);
-}
-SSM_KERNEL_FN double ssm_sample_inverse_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                              double alpha, double beta) {
-  return ssm::sample_inverse_gamma(seed, n, t, site, alpha, beta);
-}
-SSM_KERNEL_FN double ssm_sample_laplace(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                        double mu, double b) {
-  return ssm::sample_laplace(seed, n, t, site, mu, b);
-}
-SSM_KERNEL_FN double ssm_sample_cauchy(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                       double mu, double sigma) {
-  return ssm::sample_cauchy(seed, n, t, site, mu, sigma);
-}
-SSM_KERNEL_FN double ssm_sample_truncated_normal(uint64_t seed, uint32_t n, uint32_t t,
-                                                 uint32_t site, double mu, double sigma, double lo,
-                                                 double hi) {
-  return ssm::sample_truncated_normal(seed, n, t, site, mu, sigma, lo, hi);
-}
-SSM_KERNEL_FN double ssm_sample_binomial(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                         double trials, double p) {
-  return ssm::sample_binomial(seed, n, t, site, trials, p);
-}
-SSM_KERNEL_FN double ssm_sample_negative_binomial(uint64_t seed, uint32_t n, uint32_t t,
-                                                  uint32_t site, double mu, double phi) {
-  return ssm::sample_negative_binomial(seed, n, t, site, mu, phi);
-}
-SSM_KERNEL_FN double ssm_sample_weibull(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
-                                        double k, double lambda) {
-  return ssm::sample_weibull(seed, n, t, site, k, lambda);
-}
+#define SSM_DEFINE_SAMPLE(name, params, args)                                                      \
+  SSM_KERNEL_FN double ssm_sample_##name(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,     \
+                                         SSM_UNPAREN params) {                                     \
+    return ssm::sample_##name(seed, n, t, site, SSM_UNPAREN args);                                 \
+  }
+SSM_SCALAR_DISTRIBUTIONS(SSM_DEFINE_SAMPLE, SSM_DEFINE_SAMPLE)
+#undef SSM_DEFINE_SAMPLE
 
 } // extern "C"

@@ -247,6 +247,9 @@ double reference_log_density(ir::Dist dist, const std::vector<double>& x,
     case ir::Dist::Weibull:
       total += ssm_lpdf_weibull(v, a(0, i), a(1, i));
       break;
+    case ir::Dist::Gumbel:
+      total += ssm_lpdf_gumbel(v, a(0, i), a(1, i));
+      break;
     case ir::Dist::TruncatedNormal:
       total += ssm_lpdf_truncated_normal(v, a(0, i), a(1, i), a(2, i), a(3, i));
       break;
@@ -378,6 +381,7 @@ model dists {
   obs yber : int[0..1];
   obs ytn : real;
   obs yw : real;
+  obs yg : real;
   u[0] ~ beta(2, 3);
   v[0] ~ inverse_gamma(3, 1);
   w[0] ~ normal(0, 1);
@@ -399,10 +403,11 @@ model dists {
   yber[t] ~ bernoulli(v[t] / 2);
   ytn[t] ~ truncated_normal(s[t], a, -1, u[t] + 2);
   yw[t] ~ weibull(a + 1, v[t] + 0.5);
+  yg[t] ~ gumbel(s[t], v[t] + a);
 }
 )";
   const Totals totals = check_source(source, "dists.ssm");
-  CHECK(totals.log_densities == 17);
+  CHECK(totals.log_densities == 18);
   CHECK(totals.counts.checked > 100);
 }
 

@@ -6,6 +6,7 @@
 #include "ir/evaluate.h"
 #include "ir/printer.h"
 #include "kernel/distributions.h"
+#include "passes/distribution_formulas.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/structure_report.h"
@@ -322,6 +323,20 @@ TEST_CASE("finite-state: real-valued and binary states", "[structure]") {
   CHECK(ctx.finite_state->size == 12);
 }
 
+// passes/distribution_formulas.cpp's switch has no default (-Wswitch), but a case may still
+// return null formulas: each must then say why.
+TEST_CASE("every distribution has a log-density and a bound formula, or says why not",
+          "[structure]") {
+  for (const ir::DistInfo& d : ir::all_dists()) {
+    INFO(d.name);
+    const passes::DistFormulas f = passes::distribution_formulas(d.dist);
+    if (f.log_density && f.bound)
+      continue;
+    REQUIRE(f.none != nullptr);
+    CHECK(std::string(f.none).find(d.name) != std::string::npos);
+  }
+}
+
 TEST_CASE("density bounds match the density at the mode", "[structure]") {
   auto bound_of = [](const std::string& relation, const std::vector<double>& theta) {
     ir::Model model = compile_source("model m {\n  param a = 1;\n  param b = 1;\n"
@@ -382,8 +397,8 @@ model m {
         Approx(1 / (2 * pi * 0.7 * 1.5)));
 }
 
-TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal, weibull and dirichlet are the "
-          "maximum of the density (brute force)",
+TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal, weibull, gumbel and dirichlet "
+          "are the maximum of the density (brute force)",
           "[structure]") {
   // The bound for parameters a, b (and the 3-vector c), against the largest density on a fine
   // grid: never below it, and above it by no more than the grid's resolution allows.
@@ -457,6 +472,13 @@ TEST_CASE("density bounds of beta, inverse_gamma, truncated_normal, weibull and 
     check_tight(bound_of("real", fmt::format("weibull({}, b)", k), {0, lambda, 2, 2, 2}), brute);
   }
   CHECK_FALSE(bound_of("real", "weibull(a, b)", {0.7, 2, 2, 2, 2})); // unbounded at 0
+  for (const auto& [mu, beta] :
+       std::vector<std::pair<double, double>>{{0, 1}, {-3, 0.2}, {40, 7}}) {
+    INFO("gumbel(" << mu << ", " << beta << ")");
+    const double brute = grid_max(mu - 3 * beta, mu + 10 * beta,
+                                  [&](double x) { return ssm::lpdf_gumbel(x, mu, beta); });
+    check_tight(bound_of("real", "gumbel(a, b)", {mu, beta, 2, 2, 2}), brute);
+  }
   // dirichlet(c) on the 2-simplex: the grid over (x0, x1), x2 = 1 - x0 - x1.
   for (const std::vector<double>& c : std::vector<std::vector<double>>{{2, 3, 1.5}, {1, 4, 2}}) {
     INFO("dirichlet(" << c[0] << ", " << c[1] << ", " << c[2] << ")");

@@ -1,6 +1,6 @@
-// Shared by the distribution tests (test_log_densities.cpp, test_samplers.cpp): draws over a
-// counter range, support checks, quadrature rules for normalisation, a binned chi-square, and
-// long-double references for the truncated normal.
+// Shared by the distribution tests (test_log_densities.cpp, test_extreme_value_densities.cpp,
+// test_samplers.cpp): draws over a counter range, support checks, quadrature rules for
+// normalisation, a binned chi-square, and long-double references for the truncated normal.
 #pragma once
 
 #include "kernel/distributions.h"
@@ -11,6 +11,7 @@
 #include <boost/math/distributions/beta.hpp>
 #include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/cauchy.hpp>
+#include <boost/math/distributions/extreme_value.hpp>
 #include <boost/math/distributions/gamma.hpp>
 #include <boost/math/distributions/inverse_gamma.hpp>
 #include <boost/math/distributions/laplace.hpp>

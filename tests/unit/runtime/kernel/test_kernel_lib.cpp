@@ -52,6 +52,7 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
         check(ssm_lpdf_laplace(x, a, b), lpdf_laplace(x, a, b), "lpdf_laplace");
         check(ssm_lpdf_cauchy(x, a, b), lpdf_cauchy(x, a, b), "lpdf_cauchy");
         check(ssm_lpdf_weibull(x, a, b), lpdf_weibull(x, a, b), "lpdf_weibull");
+        check(ssm_lpdf_gumbel(x, a, b), lpdf_gumbel(x, a, b), "lpdf_gumbel");
         check(ssm_lpdf_negative_binomial(x, a, b), lpdf_negative_binomial(x, a, b),
               "lpdf_negative_binomial");
         // x / 20 puts some of the grid inside (0, 1).
@@ -102,6 +103,8 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
               "sample_cauchy");
         check(ssm_sample_weibull(kSeed, n, t, site, a, b), sample_weibull(kSeed, n, t, site, a, b),
               "sample_weibull");
+        check(ssm_sample_gumbel(kSeed, n, t, site, a, b), sample_gumbel(kSeed, n, t, site, a, b),
+              "sample_gumbel");
         check(ssm_sample_negative_binomial(kSeed, n, t, site, a, b),
               sample_negative_binomial(kSeed, n, t, site, a, b), "sample_negative_binomial");
         check(ssm_sample_binomial(kSeed, n, t, site, std::floor(a), b / 2),

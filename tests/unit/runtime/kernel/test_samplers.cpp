@@ -107,7 +107,7 @@ TEST_CASE("student_t sampler", "[distributions][sampler]") {
     const auto xs = draws([=](uint64_t k, uint32_t n, uint32_t t, uint32_t s) {
       return sample_student_t(k, n, t, s, p.nu, p.mu, p.sigma);
     });
-    CHECK(all_in(xs, -kInf, kInf));
+    CHECK(all_in(xs, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max()));
     if (p.nu > 4) {
       const double var = p.sigma * p.sigma * p.nu / (p.nu - 2);
       const double mu4 = 3 * std::pow(p.sigma, 4) * p.nu * p.nu / ((p.nu - 2) * (p.nu - 4));
@@ -347,7 +347,7 @@ TEST_CASE("cauchy sampler", "[distributions][sampler]") {
     auto xs = draws([=](uint64_t k, uint32_t n, uint32_t t, uint32_t s) {
       return sample_cauchy(k, n, t, s, mu, sigma);
     });
-    CHECK(all_in(xs, -kInf, kInf));
+    CHECK(all_in(xs, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max()));
     check_ks(xs, [=](double x) { return 0.5 + std::atan((x - mu) / sigma) / kPi; });
     // No moments; the sample median instead, whose standard error is 1 / (2 f(mu) sqrt(N)) =
     // pi sigma / (2 sqrt(N)).
@@ -475,5 +475,31 @@ TEST_CASE("weibull sampler", "[distributions][sampler]") {
     check_moments(xs, raw(1), raw(2) - raw(1) * raw(1),
                   test::central_mu4(raw(1), raw(2), raw(3), raw(4)));
     check_ks(xs, [=](double x) { return -std::expm1(-std::pow(x / lambda, k)); });
+  }
+}
+
+TEST_CASE("gumbel sampler", "[distributions][sampler]") {
+  const uint32_t n = 1, t = 2, s = 3;
+  // Inversion of u0 of block 0.
+  CHECK(sample_gumbel(kSeed, n, t, s, 0.5, 2) ==
+        0.5 - 2 * std::log(-std::log(philox_u01(kSeed, n, t, s, 0))));
+  for (double bad : {kNaN, kInf, -kInf}) {
+    INFO("bad location " << bad);
+    CHECK(std::isnan(sample_gumbel(kSeed, n, t, s, bad, 1)));
+  }
+  for (double bad : {0.0, -1.0, kNaN, kInf}) {
+    INFO("bad scale " << bad);
+    CHECK(std::isnan(sample_gumbel(kSeed, n, t, s, 0, bad)));
+  }
+  for (auto [mu, beta] : {std::pair{0.0, 1.0}, {-3.0, 0.2}, {40.0, 7.5}}) {
+    INFO("gumbel(" << mu << ", " << beta << ")");
+    const auto xs = draws([=](uint64_t key, uint32_t n, uint32_t t, uint32_t s) {
+      return sample_gumbel(key, n, t, s, mu, beta);
+    });
+    CHECK(all_in(xs, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max()));
+    // Mean mu + beta gamma_E, variance (pi beta)^2 / 6, kurtosis 27 / 5.
+    const double var = kPi * kPi * beta * beta / 6;
+    check_moments(xs, mu + beta * 0.57721566490153286061, var, 5.4 * var * var);
+    check_ks(xs, [=](double x) { return std::exp(-std::exp(-(x - mu) / beta)); });
   }
 }
