@@ -207,17 +207,15 @@ void simplex_constrain(std::span<const double> u, int64_t K, std::span<double> x
   x[K - 1] = stick[K - 1];
 }
 
-// x_k = stick_k z_k: log |det| = sum_k log z_k + log(1 - z_k) + log stick_k.
+// x_k = stick_k z_k: log |det| = sum_k log z_k + log(1 - z_k) + log stick_k, in logs throughout
+// (the stick itself underflows for extreme u).
 double simplex_log_jacobian(std::span<const double> u, int64_t K) {
-  double lj = 0;
+  double lj = 0, log_stick = 0;
   for (int64_t k = 0; k + 1 < K; ++k) {
     const double v = u[k] - stick_offset(K, k);
-    lj += log_inv_logit(v) + log_inv_logit(-v);
+    lj += log_inv_logit(v) + log_inv_logit(-v) + log_stick;
+    log_stick += log_inv_logit(-v);
   }
-  std::vector<double> z, stick;
-  simplex_sticks(u, K, z, stick);
-  for (int64_t k = 0; k + 1 < K; ++k)
-    lj += std::log(stick[k]);
   return lj;
 }
 

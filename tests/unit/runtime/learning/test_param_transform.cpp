@@ -219,6 +219,14 @@ TEST_CASE("param transform: Stan's reference points", "[learning]") {
     REQUIRE(x[3] == Approx(9.25));
     REQUIRE(t.coordinate_names() == std::vector<std::string>{"Q[0,0]", "Q[1,0]", "Q[1,1]"});
   }
+  SECTION("far from 0, the log-Jacobians stay finite where the maps underflow") {
+    const ssm::ParamTransform simplex(make_param("w", "simplex", {3}));
+    REQUIRE(constrain(simplex, {800, 0})[1] == 0); // the stick after w[0] underflows
+    REQUIRE(simplex.log_jacobian(Vector{800, 0}) ==
+            Approx(-1600)); // 2 (-(800 - log 2)) + 2 log 0.5
+    const ssm::ParamTransform interval(make_param("rho", "real", {}, -1.0, 1.0));
+    REQUIRE(interval.log_jacobian(Vector{-800}) == Approx(std::log(2.0) - 800));
+  }
   SECTION("coordinate names") {
     REQUIRE(ssm::ParamTransform(make_param("sigma", "real", {}, 0.0)).coordinate_names() ==
             std::vector<std::string>{"sigma"});
