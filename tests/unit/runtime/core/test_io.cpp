@@ -1,6 +1,7 @@
 // Tests of the runtime's input handling: model metadata, CSV parsing and observation extraction
 // (missing values, parse errors with line and column, missing columns, joint observations),
 // parameter resolution and checks, and atomic output files.
+#include "error_of.h"
 #include "runtime_test_models.h"
 
 #include "core/csv.h"
@@ -21,16 +22,9 @@
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-namespace {
+using ssm::test::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ssm::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+namespace {
 
 const char* kParamMeta = R"json({"name":"p","source":"p.ssm","n_state":1,"n_obs":1,"n_theta":14,
  "state":[{"name":"x","shape":[],"offset":0,"size":1}],
