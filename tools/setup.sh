@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # recommends it, and recommendations are not installed here.
 packages=(cmake g++ ninja-build llvm-14-dev clang-14 libclang-rt-14-dev libboost-dev libeigen3-dev
           catch2 libfmt-dev libcli11-dev nlohmann-json3-dev librandom123-dev zlib1g-dev libzstd-dev
-          libtinfo-dev libxml2-dev libedit-dev libffi-dev python3 clang-format)
+          libtinfo-dev libxml2-dev libedit-dev libffi-dev python3 clang-format liblbfgspp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

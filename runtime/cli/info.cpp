@@ -89,7 +89,8 @@ void print_info_json(const Context& c, const ParamValues& values) {
   j["structure"] = info.structure;
   j["methods"] = {{"filter", applicable(c, Task::Filter)},
                   {"smooth", applicable(c, Task::Smooth)},
-                  {"decode", applicable(c, Task::Decode)}};
+                  {"decode", applicable(c, Task::Decode)},
+                  {"optimize", applicable(c, Task::Optimize)}};
   const auto [score_by, no_score] = score_method(c);
   j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
   print_json(c, j);
@@ -138,6 +139,11 @@ void print_info_text(const Context& c, const ParamValues& values) {
                               : fmt::format("{}", fmt::join(decoders, ", ")));
   const auto [score_by, no_score] = score_method(c);
   fmt::print(c.out, "  score: {}\n", no_score ? "none (" + *no_score + ")" : "by " + score_by);
+  const std::vector<std::string> optimizers = applicable(c, Task::Optimize);
+  const Refusal no_optimizer = c.registry.ranked(Task::Optimize).front()->why_not(c.model, info);
+  fmt::print(c.out, "  optimize: {}\n",
+             optimizers.empty() ? "none (" + no_optimizer.value_or("") + ")"
+                                : fmt::format("{}", fmt::join(optimizers, ", ")));
 }
 
 class Info : public Command {

@@ -34,11 +34,6 @@ const CLI::Validator& positive_int() {
 
 namespace {
 
-// The option's key in OptionValues: its first name ("--marginals" of "--marginals,!--no-...").
-std::string key(const MethodOption& o) {
-  return o.flag.substr(0, o.flag.find(','));
-}
-
 CLI::Option* add_one(CLI::App& app, const std::string& help, const MethodOption& o,
                      OptionValue& slot) {
   slot = o.default_value;
@@ -71,7 +66,7 @@ CLI::Option* add_one(CLI::App& app, const std::string& help, const MethodOption&
 void add_method_options(CLI::App& app, const MethodRegistry& registry, Task task,
                         OptionValues& values) {
   for (const MethodOption& o : registry.options(task))
-    add_one(app, registry.option_help(task, o), o, values.slot(key(o)));
+    add_one(app, registry.option_help(task, o), o, values.slot(o.key()));
 }
 
 TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help)
@@ -89,7 +84,7 @@ TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help&
                             .choices = choices};
     add_one(*app,
             fmt::format("auto ({}), {}", c.registry.auto_help(task), c.registry.method_list(task)),
-            o, options_.slot(key(o)));
+            o, options_.slot(o.key()));
   }
   add_method_options(*app, c.registry, task, options_);
   app->add_option("--out", out_, "Output CSV file (default: standard output, none with --json)")

@@ -1,7 +1,8 @@
 // The method registry of the executable: every room registers its methods here, in the order
-// --help lists them (particle filters, then exact filters; smoothers; decoders).
+// --help lists them (particle filters, then exact filters; smoothers; decoders; learning methods).
 #include "cli/command.h"
 #include "exact/methods.h"
+#include "learning/methods.h"
 #include "smc/filter_methods.h"
 #include "smoothing/methods.h"
 
@@ -16,6 +17,7 @@ const MethodRegistry& method_registry() {
     register_exact_filters(registry);
     register_smoothers(registry); // after the particle filters: its forward pass is one
     register_exact_decoders(registry);
+    register_learning_methods(registry);
     return true;
   }();
   (void)registered;

@@ -59,6 +59,13 @@ const std::vector<MethodOption>& MethodRegistry::options(Task task) const {
   return it == options_.end() ? none : it->second;
 }
 
+OptionValues MethodRegistry::default_options(Task task) const {
+  OptionValues values;
+  for (const MethodOption& o : options(task))
+    values.slot(o.key()) = o.default_value;
+  return values;
+}
+
 std::string MethodRegistry::method_list(Task task) const {
   std::vector<std::string> items;
   for (const Method* m : methods(task)) {

@@ -25,7 +25,7 @@
 namespace ssm {
 
 // What a method computes; each task is a subcommand of the command line.
-enum class Task { Filter, Smooth, Decode };
+enum class Task { Filter, Smooth, Decode, Optimize };
 
 // The value of one option: an integer, a real, a word (a choice or a file), a switch that may
 // be left unset (--marginals / --no-marginals) or a repeatable list of names.
@@ -48,6 +48,9 @@ struct MethodOption {
   // Its help where another task's methods read it (the particle filter's options, read by the
   // smoothers' forward pass); empty: the same help.
   std::string help_elsewhere{};
+
+  // Its key in OptionValues: its first name ("--marginals" of "--marginals,!--no-marginals").
+  std::string key() const { return flag.substr(0, flag.find(',')); }
 };
 
 // The options' values after parsing, by flag (the first name of MethodOption::flag).
@@ -115,6 +118,7 @@ struct Method {
   std::function<FilterResult(const MethodRun&)> filter;
   std::function<SmoothResult(const MethodRun&)> smooth;
   std::function<Decoding(const MethodRun&)> decode;
+  std::function<Optimum(const MethodRun&)> optimize;
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 
@@ -143,6 +147,9 @@ public:
   const Method& choose(Task task, const ssm_model& model, const ModelInfo& info,
                        bool particles = false) const;
   const std::vector<MethodOption>& options(Task task) const;
+  // Every option of the task at its default: what a method runs with when another task's method
+  // calls it (optimize's exact smoother).
+  OptionValues default_options(Task task) const;
 
   // Help texts: "a, b (note) or c" (`particles`: the particle methods only, "a, b, c", without
   // titles), and what `auto` does ("x for ..., else y").

@@ -43,6 +43,29 @@ struct Decoding {
   std::vector<double> probability;
 };
 
+// A maximum-likelihood fit (`optimize`): the parameters found, the path that led there and
+// the verdict.
+struct Optimum {
+  std::vector<double> theta; // the whole parameter vector at the optimum (fixed ones too)
+  double log_likelihood = 0;
+  bool converged = false;
+  std::string message; // why it stopped
+  int64_t iterations = 0, evaluations = 0;
+  double gradient_norm = 0;         // of the log-likelihood in the unconstrained coordinates
+  std::vector<std::string> learned; // the parameters moved (the others were fixed)
+  struct Start {
+    double initial_log_likelihood = 0, log_likelihood = 0;
+    bool converged = false;
+  };
+  std::vector<Start> starts; // --inits: each start's outcome; theta is the best one's
+  struct Evaluation {        // one evaluation of the objective, in order, all starts
+    int64_t start = 0;
+    double log_likelihood = 0, gradient_norm = 0;
+    std::vector<double> theta;
+  };
+  std::vector<Evaluation> path;
+};
+
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.
 enum class SmoothMethod {
   Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)

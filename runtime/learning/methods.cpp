@@ -1,0 +1,92 @@
+// The learning methods' registration: see methods.h.
+#include "learning/methods.h"
+#include "core/error.h"
+#include "learning/optimize.h"
+#include "learning/score.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+namespace {
+
+// Why the score of the model is not exact, or nullopt: lbfgs needs an exact gradient.
+Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
+  if (!info.no_score_reason.empty())
+    return "the compiler derived no score: " + info.no_score_reason;
+  if (!model.score_terms)
+    return "the model table has no score_terms kernel";
+  if (!(info.linear_gaussian && model.linear_gaussian) && !info.finite_state)
+    return "the likelihood is not exact (the model is neither linear-Gaussian nor finite-state; "
+           "see `info`)";
+  return std::nullopt;
+}
+
+Optimum run_lbfgs(const MethodRun& run) {
+  const ScoreModel sm = score_model(run.model, run.info);
+  const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info);
+  if (smoother.particles)
+    throw Error(fmt::format("optimize --method {}: no exact smoother applies to the score of "
+                            "model '{}'",
+                            kLbfgsName, run.info.name));
+  const OptionValues smooth_defaults = run.registry->default_options(Task::Smooth);
+  MethodRun at{sm.model, sm.info, smooth_defaults, run.seed, false, run.threads};
+  at.registry = run.registry;
+  at.fixed = run.fixed;
+  at.data = run.data;
+  at.pool = run.pool;
+  OptimizeOptions opt;
+  opt.fixed = run.options.names("--fix");
+  opt.inits = run.options.integer("--inits");
+  opt.max_iterations = run.options.integer("--max-iterations");
+  opt.tolerance = run.options.real("--tolerance");
+  return maximize_likelihood(smoother, at, opt);
+}
+
+} // namespace
+
+void register_learning_methods(MethodRegistry& registry) {
+  const OptimizeOptions defaults;
+  registry.add_option(Task::Optimize,
+                      {.flag = "--fix",
+                       .help = "Keep this parameter at its value (repeatable); every other "
+                               "parameter with a value or a prior is learned",
+                       .default_value = std::vector<std::string>{},
+                       .type_name = "NAME"});
+  registry.add_option(Task::Optimize,
+                      {.flag = "--inits",
+                       .help = "Starts: the given values, then K - 1 random ones, uniform(-2, 2) "
+                               "around them on the unconstrained scale; the best one is reported",
+                       .default_value = defaults.inits,
+                       .check = MethodOption::Check::Positive,
+                       .type_name = "K"});
+  registry.add_option(Task::Optimize, {.flag = "--max-iterations",
+                                       .help = "Iterations of each start",
+                                       .default_value = defaults.max_iterations,
+                                       .check = MethodOption::Check::Positive});
+  registry.add_option(Task::Optimize,
+                      {.flag = "--tolerance",
+                       .help = "Stop when the gradient norm is below this times max(1, |x|) on the "
+                               "unconstrained scale",
+                       .default_value = defaults.tolerance});
+
+  Method lbfgs;
+  lbfgs.name = kLbfgsName;
+  lbfgs.title = "L-BFGS with the exact score";
+  lbfgs.note = "linear-Gaussian or finite-state models";
+  lbfgs.task = Task::Optimize;
+  lbfgs.rank = 1;
+  lbfgs.auto_help = "{}";
+  lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance"};
+  lbfgs.applies = exact_score_refusal;
+  lbfgs.check = [](const MethodRun& run) {
+    if (Refusal why = exact_score_refusal(run.model, run.info))
+      throw Error(fmt::format("optimize ({}): {}; for a particle model, stochastic gradients "
+                              "and EM are not available yet",
+                              kLbfgsName, *why));
+  };
+  lbfgs.optimize = run_lbfgs;
+  registry.add(std::move(lbfgs));
+}
+
+} // namespace ssm

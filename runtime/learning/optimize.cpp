@@ -1,0 +1,157 @@
+// Maximum likelihood by L-BFGS on the unconstrained parameter space: see optimize.h.
+#include "learning/optimize.h"
+#include "core/error.h"
+#include "kernel/rng.h"
+#include "learning/parameter_space.h"
+#include "learning/score.h"
+
+#include <Eigen/Core>
+#include <LBFGS.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ssm {
+
+namespace {
+
+// A gradient norm (log-likelihood per unit of the unconstrained coordinates) below which a point
+// is stationary for any practical purpose, whatever stopped the solver.
+constexpr double kStationary = 1e-4;
+
+// -log-likelihood and its gradient at an unconstrained point, recording every evaluation.
+class Objective {
+public:
+  Objective(const Method& smoother, const MethodRun& run, const ParameterSpace& space,
+            std::vector<double> theta, Optimum& out, int64_t start)
+      : smoother_(smoother), run_(run), space_(space), full_(std::move(theta)), out_(out),
+        start_(start) {}
+
+  double operator()(const Eigen::VectorXd& u, Eigen::VectorXd& grad) {
+    const int64_t n = space_.n_theta();
+    std::vector<double> fixed = full_;
+    try {
+      space_.constrain({u.data(), static_cast<size_t>(u.size())}, {fixed.data(), static_cast<size_t>(n)});
+    } catch (const Error&) { // overflow far out: an infinitely bad point, for the line search
+      grad.setZero();
+      return std::numeric_limits<double>::infinity();
+    }
+    MethodRun at = run_;
+    at.fixed = &fixed;
+    ScoreResult s;
+    try {
+      s = estimate_score(smoother_, at, 1);
+    } catch (const Error&) { // a non-finite likelihood or score: reject the step
+      grad.setZero();
+      return std::numeric_limits<double>::infinity();
+    }
+    const std::vector<double> g = space_.gradient({u.data(), static_cast<size_t>(u.size())}, s.score, false);
+    double norm2 = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      grad[static_cast<Eigen::Index>(i)] = -g[i];
+      norm2 += g[i] * g[i];
+    }
+    out_.path.push_back({start_, s.log_likelihood, std::sqrt(norm2),
+                         std::vector<double>(fixed.begin(), fixed.begin() + n)});
+    last_theta_ = out_.path.back().theta;
+    return -s.log_likelihood;
+  }
+
+  const std::vector<double>& last_theta() const { return last_theta_; }
+
+private:
+  const Method& smoother_;
+  const MethodRun& run_;
+  const ParameterSpace& space_;
+  std::vector<double> full_; // parameters then data values
+  Optimum& out_;
+  int64_t start_;
+  std::vector<double> last_theta_;
+};
+
+} // namespace
+
+Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
+                            const OptimizeOptions& options) {
+  const ParameterSpace space(run.info, options.fixed);
+  if (space.dimension() == 0)
+    throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
+  const int64_t n = space.n_theta();
+  const std::vector<double>& given = *run.fixed;
+  const std::vector<double> u0 =
+      space.unconstrain({given.data(), static_cast<size_t>(n)}); // names a value outside its support
+
+  LBFGSpp::LBFGSParam<double> param;
+  param.epsilon = 1e-10; // absolute gradient norm: rarely reached on log-likelihoods in the 1000s
+  param.epsilon_rel = options.tolerance;
+  param.max_iterations = static_cast<int>(options.max_iterations);
+  param.max_linesearch = 40;
+  LBFGSpp::LBFGSSolver<double> solver(param);
+
+  Optimum best;
+  best.log_likelihood = -std::numeric_limits<double>::infinity();
+  for (const LearnedParam& p : space.learned())
+    best.learned.push_back(run.info.params[p.index].name);
+  Optimum record; // the path of every start
+  for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
+    Eigen::VectorXd u = Eigen::Map<const Eigen::VectorXd>(u0.data(), static_cast<Eigen::Index>(u0.size()));
+    if (k > 0) // random starts: uniform(-2, 2) around the given point, as Stan draws its inits
+      for (Eigen::Index i = 0; i < u.size(); ++i)
+        u[i] += 4 * philox_u01(run.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157, 0) - 2;
+    Objective f(smoother, run, space, given, record, k);
+    Eigen::VectorXd grad(u.size());
+    const size_t first = record.path.size();
+    const double f0 = f(u, grad);
+    Optimum::Start start;
+    start.initial_log_likelihood = -f0;
+    double fx = f0;
+    std::string message = "not started";
+    int64_t iterations = 0;
+    bool finished = false; // LBFGSpp's own test passed
+    try {
+      if (!std::isfinite(f0))
+        throw std::runtime_error("the log-likelihood is not finite at the start");
+      iterations = solver.minimize(f, u, fx);
+      finished = iterations < options.max_iterations;
+      message = finished ? "the gradient norm fell below the tolerance"
+                         : fmt::format("stopped after {} iterations", iterations);
+    } catch (const std::exception& e) { // LBFGSpp throws when the line search fails
+      message = e.what();
+    }
+    // The start's best evaluation: its parameters and gradient norm.
+    const Optimum::Evaluation* at = nullptr;
+    for (size_t i = first; i < record.path.size(); ++i)
+      if (!at || record.path[i].log_likelihood > at->log_likelihood)
+        at = &record.path[i];
+    if (!at || !std::isfinite(at->log_likelihood)) {
+      best.starts.push_back(start);
+      continue;
+    }
+    // A line search that cannot improve at a stationary point has converged in all but name.
+    start.converged = finished || at->gradient_norm <= kStationary;
+    if (!finished && start.converged)
+      message = fmt::format("stationary (gradient norm {:.2g}); the line search then stopped: {}",
+                            at->gradient_norm, message);
+    start.log_likelihood = at->log_likelihood;
+    best.starts.push_back(start);
+    if (at->log_likelihood > best.log_likelihood) {
+      best.log_likelihood = at->log_likelihood;
+      best.converged = start.converged;
+      best.message = message;
+      best.iterations = iterations;
+      best.theta.assign(given.begin(), given.begin() + n);
+      std::copy(at->theta.begin(), at->theta.end(), best.theta.begin());
+      best.gradient_norm = at->gradient_norm;
+    }
+  }
+  if (best.theta.empty())
+    throw Error("optimize: no start gave a finite log-likelihood (check the data and the "
+                "starting values)");
+  best.path = std::move(record.path);
+  best.evaluations = static_cast<int64_t>(best.path.size());
+  return best;
+}
+
+} // namespace ssm

@@ -1,0 +1,29 @@
+// Maximum likelihood by L-BFGS (LBFGSpp, Debian's liblbfgspp-dev) on the unconstrained space of
+// the learned parameters (parameter_space.h), for models whose likelihood and score are exact:
+// the score comes from an exact smoother (rts, forward-backward) over the compiler's score terms
+// (score.h), the log-likelihood with it.
+#pragma once
+
+#include "core/method_registry.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+struct OptimizeOptions {
+  std::vector<std::string> fixed; // --fix: parameters kept at their values
+  int64_t inits = 1;              // starts: the given values, then random ones around them
+  int64_t max_iterations = 200;
+  double tolerance = 1e-8; // on the gradient norm, relative to max(1, |x|) (LBFGSpp's epsilon_rel)
+};
+
+// L-BFGS from the parameters in run.fixed (its first n_theta values) with `smoother`, an exact
+// smoother applicable to the score model (score_model in score.h). Throws ssm::Error when a start
+// fails (a parameter without a value, a value outside its support) or no start gives a finite
+// log-likelihood.
+Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
+                            const OptimizeOptions& options);
+
+} // namespace ssm

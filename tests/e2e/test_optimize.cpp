@@ -1,0 +1,181 @@
+// End-to-end tests of `optimize` (L-BFGS with the exact score): the local level model on the Nile
+// data with a diffuse-like initial law gives Durbin & Koopman's published maximum-likelihood
+// estimates, and the optimum of an independent optimiser (Nelder-Mead on a Kalman filter written
+// here); --fix, --inits, --save (read back by filter), the path CSV, and the refusal of a model
+// without an exact likelihood.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+const char* kNile = R"(
+model nile_diffuse {
+  param sigma_eps ~ half_normal(500) = 100;
+  param sigma_eta ~ half_normal(200) = 20;
+  state level : real;
+  obs y : real;
+  level[0] ~ normal(0, 1e5);
+  level[t] ~ normal(level[t-1], sigma_eta);
+  y[t] ~ normal(level[t], sigma_eps);
+}
+)";
+
+// The local level model's log-likelihood by a Kalman filter written here.
+double local_level_loglik(const std::vector<double>& y, double var_eps, double var_eta) {
+  double m = 0, P = 1e10, ll = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0)
+      P += var_eta;
+    const double S = P + var_eps, v = y[t] - m;
+    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + v * v / S);
+    m += P / S * v;
+    P -= P * P / S;
+  }
+  return ll;
+}
+
+// Nelder-Mead on f over R^2 (a minimiser), from x0 with initial steps of 0.5.
+std::array<double, 2> nelder_mead(const auto& f, std::array<double, 2> x0) {
+  std::array<std::array<double, 2>, 3> s = {x0, x0, x0};
+  s[1][0] += 0.5;
+  s[2][1] += 0.5;
+  std::array<double, 3> v = {f(s[0]), f(s[1]), f(s[2])};
+  for (int it = 0; it < 2000; ++it) {
+    std::array<int, 3> o = {0, 1, 2};
+    std::sort(o.begin(), o.end(), [&](int a, int b) { return v[a] < v[b]; });
+    const int best = o[0], worst = o[2], second = o[1];
+    if (std::abs(v[worst] - v[best]) < 1e-13)
+      break;
+    std::array<double, 2> c{}, r{}, e{}, k{};
+    for (int d = 0; d < 2; ++d)
+      c[d] = (s[best][d] + s[second][d]) / 2;
+    for (int d = 0; d < 2; ++d)
+      r[d] = c[d] + (c[d] - s[worst][d]);
+    const double fr = f(r);
+    if (fr < v[best]) {
+      for (int d = 0; d < 2; ++d)
+        e[d] = c[d] + 2 * (c[d] - s[worst][d]);
+      const double fe = f(e);
+      s[worst] = fe < fr ? e : r;
+      v[worst] = std::min(fe, fr);
+    } else if (fr < v[second]) {
+      s[worst] = r;
+      v[worst] = fr;
+    } else {
+      for (int d = 0; d < 2; ++d)
+        k[d] = c[d] + 0.5 * (s[worst][d] - c[d]);
+      const double fk = f(k);
+      if (fk < v[worst]) {
+        s[worst] = k;
+        v[worst] = fk;
+      } else {
+        for (int i : {second, worst}) {
+          for (int d = 0; d < 2; ++d)
+            s[i][d] = s[best][d] + 0.5 * (s[i][d] - s[best][d]);
+          v[i] = f(s[i]);
+        }
+      }
+    }
+  }
+  return s[std::min_element(v.begin(), v.end()) - v.begin()];
+}
+
+} // namespace
+
+TEST_CASE("optimize: the Nile MLE of Durbin & Koopman, and of an independent optimiser",
+          "[optimize]") {
+  const std::string& exe = model_exe("nile_diffuse", kNile);
+  const std::string data = example_path("data/nile.csv");
+  const std::string path = scratch_path("nile-optimize-path.csv");
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "optimize", "--data", data, "--json", "--out", path}).out);
+  CHECK(j["method"] == "lbfgs");
+  CHECK(j["converged"] == true);
+  const double var_eps = std::pow(j["params"]["sigma_eps"].get<double>(), 2),
+               var_eta = std::pow(j["params"]["sigma_eta"].get<double>(), 2);
+  INFO("variances " << var_eps << ", " << var_eta);
+  // Durbin & Koopman (2012, section 2.10.3): 15099 and 1469.1, by the exactly diffuse likelihood.
+  CHECK(std::abs(var_eps / 15099 - 1) < 1e-3);
+  CHECK(std::abs(var_eta / 1469.1 - 1) < 1e-3);
+
+  const std::vector<double> y = read_table(data).column("y");
+  auto minus_loglik = [&](const std::array<double, 2>& log_var) {
+    return -local_level_loglik(y, std::exp(log_var[0]), std::exp(log_var[1]));
+  };
+  const std::array<double, 2> nm = nelder_mead(minus_loglik, {std::log(1e4), std::log(1e3)});
+  CHECK(std::abs(var_eps / std::exp(nm[0]) - 1) < 1e-4);
+  CHECK(std::abs(var_eta / std::exp(nm[1]) - 1) < 1e-4);
+  CHECK(j["log_likelihood"].get<double>() ==
+        Approx(local_level_loglik(y, var_eps, var_eta)).epsilon(1e-9));
+  CHECK(j["log_likelihood"].get<double>() >= -minus_loglik(nm) - 1e-8);
+
+  // The path: one row per evaluation, the log-likelihood rising to the optimum.
+  const Table t = read_table(path);
+  REQUIRE(t.header == std::vector<std::string>{"evaluation", "start", "log_likelihood",
+                                               "gradient_norm", "sigma_eps", "sigma_eta"});
+  REQUIRE(static_cast<int64_t>(t.rows.size()) == j["evaluations"].get<int64_t>());
+  const std::vector<double> ll = t.column("log_likelihood");
+  CHECK(*std::max_element(ll.begin(), ll.end()) == j["log_likelihood"].get<double>());
+  CHECK(ll.front() < ll.back());
+}
+
+TEST_CASE("optimize: --fix, --inits, and --save read back by filter", "[optimize]") {
+  const std::string& exe = model_exe("nile_diffuse", kNile);
+  const std::string data = example_path("data/nile.csv");
+  const std::string saved = scratch_path("nile-optimum.json");
+  const nlohmann::json fixed = nlohmann::json::parse(
+      run_ok({exe, "optimize", "--data", data, "--json", "--fix", "sigma_eps", "--param",
+              "sigma_eps=130", "--save", saved})
+          .out);
+  CHECK(fixed["learned"] == nlohmann::json({"sigma_eta"}));
+  CHECK(fixed["params"]["sigma_eps"] == 130);
+  CHECK(fixed["converged"] == true);
+  // The saved file is a --params file: filter reads it back to the same log-likelihood.
+  const nlohmann::json f =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json", "--params", saved}).out);
+  CHECK(f["log_likelihood"].get<double>() ==
+        Approx(fixed["log_likelihood"].get<double>()).epsilon(1e-12));
+  // At the optimum with sigma_eps fixed, the score in sigma_eta vanishes.
+  const nlohmann::json s =
+      nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--json", "--params", saved}).out);
+  CHECK(std::abs(s["score"]["sigma_eta"].get<double>()) < 1e-4);
+
+  const nlohmann::json several = nlohmann::json::parse(
+      run_ok({exe, "optimize", "--data", data, "--json", "--inits", "4", "--seed", "5"}).out);
+  REQUIRE(several["starts"].size() == 4);
+  double best = -INFINITY;
+  for (const nlohmann::json& start : several["starts"]) {
+    CHECK(start["log_likelihood"].get<double>() >= start["initial_log_likelihood"].get<double>());
+    best = std::max(best, start["log_likelihood"].get<double>());
+  }
+  CHECK(several["log_likelihood"].get<double>() == best);
+
+  const ProcessResult unknown =
+      run_process({exe, "optimize", "--data", data, "--fix", "sigma"});
+  INFO(unknown.describe());
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("sigma") != std::string::npos);
+  CHECK(unknown.err.find("sigma_eps") != std::string::npos); // the parameters it has
+}
+
+TEST_CASE("optimize refuses a model without an exact likelihood, with the reason", "[optimize]") {
+  const std::string& exe = example_exe("sv");
+  const std::string sim = scratch_path("sv-optimize-sim.csv");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "1", "--out", sim});
+  const ProcessResult p = run_process({exe, "optimize", "--data", sim});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("the likelihood is not exact") != std::string::npos);
+  CHECK(p.out.empty());
+}
