@@ -3,6 +3,7 @@
 // the transition density's upper bound, which the rejection-based backward samplers use.
 #include "kernel_emitter.h"
 #include "kernels.h"
+#include "passes/structure.h"
 
 namespace ssm::codegen {
 
@@ -46,6 +47,21 @@ private:
   }
 };
 
+// ssm_prior_logpdf(theta, out): arena nodes that read only parameters, one after another.
+class PriorEmitter : public KernelEmitter {
+public:
+  PriorEmitter(const ir::Model& model, llvm::Module& module, const ir::Block& arena,
+               std::vector<int> outputs)
+      : KernelEmitter(model, module, arena, std::move(outputs)) {}
+
+private:
+  bool over_arena() const override { return true; }
+  std::vector<KernelParam> parameters() override {
+    return {{"theta", f64_ptr()}, {"out", f64_ptr()}};
+  }
+  void emit_body() override { emit_output_stores(); }
+};
+
 // ssm_transition_log_bound(theta, t, begin, end, stride, x_prev, out): an arena node of the
 // density analysis, per particle at t-1.
 class TransitionLogBoundEmitter : public KernelEmitter {
@@ -83,6 +99,11 @@ llvm::Function* emit_obs_logpdf(const ir::Model& model, llvm::Module& module) {
 llvm::Function* emit_transition_log_bound(const ir::Model& model, const ir::Block& arena, int bound,
                                           llvm::Module& module) {
   return TransitionLogBoundEmitter(model, module, arena, bound).emit("ssm_transition_log_bound");
+}
+
+llvm::Function* emit_prior_logpdf(const passes::Derivatives& derivs, const ir::Model& model,
+                                  llvm::Module& module) {
+  return PriorEmitter(model, module, derivs.arena, derivs.prior_terms).emit("ssm_prior_logpdf");
 }
 
 } // namespace ssm::codegen

@@ -21,7 +21,7 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
-                      llvm::Function* score_terms) {
+                      llvm::Function* score_terms, llvm::Function* prior_logpdf) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -53,10 +53,12 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
           false)), // proposal_sample
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
           b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false)), // lookahead
-      module.getFunction("ssm_functional_terms")->getType()};               // score_terms
+      module.getFunction("ssm_functional_terms")->getType(),                // score_terms
+      llvm::PointerType::getUnqual(
+          llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false))}; // prior_logpdf
   llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
-                             proposal_sample, lookahead,       score_terms};
-  for (int k = 0; k < 7; ++k) {
+                             proposal_sample, lookahead,       score_terms,      prior_logpdf};
+  for (int k = 0; k < 8; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -103,8 +105,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   llvm::Function* score = structure.derivatives && !structure.derivatives->score_terms.empty()
                               ? emit_score_terms(model, *structure.derivatives, library)
                               : nullptr;
+  llvm::Function* prior = structure.derivatives && structure.derivatives->prior_why_not.empty() &&
+                                  !structure.derivatives->prior_terms.empty()
+                              ? emit_prior_logpdf(*structure.derivatives, model, library)
+                              : nullptr;
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score);
+                   lookahead, score, prior);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -34,6 +34,9 @@ llvm::Function* emit_transition_log_bound(const ir::Model& model, const ir::Bloc
 // output_kernels.cpp: the block's outputs per particle.
 llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& module);
 llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module);
+// ssm_prior_logpdf(theta, out): the log prior density, then its gradient per theta component.
+llvm::Function* emit_prior_logpdf(const passes::Derivatives& derivs, const ir::Model& model,
+                                  llvm::Module& module);
 // ssm_score_terms: as ssm_functional_terms, of the derivatives analysis's score terms.
 llvm::Function* emit_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
                                  llvm::Module& module);

@@ -244,7 +244,9 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
                                const ir::Relation& rel, ExprBuilder& b, std::string& why) {
   const ir::Shape& shape = model.var_shape(rel.kind, rel.var);
   ir::Node target;
-  target.op = rel.kind == ir::VarKind::Obs ? ir::Op::Obs : ir::Op::State;
+  target.op = rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
+              : rel.kind == ir::VarKind::Param ? ir::Op::Param
+                                               : ir::Op::State;
   target.var = rel.var;
   target.shape = shape;
   const int x_node = b.raw(std::move(target));
@@ -390,6 +392,7 @@ public:
         result.relations.push_back(std::move(r));
       }
     }
+    prior_terms(model, b, params, result);
     if (result.score_why_not.empty()) {
       const int first = b.call("eq", {b.raw(time_node()), b.constant(0.0)});
       const std::vector<int>&init = score[ir::BlockKind::Initial],
@@ -405,6 +408,27 @@ public:
   }
 
 private:
+  // The log prior density of the parameters with a prior and its gradient in every theta
+  // component, or the reason there is none.
+  static void prior_terms(const ir::Model& model, ExprBuilder& b, const std::vector<Wrt>& params,
+                          Derivatives& result) {
+    int lp = -1;
+    for (const ir::Relation& rel : model.prior.relations) {
+      std::string why;
+      const std::optional<int> term = log_density(model, model.prior, rel, b, why);
+      if (!term) {
+        result.prior_why_not = fmt::format("the prior of {} ({}): {}", model.params[rel.var].name,
+                                           ir::dist_info(rel.dist).name, why);
+        return;
+      }
+      lp = lp < 0 ? *term : b.add(lp, *term);
+    }
+    Differentiator in_arena(result.arena, b);
+    result.prior_terms.push_back(b.materialize(lp));
+    for (const Wrt& w : params)
+      result.prior_terms.push_back(lp < 0 ? -1 : in_arena.derivative(lp, w)[0]);
+  }
+
   static ir::Node time_node() {
     ir::Node t;
     t.op = ir::Op::Time;

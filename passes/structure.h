@@ -142,6 +142,10 @@ struct Derivatives {
   std::vector<RelationDerivatives> relations; // initial, transition, then observation
   std::vector<int> score_terms;
   std::string score_why_not;
+  // The log prior density of the parameters that have one (0 for none) and then its gradient
+  // per theta component (-1 for zero); empty with `prior_why_not` when a prior has no formula.
+  std::vector<int> prior_terms;
+  std::string prior_why_not;
   // The arena operations the score terms read (what their kernel computes per particle).
   int64_t score_size() const;
 };

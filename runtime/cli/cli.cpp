@@ -132,7 +132,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
   for (auto add : {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode,
-                   cli::add_score, cli::add_optimize, cli::add_info})
+                   cli::add_score, cli::add_optimize, cli::add_sample, cli::add_info})
     commands.push_back(add(app, c));
 
   try {

@@ -90,7 +90,8 @@ void print_info_json(const Context& c, const ParamValues& values) {
   j["methods"] = {{"filter", applicable(c, Task::Filter)},
                   {"smooth", applicable(c, Task::Smooth)},
                   {"decode", applicable(c, Task::Decode)},
-                  {"optimize", applicable(c, Task::Optimize)}};
+                  {"optimize", applicable(c, Task::Optimize)},
+                  {"sample", applicable(c, Task::Sample)}};
   const auto [score_by, no_score] = score_method(c);
   j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
   print_json(c, j);
@@ -144,6 +145,7 @@ void print_info_text(const Context& c, const ParamValues& values) {
   fmt::print(c.out, "  optimize: {}\n",
              optimizers.empty() ? "none (" + no_optimizer.value_or("") + ")"
                                 : fmt::format("{}", fmt::join(optimizers, ", ")));
+  fmt::print(c.out, "  sample: {}\n", fmt::join(applicable(c, Task::Sample), ", "));
 }
 
 class Info : public Command {

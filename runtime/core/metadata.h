@@ -83,6 +83,8 @@ struct ModelInfo {
   // Why the model has no score_terms kernel (a relation without a log-density formula); empty
   // when it has one (or has no parameters).
   std::string no_score_reason;
+  // Why the model has no prior_logpdf kernel (a prior without a log-density formula).
+  std::string no_prior_reason;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
 

@@ -25,7 +25,7 @@
 namespace ssm {
 
 // What a method computes; each task is a subcommand of the command line.
-enum class Task { Filter, Smooth, Decode, Optimize };
+enum class Task { Filter, Smooth, Decode, Optimize, Sample };
 
 // The value of one option: an integer, a real, a word (a choice or a file), a switch that may
 // be left unset (--marginals / --no-marginals) or a repeatable list of names.
@@ -119,6 +119,7 @@ struct Method {
   std::function<SmoothResult(const MethodRun&)> smooth;
   std::function<Decoding(const MethodRun&)> decode;
   std::function<Optimum(const MethodRun&)> optimize;
+  std::function<Posterior(const MethodRun&)> sample;
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 

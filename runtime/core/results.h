@@ -66,6 +66,25 @@ struct Optimum {
   std::vector<Evaluation> path;
 };
 
+// Posterior draws (`sample`): per chain, the parameters (whole theta) and Stan's lp__ and
+// accept_stat__ of each kept draw, with how the likelihood was computed.
+struct Posterior {
+  struct Chain {
+    std::vector<std::vector<double>> theta; // per draw after warmup, n_theta values
+    std::vector<double> lp, accept_stat;    // log target on the unconstrained scale; min(1, ratio)
+    double acceptance_rate = 0;             // after warmup
+  };
+  std::vector<Chain> chains;
+  std::vector<std::string> learned; // the parameters sampled (the others were fixed)
+  std::string likelihood;           // the filter: "kalman", "bootstrap", ...
+  bool exact_likelihood = false;
+  int64_t particles = 0;         // of a particle filter
+  double pilot_loglik_sd = 0;    // at the start, with `particles` (0: exact)
+  bool particles_chosen = false; // by the pilot rather than --particles
+  int64_t warmup = 0, iterations = 0;
+  std::vector<std::string> warnings;
+};
+
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.
 enum class SmoothMethod {
   Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)

@@ -103,6 +103,8 @@ typedef void (*ssm_lookahead_fn)(const double* theta, int64_t t, int64_t begin, 
                                  int64_t stride, const double* x_prev, const double* y,
                                  double* x_pred);
 
+typedef void (*ssm_prior_logpdf_fn)(const double* theta, double* out);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -122,6 +124,9 @@ typedef struct ssm_model {
   // The score terms, one per theta component (metadata "structure"."score"): the gradient of the
   // step's log-densities with respect to the parameters; may be null.
   ssm_functional_terms_fn score_terms;
+  // The log prior density of the parameters that have a prior (metadata "structure"."prior"),
+  // then its gradient per theta component: out[0], out[1 .. n_theta]; may be null.
+  ssm_prior_logpdf_fn prior_logpdf;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

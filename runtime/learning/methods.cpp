@@ -2,6 +2,7 @@
 #include "learning/methods.h"
 #include "core/error.h"
 #include "learning/optimize.h"
+#include "learning/pmmh.h"
 #include "learning/score.h"
 
 #include <fmt/format.h>
@@ -43,9 +44,66 @@ Optimum run_lbfgs(const MethodRun& run) {
   return maximize_likelihood(smoother, at, opt);
 }
 
+Posterior run_pmmh(const MethodRun& run) {
+  SampleOptions opt;
+  opt.fixed = run.options.names("--fix");
+  opt.chains = run.options.integer("--chains");
+  opt.warmup = run.options.integer("--warmup");
+  opt.iterations = run.options.integer("--iterations");
+  opt.particles = run.options.integer("--particles");
+  opt.filter = run.options.word("--filter");
+  return sample_pmmh(run, opt);
+}
+
+void register_sampling(MethodRegistry& registry) {
+  const SampleOptions defaults;
+  std::vector<std::string> filters = {"auto"}; // registered before the learning methods
+  for (const std::string& name : registry.names(Task::Filter))
+    filters.push_back(name);
+  registry.add_option(Task::Sample, {.flag = "--fix",
+                                     .help = "Keep this parameter at its value (repeatable); every "
+                                             "other parameter with a prior is sampled",
+                                     .default_value = std::vector<std::string>{},
+                                     .type_name = "NAME"});
+  registry.add_option(Task::Sample, {.flag = "--chains",
+                                     .help = "Chains, run in parallel on the --threads",
+                                     .default_value = defaults.chains,
+                                     .check = MethodOption::Check::Positive});
+  registry.add_option(Task::Sample, {.flag = "--warmup",
+                                     .help = "Warmup iterations per chain (the random walk adapts; "
+                                             "not kept), as CmdStan's num_warmup",
+                                     .default_value = defaults.warmup});
+  registry.add_option(Task::Sample, {.flag = "--iterations",
+                                     .help = "Draws kept per chain, as CmdStan's num_samples",
+                                     .default_value = defaults.iterations,
+                                     .check = MethodOption::Check::Positive});
+  registry.add_option(Task::Sample,
+                      {.flag = "--filter",
+                       .help = "The filter whose log-likelihood drives the chain: auto (the exact "
+                               "one when the structure allows) or a filter's name",
+                       .default_value = defaults.filter,
+                       .type_name = "FILTER",
+                       .choices = filters});
+  registry.add_option(Task::Sample,
+                      {.flag = "--particles",
+                       .help = "Particles of a particle filter; 0: chosen by a pilot run at the "
+                               "starting values so that the log-likelihood's sd is about 1.2",
+                       .default_value = defaults.particles});
+  Method pmmh;
+  pmmh.name = kPmmhName;
+  pmmh.title = "particle marginal Metropolis-Hastings";
+  pmmh.task = Task::Sample;
+  pmmh.rank = 1;
+  pmmh.auto_help = "{}";
+  pmmh.options = {"--fix", "--chains", "--warmup", "--iterations", "--filter", "--particles"};
+  pmmh.sample = run_pmmh;
+  registry.add(std::move(pmmh));
+}
+
 } // namespace
 
 void register_learning_methods(MethodRegistry& registry) {
+  register_sampling(registry);
   const OptimizeOptions defaults;
   registry.add_option(Task::Optimize,
                       {.flag = "--fix",

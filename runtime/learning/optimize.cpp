@@ -33,7 +33,8 @@ public:
     const int64_t n = space_.n_theta();
     std::vector<double> fixed = full_;
     try {
-      space_.constrain({u.data(), static_cast<size_t>(u.size())}, {fixed.data(), static_cast<size_t>(n)});
+      space_.constrain({u.data(), static_cast<size_t>(u.size())},
+                       {fixed.data(), static_cast<size_t>(n)});
     } catch (const Error&) { // overflow far out: an infinitely bad point, for the line search
       grad.setZero();
       return std::numeric_limits<double>::infinity();
@@ -47,7 +48,8 @@ public:
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
-    const std::vector<double> g = space_.gradient({u.data(), static_cast<size_t>(u.size())}, s.score, false);
+    const std::vector<double> g =
+        space_.gradient({u.data(), static_cast<size_t>(u.size())}, s.score, false);
     double norm2 = 0;
     for (size_t i = 0; i < g.size(); ++i) {
       grad[static_cast<Eigen::Index>(i)] = -g[i];
@@ -80,8 +82,8 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
     throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
   const int64_t n = space.n_theta();
   const std::vector<double>& given = *run.fixed;
-  const std::vector<double> u0 =
-      space.unconstrain({given.data(), static_cast<size_t>(n)}); // names a value outside its support
+  const std::vector<double> u0 = space.unconstrain(
+      {given.data(), static_cast<size_t>(n)}); // names a value outside its support
 
   LBFGSpp::LBFGSParam<double> param;
   param.epsilon = 1e-10; // absolute gradient norm: rarely reached on log-likelihoods in the 1000s
@@ -96,10 +98,13 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
     best.learned.push_back(run.info.params[p.index].name);
   Optimum record; // the path of every start
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
-    Eigen::VectorXd u = Eigen::Map<const Eigen::VectorXd>(u0.data(), static_cast<Eigen::Index>(u0.size()));
+    Eigen::VectorXd u =
+        Eigen::Map<const Eigen::VectorXd>(u0.data(), static_cast<Eigen::Index>(u0.size()));
     if (k > 0) // random starts: uniform(-2, 2) around the given point, as Stan draws its inits
       for (Eigen::Index i = 0; i < u.size(); ++i)
-        u[i] += 4 * philox_u01(run.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157, 0) - 2;
+        u[i] += 4 * philox_u01(run.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157,
+                               0) -
+                2;
     Objective f(smoother, run, space, given, record, k);
     Eigen::VectorXd grad(u.size());
     const size_t first = record.path.size();

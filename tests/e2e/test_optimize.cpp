@@ -134,21 +134,21 @@ TEST_CASE("optimize: --fix, --inits, and --save read back by filter", "[optimize
   const std::string& exe = model_exe("nile_diffuse", kNile);
   const std::string data = example_path("data/nile.csv");
   const std::string saved = scratch_path("nile-optimum.json");
-  const nlohmann::json fixed = nlohmann::json::parse(
-      run_ok({exe, "optimize", "--data", data, "--json", "--fix", "sigma_eps", "--param",
-              "sigma_eps=130", "--save", saved})
-          .out);
+  const nlohmann::json fixed =
+      nlohmann::json::parse(run_ok({exe, "optimize", "--data", data, "--json", "--fix", "sigma_eps",
+                                    "--param", "sigma_eps=130", "--save", saved})
+                                .out);
   CHECK(fixed["learned"] == nlohmann::json({"sigma_eta"}));
   CHECK(fixed["params"]["sigma_eps"] == 130);
   CHECK(fixed["converged"] == true);
   // The saved file is a --params file: filter reads it back to the same log-likelihood.
-  const nlohmann::json f =
-      nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json", "--params", saved}).out);
+  const nlohmann::json f = nlohmann::json::parse(
+      run_ok({exe, "filter", "--data", data, "--json", "--params", saved}).out);
   CHECK(f["log_likelihood"].get<double>() ==
         Approx(fixed["log_likelihood"].get<double>()).epsilon(1e-12));
   // At the optimum with sigma_eps fixed, the score in sigma_eta vanishes.
-  const nlohmann::json s =
-      nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--json", "--params", saved}).out);
+  const nlohmann::json s = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--json", "--params", saved}).out);
   CHECK(std::abs(s["score"]["sigma_eta"].get<double>()) < 1e-4);
 
   const nlohmann::json several = nlohmann::json::parse(
@@ -161,8 +161,7 @@ TEST_CASE("optimize: --fix, --inits, and --save read back by filter", "[optimize
   }
   CHECK(several["log_likelihood"].get<double>() == best);
 
-  const ProcessResult unknown =
-      run_process({exe, "optimize", "--data", data, "--fix", "sigma"});
+  const ProcessResult unknown = run_process({exe, "optimize", "--data", data, "--fix", "sigma"});
   INFO(unknown.describe());
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err.find("sigma") != std::string::npos);

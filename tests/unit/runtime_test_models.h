@@ -145,6 +145,7 @@ inline ssm_model ar1_model() {
                    nullptr,
                    nullptr,
                    nullptr,
+                   nullptr,
                    nullptr};
 }
 inline ssm_model ar2_model() {
@@ -157,6 +158,7 @@ inline ssm_model ar2_model() {
                    K::transition_logpdf,
                    K::obs_logpdf,
                    K::obs_sample,
+                   nullptr,
                    nullptr,
                    nullptr,
                    nullptr,

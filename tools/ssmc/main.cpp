@@ -251,6 +251,11 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       no_score = e.what();
     }
   }
+  const std::string no_prior =
+      !derivatives ? "no derivatives analysis" : derivatives->prior_why_not;
+  structure["prior"] = no_prior.empty()
+                           ? nlohmann::json{{"available", true}}
+                           : nlohmann::json{{"available", false}, {"reason", no_prior}};
   structure["score"] = no_score.empty() && derivatives
                            ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", no_score}};

@@ -1,0 +1,170 @@
+// `sample`: posterior draws of the parameters by the method --method names (PMMH), in Stan's
+// CSV layout (one file per chain, as CmdStan writes them), with a JSON summary: mean, sd,
+// quantiles, rank-normalised split-R-hat and bulk and tail ESS per parameter component.
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/output.h"
+#include "learning/diagnostics.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+
+namespace ssm::cli {
+
+namespace {
+
+// Stan's name of component k of a parameter: `sigma`, `mu.2`, `A.1.3` (1-based, row-major).
+std::string stan_name(const ParamInfo& p, int64_t k) {
+  std::string name = p.name;
+  int64_t rest = k, stride = p.size;
+  for (int64_t dim : p.shape) {
+    stride /= dim;
+    name += fmt::format(".{}", rest / stride + 1);
+    rest %= stride;
+  }
+  return name;
+}
+
+// FILE.csv for one chain, FILE_1.csv ... for several (CmdStan's naming).
+std::string chain_path(const std::string& out, size_t chain, size_t chains) {
+  if (chains == 1)
+    return out;
+  const std::filesystem::path p(out);
+  return (p.parent_path() / fmt::format("{}_{}{}", p.stem().string(), chain + 1,
+                                        p.extension().string()))
+      .string();
+}
+
+class Sample : public TaskCommand {
+public:
+  Sample(CLI::App* app, const Context& c)
+      : TaskCommand(app, c, Task::Sample,
+                    {.data = "Data CSV, as for filter",
+                     .json = "Print a JSON summary on standard output"}) {}
+
+  void run(const Context& c, const ParamValues& values) override {
+    if (out_.empty() && !json_)
+      throw Error("sample: give --out FILE.csv for the draws and/or --json for the summary");
+    const Method& m = method(c);
+    MethodRun run = start(c);
+    if (m.check)
+      m.check(run);
+    const std::vector<double> theta = assemble_fixed(c, values);
+    const ObsData data = read_observations_file(c.info, data_);
+    const int64_t chains = options_.integer("--chains");
+    for (int64_t k = 0; k < chains; ++k)
+      check_output_path(out_.empty() ? "" : chain_path(out_, k, chains));
+    run.fixed = &theta;
+    run.data = &data;
+    const auto start_time = std::chrono::steady_clock::now();
+    const Posterior post = run_method(c, run, "sample", m.sample);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+    const std::vector<std::pair<const ParamInfo*, int64_t>> columns = sampled(c.info, post);
+    if (!out_.empty())
+      for (size_t k = 0; k < post.chains.size(); ++k)
+        write_output(c, chain_path(out_, k, post.chains.size()),
+                     stan_csv(c, m, post, k, columns));
+    for (const std::string& w : post.warnings)
+      fmt::print(stderr, "{}: warning: {}\n", c.info.name, w);
+    if (json_)
+      print_json(c, summary_json(c, m, post, columns, data.T, elapsed));
+  }
+
+private:
+  // The sampled components: (parameter, component) in the order of the CSV's columns.
+  static std::vector<std::pair<const ParamInfo*, int64_t>> sampled(const ModelInfo& info,
+                                                                   const Posterior& post) {
+    std::vector<std::pair<const ParamInfo*, int64_t>> out;
+    for (const std::string& name : post.learned) {
+      const ParamInfo* p = info.find_param(name);
+      for (int64_t k = 0; k < p->size; ++k)
+        out.push_back({p, k});
+    }
+    return out;
+  }
+
+  std::string stan_csv(const Context& c, const Method& m, const Posterior& post, size_t chain,
+                       const std::vector<std::pair<const ParamInfo*, int64_t>>& columns) const {
+    fmt::memory_buffer csv;
+    auto put = [&]<typename... A>(fmt::format_string<A...> f, A&&... args) {
+      fmt::format_to(std::back_inserter(csv), f, std::forward<A>(args)...);
+    };
+    put("# model = {}\n# method = sample (Default)\n#   sample\n", c.info.name);
+    put("#     num_samples = {}\n#     num_warmup = {}\n#     save_warmup = 0\n", post.iterations,
+        post.warmup);
+    put("#     algorithm = {} (likelihood: {}{})\n", m.name, post.likelihood,
+        post.exact_likelihood ? ", exact" : fmt::format(", {} particles", post.particles));
+    put("# id = {}\n# random\n#   seed = {}\n# data\n#   file = {}\n", chain + 1, c.globals.seed,
+        data_);
+    put("lp__,accept_stat__");
+    for (const auto& [p, k] : columns)
+      put(",{}", stan_name(*p, k));
+    put("\n# Adaptation terminated\n");
+    const Posterior::Chain& ch = post.chains[chain];
+    for (size_t i = 0; i < ch.theta.size(); ++i) {
+      put("{},{}", format_double(ch.lp[i]), format_double(ch.accept_stat[i]));
+      for (const auto& [p, k] : columns)
+        put(",{}", format_double(ch.theta[i][p->offset + k]));
+      put("\n");
+    }
+    return fmt::to_string(csv);
+  }
+
+  static nlohmann::json summary_json(const Context& c, const Method& m, const Posterior& post,
+                                     const std::vector<std::pair<const ParamInfo*, int64_t>>& cols,
+                                     int64_t T, double elapsed) {
+    nlohmann::json summary = nlohmann::json::object();
+    for (const auto& [p, k] : cols) {
+      std::vector<std::vector<double>> draws;
+      for (const Posterior::Chain& ch : post.chains) {
+        draws.emplace_back();
+        for (const std::vector<double>& th : ch.theta)
+          draws.back().push_back(th[p->offset + k]);
+      }
+      const DrawSummary s = summarize_draws(draws);
+      summary[column_names(p->name, p->shape)[k]] = {
+          {"mean", s.mean},         {"sd", s.sd},   {"q5", s.q5},
+          {"q50", s.q50},           {"q95", s.q95}, {"rhat", s.rhat},
+          {"ess_bulk", s.ess_bulk}, {"ess_tail", s.ess_tail}, {"mcse_mean", s.mcse_mean}};
+    }
+    nlohmann::json acceptance = nlohmann::json::array();
+    for (const Posterior::Chain& ch : post.chains)
+      acceptance.push_back(ch.acceptance_rate);
+    nlohmann::json j = {{"model", c.info.name},
+                        {"method", m.name},
+                        {"likelihood", post.likelihood},
+                        {"exact_likelihood", post.exact_likelihood},
+                        {"chains", post.chains.size()},
+                        {"warmup", post.warmup},
+                        {"iterations", post.iterations},
+                        {"acceptance_rate", acceptance},
+                        {"summary", summary},
+                        {"learned", post.learned},
+                        {"warnings", post.warnings},
+                        {"T", T},
+                        {"elapsed_s", elapsed},
+                        {"threads", c.globals.threads}};
+    if (!post.exact_likelihood) {
+      j["particles"] = post.particles;
+      j["particles_chosen_by"] = post.particles_chosen ? "pilot" : "user";
+      if (post.particles_chosen)
+        j["pilot_loglik_sd"] = post.pilot_loglik_sd;
+    }
+    return j;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Command> add_sample(CLI::App& app, const Context& c) {
+  CLI::App* sub = app.add_subcommand(
+      "sample", fmt::format("Bayesian inference of the parameters: {}. Draws in Stan's CSV layout "
+                            "(FILE_1.csv ... per chain), JSON summary with R-hat and ESS",
+                            c.registry.method_list(Task::Sample)));
+  return std::make_unique<Sample>(sub, c);
+}
+
+} // namespace ssm::cli

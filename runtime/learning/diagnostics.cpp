@@ -1,0 +1,166 @@
+// MCMC diagnostics after Vehtari et al. (2021): see diagnostics.h.
+#include "learning/diagnostics.h"
+#include "core/error.h"
+
+#include <boost/math/special_functions/erf.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace ssm {
+
+namespace {
+
+using Chains = std::vector<std::vector<double>>;
+
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double variance_of(const std::vector<double>& v) { // unbiased
+  const double m = mean_of(v);
+  double s = 0;
+  for (double x : v)
+    s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size() - 1);
+}
+
+// Each chain cut in two halves (the middle draw of an odd chain dropped).
+Chains split(const Chains& chains) {
+  Chains out;
+  for (const std::vector<double>& c : chains) {
+    const size_t h = c.size() / 2;
+    out.emplace_back(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(h));
+    out.emplace_back(c.end() - static_cast<std::ptrdiff_t>(h), c.end());
+  }
+  return out;
+}
+
+// Rank-normalised: z = Phi^-1((r - 3/8) / (S + 1/4)) of the pooled ranks r (ties averaged).
+Chains rank_normalize(const Chains& chains) {
+  std::vector<std::pair<double, size_t>> all;
+  for (size_t c = 0; c < chains.size(); ++c)
+    for (size_t i = 0; i < chains[c].size(); ++i)
+      all.push_back({chains[c][i], c * chains[0].size() + i});
+  std::sort(all.begin(), all.end());
+  const auto S = static_cast<double>(all.size());
+  Chains out(chains.size(), std::vector<double>(chains[0].size()));
+  for (size_t k = 0; k < all.size();) {
+    size_t j = k;
+    while (j < all.size() && all[j].first == all[k].first)
+      ++j;
+    const double rank = (static_cast<double>(k + 1) + static_cast<double>(j)) / 2; // 1-based
+    const double z = std::sqrt(2.0) * boost::math::erf_inv(2 * (rank - 0.375) / (S + 0.25) - 1);
+    for (size_t m = k; m < j; ++m)
+      out[all[m].second / chains[0].size()][all[m].second % chains[0].size()] = z;
+    k = j;
+  }
+  return out;
+}
+
+double quantile(std::vector<double> v, double p) { // linear interpolation (R type 7)
+  std::sort(v.begin(), v.end());
+  const double h = (static_cast<double>(v.size()) - 1) * p;
+  const auto lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::vector<double> pooled(const Chains& chains) {
+  std::vector<double> all;
+  for (const std::vector<double>& c : chains)
+    all.insert(all.end(), c.begin(), c.end());
+  return all;
+}
+
+} // namespace
+
+double split_rhat(const Chains& chains) {
+  const auto n = static_cast<double>(chains[0].size());
+  std::vector<double> means, vars;
+  for (const std::vector<double>& c : chains) {
+    means.push_back(mean_of(c));
+    vars.push_back(variance_of(c));
+  }
+  const double W = mean_of(vars), B_over_n = means.size() > 1 ? variance_of(means) : 0.0;
+  if (!(W > 0))
+    return NAN; // constant chains
+  const double var_plus = (n - 1) / n * W + B_over_n;
+  return std::sqrt(var_plus / W);
+}
+
+double effective_sample_size(const Chains& chains) {
+  const size_t M = chains.size(), n = chains[0].size();
+  std::vector<double> means, vars;
+  for (const std::vector<double>& c : chains) {
+    means.push_back(mean_of(c));
+    vars.push_back(variance_of(c));
+  }
+  const double W = mean_of(vars);
+  const double var_plus =
+      (static_cast<double>(n) - 1) / static_cast<double>(n) * W + (M > 1 ? variance_of(means) : 0);
+  if (!(var_plus > 0))
+    return NAN;
+  // rho_t = 1 - (W - mean over chains of the autocovariance at lag t) / var+.
+  auto rho = [&](size_t t) {
+    double acov = 0;
+    for (size_t c = 0; c < M; ++c) {
+      double s = 0;
+      for (size_t i = 0; i + t < n; ++i)
+        s += (chains[c][i] - means[c]) * (chains[c][i + t] - means[c]);
+      acov += s / static_cast<double>(n);
+    }
+    acov /= static_cast<double>(M);
+    return 1 - (W - acov) / var_plus;
+  };
+  // Geyer: sums of pairs P_k = rho_2k + rho_2k+1 while positive, made monotone.
+  double tau = -1, previous = INFINITY;
+  for (size_t t = 0; t + 1 < n; t += 2) {
+    double p = rho(t) + rho(t + 1);
+    if (t == 0)
+      p = 1 + rho(1); // rho_0 = 1 exactly
+    if (p < 0)
+      break;
+    p = std::min(p, previous);
+    previous = p;
+    tau += 2 * p;
+  }
+  const double total = static_cast<double>(M * n);
+  return total / std::max(tau, 1.0 / std::log10(total)); // the bound Stan uses
+}
+
+DrawSummary summarize_draws(const Chains& chains) {
+  if (chains.empty() || chains[0].size() < 4)
+    throw Error("summaries need at least 4 draws per chain");
+  for (const std::vector<double>& c : chains)
+    if (c.size() != chains[0].size())
+      throw Error("summaries need chains of one length");
+  DrawSummary s;
+  const std::vector<double> all = pooled(chains);
+  s.mean = mean_of(all);
+  s.sd = std::sqrt(variance_of(all));
+  s.q5 = quantile(all, 0.05);
+  s.q50 = quantile(all, 0.5);
+  s.q95 = quantile(all, 0.95);
+  const Chains halves = split(chains);
+  const Chains z = rank_normalize(halves);
+  Chains folded = halves;
+  for (std::vector<double>& c : folded)
+    for (double& x : c)
+      x = std::abs(x - s.q50);
+  s.rhat = std::max(split_rhat(z), split_rhat(rank_normalize(folded)));
+  s.ess_bulk = effective_sample_size(z);
+  auto indicator = [&](double q) {
+    Chains ind = halves;
+    for (std::vector<double>& c : ind)
+      for (double& x : c)
+        x = x <= q ? 1.0 : 0.0;
+    return effective_sample_size(ind);
+  };
+  s.ess_tail = std::min(indicator(s.q5), indicator(s.q95));
+  s.mcse_mean = s.sd / std::sqrt(s.ess_bulk);
+  return s;
+}
+
+} // namespace ssm

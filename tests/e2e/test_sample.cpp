@@ -1,0 +1,183 @@
+// End-to-end tests of `sample` (PMMH) on an AR(1)-plus-noise model with two parameters against
+// the posterior computed by quadrature with a Kalman likelihood written here: with the exact
+// (Kalman) likelihood and with a bootstrap particle filter's estimate, posterior means within 4
+// Monte Carlo standard errors (from the bulk ESS) and standard deviations within 10%, R-hat under
+// 1.01; the Stan CSV files read back; the pilot's particle count; the refusals.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+const char* kModel = R"(
+model ar1n {
+  param rho ~ uniform(-1, 1) = 0.7;
+  param sigma ~ half_normal(1) = 0.5;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(rho * x[t-1], sigma);
+  y[t] ~ normal(x[t], 0.5);
+}
+)";
+
+double kalman_loglik(const std::vector<double>& y, double rho, double sigma) {
+  double m = 0, P = 1, ll = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      m *= rho;
+      P = rho * rho * P + sigma * sigma;
+    }
+    const double S = P + 0.25, e = y[t] - m;
+    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + e * e / S);
+    m += P / S * e;
+    P -= P * P / S;
+  }
+  return ll;
+}
+
+struct Moments {
+  double mean_rho = 0, sd_rho = 0, mean_sigma = 0, sd_sigma = 0;
+};
+
+// The posterior's means and sds by the midpoint rule on a 400 x 400 grid: rho in (-1, 1) under
+// its uniform prior, sigma in (0, 3) under half_normal(1) (the mass beyond 3 is negligible here).
+Moments quadrature(const std::vector<double>& y) {
+  const int n = 400;
+  std::vector<double> lp(n * n);
+  double top = -INFINITY;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double rho = -1 + 2 * (i + 0.5) / n, sigma = 3 * (j + 0.5) / n;
+      lp[i * n + j] = kalman_loglik(y, rho, sigma) - sigma * sigma / 2;
+      top = std::max(top, lp[i * n + j]);
+    }
+  double z = 0, r1 = 0, r2 = 0, s1 = 0, s2 = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double rho = -1 + 2 * (i + 0.5) / n, sigma = 3 * (j + 0.5) / n;
+      const double w = std::exp(lp[i * n + j] - top);
+      z += w;
+      r1 += w * rho;
+      r2 += w * rho * rho;
+      s1 += w * sigma;
+      s2 += w * sigma * sigma;
+    }
+  Moments m;
+  m.mean_rho = r1 / z;
+  m.sd_rho = std::sqrt(r2 / z - m.mean_rho * m.mean_rho);
+  m.mean_sigma = s1 / z;
+  m.sd_sigma = std::sqrt(s2 / z - m.mean_sigma * m.mean_sigma);
+  return m;
+}
+
+void check_against(const nlohmann::json& j, const Moments& m) {
+  const nlohmann::json& s = j["summary"];
+  for (const auto& [name, mean, sd] :
+       {std::tuple{"rho", m.mean_rho, m.sd_rho}, std::tuple{"sigma", m.mean_sigma, m.sd_sigma}}) {
+    INFO(name << ": " << s[name].dump() << " vs quadrature mean " << mean << ", sd " << sd);
+    CHECK(std::abs(s[name]["mean"].get<double>() - mean) < 4 * s[name]["mcse_mean"].get<double>());
+    CHECK(std::abs(s[name]["sd"].get<double>() / sd - 1) < 0.1);
+    CHECK(s[name]["rhat"].get<double>() < 1.01);
+  }
+}
+
+} // namespace
+
+TEST_CASE("PMMH with the exact likelihood matches quadrature; Stan CSV read back", "[sample]") {
+  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string data = scratch_path("ar1n.csv");
+  run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
+  const Moments m = quadrature(read_table(data).column("y"));
+  const std::string out = scratch_path("ar1n-draws.csv");
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "sample", "--data", data, "--json", "--seed", "11", "--iterations", "3000",
+              "--out", out})
+          .out);
+  CHECK(j["likelihood"] == "kalman");
+  CHECK(j["exact_likelihood"] == true);
+  CHECK(j["chains"] == 4);
+  check_against(j, m);
+  // Four files in Stan's layout: comments, the header, one row per kept draw.
+  std::vector<double> rho;
+  for (int c = 1; c <= 4; ++c) {
+    std::ifstream in(scratch_path("ar1n-draws_" + std::to_string(c) + ".csv"));
+    REQUIRE(in);
+    std::string line, header;
+    int comments = 0, rows = 0;
+    while (std::getline(in, line)) {
+      if (line.starts_with("#")) {
+        ++comments;
+        continue;
+      }
+      if (header.empty()) {
+        header = line;
+        continue;
+      }
+      std::stringstream ss(line);
+      std::string lp, accept, r;
+      std::getline(ss, lp, ',');
+      std::getline(ss, accept, ',');
+      std::getline(ss, r, ',');
+      CHECK(std::stod(accept) >= 0);
+      CHECK(std::stod(accept) <= 1);
+      rho.push_back(std::stod(r));
+      ++rows;
+    }
+    CHECK(header == "lp__,accept_stat__,rho,sigma");
+    CHECK(comments > 5);
+    CHECK(rows == 3000);
+  }
+  double mean = 0;
+  for (double r : rho)
+    mean += r / static_cast<double>(rho.size());
+  CHECK(mean == Approx(j["summary"]["rho"]["mean"].get<double>()).epsilon(1e-12));
+}
+
+TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sample][smc]") {
+  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string data = scratch_path("ar1n-pf.csv");
+  run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
+  const Moments m = quadrature(read_table(data).column("y"));
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "sample", "--data", data, "--json", "--seed", "5", "--filter", "bootstrap",
+              "--particles", "100", "--iterations", "6000"})
+          .out);
+  CHECK(j["likelihood"] == "bootstrap");
+  CHECK(j["particles"] == 100);
+  CHECK(j["particles_chosen_by"] == "user");
+  check_against(j, m);
+  // Without --particles, the pilot picks a count for a log-likelihood sd near 1.2.
+  const nlohmann::json pilot = nlohmann::json::parse(
+      run_ok({exe, "sample", "--data", data, "--json", "--filter", "bootstrap", "--iterations",
+              "20", "--warmup", "20"})
+          .out);
+  CHECK(pilot["particles_chosen_by"] == "pilot");
+  CHECK(pilot["pilot_loglik_sd"].get<double>() == Approx(1.2).margin(0.05));
+}
+
+TEST_CASE("sample refuses a sampled parameter without a prior, naming it", "[sample]") {
+  const std::string& exe = example_exe("lgssm1"); // m0 has a value but no prior
+  const std::string sim = scratch_path("lgssm1-sample-sim.csv");
+  run_ok({exe, "simulate", "--T", "10", "--seed", "1", "--out", sim});
+  const ProcessResult p = run_process({exe, "sample", "--data", sim, "--json"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("parameter 'm0' has no prior") != std::string::npos);
+  CHECK(p.err.find("--fix m0") != std::string::npos);
+  const nlohmann::json ok = nlohmann::json::parse(
+      run_ok({exe, "sample", "--data", sim, "--json", "--fix", "m0", "--iterations", "50",
+              "--warmup", "50"})
+          .out);
+  CHECK(ok["learned"] == nlohmann::json({"a", "q", "r", "s0"}));
+}
