@@ -50,22 +50,27 @@ public:
     if (json_) {
       nlohmann::json starts = nlohmann::json::array();
       for (const Optimum::Start& s : r.starts)
-        starts.push_back({{"initial_log_likelihood", s.initial_log_likelihood},
+        starts.push_back({{"initial_objective", s.initial_objective},
+                          {"objective", s.objective},
                           {"log_likelihood", s.log_likelihood},
                           {"converged", s.converged}});
-      print_json(c, {{"model", c.info.name},
-                     {"method", m.name},
-                     {"params", params},
-                     {"learned", r.learned},
-                     {"log_likelihood", r.log_likelihood},
-                     {"converged", r.converged},
-                     {"message", r.message},
-                     {"iterations", r.iterations},
-                     {"evaluations", r.evaluations},
-                     {"gradient_norm", r.gradient_norm},
-                     {"starts", starts},
-                     {"T", data.T},
-                     {"elapsed_s", elapsed}});
+      nlohmann::json j = {{"model", c.info.name},
+                          {"method", m.name},
+                          {"map", r.map},
+                          {"params", params},
+                          {"learned", r.learned},
+                          {"log_likelihood", r.log_likelihood},
+                          {"converged", r.converged},
+                          {"message", r.message},
+                          {"iterations", r.iterations},
+                          {"evaluations", r.evaluations},
+                          {"gradient_norm", r.gradient_norm},
+                          {"starts", starts},
+                          {"T", data.T},
+                          {"elapsed_s", elapsed}};
+      if (r.map) // log p(y, theta): the prior densities are normalised
+        j["log_posterior"] = r.objective;
+      print_json(c, j);
     }
     if (!r.converged)
       fmt::print(stderr, "{}: warning: optimize did not converge: {}\n", c.info.name, r.message);
@@ -85,12 +90,15 @@ private:
         columns.push_back(col);
     }
     fmt::memory_buffer csv;
-    fmt::format_to(std::back_inserter(csv), "evaluation,start,log_likelihood,gradient_norm,{}\n",
-                   fmt::join(columns, ","));
+    fmt::format_to(std::back_inserter(csv), "evaluation,start,log_likelihood,{}gradient_norm,{}\n",
+                   r.map ? "log_posterior," : "", fmt::join(columns, ","));
     for (size_t e = 0; e < r.path.size(); ++e) {
       const Optimum::Evaluation& ev = r.path[e];
-      fmt::format_to(std::back_inserter(csv), "{},{},{},{}", e, ev.start,
-                     format_double(ev.log_likelihood), format_double(ev.gradient_norm));
+      fmt::format_to(std::back_inserter(csv), "{},{},{},", e, ev.start,
+                     format_double(ev.log_likelihood));
+      if (r.map)
+        fmt::format_to(std::back_inserter(csv), "{},", format_double(ev.objective));
+      fmt::format_to(std::back_inserter(csv), "{}", format_double(ev.gradient_norm));
       for (const ParamInfo* p : learned)
         for (int64_t k = 0; k < p->size; ++k)
           fmt::format_to(std::back_inserter(csv), ",{}", format_double(ev.theta[p->offset + k]));

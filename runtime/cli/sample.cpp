@@ -32,8 +32,8 @@ std::string chain_path(const std::string& out, size_t chain, size_t chains) {
   if (chains == 1)
     return out;
   const std::filesystem::path p(out);
-  return (p.parent_path() / fmt::format("{}_{}{}", p.stem().string(), chain + 1,
-                                        p.extension().string()))
+  return (p.parent_path() /
+          fmt::format("{}_{}{}", p.stem().string(), chain + 1, p.extension().string()))
       .string();
 }
 
@@ -65,8 +65,7 @@ public:
     const std::vector<std::pair<const ParamInfo*, int64_t>> columns = sampled(c.info, post);
     if (!out_.empty())
       for (size_t k = 0; k < post.chains.size(); ++k)
-        write_output(c, chain_path(out_, k, post.chains.size()),
-                     stan_csv(c, m, post, k, columns));
+        write_output(c, chain_path(out_, k, post.chains.size()), stan_csv(c, m, post, k, columns));
     for (const std::string& w : post.warnings)
       fmt::print(stderr, "{}: warning: {}\n", c.info.name, w);
     if (json_)
@@ -125,10 +124,15 @@ private:
           draws.back().push_back(th[p->offset + k]);
       }
       const DrawSummary s = summarize_draws(draws);
-      summary[column_names(p->name, p->shape)[k]] = {
-          {"mean", s.mean},         {"sd", s.sd},   {"q5", s.q5},
-          {"q50", s.q50},           {"q95", s.q95}, {"rhat", s.rhat},
-          {"ess_bulk", s.ess_bulk}, {"ess_tail", s.ess_tail}, {"mcse_mean", s.mcse_mean}};
+      summary[column_names(p->name, p->shape)[k]] = {{"mean", s.mean},
+                                                     {"sd", s.sd},
+                                                     {"q5", s.q5},
+                                                     {"q50", s.q50},
+                                                     {"q95", s.q95},
+                                                     {"rhat", s.rhat},
+                                                     {"ess_bulk", s.ess_bulk},
+                                                     {"ess_tail", s.ess_tail},
+                                                     {"mcse_mean", s.mcse_mean}};
     }
     nlohmann::json acceptance = nlohmann::json::array();
     for (const Posterior::Chain& ch : post.chains)

@@ -43,18 +43,20 @@ struct Decoding {
   std::vector<double> probability;
 };
 
-// A maximum-likelihood fit (`optimize`): the parameters found, the path that led there and
-// the verdict.
+// A fit by `optimize` (maximum likelihood, or the posterior mode with --map): the parameters
+// found, the path that led there and the verdict.
 struct Optimum {
   std::vector<double> theta; // the whole parameter vector at the optimum (fixed ones too)
   double log_likelihood = 0;
+  bool map = false;     // the objective is the log-likelihood plus the log prior density
+  double objective = 0; // at theta
   bool converged = false;
   std::string message; // why it stopped
   int64_t iterations = 0, evaluations = 0;
-  double gradient_norm = 0;         // of the log-likelihood in the unconstrained coordinates
+  double gradient_norm = 0;         // of the objective in the unconstrained coordinates
   std::vector<std::string> learned; // the parameters moved (the others were fixed)
   struct Start {
-    double initial_log_likelihood = 0, log_likelihood = 0;
+    double initial_objective = 0, objective = 0, log_likelihood = 0;
     bool converged = false;
   };
   std::vector<Start> starts; // --inits: each start's outcome; theta is the best one's
@@ -62,6 +64,7 @@ struct Optimum {
     int64_t start = 0;
     double log_likelihood = 0, gradient_norm = 0;
     std::vector<double> theta;
+    double objective = 0;
   };
   std::vector<Evaluation> path;
 };

@@ -41,6 +41,7 @@ Optimum run_lbfgs(const MethodRun& run) {
   opt.inits = run.options.integer("--inits");
   opt.max_iterations = run.options.integer("--max-iterations");
   opt.tolerance = run.options.real("--tolerance");
+  opt.map = run.options.toggle("--map").value_or(false);
   return maximize_likelihood(smoother, at, opt);
 }
 
@@ -128,6 +129,13 @@ void register_learning_methods(MethodRegistry& registry) {
                                "unconstrained scale",
                        .default_value = defaults.tolerance});
 
+  registry.add_option(Task::Optimize,
+                      {.flag = "--map",
+                       .help = "The posterior mode: maximise the log-likelihood plus the log "
+                               "prior density (of the parameters that have a prior; no Jacobian, "
+                               "as Stan's optimize)",
+                       .default_value = std::optional<bool>{},
+                       .show_default = false});
   Method lbfgs;
   lbfgs.name = kLbfgsName;
   lbfgs.title = "L-BFGS with the exact score";
@@ -135,7 +143,7 @@ void register_learning_methods(MethodRegistry& registry) {
   lbfgs.task = Task::Optimize;
   lbfgs.rank = 1;
   lbfgs.auto_help = "{}";
-  lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance"};
+  lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map"};
   lbfgs.applies = exact_score_refusal;
   lbfgs.check = [](const MethodRun& run) {
     if (Refusal why = exact_score_refusal(run.model, run.info))

@@ -25,9 +25,9 @@ constexpr double kStationary = 1e-4;
 class Objective {
 public:
   Objective(const Method& smoother, const MethodRun& run, const ParameterSpace& space,
-            std::vector<double> theta, Optimum& out, int64_t start)
+            std::vector<double> theta, Optimum& out, int64_t start, bool map)
       : smoother_(smoother), run_(run), space_(space), full_(std::move(theta)), out_(out),
-        start_(start) {}
+        start_(start), map_(map) {}
 
   double operator()(const Eigen::VectorXd& u, Eigen::VectorXd& grad) {
     const int64_t n = space_.n_theta();
@@ -48,20 +48,30 @@ public:
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
+    double objective = s.log_likelihood;
+    std::vector<double> grad_theta = s.score;
+    if (map_) { // log prior and its gradient, from the compiler's kernel
+      std::vector<double> prior(1 + static_cast<size_t>(n));
+      run_.model.prior_logpdf(fixed.data(), prior.data());
+      objective += prior[0];
+      for (int64_t k = 0; k < n; ++k)
+        grad_theta[k] += prior[1 + k];
+      if (!std::isfinite(objective)) {
+        grad.setZero();
+        return std::numeric_limits<double>::infinity();
+      }
+    }
     const std::vector<double> g =
-        space_.gradient({u.data(), static_cast<size_t>(u.size())}, s.score, false);
+        space_.gradient({u.data(), static_cast<size_t>(u.size())}, grad_theta, false);
     double norm2 = 0;
     for (size_t i = 0; i < g.size(); ++i) {
       grad[static_cast<Eigen::Index>(i)] = -g[i];
       norm2 += g[i] * g[i];
     }
     out_.path.push_back({start_, s.log_likelihood, std::sqrt(norm2),
-                         std::vector<double>(fixed.begin(), fixed.begin() + n)});
-    last_theta_ = out_.path.back().theta;
-    return -s.log_likelihood;
+                         std::vector<double>(fixed.begin(), fixed.begin() + n), objective});
+    return -objective;
   }
-
-  const std::vector<double>& last_theta() const { return last_theta_; }
 
 private:
   const Method& smoother_;
@@ -70,7 +80,7 @@ private:
   std::vector<double> full_; // parameters then data values
   Optimum& out_;
   int64_t start_;
-  std::vector<double> last_theta_;
+  bool map_;
 };
 
 } // namespace
@@ -92,8 +102,13 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
   param.max_linesearch = 40;
   LBFGSpp::LBFGSSolver<double> solver(param);
 
+  if (options.map && !run.model.prior_logpdf)
+    throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
+                            "'{}': {}",
+                            run.info.name, run.info.no_prior_reason));
   Optimum best;
-  best.log_likelihood = -std::numeric_limits<double>::infinity();
+  best.map = options.map;
+  best.objective = -std::numeric_limits<double>::infinity();
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);
   Optimum record; // the path of every start
@@ -105,12 +120,12 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
         u[i] += 4 * philox_u01(run.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157,
                                0) -
                 2;
-    Objective f(smoother, run, space, given, record, k);
+    Objective f(smoother, run, space, given, record, k, options.map);
     Eigen::VectorXd grad(u.size());
     const size_t first = record.path.size();
     const double f0 = f(u, grad);
     Optimum::Start start;
-    start.initial_log_likelihood = -f0;
+    start.initial_objective = -f0;
     double fx = f0;
     std::string message = "not started";
     int64_t iterations = 0;
@@ -128,9 +143,9 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
     // The start's best evaluation: its parameters and gradient norm.
     const Optimum::Evaluation* at = nullptr;
     for (size_t i = first; i < record.path.size(); ++i)
-      if (!at || record.path[i].log_likelihood > at->log_likelihood)
+      if (!at || record.path[i].objective > at->objective)
         at = &record.path[i];
-    if (!at || !std::isfinite(at->log_likelihood)) {
+    if (!at || !std::isfinite(at->objective)) {
       best.starts.push_back(start);
       continue;
     }
@@ -140,9 +155,11 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
       message = fmt::format("stationary (gradient norm {:.2g}); the line search then stopped: {}",
                             at->gradient_norm, message);
     start.log_likelihood = at->log_likelihood;
+    start.objective = at->objective;
     best.starts.push_back(start);
-    if (at->log_likelihood > best.log_likelihood) {
+    if (at->objective > best.objective) {
       best.log_likelihood = at->log_likelihood;
+      best.objective = at->objective;
       best.converged = start.converged;
       best.message = message;
       best.iterations = iterations;

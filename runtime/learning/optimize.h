@@ -17,12 +17,15 @@ struct OptimizeOptions {
   int64_t inits = 1;              // starts: the given values, then random ones around them
   int64_t max_iterations = 200;
   double tolerance = 1e-8; // on the gradient norm, relative to max(1, |x|) (LBFGSpp's epsilon_rel)
+  bool map = false; // the posterior mode: add the log prior density (without the Jacobian, as Stan)
 };
 
 // L-BFGS from the parameters in run.fixed (its first n_theta values) with `smoother`, an exact
 // smoother applicable to the score model (score_model in score.h). Throws ssm::Error when a start
 // fails (a parameter without a value, a value outside its support) or no start gives a finite
 // log-likelihood.
+// With options.map, the objective is the log-likelihood plus the log prior density of the
+// parameters that have a prior (the model's prior_logpdf kernel).
 Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options);
 

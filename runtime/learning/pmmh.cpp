@@ -79,8 +79,9 @@ private:
 
 // The particle count whose log-likelihood estimates at theta have a standard deviation near
 // kTargetLoglikSd (the variance scales as 1/N), from kPilotRuns runs with kPilotParticles.
-int64_t pilot_particles(const Target& target, OptionValues& options, const std::vector<double>& theta,
-                        uint64_t seed, ThreadPool& pool, double& sd) {
+int64_t pilot_particles(const Target& target, OptionValues& options,
+                        const std::vector<double>& theta, uint64_t seed, ThreadPool& pool,
+                        double& sd) {
   options.slot("--particles") = kPilotParticles;
   std::vector<double> lls;
   for (int64_t k = 0; k < kPilotRuns; ++k)
@@ -93,8 +94,8 @@ int64_t pilot_particles(const Target& target, OptionValues& options, const std::
   if (!std::isfinite(var))
     throw Error("sample: the pilot runs of the particle filter at the starting values give no "
                 "finite log-likelihood (check the data and the starting values)");
-  const auto n = static_cast<int64_t>(
-      std::ceil(kPilotParticles * var / (kTargetLoglikSd * kTargetLoglikSd)));
+  const auto n =
+      static_cast<int64_t>(std::ceil(kPilotParticles * var / (kTargetLoglikSd * kTargetLoglikSd)));
   const int64_t chosen = std::clamp<int64_t>(n, 32, 1'000'000);
   sd = std::sqrt(var * kPilotParticles / static_cast<double>(chosen));
   return chosen;
@@ -131,9 +132,8 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
     for (Eigen::Index k = 0; k < d; ++k)
       z[k] = detail::std_normal_at(seed, chain, it, kSiteStep, static_cast<uint32_t>(k));
     const Eigen::VectorXd proposal = u + L * z;
-    const double lp_new =
-        target(proposal, mix(seed ^ mix((static_cast<uint64_t>(chain) << 40) + i)), pool,
-               proposed_theta);
+    const double lp_new = target(
+        proposal, mix(seed ^ mix((static_cast<uint64_t>(chain) << 40) + i)), pool, proposed_theta);
     const double log_ratio = lp_new - lp;
     const double accept = std::isfinite(log_ratio) ? std::min(1.0, std::exp(log_ratio)) : 0.0;
     if (philox_u01(seed, chain, it, kSiteAccept, 0) < accept) {
@@ -152,8 +152,8 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
       if (i >= 100 && i % 50 == 0 && adapt_count > 2 * d) {
         const double m = static_cast<double>(adapt_count);
         Eigen::MatrixXd cov = (outer - sum * sum.transpose() / m) / (m - 1);
-        cov = cov * (2.38 * 2.38 / static_cast<double>(d)) +
-              Eigen::MatrixXd::Identity(d, d) * 1e-10;
+        cov =
+            cov * (2.38 * 2.38 / static_cast<double>(d)) + Eigen::MatrixXd::Identity(d, d) * 1e-10;
         Eigen::LLT<Eigen::MatrixXd> llt(cov);
         if (llt.info() == Eigen::Success)
           L = llt.matrixL();
@@ -188,9 +188,8 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
                               info.params[p.index].name, info.params[p.index].name,
                               info.params[p.index].name));
   const MethodRegistry& registry = *run.registry;
-  const Method* filter = opt.filter == "auto"
-                             ? &registry.choose(Task::Filter, run.model, info)
-                             : registry.find(Task::Filter, opt.filter);
+  const Method* filter = opt.filter == "auto" ? &registry.choose(Task::Filter, run.model, info)
+                                              : registry.find(Task::Filter, opt.filter);
   if (!filter)
     throw Error(fmt::format("sample: --filter {}: no such filter ({})", opt.filter,
                             fmt::join(registry.names(Task::Filter), ", ")));
@@ -215,8 +214,8 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
     if (opt.particles > 0) {
       post.particles = opt.particles;
     } else {
-      post.particles = pilot_particles(target, filter_options, given, run.seed, pool,
-                                       post.pilot_loglik_sd);
+      post.particles =
+          pilot_particles(target, filter_options, given, run.seed, pool, post.pilot_loglik_sd);
       post.particles_chosen = true;
     }
     filter_options.slot("--particles") = post.particles;
@@ -254,7 +253,8 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
       post.warnings.push_back(fmt::format(
           "chain {} accepted {:.2g}% of its proposals: it is stuck{}", c + 1,
           100 * post.chains[c].acceptance_rate,
-          post.exact_likelihood ? "" : "; more --particles make the likelihood estimate less noisy"));
+          post.exact_likelihood ? ""
+                                : "; more --particles make the likelihood estimate less noisy"));
   return post;
 }
 

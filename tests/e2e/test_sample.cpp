@@ -100,10 +100,10 @@ TEST_CASE("PMMH with the exact likelihood matches quadrature; Stan CSV read back
   run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
   const Moments m = quadrature(read_table(data).column("y"));
   const std::string out = scratch_path("ar1n-draws.csv");
-  const nlohmann::json j = nlohmann::json::parse(
-      run_ok({exe, "sample", "--data", data, "--json", "--seed", "11", "--iterations", "3000",
-              "--out", out})
-          .out);
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "sample", "--data", data, "--json", "--seed", "11",
+                                    "--iterations", "3000", "--out", out})
+                                .out);
   CHECK(j["likelihood"] == "kalman");
   CHECK(j["exact_likelihood"] == true);
   CHECK(j["chains"] == 4);
@@ -158,10 +158,10 @@ TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sampl
   CHECK(j["particles_chosen_by"] == "user");
   check_against(j, m);
   // Without --particles, the pilot picks a count for a log-likelihood sd near 1.2.
-  const nlohmann::json pilot = nlohmann::json::parse(
-      run_ok({exe, "sample", "--data", data, "--json", "--filter", "bootstrap", "--iterations",
-              "20", "--warmup", "20"})
-          .out);
+  const nlohmann::json pilot =
+      nlohmann::json::parse(run_ok({exe, "sample", "--data", data, "--json", "--filter",
+                                    "bootstrap", "--iterations", "20", "--warmup", "20"})
+                                .out);
   CHECK(pilot["particles_chosen_by"] == "pilot");
   CHECK(pilot["pilot_loglik_sd"].get<double>() == Approx(1.2).margin(0.05));
 }
@@ -175,9 +175,9 @@ TEST_CASE("sample refuses a sampled parameter without a prior, naming it", "[sam
   CHECK(p.exit_code == 1);
   CHECK(p.err.find("parameter 'm0' has no prior") != std::string::npos);
   CHECK(p.err.find("--fix m0") != std::string::npos);
-  const nlohmann::json ok = nlohmann::json::parse(
-      run_ok({exe, "sample", "--data", sim, "--json", "--fix", "m0", "--iterations", "50",
-              "--warmup", "50"})
-          .out);
+  const nlohmann::json ok =
+      nlohmann::json::parse(run_ok({exe, "sample", "--data", sim, "--json", "--fix", "m0",
+                                    "--iterations", "50", "--warmup", "50"})
+                                .out);
   CHECK(ok["learned"] == nlohmann::json({"a", "q", "r", "s0"}));
 }
