@@ -20,6 +20,8 @@ namespace {
 // A gradient norm (log-likelihood per unit of the unconstrained coordinates) below which a point
 // is stationary for any practical purpose, whatever stopped the solver.
 constexpr double kStationary = 1e-4;
+// Restarts of L-BFGS from a start's best point after a failed line search.
+constexpr int kMaxRestarts = 10;
 
 // -log-likelihood and its gradient at an unconstrained point, recording every evaluation.
 class Objective {
@@ -130,15 +132,36 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
     std::string message = "not started";
     int64_t iterations = 0;
     bool finished = false; // LBFGSpp's own test passed
-    try {
-      if (!std::isfinite(f0))
-        throw std::runtime_error("the log-likelihood is not finite at the start");
-      iterations = solver.minimize(f, u, fx);
-      finished = iterations < options.max_iterations;
-      message = finished ? "the gradient norm fell below the tolerance"
-                         : fmt::format("stopped after {} iterations", iterations);
-    } catch (const std::exception& e) { // LBFGSpp throws when the line search fails
-      message = e.what();
+    // LBFGSpp throws when a line search fails (a step into a region of infinite objective, a
+    // curvature the memory misjudged): restart from the best point with a fresh memory while
+    // that keeps improving.
+    double best_so_far = -std::numeric_limits<double>::infinity();
+    for (int restart = 0; restart <= kMaxRestarts && iterations < options.max_iterations;
+         ++restart) {
+      try {
+        if (!std::isfinite(f0))
+          throw std::runtime_error("the log-likelihood is not finite at the start");
+        iterations += solver.minimize(f, u, fx);
+        finished = iterations < options.max_iterations;
+        message = finished ? "the gradient norm fell below the tolerance"
+                           : fmt::format("stopped after {} iterations", iterations);
+        break;
+      } catch (const std::exception& e) {
+        message = e.what();
+      }
+      const Optimum::Evaluation* top = nullptr;
+      for (size_t i = first; i < record.path.size(); ++i)
+        if (!top || record.path[i].objective > top->objective)
+          top = &record.path[i];
+      if (!top || !(top->objective > best_so_far))
+        break;
+      best_so_far = top->objective;
+      std::vector<double> theta(given.begin(), given.begin() + n);
+      std::copy(top->theta.begin(), top->theta.end(), theta.begin());
+      const std::vector<double> ut = space.unconstrain(theta);
+      u = Eigen::Map<const Eigen::VectorXd>(ut.data(), static_cast<Eigen::Index>(ut.size()));
+      if (restart < kMaxRestarts)
+        message += fmt::format(" (restart {})", restart + 1);
     }
     // The start's best evaluation: its parameters and gradient norm.
     const Optimum::Evaluation* at = nullptr;

@@ -203,6 +203,48 @@ TEST_CASE("optimize: --fix, --inits, and --save read back by filter", "[optimize
   CHECK(unknown.err.find("sigma_eps") != std::string::npos); // the parameters it has
 }
 
+TEST_CASE("optimize: a simulated 3-D linear-Gaussian model (matrix, cov_matrix, scalar)",
+          "[optimize]") {
+  const std::string& exe = model_exe("lg3", R"(
+model lg3 {
+  param A : matrix[3, 3] = [[0.7, 0.1, 0.0], [0.0, 0.5, 0.2], [0.1, 0.0, 0.6]];
+  param Q : cov_matrix[3] = [[0.5, 0.1, 0.0], [0.1, 0.4, 0.05], [0.0, 0.05, 0.3]];
+  param r ~ half_normal(2) = 0.3;
+  state x : vector[3];
+  obs y : vector[3];
+  x[0] ~ mvnormal([0, 0, 0], [[1, 0, 0], [0, 1, 0], [0, 0, 1]]);
+  x[t] ~ mvnormal(A * x[t-1], Q);
+  y[t] ~ normal(x[t], r);
+}
+)");
+  const std::string data = scratch_path("lg3.csv"), saved = scratch_path("lg3-optimum.json");
+  run_ok({exe, "simulate", "--T", "300", "--seed", "5", "--out", data});
+  const double at_truth =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json"}).out)["log_likelihood"]
+          .get<double>();
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "optimize", "--data", data, "--json", "--save", saved}).out);
+  CHECK(j["converged"] == true);
+  CHECK(j["log_likelihood"].get<double>() > at_truth);
+  // The exact score vanishes at the optimum, in every component of A, Q and r.
+  const nlohmann::json s = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--json", "--params", saved}).out);
+  for (const char* name : {"A", "Q", "r"}) {
+    INFO(name << ": " << s["score"][name].dump());
+    const nlohmann::json flat = s["score"][name].is_array()
+                                    ? s["score"][name].flatten()
+                                    : nlohmann::json{{"", s["score"][name]}};
+    for (const auto& [key, value] : flat.items())
+      CHECK(std::abs(value.get<double>()) < 1e-4);
+  }
+  // Q stays symmetric positive definite: its transform is Cholesky-based.
+  const nlohmann::json& Q = j["params"]["Q"];
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      CHECK(Q[a][b].get<double>() == Approx(Q[b][a].get<double>()).epsilon(1e-12));
+  CHECK(Q[0][0].get<double>() > 0);
+}
+
 TEST_CASE("optimize refuses a model without an exact likelihood, with the reason", "[optimize]") {
   const std::string& exe = example_exe("sv");
   const std::string sim = scratch_path("sv-optimize-sim.csv");
