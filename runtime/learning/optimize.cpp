@@ -20,6 +20,9 @@ namespace {
 // A gradient norm (log-likelihood per unit of the unconstrained coordinates) below which a point
 // is stationary for any practical purpose, whatever stopped the solver.
 constexpr double kStationary = 1e-4;
+// An unconstrained coordinate beyond this (a scale under e^-15 times its bound's distance, a
+// probability within 3e-7 of 0 or 1) is at the boundary for any practical purpose.
+constexpr double kFarOut = 15;
 // Restarts of L-BFGS from a start's best point after a failed line search.
 constexpr int kMaxRestarts = 10;
 
@@ -194,6 +197,22 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
   if (best.theta.empty())
     throw Error("optimize: no start gave a finite log-likelihood (check the data and the "
                 "starting values)");
+  if (!best.converged) { // a coordinate far out: the optimum may be on the support's boundary
+    const std::vector<double> u = space.unconstrain(best.theta);
+    const std::vector<std::string> names = space.coordinate_names();
+    std::vector<std::string> far;
+    for (const LearnedParam& p : space.learned())
+      if (p.transform.kind() != TransformKind::Identity) // an unbounded one has no boundary
+        for (int64_t i = p.offset; i < p.offset + p.transform.size(); ++i)
+          if (std::abs(u[i]) > kFarOut)
+            far.push_back(names[i]);
+    if (!far.empty())
+      best.message += fmt::format(
+          "; {} head{} to the boundary of {} support: the {} may not exist{}", fmt::join(far, ", "),
+          far.size() == 1 ? "s" : "", far.size() == 1 ? "its" : "their",
+          options.map ? "posterior mode" : "maximum likelihood estimate",
+          options.map ? "" : " (a prior, with --map, keeps it inside)");
+  }
   best.path = std::move(record.path);
   best.evaluations = static_cast<int64_t>(best.path.size());
   return best;

@@ -245,6 +245,23 @@ model lg3 {
   CHECK(Q[0][0].get<double>() > 0);
 }
 
+TEST_CASE("optimize says when the estimate heads to a boundary of the support", "[optimize]") {
+  // Yule's model on a short simulated series: the likelihood grows as the observation noise r
+  // goes to 0, so there is no maximum inside the support.
+  const std::string& exe = example_exe("yule");
+  const std::string sim = scratch_path("yule-boundary.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "1", "--out", sim});
+  const ProcessResult p = run_process({exe, "optimize", "--data", sim, "--json"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  CHECK(j["converged"] == false);
+  CHECK(j["params"]["r"].get<double>() < 1e-6);
+  CHECK(j["message"].get<std::string>().find("r heads to the boundary of its support") !=
+        std::string::npos);
+  CHECK(p.err.find("warning: optimize did not converge") != std::string::npos);
+}
+
 TEST_CASE("optimize refuses a model without an exact likelihood, with the reason", "[optimize]") {
   const std::string& exe = example_exe("sv");
   const std::string sim = scratch_path("sv-optimize-sim.csv");
