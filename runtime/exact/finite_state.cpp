@@ -169,10 +169,10 @@ std::string state_text(const ModelInfo& info, const StateSpace& s, int64_t k) {
 [[noreturn]] void probability_outside(const ModelInfo& info, double outside,
                                       const std::string& what) {
   throw Error(fmt::format(
-      "the exact finite-state methods (forward filter, forward-backward, Viterbi) enumerate "
-      "the declared ranges of the states ({}), but {} gives probability {:.3g} "
-      "to values outside them; declare ranges that hold the whole support of "
-      "the distributions (or use distributions that stay within them)",
+      "the exact finite-state methods ({}, {}, {}, {}) enumerate the declared ranges of the "
+      "states ({}), but {} gives probability {:.3g} to values outside them; declare ranges that "
+      "hold the whole support of the distributions (or use distributions that stay within them)",
+      kForwardName, kForwardBackwardName, kViterbiName, kPosteriorDecodingName,
       declared_ranges(info), what, outside));
 }
 

@@ -90,11 +90,109 @@ private:
 
 } // namespace
 
+namespace {
+
+// One start's outcome: its summary, its best evaluation (null if none was finite), why it stopped.
+struct StartOutcome {
+  Optimum::Start start;
+  const Optimum::Evaluation* best = nullptr;
+  std::string message;
+  int64_t iterations = 0;
+};
+
+// The best evaluation of `path` from index `first` on (null if there is none).
+const Optimum::Evaluation* best_since(const std::vector<Optimum::Evaluation>& path, size_t first) {
+  const Optimum::Evaluation* at = nullptr;
+  for (size_t i = first; i < path.size(); ++i)
+    if (!at || path[i].objective > at->objective)
+      at = &path[i];
+  return at;
+}
+
+// L-BFGS from u. LBFGSpp throws when a line search fails (a step into a region of infinite
+// objective, a curvature the memory misjudged): restart from the best point with a fresh memory
+// while that keeps improving.
+StartOutcome run_start(LBFGSpp::LBFGSSolver<double>& solver, Objective& f, Eigen::VectorXd u,
+                       const ParameterSpace& space, const std::vector<double>& given,
+                       Optimum& record, const OptimizeOptions& options) {
+  StartOutcome out;
+  Eigen::VectorXd grad(u.size());
+  const size_t first = record.path.size();
+  const double f0 = f(u, grad);
+  out.start.initial_objective = -f0;
+  double fx = f0;
+  out.message = "not started";
+  bool finished = false; // LBFGSpp's own test passed
+  double best_so_far = -std::numeric_limits<double>::infinity();
+  for (int restart = 0; restart <= kMaxRestarts && out.iterations < options.max_iterations;
+       ++restart) {
+    try {
+      if (!std::isfinite(f0))
+        throw std::runtime_error("the log-likelihood is not finite at the start");
+      out.iterations += solver.minimize(f, u, fx);
+      finished = out.iterations < options.max_iterations;
+      out.message = finished ? "the gradient norm fell below the tolerance"
+                             : fmt::format("stopped after {} iterations", out.iterations);
+      break;
+    } catch (const std::exception& e) {
+      out.message = e.what();
+    }
+    const Optimum::Evaluation* top = best_since(record.path, first);
+    if (!top || !(top->objective > best_so_far))
+      break;
+    best_so_far = top->objective;
+    std::vector<double> theta(given.begin(), given.begin() + space.n_theta());
+    std::copy(top->theta.begin(), top->theta.end(), theta.begin());
+    const std::vector<double> ut = space.unconstrain(theta);
+    u = Eigen::Map<const Eigen::VectorXd>(ut.data(), static_cast<Eigen::Index>(ut.size()));
+    if (restart < kMaxRestarts)
+      out.message += fmt::format(" (restart {})", restart + 1);
+  }
+  out.best = best_since(record.path, first);
+  if (!out.best || !std::isfinite(out.best->objective)) {
+    out.best = nullptr;
+    return out;
+  }
+  // A line search that cannot improve at a stationary point has converged in all but name.
+  out.start.converged = finished || out.best->gradient_norm <= kStationary;
+  if (!finished && out.start.converged)
+    out.message = fmt::format("stationary (gradient norm {:.2g}); the line search then stopped: {}",
+                              out.best->gradient_norm, out.message);
+  out.start.log_likelihood = out.best->log_likelihood;
+  out.start.objective = out.best->objective;
+  return out;
+}
+
+// "; r heads to the boundary of its support: ..." for the bounded coordinates of u far out, or "".
+std::string boundary_note(const ParameterSpace& space, const std::vector<double>& theta, bool map) {
+  const std::vector<double> u = space.unconstrain(theta);
+  const std::vector<std::string> names = space.coordinate_names();
+  std::vector<std::string> far;
+  for (const LearnedParam& p : space.learned())
+    if (p.transform.kind() != TransformKind::Identity) // an unbounded one has no boundary
+      for (int64_t i = p.offset; i < p.offset + p.transform.size(); ++i)
+        if (std::abs(u[i]) > kFarOut)
+          far.push_back(names[i]);
+  if (far.empty())
+    return "";
+  return fmt::format("; {} head{} to the boundary of {} support: the {} may not exist{}",
+                     fmt::join(far, ", "), far.size() == 1 ? "s" : "",
+                     far.size() == 1 ? "its" : "their",
+                     map ? "posterior mode" : "maximum likelihood estimate",
+                     map ? "" : " (a prior, with --map, keeps it inside)");
+}
+
+} // namespace
+
 Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options) {
   const ParameterSpace space(run.info, options.fixed);
   if (space.dimension() == 0)
     throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
+  if (options.map && !run.model.prior_logpdf)
+    throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
+                            "'{}': {}",
+                            run.info.name, run.info.no_prior_reason));
   const int64_t n = space.n_theta();
   const std::vector<double>& given = *run.fixed;
   const std::vector<double> u0 = space.unconstrain(
@@ -107,10 +205,6 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
   param.max_linesearch = 40;
   LBFGSpp::LBFGSSolver<double> solver(param);
 
-  if (options.map && !run.model.prior_logpdf)
-    throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
-                            "'{}': {}",
-                            run.info.name, run.info.no_prior_reason));
   Optimum best;
   best.map = options.map;
   best.objective = -std::numeric_limits<double>::infinity();
@@ -126,93 +220,24 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                                0) -
                 2;
     Objective f(smoother, run, space, given, record, k, options.map);
-    Eigen::VectorXd grad(u.size());
-    const size_t first = record.path.size();
-    const double f0 = f(u, grad);
-    Optimum::Start start;
-    start.initial_objective = -f0;
-    double fx = f0;
-    std::string message = "not started";
-    int64_t iterations = 0;
-    bool finished = false; // LBFGSpp's own test passed
-    // LBFGSpp throws when a line search fails (a step into a region of infinite objective, a
-    // curvature the memory misjudged): restart from the best point with a fresh memory while
-    // that keeps improving.
-    double best_so_far = -std::numeric_limits<double>::infinity();
-    for (int restart = 0; restart <= kMaxRestarts && iterations < options.max_iterations;
-         ++restart) {
-      try {
-        if (!std::isfinite(f0))
-          throw std::runtime_error("the log-likelihood is not finite at the start");
-        iterations += solver.minimize(f, u, fx);
-        finished = iterations < options.max_iterations;
-        message = finished ? "the gradient norm fell below the tolerance"
-                           : fmt::format("stopped after {} iterations", iterations);
-        break;
-      } catch (const std::exception& e) {
-        message = e.what();
-      }
-      const Optimum::Evaluation* top = nullptr;
-      for (size_t i = first; i < record.path.size(); ++i)
-        if (!top || record.path[i].objective > top->objective)
-          top = &record.path[i];
-      if (!top || !(top->objective > best_so_far))
-        break;
-      best_so_far = top->objective;
-      std::vector<double> theta(given.begin(), given.begin() + n);
-      std::copy(top->theta.begin(), top->theta.end(), theta.begin());
-      const std::vector<double> ut = space.unconstrain(theta);
-      u = Eigen::Map<const Eigen::VectorXd>(ut.data(), static_cast<Eigen::Index>(ut.size()));
-      if (restart < kMaxRestarts)
-        message += fmt::format(" (restart {})", restart + 1);
-    }
-    // The start's best evaluation: its parameters and gradient norm.
-    const Optimum::Evaluation* at = nullptr;
-    for (size_t i = first; i < record.path.size(); ++i)
-      if (!at || record.path[i].objective > at->objective)
-        at = &record.path[i];
-    if (!at || !std::isfinite(at->objective)) {
-      best.starts.push_back(start);
-      continue;
-    }
-    // A line search that cannot improve at a stationary point has converged in all but name.
-    start.converged = finished || at->gradient_norm <= kStationary;
-    if (!finished && start.converged)
-      message = fmt::format("stationary (gradient norm {:.2g}); the line search then stopped: {}",
-                            at->gradient_norm, message);
-    start.log_likelihood = at->log_likelihood;
-    start.objective = at->objective;
-    best.starts.push_back(start);
-    if (at->objective > best.objective) {
-      best.log_likelihood = at->log_likelihood;
-      best.objective = at->objective;
-      best.converged = start.converged;
-      best.message = message;
-      best.iterations = iterations;
+    const StartOutcome o = run_start(solver, f, u, space, given, record, options);
+    best.starts.push_back(o.start);
+    if (o.best && o.best->objective > best.objective) {
+      best.log_likelihood = o.best->log_likelihood;
+      best.objective = o.best->objective;
+      best.converged = o.start.converged;
+      best.message = o.message;
+      best.iterations = o.iterations;
       best.theta.assign(given.begin(), given.begin() + n);
-      std::copy(at->theta.begin(), at->theta.end(), best.theta.begin());
-      best.gradient_norm = at->gradient_norm;
+      std::copy(o.best->theta.begin(), o.best->theta.end(), best.theta.begin());
+      best.gradient_norm = o.best->gradient_norm;
     }
   }
   if (best.theta.empty())
     throw Error("optimize: no start gave a finite log-likelihood (check the data and the "
                 "starting values)");
-  if (!best.converged) { // a coordinate far out: the optimum may be on the support's boundary
-    const std::vector<double> u = space.unconstrain(best.theta);
-    const std::vector<std::string> names = space.coordinate_names();
-    std::vector<std::string> far;
-    for (const LearnedParam& p : space.learned())
-      if (p.transform.kind() != TransformKind::Identity) // an unbounded one has no boundary
-        for (int64_t i = p.offset; i < p.offset + p.transform.size(); ++i)
-          if (std::abs(u[i]) > kFarOut)
-            far.push_back(names[i]);
-    if (!far.empty())
-      best.message += fmt::format(
-          "; {} head{} to the boundary of {} support: the {} may not exist{}", fmt::join(far, ", "),
-          far.size() == 1 ? "s" : "", far.size() == 1 ? "its" : "their",
-          options.map ? "posterior mode" : "maximum likelihood estimate",
-          options.map ? "" : " (a prior, with --map, keeps it inside)");
-  }
+  if (!best.converged) // a coordinate far out: the optimum may be on the support's boundary
+    best.message += boundary_note(space, best.theta, options.map);
   best.path = std::move(record.path);
   best.evaluations = static_cast<int64_t>(best.path.size());
   return best;
