@@ -5,9 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
 #include <filesystem>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace e2e;
 using Catch::Contains;
@@ -113,4 +118,44 @@ TEST_CASE("ssmc: -o is never the source or the IR read", "[e2e][outputs]") {
   run_ok({ssmc_path(), "opt", ir, "-o", link});
   CHECK(fs::is_symlink(link));
   CHECK(read_file(dir + "/m2.ir") == read_file(ir));
+}
+
+TEST_CASE("ssmc: SIGINT and SIGTERM during a build leave no temporary file", "[e2e][outputs]") {
+  for (int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const std::string dir = fresh_dir("interrupted_build"), log = scratch_path("interrupted.log");
+    const std::string out = dir + "/lgssm";
+    // The 10-D model spends about half a second writing its object file (a temporary beside
+    // the output): the signal is sent as soon as that file appears.
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      std::signal(sig, SIG_DFL); // as in a foreground program (a background job ignores SIGINT)
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(ssmc_path().c_str(), "ssmc", "build", example_path("lgssm.ssm").c_str(), "--no-cache",
+              "-o", out.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool seen = false;
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!seen && std::chrono::steady_clock::now() < deadline) {
+      seen = !fs::is_empty(dir);
+      if (!seen && ::waitpid(pid, &status, WNOHANG) == pid)
+        break; // finished before a temporary file was seen
+      if (!seen)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (seen) {
+      ::kill(pid, sig);
+      REQUIRE(::waitpid(pid, &status, 0) == pid);
+    }
+    INFO(read_file(log));
+    REQUIRE(seen);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig); // a shell reports 128 + sig
+    CHECK(fs::is_empty(dir));
+  }
 }

@@ -117,6 +117,7 @@ TEST_CASE("SIGINT and SIGTERM remove pending temporary files", "[runtime][output
     const pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      std::signal(sig, SIG_DFL); // as in a foreground program (a background job ignores SIGINT)
       ssm::install_cleanup_handlers();
       ssm::OutputFile f(out);
       f.write("partial");
