@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -46,6 +47,39 @@ std::vector<std::string> spellings(const std::string& path, const std::string& d
   fs::create_symlink(fs::absolute(path), link);
   fs::create_hard_link(path, hard);
   return {path, fs::relative(path).string(), fs::absolute(path).string(), link, hard};
+}
+
+// Runs argv (standard output and error to `log`) and sends `sig` once `ready()` holds, as a user's
+// Ctrl-C or kill would; returns the wait status, or -1 when the command ended before `ready()`.
+int run_and_signal(const std::vector<std::string>& argv, int sig, const std::string& log,
+                   const std::function<bool()>& ready) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(sig, SIG_DFL); // as in a foreground program (a background job ignores SIGINT)
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!ready()) {
+    if (::waitpid(pid, &status, WNOHANG) == pid || std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, sig);
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
 }
 
 } // namespace
@@ -120,42 +154,35 @@ TEST_CASE("ssmc: -o is never the source or the IR read", "[e2e][outputs]") {
   CHECK(read_file(dir + "/m2.ir") == read_file(ir));
 }
 
-TEST_CASE("ssmc: SIGINT and SIGTERM during a build leave no temporary file", "[e2e][outputs]") {
+TEST_CASE("SIGINT and SIGTERM: no temporary file is left, the status is 128 + the signal",
+          "[e2e][outputs]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string log = scratch_path("interrupted.log");
+  const std::string data = scratch_path("interrupted_data.csv");
+  run_ok({exe, "simulate", "--T", "2000", "--seed", "1", "--out", data});
   for (int sig : {SIGINT, SIGTERM}) {
     INFO("signal " << sig);
-    const std::string dir = fresh_dir("interrupted_build"), log = scratch_path("interrupted.log");
-    const std::string out = dir + "/lgssm";
-    // The 10-D model spends about half a second writing its object file (a temporary beside
-    // the output): the signal is sent as soon as that file appears.
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      std::signal(sig, SIG_DFL); // as in a foreground program (a background job ignores SIGINT)
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(ssmc_path().c_str(), "ssmc", "build", example_path("lgssm.ssm").c_str(), "--no-cache",
-              "-o", out.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    bool seen = false;
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!seen && std::chrono::steady_clock::now() < deadline) {
-      seen = !fs::is_empty(dir);
-      if (!seen && ::waitpid(pid, &status, WNOHANG) == pid)
-        break; // finished before a temporary file was seen
-      if (!seen)
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (seen) {
-      ::kill(pid, sig);
-      REQUIRE(::waitpid(pid, &status, 0) == pid);
-    }
+    // ssmc: the 10-D model spends about half a second writing its object file (a temporary
+    // beside the output); the signal is sent as soon as that file appears.
+    std::string dir = fresh_dir("interrupted_build");
+    int status = run_and_signal(
+        {ssmc_path(), "build", example_path("lgssm.ssm"), "--no-cache", "-o", dir + "/lgssm"}, sig,
+        log, [&] { return !fs::is_empty(dir); });
     INFO(read_file(log));
-    REQUIRE(seen);
-    CHECK(WIFSIGNALED(status));
-    CHECK(WTERMSIG(status) == sig); // a shell reports 128 + sig
+    REQUIRE(status != -1);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == sig)); // a shell reports 128 + sig
+    CHECK(fs::is_empty(dir));
+
+    // A long smoothing run, interrupted after 700 ms: no output and no temporary file.
+    dir = fresh_dir("interrupted_smooth");
+    const auto start = std::chrono::steady_clock::now();
+    status = run_and_signal(
+        {exe, "smooth", "--data", data, "--method", "ffbsm", "--particles", "20000", "--threads",
+         "1", "--out", dir + "/out.csv"},
+        sig, log,
+        [&] { return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(700); });
+    REQUIRE(status != -1);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == sig));
     CHECK(fs::is_empty(dir));
   }
 }
