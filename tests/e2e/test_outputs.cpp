@@ -142,6 +142,14 @@ TEST_CASE("ssmc: -o is never the source or the IR read", "[e2e][outputs]") {
     expect_refused({ssmc_path(), "build", source, "-o", out}, out, source);
     expect_refused({ssmc_path(), "build", source, "--emit=ir", "-o", out}, out, source);
   }
+  // A module the source imports is an input too.
+  const std::string importer = dir + "/imp.ssm", module = dir + "/steps.ssm";
+  write_file(module, "module steps {\n  fn step(x : real) -> real = 0.9 * x;\n}\n");
+  write_file(importer, "model imp {\n  import \"steps\";\n  state x : real;\n  obs y : real;\n"
+                       "  x[0] ~ normal(0, 1);\n  x[t] ~ normal(step(x[t-1]), 1);\n"
+                       "  y[t] ~ normal(x[t], 1);\n}\n");
+  expect_refused({ssmc_path(), "build", importer, "-o", module}, module, module);
+  expect_refused({ssmc_path(), "build", importer, "--emit=ir", "-o", module}, module, module);
   const std::string ir = dir + "/m.ir";
   run_ok({ssmc_path(), "build", source, "--emit=ir", "-o", ir});
   for (const std::string& out : spellings(ir, dir))
