@@ -19,9 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
-#include <unistd.h>
 
 namespace ssm::codegen {
 
