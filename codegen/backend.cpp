@@ -19,9 +19,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
-#include <unistd.h>
 
 namespace ssm::codegen {
 
@@ -144,20 +142,19 @@ std::string module_to_text(const llvm::Module& module) {
 }
 
 void write_object(llvm::Module& module, llvm::TargetMachine& target, const std::string& path) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(tmp, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      throw CodegenError(fmt::format("cannot write '{}': {}", tmp, ec.message()));
-    llvm::legacy::PassManager pm;
-    if (target.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
-      throw CodegenError("the LLVM target cannot emit object files");
-    pm.run(module);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw CodegenError(fmt::format("cannot write '{}'", path));
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    throw CodegenError(fmt::format("cannot write '{}': {}", path, ec.message()));
+  llvm::legacy::PassManager pm;
+  if (target.addPassesToEmitFile(pm, out, nullptr, llvm::CGFT_ObjectFile))
+    throw CodegenError("the LLVM target cannot emit object files");
+  pm.run(module);
+  out.close();
+  if (out.has_error()) {
+    const std::string message = out.error().message();
+    out.clear_error();
+    throw CodegenError(fmt::format("cannot write '{}': {}", path, message));
   }
 }
 

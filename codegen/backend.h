@@ -25,7 +25,8 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& target);
 
 std::string module_to_text(const llvm::Module& module);
 
-// Written to a temporary file and renamed, so a failed build never leaves a partial object.
+// Writes `path` itself: the caller (ssmc) passes a temporary path, registered for the signal
+// handlers and renamed into place (ssm::TemporaryPath), so a failed build leaves no partial object.
 void write_object(llvm::Module& module, llvm::TargetMachine& target, const std::string& path);
 
 } // namespace ssm::codegen

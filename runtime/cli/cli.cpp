@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/output.h"
 #include "core/thread_pool.h"
 
 #include <fmt/format.h>
@@ -21,6 +22,27 @@ std::string program_name(int argc, char** argv) {
   std::string p = argv[0];
   auto slash = p.find_last_of('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Every file the run reads (--data, --inputs, --params, --data-file) against every file it
+// writes (--out, --save): one spelling of an input as an output is refused before anything runs.
+void check_outputs_are_not_inputs(const CLI::App& app) {
+  std::vector<std::string> inputs, outputs;
+  auto collect = [&](const CLI::App& a) {
+    for (const CLI::Option* o : a.get_options())
+      if (o->count() > 0)
+        for (const char* name : {"data", "inputs", "params", "data-file", "out", "save"})
+          if (o->check_lname(name)) {
+            bool output = std::string_view(name) == "out" || std::string_view(name) == "save";
+            for (const std::string& value : o->results())
+              (output ? outputs : inputs).push_back(value);
+          }
+  };
+  collect(app);
+  for (const CLI::App* sub : app.get_subcommands())
+    collect(*sub);
+  for (const std::string& output : outputs)
+    check_output_path(output, inputs);
 }
 
 std::string params_footer(const ModelInfo& info) {
@@ -156,6 +178,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
 
   try {
     std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), g.seed);
+    check_outputs_are_not_inputs(app);
     const ParamValues values = resolve_params(info, g.params_file, g.params);
     for (const auto& command : commands)
       if (command->parsed())
@@ -172,6 +195,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
 
 extern "C" int ssm_main(const ssm_model* model, int argc, char** argv) {
   try {
+    ssm::install_cleanup_handlers();
     return ssm::run_cli(model, argc, argv, stdout, stderr);
   } catch (...) { // nothing may cross the C boundary
     std::fputs("error: unexpected internal error\n", stderr);

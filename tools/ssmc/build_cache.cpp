@@ -1,5 +1,6 @@
 // The compile cache: see build_cache.h.
 #include "build_cache.h"
+#include "core/output.h"
 
 #include <fmt/format.h>
 #include <llvm/ADT/StringExtras.h>
@@ -56,14 +57,12 @@ std::optional<std::string> BuildCache::fetch(const std::string& key,
     text << in.rdbuf();
     messages = text.str();
   }
-  std::string tmp = fmt::format("{}.tmp.{}", output, getpid());
-  if (!fs::copy_file(entry(key), tmp, fs::copy_options::overwrite_existing, ec)) {
-    fs::remove(tmp, ec);
+  ssm::TemporaryPath tmp(output); // through a symlink, its target is replaced
+  if (!fs::copy_file(entry(key), tmp.path(), fs::copy_options::overwrite_existing, ec))
     return std::nullopt;
-  }
-  fs::rename(tmp, output, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
+  try {
+    tmp.commit();
+  } catch (const std::exception&) {
     return std::nullopt;
   }
   return messages;

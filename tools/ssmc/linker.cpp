@@ -1,5 +1,6 @@
 // Toolchain discovery and linking: see linker.h.
 #include "linker.h"
+#include "core/output.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -45,8 +46,8 @@ const std::vector<std::string>& runtime_libraries() {
 }
 
 void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
-  std::string tmp = fmt::format("{}.tmp.{}", output, getpid());
-  std::vector<std::string> args = {tc.cxx, object, "-o", tmp, "-L" + tc.libdir};
+  ssm::TemporaryPath tmp(output); // renamed into place once linked, removed otherwise
+  std::vector<std::string> args = {tc.cxx, object, "-o", tmp.path(), "-L" + tc.libdir};
   for (const std::string& lib : runtime_libraries())
     args.push_back("-l" + lib);
   for (const char* lib : {"-lmvec", "-lm", "-pthread"})
@@ -61,11 +62,10 @@ void link_executable(const Toolchain& tc, const std::string& object, const std::
   int status = 0;
   if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0 ||
       waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fs::remove(tmp);
     throw std::runtime_error(fmt::format(
         "linking failed (set SSMC_CXX to choose the C++ driver): {}", fmt::join(args, " ")));
   }
-  fs::rename(tmp, output);
+  tmp.commit();
 }
 
 } // namespace ssm::tools

@@ -21,6 +21,7 @@
 #include "codegen/jit.h"
 #include "codegen/kernel_codegen.h"
 #include "codegen/model_metadata.h"
+#include "core/output.h"
 #include "frontend/frontend.h"
 #include "ir/printer.h"
 #include "ir/reader.h"
@@ -184,28 +185,25 @@ ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& o
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out)
-      throw Failure{fmt::format("cannot write '{}'", path)};
-  }
-  fs::rename(tmp, path);
+  std::cout.flush(); // "-" goes to the C stream
+  ssm::OutputFile out(path, stdout);
+  out.write(text);
+  out.commit();
 }
 
-// Fails before any work when the output cannot be written where it is asked for.
-void check_output_directory(const std::string& output) {
-  if (output.empty() || output == "-")
-    return;
-  fs::path dir = fs::path(output).parent_path();
-  if (!dir.empty() && !fs::is_directory(dir))
-    throw Failure{
-        fmt::format("cannot write '{}': the directory '{}' does not exist", output, dir.string())};
+// Fails before any work when `output` cannot be written where it is asked for, or is one of the
+// files the command reads: the source and the modules it imports (for `ssmc opt`, the IR).
+void check_output(const std::string& output, const BuildOptions& options, bool with_imports) {
+  std::vector<std::string> inputs = {options.input};
+  if (with_imports && !output.empty() && output != "-" && fs::exists(output)) {
+    try {
+      for (std::string& module : ssm::frontend::imported_files(
+               read_source(options.input), options.input, import_path(options.import_dirs)))
+        inputs.push_back(std::move(module));
+    } catch (...) { // an unreadable or broken source is reported where it is compiled
+    }
+  }
+  ssm::check_output_path(output, inputs);
 }
 
 // An optimised kernel module and the target machine it was optimised for.
@@ -308,7 +306,9 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
 }
 
 int build(const BuildOptions& options) {
-  check_output_directory(options.output);
+  check_output(options.emit == "exe" || options.emit == "obj" ? default_output(options)
+                                                              : options.output,
+               options, true);
   PhaseTimer timer(options.time_passes);
   load_plugins(options.plugins);
   ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
@@ -355,18 +355,14 @@ int build(const BuildOptions& options) {
   timer.phase("object");
   std::string output = default_output(options);
   // For an executable the object is an intermediate file beside the output, removed after linking.
-  std::string object =
-      options.emit == "obj" ? output : fmt::format("{}.ssmc-{}.o", output, getpid());
-  ssm::codegen::write_object(*module, *target, object);
-  if (options.emit == "exe") {
+  // An object asked for is renamed into place once complete; otherwise it is removed.
+  ssm::TemporaryPath object(output, options.emit == "obj" ? "tmp" : "ssmc-o");
+  ssm::codegen::write_object(*module, *target, object.path());
+  if (options.emit == "obj") {
+    object.commit();
+  } else {
     timer.phase("link");
-    try {
-      ssm::tools::link_executable(toolchain, object, output);
-    } catch (...) {
-      fs::remove(object);
-      throw;
-    }
-    fs::remove(object);
+    ssm::tools::link_executable(toolchain, object.path(), output);
   }
   if (cache)
     cache->store(cache_key, output, messages);
@@ -434,10 +430,7 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
 // `ssmc opt`: the IR of `options.input`, verified, through the pipeline (verified after each pass)
 // and printed. Bad IR is reported at its file, line and column.
 int opt(const BuildOptions& options) {
-  check_output_directory(options.output);
-  if (!options.output.empty() && options.output != "-" && fs::exists(options.output) &&
-      fs::equivalent(options.output, options.input))
-    throw Failure{fmt::format("'-o {}' would write over the input", options.output)};
+  check_output(options.output, options, false);
   load_plugins(options.plugins);
   std::string text = read_source(options.input);
   ssm::ir::Model model;
@@ -502,6 +495,7 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
 } // namespace
 
 int main(int argc, char** argv) {
+  ssm::install_cleanup_handlers(); // an interrupted build leaves no temporary file
   CLI::App app{"ssmc: a compiler for probabilistic state-space models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ssmc ") + SSMC_VERSION);
