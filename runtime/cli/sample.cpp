@@ -54,8 +54,10 @@ public:
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
     const int64_t chains = options_.integer("--chains");
+    // FILE_1.csv ... are not --out itself: each is checked against the inputs here.
     for (int64_t k = 0; k < chains; ++k)
-      check_output_path(out_.empty() ? "" : chain_path(out_, k, chains));
+      check_output_path(out_.empty() ? "" : chain_path(out_, k, chains),
+                        {data_, c.globals.params_file, c.globals.data_values_file});
     run.fixed = &theta;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();

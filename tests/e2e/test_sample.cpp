@@ -166,6 +166,19 @@ TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sampl
   CHECK(pilot["pilot_loglik_sd"].get<double>() == Approx(1.2).margin(0.05));
 }
 
+TEST_CASE("sample never writes a chain's file over its data", "[sample]") {
+  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string data = scratch_path("ar1n-chain_2.csv"); // what --out ar1n-chain.csv writes
+  run_ok({exe, "simulate", "--T", "20", "--seed", "3", "--out", data});
+  const std::string before = read_file(data);
+  const ProcessResult p =
+      run_process({exe, "sample", "--data", data, "--out", scratch_path("ar1n-chain.csv")});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("same file") != std::string::npos);
+  CHECK(read_file(data) == before);
+}
+
 TEST_CASE("sample refuses a sampled parameter without a prior, naming it", "[sample]") {
   const std::string& exe = example_exe("lgssm1"); // m0 has a value but no prior
   const std::string sim = scratch_path("lgssm1-sample-sim.csv");
