@@ -178,6 +178,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
 
   try {
     std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), g.seed);
+    if (g.threads > max_threads()) { // threads beyond this only add switching and memory
+      fmt::print(err, "{}: note: --threads {} capped at {} ({} per core)\n", prog, g.threads,
+                 max_threads(), kMaxThreadsPerCore);
+      g.threads = max_threads();
+    }
     check_outputs_are_not_inputs(app);
     const ParamValues values = resolve_params(info, g.params_file, g.params);
     for (const auto& command : commands)

@@ -58,5 +58,10 @@ private:
 
 // Default thread count: all cores (at least 1).
 int default_threads();
+// The most threads a run starts: kMaxThreadsPerCore per core (--threads above is capped).
+inline constexpr int kMaxThreadsPerCore = 4;
+inline int max_threads() {
+  return kMaxThreadsPerCore * default_threads();
+}
 
 } // namespace ssm

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <thread>
 
 using namespace e2e;
 using Catch::Contains;
@@ -417,4 +419,17 @@ TEST_CASE("an unwritable --out fails before filtering, naming the path", "[e2e][
   expect_exe_error({exe, "filter", "--data", data, "--out", out}, 1, {out});
   expect_exe_error({exe, "simulate", "--T", "3", "--out", out}, 1, {out});
   expect_exe_error({exe, "filter", "--data", data, "--out", dir}, 1, {dir, "directory"});
+}
+
+TEST_CASE("an absurd --threads is capped at 4 per core, with a note", "[e2e][bad]") {
+  const std::string& exe = example_exe("nile");
+  const ProcessResult p =
+      run_process({exe, "--threads", "1000000", "filter", "--data", example_path("data/nile.csv"),
+                   "--method", "bootstrap", "--particles", "100", "--json"});
+  INFO(p.describe());
+  REQUIRE(p.exit_code == 0);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CHECK(nlohmann::json::parse(p.out)["threads"] == 4 * cores);
+  CHECK(p.err.find("note: --threads 1000000 capped at " + std::to_string(4 * cores)) !=
+        std::string::npos);
 }
