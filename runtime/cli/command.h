@@ -85,9 +85,12 @@ public:
   TaskCommand(CLI::App* app, const Context& c, Task task, const Help& help);
 
 protected:
-  // The method to run and its run, without data yet.
-  const Method& method(const Context& c) const;
-  MethodRun start(const Context& c) const;
+  // The method to run and its run, without data yet: on the model, or on a view of it that the
+  // command runs the task's methods on (score's, whose functionals are the score terms).
+  const Method& method(const Context& c) const { return method(c, c.model, c.info); }
+  const Method& method(const Context& c, const ssm_model& model, const ModelInfo& info) const;
+  MethodRun start(const Context& c) const { return start(c, c.model, c.info); }
+  MethodRun start(const Context& c, const ssm_model& model, const ModelInfo& info) const;
   // Whether to write the CSV: to --out, or to standard output without --json.
   bool write_csv() const { return !out_.empty() || !json_; }
 

@@ -39,10 +39,7 @@ public:
     const Optimum r = run_method(c, run, "optimize", m.optimize);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
-    nlohmann::json params = nlohmann::json::object();
-    for (const ParamInfo& p : c.info.params)
-      params[p.name] = param_value_json(
-          p, std::vector<double>(r.theta.begin() + p.offset, r.theta.begin() + p.offset + p.size));
+    const nlohmann::json params = params_json(c.info, r.theta);
     if (!save_.empty())
       write_output(c, save_, params.dump(2) + "\n");
     if (write_csv())

@@ -92,27 +92,29 @@ TaskCommand::TaskCommand(CLI::App* app, const Context& c, Task task, const Help&
   app->add_flag("--json", json_, help.json);
 }
 
-const Method& TaskCommand::method(const Context& c) const {
+const Method& TaskCommand::method(const Context& c, const ssm_model& model,
+                                  const ModelInfo& info) const {
   if (!options_.has("--method"))
     return *c.registry.methods(task_).front();
   const std::string& name = options_.word("--method");
   if (name == "auto") {
     // When none applies, the first in auto's order refuses with its own message (as
     // "decode: the state is not finite ..."), before the registry's generic one.
-    if (c.registry.applicable(task_, c.model, c.info).empty())
+    if (c.registry.applicable(task_, model, info).empty())
       for (const Method* m : c.registry.ranked(task_))
         if (m->check) {
-          m->check(start(c));
+          m->check(start(c, model, info));
           break;
         }
-    return c.registry.choose(task_, c.model, c.info);
+    return c.registry.choose(task_, model, info);
   }
   return *c.registry.find(task_, name); // a declared choice
 }
 
-MethodRun TaskCommand::start(const Context& c) const {
+MethodRun TaskCommand::start(const Context& c, const ssm_model& model,
+                             const ModelInfo& info) const {
   const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
-  MethodRun run{c.model, c.info, options_, c.globals.seed, automatic, c.globals.threads};
+  MethodRun run{model, info, options_, c.globals.seed, automatic, c.globals.threads};
   run.registry = &c.registry;
   return run;
 }

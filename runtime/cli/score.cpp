@@ -29,10 +29,8 @@ public:
 
   void run(const Context& c, const ParamValues& values) override {
     const ScoreModel sm = score_model(c.model, c.info);
-    const bool automatic = !options_.has("--method") || options_.word("--method") == "auto";
-    const Method& m = automatic ? c.registry.choose(Task::Smooth, sm.model, sm.info) : method(c);
-    MethodRun run{sm.model, sm.info, options_, c.globals.seed, automatic, c.globals.threads};
-    run.registry = &c.registry;
+    const Method& m = method(c, sm.model, sm.info);
+    MethodRun run = start(c, sm.model, sm.info);
     if (Refusal why = m.why_not(sm.model, sm.info))
       throw Error(fmt::format("score --method {}: {}", m.name, *why));
     if (m.check)
@@ -47,28 +45,18 @@ public:
     });
     if (write_csv())
       write_output(c, out_, score_csv(c.info, r));
-    if (json_) {
-      nlohmann::json score = nlohmann::json::object(), se = nlohmann::json::object();
-      for (const ParamInfo& p : c.info.params) {
-        const auto at = [&](const std::vector<double>& v) {
-          return param_value_json(
-              p, std::vector<double>(v.begin() + p.offset, v.begin() + p.offset + p.size));
-        };
-        score[p.name] = at(r.score);
-        se[p.name] = at(r.se);
-      }
+    if (json_)
       print_json(c, {{"model", c.info.name},
                      {"method", r.method},
-                     {"chosen_by", automatic ? "auto" : "user"},
+                     {"chosen_by", run.automatic ? "auto" : "user"},
                      {"exact", r.exact},
                      {"replicates", r.replicates},
                      {"T", data.T},
                      {"log_likelihood", r.log_likelihood},
-                     {"score", score},
-                     {"score_se", se},
+                     {"score", params_json(c.info, r.score)},
+                     {"score_se", params_json(c.info, r.se)},
                      {"elapsed_s", r.elapsed_s},
                      {"threads", c.globals.threads}});
-    }
   }
 
 private:

@@ -452,4 +452,12 @@ std::string format_param_value(const ParamInfo& p, const std::vector<double>& va
   return fmt::format("[{}]", fmt::join(rows, ", "));
 }
 
+nlohmann::json params_json(const ModelInfo& info, const std::vector<double>& theta) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ParamInfo& p : info.params)
+    out[p.name] = param_value_json(
+        p, std::vector<double>(theta.begin() + p.offset, theta.begin() + p.offset + p.size));
+  return out;
+}
+
 } // namespace ssm

@@ -57,5 +57,8 @@ void check_param_value(const ParamInfo& p, const std::vector<double>& value);
 std::string format_param_value(const ParamInfo& p, const std::vector<double>& value);
 // The same as JSON (number / array / nested array).
 nlohmann::json param_value_json(const ParamInfo& p, const std::vector<double>& value);
+// {"name": value, ...} of every parameter, each read from its place in `theta` (at least n_theta
+// values: a point, a score, its standard errors): a --params file's layout.
+nlohmann::json params_json(const ModelInfo& info, const std::vector<double>& theta);
 
 } // namespace ssm
