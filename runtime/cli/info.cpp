@@ -1,7 +1,6 @@
 // `info`: the model's dimensions, parameters (current values and priors), the compiler's
 // structure report and the methods that apply, as text or JSON.
 #include "cli/command.h"
-#include "core/error.h"
 #include "learning/score.h"
 
 #include <fmt/format.h>
@@ -37,14 +36,10 @@ std::vector<std::string> applicable(const Context& c, Task task) {
 
 // The smoother `score` would run (auto's choice for the score terms), or why there is none.
 std::pair<std::string, Refusal> score_method(const Context& c) {
-  try {
-    const ScoreModel sm = score_model(c.model, c.info);
-    return {c.registry.choose(Task::Smooth, sm.model, sm.info).name, std::nullopt};
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    const std::string prefix = "score: ";
-    return {"", what.starts_with(prefix) ? what.substr(prefix.size()) : what};
-  }
+  if (Refusal why = score_refusal(c.model, c.info))
+    return {"", why};
+  const ScoreModel sm = score_model(c.model, c.info);
+  return {c.registry.choose(Task::Smooth, sm.model, sm.info).name, std::nullopt};
 }
 
 nlohmann::json vars_json(const std::vector<VarInfo>& vs, bool obs) {

@@ -13,10 +13,8 @@ namespace {
 
 // Why the score of the model is not exact, or nullopt: lbfgs needs an exact gradient.
 Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
-  if (!info.no_score_reason.empty())
-    return "the compiler derived no score: " + info.no_score_reason;
-  if (!model.score_terms)
-    return "the model table has no score_terms kernel";
+  if (Refusal why = score_refusal(model, info))
+    return why;
   if (!(info.linear_gaussian && model.linear_gaussian) && !info.finite_state)
     return "the likelihood is not exact (the model is neither linear-Gaussian nor finite-state; "
            "see `info`)";

@@ -9,16 +9,22 @@
 
 namespace ssm {
 
-ScoreModel score_model(const ssm_model& model, const ModelInfo& info) {
+Refusal score_refusal(const ssm_model& model, const ModelInfo& info) {
   if (!info.no_score_reason.empty())
-    throw Error(fmt::format("score: the compiler derived no score for model '{}': {}", info.name,
-                            info.no_score_reason));
+    return fmt::format("the compiler derived no score for model '{}': {}", info.name,
+                       info.no_score_reason);
   if (info.params.empty() || info.n_theta == 0)
-    throw Error(fmt::format("score: model '{}' has no parameters", info.name));
+    return fmt::format("model '{}' has no parameters", info.name);
   if (!model.score_terms)
-    throw Error(fmt::format("score: the model table of '{}' has no score_terms kernel (built by "
-                            "an older ssmc? rebuild it)",
-                            info.name));
+    return fmt::format("the model table of '{}' has no score_terms kernel (built by an older "
+                       "ssmc? rebuild it)",
+                       info.name);
+  return std::nullopt;
+}
+
+ScoreModel score_model(const ssm_model& model, const ModelInfo& info) {
+  if (Refusal why = score_refusal(model, info))
+    throw Error("score: " + *why);
   ScoreModel s{model, info};
   s.model.functional_terms = model.score_terms;
   s.info.functionals.clear();

@@ -31,6 +31,8 @@ struct ScoreModel {
   ModelInfo info;
 };
 ScoreModel score_model(const ssm_model& model, const ModelInfo& info);
+// Why the model has no score (score_model's error without its "score: "), or nullopt.
+Refusal score_refusal(const ssm_model& model, const ModelInfo& info);
 
 // Runs `smoother` (checked by the caller against score.model and score.info) `replicates` times
 // with seeds seed, seed + 1, ... on `run`'s data; run.model and run.info must be score's.
