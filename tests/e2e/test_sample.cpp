@@ -177,6 +177,12 @@ TEST_CASE("sample never writes a chain's file over its data", "[sample]") {
   CHECK(p.exit_code == 1);
   CHECK(p.err.find("same file") != std::string::npos);
   CHECK(read_file(data) == before);
+  // Draws nowhere and no summary: refused before any work.
+  const ProcessResult q = run_process({exe, "sample", "--data", data});
+  INFO(q.describe());
+  CHECK(q.exit_code == 1);
+  CHECK(q.err.find("give --out FILE.csv for the draws and/or --json for the summary") !=
+        std::string::npos);
 }
 
 TEST_CASE("sample refuses a sampled parameter without a prior, naming it", "[sample]") {
