@@ -222,6 +222,9 @@ enum class ModelKind {
 
 struct Model {
   ModelKind kind = ModelKind::StateSpace;
+  // A state-space model made from a plate model (passes/plate_items.cpp): its steps are the i.i.d.
+  // items n, its states their latents. Printed `items n`.
+  bool items = false;
   std::string name;
   std::string source_file;
   std::vector<std::string> imported_files; // the modules it imports, as found

@@ -103,6 +103,8 @@ std::string print(const Model& model) {
       "{} {}\n", model.kind == ModelKind::Simulator ? "simulator" : "model", model.name);
   if (model.kind == ModelKind::Plate)
     out += "plate n\n";
+  if (model.items)
+    out += "items n\n";
   for (const ConstDecl& c : model.consts)
     out +=
         fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));

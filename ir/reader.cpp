@@ -53,6 +53,10 @@ public:
         if (model.kind != ModelKind::StateSpace)
           fail("'plate n' belongs to a model, once");
         model.kind = ModelKind::Plate;
+      } else if (line == "items n") {
+        if (model.kind != ModelKind::StateSpace || model.items)
+          fail("'items n' belongs to a state-space model, once");
+        model.items = true;
       } else if (starts_with(line, "const ")) {
         auto [name, type, value] = declaration(line.substr(6));
         if (!value)

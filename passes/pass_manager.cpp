@@ -29,6 +29,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["density"] = create_density;
     builtins["additive-functionals"] = create_additive_functionals;
     builtins["derivatives"] = create_derivatives;
+    builtins["plate-items"] = create_plate_items;
     return builtins;
   }();
   return passes;

@@ -124,10 +124,10 @@ std::string static_model_report(const ir::Model& model) {
       line.pop_back();
     out += line + "\n";
   }
-  out += "state-space analyses (Markov structure, linear-Gaussian, finite state space, transition "
-         "density, functionals): do not apply, the model has no time\n";
-  out += plate ? "inference: not available yet for static latent-variable models\n"
-               : "inference: not available yet for simulators\n";
+  if (!plate)
+    out += "state-space analyses (Markov structure, linear-Gaussian, finite state space, "
+           "transition density, functionals): do not apply, the model has no time\n"
+           "inference: not available yet for simulators\n";
   return out;
 }
 
@@ -273,6 +273,25 @@ template <class T, class F> json or_null(const std::optional<T>& result, F&& f) 
 
 } // namespace
 
+json static_model_json(const ir::Model& model) {
+  const bool plate = model.kind == ir::ModelKind::Plate;
+  json latents = json::array(), relations = json::array();
+  for (const ir::VarDecl& z : model.latents)
+    latents.push_back(z.name);
+  for (const StaticRelation& r : static_relations(model))
+    relations.push_back({{"kind", r.kind},
+                         {"target", r.target},
+                         {"dist", r.dist},
+                         {"reads", r.reads},
+                         {"params", r.params},
+                         {"loc", loc_json(r.loc)}});
+  return {{"plate", plate ? json("n") : json(nullptr)},
+          {"n_latent", model.latents.size()},
+          {"latents", latents},
+          {"relations", relations},
+          {"inference_available", plate}};
+}
+
 json structure_json(const ir::Model& model, const PassContext& context) {
   json out = {{"model", model.name},
               {"source", model.source_file},
@@ -284,24 +303,11 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["finite_state"] = or_null(context.finite_state, finite_state_json);
   out["density"] = or_null(context.density, density_json);
   out["functionals"] = or_null(context.functionals, functionals_json);
+  if (model.items)
+    out["items"] = "n";
   if (!model.is_state_space()) {
-    const bool plate = model.kind == ir::ModelKind::Plate;
-    out["model_kind"] = plate ? "plate" : "simulator";
-    json latents = json::array(), relations = json::array();
-    for (const ir::VarDecl& z : model.latents)
-      latents.push_back(z.name);
-    for (const StaticRelation& r : static_relations(model))
-      relations.push_back({{"kind", r.kind},
-                           {"target", r.target},
-                           {"dist", r.dist},
-                           {"reads", r.reads},
-                           {"params", r.params},
-                           {"loc", loc_json(r.loc)}});
-    out["static_model"] = {{"plate", plate ? json("n") : json(nullptr)},
-                           {"n_latent", model.latents.size()},
-                           {"latents", latents},
-                           {"relations", relations},
-                           {"inference_available", false}};
+    out["model_kind"] = model.kind == ir::ModelKind::Plate ? "plate" : "simulator";
+    out["static_model"] = static_model_json(model);
   }
   return out;
 }

@@ -20,12 +20,17 @@ std::string structure_summary(const PassContext& context);
 // Every analysis in full: `ssmc check --structure`.
 std::string structure_report(const ir::Model& model, const PassContext& context);
 // {"model", "source", "n_state", "n_obs", "n_theta", "markov", "linear_gaussian",
-//  "finite_state", "density"}; an analysis that did not run is null. A plate model or a simulator
-// adds "model_kind" and "static_model" (its relations), and its state-space analyses are null.
+//  "finite_state", "density"}; an analysis that did not run is null. A simulator adds
+// "model_kind" and "static_model" (static_model_json), and its state-space analyses are null; a
+// plate model made into items (passes/plate_items.cpp) has "items": "n".
 nlohmann::json structure_json(const ir::Model& model, const PassContext& context);
 
-// What a plate model or a simulator is, its relations and what they read, and that the
-// state-space analyses do not apply: `ssmc check` of such a model. Empty for a state-space model.
+// What a plate model or a simulator is, its relations and what they read: `ssmc check` of such a
+// model, before a plate model is made into items. For a simulator, also that the state-space
+// analyses do not apply. Empty for a state-space model.
 std::string static_model_report(const ir::Model& model);
+// The same as JSON: {"plate": "n" or null, "n_latent", "latents", "relations",
+// "inference_available"}.
+nlohmann::json static_model_json(const ir::Model& model);
 
 } // namespace ssm::passes

@@ -52,7 +52,7 @@ private:
     const std::vector<std::string> cols = state_columns(info);
     fmt::memory_buffer csv;
     const bool probability = !d.probability.empty();
-    fmt::format_to(std::back_inserter(csv), "t,{}{}\n", fmt::join(cols, ","),
+    fmt::format_to(std::back_inserter(csv), "{},{}{}\n", info.step, fmt::join(cols, ","),
                    probability ? ",probability" : "");
     for (int64_t t = 0; t < T; ++t) {
       fmt::format_to(std::back_inserter(csv), "{}", t);

@@ -229,6 +229,8 @@ const json* parse_structure(const json& root, ModelInfo& info) {
       auto v = a->find(key);
       return v != a->end() && v->is_boolean() && v->get<bool>();
     };
+    if (auto items = st->find("items"); items != st->end() && items->is_string())
+      info.step = items->get<std::string>();
     info.linear_gaussian = verdict("linear_gaussian", "is_linear_gaussian");
     info.finite_state = verdict("finite_state", "is_finite");
   }

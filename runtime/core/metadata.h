@@ -68,6 +68,9 @@ struct ModelInfo {
   std::vector<VarInfo> data, inputs;
   std::vector<ParamInfo> params;
   std::string structure; // the compiler's structure report, as text
+  // The index of the steps: "t", or "n" for a plate model, whose steps are its items
+  // (passes/plate_items.cpp); it heads the CSV outputs' first column.
+  std::string step = "t";
   // Verdicts of the compiler's structure analyses (false when the metadata has none): the Kalman
   // filter, resp. the forward-backward algorithm, is exact for the model.
   bool linear_gaussian = false;

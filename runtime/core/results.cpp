@@ -13,7 +13,7 @@ namespace ssm {
 std::string filter_csv(const ModelInfo& info, const FilterResult& r) {
   std::vector<std::string> cols = state_columns(info);
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "t");
+  fmt::format_to(std::back_inserter(out), "{}", info.step);
   for (const auto& c : cols)
     fmt::format_to(std::back_inserter(out), ",mean_{},var_{}", c, c);
   const bool ess = !r.ess.empty(); // exact filters have none

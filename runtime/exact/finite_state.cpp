@@ -444,4 +444,70 @@ Decoding posterior_decoding(const ssm_model& model, const ModelInfo& info,
   return d;
 }
 
+// Pairs stored by the E-step: past this, EM over the enumeration would hold more than 800 MB.
+constexpr double kMaxStoredPairs = 1e8;
+
+PairMarginals pair_marginals(const ssm_model& model, const ModelInfo& info,
+                             const std::vector<double>& fixed, const ObsData& data) {
+  const Enumeration e(model, info, fixed, data);
+  const int64_t K = e.K(), T = e.T();
+  if (static_cast<double>(T) * static_cast<double>(K * K) > kMaxStoredPairs)
+    throw Error(fmt::format("EM keeps the smoothing probabilities of every pair of states at every "
+                            "step: {} steps of {} pairs are more than the {:g} it holds",
+                            T, K * K, kMaxStoredPairs));
+  PairMarginals m;
+  m.K = K;
+  m.T = T;
+  if (T == 0)
+    return m;
+  const ForwardPass f = run_forward(e, info);
+  for (double inc : f.increment)
+    m.log_likelihood += inc;
+  m.pairs.resize((T - 1) * K * K);
+  run_backward(e, f, [&](int64_t t, const std::vector<double>& gamma, const double* xi) {
+    if (xi)
+      std::copy(xi, xi + K * K, m.pairs.begin() + (t - 1) * K * K);
+    else
+      m.initial = gamma;
+  });
+  return m;
+}
+
+double expected_log_joint(const ssm_model& model, const ModelInfo& info,
+                          const std::vector<double>& fixed, const ObsData& data,
+                          const PairMarginals& m, std::vector<double>* gradient) {
+  const Enumeration e(model, info, fixed, data);
+  const int64_t K = e.K(), nf = info.n_functional;
+  if (K != m.K || e.T() != m.T)
+    throw Error("internal error: EM's marginals do not match the model's enumeration");
+  if (gradient)
+    gradient->assign(nf, 0.0);
+  double q = 0;
+  std::vector<double> lp, emit, terms;
+  // sum_p w[p] * (lp[p] + emit[p % K]) and the weighted terms; a zero weight adds nothing, even
+  // where the density is -inf.
+  auto add = [&](int64_t t, const double* w, int64_t P) {
+    e.emission(t, emit);
+    if (gradient)
+      e.terms(t, terms);
+    for (int64_t p = 0; p < P; ++p) {
+      if (!(w[p] > 0))
+        continue;
+      q += w[p] * (lp[p] + emit[p % K]);
+      if (gradient)
+        for (int64_t k = 0; k < nf; ++k)
+          (*gradient)[k] += w[p] * terms[k * P + p];
+    }
+  };
+  if (m.T == 0)
+    return 0;
+  e.initial(lp);
+  add(0, m.initial.data(), K);
+  for (int64_t t = 1; t < m.T; ++t) {
+    e.transition(t, lp);
+    add(t, &m.pairs[(t - 1) * K * K], K * K);
+  }
+  return q;
+}
+
 } // namespace ssm

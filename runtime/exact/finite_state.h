@@ -49,4 +49,23 @@ Decoding viterbi(const ssm_model& model, const ModelInfo& info, const std::vecto
 Decoding posterior_decoding(const ssm_model& model, const ModelInfo& info,
                             const std::vector<double>& fixed, const ObsData& data);
 
+// The E-step of EM on the enumerated space: the smoothing probabilities of each state at t = 0
+// and of each pair (x_{t-1}, x_t) at t >= 1, and the log-likelihood, at the parameters in `fixed`.
+struct PairMarginals {
+  int64_t K = 0, T = 0;
+  std::vector<double> initial; // gamma_0(k)
+  std::vector<double> pairs;   // xi_t(i, j) at [(t - 1) * K * K + i * K + j], t >= 1
+  double log_likelihood = 0;
+};
+PairMarginals pair_marginals(const ssm_model& model, const ModelInfo& info,
+                             const std::vector<double>& fixed, const ObsData& data);
+
+// Q(theta) = E[log p(x_{0:T}, y_{0:T}; theta)] under the marginals `m` (taken at other
+// parameters), at the parameters in `fixed`; with `gradient`, also its gradient per theta
+// component, which needs a model whose functional terms are the score terms (learning/score.h's
+// score_model: its info has one functional component per theta component).
+double expected_log_joint(const ssm_model& model, const ModelInfo& info,
+                          const std::vector<double>& fixed, const ObsData& data,
+                          const PairMarginals& m, std::vector<double>* gradient);
+
 } // namespace ssm

@@ -1,6 +1,8 @@
 // The learning methods' registration: see methods.h.
 #include "learning/methods.h"
 #include "core/error.h"
+#include "exact/finite_state.h"
+#include "learning/em.h"
 #include "learning/optimize.h"
 #include "learning/pmmh.h"
 #include "learning/score.h"
@@ -21,6 +23,16 @@ Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
   return std::nullopt;
 }
 
+OptimizeOptions optimize_options(const MethodRun& run) {
+  OptimizeOptions opt;
+  opt.fixed = run.options.names("--fix");
+  opt.inits = run.options.integer("--inits");
+  opt.max_iterations = run.options.integer("--max-iterations");
+  opt.tolerance = run.options.real("--tolerance");
+  opt.map = run.options.toggle("--map").value_or(false);
+  return opt;
+}
+
 Optimum run_lbfgs(const MethodRun& run) {
   const ScoreModel sm = score_model(run.model, run.info);
   const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info);
@@ -34,13 +46,14 @@ Optimum run_lbfgs(const MethodRun& run) {
   at.fixed = run.fixed;
   at.data = run.data;
   at.pool = run.pool;
-  OptimizeOptions opt;
-  opt.fixed = run.options.names("--fix");
-  opt.inits = run.options.integer("--inits");
-  opt.max_iterations = run.options.integer("--max-iterations");
-  opt.tolerance = run.options.real("--tolerance");
-  opt.map = run.options.toggle("--map").value_or(false);
-  return maximize_likelihood(smoother, at, opt);
+  return maximize_likelihood(smoother, at, optimize_options(run));
+}
+
+// Why EM does not apply, or nullopt: its E-step enumerates the states, its M-step needs the score.
+Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
+  if (!enumerable(info))
+    return "the model is not finite-state (EM's E-step enumerates the states; see `info`)";
+  return score_refusal(model, info);
 }
 
 Posterior run_pmmh(const MethodRun& run) {
@@ -123,8 +136,9 @@ void register_learning_methods(MethodRegistry& registry) {
                                        .check = MethodOption::Check::Positive});
   registry.add_option(Task::Optimize,
                       {.flag = "--tolerance",
-                       .help = "Stop when the gradient norm is below this times max(1, |x|) on the "
-                               "unconstrained scale",
+                       .help = "lbfgs: stop when the gradient norm is below this times max(1, "
+                               "|x|) on the unconstrained scale; em: when an iteration raises the "
+                               "objective by less than this times max(1, |objective|)",
                        .default_value = defaults.tolerance});
 
   registry.add_option(Task::Optimize,
@@ -151,6 +165,22 @@ void register_learning_methods(MethodRegistry& registry) {
   };
   lbfgs.optimize = run_lbfgs;
   registry.add(std::move(lbfgs));
+
+  Method em;
+  em.name = kEmName;
+  em.title = "expectation-maximisation, exact E-step (forward-backward), M-step by L-BFGS";
+  em.note = "finite-state models: hidden Markov models, mixtures";
+  em.task = Task::Optimize;
+  em.rank = 2;
+  em.auto_help = "{}";
+  em.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map"};
+  em.applies = em_refusal;
+  em.check = [](const MethodRun& run) {
+    if (Refusal why = em_refusal(run.model, run.info))
+      throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
+  };
+  em.optimize = [](const MethodRun& run) { return run_em(run, optimize_options(run)); };
+  registry.add(std::move(em));
 }
 
 } // namespace ssm

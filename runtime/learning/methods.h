@@ -1,5 +1,5 @@
 // The learning methods' registration: their names, when they apply, their options and entry
-// points (optimize's lbfgs, sample's pmmh).
+// points (optimize's lbfgs and em, sample's pmmh).
 #pragma once
 
 #include "core/method_registry.h"
@@ -7,6 +7,7 @@
 namespace ssm {
 
 inline constexpr const char* kLbfgsName = "lbfgs";
+inline constexpr const char* kEmName = "em";
 inline constexpr const char* kPmmhName = "pmmh";
 
 void register_learning_methods(MethodRegistry& registry);

@@ -26,13 +26,13 @@ constexpr double kFarOut = 15;
 // Restarts of L-BFGS from a start's best point after a failed line search.
 constexpr int kMaxRestarts = 10;
 
-// -log-likelihood and its gradient at an unconstrained point, recording every evaluation.
+// -f and its gradient at an unconstrained point, recording every evaluation.
 class Objective {
 public:
-  Objective(const Method& smoother, const MethodRun& run, const ParameterSpace& space,
+  Objective(const ObjectiveFunction& f, const MethodRun& run, const ParameterSpace& space,
             std::vector<double> theta, Optimum& out, int64_t start, bool map)
-      : smoother_(smoother), run_(run), space_(space), full_(std::move(theta)), out_(out),
-        start_(start), map_(map) {}
+      : f_(f), run_(run), space_(space), full_(std::move(theta)), out_(out), start_(start),
+        map_(map) {}
 
   double operator()(const Eigen::VectorXd& u, Eigen::VectorXd& grad) {
     const int64_t n = space_.n_theta();
@@ -44,17 +44,15 @@ public:
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
-    MethodRun at = run_;
-    at.fixed = &fixed;
-    ScoreResult s;
+    ObjectiveValue v;
     try {
-      s = estimate_score(smoother_, at, 1);
+      v = f_(fixed);
     } catch (const Error&) { // a non-finite likelihood or score: reject the step
       grad.setZero();
       return std::numeric_limits<double>::infinity();
     }
-    double objective = s.log_likelihood;
-    std::vector<double> grad_theta = s.score;
+    double objective = v.value;
+    std::vector<double> grad_theta = std::move(v.gradient);
     if (map_) { // log prior and its gradient, from the compiler's kernel
       std::vector<double> prior(1 + static_cast<size_t>(n));
       run_.model.prior_logpdf(fixed.data(), prior.data());
@@ -73,13 +71,13 @@ public:
       grad[static_cast<Eigen::Index>(i)] = -g[i];
       norm2 += g[i] * g[i];
     }
-    out_.path.push_back({start_, s.log_likelihood, std::sqrt(norm2),
+    out_.path.push_back({start_, v.log_likelihood, std::sqrt(norm2),
                          std::vector<double>(fixed.begin(), fixed.begin() + n), objective});
     return -objective;
   }
 
 private:
-  const Method& smoother_;
+  const ObjectiveFunction& f_;
   const MethodRun& run_;
   const ParameterSpace& space_;
   std::vector<double> full_; // parameters then data values
@@ -184,8 +182,28 @@ std::string boundary_note(const ParameterSpace& space, const std::vector<double>
 
 } // namespace
 
+std::vector<double> start_point(std::vector<double> u0, uint64_t seed, int64_t k) {
+  if (k > 0) // random starts: uniform(-2, 2) around the given point, as Stan draws its inits
+    for (size_t i = 0; i < u0.size(); ++i)
+      u0[i] +=
+          4 * philox_u01(seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157, 0) - 2;
+  return u0;
+}
+
 Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options) {
+  return maximize(
+      [&](const std::vector<double>& fixed) {
+        MethodRun at = run;
+        at.fixed = &fixed;
+        const ScoreResult s = estimate_score(smoother, at, 1);
+        return ObjectiveValue{s.log_likelihood, s.score, s.log_likelihood};
+      },
+      run, options);
+}
+
+Optimum maximize(const ObjectiveFunction& objective, const MethodRun& run,
+                 const OptimizeOptions& options) {
   const ParameterSpace space(run.info, options.fixed);
   if (space.dimension() == 0)
     throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
@@ -212,14 +230,10 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
     best.learned.push_back(run.info.params[p.index].name);
   Optimum record; // the path of every start
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
+    const std::vector<double> uk = start_point(u0, run.seed, k);
     Eigen::VectorXd u =
-        Eigen::Map<const Eigen::VectorXd>(u0.data(), static_cast<Eigen::Index>(u0.size()));
-    if (k > 0) // random starts: uniform(-2, 2) around the given point, as Stan draws its inits
-      for (Eigen::Index i = 0; i < u.size(); ++i)
-        u[i] += 4 * philox_u01(run.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(k), 0x5157,
-                               0) -
-                2;
-    Objective f(smoother, run, space, given, record, k, options.map);
+        Eigen::Map<const Eigen::VectorXd>(uk.data(), static_cast<Eigen::Index>(uk.size()));
+    Objective f(objective, run, space, given, record, k, options.map);
     const StartOutcome o = run_start(solver, f, u, space, given, record, options);
     best.starts.push_back(o.start);
     if (o.best && o.best->objective > best.objective) {

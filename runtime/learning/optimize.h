@@ -7,6 +7,7 @@
 #include "core/method_registry.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,25 @@ struct OptimizeOptions {
 // parameters that have a prior (the model's prior_logpdf kernel).
 Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options);
+
+// What a function to maximise gives at the parameters `fixed` (then the data values): its value,
+// its gradient per theta component, and the log-likelihood reported with it. Throws ssm::Error
+// where it is not finite (the line search then steps back).
+struct ObjectiveValue {
+  double value = 0;
+  std::vector<double> gradient;
+  double log_likelihood = 0;
+};
+using ObjectiveFunction = std::function<ObjectiveValue(const std::vector<double>& fixed)>;
+
+// The unconstrained point of start k (--inits): u0 for k = 0, else u0 plus independent
+// uniform(-2, 2) draws from `seed`, as Stan draws its inits.
+std::vector<double> start_point(std::vector<double> u0, uint64_t seed, int64_t k);
+
+// L-BFGS of `objective` (plus the log prior with options.map) over the learned parameters'
+// unconstrained space, from run.fixed and options.inits - 1 random starts around it: what
+// maximize_likelihood does with the log-likelihood, and EM's M-step with its expected log joint.
+Optimum maximize(const ObjectiveFunction& objective, const MethodRun& run,
+                 const OptimizeOptions& options);
 
 } // namespace ssm

@@ -52,7 +52,7 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
 
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "t");
+  fmt::format_to(std::back_inserter(out), "{}", info.step);
   const std::vector<std::string> cols = state_columns(info);
   const int64_t shown = static_cast<int64_t>(cols.size()); // not the hidden lag copies
   for (const auto& c : cols)

@@ -137,7 +137,7 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   auto put = [&]<class... Args>(fmt::format_string<Args...> f, Args&&... args) {
     fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
   };
-  put("t");
+  put("{}", info.step);
   for (const std::string& c : cols)
     put(",mean_{},var_{}", c, c);
   std::vector<const FunctionalEstimate*> per_t;

@@ -82,7 +82,8 @@ ir::Model canonical(ir::Model model) {
 
 // Transforms that may change IR that constant-fold and cse have nothing left to do on (lowering
 // to another form, say). Each must still be idempotent. None yet.
-const std::set<std::string> changes_canonical_ir = {"augment-lags"}; // on models with x[t-2]
+// augment-lags on models with x[t-2], plate-items on plate models.
+const std::set<std::string> changes_canonical_ir = {"augment-lags", "plate-items"};
 
 void check_read_back(const std::string& text) {
   ir::Model read = ir::read(text);

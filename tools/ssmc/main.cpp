@@ -147,18 +147,14 @@ ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::
   return std::move(*model);
 }
 
-// Code generation and the runtime know state-space models only: a plate model or a simulator
-// stops here (its IR, --emit=ir, is available), with what works today.
+// Code generation and the runtime know state-space models, and plate models as their items
+// (passes/plate_items.cpp): a simulator stops here (its IR, --emit=ir, is available).
 void require_inference(const ssm::ir::Model& model, const std::string& path) {
-  if (model.is_state_space())
+  if (model.kind != ssm::ir::ModelKind::Simulator)
     return;
-  throw Failure{fmt::format("{}: inference for {} is not available yet; 'ssmc check {}' checks "
-                            "the model and reports its structure",
-                            path,
-                            model.kind == ssm::ir::ModelKind::Plate
-                                ? "static latent-variable models (over a plate n)"
-                                : "simulators",
-                            path)};
+  throw Failure{fmt::format("{}: inference for simulators is not available yet; 'ssmc check {}' "
+                            "checks the model and reports its structure",
+                            path, path)};
 }
 
 // The pipeline of --passes, with --print-after and --time-passes.
@@ -174,6 +170,7 @@ ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions&
 }
 
 ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
+  ssm::passes::lower_plate_items(model); // every analysis and kernel sees a state-space model
   run_pipeline(model, options);
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an
@@ -403,20 +400,41 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
   load_plugins(options.plugins);
   ssm::ir::Model model = compile_frontend(input, options.import_dirs, options.werror);
   options.input = input;
+  // A plate model is reported as written (its relations per item), then as its items.
+  const std::string static_report = ssm::passes::static_model_report(model);
+  const nlohmann::json static_json = ssm::passes::static_model_json(model);
+  const std::string heading =
+      model.is_state_space()
+          ? ""
+          : fmt::format("{} {}: {} latent variable(s), {} observation component(s){}, {} "
+                        "parameter value(s)\n{}",
+                        model.kind == ssm::ir::ModelKind::Plate ? "model" : "simulator", model.name,
+                        model.latents.size(), model.obs_size(),
+                        model.kind == ssm::ir::ModelKind::Plate ? " per item" : "",
+                        model.theta_size(), static_report);
+  const bool plate = model.kind == ssm::ir::ModelKind::Plate;
   ssm::passes::PassContext context = run_passes(model, options);
   if (format == "json") {
-    fmt::print("{}\n", ssm::passes::structure_json(model, context).dump(2));
+    nlohmann::json out = ssm::passes::structure_json(model, context);
+    if (plate) {
+      out["model_kind"] = "plate";
+      out["static_model"] = static_json;
+    }
+    fmt::print("{}\n", out.dump(2));
     return 0;
   }
   if (!full_structure)
     fmt::print("{}: no errors\n", input);
   if (!model.is_state_space()) {
-    fmt::print("{} {}: {} latent variable(s), {} observation component(s){}, {} parameter "
-               "value(s)\n{}",
-               model.kind == ssm::ir::ModelKind::Plate ? "model" : "simulator", model.name,
-               model.latents.size(), model.obs_size(),
-               model.kind == ssm::ir::ModelKind::Plate ? " per item" : "", model.theta_size(),
-               ssm::passes::static_model_report(model));
+    fmt::print("{}", heading);
+    return 0;
+  }
+  if (plate) {
+    fmt::print("{}as a state-space model whose steps are the items (its latents the state, n the "
+               "step):\n{}",
+               heading,
+               full_structure ? ssm::passes::structure_report(model, context)
+                              : ssm::passes::structure_summary(context));
     return 0;
   }
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
