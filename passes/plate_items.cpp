@@ -62,6 +62,8 @@ void lower_plate_items(ir::Model& model) {
   model.items = true;
 }
 
-std::unique_ptr<Pass> create_plate_items() { return std::make_unique<PlateItems>(); }
+std::unique_ptr<Pass> create_plate_items() {
+  return std::make_unique<PlateItems>();
+}
 
 } // namespace ssm::passes

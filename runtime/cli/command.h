@@ -107,6 +107,8 @@ std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
 void write_output(const Context& c, const std::string& path, const std::string& text);
 // Prints a JSON summary on standard output.
 void print_json(const Context& c, const nlohmann::json& j);
+// The same for a summary of a run on `data`: with several series, "series" lists their names.
+void print_json(const Context& c, nlohmann::json j, const ObsData& data);
 
 // Progress on a terminal only, and only for runs long enough to need it.
 class Progress {

@@ -3,6 +3,7 @@
 // time step and a JSON summary.
 #include "cli/command.h"
 #include "core/output.h"
+#include "core/series.h"
 
 #include <fmt/format.h>
 
@@ -30,7 +31,7 @@ public:
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
-    const Decoding d = m.decode(run);
+    const Decoding d = decode_each_series(m, run);
     if (write_csv())
       write_output(c, out_, path_csv(c.info, d, data.T));
     if (json_) {
@@ -43,7 +44,7 @@ public:
                           {"log_likelihood", d.log_likelihood}};
       if (!d.probability.empty()) // the expected number of correctly decoded steps
         j["expected_correct"] = std::accumulate(d.probability.begin(), d.probability.end(), 0.0);
-      print_json(c, j);
+      print_json(c, j, data);
     }
   }
 
@@ -52,10 +53,10 @@ private:
     const std::vector<std::string> cols = state_columns(info);
     fmt::memory_buffer csv;
     const bool probability = !d.probability.empty();
-    fmt::format_to(std::back_inserter(csv), "{},{}{}\n", info.step, fmt::join(cols, ","),
-                   probability ? ",probability" : "");
+    fmt::format_to(std::back_inserter(csv), "{}{},{}{}\n", series_header(d.series), info.step,
+                   fmt::join(cols, ","), probability ? ",probability" : "");
     for (int64_t t = 0; t < T; ++t) {
-      fmt::format_to(std::back_inserter(csv), "{}", t);
+      fmt::format_to(std::back_inserter(csv), "{}", step_cells(d.series, t));
       for (size_t k = 0; k < cols.size(); ++k)
         fmt::format_to(std::back_inserter(csv), ",{}",
                        format_double(d.path[t * info.n_state + static_cast<int64_t>(k)]));

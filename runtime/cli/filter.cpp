@@ -3,6 +3,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "core/series.h"
 
 #include <fmt/format.h>
 
@@ -30,7 +31,8 @@ public:
     check_output_path(out_); // the file itself is created after filtering, as for simulate
     run.fixed = &theta;
     run.data = &data;
-    const FilterResult r = run_method(c, run, "filter", m.filter);
+    const FilterResult r = run_method(
+        c, run, "filter", [&](const MethodRun& one) { return filter_each_series(m, one); });
     if (write_csv())
       write_output(c, out_, filter_csv(c.info, r));
     if (json_) {
@@ -42,7 +44,7 @@ public:
                           {"model", c.info.name}};
       if (m.filter_json)
         j.update(m.filter_json(run, r));
-      print_json(c, j);
+      print_json(c, j, data);
     }
   }
 };

@@ -67,7 +67,7 @@ public:
                           {"elapsed_s", elapsed}};
       if (r.map) // log p(y, theta): the prior densities are normalised
         j["log_posterior"] = r.objective;
-      print_json(c, j);
+      print_json(c, j, data);
     }
     if (!r.converged)
       fmt::print(stderr, "{}: warning: optimize did not converge: {}\n", c.info.name, r.message);

@@ -137,6 +137,12 @@ void print_json(const Context& c, const nlohmann::json& j) {
   std::fflush(c.out);
 }
 
+void print_json(const Context& c, nlohmann::json j, const ObsData& data) {
+  if (!data.series.start.empty())
+    j["series"] = data.series.names;
+  print_json(c, j);
+}
+
 Progress::Progress(const Context& c, const char* what)
     : err_(c.err), prog_(c.prog), enabled_(::isatty(::fileno(c.err)) == 1), what_(what) {}
 

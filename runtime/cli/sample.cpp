@@ -71,7 +71,7 @@ public:
     for (const std::string& w : post.warnings)
       fmt::print(stderr, "{}: warning: {}\n", c.info.name, w);
     if (json_)
-      print_json(c, summary_json(c, m, post, columns, data.T, elapsed));
+      print_json(c, summary_json(c, m, post, columns, data.T, elapsed), data);
   }
 
 private:

@@ -46,17 +46,19 @@ public:
     if (write_csv())
       write_output(c, out_, score_csv(c.info, r));
     if (json_)
-      print_json(c, {{"model", c.info.name},
-                     {"method", r.method},
-                     {"chosen_by", run.automatic ? "auto" : "user"},
-                     {"exact", r.exact},
-                     {"replicates", r.replicates},
-                     {"T", data.T},
-                     {"log_likelihood", r.log_likelihood},
-                     {"score", params_json(c.info, r.score)},
-                     {"score_se", params_json(c.info, r.se)},
-                     {"elapsed_s", r.elapsed_s},
-                     {"threads", c.globals.threads}});
+      print_json(c,
+                 {{"model", c.info.name},
+                  {"method", r.method},
+                  {"chosen_by", run.automatic ? "auto" : "user"},
+                  {"exact", r.exact},
+                  {"replicates", r.replicates},
+                  {"T", data.T},
+                  {"log_likelihood", r.log_likelihood},
+                  {"score", params_json(c.info, r.score)},
+                  {"score_se", params_json(c.info, r.se)},
+                  {"elapsed_s", r.elapsed_s},
+                  {"threads", c.globals.threads}},
+                 data);
   }
 
 private:

@@ -3,6 +3,7 @@
 #include "smoothing/smooth.h"
 #include "cli/command.h"
 #include "core/output.h"
+#include "core/series.h"
 #include "smoothing/methods.h"
 
 #include <sys/resource.h>
@@ -30,7 +31,9 @@ public:
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
-    const SmoothResult r = run_method(c, run, "smooth (filter pass)", m.smooth);
+    const SmoothResult r = run_method(c, run, "smooth (filter pass)", [&](const MethodRun& one) {
+      return smooth_each_series(m, one);
+    });
     if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
     if (json_) {
@@ -41,7 +44,7 @@ public:
         j["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0; // ru_maxrss is in KiB
       if (run.automatic)
         j["chosen_by"] = "auto";
-      print_json(c, j);
+      print_json(c, j, data);
     }
   }
 };

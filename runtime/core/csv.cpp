@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -275,6 +276,24 @@ void check_integer_cell(const VarInfo* v, double value, const std::string& sourc
                             source, line, column, value, what, v->name, integer_type(*v)));
 }
 
+// Row t of the file belongs to series `name`: a new series starts where the name changes, and a
+// name seen before is an error (a series' rows are contiguous).
+void add_series_row(SeriesLayout& series, const std::string& name, int64_t t,
+                    const std::string& source, int64_t line) {
+  if (name.empty())
+    throw Error(
+        fmt::format("{}:{}: column 'series' is empty: every row names its series", source, line));
+  if (!series.names.empty() && series.names.back() == name)
+    return;
+  if (std::find(series.names.begin(), series.names.end(), name) != series.names.end())
+    throw Error(fmt::format("{}:{}: series '{}' appears again after series '{}': the rows of a "
+                            "series must be contiguous (sort the file by series, keeping each "
+                            "series' rows in time order)",
+                            source, line, name, series.names.back()));
+  series.names.push_back(name);
+  series.start.push_back(t);
+}
+
 // Reads the model's observation columns (when `observations`) and input columns from each of the
 // `rows` rows that next_row(fields, line) yields, straight into the dense arrays.
 template <class NextRow>
@@ -294,10 +313,19 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
   data.n_inputs = info.n_inputs;
   data.y.reserve(rows * data.n_obs);
   data.u.reserve(rows * data.n_inputs);
+  // The series column, unless the model reads a column of that name.
+  int64_t series_col = -1;
+  if (std::find(cols.begin(), cols.end(), "series") == cols.end() &&
+      std::find(in_cols.begin(), in_cols.end(), "series") == in_cols.end())
+    if (auto it = std::find(header.begin(), header.end(), "series"); it != header.end())
+      series_col = it - header.begin();
   std::vector<std::string> fields;
   int64_t line = 0;
   while (next_row(fields, line)) {
-    const int64_t t = data.T++;
+    const int64_t t = data.T;
+    if (series_col >= 0)
+      add_series_row(data.series, fields[series_col], t, source, line);
+    ++data.T;
     if (line != t + 2 && data.lines.empty()) // the first irregular row: keep every line from now
       for (int64_t s = 0; s < t; ++s)
         data.lines.push_back(s + 2);
@@ -333,6 +361,8 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
   }
   if (observations && data.T == 0)
     throw Error(fmt::format("{}: no data rows after the header", source));
+  if (series_col >= 0)
+    data.series.start.push_back(data.T);
   return data;
 }
 
@@ -384,6 +414,40 @@ ObsData read_observations_file(const ModelInfo& info, const std::string& path) {
 
 ObsData read_inputs_file(const ModelInfo& info, const std::string& path) {
   return read_file_rows(info, path, false);
+}
+
+std::pair<int64_t, int64_t> SeriesLayout::locate(int64_t t) const {
+  if (start.empty())
+    return {0, t};
+  const auto k = std::upper_bound(start.begin(), start.end() - 1, t) - start.begin() - 1;
+  return {k, t - start[k]};
+}
+
+std::string series_header(const SeriesLayout& series) {
+  return series.start.empty() ? "" : "series,";
+}
+
+std::string step_cells(const SeriesLayout& series, int64_t t) {
+  if (series.start.empty())
+    return fmt::format("{}", t);
+  const auto [k, local] = series.locate(t);
+  return fmt::format("{},{}", series.names[k], local);
+}
+
+ObsData ObsData::one_series(int64_t k) const {
+  if (series.start.empty())
+    return *this;
+  const int64_t a = series.start[k], b = series.start[k + 1];
+  ObsData out;
+  out.source = source;
+  out.T = b - a;
+  out.n_obs = n_obs;
+  out.n_inputs = n_inputs;
+  out.y.assign(y.begin() + a * n_obs, y.begin() + b * n_obs);
+  out.u.assign(u.begin() + a * n_inputs, u.begin() + b * n_inputs);
+  for (int64_t t = a; t < b; ++t)
+    out.lines.push_back(line(t));
+  return out;
 }
 
 std::string format_double(double v) {

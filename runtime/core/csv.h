@@ -8,6 +8,7 @@
 #include <istream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ssm {
@@ -60,6 +61,21 @@ CsvTable read_csv(const std::string& path);
 bool parse_cell(std::string_view cell, double& value, const std::string& source, int64_t line,
                 const std::string& column);
 
+// Several independent series in one data file, in long format: a `series` column names the series
+// of each row, and the rows of a series are contiguous. Series k has the steps [start[k],
+// start[k + 1]) of the file (start ends with T); empty for a file without the column.
+struct SeriesLayout {
+  std::vector<int64_t> start;
+  std::vector<std::string> names;
+  int64_t count() const { return start.empty() ? 1 : static_cast<int64_t>(names.size()); }
+  // The series of step t of the file and t within it.
+  std::pair<int64_t, int64_t> locate(int64_t t) const;
+};
+// "series," before the header of a per-step CSV of several series, "" otherwise; and the cells
+// "NAME,t" or "t" that start the row of step t of the file.
+std::string series_header(const SeriesLayout& series);
+std::string step_cells(const SeriesLayout& series, int64_t t);
+
 struct ObsData {
   std::string source;
   int64_t T = 0, n_obs = 0;
@@ -69,14 +85,18 @@ struct ObsData {
   std::vector<int64_t> lines;
   int64_t n_inputs = 0;
   std::vector<double> u; // inputs, u[t * n_inputs + k], never missing
+  SeriesLayout series;   // the `series` column's series (empty: one)
   const double* at(int64_t t) const { return y.data() + t * n_obs; }
   const double* inputs_at(int64_t t) const { return n_inputs ? u.data() + t * n_inputs : nullptr; }
   int64_t line(int64_t t) const { return lines.empty() ? t + 2 : lines[t]; }
+  // Series k alone (its steps from t = 0; file lines kept for messages).
+  ObsData one_series(int64_t k) const;
 };
 
 // Finds the observation columns by name (other columns are ignored), one time step per row in
-// file order. A joint observation must be either fully present or fully missing in each row.
-// The model's input columns are read too; an input cell may not be missing.
+// file order; a `series` column (unless a variable of the model is named so) splits the rows into
+// independent series. A joint observation must be either fully present or fully missing in each
+// row. The model's input columns are read too; an input cell may not be missing.
 ObsData read_observations(const ModelInfo& info, const CsvTable& table);
 
 // Only the input columns (for simulate): n_obs = 0.

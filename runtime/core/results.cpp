@@ -13,14 +13,14 @@ namespace ssm {
 std::string filter_csv(const ModelInfo& info, const FilterResult& r) {
   std::vector<std::string> cols = state_columns(info);
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "{}", info.step);
+  fmt::format_to(std::back_inserter(out), "{}{}", series_header(r.series), info.step);
   for (const auto& c : cols)
     fmt::format_to(std::back_inserter(out), ",mean_{},var_{}", c, c);
   const bool ess = !r.ess.empty(); // exact filters have none
   fmt::format_to(std::back_inserter(out), "{},loglik_increment\n", ess ? ",ess" : "");
   const int64_t ns = r.n_state, shown = static_cast<int64_t>(cols.size());
   for (int64_t t = 0; t < r.T; ++t) {
-    fmt::format_to(std::back_inserter(out), "{}", t);
+    fmt::format_to(std::back_inserter(out), "{}", step_cells(r.series, t));
     for (int64_t c = 0; c < shown; ++c)
       fmt::format_to(std::back_inserter(out), ",{},{}", format_double(r.mean[t * ns + c]),
                      format_double(r.var[t * ns + c]));

@@ -26,6 +26,7 @@ struct FilterResult {
   // FilterOptions::history is off).
   std::vector<double> mean, var, ess, loglik_increment;
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
+  SeriesLayout series;            // several series, one after another (core/series.h)
 };
 
 // CSV `t,mean_<col>,var_<col>...,ess,loglik_increment`, one row per time step (no ess column for
@@ -41,6 +42,7 @@ struct Decoding {
   int64_t states = 0; // the size of the joint state space searched
   // Per t, the smoothing probability of the decoded state; empty when the method gives none.
   std::vector<double> probability;
+  SeriesLayout series; // several series, one after another (core/series.h)
 };
 
 // A fit by `optimize` (maximum likelihood, or the posterior mode with --map): the parameters
@@ -124,6 +126,7 @@ struct SmoothResult {
   std::vector<FunctionalEstimate> functionals;
   double filter_s = 0, smooth_s = 0; // wall time of the forward pass and of the rest
   nlohmann::json details;            // method-specific diagnostics (acceptance rates, ...)
+  SeriesLayout series;               // several series, one after another (core/series.h)
 };
 
 // The frame of every time step (inputs and previous observation filled in), for methods that

@@ -15,15 +15,48 @@ namespace ssm {
 
 namespace {
 
+// The E-step's marginals of each series (core/series.h: independent series add).
+struct EStep {
+  std::vector<ObsData> series;
+  std::vector<PairMarginals> marginals;
+  double log_likelihood = 0;
+
+  explicit EStep(const ObsData& data) {
+    for (int64_t k = 0; k < data.series.count(); ++k)
+      series.push_back(data.one_series(k));
+    marginals.resize(series.size());
+  }
+  void run(const MethodRun& run, const std::vector<double>& theta) {
+    log_likelihood = 0;
+    for (size_t k = 0; k < series.size(); ++k) {
+      marginals[k] = pair_marginals(run.model, run.info, theta, series[k]);
+      log_likelihood += marginals[k].log_likelihood;
+    }
+  }
+  // Q at `theta` under the marginals, and its gradient per theta component.
+  double q(const ScoreModel& sm, const std::vector<double>& theta,
+           std::vector<double>& gradient) const {
+    double total = 0;
+    std::vector<double> g;
+    gradient.assign(sm.info.n_functional, 0.0);
+    for (size_t k = 0; k < series.size(); ++k) {
+      total += expected_log_joint(sm.model, sm.info, theta, series[k], marginals[k], &g);
+      for (size_t i = 0; i < g.size(); ++i)
+        gradient[i] += g[i];
+    }
+    return total;
+  }
+};
+
 // The objective at theta (parameters then data values): the log-likelihood from the marginals,
 // plus the log prior with --map; and the norm of its gradient on the unconstrained scale, from
 // Q's gradient there (Fisher's identity: at the parameters of the E-step it is the score).
 std::pair<double, double> objective_at(const MethodRun& run, const ScoreModel& sm,
-                                       const ParameterSpace& space, const PairMarginals& m,
+                                       const ParameterSpace& space, const EStep& m,
                                        const std::vector<double>& theta, bool map) {
   const int64_t n = space.n_theta();
   std::vector<double> gradient;
-  expected_log_joint(sm.model, sm.info, theta, *run.data, m, &gradient);
+  m.q(sm, theta, gradient);
   double objective = m.log_likelihood;
   if (map) {
     std::vector<double> prior(1 + static_cast<size_t>(n));
@@ -42,8 +75,8 @@ std::pair<double, double> objective_at(const MethodRun& run, const ScoreModel& s
 // One start of EM from `theta` (parameters then data values), its iterations appended to
 // record.path.
 Optimum::Start run_start(const MethodRun& run, const ScoreModel& sm, const ParameterSpace& space,
-                         std::vector<double> theta, int64_t start, const OptimizeOptions& options, Optimum& record,
-                         std::string& message, int64_t& iterations) {
+                         std::vector<double> theta, int64_t start, const OptimizeOptions& options,
+                         Optimum& record, std::string& message, int64_t& iterations) {
   OptimizeOptions step = options;
   step.inits = 1;
   step.max_iterations = kEmStepIterations;
@@ -51,8 +84,9 @@ Optimum::Start run_start(const MethodRun& run, const ScoreModel& sm, const Param
   Optimum::Start out;
   double previous = -std::numeric_limits<double>::infinity();
   message = fmt::format("stopped after {} iterations", options.max_iterations);
+  EStep m(*run.data);
   for (int64_t it = 0;; ++it) {
-    const PairMarginals m = pair_marginals(run.model, run.info, theta, *run.data);
+    m.run(run, theta);
     const auto [objective, gradient_norm] = objective_at(run, sm, space, m, theta, options.map);
     if (!std::isfinite(objective))
       throw Error(fmt::format("optimize (em): the {} is not finite at iteration {} of start {}",
@@ -84,7 +118,7 @@ Optimum::Start run_start(const MethodRun& run, const ScoreModel& sm, const Param
     const Optimum next = maximize(
         [&](const std::vector<double>& fixed) {
           std::vector<double> gradient;
-          const double q = expected_log_joint(sm.model, sm.info, fixed, *run.data, m, &gradient);
+          const double q = m.q(sm, fixed, gradient);
           if (!std::isfinite(q))
             throw Error("Q is not finite");
           return ObjectiveValue{q, std::move(gradient), m.log_likelihood};

@@ -1,6 +1,7 @@
 // Particle marginal Metropolis-Hastings: see pmmh.h.
 #include "learning/pmmh.h"
 #include "core/error.h"
+#include "core/series.h"
 #include "core/thread_pool.h"
 #include "kernel/rng.h"
 #include "kernel/sampler_algorithms.h"
@@ -64,7 +65,7 @@ public:
     r.data = run_.data;
     r.pool = &pool;
     try {
-      return filter_.filter(r).log_likelihood;
+      return filter_each_series(filter_, r).log_likelihood;
     } catch (const Error&) { // every particle's weight zero, a non-finite Kalman step
       return -std::numeric_limits<double>::infinity();
     }

@@ -1,6 +1,7 @@
 // The score by Fisher's identity, smoothed by a registered smoother: see score.h.
 #include "learning/score.h"
 #include "core/error.h"
+#include "core/series.h"
 
 #include <fmt/format.h>
 
@@ -52,7 +53,7 @@ ScoreResult estimate_score(const Method& smoother, const MethodRun& run, int64_t
   for (int64_t k = 0; k < r.replicates; ++k) {
     MethodRun one = run;
     one.seed = run.seed + static_cast<uint64_t>(k);
-    const SmoothResult s = smoother.smooth(one);
+    const SmoothResult s = smooth_each_series(smoother, one);
     std::vector<double> g(n, 0.0);
     for (const FunctionalEstimate& f : s.functionals) {
       const FunctionalInfo* fi = nullptr;

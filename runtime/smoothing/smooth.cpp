@@ -137,7 +137,7 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   auto put = [&]<class... Args>(fmt::format_string<Args...> f, Args&&... args) {
     fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
   };
-  put("{}", info.step);
+  put("{}{}", series_header(r.series), info.step);
   for (const std::string& c : cols)
     put(",mean_{},var_{}", c, c);
   std::vector<const FunctionalEstimate*> per_t;
@@ -160,7 +160,8 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
     return fmt::to_string(out);
   const int64_t ns = r.n_state, shown = static_cast<int64_t>(cols.size());
   for (int64_t t = 0; t < r.T; ++t) {
-    put("{}", t);
+    put("{}", step_cells(r.series, t));
+    const bool first = r.series.locate(t).second == 0; // of its series
     for (int64_t c = 0; c < shown; ++c)
       put(",{},{}", format_double(r.mean[t * ns + c]), format_double(r.var[t * ns + c]));
     for (const FunctionalEstimate* f : per_t)
@@ -169,7 +170,7 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
     if (lag_one)
       for (int64_t a = 0; a < shown; ++a)
         for (int64_t b = 0; b < shown; ++b)
-          put(",{}", t == 0 ? "" : format_double(r.lag_one_cov[(t * ns + a) * ns + b]));
+          put(",{}", first ? "" : format_double(r.lag_one_cov[(t * ns + a) * ns + b]));
     put("\n");
   }
   return fmt::to_string(out);

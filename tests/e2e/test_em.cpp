@@ -83,7 +83,9 @@ struct Hmm {
   std::array<double, 2> rate;
 };
 
-double poisson_logpmf(double y, double rate) { return y * std::log(rate) - rate - std::lgamma(y + 1); }
+double poisson_logpmf(double y, double rate) {
+  return y * std::log(rate) - rate - std::lgamma(y + 1);
+}
 
 // Baum-Welch written here: the log-likelihood at `h` and, in `next`, the closed-form update.
 double baum_welch_step(const std::vector<double>& y, const Hmm& h, Hmm& next) {
@@ -96,7 +98,8 @@ double baum_welch_step(const std::vector<double>& y, const Hmm& h, Hmm& next) {
     for (int k = 0; k < 2; ++k)
       e[t][k] = std::exp(poisson_logpmf(y[t], h.rate[k]));
     for (int k = 0; k < 2; ++k)
-      alpha[t][k] = (t == 0 ? 0.5 : alpha[t - 1][0] * A[0][k] + alpha[t - 1][1] * A[1][k]) * e[t][k];
+      alpha[t][k] =
+          (t == 0 ? 0.5 : alpha[t - 1][0] * A[0][k] + alpha[t - 1][1] * A[1][k]) * e[t][k];
     c[t] = alpha[t][0] + alpha[t][1];
     alpha[t][0] /= c[t];
     alpha[t][1] /= c[t];
@@ -105,8 +108,9 @@ double baum_welch_step(const std::vector<double>& y, const Hmm& h, Hmm& next) {
   beta[T - 1] = {1, 1};
   for (size_t t = T - 1; t-- > 0;)
     for (int i = 0; i < 2; ++i)
-      beta[t][i] = (A[i][0] * e[t + 1][0] * beta[t + 1][0] + A[i][1] * e[t + 1][1] * beta[t + 1][1]) /
-                   c[t + 1];
+      beta[t][i] =
+          (A[i][0] * e[t + 1][0] * beta[t + 1][0] + A[i][1] * e[t + 1][1] * beta[t + 1][1]) /
+          c[t + 1];
   double xi[2][2] = {}, g_rate[2] = {}, gy[2] = {};
   for (size_t t = 0; t < T; ++t) {
     for (int k = 0; k < 2; ++k) {
@@ -181,8 +185,8 @@ TEST_CASE("optimize --method em: a Gaussian mixture's path is closed-form EM's",
     m = mixture_em_step(y, m);
   }
   // To convergence: the maximum that L-BFGS finds on the exact likelihood.
-  const nlohmann::json em = optimize(exe, {"--method", "em", "--data", data, "--tolerance", "1e-12",
-                                           "--max-iterations", "1000"});
+  const nlohmann::json em = optimize(
+      exe, {"--method", "em", "--data", data, "--tolerance", "1e-12", "--max-iterations", "1000"});
   const nlohmann::json lbfgs = optimize(exe, {"--method", "lbfgs", "--data", data});
   CHECK(em["converged"] == true);
   CHECK(std::abs(em["log_likelihood"].get<double>() - lbfgs["log_likelihood"].get<double>()) <
@@ -190,12 +194,11 @@ TEST_CASE("optimize --method em: a Gaussian mixture's path is closed-form EM's",
   CHECK(em["params"]["sigma"].get<double>() ==
         Approx(lbfgs["params"]["sigma"].get<double>()).epsilon(1e-4));
   // With --map both maximise the same log posterior.
-  const nlohmann::json em_map =
-      optimize(exe, {"--method", "em", "--data", data, "--map", "--tolerance", "1e-12",
-                     "--max-iterations", "1000"});
+  const nlohmann::json em_map = optimize(exe, {"--method", "em", "--data", data, "--map",
+                                               "--tolerance", "1e-12", "--max-iterations", "1000"});
   const nlohmann::json lbfgs_map = optimize(exe, {"--method", "lbfgs", "--data", data, "--map"});
-  CHECK(std::abs(em_map["log_posterior"].get<double>() -
-                 lbfgs_map["log_posterior"].get<double>()) < 1e-6);
+  CHECK(std::abs(em_map["log_posterior"].get<double>() - lbfgs_map["log_posterior"].get<double>()) <
+        1e-6);
   CHECK(em_map["log_posterior"].get<double>() < em["log_likelihood"].get<double>());
 }
 
