@@ -21,7 +21,8 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
-                      llvm::Function* score_terms, llvm::Function* prior_logpdf) {
+                      llvm::Function* score_terms, llvm::Function* prior_logpdf,
+                      llvm::Function* state_gradient) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -55,10 +56,12 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
           b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64, f64}, false)), // lookahead
       module.getFunction("ssm_functional_terms")->getType(),                // score_terms
       llvm::PointerType::getUnqual(
-          llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false))}; // prior_logpdf
-  llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
-                             proposal_sample, lookahead,       score_terms,      prior_logpdf};
-  for (int k = 0; k < 8; ++k) {
+          llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false)), // prior_logpdf
+      module.getFunction("ssm_functional_terms")->getType()};         // state_gradient
+  llvm::Function* given[] = {log_bound,         linear_gaussian, gaussian_moments,
+                             gaussian_jacobian, proposal_sample, lookahead,
+                             score_terms,       prior_logpdf,    state_gradient};
+  for (int k = 0; k < 9; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -109,8 +112,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
                                   !structure.derivatives->prior_terms.empty()
                               ? emit_prior_logpdf(*structure.derivatives, model, library)
                               : nullptr;
+  llvm::Function* state_gradient =
+      structure.derivatives && !structure.derivatives->state_gradient.empty()
+          ? emit_state_gradient(model, *structure.derivatives, library)
+          : nullptr;
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score, prior);
+                   lookahead, score, prior, state_gradient);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

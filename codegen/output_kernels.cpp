@@ -63,17 +63,31 @@ llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& modu
   return FunctionalEmitter(model, module).emit("ssm_functional_terms");
 }
 
-llvm::Function* emit_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
-                                 llvm::Module& module) {
+namespace {
+
+// A functional-terms kernel over the derivatives' arena with `outputs` (-1: zero).
+llvm::Function* emit_arena_terms(const ir::Model& model, const passes::Derivatives& derivs,
+                                 std::vector<int> outputs, llvm::Module& module, const char* name) {
   ir::Block arena = derivs.arena; // plus a zero for the components without a term
-  std::vector<int> outputs = derivs.score_terms;
   const int zero = static_cast<int>(arena.nodes.size());
   ir::Node z;
   z.values = {0.0};
   arena.nodes.push_back(z);
   for (int& id : outputs)
     id = id < 0 ? zero : id;
-  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit("ssm_score_terms");
+  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit(name);
+}
+
+} // namespace
+
+llvm::Function* emit_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
+                                 llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.score_terms, module, "ssm_score_terms");
+}
+
+llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
+                                    llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.state_gradient, module, "ssm_state_gradient");
 }
 
 llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module) {

@@ -275,9 +275,13 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
 }
 
 int64_t Derivatives::score_size() const {
+  return size(score_terms);
+}
+
+int64_t Derivatives::size(const std::vector<int>& outputs) const {
   std::vector<bool> seen(arena.nodes.size(), false);
   std::vector<int> pending;
-  for (int id : score_terms)
+  for (int id : outputs)
     if (id >= 0)
       pending.push_back(id);
   int64_t count = 0;
@@ -349,8 +353,13 @@ public:
     for (size_t k = 0; k < model.params.size(); ++k)
       for (int c = 0; c < model.params[k].shape.size(); ++c)
         params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
-    // Per block, the sum of its relations' parameter gradients: initial, transition, observation.
-    std::map<ir::BlockKind, std::vector<int>> score;
+    // Per block, the sum of its relations' parameter gradients: initial, transition, observation;
+    // and of their gradients in x[t].
+    std::map<ir::BlockKind, std::vector<int>> score, state_grad;
+    std::vector<Wrt> current; // x[t]
+    for (size_t s = 0; s < model.states.size(); ++s)
+      for (int c = 0; c < model.states[s].shape.size(); ++c)
+        current.push_back({ir::Op::State, static_cast<int>(s), 0, c});
     for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
       const int lag = block == &model.transition ? 1 : 0;
       Differentiator from_block(*block, b), in_arena(result.arena, b);
@@ -360,6 +369,8 @@ public:
           states.push_back({ir::Op::State, static_cast<int>(s), lag, c});
       std::vector<int>& terms = score[block->kind];
       terms.assign(n_theta, -1);
+      std::vector<int>& state_terms = state_grad[block->kind];
+      state_terms.assign(n, -1);
       for (const ir::Relation& rel : block->relations) {
         RelationDerivatives r;
         r.block = block->kind;
@@ -382,6 +393,11 @@ public:
           for (const Wrt& w : params)
             r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
           add_to_score(model, rel, r.grad_params, b, terms);
+          std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
+          if (lag == 1)
+            for (size_t j = 0; j < current.size(); ++j)
+              at_t[j] = in_arena.derivative(*lp, current[j])[0];
+          add_to_score(model, rel, at_t, b, state_terms);
         } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
           if (result.score_why_not.empty())
             result.score_why_not = fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
@@ -389,25 +405,42 @@ public:
                                                                    "that reads a parameter"
                                                                  : r.why_not);
         }
+        if (r.log_density < 0 && result.state_gradient_why_not.empty())
+          result.state_gradient_why_not =
+              fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
+                          r.why_not.empty() ? "a deterministic relation has no density in its "
+                                              "target"
+                                            : r.why_not);
         result.relations.push_back(std::move(r));
       }
     }
+    if (result.state_gradient_why_not.empty())
+      result.state_gradient = step_terms(state_grad, n, b);
     prior_terms(model, b, params, result);
-    if (result.score_why_not.empty()) {
-      const int first = b.call("eq", {b.raw(time_node()), b.constant(0.0)});
-      const std::vector<int>&init = score[ir::BlockKind::Initial],
-            &trans = score[ir::BlockKind::Transition], &obs = score[ir::BlockKind::Observation];
-      for (int k = 0; k < n_theta; ++k) {
-        int step = init[k] < 0 && trans[k] < 0 ? -1 : b.select(first, init[k], trans[k]);
-        if (obs[k] >= 0)
-          step = step < 0 ? obs[k] : b.add(step, obs[k]);
-        result.score_terms.push_back(step);
-      }
-    }
+    if (result.score_why_not.empty())
+      result.score_terms = step_terms(score, n_theta, b);
     context.derivatives = std::move(result);
   }
 
 private:
+  // Per component, the step's sum: the initial block's term at t = 0, the transition's after,
+  // plus the observation's; -1 where all are zero.
+  static std::vector<int> step_terms(const std::map<ir::BlockKind, std::vector<int>>& per_block,
+                                     int size, ExprBuilder& b) {
+    const int first = b.call("eq", {b.raw(time_node()), b.constant(0.0)});
+    const std::vector<int>&init = per_block.at(ir::BlockKind::Initial),
+          &trans = per_block.at(ir::BlockKind::Transition),
+          &obs = per_block.at(ir::BlockKind::Observation);
+    std::vector<int> out;
+    for (int k = 0; k < size; ++k) {
+      int step = init[k] < 0 && trans[k] < 0 ? -1 : b.select(first, init[k], trans[k]);
+      if (obs[k] >= 0)
+        step = step < 0 ? obs[k] : b.add(step, obs[k]);
+      out.push_back(step);
+    }
+    return out;
+  }
+
   // The log prior density of the parameters with a prior and its gradient in every theta
   // component, or the reason there is none.
   static void prior_terms(const ir::Model& model, ExprBuilder& b, const std::vector<Wrt>& params,

@@ -146,6 +146,14 @@ struct Derivatives {
   // per theta component (-1 for zero); empty with `prior_why_not` when a prior has no formula.
   std::vector<int> prior_terms;
   std::string prior_why_not;
+  // The state gradient: per state component, the arena node of d/dx[t] of the same step
+  // log-densities as the score terms (-1 for zero): what gradient-based proposals and
+  // reparameterised variational objectives need. Empty with `state_gradient_why_not` when a
+  // relation has no log-density formula or is deterministic (a dirac has no density in x[t]).
+  std::vector<int> state_gradient;
+  std::string state_gradient_why_not;
+  // The arena operations that `outputs` read (what their kernel computes per particle).
+  int64_t size(const std::vector<int>& outputs) const;
   // The arena operations the score terms read (what their kernel computes per particle).
   int64_t score_size() const;
 };

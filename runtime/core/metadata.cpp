@@ -261,6 +261,10 @@ const json* parse_structure(const json& root, ModelInfo& info) {
     if (auto g = st->find("prior");
         g != st->end() && g->is_object() && !g->value("available", true))
       info.no_prior_reason = g->value("reason", "no reason given");
+  if (st != root.end() && st->is_object())
+    if (auto g = st->find("state_gradient");
+        g != st->end() && g->is_object() && !g->value("available", true))
+      info.no_state_gradient_reason = g->value("reason", "no reason given");
   const json* functional_analysis = nullptr;
   if (st != root.end() && st->is_object())
     if (auto f = st->find("functionals"); f != st->end() && f->is_array())

@@ -88,6 +88,8 @@ struct ModelInfo {
   std::string no_score_reason;
   // Why the model has no prior_logpdf kernel (a prior without a log-density formula).
   std::string no_prior_reason;
+  // Why the model has no state_gradient kernel; empty when it has one.
+  std::string no_state_gradient_reason;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
 

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 5
+#define SSM_ABI_VERSION 6
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -127,6 +127,9 @@ typedef struct ssm_model {
   // The log prior density of the parameters that have a prior (metadata "structure"."prior"),
   // then its gradient per theta component: out[0], out[1 .. n_theta]; may be null.
   ssm_prior_logpdf_fn prior_logpdf;
+  // The state gradient, one per state component (metadata "structure"."state_gradient"): the
+  // gradient of the same step log-densities as score_terms with respect to x_t; may be null.
+  ssm_functional_terms_fn state_gradient;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -54,15 +54,15 @@ TEST_CASE("several series: log-likelihoods add, outputs name the series", "[seri
                second = json_number(exe, {"filter", "--data", s.second}, "log_likelihood");
   CHECK(both == Approx(first + second).epsilon(1e-12));
   // The second series starts afresh: not the filter of the whole series.
-  const double whole = json_number(exe, {"filter", "--data", example_path("data/nile.csv")},
-                                   "log_likelihood");
+  const double whole =
+      json_number(exe, {"filter", "--data", example_path("data/nile.csv")}, "log_likelihood");
   CHECK(std::abs(both - whole) > 1);
 
   // Smoothing: each series' rows are its own smoother's.
   const std::string out = scratch_path("nile-two-smooth.csv"),
                     late = scratch_path("nile-late-smooth.csv");
-  const nlohmann::json j = nlohmann::json::parse(
-      run_ok({exe, "smooth", "--data", s.both, "--out", out, "--json"}).out);
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "smooth", "--data", s.both, "--out", out, "--json"}).out);
   CHECK(j["series"] == nlohmann::json({"early", "late"}));
   run_ok({exe, "smooth", "--data", s.second, "--out", late});
   const Table t = read_table(out), alone = read_table(late);

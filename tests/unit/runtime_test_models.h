@@ -146,6 +146,7 @@ inline ssm_model ar1_model() {
                    nullptr,
                    nullptr,
                    nullptr,
+                   nullptr,
                    nullptr};
 }
 inline ssm_model ar2_model() {
@@ -158,6 +159,7 @@ inline ssm_model ar2_model() {
                    K::transition_logpdf,
                    K::obs_logpdf,
                    K::obs_sample,
+                   nullptr,
                    nullptr,
                    nullptr,
                    nullptr,

@@ -242,6 +242,14 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                                size, kMaxScoreOperations);
         derivatives->score_terms.clear();
       }
+      if (const int64_t size = derivatives->size(derivatives->state_gradient);
+          derivatives->state_gradient_why_not.empty() && size > kMaxScoreOperations) {
+        derivatives->state_gradient_why_not =
+            fmt::format("its state gradient has {} operations written element by element, more "
+                        "than the {} compiled",
+                        size, kMaxScoreOperations);
+        derivatives->state_gradient.clear();
+      }
     } catch (const ssm::passes::PassError& e) { // an operation without a derivative
       no_score = e.what();
     }
@@ -254,6 +262,12 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   structure["score"] = no_score.empty() && derivatives
                            ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", no_score}};
+  const std::string no_state_gradient =
+      !derivatives ? no_score : derivatives->state_gradient_why_not;
+  structure["state_gradient"] =
+      no_state_gradient.empty()
+          ? nlohmann::json{{"available", true}}
+          : nlohmann::json{{"available", false}, {"reason", no_state_gradient}};
   std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
