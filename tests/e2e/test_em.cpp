@@ -212,7 +212,11 @@ TEST_CASE("optimize --method em on an HMM is Baum-Welch", "[em]") {
   optimize(exe, {"--method", "em", "--data", data, "--max-iterations", "15", "--tolerance", "0",
                  "--out", path});
   const Table t = read_table(path);
-  REQUIRE(t.rows.size() == 16);
+  // Up to 15 iterations after the start; with --tolerance 0 EM also stops at the first iteration
+  // that does not raise the log-likelihood, which here happens at rounding level (~1e-12) after
+  // a dozen iterations.
+  REQUIRE(t.rows.size() >= 10);
+  REQUIRE(t.rows.size() <= 16);
   const std::vector<double> ll = t.column("log_likelihood"), stay0 = t.column("stay0"),
                             stay1 = t.column("stay1"), rate1 = t.column("rate[1]");
   Hmm h{0.7, 0.6, {1, 4}};
@@ -223,8 +227,8 @@ TEST_CASE("optimize --method em on an HMM is Baum-Welch", "[em]") {
     CHECK(stay0[it] == Approx(h.stay0).epsilon(1e-6));
     CHECK(stay1[it] == Approx(h.stay1).epsilon(1e-6));
     CHECK(rate1[it] == Approx(h.rate[1]).epsilon(1e-6));
-    if (it > 0)
-      CHECK(ll[it] >= ll[it - 1]);
+    if (it > 0) // never lower, up to rounding (the step EM stops at)
+      CHECK(ll[it] >= ll[it - 1] - 1e-9 * std::abs(ll[it - 1]));
     h = next;
   }
 }

@@ -62,8 +62,8 @@ std::string run_harness(const std::string& name, const std::string& source, int 
   write_file(harness, kHarness);
   run_ok({ssmc_path(), "build", src, "--emit=obj", "-o", obj});
   run_ok({SSM_E2E_CXX, "-O1", "-I" SSM_E2E_RUNTIME, harness, obj, "-o", exe, "-lmvec", "-lm"});
-  std::vector<std::string> argv = {exe, std::to_string(n_state),
-                                   std::to_string(theta.size()), std::to_string(n_obs)};
+  std::vector<std::string> argv = {exe, std::to_string(n_state), std::to_string(theta.size()),
+                                   std::to_string(n_obs)};
   argv.insert(argv.end(), theta.begin(), theta.end());
   return run_ok(argv).out;
 }
