@@ -31,7 +31,7 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
   auto collect = [&](const CLI::App& a) {
     for (const CLI::Option* o : a.get_options())
       if (o->count() > 0)
-        for (const char* name : {"data", "inputs", "params", "data-file", "out", "save"})
+        for (const char* name : {"data", "inputs", "params", "data-file", "test", "out", "save"})
           if (o->check_lname(name)) {
             bool output = std::string_view(name) == "out" || std::string_view(name) == "save";
             for (const std::string& value : o->results())
@@ -154,8 +154,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
   for (auto add : {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode,
-                   cli::add_score, cli::add_optimize, cli::add_sample, cli::add_info})
-    commands.push_back(add(app, c));
+                   cli::add_score, cli::add_optimize, cli::add_sample, cli::add_vi, cli::add_info})
+    if (std::unique_ptr<cli::Command> command = add(app, c)) // vi: plate models only
+      commands.push_back(std::move(command));
 
   try {
     app.parse(argc, argv);

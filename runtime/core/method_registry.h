@@ -25,7 +25,7 @@
 namespace ssm {
 
 // What a method computes; each task is a subcommand of the command line.
-enum class Task { Filter, Smooth, Decode, Optimize, Sample };
+enum class Task { Filter, Smooth, Decode, Optimize, Sample, Vi };
 
 // The value of one option: an integer, a real, a word (a choice or a file), a switch that may
 // be left unset (--marginals / --no-marginals) or a repeatable list of names.
@@ -120,6 +120,7 @@ struct Method {
   std::function<Decoding(const MethodRun&)> decode;
   std::function<Optimum(const MethodRun&)> optimize;
   std::function<Posterior(const MethodRun&)> sample;
+  std::function<VariationalFit(const MethodRun&)> vi;
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 
@@ -164,5 +165,12 @@ private:
   std::vector<Method> methods_;
   std::map<Task, std::vector<MethodOption>> options_;
 };
+
+// The rooms that only some executables link (vi, over LibTorch) register their methods through
+// this: their executables' `main` adds the registration before running the command line, whose
+// registry calls it after the rooms every executable has (cli/registry.cpp).
+using Registration = void (*)(MethodRegistry&);
+void add_optional_registration(Registration registration);
+const std::vector<Registration>& optional_registrations();
 
 } // namespace ssm

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,41 @@ struct Posterior {
   bool particles_chosen = false; // by the pilot rather than --particles
   int64_t warmup = 0, iterations = 0;
   std::vector<std::string> warnings;
+};
+
+// A variational fit (`vi`): the model's parameters after training and, per item, the bounds on
+// log p(x_n) that the trained guide gives, with the guide's moments (runtime/vi).
+struct VariationalFit {
+  std::vector<double> theta;        // the whole parameter vector after training
+  std::vector<std::string> learned; // the parameters trained with the guide (the others fixed)
+  struct Estimator {                // the gradient estimator of one latent variable, and why
+    std::string latent, estimator, why;
+  };
+  std::vector<Estimator> estimators;
+  // Per item: the ELBO, its KL term KL(q(z | x_n) || p(z)) and the IWAE bound with `samples`
+  // draws (each a Monte Carlo estimate, exact where the latents are enumerated), and the guide's
+  // moments (`guide_columns`: a mean and an sd per continuous component, a probability per value
+  // of a discrete one).
+  struct Bounds {
+    int64_t samples = 0;
+    std::vector<double> elbo, kl, iwae;
+    std::vector<double> elbo_se, iwae_se; // their Monte Carlo standard errors
+    std::vector<std::string> guide_columns;
+    std::vector<std::vector<double>> guide; // [item][column]
+  };
+  Bounds train;
+  std::optional<Bounds> test; // --test: the guide fitted to the held-out items, theta kept
+  struct TracePoint {
+    int64_t iteration = 0;
+    double objective = 0; // the training objective per item, averaged since the last point
+  };
+  std::vector<TracePoint> trace;
+  int64_t iterations = 0;
+  std::string objective; // elbo | iwae
+  int64_t samples = 0;   // of the training objective
+  // Not empty when training stopped at a non-finite objective: the message naming the iteration;
+  // theta then holds the parameters of the last finite one, and the bounds are empty.
+  std::string failure;
 };
 
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.

@@ -303,6 +303,8 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
   parts.push_back(ssm::tools::file_identity(toolchain.kernel_library));
   for (const std::string& lib : ssm::tools::runtime_libraries())
     parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
+  for (const std::string& lib : ssm::tools::variational_libraries()) // plate models link them
+    parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
   // A plugin's passes determine the output as the built-in ones do, so its whole file is hashed
   // (a rebuilt plugin can keep its size and, within a second, its modification time); where it
   // lies does not matter.
@@ -373,7 +375,8 @@ int build(const BuildOptions& options) {
     object.commit();
   } else {
     timer.phase("link");
-    ssm::tools::link_executable(toolchain, object.path(), output);
+    // A plate model's executable has `vi`: it links the variational room and LibTorch.
+    ssm::tools::link_executable(toolchain, object.path(), output, model.items);
   }
   if (cache)
     cache->store(cache_key, output, messages);

@@ -1,0 +1,385 @@
+// The default guide of a plate model and its estimators: see guide.h.
+#include "vi/guide.h"
+#include "core/error.h"
+#include "core/frame.h"
+#include "kernel/distributions.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <map>
+
+namespace ssm {
+
+namespace {
+
+constexpr double kHalfLog2Pi = 0.91893853320467274178;
+constexpr int64_t kMaxDiscreteValues = 10000;
+
+const std::vector<std::string>& estimator_names() {
+  static const std::vector<std::string> names = {kReparamName, kScoreName, kEnumerateName};
+  return names;
+}
+
+// --estimator's values: a default (`auto` or an estimator) and NAME=ESTIMATOR overrides.
+std::pair<std::string, std::map<std::string, std::string>>
+parse_estimators(const ModelInfo& info, const std::vector<std::string>& values) {
+  std::string all = "auto";
+  std::map<std::string, std::string> one;
+  auto check = [](const std::string& e) {
+    if (e != "auto" &&
+        std::find(estimator_names().begin(), estimator_names().end(), e) == estimator_names().end())
+      throw Error(fmt::format("vi: unknown estimator '{}' (expected auto, {})", e,
+                              fmt::join(estimator_names(), ", ")));
+  };
+  for (const std::string& v : values) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos) {
+      check(v);
+      all = v;
+      continue;
+    }
+    const std::string name = v.substr(0, eq), e = v.substr(eq + 1);
+    check(e);
+    bool known = false;
+    std::vector<std::string> latents;
+    for (const VarInfo& s : info.state)
+      if (!s.hidden) {
+        known = known || s.name == name;
+        latents.push_back(s.name);
+      }
+    if (!known)
+      throw Error(fmt::format("vi: --estimator {}: the model has no latent variable '{}' (its "
+                              "latent variables: {})",
+                              v, name, fmt::join(latents, ", ")));
+    one[name] = e;
+  }
+  return {all, one};
+}
+
+// A discrete latent variable's estimator and why; `enumeration` grows by its values.
+VariationalFit::Estimator discrete_estimator(const VarInfo& v, const std::string& asked,
+                                             int64_t& enumeration) {
+  const std::string type = integer_type(v);
+  if (asked == kReparamName)
+    throw Error(fmt::format("vi: the reparameterisation estimator cannot apply to '{}' ({}, "
+                            "discrete): use {} or {}",
+                            v.name, type, kEnumerateName, kScoreName));
+  if (!std::isfinite(v.lower) || !std::isfinite(v.upper) ||
+      v.upper - v.lower + 1 > kMaxDiscreteValues)
+    throw Error(fmt::format("vi: the latent '{}' is {}: the guide's categorical needs a finite "
+                            "range of at most {} values (declare it int[lo..hi])",
+                            v.name, type, kMaxDiscreteValues));
+  const int64_t values = static_cast<int64_t>(v.upper - v.lower) + 1;
+  double joint = static_cast<double>(enumeration);
+  for (int64_t k = 0; k < v.size; ++k)
+    joint *= static_cast<double>(values);
+  if (asked == kEnumerateName || (asked == "auto" && joint <= kMaxEnumeration)) {
+    if (joint > 1e6)
+      throw Error(fmt::format("vi: enumerating '{}' would sum over {} joint values of the "
+                              "discrete latents: use --estimator {}={}",
+                              v.name, joint, v.name, kScoreName));
+    enumeration = static_cast<int64_t>(joint);
+    return {v.name, kEnumerateName,
+            asked == "auto" ? fmt::format("{}: {} values, summed over exactly", type, values)
+                            : "asked for"};
+  }
+  return {v.name, kScoreName,
+          asked == "auto"
+              ? fmt::format("{}: enumerating it would make {} joint values (more than {})", type,
+                            joint, kMaxEnumeration)
+              : "asked for"};
+}
+
+VariationalFit::Estimator continuous_estimator(const ssm_model& model, const ModelInfo& info,
+                                               const VarInfo& v, const std::string& asked) {
+  if (asked == kEnumerateName)
+    throw Error(fmt::format("vi: enumeration cannot apply to '{}' (continuous): use {} or {}",
+                            v.name, kReparamName, kScoreName));
+  if (asked == kScoreName)
+    return {v.name, kScoreName, "asked for"};
+  if (!model.state_gradient) {
+    if (asked == kReparamName)
+      throw Error(fmt::format("vi: the reparameterisation estimator needs the gradient of the "
+                              "log joint density in '{}', which model '{}' lacks ({}): use {}",
+                              v.name, info.name, info.no_state_gradient_reason, kScoreName));
+    return {v.name, kScoreName,
+            fmt::format("continuous, but the model has no state gradient ({})",
+                        info.no_state_gradient_reason)};
+  }
+  return {v.name, kReparamName,
+          asked == "auto" ? "continuous: z = mu + sd * eps, the gradient through the model's "
+                            "compiled state gradient"
+                          : "asked for"};
+}
+
+} // namespace
+
+GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
+                     const VariationalOptions& options) {
+  const auto [all, one] = parse_estimators(info, options.estimators);
+  GuidePlan plan;
+  for (const VarInfo& v : info.state) {
+    if (v.hidden)
+      continue;
+    const auto it = one.find(v.name);
+    const std::string asked = it == one.end() ? all : it->second;
+    const std::vector<std::string> cols = column_names(v.name, v.shape);
+    if (v.integer) {
+      plan.estimators.push_back(discrete_estimator(v, asked, plan.enumeration));
+      const bool enumerate = plan.estimators.back().estimator == kEnumerateName;
+      for (int64_t k = 0; k < v.size; ++k)
+        plan.discrete.push_back({v.offset + k, cols[k], static_cast<int64_t>(v.lower),
+                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate});
+    } else {
+      plan.estimators.push_back(continuous_estimator(model, info, v, asked));
+      for (int64_t k = 0; k < v.size; ++k) {
+        plan.continuous.push_back(v.offset + k);
+        plan.continuous_columns.push_back(cols[k]);
+        plan.continuous_score.push_back(plan.estimators.back().estimator == kScoreName);
+      }
+    }
+  }
+  if (plan.estimators.empty())
+    throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
+  if (options.family == kFullRankName && !plan.continuous.empty() &&
+      std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
+                         std::not_equal_to<>()) != plan.continuous_score.end())
+    throw Error("vi: the full-rank guide needs one estimator for all continuous latents");
+  if (options.objective == "iwae")
+    for (const VariationalFit::Estimator& e : plan.estimators)
+      if (e.estimator == kScoreName)
+        throw Error(fmt::format("vi: --objective iwae needs the {} or {} estimator for every "
+                                "latent, and '{}' uses {} (the score-function IWAE gradient is not "
+                                "available): use --objective elbo",
+                                kReparamName, kEnumerateName, e.latent, kScoreName));
+  return plan;
+}
+
+Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
+             const std::vector<double>& fixed, int64_t items, bool fullrank, uint64_t seed)
+    : plan_(plan), n_state_(info.n_state), items_(items), fullrank_(fullrank) {
+  // The prior's moments, from draws of the initial kernel (items share their prior).
+  constexpr int64_t S = 512;
+  std::vector<double> x(S * std::max<int64_t>(1, info.n_state));
+  Frame frame(info, fixed);
+  model.init_sample(frame.step(nullptr, nullptr), seed ^ 0x5eed, 0, S, S, x.data());
+  const int64_t C = static_cast<int64_t>(plan.continuous.size());
+  std::vector<double> mean(C, 0.0), log_sd(C, 0.0);
+  for (int64_t j = 0; j < C; ++j) {
+    double s = 0, ss = 0;
+    for (int64_t n = 0; n < S; ++n)
+      s += x[plan.continuous[j] * S + n];
+    const double m = s / S;
+    for (int64_t n = 0; n < S; ++n)
+      ss += std::pow(x[plan.continuous[j] * S + n] - m, 2);
+    const double sd = std::sqrt(ss / (S - 1));
+    if (std::isfinite(m) && std::isfinite(sd) && sd > 0) {
+      mean[j] = m;
+      log_sd[j] = std::log(sd);
+    }
+  }
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  mu_ = torch::tensor(mean, opts).repeat({items, 1}).set_requires_grad(true);
+  log_sd_ = torch::tensor(log_sd, opts).repeat({items, 1}).set_requires_grad(true);
+  if (fullrank_)
+    lower_ = torch::zeros({items, C, C}, opts).set_requires_grad(true);
+  for (const GuidePlan::Discrete& d : plan.discrete) {
+    std::vector<double> count(d.values, 1.0); // add-one: no value starts impossible
+    for (int64_t n = 0; n < S; ++n) {
+      const double v = x[d.component * S + n] - static_cast<double>(d.lower);
+      if (v >= 0 && v < static_cast<double>(d.values))
+        count[static_cast<size_t>(v)] += 1;
+    }
+    for (double& c : count)
+      c = std::log(c);
+    logits_.push_back(torch::tensor(count, opts).repeat({items, 1}).set_requires_grad(true));
+  }
+}
+
+torch::Tensor Guide::cholesky(const torch::Tensor& idx) const {
+  return torch::tril(lower_.index_select(0, idx), -1) +
+         torch::diag_embed(log_sd_.index_select(0, idx).exp());
+}
+
+GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step,
+                       uint64_t seed) const {
+  const int64_t I = static_cast<int64_t>(items.size()), C = mu_.size(1),
+                Dd = static_cast<int64_t>(plan_.discrete.size()), E = plan_.enumeration;
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const torch::Tensor idx = torch::tensor(items, torch::kInt64);
+  GuideDraws d;
+  d.log_q_sampled = torch::zeros({I, K}, opts);
+  d.log_q_sticking = torch::zeros({I, K}, opts);
+  std::vector<torch::Tensor> component(n_state_); // each [I, K, E]
+
+  if (C > 0) {
+    torch::Tensor eps = torch::empty({I, K, C}, opts);
+    double* e = eps.data_ptr<double>();
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c)
+          e[(i * K + k) * C + c] =
+              sample_std_normal(seed, static_cast<uint32_t>(items[i]), step,
+                                kSiteContinuous + static_cast<uint32_t>(k * C + c));
+    const torch::Tensor mu = mu_.index_select(0, idx).unsqueeze(1); // [I, 1, C]
+    const torch::Tensor log_sd = log_sd_.index_select(0, idx);
+    torch::Tensor L, z;
+    if (fullrank_) {
+      L = cholesky(idx);
+      z = mu + torch::matmul(eps, L.transpose(1, 2));
+    } else {
+      z = mu + eps * log_sd.exp().unsqueeze(1);
+    }
+    std::vector<uint8_t> score_flags(plan_.continuous_score.begin(), plan_.continuous_score.end());
+    const torch::Tensor score =
+        torch::tensor(std::vector<int64_t>(score_flags.begin(), score_flags.end()))
+            .to(torch::kBool);
+    const bool any_score = score.any().item<bool>();
+    if (any_score) // the score function differentiates log q only: no path through the draw
+      z = torch::where(score, z.detach(), z);
+    // log q(z) with the guide's parameters as given (`held`: constant, for sticking the landing).
+    auto log_q = [&](bool held) {
+      const torch::Tensor m = held ? mu.detach() : mu, s = held ? log_sd.detach() : log_sd;
+      if (fullrank_) {
+        const torch::Tensor u =
+            torch::linalg_solve_triangular(held ? L.detach() : L, (z - m).transpose(1, 2), false);
+        return torch::Tensor(-0.5 * u.pow(2).sum(1) - s.sum(1, true) -
+                             static_cast<double>(C) * kHalfLog2Pi); // [I, K]
+      }
+      return torch::Tensor(-0.5 * ((z - m) / s.exp().unsqueeze(1)).pow(2) - s.unsqueeze(1) -
+                           kHalfLog2Pi); // [I, K, C]
+    };
+    const torch::Tensor lq = log_q(false), lq_held = log_q(true);
+    if (fullrank_) { // one estimator for all components (plan_guide)
+      d.log_q_sampled = d.log_q_sampled + lq;
+      d.log_q_sticking = d.log_q_sticking + (any_score ? lq : lq_held);
+      if (any_score)
+        d.log_q_score = lq;
+    } else {
+      const torch::Tensor s = score.to(torch::kFloat64);
+      d.log_q_sampled = d.log_q_sampled + lq.sum(2);
+      d.log_q_sticking = d.log_q_sticking + (lq * s + lq_held * (1 - s)).sum(2);
+      if (any_score)
+        d.log_q_score = (lq * s).sum(2);
+    }
+    for (int64_t c = 0; c < C; ++c)
+      component[plan_.continuous[c]] = z.select(2, c).unsqueeze(2).expand({I, K, E});
+  }
+
+  // Discrete components: sampled ones by inverse CDF, enumerated ones in mixed radix over E.
+  d.log_q_enumerated = torch::zeros({I, E}, opts);
+  int64_t radix = 1;
+  for (int64_t j = 0; j < Dd; ++j) {
+    const GuidePlan::Discrete& g = plan_.discrete[j];
+    const torch::Tensor log_p = torch::log_softmax(logits_[j].index_select(0, idx), 1); // [I, V]
+    if (g.enumerate) {
+      std::vector<int64_t> values(E);
+      for (int64_t e = 0; e < E; ++e)
+        values[e] = (e / radix) % g.values;
+      radix *= g.values;
+      const torch::Tensor v = torch::tensor(values, torch::kInt64);
+      d.log_q_enumerated = d.log_q_enumerated + log_p.index_select(1, v);
+      component[g.component] =
+          (v.to(torch::kFloat64) + static_cast<double>(g.lower)).view({1, 1, E}).expand({I, K, E});
+      continue;
+    }
+    const torch::Tensor p = log_p.detach().exp().contiguous();
+    const double* pp = p.data_ptr<double>();
+    torch::Tensor chosen = torch::empty({I, K}, torch::kInt64);
+    int64_t* ch = chosen.data_ptr<int64_t>();
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const double u = philox_u01(seed, static_cast<uint32_t>(items[i]), step,
+                                    kSiteDiscrete + static_cast<uint32_t>(k * Dd + j), 0);
+        int64_t v = 0;
+        for (double acc = pp[i * g.values]; acc < u && v + 1 < g.values;)
+          acc += pp[i * g.values + ++v];
+        ch[i * K + k] = v;
+      }
+    const torch::Tensor lq = log_p.gather(1, chosen); // [I, K]
+    d.log_q_sampled = d.log_q_sampled + lq;
+    d.log_q_sticking = d.log_q_sticking + lq;
+    d.log_q_score = d.log_q_score.defined() ? d.log_q_score + lq : lq;
+    component[g.component] =
+        (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
+  }
+  d.z = torch::stack(component, 3); // [I, K, E, D]
+  return d;
+}
+
+std::vector<torch::Tensor> Guide::parameters() const {
+  std::vector<torch::Tensor> p;
+  if (mu_.size(1) > 0) {
+    p.push_back(mu_);
+    p.push_back(log_sd_);
+    if (fullrank_)
+      p.push_back(lower_);
+  }
+  for (const torch::Tensor& l : logits_)
+    p.push_back(l);
+  return p;
+}
+
+std::vector<std::string> Guide::parameter_names() const {
+  std::vector<std::string> names;
+  const int64_t C = mu_.size(1);
+  if (C > 0) {
+    for (const char* what : {"mu", "log_sd"})
+      for (int64_t n = 0; n < items_; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          names.push_back(fmt::format("{}[n={}]:{}", what, n, plan_.continuous_columns[c]));
+    if (fullrank_)
+      for (int64_t n = 0; n < items_; ++n)
+        for (int64_t r = 0; r < C; ++r)
+          for (int64_t c = 0; c < C; ++c)
+            names.push_back(fmt::format("L[n={}]:{},{}", n, plan_.continuous_columns[r],
+                                        plan_.continuous_columns[c]));
+  }
+  for (const GuidePlan::Discrete& g : plan_.discrete)
+    for (int64_t n = 0; n < items_; ++n)
+      for (int64_t v = 0; v < g.values; ++v)
+        names.push_back(fmt::format("logit[n={}]:{}={}", n, g.column, g.lower + v));
+  return names;
+}
+
+std::vector<std::string> Guide::columns() const {
+  std::vector<std::string> cols;
+  for (const std::string& c : plan_.continuous_columns) {
+    cols.push_back("mean_" + c);
+    cols.push_back("sd_" + c);
+  }
+  for (const GuidePlan::Discrete& g : plan_.discrete)
+    for (int64_t v = 0; v < g.values; ++v)
+      cols.push_back(fmt::format("prob_{}={}", g.column, g.lower + v));
+  return cols;
+}
+
+std::vector<std::vector<double>> Guide::moments() const {
+  torch::NoGradGuard no_grad;
+  const int64_t C = mu_.size(1);
+  torch::Tensor mu = mu_.contiguous(), sd;
+  if (fullrank_) {
+    const torch::Tensor all = torch::arange(items_, torch::kInt64);
+    sd = cholesky(all).pow(2).sum(2).sqrt().contiguous(); // sqrt(diag(L L^T))
+  } else {
+    sd = log_sd_.exp().contiguous();
+  }
+  std::vector<torch::Tensor> probs;
+  for (const torch::Tensor& l : logits_)
+    probs.push_back(torch::softmax(l, 1).contiguous());
+  std::vector<std::vector<double>> out(items_);
+  for (int64_t n = 0; n < items_; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      out[n].push_back(mu[n][c].item<double>());
+      out[n].push_back(sd[n][c].item<double>());
+    }
+    for (const torch::Tensor& p : probs)
+      for (int64_t v = 0; v < p.size(1); ++v)
+        out[n].push_back(p[n][v].item<double>());
+  }
+  return out;
+}
+
+} // namespace ssm

@@ -1,0 +1,85 @@
+// The default guide of a plate model, q(z_n) per item n: Gaussian over the continuous latent
+// components (mean-field, or full-rank with a Cholesky factor), a free categorical over each
+// discrete one; the gradient estimator each latent variable's part of the objective gets; draws
+// from the guide as LibTorch tensors whose graph reaches its parameters.
+#pragma once
+
+#include "core/results.h"
+#include "kernel/abi.h"
+#include "vi/variational.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+// Philox sites of the guide's draws (the counter's third word).
+inline constexpr uint32_t kSiteContinuous = 0;      // + k * C + c
+inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + k * (discrete components) + j
+inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
+
+// Which latent components the guide treats how.
+struct GuidePlan {
+  std::vector<int64_t> continuous; // state components
+  std::vector<std::string> continuous_columns;
+  std::vector<bool> continuous_score; // estimated by the score function rather than reparam
+  struct Discrete {
+    int64_t component = 0;
+    std::string column;
+    int64_t lower = 0, values = 0;
+    bool enumerate = false; // summed over exactly; else sampled (score function)
+  };
+  std::vector<Discrete> discrete;
+  int64_t enumeration = 1; // joint values of the enumerated components
+  std::vector<VariationalFit::Estimator> estimators;
+};
+
+// Resolves --estimator per latent variable (auto: enumerate a discrete latent while the joint
+// enumeration stays within kMaxEnumeration values, else the score function; reparameterise a
+// continuous one). Throws ssm::Error for an estimator that cannot apply, naming those that can.
+GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
+                     const VariationalOptions& options);
+
+// Draws of the latents of items, K per item, and the enumerated values: z is [I, K, E, D].
+struct GuideDraws {
+  torch::Tensor z;
+  torch::Tensor log_q_sampled; // [I, K]: log q of the drawn components
+  // [I, K]: the same values, with the guide's parameters held constant in the reparameterised
+  // components' log q ("sticking the landing", Roeder, Wu & Duvenaud 2017): the ELBO's
+  // reparameterised gradient without the score term of log q, which has mean zero, so that its
+  // variance vanishes as q reaches the posterior.
+  torch::Tensor log_q_sticking;
+  torch::Tensor log_q_enumerated; // [I, E]: log q of the enumerated ones (0 when none)
+  torch::Tensor log_q_score;      // [I, K]: the part of log q_sampled that the score function
+                                  // differentiates (undefined when no latent uses it)
+};
+
+class Guide {
+public:
+  // Starts at the prior: each item's Gaussian has the prior's mean and sd (from draws of the
+  // initial kernel), each categorical the prior's frequencies.
+  Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
+        const std::vector<double>& fixed, int64_t items, bool fullrank, uint64_t seed);
+
+  GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed) const;
+  std::vector<torch::Tensor> parameters() const;
+  std::vector<std::string> parameter_names() const;
+  // Per item: a mean and an sd per continuous component, then a probability per value of each
+  // discrete one.
+  std::vector<std::string> columns() const;
+  std::vector<std::vector<double>> moments() const;
+
+private:
+  torch::Tensor cholesky(const torch::Tensor& idx) const; // [I, C, C] (full-rank)
+
+  const GuidePlan& plan_;
+  int64_t n_state_ = 0, items_ = 0;
+  bool fullrank_ = false;
+  torch::Tensor mu_, log_sd_, lower_; // [N, C], [N, C], [N, C, C] (strictly lower part used)
+  std::vector<torch::Tensor> logits_; // per discrete component: [N, values]
+};
+
+} // namespace ssm

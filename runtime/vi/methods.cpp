@@ -1,0 +1,133 @@
+// The variational methods' registration: see methods.h.
+#include "vi/methods.h"
+#include "core/error.h"
+#include "vi/variational.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+namespace {
+
+VariationalOptions variational_options(const MethodRun& run, const std::string& family) {
+  VariationalOptions o;
+  o.family = family;
+  o.objective = run.options.word("--objective");
+  o.samples = run.options.integer("--samples");
+  o.estimators = run.options.names("--estimator");
+  if (o.estimators.empty())
+    o.estimators = {"auto"};
+  o.iterations = run.options.integer("--iterations");
+  o.learning_rate = run.options.real("--learning-rate");
+  o.batch_size = run.options.integer("--batch-size");
+  o.clip = run.options.real("--clip");
+  o.schedule = run.options.word("--schedule");
+  o.baseline = run.options.word("--baseline");
+  o.fixed = run.options.names("--fix");
+  o.eval_samples = run.options.integer("--eval-samples");
+  o.test_file = run.options.word("--test");
+  return o;
+}
+
+void add_options(MethodRegistry& registry) {
+  const VariationalOptions d;
+  const Task vi = Task::Vi;
+  registry.add_option(vi, {.flag = "--objective",
+                           .help = "The bound maximised: elbo, or iwae (the importance-weighted "
+                                   "bound with --samples draws, tighter for K > 1)",
+                           .default_value = d.objective,
+                           .choices = {"elbo", "iwae"}});
+  registry.add_option(vi, {.flag = "--samples",
+                           .help = "K: draws from the guide per item and iteration",
+                           .default_value = d.samples,
+                           .check = MethodOption::Check::Positive,
+                           .type_name = "K"});
+  registry.add_option(
+      vi, {.flag = "--estimator",
+           .help = fmt::format("The gradient estimator: auto (per latent: {} for a continuous "
+                               "one, {} for a discrete one while the joint values stay within "
+                               "{}, {} otherwise), or one of {}, {}, {} for every latent; "
+                               "NAME=ESTIMATOR for one latent variable (repeatable)",
+                               kReparamName, kEnumerateName, kMaxEnumeration, kScoreName,
+                               kReparamName, kScoreName, kEnumerateName),
+           .default_value = std::vector<std::string>{},
+           .type_name = "ESTIMATOR"});
+  registry.add_option(vi, {.flag = "--iterations",
+                           .help = "Steps of Adam",
+                           .default_value = d.iterations,
+                           .check = MethodOption::Check::Positive});
+  registry.add_option(vi, {.flag = "--learning-rate",
+                           .help = "Adam's step size",
+                           .default_value = d.learning_rate,
+                           .type_name = "RATE"});
+  registry.add_option(vi, {.flag = "--batch-size",
+                           .help = "Items per step, drawn without replacement per epoch (0: all)",
+                           .default_value = d.batch_size});
+  registry.add_option(vi, {.flag = "--clip",
+                           .help = "Clip the gradient's norm to this (0: no clipping)",
+                           .default_value = d.clip});
+  registry.add_option(vi, {.flag = "--schedule",
+                           .help = "The learning rate: constant, or cosine (decays to 0 over "
+                                   "the iterations)",
+                           .default_value = d.schedule,
+                           .choices = {"constant", "cosine"}});
+  registry.add_option(vi, {.flag = "--baseline",
+                           .help = "score: the baseline subtracted from each draw's ELBO: "
+                                   "average (the mean of the item's other draws with K > 1, its "
+                                   "moving average with K = 1) or none",
+                           .default_value = d.baseline,
+                           .choices = {"average", "none"}});
+  registry.add_option(vi, {.flag = "--fix",
+                           .help = "Keep this parameter at its value (repeatable); every other "
+                                   "parameter with a value or a prior is trained with the guide",
+                           .default_value = std::vector<std::string>{},
+                           .type_name = "NAME"});
+  registry.add_option(vi, {.flag = "--eval-samples",
+                           .help = "Draws per item of the reported bounds (the IWAE bound with "
+                                   "this many draws estimates log p(x))",
+                           .default_value = d.eval_samples,
+                           .check = MethodOption::Check::Positive,
+                           .type_name = "K"});
+  registry.add_option(vi, {.flag = "--test",
+                           .help = "Held-out items (CSV, as --data): the guide is fitted to them "
+                                   "with the parameters kept, and their bounds reported",
+                           .default_value = std::string(),
+                           .type_name = "FILE.csv",
+                           .show_default = false});
+}
+
+Method family(const char* name, const char* title, int rank) {
+  Method m;
+  m.name = name;
+  m.title = title;
+  m.task = Task::Vi;
+  m.rank = rank;
+  m.auto_help = rank == 0 ? "{}" : "";
+  m.options = {"--objective",     "--samples",    "--estimator",    "--iterations",
+               "--learning-rate", "--batch-size", "--clip",         "--schedule",
+               "--baseline",      "--fix",        "--eval-samples", "--test"};
+  m.applies = variational_refusal;
+  m.check = [](const MethodRun& run) {
+    if (Refusal why = variational_refusal(run.model, run.info))
+      throw Error(fmt::format("vi: {}", *why));
+  };
+  const std::string family_name = name;
+  m.vi = [family_name](const MethodRun& run) {
+    return fit_variational(run, variational_options(run, family_name));
+  };
+  return m;
+}
+
+} // namespace
+
+void register_variational_methods(MethodRegistry& registry) {
+  add_options(registry);
+  registry.add(family(kMeanFieldName,
+                      "a Gaussian per continuous latent component, a categorical per discrete one",
+                      0));
+  registry.add(family(kFullRankName,
+                      "a Gaussian with a full covariance over the continuous latents of an item",
+                      1));
+}
+
+} // namespace ssm

@@ -1,0 +1,385 @@
+// Variational inference for plate models: see variational.h. The guide is mean-field or
+// full-rank Gaussian over the continuous latents of each item and a free categorical over each
+// discrete one; the objective's gradient is a LibTorch autograd graph whose leaves are the guide's
+// parameters and the learned model parameters' unconstrained coordinates, and whose model part is
+// the compiled log joint density (nn/compiled_density.h).
+#include "vi/variational.h"
+#include "core/error.h"
+#include "core/frame.h"
+#include "kernel/distributions.h"
+#include "learning/parameter_space.h"
+#include "nn/compiled_density.h"
+#include "vi/guide.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace ssm {
+
+namespace {
+
+// theta(u) as an autograd function: the parameter space's constrain, with its chain rule.
+struct ConstrainFunction : torch::autograd::Function<ConstrainFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& u,
+                               const ParameterSpace* space, const std::vector<double>* base) {
+    std::vector<double> uu(u.data_ptr<double>(), u.data_ptr<double>() + u.numel());
+    std::vector<double> theta(base->begin(), base->begin() + space->n_theta());
+    space->constrain(uu, theta);
+    ctx->save_for_backward({u});
+    ctx->saved_data["space"] = reinterpret_cast<int64_t>(space);
+    return torch::tensor(theta, torch::kFloat64);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_out) {
+    const torch::Tensor u = ctx->get_saved_variables()[0];
+    const auto* space = reinterpret_cast<const ParameterSpace*>(ctx->saved_data["space"].toInt());
+    const torch::Tensor g = grad_out[0].to(torch::kFloat64).contiguous();
+    std::vector<double> uu(u.data_ptr<double>(), u.data_ptr<double>() + u.numel());
+    std::vector<double> gt(g.data_ptr<double>(), g.data_ptr<double>() + g.numel());
+    const std::vector<double> gu = space->gradient(uu, gt, false);
+    return {torch::tensor(gu, torch::kFloat64), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  const torch::Tensor c = t.detach().to(torch::kFloat64).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+// The per-item terms of the objectives at one set of draws.
+struct Terms {
+  torch::Tensor elbo, iwae, kl; // [I] (kl only when asked)
+  torch::Tensor surrogate;      // [I]: its gradient is the estimator's
+  torch::Tensor value_k;        // [I, K]: each draw's ELBO value (detached)
+  torch::Tensor log_w;          // [I, K]: each draw's log importance weight
+};
+
+} // namespace
+
+struct VariationalProblem::Impl {
+  const MethodRun& run;
+  VariationalOptions opt;
+  const ObsData& data;
+  GuidePlan plan;
+  std::vector<double> fixed; // parameters then data values; the learned ones are overwritten
+  std::optional<ParameterSpace> space;
+  nn::CompiledDensity density;
+  Guide guide;
+  torch::Tensor u;        // the learned parameters' unconstrained coordinates (may be empty)
+  torch::Tensor baseline; // [N]: per item, a moving average of its ELBO (score estimators)
+  torch::Tensor has_base; // [N] bool
+
+  Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
+       const std::vector<double>& f, bool learn)
+      : run(r), opt(o), data(d), plan(plan_guide(r.model, r.info, o)), fixed(f),
+        density(r.model, r.info, d, f),
+        guide(plan, r.model, r.info, f, d.T, o.family == kFullRankName, r.seed) {
+    if (learn) {
+      space.emplace(r.info, o.fixed);
+      if (space->dimension() > 0 && !r.model.score_terms)
+        throw Error(fmt::format(
+            "vi: model '{}' has no score terms ({}), so its parameters cannot be trained: keep "
+            "them at their values with --fix",
+            r.info.name, r.info.no_score_reason));
+      const std::vector<double> theta(f.begin(), f.begin() + r.info.n_theta);
+      u = torch::tensor(space->unconstrain(theta), torch::kFloat64);
+      if (space->dimension() == 0)
+        u = torch::zeros({0}, torch::kFloat64);
+      u.set_requires_grad(space->dimension() > 0);
+    }
+    baseline = torch::zeros({d.T}, torch::kFloat64);
+    has_base = torch::zeros({d.T}, torch::kBool);
+  }
+
+  bool learns() const { return space && space->dimension() > 0; }
+
+  torch::Tensor theta() const {
+    if (learns())
+      return ConstrainFunction::apply(u, &*space, &fixed);
+    return torch::tensor(std::vector<double>(fixed.begin(), fixed.begin() + run.info.n_theta),
+                         torch::kFloat64);
+  }
+
+  std::vector<torch::Tensor> parameters() const {
+    std::vector<torch::Tensor> p = guide.parameters();
+    if (learns())
+      p.push_back(u);
+    return p;
+  }
+
+  // The terms at `items` with K draws each, from the draws of `step`.
+  Terms terms(const std::vector<int64_t>& items, int64_t K, int64_t step, bool with_kl) {
+    const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed);
+    const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
+    const torch::Tensor th = theta();
+    const torch::Tensor flat = d.z.reshape({I, K * E, D});
+    const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
+    const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
+    const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]
+    // The ELBO's terms, with log q of the reparameterised components held at the guide's
+    // parameters (the same values; the gradient "sticks the landing": guide.h).
+    const torch::Tensor f =
+        logp - d.log_q_sticking.unsqueeze(2) - d.log_q_enumerated.unsqueeze(1); // [I, K, E]
+    Terms t;
+    const torch::Tensor value_k = (q_e.unsqueeze(1) * f).sum(2); // [I, K]
+    t.value_k = value_k.detach();
+    t.elbo = value_k.mean(1);
+    const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
+    t.log_w = log_w.detach();
+    t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
+    if (opt.objective == "iwae") {
+      t.surrogate = t.iwae;
+    } else {
+      t.surrogate = t.elbo;
+      if (d.log_q_score.defined()) { // REINFORCE: (f - b) * d log q, b a baseline
+        const torch::Tensor b = baseline_for(items, t.value_k);
+        t.surrogate = t.surrogate + ((t.value_k - b) * d.log_q_score).mean(1);
+      }
+    }
+    if (with_kl) {
+      torch::NoGradGuard no_grad;
+      const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
+      const torch::Tensor g = log_q_k.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1) - lp;
+      t.kl = (q_e.unsqueeze(1) * g).sum(2).mean(1);
+    }
+    return t;
+  }
+
+  // The baseline of each draw: with K >= 2 the mean of the item's other draws (leave one out);
+  // with one draw, the item's moving average (none with --baseline none).
+  torch::Tensor baseline_for(const std::vector<int64_t>& items, const torch::Tensor& value_k) {
+    const int64_t K = value_k.size(1);
+    if (opt.baseline == "none")
+      return torch::zeros_like(value_k);
+    if (K >= 2)
+      return (value_k.sum(1, true) - value_k) / static_cast<double>(K - 1);
+    const torch::Tensor idx = torch::tensor(items, torch::kInt64);
+    const torch::Tensor v = value_k.squeeze(1);
+    const torch::Tensor seen = has_base.index_select(0, idx);
+    const torch::Tensor old = torch::where(seen, baseline.index_select(0, idx), v);
+    baseline.index_put_({idx}, 0.9 * old + 0.1 * v);
+    has_base.index_put_({idx}, torch::ones_like(seen));
+    return old.unsqueeze(1);
+  }
+};
+
+namespace {
+
+// The items of step `step`: all of them, or a batch of a permutation drawn per epoch.
+std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_t seed) {
+  std::vector<int64_t> all(N);
+  std::iota(all.begin(), all.end(), 0);
+  if (batch <= 0 || batch >= N)
+    return all;
+  const int64_t per_epoch = (N + batch - 1) / batch, epoch = step / per_epoch,
+                first = (step % per_epoch) * batch;
+  std::vector<double> key(N);
+  for (int64_t n = 0; n < N; ++n)
+    key[n] = philox_u01(seed, static_cast<uint32_t>(n), static_cast<uint32_t>(epoch),
+                        kSiteBatchOrder, 0);
+  std::sort(all.begin(), all.end(), [&](int64_t a, int64_t b) { return key[a] < key[b]; });
+  return {all.begin() + first, all.begin() + std::min(N, first + batch)};
+}
+
+void set_learning_rate(torch::optim::Adam& adam, double lr) {
+  for (auto& group : adam.param_groups())
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+// Trains the problem's parameters with Adam: the trace, and the failure message (empty when every
+// objective was finite). `theta_good`: the parameters of the last finite objective.
+std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<double>& theta_good,
+                  const std::function<void(int64_t, int64_t)>& progress) {
+  const VariationalOptions& opt = p.opt;
+  const int64_t N = p.data.T;
+  std::vector<torch::Tensor> params = p.parameters();
+  torch::optim::Adam adam(params, torch::optim::AdamOptions(opt.learning_rate));
+  const int64_t every = std::max<int64_t>(1, opt.iterations / 100);
+  double sum = 0, last_finite = NAN;
+  int64_t count = 0, last_finite_step = -1;
+  theta_good = to_vector(p.theta());
+  for (int64_t step = 0; step < opt.iterations; ++step) {
+    const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed);
+    Terms t;
+    try { // a parameter sent out of range by the last step
+      t = p.terms(items, opt.samples, step, false);
+    } catch (const Error& e) {
+      return fmt::format("vi: at iteration {}: {}; the last finite {} was {} at iteration {}; try "
+                         "a smaller --learning-rate or --clip",
+                         step, e.what(), opt.objective, last_finite, last_finite_step);
+    }
+    const torch::Tensor objective = opt.objective == "iwae" ? t.iwae : t.elbo;
+    const double value = objective.detach().mean().item<double>();
+    if (!std::isfinite(value) || !torch::isfinite(t.surrogate).all().item<bool>())
+      return fmt::format(
+          "vi: the {} is {} at iteration {} (items {} to {}); the last finite {} was {} at "
+          "iteration {}; try a smaller --learning-rate or --clip",
+          opt.objective, value, step, items.front(), items.back(), opt.objective, last_finite,
+          last_finite_step);
+    last_finite = value;
+    last_finite_step = step;
+    theta_good = to_vector(p.theta());
+    const double scale = static_cast<double>(N) / static_cast<double>(items.size());
+    const torch::Tensor loss = -t.surrogate.sum() * scale;
+    adam.zero_grad();
+    loss.backward();
+    if (opt.clip > 0)
+      torch::nn::utils::clip_grad_norm_(params, opt.clip);
+    adam.step();
+    if (opt.schedule == "cosine")
+      set_learning_rate(adam, 0.5 * opt.learning_rate *
+                                  (1 + std::cos(M_PI * static_cast<double>(step + 1) /
+                                                static_cast<double>(opt.iterations))));
+    sum += value;
+    ++count;
+    if ((step + 1) % every == 0 || step + 1 == opt.iterations) {
+      fit.trace.push_back({step + 1, sum / static_cast<double>(count)});
+      sum = 0;
+      count = 0;
+    }
+    if (progress)
+      progress(step + 1, opt.iterations);
+  }
+  theta_good = to_vector(p.theta());
+  return "";
+}
+
+// The bounds per item with opt.eval_samples draws each, in chunks of items that keep the draws
+// under about 2^22 values.
+VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
+  torch::NoGradGuard no_grad;
+  VariationalFit::Bounds b;
+  const int64_t N = p.data.T, K = p.opt.eval_samples;
+  b.samples = K;
+  const int64_t per_item = K * p.plan.enumeration * std::max<int64_t>(1, p.run.info.n_state);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / per_item);
+  for (int64_t first = 0; first < N; first += chunk) {
+    std::vector<int64_t> items(std::min(chunk, N - first));
+    std::iota(items.begin(), items.end(), first);
+    // Draws of their own: the steps after training's.
+    const Terms t = p.terms(items, K, p.opt.iterations + 1 + first / chunk, true);
+    // Monte Carlo standard errors: of a mean of K draws, and of log of the mean of the weights
+    // by the delta method, sd(w) / (sqrt(K) mean(w)) (0 with one draw).
+    const double k = static_cast<double>(K);
+    const torch::Tensor elbo_se =
+        K > 1 ? t.value_k.std(1) / std::sqrt(k) : torch::zeros_like(t.elbo);
+    const torch::Tensor w = (t.log_w - std::get<0>(t.log_w.max(1, true))).exp();
+    const torch::Tensor iwae_se =
+        K > 1 ? w.std(1) / (std::sqrt(k) * w.mean(1)) : torch::zeros_like(t.elbo);
+    for (const auto& [out, v] : {std::pair{&b.elbo, t.elbo},
+                                 {&b.iwae, t.iwae},
+                                 {&b.kl, t.kl},
+                                 {&b.elbo_se, elbo_se},
+                                 {&b.iwae_se, iwae_se}}) {
+      const std::vector<double> vals = to_vector(v);
+      out->insert(out->end(), vals.begin(), vals.end());
+    }
+  }
+  b.guide_columns = p.guide.columns();
+  b.guide = p.guide.moments();
+  return b;
+}
+
+} // namespace
+
+Refusal variational_refusal(const ssm_model&, const ModelInfo& info) {
+  if (info.step != "n")
+    return "the model is not over a plate (variational inference serves static latent-variable "
+           "models; variational smoothing of state-space models is not available yet)";
+  return std::nullopt;
+}
+
+VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options) {
+  if (Refusal why = variational_refusal(run.model, run.info))
+    throw Error(fmt::format("vi: {}", *why));
+  torch::set_num_threads(std::max(1, run.threads));
+  VariationalFit fit;
+  fit.objective = options.objective;
+  fit.samples = options.samples;
+  fit.iterations = options.iterations;
+  VariationalProblem::Impl p(run, options, *run.data, *run.fixed, true);
+  fit.estimators = p.plan.estimators;
+  if (p.space)
+    for (const LearnedParam& l : p.space->learned())
+      fit.learned.push_back(run.info.params[l.index].name);
+  std::vector<double> theta_good;
+  fit.failure = train(p, fit, theta_good, run.progress);
+  fit.theta = theta_good;
+  if (!fit.failure.empty())
+    return fit;
+  fit.train = evaluate(p);
+  if (!options.test_file.empty()) {
+    const ObsData test = read_observations_file(run.info, options.test_file);
+    std::vector<double> fixed = *run.fixed;
+    std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
+    VariationalProblem::Impl q(run, options, test, fixed, false);
+    VariationalFit ignored;
+    std::vector<double> unused;
+    if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty())
+      throw Error(fmt::format("{} (fitting the guide to the --test items)", failure));
+    fit.test = evaluate(q);
+  }
+  return fit;
+}
+
+VariationalProblem::VariationalProblem(const MethodRun& run, const VariationalOptions& options)
+    : impl_(std::make_unique<Impl>(run, options, *run.data, *run.fixed, true)) {}
+
+VariationalProblem::~VariationalProblem() = default;
+
+std::vector<double> VariationalProblem::parameters() const {
+  std::vector<double> out;
+  for (const torch::Tensor& t : impl_->parameters()) {
+    const std::vector<double> v = to_vector(t);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+void VariationalProblem::set_parameters(std::span<const double> values) {
+  torch::NoGradGuard no_grad;
+  size_t k = 0;
+  for (torch::Tensor& t : impl_->parameters()) {
+    const int64_t n = t.numel();
+    if (k + n > values.size())
+      throw Error("internal error: too few values for the variational parameters");
+    t.copy_(torch::tensor(std::vector<double>(values.begin() + k, values.begin() + k + n),
+                          torch::kFloat64)
+                .view(t.sizes()));
+    k += n;
+  }
+}
+
+std::vector<std::string> VariationalProblem::parameter_names() const {
+  std::vector<std::string> names = impl_->guide.parameter_names();
+  if (impl_->learns())
+    for (const std::string& name : impl_->space->coordinate_names())
+      names.push_back(name);
+  return names;
+}
+
+VariationalProblem::Estimate VariationalProblem::estimate(int64_t step) {
+  std::vector<int64_t> items(impl_->data.T);
+  std::iota(items.begin(), items.end(), 0);
+  std::vector<torch::Tensor> params = impl_->parameters();
+  for (torch::Tensor& t : params)
+    if (t.grad().defined())
+      t.mutable_grad().zero_();
+  const Terms t = impl_->terms(items, impl_->opt.samples, step, false);
+  t.surrogate.sum().backward();
+  Estimate e;
+  e.objective = (impl_->opt.objective == "iwae" ? t.iwae : t.elbo).sum().item<double>();
+  for (const torch::Tensor& p : params) {
+    const std::vector<double> g =
+        p.grad().defined() ? to_vector(p.grad()) : std::vector<double>(p.numel(), 0.0);
+    e.gradient.insert(e.gradient.end(), g.begin(), g.end());
+  }
+  return e;
+}
+
+} // namespace ssm

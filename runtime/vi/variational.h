@@ -1,0 +1,85 @@
+// Variational inference for models over a plate (static latent-variable models, whose items are
+// the steps of the compiled model: passes/plate_items.cpp): a guide q(z_n) per item is trained
+// with the model's learned parameters by stochastic gradient ascent (LibTorch's Adam) on the ELBO
+// or the IWAE bound, as in Kim, Wiseman & Rush (2018). The model's log-densities and their
+// gradients come from the compiled kernels (nn/compiled_density.h); the guide, the objectives
+// and their estimators are LibTorch code. This header is LibTorch-free: the rest of the runtime
+// calls it without Torch's headers.
+#pragma once
+
+#include "core/method_registry.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+inline constexpr const char* kMeanFieldName = "meanfield";
+inline constexpr const char* kFullRankName = "fullrank";
+
+// The gradient estimators of a latent variable's part of the objective.
+inline constexpr const char* kReparamName = "reparam";     // z = mu + L eps (continuous)
+inline constexpr const char* kScoreName = "score";         // REINFORCE with a baseline
+inline constexpr const char* kEnumerateName = "enumerate"; // exact sum over a finite latent
+
+// Beyond this many joint values of the discrete latents, `auto` samples them (score function)
+// rather than summing over them.
+inline constexpr int64_t kMaxEnumeration = 256;
+
+struct VariationalOptions {
+  std::string family = kMeanFieldName; // meanfield | fullrank (continuous latents)
+  std::string objective = "elbo";      // elbo | iwae
+  int64_t samples = 1;                 // K: draws per item per step
+  // `auto`, an estimator for every latent, or NAME=ESTIMATOR for one latent variable.
+  std::vector<std::string> estimators = {"auto"};
+  int64_t iterations = 2000;
+  double learning_rate = 0.05;
+  int64_t batch_size = 0;            // items per step; 0: all
+  double clip = 100;                 // the gradient's norm is clipped to this (0: not clipped)
+  std::string schedule = "constant"; // constant | cosine (the learning rate's decay to 0)
+  std::string baseline = "average";  // score estimators: average | none
+  std::vector<std::string> fixed;    // --fix: parameters kept at their values
+  int64_t eval_samples = 1000;       // draws per item of the final bounds
+  std::string test_file;             // --test: held-out items
+};
+
+// Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the
+// bounds on the training items and, with options.test_file, on held-out ones. Throws ssm::Error
+// for a model the family or an estimator cannot serve (naming the latent and the estimators that
+// can), or a non-finite objective (naming the iteration and the last finite value).
+VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options);
+
+// Why variational inference does not apply to the model, or nullopt.
+Refusal variational_refusal(const ssm_model& model, const ModelInfo& info);
+
+// The objective and its gradient as one stochastic estimate, for tests of the estimators: the
+// guide's parameters of every item and the learned parameters' unconstrained coordinates laid end
+// to end (`parameters`), and one estimate of the objective summed over the items with its
+// gradient in them, from the draws of step `step`.
+class VariationalProblem {
+public:
+  VariationalProblem(const MethodRun& run, const VariationalOptions& options);
+  ~VariationalProblem();
+  VariationalProblem(const VariationalProblem&) = delete;
+  VariationalProblem& operator=(const VariationalProblem&) = delete;
+
+  std::vector<double> parameters() const;
+  void set_parameters(std::span<const double> values);
+  // Names of the parameters, in order (`mu[n=0,z]`, `log_sd[n=0,z]`, `logits[n=0,k][1]`, `sigma`).
+  std::vector<std::string> parameter_names() const;
+  struct Estimate {
+    double objective = 0;
+    std::vector<double> gradient;
+  };
+  Estimate estimate(int64_t step);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ssm

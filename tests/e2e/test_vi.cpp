@@ -1,0 +1,208 @@
+// End-to-end tests of `vi` (runtime/vi) on plate models whose log p(x) is exact (factor analysis
+// by the Kalman filter, mixtures by the forward algorithm): ELBO <= IWAE_K <= log p(x), IWAE_K
+// non-decreasing in K and at K = 1000 within Monte Carlo error of log p(x); with the exact
+// posterior family the trained ELBO equals log p(x); a mixture's variational fit (the categorical
+// guide is exact) reaches EM's maximum; held-out items; refusals and a diverging run.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+// One factor: the posterior of z given x is a 1-D Gaussian, so the mean-field guide is exact.
+const char* kFactor1 = R"(model fa1 {
+  param w   : vector[3] = [1.0, 0.6, -0.8];
+  param mu  : vector[3] = [0.0, 0.5, -0.3];
+  param psi : real(0, inf) = 0.7;
+  latent z[n] ~ normal(0, 1);
+  obs    x[n] : vector[3] ~ normal(mu + w * z[n], psi);
+}
+)";
+
+// Two factors with loadings far from orthogonal: the posterior's components are correlated, so
+// the mean-field guide is not exact and the full-rank one is.
+const char* kFactor2 = R"(model fa2 {
+  param W   : matrix[4, 2] = [[1.0, 0.5], [0.8, 0.2], [0.3, 1.0], [0.5, 0.4]];
+  param psi : real(0, inf) = 0.7;
+  latent z[n] : vector[2] ~ normal(0, 1);
+  obs    x[n] : vector[4] ~ normal(W * z[n], psi);
+}
+)";
+
+// A two-component mixture on the unit scale.
+const char* kMixture = R"(model mix {
+  param w     : simplex[2] = [0.5, 0.5];
+  param m     : vector[2] = [-0.5, 0.5];
+  param sigma : real(0, inf) = 1.0;
+  latent z[n] : int[0..1] ~ categorical(w);
+  obs    y[n] ~ normal(m[z[n]], sigma);
+}
+)";
+
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+// Simulated items of a model, written once per name.
+std::string items_of(const std::string& exe, const std::string& name, int n, int seed) {
+  const std::string path = scratch_path(name + ".csv");
+  if (!file_exists(path))
+    run_ok(
+        {exe, "simulate", "--T", std::to_string(n), "--seed", std::to_string(seed), "--out", path});
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("vi: with the exact family the trained ELBO is log p(x), and ELBO <= IWAE <= log p(x)",
+          "[vi]") {
+  const std::string& exe = model_exe("fa1", kFactor1);
+  const std::string data = items_of(exe, "fa1_items", 40, 3);
+  const nlohmann::json j = run_json({exe, "vi", "--data", data, "--fix", "w", "--fix", "mu",
+                                     "--fix", "psi", "--iterations", "1500", "--schedule", "cosine",
+                                     "--eval-samples", "2000", "--json"});
+  CAPTURE(j.dump());
+  REQUIRE(j.contains("log_likelihood")); // Kalman: exact
+  const double ll = j["log_likelihood"], elbo = j["elbo"], iwae = j["iwae"], kl = j["kl"];
+  CHECK(j["estimators"]["z"]["estimator"] == "reparam");
+  CHECK(j["learned"].empty());
+  // With q equal to the posterior, log p(x, z) - log q(z) is log p(x) for every draw: the gap
+  // left is the KL between the trained guide and the posterior, tiny after cosine annealing.
+  CHECK(elbo <= ll + 1e-9);
+  CHECK(ll - elbo < 2e-3);
+  CHECK(iwae <= ll + 1e-9);
+  CHECK(iwae >= elbo - 1e-9);
+  CHECK(kl > 0);
+}
+
+TEST_CASE("vi: IWAE_K rises with K towards log p(x); the full-rank guide closes the gap", "[vi]") {
+  const std::string& exe = model_exe("fa2", kFactor2);
+  const std::string data = items_of(exe, "fa2_items", 30, 5);
+  const std::string per_item = scratch_path("fa2_vi.csv");
+  const std::vector<std::string> fit = {exe,          "vi",     "--data", data,           "--fix",
+                                        "W",          "--fix",  "psi",    "--iterations", "1500",
+                                        "--schedule", "cosine", "--out",  per_item,       "--json"};
+  double ll = 0, last = -INFINITY, last_se = 0;
+  for (int K : {10, 100, 1000}) {
+    std::vector<std::string> argv = fit;
+    argv.insert(argv.end(), {"--eval-samples", std::to_string(K)});
+    const nlohmann::json j = run_json(argv);
+    CAPTURE(K, j.dump());
+    ll = j["log_likelihood"];
+    const double iwae = j["iwae"], se = j["iwae_se"], elbo = j["elbo"];
+    // The same guide each time (training does not depend on --eval-samples).
+    CHECK(ll - elbo > 0.05); // the mean-field gap: the posterior's correlation
+    CHECK(iwae >= elbo);
+    CHECK(iwae >= last - 4 * std::hypot(se, last_se));
+    CHECK(iwae <= ll + 4 * se);
+    last = iwae;
+    last_se = se;
+  }
+  // At K = 1000, IWAE is log p(x) up to its error and its delta-method bias, K se^2 / 2 per item.
+  const std::vector<double> se = read_table(per_item).column("iwae_se");
+  double bias = 0;
+  for (double s : se)
+    bias += 1000 * s * s / 2 / static_cast<double>(se.size());
+  CHECK(ll - last < bias + 4 * last_se);
+  std::vector<std::string> argv = fit;
+  argv.insert(argv.end(), {"--method", "fullrank", "--eval-samples", "1000"});
+  const nlohmann::json full = run_json(argv);
+  CAPTURE(full.dump());
+  CHECK(full["method"] == "fullrank");
+  CHECK(double(full["elbo"]) <= ll + 1e-9);
+  CHECK(ll - double(full["elbo"]) < 1e-3);
+}
+
+TEST_CASE("vi: a mixture's fit with enumerated latents reaches EM's maximum", "[vi]") {
+  const std::string& exe = model_exe("mix", kMixture);
+  const std::string data = scratch_path("mix_items.csv");
+  // Items from components at -1.5 and 1.5 (sd 0.8), weights 0.35 / 0.65.
+  run_ok({exe, "simulate", "--T", "200", "--seed", "11", "--param", "w=[0.35,0.65]", "--param",
+          "m=[-1.5,1.5]", "--param", "sigma=0.8", "--out", data});
+  const nlohmann::json em = run_json({exe, "optimize", "--method", "em", "--data", data, "--json"});
+  const nlohmann::json vi = run_json(
+      {exe, "vi", "--data", data, "--iterations", "3000", "--schedule", "cosine", "--json"});
+  CAPTURE(em.dump(), vi.dump());
+  CHECK(vi["estimators"]["z"]["estimator"] == "enumerate");
+  // The categorical guide is exact, so the ELBO is the log-likelihood at the fitted parameters,
+  // and its maximum is EM's.
+  const double n = 200;
+  CHECK(double(vi["elbo"]) == Approx(double(vi["log_likelihood"])).margin(1e-4));
+  CHECK(double(vi["log_likelihood"]) == Approx(double(em["log_likelihood"]) / n).margin(1e-4));
+  for (const char* p : {"m", "w"})
+    for (int k = 0; k < 2; ++k)
+      CHECK(double(vi["params"][p][k]) == Approx(double(em["params"][p][k])).margin(5e-3));
+  CHECK(double(vi["params"]["sigma"]) == Approx(double(em["params"]["sigma"])).margin(5e-3));
+}
+
+TEST_CASE("vi: held-out items get a guide of their own and their bounds", "[vi]") {
+  const std::string& exe = model_exe("fa1", kFactor1);
+  const std::string train = items_of(exe, "fa1_items", 40, 3);
+  const std::string test = items_of(exe, "fa1_test", 20, 4);
+  const std::string saved = scratch_path("fa1_fit.json"), per_item = scratch_path("fa1_vi.csv");
+  const nlohmann::json j =
+      run_json({exe, "vi", "--data", train, "--test", test, "--iterations", "1500", "--schedule",
+                "cosine", "--save", saved, "--out", per_item, "--json"});
+  CAPTURE(j.dump());
+  CHECK(j["learned"].size() == 3);
+  REQUIRE(j.contains("test"));
+  CHECK(j["test"]["items"] == 20);
+  // The held-out items' exact log-likelihood at the trained parameters, by the Kalman filter.
+  const nlohmann::json f = run_json({exe, "filter", "--data", test, "--params", saved, "--json"});
+  const double ll_test = double(f["log_likelihood"]) / 20;
+  CHECK(double(j["test"]["elbo"]) <= ll_test + 1e-9);
+  CHECK(ll_test - double(j["test"]["elbo"]) < 3e-3);
+  const Table t = read_table(per_item);
+  CHECK(t.header == std::vector<std::string>{"n", "elbo", "elbo_se", "kl", "iwae", "iwae_se",
+                                             "mean_z", "sd_z"});
+  CHECK(t.rows.size() == 40);
+}
+
+TEST_CASE("vi: refusals name what applies; a diverging run names its iteration", "[vi]") {
+  const std::string& mix = model_exe("mix", kMixture);
+  const std::string data = scratch_path("mix_refusal.csv");
+  run_ok({mix, "simulate", "--T", "20", "--out", data});
+  ProcessResult r = run_process({mix, "vi", "--data", data, "--estimator", "reparam"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("cannot apply to 'z' (int[0..1], discrete): use enumerate or score") !=
+        std::string::npos);
+  const std::string& fa = model_exe("fa1", kFactor1);
+  const std::string items = items_of(fa, "fa1_items", 40, 3);
+  r = run_process({fa, "vi", "--data", items, "--objective", "iwae", "--estimator", "score"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--objective iwae needs the reparam or enumerate estimator") !=
+        std::string::npos);
+  r = run_process({fa, "vi", "--data", items, "--estimator", "q=score"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no latent variable 'q' (its latent variables: z)") != std::string::npos);
+  // A step size that sends psi's log to overflow: the run stops at the first non-finite ELBO and
+  // keeps the parameters of the last finite one.
+  const std::string saved = scratch_path("fa1_diverged.json");
+  r = run_process(
+      {fa, "vi", "--data", items, "--learning-rate", "1e4", "--clip", "0", "--save", saved});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("at iteration") != std::string::npos);
+  CHECK(r.err.find("the last finite elbo was") != std::string::npos);
+  REQUIRE(file_exists(saved));
+  const nlohmann::json p = nlohmann::json::parse(read_file(saved));
+  CHECK(std::isfinite(double(p["psi"])));
+}
+
+TEST_CASE("vi: only plate models have it, and only built executables", "[vi]") {
+  const std::string& sv = example_exe("sv");
+  ProcessResult r = run_process({sv, "vi", "--data", "x.csv"});
+  CHECK(r.exit_code == 2); // no such subcommand
+  const std::string data = scratch_path("mix_jit.csv");
+  run_ok({model_exe("mix", kMixture), "simulate", "--T", "10", "--out", data});
+  r = run_process({ssmc_path(), "run", scratch_path("mix.ssm"), "--", "vi", "--data", data});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("built without the variational runtime") != std::string::npos);
+}
