@@ -89,8 +89,7 @@ void print_info_json(const Context& c, const ParamValues& values) {
                   {"sample", applicable(c, Task::Sample)}};
   const auto [score_by, no_score] = score_method(c);
   j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
-  if (!c.registry.methods(Task::Vi).empty()) // linked: plate models' executables
-    j["methods"]["vi"] = applicable(c, Task::Vi);
+  j["methods"]["vi"] = applicable(c, Task::Vi);
   print_json(c, j);
 }
 
@@ -143,8 +142,8 @@ void print_info_text(const Context& c, const ParamValues& values) {
              optimizers.empty() ? "none (" + no_optimizer.value_or("") + ")"
                                 : fmt::format("{}", fmt::join(optimizers, ", ")));
   fmt::print(c.out, "  sample: {}\n", fmt::join(applicable(c, Task::Sample), ", "));
-  if (!c.registry.methods(Task::Vi).empty())
-    fmt::print(c.out, "  vi: {}\n", fmt::join(applicable(c, Task::Vi), ", "));
+  if (const std::vector<std::string> vi = applicable(c, Task::Vi); !vi.empty())
+    fmt::print(c.out, "  vi: {}\n", fmt::join(vi, ", "));
 }
 
 class Info : public Command {

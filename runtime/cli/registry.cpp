@@ -1,11 +1,12 @@
 // The method registry of the executable: every room registers its methods here, in the order
 // --help lists them (particle filters, then exact filters; smoothers; decoders; learning methods;
-// then the optional rooms linked into this executable).
+// variational methods).
 #include "cli/command.h"
 #include "exact/methods.h"
 #include "learning/methods.h"
 #include "smc/filter_methods.h"
 #include "smoothing/methods.h"
+#include "vi/methods.h"
 
 namespace ssm::cli {
 
@@ -19,8 +20,7 @@ const MethodRegistry& method_registry() {
     register_smoothers(registry); // after the particle filters: its forward pass is one
     register_exact_decoders(registry);
     register_learning_methods(registry);
-    for (Registration registration : optional_registrations()) // vi, where linked
-      registration(registry);
+    register_variational_methods(registry);
     return true;
   }();
   (void)registered;

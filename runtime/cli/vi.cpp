@@ -1,11 +1,12 @@
 // `vi`: variational inference for a plate model by the guide family --method names (the vi
-// room's methods, registered only in the executables that link it and LibTorch): the trained
-// parameters and the bounds on log p(x) as JSON, per item as CSV (--out), the parameters as a
-// --params file (--save).
+// room's methods, which load LibTorch when they run: vi/loader.h): the trained parameters and the
+// bounds on log p(x) as JSON, per item as CSV (--out), the parameters as a --params file
+// (--save).
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
 #include "core/series.h"
+#include "vi/variational.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,10 +48,6 @@ public:
   }
 
   void run(const Context& c, const ParamValues& values) override {
-    if (c.registry.methods(Task::Vi).empty())
-      throw Error("vi: this executable was built without the variational runtime (LibTorch); "
-                  "`ssmc build` links it into the executables of plate models (`ssmc run` does "
-                  "not)");
     const Method& m = method(c);
     MethodRun run = start(c);
     if (m.check)
@@ -98,6 +95,7 @@ public:
                           {"params", params},
                           {"iterations", fit.iterations},
                           {"trace", trace},
+                          {"train_s", fit.train_seconds},
                           {"elapsed_s", elapsed}};
       j.update(bounds_json(fit.train));
       if (const std::optional<double> ll = exact_log_likelihood(c, run, fit.theta, fixed, data))
@@ -151,16 +149,14 @@ private:
 } // namespace
 
 std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c) {
-  if (c.registry.methods(Task::Vi).empty() && c.info.step != "n")
-    return nullptr; // neither linked nor a model it would serve
+  if (variational_refusal(c.model, c.info))
+    return nullptr; // a state-space model
   CLI::App* sub = app.add_subcommand(
       "vi", fmt::format("Variational inference for a model over a plate: a guide q(z_n) per item "
                         "and the parameters trained by Adam on the ELBO or the IWAE bound; {}. "
                         "JSON: the parameters, the bounds per item averaged and the estimators "
                         "chosen; CSV: per item n, elbo, kl, iwae and the guide's moments",
-                        c.registry.methods(Task::Vi).empty()
-                            ? std::string("not linked into this executable")
-                            : c.registry.method_list(Task::Vi)));
+                        c.registry.method_list(Task::Vi)));
   return std::make_unique<Vi>(sub, c);
 }
 

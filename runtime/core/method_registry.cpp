@@ -119,19 +119,4 @@ std::string MethodRun::particle_choice() const {
   return registry ? registry->choose(Task::Filter, model, info, true).name : "auto";
 }
 
-namespace {
-std::vector<Registration>& registrations() {
-  static std::vector<Registration> list;
-  return list;
-}
-} // namespace
-
-void add_optional_registration(Registration registration) {
-  registrations().push_back(registration);
-}
-
-const std::vector<Registration>& optional_registrations() {
-  return registrations();
-}
-
 } // namespace ssm

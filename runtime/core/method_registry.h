@@ -166,11 +166,4 @@ private:
   std::map<Task, std::vector<MethodOption>> options_;
 };
 
-// The rooms that only some executables link (vi, over LibTorch) register their methods through
-// this: their executables' `main` adds the registration before running the command line, whose
-// registry calls it after the rooms every executable has (cli/registry.cpp).
-using Registration = void (*)(MethodRegistry&);
-void add_optional_registration(Registration registration);
-const std::vector<Registration>& optional_registrations();
-
 } // namespace ssm

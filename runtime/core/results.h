@@ -119,8 +119,9 @@ struct VariationalFit {
   };
   std::vector<TracePoint> trace;
   int64_t iterations = 0;
-  std::string objective; // elbo | iwae
-  int64_t samples = 0;   // of the training objective
+  double train_seconds = 0; // the training loop's wall time
+  std::string objective;    // elbo | iwae
+  int64_t samples = 0;      // of the training objective
   // Not empty when training stopped at a non-finite objective: the message naming the iteration;
   // theta then holds the parameters of the last finite one, and the bounds are empty.
   std::string failure;

@@ -1,6 +1,7 @@
 // The variational methods' registration: see methods.h.
 #include "vi/methods.h"
 #include "core/error.h"
+#include "vi/loader.h"
 #include "vi/variational.h"
 
 #include <fmt/format.h>
@@ -113,7 +114,7 @@ Method family(const char* name, const char* title, int rank) {
   };
   const std::string family_name = name;
   m.vi = [family_name](const MethodRun& run) {
-    return fit_variational(run, variational_options(run, family_name));
+    return fit_variational_loaded(run, variational_options(run, family_name));
   };
   return m;
 }

@@ -1,6 +1,6 @@
 // The variational methods' registration: the `vi` task's guide families (meanfield, fullrank),
-// their options and entry point. LibTorch-free; linked, with the vi room, only into the
-// executables of models that variational inference serves (vi/main.cpp).
+// their options and entry point, which loads the LibTorch part of the room on its first call
+// (vi/loader.h). LibTorch-free: every executable links it.
 #pragma once
 
 #include "core/method_registry.h"

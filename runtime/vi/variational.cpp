@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -70,9 +71,12 @@ struct VariationalProblem::Impl {
   std::optional<ParameterSpace> space;
   nn::CompiledDensity density;
   Guide guide;
-  torch::Tensor u;        // the learned parameters' unconstrained coordinates (may be empty)
-  torch::Tensor baseline; // [N]: per item, a moving average of its ELBO (score estimators)
-  torch::Tensor has_base; // [N] bool
+  // The learned parameters' unconstrained coordinates are u * u_scale, u_scale = max(1, |start|):
+  // Adam's steps in u are then relative to each coordinate's size (a mean of 1000 moves by tens,
+  // a log-scale by hundredths), where steps in the coordinates themselves would all be alike.
+  torch::Tensor u, u_scale; // may be empty
+  torch::Tensor baseline;   // [N]: per item, a moving average of its ELBO (score estimators)
+  torch::Tensor has_base;   // [N] bool
 
   Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
        const std::vector<double>& f, bool learn)
@@ -87,9 +91,13 @@ struct VariationalProblem::Impl {
             "them at their values with --fix",
             r.info.name, r.info.no_score_reason));
       const std::vector<double> theta(f.begin(), f.begin() + r.info.n_theta);
-      u = torch::tensor(space->unconstrain(theta), torch::kFloat64);
-      if (space->dimension() == 0)
-        u = torch::zeros({0}, torch::kFloat64);
+      std::vector<double> u0 = space->unconstrain(theta), scale(u0.size());
+      for (size_t k = 0; k < u0.size(); ++k) {
+        scale[k] = std::max(1.0, std::abs(u0[k]));
+        u0[k] /= scale[k];
+      }
+      u = torch::tensor(u0, torch::kFloat64).reshape({space->dimension()});
+      u_scale = torch::tensor(scale, torch::kFloat64).reshape({space->dimension()});
       u.set_requires_grad(space->dimension() > 0);
     }
     baseline = torch::zeros({d.T}, torch::kFloat64);
@@ -100,7 +108,7 @@ struct VariationalProblem::Impl {
 
   torch::Tensor theta() const {
     if (learns())
-      return ConstrainFunction::apply(u, &*space, &fixed);
+      return ConstrainFunction::apply(u * u_scale, &*space, &fixed);
     return torch::tensor(std::vector<double>(fixed.begin(), fixed.begin() + run.info.n_theta),
                          torch::kFloat64);
   }
@@ -287,13 +295,6 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
 
 } // namespace
 
-Refusal variational_refusal(const ssm_model&, const ModelInfo& info) {
-  if (info.step != "n")
-    return "the model is not over a plate (variational inference serves static latent-variable "
-           "models; variational smoothing of state-space models is not available yet)";
-  return std::nullopt;
-}
-
 VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options) {
   if (Refusal why = variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
@@ -308,7 +309,10 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     for (const LearnedParam& l : p.space->learned())
       fit.learned.push_back(run.info.params[l.index].name);
   std::vector<double> theta_good;
+  const auto start = std::chrono::steady_clock::now();
   fit.failure = train(p, fit, theta_good, run.progress);
+  fit.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fit.theta = theta_good;
   if (!fit.failure.empty())
     return fit;

@@ -3,8 +3,8 @@
 // with the model's learned parameters by stochastic gradient ascent (LibTorch's Adam) on the ELBO
 // or the IWAE bound, as in Kim, Wiseman & Rush (2018). The model's log-densities and their
 // gradients come from the compiled kernels (nn/compiled_density.h); the guide, the objectives
-// and their estimators are LibTorch code. This header is LibTorch-free: the rest of the runtime
-// calls it without Torch's headers.
+// and their estimators are LibTorch code. This header is LibTorch-free. Executables do not link
+// its implementation: they load it with LibTorch when `vi` runs (vi/loader.h).
 #pragma once
 
 #include "core/method_registry.h"
@@ -53,7 +53,12 @@ struct VariationalOptions {
 VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options);
 
 // Why variational inference does not apply to the model, or nullopt.
-Refusal variational_refusal(const ssm_model& model, const ModelInfo& info);
+inline Refusal variational_refusal(const ssm_model&, const ModelInfo& info) {
+  if (info.step != "n")
+    return "the model is not over a plate (variational inference serves static latent-variable "
+           "models; variational smoothing of state-space models is not available yet)";
+  return std::nullopt;
+}
 
 // The objective and its gradient as one stochastic estimate, for tests of the estimators: the
 // guide's parameters of every item and the learned parameters' unconstrained coordinates laid end

@@ -196,13 +196,27 @@ TEST_CASE("vi: refusals name what applies; a diverging run names its iteration",
   CHECK(std::isfinite(double(p["psi"])));
 }
 
-TEST_CASE("vi: only plate models have it, and only built executables", "[vi]") {
+TEST_CASE("vi: only plate models have it; ssmc run loads it as the executable does", "[vi]") {
   const std::string& sv = example_exe("sv");
   ProcessResult r = run_process({sv, "vi", "--data", "x.csv"});
   CHECK(r.exit_code == 2); // no such subcommand
+  const std::string& mix = model_exe("mix", kMixture);
   const std::string data = scratch_path("mix_jit.csv");
-  run_ok({model_exe("mix", kMixture), "simulate", "--T", "10", "--out", data});
-  r = run_process({ssmc_path(), "run", scratch_path("mix.ssm"), "--", "vi", "--data", data});
+  run_ok({mix, "simulate", "--T", "30", "--out", data});
+  const std::vector<std::string> args = {"vi", "--data", data, "--iterations", "200", "--json"};
+  std::vector<std::string> built = {mix}, jit = {ssmc_path(), "run", scratch_path("mix.ssm"), "--"};
+  built.insert(built.end(), args.begin(), args.end());
+  jit.insert(jit.end(), args.begin(), args.end());
+  nlohmann::json a = run_json(built), b = run_json(jit);
+  for (const char* timing : {"elapsed_s", "train_s"}) {
+    a.erase(timing);
+    b.erase(timing);
+  }
+  CHECK(a == b);
+  // A module that cannot be loaded is an error naming it, not a crash.
+  r = run_process(
+      {"/usr/bin/env", "SSMC_VI_LIBRARY=/nonexistent/libssm_vi.so", mix, "vi", "--data", data});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("built without the variational runtime") != std::string::npos);
+  CHECK(r.err.find("cannot load the variational runtime") != std::string::npos);
+  CHECK(r.err.find("/nonexistent/libssm_vi.so") != std::string::npos);
 }

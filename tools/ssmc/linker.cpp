@@ -32,48 +32,27 @@ Toolchain find_toolchain() {
   return tc;
 }
 
-namespace {
-
-// "a,b,c" (from CMake) as a list; "" as none.
-std::vector<std::string> split_list(std::string_view list) {
-  std::vector<std::string> out;
-  if (list.empty())
-    return out;
-  for (size_t comma; (comma = list.find(',')) != std::string_view::npos;
-       list.remove_prefix(comma + 1))
-    out.emplace_back(list.substr(0, comma));
-  out.emplace_back(list);
-  return out;
-}
-
-} // namespace
-
 const std::vector<std::string>& runtime_libraries() {
-  static const std::vector<std::string> libraries = split_list(SSMC_RUNTIME_LIBRARIES);
+  static const std::vector<std::string> libraries = [] {
+    std::vector<std::string> out;
+    std::string_view list = SSMC_RUNTIME_LIBRARIES; // "ssm_main,ssm_cli,...", from CMake
+    for (size_t comma; (comma = list.find(',')) != std::string_view::npos;
+         list.remove_prefix(comma + 1))
+      out.emplace_back(list.substr(0, comma));
+    out.emplace_back(list);
+    return out;
+  }();
   return libraries;
 }
 
-const std::vector<std::string>& variational_libraries() {
-  static const std::vector<std::string> libraries = split_list(SSMC_VARIATIONAL_LIBRARIES);
-  return libraries;
-}
-
-void link_executable(const Toolchain& tc, const std::string& object, const std::string& output,
-                     bool variational) {
+void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
   ssm::TemporaryPath tmp(output); // renamed into place once linked, removed otherwise
-  std::vector<std::string> args = {tc.cxx, object, "-o", tmp.path(), "-L" + tc.libdir};
-  variational = variational && !variational_libraries().empty();
-  if (variational)
-    for (const std::string& lib : variational_libraries())
-      args.push_back("-l" + lib);
+  std::vector<std::string> args = {tc.cxx,     object,           "-o",
+                                   tmp.path(), "-L" + tc.libdir, "-Wl,-rpath," + tc.libdir};
   for (const std::string& lib : runtime_libraries())
-    if (!(variational && lib == "ssm_main")) // ssm_main_vi is its entry point
-      args.push_back("-l" + lib);
+    args.push_back("-l" + lib);
   for (const char* lib : {"-lmvec", "-lm", "-pthread"})
     args.emplace_back(lib);
-  if (variational)
-    for (const std::string& flag : split_list(SSMC_TORCH_LINK_FLAGS))
-      args.push_back(flag);
   if (*SSMC_EXTRA_LINK_FLAG)
     args.emplace_back(SSMC_EXTRA_LINK_FLAG);
   std::vector<char*> argv;

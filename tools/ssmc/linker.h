@@ -20,14 +20,10 @@ Toolchain find_toolchain();
 // ssm_kernel): one per room of runtime/, as runtime/CMakeLists.txt lists them.
 const std::vector<std::string>& runtime_libraries();
 
-// The variational room's libraries (ssm_main_vi first, in place of ssm_main), linked with LibTorch
-// into the executables of plate models; empty when ssmc was built without LibTorch.
-const std::vector<std::string>& variational_libraries();
-
-// Links `object` into `output` (written atomically), with the variational room and LibTorch when
-// `variational` (and ssmc has them). Throws std::runtime_error with the command line when the
-// linker fails.
+// Links `object` into `output` (written atomically), with the runtime's directory as its run path,
+// where `vi` finds the module it loads (runtime/vi/loader.h). Throws std::runtime_error with the
+// command line when the linker fails.
 void link_executable(const Toolchain& toolchain, const std::string& object,
-                     const std::string& output, bool variational = false);
+                     const std::string& output);
 
 } // namespace ssm::tools

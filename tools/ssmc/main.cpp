@@ -31,6 +31,7 @@
 #include "passes/passes.h"
 #include "passes/plugin_loader.h"
 #include "passes/structure_report.h"
+#include "vi/loader.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -303,8 +304,6 @@ std::string build_cache_key(const ssm::tools::BuildCache& cache, const BuildOpti
   parts.push_back(ssm::tools::file_identity(toolchain.kernel_library));
   for (const std::string& lib : ssm::tools::runtime_libraries())
     parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
-  for (const std::string& lib : ssm::tools::variational_libraries()) // plate models link them
-    parts.push_back(ssm::tools::file_identity(fmt::format("{}/lib{}.a", toolchain.libdir, lib)));
   // A plugin's passes determine the output as the built-in ones do, so its whole file is hashed
   // (a rebuilt plugin can keep its size and, within a second, its modification time); where it
   // lies does not matter.
@@ -375,8 +374,7 @@ int build(const BuildOptions& options) {
     object.commit();
   } else {
     timer.phase("link");
-    // A plate model's executable has `vi`: it links the variational room and LibTorch.
-    ssm::tools::link_executable(toolchain, object.path(), output, model.items);
+    ssm::tools::link_executable(toolchain, object.path(), output);
   }
   if (cache)
     cache->store(cache_key, output, messages);
@@ -395,8 +393,8 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto [module, target] =
-      generate_module(model, context, *ctx, ssm::tools::find_toolchain(), timer);
+  const ssm::tools::Toolchain toolchain = ssm::tools::find_toolchain();
+  auto [module, target] = generate_module(model, context, *ctx, toolchain, timer);
   timer.phase("jit");
   ssm::codegen::Jit jit(std::move(ctx), std::move(module), *target);
   auto* table = static_cast<const ssm_model*>(jit.lookup("ssm_model_table"));
@@ -409,6 +407,8 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   for (std::string& s : strings)
     argv.push_back(s.data());
   argv.push_back(nullptr);
+  // `vi` loads its module from the runtime's directory, as a built executable does.
+  ssm::set_variational_library(toolchain.libdir + "/libssm_vi.so");
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 

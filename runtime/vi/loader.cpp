@@ -1,0 +1,73 @@
+// Loading the LibTorch part of the vi room at run time: see loader.h.
+#include "vi/loader.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+namespace ssm {
+
+namespace {
+
+std::string& configured_path() {
+  static std::string path;
+  return path;
+}
+
+struct Module {
+  void* handle = nullptr;
+  VariationalFitFn fit = nullptr;
+};
+
+const Module& module() {
+  static std::mutex mutex;
+  static Module m;
+  std::lock_guard lock(mutex);
+  if (m.fit)
+    return m;
+  const char* env = std::getenv("SSMC_VI_LIBRARY");
+  const std::string path = env && *env                  ? std::string(env)
+                           : !configured_path().empty() ? configured_path()
+                                                        : std::string("libssm_vi.so");
+  m.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m.handle)
+    throw Error(fmt::format("vi: cannot load the variational runtime (LibTorch): {}; it is "
+                            "built with ssmc where libtorch-dev is installed (tools/setup.sh), "
+                            "and SSMC_VI_LIBRARY may name its file",
+                            dlerror()));
+  const auto layout =
+      reinterpret_cast<VariationalLayoutFn>(dlsym(m.handle, kVariationalLayoutSymbol));
+  if (!layout || variational_layout() != layout())
+    throw Error(fmt::format("vi: the variational runtime {} was built by another ssmc than this "
+                            "executable's: rebuild the model with the ssmc beside it",
+                            path));
+  m.fit = reinterpret_cast<VariationalFitFn>(dlsym(m.handle, kVariationalFitSymbol));
+  if (!m.fit)
+    throw Error(fmt::format("vi: {} has no {}", path, kVariationalFitSymbol));
+  return m;
+}
+
+} // namespace
+
+void set_variational_library(const std::string& path) {
+  configured_path() = path;
+}
+
+std::string variational_layout() {
+  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; data {}", SSM_ABI_VERSION,
+                     sizeof(MethodRun), sizeof(ModelInfo), sizeof(VariationalOptions),
+                     sizeof(VariationalFit), sizeof(ObsData));
+}
+
+VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {
+  VariationalFit fit;
+  std::string error;
+  if (module().fit(&run, &options, &fit, &error) != 0)
+    throw Error(error);
+  return fit;
+}
+
+} // namespace ssm

@@ -1,0 +1,35 @@
+// Loading the LibTorch part of the vi room at run time. Executables do not link LibTorch, whose
+// start-up costs about 0.6 s and 160 MiB: `vi`'s entry point loads the shared module
+// libssm_vi.so (the vi and nn rooms with LibTorch, plugin.cpp) on its first call, from the
+// directory of ssmc's runtime libraries (the executable's run path, set when ssmc links it) or
+// from where set_variational_library says (`ssmc run`).
+#pragma once
+
+#include "core/method_registry.h"
+#include "vi/variational.h"
+
+#include <string>
+
+namespace ssm {
+
+// The module's file: SSMC_VI_LIBRARY if set, else the path given here, else libssm_vi.so found
+// through the executable's run path.
+void set_variational_library(const std::string& path);
+
+// fit_variational, run by the loaded module. Throws ssm::Error when the module cannot be loaded
+// (naming the file and why) or was built by another ssmc.
+VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options);
+
+// What the module exports (extern "C"): its build's layout, and the fit.
+inline constexpr const char* kVariationalLayoutSymbol = "ssm_vi_layout";
+inline constexpr const char* kVariationalFitSymbol = "ssm_vi_fit";
+using VariationalLayoutFn = const char* (*)();
+// Returns 0 and fills `out`, or 1 with the error's message in `error`.
+using VariationalFitFn = int (*)(const MethodRun* run, const VariationalOptions* options,
+                                 VariationalFit* out, std::string* error);
+
+// A text that differs between builds whose types the module and the executable could disagree
+// on: the ABI version and the sizes of what crosses between them.
+std::string variational_layout();
+
+} // namespace ssm

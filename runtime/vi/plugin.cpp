@@ -1,0 +1,27 @@
+// The entry points of libssm_vi.so, the module that executables load when `vi` runs
+// (vi/loader.h): the fit, with errors returned as text rather than thrown across the module's
+// boundary, and the layout of the types that cross it.
+#include "vi/loader.h"
+#include "vi/variational.h"
+
+#include <exception>
+#include <new>
+
+extern "C" __attribute__((visibility("default"))) const char* ssm_vi_layout() {
+  static const std::string layout = ssm::variational_layout();
+  return layout.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) int
+ssm_vi_fit(const ssm::MethodRun* run, const ssm::VariationalOptions* options,
+           ssm::VariationalFit* out, std::string* error) {
+  try {
+    *out = ssm::fit_variational(*run, *options);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    *error = "vi: out of memory (try a smaller --batch-size or --eval-samples)";
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return 1;
+}
