@@ -213,6 +213,9 @@ TEST_CASE("vi: only plate models have it; ssmc run loads it as the executable do
     b.erase(timing);
   }
   CHECK(a == b);
+  // Neither executable links LibTorch (whose start-up costs 0.6 s): vi loads it when it runs.
+  for (const std::string& exe : {sv, mix})
+    CHECK(run_ok({"/usr/bin/ldd", exe}).out.find("libtorch") == std::string::npos);
   // A module that cannot be loaded is an error naming it, not a crash.
   r = run_process(
       {"/usr/bin/env", "SSMC_VI_LIBRARY=/nonexistent/libssm_vi.so", mix, "vi", "--data", data});
