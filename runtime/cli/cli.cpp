@@ -24,16 +24,19 @@ std::string program_name(int argc, char** argv) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// Every file the run reads (--data, --inputs, --params, --data-file) against every file it
-// writes (--out, --save): one spelling of an input as an output is refused before anything runs.
+// Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide) against
+// every file it writes (--out, --save, --save-guide): one spelling of an input as an output is
+// refused before anything runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
   std::vector<std::string> inputs, outputs;
   auto collect = [&](const CLI::App& a) {
     for (const CLI::Option* o : a.get_options())
       if (o->count() > 0)
-        for (const char* name : {"data", "inputs", "params", "data-file", "test", "out", "save"})
+        for (const char* name : {"data", "inputs", "params", "data-file", "test", "load-guide",
+                                 "out", "save", "save-guide"})
           if (o->check_lname(name)) {
-            bool output = std::string_view(name) == "out" || std::string_view(name) == "save";
+            const std::string_view n = name;
+            const bool output = n == "out" || n == "save" || n == "save-guide";
             for (const std::string& value : o->results())
               (output ? outputs : inputs).push_back(value);
           }

@@ -58,8 +58,10 @@ public:
       throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
                               "supported by vi yet",
                               data_));
+    const std::string save_guide = options_.word("--save-guide");
     check_output_path(out_);
     check_output_path(save_);
+    check_output_path(save_guide);
     run.fixed = &fixed;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
@@ -77,6 +79,8 @@ public:
     }
     if (!save_.empty())
       write_output(c, save_, params.dump(2) + "\n");
+    if (!save_guide.empty())
+      write_output(c, save_guide, fit.guide_state);
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
     if (json_) {

@@ -112,7 +112,9 @@ struct VariationalFit {
     std::vector<std::vector<double>> guide; // [item][column]
   };
   Bounds train;
-  std::optional<Bounds> test; // --test: the guide fitted to the held-out items, theta kept
+  // --test: the held-out items' bounds, theta kept (their own guides fitted, or the amortized
+  // guide's encoder applied to them).
+  std::optional<Bounds> test;
   struct TracePoint {
     int64_t iteration = 0;
     double objective = 0; // the training objective per item, averaged since the last point
@@ -120,6 +122,7 @@ struct VariationalFit {
   std::vector<TracePoint> trace;
   int64_t iterations = 0;
   double train_seconds = 0; // the training loop's wall time
+  std::string guide_state;  // an amortized guide's encoder, as bytes for --save-guide
   std::string objective;    // elbo | iwae
   int64_t samples = 0;      // of the training objective
   // Not empty when training stopped at a non-finite objective: the message naming the iteration;

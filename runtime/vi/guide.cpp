@@ -158,14 +158,17 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
 }
 
 Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
-             const std::vector<double>& fixed, int64_t items, bool fullrank, uint64_t seed)
-    : plan_(plan), n_state_(info.n_state), items_(items), fullrank_(fullrank) {
+             const std::vector<double>& fixed, const ObsData& data,
+             const VariationalOptions& options, uint64_t seed)
+    : plan_(plan), n_state_(info.n_state), items_(data.T),
+      continuous_(static_cast<int64_t>(plan.continuous.size())),
+      fullrank_(options.family == kFullRankName) {
   // The prior's moments, from draws of the initial kernel (items share their prior).
   constexpr int64_t S = 512;
   std::vector<double> x(S * std::max<int64_t>(1, info.n_state));
   Frame frame(info, fixed);
   model.init_sample(frame.step(nullptr, nullptr), seed ^ 0x5eed, 0, S, S, x.data());
-  const int64_t C = static_cast<int64_t>(plan.continuous.size());
+  const int64_t C = continuous_;
   std::vector<double> mean(C, 0.0), log_sd(C, 0.0);
   for (int64_t j = 0; j < C; ++j) {
     double s = 0, ss = 0;
@@ -180,11 +183,7 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
       log_sd[j] = std::log(sd);
     }
   }
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-  mu_ = torch::tensor(mean, opts).repeat({items, 1}).set_requires_grad(true);
-  log_sd_ = torch::tensor(log_sd, opts).repeat({items, 1}).set_requires_grad(true);
-  if (fullrank_)
-    lower_ = torch::zeros({items, C, C}, opts).set_requires_grad(true);
+  std::vector<std::vector<double>> logits;
   for (const GuidePlan::Discrete& d : plan.discrete) {
     std::vector<double> count(d.values, 1.0); // add-one: no value starts impossible
     for (int64_t n = 0; n < S; ++n) {
@@ -194,8 +193,70 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
     }
     for (double& c : count)
       c = std::log(c);
-    logits_.push_back(torch::tensor(count, opts).repeat({items, 1}).set_requires_grad(true));
+    logits.push_back(count);
   }
+  if (options.family == kAmortizedName) {
+    std::vector<double> start = mean;
+    start.insert(start.end(), log_sd.begin(), log_sd.end());
+    for (const std::vector<double>& l : logits)
+      start.insert(start.end(), l.begin(), l.end());
+    start_encoder(data, options, start);
+    return;
+  }
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t N = items_;
+  mu_ = torch::tensor(mean, opts).repeat({N, 1}).set_requires_grad(true);
+  log_sd_ = torch::tensor(log_sd, opts).repeat({N, 1}).set_requires_grad(true);
+  if (fullrank_)
+    lower_ = torch::zeros({N, C, C}, opts).set_requires_grad(true);
+  for (const std::vector<double>& l : logits)
+    logits_.push_back(torch::tensor(l, opts).repeat({N, 1}).set_requires_grad(true));
+}
+
+void Guide::start_encoder(const ObsData& data, const VariationalOptions& options,
+                          const std::vector<double>& start) {
+  const int64_t M = data.n_obs;
+  for (int64_t t = 0; t < data.T; ++t)
+    for (int64_t k = 0; k < M; ++k)
+      if (std::isnan(data.y[t * M + k]))
+        throw Error(fmt::format("vi ({}): {} line {}: a missing observation; the encoder reads "
+                                "every observation of an item",
+                                kAmortizedName, data.source, data.line(t)));
+  inputs_ = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+  const int64_t outputs = static_cast<int64_t>(start.size());
+  if (!options.load_guide.empty()) {
+    encoder_ = nn::load_mlp(options.load_guide);
+    if (encoder_->spec().inputs != M || encoder_->spec().outputs != outputs)
+      throw Error(fmt::format("vi: the guide in {} maps {} observations to {} outputs; this "
+                              "model's amortized guide maps {} to {}",
+                              options.load_guide, encoder_->spec().inputs, encoder_->spec().outputs,
+                              M, outputs));
+    return;
+  }
+  encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation});
+  encoder_->set_standardisation(inputs_.mean(0), inputs_.std(0));
+  encoder_->start_at(start);
+}
+
+Guide::Local Guide::local(const torch::Tensor& idx) const {
+  Local l;
+  const int64_t C = continuous_;
+  if (amortized()) {
+    const torch::Tensor out = encoder_->forward(inputs_.index_select(0, idx));
+    l.mu = out.narrow(1, 0, C);
+    l.log_sd = out.narrow(1, C, C);
+    int64_t at = 2 * C;
+    for (const GuidePlan::Discrete& d : plan_.discrete) {
+      l.logits.push_back(out.narrow(1, at, d.values));
+      at += d.values;
+    }
+    return l;
+  }
+  l.mu = mu_.index_select(0, idx);
+  l.log_sd = log_sd_.index_select(0, idx);
+  for (const torch::Tensor& t : logits_)
+    l.logits.push_back(t.index_select(0, idx));
+  return l;
 }
 
 torch::Tensor Guide::cholesky(const torch::Tensor& idx) const {
@@ -205,10 +266,11 @@ torch::Tensor Guide::cholesky(const torch::Tensor& idx) const {
 
 GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step,
                        uint64_t seed) const {
-  const int64_t I = static_cast<int64_t>(items.size()), C = mu_.size(1),
+  const int64_t I = static_cast<int64_t>(items.size()), C = continuous_,
                 Dd = static_cast<int64_t>(plan_.discrete.size()), E = plan_.enumeration;
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor idx = torch::tensor(items, torch::kInt64);
+  const Local params = local(idx);
   GuideDraws d;
   d.log_q_sampled = torch::zeros({I, K}, opts);
   d.log_q_sticking = torch::zeros({I, K}, opts);
@@ -223,8 +285,8 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
           e[(i * K + k) * C + c] =
               sample_std_normal(seed, static_cast<uint32_t>(items[i]), step,
                                 kSiteContinuous + static_cast<uint32_t>(k * C + c));
-    const torch::Tensor mu = mu_.index_select(0, idx).unsqueeze(1); // [I, 1, C]
-    const torch::Tensor log_sd = log_sd_.index_select(0, idx);
+    const torch::Tensor mu = params.mu.unsqueeze(1); // [I, 1, C]
+    const torch::Tensor log_sd = params.log_sd;
     torch::Tensor L, z;
     if (fullrank_) {
       L = cholesky(idx);
@@ -273,7 +335,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
   int64_t radix = 1;
   for (int64_t j = 0; j < Dd; ++j) {
     const GuidePlan::Discrete& g = plan_.discrete[j];
-    const torch::Tensor log_p = torch::log_softmax(logits_[j].index_select(0, idx), 1); // [I, V]
+    const torch::Tensor log_p = torch::log_softmax(params.logits[j], 1); // [I, V]
     if (g.enumerate) {
       std::vector<int64_t> values(E);
       for (int64_t e = 0; e < E; ++e)
@@ -310,8 +372,10 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
 }
 
 std::vector<torch::Tensor> Guide::parameters() const {
+  if (amortized())
+    return encoder_->parameters();
   std::vector<torch::Tensor> p;
-  if (mu_.size(1) > 0) {
+  if (continuous_ > 0) {
     p.push_back(mu_);
     p.push_back(log_sd_);
     if (fullrank_)
@@ -324,7 +388,13 @@ std::vector<torch::Tensor> Guide::parameters() const {
 
 std::vector<std::string> Guide::parameter_names() const {
   std::vector<std::string> names;
-  const int64_t C = mu_.size(1);
+  if (amortized()) {
+    for (const auto& p : encoder_->named_parameters())
+      for (int64_t k = 0; k < p.value().numel(); ++k)
+        names.push_back(fmt::format("encoder.{}[{}]", p.key(), k));
+    return names;
+  }
+  const int64_t C = continuous_;
   if (C > 0) {
     for (const char* what : {"mu", "log_sd"})
       for (int64_t n = 0; n < items_; ++n)
@@ -358,26 +428,25 @@ std::vector<std::string> Guide::columns() const {
 
 std::vector<std::vector<double>> Guide::moments() const {
   torch::NoGradGuard no_grad;
-  const int64_t C = mu_.size(1);
-  torch::Tensor mu = mu_.contiguous(), sd;
-  if (fullrank_) {
-    const torch::Tensor all = torch::arange(items_, torch::kInt64);
-    sd = cholesky(all).pow(2).sum(2).sqrt().contiguous(); // sqrt(diag(L L^T))
-  } else {
-    sd = log_sd_.exp().contiguous();
-  }
+  const int64_t C = continuous_;
+  const torch::Tensor all = torch::arange(items_, torch::kInt64);
+  const Local l = local(all);
+  const torch::Tensor mu = l.mu.contiguous();
+  const torch::Tensor sd = (fullrank_ ? cholesky(all).pow(2).sum(2).sqrt() // sqrt(diag(L L^T))
+                                      : l.log_sd.exp())
+                               .contiguous();
   std::vector<torch::Tensor> probs;
-  for (const torch::Tensor& l : logits_)
-    probs.push_back(torch::softmax(l, 1).contiguous());
+  for (const torch::Tensor& logits : l.logits)
+    probs.push_back(torch::softmax(logits, 1).contiguous());
   std::vector<std::vector<double>> out(items_);
   for (int64_t n = 0; n < items_; ++n) {
     for (int64_t c = 0; c < C; ++c) {
-      out[n].push_back(mu[n][c].item<double>());
-      out[n].push_back(sd[n][c].item<double>());
+      out[n].push_back(mu.data_ptr<double>()[n * C + c]);
+      out[n].push_back(sd.data_ptr<double>()[n * C + c]);
     }
     for (const torch::Tensor& p : probs)
       for (int64_t v = 0; v < p.size(1); ++v)
-        out[n].push_back(p[n][v].item<double>());
+        out[n].push_back(p.data_ptr<double>()[n * p.size(1) + v]);
   }
   return out;
 }

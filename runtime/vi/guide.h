@@ -1,11 +1,14 @@
 // The default guide of a plate model, q(z_n) per item n: Gaussian over the continuous latent
-// components (mean-field, or full-rank with a Cholesky factor), a free categorical over each
-// discrete one; the gradient estimator each latent variable's part of the objective gets; draws
+// components (mean-field, or full-rank with a Cholesky factor), a categorical over each discrete
+// one, with parameters of each item's own or computed from its observations by an encoder network
+// (amortized); the gradient estimator each latent variable's part of the objective gets; draws
 // from the guide as LibTorch tensors whose graph reaches its parameters.
 #pragma once
 
+#include "core/csv.h"
 #include "core/results.h"
 #include "kernel/abi.h"
+#include "nn/mlp.h"
 #include "vi/variational.h"
 
 #include <torch/torch.h>
@@ -60,9 +63,11 @@ struct GuideDraws {
 class Guide {
 public:
   // Starts at the prior: each item's Gaussian has the prior's mean and sd (from draws of the
-  // initial kernel), each categorical the prior's frequencies.
+  // initial kernel), each categorical the prior's frequencies; an amortized guide's encoder
+  // outputs them whatever the item (or is read from options.load_guide).
   Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
-        const std::vector<double>& fixed, int64_t items, bool fullrank, uint64_t seed);
+        const std::vector<double>& fixed, const ObsData& data, const VariationalOptions& options,
+        uint64_t seed);
 
   GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed) const;
   std::vector<torch::Tensor> parameters() const;
@@ -72,14 +77,31 @@ public:
   std::vector<std::string> columns() const;
   std::vector<std::vector<double>> moments() const;
 
+  bool amortized() const { return !encoder_.is_empty(); }
+  // An amortized guide: its encoder's bytes (nn/mlp.h), and the encoder of `other` applied to
+  // this guide's items (held-out items).
+  std::string save() const { return encoder_->save(); }
+  void share_encoder(const Guide& other) { encoder_ = other.encoder_; }
+
 private:
+  // The guide's parameters of items `idx`: means and log sds [I, C], logits per discrete
+  // component [I, values].
+  struct Local {
+    torch::Tensor mu, log_sd;
+    std::vector<torch::Tensor> logits;
+  };
+  Local local(const torch::Tensor& idx) const;
   torch::Tensor cholesky(const torch::Tensor& idx) const; // [I, C, C] (full-rank)
+  void start_encoder(const ObsData& data, const VariationalOptions& options,
+                     const std::vector<double>& start);
 
   const GuidePlan& plan_;
-  int64_t n_state_ = 0, items_ = 0;
+  int64_t n_state_ = 0, items_ = 0, continuous_ = 0;
   bool fullrank_ = false;
   torch::Tensor mu_, log_sd_, lower_; // [N, C], [N, C], [N, C, C] (strictly lower part used)
   std::vector<torch::Tensor> logits_; // per discrete component: [N, values]
+  mutable nn::Mlp encoder_{nullptr};  // amortized: observations -> (mu, log_sd, logits)
+  torch::Tensor inputs_;              // amortized: [N, n_obs], the items' observations
 };
 
 } // namespace ssm

@@ -6,9 +6,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+
 namespace ssm {
 
 namespace {
+
+// --hidden: widths separated by commas ("64,64"), or "" for none.
+std::vector<int64_t> hidden_layers(const std::string& text) {
+  std::vector<int64_t> widths;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string word = text.substr(at, comma - at);
+    int64_t w = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), w);
+    if (ec != std::errc() || end != word.data() + word.size() || w < 1 || w > 65536)
+      throw Error(fmt::format("vi: --hidden {}: expected widths from 1 to 65536 separated by "
+                              "commas, as 64,64",
+                              text));
+    widths.push_back(w);
+    at = comma + 1;
+  }
+  return widths;
+}
 
 VariationalOptions variational_options(const MethodRun& run, const std::string& family) {
   VariationalOptions o;
@@ -27,6 +48,9 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.fixed = run.options.names("--fix");
   o.eval_samples = run.options.integer("--eval-samples");
   o.test_file = run.options.word("--test");
+  o.hidden = hidden_layers(run.options.word("--hidden"));
+  o.activation = run.options.word("--activation");
+  o.load_guide = run.options.word("--load-guide");
   return o;
 }
 
@@ -54,9 +78,8 @@ void add_options(MethodRegistry& registry) {
            .default_value = std::vector<std::string>{},
            .type_name = "ESTIMATOR"});
   registry.add_option(vi, {.flag = "--iterations",
-                           .help = "Steps of Adam",
-                           .default_value = d.iterations,
-                           .check = MethodOption::Check::Positive});
+                           .help = "Steps of Adam (0: evaluate the starting guide)",
+                           .default_value = d.iterations});
   registry.add_option(vi, {.flag = "--learning-rate",
                            .help = "Adam's step size",
                            .default_value = d.learning_rate,
@@ -89,6 +112,27 @@ void add_options(MethodRegistry& registry) {
                            .default_value = d.eval_samples,
                            .check = MethodOption::Check::Positive,
                            .type_name = "K"});
+  registry.add_option(vi, {.flag = "--hidden",
+                           .help = "amortized: the encoder's hidden layers, widths separated by "
+                                   "commas",
+                           .default_value = std::string("64"),
+                           .type_name = "WIDTHS"});
+  registry.add_option(vi, {.flag = "--activation",
+                           .help = "amortized: the encoder's activation",
+                           .default_value = d.activation,
+                           .choices = {"tanh", "relu", "silu", "gelu"}});
+  registry.add_option(vi, {.flag = "--save-guide",
+                           .help = "amortized: write the trained encoder (LibTorch's archive), "
+                                   "which --load-guide reads",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
+  registry.add_option(vi, {.flag = "--load-guide",
+                           .help = "amortized: start from this saved encoder (with "
+                                   "--iterations 0: only evaluate it)",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
   registry.add_option(vi, {.flag = "--test",
                            .help = "Held-out items (CSV, as --data): the guide is fitted to them "
                                    "with the parameters kept, and their bounds reported",
@@ -107,10 +151,20 @@ Method family(const char* name, const char* title, int rank) {
   m.options = {"--objective",     "--samples",    "--estimator",    "--iterations",
                "--learning-rate", "--batch-size", "--clip",         "--schedule",
                "--baseline",      "--fix",        "--eval-samples", "--test"};
+  if (std::string_view(name) == kAmortizedName)
+    for (const char* o : {"--hidden", "--activation", "--save-guide", "--load-guide"})
+      m.options.push_back(o);
   m.applies = variational_refusal;
-  m.check = [](const MethodRun& run) {
+  m.check = [amortized = std::string_view(name) == kAmortizedName](const MethodRun& run) {
     if (Refusal why = variational_refusal(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
+    if (run.options.integer("--iterations") < 0)
+      throw Error("vi: --iterations must be 0 or more");
+    for (const char* flag : {"--save-guide", "--load-guide"})
+      if (!amortized && !run.options.word(flag).empty())
+        throw Error(fmt::format("vi: {} needs --method {}: the other guides have parameters per "
+                                "item, which do not carry over to other items",
+                                flag, kAmortizedName));
   };
   const std::string family_name = name;
   m.vi = [family_name](const MethodRun& run) {
@@ -129,6 +183,10 @@ void register_variational_methods(MethodRegistry& registry) {
   registry.add(family(kFullRankName,
                       "a Gaussian with a full covariance over the continuous latents of an item",
                       1));
+  registry.add(family(kAmortizedName,
+                      "mean-field, its parameters computed from the item's observations by an "
+                      "MLP encoder, as a VAE's",
+                      2));
 }
 
 } // namespace ssm

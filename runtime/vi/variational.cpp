@@ -81,8 +81,7 @@ struct VariationalProblem::Impl {
   Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
        const std::vector<double>& f, bool learn)
       : run(r), opt(o), data(d), plan(plan_guide(r.model, r.info, o)), fixed(f),
-        density(r.model, r.info, d, f),
-        guide(plan, r.model, r.info, f, d.T, o.family == kFullRankName, r.seed) {
+        density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed) {
     if (learn) {
       space.emplace(r.info, o.fixed);
       if (space->dimension() > 0 && !r.model.score_terms)
@@ -317,15 +316,21 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (!fit.failure.empty())
     return fit;
   fit.train = evaluate(p);
+  if (p.guide.amortized())
+    fit.guide_state = p.guide.save();
   if (!options.test_file.empty()) {
     const ObsData test = read_observations_file(run.info, options.test_file);
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
-    VariationalFit ignored;
-    std::vector<double> unused;
-    if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty())
-      throw Error(fmt::format("{} (fitting the guide to the --test items)", failure));
+    if (p.guide.amortized()) { // the trained encoder, applied to the held-out items
+      q.guide.share_encoder(p.guide);
+    } else { // a guide of their own per item
+      VariationalFit ignored;
+      std::vector<double> unused;
+      if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty())
+        throw Error(fmt::format("{} (fitting the guide to the --test items)", failure));
+    }
     fit.test = evaluate(q);
   }
   return fit;

@@ -19,6 +19,7 @@ namespace ssm {
 
 inline constexpr const char* kMeanFieldName = "meanfield";
 inline constexpr const char* kFullRankName = "fullrank";
+inline constexpr const char* kAmortizedName = "amortized";
 
 // The gradient estimators of a latent variable's part of the objective.
 inline constexpr const char* kReparamName = "reparam";     // z = mu + L eps (continuous)
@@ -44,6 +45,10 @@ struct VariationalOptions {
   std::vector<std::string> fixed;    // --fix: parameters kept at their values
   int64_t eval_samples = 1000;       // draws per item of the final bounds
   std::string test_file;             // --test: held-out items
+  // amortized: the encoder's hidden layers and activation, and a saved encoder to start from.
+  std::vector<int64_t> hidden = {64};
+  std::string activation = "tanh";
+  std::string load_guide;
 };
 
 // Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the
