@@ -108,6 +108,8 @@ public:
         j["test"] = bounds_json(*fit.test);
       print_json(c, j);
     }
+    if (!fit.test_failure.empty()) // after the training's outputs, which stand
+      throw Error(fit.test_failure);
   }
 
 private:

@@ -128,6 +128,8 @@ struct VariationalFit {
   // Not empty when training stopped at a non-finite objective: the message naming the iteration;
   // theta then holds the parameters of the last finite one, and the bounds are empty.
   std::string failure;
+  // Not empty when fitting the held-out items' guides failed (the training's results stand).
+  std::string test_failure;
 };
 
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.

@@ -17,9 +17,9 @@ namespace {
 struct LogJointFunction : torch::autograd::Function<LogJointFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z,
                                const torch::Tensor& theta, const CompiledDensity* density,
-                               const std::vector<int64_t>* items) {
+                               const std::vector<int64_t>* items, bool prior_only) {
     const bool gz = z.requires_grad(), gt = theta.requires_grad();
-    CompiledDensity::Evaluation e = density->evaluate(z, *items, theta, gz, gt, false);
+    CompiledDensity::Evaluation e = density->evaluate(z, *items, theta, gz, gt, prior_only);
     ctx->save_for_backward({gz ? e.grad_z : torch::Tensor(), gt ? e.grad_theta : torch::Tensor()});
     return e.value;
   }
@@ -33,7 +33,7 @@ struct LogJointFunction : torch::autograd::Function<LogJointFunction> {
       grad_z = saved[0] * g;
     if (saved[1].defined())
       grad_theta = (saved[1] * g).sum(std::vector<int64_t>{0, 1});
-    return {grad_z, grad_theta, torch::Tensor(), torch::Tensor()};
+    return {grad_z, grad_theta, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -76,11 +76,13 @@ CompiledDensity::Evaluation CompiledDensity::evaluate(const torch::Tensor& z_in,
   at::parallel_for(0, I, 1, [&](int64_t begin, int64_t end) {
     Frame frame(info_, fixed);
     std::vector<double> obs(S);
+    // The prior alone: the gradient kernels skip a missing observation.
+    const std::vector<double> missing(info_.n_obs, NAN);
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = items[i];
       const double* f = frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
       const double* x = zs + i * D * S;
-      const double* y = data_.at(t);
+      const double* y = prior_only ? missing.data() : data_.at(t);
       double* out = value + i * S;
       // The transition of plate items ignores the previous state: x stands in for it.
       if (t == 0)
@@ -107,12 +109,12 @@ CompiledDensity::Evaluation CompiledDensity::evaluate(const torch::Tensor& z_in,
 
 torch::Tensor CompiledDensity::log_joint(const torch::Tensor& z, const std::vector<int64_t>& items,
                                          const torch::Tensor& theta) const {
-  return LogJointFunction::apply(z, theta, this, &items);
+  return LogJointFunction::apply(z, theta, this, &items, false);
 }
 
 torch::Tensor CompiledDensity::log_prior(const torch::Tensor& z, const std::vector<int64_t>& items,
                                          const torch::Tensor& theta) const {
-  return evaluate(z, items, theta, false, false, true).value;
+  return LogJointFunction::apply(z, theta, this, &items, true);
 }
 
 } // namespace ssm::nn

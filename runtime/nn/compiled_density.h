@@ -31,7 +31,8 @@ public:
   // theta when theta requires it (a score_terms kernel).
   torch::Tensor log_joint(const torch::Tensor& z, const std::vector<int64_t>& items,
                           const torch::Tensor& theta) const;
-  // [I, S]: log p(z) alone, without gradients (the KL term of a bound).
+  // [I, S]: log p(z) alone (the KL term of a bound), its gradients as log_joint's (the gradient
+  // kernels at a missing observation).
   torch::Tensor log_prior(const torch::Tensor& z, const std::vector<int64_t>& items,
                           const torch::Tensor& theta) const;
 

@@ -282,9 +282,9 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     for (int64_t i = 0; i < I; ++i)
       for (int64_t k = 0; k < K; ++k)
         for (int64_t c = 0; c < C; ++c)
-          e[(i * K + k) * C + c] =
-              sample_std_normal(seed, static_cast<uint32_t>(items[i]), step,
-                                kSiteContinuous + static_cast<uint32_t>(k * C + c));
+          e[(i * K + k) * C + c] = sample_std_normal_k(seed, static_cast<uint32_t>(items[i]), step,
+                                                       kSiteContinuous + static_cast<uint32_t>(c),
+                                                       static_cast<uint32_t>(k));
     const torch::Tensor mu = params.mu.unsqueeze(1); // [I, 1, C]
     const torch::Tensor log_sd = params.log_sd;
     torch::Tensor L, z;
@@ -353,8 +353,9 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     int64_t* ch = chosen.data_ptr<int64_t>();
     for (int64_t i = 0; i < I; ++i)
       for (int64_t k = 0; k < K; ++k) {
-        const double u = philox_u01(seed, static_cast<uint32_t>(items[i]), step,
-                                    kSiteDiscrete + static_cast<uint32_t>(k * Dd + j), 0);
+        const double u =
+            philox_u01(seed, static_cast<uint32_t>(items[i]), step,
+                       kSiteDiscrete + static_cast<uint32_t>(j), static_cast<uint32_t>(k));
         int64_t v = 0;
         for (double acc = pp[i * g.values]; acc < u && v + 1 < g.values;)
           acc += pp[i * g.values + ++v];

@@ -19,9 +19,9 @@
 
 namespace ssm {
 
-// Philox sites of the guide's draws (the counter's third word).
-inline constexpr uint32_t kSiteContinuous = 0;      // + k * C + c
-inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + k * (discrete components) + j
+// Philox sites of the guide's draws (the counter's third word; the draw k is its fourth).
+inline constexpr uint32_t kSiteContinuous = 0;      // + the continuous component c
+inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + the discrete component j
 inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
 
 // Which latent components the guide treats how.

@@ -57,9 +57,12 @@ void set_variational_library(const std::string& path) {
 }
 
 std::string variational_layout() {
-  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; data {}", SSM_ABI_VERSION,
-                     sizeof(MethodRun), sizeof(ModelInfo), sizeof(VariationalOptions),
-                     sizeof(VariationalFit), sizeof(ObsData));
+  // The build time of this file, which the executable and the module each link, tells a module
+  // rebuilt since the executable was linked even where the sizes agree.
+  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; data {}; built {} {}",
+                     SSM_ABI_VERSION, sizeof(MethodRun), sizeof(ModelInfo),
+                     sizeof(VariationalOptions), sizeof(VariationalFit), sizeof(ObsData), __DATE__,
+                     __TIME__);
 }
 
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {

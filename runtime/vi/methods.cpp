@@ -45,6 +45,7 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.clip = run.options.real("--clip");
   o.schedule = run.options.word("--schedule");
   o.baseline = run.options.word("--baseline");
+  o.kl_warmup = run.options.integer("--kl-warmup");
   o.fixed = run.options.names("--fix");
   o.eval_samples = run.options.integer("--eval-samples");
   o.test_file = run.options.word("--test");
@@ -101,6 +102,11 @@ void add_options(MethodRegistry& registry) {
                                    "moving average with K = 1) or none",
                            .default_value = d.baseline,
                            .choices = {"average", "none"}});
+  registry.add_option(vi, {.flag = "--kl-warmup",
+                           .help = "KL annealing: the ELBO's KL term weighs iteration / N for the "
+                                   "first N iterations, then 1 (Bowman et al. 2016; 0: none)",
+                           .default_value = d.kl_warmup,
+                           .type_name = "N"});
   registry.add_option(vi, {.flag = "--fix",
                            .help = "Keep this parameter at its value (repeatable); every other "
                                    "parameter with a value or a prior is trained with the guide",
@@ -148,9 +154,9 @@ Method family(const char* name, const char* title, int rank) {
   m.task = Task::Vi;
   m.rank = rank;
   m.auto_help = rank == 0 ? "{}" : "";
-  m.options = {"--objective",     "--samples",    "--estimator",    "--iterations",
-               "--learning-rate", "--batch-size", "--clip",         "--schedule",
-               "--baseline",      "--fix",        "--eval-samples", "--test"};
+  m.options = {"--objective",  "--samples",      "--estimator", "--iterations", "--learning-rate",
+               "--batch-size", "--clip",         "--schedule",  "--baseline",   "--kl-warmup",
+               "--fix",        "--eval-samples", "--test"};
   if (std::string_view(name) == kAmortizedName)
     for (const char* o : {"--hidden", "--activation", "--save-guide", "--load-guide"})
       m.options.push_back(o);
@@ -158,8 +164,9 @@ Method family(const char* name, const char* title, int rank) {
   m.check = [amortized = std::string_view(name) == kAmortizedName](const MethodRun& run) {
     if (Refusal why = variational_refusal(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
-    if (run.options.integer("--iterations") < 0)
-      throw Error("vi: --iterations must be 0 or more");
+    for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
+      if (run.options.integer(flag) < 0)
+        throw Error(fmt::format("vi: {} must be 0 or more", flag));
     for (const char* flag : {"--save-guide", "--load-guide"})
       if (!amortized && !run.options.word(flag).empty())
         throw Error(fmt::format("vi: {} needs --method {}: the other guides have parameters per "

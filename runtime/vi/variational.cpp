@@ -120,7 +120,9 @@ struct VariationalProblem::Impl {
   }
 
   // The terms at `items` with K draws each, from the draws of `step`.
-  Terms terms(const std::vector<int64_t>& items, int64_t K, int64_t step, bool with_kl) {
+  // `beta` < 1 (KL annealing): the ELBO's surrogate weighs its KL term by beta.
+  Terms terms(const std::vector<int64_t>& items, int64_t K, int64_t step, bool with_kl,
+              double beta = 1) {
     const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed);
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = theta();
@@ -141,11 +143,29 @@ struct VariationalProblem::Impl {
     t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
     if (opt.objective == "iwae") {
       t.surrogate = t.iwae;
+      // IWAE sums the enumerated latents exactly, so their categoricals are not in it: they are
+      // trained on the ELBO given the other draws (its gradient in their logits only), which
+      // makes them the posterior of the enumerated latents that the bounds and `prob_` report.
+      if (E > 1)
+        t.surrogate = t.surrogate +
+                      (q_e.unsqueeze(1) * (logp.detach() - d.log_q_sticking.detach().unsqueeze(2) -
+                                           d.log_q_enumerated.unsqueeze(1)))
+                          .sum(2)
+                          .mean(1);
     } else {
-      t.surrogate = t.elbo;
+      // E[log p(x | z)] - beta KL(q || p(z)) = E[log p(x, z) - (1 - beta) log p(z) - beta log q].
+      torch::Tensor annealed = value_k;
+      if (beta < 1) {
+        const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
+        annealed = (q_e.unsqueeze(1) *
+                    (logp - (1 - beta) * lp -
+                     beta * (d.log_q_sticking.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1))))
+                       .sum(2);
+      }
+      t.surrogate = annealed.mean(1);
       if (d.log_q_score.defined()) { // REINFORCE: (f - b) * d log q, b a baseline
-        const torch::Tensor b = baseline_for(items, t.value_k);
-        t.surrogate = t.surrogate + ((t.value_k - b) * d.log_q_score).mean(1);
+        const torch::Tensor v = annealed.detach(), b = baseline_for(items, v);
+        t.surrogate = t.surrogate + ((v - b) * d.log_q_score).mean(1);
       }
     }
     if (with_kl) {
@@ -158,7 +178,8 @@ struct VariationalProblem::Impl {
   }
 
   // The baseline of each draw: with K >= 2 the mean of the item's other draws (leave one out);
-  // with one draw, the item's moving average (none with --baseline none).
+  // with one draw, the item's moving average, or at its first visit the mean of the batch's other
+  // items (none with --baseline none). Each is independent of the draw it serves: unbiased.
   torch::Tensor baseline_for(const std::vector<int64_t>& items, const torch::Tensor& value_k) {
     const int64_t K = value_k.size(1);
     if (opt.baseline == "none")
@@ -167,9 +188,12 @@ struct VariationalProblem::Impl {
       return (value_k.sum(1, true) - value_k) / static_cast<double>(K - 1);
     const torch::Tensor idx = torch::tensor(items, torch::kInt64);
     const torch::Tensor v = value_k.squeeze(1);
+    const int64_t I = v.size(0);
+    const torch::Tensor others =
+        I > 1 ? (v.sum() - v) / static_cast<double>(I - 1) : torch::zeros_like(v);
     const torch::Tensor seen = has_base.index_select(0, idx);
-    const torch::Tensor old = torch::where(seen, baseline.index_select(0, idx), v);
-    baseline.index_put_({idx}, 0.9 * old + 0.1 * v);
+    const torch::Tensor old = torch::where(seen, baseline.index_select(0, idx), others);
+    baseline.index_put_({idx}, torch::where(seen, 0.9 * old + 0.1 * v, v));
     has_base.index_put_({idx}, torch::ones_like(seen));
     return old.unsqueeze(1);
   }
@@ -212,9 +236,13 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   theta_good = to_vector(p.theta());
   for (int64_t step = 0; step < opt.iterations; ++step) {
     const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed);
+    const double beta =
+        opt.kl_warmup > 0
+            ? std::min(1.0, static_cast<double>(step) / static_cast<double>(opt.kl_warmup))
+            : 1.0;
     Terms t;
     try { // a parameter sent out of range by the last step
-      t = p.terms(items, opt.samples, step, false);
+      t = p.terms(items, opt.samples, step, false, beta);
     } catch (const Error& e) {
       return fmt::format("vi: at iteration {}: {}; the last finite {} was {} at iteration {}; try "
                          "a smaller --learning-rate or --clip",
@@ -222,12 +250,19 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     }
     const torch::Tensor objective = opt.objective == "iwae" ? t.iwae : t.elbo;
     const double value = objective.detach().mean().item<double>();
-    if (!std::isfinite(value) || !torch::isfinite(t.surrogate).all().item<bool>())
+    if (!std::isfinite(value) || !torch::isfinite(t.surrogate).all().item<bool>()) {
+      if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
+        return fmt::format(
+            "vi: the {} is {} at iteration {}: the model's density is 0 (or not a number) at the "
+            "guide's draws; the guide is Gaussian on the whole line for a continuous latent and "
+            "covers a discrete latent's whole declared range, so a latent with a bounded support "
+            "(a gamma, a beta, a binomial narrower than its int[lo..hi]) cannot be served yet",
+            opt.objective, value, step);
       return fmt::format(
-          "vi: the {} is {} at iteration {} (items {} to {}); the last finite {} was {} at "
+          "vi: the {} is {} at iteration {} (a batch of {} items); the last finite {} was {} at "
           "iteration {}; try a smaller --learning-rate or --clip",
-          opt.objective, value, step, items.front(), items.back(), opt.objective, last_finite,
-          last_finite_step);
+          opt.objective, value, step, items.size(), opt.objective, last_finite, last_finite_step);
+    }
     last_finite = value;
     last_finite_step = step;
     theta_good = to_vector(p.theta());
@@ -297,6 +332,13 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
 VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options) {
   if (Refusal why = variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
+  if (options.family != kAmortizedName && options.batch_size > 0 &&
+      options.batch_size < run.data->T)
+    throw Error(
+        fmt::format("vi: --batch-size {} with --method {}: its parameters are per item, and "
+                    "Adam's moments would move the items left out of a batch; mini-batches "
+                    "need --method {}, whose encoder every item shares",
+                    options.batch_size, options.family, kAmortizedName));
   torch::set_num_threads(std::max(1, run.threads));
   VariationalFit fit;
   fit.objective = options.objective;
@@ -320,6 +362,10 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     fit.guide_state = p.guide.save();
   if (!options.test_file.empty()) {
     const ObsData test = read_observations_file(run.info, options.test_file);
+    if (test.series.count() > 1)
+      throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
+                              "supported by vi yet",
+                              options.test_file));
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
@@ -328,8 +374,10 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     } else { // a guide of their own per item
       VariationalFit ignored;
       std::vector<double> unused;
-      if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty())
-        throw Error(fmt::format("{} (fitting the guide to the --test items)", failure));
+      if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty()) {
+        fit.test_failure = fmt::format("{} (fitting the guides of the --test items)", failure);
+        return fit; // the training items' results stand
+      }
     }
     fit.test = evaluate(q);
   }

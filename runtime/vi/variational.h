@@ -42,9 +42,11 @@ struct VariationalOptions {
   double clip = 100;                 // the gradient's norm is clipped to this (0: not clipped)
   std::string schedule = "constant"; // constant | cosine (the learning rate's decay to 0)
   std::string baseline = "average";  // score estimators: average | none
-  std::vector<std::string> fixed;    // --fix: parameters kept at their values
-  int64_t eval_samples = 1000;       // draws per item of the final bounds
-  std::string test_file;             // --test: held-out items
+  // KL annealing: the ELBO's KL term weighs min(1, iteration / kl_warmup) (0: always 1).
+  int64_t kl_warmup = 0;
+  std::vector<std::string> fixed; // --fix: parameters kept at their values
+  int64_t eval_samples = 1000;    // draws per item of the final bounds
+  std::string test_file;          // --test: held-out items
   // amortized: the encoder's hidden layers and activation, and a saved encoder to start from.
   std::vector<int64_t> hidden = {64};
   std::string activation = "tanh";

@@ -182,6 +182,20 @@ TEST_CASE("vi: reparameterised and score-function ELBO gradients match the exact
       CHECK(std::abs(g.mean[k] - exact[k]) < 4 * g.sd[k] / std::sqrt(kDraws) + 1e-12);
     }
   }
+  // The full-rank guide's path (a Cholesky factor, a triangular solve in log q): with one latent
+  // component its factor has no free entry below the diagonal, whose gradient is 0.
+  ssm::VariationalOptions full;
+  full.family = ssm::kFullRankName;
+  full.samples = 2;
+  std::vector<double> at_full(at.begin(), at.begin() + 6);
+  at_full.insert(at_full.end(), {0.0, 0.0, 0.0, b}); // the three items' 1x1 factors, then b
+  const Moments gf = estimates(m, info, data, full, at_full, kDraws);
+  REQUIRE(gf.mean.size() == exact.size() + 3);
+  for (size_t k = 0; k < gf.mean.size(); ++k) {
+    const double want = k < 6 ? exact[k] : k < 9 ? 0.0 : exact[6];
+    CAPTURE(k, gf.mean[k], want, gf.sd[k]);
+    CHECK(std::abs(gf.mean[k] - want) < 4 * gf.sd[k] / std::sqrt(kDraws) + 1e-12);
+  }
   // The ELBO itself: sum over items of its closed form.
   double elbo = 0;
   for (size_t n = 0; n < x.size(); ++n) {
