@@ -140,8 +140,9 @@ void add_options(MethodRegistry& registry) {
                            .type_name = "FILE.pt",
                            .show_default = false});
   registry.add_option(vi, {.flag = "--test",
-                           .help = "Held-out items (CSV, as --data): the guide is fitted to them "
-                                   "with the parameters kept, and their bounds reported",
+                           .help = "Held-out items (CSV, as --data): their guides are fitted with "
+                                   "the parameters kept (amortized: the encoder is applied), "
+                                   "and their bounds reported",
                            .default_value = std::string(),
                            .type_name = "FILE.csv",
                            .show_default = false});
