@@ -251,3 +251,49 @@ TEST_CASE("vi: the score function over a discrete latent matches exact enumerati
   }
   CHECK(g.objective == Approx(exact.objective).epsilon(0.02));
 }
+
+TEST_CASE("vi: the amortized guide's gradient in its encoder is the chain rule of the exact one",
+          "[vi]") {
+  const ssm_model m = table(false);
+  ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
+  const std::vector<double> x = {0.5, -1.0, 2.0};
+  const ssm::ObsData data = items(x);
+  // A linear encoder: (mu_n, log s_n) = W x~_n + c, x~ the standardised observation (the sample
+  // sd, n - 1); its parameters in order W (2 x 1), c (2), then b.
+  const double W0 = 0.3, W1 = -0.2, c0 = 0.1, c1 = -0.4, b = 0.3;
+  const double mean = (x[0] + x[1] + x[2]) / 3;
+  double ss = 0;
+  for (double v : x)
+    ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / 2);
+  std::vector<double> mu, log_s, xs;
+  for (double v : x) {
+    xs.push_back((v - mean) / sd);
+    mu.push_back(W0 * xs.back() + c0);
+    log_s.push_back(W1 * xs.back() + c1);
+  }
+  const std::vector<double> per_item = exact_gradient(x, mu, log_s, b); // mu's, log s's, b
+  std::vector<double> exact(5, 0.0);
+  for (size_t n = 0; n < x.size(); ++n) {
+    exact[0] += per_item[n] * xs[n];
+    exact[1] += per_item[3 + n] * xs[n];
+    exact[2] += per_item[n];
+    exact[3] += per_item[3 + n];
+  }
+  exact[4] = per_item[6];
+  for (const char* estimator : {ssm::kReparamName, ssm::kScoreName}) {
+    CAPTURE(estimator);
+    ssm::VariationalOptions o;
+    o.family = ssm::kAmortizedName;
+    o.hidden = {};
+    o.estimators = {estimator};
+    o.samples = 2;
+    constexpr int kDraws = 4000;
+    const Moments g = estimates(m, info, data, o, {W0, W1, c0, c1, b}, kDraws);
+    REQUIRE(g.mean.size() == exact.size());
+    for (size_t k = 0; k < exact.size(); ++k) {
+      CAPTURE(k, g.mean[k], exact[k], g.sd[k]);
+      CHECK(std::abs(g.mean[k] - exact[k]) < 4 * g.sd[k] / std::sqrt(kDraws) + 1e-12);
+    }
+  }
+}
