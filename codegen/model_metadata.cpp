@@ -51,6 +51,21 @@ json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Bloc
   return out;
 }
 
+// A plate model's latents (the states of its items) carry the support of their distribution
+// when it is bounded, so that a variational guide can respect it (runtime/vi/guide.h).
+json states(const ir::Model& model) {
+  json out = variables(model.states, 0, nullptr, false);
+  if (!model.items)
+    return out;
+  for (const ir::Relation& rel : model.initial.relations)
+    if (rel.kind == ir::VarKind::State && rel.var >= 0 && !model.states[rel.var].integer)
+      if (const auto support = ir::continuous_support(model.initial, rel)) {
+        out[rel.var]["lower"] = bound(support->first);
+        out[rel.var]["upper"] = bound(support->second);
+      }
+  return out;
+}
+
 std::string const_str(const ir::Node& node) {
   return node.values.size() == 1 ? fmt::format("{}", node.values[0])
                                  : fmt::format("[{}]", fmt::join(node.values, ", "));
@@ -121,11 +136,11 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                {"n_theta", model.theta_size()},
                {"n_frame", model.frame_size()},
                {"previous_obs_offset", model.previous_obs_offset(0)},
-               {"state", variables(model.states, 0, nullptr)},
-               {"obs", variables(model.obs, 0, &model.observation)},
+               {"state", states(model)},
+               {"obs", variables(model.obs, 0, &model.observation, false)},
                {"data", variables(model.data, 0, nullptr, true)},
                {"data_offset", model.data_offset(0)},
-               {"inputs", variables(model.inputs, 0, nullptr)},
+               {"inputs", variables(model.inputs, 0, nullptr, false)},
                {"input_offset", model.input_offset(0)},
                {"functionals", functionals},
                {"reads_previous_obs",

@@ -84,6 +84,29 @@ std::string_view op_name(Op op) {
   return "?";
 }
 
+std::optional<std::pair<double, double>> continuous_support(const Block& block,
+                                                            const Relation& rel) {
+  const DistInfo& info = dist_info(rel.dist);
+  if (info.discrete || rel.dist == Dist::Dirac)
+    return std::nullopt;
+  if (info.support_from < 0)
+    return info.lower > -INFINITY || info.upper < INFINITY
+               ? std::optional(std::pair(info.lower, info.upper))
+               : std::nullopt;
+  double bound[2];
+  for (int k = 0; k < 2; ++k) {
+    const size_t a = static_cast<size_t>(info.support_from + k);
+    if (a >= rel.args.size() || rel.args[a] < 0 ||
+        rel.args[a] >= static_cast<int>(block.nodes.size()))
+      return std::nullopt;
+    const Node& n = block.nodes[rel.args[a]];
+    if (n.op != Op::Const || !n.shape.is_scalar())
+      return std::nullopt;
+    bound[k] = n.values[0];
+  }
+  return bound[0] < bound[1] ? std::optional(std::pair(bound[0], bound[1])) : std::nullopt;
+}
+
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel) {
   auto constant = [&](size_t k) -> const Node* {
     if (k >= rel.args.size() || rel.args[k] < 0 ||

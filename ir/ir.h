@@ -148,6 +148,13 @@ std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots
 // last). nullopt for any other relation, and for binomial with an n known only at run time.
 std::optional<std::pair<double, double>> discrete_support(const Block& block, const Relation& rel);
 
+// The support of a continuous relation's target, [lower, upper], when it is bounded and known at
+// compile time: the distribution's support in the table (gamma 0..inf, beta 0..1), or the
+// constant arguments that bound it (uniform, truncated_normal). nullopt when it is the whole line,
+// depends on a value known only at run time, or the relation is discrete.
+std::optional<std::pair<double, double>> continuous_support(const Block& block,
+                                                            const Relation& rel);
+
 enum class ParamType { Real, Vector, Matrix, CovMatrix, Simplex };
 std::string_view param_type_name(ParamType type);
 

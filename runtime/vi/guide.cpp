@@ -108,10 +108,13 @@ VariationalFit::Estimator continuous_estimator(const ssm_model& model, const Mod
             fmt::format("continuous, but the model has no state gradient ({})",
                         info.no_state_gradient_reason)};
   }
+  const bool bounded = v.lower > -INFINITY || v.upper < INFINITY;
   return {v.name, kReparamName,
-          asked == "auto" ? "continuous: z = mu + sd * eps, the gradient through the model's "
-                            "compiled state gradient"
-                          : "asked for"};
+          asked == "auto"
+              ? fmt::format("continuous: z = {}, the gradient through the model's compiled state "
+                            "gradient",
+                            bounded ? "mu + sd * eps mapped into its support" : "mu + sd * eps")
+              : "asked for"};
 }
 
 } // namespace
@@ -138,6 +141,8 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
         plan.continuous.push_back(v.offset + k);
         plan.continuous_columns.push_back(cols[k]);
         plan.continuous_score.push_back(plan.estimators.back().estimator == kScoreName);
+        plan.continuous_lower.push_back(v.lower);
+        plan.continuous_upper.push_back(v.upper);
       }
     }
   }
@@ -171,12 +176,22 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
   const int64_t C = continuous_;
   std::vector<double> mean(C, 0.0), log_sd(C, 0.0);
   for (int64_t j = 0; j < C; ++j) {
+    // The prior's draws on the guide's unconstrained scale (guide.h).
+    const double lo = plan.continuous_lower[j], hi = plan.continuous_upper[j];
+    std::vector<double> u(S);
+    for (int64_t n = 0; n < S; ++n) {
+      const double z = x[plan.continuous[j] * S + n];
+      u[n] = lo > -INFINITY && hi < INFINITY ? std::log((z - lo) / (hi - z))
+             : lo > -INFINITY                ? std::log(z - lo)
+             : hi < INFINITY                 ? std::log(hi - z)
+                                             : z;
+    }
     double s = 0, ss = 0;
     for (int64_t n = 0; n < S; ++n)
-      s += x[plan.continuous[j] * S + n];
+      s += u[n];
     const double m = s / S;
     for (int64_t n = 0; n < S; ++n)
-      ss += std::pow(x[plan.continuous[j] * S + n] - m, 2);
+      ss += std::pow(u[n] - m, 2);
     const double sd = std::sqrt(ss / (S - 1));
     if (std::isfinite(m) && std::isfinite(sd) && sd > 0) {
       mean[j] = m;
@@ -236,6 +251,25 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
   encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation});
   encoder_->set_standardisation(inputs_.mean(0), inputs_.std(0));
   encoder_->start_at(start);
+}
+
+std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u) const {
+  std::vector<torch::Tensor> z;
+  torch::Tensor log_det = torch::zeros({u.size(0), u.size(1)}, torch::kFloat64);
+  for (int64_t c = 0; c < continuous_; ++c) {
+    const torch::Tensor uc = u.select(2, c);
+    const double lo = plan_.continuous_lower[c], hi = plan_.continuous_upper[c];
+    if (lo > -INFINITY && hi < INFINITY) {
+      z.push_back(lo + (hi - lo) * torch::sigmoid(uc));
+      log_det = log_det + std::log(hi - lo) - torch::softplus(uc) - torch::softplus(-uc);
+    } else if (lo > -INFINITY || hi < INFINITY) {
+      z.push_back(lo > -INFINITY ? lo + uc.exp() : hi - uc.exp());
+      log_det = log_det + uc;
+    } else {
+      z.push_back(uc);
+    }
+  }
+  return {torch::stack(z, 2), log_det};
 }
 
 Guide::Local Guide::local(const torch::Tensor& idx) const {
@@ -326,8 +360,12 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
       if (any_score)
         d.log_q_score = (lq * s).sum(2);
     }
+    // The draws so far are on the unconstrained scale: map bounded components into their support.
+    const auto [constrained, log_det] = constrain(z);
+    d.log_q_sampled = d.log_q_sampled - log_det;
+    d.log_q_sticking = d.log_q_sticking - log_det;
     for (int64_t c = 0; c < C; ++c)
-      component[plan_.continuous[c]] = z.select(2, c).unsqueeze(2).expand({I, K, E});
+      component[plan_.continuous[c]] = constrained.select(2, c).unsqueeze(2).expand({I, K, E});
   }
 
   // Discrete components: sampled ones by inverse CDF, enumerated ones in mixed radix over E.

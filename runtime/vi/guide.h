@@ -29,6 +29,10 @@ struct GuidePlan {
   std::vector<int64_t> continuous; // state components
   std::vector<std::string> continuous_columns;
   std::vector<bool> continuous_score; // estimated by the score function rather than reparam
+  // The support of each continuous component ([-inf, inf] when unbounded): the guide's Gaussian
+  // is on the unconstrained scale u, and z = lower + exp(u), upper - exp(u) or lower + (upper -
+  // lower) logistic(u), with the log-Jacobian in log q.
+  std::vector<double> continuous_lower, continuous_upper;
   struct Discrete {
     int64_t component = 0;
     std::string column;
@@ -73,9 +77,13 @@ public:
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
   // Per item: a mean and an sd per continuous component, then a probability per value of each
-  // discrete one.
+  // discrete one (a bounded component's mean and sd: those of its Gaussian on the unconstrained
+  // scale, which bounds() replaces by estimates from draws).
   std::vector<std::string> columns() const;
   std::vector<std::vector<double>> moments() const;
+  bool bounded(int64_t c) const {
+    return plan_.continuous_lower[c] > -INFINITY || plan_.continuous_upper[c] < INFINITY;
+  }
 
   bool amortized() const { return !encoder_.is_empty(); }
   // An amortized guide: its encoder's bytes (nn/mlp.h), and the encoder of `other` applied to
@@ -91,6 +99,9 @@ private:
     std::vector<torch::Tensor> logits;
   };
   Local local(const torch::Tensor& idx) const;
+  // z of the continuous components from their unconstrained draws u ([I, K, C]), and
+  // log |dz/du| summed over the components ([I, K]).
+  std::pair<torch::Tensor, torch::Tensor> constrain(const torch::Tensor& u) const;
   torch::Tensor cholesky(const torch::Tensor& idx) const; // [I, C, C] (full-rank)
   void start_encoder(const ObsData& data, const VariationalOptions& options,
                      const std::vector<double>& start);

@@ -58,6 +58,7 @@ struct Terms {
   torch::Tensor surrogate;      // [I]: its gradient is the estimator's
   torch::Tensor value_k;        // [I, K]: each draw's ELBO value (detached)
   torch::Tensor log_w;          // [I, K]: each draw's log importance weight
+  torch::Tensor z_mean, z_sd;   // [I, C]: the continuous components' draws' moments (with kl)
 };
 
 } // namespace
@@ -173,6 +174,12 @@ struct VariationalProblem::Impl {
       const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
       const torch::Tensor g = log_q_k.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1) - lp;
       t.kl = (q_e.unsqueeze(1) * g).sum(2).mean(1);
+      if (!plan.continuous.empty()) {
+        const torch::Tensor z = d.z.select(2, 0).index_select(
+            2, torch::tensor(plan.continuous, torch::kInt64)); // [I, K, C]
+        t.z_mean = z.mean(1);
+        t.z_sd = K > 1 ? z.std(1) : torch::zeros_like(t.z_mean);
+      }
     }
     return t;
   }
@@ -254,9 +261,10 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
         return fmt::format(
             "vi: the {} is {} at iteration {}: the model's density is 0 (or not a number) at the "
-            "guide's draws; the guide is Gaussian on the whole line for a continuous latent and "
-            "covers a discrete latent's whole declared range, so a latent with a bounded support "
-            "(a gamma, a beta, a binomial narrower than its int[lo..hi]) cannot be served yet",
+            "guide's draws; the guide keeps a continuous latent in its distribution's support "
+            "only when the compiler knows it (not one that depends on a run-time value), and "
+            "covers a discrete latent's whole declared range (a binomial narrower than its "
+            "int[lo..hi] is not served yet)",
             opt.objective, value, step);
       return fmt::format(
           "vi: the {} is {} at iteration {} (a batch of {} items); the last finite {} was {} at "
@@ -300,6 +308,7 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
   b.samples = K;
   const int64_t per_item = K * p.plan.enumeration * std::max<int64_t>(1, p.run.info.n_state);
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / per_item);
+  std::vector<double> z_mean, z_sd; // [n * C + c]
   for (int64_t first = 0; first < N; first += chunk) {
     std::vector<int64_t> items(std::min(chunk, N - first));
     std::iota(items.begin(), items.end(), first);
@@ -313,6 +322,11 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
     const torch::Tensor w = (t.log_w - std::get<0>(t.log_w.max(1, true))).exp();
     const torch::Tensor iwae_se =
         K > 1 ? w.std(1) / (std::sqrt(k) * w.mean(1)) : torch::zeros_like(t.elbo);
+    if (t.z_mean.defined())
+      for (const auto& [out, v] : {std::pair{&z_mean, t.z_mean}, {&z_sd, t.z_sd}}) {
+        const std::vector<double> vals = to_vector(v);
+        out->insert(out->end(), vals.begin(), vals.end());
+      }
     for (const auto& [out, v] : {std::pair{&b.elbo, t.elbo},
                                  {&b.iwae, t.iwae},
                                  {&b.kl, t.kl},
@@ -324,6 +338,14 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
   }
   b.guide_columns = p.guide.columns();
   b.guide = p.guide.moments();
+  // A bounded component's mean and sd on its own scale, from the draws.
+  const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
+  for (int64_t c = 0; c < C; ++c)
+    if (p.guide.bounded(c))
+      for (int64_t n = 0; n < N; ++n) {
+        b.guide[n][2 * c] = z_mean[n * C + c];
+        b.guide[n][2 * c + 1] = z_sd[n * C + c];
+      }
   return b;
 }
 
