@@ -152,13 +152,6 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
     throw Error("vi: the full-rank guide needs one estimator for all continuous latents");
-  if (options.objective == "iwae")
-    for (const VariationalFit::Estimator& e : plan.estimators)
-      if (e.estimator == kScoreName)
-        throw Error(fmt::format("vi: --objective iwae needs the {} or {} estimator for every "
-                                "latent, and '{}' uses {} (the score-function IWAE gradient is not "
-                                "available): use --objective elbo",
-                                kReparamName, kEnumerateName, e.latent, kScoreName));
   return plan;
 }
 

@@ -142,8 +142,12 @@ struct VariationalProblem::Impl {
     const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
     t.log_w = log_w.detach();
     t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
-    if (opt.objective == "iwae") {
+    if (opt.objective == "iwae" && (K > 1 || !d.log_q_score.defined())) {
       t.surrogate = t.iwae;
+      // Score-function latents: VIMCO (Mnih & Rezende 2016), each draw's learning signal the
+      // bound minus the bound with its log weight replaced by the mean of the others'.
+      if (d.log_q_score.defined())
+        t.surrogate = t.surrogate + (vimco_signal(t.log_w) * d.log_q_score).sum(1);
       // IWAE sums the enumerated latents exactly, so their categoricals are not in it: they are
       // trained on the ELBO given the other draws (its gradient in their logits only), which
       // makes them the posterior of the enumerated latents that the bounds and `prob_` report.
@@ -182,6 +186,19 @@ struct VariationalProblem::Impl {
       }
     }
     return t;
+  }
+
+  // VIMCO's learning signals [I, K] from the log weights [I, K] (K >= 2): log mean w minus the
+  // same with log w_k replaced by the mean of the other log weights.
+  static torch::Tensor vimco_signal(const torch::Tensor& log_w) {
+    const int64_t K = log_w.size(1);
+    const torch::Tensor others = (log_w.sum(1, true) - log_w) / static_cast<double>(K - 1);
+    const torch::Tensor eye = torch::eye(K, torch::kBool);
+    // [I, K (replaced), K (summed)]: log_w with entry k replaced by others[k].
+    const torch::Tensor replaced =
+        torch::where(eye.unsqueeze(0), others.unsqueeze(2), log_w.unsqueeze(1));
+    const torch::Tensor bound_k = torch::logsumexp(replaced, 2);
+    return torch::logsumexp(log_w, 1, true) - bound_k;
   }
 
   // The baseline of each draw: with K >= 2 the mean of the item's other draws (leave one out);
