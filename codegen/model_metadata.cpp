@@ -78,7 +78,8 @@ bool reads_previous_obs(const ir::Block& block) {
 
 } // namespace
 
-std::string model_metadata_json(const ir::Model& model, const std::string& structure) {
+std::string model_metadata_json(const ir::Model& model, const std::string& structure,
+                                const std::string& runtime_dir) {
   json params = json::array();
   for (size_t i = 0; i < model.params.size(); ++i) {
     const ir::ParamDecl& p = model.params[i];
@@ -147,6 +148,8 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                 reads_previous_obs(model.transition) || reads_previous_obs(model.proposal)},
                {"params", params},
                {"structure", json::parse(structure)}};
+  if (!runtime_dir.empty())
+    meta["runtime_dir"] = runtime_dir;
   return meta.dump();
 }
 

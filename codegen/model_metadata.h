@@ -9,7 +9,10 @@
 namespace ssm::codegen {
 
 // `structure` is the text of a JSON object: what the structure analyses found
-// (passes/structure_report.h), embedded as the metadata's "structure".
-std::string model_metadata_json(const ir::Model& model, const std::string& structure);
+// (passes/structure_report.h), embedded as the metadata's "structure". `runtime_dir`: the
+// directory of the runtime the model is linked with, where `vi` finds the module it loads
+// (runtime/vi/loader.h); empty: not recorded.
+std::string model_metadata_json(const ir::Model& model, const std::string& structure,
+                                const std::string& runtime_dir = "");
 
 } // namespace ssm::codegen

@@ -334,6 +334,8 @@ ModelInfo parse_metadata(std::string_view text) {
   auto src = root.find("source");
   if (src != root.end() && src->is_string())
     info.source = src->get<std::string>();
+  if (auto dir = root.find("runtime_dir"); dir != root.end() && dir->is_string())
+    info.runtime_dir = dir->get<std::string>();
   info.n_state = get_int(root, "n_state", "model");
   info.n_obs = get_int(root, "n_obs", "model");
   info.n_theta = get_int(root, "n_theta", "model");

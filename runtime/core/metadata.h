@@ -90,6 +90,9 @@ struct ModelInfo {
   std::string no_prior_reason;
   // Why the model has no state_gradient kernel; empty when it has one.
   std::string no_state_gradient_reason;
+  // Where the runtime the model was linked with lives (`vi` loads its module from there); may be
+  // empty.
+  std::string runtime_dir;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
 

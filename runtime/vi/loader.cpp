@@ -22,15 +22,18 @@ struct Module {
   VariationalFitFn fit = nullptr;
 };
 
-const Module& module() {
+const Module& module(const ModelInfo& info) {
   static std::mutex mutex;
   static Module m;
   std::lock_guard lock(mutex);
   if (m.fit)
     return m;
+  // The model's runtime directory is named explicitly: a run path would not do under a sanitizer,
+  // whose dlopen interceptor makes the sanitizer's library, not the executable, the caller.
   const char* env = std::getenv("SSMC_VI_LIBRARY");
   const std::string path = env && *env                  ? std::string(env)
                            : !configured_path().empty() ? configured_path()
+                           : !info.runtime_dir.empty()  ? info.runtime_dir + "/libssm_vi.so"
                                                         : std::string("libssm_vi.so");
   m.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m.handle)
@@ -68,7 +71,7 @@ std::string variational_layout() {
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {
   VariationalFit fit;
   std::string error;
-  if (module().fit(&run, &options, &fit, &error) != 0)
+  if (module(run.info).fit(&run, &options, &fit, &error) != 0)
     throw Error(error);
   return fit;
 }

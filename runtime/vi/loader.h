@@ -1,8 +1,8 @@
 // Loading the LibTorch part of the vi room at run time. Executables do not link LibTorch, whose
 // start-up costs about 0.6 s and 160 MiB: `vi`'s entry point loads the shared module
 // libssm_vi.so (the vi and nn rooms with LibTorch, plugin.cpp) on its first call, from the
-// directory of ssmc's runtime libraries (the executable's run path, set when ssmc links it) or
-// from where set_variational_library says (`ssmc run`).
+// directory of the runtime the model was compiled for (its metadata's runtime_dir; the
+// executable's run path names it too), or from where set_variational_library says (`ssmc run`).
 #pragma once
 
 #include "core/method_registry.h"
@@ -12,8 +12,8 @@
 
 namespace ssm {
 
-// The module's file: SSMC_VI_LIBRARY if set, else the path given here, else libssm_vi.so found
-// through the executable's run path.
+// The module's file: SSMC_VI_LIBRARY if set, else the path given here, else libssm_vi.so in the
+// model's runtime directory, else found through the executable's run path.
 void set_variational_library(const std::string& path);
 
 // fit_variational, run by the loaded module. Throws ssm::Error when the module cannot be loaded

@@ -269,7 +269,8 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       no_state_gradient.empty()
           ? nlohmann::json{{"available", true}}
           : nlohmann::json{{"available", false}, {"reason", no_state_gradient}};
-  std::string metadata = ssm::codegen::model_metadata_json(model, structure.dump());
+  std::string metadata =
+      ssm::codegen::model_metadata_json(model, structure.dump(), toolchain.libdir);
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
                                   context.density ? &*context.density : nullptr,
