@@ -54,10 +54,6 @@ public:
       m.check(run);
     const std::vector<double> fixed = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
-    if (data.series.count() > 1)
-      throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
-                              "supported by vi yet",
-                              data_));
     const std::string save_guide = options_.word("--save-guide");
     check_output_path(out_);
     check_output_path(save_);
@@ -69,16 +65,13 @@ public:
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
     const nlohmann::json params = params_json(c.info, fit.theta);
-    if (!fit.failure.empty()) { // keep the last good parameters, then fail
-      if (!save_.empty())
-        write_output(c, save_, params.dump(2) + "\n");
+    if (!save_.empty()) // after a failure too: the last finite iteration's parameters
+      write_output(c, save_, params.dump(2) + "\n");
+    if (!fit.failure.empty())
       throw Error(save_.empty() ? fit.failure
                                 : fmt::format("{}; the parameters of the last finite iteration "
                                               "are in {}",
                                               fit.failure, save_));
-    }
-    if (!save_.empty())
-      write_output(c, save_, params.dump(2) + "\n");
     if (!save_guide.empty())
       write_output(c, save_guide, fit.guide_state);
     if (write_csv())

@@ -72,7 +72,7 @@ std::string MlpImpl::save() const {
                 torch::tensor(static_cast<int64_t>(
                     std::find(names.begin(), names.end(), spec_.activation) - names.begin())));
   torch::serialize::OutputArchive net;
-  const_cast<MlpImpl*>(this)->torch::nn::Module::save(net);
+  torch::nn::Module::save(net);
   archive.write("network", net);
   std::ostringstream out;
   archive.save_to(out);

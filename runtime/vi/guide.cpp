@@ -321,11 +321,11 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     } else {
       z = mu + eps * log_sd.exp().unsqueeze(1);
     }
-    std::vector<uint8_t> score_flags(plan_.continuous_score.begin(), plan_.continuous_score.end());
-    const torch::Tensor score =
-        torch::tensor(std::vector<int64_t>(score_flags.begin(), score_flags.end()))
-            .to(torch::kBool);
-    const bool any_score = score.any().item<bool>();
+    const torch::Tensor score = torch::tensor(std::vector<int64_t>(plan_.continuous_score.begin(),
+                                                                   plan_.continuous_score.end()))
+                                    .to(torch::kBool);
+    const bool any_score = std::any_of(plan_.continuous_score.begin(), plan_.continuous_score.end(),
+                                       [](bool s) { return s; });
     if (any_score) // the score function differentiates log q only: no path through the draw
       z = torch::where(score, z.detach(), z);
     // log q(z) with the guide's parameters as given (`held`: constant, for sticking the landing).

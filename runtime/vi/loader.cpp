@@ -12,11 +12,6 @@ namespace ssm {
 
 namespace {
 
-std::string& configured_path() {
-  static std::string path;
-  return path;
-}
-
 struct Module {
   void* handle = nullptr;
   VariationalFitFn fit = nullptr;
@@ -28,13 +23,12 @@ const Module& module(const ModelInfo& info) {
   std::lock_guard lock(mutex);
   if (m.fit)
     return m;
-  // The model's runtime directory is named explicitly: a run path would not do under a sanitizer,
-  // whose dlopen interceptor makes the sanitizer's library, not the executable, the caller.
+  // An explicit path, not a run path: under a sanitizer dlopen's interceptor is the caller, and
+  // the executable's run path is not searched.
   const char* env = std::getenv("SSMC_VI_LIBRARY");
-  const std::string path = env && *env                  ? std::string(env)
-                           : !configured_path().empty() ? configured_path()
-                           : !info.runtime_dir.empty()  ? info.runtime_dir + "/libssm_vi.so"
-                                                        : std::string("libssm_vi.so");
+  const std::string path = env && *env                ? std::string(env)
+                           : info.runtime_dir.empty() ? std::string("libssm_vi.so")
+                                                      : info.runtime_dir + "/libssm_vi.so";
   m.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!m.handle)
     throw Error(fmt::format("vi: cannot load the variational runtime (LibTorch): {}; it is "
@@ -54,10 +48,6 @@ const Module& module(const ModelInfo& info) {
 }
 
 } // namespace
-
-void set_variational_library(const std::string& path) {
-  configured_path() = path;
-}
 
 std::string variational_layout() {
   // The build time of this file, which the executable and the module each link, tells a module

@@ -1,8 +1,8 @@
 // Loading the LibTorch part of the vi room at run time. Executables do not link LibTorch, whose
 // start-up costs about 0.6 s and 160 MiB: `vi`'s entry point loads the shared module
 // libssm_vi.so (the vi and nn rooms with LibTorch, plugin.cpp) on its first call, from the
-// directory of the runtime the model was compiled for (its metadata's runtime_dir; the
-// executable's run path names it too), or from where set_variational_library says (`ssmc run`).
+// directory of the runtime the model was compiled for, which ssmc writes into its metadata
+// (`runtime_dir`), for a built executable and for `ssmc run` alike.
 #pragma once
 
 #include "core/method_registry.h"
@@ -12,12 +12,9 @@
 
 namespace ssm {
 
-// The module's file: SSMC_VI_LIBRARY if set, else the path given here, else libssm_vi.so in the
-// model's runtime directory, else found through the executable's run path.
-void set_variational_library(const std::string& path);
-
-// fit_variational, run by the loaded module. Throws ssm::Error when the module cannot be loaded
-// (naming the file and why) or was built by another ssmc.
+// fit_variational, run by the loaded module: SSMC_VI_LIBRARY if set, else libssm_vi.so in the
+// model's runtime directory. Throws ssm::Error when the module cannot be loaded (naming the file
+// and why) or was built by another ssmc.
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options);
 
 // What the module exports (extern "C"): its build's layout, and the fit.

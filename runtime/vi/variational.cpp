@@ -59,6 +59,7 @@ struct Terms {
   torch::Tensor value_k;        // [I, K]: each draw's ELBO value (detached)
   torch::Tensor log_w;          // [I, K]: each draw's log importance weight
   torch::Tensor z_mean, z_sd;   // [I, C]: the continuous components' draws' moments (with kl)
+  torch::Tensor theta;          // the parameters the terms were computed at (detached)
 };
 
 } // namespace
@@ -136,6 +137,7 @@ struct VariationalProblem::Impl {
     const torch::Tensor f =
         logp - d.log_q_sticking.unsqueeze(2) - d.log_q_enumerated.unsqueeze(1); // [I, K, E]
     Terms t;
+    t.theta = th.detach();
     const torch::Tensor value_k = (q_e.unsqueeze(1) * f).sum(2); // [I, K]
     t.value_k = value_k.detach();
     t.elbo = value_k.mean(1);
@@ -264,13 +266,17 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
         opt.kl_warmup > 0
             ? std::min(1.0, static_cast<double>(step) / static_cast<double>(opt.kl_warmup))
             : 1.0;
+    // What a failure after a finite start says of the last good iteration.
+    auto last_good = [&] {
+      return fmt::format("the last finite {} was {} at iteration {}; try a smaller "
+                         "--learning-rate or --clip",
+                         opt.objective, last_finite, last_finite_step);
+    };
     Terms t;
     try { // a parameter sent out of range by the last step
       t = p.terms(items, opt.samples, step, false, beta);
     } catch (const Error& e) {
-      return fmt::format("vi: at iteration {}: {}; the last finite {} was {} at iteration {}; try "
-                         "a smaller --learning-rate or --clip",
-                         step, e.what(), opt.objective, last_finite, last_finite_step);
+      return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
     }
     const torch::Tensor objective = opt.objective == "iwae" ? t.iwae : t.elbo;
     const double value = objective.detach().mean().item<double>();
@@ -283,14 +289,12 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
             "covers a discrete latent's whole declared range (a binomial narrower than its "
             "int[lo..hi] is not served yet)",
             opt.objective, value, step);
-      return fmt::format(
-          "vi: the {} is {} at iteration {} (a batch of {} items); the last finite {} was {} at "
-          "iteration {}; try a smaller --learning-rate or --clip",
-          opt.objective, value, step, items.size(), opt.objective, last_finite, last_finite_step);
+      return fmt::format("vi: the {} is {} at iteration {} (a batch of {} items); {}",
+                         opt.objective, value, step, items.size(), last_good());
     }
     last_finite = value;
     last_finite_step = step;
-    theta_good = to_vector(p.theta());
+    theta_good = to_vector(t.theta);
     const double scale = static_cast<double>(N) / static_cast<double>(items.size());
     const torch::Tensor loss = -t.surrogate.sum() * scale;
     adam.zero_grad();
@@ -366,11 +370,20 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
   return b;
 }
 
+// Items that are sequences (a series column) are not served yet.
+void require_single_items(const ObsData& data) {
+  if (data.series.count() > 1)
+    throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
+                            "supported by vi yet",
+                            data.source));
+}
+
 } // namespace
 
 VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options) {
   if (Refusal why = variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
+  require_single_items(*run.data);
   if (options.family != kAmortizedName && options.batch_size > 0 &&
       options.batch_size < run.data->T)
     throw Error(
@@ -401,10 +414,7 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     fit.guide_state = p.guide.save();
   if (!options.test_file.empty()) {
     const ObsData test = read_observations_file(run.info, options.test_file);
-    if (test.series.count() > 1)
-      throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
-                              "supported by vi yet",
-                              options.test_file));
+    require_single_items(test);
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);

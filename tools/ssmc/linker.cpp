@@ -47,8 +47,7 @@ const std::vector<std::string>& runtime_libraries() {
 
 void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
   ssm::TemporaryPath tmp(output); // renamed into place once linked, removed otherwise
-  std::vector<std::string> args = {tc.cxx,     object,           "-o",
-                                   tmp.path(), "-L" + tc.libdir, "-Wl,-rpath," + tc.libdir};
+  std::vector<std::string> args = {tc.cxx, object, "-o", tmp.path(), "-L" + tc.libdir};
   for (const std::string& lib : runtime_libraries())
     args.push_back("-l" + lib);
   for (const char* lib : {"-lmvec", "-lm", "-pthread"})

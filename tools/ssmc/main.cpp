@@ -31,7 +31,6 @@
 #include "passes/passes.h"
 #include "passes/plugin_loader.h"
 #include "passes/structure_report.h"
-#include "vi/loader.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -408,8 +407,6 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   for (std::string& s : strings)
     argv.push_back(s.data());
   argv.push_back(nullptr);
-  // `vi` loads its module from the runtime's directory, as a built executable does.
-  ssm::set_variational_library(toolchain.libdir + "/libssm_vi.so");
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
