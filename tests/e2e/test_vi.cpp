@@ -370,3 +370,22 @@ TEST_CASE("vi: a latent with a bounded support gets a guide inside it (Poisson-g
     CHECK(sd[n] == Approx(m * std::sqrt(std::exp(1 / a) - 1)).epsilon(0.1));
   }
 }
+
+TEST_CASE("vi: a latent whose support depends on a parameter stops with the reason", "[vi]") {
+  // uniform(0, b) with b a parameter: the compiler cannot record the support, the Gaussian guide
+  // draws outside it, and the model's density is 0 there.
+  const std::string& exe = model_exe("ub", R"(model ub {
+  param b : real(0, inf) = 2;
+  latent u[n] ~ uniform(0, b);
+  obs    y[n] ~ normal(u[n], 1);
+}
+)");
+  const std::string data = scratch_path("ub_items.csv");
+  run_ok({exe, "simulate", "--T", "10", "--out", data});
+  const ProcessResult r = run_process({exe, "vi", "--data", data, "--fix", "b"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("the elbo is -inf at iteration") != std::string::npos);
+  CHECK(r.err.find("the model's density is 0 (or not a number) at the guide's draws") !=
+        std::string::npos);
+}
