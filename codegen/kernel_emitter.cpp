@@ -414,6 +414,8 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
     return load_obs(node);
   case ir::Op::Latent: // the driver refuses models without time before code generation
     throw CodegenError("internal error: no kernels for latent variables yet");
+  case ir::Op::Net: // passes/net_outputs.cpp makes every call a state
+    throw CodegenError("internal error: a network call reached code generation");
   case ir::Op::Neg:
     for (size_t i = 0; i < size; ++i)
       out[i] = b_.CreateFNeg((*args[0])[i]);

@@ -71,6 +71,47 @@ std::string const_str(const ir::Node& node) {
                                  : fmt::format("[{}]", fmt::join(node.values, ", "));
 }
 
+// The networks and their calls (passes/net_outputs.cpp): what the runtime applies, to what, and
+// where the output goes. An argument's offset is into the state for a state, into the frame for a
+// parameter or a data item.
+json nets(const ir::Model& model) {
+  json out = json::array();
+  for (const ir::NetDecl& n : model.nets)
+    out.push_back({{"name", n.name},
+                   {"kind", n.kind},
+                   {"inputs", n.inputs},
+                   {"outputs", n.outputs},
+                   {"hidden", n.hidden},
+                   {"activation", n.activation}});
+  return out;
+}
+
+json net_calls(const ir::Model& model) {
+  json out = json::array();
+  for (const ir::NetCall& c : model.net_calls) {
+    json args = json::array();
+    for (const ir::Node& a : c.args) {
+      const bool state = a.op == ir::Op::State, param = a.op == ir::Op::Param;
+      args.push_back({{"kind", state   ? "state"
+                               : param ? "param"
+                                       : "data"},
+                      {"name", state   ? model.states[a.var].name
+                               : param ? model.params[a.var].name
+                                       : model.data[a.var].name},
+                      {"offset", state   ? model.state_offset(a.var)
+                                 : param ? model.param_offset(a.var)
+                                         : model.data_offset(a.var)},
+                      {"size", a.shape.size()}});
+    }
+    out.push_back({{"net", c.net},
+                   {"state", model.states[c.state].name},
+                   {"offset", model.state_offset(c.state)},
+                   {"size", model.states[c.state].shape.size()},
+                   {"arguments", args}});
+  }
+  return out;
+}
+
 bool reads_previous_obs(const ir::Block& block) {
   return std::any_of(block.nodes.begin(), block.nodes.end(),
                      [](const ir::Node& n) { return n.op == ir::Op::Obs && n.lag == 1; });
@@ -148,6 +189,10 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
                 reads_previous_obs(model.transition) || reads_previous_obs(model.proposal)},
                {"params", params},
                {"structure", json::parse(structure)}};
+  if (!model.nets.empty()) {
+    meta["nets"] = nets(model);
+    meta["net_calls"] = net_calls(model);
+  }
   if (!runtime_dir.empty())
     meta["runtime_dir"] = runtime_dir;
   return meta.dump();

@@ -134,6 +134,19 @@ struct Lookahead {
   Range range;
 };
 
+// `net name : mlp(inputs = 2, outputs = 64, hidden = [128, 128], activation = relu);`: a neural
+// network, called as a function in relations; its options are named, their values expressions.
+struct NetOption {
+  Ident name;
+  ExprPtr value;
+};
+struct NetDecl {
+  Ident name;
+  Ident kind; // mlp
+  std::vector<NetOption> options;
+  Range range;
+};
+
 // `import "name";`
 struct Import {
   std::string name;
@@ -152,6 +165,7 @@ struct Model {
   std::vector<Relation> relations;
   std::vector<LetDecl> lets;
   std::vector<FnDecl> fns;
+  std::vector<NetDecl> nets;
   std::vector<FunctionalDecl> functionals;
   std::vector<Lookahead> lookaheads;
 };

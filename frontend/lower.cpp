@@ -26,6 +26,8 @@ std::optional<ir::Model> Lowering::run() {
     define_const(c);
   for (const ast::VarDecl& v : ast_.vars)
     define_var(v);
+  for (const ast::NetDecl& n : ast_.nets)
+    define_net(n);
   for (const ast::FnDecl& f : ast_.fns)
     define_fn(f);
   for (const ast::Relation& r : ast_.relations)

@@ -37,6 +37,10 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
     sym->used = true;
     return call_function(e, *sym, s);
   }
+  if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Net) {
+    sym->used = true;
+    return call_net(e, *sym, s);
+  }
   const ir::Builtin* info = ir::find_callable(fn);
   if (constructor_functions.count(fn)) {
     if (!arity(1, "n"))

@@ -94,7 +94,7 @@ std::optional<std::vector<double>> Lowering::constant_value(const ir::Block& blo
     const ir::Node& n = block.nodes[i];
     if (n.op == ir::Op::Param || n.op == ir::Op::State || n.op == ir::Op::Obs ||
         n.op == ir::Op::Time || n.op == ir::Op::Data || n.op == ir::Op::Input ||
-        n.op == ir::Op::Latent)
+        n.op == ir::Op::Latent || n.op == ir::Op::Net)
       return std::nullopt;
     std::vector<std::vector<double>> args;
     std::vector<ir::Shape> shapes;

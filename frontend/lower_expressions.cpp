@@ -183,6 +183,9 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
   case Symbol::Kind::Fn:
     error(e.range, fmt::format(msg::function_not_called, e.name));
     return std::nullopt;
+  case Symbol::Kind::Net:
+    error(e.range, fmt::format(msg::net_not_called, e.name));
+    return std::nullopt;
   case Symbol::Kind::Functional:
     error(e.range, fmt::format(msg::functional_in_expression, e.name));
     return std::nullopt;

@@ -88,6 +88,8 @@ std::string Lowering::kind_name(Symbol::Kind kind) {
     return "functional";
   case Symbol::Kind::Latent:
     return "latent variable";
+  case Symbol::Kind::Net:
+    return "network";
   }
   return "?";
 }
@@ -113,6 +115,8 @@ void Lowering::declare_names() {
     decls.push_back({&f.name, Symbol::Kind::Fn});
   for (const ast::FunctionalDecl& f : ast_.functionals)
     decls.push_back({&f.name, Symbol::Kind::Functional});
+  for (const ast::NetDecl& n : ast_.nets)
+    decls.push_back({&n.name, Symbol::Kind::Net});
   std::sort(decls.begin(), decls.end(), [this](const Decl& a, const Decl& b) {
     return order(a.name->range.begin) < order(b.name->range.begin);
   });
@@ -172,6 +176,8 @@ void Lowering::declare_names() {
     case Symbol::Kind::Functional:
       sym.index = index_in(ast_.functionals, d.name);
       break;
+    case Symbol::Kind::Net:
+      break; // index assigned when defined
     }
     symbols_.emplace(name, sym);
   }
@@ -220,7 +226,8 @@ void Lowering::warn_unused() {
   for (const auto& [name, sym] : symbols_) {
     bool reportable = sym.kind == Symbol::Kind::Param || sym.kind == Symbol::Kind::Const ||
                       sym.kind == Symbol::Kind::Let || sym.kind == Symbol::Kind::Fn ||
-                      sym.kind == Symbol::Kind::Data || sym.kind == Symbol::Kind::Input;
+                      sym.kind == Symbol::Kind::Net || sym.kind == Symbol::Kind::Data ||
+                      sym.kind == Symbol::Kind::Input;
     if (reportable && sym.valid && !sym.used && !imported(sym.range))
       unused.emplace_back(name, &sym);
   }

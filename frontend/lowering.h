@@ -34,7 +34,7 @@ constexpr int max_dimension = 1 << 20;
 constexpr long max_elements = 1L << 26;
 
 struct Symbol {
-  enum class Kind { Const, Param, State, Obs, Data, Input, Let, Fn, Functional, Latent } kind;
+  enum class Kind { Const, Param, State, Obs, Data, Input, Let, Fn, Functional, Latent, Net } kind;
   int index = -1;    // into consts_, the model's params, states, obs, data, inputs, latents, or
                      // the AST's lets, fns, functionals
   Range range;       // the name in its declaration
@@ -209,6 +209,10 @@ private:
   void define_var(const ast::VarDecl& v);
   void add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape);
   void set_default(const ast::VarDecl& v, ir::ParamDecl& p);
+
+  // ---- networks (lower_nets.cpp)
+  void define_net(const ast::NetDecl& d);
+  std::optional<int> call_net(const Expr& e, Symbol& sym, Scope& s);
 
   // ---- distributions (lower_distributions.cpp)
   std::optional<ir::Dist> check_dist(const ast::DistCall& d,

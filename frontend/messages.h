@@ -13,6 +13,27 @@
 
 namespace ssm::frontend::msg {
 
+// ---- networks (lower_nets.cpp)
+
+inline constexpr char net_outside_plate_model[] =
+    "network '{}' in a model that is not over a plate: networks are available in plate models "
+    "(latent z[n], obs x[n]) for now";
+inline constexpr char net_unknown_kind[] = "unknown kind of network '{}'; known: mlp";
+inline constexpr char net_option_twice[] = "option '{}' is given twice for network '{}'";
+inline constexpr char net_size_zero[] = "{} must be at least 1";
+inline constexpr char net_unknown_activation[] = "unknown activation for network '{}'; known: {}";
+inline constexpr char net_unknown_option[] =
+    "unknown option '{}' of network '{}'; known: inputs, outputs, hidden, activation";
+inline constexpr char net_option_missing[] = "network '{}' needs the option '{}'";
+inline constexpr char net_without_arguments[] = "network '{}' takes {} inputs, but none were given";
+inline constexpr char net_in_function[] =
+    "network '{}' is called in a function: call it in the model's relations";
+inline constexpr char net_argument_not_variable[] =
+    "an argument of network '{}' must be a latent variable, a parameter or a data item, not an "
+    "expression: the runtime applies the network to values it holds";
+inline constexpr char net_input_size[] =
+    "network '{}' takes {} inputs, but its arguments have {} ({})";
+
 // ---- names and declarations (lower_names.cpp)
 
 inline constexpr char name_declared_by_importing_model[] =
@@ -168,6 +189,7 @@ inline constexpr char latent_without_plate_index[] =
 inline constexpr char is_a_let_binding[] = "'{}' is a let binding";
 inline constexpr char what_let_binding[] = "let binding '{}'";
 inline constexpr char function_not_called[] = "'{0}' is a function: call it, as in {0}(...)";
+inline constexpr char net_not_called[] = "'{0}' is a network: call it, as in {0}(z[n])";
 inline constexpr char functional_in_expression[] =
     "'{}' is a functional: it is estimated by the runtime and cannot be used in an "
     "expression";

@@ -285,6 +285,20 @@ auto const push_fn = [](auto& ctx) {
   state(ctx).model->fns.push_back(std::move(f));
 };
 
+auto const make_net_option = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = ast::NetOption{boost::fusion::at_c<0>(attr), boost::fusion::at_c<1>(attr)};
+};
+auto const push_net = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::NetDecl n;
+  n.name = boost::fusion::at_c<1>(attr);
+  n.kind = boost::fusion::at_c<2>(attr);
+  if (auto& options = boost::fusion::at_c<3>(attr))
+    n.options = *options;
+  n.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->nets.push_back(std::move(n));
+};
 auto const push_functional = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   state(ctx).model->functionals.push_back({boost::fusion::at_c<1>(attr),
@@ -372,6 +386,8 @@ x3::rule<class let_r, ast::LetDecl> const let = "let";
 x3::rule<class fn_param_r, ast::FnParam> const fn_param = "parameter";
 x3::rule<class fn_params_r, std::vector<ast::FnParam>> const fn_params = "parameters";
 x3::rule<class fn_body_r, ast::FnDecl> const fn_body = "function body";
+x3::rule<class net_option_r, ast::NetOption> const net_option = "network option";
+x3::rule<class net_options_r, std::vector<ast::NetOption>> const net_options = "network options";
 x3::rule<class statement_r> const statement = "statement";
 x3::rule<class end_of_model_r> const end_of_model = "end of model";
 x3::rule<class model_r> const model = "model";
@@ -440,6 +456,8 @@ auto const let_def = (pos >> kw("let") > ident > '=' > expr > ';')[make_let];
 auto const fn_param_def = (ident > ':' > type)[make_fn_param];
 // After a comma, a parameter must follow: 'f(x : real, )' is reported at the ')'.
 auto const fn_params_def = fn_param >> *(',' > fn_param);
+auto const net_option_def = (ident > '=' > expr)[make_net_option];
+auto const net_options_def = net_option >> *(',' > net_option);
 auto const fn_body_def =
     ('=' > expr > ';')[fn_expr_body] | ('{' > *let > return_kw > expr > ';' > '}')[fn_block_body];
 
@@ -449,6 +467,7 @@ auto const statement_def =
     (pos >> kw("import") > string_literal > ';')[push_import] |
     (pos >> kw("const") > ident > '=' > expr > ';')[push_const] | let[push_let] |
     (pos >> kw("fn") > ident > '(' > -fn_params > ')' > "->" > type > fn_body)[push_fn] |
+    (pos >> kw("net") > ident > ':' > ident > '(' > -net_options > ')' > ';')[push_net] |
     (pos >> kw("functional") > ident > '=' > x3::matches[kw("sum_t")] > expr >
      ';')[push_functional] |
     (pos >> kw("data") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Data>{}] |
@@ -472,7 +491,8 @@ auto const model_def = x3::eps > kw_model > '{' > *statement > end_of_model > x3
 BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,
                     conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
                     bounds, int_range, dist, target, let, fn_param, fn_body, string_literal,
-                    statement, end_of_model, kw_model, model, else_kw, return_kw, fn_params)
+                    statement, end_of_model, kw_model, model, else_kw, return_kw, fn_params,
+                    net_option, net_options)
 
 } // namespace
 

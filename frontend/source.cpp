@@ -53,7 +53,7 @@ bool is_keyword(std::string_view word) {
   static const std::set<std::string_view> keywords = {
       "model", "module", "import",   "const",     "param",  "state",      "obs",
       "data",  "input",  "let",      "fn",        "return", "functional", "sum_t",
-      "if",    "else",   "proposal", "lookahead", "latent", "simulator"};
+      "if",    "else",   "proposal", "lookahead", "latent", "simulator",  "net"};
   return keywords.count(word) > 0;
 }
 

@@ -80,6 +80,8 @@ std::string_view op_name(Op op) {
     return "input";
   case Op::Latent:
     return "latent";
+  case Op::Net:
+    return "net";
   }
   return "?";
 }
@@ -260,6 +262,13 @@ std::string_view type_name(const VarDecl& v) {
   if (v.constraint == Constraint::Simplex)
     return "simplex";
   return v.shape.rank() == 0 ? "real" : v.shape.rank() == 1 ? "vector" : "matrix";
+}
+
+const NetCall* Model::net_call_of(int state) const {
+  for (const NetCall& c : net_calls)
+    if (c.state == state)
+      return &c;
+  return nullptr;
 }
 
 Block& Model::block(BlockKind kind) {

@@ -72,6 +72,9 @@ enum class Op {
   Data,     // var = data index: a run-time constant (--data-file)
   Input,    // var = input index; lag 0 = u[t]: an exogenous covariate
   Latent,   // var = latent index: z[n] in a plate block, a in a simulator block
+  Net,      // var = network index; args = its inputs (variables), concatenated: the network's
+            // output vector. The frontend makes them; passes/net_outputs.cpp replaces each by a
+            // hidden state whose value the runtime computes, so no analysis or kernel sees one.
 };
 
 std::string_view op_name(Op op);
@@ -220,6 +223,27 @@ struct FunctionalDecl {
   SourceLoc loc;
 };
 
+// `net NAME : mlp(...)`: a multilayer perceptron from `inputs` to `outputs` reals, with hidden
+// layers of the given widths and activation; its weights are trained by the runtime (LibTorch).
+struct NetDecl {
+  std::string name;
+  std::string kind = "mlp";
+  int inputs = 0, outputs = 0;
+  std::vector<int> hidden;
+  std::string activation = "tanh";
+  SourceLoc loc;
+};
+
+// A network's output as the model's kernels see it (passes/net_outputs.cpp): the hidden state
+// `state` (named `NET@net`, `NET@net2`, ...) whose value at each step is network `net` applied to
+// `args`, leaf nodes (Param, Data, or State at lag 0) read at the same step. It has no relation:
+// the runtime computes it before it calls a kernel that reads it.
+struct NetCall {
+  int net = -1;
+  int state = -1;
+  std::vector<Node> args;
+};
+
 // What a model describes, and so which blocks it has and which analyses apply.
 enum class ModelKind {
   StateSpace, // states over time t: initial, transition, observation
@@ -243,6 +267,8 @@ struct Model {
   std::vector<VarDecl> inputs;  // exogenous covariates, one value per t
   std::vector<VarDecl> latents; // plate models (one per item) and simulators
   std::vector<FunctionalDecl> functionals;
+  std::vector<NetDecl> nets;
+  std::vector<NetCall> net_calls;            // after passes/net_outputs.cpp
   Block prior{BlockKind::Prior, {}, {}, {}}; // relations target parameters; arguments are constants
   Block initial{BlockKind::Initial, {}, {}, {}};
   Block transition{BlockKind::Transition, {}, {}, {}};
@@ -254,6 +280,8 @@ struct Model {
   Block simulator{BlockKind::Simulator, {}, {}, {}};
 
   bool is_state_space() const { return kind == ModelKind::StateSpace; }
+  // The net call whose output state is `state`, or null.
+  const NetCall* net_call_of(int state) const;
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {

@@ -64,6 +64,8 @@ std::string node_str(const Model& model, BlockKind kind, const Node& node) {
     return fmt::format("input {}{}", model.inputs.at(node.var).name, time_index(kind, node.lag));
   case Op::Call:
     return fmt::format("call {}({})", node.fn, operands(node.args));
+  case Op::Net:
+    return fmt::format("net {}({})", model.nets.at(node.var).name, operands(node.args));
   case Op::Index:
     return fmt::format("index {}[{}]", operands(node.args), fmt::join(node.index, ", "));
   default:
@@ -135,6 +137,19 @@ std::string print(const Model& model) {
     decl("data", d);
   for (const VarDecl& u : model.inputs)
     decl("input", u);
+  for (const NetDecl& n : model.nets)
+    out +=
+        fmt::format("net {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {})\n",
+                    n.name, n.kind, n.inputs, n.outputs, fmt::join(n.hidden, ", "), n.activation);
+  for (const NetCall& c : model.net_calls) {
+    std::vector<std::string> args;
+    for (const Node& a : c.args)
+      args.push_back(a.op == Op::Param  ? model.params.at(a.var).name
+                     : a.op == Op::Data ? model.data.at(a.var).name
+                                        : model.states.at(a.var).name);
+    out += fmt::format("netcall {} = {}({})\n", model.states.at(c.state).name,
+                       model.nets.at(c.net).name, fmt::join(args, ", "));
+  }
   model.for_each_block([&](const Block& block) {
     if (!block.nodes.empty() || !block.relations.empty() || !block.outputs.empty())
       out += fmt::format("\n{}", print(model, block));
@@ -275,6 +290,8 @@ private:
       return binary("^", 5, 4, 4);
     case Op::Call:
       return {fmt::format("{}({})", n.fn, args(n)), 5};
+    case Op::Net:
+      return {fmt::format("{}({})", model_.nets.at(n.var).name, args(n)), 5};
     case Op::Index:
       return {fmt::format("{}[{}]", print(n.args[0], 5), fmt::join(n.index, ", ")), 5};
     case Op::Build: {

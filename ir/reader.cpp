@@ -100,6 +100,10 @@ public:
                                       : kind == "data"   ? model.data
                                                          : model.inputs;
         decls.push_back(var_decl(name, type));
+      } else if (starts_with(line, "netcall ")) {
+        model.net_calls.push_back(net_call(model, line.substr(8)));
+      } else if (starts_with(line, "net ")) {
+        model.nets.push_back(net_decl(line.substr(4)));
       } else if (line.back() == '{') {
         read_block(model, block_kind(trim(line.substr(0, line.size() - 1))));
       } else {
@@ -155,6 +159,85 @@ private:
     if (name.empty())
       fail("expected a name");
     return {name, trim(type), value};
+  }
+
+  // Comma-separated items of `s`, trimmed; none for an empty `s`.
+  static std::vector<std::string_view> split_list(std::string_view s) {
+    std::vector<std::string_view> items;
+    s = trim(s);
+    while (!s.empty()) {
+      const size_t comma = s.find(',');
+      items.push_back(trim(s.substr(0, comma)));
+      s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    }
+    return items;
+  }
+
+  // "NAME : mlp(inputs = 2, outputs = 3, hidden = [8, 8], activation = tanh)"
+  NetDecl net_decl(std::string_view rest) const {
+    NetDecl net;
+    const size_t colon = rest.find(':'), open = rest.find('('), hidden = rest.find('['),
+                 close = rest.find(']');
+    if (colon == std::string_view::npos || open == std::string_view::npos ||
+        hidden == std::string_view::npos || close == std::string_view::npos || rest.back() != ')')
+      fail("expected 'net NAME : mlp(inputs = I, outputs = O, hidden = [...], activation = A)'");
+    net.name = std::string(trim(rest.substr(0, colon)));
+    net.kind = std::string(trim(rest.substr(colon + 1, open - colon - 1)));
+    for (std::string_view width : split_list(rest.substr(hidden + 1, close - hidden - 1)))
+      net.hidden.push_back(parse_int(width));
+    std::string_view options = rest.substr(open + 1, rest.size() - open - 2);
+    for (std::string_view option : split_list(options)) {
+      const size_t eq = option.find('=');
+      if (eq == std::string_view::npos)
+        continue; // a width of the hidden list
+      const std::string_view key = trim(option.substr(0, eq)), value = trim(option.substr(eq + 1));
+      if (key == "inputs")
+        net.inputs = parse_int(value);
+      else if (key == "outputs")
+        net.outputs = parse_int(value);
+      else if (key == "activation")
+        net.activation = std::string(value);
+      else if (key != "hidden")
+        fail(fmt::format("unknown network option '{}'", key), key);
+    }
+    return net;
+  }
+
+  // "STATE = NET(ARG, ...)": arguments are parameters, data items or states, by name.
+  NetCall net_call(const Model& model, std::string_view rest) const {
+    const size_t eq = rest.find('='), open = rest.find('(');
+    if (eq == std::string_view::npos || open == std::string_view::npos || rest.back() != ')')
+      fail("expected 'netcall STATE = NET(ARG, ...)'");
+    NetCall call;
+    call.state = find_var(model.states, trim(rest.substr(0, eq)), "state");
+    const std::string_view net = trim(rest.substr(eq + 1, open - eq - 1));
+    for (size_t i = 0; i < model.nets.size(); ++i)
+      if (model.nets[i].name == net)
+        call.net = static_cast<int>(i);
+    if (call.net < 0)
+      fail(fmt::format("unknown network '{}'", net), net);
+    for (std::string_view arg : split_list(rest.substr(open + 1, rest.size() - open - 2))) {
+      Node leaf;
+      auto named = [&](const auto& decls) {
+        for (size_t i = 0; i < decls.size(); ++i)
+          if (decls[i].name == arg)
+            return static_cast<int>(i);
+        return -1;
+      };
+      if ((leaf.var = named(model.params)) >= 0) {
+        leaf.op = Op::Param;
+        leaf.shape = model.params[leaf.var].shape;
+      } else if ((leaf.var = named(model.data)) >= 0) {
+        leaf.op = Op::Data;
+        leaf.shape = model.data[leaf.var].shape;
+      } else {
+        leaf.op = Op::State;
+        leaf.var = find_var(model.states, arg, "state");
+        leaf.shape = model.states[leaf.var].shape;
+      }
+      call.args.push_back(std::move(leaf));
+    }
+    return call;
   }
 
   int parse_int(std::string_view s) const {
@@ -411,6 +494,19 @@ private:
       if (!rest.empty())
         fail("'time' has no operand");
       break;
+    case Op::Net: {
+      size_t open = rest.find('(');
+      if (open == std::string_view::npos || rest.back() != ')')
+        fail("expected 'net NAME(%a, ...)'");
+      const std::string_view name = rest.substr(0, open);
+      for (size_t i = 0; i < model.nets.size(); ++i)
+        if (model.nets[i].name == name)
+          node.var = static_cast<int>(i);
+      if (node.var < 0)
+        fail(fmt::format("unknown network '{}'", name), name);
+      node.args = operands(rest.substr(open + 1, rest.size() - open - 2), block);
+      break;
+    }
     case Op::Call: {
       size_t open = rest.find('(');
       if (open == std::string_view::npos || rest.back() != ')')
@@ -441,7 +537,7 @@ private:
   }
 
   Op parse_op(std::string_view name) const {
-    for (int i = 0; i <= static_cast<int>(Op::Latent); ++i)
+    for (int i = 0; i <= static_cast<int>(Op::Net); ++i)
       if (op_name(static_cast<Op>(i)) == name)
         return static_cast<Op>(i);
     fail(fmt::format("unknown op '{}'", name), name);

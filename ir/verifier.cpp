@@ -40,6 +40,8 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
     return arity(0) ? std::optional(node.shape) : std::nullopt;
   case Op::Time:
     return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
+  case Op::Net: // the input size against the network's: verify() knows the model
+    return args.empty() || node.shape.rank() != 1 ? std::nullopt : std::optional(node.shape);
   case Op::Neg:
     return arity(1) ? std::optional(args[0]) : std::nullopt;
   case Op::Add:
@@ -306,6 +308,8 @@ private:
 void check_all_sampled(const Model& model, const Block& block, VarKind kind, size_t count,
                        std::vector<std::string>& errors) {
   for (size_t v = 0; v < count; ++v) {
+    if (kind == VarKind::State && model.net_call_of(static_cast<int>(v)))
+      continue; // a network's output: the runtime computes it
     bool found = std::any_of(block.relations.begin(), block.relations.end(), [&](auto& r) {
       return r.kind == kind && r.var == static_cast<int>(v);
     });
@@ -317,9 +321,53 @@ void check_all_sampled(const Model& model, const Block& block, VarKind kind, siz
 
 } // namespace
 
+// Network calls: a known network, inputs of its size, an output of its size; a hoisted call's
+// state is a vector of the output's size and its arguments are leaves.
+void check_nets(const Model& model, std::vector<std::string>& errors) {
+  const int nets = static_cast<int>(model.nets.size());
+  auto check_call = [&](std::string_view where, int net, int input_size, const Shape& output) {
+    if (net < 0 || net >= nets) {
+      errors.push_back(fmt::format("{}: network {} of {}", where, net, nets));
+      return;
+    }
+    const NetDecl& d = model.nets[net];
+    if (input_size != d.inputs || !(output == Shape::vector(d.outputs)))
+      errors.push_back(fmt::format("{}: {} takes {} inputs to vector[{}], called with {} to {}",
+                                   where, d.name, d.inputs, d.outputs, input_size, output.str()));
+  };
+  model.for_each_block([&](const Block& block) {
+    for (size_t i = 0; i < block.nodes.size(); ++i) {
+      const Node& node = block.nodes[i];
+      if (node.op != Op::Net)
+        continue;
+      int size = 0;
+      for (int a : node.args)
+        if (a >= 0 && a < static_cast<int>(i))
+          size += block.nodes[a].shape.size();
+      check_call(fmt::format("{}: %{}", block_name(block.kind), i), node.var, size, node.shape);
+    }
+  });
+  for (const NetCall& c : model.net_calls) {
+    if (c.state < 0 || c.state >= static_cast<int>(model.states.size())) {
+      errors.push_back(fmt::format("net call: state {} of {}", c.state, model.states.size()));
+      continue;
+    }
+    int size = 0;
+    for (const Node& a : c.args) {
+      size += a.shape.size();
+      if (!(a.op == Op::Param || a.op == Op::Data || (a.op == Op::State && a.lag == 0)))
+        errors.push_back(fmt::format("net call {}: an argument is {}", model.states[c.state].name,
+                                     op_name(a.op)));
+    }
+    check_call(fmt::format("net call {}", model.states[c.state].name), c.net, size,
+               model.states[c.state].shape);
+  }
+}
+
 std::vector<std::string> verify(const Model& model) {
   std::vector<std::string> errors;
   model.for_each_block([&](const Block& block) { BlockVerifier(model, block, errors).run(); });
+  check_nets(model, errors);
   for (const ParamDecl& p : model.params)
     if (p.default_value && static_cast<int>(p.default_value->size()) != p.shape.size())
       errors.push_back(fmt::format("param {}: default has {} values for shape {}", p.name,

@@ -157,6 +157,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
   }
   case ir::Op::Call:
     return call(n, node, wrt);
+  case ir::Op::Net: // passes/net_outputs.cpp makes every call a state first
+    throw PassError("differentiation: a network call (the runtime differentiates networks)");
   }
   return d;
 }

@@ -37,6 +37,8 @@ public:
       result_.state_names.push_back(ir::shown_state_name(s.name));
     for (const auto& o : model_.obs)
       result_.obs_names.push_back(o.name);
+    if (reads_networks())
+      return;
     auto initial = analyse(model_.initial, result_.initial);
     auto transition = analyse(model_.transition, result_.transition);
     auto observation = analyse(model_.observation, result_.observation);
@@ -55,6 +57,27 @@ public:
   }
 
 private:
+  // Records, for each relation that reads a network's output (passes/net_outputs.cpp), that it is
+  // not linear-Gaussian: the output is a state the runtime computes, with no relation to analyse.
+  bool reads_networks() {
+    for (const ir::Block* block : {&model_.initial, &model_.transition, &model_.observation})
+      for (const ir::Relation& rel : block->relations) {
+        const std::vector<bool> reached = ir::reached_from(*block, rel.args);
+        for (size_t i = 0; i < block->nodes.size(); ++i)
+          if (const ir::Node& n = block->nodes[i]; reached[i] && n.op == ir::Op::State) {
+            if (const ir::NetCall* call = model_.net_call_of(n.var)) {
+              result_.reasons.push_back(
+                  {block->kind, ir::print_relation_target(model_, *block, rel),
+                   std::string(ir::dist_info(rel.dist).name), model_.var_name(rel.kind, rel.var), 0,
+                   fmt::format("it reads the output of network '{}'", model_.nets[call->net].name),
+                   n.loc.line > 0 ? n.loc : rel.loc});
+              break;
+            }
+          }
+      }
+    return !result_.reasons.empty();
+  }
+
   // A block's result: node ids in its arena.
   struct Matrices {
     int coef = -1, offset = -1, cov = -1;

@@ -92,9 +92,9 @@ public:
       for (const ir::Relation& rel : block->relations)
         if (rel.kind != ir::VarKind::State || !model.states[rel.var].hidden())
           result.relations.push_back(analyse(model, *block, rel));
-    for (const ir::VarDecl& s : model.states)
-      if (s.hidden())
-        result.carried.push_back(ir::shown_state_name(s.name));
+    for (size_t k = 0; k < model.states.size(); ++k) // lag copies; not a network's output
+      if (model.states[k].hidden() && !model.net_call_of(static_cast<int>(k)))
+        result.carried.push_back(ir::shown_state_name(model.states[k].name));
     result.states_independent = true;
     for (const RelationReads& r : result.relations)
       if (r.block == ir::BlockKind::Transition) {

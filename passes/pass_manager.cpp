@@ -30,6 +30,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["additive-functionals"] = create_additive_functionals;
     builtins["derivatives"] = create_derivatives;
     builtins["plate-items"] = create_plate_items;
+    builtins["net-outputs"] = create_net_outputs;
     return builtins;
   }();
   return passes;

@@ -15,6 +15,7 @@ std::unique_ptr<Pass> create_density();              // density.cpp
 std::unique_ptr<Pass> create_additive_functionals(); // additive_functionals.cpp
 std::unique_ptr<Pass> create_derivatives();          // derivatives.cpp
 std::unique_ptr<Pass> create_plate_items();          // plate_items.cpp
+std::unique_ptr<Pass> create_net_outputs();          // net_outputs.cpp
 
 // Carries reads of x[t-k], k >= 2, in hidden states (augment_lags.cpp). Code generation needs a
 // first-order state, so the driver applies it after any pipeline; a no-op when already done.
@@ -24,6 +25,10 @@ void augment_lags(ir::Model& model);
 // driver applies it before any pipeline, so that every analysis and kernel sees a state-space
 // model; a no-op on other models.
 void lower_plate_items(ir::Model& model);
+
+// Makes each network call a hidden state that the runtime computes (net_outputs.cpp): the driver
+// applies it after lower_plate_items, before any pipeline; a no-op on models without networks.
+void hoist_net_calls(ir::Model& model);
 
 // The passes `ssmc build` runs when no --passes= is given.
 // The structure analyses come after constant-fold and cse, which they rely on to see `2 * 0.5 * x`

@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <sstream>
@@ -24,19 +25,19 @@ std::string program_name(int argc, char** argv) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide) against
-// every file it writes (--out, --save, --save-guide): one spelling of an input as an output is
-// refused before anything runs.
+// Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
+// --load-nets) against every file it writes (--out, --save, --save-guide, --save-nets): one
+// spelling of an input as an output is refused before anything runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
   std::vector<std::string> inputs, outputs;
   auto collect = [&](const CLI::App& a) {
     for (const CLI::Option* o : a.get_options())
       if (o->count() > 0)
         for (const char* name : {"data", "inputs", "params", "data-file", "test", "load-guide",
-                                 "out", "save", "save-guide"})
+                                 "load-nets", "out", "save", "save-guide", "save-nets"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
-            const bool output = n == "out" || n == "save" || n == "save-guide";
+            const bool output = n == "out" || n == "save" || n == "save-guide" || n == "save-nets";
             for (const std::string& value : o->results())
               (output ? outputs : inputs).push_back(value);
           }
@@ -46,6 +47,21 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
     collect(*sub);
   for (const std::string& output : outputs)
     check_output_path(output, inputs);
+}
+
+// The kernels read a network's output from the state; only `vi` computes it (runtime/vi) so far.
+void refuse_networks_outside_vi(const CLI::App& app, const ModelInfo& info) {
+  if (info.net_calls.empty())
+    return;
+  for (const CLI::App* sub : app.get_subcommands())
+    if (sub->get_name() != "vi" && sub->get_name() != "info") {
+      std::vector<std::string> names;
+      for (const NetInfo& n : info.nets)
+        names.push_back(n.name);
+      throw Error(fmt::format("model '{}' calls networks ({}): only 'vi' evaluates and trains "
+                              "them so far, so '{}' is not available for it",
+                              info.name, fmt::join(names, ", "), sub->get_name()));
+    }
 }
 
 std::string params_footer(const ModelInfo& info) {
@@ -188,6 +204,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       g.threads = max_threads();
     }
     check_outputs_are_not_inputs(app);
+    refuse_networks_outside_vi(app, info);
     const ParamValues values = resolve_params(info, g.params_file, g.params);
     for (const auto& command : commands)
       if (command->parsed())

@@ -36,6 +36,8 @@ std::vector<std::string> applicable(const Context& c, Task task) {
 
 // The smoother `score` would run (auto's choice for the score terms), or why there is none.
 std::pair<std::string, Refusal> score_method(const Context& c) {
+  if (!c.info.net_calls.empty())
+    return {"", "the model calls networks, which only vi evaluates so far"};
   if (Refusal why = score_refusal(c.model, c.info))
     return {"", why};
   const ScoreModel sm = score_model(c.model, c.info);
@@ -96,10 +98,15 @@ void print_info_json(const Context& c, const ParamValues& values) {
 void print_variables(const Context& c) {
   const ModelInfo& info = c.info;
   const int64_t shown = static_cast<int64_t>(state_columns(info).size());
-  fmt::print(c.out, "state ({} component{}{}):\n", shown, shown == 1 ? "" : "s",
-             shown < info.n_state
-                 ? fmt::format(", and {} hidden that carry past values", info.n_state - shown)
-                 : "");
+  int64_t outputs = 0; // hidden components that hold networks' outputs
+  for (const NetCallInfo& call : info.net_calls)
+    outputs += call.size;
+  std::string hidden;
+  if (shown + outputs < info.n_state)
+    hidden += fmt::format(", and {} hidden that carry past values", info.n_state - shown - outputs);
+  if (outputs > 0)
+    hidden += fmt::format(", and {} hidden that hold networks' outputs", outputs);
+  fmt::print(c.out, "state ({} component{}{}):\n", shown, shown == 1 ? "" : "s", hidden);
   for (const VarInfo& v : info.state)
     if (!v.hidden)
       fmt::print(c.out, "  {} : {}\n", v.name, var_type(v));
@@ -129,9 +136,12 @@ void print_info_text(const Context& c, const ParamValues& values) {
   }
   const std::vector<std::string> decoders = applicable(c, Task::Decode);
   const Refusal no_decoder = c.registry.ranked(Task::Decode).front()->why_not(c.model, info);
+  auto listed = [&](Task task) {
+    const std::vector<std::string> names = applicable(c, task);
+    return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+  };
   fmt::print(c.out, "methods (auto's choice first):\n  filter: {}\n  smooth: {}\n  decode: {}\n",
-             fmt::join(applicable(c, Task::Filter), ", "),
-             fmt::join(applicable(c, Task::Smooth), ", "),
+             listed(Task::Filter), listed(Task::Smooth),
              decoders.empty() ? "none (" + no_decoder.value_or("") + ")"
                               : fmt::format("{}", fmt::join(decoders, ", ")));
   const auto [score_by, no_score] = score_method(c);
@@ -141,9 +151,20 @@ void print_info_text(const Context& c, const ParamValues& values) {
   fmt::print(c.out, "  optimize: {}\n",
              optimizers.empty() ? "none (" + no_optimizer.value_or("") + ")"
                                 : fmt::format("{}", fmt::join(optimizers, ", ")));
-  fmt::print(c.out, "  sample: {}\n", fmt::join(applicable(c, Task::Sample), ", "));
+  fmt::print(c.out, "  sample: {}\n", listed(Task::Sample));
   if (const std::vector<std::string> vi = applicable(c, Task::Vi); !vi.empty())
     fmt::print(c.out, "  vi: {}\n", fmt::join(vi, ", "));
+  for (const NetCallInfo& call : info.net_calls) {
+    const NetInfo& net = info.nets[call.net];
+    std::vector<std::string> args;
+    for (const NetCallInfo::Argument& a : call.arguments)
+      args.push_back(a.name);
+    fmt::print(c.out,
+               "network {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {}), "
+               "called as {}({})\n",
+               net.name, net.kind, net.inputs, net.outputs, fmt::join(net.hidden, ", "),
+               net.activation, net.name, fmt::join(args, ", "));
+  }
 }
 
 class Info : public Command {

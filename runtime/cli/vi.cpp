@@ -55,9 +55,11 @@ public:
     const std::vector<double> fixed = assemble_fixed(c, values);
     const ObsData data = read_observations_file(c.info, data_);
     const std::string save_guide = options_.word("--save-guide");
+    const std::string save_nets = options_.word("--save-nets");
     check_output_path(out_);
     check_output_path(save_);
     check_output_path(save_guide);
+    check_output_path(save_nets);
     run.fixed = &fixed;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
@@ -67,11 +69,18 @@ public:
     const nlohmann::json params = params_json(c.info, fit.theta);
     if (!save_.empty()) // after a failure too: the last finite iteration's parameters
       write_output(c, save_, params.dump(2) + "\n");
-    if (!fit.failure.empty())
-      throw Error(save_.empty() ? fit.failure
-                                : fmt::format("{}; the parameters of the last finite iteration "
-                                              "are in {}",
-                                              fit.failure, save_));
+    if (!save_nets.empty() && !fit.nets_state.empty()) // likewise
+      write_output(c, save_nets, fit.nets_state);
+    if (!fit.failure.empty()) {
+      std::vector<std::string> kept;
+      for (const std::string& file : {save_, save_nets})
+        if (!file.empty())
+          kept.push_back(file);
+      throw Error(kept.empty() ? fit.failure
+                               : fmt::format("{}; the parameters of the last finite iteration "
+                                             "are in {}",
+                                             fit.failure, fmt::join(kept, " and ")));
+    }
     if (!save_guide.empty())
       write_output(c, save_guide, fit.guide_state);
     if (write_csv())

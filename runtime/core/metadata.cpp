@@ -212,6 +212,60 @@ void parse_frame(const json& root, ModelInfo& info) {
     info.inputs = parse_vars(root, "inputs", info.n_inputs, false);
 }
 
+// The networks and their calls, checked against the layout: every call's output inside the state
+// and the sizes of its arguments adding up to the network's inputs.
+void parse_nets(const json& root, ModelInfo& info) {
+  if (auto nets = root.find("nets"); nets != root.end()) {
+    if (!nets->is_array())
+      bad("'nets' must be an array");
+    for (const json& n : *nets) {
+      NetInfo net;
+      net.name = get_string(n, "name", "nets entry");
+      net.kind = get_string(n, "kind", "net " + net.name);
+      net.inputs = get_int(n, "inputs", "net " + net.name);
+      net.outputs = get_int(n, "outputs", "net " + net.name);
+      net.activation = get_string(n, "activation", "net " + net.name);
+      const json& hidden = field(n, "hidden", "net " + net.name);
+      if (!hidden.is_array())
+        bad("net " + net.name + ": 'hidden' must be an array");
+      for (const json& w : hidden)
+        net.hidden.push_back(w.get<int64_t>());
+      info.nets.push_back(std::move(net));
+    }
+  }
+  auto calls = root.find("net_calls");
+  if (calls == root.end())
+    return;
+  if (!calls->is_array())
+    bad("'net_calls' must be an array");
+  for (const json& c : *calls) {
+    NetCallInfo call;
+    call.state = get_string(c, "state", "net_calls entry");
+    const std::string ctx = "net call " + call.state;
+    call.net = get_int(c, "net", ctx);
+    call.offset = get_int(c, "offset", ctx);
+    call.size = get_int(c, "size", ctx);
+    if (call.net >= static_cast<int64_t>(info.nets.size()) ||
+        call.offset + call.size > info.n_state || call.size != info.nets[call.net].outputs)
+      bad(ctx + ": its network or its output does not fit the layout");
+    int64_t inputs = 0;
+    for (const json& a : field(c, "arguments", ctx)) {
+      NetCallInfo::Argument arg;
+      arg.kind = get_string(a, "kind", ctx);
+      arg.name = get_string(a, "name", ctx);
+      arg.offset = get_int(a, "offset", ctx);
+      arg.size = get_int(a, "size", ctx);
+      if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data")
+        bad(ctx + ": an argument of kind '" + arg.kind + "'");
+      inputs += arg.size;
+      call.arguments.push_back(std::move(arg));
+    }
+    if (inputs != info.nets[call.net].inputs)
+      bad(ctx + ": its arguments do not have the network's inputs");
+    info.net_calls.push_back(std::move(call));
+  }
+}
+
 // The structure analyses' verdicts and reasons; returns the functionals' analysis (or null).
 const json* parse_structure(const json& root, ModelInfo& info) {
   // The structure analyses' results: an object (see docs/compiler.md), or only a text report.
@@ -345,6 +399,7 @@ ModelInfo parse_metadata(std::string_view text) {
   const json* functional_analysis = parse_structure(root, info);
   info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
   parse_params(root, info);
+  parse_nets(root, info);
   return info;
 }
 

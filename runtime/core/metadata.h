@@ -56,6 +56,28 @@ struct ParamInfo {
   std::string prior;                                // source text, may be empty
 };
 
+// A `net` declaration (a multilayer perceptron), and a call of it: the runtime applies network
+// `net` to the arguments (gathered in order from the state, or from the frame for parameters and
+// data) and writes the output into state components [offset, offset + size) before it runs a
+// kernel (the compiler's passes/net_outputs.cpp).
+struct NetInfo {
+  std::string name, kind = "mlp";
+  int64_t inputs = 0, outputs = 0;
+  std::vector<int64_t> hidden;
+  std::string activation;
+};
+struct NetCallInfo {
+  struct Argument {
+    std::string kind; // state | param | data
+    std::string name;
+    int64_t offset = 0, size = 0;
+  };
+  int64_t net = 0;
+  std::string state;
+  int64_t offset = 0, size = 0;
+  std::vector<Argument> arguments;
+};
+
 struct ModelInfo {
   std::string name, source;
   int64_t n_state = 0, n_obs = 0, n_theta = 0;
@@ -95,6 +117,8 @@ struct ModelInfo {
   std::string runtime_dir;
   std::vector<FunctionalInfo> functionals;
   int64_t n_functional = 0; // components of the functional_terms output
+  std::vector<NetInfo> nets;
+  std::vector<NetCallInfo> net_calls;
 
   const ParamInfo* find_param(std::string_view name) const;
 };

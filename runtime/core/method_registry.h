@@ -125,6 +125,9 @@ struct Method {
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 
   Refusal why_not(const ssm_model& model, const ModelInfo& info) const {
+    // The kernels read a network's output from the state; only `vi` computes it so far.
+    if (!info.net_calls.empty() && task != Task::Vi)
+      return "the model calls networks, which only vi evaluates so far";
     return applies ? applies(model, info) : std::nullopt;
   }
 };

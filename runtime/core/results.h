@@ -123,8 +123,11 @@ struct VariationalFit {
   int64_t iterations = 0;
   double train_seconds = 0; // the training loop's wall time
   std::string guide_state;  // an amortized guide's encoder, as bytes for --save-guide
-  std::string objective;    // elbo | iwae
-  int64_t samples = 0;      // of the training objective
+  // The model's networks (`net` declarations) by name, as bytes for --save-nets: after a failure,
+  // those of the last finite iteration.
+  std::string nets_state;
+  std::string objective; // elbo | iwae
+  int64_t samples = 0;   // of the training objective
   // Not empty when training stopped at a non-finite objective: the message naming the iteration;
   // theta then holds the parameters of the last finite one, and the bounds are empty.
   std::string failure;

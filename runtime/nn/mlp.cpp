@@ -62,8 +62,7 @@ void MlpImpl::start_at(const std::vector<double>& output) {
   last.bias.copy_(torch::tensor(output, torch::kFloat64));
 }
 
-std::string MlpImpl::save() const {
-  torch::serialize::OutputArchive archive;
+void MlpImpl::write(torch::serialize::OutputArchive& archive) const {
   std::vector<int64_t> shape = {spec_.inputs, spec_.outputs};
   shape.insert(shape.end(), spec_.hidden.begin(), spec_.hidden.end());
   archive.write("shape", torch::tensor(shape, torch::kInt64));
@@ -74,30 +73,46 @@ std::string MlpImpl::save() const {
   torch::serialize::OutputArchive net;
   torch::nn::Module::save(net);
   archive.write("network", net);
+}
+
+std::string MlpImpl::save() const {
+  torch::serialize::OutputArchive archive;
+  write(archive);
   std::ostringstream out;
   archive.save_to(out);
   return out.str();
+}
+
+Mlp read_mlp(torch::serialize::InputArchive& archive) {
+  torch::Tensor shape, act;
+  archive.read("shape", shape);
+  archive.read("activation", act);
+  MlpSpec spec;
+  spec.inputs = shape[0].item<int64_t>();
+  spec.outputs = shape[1].item<int64_t>();
+  spec.hidden.clear();
+  for (int64_t k = 2; k < shape.numel(); ++k)
+    spec.hidden.push_back(shape[k].item<int64_t>());
+  spec.activation = mlp_activations().at(static_cast<size_t>(act.item<int64_t>()));
+  Mlp mlp(spec);
+  torch::serialize::InputArchive net;
+  archive.read("network", net);
+  mlp->load(net);
+  return mlp;
+}
+
+std::string describe(const MlpSpec& spec) {
+  return fmt::format(
+      "mlp(inputs = {}, outputs = {}, hidden = {}, activation = {})", spec.inputs, spec.outputs,
+      spec.hidden.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(spec.hidden, ", ")),
+      spec.activation);
 }
 
 Mlp load_mlp(const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path);
-    torch::Tensor shape, act;
-    archive.read("shape", shape);
-    archive.read("activation", act);
-    MlpSpec spec;
-    spec.inputs = shape[0].item<int64_t>();
-    spec.outputs = shape[1].item<int64_t>();
-    spec.hidden.clear();
-    for (int64_t k = 2; k < shape.numel(); ++k)
-      spec.hidden.push_back(shape[k].item<int64_t>());
-    spec.activation = mlp_activations().at(static_cast<size_t>(act.item<int64_t>()));
-    Mlp mlp(spec);
-    torch::serialize::InputArchive net;
-    archive.read("network", net);
-    mlp->load(net);
-    return mlp;
+    return read_mlp(archive);
   } catch (const c10::Error& e) {
     throw Error(
         fmt::format("{} is not a network saved by ssmc ({})", path, e.what_without_backtrace()));

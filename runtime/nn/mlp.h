@@ -35,6 +35,8 @@ public:
 
   // The network's spec, parameters and buffers as bytes (LibTorch's archive format).
   std::string save() const;
+  // The same into an archive (one entry of a larger archive: nn/model_networks.h).
+  void write(torch::serialize::OutputArchive& archive) const;
 
 private:
   MlpSpec spec_;
@@ -46,5 +48,9 @@ TORCH_MODULE(Mlp);
 // A network saved by MlpImpl::save to the file `path`. Throws ssm::Error naming the file when it
 // is not one.
 Mlp load_mlp(const std::string& path);
+// A network written by MlpImpl::write. Throws c10::Error or std::out_of_range when it is not one.
+Mlp read_mlp(torch::serialize::InputArchive& archive);
+// "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)", as the language writes it.
+std::string describe(const MlpSpec& spec);
 
 } // namespace ssm::nn

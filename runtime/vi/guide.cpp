@@ -399,6 +399,9 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     component[g.component] =
         (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
   }
+  for (torch::Tensor& c : component) // a network's output: the model's networks fill it in
+    if (!c.defined())
+      c = torch::zeros({I, K, E}, torch::kFloat64);
   d.z = torch::stack(component, 3); // [I, K, E, D]
   return d;
 }

@@ -52,6 +52,8 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.hidden = hidden_layers(run.options.word("--hidden"));
   o.activation = run.options.word("--activation");
   o.load_guide = run.options.word("--load-guide");
+  o.net_learning_rate = run.options.real("--net-learning-rate");
+  o.load_nets = run.options.word("--load-nets");
   return o;
 }
 
@@ -139,6 +141,23 @@ void add_options(MethodRegistry& registry) {
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
+  registry.add_option(vi, {.flag = "--net-learning-rate",
+                           .help = "Adam's step size for the weights of the model's networks "
+                                   "(`net` declarations)",
+                           .default_value = d.net_learning_rate,
+                           .type_name = "RATE"});
+  registry.add_option(vi, {.flag = "--save-nets",
+                           .help = "Write the model's trained networks (LibTorch's archive, "
+                                   "one entry per `net`), which --load-nets reads",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
+  registry.add_option(vi, {.flag = "--load-nets",
+                           .help = "Start the model's networks from this file of --save-nets "
+                                   "(with --iterations 0: only evaluate them)",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
   registry.add_option(vi, {.flag = "--test",
                            .help = "Held-out items (CSV, as --data): their guides are fitted with "
                                    "the parameters kept (amortized: the encoder is applied), "
@@ -155,9 +174,10 @@ Method family(const char* name, const char* title, int rank) {
   m.task = Task::Vi;
   m.rank = rank;
   m.auto_help = rank == 0 ? "{}" : "";
-  m.options = {"--objective",  "--samples",      "--estimator", "--iterations", "--learning-rate",
-               "--batch-size", "--clip",         "--schedule",  "--baseline",   "--kl-warmup",
-               "--fix",        "--eval-samples", "--test"};
+  m.options = {"--objective",     "--samples",           "--estimator", "--iterations",
+               "--learning-rate", "--batch-size",        "--clip",      "--schedule",
+               "--baseline",      "--kl-warmup",         "--fix",       "--eval-samples",
+               "--test",          "--net-learning-rate", "--save-nets", "--load-nets"};
   if (std::string_view(name) == kAmortizedName)
     for (const char* o : {"--hidden", "--activation", "--save-guide", "--load-guide"})
       m.options.push_back(o);
@@ -168,6 +188,9 @@ Method family(const char* name, const char* title, int rank) {
     for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
+    for (const char* flag : {"--save-nets", "--load-nets"})
+      if (run.info.nets.empty() && !run.options.word(flag).empty())
+        throw Error(fmt::format("vi: {}: model '{}' declares no networks", flag, run.info.name));
     for (const char* flag : {"--save-guide", "--load-guide"})
       if (!amortized && !run.options.word(flag).empty())
         throw Error(fmt::format("vi: {} needs --method {}: the other guides have parameters per "

@@ -4,6 +4,8 @@
 #include "vi/loader.h"
 #include "vi/variational.h"
 
+#include <c10/util/Exception.h>
+
 #include <exception>
 #include <new>
 
@@ -20,6 +22,8 @@ ssm_vi_fit(const ssm::MethodRun* run, const ssm::VariationalOptions* options,
     return 0;
   } catch (const std::bad_alloc&) {
     *error = "vi: out of memory (try a smaller --batch-size or --eval-samples)";
+  } catch (const c10::Error& e) { // LibTorch's own: its message without the C++ backtrace
+    *error = std::string("vi: internal error in LibTorch: ") + e.what_without_backtrace();
   } catch (const std::exception& e) {
     *error = e.what();
   }

@@ -9,6 +9,7 @@
 #include "kernel/distributions.h"
 #include "learning/parameter_space.h"
 #include "nn/compiled_density.h"
+#include "nn/model_networks.h"
 #include "vi/guide.h"
 
 #include <fmt/format.h>
@@ -73,6 +74,8 @@ struct VariationalProblem::Impl {
   std::optional<ParameterSpace> space;
   nn::CompiledDensity density;
   Guide guide;
+  // The model's networks (shared with the held-out items' problem, which keeps them).
+  std::shared_ptr<nn::ModelNetworks> nets;
   // The learned parameters' unconstrained coordinates are u * u_scale, u_scale = max(1, |start|):
   // Adam's steps in u are then relative to each coordinate's size (a mean of 1000 moves by tens,
   // a log-scale by hundredths), where steps in the coordinates themselves would all be alike.
@@ -83,7 +86,8 @@ struct VariationalProblem::Impl {
   Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
        const std::vector<double>& f, bool learn)
       : run(r), opt(o), data(d), plan(plan_guide(r.model, r.info, o)), fixed(f),
-        density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed) {
+        density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed),
+        nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets)) {
     if (learn) {
       space.emplace(r.info, o.fixed);
       if (space->dimension() > 0 && !r.model.score_terms)
@@ -114,10 +118,20 @@ struct VariationalProblem::Impl {
                          torch::kFloat64);
   }
 
-  std::vector<torch::Tensor> parameters() const {
+  // The guide's parameters and the learned parameters' coordinates (at --learning-rate).
+  std::vector<torch::Tensor> own_parameters() const {
     std::vector<torch::Tensor> p = guide.parameters();
     if (learns())
       p.push_back(u);
+    return p;
+  }
+  // The weights of the model's networks (at --net-learning-rate), trained with the parameters.
+  std::vector<torch::Tensor> net_parameters() const {
+    return space ? nets->parameters() : std::vector<torch::Tensor>{};
+  }
+  std::vector<torch::Tensor> parameters() const {
+    std::vector<torch::Tensor> p = own_parameters(), w = net_parameters();
+    p.insert(p.end(), w.begin(), w.end());
     return p;
   }
 
@@ -128,7 +142,8 @@ struct VariationalProblem::Impl {
     const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed);
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = theta();
-    const torch::Tensor flat = d.z.reshape({I, K * E, D});
+    // The networks' outputs in their slots: the kernels read them as states.
+    const torch::Tensor flat = nets->apply(d.z.reshape({I, K * E, D}), th, fixed);
     const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
     const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
     const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]
@@ -243,9 +258,10 @@ std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_
   return {all.begin() + first, all.begin() + std::min(N, first + batch)};
 }
 
-void set_learning_rate(torch::optim::Adam& adam, double lr) {
-  for (auto& group : adam.param_groups())
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+// Scales each group's learning rate to `factor` times its starting value.
+void set_learning_rate(torch::optim::Adam& adam, const std::vector<double>& base, double factor) {
+  for (size_t k = 0; k < adam.param_groups().size(); ++k)
+    static_cast<torch::optim::AdamOptions&>(adam.param_groups()[k].options()).lr(base[k] * factor);
 }
 
 // Trains the problem's parameters with Adam: the trace, and the failure message (empty when every
@@ -255,7 +271,25 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   const VariationalOptions& opt = p.opt;
   const int64_t N = p.data.T;
   std::vector<torch::Tensor> params = p.parameters();
-  torch::optim::Adam adam(params, torch::optim::AdamOptions(opt.learning_rate));
+  // Two groups: the guide and parameters, and the networks' weights (their own step size).
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  std::vector<double> rates;
+  for (const auto& [group, rate] : {std::pair{p.own_parameters(), opt.learning_rate},
+                                    {p.net_parameters(), opt.net_learning_rate}})
+    if (!group.empty()) {
+      groups.emplace_back(group, std::make_unique<torch::optim::AdamOptions>(rate));
+      rates.push_back(rate);
+    }
+  torch::optim::Adam adam(groups, torch::optim::AdamOptions(opt.learning_rate));
+  // The networks' weights at the last finite objective, restored after a failure.
+  const std::vector<torch::Tensor> weights = p.net_parameters();
+  std::vector<torch::Tensor> weights_good(weights.size());
+  auto restore_weights = [&] {
+    torch::NoGradGuard no_grad;
+    for (size_t k = 0; k < weights.size(); ++k)
+      if (weights_good[k].defined())
+        weights[k].copy_(weights_good[k]);
+  };
   const int64_t every = std::max<int64_t>(1, opt.iterations / 100);
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
@@ -269,18 +303,21 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     // What a failure after a finite start says of the last good iteration.
     auto last_good = [&] {
       return fmt::format("the last finite {} was {} at iteration {}; try a smaller "
-                         "--learning-rate or --clip",
-                         opt.objective, last_finite, last_finite_step);
+                         "--learning-rate{} or --clip",
+                         opt.objective, last_finite, last_finite_step,
+                         weights.empty() ? "" : " (--net-learning-rate for the networks)");
     };
     Terms t;
     try { // a parameter sent out of range by the last step
       t = p.terms(items, opt.samples, step, false, beta);
     } catch (const Error& e) {
+      restore_weights();
       return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
     }
     const torch::Tensor objective = opt.objective == "iwae" ? t.iwae : t.elbo;
     const double value = objective.detach().mean().item<double>();
     if (!std::isfinite(value) || !torch::isfinite(t.surrogate).all().item<bool>()) {
+      restore_weights();
       if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
         return fmt::format(
             "vi: the {} is {} at iteration {}: the model's density is 0 (or not a number) at the "
@@ -295,6 +332,8 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     last_finite = value;
     last_finite_step = step;
     theta_good = to_vector(t.theta);
+    for (size_t k = 0; k < weights.size(); ++k)
+      weights_good[k] = weights[k].detach().clone();
     const double scale = static_cast<double>(N) / static_cast<double>(items.size());
     const torch::Tensor loss = -t.surrogate.sum() * scale;
     adam.zero_grad();
@@ -303,9 +342,9 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       torch::nn::utils::clip_grad_norm_(params, opt.clip);
     adam.step();
     if (opt.schedule == "cosine")
-      set_learning_rate(adam, 0.5 * opt.learning_rate *
-                                  (1 + std::cos(M_PI * static_cast<double>(step + 1) /
-                                                static_cast<double>(opt.iterations))));
+      set_learning_rate(adam, rates,
+                        0.5 * (1 + std::cos(M_PI * static_cast<double>(step + 1) /
+                                            static_cast<double>(opt.iterations))));
     sum += value;
     ++count;
     if ((step + 1) % every == 0 || step + 1 == opt.iterations) {
@@ -401,12 +440,16 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (p.space)
     for (const LearnedParam& l : p.space->learned())
       fit.learned.push_back(run.info.params[l.index].name);
+  for (const NetInfo& net : run.info.nets)
+    fit.learned.push_back(net.name);
   std::vector<double> theta_good;
   const auto start = std::chrono::steady_clock::now();
   fit.failure = train(p, fit, theta_good, run.progress);
   fit.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fit.theta = theta_good;
+  if (!p.nets->empty())
+    fit.nets_state = p.nets->save();
   if (!fit.failure.empty())
     return fit;
   fit.train = evaluate(p);
@@ -418,6 +461,7 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
+    q.nets = p.nets;           // the trained networks
     if (p.guide.amortized()) { // the trained encoder, applied to the held-out items
       q.guide.share_encoder(p.guide);
     } else { // a guide of their own per item
@@ -465,6 +509,9 @@ std::vector<std::string> VariationalProblem::parameter_names() const {
   std::vector<std::string> names = impl_->guide.parameter_names();
   if (impl_->learns())
     for (const std::string& name : impl_->space->coordinate_names())
+      names.push_back(name);
+  if (impl_->space)
+    for (const std::string& name : impl_->nets->parameter_names())
       names.push_back(name);
   return names;
 }

@@ -51,6 +51,9 @@ struct VariationalOptions {
   std::vector<int64_t> hidden = {64};
   std::string activation = "tanh";
   std::string load_guide;
+  // The model's networks: their learning rate, and a file of trained ones to start from.
+  double net_learning_rate = 1e-3;
+  std::string load_nets;
 };
 
 // Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the

@@ -171,6 +171,7 @@ ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions&
 
 ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
   ssm::passes::lower_plate_items(model); // every analysis and kernel sees a state-space model
+  ssm::passes::hoist_net_calls(model);   // and no network call
   run_pipeline(model, options);
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an

@@ -1,0 +1,44 @@
+// The networks a model declares (`net NAME : mlp(...)`) and the calls of them that the compiler
+// turned into hidden states (passes/net_outputs.cpp): this class holds the networks' weights,
+// applies each call to the values of its arguments and writes the outputs into those states'
+// slots, differentiably, so that the gradient the compiled kernels give for a slot
+// (nn/compiled_density.h) flows on through the network to its weights and its arguments. It also
+// saves all the networks to one file, and starts them from one.
+#pragma once
+
+#include "core/metadata.h"
+#include "nn/mlp.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm::nn {
+
+class ModelNetworks {
+public:
+  // New networks, their weights drawn from LibTorch's initialisation under `seed`, or those of
+  // `load_path` (a file of save()), checked against the declarations.
+  ModelNetworks(const ModelInfo& info, uint64_t seed, const std::string& load_path);
+
+  bool empty() const { return nets_.empty(); }
+  // z: [I, S, D] values of the state (the slots of the calls' outputs are replaced); theta:
+  // [n_theta]; fixed: the frame's fixed part (parameters then data values). Returns z with every
+  // call's output in its slot.
+  torch::Tensor apply(const torch::Tensor& z, const torch::Tensor& theta,
+                      const std::vector<double>& fixed);
+
+  std::vector<torch::Tensor> parameters() const;
+  // `NET.layers.K.weight[i]` per scalar of parameters(), in order.
+  std::vector<std::string> parameter_names() const;
+  // All networks by name, in LibTorch's archive format.
+  std::string save() const;
+
+private:
+  const ModelInfo& info_;
+  std::vector<Mlp> nets_;
+};
+
+} // namespace ssm::nn

@@ -1,0 +1,149 @@
+// End-to-end tests of `net` declarations (a network in a plate model's relations, trained by
+// `vi`): a linear decoder network makes factor analysis with a mean, whose maximum likelihood
+// `optimize` finds exactly (Kalman), and which the trained ELBO and IWAE bound must reach; trained
+// networks saved and read back; a network whose output the gradient sends out of its density's
+// domain stops with the last finite networks saved; and the refusals.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+// Factor analysis with a mean, as a plate model: the exact likelihood's reference.
+const char* kFactorMean = R"(model fam {
+  param W   : matrix[4, 2] = [[1.0, 0.9], [0.8, 0.7], [0.6, 1.0], [0.5, 0.4]];
+  param mu  : vector[4] = [0.5, 0, -0.5, 1];
+  param psi : real(0, inf) = 0.5;
+  latent z[n] : vector[2] ~ normal(0, 1);
+  obs    x[n] : vector[4] ~ normal(W * z[n] + mu, psi);
+}
+)";
+
+// The same model with W z + mu as a network from the 2 factors to the 4 observations: `none`
+// (an affine map) is factor analysis with a mean.
+std::string decoder_model(const std::string& name, const std::string& hidden,
+                          const std::string& activation) {
+  return "model " + name + " {\n  net decoder : mlp(inputs = 2, outputs = 4, hidden = " + hidden +
+         ", activation = " + activation + R"();
+  param psi : real(0, inf) = 0.5;
+  latent z[n] : vector[2] ~ normal(0, 1);
+  obs    x[n] : vector[4] ~ normal(decoder(z[n]), psi);
+}
+)";
+}
+const std::string kFactorNet = decoder_model("famnet", "none", "tanh");
+const std::string kTanhNet = decoder_model("tanhnet", "[8]", "tanh");
+const std::string kReluNet = decoder_model("relunet", "[16]", "relu"); // for a mismatched file
+
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+// 200 items of the factor model, written once.
+std::string factor_items() {
+  const std::string path = scratch_path("fam_items.csv");
+  if (!file_exists(path))
+    run_ok({model_exe("fam", kFactorMean), "simulate", "--T", "200", "--seed", "5", "--out", path});
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("networks: a linear decoder trained by vi reaches factor analysis' exact maximum "
+          "likelihood",
+          "[vi][networks]") {
+  const std::string data = factor_items();
+  // The maximum likelihood of the same family (W, mu, psi free), exact by Kalman and L-BFGS.
+  const nlohmann::json ml =
+      run_json({model_exe("fam", kFactorMean), "optimize", "--data", data, "--json"});
+  const double best = double(ml["log_likelihood"]) / 200;
+  // The full-rank guide is the exact posterior family: the ELBO's maximum is the likelihood's.
+  const nlohmann::json j =
+      run_json({model_exe("famnet", kFactorNet), "vi", "--method", "fullrank", "--data", data,
+                "--iterations", "2000", "--net-learning-rate", "0.02", "--schedule", "cosine",
+                "--eval-samples", "2000", "--json"});
+  CAPTURE(ml.dump(), j.dump());
+  const double elbo = j["elbo"], iwae = j["iwae"], iwae_se = j["iwae_se"];
+  CHECK(j["learned"] == nlohmann::json({"psi", "decoder"}));
+  // Neither bound can exceed the maximum likelihood (beyond Monte Carlo error), and training
+  // must bring both within 2e-3 nats per item of it.
+  CHECK(iwae <= best + 4 * iwae_se + 1e-9);
+  CHECK(elbo <= iwae + 1e-3);
+  CHECK(best - elbo < 2e-3);
+  CHECK(std::abs(double(j["params"]["psi"]) - double(ml["params"]["psi"])) < 0.01);
+}
+
+TEST_CASE("networks: trained networks are saved and read back", "[vi][networks]") {
+  const std::string data = factor_items();
+  const std::string& exe = model_exe("tanhnet", kTanhNet);
+  const std::string nets = scratch_path("tanhnet_nets.pt"), guide = scratch_path("tanhnet_g.pt"),
+                    params = scratch_path("tanhnet_params.json");
+  const std::vector<std::string> common = {
+      exe, "vi", "--method", "amortized", "--data", data, "--eval-samples", "200", "--json"};
+  std::vector<std::string> train = common;
+  train.insert(train.end(), {"--iterations", "1500", "--net-learning-rate", "0.01", "--save-nets",
+                             nets, "--save-guide", guide, "--save", params});
+  const nlohmann::json trained = run_json(train);
+  REQUIRE(file_exists(nets));
+  // Read back with the guide and psi, and only evaluated: the same bounds up to Monte Carlo error
+  // (other draws), where untrained networks are far worse.
+  std::vector<std::string> again = common;
+  again.insert(again.end(), {"--iterations", "0", "--load-nets", nets, "--load-guide", guide,
+                             "--params", params});
+  const nlohmann::json loaded = run_json(again);
+  std::vector<std::string> fresh = common;
+  fresh.insert(fresh.end(), {"--iterations", "0", "--load-guide", guide, "--params", params});
+  const nlohmann::json untrained = run_json(fresh);
+  CAPTURE(trained.dump(), loaded.dump(), untrained.dump());
+  const double se = std::hypot(double(trained["elbo_se"]), double(loaded["elbo_se"]));
+  CHECK(std::abs(double(trained["elbo"]) - double(loaded["elbo"])) < 4 * se + 1e-3);
+  CHECK(double(untrained["elbo"]) < double(loaded["elbo"]) - 1);
+  // A file of networks declared otherwise is refused, naming both declarations.
+  ProcessResult r = run_process({model_exe("relunet", kReluNet), "vi", "--data", data,
+                                 "--iterations", "0", "--load-nets", nets});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("network 'decoder' was saved as mlp(inputs = 2, outputs = 4, hidden = [8], "
+                   "activation = tanh), but the model declares mlp(inputs = 2, outputs = 4, "
+                   "hidden = [16], activation = relu)") != std::string::npos);
+  r = run_process({exe, "vi", "--data", data, "--iterations", "0", "--load-nets", data});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("is not a file of networks saved by ssmc") != std::string::npos);
+}
+
+TEST_CASE("networks: a diverging run keeps its last finite networks; other commands refuse",
+          "[vi][networks]") {
+  const std::string data = factor_items();
+  const std::string& exe = model_exe("tanhnet", kTanhNet);
+  const std::string nets = scratch_path("tanhnet_diverged.pt");
+  // psi fixed tiny and a huge step: the ELBO overflows within a few iterations.
+  ProcessResult r =
+      run_process({exe, "vi", "--data", data, "--fix", "psi", "--param", "psi=1e-150",
+                   "--net-learning-rate", "1e150", "--clip", "0", "--save-nets", nets});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("at iteration") != std::string::npos);
+  CHECK(r.err.find("are in " + nets) != std::string::npos);
+  REQUIRE(file_exists(nets));
+  // They are the networks of the last finite ELBO: read back, the ELBO is finite again.
+  const nlohmann::json back =
+      run_json({exe, "vi", "--data", data, "--fix", "psi", "--param", "psi=1e-150", "--iterations",
+                "0", "--load-nets", nets, "--eval-samples", "10", "--json"});
+  CHECK(std::isfinite(double(back["elbo"])));
+  r = run_process({exe, "filter", "--data", data});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("model 'tanhnet' calls networks (decoder): only 'vi' evaluates and trains "
+                   "them so far") != std::string::npos);
+  const std::string info = run_ok({exe, "info"}).out;
+  CHECK(info.find("network decoder : mlp(inputs = 2, outputs = 4, hidden = [8], activation = "
+                  "tanh), called as decoder(z)") != std::string::npos);
+  r = run_process({model_exe("fam", kFactorMean), "vi", "--data", data, "--save-nets", nets});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--save-nets: model 'fam' declares no networks") != std::string::npos);
+}
