@@ -20,6 +20,7 @@ REPS=${REPS:-5}
 ITER=${ITER:-2000}
 N=${N:-500}
 PY=${PY:-/usr/bin/python3} # Debian's, where python3-torch installs
+export OPENBLAS_NUM_THREADS=1 # torch.set_num_threads does not govern the BLAS threads
 work=$(mktemp -d "${TMPDIR:-/tmp}/ssmc-vi-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

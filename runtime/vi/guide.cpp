@@ -18,7 +18,8 @@ constexpr double kHalfLog2Pi = 0.91893853320467274178;
 constexpr int64_t kMaxDiscreteValues = 10000;
 
 const std::vector<std::string>& estimator_names() {
-  static const std::vector<std::string> names = {kReparamName, kScoreName, kEnumerateName};
+  static const std::vector<std::string> names = {kReparamName, kScoreName, kEnumerateName,
+                                                 kGumbelName};
   return names;
 }
 
@@ -64,8 +65,8 @@ VariationalFit::Estimator discrete_estimator(const VarInfo& v, const std::string
   const std::string type = integer_type(v);
   if (asked == kReparamName)
     throw Error(fmt::format("vi: the reparameterisation estimator cannot apply to '{}' ({}, "
-                            "discrete): use {} or {}",
-                            v.name, type, kEnumerateName, kScoreName));
+                            "discrete): use {}, {} or {}",
+                            v.name, type, kEnumerateName, kScoreName, kGumbelName));
   if (!std::isfinite(v.lower) || !std::isfinite(v.upper) ||
       v.upper - v.lower + 1 > kMaxDiscreteValues)
     throw Error(fmt::format("vi: the latent '{}' is {}: the guide's categorical needs a finite "
@@ -75,12 +76,18 @@ VariationalFit::Estimator discrete_estimator(const VarInfo& v, const std::string
   double joint = static_cast<double>(enumeration);
   for (int64_t k = 0; k < v.size; ++k)
     joint *= static_cast<double>(values);
-  if (asked == kEnumerateName || (asked == "auto" && joint <= kMaxEnumeration)) {
+  if (asked == kEnumerateName || asked == kGumbelName ||
+      (asked == "auto" && joint <= kMaxEnumeration)) {
     if (joint > 1e6)
-      throw Error(fmt::format("vi: enumerating '{}' would sum over {} joint values of the "
+      throw Error(fmt::format("vi: {} '{}' would evaluate the model at {} joint values of the "
                               "discrete latents: use --estimator {}={}",
-                              v.name, joint, v.name, kScoreName));
+                              asked == kGumbelName ? "relaxing" : "enumerating", v.name, joint,
+                              v.name, kScoreName));
     enumeration = static_cast<int64_t>(joint);
+    if (asked == kGumbelName)
+      return {v.name, kGumbelName,
+              fmt::format("asked for: {} values, the model at each, weighted by a relaxed draw",
+                          values)};
     return {v.name, kEnumerateName,
             asked == "auto" ? fmt::format("{}: {} values, summed over exactly", type, values)
                             : "asked for"};
@@ -131,10 +138,11 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
     const std::vector<std::string> cols = column_names(v.name, v.shape);
     if (v.integer) {
       plan.estimators.push_back(discrete_estimator(v, asked, plan.enumeration));
-      const bool enumerate = plan.estimators.back().estimator == kEnumerateName;
+      const std::string& chosen = plan.estimators.back().estimator;
+      const bool gumbel = chosen == kGumbelName, enumerate = gumbel || chosen == kEnumerateName;
       for (int64_t k = 0; k < v.size; ++k)
         plan.discrete.push_back({v.offset + k, cols[k], static_cast<int64_t>(v.lower),
-                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate});
+                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate, gumbel});
     } else {
       plan.estimators.push_back(continuous_estimator(model, info, v, asked));
       for (int64_t k = 0; k < v.size; ++k) {
@@ -152,6 +160,12 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
     throw Error("vi: the full-rank guide needs one estimator for all continuous latents");
+  const bool gumbel = std::any_of(plan.discrete.begin(), plan.discrete.end(),
+                                  [](const GuidePlan::Discrete& g) { return g.gumbel; });
+  if (gumbel && options.objective != "elbo")
+    throw Error(fmt::format("vi: the {} estimator serves the ELBO (the IWAE bound sums over the "
+                            "values of a latent it evaluates at each, which is {})",
+                            kGumbelName, kEnumerateName));
   return plan;
 }
 
@@ -291,8 +305,8 @@ torch::Tensor Guide::cholesky(const torch::Tensor& idx) const {
          torch::diag_embed(log_sd_.index_select(0, idx).exp());
 }
 
-GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step,
-                       uint64_t seed) const {
+GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
+                       Relaxation relax) const {
   const int64_t I = static_cast<int64_t>(items.size()), C = continuous_,
                 Dd = static_cast<int64_t>(plan_.discrete.size()), E = plan_.enumeration;
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
@@ -363,6 +377,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
 
   // Discrete components: sampled ones by inverse CDF, enumerated ones in mixed radix over E.
   d.log_q_enumerated = torch::zeros({I, E}, opts);
+  d.weights = torch::ones({I, K, E}, opts);
   int64_t radix = 1;
   for (int64_t j = 0; j < Dd; ++j) {
     const GuidePlan::Discrete& g = plan_.discrete[j];
@@ -374,6 +389,27 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
       radix *= g.values;
       const torch::Tensor v = torch::tensor(values, torch::kInt64);
       d.log_q_enumerated = d.log_q_enumerated + log_p.index_select(1, v);
+      if (g.gumbel && relax.temperature > 0) {
+        // y = softmax((log q + G) / tau), G Gumbel(0, 1): a relaxed one-hot per draw.
+        torch::Tensor u = torch::empty({I, K, g.values}, opts);
+        double* uu = u.data_ptr<double>();
+        for (int64_t i = 0; i < I; ++i)
+          for (int64_t k = 0; k < K; ++k)
+            for (int64_t w = 0; w < g.values; ++w)
+              uu[(i * K + k) * g.values + w] = philox_u01(
+                  seed, static_cast<uint32_t>(items[i]), step,
+                  kSiteGumbel + static_cast<uint32_t>(j), static_cast<uint32_t>(k * g.values + w));
+        const torch::Tensor gumbel = -torch::log(-torch::log(u.clamp(1e-300, 1 - 1e-16)));
+        torch::Tensor y = torch::softmax((log_p.unsqueeze(1) + gumbel) / relax.temperature, 2);
+        if (relax.straight_through) { // the hard draw's value, the relaxed draw's gradient
+          const torch::Tensor hard =
+              torch::zeros_like(y).scatter_(2, std::get<1>(y.detach().max(2, true)), 1.0);
+          y = hard + y - y.detach();
+        }
+        d.weights = d.weights * y.index_select(2, v);
+      } else {
+        d.weights = d.weights * log_p.index_select(1, v).exp().unsqueeze(1);
+      }
       component[g.component] =
           (v.to(torch::kFloat64) + static_cast<double>(g.lower)).view({1, 1, E}).expand({I, K, E});
       continue;

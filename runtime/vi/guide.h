@@ -22,6 +22,7 @@ namespace ssm {
 // Philox sites of the guide's draws (the counter's third word; the draw k is its fourth).
 inline constexpr uint32_t kSiteContinuous = 0;      // + the continuous component c
 inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + the discrete component j
+inline constexpr uint32_t kSiteGumbel = 1u << 25;   // + the discrete component j
 inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
 
 // Which latent components the guide treats how.
@@ -38,6 +39,7 @@ struct GuidePlan {
     std::string column;
     int64_t lower = 0, values = 0;
     bool enumerate = false; // summed over exactly; else sampled (score function)
+    bool gumbel = false;    // enumerated too, but weighted by a relaxed draw while training
   };
   std::vector<Discrete> discrete;
   int64_t enumeration = 1; // joint values of the enumerated components
@@ -62,6 +64,16 @@ struct GuideDraws {
   torch::Tensor log_q_enumerated; // [I, E]: log q of the enumerated ones (0 when none)
   torch::Tensor log_q_score;      // [I, K]: the part of log q_sampled that the score function
                                   // differentiates (undefined when no latent uses it)
+  // [I, K, E]: the weights of the enumerated values in the ELBO: q of the enumerated latents,
+  // times, for gumbel ones while training, each draw's relaxed one-hot (q at evaluation).
+  torch::Tensor weights;
+};
+
+// How a draw weighs the gumbel latents' values: a relaxed one-hot at `temperature` (0: their
+// exact probabilities, as enumerated latents), straight-through or not.
+struct Relaxation {
+  double temperature = 0;
+  bool straight_through = false;
 };
 
 class Guide {
@@ -73,7 +85,8 @@ public:
         const std::vector<double>& fixed, const ObsData& data, const VariationalOptions& options,
         uint64_t seed);
 
-  GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed) const;
+  GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
+                  Relaxation relax = {}) const;
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
   // Per item: a mean and an sd per continuous component, then a probability per value of each

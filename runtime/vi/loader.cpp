@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <string>
 
 namespace ssm {
 
@@ -17,12 +19,17 @@ struct Module {
   VariationalFitFn fit = nullptr;
 };
 
-const Module& module(const ModelInfo& info) {
+const Module& module(const ModelInfo& info, int threads) {
   static std::mutex mutex;
   static Module m;
   std::lock_guard lock(mutex);
   if (m.fit)
     return m;
+  // LibTorch's matrix products run in the BLAS (OpenBLAS where tools/setup.sh installed it),
+  // whose threads LibTorch's set_num_threads does not govern, and which reads its thread count
+  // when it is loaded: --threads, unless the user set it.
+  for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
+    setenv(var, std::to_string(std::max(1, threads)).c_str(), 0);
   // An explicit path, not a run path: under a sanitizer dlopen's interceptor is the caller, and
   // the executable's run path is not searched.
   const char* env = std::getenv("SSMC_VI_LIBRARY");
@@ -61,7 +68,7 @@ std::string variational_layout() {
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {
   VariationalFit fit;
   std::string error;
-  if (module(run.info).fit(&run, &options, &fit, &error) != 0)
+  if (module(run.info, run.threads).fit(&run, &options, &fit, &error) != 0)
     throw Error(error);
   return fit;
 }

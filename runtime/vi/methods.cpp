@@ -45,6 +45,10 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.clip = run.options.real("--clip");
   o.schedule = run.options.word("--schedule");
   o.baseline = run.options.word("--baseline");
+  o.temperature = run.options.real("--temperature");
+  o.temperature_decay = run.options.real("--temperature-decay");
+  o.temperature_min = run.options.real("--temperature-min");
+  o.straight_through = run.options.toggle("--straight-through").value_or(false);
   o.kl_warmup = run.options.integer("--kl-warmup");
   o.fixed = run.options.names("--fix");
   o.eval_samples = run.options.integer("--eval-samples");
@@ -74,10 +78,10 @@ void add_options(MethodRegistry& registry) {
       vi, {.flag = "--estimator",
            .help = fmt::format("The gradient estimator: auto (per latent: {} for a continuous "
                                "one, {} for a discrete one while the joint values stay within "
-                               "{}, {} otherwise), or one of {}, {}, {} for every latent; "
+                               "{}, {} otherwise), or one of {}, {}, {}, {} for every latent; "
                                "NAME=ESTIMATOR for one latent variable (repeatable)",
                                kReparamName, kEnumerateName, kMaxEnumeration, kScoreName,
-                               kReparamName, kScoreName, kEnumerateName),
+                               kReparamName, kScoreName, kEnumerateName, kGumbelName),
            .default_value = std::vector<std::string>{},
            .type_name = "ESTIMATOR"});
   registry.add_option(vi, {.flag = "--iterations",
@@ -104,6 +108,23 @@ void add_options(MethodRegistry& registry) {
                                    "moving average with K = 1) or none",
                            .default_value = d.baseline,
                            .choices = {"average", "none"}});
+  registry.add_option(vi, {.flag = "--temperature",
+                           .help = "gumbel: the relaxation's starting temperature",
+                           .default_value = d.temperature,
+                           .type_name = "TAU"});
+  registry.add_option(vi, {.flag = "--temperature-decay",
+                           .help = "gumbel: the temperature at iteration i is TAU exp(-R i), "
+                                   "floored at --temperature-min (0: constant)",
+                           .default_value = d.temperature_decay,
+                           .type_name = "R"});
+  registry.add_option(vi, {.flag = "--temperature-min",
+                           .help = "gumbel: the annealed temperature's floor",
+                           .default_value = d.temperature_min,
+                           .type_name = "TAU"});
+  registry.add_option(vi, {.flag = "--straight-through",
+                           .help = "gumbel: the hard draw's value with the relaxed draw's "
+                                   "gradient (Bengio et al. 2013; Jang et al. 2017)",
+                           .default_value = std::optional<bool>{}});
   registry.add_option(vi, {.flag = "--kl-warmup",
                            .help = "KL annealing: the ELBO's KL term weighs iteration / N for the "
                                    "first N iterations, then 1 (Bowman et al. 2016; 0: none)",
@@ -188,6 +209,11 @@ Method family(const char* name, const char* title, int rank) {
     for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
+    for (const char* flag : {"--temperature", "--temperature-min"})
+      if (!(run.options.real(flag) > 0))
+        throw Error(fmt::format("vi: {} must be positive", flag));
+    if (!(run.options.real("--temperature-decay") >= 0))
+      throw Error("vi: --temperature-decay must be 0 or more");
     for (const char* flag : {"--save-nets", "--load-nets"})
       if (run.info.nets.empty() && !run.options.word(flag).empty())
         throw Error(fmt::format("vi: {}: model '{}' declares no networks", flag, run.info.name));

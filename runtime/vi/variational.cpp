@@ -138,8 +138,8 @@ struct VariationalProblem::Impl {
   // The terms at `items` with K draws each, from the draws of `step`.
   // `beta` < 1 (KL annealing): the ELBO's surrogate weighs its KL term by beta.
   Terms terms(const std::vector<int64_t>& items, int64_t K, int64_t step, bool with_kl,
-              double beta = 1) {
-    const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed);
+              double beta = 1, Relaxation relax = {}) {
+    const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed, relax);
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = theta();
     // The networks' outputs in their slots: the kernels read them as states.
@@ -153,7 +153,7 @@ struct VariationalProblem::Impl {
         logp - d.log_q_sticking.unsqueeze(2) - d.log_q_enumerated.unsqueeze(1); // [I, K, E]
     Terms t;
     t.theta = th.detach();
-    const torch::Tensor value_k = (q_e.unsqueeze(1) * f).sum(2); // [I, K]
+    const torch::Tensor value_k = (d.weights * f).sum(2); // [I, K]
     t.value_k = value_k.detach();
     t.elbo = value_k.mean(1);
     const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
@@ -179,10 +179,10 @@ struct VariationalProblem::Impl {
       torch::Tensor annealed = value_k;
       if (beta < 1) {
         const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
-        annealed = (q_e.unsqueeze(1) *
-                    (logp - (1 - beta) * lp -
-                     beta * (d.log_q_sticking.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1))))
-                       .sum(2);
+        annealed =
+            (d.weights * (logp - (1 - beta) * lp -
+                          beta * (d.log_q_sticking.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1))))
+                .sum(2);
       }
       t.surrogate = annealed.mean(1);
       if (d.log_q_score.defined()) { // REINFORCE: (f - b) * d log q, b a baseline
@@ -242,20 +242,25 @@ struct VariationalProblem::Impl {
 
 namespace {
 
-// The items of step `step`: all of them, or a batch of a permutation drawn per epoch.
-std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_t seed) {
+// The items of step `step`: all of them, or a batch of a permutation drawn per epoch (`order`
+// caches the current epoch's).
+std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_t seed,
+                                 std::pair<int64_t, std::vector<int64_t>>& order) {
   std::vector<int64_t> all(N);
   std::iota(all.begin(), all.end(), 0);
   if (batch <= 0 || batch >= N)
     return all;
   const int64_t per_epoch = (N + batch - 1) / batch, epoch = step / per_epoch,
                 first = (step % per_epoch) * batch;
-  std::vector<double> key(N);
-  for (int64_t n = 0; n < N; ++n)
-    key[n] = philox_u01(seed, static_cast<uint32_t>(n), static_cast<uint32_t>(epoch),
-                        kSiteBatchOrder, 0);
-  std::sort(all.begin(), all.end(), [&](int64_t a, int64_t b) { return key[a] < key[b]; });
-  return {all.begin() + first, all.begin() + std::min(N, first + batch)};
+  if (order.second.empty() || order.first != epoch) {
+    std::vector<double> key(N);
+    for (int64_t n = 0; n < N; ++n)
+      key[n] = philox_u01(seed, static_cast<uint32_t>(n), static_cast<uint32_t>(epoch),
+                          kSiteBatchOrder, 0);
+    std::sort(all.begin(), all.end(), [&](int64_t a, int64_t b) { return key[a] < key[b]; });
+    order = {epoch, std::move(all)};
+  }
+  return {order.second.begin() + first, order.second.begin() + std::min(N, first + batch)};
 }
 
 // Scales each group's learning rate to `factor` times its starting value.
@@ -293,9 +298,10 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   const int64_t every = std::max<int64_t>(1, opt.iterations / 100);
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
+  std::pair<int64_t, std::vector<int64_t>> order; // the current epoch's order of the items
   theta_good = to_vector(p.theta());
   for (int64_t step = 0; step < opt.iterations; ++step) {
-    const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed);
+    const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed, order);
     const double beta =
         opt.kl_warmup > 0
             ? std::min(1.0, static_cast<double>(step) / static_cast<double>(opt.kl_warmup))
@@ -307,9 +313,14 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
                          opt.objective, last_finite, last_finite_step,
                          weights.empty() ? "" : " (--net-learning-rate for the networks)");
     };
+    // gumbel: the temperature, annealed.
+    const Relaxation relax{
+        std::max(std::min(opt.temperature_min, opt.temperature),
+                 opt.temperature * std::exp(-opt.temperature_decay * static_cast<double>(step))),
+        opt.straight_through};
     Terms t;
     try { // a parameter sent out of range by the last step
-      t = p.terms(items, opt.samples, step, false, beta);
+      t = p.terms(items, opt.samples, step, false, beta, relax);
     } catch (const Error& e) {
       restore_weights();
       return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
@@ -523,7 +534,8 @@ VariationalProblem::Estimate VariationalProblem::estimate(int64_t step) {
   for (torch::Tensor& t : params)
     if (t.grad().defined())
       t.mutable_grad().zero_();
-  const Terms t = impl_->terms(items, impl_->opt.samples, step, false);
+  const Terms t = impl_->terms(items, impl_->opt.samples, step, false, 1,
+                               Relaxation{impl_->opt.temperature, impl_->opt.straight_through});
   t.surrogate.sum().backward();
   Estimate e;
   e.objective = (impl_->opt.objective == "iwae" ? t.iwae : t.elbo).sum().item<double>();

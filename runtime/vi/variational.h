@@ -25,6 +25,10 @@ inline constexpr const char* kAmortizedName = "amortized";
 inline constexpr const char* kReparamName = "reparam";     // z = mu + L eps (continuous)
 inline constexpr const char* kScoreName = "score";         // REINFORCE with a baseline
 inline constexpr const char* kEnumerateName = "enumerate"; // exact sum over a finite latent
+// Gumbel-softmax (Jang, Gu & Poole 2017; Maddison, Mnih & Teh 2017): the model at each value of
+// a discrete latent, weighted by a relaxed one-hot draw instead of q (biased, vanishing as the
+// temperature goes to 0), or straight-through (the hard draw's value, the relaxed gradient).
+inline constexpr const char* kGumbelName = "gumbel";
 
 // Beyond this many joint values of the discrete latents, `auto` samples them (score function)
 // rather than summing over them.
@@ -42,6 +46,9 @@ struct VariationalOptions {
   double clip = 100;                 // the gradient's norm is clipped to this (0: not clipped)
   std::string schedule = "constant"; // constant | cosine (the learning rate's decay to 0)
   std::string baseline = "average";  // score estimators: average | none
+  // gumbel: the temperature at iteration i is max(temperature_min, temperature * exp(-decay i)).
+  double temperature = 1.0, temperature_decay = 0.0, temperature_min = 0.5;
+  bool straight_through = false;
   // KL annealing: the ELBO's KL term weighs min(1, iteration / kl_warmup) (0: always 1).
   int64_t kl_warmup = 0;
   std::vector<std::string> fixed; // --fix: parameters kept at their values

@@ -171,8 +171,11 @@ TEST_CASE("vi: refusals name what applies; a diverging run names its iteration",
   run_ok({mix, "simulate", "--T", "20", "--out", data});
   ProcessResult r = run_process({mix, "vi", "--data", data, "--estimator", "reparam"});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("cannot apply to 'z' (int[0..1], discrete): use enumerate or score") !=
+  CHECK(r.err.find("cannot apply to 'z' (int[0..1], discrete): use enumerate, score or gumbel") !=
         std::string::npos);
+  r = run_process({mix, "vi", "--data", data, "--estimator", "gumbel", "--objective", "iwae"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("the gumbel estimator serves the ELBO") != std::string::npos);
   const std::string& fa = model_exe("fa1", kFactor1);
   const std::string items = items_of(fa, "fa1_items", 40, 3);
   r = run_process({fa, "vi", "--data", items, "--kl-warmup", "-1"});

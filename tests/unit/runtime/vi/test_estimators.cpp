@@ -254,6 +254,42 @@ TEST_CASE("vi: the score function over a discrete latent matches exact enumerati
   CHECK(g.objective == Approx(exact.objective).epsilon(0.02));
 }
 
+TEST_CASE("vi: Gumbel-softmax's bias shrinks as its temperature goes to 0", "[vi]") {
+  const ssm_model m = table(true);
+  ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
+  const ssm::ObsData data = items({0.2, 1.5, -2.0});
+  const std::vector<double> at = {0.4, -0.1, 0.0, 0.3, -0.5, 0.2}; // logits per item
+  ssm::VariationalOptions enumerate;
+  enumerate.estimators = {ssm::kEnumerateName};
+  const Moments exact = estimates(m, info, data, enumerate, at, 2);
+  constexpr int kDraws = 1000; // estimates of 50 draws each
+  // The largest bias over the gradient's coordinates, and its Monte Carlo standard error there.
+  auto bias = [&](double temperature, bool straight_through) {
+    ssm::VariationalOptions o;
+    o.estimators = {ssm::kGumbelName};
+    o.samples = 50;
+    o.temperature = temperature;
+    o.straight_through = straight_through;
+    const Moments g = estimates(m, info, data, o, at, kDraws);
+    REQUIRE(g.mean.size() == exact.mean.size());
+    std::pair<double, double> worst{0, 0};
+    for (size_t k = 0; k < g.mean.size(); ++k)
+      if (std::abs(g.mean[k] - exact.mean[k]) > worst.first)
+        worst = {std::abs(g.mean[k] - exact.mean[k]), g.sd[k] / std::sqrt(kDraws)};
+    return worst;
+  };
+  const auto hot = bias(2.0, false), warm = bias(0.5, false), cold = bias(0.1, false);
+  CAPTURE(hot.first, hot.second, warm.first, warm.second, cold.first, cold.second);
+  CHECK(hot.first > 10 * hot.second); // a real bias, which the test can see
+  CHECK(warm.first + 4 * std::hypot(warm.second, hot.second) < hot.first);
+  CHECK(cold.first + 4 * std::hypot(cold.second, warm.second) < warm.first);
+  CHECK(cold.first < 0.1 * hot.first);
+  // Straight-through: the hard draw's objective, the relaxed gradient; biased too.
+  const auto st = bias(0.5, true);
+  CAPTURE(st.first, st.second);
+  CHECK(std::isfinite(st.first));
+}
+
 TEST_CASE("vi: the amortized guide's gradient in its encoder is the chain rule of the exact one",
           "[vi]") {
   const ssm_model m = table(false);

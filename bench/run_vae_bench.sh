@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The digits VAE benchmark (see bench/README.md, "The digits VAE"): `vi --method amortized` on
+# examples/digits_vae.ssm (8 latents, an MLP decoder 8-128-64 with ReLU declared by `net`, an MLP
+# encoder 64-128-16 with ReLU, Bernoulli pixels, the ELBO with one draw per item, batches of 100,
+# Adam at 0.001 for both networks, the gradient's norm clipped to 100, one thread) against the
+# same VAE written directly in PyTorch from Python (Debian's python3-torch), in float32 (what a
+# PyTorch user writes) and in float64 (ssmc's precision). Prints the training steps per second of
+# each and their ratios, and the held-out digits' ELBO after the same number of epochs, each
+# estimated with 100 draws per digit. Medians of REPS (default 3) runs, interleaved.
+#
+#   bench/run_vae_bench.sh [BUILD_DIR]      (default: build/ next to bench/)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+ssmc=$build/bin/ssmc
+REPS=${REPS:-3}
+ITER=${ITER:-3000}
+PY=${PY:-/usr/bin/python3} # Debian's, where python3-torch installs
+export OPENBLAS_NUM_THREADS=1 # torch.set_num_threads does not govern the BLAS threads
+data=$root/examples/data
+work=$(mktemp -d "${TMPDIR:-/tmp}/ssmc-vae-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {
+  print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+field() { "$PY" -c "import json, sys; j = json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+
+"$ssmc" build "$root/examples/digits_vae.ssm" -o "$work/vae"
+
+cat > "$work/vae.py" <<'PY'
+# The VAE of examples/digits_vae.ssm as ssmc's `vi --method amortized` trains it: the encoder
+# reads standardised pixels and starts at the prior (zero output weights), the ELBO with one
+# reparameterised draw and the "sticking the landing" gradient, Adam, clipping at 100.
+import csv, math, sys, time
+import torch
+torch.set_num_threads(1)
+torch.manual_seed(0)
+train_path, test_path, iters, dtype = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+dt = torch.float32 if dtype == "float32" else torch.float64
+def load(path):
+    with open(path) as f:
+        return torch.tensor([[float(r[f"x[{k}]"]) for k in range(64)] for r in csv.DictReader(f)],
+                            dtype=dt)
+x, x_test = load(train_path), load(test_path)
+N, D, B = x.shape[0], 8, 100
+mean, sd = x.mean(0), x.std(0)
+sd = torch.where(sd > 0, sd, torch.ones_like(sd))
+enc = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 2 * D))
+dec = torch.nn.Sequential(torch.nn.Linear(D, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+enc, dec = enc.to(dt), dec.to(dt)
+with torch.no_grad():
+    enc[2].weight.zero_()
+    enc[2].bias.zero_()
+params = list(enc.parameters()) + list(dec.parameters())
+opt = torch.optim.Adam(params, lr=1e-3)
+c = 0.5 * math.log(2 * math.pi)
+def elbo(xb, K, stick):
+    h = enc((xb - mean) / sd)
+    m, s = h[:, :D], h[:, D:]
+    eps = torch.randn(K, xb.shape[0], D, dtype=dt)
+    z = m + eps * s.exp()
+    logits = dec(z)
+    log_lik = -torch.nn.functional.binary_cross_entropy_with_logits(
+        logits, xb.expand_as(logits), reduction="none").sum(-1)
+    log_prior = (-0.5 * z ** 2 - c).sum(-1)
+    mq, sq = (m.detach(), s.detach()) if stick else (m, s)
+    log_q = (-0.5 * ((z - mq) / sq.exp()) ** 2 - sq - c).sum(-1)
+    return log_lik + log_prior - log_q  # [K, batch]
+g = torch.Generator().manual_seed(1)
+start = time.time()
+for it in range(iters):
+    if it % (N // B) == 0:
+        order = torch.randperm(N, generator=g)
+    idx = order[(it % (N // B)) * B:(it % (N // B) + 1) * B]
+    loss = -elbo(x[idx], 1, True).mean() * N
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 100.0)
+    opt.step()
+train_s = time.time() - start
+with torch.no_grad():
+    test = elbo(x_test, 100, False).mean().item()
+print(f"{train_s} {test}")
+PY
+
+have_torch=1
+"$PY" -c "import torch" 2>/dev/null || have_torch=0
+ssm_t=() ssm_test=() f32_t=() f32_test=() f64_t=() f64_test=()
+for ((r = 0; r < REPS; ++r)); do
+  "$work/vae" vi --method amortized --data "$data/digits_train.csv" \
+    --test "$data/digits_test.csv" --batch-size 100 --iterations "$ITER" --learning-rate 0.001 \
+    --net-learning-rate 0.001 --hidden 128 --activation relu --eval-samples 100 --threads 1 \
+    --seed $((r + 1)) --json > "$work/ssm.json"
+  ssm_t+=("$(field 'j["train_s"]' < "$work/ssm.json")")
+  ssm_test+=("$(field 'j["test"]["elbo"]' < "$work/ssm.json")")
+  if ((have_torch)); then
+    for dt in float32 float64; do
+      read -r t e < <("$PY" "$work/vae.py" "$data/digits_train.csv" "$data/digits_test.csv" \
+        "$ITER" "$dt")
+      if [[ $dt == float32 ]]; then f32_t+=("$t") f32_test+=("$e"); else f64_t+=("$t") f64_test+=("$e"); fi
+    done
+  fi
+done
+
+rate() { awk -v t="$1" -v i="$ITER" 'BEGIN { printf "%.0f", i / t }'; }
+ssm_med=$(echo "${ssm_t[*]}" | median)
+epochs=$((ITER * 100 / 1500))
+echo "digits VAE (examples/digits_vae.ssm): 1500 training digits, batches of 100, $ITER steps" \
+  "($epochs epochs), K = 1, one thread"
+printf "  ssmc vi:          training %s s (median of %d), %s steps/s; test ELBO %s\n" \
+  "$ssm_med" "$REPS" "$(rate "$ssm_med")" "$(echo "${ssm_test[*]}" | median)"
+if ((have_torch)); then
+  for dt in float32 float64; do
+    if [[ $dt == float32 ]]; then ts=("${f32_t[@]}") es=("${f32_test[@]}"); else ts=("${f64_t[@]}") es=("${f64_test[@]}"); fi
+    med=$(echo "${ts[*]}" | median)
+    printf "  PyTorch %s:   training %s s, %s steps/s; test ELBO %s; ssmc/PyTorch steps/s %.2f\n" \
+      "$dt" "$med" "$(rate "$med")" "$(echo "${es[*]}" | median)" \
+      "$(awk -v a="$ssm_med" -v b="$med" 'BEGIN { print b / a }')"
+  done
+else
+  echo "  PyTorch: not installed (apt-get install python3-torch)"
+fi
