@@ -105,9 +105,11 @@ void add_options(MethodRegistry& registry) {
   registry.add_option(vi, {.flag = "--baseline",
                            .help = "score: the baseline subtracted from each draw's ELBO: "
                                    "average (the mean of the item's other draws with K > 1, its "
-                                   "moving average with K = 1) or none",
+                                   "moving average with K = 1), learned (the average plus an MLP "
+                                   "of the item's observations fitted to what it leaves: NVIL) "
+                                   "or none",
                            .default_value = d.baseline,
-                           .choices = {"average", "none"}});
+                           .choices = {"average", "learned", "none"}});
   registry.add_option(vi, {.flag = "--temperature",
                            .help = "gumbel: the relaxation's starting temperature",
                            .default_value = d.temperature,

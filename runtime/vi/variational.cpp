@@ -82,6 +82,10 @@ struct VariationalProblem::Impl {
   torch::Tensor u, u_scale; // may be empty
   torch::Tensor baseline;   // [N]: per item, a moving average of its ELBO (score estimators)
   torch::Tensor has_base;   // [N] bool
+  // --baseline learned: the network, its optimiser, the items' observations it reads.
+  nn::Mlp learned_baseline{nullptr};
+  std::unique_ptr<torch::optim::Adam> baseline_adam;
+  torch::Tensor baseline_inputs;
 
   Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
        const std::vector<double>& f, bool learn)
@@ -220,11 +224,31 @@ struct VariationalProblem::Impl {
 
   // The baseline of each draw: with K >= 2 the mean of the item's other draws (leave one out);
   // with one draw, the item's moving average, or at its first visit the mean of the batch's other
-  // items (none with --baseline none). Each is independent of the draw it serves: unbiased.
+  // items (none with --baseline none); with --baseline learned, plus a network's prediction of
+  // the rest from the item's observations. Each is independent of the draw it serves: unbiased.
   torch::Tensor baseline_for(const std::vector<int64_t>& items, const torch::Tensor& value_k) {
-    const int64_t K = value_k.size(1);
     if (opt.baseline == "none")
       return torch::zeros_like(value_k);
+    const torch::Tensor average = average_baseline(items, value_k);
+    if (opt.baseline != "learned")
+      return average;
+    // NVIL's input-dependent baseline (Mnih & Gregor 2014): r(x) fits what the average leaves,
+    // by least squares, one Adam step per use; the prediction served precedes the step.
+    if (!learned_baseline)
+      start_learned_baseline();
+    const torch::Tensor x = baseline_inputs.index_select(0, torch::tensor(items, torch::kInt64));
+    const torch::Tensor r = learned_baseline->forward(x); // [I, 1]
+    if (torch::GradMode::is_enabled()) {
+      const torch::Tensor loss = (value_k - average - r).pow(2).mean();
+      baseline_adam->zero_grad();
+      loss.backward();
+      baseline_adam->step();
+    }
+    return average + r.detach();
+  }
+
+  torch::Tensor average_baseline(const std::vector<int64_t>& items, const torch::Tensor& value_k) {
+    const int64_t K = value_k.size(1);
     if (K >= 2)
       return (value_k.sum(1, true) - value_k) / static_cast<double>(K - 1);
     const torch::Tensor idx = torch::tensor(items, torch::kInt64);
@@ -237,6 +261,24 @@ struct VariationalProblem::Impl {
     baseline.index_put_({idx}, torch::where(seen, 0.9 * old + 0.1 * v, v));
     has_base.index_put_({idx}, torch::ones_like(seen));
     return old.unsqueeze(1);
+  }
+
+  // The learned baseline's network: the item's observations (standardised) through one hidden
+  // layer of 64 tanh units, starting at 0 (the average baseline alone).
+  void start_learned_baseline() {
+    const int64_t M = data.n_obs;
+    for (int64_t t = 0; t < data.T; ++t)
+      for (int64_t k = 0; k < M; ++k)
+        if (std::isnan(data.y[t * M + k]))
+          throw Error(fmt::format("vi (--baseline learned): {} line {}: a missing observation; "
+                                  "the baseline reads every observation of an item",
+                                  data.source, data.line(t)));
+    baseline_inputs = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+    learned_baseline = nn::Mlp(nn::MlpSpec{M, 1, {64}, "tanh"});
+    learned_baseline->set_standardisation(baseline_inputs.mean(0), baseline_inputs.std(0));
+    learned_baseline->start_at({0.0});
+    baseline_adam = std::make_unique<torch::optim::Adam>(
+        learned_baseline->parameters(), torch::optim::AdamOptions(opt.learning_rate));
   }
 };
 

@@ -45,7 +45,7 @@ struct VariationalOptions {
   int64_t batch_size = 0;            // items per step; 0: all
   double clip = 100;                 // the gradient's norm is clipped to this (0: not clipped)
   std::string schedule = "constant"; // constant | cosine (the learning rate's decay to 0)
-  std::string baseline = "average";  // score estimators: average | none
+  std::string baseline = "average";  // score estimators: average | learned | none
   // gumbel: the temperature at iteration i is max(temperature_min, temperature * exp(-decay i)).
   double temperature = 1.0, temperature_decay = 0.0, temperature_min = 0.5;
   bool straight_through = false;
