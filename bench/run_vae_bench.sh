@@ -3,10 +3,11 @@
 # examples/digits_vae.ssm (8 latents, an MLP decoder 8-128-64 with ReLU declared by `net`, an MLP
 # encoder 64-128-16 with ReLU, Bernoulli pixels, the ELBO with one draw per item, batches of 100,
 # Adam at 0.001 for both networks, the gradient's norm clipped to 100, one thread) against the
-# same VAE written directly in PyTorch from Python (Debian's python3-torch), in float32 (what a
-# PyTorch user writes) and in float64 (ssmc's precision). Prints the training steps per second of
-# each and their ratios, and the held-out digits' ELBO after the same number of epochs, each
-# estimated with 100 draws per digit. Medians of REPS (default 3) runs, interleaved.
+# same VAE written directly in PyTorch from Python (Debian's python3-torch), each in float64 and
+# in float32 (ssmc: --precision double|single; its kernels compute in double either way). Prints
+# the training steps per second of each and their ratios at the same precision, and the held-out
+# digits' ELBO after the same number of epochs, each estimated with 100 draws per digit. Medians
+# of REPS (default 3) runs, interleaved.
 #
 #   bench/run_vae_bench.sh [BUILD_DIR]      (default: build/ next to bench/)
 set -euo pipefail
@@ -86,38 +87,41 @@ PY
 
 have_torch=1
 "$PY" -c "import torch" 2>/dev/null || have_torch=0
-ssm_t=() ssm_test=() f32_t=() f32_test=() f64_t=() f64_test=()
+declare -A times elbos # by "tool precision": the runs' training seconds and test ELBOs
 for ((r = 0; r < REPS; ++r)); do
-  "$work/vae" vi --method amortized --data "$data/digits_train.csv" \
-    --test "$data/digits_test.csv" --batch-size 100 --iterations "$ITER" --learning-rate 0.001 \
-    --net-learning-rate 0.001 --hidden 128 --activation relu --eval-samples 100 --threads 1 \
-    --seed $((r + 1)) --json > "$work/ssm.json"
-  ssm_t+=("$(field 'j["train_s"]' < "$work/ssm.json")")
-  ssm_test+=("$(field 'j["test"]["elbo"]' < "$work/ssm.json")")
+  for precision in double single; do
+    "$work/vae" vi --method amortized --data "$data/digits_train.csv" \
+      --test "$data/digits_test.csv" --batch-size 100 --iterations "$ITER" --learning-rate 0.001 \
+      --net-learning-rate 0.001 --hidden 128 --activation relu --eval-samples 100 --threads 1 \
+      --precision "$precision" --seed $((r + 1)) --json > "$work/ssm.json"
+    times["ssmc $precision"]+=" $(field 'j["train_s"]' < "$work/ssm.json")"
+    elbos["ssmc $precision"]+=" $(field 'j["test"]["elbo"]' < "$work/ssm.json")"
+  done
   if ((have_torch)); then
-    for dt in float32 float64; do
+    for dt in float64 float32; do
       read -r t e < <("$PY" "$work/vae.py" "$data/digits_train.csv" "$data/digits_test.csv" \
         "$ITER" "$dt")
-      if [[ $dt == float32 ]]; then f32_t+=("$t") f32_test+=("$e"); else f64_t+=("$t") f64_test+=("$e"); fi
+      times["pytorch $dt"]+=" $t"
+      elbos["pytorch $dt"]+=" $e"
     done
   fi
 done
 
 rate() { awk -v t="$1" -v i="$ITER" 'BEGIN { printf "%.0f", i / t }'; }
-ssm_med=$(echo "${ssm_t[*]}" | median)
 epochs=$((ITER * 100 / 1500))
 echo "digits VAE (examples/digits_vae.ssm): 1500 training digits, batches of 100, $ITER steps" \
-  "($epochs epochs), K = 1, one thread"
-printf "  ssmc vi:          training %s s (median of %d), %s steps/s; test ELBO %s\n" \
-  "$ssm_med" "$REPS" "$(rate "$ssm_med")" "$(echo "${ssm_test[*]}" | median)"
-if ((have_torch)); then
-  for dt in float32 float64; do
-    if [[ $dt == float32 ]]; then ts=("${f32_t[@]}") es=("${f32_test[@]}"); else ts=("${f64_t[@]}") es=("${f64_test[@]}"); fi
-    med=$(echo "${ts[*]}" | median)
-    printf "  PyTorch %s:   training %s s, %s steps/s; test ELBO %s; ssmc/PyTorch steps/s %.2f\n" \
-      "$dt" "$med" "$(rate "$med")" "$(echo "${es[*]}" | median)" \
-      "$(awk -v a="$ssm_med" -v b="$med" 'BEGIN { print b / a }')"
-  done
-else
-  echo "  PyTorch: not installed (apt-get install python3-torch)"
-fi
+  "($epochs epochs), K = 1, one thread; medians of $REPS"
+for pair in "double float64" "single float32"; do
+  read -r precision dt <<< "$pair"
+  ssm_med=$(echo "${times["ssmc $precision"]}" | median)
+  printf "  ssmc vi --precision %s: training %.2f s, %s steps/s; test ELBO %.3f\n" "$precision" \
+    "$ssm_med" "$(rate "$ssm_med")" "$(echo "${elbos["ssmc $precision"]}" | median)"
+  if ((have_torch)); then
+    py_med=$(echo "${times["pytorch $dt"]}" | median)
+    printf "  PyTorch %s:          training %.2f s, %s steps/s; test ELBO %.3f\n" "$dt" "$py_med" \
+      "$(rate "$py_med")" "$(echo "${elbos["pytorch $dt"]}" | median)"
+    printf "  ssmc's steps/s over PyTorch's, %s: %.2f\n" "$dt" \
+      "$(awk -v a="$ssm_med" -v b="$py_med" 'BEGIN { print b / a }')"
+  fi
+done
+((have_torch)) || echo "  PyTorch: not installed (apt-get install python3-torch)"

@@ -39,14 +39,16 @@ MlpImpl::MlpImpl(const MlpSpec& spec) : spec_(spec) {
     width = h;
   }
   layers_->push_back(torch::nn::Linear(width, spec.outputs));
-  layers_->to(torch::kFloat64);
+  layers_->to(spec.single ? torch::kFloat32 : torch::kFloat64);
   register_module("layers", layers_);
   mean_ = register_buffer("mean", torch::zeros({spec.inputs}, torch::kFloat64));
   sd_ = register_buffer("sd", torch::ones({spec.inputs}, torch::kFloat64));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return layers_->forward((x - mean_) / sd_);
+  if (!spec_.single)
+    return layers_->forward((x - mean_) / sd_);
+  return layers_->forward(((x - mean_) / sd_).to(torch::kFloat32)).to(torch::kFloat64);
 }
 
 void MlpImpl::set_standardisation(const torch::Tensor& mean, const torch::Tensor& sd) {
@@ -59,7 +61,7 @@ void MlpImpl::start_at(const std::vector<double>& output) {
   torch::NoGradGuard no_grad;
   auto& last = layers_->ptr(layers_->size() - 1)->as<torch::nn::Linear>()[0];
   last.weight.zero_();
-  last.bias.copy_(torch::tensor(output, torch::kFloat64));
+  last.bias.copy_(torch::tensor(output, torch::kFloat64).to(last.bias.scalar_type()));
 }
 
 void MlpImpl::write(torch::serialize::OutputArchive& archive) const {
@@ -70,6 +72,7 @@ void MlpImpl::write(torch::serialize::OutputArchive& archive) const {
   archive.write("activation",
                 torch::tensor(static_cast<int64_t>(
                     std::find(names.begin(), names.end(), spec_.activation) - names.begin())));
+  archive.write("single", torch::tensor(static_cast<int64_t>(spec_.single)));
   torch::serialize::OutputArchive net;
   torch::nn::Module::save(net);
   archive.write("network", net);
@@ -94,6 +97,8 @@ Mlp read_mlp(torch::serialize::InputArchive& archive) {
   for (int64_t k = 2; k < shape.numel(); ++k)
     spec.hidden.push_back(shape[k].item<int64_t>());
   spec.activation = mlp_activations().at(static_cast<size_t>(act.item<int64_t>()));
+  torch::Tensor single;
+  spec.single = archive.try_read("single", single) && single.item<int64_t>() != 0;
   Mlp mlp(spec);
   torch::serialize::InputArchive net;
   archive.read("network", net);
@@ -106,6 +111,13 @@ std::string describe(const MlpSpec& spec) {
       "mlp(inputs = {}, outputs = {}, hidden = {}, activation = {})", spec.inputs, spec.outputs,
       spec.hidden.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(spec.hidden, ", ")),
       spec.activation);
+}
+
+void MlpImpl::set_precision(bool single) {
+  if (single == spec_.single)
+    return;
+  spec_.single = single;
+  layers_->to(single ? torch::kFloat32 : torch::kFloat64);
 }
 
 Mlp load_mlp(const std::string& path) {

@@ -17,6 +17,9 @@ struct MlpSpec {
   int64_t inputs = 0, outputs = 0;
   std::vector<int64_t> hidden = {64};
   std::string activation = "tanh"; // one of mlp_activations()
+  // The weights and the layers' arithmetic in float32 rather than float64; inputs and outputs
+  // stay float64 (the model's kernels compute in double), converted at the network's boundary.
+  bool single = false;
 };
 
 // The activations an MLP may use, in the order --help lists them.
@@ -25,13 +28,16 @@ const std::vector<std::string>& mlp_activations();
 class MlpImpl : public torch::nn::Module {
 public:
   explicit MlpImpl(const MlpSpec& spec);
-  // x: [B, inputs] (float64), standardised then passed through the layers: [B, outputs].
+  // x: [B, inputs] (float64), standardised then passed through the layers: [B, outputs]
+  // (float64, whatever the network's own precision).
   torch::Tensor forward(const torch::Tensor& x);
   // Inputs are standardised as (x - mean) / sd; an sd of 0 counts as 1.
   void set_standardisation(const torch::Tensor& mean, const torch::Tensor& sd);
   // The output layer's weights to 0 and its bias to `output`: the network starts constant.
   void start_at(const std::vector<double>& output);
   const MlpSpec& spec() const { return spec_; }
+  // Converts the weights to the precision asked for (a network saved in the other one).
+  void set_precision(bool single);
 
   // The network's spec, parameters and buffers as bytes (LibTorch's archive format).
   std::string save() const;

@@ -10,16 +10,17 @@ namespace ssm::nn {
 
 namespace {
 
-MlpSpec declared_spec(const NetInfo& net) {
+MlpSpec declared_spec(const NetInfo& net, bool single) {
   if (net.kind != "mlp")
     throw Error(fmt::format("network '{}' is a '{}', which this runtime does not know", net.name,
                             net.kind));
-  return MlpSpec{net.inputs, net.outputs, net.hidden, net.activation};
+  return MlpSpec{net.inputs, net.outputs, net.hidden, net.activation, single};
 }
 
 } // namespace
 
-ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::string& load_path)
+ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::string& load_path,
+                             bool single)
     : info_(info) {
   if (info.nets.empty()) {
     if (!load_path.empty())
@@ -38,7 +39,7 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     }
   }
   for (const NetInfo& net : info.nets) {
-    const MlpSpec spec = declared_spec(net);
+    const MlpSpec spec = declared_spec(net, single);
     if (load_path.empty()) {
       nets_.emplace_back(spec);
       continue;
@@ -59,6 +60,7 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
         got.activation != spec.activation)
       throw Error(fmt::format("{}: network '{}' was saved as {}, but the model declares {}",
                               load_path, net.name, describe(got), describe(spec)));
+    loaded->set_precision(single);
     nets_.push_back(loaded);
   }
 }

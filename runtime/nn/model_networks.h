@@ -20,8 +20,9 @@ namespace ssm::nn {
 class ModelNetworks {
 public:
   // New networks, their weights drawn from LibTorch's initialisation under `seed`, or those of
-  // `load_path` (a file of save()), checked against the declarations.
-  ModelNetworks(const ModelInfo& info, uint64_t seed, const std::string& load_path);
+  // `load_path` (a file of save()), checked against the declarations; in float32 if `single`.
+  ModelNetworks(const ModelInfo& info, uint64_t seed, const std::string& load_path,
+                bool single = false);
 
   bool empty() const { return nets_.empty(); }
   // z: [I, S, D] values of the state (the slots of the calls' outputs are replaced); theta:

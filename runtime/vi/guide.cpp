@@ -248,6 +248,7 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
   const int64_t outputs = static_cast<int64_t>(start.size());
   if (!options.load_guide.empty()) {
     encoder_ = nn::load_mlp(options.load_guide);
+    encoder_->set_precision(options.single);
     if (encoder_->spec().inputs != M || encoder_->spec().outputs != outputs)
       throw Error(fmt::format("vi: the guide in {} maps {} observations to {} outputs; this "
                               "model's amortized guide maps {} to {}",
@@ -255,7 +256,7 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
                               M, outputs));
     return;
   }
-  encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation});
+  encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation, options.single});
   encoder_->set_standardisation(inputs_.mean(0), inputs_.std(0));
   encoder_->start_at(start);
 }
@@ -315,7 +316,8 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
   GuideDraws d;
   d.log_q_sampled = torch::zeros({I, K}, opts);
   d.log_q_sticking = torch::zeros({I, K}, opts);
-  std::vector<torch::Tensor> component(n_state_); // each [I, K, E]
+  std::vector<torch::Tensor> component(n_state_); // the discrete ones, each [I, K, E]
+  torch::Tensor continuous;                       // [I, K, E, C]
 
   if (C > 0) {
     torch::Tensor eps = torch::empty({I, K, C}, opts);
@@ -371,8 +373,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     const auto [constrained, log_det] = constrain(z);
     d.log_q_sampled = d.log_q_sampled - log_det;
     d.log_q_sticking = d.log_q_sticking - log_det;
-    for (int64_t c = 0; c < C; ++c)
-      component[plan_.continuous[c]] = constrained.select(2, c).unsqueeze(2).expand({I, K, E});
+    continuous = constrained.unsqueeze(2).expand({I, K, E, C});
   }
 
   // Discrete components: sampled ones by inverse CDF, enumerated ones in mixed radix over E.
@@ -435,10 +436,15 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     component[g.component] =
         (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
   }
-  for (torch::Tensor& c : component) // a network's output: the model's networks fill it in
-    if (!c.defined())
-      c = torch::zeros({I, K, E}, torch::kFloat64);
-  d.z = torch::stack(component, 3); // [I, K, E, D]
+  // [I, K, E, D], in a few operations (the state may be wide: a network's outputs, which the
+  // model's networks fill in, stay 0 here).
+  d.z = torch::zeros({I, K, E, n_state_}, opts);
+  if (C > 0)
+    d.z = d.z.index_copy(3, torch::tensor(plan_.continuous, torch::kInt64), continuous);
+  for (int64_t c = 0; c < n_state_; ++c)
+    if (component[c].defined())
+      d.z = d.z.index_copy(3, torch::tensor(std::vector<int64_t>{c}, torch::kInt64),
+                           component[c].unsqueeze(3));
   return d;
 }
 

@@ -25,9 +25,9 @@ const Module& module(const ModelInfo& info, int threads) {
   std::lock_guard lock(mutex);
   if (m.fit)
     return m;
-  // LibTorch's matrix products run in the BLAS (OpenBLAS where tools/setup.sh installed it),
-  // whose threads LibTorch's set_num_threads does not govern, and which reads its thread count
-  // when it is loaded: --threads, unless the user set it.
+  // LibTorch's matrix products run in the system's BLAS (tools/setup.sh installs the serial
+  // OpenBLAS); a threaded one, which LibTorch's set_num_threads does not govern, reads its thread
+  // count when it is loaded: --threads, unless the user set it.
   for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
     setenv(var, std::to_string(std::max(1, threads)).c_str(), 0);
   // An explicit path, not a run path: under a sanitizer dlopen's interceptor is the caller, and

@@ -58,6 +58,7 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.load_guide = run.options.word("--load-guide");
   o.net_learning_rate = run.options.real("--net-learning-rate");
   o.load_nets = run.options.word("--load-nets");
+  o.single = run.options.word("--precision") == "single";
   return o;
 }
 
@@ -169,6 +170,13 @@ void add_options(MethodRegistry& registry) {
                                    "(`net` declarations)",
                            .default_value = d.net_learning_rate,
                            .type_name = "RATE"});
+  registry.add_option(vi, {.flag = "--precision",
+                           .help = "The networks' arithmetic (the model's `net`s, the amortized "
+                                   "encoder, a learned baseline): double, or single (float32, "
+                                   "about twice as fast); the model's kernels compute in double "
+                                   "either way",
+                           .default_value = std::string("double"),
+                           .choices = {"double", "single"}});
   registry.add_option(vi, {.flag = "--save-nets",
                            .help = "Write the model's trained networks (LibTorch's archive, "
                                    "one entry per `net`), which --load-nets reads",

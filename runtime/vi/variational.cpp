@@ -91,7 +91,7 @@ struct VariationalProblem::Impl {
        const std::vector<double>& f, bool learn)
       : run(r), opt(o), data(d), plan(plan_guide(r.model, r.info, o)), fixed(f),
         density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed),
-        nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets)) {
+        nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets, o.single)) {
     if (learn) {
       space.emplace(r.info, o.fixed);
       if (space->dimension() > 0 && !r.model.score_terms)
@@ -160,9 +160,11 @@ struct VariationalProblem::Impl {
     const torch::Tensor value_k = (d.weights * f).sum(2); // [I, K]
     t.value_k = value_k.detach();
     t.elbo = value_k.mean(1);
-    const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
-    t.log_w = log_w.detach();
-    t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
+    if (opt.objective == "iwae" || with_kl) { // not needed to train on the ELBO
+      const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
+      t.log_w = log_w.detach();
+      t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
+    }
     if (opt.objective == "iwae" && (K > 1 || !d.log_q_score.defined())) {
       t.surrogate = t.iwae;
       // Score-function latents: VIMCO (Mnih & Rezende 2016), each draw's learning signal the
@@ -274,7 +276,7 @@ struct VariationalProblem::Impl {
                                   "the baseline reads every observation of an item",
                                   data.source, data.line(t)));
     baseline_inputs = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
-    learned_baseline = nn::Mlp(nn::MlpSpec{M, 1, {64}, "tanh"});
+    learned_baseline = nn::Mlp(nn::MlpSpec{M, 1, {64}, "tanh", opt.single});
     learned_baseline->set_standardisation(baseline_inputs.mean(0), baseline_inputs.std(0));
     learned_baseline->start_at({0.0});
     baseline_adam = std::make_unique<torch::optim::Adam>(

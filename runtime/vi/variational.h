@@ -61,6 +61,8 @@ struct VariationalOptions {
   // The model's networks: their learning rate, and a file of trained ones to start from.
   double net_learning_rate = 1e-3;
   std::string load_nets;
+  // Every network (the model's, the encoder, a learned baseline) in float32 (else float64).
+  bool single = false;
 };
 
 // Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the
