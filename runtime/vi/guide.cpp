@@ -235,16 +235,21 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
     logits_.push_back(torch::tensor(l, opts).repeat({N, 1}).set_requires_grad(true));
 }
 
-void Guide::start_encoder(const ObsData& data, const VariationalOptions& options,
-                          const std::vector<double>& start) {
+torch::Tensor item_observations(const ObsData& data, const std::string& who) {
   const int64_t M = data.n_obs;
   for (int64_t t = 0; t < data.T; ++t)
     for (int64_t k = 0; k < M; ++k)
       if (std::isnan(data.y[t * M + k]))
-        throw Error(fmt::format("vi ({}): {} line {}: a missing observation; the encoder reads "
-                                "every observation of an item",
-                                kAmortizedName, data.source, data.line(t)));
-  inputs_ = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+        throw Error(fmt::format("vi: {} line {}: a missing observation; {} reads every "
+                                "observation of an item",
+                                data.source, data.line(t), who));
+  return torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+}
+
+void Guide::start_encoder(const ObsData& data, const VariationalOptions& options,
+                          const std::vector<double>& start) {
+  const int64_t M = data.n_obs;
+  inputs_ = item_observations(data, fmt::format("the {} guide's encoder", kAmortizedName));
   const int64_t outputs = static_cast<int64_t>(start.size());
   if (!options.load_guide.empty()) {
     encoder_ = nn::load_mlp(options.load_guide);

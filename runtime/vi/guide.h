@@ -52,6 +52,10 @@ struct GuidePlan {
 GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
                      const VariationalOptions& options);
 
+// The items' observations as a [T, n_obs] tensor, for a network that reads them (`who`, as a
+// message names it: "the encoder"). Throws ssm::Error naming the line of a missing one.
+torch::Tensor item_observations(const ObsData& data, const std::string& who);
+
 // Draws of the latents of items, K per item, and the enumerated values: z is [I, K, E, D].
 struct GuideDraws {
   torch::Tensor z;

@@ -269,13 +269,7 @@ struct VariationalProblem::Impl {
   // layer of 64 tanh units, starting at 0 (the average baseline alone).
   void start_learned_baseline() {
     const int64_t M = data.n_obs;
-    for (int64_t t = 0; t < data.T; ++t)
-      for (int64_t k = 0; k < M; ++k)
-        if (std::isnan(data.y[t * M + k]))
-          throw Error(fmt::format("vi (--baseline learned): {} line {}: a missing observation; "
-                                  "the baseline reads every observation of an item",
-                                  data.source, data.line(t)));
-    baseline_inputs = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+    baseline_inputs = item_observations(data, "the learned baseline (--baseline learned)");
     learned_baseline = nn::Mlp(nn::MlpSpec{M, 1, {64}, "tanh", opt.single});
     learned_baseline->set_standardisation(baseline_inputs.mean(0), baseline_inputs.std(0));
     learned_baseline->start_at({0.0});

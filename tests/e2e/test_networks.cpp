@@ -151,6 +151,20 @@ TEST_CASE("networks: a diverging run keeps its last finite networks; other comma
   const std::string info = run_ok({exe, "info"}).out;
   CHECK(info.find("network decoder : mlp(inputs = 2, outputs = 4, hidden = [8], activation = "
                   "tanh), called as decoder(z)") != std::string::npos);
+  // Networks that read an item's observations need every one of them.
+  const std::string holes = scratch_path("tanhnet_missing.csv");
+  write_file(holes, "x[0],x[1],x[2],x[3]\n0.1,0.2,0.3,0.4\n0.5,,0.1,0.2\n");
+  for (const char* baseline : {"average", "learned"}) {
+    r = run_process({exe, "vi", "--data", holes, "--method", "amortized", "--estimator", "score",
+                     "--baseline", baseline});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(holes + " line 3: a missing observation; the amortized guide's encoder "
+                             "reads every observation of an item") != std::string::npos);
+  }
+  r = run_process({exe, "vi", "--data", holes, "--estimator", "score", "--baseline", "learned"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("a missing observation; the learned baseline (--baseline learned) reads") !=
+        std::string::npos);
   r = run_process({model_exe("fam", kFactorMean), "vi", "--data", data, "--save-nets", nets});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("--save-nets: model 'fam' declares no networks") != std::string::npos);
