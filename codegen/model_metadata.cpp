@@ -86,23 +86,29 @@ json nets(const ir::Model& model) {
   return out;
 }
 
+// A call's argument (a leaf: ir::NetCall): its kind, name and offset.
+json net_argument(const ir::Model& model, const ir::Node& a) {
+  json arg = {{"size", a.shape.size()}};
+  if (a.op == ir::Op::State)
+    arg.update({{"kind", "state"},
+                {"name", model.states[a.var].name},
+                {"offset", model.state_offset(a.var)}});
+  else if (a.op == ir::Op::Param)
+    arg.update({{"kind", "param"},
+                {"name", model.params[a.var].name},
+                {"offset", model.param_offset(a.var)}});
+  else
+    arg.update(
+        {{"kind", "data"}, {"name", model.data[a.var].name}, {"offset", model.data_offset(a.var)}});
+  return arg;
+}
+
 json net_calls(const ir::Model& model) {
   json out = json::array();
   for (const ir::NetCall& c : model.net_calls) {
     json args = json::array();
-    for (const ir::Node& a : c.args) {
-      const bool state = a.op == ir::Op::State, param = a.op == ir::Op::Param;
-      args.push_back({{"kind", state   ? "state"
-                               : param ? "param"
-                                       : "data"},
-                      {"name", state   ? model.states[a.var].name
-                               : param ? model.params[a.var].name
-                                       : model.data[a.var].name},
-                      {"offset", state   ? model.state_offset(a.var)
-                                 : param ? model.param_offset(a.var)
-                                         : model.data_offset(a.var)},
-                      {"size", a.shape.size()}});
-    }
+    for (const ir::Node& a : c.args)
+      args.push_back(net_argument(model, a));
     out.push_back({{"net", c.net},
                    {"state", model.states[c.state].name},
                    {"offset", model.state_offset(c.state)},

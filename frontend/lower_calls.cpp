@@ -33,13 +33,10 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
                                n == 1 ? "1 was" : fmt::format("{} were", n)));
     return false;
   };
-  if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Fn) {
+  if (Symbol* sym = lookup(fn, e.name_range);
+      sym && (sym->kind == Symbol::Kind::Fn || sym->kind == Symbol::Kind::Net)) {
     sym->used = true;
-    return call_function(e, *sym, s);
-  }
-  if (Symbol* sym = lookup(fn, e.name_range); sym && sym->kind == Symbol::Kind::Net) {
-    sym->used = true;
-    return call_net(e, *sym, s);
+    return sym->kind == Symbol::Kind::Fn ? call_function(e, *sym, s) : call_net(e, *sym, s);
   }
   const ir::Builtin* info = ir::find_callable(fn);
   if (constructor_functions.count(fn)) {

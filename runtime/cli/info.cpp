@@ -36,8 +36,8 @@ std::vector<std::string> applicable(const Context& c, Task task) {
 
 // The smoother `score` would run (auto's choice for the score terms), or why there is none.
 std::pair<std::string, Refusal> score_method(const Context& c) {
-  if (!c.info.net_calls.empty())
-    return {"", "the model calls networks, which only vi evaluates so far"};
+  if (Refusal why = networks_refusal(c.info))
+    return {"", why};
   if (Refusal why = score_refusal(c.model, c.info))
     return {"", why};
   const ScoreModel sm = score_model(c.model, c.info);
@@ -159,11 +159,8 @@ void print_info_text(const Context& c, const ParamValues& values) {
     std::vector<std::string> args;
     for (const NetCallInfo::Argument& a : call.arguments)
       args.push_back(a.name);
-    fmt::print(c.out,
-               "network {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {}), "
-               "called as {}({})\n",
-               net.name, net.kind, net.inputs, net.outputs, fmt::join(net.hidden, ", "),
-               net.activation, net.name, fmt::join(args, ", "));
+    fmt::print(c.out, "network {} : {}, called as {}({})\n", net.name, net_declaration(net),
+               net.name, fmt::join(args, ", "));
   }
 }
 

@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 using nlohmann::json;
@@ -401,6 +402,14 @@ ModelInfo parse_metadata(std::string_view text) {
   parse_params(root, info);
   parse_nets(root, info);
   return info;
+}
+
+std::string net_declaration(const NetInfo& net) {
+  return fmt::format("{}(inputs = {}, outputs = {}, hidden = {}, activation = {})", net.kind,
+                     net.inputs, net.outputs,
+                     net.hidden.empty() ? std::string("none")
+                                        : fmt::format("[{}]", fmt::join(net.hidden, ", ")),
+                     net.activation);
 }
 
 std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {

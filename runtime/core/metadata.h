@@ -66,6 +66,9 @@ struct NetInfo {
   std::vector<int64_t> hidden;
   std::string activation;
 };
+// "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
+// hidden layer), as the language writes the declaration.
+std::string net_declaration(const NetInfo& net);
 struct NetCallInfo {
   struct Argument {
     std::string kind; // state | param | data

@@ -98,6 +98,14 @@ struct MethodRun {
 // Why a method does not apply to a model; nullopt when it does.
 using Refusal = std::optional<std::string>;
 
+// Why a task other than `vi` cannot run the model, when it calls networks: the kernels read a
+// network's output from the state, and only `vi` computes it so far.
+inline Refusal networks_refusal(const ModelInfo& info) {
+  if (info.net_calls.empty())
+    return std::nullopt;
+  return "the model calls networks, which only vi evaluates so far";
+}
+
 struct Method {
   std::string name;
   Task task = Task::Filter;
@@ -125,9 +133,9 @@ struct Method {
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 
   Refusal why_not(const ssm_model& model, const ModelInfo& info) const {
-    // The kernels read a network's output from the state; only `vi` computes it so far.
-    if (!info.net_calls.empty() && task != Task::Vi)
-      return "the model calls networks, which only vi evaluates so far";
+    if (task != Task::Vi)
+      if (Refusal why = networks_refusal(info))
+        return why;
     return applies ? applies(model, info) : std::nullopt;
   }
 };

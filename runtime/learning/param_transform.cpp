@@ -375,4 +375,13 @@ std::vector<std::string> ParamTransform::coordinate_names() const {
   return {components_.begin(), components_.begin() + size_};
 }
 
+double unconstrain_within(double lower, double upper, double x) {
+  const bool below = lower > -INFINITY, above = upper < INFINITY;
+  const TransformKind kind = below && above ? TransformKind::Interval
+                             : below        ? TransformKind::Lower
+                             : above        ? TransformKind::Upper
+                                            : TransformKind::Identity;
+  return scalar_unconstrain(kind, lower, upper, x);
+}
+
 } // namespace ssm

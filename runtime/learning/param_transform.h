@@ -63,4 +63,9 @@ private:
   std::vector<std::string> components_; // names of x's components: `Q[0,1]`
 };
 
+// The unconstrained value of one component x strictly inside [lower, upper] (an infinite bound:
+// that side open), by the elementwise transforms above: log(x - lower), log(upper - x), their
+// difference, or x itself.
+double unconstrain_within(double lower, double upper, double x);
+
 } // namespace ssm

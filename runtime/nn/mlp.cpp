@@ -1,6 +1,7 @@
 // A multilayer perceptron on LibTorch: see mlp.h.
 #include "nn/mlp.h"
 #include "core/error.h"
+#include "core/metadata.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -107,10 +108,8 @@ Mlp read_mlp(torch::serialize::InputArchive& archive) {
 }
 
 std::string describe(const MlpSpec& spec) {
-  return fmt::format(
-      "mlp(inputs = {}, outputs = {}, hidden = {}, activation = {})", spec.inputs, spec.outputs,
-      spec.hidden.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(spec.hidden, ", ")),
-      spec.activation);
+  return net_declaration(
+      NetInfo{"", "mlp", spec.inputs, spec.outputs, spec.hidden, spec.activation});
 }
 
 void MlpImpl::set_precision(bool single) {

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/frame.h"
 #include "kernel/distributions.h"
+#include "learning/param_transform.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -186,13 +187,8 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
     // The prior's draws on the guide's unconstrained scale (guide.h).
     const double lo = plan.continuous_lower[j], hi = plan.continuous_upper[j];
     std::vector<double> u(S);
-    for (int64_t n = 0; n < S; ++n) {
-      const double z = x[plan.continuous[j] * S + n];
-      u[n] = lo > -INFINITY && hi < INFINITY ? std::log((z - lo) / (hi - z))
-             : lo > -INFINITY                ? std::log(z - lo)
-             : hi < INFINITY                 ? std::log(hi - z)
-                                             : z;
-    }
+    for (int64_t n = 0; n < S; ++n)
+      u[n] = unconstrain_within(lo, hi, x[plan.continuous[j] * S + n]);
     double s = 0, ss = 0;
     for (int64_t n = 0; n < S; ++n)
       s += u[n];

@@ -284,13 +284,17 @@ namespace {
 // caches the current epoch's).
 std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_t seed,
                                  std::pair<int64_t, std::vector<int64_t>>& order) {
-  std::vector<int64_t> all(N);
-  std::iota(all.begin(), all.end(), 0);
-  if (batch <= 0 || batch >= N)
+  auto all_items = [N] {
+    std::vector<int64_t> all(N);
+    std::iota(all.begin(), all.end(), 0);
     return all;
+  };
+  if (batch <= 0 || batch >= N)
+    return all_items();
   const int64_t per_epoch = (N + batch - 1) / batch, epoch = step / per_epoch,
                 first = (step % per_epoch) * batch;
   if (order.second.empty() || order.first != epoch) {
+    std::vector<int64_t> all = all_items();
     std::vector<double> key(N);
     for (int64_t n = 0; n < N; ++n)
       key[n] = philox_u01(seed, static_cast<uint32_t>(n), static_cast<uint32_t>(epoch),
