@@ -22,7 +22,7 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
                       llvm::Function* score_terms, llvm::Function* prior_logpdf,
-                      llvm::Function* state_gradient) {
+                      llvm::Function* state_gradient, llvm::Function* guide_args) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -57,11 +57,12 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       module.getFunction("ssm_functional_terms")->getType(),                // score_terms
       llvm::PointerType::getUnqual(
           llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false)), // prior_logpdf
-      module.getFunction("ssm_functional_terms")->getType()};         // state_gradient
-  llvm::Function* given[] = {log_bound,         linear_gaussian, gaussian_moments,
-                             gaussian_jacobian, proposal_sample, lookahead,
-                             score_terms,       prior_logpdf,    state_gradient};
-  for (int k = 0; k < 9; ++k) {
+      module.getFunction("ssm_functional_terms")->getType(),          // state_gradient
+      module.getFunction("ssm_functional_terms")->getType()};         // guide_args
+  llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
+                             proposal_sample, lookahead,       score_terms,      prior_logpdf,
+                             state_gradient,  guide_args};
+  for (int k = 0; k < 10; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -116,8 +117,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       structure.derivatives && !structure.derivatives->state_gradient.empty()
           ? emit_state_gradient(model, *structure.derivatives, library)
           : nullptr;
+  llvm::Function* guide_args =
+      structure.derivatives && !structure.derivatives->guide_arguments.empty()
+          ? emit_guide_arguments(model, *structure.derivatives, library)
+          : nullptr;
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score, prior, state_gradient);
+                   lookahead, score, prior, state_gradient, guide_args);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -40,6 +40,9 @@ llvm::Function* emit_prior_logpdf(const passes::Derivatives& derivs, const ir::M
 // ssm_score_terms: as ssm_functional_terms, of the derivatives analysis's score terms.
 llvm::Function* emit_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
                                  llvm::Module& module);
+// ssm_guide_args: as ssm_functional_terms, of the derivatives analysis's guide arguments.
+llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
+                                     llvm::Module& module);
 // ssm_state_gradient: as ssm_functional_terms, of the derivatives analysis's state gradient.
 llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
                                     llvm::Module& module);

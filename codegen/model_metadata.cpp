@@ -97,10 +97,39 @@ json net_argument(const ir::Model& model, const ir::Node& a) {
     arg.update({{"kind", "param"},
                 {"name", model.params[a.var].name},
                 {"offset", model.param_offset(a.var)}});
+  else if (a.op == ir::Op::Obs) // a guide's network: the offset is into the item's observations
+    arg.update(
+        {{"kind", "obs"}, {"name", model.obs[a.var].name}, {"offset", model.obs_offset(a.var)}});
   else
     arg.update(
         {{"kind", "data"}, {"name", model.data[a.var].name}, {"offset", model.data_offset(a.var)}});
   return arg;
+}
+
+// The guide's relations, where their arguments are in the guide_args kernel's output (the
+// Jacobian follows them), and the network outputs it reads (the Jacobian's columns).
+json guide(const ir::Model& model) {
+  json relations = json::array();
+  int offset = 0;
+  for (const ir::Relation& rel : model.guide.relations) {
+    json args = json::array();
+    for (int a : rel.args) {
+      const int size = model.guide.nodes[a].shape.size();
+      args.push_back({{"offset", offset}, {"size", size}});
+      offset += size;
+    }
+    relations.push_back({{"latent", model.states[rel.var].name},
+                         {"dist", ir::dist_info(rel.dist).name},
+                         {"offset", model.state_offset(rel.var)},
+                         {"size", model.states[rel.var].shape.size()},
+                         {"arguments", args}});
+  }
+  json inputs = json::array();
+  for (int s : model.guide_input_states())
+    inputs.push_back({{"state", model.states[s].name},
+                      {"offset", model.state_offset(s)},
+                      {"size", model.states[s].shape.size()}});
+  return {{"relations", relations}, {"n_arguments", offset}, {"inputs", inputs}};
 }
 
 json net_calls(const ir::Model& model) {
@@ -199,6 +228,8 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
     meta["nets"] = nets(model);
     meta["net_calls"] = net_calls(model);
   }
+  if (!model.guide.relations.empty())
+    meta["guide"] = guide(model);
   if (!runtime_dir.empty())
     meta["runtime_dir"] = runtime_dir;
   return meta.dump();

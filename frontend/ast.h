@@ -34,6 +34,7 @@ struct Expr {
     Call,   // name(args...)
     List,   // [args...]
     Index,  // args[0][args[1], ...]: one bracket
+    Slice,  // args[0]:args[1], an index that selects a range (v[a:b])
   };
   Kind kind = Kind::Number;
   Range range;
@@ -85,13 +86,17 @@ struct VarDecl {
   }
 };
 
-// `target ~ dist(args);` where target is a name with zero or more bracket indices, or
-// `proposal target ~ dist(args);`: the guided filter's proposal for a state.
+// `target ~ dist(args);` where target is a name with zero or more bracket indices,
+// `proposal target ~ dist(args);`: the guided filter's proposal for a state, or
+// `guide target ~ dist(args);`: the variational family of a plate model's latent variable.
 struct Relation {
+  enum class Role { Model, Proposal, Guide };
   ExprPtr target;
   DistCall dist;
   Range range;
-  bool proposal = false;
+  Role role = Role::Model;
+  bool proposal() const { return role == Role::Proposal; }
+  bool guide() const { return role == Role::Guide; }
 };
 
 // `let name = value;`: a named expression, substituted where it is used (so it may read x[t-1]

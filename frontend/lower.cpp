@@ -31,7 +31,7 @@ std::optional<ir::Model> Lowering::run() {
   for (const ast::FnDecl& f : ast_.fns)
     define_fn(f);
   for (const ast::Relation& r : ast_.relations)
-    add_relation(r);
+    r.guide() ? add_guide(r) : add_relation(r);
   if (!model_.is_state_space())
     for (const ast::VarDecl* v : static_relation_order())
       add_static_relation(*v);

@@ -27,7 +27,8 @@ ir::BlockKind Lowering::static_block() const {
 }
 
 bool Lowering::in_static_block(const Scope& s) const {
-  return s.kind() == ir::BlockKind::Plate || s.kind() == ir::BlockKind::Simulator;
+  return s.kind() == ir::BlockKind::Plate || s.kind() == ir::BlockKind::Simulator ||
+         s.kind() == ir::BlockKind::Guide;
 }
 
 // `what` (a state, an input, a time relation...) in a model without time.

@@ -196,7 +196,7 @@ bool Lowering::check_integer_range(const ir::VarDecl& decl, const ir::Block& blo
                              : lo == hi     ? fmt::format(msg::support_one_value, lo)
                              : hi == lo + 1 ? fmt::format(msg::support_two_values, lo, hi)
                                             : fmt::format(msg::support_range, lo, hi);
-  const std::string what = fmt::format("{}{} ~ {}(...) {}", r.proposal ? "proposal " : "", target,
+  const std::string what = fmt::format("{}{} ~ {}(...) {}", r.proposal() ? "proposal " : "", target,
                                        ir::dist_info(rel.dist).name, values);
   const std::string type = ir::type_str(decl);
   if (hi < decl.lower || lo > decl.upper) {
@@ -205,7 +205,7 @@ bool Lowering::check_integer_range(const ir::VarDecl& decl, const ir::Block& blo
   }
   const std::string range = fmt::format("{}..{}", decl.lower, decl.upper);
   std::string consequence;
-  if (r.proposal)
+  if (r.proposal())
     consequence = fmt::format(msg::int_range_consequence_proposal, range);
   else if (rel.kind == ir::VarKind::Obs)
     consequence = fmt::format(msg::int_range_consequence_obs, range);
@@ -228,7 +228,7 @@ bool Lowering::check_relation(const ast::Relation& r, const ir::VarDecl& decl,
   bool ok = check_integer_target(decl, dist, name, r.dist);
   if (ok)
     check_argument_domain(dist, r.dist, block, args);
-  if (ok && r.proposal && !decl.integer && ir::dist_info(dist).discrete) {
+  if (ok && r.proposal() && !decl.integer && ir::dist_info(dist).discrete) {
     error(r.dist.name.range,
           fmt::format(msg::discrete_proposal_for_continuous, name, ir::dist_info(dist).name));
     ok = false;

@@ -89,6 +89,9 @@ std::optional<int> Lowering::lower(const Expr& e, Scope& s) {
     return lower_list(e, s);
   case EKind::Index:
     return lower_index(e, s);
+  case EKind::Slice:
+    error(e.range, msg::slice_outside_index);
+    return std::nullopt;
   }
   return std::nullopt;
 }
@@ -218,6 +221,10 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
   case Symbol::Kind::Param: {
     if (s.constant()) {
       not_constant(s, e.range, fmt::format(msg::is_a_parameter, e.name));
+      return std::nullopt;
+    }
+    if (s.kind() == ir::BlockKind::Guide) {
+      error(e.range, fmt::format(msg::guide_reads_parameter, s.relation()->subject, e.name));
       return std::nullopt;
     }
     if (!outside_function(s, e.range, fmt::format("parameter '{}'", e.name)) || !sym->valid)

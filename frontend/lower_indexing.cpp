@@ -48,6 +48,9 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
                       count == 1 ? "1 was" : fmt::format("{} were", count)));
     return std::nullopt;
   }
+  for (std::size_t k = 0; k < count; ++k)
+    if (bracket.args[k + 1]->kind == EKind::Slice)
+      return apply_slice(base, bracket, s);
   bool dynamic = false;
   for (std::size_t k = 0; k < count; ++k)
     dynamic = dynamic || !is_constant(*bracket.args[k + 1], s);
@@ -81,6 +84,38 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
   n.index = index;
   n.shape = ir::Shape{std::vector<int>(shape.dims.begin() + count, shape.dims.end())};
   return emit(s, std::move(n), bracket.range);
+}
+
+// v[a:b]: components a, a+1, ..., b-1 of a vector, as a vector (constant a < b).
+std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s) {
+  const ir::Shape shape = shape_of(s, base);
+  const Expr& range = *bracket.args.back();
+  if (shape.rank() != 1 || bracket.args.size() != 2 || range.kind != EKind::Slice) {
+    error(bracket.range,
+          fmt::format(msg::slice_of_non_vector, quote(*bracket.args[0]), shape.str()));
+    return std::nullopt;
+  }
+  std::optional<long> a = eval_int(*range.args[0], "the start of a range");
+  std::optional<long> b = eval_int(*range.args[1], "the end of a range");
+  if (!a || !b)
+    return std::nullopt;
+  const long dim = shape.dims[0];
+  if (*a < 0 || *b > dim || *a >= *b) {
+    error(range.range,
+          fmt::format(msg::slice_out_of_range, *a, *b, quote(*bracket.args[0]), shape.str(), dim));
+    return std::nullopt;
+  }
+  std::vector<int> parts;
+  for (long i = *a; i < *b; ++i) {
+    ir::Node n;
+    n.op = ir::Op::Index;
+    n.args = {base};
+    n.index = {static_cast<int>(i)};
+    n.shape = ir::Shape::scalar();
+    parts.push_back(emit(s, std::move(n), bracket.range));
+  }
+  return emit_op(s, ir::Op::Build, ir::Shape::vector(static_cast<int>(parts.size())), parts,
+                 bracket.range);
 }
 
 // v[i] or A[i] (a row) with i computed at run time, e.g. P[z[t-1]]: one index at a time, each
@@ -135,7 +170,7 @@ std::optional<int> Lowering::lower_index(const Expr& e, Scope& s) {
   }
   if (base->kind == EKind::Name) {
     Symbol* sym = lookup(base->name, base->range);
-    if (sym && s.kind() == ir::BlockKind::Plate &&
+    if (sym && (s.kind() == ir::BlockKind::Plate || s.kind() == ir::BlockKind::Guide) &&
         (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
       sym->used = true;
       return lower_plate_ref(*base, *sym, chain, s);

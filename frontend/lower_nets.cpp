@@ -112,7 +112,9 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
     const ir::Node& a = s.block->nodes[*args[k]];
     // The runtime gathers the network's inputs from the values it holds: variables, not
     // expressions of them (their gradient would need kernels of their own).
-    if (a.op != ir::Op::Latent && a.op != ir::Op::Param && a.op != ir::Op::Data) {
+    const bool guide = s.kind() == ir::BlockKind::Guide;
+    if (guide ? a.op != ir::Op::Obs && a.op != ir::Op::Data
+              : a.op != ir::Op::Latent && a.op != ir::Op::Param && a.op != ir::Op::Data) {
       error(e.args[k]->range, fmt::format(msg::net_argument_not_variable, net.name));
       return std::nullopt;
     }

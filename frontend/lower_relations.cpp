@@ -34,7 +34,7 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
     break;
   }
   if (!model_.is_state_space()) {
-    no_time(r.range, r.proposal ? std::string("a proposal") : "a relation 'x[t] ~ ...'");
+    no_time(r.range, r.proposal() ? std::string("a proposal") : "a relation 'x[t] ~ ...'");
     return std::nullopt;
   }
   if (sym->kind != Symbol::Kind::State && sym->kind != Symbol::Kind::Obs) {
@@ -64,7 +64,7 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
     error(r.target->range, fmt::format(msg::relation_target_bad_time, forms, name, time->str()));
     return std::nullopt;
   }
-  if (r.proposal) {
+  if (r.proposal()) {
     if (!is_state) {
       error(r.target->range, fmt::format(msg::proposal_for_obs, name));
       return std::nullopt;
@@ -88,7 +88,7 @@ void Lowering::add_relation(const ast::Relation& r) {
   const bool is_state = sym->kind == Symbol::Kind::State;
   const std::string& name = is_state ? model_.states[sym->index].name : model_.obs[sym->index].name;
   std::string target = fmt::format("{}[{}]", name, kind == ir::BlockKind::Initial ? "0" : "t");
-  const char* what = r.proposal ? "proposal" : "relation";
+  const char* what = r.proposal() ? "proposal" : "relation";
   auto key = std::pair(kind, sym->index);
   if (auto it = first_relation_.find(key); it != first_relation_.end()) {
     error(r.target->range, fmt::format(msg::second_relation, target, what));
@@ -235,11 +235,15 @@ std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, 
   const bool latent = sym.kind == Symbol::Kind::Latent;
   const std::string& name = latent ? model_.latents[sym.index].name : model_.obs[sym.index].name;
   RelationScope& rel = *s.relation(); // the plate or simulator block
-  std::string ref = rel.kind == ir::BlockKind::Plate ? name + "[n]" : name;
+  std::string ref = rel.kind == ir::BlockKind::Simulator ? name : name + "[n]";
   ir::VarKind kind = latent ? ir::VarKind::Latent : ir::VarKind::Obs;
   if (!sym.valid)
     return std::nullopt;
-  if (!latent && rel.target_kind == ir::VarKind::Latent) {
+  if (latent && rel.kind == ir::BlockKind::Guide) {
+    error(e.range, fmt::format(msg::guide_reads_latent, rel.subject, ref));
+    return std::nullopt;
+  }
+  if (!latent && rel.target_kind == ir::VarKind::Latent && rel.kind != ir::BlockKind::Guide) {
     error(e.range, fmt::format(msg::latent_reads_obs, rel.subject, ref));
     return std::nullopt;
   }

@@ -275,6 +275,7 @@ private:
   std::string quote(const Expr& e) const;
   std::optional<int> apply_index(int base, const Expr& bracket, Scope& s);
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s);
+  std::optional<int> apply_slice(int base, const Expr& bracket, Scope& s);
   std::optional<int> lower_index(const Expr& e, Scope& s);
   std::optional<int> lower_plate_ref(const Expr& name, const Symbol& sym,
                                      const std::vector<const Expr*>& chain, Scope& s);
@@ -292,6 +293,9 @@ private:
   static int copy_node(const ir::Block& from, int id, ir::Block& to, std::map<int, int>& copied);
   void add_lookaheads();
   void add_functional(const ast::FunctionalDecl& f);
+
+  // ---- guides (lower_guides.cpp)
+  void add_guide(const ast::Relation& r);
 
   // ---- completeness and order (lower_ordering.cpp)
   const PendingRelation* relation_for(ir::BlockKind kind, int var) const;

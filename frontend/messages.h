@@ -29,10 +29,44 @@ inline constexpr char net_without_arguments[] = "network '{}' takes {} inputs, b
 inline constexpr char net_in_function[] =
     "network '{}' is called in a function: call it in the model's relations";
 inline constexpr char net_argument_not_variable[] =
-    "an argument of network '{}' must be a latent variable, a parameter or a data item, not an "
-    "expression: the runtime applies the network to values it holds";
+    "an argument of network '{}' must be a latent variable, a parameter or a data item (in a "
+    "guide: an observation or a data item), not an expression: the runtime applies the network "
+    "to values it holds";
 inline constexpr char net_input_size[] =
     "network '{}' takes {} inputs, but its arguments have {} ({})";
+
+// ---- guides (lower_guides.cpp)
+
+inline constexpr char guide_outside_plate_model[] =
+    "a guide gives the variational family of a latent variable of a plate model (latent z[n]); "
+    "a state-space model's particle filter takes a 'proposal' instead";
+inline constexpr char guide_for_non_latent[] =
+    "'{}' is not a latent variable: a guide gives the variational family of a latent variable "
+    "(guide z[n] ~ normal(...))";
+inline constexpr char guide_target_form[] = "the target of a guide is written {}[n]";
+inline constexpr char guide_subject[] = "the guide of {}";
+inline constexpr char guide_family[] =
+    "a guide cannot be {} for {}: its family is {} (the distributions whose draws vi can "
+    "differentiate or enumerate)";
+inline constexpr char guide_discrete_values[] =
+    "the guide of {0} gives probabilities to the values 0..{2} ({3}), but {0} is {1}: a discrete "
+    "guide gives every value of its latent variable a probability";
+inline constexpr char guide_reads_latent[] =
+    "{} reads latent variable {}: a guide reads the item's observations, data, constants and "
+    "networks of them, not other latent variables (not supported yet)";
+inline constexpr char guide_reads_parameter[] =
+    "{} reads parameter '{}': a guide is a family of its own, fitted with its networks; it does "
+    "not read the model's parameters";
+
+// ---- slices (lower_indexing.cpp)
+
+inline constexpr char slice_of_non_vector[] =
+    "a range a:b selects components of a vector, alone in its bracket, but {} is {}";
+inline constexpr char slice_out_of_range[] =
+    "the range {}:{} of {} ({}) must satisfy 0 <= start < end <= {}";
+inline constexpr char slice_outside_index[] =
+    "a range a:b selects components of a vector, as in v[0:2]; it is not a value, a time index "
+    "or an item";
 
 // ---- names and declarations (lower_names.cpp)
 

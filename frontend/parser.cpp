@@ -314,12 +314,25 @@ auto const push_relation = [](auto& ctx) {
       {target, boost::fusion::at_c<1>(attr), {target->range.begin, end_of(ctx)}});
 };
 
-auto const push_proposal = [](auto& ctx) {
+template <ast::Relation::Role R> struct push_role_relation {
+  template <class Ctx> void operator()(Ctx& ctx) const {
+    auto& attr = x3::_attr(ctx);
+    state(ctx).model->relations.push_back({boost::fusion::at_c<1>(attr),
+                                           boost::fusion::at_c<2>(attr),
+                                           {boost::fusion::at_c<0>(attr), end_of(ctx)},
+                                           R});
+  }
+};
+
+// `a` or `a:b` inside an index bracket.
+auto const make_index_item = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
-  state(ctx).model->relations.push_back({boost::fusion::at_c<1>(attr),
-                                         boost::fusion::at_c<2>(attr),
-                                         {boost::fusion::at_c<0>(attr), end_of(ctx)},
-                                         true});
+  ast::ExprPtr first = boost::fusion::at_c<0>(attr);
+  if (auto& last = boost::fusion::at_c<1>(attr))
+    x3::_val(ctx) =
+        node(ast::Expr::Kind::Slice, {first->range.begin, (*last)->range.end}, {first, *last});
+  else
+    x3::_val(ctx) = first;
 };
 
 auto const push_lookahead = [](auto& ctx) {
@@ -377,6 +390,8 @@ x3::rule<class comparison_op_r, std::string> const comparison_op = "operator";
 x3::rule<class and_op_r, std::string> const and_op = "operator";
 x3::rule<class or_op_r, std::string> const or_op = "operator";
 x3::rule<class expr_list_r, std::vector<ast::ExprPtr>> const expr_list = "expression";
+x3::rule<class index_item_r, ast::ExprPtr> const index_item = "expression";
+x3::rule<class index_list_r, std::vector<ast::ExprPtr>> const index_list = "expression";
 x3::rule<class type_r, ast::TypeSpec> const type = "type";
 x3::rule<class bounds_r, std::vector<ast::ExprPtr>> const bounds = "bounds";
 x3::rule<class int_range_r, std::vector<ast::ExprPtr>> const int_range = "bounds";
@@ -419,7 +434,7 @@ auto const primary_def = number[assign] |
                          (ident >> '(' >> -expr_list > ')')[make_call] | ident[make_name] |
                          (pos >> '(' > expr > ')')[make_paren] | (pos >> bracket)[make_list];
 
-auto const postfix_def = primary[assign] >> *bracket[make_index];
+auto const postfix_def = primary[assign] >> *(x3::lit('[') > index_list > ']')[make_index];
 auto const power_def = postfix[assign] >> -(x3::lit('^') > unary)[make_pow];
 auto const unary_def = (pos >> '-' > unary)[make_prefix<ast::Expr::Kind::Neg>{}] |
                        (pos >> '!' > unary)[make_prefix<ast::Expr::Kind::Not>{}] | power[assign];
@@ -434,6 +449,8 @@ auto const conjunction_def = comparison[assign] >> *(and_op > comparison)[make_b
 auto const disjunction_def = conjunction[assign] >> *(or_op > conjunction)[make_binary];
 auto const expr_def = disjunction[assign] >> -('?' > expr > ':' > expr)[make_ternary];
 auto const expr_list_def = expr >> *(',' > expr);
+auto const index_item_def = (expr >> -(':' > expr))[make_index_item];
+auto const index_list_def = index_item >> *(',' > index_item);
 
 auto const bounds_def = '(' > expr > ',' > expr > ')';
 auto const int_range_def = '[' > expr > ".." > expr > ']';
@@ -463,6 +480,7 @@ auto const fn_body_def =
 
 auto const string_literal_def = x3::raw[x3::lexeme['"' > *(x3::char_ - x3::char_("\"\n")) > '"']];
 
+using Role = ast::Relation::Role;
 auto const statement_def =
     (pos >> kw("import") > string_literal > ';')[push_import] |
     (pos >> kw("const") > ident > '=' > expr > ';')[push_const] | let[push_let] |
@@ -477,7 +495,8 @@ auto const statement_def =
     (pos >> kw("obs") > ident > -plate_index > -(':' > type) > -('~' > dist) > -('=' > expr) >
      ';')[push_obs] |
     (pos >> kw("latent") > ident > -plate_index > -(':' > type) > '~' > dist > ';')[push_latent] |
-    (pos >> kw("proposal") > target > '~' > dist > ';')[push_proposal] |
+    (pos >> kw("proposal") > target > '~' > dist > ';')[push_role_relation<Role::Proposal>{}] |
+    (pos >> kw("guide") > target > '~' > dist > ';')[push_role_relation<Role::Guide>{}] |
     (pos >> kw("lookahead") > target > '=' > expr > ';')[push_lookahead] |
     (target > '~' > dist > ';')[push_relation];
 
@@ -492,7 +511,7 @@ BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product,
                     conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
                     bounds, int_range, dist, target, let, fn_param, fn_body, string_literal,
                     statement, end_of_model, kw_model, model, else_kw, return_kw, fn_params,
-                    net_option, net_options)
+                    net_option, net_options, index_item, index_list)
 
 } // namespace
 

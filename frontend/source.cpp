@@ -51,9 +51,9 @@ std::size_t token_end(std::string_view text, std::size_t pos) {
 
 bool is_keyword(std::string_view word) {
   static const std::set<std::string_view> keywords = {
-      "model", "module", "import",   "const",     "param",  "state",      "obs",
-      "data",  "input",  "let",      "fn",        "return", "functional", "sum_t",
-      "if",    "else",   "proposal", "lookahead", "latent", "simulator",  "net"};
+      "model",    "module",    "import", "const",     "param",      "state", "obs", "data",
+      "input",    "let",       "fn",     "return",    "functional", "sum_t", "if",  "else",
+      "proposal", "lookahead", "latent", "simulator", "net",        "guide"};
   return keywords.count(word) > 0;
 }
 

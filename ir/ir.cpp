@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 namespace ssm::ir {
@@ -221,6 +223,8 @@ std::string_view block_name(BlockKind kind) {
     return "plate";
   case BlockKind::Simulator:
     return "simulator";
+  case BlockKind::Guide:
+    return "guide";
   }
   return "?";
 }
@@ -271,6 +275,20 @@ const NetCall* Model::net_call_of(int state) const {
   return nullptr;
 }
 
+std::vector<int> Model::guide_input_states() const {
+  std::set<int> read;
+  for (const Node& node : guide.nodes)
+    if (node.op == Op::State)
+      read.insert(node.var);
+  return {read.begin(), read.end()};
+}
+
+bool Model::guide_only_state(int s) const {
+  const NetCall* call = net_call_of(s);
+  return call && std::any_of(call->args.begin(), call->args.end(),
+                             [](const Node& a) { return a.op == Op::Obs; });
+}
+
 Block& Model::block(BlockKind kind) {
   return const_cast<Block&>(static_cast<const Model*>(this)->block(kind));
 }
@@ -295,6 +313,8 @@ const Block& Model::block(BlockKind kind) const {
     return plate;
   case BlockKind::Simulator:
     return simulator;
+  case BlockKind::Guide:
+    return guide;
   }
   throw std::logic_error("unknown block kind");
 }

@@ -124,7 +124,8 @@ enum class BlockKind {
   Proposal,
   Lookahead,
   Plate,
-  Simulator
+  Simulator,
+  Guide, // a plate model's `guide` relations: the variational family of its latent variables
 };
 std::string_view block_name(BlockKind kind);
 
@@ -278,19 +279,28 @@ struct Model {
   Block lookahead{BlockKind::Lookahead, {}, {}, {}};
   Block plate{BlockKind::Plate, {}, {}, {}};
   Block simulator{BlockKind::Simulator, {}, {}, {}};
+  // Relations target latents (states once passes/plate_items.cpp has run); their arguments read
+  // observations at lag 0, data and constants, and networks' outputs (hidden states).
+  Block guide{BlockKind::Guide, {}, {}, {}};
 
   bool is_state_space() const { return kind == ModelKind::StateSpace; }
   // The net call whose output state is `state`, or null.
   const NetCall* net_call_of(int state) const;
+  // The hidden states (network outputs) the guide block reads, in order: the inputs of the
+  // Jacobian of its arguments (passes/derivatives.cpp), component by component.
+  std::vector<int> guide_input_states() const;
+  // Whether state `s` is the output of a network call of the guide (it reads observations): the
+  // model's density never reads it, so the state-space analyses leave it out.
+  bool guide_only_state(int s) const;
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;
   template <class F> void for_each_block(F&& f) {
     f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead),
-        f(plate), f(simulator);
+        f(plate), f(simulator), f(guide);
   }
   template <class F> void for_each_block(F&& f) const {
     f(prior), f(initial), f(transition), f(observation), f(functional), f(proposal), f(lookahead),
-        f(plate), f(simulator);
+        f(plate), f(simulator), f(guide);
   }
 
   const std::string& var_name(VarKind kind, int var) const;

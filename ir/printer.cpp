@@ -17,7 +17,7 @@ namespace {
 std::string time_index(BlockKind kind, int lag) {
   if (kind == BlockKind::Initial)
     return "[0]";
-  if (kind == BlockKind::Plate)
+  if (kind == BlockKind::Plate || kind == BlockKind::Guide)
     return "[n]";
   if (kind == BlockKind::Simulator)
     return "";
@@ -146,6 +146,7 @@ std::string print(const Model& model) {
     for (const Node& a : c.args)
       args.push_back(a.op == Op::Param  ? model.params.at(a.var).name
                      : a.op == Op::Data ? model.data.at(a.var).name
+                     : a.op == Op::Obs  ? model.obs.at(a.var).name
                                         : model.states.at(a.var).name);
     out += fmt::format("netcall {} = {}({})\n", model.states.at(c.state).name,
                        model.nets.at(c.net).name, fmt::join(args, ", "));

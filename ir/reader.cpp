@@ -230,6 +230,9 @@ private:
       } else if ((leaf.var = named(model.data)) >= 0) {
         leaf.op = Op::Data;
         leaf.shape = model.data[leaf.var].shape;
+      } else if ((leaf.var = named(model.obs)) >= 0) { // a guide's network reads observations
+        leaf.op = Op::Obs;
+        leaf.shape = model.obs[leaf.var].shape;
       } else {
         leaf.op = Op::State;
         leaf.var = find_var(model.states, arg, "state");
@@ -362,9 +365,10 @@ private:
   }
 
   BlockKind block_kind(std::string_view name) const {
-    for (BlockKind kind : {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition,
-                           BlockKind::Observation, BlockKind::Functional, BlockKind::Proposal,
-                           BlockKind::Lookahead, BlockKind::Plate, BlockKind::Simulator})
+    for (BlockKind kind :
+         {BlockKind::Prior, BlockKind::Initial, BlockKind::Transition, BlockKind::Observation,
+          BlockKind::Functional, BlockKind::Proposal, BlockKind::Lookahead, BlockKind::Plate,
+          BlockKind::Simulator, BlockKind::Guide})
       if (block_name(kind) == name)
         return kind;
     fail(fmt::format("unknown block '{}'", name), name);
@@ -397,9 +401,9 @@ private:
   std::pair<std::string, int> reference(BlockKind kind, std::string_view s) const {
     if (kind == BlockKind::Simulator)
       return {std::string(s), 0};
-    if (kind == BlockKind::Plate) {
+    if (kind == BlockKind::Plate || kind == BlockKind::Guide) {
       if (s.size() < 4 || s.substr(s.size() - 3) != "[n]")
-        fail(fmt::format("expected NAME[n] in the plate block, not '{}'", s), s);
+        fail(fmt::format("expected NAME[n] in the {} block, not '{}'", block_name(kind), s), s);
       return {std::string(s.substr(0, s.size() - 3)), 0};
     }
     return lagged(s);
@@ -581,6 +585,13 @@ private:
       rel.kind = latent ? VarKind::Latent : VarKind::Obs;
       rel.var = latent ? find_var(model.latents, name, "latent variable")
                        : find_var(model.obs, name, "observation");
+    } else if (block.kind == BlockKind::Guide) {
+      // Before plate-items the guide draws latents, after it the states they became.
+      std::string name = reference(block.kind, target).first;
+      const bool plate = model.kind == ModelKind::Plate;
+      rel.kind = plate ? VarKind::Latent : VarKind::State;
+      rel.var = plate ? find_var(model.latents, name, "latent variable")
+                      : find_var(model.states, name, "state");
     } else {
       auto [name, lag] = lagged(target);
       if (lag != 0)

@@ -133,6 +133,8 @@ private:
     case BlockKind::Plate:
     case BlockKind::Simulator:
       return kind == VarKind::Latent || kind == VarKind::Obs;
+    case BlockKind::Guide:
+      return kind == (model_.kind == ModelKind::Plate ? VarKind::Latent : VarKind::State);
     default:
       return kind == VarKind::State;
     }
@@ -165,6 +167,10 @@ private:
     BlockKind kind = block_.kind;
     if (kind == BlockKind::Prior) {
       fail("%{}: prior arguments must be constants", id);
+      return;
+    }
+    if (kind == BlockKind::Guide) {
+      check_guide_reference(id, node);
       return;
     }
     if (samples_latents() || node.op == Op::Latent) {
@@ -212,6 +218,23 @@ private:
            node.lag, block_name(kind));
     else if (node.lag == 0 && samples(vk))
       reads_now.insert({vk, node.var});
+  }
+
+  // A guide reads the item's observations, data and network outputs (hidden states), so that its
+  // arguments are known before any latent value is drawn.
+  void check_guide_reference(int id, const Node& node) {
+    if (node.op == Op::Data) {
+      if (node.var < 0 || node.var >= static_cast<int>(model_.data.size()))
+        fail("%{} refers to data {} of {}", id, node.var, model_.data.size());
+      return;
+    }
+    const bool network = node.op == Op::State && node.var >= 0 && model_.net_call_of(node.var);
+    if (!(node.op == Op::Obs || network) || node.lag != 0) {
+      fail("%{} = {}: a guide reads observations, data and network outputs at lag 0", id,
+           op_name(node.op));
+      return;
+    }
+    check_variable(id, node, node.op == Op::Obs ? VarKind::Obs : VarKind::State);
   }
 
   // Node `id` reads variable node.var of kind `vk`: it exists and has its declared shape. False
@@ -355,7 +378,8 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
     int size = 0;
     for (const Node& a : c.args) {
       size += a.shape.size();
-      if (!(a.op == Op::Param || a.op == Op::Data || (a.op == Op::State && a.lag == 0)))
+      if (!(a.op == Op::Param || a.op == Op::Data ||
+            ((a.op == Op::State || a.op == Op::Obs) && a.lag == 0)))
         errors.push_back(fmt::format("net call {}: an argument is {}", model.states[c.state].name,
                                      op_name(a.op)));
     }
@@ -408,7 +432,8 @@ std::vector<std::string> verify(const Model& model) {
       errors.push_back("a model without time has states, inputs or functionals");
     model.for_each_block([&](const Block& block) {
       bool empty = block.nodes.empty() && block.relations.empty() && block.outputs.empty();
-      if (&block != &own && block.kind != BlockKind::Prior && !empty)
+      const bool guide = block.kind == BlockKind::Guide && model.kind == ModelKind::Plate;
+      if (&block != &own && block.kind != BlockKind::Prior && !guide && !empty)
         errors.push_back(fmt::format("{}: a {} has no {} block", block_name(block.kind),
                                      model.kind == ModelKind::Plate ? "plate model" : "simulator",
                                      block_name(block.kind)));
@@ -417,6 +442,8 @@ std::vector<std::string> verify(const Model& model) {
   }
   if (!model.latents.empty() || !model.plate.nodes.empty() || !model.simulator.nodes.empty())
     errors.push_back("a state-space model has latent variables or a plate or simulator block");
+  if (!model.items && !model.guide.relations.empty())
+    errors.push_back("guide: only a plate model, or the items it became, has a guide");
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);

@@ -421,6 +421,7 @@ public:
     prior_terms(model, b, params, result);
     if (result.score_why_not.empty())
       result.score_terms = step_terms(score, n_theta, b);
+    guide_terms(model, b, result);
     context.derivatives = std::move(result);
   }
 
@@ -462,6 +463,34 @@ private:
     result.prior_terms.push_back(b.materialize(lp));
     for (const Wrt& w : params)
       result.prior_terms.push_back(lp < 0 ? -1 : in_arena.derivative(lp, w)[0]);
+  }
+
+  // The guide's arguments and their Jacobian in the network outputs it reads (structure.h).
+  static void guide_terms(const ir::Model& model, ExprBuilder& b, Derivatives& result) {
+    const ir::Block& guide = model.guide;
+    if (guide.relations.empty())
+      return;
+    for (int var : model.guide_input_states())
+      for (int c = 0; c < model.states[var].shape.size(); ++c)
+        result.guide_inputs.emplace_back(var, c);
+    Differentiator from_guide(guide, b);
+    std::vector<int> jacobian;
+    int row = 0;
+    for (const ir::Relation& rel : guide.relations)
+      for (int arg : rel.args)
+        for (int pos = 0; pos < guide.nodes[arg].shape.size(); ++pos, ++row) {
+          result.guide_arguments.push_back(b.materialize(from_guide.value(arg, pos)));
+          for (size_t col = 0; col < result.guide_inputs.size(); ++col) {
+            const auto [state, component] = result.guide_inputs[col];
+            const std::vector<int> d =
+                from_guide.derivative(arg, {ir::Op::State, state, 0, component});
+            if (const int entry = d.size() == 1 ? d[0] : d[pos]; entry >= 0) {
+              jacobian.push_back(entry);
+              result.guide_jacobian.emplace_back(row, static_cast<int>(col));
+            }
+          }
+        }
+    result.guide_arguments.insert(result.guide_arguments.end(), jacobian.begin(), jacobian.end());
   }
 
   static ir::Node time_node() {

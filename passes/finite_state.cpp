@@ -30,6 +30,11 @@ StateSupport state_support(const ir::Model& model, int s, std::vector<StructureR
   support.components = model.states[s].shape.size();
   support.lo = INFINITY;
   support.hi = -INFINITY;
+  if (model.guide_only_state(s)) { // a guide's network output: one value as far as p is concerned
+    support.lo = support.hi = 0;
+    support.finite = true;
+    return support;
+  }
   for (const ir::Block* block : {&model.initial, &model.transition})
     for (const ir::Relation& rel : block->relations) {
       if (rel.kind != ir::VarKind::State || rel.var != s)

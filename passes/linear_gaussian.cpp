@@ -313,6 +313,10 @@ private:
     out.coef_grid.assign(static_cast<size_t>(rows) * part, -1);
     bool independent = true; // the loadings are the identity: no relation reads another's noise
     for (size_t v = 0; v < ba.targets.size(); ++v) {
+      // A state without a relation holds a guide's network output, which the model never reads
+      // (ir::Model::guide_only_state): a component that stays 0, its rows zero.
+      if (!ba.targets[v])
+        continue;
       const AffineForm& f = *ba.targets[v];
       int off = offset_of(ba.block, static_cast<int>(v));
       for (int i = 0; i < f.rows; ++i) {

@@ -58,6 +58,8 @@ void lower_plate_items(ir::Model& model) {
   model.transition = items_block(model.plate, ir::BlockKind::Transition, ir::VarKind::Latent);
   model.observation = items_block(model.plate, ir::BlockKind::Observation, ir::VarKind::Obs);
   model.plate = ir::Block{ir::BlockKind::Plate, {}, {}, {}};
+  for (ir::Relation& rel : model.guide.relations) // the guide now draws the latents' states
+    rel.kind = ir::VarKind::State;
   model.kind = ir::ModelKind::StateSpace;
   model.items = true;
 }

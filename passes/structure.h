@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ssm::passes {
@@ -152,6 +153,15 @@ struct Derivatives {
   // relation has no log-density formula or is deterministic (a dirac has no density in x[t]).
   std::vector<int> state_gradient;
   std::string state_gradient_why_not;
+  // A plate model's guide (its `guide` relations, in order): the scalar components of every
+  // argument of every relation, row-major, then the entries of their Jacobian with respect to
+  // the components of the network outputs the guide reads that are not identically zero, at
+  // (argument component, input) `guide_jacobian`: what `vi` evaluates per item, and
+  // differentiates the guide's networks through. Empty when the model has no guide.
+  std::vector<int> guide_arguments;
+  std::vector<std::pair<int, int>> guide_jacobian;
+  // (state, component) of the hidden states (network outputs), read at lag 0
+  std::vector<std::pair<int, int>> guide_inputs;
   // The arena operations that `outputs` read (what their kernel computes per particle).
   int64_t size(const std::vector<int>& outputs) const;
   // The arena operations the score terms read (what their kernel computes per particle).

@@ -52,45 +52,54 @@ std::string structure_summary(const PassContext& context) {
 
 namespace {
 
-// A relation of a plate or simulator block and what it reads, in the block's own names.
+// A relation of a plate or simulator block (or of a plate model's guide) and what it reads, in
+// the block's own names.
 struct StaticRelation {
-  std::string kind; // "latent", "observation"
+  std::string kind; // "latent", "observation", "guide"
   std::string target;
   std::string dist; // "deterministic" for obs x = e
   std::vector<std::string> reads, params;
   ir::SourceLoc loc;
 };
 
-std::vector<StaticRelation> static_relations(const ir::Model& model) {
-  const ir::Block& block = model.kind == ir::ModelKind::Plate ? model.plate : model.simulator;
-  std::vector<StaticRelation> out;
-  for (const ir::Relation& rel : block.relations) {
-    StaticRelation r;
-    r.kind = rel.kind == ir::VarKind::Latent ? "latent" : "observation";
-    r.target = ir::print_relation_target(model, block, rel);
-    r.dist =
-        rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
-    r.loc = rel.loc;
-    const std::vector<bool> reached = ir::reached_from(block, rel.args);
-    std::set<std::pair<int, int>> vars; // (0 latent | 1 obs, index): declaration order
-    std::set<int> params;
-    for (size_t i = 0; i < block.nodes.size(); ++i) {
-      if (!reached[i])
-        continue;
-      const ir::Node& node = block.nodes[i];
-      if (node.op == ir::Op::Latent || node.op == ir::Op::Obs)
-        vars.insert({node.op == ir::Op::Latent ? 0 : 1, node.var});
-      else if (node.op == ir::Op::Param)
-        params.insert(node.var);
-    }
-    std::string item = model.kind == ir::ModelKind::Plate ? "[n]" : "";
-    for (const auto& [kind, var] : vars)
-      r.reads.push_back(model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) +
-                        item);
-    for (int p : params)
-      r.params.push_back(model.params[p].name);
-    out.push_back(std::move(r));
+StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
+                               const ir::Relation& rel) {
+  StaticRelation r;
+  r.kind = block.kind == ir::BlockKind::Guide ? "guide"
+           : rel.kind == ir::VarKind::Latent  ? "latent"
+                                              : "observation";
+  r.target = ir::print_relation_target(model, block, rel);
+  r.dist =
+      rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
+  r.loc = rel.loc;
+  const std::vector<bool> reached = ir::reached_from(block, rel.args);
+  std::set<std::pair<int, int>> vars; // (0 latent | 1 obs | 2 network, index): declaration order
+  std::set<int> params;
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
+    if (!reached[i])
+      continue;
+    const ir::Node& node = block.nodes[i];
+    if (node.op == ir::Op::Latent || node.op == ir::Op::Obs || node.op == ir::Op::Net)
+      vars.insert({node.op == ir::Op::Latent ? 0 : node.op == ir::Op::Obs ? 1 : 2, node.var});
+    else if (node.op == ir::Op::Param)
+      params.insert(node.var);
   }
+  std::string item = model.kind == ir::ModelKind::Plate ? "[n]" : "";
+  for (const auto& [kind, var] : vars)
+    r.reads.push_back(
+        kind == 2 ? "network " + model.nets[var].name
+                  : model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) + item);
+  for (int p : params)
+    r.params.push_back(model.params[p].name);
+  return r;
+}
+
+std::vector<StaticRelation> static_relations(const ir::Model& model) {
+  std::vector<StaticRelation> out;
+  const ir::Block& own = model.kind == ir::ModelKind::Plate ? model.plate : model.simulator;
+  for (const ir::Block* block : {&own, &model.guide})
+    for (const ir::Relation& rel : block->relations)
+      out.push_back(static_relation(model, *block, rel));
   return out;
 }
 

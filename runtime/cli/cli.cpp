@@ -51,7 +51,7 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
 
 // The kernels read a network's output from the state; only `vi` computes it (runtime/vi) so far.
 void refuse_networks_outside_vi(const CLI::App& app, const ModelInfo& info) {
-  if (info.net_calls.empty())
+  if (!info.density_calls_networks()) // a guide's networks serve vi alone
     return;
   for (const CLI::App* sub : app.get_subcommands())
     if (sub->get_name() != "vi" && sub->get_name() != "info") {

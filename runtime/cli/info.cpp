@@ -92,6 +92,12 @@ void print_info_json(const Context& c, const ParamValues& values) {
   const auto [score_by, no_score] = score_method(c);
   j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
   j["methods"]["vi"] = applicable(c, Task::Vi);
+  if (!info.guide.empty()) {
+    nlohmann::json guide = nlohmann::json::array();
+    for (const GuideInfo::Relation& r : info.guide.relations)
+      guide.push_back({{"latent", r.latent}, {"dist", r.dist}});
+    j["guide"] = guide;
+  }
   print_json(c, j);
 }
 
@@ -159,9 +165,11 @@ void print_info_text(const Context& c, const ParamValues& values) {
     std::vector<std::string> args;
     for (const NetCallInfo::Argument& a : call.arguments)
       args.push_back(a.name);
-    fmt::print(c.out, "network {} : {}, called as {}({})\n", net.name, net_declaration(net),
-               net.name, fmt::join(args, ", "));
+    fmt::print(c.out, "network {} : {}, called as {}({}){}\n", net.name, net_declaration(net),
+               net.name, fmt::join(args, ", "), call.for_guide() ? " in the guide" : "");
   }
+  for (const GuideInfo::Relation& r : info.guide.relations)
+    fmt::print(c.out, "guide {}[n] ~ {}(...)\n", r.latent, r.dist);
 }
 
 class Info : public Command {

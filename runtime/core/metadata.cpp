@@ -256,7 +256,7 @@ void parse_nets(const json& root, ModelInfo& info) {
       arg.name = get_string(a, "name", ctx);
       arg.offset = get_int(a, "offset", ctx);
       arg.size = get_int(a, "size", ctx);
-      if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data")
+      if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data" && arg.kind != "obs")
         bad(ctx + ": an argument of kind '" + arg.kind + "'");
       inputs += arg.size;
       call.arguments.push_back(std::move(arg));
@@ -264,6 +264,57 @@ void parse_nets(const json& root, ModelInfo& info) {
     if (inputs != info.nets[call.net].inputs)
       bad(ctx + ": its arguments do not have the network's inputs");
     info.net_calls.push_back(std::move(call));
+  }
+}
+
+// The guide's relations and inputs, checked against the layout.
+void parse_guide(const json& root, ModelInfo& info) {
+  auto guide = root.find("guide");
+  if (guide == root.end())
+    return;
+  GuideInfo& g = info.guide;
+  g.n_arguments = get_int(*guide, "n_arguments", "guide");
+  int64_t at = 0;
+  for (const json& r : field(*guide, "relations", "guide")) {
+    GuideInfo::Relation rel;
+    rel.latent = get_string(r, "latent", "guide relation");
+    const std::string ctx = "the guide of " + rel.latent;
+    rel.dist = get_string(r, "dist", ctx);
+    rel.offset = get_int(r, "offset", ctx);
+    rel.size = get_int(r, "size", ctx);
+    if (rel.offset < 0 || rel.offset + rel.size > info.n_state)
+      bad(ctx + ": its latent does not fit the state");
+    for (const json& a : field(r, "arguments", ctx)) {
+      GuideInfo::Relation::Argument arg{get_int(a, "offset", ctx), get_int(a, "size", ctx)};
+      if (arg.offset != at)
+        bad(ctx + ": its arguments are not laid out in order");
+      at += arg.size;
+      rel.arguments.push_back(arg);
+    }
+    g.relations.push_back(std::move(rel));
+  }
+  if (at != g.n_arguments)
+    bad("guide: 'n_arguments' does not match its relations");
+  for (const json& i : field(*guide, "inputs", "guide")) {
+    GuideInfo::Input in{get_string(i, "state", "guide input"), get_int(i, "offset", "guide input"),
+                        get_int(i, "size", "guide input")};
+    if (in.offset < 0 || in.offset + in.size > info.n_state)
+      bad("guide input " + in.state + ": outside the state");
+    g.n_inputs += in.size;
+    g.inputs.push_back(std::move(in));
+  }
+  const auto st = root.find("structure");
+  const json* kernel =
+      st != root.end() && st->is_object() && st->contains("guide") ? &st->at("guide") : nullptr;
+  if (!kernel || !kernel->value("available", false)) {
+    g.why_not = kernel ? kernel->value("reason", "") : "no structure.guide in the metadata";
+    return;
+  }
+  for (const json& entry : field(*kernel, "jacobian", "structure.guide")) {
+    const int64_t row = entry.at(0).get<int64_t>(), col = entry.at(1).get<int64_t>();
+    if (row < 0 || row >= g.n_arguments || col < 0 || col >= g.n_inputs)
+      bad("structure.guide: a Jacobian entry outside the arguments x inputs");
+    g.jacobian.emplace_back(row, col);
   }
 }
 
@@ -401,6 +452,7 @@ ModelInfo parse_metadata(std::string_view text) {
   info.functionals = parse_functionals(root, functional_analysis, info.n_functional);
   parse_params(root, info);
   parse_nets(root, info);
+  parse_guide(root, info);
   return info;
 }
 

@@ -71,7 +71,7 @@ struct NetInfo {
 std::string net_declaration(const NetInfo& net);
 struct NetCallInfo {
   struct Argument {
-    std::string kind; // state | param | data
+    std::string kind; // state | param | data | obs (a guide's network: an offset into y)
     std::string name;
     int64_t offset = 0, size = 0;
   };
@@ -79,6 +79,40 @@ struct NetCallInfo {
   std::string state;
   int64_t offset = 0, size = 0;
   std::vector<Argument> arguments;
+  // A call of the model's guide: it reads observations, which the model's density never gives
+  // a network.
+  bool for_guide() const {
+    for (const Argument& a : arguments)
+      if (a.kind == "obs")
+        return true;
+    return false;
+  }
+};
+
+// A plate model's guide (`guide z[n] ~ ...`): its relations, where each argument lies in the
+// guide_args kernel's output (kernel/abi.h), and the network outputs the guide reads, whose
+// components are the columns of the arguments' Jacobian that follows them.
+struct GuideInfo {
+  struct Relation {
+    std::string latent, dist;     // dist: normal, categorical or bernoulli
+    int64_t offset = 0, size = 0; // the latent's components in the state
+    struct Argument {
+      int64_t offset = 0, size = 0;
+    };
+    std::vector<Argument> arguments;
+  };
+  struct Input {
+    std::string state;
+    int64_t offset = 0, size = 0;
+  };
+  std::vector<Relation> relations;
+  std::vector<Input> inputs;
+  int64_t n_arguments = 0, n_inputs = 0;
+  // The Jacobian's entries the kernel writes after the arguments (the others are zero): the
+  // (argument component, input component) of each; `why_not` when the kernel is missing.
+  std::vector<std::pair<int64_t, int64_t>> jacobian;
+  std::string why_not;
+  bool empty() const { return relations.empty(); }
 };
 
 struct ModelInfo {
@@ -122,8 +156,24 @@ struct ModelInfo {
   int64_t n_functional = 0; // components of the functional_terms output
   std::vector<NetInfo> nets;
   std::vector<NetCallInfo> net_calls;
+  GuideInfo guide;
 
   const ParamInfo* find_param(std::string_view name) const;
+  // Whether state `v` holds the output of a guide's network call, which the model's density never
+  // reads (exact methods leave it out of the state space).
+  bool guide_only(const VarInfo& v) const {
+    for (const NetCallInfo& c : net_calls)
+      if (c.state == v.name)
+        return c.for_guide();
+    return false;
+  }
+  // Whether the model's density reads network outputs (calls other than its guide's).
+  bool density_calls_networks() const {
+    for (const NetCallInfo& c : net_calls)
+      if (!c.for_guide())
+        return true;
+    return false;
+  }
 };
 
 // Parses and checks the metadata JSON emitted by the compiler (layout consistency included).

@@ -101,7 +101,7 @@ using Refusal = std::optional<std::string>;
 // Why a task other than `vi` cannot run the model, when it calls networks: the kernels read a
 // network's output from the state, and only `vi` computes it so far.
 inline Refusal networks_refusal(const ModelInfo& info) {
-  if (info.net_calls.empty())
+  if (!info.density_calls_networks()) // a guide's networks serve vi alone
     return std::nullopt;
   return "the model calls networks, which only vi evaluates so far";
 }

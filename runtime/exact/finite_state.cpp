@@ -21,6 +21,11 @@ StateSpace enumerate_states(const ModelInfo& info) {
   std::vector<double> lo, hi; // per component
   double size = 1;
   for (const VarInfo& v : info.state) {
+    if (info.guide_only(v)) { // not in the model's state space: left at 0
+      lo.insert(lo.end(), v.size, 0.0);
+      hi.insert(hi.end(), v.size, 0.0);
+      continue;
+    }
     if (!v.integer || !std::isfinite(v.lower) || !std::isfinite(v.upper))
       throw Error(fmt::format("the state is not finite: '{}' is {}; exact finite-state methods "
                               "need every state declared int[lo..hi]",
@@ -53,6 +58,8 @@ StateSpace enumerate_states(const ModelInfo& info) {
 bool enumerable(const ModelInfo& info) {
   double size = 1;
   for (const VarInfo& v : info.state) {
+    if (info.guide_only(v))
+      continue;
     if (!v.integer || !std::isfinite(v.lower) || !std::isfinite(v.upper))
       return false;
     size *= std::pow(v.upper - v.lower + 1, static_cast<double>(v.size));

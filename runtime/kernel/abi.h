@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 6
+#define SSM_ABI_VERSION 7
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -130,6 +130,11 @@ typedef struct ssm_model {
   // The state gradient, one per state component (metadata "structure"."state_gradient"): the
   // gradient of the same step log-densities as score_terms with respect to x_t; may be null.
   ssm_functional_terms_fn state_gradient;
+  // A plate model's guide (metadata "guide"): per item (t = the item, y its observations, x the
+  // state with the network outputs the guide reads in their slots), the guide's arguments and
+  // the entries of their Jacobian in those outputs that are not identically zero (metadata
+  // "structure"."guide"."jacobian" says where each belongs); may be null.
+  ssm_functional_terms_fn guide_args;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -65,33 +65,55 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
   }
 }
 
+torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tensor& z,
+                                     const torch::Tensor& obs, const torch::Tensor& theta,
+                                     const std::vector<double>& fixed) {
+  const int64_t R = z.defined() ? z.size(0) : obs.size(0);
+  std::vector<torch::Tensor> inputs;
+  for (const NetCallInfo::Argument& a : call.arguments) {
+    if (a.kind == "state") {
+      inputs.push_back(z.narrow(1, a.offset, a.size));
+    } else if (a.kind == "obs") {
+      inputs.push_back(obs.narrow(1, a.offset, a.size));
+    } else {
+      const torch::Tensor v =
+          a.kind == "param" ? theta.narrow(0, a.offset, a.size)
+                            : torch::tensor(std::vector<double>(fixed.begin() + a.offset,
+                                                                fixed.begin() + a.offset + a.size),
+                                            torch::kFloat64);
+      inputs.push_back(v.view({1, a.size}).expand({R, a.size}));
+    }
+  }
+  return nets_[call.net]->forward(torch::cat(inputs, 1));
+}
+
 torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& theta,
                                    const std::vector<double>& fixed) {
   if (info_.net_calls.empty())
     return z;
-  const int64_t I = z.size(0), S = z.size(1);
+  const int64_t I = z.size(0), S = z.size(1), D = z.size(2);
+  const torch::Tensor rows = z.reshape({I * S, D});
   torch::Tensor out = z;
   for (const NetCallInfo& call : info_.net_calls) {
-    std::vector<torch::Tensor> inputs;
-    for (const NetCallInfo::Argument& a : call.arguments) {
-      if (a.kind == "state") {
-        inputs.push_back(z.narrow(2, a.offset, a.size));
-      } else {
-        const torch::Tensor v =
-            a.kind == "param"
-                ? theta.narrow(0, a.offset, a.size)
-                : torch::tensor(std::vector<double>(fixed.begin() + a.offset,
-                                                    fixed.begin() + a.offset + a.size),
-                                torch::kFloat64);
-        inputs.push_back(v.view({1, 1, a.size}).expand({I, S, a.size}));
-      }
-    }
-    const torch::Tensor x = torch::cat(inputs, 2).reshape({I * S, -1});
-    const torch::Tensor y = nets_[call.net]->forward(x).view({I, S, call.size});
+    if (call.for_guide())
+      continue;
+    const torch::Tensor y = forward(call, rows, {}, theta, fixed).view({I, S, call.size});
     const torch::Tensor slots = torch::arange(call.offset, call.offset + call.size, torch::kInt64);
     out = out.index_copy(2, slots, y);
   }
   return out;
+}
+
+torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
+                                          const std::vector<double>& fixed) {
+  std::vector<torch::Tensor> outputs;
+  for (const GuideInfo::Input& input : info_.guide.inputs)
+    for (const NetCallInfo& call : info_.net_calls)
+      if (call.state == input.state)
+        outputs.push_back(forward(call, {}, obs, theta, fixed).to(torch::kFloat64));
+  if (outputs.empty())
+    return torch::zeros({obs.size(0), 0}, torch::kFloat64);
+  return torch::cat(outputs, 1);
 }
 
 std::vector<torch::Tensor> ModelNetworks::parameters() const {

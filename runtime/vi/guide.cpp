@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -137,16 +138,25 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
     const auto it = one.find(v.name);
     const std::string asked = it == one.end() ? all : it->second;
     const std::vector<std::string> cols = column_names(v.name, v.shape);
+    const auto rel = std::find_if(info.guide.relations.begin(), info.guide.relations.end(),
+                                  [&](const GuideInfo::Relation& r) { return r.latent == v.name; });
+    const bool declared = rel != info.guide.relations.end();
+    if (declared && options.family == kFullRankName && !v.integer)
+      throw Error(fmt::format("vi: --method {} covers every continuous latent with one Gaussian, "
+                              "but '{}' has a guide of its own: use --method {}",
+                              kFullRankName, v.name, kMeanFieldName));
     if (v.integer) {
       plan.estimators.push_back(discrete_estimator(v, asked, plan.enumeration));
       const std::string& chosen = plan.estimators.back().estimator;
       const bool gumbel = chosen == kGumbelName, enumerate = gumbel || chosen == kEnumerateName;
       for (int64_t k = 0; k < v.size; ++k)
         plan.discrete.push_back({v.offset + k, cols[k], static_cast<int64_t>(v.lower),
-                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate, gumbel});
+                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate, gumbel,
+                                 declared});
     } else {
       plan.estimators.push_back(continuous_estimator(model, info, v, asked));
       for (int64_t k = 0; k < v.size; ++k) {
+        plan.continuous_declared.push_back(declared);
         plan.continuous.push_back(v.offset + k);
         plan.continuous_columns.push_back(cols[k]);
         plan.continuous_score.push_back(plan.estimators.back().estimator == kScoreName);
@@ -157,6 +167,10 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
   }
   if (plan.estimators.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
+  for (VariationalFit::Estimator& e : plan.estimators)
+    for (const GuideInfo::Relation& r : info.guide.relations)
+      if (r.latent == e.latent)
+        e.why += fmt::format("; its family: the model's guide ({})", r.dist);
   if (options.family == kFullRankName && !plan.continuous.empty() &&
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
@@ -281,7 +295,61 @@ std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u)
   return {torch::stack(z, 2), log_det};
 }
 
+void Guide::declare(const GuideInfo& guide, Arguments arguments) {
+  declared_ = &guide;
+  arguments_ = std::move(arguments);
+}
+
+bool Guide::fitted_per_item() const {
+  if (amortized())
+    return false;
+  const auto own = [](bool declared) { return !declared; };
+  return std::any_of(plan_.continuous_declared.begin(), plan_.continuous_declared.end(), own) ||
+         std::any_of(plan_.discrete.begin(), plan_.discrete.end(),
+                     [](const GuidePlan::Discrete& d) { return !d.declared; });
+}
+
+void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
+  const std::vector<int64_t> items(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + idx.numel());
+  const torch::Tensor args = arguments_(items); // [I, n_arguments]
+  const int64_t I = idx.numel();
+  auto argument = [&](const GuideInfo::Relation& r, size_t k, int64_t size) {
+    const GuideInfo::Relation::Argument& a = r.arguments.at(k);
+    return args.narrow(1, a.offset, a.size).expand({I, size}); // a real broadcasts
+  };
+  for (const GuideInfo::Relation& r : declared_->relations) {
+    if (r.dist == "normal") {
+      std::vector<int64_t> columns;
+      for (int64_t k = 0; k < r.size; ++k)
+        columns.push_back(
+            std::find(plan_.continuous.begin(), plan_.continuous.end(), r.offset + k) -
+            plan_.continuous.begin());
+      const torch::Tensor cols = torch::tensor(columns, torch::kInt64);
+      l.mu = l.mu.index_copy(1, cols, argument(r, 0, r.size));
+      l.log_sd = l.log_sd.index_copy(1, cols, argument(r, 1, r.size).log());
+      continue;
+    }
+    for (size_t j = 0; j < plan_.discrete.size(); ++j) {
+      if (plan_.discrete[j].component != r.offset)
+        continue;
+      if (r.dist == "bernoulli") {
+        const torch::Tensor p = argument(r, 0, 1);
+        l.logits[j] = torch::cat({torch::log1p(-p), torch::log(p)}, 1);
+      } else { // categorical: probabilities, which log_softmax normalises as the model does
+        l.logits[j] = torch::log(argument(r, 0, plan_.discrete[j].values));
+      }
+    }
+  }
+}
+
 Guide::Local Guide::local(const torch::Tensor& idx) const {
+  Local l = own_local(idx);
+  if (declared_)
+    apply_declared(l, idx);
+  return l;
+}
+
+Guide::Local Guide::own_local(const torch::Tensor& idx) const {
   Local l;
   const int64_t C = continuous_;
   if (amortized()) {
@@ -453,6 +521,8 @@ std::vector<torch::Tensor> Guide::parameters() const {
   if (amortized())
     return encoder_->parameters();
   std::vector<torch::Tensor> p;
+  if (declared_ && !fitted_per_item())
+    return p; // the model's guide covers every latent: its networks are the model's
   if (continuous_ > 0) {
     p.push_back(mu_);
     p.push_back(log_sd_);
@@ -466,6 +536,8 @@ std::vector<torch::Tensor> Guide::parameters() const {
 
 std::vector<std::string> Guide::parameter_names() const {
   std::vector<std::string> names;
+  if (declared_ && !amortized() && !fitted_per_item())
+    return names; // as parameters()
   if (amortized()) {
     for (const auto& p : encoder_->named_parameters())
       for (int64_t k = 0; k < p.value().numel(); ++k)

@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,12 +35,16 @@ struct GuidePlan {
   // is on the unconstrained scale u, and z = lower + exp(u), upper - exp(u) or lower + (upper -
   // lower) logistic(u), with the log-Jacobian in log q.
   std::vector<double> continuous_lower, continuous_upper;
+  // Whether a component's mean and sd come from the model's guide (`guide z[n] ~ normal(m, s)`,
+  // its arguments on the unconstrained scale), rather than from the guide's own parameters.
+  std::vector<bool> continuous_declared;
   struct Discrete {
     int64_t component = 0;
     std::string column;
     int64_t lower = 0, values = 0;
     bool enumerate = false; // summed over exactly; else sampled (score function)
     bool gumbel = false;    // enumerated too, but weighted by a relaxed draw while training
+    bool declared = false;  // its probabilities come from the model's guide (`guide z[n] ~ ...`)
   };
   std::vector<Discrete> discrete;
   int64_t enumeration = 1; // joint values of the enumerated components
@@ -103,6 +108,14 @@ public:
   }
 
   bool amortized() const { return !encoder_.is_empty(); }
+  // The model's guide (`guide z[n] ~ ...`): `arguments(items)` gives its relations' arguments
+  // for those items ([I, GuideInfo::n_arguments], differentiable in its networks), which replace
+  // the guide's own parameters for the latents it covers.
+  using Arguments = std::function<torch::Tensor(const std::vector<int64_t>&)>;
+  void declare(const GuideInfo& guide, Arguments arguments);
+  // Whether some latent's guide has parameters of each item's own (fitted per item: held-out
+  // items need fitting too), rather than from networks every item shares.
+  bool fitted_per_item() const;
   // An amortized guide: its encoder's bytes (nn/mlp.h), and the encoder of `other` applied to
   // this guide's items (held-out items).
   std::string save() const { return encoder_->save(); }
@@ -116,6 +129,9 @@ private:
     std::vector<torch::Tensor> logits;
   };
   Local local(const torch::Tensor& idx) const;
+  Local own_local(const torch::Tensor& idx) const; // the guide's own parameters alone
+  // Replaces the declared latents' parameters in `l` by those the model's guide gives.
+  void apply_declared(Local& l, const torch::Tensor& idx) const;
   // z of the continuous components from their unconstrained draws u ([I, K, C]), and
   // log |dz/du| summed over the components ([I, K]).
   std::pair<torch::Tensor, torch::Tensor> constrain(const torch::Tensor& u) const;
@@ -130,6 +146,8 @@ private:
   std::vector<torch::Tensor> logits_; // per discrete component: [N, values]
   mutable nn::Mlp encoder_{nullptr};  // amortized: observations -> (mu, log_sd, logits)
   torch::Tensor inputs_;              // amortized: [N, n_obs], the items' observations
+  const GuideInfo* declared_ = nullptr;
+  Arguments arguments_;
 };
 
 } // namespace ssm

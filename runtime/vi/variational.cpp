@@ -9,6 +9,7 @@
 #include "kernel/distributions.h"
 #include "learning/parameter_space.h"
 #include "nn/compiled_density.h"
+#include "nn/compiled_guide.h"
 #include "nn/model_networks.h"
 #include "vi/guide.h"
 
@@ -76,6 +77,10 @@ struct VariationalProblem::Impl {
   Guide guide;
   // The model's networks (shared with the held-out items' problem, which keeps them).
   std::shared_ptr<nn::ModelNetworks> nets;
+  // The model's own guide (`guide z[n] ~ ...`), when it has one: its compiled arguments, and the
+  // items' observations its networks read.
+  std::optional<nn::CompiledGuide> declared;
+  torch::Tensor guide_observations; // [N, n_obs]
   // The learned parameters' unconstrained coordinates are u * u_scale, u_scale = max(1, |start|):
   // Adam's steps in u are then relative to each coordinate's size (a mean of 1000 moves by tens,
   // a log-scale by hundredths), where steps in the coordinates themselves would all be alike.
@@ -111,6 +116,16 @@ struct VariationalProblem::Impl {
     }
     baseline = torch::zeros({d.T}, torch::kFloat64);
     has_base = torch::zeros({d.T}, torch::kBool);
+    if (!r.info.guide.empty()) {
+      declared.emplace(r.model, r.info, d, f);
+      guide_observations = item_observations(d, "the model's guide");
+      guide.declare(r.info.guide, [this](const std::vector<int64_t>& items) {
+        const torch::Tensor idx = torch::tensor(items, torch::kInt64);
+        const torch::Tensor inputs =
+            nets->guide_inputs(guide_observations.index_select(0, idx), {}, fixed);
+        return declared->arguments(inputs, items);
+      });
+    }
   }
 
   bool learns() const { return space && space->dimension() > 0; }
@@ -476,12 +491,20 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (Refusal why = variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
   require_single_items(*run.data);
-  if (options.family != kAmortizedName && options.batch_size > 0 &&
+  // A guide the model declares for every latent has no parameters per item, as an amortized one.
+  bool declared_for_all = !run.info.guide.empty();
+  for (const VarInfo& v : run.info.state)
+    declared_for_all =
+        declared_for_all &&
+        (v.hidden || std::any_of(run.info.guide.relations.begin(), run.info.guide.relations.end(),
+                                 [&](const auto& r) { return r.latent == v.name; }));
+  if (options.family != kAmortizedName && !declared_for_all && options.batch_size > 0 &&
       options.batch_size < run.data->T)
     throw Error(
         fmt::format("vi: --batch-size {} with --method {}: its parameters are per item, and "
                     "Adam's moments would move the items left out of a batch; mini-batches "
-                    "need --method {}, whose encoder every item shares",
+                    "need --method {}, whose encoder every item shares, or a guide in the "
+                    "model for every latent variable",
                     options.batch_size, options.family, kAmortizedName));
   torch::set_num_threads(std::max(1, run.threads));
   VariationalFit fit;
@@ -514,10 +537,10 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
-    q.nets = p.nets;           // the trained networks
-    if (p.guide.amortized()) { // the trained encoder, applied to the held-out items
+    q.nets = p.nets;         // the trained networks
+    if (p.guide.amortized()) // the trained encoder, applied to the held-out items
       q.guide.share_encoder(p.guide);
-    } else { // a guide of their own per item
+    if (q.guide.fitted_per_item()) { // a guide of their own per item
       VariationalFit ignored;
       std::vector<double> unused;
       if (std::string failure = train(q, ignored, unused, nullptr); !failure.empty()) {

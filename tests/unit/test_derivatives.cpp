@@ -439,6 +439,61 @@ TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
   CHECK(trans.grad_params.size() == static_cast<size_t>(model->theta_size()));
 }
 
+TEST_CASE("a guide's arguments and their Jacobian in its networks' outputs match finite "
+          "differences",
+          "[passes][derivatives]") {
+  const std::string source = R"(model guided {
+  net enc : mlp(inputs = 3, outputs = 4, hidden = none);
+  net cls : mlp(inputs = 3, outputs = 3, hidden = [5]);
+  latent z[n] : vector[2] ~ normal(0, 1);
+  latent c[n] : int[0..2] ~ categorical([0.2, 0.3, 0.5]);
+  obs    x[n] : vector[3] ~ normal([z[n][0], z[n][1], c[n]], 1);
+  guide  z[n] ~ normal(enc(x[n])[0:2] * x[n][0] + sin(enc(x[n])[3]), exp(enc(x[n])[2:4]));
+  guide  c[n] ~ categorical(softmax(cls(x[n]) / 2));
+}
+)";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, "guided.ssm", diags);
+  INFO(diags.str());
+  REQUIRE(model);
+  passes::lower_plate_items(*model);
+  passes::hoist_net_calls(*model);
+  passes::PassContext context;
+  passes::create_pass("derivatives")->run(*model, context);
+  REQUIRE(context.derivatives);
+  const passes::Derivatives& d = *context.derivatives;
+  // Inputs: enc's 4 outputs, cls's 3; arguments: 2 + 2 (z's mean and sd), 3 (c's probabilities).
+  REQUIRE(d.guide_inputs.size() == 7);
+  const size_t A = 7, In = d.guide_inputs.size();
+  // The Jacobian's entries that are not identically zero, at their (row, column).
+  REQUIRE(d.guide_arguments.size() == A + d.guide_jacobian.size());
+  std::vector<int> dense(A * In, -1);
+  for (size_t k = 0; k < d.guide_jacobian.size(); ++k)
+    dense[d.guide_jacobian[k].first * In + d.guide_jacobian[k].second] = d.guide_arguments[A + k];
+  const Point p = make_point(*model);
+  Counts counts;
+  size_t row = 0;
+  for (const ir::Relation& rel : model->guide.relations)
+    for (int arg : rel.args) {
+      const int size = model->guide.nodes[arg].shape.size();
+      const std::vector<double> value = evaluate_at(*model, model->guide, arg, p);
+      for (int pos = 0; pos < size; ++pos)
+        CHECK(evaluate_at(*model, d.arena, d.guide_arguments[row + pos], p)[0] ==
+              Approx(value[pos]).epsilon(1e-14));
+      for (size_t col = 0; col < In; ++col) {
+        std::vector<int> column;
+        for (int pos = 0; pos < size; ++pos)
+          column.push_back(dense[(row + pos) * In + col]);
+        const auto [state, component] = d.guide_inputs[col];
+        check(*model, model->guide, arg, d.arena, column, {ir::Op::State, state, 0, component},
+              "guide", counts);
+      }
+      row += size;
+    }
+  CHECK(row == A);
+  CHECK(counts.checked == static_cast<int>(A * In));
+}
+
 TEST_CASE("the score terms are the step's log-density gradients, 0 for a missing observation",
           "[passes][derivatives][score]") {
   const std::string file = std::string(SSM_SOURCE_DIR) + "/examples/lgssm1.ssm";

@@ -263,6 +263,10 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   structure["score"] = no_score.empty() && derivatives
                            ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", no_score}};
+  if (!model.guide.relations.empty()) // the guide_args kernel: where its Jacobian's entries are
+    structure["guide"] =
+        derivatives ? nlohmann::json{{"available", true}, {"jacobian", derivatives->guide_jacobian}}
+                    : nlohmann::json{{"available", false}, {"reason", no_score}};
   const std::string no_state_gradient =
       !derivatives ? no_score : derivatives->state_gradient_why_not;
   structure["state_gradient"] =

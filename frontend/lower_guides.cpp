@@ -1,0 +1,90 @@
+// Guides: `guide z[n] ~ D(...);`, the variational family q(z[n] | x[n]) of a latent variable of a
+// plate model, which `vi` fits instead of its default family. Its arguments read the item's
+// observations, data, constants and networks of the observations (an encoder: amortised
+// inference), never the model's parameters or other latent variables, so that q is a family of
+// its own whose arguments the compiler evaluates, with their derivatives, before any latent value
+// is drawn (passes/guide_arguments.cpp).
+#include "lowering.h"
+#include "messages.h"
+
+#include <algorithm>
+
+namespace ssm::frontend::lowering {
+
+void Lowering::add_guide(const ast::Relation& r) {
+  if (model_.kind != ir::ModelKind::Plate) {
+    error(r.range, msg::guide_outside_plate_model);
+    return;
+  }
+  const Expr& target = *r.target;
+  const Expr* base = target.kind == EKind::Index ? target.args[0].get() : &target;
+  Symbol* sym = lookup(base->name);
+  if (!sym) {
+    unknown_name(base->range, base->name);
+    return;
+  }
+  if (sym->kind != Symbol::Kind::Latent) {
+    error(target.range, fmt::format(msg::guide_for_non_latent, base->name));
+    return;
+  }
+  if (target.kind != EKind::Index || target.args.size() != 2 ||
+      target.args[0]->kind != EKind::Name || target.args[1]->kind != EKind::Name ||
+      target.args[1]->name != "n") {
+    error(target.range, fmt::format(msg::guide_target_form, base->name));
+    return;
+  }
+  sym->used = true;
+  if (!sym->valid)
+    return;
+  const ir::VarDecl& decl = model_.latents[sym->index];
+  const std::string name = decl.name + "[n]";
+  auto key = std::pair(ir::BlockKind::Guide, sym->index);
+  if (auto it = first_relation_.find(key); it != first_relation_.end()) {
+    error(target.range, fmt::format(msg::second_relation, name, "guide"));
+    note(it->second->target->range, fmt::format(msg::first_relation_here, "guide", name));
+    return;
+  }
+  first_relation_.emplace(key, &r);
+
+  Scope s(model_.guide, RelationScope(ir::BlockKind::Guide, fmt::format(msg::guide_subject, name),
+                                      ir::VarKind::Latent, sym->index, name));
+  std::vector<std::optional<int>> args;
+  std::vector<std::optional<ir::Shape>> shapes;
+  for (const ast::ExprPtr& a : r.dist.args) {
+    args.push_back(lower(*a, s));
+    shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
+  }
+  std::optional<ir::Dist> dist = check_dist(r.dist, shapes, decl.shape, name, target.range);
+  if (!dist || std::any_of(args.begin(), args.end(), [](auto& a) { return !a; }))
+    return;
+  // The families the runtime draws from and differentiates (vi/guide.cpp).
+  const bool family = decl.integer
+                          ? (*dist == ir::Dist::Categorical || *dist == ir::Dist::Bernoulli)
+                          : *dist == ir::Dist::Normal;
+  if (!family) {
+    error(r.dist.name.range, fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
+                                         decl.integer ? "categorical or bernoulli" : "normal"));
+    return;
+  }
+  // A discrete guide covers the latent's values exactly: categorical(p) over 0..K-1 for an
+  // int[0..K-1], bernoulli for an int[0..1].
+  if (decl.integer) {
+    const int values = *dist == ir::Dist::Bernoulli ? 2 : shapes[0]->size();
+    if (!decl.bounded() || decl.lower != 0 || decl.upper != values - 1) {
+      error(r.dist.name.range, fmt::format(msg::guide_discrete_values, name, ir::type_str(decl),
+                                           values - 1, ir::dist_info(*dist).name));
+      return;
+    }
+  }
+  check_argument_domain(*dist, r.dist, *s.block, args);
+  ir::Relation rel;
+  rel.kind = ir::VarKind::Latent;
+  rel.var = sym->index;
+  rel.dist = *dist;
+  rel.loc = loc(r.range);
+  for (const auto& a : args)
+    rel.args.push_back(*a);
+  model_.guide.relations.push_back(std::move(rel));
+}
+
+} // namespace ssm::frontend::lowering

@@ -1,0 +1,181 @@
+// End-to-end tests of guides declared in a model (`guide z[n] ~ ...`), trained by `vi`: families
+// that hold the exact posterior must reach the exact log-likelihood (Kalman, forward algorithm)
+// and the exact posterior moments, computed here in closed form; an encoder guide serves
+// held-out items without fitting; a model whose networks serve only its guide still filters.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+// One factor: z ~ N(0, 1), x | z ~ N(w z + mu, psi^2 I). The posterior of z is Gaussian with a
+// mean linear in x and a constant variance, which an affine encoder's (mean, log sd) holds.
+const char* kOneFactor = R"(model onefactor {
+  param w   : vector[4] = [1.0, 0.8, -0.6, 0.5];
+  param mu  : vector[4] = [0.5, 0, -0.5, 1];
+  param psi : real(0, inf) = 0.7;
+  net enc : mlp(inputs = 4, outputs = 2, hidden = none);
+  latent z[n] ~ normal(0, 1);
+  obs    x[n] : vector[4] ~ normal(w * z[n] + mu, psi);
+  guide  z[n] ~ normal(enc(x[n])[0], exp(enc(x[n])[1]));
+}
+)";
+
+// Two discrete latents, each seen by its own observation, so that the posterior factorises:
+// p(a | y) and p(b | u) are logistic, resp. softmax, of functions linear in y and u (equal
+// variances), which the classifiers' affine maps hold.
+const char* kTwoClasses = R"(model twoclasses {
+  const m = [-1.0, 1.5];
+  const k = [-2.0, 0.0, 2.0];
+  latent a[n] : int[0..1] ~ bernoulli(0.35);
+  latent b[n] : int[0..2] ~ categorical([0.2, 0.5, 0.3]);
+  obs    y[n] ~ normal(m[a[n]], 1);
+  obs    u[n] ~ normal(k[b[n]], 0.8);
+  net ca : mlp(inputs = 1, outputs = 1, hidden = none);
+  net cb : mlp(inputs = 1, outputs = 3, hidden = none);
+  guide  a[n] ~ bernoulli(logistic(ca(y[n])[0]));
+  guide  b[n] ~ categorical(softmax(cb(u[n])));
+}
+)";
+
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+std::string simulated(const std::string& name, const char* source, int items, int seed) {
+  const std::string path = scratch_path(name + "_items.csv");
+  if (!file_exists(path))
+    run_ok({model_exe(name, source), "simulate", "--T", std::to_string(items), "--seed",
+            std::to_string(seed), "--out", path});
+  return path;
+}
+
+// The rows of a CSV file as name -> column.
+std::map<std::string, std::vector<double>> read_columns(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> names;
+  std::stringstream header(line);
+  for (std::string cell; std::getline(header, cell, ',');)
+    names.push_back(cell);
+  std::map<std::string, std::vector<double>> columns;
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    size_t k = 0;
+    for (std::string cell; std::getline(row, cell, ','); ++k)
+      columns[names.at(k)].push_back(std::stod(cell));
+  }
+  return columns;
+}
+
+} // namespace
+
+TEST_CASE("guides: an encoder whose family holds the posterior reaches log p(x) and its moments",
+          "[vi][guides]") {
+  const std::string data = simulated("onefactor", kOneFactor, 200, 3);
+  const std::string out = scratch_path("onefactor_vi.csv");
+  const nlohmann::json j = run_json({model_exe("onefactor", kOneFactor),
+                                     "vi",
+                                     "--data",
+                                     data,
+                                     "--fix",
+                                     "w",
+                                     "--fix",
+                                     "mu",
+                                     "--fix",
+                                     "psi",
+                                     "--iterations",
+                                     "1500",
+                                     "--net-learning-rate",
+                                     "0.03",
+                                     "--schedule",
+                                     "cosine",
+                                     "--eval-samples",
+                                     "500",
+                                     "--out",
+                                     out,
+                                     "--json"});
+  CAPTURE(j.dump());
+  CHECK(j["learned"] == nlohmann::json({"enc"}));
+  CHECK(std::string(j["estimators"]["z"]["why"]).find("the model's guide (normal)") !=
+        std::string::npos);
+  // The exact log-likelihood (Kalman) bounds both; the trained ELBO reaches it.
+  const double exact = j["log_likelihood"], elbo = j["elbo"], iwae = j["iwae"];
+  CHECK(iwae <= exact + 4 * double(j["iwae_se"]) + 1e-9);
+  CHECK(elbo <= exact + 4 * double(j["elbo_se"]) + 1e-9);
+  CHECK(exact - elbo < 3e-3);
+  // Each item's guide is its exact posterior: precision 1 + |w|^2 / psi^2, mean w.(x - mu) /
+  // psi^2 over it.
+  const std::vector<double> w = {1.0, 0.8, -0.6, 0.5}, mu = {0.5, 0, -0.5, 1};
+  const double psi2 = 0.49;
+  double ww = 0;
+  for (double v : w)
+    ww += v * v;
+  const double precision = 1 + ww / psi2, sd = 1 / std::sqrt(precision);
+  const auto items = read_columns(data), fitted = read_columns(out);
+  REQUIRE(fitted.at("mean_z").size() == 200);
+  double worst_mean = 0, worst_sd = 0;
+  for (size_t n = 0; n < 200; ++n) {
+    double s = 0;
+    for (size_t i = 0; i < 4; ++i)
+      s += w[i] * (items.at(fmt::format("x[{}]", i)).at(n) - mu[i]);
+    worst_mean = std::max(worst_mean, std::abs(fitted.at("mean_z")[n] - s / psi2 / precision));
+    worst_sd = std::max(worst_sd, std::abs(fitted.at("sd_z")[n] - sd));
+  }
+  CAPTURE(worst_mean, worst_sd, sd);
+  CHECK(worst_mean < 0.02);
+  CHECK(worst_sd < 0.01);
+}
+
+TEST_CASE("guides: bernoulli and categorical guides from classifiers reach the forward "
+          "algorithm's likelihood",
+          "[vi][guides]") {
+  const std::string data = simulated("twoclasses", kTwoClasses, 300, 4);
+  const std::string test = simulated("twoclasses_test", kTwoClasses, 100, 5);
+  const nlohmann::json j =
+      run_json({model_exe("twoclasses", kTwoClasses), "vi", "--data", data, "--iterations", "1500",
+                "--net-learning-rate", "0.05", "--schedule", "cosine", "--test", test, "--json"});
+  CAPTURE(j.dump());
+  CHECK(j["estimators"]["a"]["estimator"] == "enumerate");
+  CHECK(j["estimators"]["b"]["estimator"] == "enumerate");
+  // Enumerated latents make the ELBO exact for the guide: its gap to log p(x) is the KL from the
+  // guide to the posterior, which training closes.
+  const double exact = j["log_likelihood"], elbo = j["elbo"];
+  CHECK(elbo <= exact + 1e-9);
+  CHECK(exact - elbo < 3e-3);
+  // Held-out items are served by the trained classifiers, with no fitting of their own: their
+  // gap is as small.
+  CHECK(double(j["test"]["iwae"]) - double(j["test"]["elbo"]) < 5e-3);
+}
+
+TEST_CASE("guides: the networks of a guide do not stop the model's other methods", "[vi][guides]") {
+  const std::string data = simulated("onefactor", kOneFactor, 200, 3);
+  const nlohmann::json f =
+      run_json({model_exe("onefactor", kOneFactor), "filter", "--data", data, "--json"});
+  CHECK(f["method"] == "kalman");
+  // A mini-batch needs no per-item parameters when the model's guide covers every latent.
+  const nlohmann::json j =
+      run_json({model_exe("onefactor", kOneFactor), "vi", "--data", data, "--fix", "w", "--fix",
+                "mu", "--fix", "psi", "--iterations", "50", "--batch-size", "20", "--json"});
+  CHECK(j["items"] == 200);
+}
+
+TEST_CASE("guides: a guide cannot share the full-rank family's Gaussian", "[vi][guides]") {
+  const std::string data = simulated("onefactor", kOneFactor, 200, 3);
+  ProcessResult r = run_process({model_exe("onefactor", kOneFactor), "vi", "--data", data,
+                                 "--method", "fullrank", "--iterations", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("'z' has a guide of its own: use --method meanfield") != std::string::npos);
+}
