@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace ssm::codegen {
 
@@ -125,11 +126,27 @@ json guide(const ir::Model& model) {
                          {"arguments", args}});
   }
   json inputs = json::array();
-  for (int s : model.guide_input_states())
+  std::set<int> observations; // read directly or by the guide's networks
+  for (int s : model.guide_input_states()) {
     inputs.push_back({{"state", model.states[s].name},
                       {"offset", model.state_offset(s)},
                       {"size", model.states[s].shape.size()}});
-  return {{"relations", relations}, {"n_arguments", offset}, {"inputs", inputs}};
+    for (const ir::Node& a : model.net_call_of(s)->args)
+      if (a.op == ir::Op::Obs)
+        observations.insert(a.var);
+  }
+  for (const ir::Node& n : model.guide.nodes)
+    if (n.op == ir::Op::Obs)
+      observations.insert(n.var);
+  json reads = json::array();
+  for (int o : observations)
+    reads.push_back({{"name", model.obs[o].name},
+                     {"offset", model.obs_offset(o)},
+                     {"size", model.obs[o].shape.size()}});
+  return {{"relations", relations},
+          {"n_arguments", offset},
+          {"inputs", inputs},
+          {"observations", reads}};
 }
 
 json net_calls(const ir::Model& model) {
@@ -142,6 +159,7 @@ json net_calls(const ir::Model& model) {
                    {"state", model.states[c.state].name},
                    {"offset", model.state_offset(c.state)},
                    {"size", model.states[c.state].shape.size()},
+                   {"guide", model.guide_only_state(c.state)},
                    {"arguments", args}});
   }
   return out;

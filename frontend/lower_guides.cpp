@@ -3,7 +3,7 @@
 // observations, data, constants and networks of the observations (an encoder: amortised
 // inference), never the model's parameters or other latent variables, so that q is a family of
 // its own whose arguments the compiler evaluates, with their derivatives, before any latent value
-// is drawn (passes/guide_arguments.cpp).
+// is drawn (the derivatives analysis, passes/derivatives.cpp).
 #include "lowering.h"
 #include "messages.h"
 
@@ -13,11 +13,14 @@ namespace ssm::frontend::lowering {
 
 void Lowering::add_guide(const ast::Relation& r) {
   if (model_.kind != ir::ModelKind::Plate) {
-    error(r.range, msg::guide_outside_plate_model);
+    error(r.range, model_.kind == ir::ModelKind::Simulator ? msg::guide_in_simulator
+                                                           : msg::guide_outside_plate_model);
     return;
   }
   const Expr& target = *r.target;
-  const Expr* base = target.kind == EKind::Index ? target.args[0].get() : &target;
+  const Expr* base = &target;
+  while (base->kind == EKind::Index)
+    base = base->args[0].get();
   Symbol* sym = lookup(base->name);
   if (!sym) {
     unknown_name(base->range, base->name);
@@ -58,18 +61,19 @@ void Lowering::add_guide(const ast::Relation& r) {
   if (!dist || std::any_of(args.begin(), args.end(), [](auto& a) { return !a; }))
     return;
   // The families the runtime draws from and differentiates (vi/guide.cpp).
-  const bool family = decl.integer
-                          ? (*dist == ir::Dist::Categorical || *dist == ir::Dist::Bernoulli)
-                          : *dist == ir::Dist::Normal;
+  const bool bernoulli = *dist == ir::Dist::Bernoulli || *dist == ir::Dist::BernoulliLogit;
+  const bool family =
+      decl.integer ? *dist == ir::Dist::Categorical || bernoulli : *dist == ir::Dist::Normal;
   if (!family) {
-    error(r.dist.name.range, fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
-                                         decl.integer ? "categorical or bernoulli" : "normal"));
+    error(r.dist.name.range,
+          fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
+                      decl.integer ? "categorical, bernoulli or bernoulli_logit" : "normal"));
     return;
   }
   // A discrete guide covers the latent's values exactly: categorical(p) over 0..K-1 for an
   // int[0..K-1], bernoulli for an int[0..1].
   if (decl.integer) {
-    const int values = *dist == ir::Dist::Bernoulli ? 2 : shapes[0]->size();
+    const int values = bernoulli ? 2 : shapes[0]->size();
     if (!decl.bounded() || decl.lower != 0 || decl.upper != values - 1) {
       error(r.dist.name.range, fmt::format(msg::guide_discrete_values, name, ir::type_str(decl),
                                            values - 1, ir::dist_info(*dist).name));

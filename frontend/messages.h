@@ -40,6 +40,9 @@ inline constexpr char net_input_size[] =
 inline constexpr char guide_outside_plate_model[] =
     "a guide gives the variational family of a latent variable of a plate model (latent z[n]); "
     "a state-space model's particle filter takes a 'proposal' instead";
+inline constexpr char guide_in_simulator[] =
+    "a guide gives the variational family of a latent variable of a plate model (latent z[n]); "
+    "a simulator's latent variables are only drawn, never inferred";
 inline constexpr char guide_for_non_latent[] =
     "'{}' is not a latent variable: a guide gives the variational family of a latent variable "
     "(guide z[n] ~ normal(...))";

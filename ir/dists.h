@@ -36,6 +36,7 @@ enum class Dist {
   MvNormalChol,     // (mu : vector[d], L : matrix[d, d]) with L the lower Cholesky factor
   Dirichlet,        // (alpha : vector[K] or real) over the simplex
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
+  BernoulliLogit,   // (alpha): P(1) = logistic(alpha), exact for large |alpha| (Stan's)
   Dirac,            // (value): the target equals value; internal (lag augmentation), no density
 };
 
@@ -130,6 +131,7 @@ inline std::vector<DistInfo> make_table() {
           .discrete()
           .joint()
           .count_arg(0),
+      Row(D::BernoulliLogit, "bernoulli_logit", {"alpha"}, {Any}, 0, 1).discrete(),
       Row(D::Dirac, "dirac", {"value"}, {Any}, -inf, inf).location(0).internal(),
   };
   std::vector<DistInfo> table;

@@ -284,9 +284,15 @@ std::vector<int> Model::guide_input_states() const {
 }
 
 bool Model::guide_only_state(int s) const {
-  const NetCall* call = net_call_of(s);
-  return call && std::any_of(call->args.begin(), call->args.end(),
-                             [](const Node& a) { return a.op == Op::Obs; });
+  if (!net_call_of(s))
+    return false;
+  bool elsewhere = false;
+  for_each_block([&](const Block& block) {
+    if (&block != &guide)
+      for (const Node& n : block.nodes)
+        elsewhere = elsewhere || (n.op == Op::State && n.var == s);
+  });
+  return !elsewhere;
 }
 
 Block& Model::block(BlockKind kind) {

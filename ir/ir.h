@@ -289,8 +289,8 @@ struct Model {
   // The hidden states (network outputs) the guide block reads, in order: the inputs of the
   // Jacobian of its arguments (passes/derivatives.cpp), component by component.
   std::vector<int> guide_input_states() const;
-  // Whether state `s` is the output of a network call of the guide (it reads observations): the
-  // model's density never reads it, so the state-space analyses leave it out.
+  // Whether state `s` is the output of a network call that only the guide reads: the model's
+  // density never reads it, so the state-space analyses leave it out.
   bool guide_only_state(int s) const;
   Block& block(BlockKind kind);
   const Block& block(BlockKind kind) const;

@@ -292,6 +292,15 @@ private:
     std::string target = model_.var_name(rel.kind, rel.var);
     if (!sampled.insert({rel.kind, rel.var}).second)
       fail("{} has two relations", target);
+    if (block_.kind == BlockKind::Guide) { // the families vi draws from (frontend/lower_guides.cpp)
+      const bool family = rel.dist == Dist::Normal || rel.dist == Dist::Categorical ||
+                          rel.dist == Dist::Bernoulli || rel.dist == Dist::BernoulliLogit;
+      if (!family)
+        fail("the guide of {} is {}, which vi does not draw from", target,
+             dist_info(rel.dist).name);
+      if (rel.kind == VarKind::State && model_.net_call_of(rel.var))
+        fail("the guide draws {}, a network's output", target);
+    }
     const DistInfo& info = dist_info(rel.dist);
     if (rel.args.size() != info.arg_names.size()) {
       fail("{} ~ {} has {} arguments", target, info.name, rel.args.size());
@@ -385,6 +394,14 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
     }
     check_call(fmt::format("net call {}", model.states[c.state].name), c.net, size,
                model.states[c.state].shape);
+    // A call that reads observations is the guide's: the model's kernels would read a slot
+    // that the runtime never fills.
+    const bool reads_obs =
+        std::any_of(c.args.begin(), c.args.end(), [](const Node& a) { return a.op == Op::Obs; });
+    if (reads_obs && !model.guide_only_state(c.state))
+      errors.push_back(fmt::format("net call {} reads observations, but a block other than the "
+                                   "guide reads its output",
+                                   model.states[c.state].name));
   }
 }
 

@@ -201,6 +201,16 @@ int bernoulli_log_density(LogDensityTerms& f, int x, int i) {
                b.mul(b.sub(f.c(1), x), f.log(b.sub(f.c(1), f.arg(0, i)))));
 }
 
+// bernoulli_logit(alpha): x alpha - softplus(alpha), with softplus(a) = max(a, 0) +
+// log1p(exp(-|a|)) so that neither term overflows; bound: a mass.
+int bernoulli_logit_log_density(LogDensityTerms& f, int x, int i) {
+  ExprBuilder& b = f.b;
+  const int a = f.arg(0, i);
+  const int softplus = b.add(b.call("max", {a, f.c(0)}),
+                             b.call("log1p", {b.call("exp", {b.neg(b.call("abs", {a}))})}));
+  return b.sub(b.mul(x, a), softplus);
+}
+
 // mvnormal(mu, Sigma) and mvnormal_chol(mu, L): -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2
 // with z = L^-1 (x - mu) and L L' the covariance; for mvnormal, L is its Cholesky factor written
 // out element by element. Bound (2 pi)^(-d/2) det(Sigma)^(-1/2) at the mean.
@@ -539,6 +549,8 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {false, poisson_log_density, mass_bound};
   case D::Bernoulli:
     return {false, bernoulli_log_density, mass_bound};
+  case D::BernoulliLogit:
+    return {false, bernoulli_logit_log_density, mass_bound};
   case D::MvNormal:
     return {true, mvnormal_log_density, mvnormal_bound};
   case D::Categorical:

@@ -263,6 +263,7 @@ void parse_nets(const json& root, ModelInfo& info) {
     }
     if (inputs != info.nets[call.net].inputs)
       bad(ctx + ": its arguments do not have the network's inputs");
+    call.guide = c.value("guide", false);
     info.net_calls.push_back(std::move(call));
   }
 }
@@ -284,6 +285,10 @@ void parse_guide(const json& root, ModelInfo& info) {
     rel.size = get_int(r, "size", ctx);
     if (rel.offset < 0 || rel.offset + rel.size > info.n_state)
       bad(ctx + ": its latent does not fit the state");
+    const size_t arity = rel.dist == "normal" ? 2 : 1;
+    if (rel.dist != "normal" && rel.dist != "categorical" && rel.dist != "bernoulli" &&
+        rel.dist != "bernoulli_logit")
+      bad(ctx + ": a guide cannot be '" + rel.dist + "'");
     for (const json& a : field(r, "arguments", ctx)) {
       GuideInfo::Relation::Argument arg{get_int(a, "offset", ctx), get_int(a, "size", ctx)};
       if (arg.offset != at)
@@ -291,6 +296,8 @@ void parse_guide(const json& root, ModelInfo& info) {
       at += arg.size;
       rel.arguments.push_back(arg);
     }
+    if (rel.arguments.size() != arity)
+      bad(ctx + ": " + rel.dist + " with the wrong number of arguments");
     g.relations.push_back(std::move(rel));
   }
   if (at != g.n_arguments)
@@ -302,6 +309,14 @@ void parse_guide(const json& root, ModelInfo& info) {
       bad("guide input " + in.state + ": outside the state");
     g.n_inputs += in.size;
     g.inputs.push_back(std::move(in));
+  }
+  for (const json& o : field(*guide, "observations", "guide")) {
+    GuideInfo::Observation obs{get_string(o, "name", "guide observation"),
+                               get_int(o, "offset", "guide observation"),
+                               get_int(o, "size", "guide observation")};
+    if (obs.offset < 0 || obs.offset + obs.size > info.n_obs)
+      bad("guide observation " + obs.name + ": outside the observations");
+    g.observations.push_back(std::move(obs));
   }
   const auto st = root.find("structure");
   const json* kernel =

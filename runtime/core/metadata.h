@@ -79,14 +79,8 @@ struct NetCallInfo {
   std::string state;
   int64_t offset = 0, size = 0;
   std::vector<Argument> arguments;
-  // A call of the model's guide: it reads observations, which the model's density never gives
-  // a network.
-  bool for_guide() const {
-    for (const Argument& a : arguments)
-      if (a.kind == "obs")
-        return true;
-    return false;
-  }
+  bool guide = false; // only the model's guide reads its output (the model's density does not)
+  bool for_guide() const { return guide; }
 };
 
 // A plate model's guide (`guide z[n] ~ ...`): its relations, where each argument lies in the
@@ -94,7 +88,7 @@ struct NetCallInfo {
 // components are the columns of the arguments' Jacobian that follows them.
 struct GuideInfo {
   struct Relation {
-    std::string latent, dist;     // dist: normal, categorical or bernoulli
+    std::string latent, dist;     // normal, categorical, bernoulli or bernoulli_logit
     int64_t offset = 0, size = 0; // the latent's components in the state
     struct Argument {
       int64_t offset = 0, size = 0;
@@ -105,8 +99,13 @@ struct GuideInfo {
     std::string state;
     int64_t offset = 0, size = 0;
   };
+  struct Observation { // one the guide reads, directly or through its networks
+    std::string name;
+    int64_t offset = 0, size = 0;
+  };
   std::vector<Relation> relations;
   std::vector<Input> inputs;
+  std::vector<Observation> observations;
   int64_t n_arguments = 0, n_inputs = 0;
   // The Jacobian's entries the kernel writes after the arguments (the others are zero): the
   // (argument component, input component) of each; `why_not` when the kernel is missing.

@@ -105,6 +105,16 @@ SSM_INLINE double lpdf_bernoulli(double k, double p) {
   return detail::integral(k) && p >= 0 && p <= 1 ? r : kNaN;
 }
 
+// Log-mass of k in {0, 1} with P(k = 1) = logistic(alpha): -softplus(-alpha) and -softplus(alpha),
+// written so that neither overflows (bernoulli(logistic(alpha)) is -inf at 0 once logistic(alpha)
+// rounds to 1, past alpha = 37).
+SSM_INLINE double lpdf_bernoulli_logit(double k, double alpha) {
+  const double s = alpha * (k == 1 ? -1.0 : 1.0); // log P(k) = -softplus(s)
+  const double softplus = (s > 0 ? s : 0.0) + std::log1p(std::exp(-std::fabs(s)));
+  const double r = k == 1 || k == 0 ? -softplus : -kInf;
+  return detail::integral(k) && !std::isnan(alpha) ? r : kNaN;
+}
+
 // Support 0 <= x <= 1. At x = 0 the limit is returned: +inf (a < 1), log(b) = -log B(1, b)
 // (a = 1), -inf (a > 1); likewise at x = 1 with the roles of a and b swapped.
 SSM_INLINE double lpdf_beta(double x, double a, double b) {
@@ -284,6 +294,13 @@ SSM_INLINE double sample_bernoulli(uint64_t seed, uint32_t n, uint32_t t, uint32
   return p >= 0 && p <= 1 ? (u < p ? 1.0 : 0.0) : kNaN;
 }
 
+// P(1) = logistic(alpha), drawn as bernoulli(logistic(alpha)) is from the same uniform.
+SSM_INLINE double sample_bernoulli_logit(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
+                                         double alpha) {
+  const double u = philox_u01(seed, n, t, site, 0);
+  return std::isnan(alpha) ? kNaN : (u < 1.0 / (1.0 + std::exp(-alpha)) ? 1.0 : 0.0);
+}
+
 // Gamma(alpha, rate 1), the same draw as sample_gamma(..., alpha, 1); codegen builds a Dirichlet
 // from one per component, at distinct sites.
 SSM_INLINE double sample_std_gamma(uint64_t seed, uint32_t n, uint32_t t, uint32_t site,
@@ -450,7 +467,8 @@ SSM_INLINE double sample_gumbel(uint64_t seed, uint32_t n, uint32_t t, uint32_t 
   X(binomial, (double trials, double p), (trials, p))                                              \
   X(negative_binomial, (double mu, double phi), (mu, phi))                                         \
   X(weibull, (double k, double lambda), (k, lambda))                                               \
-  X(gumbel, (double mu, double beta), (mu, beta))
+  X(gumbel, (double mu, double beta), (mu, beta))                                                  \
+  X(bernoulli_logit, (double alpha), (alpha))
 
 // Helpers of the list: a parenthesised list without its parentheses; nothing.
 #define SSM_UNPAREN(...) __VA_ARGS__

@@ -18,6 +18,7 @@ namespace {
 
 constexpr double kHalfLog2Pi = 0.91893853320467274178;
 constexpr int64_t kMaxDiscreteValues = 10000;
+constexpr double kTinyProbability = 1e-300; // a declared guide's probabilities stay above it
 
 const std::vector<std::string>& estimator_names() {
   static const std::vector<std::string> names = {kReparamName, kScoreName, kEnumerateName,
@@ -256,6 +257,18 @@ torch::Tensor item_observations(const ObsData& data, const std::string& who) {
   return torch::tensor(data.y, torch::kFloat64).view({data.T, M});
 }
 
+torch::Tensor guide_observations(const ObsData& data, const GuideInfo& guide) {
+  const int64_t M = data.n_obs;
+  for (int64_t t = 0; t < data.T; ++t)
+    for (const GuideInfo::Observation& o : guide.observations)
+      for (int64_t k = o.offset; k < o.offset + o.size; ++k)
+        if (std::isnan(data.y[t * M + k]))
+          throw Error(fmt::format("vi: {} line {}: '{}' is missing, and the model's guide reads "
+                                  "it",
+                                  data.source, data.line(t), o.name));
+  return torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+}
+
 void Guide::start_encoder(const ObsData& data, const VariationalOptions& options,
                           const std::vector<double>& start) {
   const int64_t M = data.n_obs;
@@ -332,11 +345,17 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
     for (size_t j = 0; j < plan_.discrete.size(); ++j) {
       if (plan_.discrete[j].component != r.offset)
         continue;
+      // Probabilities are kept off 0 and 1: a value of q 0 would make the enumerated ELBO's term
+      // 0 * inf and the gradient through log p infinite (bernoulli_logit needs no such care).
       if (r.dist == "bernoulli") {
-        const torch::Tensor p = argument(r, 0, 1);
+        const torch::Tensor p = argument(r, 0, 1).clamp(kTinyProbability, 1 - 1e-16);
         l.logits[j] = torch::cat({torch::log1p(-p), torch::log(p)}, 1);
+      } else if (r.dist == "bernoulli_logit") { // log_softmax([0, alpha]) = log q(0), log q(1)
+        const torch::Tensor alpha = argument(r, 0, 1);
+        l.logits[j] = torch::cat({torch::zeros_like(alpha), alpha}, 1);
       } else { // categorical: probabilities, which log_softmax normalises as the model does
-        l.logits[j] = torch::log(argument(r, 0, plan_.discrete[j].values));
+        l.logits[j] =
+            torch::log(argument(r, 0, plan_.discrete[j].values).clamp_min(kTinyProbability));
       }
     }
   }

@@ -60,6 +60,8 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
 // The items' observations as a [T, n_obs] tensor, for a network that reads them (`who`, as a
 // message names it: "the encoder"). Throws ssm::Error naming the line of a missing one.
 torch::Tensor item_observations(const ObsData& data, const std::string& who);
+// The same for the model's guide, which needs only the observations it reads present.
+torch::Tensor guide_observations(const ObsData& data, const GuideInfo& guide);
 
 // Draws of the latents of items, K per item, and the enumerated values: z is [I, K, E, D].
 struct GuideDraws {

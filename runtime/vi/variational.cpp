@@ -118,7 +118,7 @@ struct VariationalProblem::Impl {
     has_base = torch::zeros({d.T}, torch::kBool);
     if (!r.info.guide.empty()) {
       declared.emplace(r.model, r.info, d, f);
-      guide_observations = item_observations(d, "the model's guide");
+      guide_observations = ssm::guide_observations(d, r.info.guide);
       guide.declare(r.info.guide, [this](const std::vector<int64_t>& items) {
         const torch::Tensor idx = torch::tensor(items, torch::kInt64);
         const torch::Tensor inputs =
@@ -333,6 +333,9 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   const VariationalOptions& opt = p.opt;
   const int64_t N = p.data.T;
   std::vector<torch::Tensor> params = p.parameters();
+  theta_good = to_vector(p.theta());
+  if (params.empty()) // nothing to fit: a guide of constants, every parameter fixed
+    return {};
   // Two groups: the guide and parameters, and the networks' weights (their own step size).
   std::vector<torch::optim::OptimizerParamGroup> groups;
   std::vector<double> rates;
@@ -356,7 +359,6 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
   std::pair<int64_t, std::vector<int64_t>> order; // the current epoch's order of the items
-  theta_good = to_vector(p.theta());
   for (int64_t step = 0; step < opt.iterations; ++step) {
     const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed, order);
     const double beta =

@@ -1,7 +1,9 @@
 // End-to-end tests of guides declared in a model (`guide z[n] ~ ...`), trained by `vi`: families
 // that hold the exact posterior must reach the exact log-likelihood (Kalman, forward algorithm)
 // and the exact posterior moments, computed here in closed form; an encoder guide serves
-// held-out items without fitting; a model whose networks serve only its guide still filters.
+// held-out items without fitting; a model whose networks serve only its guide still filters; a
+// guide for some latents beside the default family for the others; a guide with nothing to train;
+// observations the guide does not read may be missing.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -34,18 +36,36 @@ const char* kOneFactor = R"(model onefactor {
 
 // Two discrete latents, each seen by its own observation, so that the posterior factorises:
 // p(a | y) and p(b | u) are logistic, resp. softmax, of functions linear in y and u (equal
-// variances), which the classifiers' affine maps hold.
-const char* kTwoClasses = R"(model twoclasses {
+// variances), which the classifiers' affine maps hold. `guides`: the guide statements and the
+// networks they call.
+std::string classes_model(const std::string& name, const std::string& guides) {
+  return "model " + name + R"( {
   const m = [-1.0, 1.5];
   const k = [-2.0, 0.0, 2.0];
   latent a[n] : int[0..1] ~ bernoulli(0.35);
   latent b[n] : int[0..2] ~ categorical([0.2, 0.5, 0.3]);
   obs    y[n] ~ normal(m[a[n]], 1);
-  obs    u[n] ~ normal(k[b[n]], 0.8);
+  obs    u[n] ~ normal(k[b[n]], 0.8);)" +
+         guides + "}\n";
+}
+const std::string kTwoClasses = classes_model("twoclasses", R"(
   net ca : mlp(inputs = 1, outputs = 1, hidden = none);
   net cb : mlp(inputs = 1, outputs = 3, hidden = none);
   guide  a[n] ~ bernoulli(logistic(ca(y[n])[0]));
   guide  b[n] ~ categorical(softmax(cb(u[n])));
+)");
+// Only a's guide declared: b keeps vi's default family.
+const std::string kOneClassGuided = classes_model("oneclass", R"(
+  net ca : mlp(inputs = 1, outputs = 1, hidden = none);
+  guide  a[n] ~ bernoulli_logit(ca(y[n])[0]);
+)");
+
+// A guide of constants and observations alone: nothing to train when the parameters are fixed.
+const char* kFixedGuide = R"(model fixedguide {
+  param w : real = 1.5;
+  latent z[n] ~ normal(0, 1);
+  obs    x[n] ~ normal(w * z[n], 1);
+  guide  z[n] ~ normal(x[n] * 1.5 / 3.25, sqrt(1 / 3.25));
 }
 )";
 
@@ -53,7 +73,7 @@ nlohmann::json run_json(const std::vector<std::string>& argv) {
   return nlohmann::json::parse(run_ok(argv).out);
 }
 
-std::string simulated(const std::string& name, const char* source, int items, int seed) {
+std::string simulated(const std::string& name, const std::string& source, int items, int seed) {
   const std::string path = scratch_path(name + "_items.csv");
   if (!file_exists(path))
     run_ok({model_exe(name, source), "simulate", "--T", std::to_string(items), "--seed",
@@ -178,4 +198,66 @@ TEST_CASE("guides: a guide cannot share the full-rank family's Gaussian", "[vi][
                                  "--method", "fullrank", "--iterations", "1"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("'z' has a guide of its own: use --method meanfield") != std::string::npos);
+}
+
+TEST_CASE("guides: a guide for some latents, the default family for the others", "[vi][guides]") {
+  const std::string data = simulated("twoclasses", kTwoClasses, 300, 4);
+  const nlohmann::json j =
+      run_json({model_exe("oneclass", kOneClassGuided), "vi", "--data", data, "--iterations",
+                "1500", "--net-learning-rate", "0.05", "--schedule", "cosine", "--json"});
+  CAPTURE(j.dump());
+  CHECK(std::string(j["estimators"]["a"]["why"]).find("the model's guide (bernoulli_logit)") !=
+        std::string::npos);
+  CHECK(std::string(j["estimators"]["b"]["why"]).find("the model's guide") == std::string::npos);
+  // Both families hold their latent's exact posterior: the ELBO reaches the likelihood.
+  const double exact = j["log_likelihood"], elbo = j["elbo"];
+  CHECK(elbo <= exact + 1e-9);
+  CHECK(exact - elbo < 3e-3);
+}
+
+TEST_CASE("guides: a guide with nothing to train is evaluated, and it is the exact posterior",
+          "[vi][guides]") {
+  const std::string data = simulated("fixedguide", kFixedGuide, 100, 6);
+  // z | x ~ N(w x / (1 + w^2), 1 / (1 + w^2)) with w = 1.5: the guide is the posterior, so the
+  // ELBO equals log p(x) up to rounding, with no training at all.
+  const nlohmann::json j = run_json(
+      {model_exe("fixedguide", kFixedGuide), "vi", "--data", data, "--fix", "w", "--json"});
+  CAPTURE(j.dump());
+  CHECK(j["learned"].empty());
+  CHECK(std::abs(double(j["log_likelihood"]) - double(j["elbo"])) < 1e-9);
+}
+
+TEST_CASE("guides: only the observations a guide reads must be present", "[vi][guides]") {
+  // u is missing on the third item: a's guide reads y only, b's reads u.
+  const std::string full = simulated("twoclasses", kTwoClasses, 300, 4);
+  const std::string gappy = scratch_path("twoclasses_gappy.csv");
+  {
+    std::ifstream in(full);
+    std::ofstream out(gappy);
+    std::string line;
+    std::getline(in, line);
+    out << line << "\n";
+    std::vector<std::string> names;
+    std::stringstream header(line);
+    for (std::string cell; std::getline(header, cell, ',');)
+      names.push_back(cell);
+    for (int row = 0; std::getline(in, line); ++row) {
+      std::stringstream cells(line);
+      const char* sep = "";
+      for (const std::string& name : names) {
+        std::string cell;
+        std::getline(cells, cell, ',');
+        out << sep << (row == 2 && name == "u" ? "" : cell);
+        sep = ",";
+      }
+      out << "\n";
+    }
+  }
+  const nlohmann::json j = run_json({model_exe("oneclass", kOneClassGuided), "vi", "--data", gappy,
+                                     "--iterations", "20", "--json"});
+  CHECK(j["items"] == 300);
+  ProcessResult r = run_process(
+      {model_exe("twoclasses", kTwoClasses), "vi", "--data", gappy, "--iterations", "20"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("line 4: 'u' is missing, and the model's guide reads it") != std::string::npos);
 }

@@ -226,6 +226,9 @@ double reference_log_density(ir::Dist dist, const std::vector<double>& x,
     case ir::Dist::Bernoulli:
       total += ssm_lpdf_bernoulli(v, a(0, i));
       break;
+    case ir::Dist::BernoulliLogit:
+      total += ssm_lpdf_bernoulli_logit(v, a(0, i));
+      break;
     case ir::Dist::Beta:
       total += ssm_lpdf_beta(v, a(0, i), a(1, i));
       break;
@@ -382,6 +385,7 @@ model dists {
   obs ytn : real;
   obs yw : real;
   obs yg : real;
+  obs ybl : int[0..1];
   u[0] ~ beta(2, 3);
   v[0] ~ inverse_gamma(3, 1);
   w[0] ~ normal(0, 1);
@@ -404,10 +408,11 @@ model dists {
   ytn[t] ~ truncated_normal(s[t], a, -1, u[t] + 2);
   yw[t] ~ weibull(a + 1, v[t] + 0.5);
   yg[t] ~ gumbel(s[t], v[t] + a);
+  ybl[t] ~ bernoulli_logit(a * u[t] - 3);
 }
 )";
   const Totals totals = check_source(source, "dists.ssm");
-  CHECK(totals.log_densities == 18);
+  CHECK(totals.log_densities == 19);
   CHECK(totals.counts.checked > 100);
 }
 

@@ -225,7 +225,7 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                            : nlohmann::json{{"available", false}, {"reason", not_gaussian}};
   // The derivatives analysis: the Gaussian Jacobians (for a Gaussian model) and the score terms.
   std::optional<ssm::passes::Derivatives> derivatives;
-  std::string no_score;
+  std::string no_score, no_guide;
   if (model.is_state_space()) {
     ssm::passes::PassContext scratch;
     ssm::ir::Model copy = model;
@@ -251,8 +251,18 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                         size, kMaxScoreOperations);
         derivatives->state_gradient.clear();
       }
+      // vi has no other way to a declared guide: a larger limit, for the encoders of wide latents.
+      constexpr int64_t kMaxGuideOperations = 10 * kMaxScoreOperations;
+      if (const int64_t size = derivatives->size(derivatives->guide_arguments);
+          size > kMaxGuideOperations) {
+        no_guide = fmt::format("its arguments and their Jacobian have {} operations written "
+                               "element by element, more than the {} compiled",
+                               size, kMaxGuideOperations);
+        derivatives->guide_arguments.clear();
+        derivatives->guide_jacobian.clear();
+      }
     } catch (const ssm::passes::PassError& e) { // an operation without a derivative
-      no_score = e.what();
+      no_score = no_guide = e.what();
     }
   }
   const std::string no_prior =
@@ -265,8 +275,10 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                            : nlohmann::json{{"available", false}, {"reason", no_score}};
   if (!model.guide.relations.empty()) // the guide_args kernel: where its Jacobian's entries are
     structure["guide"] =
-        derivatives ? nlohmann::json{{"available", true}, {"jacobian", derivatives->guide_jacobian}}
-                    : nlohmann::json{{"available", false}, {"reason", no_score}};
+        no_guide.empty() && derivatives
+            ? nlohmann::json{{"available", true}, {"jacobian", derivatives->guide_jacobian}}
+            : nlohmann::json{{"available", false},
+                             {"reason", no_guide.empty() ? "no derivatives analysis" : no_guide}};
   const std::string no_state_gradient =
       !derivatives ? no_score : derivatives->state_gradient_why_not;
   structure["state_gradient"] =

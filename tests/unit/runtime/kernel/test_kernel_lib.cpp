@@ -42,6 +42,7 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
       check(ssm_lpdf_exponential(x, a), lpdf_exponential(x, a), "lpdf_exponential");
       check(ssm_lpdf_poisson(x, a), lpdf_poisson(x, a), "lpdf_poisson");
       check(ssm_lpdf_bernoulli(x, a), lpdf_bernoulli(x, a), "lpdf_bernoulli");
+      check(ssm_lpdf_bernoulli_logit(x, a), lpdf_bernoulli_logit(x, a), "lpdf_bernoulli_logit");
       for (double b : ps) {
         check(ssm_lpdf_normal(x, a, b), lpdf_normal(x, a, b), "lpdf_normal");
         check(ssm_lpdf_lognormal(x, a, b), lpdf_lognormal(x, a, b), "lpdf_lognormal");

@@ -86,6 +86,13 @@ TEST_CASE("log-densities match high-precision values", "[distributions]") {
       {"bernoulli", {1.0, 0.3}, -1.2039728043259360296},
       {"bernoulli", {0.0, 0.3}, -0.35667494393873236305},
       {"bernoulli", {1.0, 1e-09}, -20.723265836946411094},
+      {"bernoulli_logit", {1.0, 0.3}, -0.55435524446852712354},
+      {"bernoulli_logit", {0.0, 0.3}, -0.85435524446852711244},
+      {"bernoulli_logit", {1.0, 2.5}, -0.078889734292549623344},
+      // Past alpha = 37 logistic(alpha) rounds to 1 and bernoulli(logistic) gives -inf at 0.
+      {"bernoulli_logit", {0.0, 40.0}, -40.000000000000000004},
+      {"bernoulli_logit", {1.0, -40.0}, -40.000000000000000004},
+      {"bernoulli_logit", {0.0, 800.0}, -800.0},
   };
   for (const Case& c : cases) {
     const auto& a = c.a;
@@ -108,6 +115,8 @@ TEST_CASE("log-densities match high-precision values", "[distributions]") {
       got = lpdf_poisson(a[0], a[1]);
     else if (c.dist == "bernoulli")
       got = lpdf_bernoulli(a[0], a[1]);
+    else if (c.dist == "bernoulli_logit")
+      got = lpdf_bernoulli_logit(a[0], a[1]);
     INFO(c.dist << " at x = " << a[0]);
     check_close(got, c.v);
   }
@@ -184,6 +193,17 @@ TEST_CASE("boundary values of the support", "[distributions]") {
   CHECK(lpdf_poisson(0, 3.5) == -3.5);
   CHECK(lpdf_poisson(1, 1) == -1);
   CHECK(lpdf_bernoulli(1, 1) == 0);
+  CHECK(lpdf_bernoulli_logit(1, 800) == 0);
+  CHECK(lpdf_bernoulli_logit(2, 0.5) == -kInf);
+  CHECK(std::isnan(lpdf_bernoulli_logit(0.5, 0.5)));
+  CHECK(std::isnan(lpdf_bernoulli_logit(1, kNaN)));
+  CHECK(lpdf_bernoulli_logit(1, kInf) == 0);
+  CHECK(lpdf_bernoulli_logit(0, kInf) == -kInf);
+  // The same law as bernoulli(logistic(alpha)) where that is exact.
+  for (double alpha : {-5.0, -0.7, 0.0, 1.3, 6.0})
+    for (double k : {0.0, 1.0})
+      CHECK(lpdf_bernoulli_logit(k, alpha) ==
+            Approx(lpdf_bernoulli(k, 1 / (1 + std::exp(-alpha)))).epsilon(1e-13));
   CHECK(lpdf_bernoulli(0, 0) == 0);
   CHECK(lpdf_gamma(1e-300, 2, 1) == Approx(std::log(1e-300) - 1e-300).epsilon(1e-14));
 }

@@ -46,6 +46,12 @@ TEST_CASE("invalid parameters give NaN from samplers", "[distributions]") {
     CHECK(std::isnan(sample_poisson(kSeed, n, t, s, bad_lambda)));
   for (double bad_p : {-0.1, 1.1, kNaN})
     CHECK(std::isnan(sample_bernoulli(kSeed, n, t, s, bad_p)));
+  CHECK(std::isnan(sample_bernoulli_logit(kSeed, n, t, s, kNaN)));
+  // The draw of bernoulli(logistic(alpha)) from the same uniform.
+  for (uint32_t i = 0; i < 200; ++i)
+    for (double alpha : {-3.0, 0.4, 2.0})
+      CHECK(sample_bernoulli_logit(kSeed, i, t, s, alpha) ==
+            sample_bernoulli(kSeed, i, t, s, 1 / (1 + std::exp(-alpha))));
 }
 
 TEST_CASE("normal and std_normal samplers", "[distributions][sampler]") {
