@@ -148,6 +148,9 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
                               kFullRankName, v.name, kMeanFieldName));
     if (v.integer) {
       plan.estimators.push_back(discrete_estimator(v, asked, plan.enumeration));
+      if (declared)
+        plan.estimators.back().why +=
+            fmt::format("; its family: the model's guide ({})", rel->dist);
       const std::string& chosen = plan.estimators.back().estimator;
       const bool gumbel = chosen == kGumbelName, enumerate = gumbel || chosen == kEnumerateName;
       for (int64_t k = 0; k < v.size; ++k)
@@ -156,6 +159,9 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
                                  declared});
     } else {
       plan.estimators.push_back(continuous_estimator(model, info, v, asked));
+      if (declared)
+        plan.estimators.back().why +=
+            fmt::format("; its family: the model's guide ({})", rel->dist);
       for (int64_t k = 0; k < v.size; ++k) {
         plan.continuous_declared.push_back(declared);
         plan.continuous.push_back(v.offset + k);
@@ -168,10 +174,6 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
   }
   if (plan.estimators.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
-  for (VariationalFit::Estimator& e : plan.estimators)
-    for (const GuideInfo::Relation& r : info.guide.relations)
-      if (r.latent == e.latent)
-        e.why += fmt::format("; its family: the model's guide ({})", r.dist);
   if (options.family == kFullRankName && !plan.continuous.empty() &&
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
@@ -311,6 +313,25 @@ std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u)
 void Guide::declare(const GuideInfo& guide, Arguments arguments) {
   declared_ = &guide;
   arguments_ = std::move(arguments);
+  // Where each relation's latent is among the guide's components (the plan covers every latent):
+  // a normal's columns of the continuous ones, a discrete (scalar) latent's index.
+  declared_slots_.clear();
+  for (const GuideInfo::Relation& r : guide.relations) {
+    DeclaredSlot slot;
+    if (r.dist == "normal") {
+      std::vector<int64_t> columns;
+      for (int64_t k = 0; k < r.size; ++k)
+        columns.push_back(
+            std::find(plan_.continuous.begin(), plan_.continuous.end(), r.offset + k) -
+            plan_.continuous.begin());
+      slot.columns = torch::tensor(columns, torch::kInt64);
+    } else {
+      for (size_t j = 0; j < plan_.discrete.size(); ++j)
+        if (plan_.discrete[j].component == r.offset)
+          slot.discrete = j;
+    }
+    declared_slots_.push_back(slot);
+  }
 }
 
 bool Guide::fitted_per_item() const {
@@ -330,33 +351,26 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
     const GuideInfo::Relation::Argument& a = r.arguments.at(k);
     return args.narrow(1, a.offset, a.size).expand({I, size}); // a real broadcasts
   };
-  for (const GuideInfo::Relation& r : declared_->relations) {
+  for (size_t i = 0; i < declared_->relations.size(); ++i) {
+    const GuideInfo::Relation& r = declared_->relations[i];
+    const DeclaredSlot& slot = declared_slots_[i];
     if (r.dist == "normal") {
-      std::vector<int64_t> columns;
-      for (int64_t k = 0; k < r.size; ++k)
-        columns.push_back(
-            std::find(plan_.continuous.begin(), plan_.continuous.end(), r.offset + k) -
-            plan_.continuous.begin());
-      const torch::Tensor cols = torch::tensor(columns, torch::kInt64);
-      l.mu = l.mu.index_copy(1, cols, argument(r, 0, r.size));
-      l.log_sd = l.log_sd.index_copy(1, cols, argument(r, 1, r.size).log());
+      l.mu = l.mu.index_copy(1, slot.columns, argument(r, 0, r.size));
+      l.log_sd = l.log_sd.index_copy(1, slot.columns, argument(r, 1, r.size).log());
       continue;
     }
-    for (size_t j = 0; j < plan_.discrete.size(); ++j) {
-      if (plan_.discrete[j].component != r.offset)
-        continue;
-      // Probabilities are kept off 0 and 1: a value of q 0 would make the enumerated ELBO's term
-      // 0 * inf and the gradient through log p infinite (bernoulli_logit needs no such care).
-      if (r.dist == "bernoulli") {
-        const torch::Tensor p = argument(r, 0, 1).clamp(kTinyProbability, 1 - 1e-16);
-        l.logits[j] = torch::cat({torch::log1p(-p), torch::log(p)}, 1);
-      } else if (r.dist == "bernoulli_logit") { // log_softmax([0, alpha]) = log q(0), log q(1)
-        const torch::Tensor alpha = argument(r, 0, 1);
-        l.logits[j] = torch::cat({torch::zeros_like(alpha), alpha}, 1);
-      } else { // categorical: probabilities, which log_softmax normalises as the model does
-        l.logits[j] =
-            torch::log(argument(r, 0, plan_.discrete[j].values).clamp_min(kTinyProbability));
-      }
+    const size_t j = slot.discrete;
+    // Probabilities are kept off 0 and 1: a value of q 0 would make the enumerated ELBO's term
+    // 0 * inf and the gradient through log p infinite (bernoulli_logit needs no such care).
+    if (r.dist == "bernoulli") {
+      const torch::Tensor p = argument(r, 0, 1).clamp(kTinyProbability, 1 - 1e-16);
+      l.logits[j] = torch::cat({torch::log1p(-p), torch::log(p)}, 1);
+    } else if (r.dist == "bernoulli_logit") { // log_softmax([0, alpha]) = log q(0), log q(1)
+      const torch::Tensor alpha = argument(r, 0, 1);
+      l.logits[j] = torch::cat({torch::zeros_like(alpha), alpha}, 1);
+    } else { // categorical: probabilities, which log_softmax normalises as the model does
+      l.logits[j] =
+          torch::log(argument(r, 0, plan_.discrete[j].values).clamp_min(kTinyProbability));
     }
   }
 }
@@ -540,8 +554,9 @@ std::vector<torch::Tensor> Guide::parameters() const {
   if (amortized())
     return encoder_->parameters();
   std::vector<torch::Tensor> p;
+  // The model's guide covers every latent: its networks are the model's.
   if (declared_ && !fitted_per_item())
-    return p; // the model's guide covers every latent: its networks are the model's
+    return p;
   if (continuous_ > 0) {
     p.push_back(mu_);
     p.push_back(log_sd_);
@@ -555,14 +570,14 @@ std::vector<torch::Tensor> Guide::parameters() const {
 
 std::vector<std::string> Guide::parameter_names() const {
   std::vector<std::string> names;
-  if (declared_ && !amortized() && !fitted_per_item())
-    return names; // as parameters()
   if (amortized()) {
     for (const auto& p : encoder_->named_parameters())
       for (int64_t k = 0; k < p.value().numel(); ++k)
         names.push_back(fmt::format("encoder.{}[{}]", p.key(), k));
     return names;
   }
+  if (declared_ && !fitted_per_item()) // as parameters()
+    return names;
   const int64_t C = continuous_;
   if (C > 0) {
     for (const char* what : {"mu", "log_sd"})

@@ -150,6 +150,11 @@ private:
   torch::Tensor inputs_;              // amortized: [N, n_obs], the items' observations
   const GuideInfo* declared_ = nullptr;
   Arguments arguments_;
+  struct DeclaredSlot {
+    torch::Tensor columns; // normal: its columns among the continuous components
+    size_t discrete = 0;   // else: its index among the discrete ones
+  };
+  std::vector<DeclaredSlot> declared_slots_; // per declared relation: see declare()
 };
 
 } // namespace ssm

@@ -493,27 +493,19 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (Refusal why = variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
   require_single_items(*run.data);
-  // A guide the model declares for every latent has no parameters per item, as an amortized one.
-  bool declared_for_all = !run.info.guide.empty();
-  for (const VarInfo& v : run.info.state)
-    declared_for_all =
-        declared_for_all &&
-        (v.hidden || std::any_of(run.info.guide.relations.begin(), run.info.guide.relations.end(),
-                                 [&](const auto& r) { return r.latent == v.name; }));
-  if (options.family != kAmortizedName && !declared_for_all && options.batch_size > 0 &&
-      options.batch_size < run.data->T)
-    throw Error(
-        fmt::format("vi: --batch-size {} with --method {}: its parameters are per item, and "
-                    "Adam's moments would move the items left out of a batch; mini-batches "
-                    "need --method {}, whose encoder every item shares, or a guide in the "
-                    "model for every latent variable",
-                    options.batch_size, options.family, kAmortizedName));
   torch::set_num_threads(std::max(1, run.threads));
   VariationalFit fit;
   fit.objective = options.objective;
   fit.samples = options.samples;
   fit.iterations = options.iterations;
   VariationalProblem::Impl p(run, options, *run.data, *run.fixed, true);
+  if (p.guide.fitted_per_item() && options.batch_size > 0 && options.batch_size < run.data->T)
+    throw Error(
+        fmt::format("vi: --batch-size {} with --method {}: its parameters are per item, and "
+                    "Adam's moments would move the items left out of a batch; mini-batches "
+                    "need --method {}, whose encoder every item shares, or a guide in the "
+                    "model for every latent variable",
+                    options.batch_size, options.family, kAmortizedName));
   fit.estimators = p.plan.estimators;
   if (p.space)
     for (const LearnedParam& l : p.space->learned())
