@@ -3,7 +3,9 @@
 # second on an AR(1)-plus-noise model (T = 100, 300 particles, one chain on one thread) against the
 # bootstrap filter's own rate on the same problem, and `optimize` on the Nile data against
 # statsmodels' UnobservedComponents(...).fit() (Debian's python3-statsmodels, when installed): wall
-# time of the whole process. Medians of REPS (default 5) repetitions, interleaved.
+# time of the whole process; recursive maximum likelihood's cost per observation against the
+# bootstrap filter's per step (T = 20,000, 1000 particles, one thread). Medians of REPS
+# (default 5) repetitions, interleaved.
 #
 #   bench/run_learning_bench.sh [BUILD_DIR]      (default: build/ next to bench/)
 set -euo pipefail
@@ -43,7 +45,9 @@ MODEL
 "$work/ar1n" simulate --T 100 --seed 3 --out "$work/y.csv" >/dev/null
 "$ssmc" build "$root/examples/nile.ssm" -o "$work/nile" >/dev/null
 
-pmmh=() filt=() opt=() sm=()
+"$work/ar1n" simulate --T 20000 --seed 4 --out "$work/long.csv" >/dev/null
+
+pmmh=() filt=() opt=() sm=() rml=() step=()
 for ((r = 0; r < REPS; ++r)); do
   s=$("$work/ar1n" --threads 1 sample --data "$work/y.csv" --json --chains 1 --filter bootstrap \
         --particles 300 --warmup 0 --iterations "$ITER" | json_field elapsed_s)
@@ -51,6 +55,12 @@ for ((r = 0; r < REPS; ++r)); do
   s=$("$work/ar1n" --threads 1 filter --data "$work/y.csv" --json --method bootstrap \
         --particles 300 | json_field elapsed_s)
   filt+=("$(awk -v s="$s" 'BEGIN { printf "%.1f", 1 / s }')")
+  s=$("$work/ar1n" --threads 1 rml --data "$work/long.csv" --json --particles 1000 \
+        --step-size 1 | json_field elapsed_s)
+  rml+=("$(awk -v s="$s" 'BEGIN { printf "%.2f", s / 20000 * 1e6 }')")
+  s=$("$work/ar1n" --threads 1 filter --data "$work/long.csv" --json --method bootstrap \
+        --particles 1000 | json_field elapsed_s)
+  step+=("$(awk -v s="$s" 'BEGIN { printf "%.2f", s / 20000 * 1e6 }')")
   opt+=("$(wall "$work/nile" optimize --data "$root/examples/data/nile.csv" --json \
             --param sigma_eps=50 --param sigma_eta=10)")
   if "$PY" -c "import statsmodels" 2>/dev/null; then
@@ -70,6 +80,10 @@ printf '  %10s it/s   (bootstrap filter alone: %s runs/s; PMMH/filter = %s)\n' "
   "$(awk -v a="$p" -v b="$f" 'BEGIN { printf "%.2f", a / b }')"
 printf '  particles (Python) mcmc.PMMH on this machine, as the issue reports it: 139 it/s -> %sx\n' \
   "$(awk -v a="$p" 'BEGIN { printf "%.1f", a / 139 }')"
+rm_=$(echo "${rml[*]}" | median) st=$(echo "${step[*]}" | median)
+printf 'RML (paris, 1000 particles, 1 thread), AR(1) + noise, T = 20,000:\n'
+printf '  %s us per observation (bootstrap filter: %s us per step; RML/filter = %s)\n' "$rm_" \
+  "$st" "$(awk -v a="$rm_" -v b="$st" 'BEGIN { printf "%.1f", a / b }')"
 printf 'optimize, Nile local level (from sigma_eps = 50, sigma_eta = 10), whole process:\n'
 printf '  ssmc %s s' "$o"
 if ((${#sm[@]})); then

@@ -172,8 +172,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   add_global_options(app, g, seed_text);
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
-  for (auto add : {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode,
-                   cli::add_score, cli::add_optimize, cli::add_sample, cli::add_vi, cli::add_info})
+  for (auto add :
+       {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode, cli::add_score,
+        cli::add_optimize, cli::add_rml, cli::add_sample, cli::add_vi, cli::add_info})
     if (std::unique_ptr<cli::Command> command = add(app, c)) // vi: plate models only
       commands.push_back(std::move(command));
 

@@ -59,6 +59,7 @@ std::unique_ptr<Command> add_smooth(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_decode(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_score(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_optimize(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_rml(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_sample(CLI::App& app, const Context& c);
 // Null for a model it does not serve (a state-space model).
 std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c);

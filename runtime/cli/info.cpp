@@ -84,11 +84,10 @@ void print_info_json(const Context& c, const ParamValues& values) {
   }
   j["params"] = ps;
   j["structure"] = info.structure;
-  j["methods"] = {{"filter", applicable(c, Task::Filter)},
-                  {"smooth", applicable(c, Task::Smooth)},
-                  {"decode", applicable(c, Task::Decode)},
-                  {"optimize", applicable(c, Task::Optimize)},
-                  {"sample", applicable(c, Task::Sample)}};
+  j["methods"] = {
+      {"filter", applicable(c, Task::Filter)}, {"smooth", applicable(c, Task::Smooth)},
+      {"decode", applicable(c, Task::Decode)}, {"optimize", applicable(c, Task::Optimize)},
+      {"rml", applicable(c, Task::Rml)},       {"sample", applicable(c, Task::Sample)}};
   const auto [score_by, no_score] = score_method(c);
   j["methods"]["score"] = no_score ? nlohmann::json(nullptr) : nlohmann::json(score_by);
   j["methods"]["vi"] = applicable(c, Task::Vi);
@@ -157,6 +156,7 @@ void print_info_text(const Context& c, const ParamValues& values) {
   fmt::print(c.out, "  optimize: {}\n",
              optimizers.empty() ? "none (" + no_optimizer.value_or("") + ")"
                                 : fmt::format("{}", fmt::join(optimizers, ", ")));
+  fmt::print(c.out, "  rml: {}\n", listed(Task::Rml));
   fmt::print(c.out, "  sample: {}\n", listed(Task::Sample));
   if (const std::vector<std::string> vi = applicable(c, Task::Vi); !vi.empty())
     fmt::print(c.out, "  vi: {}\n", fmt::join(vi, ", "));

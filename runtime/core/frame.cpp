@@ -25,4 +25,8 @@ const double* Frame::step(const double* inputs, const double* y_prev) {
   return values_.data();
 }
 
+void Frame::set_parameters(const double* theta) {
+  std::copy(theta, theta + info_.n_theta, values_.begin());
+}
+
 } // namespace ssm

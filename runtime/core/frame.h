@@ -17,6 +17,9 @@ public:
   // The frame for a step: `inputs` holds the inputs at t (n_inputs numbers; may be null when the
   // model has none) and `y_prev` the observation at t-1 (null at t = 0: NaN).
   const double* step(const double* inputs, const double* y_prev);
+  // Replaces the parameters (n_theta numbers) for the steps that follow: recursive maximum
+  // likelihood moves them between steps.
+  void set_parameters(const double* theta);
 
 private:
   const ModelInfo& info_;

@@ -25,7 +25,7 @@
 namespace ssm {
 
 // What a method computes; each task is a subcommand of the command line.
-enum class Task { Filter, Smooth, Decode, Optimize, Sample, Vi };
+enum class Task { Filter, Smooth, Decode, Optimize, Sample, Vi, Rml };
 
 // The value of one option: an integer, a real, a word (a choice or a file), a switch that may
 // be left unset (--marginals / --no-marginals) or a repeatable list of names.
@@ -69,6 +69,7 @@ public:
   const std::vector<std::string>& names(const std::string& flag) const {
     return std::get<std::vector<std::string>>(values_.at(flag));
   }
+  const OptionValue& value(const std::string& flag) const { return values_.at(flag); }
 
 private:
   std::map<std::string, OptionValue> values_; // nodes never move: the parser writes into them
@@ -129,6 +130,7 @@ struct Method {
   std::function<Optimum(const MethodRun&)> optimize;
   std::function<Posterior(const MethodRun&)> sample;
   std::function<VariationalFit(const MethodRun&)> vi;
+  std::function<RecursiveFit(const MethodRun&, const ParameterTrace&)> rml;
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,29 @@ struct Posterior {
   int64_t warmup = 0, iterations = 0;
   std::vector<std::string> warnings;
 };
+
+// Recursive maximum likelihood (`rml`): one pass over the observations as a stream, the
+// parameters moved after each one by a step along its score increment (runtime/learning/rml.h).
+struct RecursiveFit {
+  std::vector<double> theta;        // the whole parameter vector after the last observation
+  std::vector<double> averaged;     // its Polyak average from `average_from` on (the estimate)
+  std::vector<std::string> learned; // the parameters moved (the others were fixed)
+  std::string smoother, filter;     // what estimated the score increments
+  int64_t particles = 0, backward_samples = 0;
+  int64_t observations = 0;  // steps taken, all series
+  int64_t average_from = 0;  // the first observation (1-based) in the average
+  int64_t averaged_over = 0; // observations in it (0: `averaged` is the last iterate)
+  int64_t clipped = 0;       // steps whose move was clipped
+  // sum_k log p(y_k | y_{0:k-1}) as the filter estimated it under the moving parameters (a
+  // prequential log-likelihood: each observation predicted by the parameters learned before it).
+  double log_likelihood = 0;
+  double elapsed_s = 0, filter_s = 0;
+};
+
+// The parameters after observation k (1-based, over all series), for rml's --out: the series and
+// step t within it, the step size used, and theta (n_theta values).
+using ParameterTrace =
+    std::function<void(int64_t k, int64_t series, int64_t t, double step, const double* theta)>;
 
 // A variational fit (`vi`): the model's parameters after training and, per item, the bounds on
 // log p(x_n) that the trained guide gives, with the guide's moments (runtime/vi).

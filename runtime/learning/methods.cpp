@@ -5,7 +5,9 @@
 #include "learning/em.h"
 #include "learning/optimize.h"
 #include "learning/pmmh.h"
+#include "learning/rml.h"
 #include "learning/score.h"
+#include "smoothing/methods.h"
 
 #include <fmt/format.h>
 
@@ -54,6 +56,16 @@ Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
   if (!enumerable(info))
     return "the model is not finite-state (EM's E-step enumerates the states; see `info`)";
   return score_refusal(model, info);
+}
+
+// The smoothing options rml's run gives: the smoothers' defaults, with the values of the flags
+// rml declares for them.
+OptionValues rml_smoothing_values(const MethodRegistry& registry, const OptionValues& rml) {
+  OptionValues values = registry.default_options(Task::Smooth);
+  for (const MethodOption& o : registry.options(Task::Smooth))
+    if (rml.has(o.key()))
+      values.slot(o.key()) = rml.value(o.key());
+  return values;
 }
 
 Posterior run_pmmh(const MethodRun& run) {
@@ -112,10 +124,103 @@ void register_sampling(MethodRegistry& registry) {
   registry.add(std::move(pmmh));
 }
 
+// rml's options: its own, then those of the online smoothers and their forward pass, declared
+// by the smoothing room (copied, so that --help and the parser see them under rml).
+void register_rml(MethodRegistry& registry) {
+  const RmlOptions defaults;
+  registry.add_option(Task::Rml, {.flag = "--fix",
+                                  .help = "Keep this parameter at its value (repeatable); every "
+                                          "other parameter with a value or a prior is learned",
+                                  .default_value = std::vector<std::string>{},
+                                  .type_name = "NAME"});
+  registry.add_option(Task::Rml,
+                      {.flag = "--step-size",
+                       .help = "gamma_0: the step size of the first --step-hold observations, "
+                               "on the unconstrained scale",
+                       .default_value = defaults.step_size});
+  registry.add_option(Task::Rml, {.flag = "--step-hold",
+                                  .help = "n_0: observations at gamma_0; then gamma_k = gamma_0 "
+                                          "(k - n_0)^(-kappa)",
+                                  .default_value = defaults.step_hold});
+  registry.add_option(Task::Rml, {.flag = "--step-decay",
+                                  .help = "kappa, in (0.5, 1] for convergence",
+                                  .default_value = defaults.step_decay});
+  registry.add_option(Task::Rml,
+                      {.flag = "--average-from",
+                       .help = "The estimate is the average of the parameters after observations "
+                               "k >= this (Polyak averaging); 0: n_0 + 1",
+                       .default_value = defaults.average_from});
+  registry.add_option(Task::Rml,
+                      {.flag = "--clip",
+                       .help = "The largest move of one unconstrained coordinate in one step "
+                               "(0: none)",
+                       .default_value = defaults.clip});
+  std::vector<std::string> smoothing_flags = {"--filter", "--particles", "--ess-threshold",
+                                              "--resampling"};
+  for (const Smoother& sm : smoothers())
+    if (sm.online)
+      for (const std::string& flag : sm.options)
+        if (std::find(smoothing_flags.begin(), smoothing_flags.end(), flag) ==
+            smoothing_flags.end())
+          smoothing_flags.push_back(flag);
+  for (const MethodOption& o : registry.options(Task::Smooth))
+    if (std::find(smoothing_flags.begin(), smoothing_flags.end(), o.key()) != smoothing_flags.end())
+      registry.add_option(Task::Rml, o);
+
+  const MethodRegistry* reg = &registry;
+  int rank = 0;
+  for (const Smoother& sm : smoothers()) {
+    if (!sm.online)
+      continue;
+    Method m;
+    m.name = sm.name;
+    m.title = sm.id == SmoothMethod::Online  ? "exact backward sums, O(N^2) per observation"
+              : sm.id == SmoothMethod::Paris ? "backward draws, O(N)"
+                                             : "backward importance sampling, O(N), no bound";
+    m.task = Task::Rml;
+    m.rank = sm.id == SmoothMethod::Paris ? 0 : ++rank;
+    m.auto_help = sm.id == SmoothMethod::Paris ? "{}" : "";
+    m.particles = true;
+    m.options = {"--fix",  "--step-size", "--step-hold", "--step-decay",    "--average-from",
+                 "--clip", "--filter",    "--particles", "--ess-threshold", "--resampling"};
+    m.options.insert(m.options.end(), sm.options.begin(), sm.options.end());
+    m.applies = [applies = sm.applies](const ssm_model& model, const ModelInfo& info) -> Refusal {
+      if (Refusal why = score_refusal(model, info))
+        return why;
+      return applies ? applies(model, info) : std::nullopt;
+    };
+    m.check = [reg, name = sm.name](const MethodRun& run) {
+      if (Refusal why = score_refusal(run.model, run.info))
+        throw Error(fmt::format("rml: {}", *why));
+      const ScoreModel score = score_model(run.model, run.info);
+      const OptionValues values = rml_smoothing_values(*reg, run.options);
+      MethodRun at{score.model, score.info, values, run.seed, run.automatic, run.threads};
+      at.registry = reg;
+      check_smooth_method(score.model, score.info, smooth_options(*reg, name, at));
+    };
+    m.rml = [reg, name = sm.name](const MethodRun& run, const ParameterTrace& trace) {
+      const OptionValues values = rml_smoothing_values(*reg, run.options);
+      MethodRun smoothing{run.model, run.info, values, run.seed, run.automatic, run.threads};
+      smoothing.registry = reg;
+      smoothing.progress = run.progress;
+      RmlOptions opt;
+      opt.fixed = run.options.names("--fix");
+      opt.step_size = run.options.real("--step-size");
+      opt.step_hold = run.options.integer("--step-hold");
+      opt.step_decay = run.options.real("--step-decay");
+      opt.average_from = run.options.integer("--average-from");
+      opt.clip = run.options.real("--clip");
+      return recursive_maximum_likelihood(run, smooth_options(*reg, name, smoothing), opt, trace);
+    };
+    registry.add(std::move(m));
+  }
+}
+
 } // namespace
 
 void register_learning_methods(MethodRegistry& registry) {
   register_sampling(registry);
+  register_rml(registry);
   const OptimizeOptions defaults;
   registry.add_option(Task::Optimize,
                       {.flag = "--fix",

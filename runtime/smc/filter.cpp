@@ -92,6 +92,10 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
 
 ParticleFilter::~ParticleFilter() = default;
 
+void ParticleFilter::set_parameters(const double* theta) {
+  buf_->frame.set_parameters(theta);
+}
+
 bool ParticleFilter::step() {
   if (t_ + 1 >= data_.T)
     return false;

@@ -79,6 +79,9 @@ public:
   // weights collapse.
   bool step();
   int64_t t() const { return t_; } // the step last processed (-1 before the first)
+  // The parameters (n_theta numbers) of the steps after the current one, which keep their
+  // particles and weights: recursive maximum likelihood moves them as the data arrive.
+  void set_parameters(const double* theta);
   int64_t T() const { return data_.T; }
   int64_t particles() const { return N_; }
   int64_t stride() const { return stride_; }

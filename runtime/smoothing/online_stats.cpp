@@ -139,6 +139,15 @@ void start_statistics(const OnlineContext& ctx, const ParticleFilter& pf, std::v
   }
 }
 
+// sum_n w_n row_n / W over the particles of positive weight (W the weights' sum).
+double weighted_mean(const std::vector<double>& w, double W, const double* row) {
+  double a = 0;
+  for (size_t n = 0; n < w.size(); ++n)
+    if (w[n] > 0)
+      a += w[n] * row[n];
+  return a / W;
+}
+
 // Estimates: sum_j W_{T-1}^j tau^j.
 void store_estimates(const OnlineContext& ctx, int64_t T, int64_t D, const std::vector<double>& w,
                      const std::vector<double>& tau, SmoothResult& r) {
@@ -147,18 +156,25 @@ void store_estimates(const OnlineContext& ctx, int64_t T, int64_t D, const std::
   std::vector<double> est(D, 0.0);
   if (T > 0) {
     const double W = std::accumulate(w.begin(), w.end(), 0.0);
-    for (int64_t k = 0; k < D; ++k) {
-      double a = 0;
-      for (int64_t n = 0; n < N; ++n)
-        if (w[n] > 0)
-          a += w[n] * tau[k * N + n];
-      est[k] = a / W;
-    }
+    for (int64_t k = 0; k < D; ++k)
+      est[k] = weighted_mean(w, W, tau.data() + k * N);
   }
   lay.store_sums(est.data(), r, ctx.info);
   if (lay.marginals)
     for (int64_t t = 0; t < T; ++t)
       lay.store_estimates(t, est.data() + lay.nsum + t * lay.per_step, r, ctx.info);
+}
+
+// The observer's estimates at t: sum_j W_t^j tau_t^j of each `sum_t` component, in the
+// functionals' layout (NaN elsewhere).
+void running_sums(const OnlineContext& ctx, const std::vector<double>& w,
+                  const std::vector<double>& tau, std::vector<double>& sums) {
+  const StatLayout& lay = ctx.lay;
+  const int64_t N = ctx.N;
+  sums.assign(ctx.info.n_functional, NAN);
+  const double W = std::accumulate(w.begin(), w.end(), 0.0);
+  for (int64_t k = 0; k < lay.nsum; ++k)
+    sums[lay.sum_comp[k]] = weighted_mean(w, W, tau.data() + k * N);
 }
 
 std::unique_ptr<OnlineMethod> make_method(const OnlineContext& ctx) {
@@ -178,7 +194,8 @@ std::unique_ptr<OnlineMethod> make_method(const OnlineContext& ctx) {
 
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data,
-                           const SmoothOptions& opt, ThreadPool& pool) {
+                           const SmoothOptions& opt, ThreadPool& pool,
+                           const OnlineObserver& observer) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t T = data.T, N = opt.filter.particles, ns = info.n_state;
   const StatLayout lay(info, opt.marginals);
@@ -206,7 +223,8 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   // Statistics, SoA: component k of particle n at [k * N + n].
   std::vector<double> tau, tau_next;
   std::vector<double> w_prev(N);
-  AliasTable from_weights; // proposals of paris' rejection sampling and bis' indices
+  AliasTable from_weights;  // proposals of paris' rejection sampling and bis' indices
+  std::vector<double> sums; // the observer's estimates
   int64_t D = 0;
   StepTimer timer;
   while (timer.step(pf)) {
@@ -235,6 +253,10 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
     std::copy(pf.weights(), pf.weights() + N, w_prev.begin());
     if (method->draws_from_weights())
       from_weights.build(w_prev.data(), N);
+    if (observer) {
+      running_sums(ctx, w_prev, tau, sums);
+      observer(pf, sums.data());
+    }
   }
   store_estimates(ctx, T, D, w_prev, tau, r);
   r.log_likelihood = pf.result().log_likelihood;

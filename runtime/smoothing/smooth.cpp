@@ -106,8 +106,12 @@ BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions&
 } // namespace
 
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
-                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool) {
+                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool,
+                    const OnlineObserver& observer) {
   check_smooth_method(model, info, options);
+  if (observer && !is_online(options.method))
+    throw Error(fmt::format("internal error: smooth --method {} has no running estimates",
+                            smooth_method_name(options.method)));
   SmoothOptions opt = options;
   if (opt.backward == BackwardSampling::Automatic)
     opt.backward = automatic_backward(model, opt);
@@ -125,7 +129,7 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
   case SmoothMethod::Online:
   case SmoothMethod::Paris:
   case SmoothMethod::Bis:
-    return smooth_online(model, info, fixed, data, opt, pool);
+    return smooth_online(model, info, fixed, data, opt, pool, observer);
   }
   throw Error(fmt::format("smooth --method {} is not available in this runtime",
                           smooth_method_name(opt.method)));

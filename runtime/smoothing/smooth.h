@@ -57,10 +57,18 @@ struct SmoothOptions {
 void check_smooth_method(const ssm_model& model, const ModelInfo& info,
                          const SmoothOptions& options);
 
+// An online smoother's running estimates, for methods that act as the data arrive (recursive
+// maximum likelihood): called after each step with the filter, whose parameters it may change
+// for the steps that follow, and the estimates so far of the `sum_t` functionals, E[sum_{s<=t}
+// psi_s | y_{0:t}] (n_functional values in the functionals' layout; per-t components NaN).
+using OnlineObserver = std::function<void(ParticleFilter& filter, const double* sums)>;
+
 // Runs the chosen method on data.T time steps. `fixed` is the parameters followed by the data
-// values (the frame's fixed part). Throws ssm::Error.
+// values (the frame's fixed part). An observer is only for the online methods (is_online).
+// Throws ssm::Error.
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
-                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool);
+                    const ObsData& data, const SmoothOptions& options, ThreadPool& pool,
+                    const OnlineObserver& observer = {});
 
 // CSV `t,mean_<col>,var_<col>...,<per-t functional columns>`, one row per time step (only when
 // the result has marginals).

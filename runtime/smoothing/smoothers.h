@@ -27,10 +27,11 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
                              const std::vector<double>& fixed, const ObsData& data,
                              const SmoothOptions& options, ThreadPool& pool);
 // online, paris and bis (online_stats.cpp, then online_smoother.cpp, paris_smoother.cpp or
-// bis_smoother.cpp).
+// bis_smoother.cpp), with smooth()'s observer.
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data,
-                           const SmoothOptions& options, ThreadPool& pool);
+                           const SmoothOptions& options, ThreadPool& pool,
+                           const OnlineObserver& observer);
 
 // Splits a smoother's wall time into the filter's steps and the rest.
 struct StepTimer {
