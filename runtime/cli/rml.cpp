@@ -26,8 +26,7 @@ public:
     app->add_option("--save", save_,
                     "Write the averaged estimate as a --params file ({\"name\": value, ...})")
         ->type_name("FILE.json");
-    app->add_option("--thin", thin_,
-                    "--out: a row every K observations (and the last one)")
+    app->add_option("--thin", thin_, "--out: a row every K observations (and the last one)")
         ->check(positive_int())
         ->type_name("K")
         ->capture_default_str();
@@ -49,7 +48,10 @@ public:
     run.fixed = &theta;
     run.data = &data;
 
-    // The trajectory streams into the output file, committed only when the run succeeds.
+    if (!out_.empty() && !save_.empty() && same_file(out_, save_))
+      throw Error(fmt::format("rml: --out and --save name the same file, {}", out_));
+    // The trajectory streams into the output file, renamed into place only when the run
+    // succeeds; on standard output its rows appear as they are computed.
     std::optional<OutputFile> trajectory;
     std::vector<std::pair<int64_t, int64_t>> columns; // (theta offset, component), learned
     if (write_csv()) {
@@ -64,14 +66,11 @@ public:
           columns.push_back({p.offset, k});
         }
       }
-      trajectory->write(fmt::format("observation,{}t,step_size,{}\n", series_header(data.series),
-                                    fmt::join(header, ",")));
+      trajectory->write(fmt::format("observation,{}{},step_size,{}\n", series_header(data.series),
+                                    c.info.step, fmt::join(header, ",")));
     }
     const bool several = !data.series.start.empty();
-    const ParameterTrace trace = [&](int64_t k, int64_t series, int64_t t, double step,
-                                     const double* th) {
-      if (!trajectory || (k % thin_ != 0 && k != data.T))
-        return;
+    auto write_row = [&](int64_t k, int64_t series, int64_t t, double step, const double* th) {
       fmt::memory_buffer row;
       fmt::format_to(std::back_inserter(row), "{},{}{},{}", k,
                      several ? data.series.names[series] + "," : std::string(), t,
@@ -81,9 +80,31 @@ public:
       row.push_back('\n');
       trajectory->write({row.data(), row.size()});
     };
-    const RecursiveFit fit = run_method(c, run, "rml", [&](const MethodRun& one) {
-      return m.rml(one, trace);
-    });
+    // The last step is written whatever --thin: kept until the next one replaces it.
+    struct Step {
+      int64_t k = 0, series = 0, t = 0;
+      double step = 0;
+      std::vector<double> theta;
+    } unwritten;
+    const ParameterTrace trace = [&](int64_t k, int64_t series, int64_t t, double step,
+                                     const double* th) {
+      if (!trajectory)
+        return;
+      if (k % thin_ == 0) {
+        write_row(k, series, t, step, th);
+        unwritten.k = 0;
+      } else {
+        unwritten.k = k;
+        unwritten.series = series;
+        unwritten.t = t;
+        unwritten.step = step;
+        unwritten.theta.assign(th, th + c.info.n_theta);
+      }
+    };
+    const RecursiveFit fit =
+        run_method(c, run, "rml", [&](const MethodRun& one) { return m.rml(one, trace); });
+    if (trajectory && unwritten.k > 0)
+      write_row(unwritten.k, unwritten.series, unwritten.t, unwritten.step, unwritten.theta.data());
     if (trajectory)
       trajectory->commit();
     std::vector<double> averaged = theta, last = theta;
@@ -95,8 +116,7 @@ public:
     if (json_)
       print_json(c,
                  {{"model", c.info.name},
-                  {"method", "rml"},
-                  {"smoother", fit.smoother},
+                  {"method", fit.smoother},
                   {"chosen_by", run.automatic ? "auto" : "user"},
                   {"filter", fit.filter},
                   {"particles", fit.particles},
@@ -107,6 +127,7 @@ public:
                   {"observations", fit.observations},
                   {"average_from", fit.average_from},
                   {"averaged_over", fit.averaged_over},
+                  {"clip", options_.real("--clip")},
                   {"clipped_steps", fit.clipped},
                   {"step_size",
                    {{"gamma0", options_.real("--step-size")},
@@ -119,7 +140,7 @@ public:
                   {"threads", c.globals.threads}},
                  data);
     if (fit.averaged_over == 0)
-      fmt::print(stderr,
+      fmt::print(c.err,
                  "{}: warning: rml: the stream ended before observation {} (--average-from), so "
                  "the estimate is the last iterate, not an average\n",
                  c.info.name, fit.average_from);

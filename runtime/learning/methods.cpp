@@ -7,6 +7,7 @@
 #include "learning/pmmh.h"
 #include "learning/rml.h"
 #include "learning/score.h"
+#include "learning/stochastic_gradient.h"
 #include "smoothing/methods.h"
 
 #include <fmt/format.h>
@@ -58,14 +59,49 @@ Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
   return score_refusal(model, info);
 }
 
-// The smoothing options rml's run gives: the smoothers' defaults, with the values of the flags
-// rml declares for them.
-OptionValues rml_smoothing_values(const MethodRegistry& registry, const OptionValues& rml) {
+// The smoothing options a learning method's run gives: the smoothers' defaults, with the values
+// of the flags its task declares for them (copy_smoothing_options).
+OptionValues smoothing_values(const MethodRegistry& registry, const OptionValues& rml) {
   OptionValues values = registry.default_options(Task::Smooth);
   for (const MethodOption& o : registry.options(Task::Smooth))
     if (rml.has(o.key()))
       values.slot(o.key()) = rml.value(o.key());
   return values;
+}
+
+std::vector<std::string> forward_pass_flags() {
+  return {"--filter", "--particles", "--ess-threshold", "--resampling"};
+}
+
+// Declares for `task` the smoothing task's options that the online smoothers and their forward
+// pass read (copies of the smoothing room's declarations, so that --help and the parser see them
+// there too); returns their flags.
+std::vector<std::string> copy_smoothing_options(MethodRegistry& registry, Task task) {
+  std::vector<std::string> flags = forward_pass_flags();
+  for (const Smoother& sm : smoothers())
+    if (sm.online)
+      for (const std::string& flag : sm.options)
+        if (std::find(flags.begin(), flags.end(), flag) == flags.end())
+          flags.push_back(flag);
+  for (const MethodOption& o : registry.options(Task::Smooth))
+    if (std::find(flags.begin(), flags.end(), o.key()) != flags.end())
+      registry.add_option(task, o);
+  return flags;
+}
+
+// optimize --method adam: the score by the particle smoother `auto` picks (paris).
+Optimum run_adam(const MethodRun& run) {
+  const ScoreModel sm = score_model(run.model, run.info);
+  const OptionValues values = smoothing_values(*run.registry, run.options);
+  MethodRun at{sm.model, sm.info, values, run.seed, false, run.threads};
+  at.registry = run.registry;
+  at.fixed = run.fixed;
+  at.data = run.data;
+  at.pool = run.pool;
+  const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info, true);
+  AdamOptions adam;
+  adam.learning_rate = run.options.real("--learning-rate");
+  return maximize_stochastic(smoother, at, optimize_options(run), adam);
 }
 
 Posterior run_pmmh(const MethodRun& run) {
@@ -124,6 +160,17 @@ void register_sampling(MethodRegistry& registry) {
   registry.add(std::move(pmmh));
 }
 
+RmlOptions rml_options(const MethodRun& run) {
+  RmlOptions opt;
+  opt.fixed = run.options.names("--fix");
+  opt.step_size = run.options.real("--step-size");
+  opt.step_hold = run.options.integer("--step-hold");
+  opt.step_decay = run.options.real("--step-decay");
+  opt.average_from = run.options.integer("--average-from");
+  opt.clip = run.options.real("--clip");
+  return opt;
+}
+
 // rml's options: its own, then those of the online smoothers and their forward pass, declared
 // by the smoothing room (copied, so that --help and the parser see them under rml).
 void register_rml(MethodRegistry& registry) {
@@ -155,18 +202,7 @@ void register_rml(MethodRegistry& registry) {
                        .help = "The largest move of one unconstrained coordinate in one step "
                                "(0: none)",
                        .default_value = defaults.clip});
-  std::vector<std::string> smoothing_flags = {"--filter", "--particles", "--ess-threshold",
-                                              "--resampling"};
-  for (const Smoother& sm : smoothers())
-    if (sm.online)
-      for (const std::string& flag : sm.options)
-        if (std::find(smoothing_flags.begin(), smoothing_flags.end(), flag) ==
-            smoothing_flags.end())
-          smoothing_flags.push_back(flag);
-  for (const MethodOption& o : registry.options(Task::Smooth))
-    if (std::find(smoothing_flags.begin(), smoothing_flags.end(), o.key()) != smoothing_flags.end())
-      registry.add_option(Task::Rml, o);
-
+  copy_smoothing_options(registry, Task::Rml);
   const MethodRegistry* reg = &registry;
   int rank = 0;
   for (const Smoother& sm : smoothers()) {
@@ -193,24 +229,19 @@ void register_rml(MethodRegistry& registry) {
       if (Refusal why = score_refusal(run.model, run.info))
         throw Error(fmt::format("rml: {}", *why));
       const ScoreModel score = score_model(run.model, run.info);
-      const OptionValues values = rml_smoothing_values(*reg, run.options);
+      const OptionValues values = smoothing_values(*reg, run.options);
       MethodRun at{score.model, score.info, values, run.seed, run.automatic, run.threads};
       at.registry = reg;
-      check_smooth_method(score.model, score.info, smooth_options(*reg, name, at));
+      check_smooth_method(score.model, score.info, smooth_options(*reg, name, at), "rml");
+      check_rml_options(rml_options(run));
     };
     m.rml = [reg, name = sm.name](const MethodRun& run, const ParameterTrace& trace) {
-      const OptionValues values = rml_smoothing_values(*reg, run.options);
+      const OptionValues values = smoothing_values(*reg, run.options);
       MethodRun smoothing{run.model, run.info, values, run.seed, run.automatic, run.threads};
       smoothing.registry = reg;
       smoothing.progress = run.progress;
-      RmlOptions opt;
-      opt.fixed = run.options.names("--fix");
-      opt.step_size = run.options.real("--step-size");
-      opt.step_hold = run.options.integer("--step-hold");
-      opt.step_decay = run.options.real("--step-decay");
-      opt.average_from = run.options.integer("--average-from");
-      opt.clip = run.options.real("--clip");
-      return recursive_maximum_likelihood(run, smooth_options(*reg, name, smoothing), opt, trace);
+      return recursive_maximum_likelihood(run, smooth_options(*reg, name, smoothing),
+                                          rml_options(run), trace);
     };
     registry.add(std::move(m));
   }
@@ -264,9 +295,9 @@ void register_learning_methods(MethodRegistry& registry) {
   lbfgs.applies = exact_score_refusal;
   lbfgs.check = [](const MethodRun& run) {
     if (Refusal why = exact_score_refusal(run.model, run.info))
-      throw Error(fmt::format("optimize ({}): {}; for a particle model, stochastic gradients "
-                              "and EM are not available yet",
-                              kLbfgsName, *why));
+      throw Error(fmt::format("optimize ({}): {}; for a particle model, --method {} climbs "
+                              "the particle smoother's score",
+                              kLbfgsName, *why, kAdamName));
   };
   lbfgs.optimize = run_lbfgs;
   registry.add(std::move(lbfgs));
@@ -286,6 +317,29 @@ void register_learning_methods(MethodRegistry& registry) {
   };
   em.optimize = [](const MethodRun& run) { return run_em(run, optimize_options(run)); };
   registry.add(std::move(em));
+
+  const AdamOptions adam_defaults;
+  registry.add_option(Task::Optimize, {.flag = "--learning-rate",
+                                       .help = "adam: the step size on the unconstrained scale",
+                                       .default_value = adam_defaults.learning_rate});
+  const std::vector<std::string> smoothing = copy_smoothing_options(registry, Task::Optimize);
+  Method adam;
+  adam.name = kAdamName;
+  adam.title = "stochastic gradient ascent on the particle smoother's score, iterates averaged";
+  adam.note = "models with a score; the likelihood estimated";
+  adam.task = Task::Optimize;
+  adam.rank = 3;
+  adam.auto_help = "else {}";
+  adam.particles = true;
+  adam.options = {"--fix", "--inits", "--max-iterations", "--map", "--learning-rate"};
+  adam.options.insert(adam.options.end(), smoothing.begin(), smoothing.end());
+  adam.applies = score_refusal;
+  adam.check = [](const MethodRun& run) {
+    if (Refusal why = score_refusal(run.model, run.info))
+      throw Error(fmt::format("optimize ({}): {}", kAdamName, *why));
+  };
+  adam.optimize = run_adam;
+  registry.add(std::move(adam));
 }
 
 } // namespace ssm

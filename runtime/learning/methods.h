@@ -1,5 +1,5 @@
 // The learning methods' registration: their names, when they apply, their options and entry
-// points (optimize's lbfgs and em, sample's pmmh).
+// points (optimize's lbfgs, em and adam, sample's pmmh, rml's smoothers).
 #pragma once
 
 #include "core/method_registry.h"
@@ -8,6 +8,7 @@ namespace ssm {
 
 inline constexpr const char* kLbfgsName = "lbfgs";
 inline constexpr const char* kEmName = "em";
+inline constexpr const char* kAdamName = "adam";
 inline constexpr const char* kPmmhName = "pmmh";
 
 void register_learning_methods(MethodRegistry& registry);

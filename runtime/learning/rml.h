@@ -23,20 +23,27 @@ struct RmlOptions {
   double step_size = 0.05;
   int64_t step_hold = 100;
   double step_decay = 0.6;
-  int64_t average_from = 0; // Polyak average of theta_k for k >= this; 0: step_hold + 1
+  // Polyak average of theta_k for k >= this; 0: the second half of the observations.
+  int64_t average_from = 0;
   // The largest move of one unconstrained coordinate in one step: a guard against the early
   // steps' large increments (counted in RecursiveFit::clipped); 0: none.
   double clip = 1.0;
 };
 
 // Runs the online smoother `smoothing` (online, paris or bis; its marginals are not kept) on
-// run.data's series one after another as a single stream, from run.fixed's parameters. `trace`
-// (may be empty) receives the parameters after every observation. Throws ssm::Error, naming the
-// observation, when an increment is not finite.
+// run.data's series one after another as a single stream, from run.fixed's parameters. An
+// observation that is entirely missing carries no information on theta (its predictive
+// log-likelihood is 0): no step is taken and it is not counted. `trace` (may be empty) receives
+// the parameters after every step. Throws ssm::Error naming the observation and the parameters
+// reached when a step fails (non-finite terms, the filter's weights collapsing).
 RecursiveFit recursive_maximum_likelihood(const MethodRun& run, const SmoothOptions& smoothing,
                                           const RmlOptions& options, const ParameterTrace& trace);
 
 // gamma_k of the options (k >= 1).
 double rml_step_size(const RmlOptions& options, int64_t k);
+
+// Throws ssm::Error naming the option when the step sizes could not converge or have no meaning:
+// a step size that is not positive, a decay outside (0.5, 1], a negative clip, hold or start.
+void check_rml_options(const RmlOptions& options);
 
 } // namespace ssm

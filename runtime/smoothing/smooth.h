@@ -53,9 +53,11 @@ struct SmoothOptions {
 };
 
 // Refuses, before any computation, a method that the model's structure cannot support or that
-// cannot estimate one of its functionals: the message gives the reason and the methods that apply.
+// cannot estimate one of its functionals: the message gives the reason and, for `smooth`, the
+// methods that apply. `command` is the subcommand that runs the smoother ("rml" for its
+// increments), named in the message.
 void check_smooth_method(const ssm_model& model, const ModelInfo& info,
-                         const SmoothOptions& options);
+                         const SmoothOptions& options, std::string_view command = "smooth");
 
 // An online smoother's running estimates, for methods that act as the data arrive (recursive
 // maximum likelihood): called after each step with the filter, whose parameters it may change

@@ -40,7 +40,9 @@ double lgssm1_loglik(const std::vector<double>& y, const Point& p) {
 }
 
 // (atanh a, log q, log r) and back: Nelder-Mead moves on an unconstrained scale.
-Point constrained(const Point& u) { return {std::tanh(u[0]), std::exp(u[1]), std::exp(u[2])}; }
+Point constrained(const Point& u) {
+  return {std::tanh(u[0]), std::exp(u[1]), std::exp(u[2])};
+}
 
 // Nelder-Mead (a minimiser) over R^3 from x0, initial steps of 0.3.
 Point nelder_mead(const auto& f, const Point& x0) {
@@ -138,12 +140,16 @@ TEST_CASE("rml: 10^5 observations of a linear-Gaussian model reach the exact MLE
   const Point se = standard_errors(y, mle);
 
   // From a start far from it: a = 0.5, q = 1, r = 0.5.
-  const nlohmann::json j = nlohmann::json::parse(
-      run_ok({exe, "rml", "--data", data, "--fix", "m0", "--fix", "s0", "--param", "a=0.5",
-              "--param", "q=1", "--param", "r=0.5", "--particles", "1000", "--step-size", "1",
-              "--average-from", "50000", "--thin", "1000", "--out", path, "--json"})
-          .out);
-  CHECK(j["smoother"] == "paris");
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe,           "rml",   "--data",         data,
+                                    "--fix",       "m0",    "--fix",          "s0",
+                                    "--param",     "a=0.5", "--param",        "q=1",
+                                    "--param",     "r=0.5", "--particles",    "1000",
+                                    "--step-size", "1",     "--average-from", "50000",
+                                    "--thin",      "1000",  "--out",          path,
+                                    "--json"})
+                                .out);
+  CHECK(j["method"] == "paris");
   CHECK(j["chosen_by"] == "auto");
   CHECK(j["observations"] == 100000);
   CHECK(j["averaged_over"] == 50001);
@@ -155,8 +161,8 @@ TEST_CASE("rml: 10^5 observations of a linear-Gaussian model reach the exact MLE
     const double got = j["params"][names[i]].get<double>();
     INFO(names[i] << ": rml " << got << ", exact MLE " << mle[i] << " (se " << se[i] << ")");
     // The averaged iterate is asymptotically efficient; the particle approximation of the
-    // tangent filter adds a bias of order 1/N, here about one standard error (N = 300 gives
-    // three to four).
+    // tangent filter adds a bias of order 1/N, here one to two standard errors (N = 100 gives
+    // three to five).
     CHECK(std::abs(got - mle[i]) < 4 * se[i]);
   }
   // --thin 1000: the rows of observations 1000, 2000, ..., 100000.
@@ -174,39 +180,64 @@ TEST_CASE("rml: 10^5 observations of a linear-Gaussian model reach the exact MLE
 
 TEST_CASE("rml: the parameters stay in their support; series in turn; --save", "[rml]") {
   const std::string& exe = example_exe("lgssm1");
-  const std::string data = scratch_path("rml-series.csv"), path = scratch_path("rml-series-path.csv");
+  const std::string data = scratch_path("rml-series.csv"),
+                    path = scratch_path("rml-series-path.csv");
   const std::string saved = scratch_path("rml-saved.json");
   run_ok({exe, "simulate", "--T", "300", "--seed", "4", "--out", data});
-  // Two series: the first 150 rows and the last 150.
+  // Two series: the first 150 rows and the last 150; row 10 entirely missing.
   Table sim = read_table(data);
   sim.header.insert(sim.header.begin(), "series");
   for (size_t i = 0; i < sim.rows.size(); ++i)
     sim.rows[i].insert(sim.rows[i].begin(), i < 150 ? "first" : "second");
+  sim.rows[10][sim.column_index("y")] = "NA";
   write_table(data, sim);
-  // Huge steps: every move is clipped, but a in (-1, 1) and q, r > 0 throughout.
+  // Huge steps: every move is clipped, but a in (-1, 1) and q, r > 0 throughout. bis, with r
+  // kept at 0.7 (a fixed parameter between learned ones) and a row every 7 steps.
   const nlohmann::json j = nlohmann::json::parse(
-      run_ok({exe, "rml", "--data", data, "--fix", "m0", "--fix", "s0", "--particles", "200",
-              "--step-size", "1000", "--clip", "0.5", "--out", path, "--save", saved, "--json"})
+      run_ok({exe,           "rml",   "--method",    "bis",    "--data", data,      "--fix",
+              "m0",          "--fix", "s0",          "--fix",  "q",      "--param", "q=0.7",
+              "--particles", "200",   "--step-size", "1000",   "--clip", "0.5",     "--thin",
+              "7",           "--out", path,          "--save", saved,    "--json"})
           .out);
-  CHECK(j["observations"] == 300);
+  CHECK(j["method"] == "bis");
+  CHECK(j["chosen_by"] == "user");
+  CHECK(j["observations"] == 299); // the missing row takes no step
+  CHECK(j["average_from"] == 150); // the second half
+  CHECK(j["averaged_over"] == 150);
   CHECK(j["series"] == nlohmann::json{"first", "second"});
+  CHECK(j["learned"] == nlohmann::json{"a", "r"});
+  CHECK(j["params"]["q"] == 0.7);
+  CHECK(j["last"]["q"] == 0.7);
   CHECK(j["clipped_steps"].get<int>() > 250);
   const Table t = read_table(path);
-  CHECK(t.header[1] == "series");
-  REQUIRE(t.rows.size() == 300);
-  CHECK(t.rows[149][1] == "first");
-  CHECK(t.rows[150][1] == "second");
-  CHECK(t.rows[150][2] == "0"); // t restarts with each series
-  CHECK(t.rows[299][0] == "300");
+  CHECK(t.header == std::vector<std::string>{"observation", "series", "t", "step_size", "a", "r"});
+  // Steps 7, 14, ..., 294, then the last, 299.
+  REQUIRE(t.rows.size() == 43);
+  CHECK(t.rows[0][0] == "7");
+  CHECK(t.rows[0][2] == "6");
+  CHECK(t.rows[1][2] == "14");      // step 14 is row 14: row 10 took no step
+  CHECK(t.rows[20][1] == "first");  // step 147, t = 147
+  CHECK(t.rows[21][1] == "second"); // step 154, t = 4 of the second series
+  CHECK(t.rows[21][2] == "4");
+  CHECK(t.rows.back()[0] == "299");
+  CHECK(t.rows.back()[2] == "149");
+  CHECK(t.column("a").back() == Approx(j["last"]["a"].get<double>()).epsilon(1e-15));
   for (double a : t.column("a"))
     CHECK(std::abs(a) < 1);
-  for (const char* name : {"q", "r"})
-    for (double v : t.column(name))
-      CHECK(v > 0);
+  for (double v : t.column("r"))
+    CHECK(v > 0);
   // --save writes the averaged estimate as a --params file, which filter reads.
   const nlohmann::json s = nlohmann::json::parse(read_file(saved));
   CHECK(s["a"].get<double>() == j["params"]["a"].get<double>());
   run_ok({exe, "filter", "--data", data, "--params", saved, "--json"});
+
+  // A stream shorter than --average-from: the last iterate, with a warning.
+  const ProcessResult short_run = run_ok(
+      {exe, "rml", "--data", data, "--particles", "100", "--average-from", "1000", "--json"});
+  const nlohmann::json k = nlohmann::json::parse(short_run.out);
+  CHECK(k["averaged_over"] == 0);
+  CHECK(k["params"] == k["last"]);
+  CHECK(short_run.err.find("the stream ended before observation 1000") != std::string::npos);
 }
 
 TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
@@ -222,6 +253,22 @@ TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
   r = run_process({exe, "rml", "--data", data, "--out", data});
   CHECK(r.exit_code == 1);
   CHECK(read_table(data).rows.size() == 20);
+  // Step sizes that cannot converge, and smoother options that do not apply, named as rml's.
+  r = run_process({exe, "rml", "--data", data, "--step-decay", "0.4"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--step-decay must be in (0.5, 1]") != std::string::npos);
+  r = run_process({exe, "rml", "--data", data, "--step-size", "-1"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--step-size must be positive") != std::string::npos);
+  r = run_process({exe, "rml", "--method", "bis", "--data", data, "--backward", "mcmc"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("rml --method bis: --backward mcmc applies to paris only") != std::string::npos);
+  // A failure inside the run names the step and the parameters reached.
+  r = run_process({exe, "rml", "--data", data, "--param", "r=1e-300", "--fix", "r"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("rml: after 0 steps, at a=0.9, q=0.5") != std::string::npos);
   // A model whose score the compiler did not derive (the 10-D example: too large).
   const std::string& lgssm = example_exe("lgssm");
   r = run_process({lgssm, "rml", "--data", scratch_path("none.csv")});

@@ -1,0 +1,193 @@
+// Stochastic-gradient maximum likelihood by Adam with iterate averaging: see
+// stochastic_gradient.h.
+#include "learning/stochastic_gradient.h"
+#include "core/error.h"
+#include "learning/parameter_space.h"
+#include "learning/score.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace ssm {
+
+namespace {
+
+// Filter runs averaged for the log-likelihood reported at the estimate.
+constexpr int64_t kFinalRuns = 4;
+
+// The seed of step `it` of start k: distinct streams for every smoother run.
+uint64_t step_seed(uint64_t seed, int64_t k, int64_t it, int64_t steps) {
+  return seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(1 + k * (steps + 1) + it);
+}
+
+// One start: its path, its averaged point and the mean and spread of its gradients there.
+struct StochasticStart {
+  Optimum::Start start;
+  std::vector<double> averaged; // theta (n_theta values)
+  // The mean estimate of the objective over the averaged half: what ranks the starts.
+  double window_objective = -std::numeric_limits<double>::infinity();
+  double mean_gradient_norm = 0;
+  bool stationary = false;
+  std::string message;
+  int64_t iterations = 0;
+};
+
+} // namespace
+
+Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
+                            const OptimizeOptions& options, const AdamOptions& adam) {
+  const ParameterSpace space(run.info, options.fixed);
+  if (space.dimension() == 0)
+    throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
+  if (options.map && !run.model.prior_logpdf)
+    throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
+                            "'{}': {}",
+                            run.info.name, run.info.no_prior_reason));
+  const int64_t n = space.n_theta(), d = space.dimension(), steps = options.max_iterations;
+  const auto nt = static_cast<size_t>(n);
+  const std::vector<double>& given = *run.fixed;
+  const std::vector<double> u0 = space.unconstrain({given.data(), nt});
+  const int64_t window_start = steps / 2; // the averaged half
+
+  Optimum best;
+  best.map = options.map;
+  best.objective = -std::numeric_limits<double>::infinity();
+  for (const LearnedParam& p : space.learned())
+    best.learned.push_back(run.info.params[p.index].name);
+  std::vector<Optimum::Evaluation> path;
+  std::vector<StochasticStart> starts;
+  for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
+    StochasticStart out;
+    std::vector<double> u = start_point(u0, run.seed, k);
+    std::vector<double> m(d, 0.0), v(d, 0.0), g_sum(d, 0.0), g_sq(d, 0.0);
+    std::vector<double> average(nt, 0.0);
+    std::vector<double> fixed = given;
+    double objective_sum = 0;
+    int64_t in_window = 0;
+    out.message = fmt::format("{} Adam steps", steps);
+    for (int64_t it = 0; it < steps; ++it) {
+      space.constrain(u, {fixed.data(), nt});
+      MethodRun at = run;
+      at.fixed = &fixed;
+      at.seed = step_seed(run.seed, k, it, steps);
+      ScoreResult s;
+      try {
+        s = estimate_score(smoother, at, 1);
+      } catch (const Error& e) {
+        out.message = fmt::format("step {}: {}", it + 1, e.what());
+        break;
+      }
+      double objective = s.log_likelihood;
+      std::vector<double> grad_theta = std::move(s.score);
+      if (options.map) {
+        std::vector<double> prior(1 + nt);
+        run.model.prior_logpdf(fixed.data(), prior.data());
+        objective += prior[0];
+        for (int64_t c = 0; c < n; ++c)
+          grad_theta[c] += prior[1 + c];
+      }
+      const std::vector<double> g = space.gradient(u, grad_theta, false);
+      double norm2 = 0;
+      bool finite = std::isfinite(objective);
+      for (double gi : g) {
+        norm2 += gi * gi;
+        finite &= std::isfinite(gi);
+      }
+      path.push_back({k, s.log_likelihood, std::sqrt(norm2),
+                      std::vector<double>(fixed.begin(), fixed.begin() + n), objective});
+      if (it == 0)
+        out.start.initial_objective = objective;
+      if (!finite) {
+        out.message = fmt::format("step {}: the estimated log-likelihood or score is not finite "
+                                  "(try a smaller --learning-rate)",
+                                  it + 1);
+        break;
+      }
+      ++out.iterations;
+      if (it >= window_start) {
+        ++in_window;
+        const double w = 1.0 / static_cast<double>(in_window);
+        for (size_t c = 0; c < nt; ++c)
+          average[c] += w * (fixed[c] - average[c]);
+        for (int64_t i = 0; i < d; ++i) {
+          g_sum[i] += g[i];
+          g_sq[i] += g[i] * g[i];
+        }
+        objective_sum += objective;
+      }
+      // Adam's step, bias-corrected.
+      const double c1 = 1 - std::pow(adam.beta1, static_cast<double>(it + 1));
+      const double c2 = 1 - std::pow(adam.beta2, static_cast<double>(it + 1));
+      for (int64_t i = 0; i < d; ++i) {
+        m[i] = adam.beta1 * m[i] + (1 - adam.beta1) * g[i];
+        v[i] = adam.beta2 * v[i] + (1 - adam.beta2) * g[i] * g[i];
+        u[i] += adam.learning_rate * (m[i] / c1) / (std::sqrt(v[i] / c2) + adam.epsilon);
+      }
+    }
+    if (in_window >= 2) {
+      out.averaged = average;
+      out.window_objective = objective_sum / static_cast<double>(in_window);
+      const auto W = static_cast<double>(in_window);
+      double norm2 = 0;
+      bool stationary = true;
+      for (int64_t i = 0; i < d; ++i) {
+        const double mean = g_sum[i] / W;
+        const double var = std::max(0.0, (g_sq[i] - W * mean * mean) / (W - 1));
+        stationary &= std::abs(mean) <= 3 * std::sqrt(var / W);
+        norm2 += mean * mean;
+      }
+      out.mean_gradient_norm = std::sqrt(norm2);
+      out.stationary = stationary && out.iterations == steps;
+      if (out.iterations == steps)
+        out.message =
+            stationary
+                ? fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
+                              "within 3 standard errors of 0 in every coordinate",
+                              steps, in_window)
+                : fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
+                              "still away from 0 (more --max-iterations, or a larger "
+                              "--learning-rate)",
+                              steps, in_window);
+    }
+    out.start.converged = out.stationary;
+    out.start.objective = out.window_objective;
+    starts.push_back(out);
+  }
+  const StochasticStart* chosen = nullptr;
+  for (const StochasticStart& s : starts) {
+    best.starts.push_back(s.start);
+    if (!s.averaged.empty() && (!chosen || s.window_objective > chosen->window_objective))
+      chosen = &s;
+  }
+  if (!chosen)
+    throw Error(fmt::format("optimize: no start gave finite estimates over its last half ({})",
+                            starts.front().message));
+  best.theta = chosen->averaged;
+  best.converged = chosen->stationary;
+  best.message = chosen->message;
+  best.iterations = chosen->iterations;
+  best.gradient_norm = chosen->mean_gradient_norm;
+  // The log-likelihood at the averaged point: the mean of kFinalRuns filter estimates.
+  std::vector<double> fixed = given;
+  std::copy(best.theta.begin(), best.theta.end(), fixed.begin());
+  MethodRun at = run;
+  at.fixed = &fixed;
+  at.seed = step_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
+  best.log_likelihood = estimate_score(smoother, at, kFinalRuns).log_likelihood;
+  best.objective = best.log_likelihood;
+  if (options.map) {
+    std::vector<double> prior(1 + nt);
+    run.model.prior_logpdf(fixed.data(), prior.data());
+    best.objective += prior[0];
+  }
+  for (size_t k = 0; k < starts.size(); ++k)
+    if (&starts[k] == chosen)
+      best.starts[k].log_likelihood = best.log_likelihood;
+  best.path = std::move(path);
+  best.evaluations = static_cast<int64_t>(best.path.size());
+  return best;
+}
+
+} // namespace ssm
