@@ -153,6 +153,13 @@ private:
                         {"T", T},
                         {"elapsed_s", elapsed},
                         {"threads", c.globals.threads}};
+    if (post.log_evidence) {
+      j["log_evidence"] = *post.log_evidence;
+      j["log_evidence_se"] =
+          post.log_evidence_se ? nlohmann::json(*post.log_evidence_se) : nlohmann::json(nullptr);
+    }
+    if (!post.details.is_null())
+      j["details"] = post.details;
     if (!post.exact_likelihood) {
       j["particles"] = post.particles;
       j["particles_chosen_by"] = post.particles_chosen ? "pilot" : "user";

@@ -25,6 +25,10 @@ const double* Frame::step(const double* inputs, const double* y_prev) {
   return values_.data();
 }
 
+std::vector<double> Frame::fixed() const {
+  return {values_.begin(), values_.begin() + info_.n_theta + info_.n_data};
+}
+
 void Frame::set_parameters(const double* theta) {
   std::copy(theta, theta + info_.n_theta, values_.begin());
 }

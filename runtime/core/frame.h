@@ -20,6 +20,11 @@ public:
   // Replaces the parameters (n_theta numbers) for the steps that follow: recursive maximum
   // likelihood moves them between steps.
   void set_parameters(const double* theta);
+  // The parameters and data values (the constructor's `fixed`, as set_parameters left them).
+  std::vector<double> fixed() const;
+  // Takes `other`'s values (inputs and previous observation too): a copy of a filter's state.
+  void copy_values(const Frame& other) { values_ = other.values_; }
+  const double* values() const { return values_.data(); }
 
 private:
   const ModelInfo& info_;

@@ -90,6 +90,10 @@ struct Posterior {
   bool particles_chosen = false; // by the pilot rather than --particles
   int64_t warmup = 0, iterations = 0;
   std::vector<std::string> warnings;
+  // SMC^2: the log evidence log p(y) over the independent runs (the chains) and its standard
+  // error, and the method's own diagnostics.
+  std::optional<double> log_evidence, log_evidence_se;
+  nlohmann::json details;
 };
 
 // Recursive maximum likelihood (`rml`): one pass over the observations as a stream, the

@@ -7,6 +7,7 @@
 #include "learning/pmmh.h"
 #include "learning/rml.h"
 #include "learning/score.h"
+#include "learning/smc2.h"
 #include "learning/stochastic_gradient.h"
 #include "smoothing/methods.h"
 
@@ -147,7 +148,9 @@ void register_sampling(MethodRegistry& registry) {
   registry.add_option(Task::Sample,
                       {.flag = "--particles",
                        .help = "Particles of a particle filter; 0: chosen by a pilot run at the "
-                               "starting values so that the log-likelihood's sd is about 1.2",
+                               "starting values so that the log-likelihood's sd is about 1.2 "
+                               "(pmmh), 100 at the start (smc2, which doubles them when its "
+                               "moves' acceptance collapses)",
                        .default_value = defaults.particles});
   Method pmmh;
   pmmh.name = kPmmhName;
@@ -158,6 +161,36 @@ void register_sampling(MethodRegistry& registry) {
   pmmh.options = {"--fix", "--chains", "--warmup", "--iterations", "--filter", "--particles"};
   pmmh.sample = run_pmmh;
   registry.add(std::move(pmmh));
+
+  const Smc2Options smc2_defaults;
+  registry.add_option(Task::Sample, {.flag = "--theta-particles",
+                                     .help = "smc2: parameter particles of each run (also its "
+                                             "draws)",
+                                     .default_value = smc2_defaults.theta_particles,
+                                     .check = MethodOption::Check::Positive});
+  registry.add_option(Task::Sample, {.flag = "--moves",
+                                     .help = "smc2: PMMH moves of every parameter particle at "
+                                             "each resample-move step",
+                                     .default_value = smc2_defaults.moves,
+                                     .check = MethodOption::Check::Positive});
+  Method smc2;
+  smc2.name = kSmc2Name;
+  smc2.title = "SMC^2: a particle filter per parameter particle, with the log evidence";
+  smc2.task = Task::Sample;
+  smc2.rank = 2;
+  smc2.options = {"--fix", "--chains", "--filter", "--particles", "--theta-particles", "--moves"};
+  smc2.sample = [](const MethodRun& run) {
+    Smc2Options opt;
+    opt.fixed = run.options.names("--fix");
+    opt.chains = run.options.integer("--chains");
+    opt.theta_particles = run.options.integer("--theta-particles");
+    opt.moves = run.options.integer("--moves");
+    if (const int64_t n = run.options.integer("--particles"); n > 0)
+      opt.particles = n;
+    opt.filter = run.options.word("--filter");
+    return sample_smc2(run, opt);
+  };
+  registry.add(std::move(smc2));
 }
 
 RmlOptions rml_options(const MethodRun& run) {

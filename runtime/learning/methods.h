@@ -10,6 +10,7 @@ inline constexpr const char* kLbfgsName = "lbfgs";
 inline constexpr const char* kEmName = "em";
 inline constexpr const char* kAdamName = "adam";
 inline constexpr const char* kPmmhName = "pmmh";
+inline constexpr const char* kSmc2Name = "smc2";
 
 void register_learning_methods(MethodRegistry& registry);
 

@@ -96,6 +96,40 @@ void ParticleFilter::set_parameters(const double* theta) {
   buf_->frame.set_parameters(theta);
 }
 
+std::unique_ptr<ParticleFilter> ParticleFilter::clone(uint64_t seed, ThreadPool& pool) const {
+  FilterOptions options = opt_;
+  options.seed = seed;
+  auto c =
+      std::make_unique<ParticleFilter>(model_, info_, buf_->frame.fixed(), data_, options, pool);
+  const int64_t n = info_.n_state * stride_;
+  std::copy(buf_->xa.ptr.get(), buf_->xa.ptr.get() + n, c->buf_->xa.data());
+  std::copy(buf_->xb.ptr.get(), buf_->xb.ptr.get() + n, c->buf_->xb.data());
+  c->buf_->frame.copy_values(buf_->frame);
+  const bool prev_is_a = prev_ == buf_->xa.ptr.get();
+  c->prev_ = prev_is_a ? c->buf_->xa.data() : c->buf_->xb.data();
+  c->cur_ = prev_is_a ? c->buf_->xb.data() : c->buf_->xa.data();
+  c->frame_values_ = frame_values_ ? c->buf_->frame.values() : nullptr;
+  c->t_ = t_;
+  c->lw_ = lw_;
+  c->inc_ = inc_;
+  c->w_ = w_;
+  c->anc_ = anc_;
+  c->bmax_ = bmax_;
+  c->bsum_ = bsum_;
+  c->bsum2_ = bsum2_;
+  c->bx_ = bx_;
+  c->bvar_ = bvar_;
+  c->mean_ = mean_;
+  c->lookahead_ = lookahead_;
+  c->resampled_ = resampled_;
+  c->weight_sum_ = weight_sum_;
+  c->log_sum_prev_ = log_sum_prev_;
+  c->ess_prev_ = ess_prev_;
+  c->res_ = res_;
+  c->start_ = start_;
+  return c;
+}
+
 bool ParticleFilter::step() {
   if (t_ + 1 >= data_.T)
     return false;

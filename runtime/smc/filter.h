@@ -82,6 +82,10 @@ public:
   // The parameters (n_theta numbers) of the steps after the current one, which keep their
   // particles and weights: recursive maximum likelihood moves them as the data arrive.
   void set_parameters(const double* theta);
+  // A copy of the filter as it stands after step t(), whose later steps draw from `seed`'s
+  // streams (the same seed would repeat this filter's draws), running its loops on `pool`. What
+  // SMC^2 gives a parameter particle that resampling duplicated.
+  std::unique_ptr<ParticleFilter> clone(uint64_t seed, ThreadPool& pool) const;
   int64_t T() const { return data_.T; }
   int64_t particles() const { return N_; }
   int64_t stride() const { return stride_; }

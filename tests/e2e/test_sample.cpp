@@ -48,6 +48,7 @@ double kalman_loglik(const std::vector<double>& y, double rho, double sigma) {
 
 struct Moments {
   double mean_rho = 0, sd_rho = 0, mean_sigma = 0, sd_sigma = 0;
+  double log_evidence = 0; // log p(y): the normalised priors times the likelihood, integrated
 };
 
 // The posterior's means and sds by the midpoint rule on a 400 x 400 grid: rho in (-1, 1) under
@@ -74,6 +75,9 @@ Moments quadrature(const std::vector<double>& y) {
       s2 += w * sigma * sigma;
     }
   Moments m;
+  // uniform(-1, 1) has density 1/2, half_normal(1) sqrt(2 / pi) exp(-sigma^2 / 2); cells 2/n x 3/n.
+  m.log_evidence = top + std::log(z) + std::log(0.5) + 0.5 * std::log(2 / std::numbers::pi) +
+                   std::log(2.0 / n) + std::log(3.0 / n);
   m.mean_rho = r1 / z;
   m.sd_rho = std::sqrt(r2 / z - m.mean_rho * m.mean_rho);
   m.mean_sigma = s1 / z;
@@ -164,6 +168,40 @@ TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sampl
                                 .out);
   CHECK(pilot["particles_chosen_by"] == "pilot");
   CHECK(pilot["pilot_loglik_sd"].get<double>() == Approx(1.2).margin(0.05));
+}
+
+TEST_CASE("SMC^2: the log evidence and the posterior match quadrature", "[sample][smc]") {
+  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string data = scratch_path("ar1n.csv");
+  run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
+  const Moments m = quadrature(read_table(data).column("y"));
+  const std::string out = scratch_path("ar1n-smc2.csv");
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "sample", "--method", "smc2", "--data", data, "--json", "--seed", "7",
+              "--chains", "8", "--theta-particles", "500", "--particles", "200", "--out", out})
+          .out);
+  CHECK(j["method"] == "smc2");
+  CHECK(j["likelihood"] == "bootstrap");
+  CHECK(j["iterations"] == 500);
+  const double se = j["log_evidence_se"].get<double>();
+  INFO("log evidence " << j["log_evidence"] << " +- " << se << " vs quadrature " << m.log_evidence
+                       << "; runs " << j["details"].dump());
+  CHECK(se > 0);
+  CHECK(se < 0.1);
+  CHECK(std::abs(j["log_evidence"].get<double>() - m.log_evidence) < 4 * se);
+  CHECK(j["details"]["run_log_evidence"].size() == 8);
+  check_against(j, m);
+  // Each run's draws in Stan's layout: the header and 500 rows beside the comments.
+  const std::string csv = read_file(scratch_path("ar1n-smc2_8.csv"));
+  int rows = 0;
+  for (size_t at = 0; at < csv.size(); at = csv.find('\n', at) + 1)
+    rows += csv[at] != '#';
+  CHECK(rows == 501);
+  // An exact filter is refused: SMC^2 needs a particle filter per parameter particle.
+  const ProcessResult p = run_process(
+      {exe, "sample", "--method", "smc2", "--filter", "kalman", "--data", data, "--json"});
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("SMC^2 runs a particle filter per parameter particle") != std::string::npos);
 }
 
 TEST_CASE("sample never writes a chain's file over its data", "[sample]") {
