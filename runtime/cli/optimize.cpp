@@ -65,6 +65,16 @@ public:
                           {"starts", starts},
                           {"T", data.T},
                           {"elapsed_s", elapsed}};
+      nlohmann::json se = nullptr; // the learned parameters', each in its shape
+      if (!r.standard_errors.empty()) {
+        const nlohmann::json all = params_json(c.info, r.standard_errors);
+        se = nlohmann::json::object();
+        for (const std::string& name : r.learned)
+          se[name] = all[name];
+      }
+      j["standard_errors"] = se;
+      if (r.log_likelihood_se != 0) // a particle filter's estimate (adam)
+        j["log_likelihood_se"] = r.log_likelihood_se;
       if (r.map) // log p(y, theta): the prior densities are normalised
         j["log_posterior"] = r.objective;
       print_json(c, j, data);

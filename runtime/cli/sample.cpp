@@ -97,7 +97,9 @@ private:
     put("#     num_samples = {}\n#     num_warmup = {}\n#     save_warmup = 0\n", post.iterations,
         post.warmup);
     put("#     algorithm = {} (likelihood: {}{})\n", m.name, post.likelihood,
-        post.exact_likelihood ? ", exact" : fmt::format(", {} particles", post.particles));
+        post.exact_likelihood ? ", exact"
+                              : fmt::format(", {} particles{}", post.particles,
+                                            post.details.is_null() ? "" : " at the start"));
     put("# id = {}\n# random\n#   seed = {}\n# data\n#   file = {}\n", chain + 1, c.globals.seed,
         data_);
     put("lp__,accept_stat__");
@@ -162,7 +164,8 @@ private:
       j["details"] = post.details;
     if (!post.exact_likelihood) {
       j["particles"] = post.particles;
-      j["particles_chosen_by"] = post.particles_chosen ? "pilot" : "user";
+      if (post.details.is_null()) // pmmh; smc2 says what it did in its details
+        j["particles_chosen_by"] = post.particles_chosen ? "pilot" : "user";
       if (post.particles_chosen)
         j["pilot_loglik_sd"] = post.pilot_loglik_sd;
     }

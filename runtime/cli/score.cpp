@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "core/params.h"
+#include "learning/information.h"
 
 #include <fmt/format.h>
 
@@ -25,6 +26,9 @@ public:
                     "standard errors")
         ->check(positive_int())
         ->capture_default_str();
+    app->add_flag("--information", information_,
+                  "Also the observed information, -d2 log p(y) / d theta2 over every parameter "
+                  "component, by central differences of the exact score (exact smoothers only)");
   }
 
   void run(const Context& c, const ParamValues& values) override {
@@ -40,9 +44,38 @@ public:
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
+    if (information_ && m.particles)
+      throw Error(fmt::format("score --information: the observed information needs an exact "
+                              "score, and --method {} is a particle smoother (the exact ones, "
+                              "where the structure allows: rts, forward-backward)",
+                              m.name));
     const ScoreResult r = run_method(c, run, "score (filter pass)", [&](const MethodRun& one) {
       return estimate_score(m, one, replicates_);
     });
+    nlohmann::json info_json = nullptr;
+    if (information_) {
+      std::vector<int64_t> components;
+      std::vector<std::string> names;
+      for (const ParamInfo& p : c.info.params) {
+        const std::vector<std::string> cols = column_names(p.name, p.shape);
+        for (int64_t k = 0; k < p.size; ++k) {
+          components.push_back(p.offset + k);
+          names.push_back(cols[k]);
+        }
+      }
+      ThreadPool pool(c.globals.threads);
+      MethodRun at = run;
+      at.pool = &pool;
+      const Eigen::MatrixXd I = observed_information(m, at, components);
+      nlohmann::json rows = nlohmann::json::array();
+      for (Eigen::Index i = 0; i < I.rows(); ++i) {
+        nlohmann::json row = nlohmann::json::array();
+        for (Eigen::Index k = 0; k < I.cols(); ++k)
+          row.push_back(I(i, k));
+        rows.push_back(row);
+      }
+      info_json = {{"components", names}, {"matrix", rows}};
+    }
     if (write_csv())
       write_output(c, out_, score_csv(c.info, r));
     if (json_)
@@ -56,6 +89,7 @@ public:
                   {"log_likelihood", r.log_likelihood},
                   {"score", params_json(c.info, r.score)},
                   {"score_se", params_json(c.info, r.se)},
+                  {"information", info_json},
                   {"elapsed_s", r.elapsed_s},
                   {"threads", c.globals.threads}},
                  data);
@@ -63,6 +97,7 @@ public:
 
 private:
   int64_t replicates_ = 5;
+  bool information_ = false;
 
   static std::string score_csv(const ModelInfo& info, const ScoreResult& r) {
     fmt::memory_buffer csv;

@@ -57,7 +57,14 @@ struct Optimum {
   bool converged = false;
   std::string message; // why it stopped
   int64_t iterations = 0, evaluations = 0;
-  double gradient_norm = 0;         // of the objective in the unconstrained coordinates
+  // The Monte Carlo standard error of log_likelihood when a particle filter estimated it (adam);
+  // 0 when exact.
+  double log_likelihood_se = 0;
+  double gradient_norm = 0; // of the objective in the unconstrained coordinates
+  // Per theta component: the standard error of a learned one from the observed information at
+  // theta (exact methods only; NaN for the others); empty when not computed or not positive
+  // definite there.
+  std::vector<double> standard_errors;
   std::vector<std::string> learned; // the parameters moved (the others were fixed)
   struct Start {
     double initial_objective = 0, objective = 0, log_likelihood = 0;

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "exact/finite_state.h"
 #include "learning/em.h"
+#include "learning/information.h"
 #include "learning/optimize.h"
 #include "learning/pmmh.h"
 #include "learning/rml.h"
@@ -37,20 +38,37 @@ OptimizeOptions optimize_options(const MethodRun& run) {
   return opt;
 }
 
-Optimum run_lbfgs(const MethodRun& run) {
+// Runs `entry` (lbfgs or em) with the exact smoother of the score and gives its optimum the
+// standard errors from the observed information there.
+template <class Entry>
+Optimum with_exact_score(const MethodRun& run, const char* method, const Entry& entry) {
   const ScoreModel sm = score_model(run.model, run.info);
   const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info);
   if (smoother.particles)
     throw Error(fmt::format("optimize --method {}: no exact smoother applies to the score of "
                             "model '{}'",
-                            kLbfgsName, run.info.name));
+                            method, run.info.name));
   const OptionValues smooth_defaults = run.registry->default_options(Task::Smooth);
   MethodRun at{sm.model, sm.info, smooth_defaults, run.seed, false, run.threads};
   at.registry = run.registry;
   at.fixed = run.fixed;
   at.data = run.data;
   at.pool = run.pool;
-  return maximize_likelihood(smoother, at, optimize_options(run));
+  const OptimizeOptions options = optimize_options(run);
+  Optimum best = entry(smoother, at, options);
+  std::vector<double> fixed = *run.fixed;
+  std::copy(best.theta.begin(), best.theta.end(), fixed.begin());
+  at.fixed = &fixed;
+  best.standard_errors =
+      standard_errors(smoother, at, ParameterSpace(run.info, options.fixed), options.map);
+  return best;
+}
+
+Optimum run_lbfgs(const MethodRun& run) {
+  return with_exact_score(
+      run, kLbfgsName, [](const Method& smoother, const MethodRun& at, const OptimizeOptions& o) {
+        return maximize_likelihood(smoother, at, o);
+      });
 }
 
 // Why EM does not apply, or nullopt: its E-step enumerates the states, its M-step needs the score.
@@ -187,6 +205,10 @@ void register_sampling(MethodRegistry& registry) {
     opt.moves = run.options.integer("--moves");
     if (const int64_t n = run.options.integer("--particles"); n > 0)
       opt.particles = n;
+    else if (n < 0)
+      throw Error(fmt::format("sample --method smc2: --particles must be at least 1 (0: start at "
+                              "{}; got {})",
+                              opt.particles, n));
     opt.filter = run.options.word("--filter");
     return sample_smc2(run, opt);
   };
@@ -348,7 +370,11 @@ void register_learning_methods(MethodRegistry& registry) {
     if (Refusal why = em_refusal(run.model, run.info))
       throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
   };
-  em.optimize = [](const MethodRun& run) { return run_em(run, optimize_options(run)); };
+  em.optimize = [](const MethodRun& run) {
+    return with_exact_score(
+        run, kEmName,
+        [&](const Method&, const MethodRun&, const OptimizeOptions& o) { return run_em(run, o); });
+  };
   registry.add(std::move(em));
 
   const AdamOptions adam_defaults;
@@ -370,6 +396,13 @@ void register_learning_methods(MethodRegistry& registry) {
   adam.check = [](const MethodRun& run) {
     if (Refusal why = score_refusal(run.model, run.info))
       throw Error(fmt::format("optimize ({}): {}", kAdamName, *why));
+    if (!(run.options.real("--learning-rate") > 0))
+      throw Error(fmt::format("optimize --method {}: --learning-rate must be positive (got {})",
+                              kAdamName, run.options.real("--learning-rate")));
+    if (run.options.integer("--max-iterations") < kAdamMinSteps)
+      throw Error(fmt::format("optimize --method {}: --max-iterations must be at least {} (the "
+                              "estimate averages the second half of the steps)",
+                              kAdamName, kAdamMinSteps));
   };
   adam.optimize = run_adam;
   registry.add(std::move(adam));

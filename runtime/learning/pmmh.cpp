@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -226,17 +227,17 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
   post.chains.resize(static_cast<size_t>(opt.chains));
   std::atomic<int64_t> next{1}; // chain 0 on this thread, which reports progress
   std::mutex failure_lock;
-  std::string failure;
+  std::exception_ptr failure;
   auto worker = [&](int64_t first) {
     for (int64_t c = first; c < opt.chains; c = next++) {
       try {
         post.chains[static_cast<size_t>(c)] =
             run_chain(target, space, u0, opt, run.seed, static_cast<uint32_t>(c),
                       c == 0 ? run.progress : nullptr);
-      } catch (const Error& e) {
+      } catch (...) { // ssm::Error, std::bad_alloc: rethrown after every thread has joined
         const std::lock_guard<std::mutex> lock(failure_lock);
-        if (failure.empty())
-          failure = e.what();
+        if (!failure)
+          failure = std::current_exception();
       }
     }
   };
@@ -247,8 +248,8 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
   worker(0);
   for (std::thread& t : threads)
     t.join();
-  if (!failure.empty())
-    throw Error(failure);
+  if (failure)
+    std::rethrow_exception(failure);
   for (size_t c = 0; c < post.chains.size(); ++c)
     if (post.chains[c].acceptance_rate < 0.01 && opt.iterations > 0)
       post.warnings.push_back(fmt::format(

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -29,8 +30,10 @@ namespace {
 // Random streams of a run (counters (index, step, site, draw) under the run's seed).
 constexpr uint32_t kSiteStart = 0x5332, kSiteResampleTheta = 0x5333, kSiteMove = 0x5334,
                    kSiteMoveAccept = 0x5335, kSiteFinal = 0x5336;
-// The initial parameter particles: N(u0, kStartScale^2 I) on the unconstrained scale,
-// importance-weighted to the prior (priors are compiled as densities, not samplers).
+// The initial parameter particles: independent Cauchy draws of scale kStartScale around u0 on
+// the unconstrained scale, importance-weighted to the prior (priors are compiled as densities,
+// not samplers). Cauchy tails are heavier than those of the priors on that scale (Gaussian,
+// logistic, exponential for a log-transformed scale parameter), so the weights are bounded.
 constexpr double kStartScale = 2;
 // Below this acceptance rate of a move step the filters' particle count doubles, up to
 // kMaxParticleFactor times the starting count.
@@ -76,13 +79,14 @@ public:
   // start) and returns log p(y_t | y_{0:t-1}, theta) as the filter estimates it.
   double advance(uint64_t seed) {
     while (!pf_ || pf_->t() + 1 >= pf_->T()) { // the next series (data series are not empty)
-      series_ = pf_ ? series_ + 1 : 0;
+      const int64_t next = pf_ ? series_ + 1 : 0;
       FilterOptions o = s_.filter;
       o.particles = particles_;
       o.seed = seed;
       o.history = false;
-      pf_ = std::make_unique<ParticleFilter>(s_.run.model, s_.run.info, fixed_,
-                                             s_.series[series_], o, pool_);
+      pf_ = std::make_unique<ParticleFilter>(s_.run.model, s_.run.info, fixed_, s_.series[next], o,
+                                             pool_);
+      series_ = next;
       before_ = 0;
     }
     pf_->step();
@@ -115,15 +119,15 @@ struct ThetaParticle {
   double log_prior = 0; // log prior density + log-Jacobian at u
   double loglik = 0;    // the filter's estimate of log p(y_{0:t-1} | theta)
   std::unique_ptr<Likelihood> filters;
-  double accept = 1; // acceptance probability of its last move
+  double accept = 0; // acceptance probability of its last move (0: never moved)
 };
 
 // One SMC^2 run.
 class Run {
 public:
   Run(const Setting& s, const Smc2Options& opt, uint64_t seed, uint32_t chain,
-      const std::function<void(int64_t, int64_t)>& progress)
-      : s_(s), opt_(opt), seed_(seed), chain_(chain), progress_(progress), pool_(1),
+      std::function<void(int64_t, int64_t)> progress)
+      : s_(s), opt_(opt), seed_(seed), chain_(chain), progress_(std::move(progress)), pool_(1),
         particles_(opt.particles) {}
 
   struct Outcome {
@@ -141,10 +145,12 @@ public:
       p[i].u = u0;
       double log_q = 0;
       for (int64_t k = 0; k < d; ++k) {
-        const double z = detail::std_normal_at(seed_, chain_, static_cast<uint32_t>(i), kSiteStart,
-                                       static_cast<uint32_t>(k));
+        const double z =
+            std::tan(std::numbers::pi * (philox_u01(seed_, chain_, static_cast<uint32_t>(i),
+                                                    kSiteStart, static_cast<uint32_t>(k)) -
+                                         0.5));
         p[i].u[k] += kStartScale * z;
-        log_q += -0.5 * z * z - std::log(kStartScale) - 0.5 * std::log(2 * std::numbers::pi);
+        log_q += -std::log(std::numbers::pi * kStartScale * (1 + z * z));
       }
       p[i].log_prior = log_prior(p[i].u);
       p[i].filters = fresh(p[i].u);
@@ -162,9 +168,14 @@ public:
         resample(p, logw, t);
         out.acceptance.push_back(move(p, t));
         ++out.resample_moves;
-        if (out.acceptance.back() < kLowAcceptance &&
-            particles_ * 2 <= kMaxParticleFactor * opt_.particles)
+        // At t = 0 the moves target the prior alone: their acceptance says nothing of N_x.
+        if (t > 0 && out.acceptance.back() < kLowAcceptance &&
+            particles_ * 2 <= kMaxParticleFactor * opt_.particles) {
+          // The exchange's incremental weights p_new / p_old enter the evidence too.
+          const double before = log_sum_exp(logw);
           exchange(p, logw, t);
+          out.log_evidence += log_sum_exp(logw) - before;
+        }
       }
       std::vector<double> inc(M);
       for (int64_t i = 0; i < M; ++i) {
@@ -220,7 +231,7 @@ private:
   const Smc2Options& opt_;
   uint64_t seed_;
   uint32_t chain_;
-  const std::function<void(int64_t, int64_t)>& progress_;
+  std::function<void(int64_t, int64_t)> progress_;
   ThreadPool pool_; // one thread: the runs are what runs in parallel
   int64_t particles_;
   uint64_t filters_made_ = 0;
@@ -328,9 +339,8 @@ private:
     cov = cov / static_cast<double>(std::max<int64_t>(M - 1, 1)) * (2.38 * 2.38 / double(d)) +
           Eigen::MatrixXd::Identity(d, d) * 1e-10;
     Eigen::LLT<Eigen::MatrixXd> llt(cov);
-    const Eigen::MatrixXd L = llt.info() == Eigen::Success
-                                  ? Eigen::MatrixXd(llt.matrixL())
-                                  : Eigen::MatrixXd::Identity(d, d) * 0.1;
+    const Eigen::MatrixXd L = llt.info() == Eigen::Success ? Eigen::MatrixXd(llt.matrixL())
+                                                           : Eigen::MatrixXd::Identity(d, d) * 0.1;
     int64_t accepted = 0;
     for (int64_t m = 0; m < opt_.moves; ++m)
       for (int64_t i = 0; i < M; ++i) {
@@ -338,7 +348,8 @@ private:
         const auto at = static_cast<uint32_t>(t * opt_.moves + m);
         Eigen::VectorXd z(d);
         for (int64_t k = 0; k < d; ++k)
-          z[k] = detail::std_normal_at(seed_ ^ mix(chain_), draw, at, kSiteMove, static_cast<uint32_t>(k));
+          z[k] = detail::std_normal_at(seed_ ^ mix(chain_), draw, at, kSiteMove,
+                                       static_cast<uint32_t>(k));
         const Eigen::VectorXd step = L * z;
         std::vector<double> u = p[i].u;
         for (int64_t k = 0; k < d; ++k)
@@ -403,14 +414,17 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
     throw Error(fmt::format("sample --method smc2: --filter {} is exact; SMC^2 runs a particle "
                             "filter per parameter particle (use --method pmmh with an exact "
                             "filter, or --filter {})",
-                            filter->name, registry.choose(Task::Filter, run.model, info, true).name));
+                            filter->name,
+                            registry.choose(Task::Filter, run.model, info, true).name));
   if (Refusal why = filter->why_not(run.model, info))
     throw Error(fmt::format("sample --method smc2: --filter {}: {}", filter->name, *why));
 
-  Setting setting{run, space, {}, particle_filter_options(filter->name,
-                                                          registry.default_options(Task::Filter),
-                                                          run.seed),
-                  0};
+  Setting setting{
+      run,
+      space,
+      {},
+      particle_filter_options(filter->name, registry.default_options(Task::Filter), run.seed),
+      0};
   const ObsData& data = *run.data;
   if (data.series.start.empty())
     setting.series.push_back(data);
@@ -424,17 +438,17 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
   std::vector<Run::Outcome> outcomes(static_cast<size_t>(opt.chains));
   std::atomic<int64_t> next{1}; // run 0 on this thread, which reports progress
   std::mutex failure_lock;
-  std::string failure;
+  std::exception_ptr failure;
   const std::function<void(int64_t, int64_t)> none;
   auto worker = [&](int64_t first) {
     for (int64_t c = first; c < opt.chains; c = next++) {
       try {
         Run one(setting, opt, run.seed, static_cast<uint32_t>(c), c == 0 ? run.progress : none);
         outcomes[static_cast<size_t>(c)] = one(u0);
-      } catch (const Error& e) {
+      } catch (...) { // ssm::Error, std::bad_alloc: rethrown after every thread has joined
         const std::lock_guard<std::mutex> lock(failure_lock);
-        if (failure.empty())
-          failure = e.what();
+        if (!failure)
+          failure = std::current_exception();
       }
     }
   };
@@ -445,18 +459,19 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
   worker(0);
   for (std::thread& t : threads)
     t.join();
-  if (!failure.empty())
-    throw Error(failure);
+  if (failure)
+    std::rethrow_exception(failure);
 
   Posterior post;
   post.likelihood = filter->name;
   post.exact_likelihood = false;
-  post.particles = opt.particles;
+  post.particles = opt.particles; // at the start; details.final_particles after exchanges
   post.iterations = opt.theta_particles;
   for (const LearnedParam& p : space.learned())
     post.learned.push_back(info.params[p.index].name);
   std::vector<double> log_z;
-  nlohmann::json resample_moves = nlohmann::json::array(), final_particles = nlohmann::json::array();
+  nlohmann::json resample_moves = nlohmann::json::array(),
+                 final_particles = nlohmann::json::array();
   for (Run::Outcome& o : outcomes) {
     post.chains.push_back(std::move(o.draws));
     log_z.push_back(o.log_evidence);
@@ -473,6 +488,7 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
   post.log_evidence = log_mean;
   post.log_evidence_se = R > 1 ? std::sqrt(var / (R - 1) / R) : NAN;
   post.details = {{"theta_particles", opt.theta_particles},
+                  {"particles_start", opt.particles},
                   {"moves", opt.moves},
                   {"run_log_evidence", log_z},
                   {"resample_moves", resample_moves},

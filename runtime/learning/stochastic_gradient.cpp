@@ -17,9 +17,17 @@ namespace {
 // Filter runs averaged for the log-likelihood reported at the estimate.
 constexpr int64_t kFinalRuns = 4;
 
-// The seed of step `it` of start k: distinct streams for every smoother run.
+uint64_t mix(uint64_t x) { // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// The seed of step `it` of start k: hashed, so that the series' seeds derived from it
+// (core/series.h adds multiples of a constant) never meet another step's.
 uint64_t step_seed(uint64_t seed, int64_t k, int64_t it, int64_t steps) {
-  return seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(1 + k * (steps + 1) + it);
+  return mix(seed ^ mix(static_cast<uint64_t>(1 + k * (steps + 1) + it)));
 }
 
 // One start: its path, its averaged point and the mean and spread of its gradients there.
@@ -62,18 +70,18 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
     StochasticStart out;
     std::vector<double> u = start_point(u0, run.seed, k);
     std::vector<double> m(d, 0.0), v(d, 0.0), g_sum(d, 0.0), g_sq(d, 0.0);
-    std::vector<double> average(nt, 0.0);
+    std::vector<double> average(d, 0.0); // of u over the second half
     std::vector<double> fixed = given;
     double objective_sum = 0;
     int64_t in_window = 0;
     out.message = fmt::format("{} Adam steps", steps);
     for (int64_t it = 0; it < steps; ++it) {
-      space.constrain(u, {fixed.data(), nt});
       MethodRun at = run;
       at.fixed = &fixed;
       at.seed = step_seed(run.seed, k, it, steps);
       ScoreResult s;
       try {
+        space.constrain(u, {fixed.data(), nt});
         s = estimate_score(smoother, at, 1);
       } catch (const Error& e) {
         out.message = fmt::format("step {}: {}", it + 1, e.what());
@@ -106,11 +114,11 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
         break;
       }
       ++out.iterations;
-      if (it >= window_start) {
+      if (it >= window_start) { // Polyak-Ruppert: the iterates u averaged
         ++in_window;
         const double w = 1.0 / static_cast<double>(in_window);
-        for (size_t c = 0; c < nt; ++c)
-          average[c] += w * (fixed[c] - average[c]);
+        for (int64_t i = 0; i < d; ++i)
+          average[i] += w * (u[i] - average[i]);
         for (int64_t i = 0; i < d; ++i) {
           g_sum[i] += g[i];
           g_sq[i] += g[i] * g[i];
@@ -126,8 +134,9 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
         u[i] += adam.learning_rate * (m[i] / c1) / (std::sqrt(v[i] / c2) + adam.epsilon);
       }
     }
-    if (in_window >= 2) {
-      out.averaged = average;
+    if (in_window >= 2 && out.iterations == steps) { // a start that failed is not a candidate
+      out.averaged.assign(given.begin(), given.begin() + n);
+      space.constrain(average, out.averaged);
       out.window_objective = objective_sum / static_cast<double>(in_window);
       const auto W = static_cast<double>(in_window);
       double norm2 = 0;
@@ -153,6 +162,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
     }
     out.start.converged = out.stationary;
     out.start.objective = out.window_objective;
+    out.start.log_likelihood = NAN; // known at the chosen start's estimate only
     starts.push_back(out);
   }
   const StochasticStart* chosen = nullptr;
@@ -175,7 +185,17 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
   MethodRun at = run;
   at.fixed = &fixed;
   at.seed = step_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
-  best.log_likelihood = estimate_score(smoother, at, kFinalRuns).log_likelihood;
+  try {
+    const ScoreResult final_runs = estimate_score(smoother, at, kFinalRuns);
+    best.log_likelihood = final_runs.log_likelihood;
+    double ss = 0;
+    for (double l : final_runs.replicate_loglik)
+      ss += (l - best.log_likelihood) * (l - best.log_likelihood);
+    best.log_likelihood_se = std::sqrt(ss / (kFinalRuns - 1) / kFinalRuns);
+  } catch (const Error&) { // the estimate stands; its log-likelihood is unknown
+    best.log_likelihood = NAN;
+    best.log_likelihood_se = NAN;
+  }
   best.objective = best.log_likelihood;
   if (options.map) {
     std::vector<double> prior(1 + nt);

@@ -11,6 +11,9 @@
 
 namespace ssm {
 
+// The fewest steps: the average and the verdict need a few in the second half.
+inline constexpr int64_t kAdamMinSteps = 4;
+
 struct AdamOptions {
   double learning_rate = 0.05; // on the unconstrained scale
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;

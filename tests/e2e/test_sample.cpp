@@ -197,6 +197,21 @@ TEST_CASE("SMC^2: the log evidence and the posterior match quadrature", "[sample
   for (size_t at = 0; at < csv.size(); at = csv.find('\n', at) + 1)
     rows += csv[at] != '#';
   CHECK(rows == 501);
+  // Four state particles to start with: the moves' acceptance collapses and the exchange step
+  // doubles them; the evidence, reweighted at each doubling, still matches quadrature. The same
+  // seed gives the same runs on one thread and on two.
+  std::vector<nlohmann::json> few;
+  for (const char* threads : {"1", "2"})
+    few.push_back(nlohmann::json::parse(
+        run_ok({exe, "--threads", threads, "sample", "--method", "smc2", "--data", data, "--json",
+                "--seed", "8", "--chains", "8", "--theta-particles", "300", "--particles", "4"})
+            .out));
+  CHECK(few[0]["details"]["run_log_evidence"] == few[1]["details"]["run_log_evidence"]);
+  for (const nlohmann::json& n : few[0]["details"]["final_particles"])
+    CHECK(n.get<int>() > 4);
+  const double few_se = few[0]["log_evidence_se"].get<double>();
+  INFO("from 4 particles: " << few[0]["log_evidence"] << " +- " << few_se);
+  CHECK(std::abs(few[0]["log_evidence"].get<double>() - m.log_evidence) < 4 * few_se);
   // An exact filter is refused: SMC^2 needs a particle filter per parameter particle.
   const ProcessResult p = run_process(
       {exe, "sample", "--method", "smc2", "--filter", "kalman", "--data", data, "--json"});
