@@ -1,6 +1,8 @@
 // The worker pool behind the runtime's parallel loops.
 #include "core/thread_pool.h"
 
+#include <algorithm>
+
 namespace ssm {
 
 ThreadPool::ThreadPool(int threads) {
@@ -103,6 +105,32 @@ void ThreadPool::worker_loop() {
     }
     work(gen, fn, ctx, n);
   }
+}
+
+void run_independent(int64_t n, int threads, const std::function<void(int64_t)>& f) {
+  std::atomic<int64_t> next{1};
+  std::mutex failure_lock;
+  std::exception_ptr failure;
+  auto worker = [&](int64_t first) {
+    for (int64_t k = first; k < n; k = next++) {
+      try {
+        f(k);
+      } catch (...) { // ssm::Error, std::bad_alloc: rethrown after every thread has joined
+        const std::lock_guard<std::mutex> lock(failure_lock);
+        if (!failure)
+          failure = std::current_exception();
+      }
+    }
+  };
+  const int64_t workers = std::min<int64_t>(n, std::max(1, threads));
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w)
+    pool.emplace_back(worker, next++);
+  worker(0);
+  for (std::thread& t : pool)
+    t.join();
+  if (failure)
+    std::rethrow_exception(failure);
 }
 
 int default_threads() {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -55,6 +56,12 @@ private:
   std::atomic<int64_t> done_{0}; // tasks finished in the current loop
   std::exception_ptr error_;
 };
+
+// Runs f(k) for every k in [0, n) on min(n, threads) threads, task 0 on the calling thread (so
+// that it may report progress), each thread taking the next task when done: for independent
+// runs (chains) whose results depend on k only. Rethrows the first exception after every thread
+// has joined.
+void run_independent(int64_t n, int threads, const std::function<void(int64_t)>& f);
 
 // Default thread count: all cores (at least 1).
 int default_threads();

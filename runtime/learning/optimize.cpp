@@ -202,15 +202,20 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
       run, options);
 }
 
-Optimum maximize(const ObjectiveFunction& objective, const MethodRun& run,
-                 const OptimizeOptions& options) {
-  const ParameterSpace space(run.info, options.fixed);
+ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions& options) {
+  ParameterSpace space(run.info, options.fixed);
   if (space.dimension() == 0)
     throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
   if (options.map && !run.model.prior_logpdf)
     throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
                             "'{}': {}",
                             run.info.name, run.info.no_prior_reason));
+  return space;
+}
+
+Optimum maximize(const ObjectiveFunction& objective, const MethodRun& run,
+                 const OptimizeOptions& options) {
+  const ParameterSpace space = optimized_parameters(run, options);
   const int64_t n = space.n_theta();
   const std::vector<double>& given = *run.fixed;
   const std::vector<double> u0 = space.unconstrain(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/method_registry.h"
+#include "learning/parameter_space.h"
 
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,11 @@ struct ObjectiveValue {
   double log_likelihood = 0;
 };
 using ObjectiveFunction = std::function<ObjectiveValue(const std::vector<double>& fixed)>;
+
+// The learned parameters of an optimisation (every one with a value or a prior, minus
+// options.fixed). Throws ssm::Error when there is none, or with options.map when the compiler
+// derived no prior density.
+ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions& options);
 
 // The unconstrained point of start k (--inits): u0 for k = 0, else u0 plus independent
 // uniform(-2, 2) draws from `seed`, as Stan draws its inits.

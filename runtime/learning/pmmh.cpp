@@ -12,12 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
-#include <thread>
 
 namespace ssm {
 
@@ -175,9 +171,9 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
 
 } // namespace
 
-Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
+ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::string>& fixed) {
   const ModelInfo& info = run.info;
-  const ParameterSpace space(info, opt.fixed);
+  ParameterSpace space(info, fixed);
   if (space.dimension() == 0)
     throw Error("sample: no parameter to sample (every parameter is fixed or has no value)");
   if (!run.model.prior_logpdf)
@@ -189,6 +185,12 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
                               "...`) or keep it at its value with --fix {}",
                               info.params[p.index].name, info.params[p.index].name,
                               info.params[p.index].name));
+  return space;
+}
+
+Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
+  const ModelInfo& info = run.info;
+  const ParameterSpace space = sampled_parameters(run, opt.fixed);
   const MethodRegistry& registry = *run.registry;
   const Method* filter = opt.filter == "auto" ? &registry.choose(Task::Filter, run.model, info)
                                               : registry.find(Task::Filter, opt.filter);
@@ -225,31 +227,11 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
 
   // Chains on min(chains, threads) workers; each chain's draws depend on (seed, chain) only.
   post.chains.resize(static_cast<size_t>(opt.chains));
-  std::atomic<int64_t> next{1}; // chain 0 on this thread, which reports progress
-  std::mutex failure_lock;
-  std::exception_ptr failure;
-  auto worker = [&](int64_t first) {
-    for (int64_t c = first; c < opt.chains; c = next++) {
-      try {
-        post.chains[static_cast<size_t>(c)] =
-            run_chain(target, space, u0, opt, run.seed, static_cast<uint32_t>(c),
-                      c == 0 ? run.progress : nullptr);
-      } catch (...) { // ssm::Error, std::bad_alloc: rethrown after every thread has joined
-        const std::lock_guard<std::mutex> lock(failure_lock);
-        if (!failure)
-          failure = std::current_exception();
-      }
-    }
-  };
-  const int64_t workers = std::min<int64_t>(opt.chains, std::max(1, run.threads));
-  std::vector<std::thread> threads;
-  for (int64_t w = 1; w < workers; ++w)
-    threads.emplace_back(worker, next++);
-  worker(0);
-  for (std::thread& t : threads)
-    t.join();
-  if (failure)
-    std::rethrow_exception(failure);
+  run_independent(opt.chains, run.threads, [&](int64_t c) {
+    post.chains[static_cast<size_t>(c)] =
+        run_chain(target, space, u0, opt, run.seed, static_cast<uint32_t>(c),
+                  c == 0 ? run.progress : nullptr);
+  });
   for (size_t c = 0; c < post.chains.size(); ++c)
     if (post.chains[c].acceptance_rate < 0.01 && opt.iterations > 0)
       post.warnings.push_back(fmt::format(

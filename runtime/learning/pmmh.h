@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/method_registry.h"
+#include "learning/parameter_space.h"
 
 #include <cstdint>
 #include <string>
@@ -26,5 +27,9 @@ struct SampleOptions {
 inline constexpr double kTargetLoglikSd = 1.2;
 
 Posterior sample_pmmh(const MethodRun& run, const SampleOptions& options);
+
+// The sampled parameters (every one with a value, minus `fixed`), each of which must have a
+// prior, with the compiler's prior density: throws ssm::Error naming what is missing.
+ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::string>& fixed);
 
 } // namespace ssm

@@ -5,6 +5,7 @@
 #include "kernel/rng.h"
 #include "kernel/sampler_algorithms.h"
 #include "learning/parameter_space.h"
+#include "learning/pmmh.h"
 #include "smc/filter.h"
 #include "smc/filter_methods.h"
 #include "smc/resample.h"
@@ -14,14 +15,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <numbers>
-#include <thread>
 
 namespace ssm {
 
@@ -391,18 +388,7 @@ private:
 
 Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
   const ModelInfo& info = run.info;
-  const ParameterSpace space(info, opt.fixed);
-  if (space.dimension() == 0)
-    throw Error("sample: no parameter to sample (every parameter is fixed or has no value)");
-  if (!run.model.prior_logpdf)
-    throw Error(fmt::format("sample: the compiler derived no prior density for model '{}': {}",
-                            info.name, info.no_prior_reason));
-  for (const LearnedParam& p : space.learned())
-    if (info.params[p.index].prior.empty())
-      throw Error(fmt::format("sample: parameter '{}' has no prior; give it one (`param {} ~ "
-                              "...`) or keep it at its value with --fix {}",
-                              info.params[p.index].name, info.params[p.index].name,
-                              info.params[p.index].name));
+  const ParameterSpace space = sampled_parameters(run, opt.fixed);
   const MethodRegistry& registry = *run.registry;
   const Method* filter = opt.filter == "auto"
                              ? &registry.choose(Task::Filter, run.model, info, true)
@@ -436,31 +422,11 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
   const std::vector<double> u0 =
       space.unconstrain({run.fixed->data(), static_cast<size_t>(space.n_theta())});
   std::vector<Run::Outcome> outcomes(static_cast<size_t>(opt.chains));
-  std::atomic<int64_t> next{1}; // run 0 on this thread, which reports progress
-  std::mutex failure_lock;
-  std::exception_ptr failure;
-  const std::function<void(int64_t, int64_t)> none;
-  auto worker = [&](int64_t first) {
-    for (int64_t c = first; c < opt.chains; c = next++) {
-      try {
-        Run one(setting, opt, run.seed, static_cast<uint32_t>(c), c == 0 ? run.progress : none);
-        outcomes[static_cast<size_t>(c)] = one(u0);
-      } catch (...) { // ssm::Error, std::bad_alloc: rethrown after every thread has joined
-        const std::lock_guard<std::mutex> lock(failure_lock);
-        if (!failure)
-          failure = std::current_exception();
-      }
-    }
-  };
-  const int64_t workers = std::min<int64_t>(opt.chains, std::max(1, run.threads));
-  std::vector<std::thread> threads;
-  for (int64_t w = 1; w < workers; ++w)
-    threads.emplace_back(worker, next++);
-  worker(0);
-  for (std::thread& t : threads)
-    t.join();
-  if (failure)
-    std::rethrow_exception(failure);
+  run_independent(opt.chains, run.threads, [&](int64_t c) { // run 0 reports progress
+    Run one(setting, opt, run.seed, static_cast<uint32_t>(c),
+            c == 0 ? run.progress : std::function<void(int64_t, int64_t)>());
+    outcomes[static_cast<size_t>(c)] = one(u0);
+  });
 
   Posterior post;
   post.likelihood = filter->name;

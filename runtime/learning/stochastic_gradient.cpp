@@ -46,13 +46,7 @@ struct StochasticStart {
 
 Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options, const AdamOptions& adam) {
-  const ParameterSpace space(run.info, options.fixed);
-  if (space.dimension() == 0)
-    throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
-  if (options.map && !run.model.prior_logpdf)
-    throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
-                            "'{}': {}",
-                            run.info.name, run.info.no_prior_reason));
+  const ParameterSpace space = optimized_parameters(run, options);
   const int64_t n = space.n_theta(), d = space.dimension(), steps = options.max_iterations;
   const auto nt = static_cast<size_t>(n);
   const std::vector<double>& given = *run.fixed;
