@@ -117,6 +117,7 @@ Optimum run_adam(const MethodRun& run) {
   at.fixed = run.fixed;
   at.data = run.data;
   at.pool = run.pool;
+  at.progress = run.progress; // per step (maximize_stochastic), not per smoother pass
   const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info, true);
   AdamOptions adam;
   adam.learning_rate = run.options.real("--learning-rate");

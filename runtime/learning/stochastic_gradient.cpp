@@ -73,6 +73,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
       MethodRun at = run;
       at.fixed = &fixed;
       at.seed = step_seed(run.seed, k, it, steps);
+      at.progress = nullptr; // the steps report progress, not each smoother pass
       ScoreResult s;
       try {
         space.constrain(u, {fixed.data(), nt});
@@ -108,6 +109,8 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
         break;
       }
       ++out.iterations;
+      if (run.progress)
+        run.progress(k * steps + it, std::max<int64_t>(options.inits, 1) * steps);
       if (it >= window_start) { // Polyak-Ruppert: the iterates u averaged
         ++in_window;
         const double w = 1.0 / static_cast<double>(in_window);
@@ -179,6 +182,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
   MethodRun at = run;
   at.fixed = &fixed;
   at.seed = step_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
+  at.progress = nullptr;
   try {
     const ScoreResult final_runs = estimate_score(smoother, at, kFinalRuns);
     best.log_likelihood = final_runs.log_likelihood;
