@@ -51,6 +51,15 @@ SSM_INLINE void philox_u01x2(uint64_t seed, uint32_t n, uint32_t t, uint32_t sit
   u1 = u01_open53(r[2], r[3]);
 }
 
+// splitmix64's finaliser: a seed for a derived stream (a chain's, a step's, a filter's) from a
+// seed and an index, so that derived seeds never meet as sums of multiples would.
+SSM_INLINE uint64_t mix_seed(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 // First uniform of a block, for callers that need a single one.
 SSM_INLINE double philox_u01(uint64_t seed, uint32_t n, uint32_t t, uint32_t site, uint32_t draw) {
   double u0, u1;

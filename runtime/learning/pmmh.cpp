@@ -22,13 +22,6 @@ namespace {
 constexpr uint32_t kSiteStep = 0x504d, kSiteAccept = 0x504e, kSiteInit = 0x504f;
 constexpr int64_t kPilotRuns = 16, kPilotParticles = 100;
 
-uint64_t mix(uint64_t x) { // splitmix64's finaliser: distinct filter seeds per (chain, draw)
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // The log target on the unconstrained scale, and what a chain needs to evaluate it.
 class Target {
 public:
@@ -83,7 +76,8 @@ int64_t pilot_particles(const Target& target, OptionValues& options,
   options.slot("--particles") = kPilotParticles;
   std::vector<double> lls;
   for (int64_t k = 0; k < kPilotRuns; ++k)
-    lls.push_back(target.loglik(theta, mix(seed ^ mix(static_cast<uint64_t>(k) + 77)), pool));
+    lls.push_back(
+        target.loglik(theta, mix_seed(seed ^ mix_seed(static_cast<uint64_t>(k) + 77)), pool));
   double mean = 0, var = 0;
   for (double v : lls)
     mean += v / kPilotRuns;
@@ -109,10 +103,10 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
     for (Eigen::Index k = 0; k < d; ++k)
       u[k] += philox_u01(seed, chain, 0, kSiteInit, static_cast<uint32_t>(k)) - 0.5;
   std::vector<double> theta, proposed_theta;
-  double lp = target(u, mix(seed ^ mix(chain)), pool, theta);
+  double lp = target(u, mix_seed(seed ^ mix_seed(chain)), pool, theta);
   for (int tries = 0; !std::isfinite(lp) && tries < 20 && chain > 0; ++tries) {
     u = u0; // a dispersed start outside the support's finite region: fall back
-    lp = target(u, mix(seed ^ mix(chain) ^ mix(100 + tries)), pool, theta);
+    lp = target(u, mix_seed(seed ^ mix_seed(chain) ^ mix_seed(100 + tries)), pool, theta);
   }
   if (!std::isfinite(lp))
     throw Error(fmt::format("sample: the log posterior is not finite at the start of chain {} "
@@ -130,8 +124,9 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
     for (Eigen::Index k = 0; k < d; ++k)
       z[k] = detail::std_normal_at(seed, chain, it, kSiteStep, static_cast<uint32_t>(k));
     const Eigen::VectorXd proposal = u + L * z;
-    const double lp_new = target(
-        proposal, mix(seed ^ mix((static_cast<uint64_t>(chain) << 40) + i)), pool, proposed_theta);
+    const double lp_new =
+        target(proposal, mix_seed(seed ^ mix_seed((static_cast<uint64_t>(chain) << 40) + i)), pool,
+               proposed_theta);
     const double log_ratio = lp_new - lp;
     const double accept = std::isfinite(log_ratio) ? std::min(1.0, std::exp(log_ratio)) : 0.0;
     if (philox_u01(seed, chain, it, kSiteAccept, 0) < accept) {

@@ -38,13 +38,6 @@ constexpr double kLowAcceptance = 0.2;
 constexpr int64_t kMaxParticleFactor = 64;
 constexpr double kEssThreshold = 0.5;
 
-uint64_t mix(uint64_t x) { // splitmix64's finaliser: distinct filter seeds
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 double log_sum_exp(const std::vector<double>& v) {
   double m = -std::numeric_limits<double>::infinity();
   for (double x : v)
@@ -233,7 +226,9 @@ private:
   int64_t particles_;
   uint64_t filters_made_ = 0;
 
-  uint64_t filter_seed() { return mix(seed_ ^ mix((uint64_t{chain_} << 44) + ++filters_made_)); }
+  uint64_t filter_seed() {
+    return mix_seed(seed_ ^ mix_seed((uint64_t{chain_} << 44) + ++filters_made_));
+  }
 
   // log prior density + log-Jacobian at u; -inf outside the support's finite region.
   double log_prior(const std::vector<double>& u) const {
@@ -345,7 +340,7 @@ private:
         const auto at = static_cast<uint32_t>(t * opt_.moves + m);
         Eigen::VectorXd z(d);
         for (int64_t k = 0; k < d; ++k)
-          z[k] = detail::std_normal_at(seed_ ^ mix(chain_), draw, at, kSiteMove,
+          z[k] = detail::std_normal_at(seed_ ^ mix_seed(chain_), draw, at, kSiteMove,
                                        static_cast<uint32_t>(k));
         const Eigen::VectorXd step = L * z;
         std::vector<double> u = p[i].u;
@@ -359,7 +354,7 @@ private:
         const double log_ratio = lp + ll - p[i].log_prior - p[i].loglik;
         const double accept = std::isfinite(log_ratio) ? std::min(1.0, std::exp(log_ratio)) : 0;
         p[i].accept = accept;
-        if (philox_u01(seed_ ^ mix(chain_), draw, at, kSiteMoveAccept, 0) < accept) {
+        if (philox_u01(seed_ ^ mix_seed(chain_), draw, at, kSiteMoveAccept, 0) < accept) {
           p[i].u = std::move(u);
           p[i].log_prior = lp;
           p[i].loglik = ll;

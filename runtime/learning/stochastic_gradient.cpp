@@ -2,6 +2,7 @@
 // stochastic_gradient.h.
 #include "learning/stochastic_gradient.h"
 #include "core/error.h"
+#include "kernel/rng.h"
 #include "learning/parameter_space.h"
 #include "learning/score.h"
 
@@ -17,17 +18,10 @@ namespace {
 // Filter runs averaged for the log-likelihood reported at the estimate.
 constexpr int64_t kFinalRuns = 4;
 
-uint64_t mix(uint64_t x) { // splitmix64's finaliser
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // The seed of step `it` of start k: hashed, so that the series' seeds derived from it
 // (core/series.h adds multiples of a constant) never meet another step's.
 uint64_t step_seed(uint64_t seed, int64_t k, int64_t it, int64_t steps) {
-  return mix(seed ^ mix(static_cast<uint64_t>(1 + k * (steps + 1) + it)));
+  return mix_seed(seed ^ mix_seed(static_cast<uint64_t>(1 + k * (steps + 1) + it)));
 }
 
 // One start: its path, its averaged point and the mean and spread of its gradients there.
@@ -145,17 +139,15 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
         norm2 += mean * mean;
       }
       out.mean_gradient_norm = std::sqrt(norm2);
-      out.stationary = stationary && out.iterations == steps;
-      if (out.iterations == steps)
-        out.message =
-            stationary
-                ? fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
-                              "within 3 standard errors of 0 in every coordinate",
-                              steps, in_window)
-                : fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
-                              "still away from 0 (more --max-iterations, or a larger "
-                              "--learning-rate)",
-                              steps, in_window);
+      out.stationary = stationary;
+      out.message =
+          stationary ? fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
+                                   "within 3 standard errors of 0 in every coordinate",
+                                   steps, in_window)
+                     : fmt::format("{} Adam steps; over the averaged last {}, the mean gradient is "
+                                   "still away from 0 (more --max-iterations, or a larger "
+                                   "--learning-rate)",
+                                   steps, in_window);
     }
     out.start.converged = out.stationary;
     out.start.objective = out.window_objective;
