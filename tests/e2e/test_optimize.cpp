@@ -284,6 +284,18 @@ TEST_CASE("optimize --method lbfgs refuses a model without an exact likelihood; 
                                 .out);
   CHECK(j["method"] == "adam");
   CHECK(j["iterations"] == 20);
+  // Settings adam cannot run with are refused before any work.
+  ProcessResult bad =
+      run_process({exe, "optimize", "--data", sim, "--json", "--learning-rate", "0"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--learning-rate must be positive") != std::string::npos);
+  bad = run_process({exe, "optimize", "--data", sim, "--json", "--max-iterations", "3"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--max-iterations must be at least 4") != std::string::npos);
+  bad = run_process(
+      {exe, "sample", "--method", "smc2", "--data", sim, "--json", "--particles", "-1"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--particles must be at least 1") != std::string::npos);
 }
 
 TEST_CASE("optimize's standard errors and score --information: the Hessian of the exact "
