@@ -45,6 +45,7 @@ struct PassContext {
   std::optional<TransitionDensity> density;
   std::optional<AdditiveFunctionals> functionals;
   std::optional<Derivatives> derivatives;
+  std::optional<EmSteps> em_steps;
 };
 
 class Pass {

@@ -31,6 +31,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["derivatives"] = create_derivatives;
     builtins["plate-items"] = create_plate_items;
     builtins["net-outputs"] = create_net_outputs;
+    builtins["em-m-steps"] = create_em_m_steps;
     return builtins;
   }();
   return passes;

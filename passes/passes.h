@@ -16,6 +16,7 @@ std::unique_ptr<Pass> create_additive_functionals(); // additive_functionals.cpp
 std::unique_ptr<Pass> create_derivatives();          // derivatives.cpp
 std::unique_ptr<Pass> create_plate_items();          // plate_items.cpp
 std::unique_ptr<Pass> create_net_outputs();          // net_outputs.cpp
+std::unique_ptr<Pass> create_em_m_steps();           // em_m_steps.cpp
 
 // Carries reads of x[t-k], k >= 2, in hidden states (augment_lags.cpp). Code generation needs a
 // first-order state, so the driver applies it after any pipeline; a no-op when already done.
@@ -35,6 +36,6 @@ void hoist_net_calls(ir::Model& model);
 // as `x` and one node per value.
 inline constexpr std::string_view default_pipeline =
     "augment-lags,constant-fold,cse,markov-structure,linear-gaussian,finite-state,density,"
-    "additive-functionals";
+    "additive-functionals,em-m-steps";
 
 } // namespace ssm::passes

@@ -187,4 +187,77 @@ struct AdditiveFunctionals {
   std::string report() const;
 };
 
+// em-m-steps: the relations whose parameters EM's M-step updates in closed form, from expected
+// sufficient statistics, and for each parameter whether it is one of them and why not. A piece
+// is read by the runtime (runtime/learning/closed_form.h) at the E-step's weighted points: the
+// state at t and t-1 and the observation at t, so every quantity it needs is a `ReadSum` of them.
+struct PointRead {
+  bool obs = false; // an observation component (at t), else a state component
+  int offset = 0;   // the component: Model::state_offset / obs_offset plus its position
+  int lag = 0;      // states: 0 for x[t], 1 for x[t-1]
+  bool operator==(const PointRead&) const = default;
+};
+// constant + sum of coefficient * read.
+struct ReadSum {
+  double constant = 0;
+  std::vector<std::pair<double, PointRead>> terms;
+};
+// A parameter's theta components as a piece uses them: one (shared by every value of the
+// piece's group read) or one per group (`mu[z[t]]`: mu's component g where z[t] = g).
+using ThetaSlots = std::vector<int>;
+
+struct ConjugatePiece {
+  enum class Family {
+    Categorical, // target ~ categorical(p), p a vector parameter or a row P[g]: counts
+    Poisson,     // target ~ poisson(exposure * rate): rate = sum w y / sum w exposure
+    Bernoulli,   // target ~ bernoulli(p): p = sum w y / sum w
+    Normal,      // target ~ normal(offset + sum_j beta_j feature_j, noise): least squares
+    MvNormal,    // target ~ mvnormal(offset + M features, Sigma): multivariate least squares
+  };
+  enum class Noise { Constant, Sd, Variance, Cov };
+  Family family = Family::Normal;
+  ir::BlockKind block = ir::BlockKind::Transition;
+  std::string relation; // "z[t] ~ categorical"
+  ir::SourceLoc loc;
+  std::vector<PointRead> target;  // one read per component
+  std::optional<PointRead> group; // the integer read that indexes per-group slots
+  int groups = 1;
+  // categorical: per group (or one), the K theta components of the probabilities
+  std::vector<ThetaSlots> probabilities;
+  // poisson, bernoulli: the rate or probability, and (poisson) the exposure it multiplies
+  ThetaSlots rate;
+  ReadSum exposure;
+  // normal, mvnormal: the part of the mean without parameters, per target component; normal:
+  // the coefficients beta_j and their features; mvnormal: the features f and, per target
+  // component i, the theta component of each feature's coefficient: mean_i = offset_i +
+  // sum_j theta[matrix[i][j]] f_j (`A * x[t-1] + b`: the features x[t-1] and 1).
+  std::vector<ReadSum> offset;
+  struct Coefficient {
+    ThetaSlots theta;
+    ReadSum feature;
+  };
+  std::vector<Coefficient> coefficients;
+  std::vector<ThetaSlots> matrix;
+  std::vector<ReadSum> features;
+  Noise noise = Noise::Constant;
+  ThetaSlots noise_theta;  // sd, variance (per group or one), or the cov matrix's first component
+  std::vector<int> params; // the model parameters it reads
+};
+
+struct EmSteps {
+  std::vector<ConjugatePiece> pieces;
+  struct Verdict {
+    std::string param;
+    bool closed_form = false;
+    std::vector<int> pieces; // the pieces that read it (closed form: all of them are)
+    std::string reason;      // when not
+  };
+  std::vector<Verdict> params; // one per model parameter, in declaration order
+  // The observation components that relations read at t besides their own target (`y2[t] ~
+  // normal(2 * y1[t], 1)`): where one is missing, EM's points do not hold its posterior.
+  std::vector<int> observations_read;
+  std::string summary() const;
+  std::string report() const;
+};
+
 } // namespace ssm::passes

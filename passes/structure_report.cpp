@@ -33,6 +33,8 @@ void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
     create_density()->run(model, context);
   if (!context.functionals)
     create_additive_functionals()->run(model, context);
+  if (!context.em_steps)
+    create_em_m_steps()->run(model, context);
 }
 
 std::string structure_summary(const PassContext& context) {
@@ -47,6 +49,8 @@ std::string structure_summary(const PassContext& context) {
     out += context.density->summary() + "\n";
   if (context.functionals && !context.functionals->functionals.empty())
     out += context.functionals->summary() + "\n";
+  if (context.em_steps && !context.em_steps->params.empty())
+    out += context.em_steps->summary() + "\n";
   return out;
 }
 
@@ -154,6 +158,8 @@ std::string structure_report(const ir::Model& model, const PassContext& context)
     sections.push_back(context.density->report());
   if (context.functionals && !context.functionals->functionals.empty())
     sections.push_back(context.functionals->report());
+  if (context.em_steps && !context.em_steps->params.empty())
+    sections.push_back(context.em_steps->report());
   std::string out;
   for (size_t i = 0; i < sections.size(); ++i)
     out += (i > 0 ? "\n" : "") + sections[i];
@@ -276,6 +282,59 @@ json functionals_json(const AdditiveFunctionals& a) {
   return out;
 }
 
+json point_read_json(const PointRead& r) {
+  return json::array({r.obs ? "obs" : "state", r.offset, r.lag});
+}
+
+json read_sum_json(const ReadSum& r) {
+  json terms = json::array();
+  for (const auto& [coef, read] : r.terms)
+    terms.push_back({coef, read.obs ? "obs" : "state", read.offset, read.lag});
+  return {{"constant", r.constant}, {"terms", terms}};
+}
+
+json em_steps_json(const EmSteps& e) {
+  static constexpr const char* kFamilies[] = {"categorical", "poisson", "bernoulli", "normal",
+                                              "mvnormal"};
+  static constexpr const char* kNoises[] = {"constant", "sd", "variance", "cov"};
+  json pieces = json::array();
+  for (const ConjugatePiece& p : e.pieces) {
+    json target = json::array(), offset = json::array(), features = json::array(),
+         coefficients = json::array(), params = json::array();
+    for (const PointRead& r : p.target)
+      target.push_back(point_read_json(r));
+    for (const ReadSum& r : p.offset)
+      offset.push_back(read_sum_json(r));
+    for (const ReadSum& r : p.features)
+      features.push_back(read_sum_json(r));
+    for (const auto& c : p.coefficients)
+      coefficients.push_back({{"theta", c.theta}, {"feature", read_sum_json(c.feature)}});
+    pieces.push_back({{"relation", p.relation},
+                      {"block", ir::block_name(p.block)},
+                      {"family", kFamilies[static_cast<int>(p.family)]},
+                      {"loc", loc_json(p.loc)},
+                      {"target", target},
+                      {"group", p.group ? point_read_json(*p.group) : json(nullptr)},
+                      {"groups", p.groups},
+                      {"probabilities", p.probabilities},
+                      {"rate", p.rate},
+                      {"exposure", read_sum_json(p.exposure)},
+                      {"offset", offset},
+                      {"coefficients", coefficients},
+                      {"matrix", p.matrix},
+                      {"features", features},
+                      {"noise", kNoises[static_cast<int>(p.noise)]},
+                      {"noise_theta", p.noise_theta}});
+  }
+  json params = json::array();
+  for (const EmSteps::Verdict& v : e.params)
+    params.push_back({{"name", v.param},
+                      {"closed_form", v.closed_form},
+                      {"pieces", v.pieces},
+                      {"reason", string_or_null(v.reason)}});
+  return {{"pieces", pieces}, {"params", params}, {"observations_read", e.observations_read}};
+}
+
 template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {
   return result ? f(*result) : json(nullptr);
 }
@@ -312,6 +371,7 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["finite_state"] = or_null(context.finite_state, finite_state_json);
   out["density"] = or_null(context.density, density_json);
   out["functionals"] = or_null(context.functionals, functionals_json);
+  out["em_steps"] = or_null(context.em_steps, em_steps_json);
   if (model.items)
     out["items"] = "n";
   if (!model.is_state_space()) {

@@ -73,6 +73,12 @@ public:
           se[name] = all[name];
       }
       j["standard_errors"] = se;
+      if (!r.m_steps.empty()) { // em: how each parameter was updated
+        nlohmann::json steps = nlohmann::json::object();
+        for (const auto& [name, how] : r.m_steps)
+          steps[name] = how;
+        j["m_step"] = steps;
+      }
       if (r.log_likelihood_se != 0) // a particle filter's estimate (adam)
         j["log_likelihood_se"] = r.log_likelihood_se;
       if (r.map) // log p(y, theta): the prior densities are normalised
@@ -94,7 +100,7 @@ private:
     for (const std::string& name : r.learned) {
       learned.push_back(info.find_param(name));
       for (const std::string& col : column_names(name, learned.back()->shape))
-        columns.push_back(col);
+        columns.push_back(csv_name(col));
     }
     fmt::memory_buffer csv;
     fmt::format_to(std::back_inserter(csv), "evaluation,start,log_likelihood,{}gradient_norm,{}\n",

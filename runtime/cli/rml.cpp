@@ -62,7 +62,7 @@ public:
         const ParamInfo& p = c.info.params[l.index];
         const std::vector<std::string> names = column_names(p.name, p.shape);
         for (int64_t k = 0; k < p.size; ++k) {
-          header.push_back(names[k]);
+          header.push_back(csv_name(names[k]));
           columns.push_back({p.offset, k});
         }
       }

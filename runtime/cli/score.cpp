@@ -105,7 +105,7 @@ private:
     for (const ParamInfo& p : info.params) {
       const std::vector<std::string> names = column_names(p.name, p.shape);
       for (int64_t c = 0; c < p.size; ++c)
-        fmt::format_to(std::back_inserter(csv), "{},{},{}\n", names[c],
+        fmt::format_to(std::back_inserter(csv), "{},{},{}\n", csv_name(names[c]),
                        format_double(r.score[p.offset + c]), format_double(r.se[p.offset + c]));
     }
     return fmt::to_string(csv);

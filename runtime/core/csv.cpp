@@ -450,6 +450,15 @@ ObsData ObsData::one_series(int64_t k) const {
   return out;
 }
 
+std::string csv_name(const std::string& name) {
+  if (name.find_first_of(",\"\n\r") == std::string::npos)
+    return name;
+  std::string out = "\"";
+  for (char c : name)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string format_double(double v) {
   if (std::isnan(v))
     return "NA";

@@ -108,6 +108,9 @@ ObsData read_inputs_file(const ModelInfo& info, const std::string& path);
 
 // Shortest round-trip text of a double; NaN is written `NA` so outputs read back as missing.
 std::string format_double(double v);
+// A CSV field for `name`: quoted (RFC 4180) when it holds a comma, a quote or a line break, as
+// the column of a matrix component does (`A[0,1]`).
+std::string csv_name(const std::string& name);
 
 // "data.csv line 12: y=3.5": the row of time step t, for messages about that step.
 std::string data_row_text(const ModelInfo& info, const ObsData& data, int64_t t);

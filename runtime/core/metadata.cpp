@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 using nlohmann::json;
 
 namespace ssm {
@@ -183,6 +185,20 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
 }
 
 } // namespace
+
+const EmStepsInfo::Verdict* EmStepsInfo::find(std::string_view name) const {
+  for (const Verdict& v : params)
+    if (v.name == name)
+      return &v;
+  return nullptr;
+}
+
+const ParamInfo* ModelInfo::param_of_component(int64_t theta) const {
+  for (const ParamInfo& p : params)
+    if (theta >= p.offset && theta < p.offset + p.size)
+      return &p;
+  return nullptr;
+}
 
 const ParamInfo* ModelInfo::find_param(std::string_view pname) const {
   for (const ParamInfo& p : params)
@@ -439,6 +455,133 @@ void parse_params(const json& root, ModelInfo& info) {
       bad(fmt::format("theta[{}] belongs to no parameter", c));
 }
 
+// structure.em_steps (passes/em_m_steps.cpp): every read and theta component is checked
+// against the model's sizes, so the runtime can index with them.
+void parse_em_steps(const json& root, ModelInfo& info) {
+  const auto st = root.find("structure");
+  if (st == root.end() || !st->is_object())
+    return;
+  const auto em = st->find("em_steps");
+  if (em == st->end() || !em->is_object())
+    return;
+  const std::string ctx = "structure.em_steps";
+  auto theta = [&](const json& v) {
+    const int64_t c = v.get<int64_t>();
+    if (c < 0 || c >= info.n_theta)
+      bad(ctx + ": a theta component out of range");
+    return c;
+  };
+  auto thetas = [&](const json& v) {
+    std::vector<int64_t> out;
+    for (const json& c : v)
+      out.push_back(theta(c));
+    return out;
+  };
+  auto read = [&](const json& v) {
+    EmRead r;
+    r.obs = v.at(0).get<std::string>() == "obs";
+    r.offset = v.at(1).get<int64_t>();
+    r.lag = v.at(2).get<int>();
+    if (r.offset < 0 || r.offset >= (r.obs ? info.n_obs : info.n_state) || r.lag < 0 || r.lag > 1)
+      bad(ctx + ": a read out of range");
+    return r;
+  };
+  auto read_sum = [&](const json& v) {
+    EmReadSum r;
+    r.constant = v.at("constant").get<double>();
+    for (const json& t : v.at("terms"))
+      r.terms.push_back({t.at(0).get<double>(), read(json::array({t.at(1), t.at(2), t.at(3)}))});
+    return r;
+  };
+  try {
+    for (const json& p : em->at("pieces")) {
+      EmPiece piece;
+      piece.relation = p.at("relation").get<std::string>();
+      piece.block = p.at("block").get<std::string>();
+      piece.family = p.at("family").get<std::string>();
+      piece.noise = p.at("noise").get<std::string>();
+      for (const json& r : p.at("target"))
+        piece.target.push_back(read(r));
+      if (!p.at("group").is_null())
+        piece.group = read(p.at("group"));
+      piece.groups = p.at("groups").get<int64_t>();
+      for (const json& row : p.at("probabilities"))
+        piece.probabilities.push_back(thetas(row));
+      piece.rate = thetas(p.at("rate"));
+      piece.exposure = read_sum(p.at("exposure"));
+      for (const json& r : p.at("offset"))
+        piece.offset.push_back(read_sum(r));
+      for (const json& c : p.at("coefficients"))
+        piece.coefficients.push_back({thetas(c.at("theta")), read_sum(c.at("feature"))});
+      for (const json& row : p.at("matrix"))
+        piece.matrix.push_back(thetas(row));
+      for (const json& r : p.at("features"))
+        piece.features.push_back(read_sum(r));
+      piece.noise_theta = thetas(p.at("noise_theta"));
+      const int64_t d = static_cast<int64_t>(piece.target.size()),
+                    k = static_cast<int64_t>(piece.features.size());
+      if (piece.family == "mvnormal" &&
+          (static_cast<int64_t>(piece.matrix.size()) != d ||
+           std::any_of(piece.matrix.begin(), piece.matrix.end(),
+                       [&](const auto& row) { return static_cast<int64_t>(row.size()) != k; })))
+        bad(ctx + ": a coefficient table that does not match the features");
+      if (piece.family == "mvnormal" && piece.noise == "cov" &&
+          (piece.noise_theta.size() != 1 || piece.noise_theta[0] + d * d > info.n_theta))
+        bad(ctx + ": a covariance out of range");
+      const bool gaussian = piece.family == "normal" || piece.family == "mvnormal";
+      if (piece.groups < 1 || (gaussian ? static_cast<int64_t>(piece.offset.size()) != d : d != 1))
+        bad(ctx + ": a piece's target does not match its parts");
+      if (!gaussian && piece.family != "categorical" && piece.family != "poisson" &&
+          piece.family != "bernoulli")
+        bad(ctx + ": an unknown family '" + piece.family + "'");
+      if (piece.block != "initial" && piece.block != "transition" && piece.block != "observation")
+        bad(ctx + ": an unknown block '" + piece.block + "'");
+      if (piece.noise != "constant" && piece.noise != "sd" && piece.noise != "variance" &&
+          piece.noise != "cov")
+        bad(ctx + ": an unknown noise '" + piece.noise + "'");
+      // Per-group slots: one, or one per group.
+      auto per_group = [&](size_t n) { return n == 1 || static_cast<int64_t>(n) == piece.groups; };
+      const bool slots_ok =
+          (piece.family != "categorical" || per_group(piece.probabilities.size())) &&
+          std::all_of(piece.probabilities.begin(), piece.probabilities.end(),
+                      [](const auto& row) { return !row.empty(); }) &&
+          (piece.family != "poisson" && piece.family != "bernoulli"
+               ? true
+               : per_group(piece.rate.size())) &&
+          std::all_of(piece.coefficients.begin(), piece.coefficients.end(),
+                      [&](const auto& c) { return per_group(c.theta.size()); }) &&
+          (piece.noise == "constant" || per_group(piece.noise_theta.size())) &&
+          (piece.group.has_value() || piece.groups == 1);
+      if (!slots_ok)
+        bad(ctx + ": a piece's theta slots do not match its groups");
+      info.em_steps.pieces.push_back(std::move(piece));
+    }
+    for (const json& v : em->at("params")) {
+      EmStepsInfo::Verdict verdict;
+      verdict.name = v.at("name").get<std::string>();
+      verdict.closed_form = v.at("closed_form").get<bool>();
+      for (const json& i : v.at("pieces")) {
+        verdict.pieces.push_back(i.get<int64_t>());
+        if (verdict.pieces.back() < 0 ||
+            verdict.pieces.back() >= static_cast<int64_t>(info.em_steps.pieces.size()))
+          bad(ctx + ": a piece index out of range");
+      }
+      if (!v.at("reason").is_null())
+        verdict.reason = v.at("reason").get<std::string>();
+      info.em_steps.params.push_back(std::move(verdict));
+    }
+    if (auto o = em->find("observations_read"); o != em->end())
+      for (const json& c : *o) {
+        info.em_steps.observations_read.push_back(c.get<int64_t>());
+        if (info.em_steps.observations_read.back() < 0 ||
+            info.em_steps.observations_read.back() >= info.n_obs)
+          bad(ctx + ": an observation out of range");
+      }
+  } catch (const json::exception& e) {
+    bad(fmt::format("{}: {}", ctx, e.what()));
+  }
+}
+
 } // namespace
 
 ModelInfo parse_metadata(std::string_view text) {
@@ -468,6 +611,7 @@ ModelInfo parse_metadata(std::string_view text) {
   parse_params(root, info);
   parse_nets(root, info);
   parse_guide(root, info);
+  parse_em_steps(root, info);
   return info;
 }
 

@@ -83,6 +83,51 @@ struct NetCallInfo {
   bool for_guide() const { return guide; }
 };
 
+// EM's closed-form M-steps (the compiler's em-m-steps analysis; docs/compiler.md): the pieces
+// of the model whose parameters have a closed-form update, read at the E-step's weighted points
+// (a state component at t or t-1, an observation component at t), and each parameter's verdict.
+struct EmRead {
+  bool obs = false;
+  int64_t offset = 0; // into the state or the observation vector
+  int lag = 0;        // states: 0 for x[t], 1 for x[t-1]
+};
+struct EmReadSum { // constant + sum of coefficient * read
+  double constant = 0;
+  std::vector<std::pair<double, EmRead>> terms;
+};
+struct EmPiece {
+  std::string relation, block, family, noise; // family: categorical | poisson | bernoulli |
+                                              // normal | mvnormal; noise: constant | sd |
+                                              // variance | cov
+  std::vector<EmRead> target;
+  std::optional<EmRead> group; // an integer read that picks per-group theta slots
+  int64_t groups = 1;
+  std::vector<std::vector<int64_t>> probabilities; // categorical: per group, the K components
+  std::vector<int64_t> rate;                       // poisson, bernoulli: per group (or one)
+  EmReadSum exposure;                              // poisson: what the rate multiplies
+  std::vector<EmReadSum> offset;                   // normal, mvnormal: per target component
+  struct Coefficient {
+    std::vector<int64_t> theta; // per group (or one)
+    EmReadSum feature;
+  };
+  std::vector<Coefficient> coefficients;    // normal
+  std::vector<std::vector<int64_t>> matrix; // mvnormal: per target, each feature's coefficient
+  std::vector<EmReadSum> features;          // mvnormal
+  std::vector<int64_t> noise_theta;         // sd / variance per group (or one); cov: its first
+};
+struct EmStepsInfo {
+  struct Verdict {
+    std::string name;
+    bool closed_form = false;
+    std::vector<int64_t> pieces;
+    std::string reason; // when not closed-form
+  };
+  std::vector<EmPiece> pieces;
+  std::vector<Verdict> params;            // empty when the metadata has no em_steps analysis
+  std::vector<int64_t> observations_read; // components relations read besides their target
+  const Verdict* find(std::string_view name) const;
+};
+
 // A plate model's guide (`guide z[n] ~ ...`): its relations, where each argument lies in the
 // guide_args kernel's output (kernel/abi.h), and the network outputs the guide reads, whose
 // components are the columns of the arguments' Jacobian that follows them.
@@ -156,8 +201,10 @@ struct ModelInfo {
   std::vector<NetInfo> nets;
   std::vector<NetCallInfo> net_calls;
   GuideInfo guide;
+  EmStepsInfo em_steps;
 
   const ParamInfo* find_param(std::string_view name) const;
+  const ParamInfo* param_of_component(int64_t theta) const; // the parameter holding theta[c]
   // Whether state `v` holds the output of a guide's network call, which the model's density never
   // reads (exact methods leave it out of the state space).
   bool guide_only(const VarInfo& v) const {

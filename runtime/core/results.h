@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ssm {
@@ -66,6 +67,9 @@ struct Optimum {
   // definite there.
   std::vector<double> standard_errors;
   std::vector<std::string> learned; // the parameters moved (the others were fixed)
+  // EM: how its M-step updated each learned parameter, {name, "closed form: RELATIONS"} or
+  // {name, "numerical (L-BFGS): WHY"}; empty for other methods.
+  std::vector<std::pair<std::string, std::string>> m_steps;
   struct Start {
     double initial_objective = 0, objective = 0, log_likelihood = 0;
     bool converged = false;

@@ -480,41 +480,42 @@ PairMarginals pair_marginals(const ssm_model& model, const ModelInfo& info,
   return m;
 }
 
-double expected_log_joint(const ssm_model& model, const ModelInfo& info,
-                          const std::vector<double>& fixed, const ObsData& data,
-                          const PairMarginals& m, std::vector<double>* gradient) {
-  const Enumeration e(model, info, fixed, data);
-  const int64_t K = e.K(), nf = info.n_functional;
-  if (K != m.K || e.T() != m.T)
+std::vector<StepPoints> pair_points(const ModelInfo& info, const PairMarginals& m) {
+  const StateSpace space = enumerate_states(info);
+  const int64_t K = space.size, ns = info.n_state;
+  if (K != m.K)
     throw Error("internal error: EM's marginals do not match the model's enumeration");
-  if (gradient)
-    gradient->assign(nf, 0.0);
-  double q = 0;
-  std::vector<double> lp, emit, terms;
-  // sum_p w[p] * (lp[p] + emit[p % K]) and the weighted terms; a zero weight adds nothing, even
-  // where the density is -inf.
-  auto add = [&](int64_t t, const double* w, int64_t P) {
-    e.emission(t, emit);
-    if (gradient)
-      e.terms(t, terms);
-    for (int64_t p = 0; p < P; ++p) {
-      if (!(w[p] > 0))
-        continue;
-      q += w[p] * (lp[p] + emit[p % K]);
-      if (gradient)
-        for (int64_t k = 0; k < nf; ++k)
-          (*gradient)[k] += w[p] * terms[k * P + p];
+  // Each point holds both states and its weight: bounded as the pairs are (kMaxStoredPairs).
+  if (static_cast<double>(m.T) * static_cast<double>(K * K) * static_cast<double>(2 * ns + 1) >
+      3 * kMaxStoredPairs)
+    throw Error(fmt::format("EM keeps the smoothing probabilities of every pair of states at every "
+                            "step with both states: {} steps of {} pairs of {} components are "
+                            "more than it holds",
+                            m.T, K * K, ns));
+  std::vector<StepPoints> out(m.T);
+  for (int64_t t = 0; t < m.T; ++t) {
+    const double* w = t == 0 ? m.initial.data() : &m.pairs[(t - 1) * K * K];
+    const int64_t P = t == 0 ? K : K * K;
+    std::vector<int64_t> kept;      // a pair without probability adds nothing, even where the
+    for (int64_t p = 0; p < P; ++p) // density is -inf
+      if (w[p] > 0)
+        kept.push_back(p);
+    StepPoints& s = out[t];
+    s.count = static_cast<int64_t>(kept.size());
+    s.prev.assign(ns * s.count, NAN);
+    s.cur.resize(ns * s.count);
+    s.weight.resize(s.count);
+    for (int64_t q = 0; q < s.count; ++q) {
+      const int64_t p = kept[q], i = t == 0 ? -1 : p / K, j = t == 0 ? p : p % K;
+      s.weight[q] = w[p];
+      for (int64_t c = 0; c < ns; ++c) {
+        if (i >= 0)
+          s.prev[c * s.count + q] = space.values[c * K + i];
+        s.cur[c * s.count + q] = space.values[c * K + j];
+      }
     }
-  };
-  if (m.T == 0)
-    return 0;
-  e.initial(lp);
-  add(0, m.initial.data(), K);
-  for (int64_t t = 1; t < m.T; ++t) {
-    e.transition(t, lp);
-    add(t, &m.pairs[(t - 1) * K * K], K * K);
   }
-  return q;
+  return out;
 }
 
 } // namespace ssm

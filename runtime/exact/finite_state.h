@@ -8,6 +8,7 @@
 #include "core/csv.h"
 #include "core/metadata.h"
 #include "core/results.h"
+#include "exact/weighted_points.h"
 #include "kernel/abi.h"
 
 #include <cstdint>
@@ -60,12 +61,8 @@ struct PairMarginals {
 PairMarginals pair_marginals(const ssm_model& model, const ModelInfo& info,
                              const std::vector<double>& fixed, const ObsData& data);
 
-// Q(theta) = E[log p(x_{0:T}, y_{0:T}; theta)] under the marginals `m` (taken at other
-// parameters), at the parameters in `fixed`; with `gradient`, also its gradient per theta
-// component, which needs a model whose functional terms are the score terms (learning/score.h's
-// score_model: its info has one functional component per theta component).
-double expected_log_joint(const ssm_model& model, const ModelInfo& info,
-                          const std::vector<double>& fixed, const ObsData& data,
-                          const PairMarginals& m, std::vector<double>* gradient);
+// The marginals as the E-step's weighted points of each step (exact/weighted_points.h): the
+// states with probability at t = 0, the pairs with probability after.
+std::vector<StepPoints> pair_points(const ModelInfo& info, const PairMarginals& m);
 
 } // namespace ssm

@@ -320,38 +320,105 @@ FilterResult kalman_filter(const ssm_model& model, const ModelInfo& info,
   return run_forward(model, info, fixed, data).result;
 }
 
-SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
-                        const std::vector<double>& fixed, const ObsData& data) {
-  const auto start = std::chrono::steady_clock::now();
-  Forward f = run_forward(model, info, fixed, data);
-  const int64_t n = info.n_state, T = data.T;
-  SmoothResult r = make_result(info, SmoothMethod::Rts, T, 0, true);
-  r.filter_s = f.result.elapsed_s;
-  r.log_likelihood = f.result.log_likelihood;
-  r.lag_one_cov.assign(T * n * n, 0.0);
-  std::vector<VectorXd> mean(T);
-  std::vector<MatrixXd> cov(T), gain(T); // gain[t]: x_t on x_{t+1}
+namespace {
+
+// The RTS smoother's result: per t the smoothing mean and covariance, and the gain of x_t on
+// x_{t+1}, with the forward pass it ran on.
+struct Smoothed {
+  Forward f;
+  std::vector<VectorXd> mean;
+  std::vector<MatrixXd> cov, gain;
+};
+
+Smoothed rts(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+             const ObsData& data) {
+  Smoothed s{run_forward(model, info, fixed, data), {}, {}, {}};
+  const Forward& f = s.f;
+  const int64_t T = data.T;
+  s.mean.resize(T);
+  s.cov.resize(T);
+  s.gain.resize(T);
   if (T > 0) {
-    mean[T - 1] = f.filt_mean[T - 1];
-    cov[T - 1] = f.filt_cov[T - 1];
+    s.mean[T - 1] = f.filt_mean[T - 1];
+    s.cov[T - 1] = f.filt_cov[T - 1];
   }
   for (int64_t t = T - 2; t >= 0; --t) {
     // G = P_f F' P_pred^-1, from P_pred G' = F P_f.
     const MatrixXd rhs = f.F[t + 1] * f.filt_cov[t];
-    gain[t] = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
-    mean[t] = f.filt_mean[t] + gain[t] * (mean[t + 1] - f.pred_mean[t + 1]);
-    cov[t] = f.filt_cov[t] + gain[t] * (cov[t + 1] - f.pred_cov[t + 1]) * gain[t].transpose();
-    cov[t] = 0.5 * (cov[t] + cov[t].transpose());
-    if (!mean[t].allFinite() || !cov[t].allFinite())
+    s.gain[t] = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
+    s.mean[t] = f.filt_mean[t] + s.gain[t] * (s.mean[t + 1] - f.pred_mean[t + 1]);
+    s.cov[t] =
+        f.filt_cov[t] + s.gain[t] * (s.cov[t + 1] - f.pred_cov[t + 1]) * s.gain[t].transpose();
+    s.cov[t] = 0.5 * (s.cov[t] + s.cov[t].transpose());
+    if (!s.mean[t].allFinite() || !s.cov[t].allFinite())
       throw Error(fmt::format("{}: the smoothing distribution at t={} is not finite", kRtsName, t));
   }
+  return s;
+}
+
+// The symmetric cubature rule over the smoothing Gaussian of x_0 (t = 0) or of (x_{t-1}, x_t):
+// 2d points at mean +- sqrt(d) L e_i, equally weighted; exact for polynomials of degree <= 3.
+StepPoints cubature_points(const Smoothed& s, int64_t t) {
+  const int64_t n = s.mean[t].size(), d = t == 0 ? n : 2 * n, P = 2 * d;
+  VectorXd mu(d);
+  MatrixXd joint(d, d);
+  if (t == 0) {
+    mu = s.mean[0];
+    joint = s.cov[0];
+  } else {
+    const MatrixXd lag = s.cov[t] * s.gain[t - 1].transpose(); // Cov[x_t, x_{t-1}]
+    mu << s.mean[t - 1], s.mean[t];
+    joint << s.cov[t - 1], lag.transpose(), lag, s.cov[t];
+  }
+  const MatrixXd L = square_root(joint) * std::sqrt(static_cast<double>(d));
+  StepPoints out;
+  out.count = P;
+  out.prev.assign(n * P, NAN);
+  out.cur.resize(n * P);
+  out.weight.assign(P, 1.0 / static_cast<double>(P));
+  for (int64_t p = 0; p < P; ++p) {
+    const VectorXd z = p < d ? VectorXd(mu + L.col(p)) : VectorXd(mu - L.col(p - d));
+    for (int64_t c = 0; c < n; ++c) {
+      if (t > 0)
+        out.prev[c * P + p] = z[c];
+      out.cur[c * P + p] = z[t == 0 ? c : n + c];
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info,
+                                   const std::vector<double>& fixed, const ObsData& data,
+                                   double& log_likelihood) {
+  const Smoothed s = rts(model, info, fixed, data);
+  log_likelihood = s.f.result.log_likelihood;
+  std::vector<StepPoints> out;
+  out.reserve(data.T);
+  for (int64_t t = 0; t < data.T; ++t)
+    out.push_back(cubature_points(s, t));
+  return out;
+}
+
+SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
+                        const std::vector<double>& fixed, const ObsData& data) {
+  const auto start = std::chrono::steady_clock::now();
+  const Smoothed s = rts(model, info, fixed, data);
+  const std::vector<VectorXd>& mean = s.mean;
+  const std::vector<MatrixXd>& cov = s.cov;
+  const int64_t n = info.n_state, T = data.T;
+  SmoothResult r = make_result(info, SmoothMethod::Rts, T, 0, true);
+  r.filter_s = s.f.result.elapsed_s;
+  r.log_likelihood = s.f.result.log_likelihood;
+  r.lag_one_cov.assign(T * n * n, 0.0);
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t c = 0; c < n; ++c) {
       r.mean[t * n + c] = mean[t][c];
       r.var[t * n + c] = std::max(0.0, cov[t](c, c));
     }
     if (t > 0) { // Cov[x_t, x_{t-1} | y] = P_s[t] G[t-1]'
-      const RowMajor lag = cov[t] * gain[t - 1].transpose();
+      const RowMajor lag = cov[t] * s.gain[t - 1].transpose();
       std::copy(lag.data(), lag.data() + n * n, r.lag_one_cov.begin() + t * n * n);
     }
   }
@@ -364,29 +431,11 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
     const std::vector<double> frames = all_frames(info, fixed, data);
     std::vector<double> sums(lay.nsum, 0.0), q(lay.per_step, 0.0);
     for (int64_t t = 0; t < T; ++t) {
-      const int64_t d = t == 0 ? n : 2 * n, P = 2 * d;
-      VectorXd mu(d);
-      MatrixXd joint(d, d);
-      if (t == 0) {
-        mu = mean[0];
-        joint = cov[0];
-      } else {
-        const MatrixXd lag = cov[t] * gain[t - 1].transpose(); // Cov[x_t, x_{t-1}]
-        mu << mean[t - 1], mean[t];
-        joint << cov[t - 1], lag.transpose(), lag, cov[t];
-      }
-      const MatrixXd L = square_root(joint) * std::sqrt(static_cast<double>(d));
-      std::vector<double> prev(n * P, NAN), cur(n * P), terms(lay.nf * P);
-      for (int64_t p = 0; p < P; ++p) {
-        const VectorXd z = p < d ? VectorXd(mu + L.col(p)) : VectorXd(mu - L.col(p - d));
-        for (int64_t c = 0; c < n; ++c) {
-          if (t > 0)
-            prev[c * P + p] = z[c];
-          cur[c * P + p] = z[t == 0 ? c : n + c];
-        }
-      }
-      model.functional_terms(frames.data() + t * info.n_frame, t, 0, P, P, prev.data(), nullptr,
-                             cur.data(), data.at(t), terms.data());
+      const StepPoints points = cubature_points(s, t);
+      const int64_t P = points.count;
+      std::vector<double> terms(lay.nf * P);
+      model.functional_terms(frames.data() + t * info.n_frame, t, 0, P, P, points.prev.data(),
+                             nullptr, points.cur.data(), data.at(t), terms.data());
       const std::vector<double> ones(P, 1.0);
       check_terms(terms.data(), lay.nf, P, ones.data(), 0, P, t, info);
       for (int64_t k = 0; k < lay.nsum; ++k)

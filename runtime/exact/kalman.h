@@ -7,6 +7,7 @@
 #include "core/csv.h"
 #include "core/metadata.h"
 #include "core/results.h"
+#include "exact/weighted_points.h"
 #include "kernel/abi.h"
 
 #include <cstdint>
@@ -43,5 +44,12 @@ FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& inf
 // an approximation otherwise (the JSON details say which rule was used).
 SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
                         const std::vector<double>& fixed, const ObsData& data);
+
+// The smoothing Gaussian of each step as the points of the same cubature rule (x_0's at t = 0,
+// (x_{t-1}, x_t)'s after), which is exact for the log-density of a linear-Gaussian model and its
+// gradients (quadratic in the state): EM's E-step. The log-likelihood in `log_likelihood`.
+std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info,
+                                   const std::vector<double>& fixed, const ObsData& data,
+                                   double& log_likelihood);
 
 } // namespace ssm

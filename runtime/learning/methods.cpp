@@ -71,13 +71,6 @@ Optimum run_lbfgs(const MethodRun& run) {
       });
 }
 
-// Why EM does not apply, or nullopt: its E-step enumerates the states, its M-step needs the score.
-Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
-  if (!enumerable(info))
-    return "the model is not finite-state (EM's E-step enumerates the states; see `info`)";
-  return score_refusal(model, info);
-}
-
 // The smoothing options a learning method's run gives: the smoothers' defaults, with the values
 // of the flags its task declares for them (copy_smoothing_options).
 OptionValues smoothing_values(const MethodRegistry& registry, const OptionValues& rml) {
@@ -360,8 +353,9 @@ void register_learning_methods(MethodRegistry& registry) {
 
   Method em;
   em.name = kEmName;
-  em.title = "expectation-maximisation, exact E-step (forward-backward), M-step by L-BFGS";
-  em.note = "finite-state models: hidden Markov models, mixtures";
+  em.title = "expectation-maximisation: exact E-step (forward-backward or Kalman smoother), "
+             "M-step in closed form for conjugate pieces, by L-BFGS otherwise";
+  em.note = "finite-state models (hidden Markov models, mixtures) and linear-Gaussian models";
   em.task = Task::Optimize;
   em.rank = 2;
   em.auto_help = "{}";
@@ -372,6 +366,8 @@ void register_learning_methods(MethodRegistry& registry) {
       throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
   };
   em.optimize = [](const MethodRun& run) {
+    if (score_refusal(run.model, run.info)) // every M-step closed-form: no standard errors
+      return run_em(run, optimize_options(run));
     return with_exact_score(
         run, kEmName,
         [&](const Method&, const MethodRun&, const OptimizeOptions& o) { return run_em(run, o); });

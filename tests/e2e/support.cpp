@@ -114,14 +114,20 @@ Table parse_table(const std::string& text) {
       line.pop_back();
     if (line.empty())
       continue;
-    std::vector<std::string> cells;
-    size_t start = 0;
-    for (;;) {
-      size_t comma = line.find(',', start);
-      cells.push_back(line.substr(start, comma - start));
-      if (comma == std::string::npos)
-        break;
-      start = comma + 1;
+    // Fields split at commas outside quotes; a quoted field ("A[0,1]") loses its quotes, and a
+    // doubled quote inside it stands for one (RFC 4180, one line per record).
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"')
+        cells.back() += line[++i];
+      else if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        cells.emplace_back();
+      else
+        cells.back() += c;
     }
     if (first)
       t.header = cells;

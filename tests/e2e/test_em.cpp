@@ -1,11 +1,18 @@
 // End-to-end tests of plate models run as their items (passes/plate_items.cpp) and of
 // `optimize --method em`: the Gaussian mixture's EM path equals the closed-form EM written here
-// (same start) and never decreases; a two-state HMM's EM (Baum-Welch, which needs the pairwise
-// marginals) equals Baum-Welch written here; EM and L-BFGS reach the same maximum, with and
-// without --map; the mixture's exact log-likelihood equals a sum over items written here.
+// (same start, with and without --fix) and never decreases; a two-state HMM's EM (Baum-Welch,
+// which needs the pairwise marginals; its rates closed-form, its stay probabilities numerical)
+// equals Baum-Welch written here; EM and L-BFGS reach the same maximum, with and without --map;
+// the mixture's exact log-likelihood equals a sum over items written here. Linear-Gaussian EM
+// (Shumway & Stoffer): the local level model's path equals the scalar EM written here and
+// reaches the Nile MLE; a 2-D model's matrices follow the EM step computed here from the
+// brute-force smoothing moments.
+#include "kalman.h"
 #include "support.h"
 
+#include <Eigen/LU>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -40,8 +47,9 @@ double mixture_loglik(const std::vector<double>& y, const Mixture& m) {
   return ll;
 }
 
-// One EM step with the closed-form M-step of a mixture of normals with a common sd.
-Mixture mixture_em_step(const std::vector<double>& y, const Mixture& m) {
+// One EM step with the closed-form M-step of a mixture of normals with a common sd (kept at its
+// value with fix_sigma).
+Mixture mixture_em_step(const std::vector<double>& y, const Mixture& m, bool fix_sigma = false) {
   std::array<double, 2> n{}, s{};
   std::vector<double> r(y.size());
   for (size_t i = 0; i < y.size(); ++i) {
@@ -60,7 +68,7 @@ Mixture mixture_em_step(const std::vector<double>& y, const Mixture& m) {
   double ss = 0;
   for (size_t i = 0; i < y.size(); ++i)
     ss += r[i] * std::pow(y[i] - next.mu[0], 2) + (1 - r[i]) * std::pow(y[i] - next.mu[1], 2);
-  next.sigma = std::sqrt(ss / N);
+  next.sigma = fix_sigma ? m.sigma : std::sqrt(ss / N);
   return next;
 }
 
@@ -169,6 +177,8 @@ TEST_CASE("optimize --method em: a Gaussian mixture's path is closed-form EM's",
   const nlohmann::json j = optimize(exe, {"--method", "em", "--data", data, "--max-iterations",
                                           "12", "--tolerance", "0", "--out", path});
   CHECK(j["method"] == "em");
+  for (const char* p : {"w", "mu", "sigma"})
+    CHECK(j["m_step"][p].get<std::string>().starts_with("closed form"));
   const Table t = read_table(path);
   REQUIRE(t.rows.size() == 13);
   const std::vector<double> ll = t.column("log_likelihood"), w0 = t.column("w[0]"),
@@ -184,6 +194,24 @@ TEST_CASE("optimize --method em: a Gaussian mixture's path is closed-form EM's",
       CHECK(ll[it] >= ll[it - 1]);
     m = mixture_em_step(y, m);
   }
+  // With sigma fixed, the other updates are the same ratios at that sigma.
+  const std::string fixed_path = scratch_path("gmm-em-fixed-path.csv");
+  const nlohmann::json fixed =
+      optimize(exe, {"--method", "em", "--data", data, "--max-iterations", "6", "--tolerance", "0",
+                     "--fix", "sigma", "--param", "sigma=150", "--out", fixed_path});
+  CHECK(fixed["m_step"].count("sigma") == 0);
+  const Table ft = read_table(fixed_path);
+  REQUIRE(ft.rows.size() == 7);
+  Mixture f{{0.5, 0.5}, {1200, 700}, 150};
+  for (size_t it = 0; it < ft.rows.size(); ++it) {
+    INFO("iteration " << it << " with sigma fixed");
+    CHECK(ft.column("log_likelihood")[it] == Approx(mixture_loglik(y, f)).epsilon(1e-10));
+    CHECK(ft.column("mu[0]")[it] == Approx(f.mu[0]).epsilon(1e-10));
+    CHECK(ft.column("w[1]")[it] == Approx(f.w[1]).epsilon(1e-10));
+    f = mixture_em_step(y, f, true);
+  }
+  CHECK(fixed["params"]["sigma"].get<double>() == 150);
+
   // To convergence: the maximum that L-BFGS finds on the exact likelihood.
   const nlohmann::json em = optimize(
       exe, {"--method", "em", "--data", data, "--tolerance", "1e-12", "--max-iterations", "1000"});
@@ -200,6 +228,8 @@ TEST_CASE("optimize --method em: a Gaussian mixture's path is closed-form EM's",
   CHECK(std::abs(em_map["log_posterior"].get<double>() - lbfgs_map["log_posterior"].get<double>()) <
         1e-6);
   CHECK(em_map["log_posterior"].get<double>() < em["log_likelihood"].get<double>());
+  // Every parameter has a prior: with --map none has a closed-form update.
+  CHECK(em_map["m_step"]["mu"].get<std::string>().find("--map: its prior") != std::string::npos);
 }
 
 TEST_CASE("optimize --method em on an HMM is Baum-Welch", "[em]") {
@@ -209,8 +239,14 @@ TEST_CASE("optimize --method em on an HMM is Baum-Welch", "[em]") {
           "stay1=0.9", "--param", "rate=[1,6]", "--out", data});
   const std::vector<double> y = read_table(data).column("y");
   const std::string path = scratch_path("hmm-em-path.csv");
-  optimize(exe, {"--method", "em", "--data", data, "--max-iterations", "15", "--tolerance", "0",
-                 "--out", path});
+  const nlohmann::json j = optimize(exe, {"--method", "em", "--data", data, "--max-iterations",
+                                          "15", "--tolerance", "0", "--out", path});
+  // The rates are Poisson means (closed form); the stay probabilities enter through a
+  // conditional, so their M-step is numerical.
+  INFO(j["m_step"].dump());
+  CHECK(j["m_step"]["rate"].get<std::string>().starts_with("closed form: y[t] ~ poisson"));
+  CHECK(j["m_step"]["stay0"].get<std::string>().starts_with("numerical"));
+  CHECK(j["m_step"]["stay1"].get<std::string>().starts_with("numerical"));
   const Table t = read_table(path);
   // Up to 15 iterations after the start; with --tolerance 0 EM also stops at the first iteration
   // that does not raise the log-likelihood, which here happens at rounding level (~1e-12) after
@@ -246,10 +282,254 @@ TEST_CASE("optimize --method em: starts, and the models it refuses", "[em]") {
   }
   CHECK(j["log_likelihood"].get<double>() == best);
 
-  const std::string& nile = example_exe("nile"); // linear-Gaussian, not finite-state
-  const ProcessResult r =
-      run_process({nile, "optimize", "--method", "em", "--data", example_path("data/nile.csv")});
+  const std::string& sunspots = example_exe("sunspots"); // neither finite-state nor LG
+  const ProcessResult r = run_process(
+      {sunspots, "optimize", "--method", "em", "--data", example_path("data/sunspots.csv")});
   INFO(r.describe());
   CHECK(r.exit_code != 0);
-  CHECK(r.err.find("not finite-state") != std::string::npos);
+  CHECK(r.err.find("neither finite-state (forward-backward) nor linear-Gaussian") !=
+        std::string::npos);
+}
+
+namespace {
+
+// The local level model with a vague initial law, as in test_optimize.cpp.
+const char* kLocalLevel = R"(
+model nile_em {
+  param sigma_eps ~ half_normal(500) = 100;
+  param sigma_eta ~ half_normal(200) = 20;
+  state level : real;
+  obs y : real;
+  level[0] ~ normal(0, 1e5);
+  level[t] ~ normal(level[t-1], sigma_eta);
+  y[t] ~ normal(level[t], sigma_eps);
+}
+)";
+
+// One EM step of the local level model written here (Shumway & Stoffer 1982): the Kalman filter,
+// the RTS smoother with its lag-one covariances, then the two variances in closed form. Returns
+// the log-likelihood at (var_eps, var_eta).
+double local_level_em_step(const std::vector<double>& y, double& var_eps, double& var_eta) {
+  const size_t T = y.size();
+  std::vector<double> m(T), P(T), mp(T), Pp(T);
+  double ll = 0;
+  for (size_t t = 0; t < T; ++t) {
+    mp[t] = t == 0 ? 0 : m[t - 1];
+    Pp[t] = t == 0 ? 1e10 : P[t - 1] + var_eta;
+    const double S = Pp[t] + var_eps, v = y[t] - mp[t];
+    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + v * v / S);
+    m[t] = mp[t] + Pp[t] / S * v;
+    P[t] = Pp[t] - Pp[t] * Pp[t] / S;
+  }
+  std::vector<double> ms(m), Ps(P), lag(T); // lag[t] = Cov(x_t, x_{t-1} | y)
+  for (size_t t = T - 1; t-- > 0;) {
+    const double J = P[t] / Pp[t + 1];
+    ms[t] = m[t] + J * (ms[t + 1] - mp[t + 1]);
+    Ps[t] = P[t] + J * J * (Ps[t + 1] - Pp[t + 1]);
+    lag[t + 1] = J * Ps[t + 1];
+  }
+  double eps = 0, eta = 0;
+  for (size_t t = 0; t < T; ++t) {
+    eps += std::pow(y[t] - ms[t], 2) + Ps[t];
+    if (t > 0)
+      eta += std::pow(ms[t] - ms[t - 1], 2) + Ps[t] + Ps[t - 1] - 2 * lag[t];
+  }
+  var_eps = eps / static_cast<double>(T);
+  var_eta = eta / static_cast<double>(T - 1);
+  return ll;
+}
+
+} // namespace
+
+TEST_CASE("optimize --method em on a linear-Gaussian model: Shumway-Stoffer to the Nile MLE",
+          "[em]") {
+  const std::string& exe = model_exe("nile_em", kLocalLevel);
+  const std::string data = example_path("data/nile.csv");
+  const std::vector<double> y = read_table(data).column("y");
+  const std::string path = scratch_path("nile-em-path.csv");
+  const nlohmann::json j = optimize(exe, {"--method", "em", "--data", data, "--max-iterations",
+                                          "10", "--tolerance", "0", "--out", path});
+  INFO(j.dump());
+  CHECK(j["m_step"]["sigma_eps"].get<std::string>().starts_with("closed form: y[t] ~ normal"));
+  CHECK(j["m_step"]["sigma_eta"].get<std::string>().starts_with("closed form: level[t] ~ normal"));
+  const Table t = read_table(path);
+  REQUIRE(t.rows.size() == 11);
+  double var_eps = 100 * 100, var_eta = 20 * 20;
+  const std::vector<double> ll = t.column("log_likelihood"), eps = t.column("sigma_eps"),
+                            eta = t.column("sigma_eta");
+  for (size_t it = 0; it < t.rows.size(); ++it) {
+    INFO("iteration " << it);
+    CHECK(eps[it] == Approx(std::sqrt(var_eps)).epsilon(1e-8));
+    CHECK(eta[it] == Approx(std::sqrt(var_eta)).epsilon(1e-8));
+    CHECK(ll[it] == Approx(local_level_em_step(y, var_eps, var_eta)).epsilon(1e-10));
+    if (it > 0)
+      CHECK(ll[it] >= ll[it - 1]);
+  }
+  // To convergence: Durbin & Koopman's MLE (as test_optimize.cpp's L-BFGS finds it).
+  const nlohmann::json em = optimize(
+      exe, {"--method", "em", "--data", data, "--tolerance", "1e-14", "--max-iterations", "5000"});
+  CHECK(em["converged"] == true);
+  CHECK(std::abs(std::pow(em["params"]["sigma_eps"].get<double>(), 2) / 15099 - 1) < 2e-3);
+  CHECK(std::abs(std::pow(em["params"]["sigma_eta"].get<double>(), 2) / 1469.1 - 1) < 2e-3);
+}
+
+TEST_CASE("optimize --method em: a 2-D linear-Gaussian model's matrices, step by step", "[em]") {
+  const std::string& exe = model_exe("lg2_em", R"(
+model lg2_em {
+  param A : matrix[2, 2] = [[0.5, 0.1], [0.0, 0.6]];
+  param Q : cov_matrix[2] = [[1.0, 0.2], [0.2, 0.8]];
+  param B : matrix[2, 2] = [[1.0, 0.0], [0.3, 1.0]];
+  param R : cov_matrix[2] = [[0.5, 0.0], [0.0, 0.4]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal(zeros(2), Q);
+  x[t] ~ mvnormal(A * x[t-1], Q);
+  y[t] ~ mvnormal(B * x[t], R);
+}
+)");
+  const std::string data = scratch_path("lg2-em.csv");
+  run_ok({exe, "simulate", "--T", "40", "--seed", "5", "--param", "A=[[0.8,0],[0.2,0.7]]", "--out",
+          data});
+  const Table d = read_table(data);
+  std::vector<Eigen::VectorXd> ys;
+  for (size_t t = 0; t < d.rows.size(); ++t)
+    ys.push_back(Eigen::Vector2d(d.column("y[0]")[t], d.column("y[1]")[t]));
+  const std::string path = scratch_path("lg2-em-path.csv");
+  const nlohmann::json j = optimize(exe, {"--method", "em", "--data", data, "--max-iterations", "4",
+                                          "--tolerance", "0", "--out", path});
+  for (const char* p : {"A", "Q", "B", "R"})
+    CHECK(j["m_step"][p].get<std::string>().starts_with("closed form"));
+  const Table t = read_table(path);
+  REQUIRE(t.rows.size() == 5);
+  LinearGaussianModel m;
+  m.m0 = Eigen::Vector2d::Zero();
+  m.A = (Eigen::Matrix2d() << 0.5, 0.1, 0.0, 0.6).finished();
+  m.Q = (Eigen::Matrix2d() << 1.0, 0.2, 0.2, 0.8).finished();
+  m.B = (Eigen::Matrix2d() << 1.0, 0.0, 0.3, 1.0).finished();
+  m.R = (Eigen::Matrix2d() << 0.5, 0.0, 0.0, 0.4).finished();
+  const int T = static_cast<int>(ys.size());
+  for (size_t it = 0; it < t.rows.size(); ++it) {
+    INFO("iteration " << it);
+    m.P0 = m.Q;
+    const SmoothingReference s = brute_force_smoother(m, ys);
+    CHECK(t.column("log_likelihood")[it] == Approx(s.log_likelihood).epsilon(1e-9));
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) {
+        const std::string at = fmt::format("[{},{}]", r, c);
+        CHECK(t.column("A" + at)[it] == Approx(m.A(r, c)).margin(1e-8));
+        CHECK(t.column("B" + at)[it] == Approx(m.B(r, c)).margin(1e-8));
+        CHECK(t.column("Q" + at)[it] == Approx(m.Q(r, c)).margin(1e-8));
+        CHECK(t.column("R" + at)[it] == Approx(m.R(r, c)).margin(1e-8));
+      }
+    if (it > 0)
+      CHECK(t.column("log_likelihood")[it] >= t.column("log_likelihood")[it - 1]);
+    // The EM step from the smoothing moments E[x_t x_s'] = Cov + mean mean'.
+    auto second = [&](int a, int b) {
+      return Eigen::Matrix2d(s.cov.block(2 * a, 2 * b, 2, 2) +
+                             s.mean.segment(2 * a, 2) * s.mean.segment(2 * b, 2).transpose());
+    };
+    Eigen::Matrix2d S10 = Eigen::Matrix2d::Zero(), S00 = Eigen::Matrix2d::Zero(),
+                    S11 = Eigen::Matrix2d::Zero(), Sxx = Eigen::Matrix2d::Zero(),
+                    Syx = Eigen::Matrix2d::Zero(), Syy = Eigen::Matrix2d::Zero();
+    for (int k = 0; k < T; ++k) {
+      Sxx += second(k, k);
+      Syx += ys[k] * s.mean.segment(2 * k, 2).transpose();
+      Syy += ys[k] * ys[k].transpose();
+      if (k > 0) {
+        S10 += second(k, k - 1);
+        S00 += second(k - 1, k - 1);
+        S11 += second(k, k);
+      }
+    }
+    const Eigen::Matrix2d A = S10 * S00.inverse(), B = Syx * Sxx.inverse();
+    m.Q =
+        (second(0, 0) + S11 - A * S10.transpose() - S10 * A.transpose() + A * S00 * A.transpose()) /
+        T;
+    m.R = (Syy - B * Syx.transpose() - Syx * B.transpose() + B * Sxx * B.transpose()) / T;
+    m.A = A;
+    m.B = B;
+  }
+}
+
+TEST_CASE("optimize --method em: an intercept and a noise sd shared by two observations", "[em]") {
+  // x[t]'s mean is a constant matrix times x[t-1] plus the learned drift b (the features x[t-1]
+  // and 1); r is the sd of both observations, pooled. EM's fixed point is L-BFGS's maximum.
+  const std::string& exe = model_exe("lg_drift", R"(
+model lg_drift {
+  param b : vector[2] = [0, 0];
+  param Q : cov_matrix[2] = [[1, 0], [0, 1]];
+  param r : real(0, inf) = 1;
+  state x : vector[2];
+  obs y1 : real;
+  obs y2 : real;
+  x[0] ~ mvnormal(zeros(2), eye(2));
+  x[t] ~ mvnormal([[0.8, 0.1], [0, 0.5]] * x[t-1] + b, Q);
+  y1[t] ~ normal(x[t][0], r);
+  y2[t] ~ normal(x[t][1], r);
+}
+)");
+  const std::string data = scratch_path("lg-drift.csv");
+  run_ok({exe, "simulate", "--T", "500", "--seed", "4", "--param", "b=[1,-0.5]", "--param",
+          "Q=[[0.5,0.2],[0.2,0.3]]", "--param", "r=0.7", "--out", data});
+  const nlohmann::json em = optimize(
+      exe, {"--method", "em", "--data", data, "--tolerance", "1e-14", "--max-iterations", "5000"});
+  const nlohmann::json lbfgs = optimize(exe, {"--method", "lbfgs", "--data", data});
+  INFO(em.dump() << "\n" << lbfgs.dump());
+  CHECK(em["converged"] == true);
+  CHECK(em["m_step"]["r"] == "closed form: y1[t] ~ normal at 11:3; y2[t] ~ normal at 12:3");
+  CHECK(em["m_step"]["b"].get<std::string>().starts_with("closed form: x[t] ~ mvnormal"));
+  CHECK(std::abs(em["log_likelihood"].get<double>() - lbfgs["log_likelihood"].get<double>()) <
+        1e-7);
+  CHECK(em["params"]["r"].get<double>() ==
+        Approx(lbfgs["params"]["r"].get<double>()).epsilon(1e-4));
+  for (int i = 0; i < 2; ++i) {
+    CHECK(em["params"]["b"][i].get<double>() ==
+          Approx(lbfgs["params"]["b"][i].get<double>()).epsilon(1e-4));
+    CHECK(em["params"]["Q"][i][1].get<double>() ==
+          Approx(lbfgs["params"]["Q"][i][1].get<double>()).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("optimize --method em: a lag of 2 (hidden copies), numerical M-steps with --map, and "
+          "missing observations that another observation reads",
+          "[em]") {
+  // examples/yule.ssm reads x[t-2] through a hidden copy of x[t-1]: the cubature points must
+  // hold the copy equal to its source, or its dirac density makes Q -inf (numerical M-steps).
+  const std::string& exe = example_exe("yule");
+  const std::string data = example_path("data/sunspots.csv");
+  for (const bool map : {false, true}) {
+    INFO("--map " << map);
+    std::vector<std::string> args = {"--data", data};
+    if (map)
+      args.push_back("--map");
+    std::vector<std::string> em_args = args;
+    em_args.insert(em_args.end(),
+                   {"--method", "em", "--tolerance", "1e-12", "--max-iterations", "3000"});
+    const nlohmann::json em = optimize(exe, em_args);
+    args.insert(args.end(), {"--method", "lbfgs"});
+    const nlohmann::json lbfgs = optimize(exe, args);
+    const char* objective = map ? "log_posterior" : "log_likelihood";
+    CHECK(em["converged"] == true);
+    CHECK(std::abs(em[objective].get<double>() - lbfgs[objective].get<double>()) < 1e-5);
+    CHECK(em["m_step"]["phi2"].get<std::string>().starts_with(map ? "numerical" : "closed form"));
+  }
+
+  const std::string& reads = model_exe("em_obs_reads_obs", R"(
+model em_obs_reads_obs {
+  param s : real(0, inf) = 1;
+  state x : real;
+  obs y1 : real;
+  obs y2 : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.5 * x[t-1], 1);
+  y1[t] ~ normal(x[t], s);
+  y2[t] ~ normal(2 * y1[t], 1);
+}
+)");
+  const std::string missing = scratch_path("em-obs-reads-obs.csv");
+  write_file(missing, "t,y1,y2\n0,0.5,1.2\n1,,0.4\n2,-0.3,-0.5\n");
+  const ProcessResult r = run_process({reads, "optimize", "--method", "em", "--data", missing});
+  INFO(r.describe());
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("y1 is missing at step 1, and a relation reads it") != std::string::npos);
 }
