@@ -192,7 +192,9 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
       const ir::DistInfo& info = ir::dist_info(rel.dist);
       std::vector<std::string> args;
       for (int a : rel.args)
-        args.push_back(const_str(model.prior.nodes[a]));
+        args.push_back(model.prior.nodes[a].op == ir::Op::Const
+                           ? const_str(model.prior.nodes[a])
+                           : ir::print_expr(model, model.prior, a)); // reads parameters
       entry["prior"] = fmt::format("{}({})", info.name, fmt::join(args, ", "));
       double lower = info.lower, upper = info.upper;
       // Distributions whose support is given by arguments (lo, hi).

@@ -245,34 +245,73 @@ void Lowering::define_var(const ast::VarDecl& v) {
     set_default(v, p);
 }
 
+// What an argument of v's prior that is not a constant may read: constants, functions, and the
+// parameters declared before v (a hierarchical prior: mu ~ normal(0, tau)), so that the priors
+// are one joint law, sampled in declaration order.
+bool Lowering::check_prior_reads(const Expr& e, const ast::VarDecl& v) {
+  bool ok = true;
+  if (e.kind == EKind::Name && e.name != "pi" && e.name != "inf") {
+    const Symbol* sym = lookup(e.name, e.range);
+    if (sym && sym->kind == Symbol::Kind::Param && sym->range.begin == v.name.range.begin) {
+      error(e.range, fmt::format(msg::prior_reads_itself, v.name.name));
+      ok = false;
+    } else if (sym && sym->kind == Symbol::Kind::Param &&
+               order(sym->range.begin) > order(v.name.range.begin)) {
+      error(e.range, fmt::format(msg::prior_reads_later_parameter, v.name.name, e.name));
+      ok = false;
+    } else if (sym && sym->kind != Symbol::Kind::Param && sym->kind != Symbol::Kind::Const &&
+               sym->kind != Symbol::Kind::Fn) {
+      error(e.range,
+            fmt::format(msg::prior_reads_variable, v.name.name, e.name, a_kind(sym->kind)));
+      ok = false;
+    } else if (!sym && e.name == "t") {
+      error(e.range, fmt::format(msg::prior_reads_variable, v.name.name, e.name, "the time index"));
+      ok = false;
+    }
+  }
+  for (const ast::ExprPtr& a : e.args)
+    ok = check_prior_reads(*a, v) && ok;
+  return ok;
+}
+
 void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape) {
   const ast::DistCall& d = *v.prior;
-  std::vector<std::optional<ConstValue>> values;
-  for (const ast::ExprPtr& a : d.args)
-    values.push_back(eval_const(*a, "a prior argument"));
+  Scope s(model_.prior,
+          RelationScope(ir::BlockKind::Prior, fmt::format("the prior of '{}'", v.name.name),
+                        ir::VarKind::Param, param, v.name.name));
+  std::vector<std::optional<int>> args;
   std::vector<std::optional<ir::Shape>> shapes;
-  for (const auto& value : values)
-    shapes.push_back(value ? std::optional(value->shape) : std::nullopt);
+  for (const ast::ExprPtr& a : d.args) {
+    std::optional<int> id;
+    if (is_constant(*a, s)) {
+      if (std::optional<ConstValue> value = eval_const(*a, "a prior argument"))
+        id = emit_const(s, value->shape, value->values, a->range);
+    } else if (check_prior_reads(*a, v)) {
+      id = lower(*a, s);
+    }
+    args.push_back(id);
+    shapes.push_back(id ? std::optional(model_.prior.nodes[*id].shape) : std::nullopt);
+  }
   std::optional<ir::Dist> dist = check_dist(d, shapes, shape, v.name.name, v.name.range);
-  if (!dist)
+  if (!dist || std::find(args.begin(), args.end(), std::nullopt) != args.end())
     return;
-  std::vector<std::optional<std::vector<double>>> constants;
-  for (const auto& value : values)
-    constants.push_back(value ? std::optional(value->values) : std::nullopt);
-  check_argument_domain(*dist, d, constants);
+  // The parameter's support, and so its unconstrained map, comes from these arguments.
+  const ir::DistInfo& info = ir::dist_info(*dist);
+  if (info.support_from >= 0)
+    for (int k : {info.support_from, info.support_from + 1})
+      if (model_.prior.nodes[*args[k]].op != ir::Op::Const) {
+        error(d.args[k]->range,
+              fmt::format(msg::prior_support_not_constant, v.name.name, info.name));
+        return;
+      }
+  check_argument_domain(*dist, d, model_.prior, args);
   ir::Relation rel;
   rel.kind = ir::VarKind::Param;
   rel.var = param;
   rel.dist = *dist;
   rel.loc = loc(v.range);
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    ir::Node n;
-    n.op = ir::Op::Const;
-    n.shape = values[k]->shape;
-    n.values = values[k]->values;
-    n.loc = loc(d.args[k]->range);
-    rel.args.push_back(model_.prior.add(std::move(n)));
-  }
+  for (const std::optional<int>& id : args)
+    rel.args.push_back(*id);
   model_.prior.relations.push_back(std::move(rel));
 }
 

@@ -208,6 +208,7 @@ private:
   std::optional<std::pair<double, double>> type_bounds(const ast::TypeSpec& t);
   void define_var(const ast::VarDecl& v);
   void add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape);
+  bool check_prior_reads(const Expr& e, const ast::VarDecl& v);
   void set_default(const ast::VarDecl& v, ir::ParamDecl& p);
 
   // ---- networks (lower_nets.cpp)

@@ -141,6 +141,16 @@ inline constexpr char integer_parameter[] =
     "data, for a fixed integer)";
 inline constexpr char real_bounds_misplaced[] =
     "bounds real(lo, hi) are for parameters and data; {} '{}' {}";
+inline constexpr char prior_reads_later_parameter[] =
+    "the prior of '{0}' reads '{1}', which is declared after it: declare '{1}' first (a prior "
+    "reads the parameters declared before it, so that the priors are one joint law)";
+inline constexpr char prior_reads_itself[] = "the prior of '{0}' reads '{0}' itself";
+inline constexpr char prior_reads_variable[] =
+    "the prior of '{}' reads '{}', {}: a prior reads constants and the parameters declared "
+    "before it";
+inline constexpr char prior_support_not_constant[] =
+    "the bounds of the {1} prior of '{0}' must be constants: they are the support of '{0}', "
+    "on which its unconstrained scale is built";
 inline constexpr char cov_matrix_prior_unsupported[] =
     "a prior on a cov_matrix parameter is not supported yet (there is no distribution "
     "over covariance matrices)";

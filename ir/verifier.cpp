@@ -165,8 +165,11 @@ private:
         node.op != Op::Data && node.op != Op::Input && node.op != Op::Latent)
       return;
     BlockKind kind = block_.kind;
-    if (kind == BlockKind::Prior) {
-      fail("%{}: prior arguments must be constants", id);
+    if (kind == BlockKind::Prior) { // constants, and parameters (hierarchical priors)
+      if (node.op != Op::Param)
+        fail("%{}: prior arguments may read parameters only", id);
+      else
+        check_variable(id, node, VarKind::Param);
       return;
     }
     if (kind == BlockKind::Guide) {

@@ -238,7 +238,8 @@ public:
       if (!reason[p].empty() || uses[p].size() < 2)
         continue;
       const auto [first, role] = uses[p][0];
-      for (const auto& [piece, r] : uses[p]) {
+      for (size_t u = 1; u < uses[p].size(); ++u) {
+        const auto [piece, r] = uses[p][u];
         const ConjugatePiece& a = result.pieces[first];
         const ConjugatePiece& b = result.pieces[piece];
         std::string bad;
@@ -282,6 +283,9 @@ public:
       v.reason = reason[p];
       for (const auto& [piece, role] : uses[p])
         v.pieces.push_back(piece);
+      for (const ir::Node& node : model.prior.nodes)
+        v.read_by_prior =
+            v.read_by_prior || (node.op == ir::Op::Param && node.var == static_cast<int>(p));
       result.params.push_back(std::move(v));
     }
     std::sort(result.observations_read.begin(), result.observations_read.end());

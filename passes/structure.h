@@ -249,8 +249,10 @@ struct EmSteps {
   struct Verdict {
     std::string param;
     bool closed_form = false;
-    std::vector<int> pieces; // the pieces that read it (closed form: all of them are)
-    std::string reason;      // when not
+    std::vector<int> pieces;    // the pieces that read it (closed form: all of them are)
+    std::string reason;         // when not
+    bool read_by_prior = false; // another parameter's prior reads it (then, with --map, the
+                                // prior enters its M-step)
   };
   std::vector<Verdict> params; // one per model parameter, in declaration order
   // The observation components that relations read at t besides their own target (`y2[t] ~

@@ -331,7 +331,8 @@ json em_steps_json(const EmSteps& e) {
     params.push_back({{"name", v.param},
                       {"closed_form", v.closed_form},
                       {"pieces", v.pieces},
-                      {"reason", string_or_null(v.reason)}});
+                      {"reason", string_or_null(v.reason)},
+                      {"read_by_prior", v.read_by_prior}});
   return {{"pieces", pieces}, {"params", params}, {"observations_read", e.observations_read}};
 }
 

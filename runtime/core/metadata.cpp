@@ -568,6 +568,7 @@ void parse_em_steps(const json& root, ModelInfo& info) {
       }
       if (!v.at("reason").is_null())
         verdict.reason = v.at("reason").get<std::string>();
+      verdict.read_by_prior = v.value("read_by_prior", false);
       info.em_steps.params.push_back(std::move(verdict));
     }
     if (auto o = em->find("observations_read"); o != em->end())

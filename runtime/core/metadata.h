@@ -120,7 +120,8 @@ struct EmStepsInfo {
     std::string name;
     bool closed_form = false;
     std::vector<int64_t> pieces;
-    std::string reason; // when not closed-form
+    std::string reason;         // when not closed-form
+    bool read_by_prior = false; // another parameter's prior reads it
   };
   std::vector<EmPiece> pieces;
   std::vector<Verdict> params;            // empty when the metadata has no em_steps analysis

@@ -125,6 +125,8 @@ ClosedFormMStep::ClosedFormMStep(const ModelInfo& info, const ParameterSpace& sp
       why[param.name] = v->reason;
     else if (map && !param.prior.empty())
       why[param.name] = "--map: its prior enters the M-step";
+    else if (map && v->read_by_prior)
+      why[param.name] = "--map: another parameter's prior reads it";
     else
       why[param.name] = "";
   }

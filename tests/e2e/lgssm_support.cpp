@@ -5,6 +5,18 @@
 
 namespace e2e {
 
+const char* const kNileDiffuse = R"(
+model nile_diffuse {
+  param sigma_eps ~ half_normal(500) = 100;
+  param sigma_eta ~ half_normal(200) = 20;
+  state level : real;
+  obs y : real;
+  level[0] ~ normal(0, 1e5);
+  level[t] ~ normal(level[t-1], sigma_eta);
+  y[t] ~ normal(level[t], sigma_eps);
+}
+)";
+
 Table with_missing(Table table, const std::vector<std::string>& columns,
                    const std::vector<size_t>& rows) {
   int n = 0;

@@ -25,6 +25,9 @@ std::vector<std::string> indexed(const std::string& name, int n);
 Eigen::MatrixXd matrix_from_json(const nlohmann::json& j);
 // examples/lgssm1.ssm renamed `name`, with `extra` statements at the end of the model.
 std::string lgssm1_source(const std::string& name, const std::string& extra);
+// The local level model of the Nile data with a vague initial law, level[0] ~ N(0, 1e10) (the
+// exactly diffuse one of Durbin & Koopman in the limit), as model 'nile_diffuse'.
+extern const char* const kNileDiffuse;
 // examples/lgssm.ssm (10-D) with the parameters of a --params file; x[0] ~ mvnormal(0, Q).
 LinearGaussianModel lgssm_model(const std::string& params_file);
 

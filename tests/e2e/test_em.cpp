@@ -8,6 +8,7 @@
 // reaches the Nile MLE; a 2-D model's matrices follow the EM step computed here from the
 // brute-force smoothing moments.
 #include "kalman.h"
+#include "lgssm_support.h"
 #include "support.h"
 
 #include <Eigen/LU>
@@ -293,19 +294,6 @@ TEST_CASE("optimize --method em: starts, and the models it refuses", "[em]") {
 
 namespace {
 
-// The local level model with a vague initial law, as in test_optimize.cpp.
-const char* kLocalLevel = R"(
-model nile_em {
-  param sigma_eps ~ half_normal(500) = 100;
-  param sigma_eta ~ half_normal(200) = 20;
-  state level : real;
-  obs y : real;
-  level[0] ~ normal(0, 1e5);
-  level[t] ~ normal(level[t-1], sigma_eta);
-  y[t] ~ normal(level[t], sigma_eps);
-}
-)";
-
 // One EM step of the local level model written here (Shumway & Stoffer 1982): the Kalman filter,
 // the RTS smoother with its lag-one covariances, then the two variances in closed form. Returns
 // the log-likelihood at (var_eps, var_eta).
@@ -343,7 +331,7 @@ double local_level_em_step(const std::vector<double>& y, double& var_eps, double
 
 TEST_CASE("optimize --method em on a linear-Gaussian model: Shumway-Stoffer to the Nile MLE",
           "[em]") {
-  const std::string& exe = model_exe("nile_em", kLocalLevel);
+  const std::string& exe = model_exe("nile_diffuse", kNileDiffuse);
   const std::string data = example_path("data/nile.csv");
   const std::vector<double> y = read_table(data).column("y");
   const std::string path = scratch_path("nile-em-path.csv");
@@ -532,4 +520,34 @@ model em_obs_reads_obs {
   INFO(r.describe());
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("y1 is missing at step 1, and a relation reads it") != std::string::npos);
+}
+
+TEST_CASE("optimize --method em --map: a parameter that another's prior reads is numerical",
+          "[em]") {
+  // tau has no prior of its own, but mu's prior reads it: with --map that prior is part of
+  // tau's M-step, which is then no longer the closed form of y2's sd.
+  const std::string& exe = model_exe("em_prior_reads", R"(
+model em_prior_reads {
+  param tau : real(0, inf) = 1;
+  param mu ~ normal(0, tau) = 0;
+  state x : real;
+  obs y1 : real;
+  obs y2 : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.5 * x[t-1], 1);
+  y1[t] ~ normal(x[t] + mu, 1);
+  y2[t] ~ normal(x[t], tau);
+}
+)");
+  const std::string data = scratch_path("em-prior-reads.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "2", "--param", "mu=0.5", "--param", "tau=0.7",
+          "--out", data});
+  const nlohmann::json plain = optimize(exe, {"--method", "em", "--data", data});
+  CHECK(plain["m_step"]["tau"].get<std::string>().starts_with("closed form"));
+  const nlohmann::json em = optimize(exe, {"--method", "em", "--map", "--data", data, "--tolerance",
+                                           "1e-12", "--max-iterations", "2000"});
+  const nlohmann::json lbfgs = optimize(exe, {"--method", "lbfgs", "--map", "--data", data});
+  INFO(em.dump());
+  CHECK(em["m_step"]["tau"] == "numerical (L-BFGS): --map: another parameter's prior reads it");
+  CHECK(std::abs(em["log_posterior"].get<double>() - lbfgs["log_posterior"].get<double>()) < 1e-6);
 }

@@ -8,6 +8,7 @@
 #include "support.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <Eigen/Dense>
@@ -22,18 +23,6 @@
 using namespace e2e;
 
 namespace {
-
-const char* kNile = R"(
-model nile_diffuse {
-  param sigma_eps ~ half_normal(500) = 100;
-  param sigma_eta ~ half_normal(200) = 20;
-  state level : real;
-  obs y : real;
-  level[0] ~ normal(0, 1e5);
-  level[t] ~ normal(level[t-1], sigma_eta);
-  y[t] ~ normal(level[t], sigma_eps);
-}
-)";
 
 // The local level model's log-likelihood by a Kalman filter written here.
 double local_level_loglik(const std::vector<double>& y, double var_eps, double var_eta) {
@@ -99,7 +88,7 @@ std::array<double, 2> nelder_mead(const auto& f, std::array<double, 2> x0) {
 
 TEST_CASE("optimize: the Nile MLE of Durbin & Koopman, and of an independent optimiser",
           "[optimize]") {
-  const std::string& exe = model_exe("nile_diffuse", kNile);
+  const std::string& exe = model_exe("nile_diffuse", kNileDiffuse);
   const std::string data = example_path("data/nile.csv");
   const std::string path = scratch_path("nile-optimize-path.csv");
   const nlohmann::json j =
@@ -135,7 +124,7 @@ TEST_CASE("optimize: the Nile MLE of Durbin & Koopman, and of an independent opt
 }
 
 TEST_CASE("optimize --map: the posterior mode of an independent optimiser", "[optimize]") {
-  const std::string& exe = model_exe("nile_diffuse", kNile);
+  const std::string& exe = model_exe("nile_diffuse", kNileDiffuse);
   const std::string data = example_path("data/nile.csv");
   const nlohmann::json j =
       nlohmann::json::parse(run_ok({exe, "optimize", "--data", data, "--json", "--map"}).out);
@@ -169,7 +158,7 @@ TEST_CASE("optimize --map: the posterior mode of an independent optimiser", "[op
 }
 
 TEST_CASE("optimize: --fix, --inits, and --save read back by filter", "[optimize]") {
-  const std::string& exe = model_exe("nile_diffuse", kNile);
+  const std::string& exe = model_exe("nile_diffuse", kNileDiffuse);
   const std::string data = example_path("data/nile.csv");
   const std::string saved = scratch_path("nile-optimum.json");
   const nlohmann::json fixed =
@@ -419,4 +408,48 @@ TEST_CASE("optimize --method adam: the particle score's averaged iterates reach 
             "--param", "a=0.1", "--param", "q=2", "--param", "r=0.2", "--max-iterations", "10"});
   CHECK(early["converged"] == false);
   CHECK(early["message"].get<std::string>().find("still away from 0") != std::string::npos);
+}
+
+TEST_CASE("optimize --map with a hierarchical prior: mu ~ normal(0, tau)", "[optimize]") {
+  // y[t] = x[t] + noise with x[t] ~ N(mu, 1) independent: y[t] ~ N(mu, 2). The prior of mu reads
+  // tau, whose own prior is half_normal(1).
+  const std::string& exe = model_exe("hierarchical_prior", R"(
+model hierarchical_prior {
+  param tau ~ half_normal(1) = 0.7;
+  param mu ~ normal(0, tau) = 0.7;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(mu, 1);
+  x[t] ~ normal(mu, 1);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  const std::string data = scratch_path("hierarchical-prior.csv");
+  run_ok({exe, "simulate", "--T", "40", "--seed", "3", "--param", "mu=0.8", "--out", data});
+  const std::vector<double> y = read_table(data).column("y");
+  double sum = 0;
+  for (double v : y)
+    sum += v;
+  const double T = static_cast<double>(y.size());
+  // With tau fixed, the posterior of mu is Gaussian: its mode is (sum y / 2) / (T / 2 + 1/tau^2).
+  for (const double tau : {0.3, 2.0}) {
+    INFO("tau " << tau);
+    const nlohmann::json j =
+        nlohmann::json::parse(run_ok({exe, "optimize", "--map", "--json", "--data", data, "--fix",
+                                      "tau", "--param", fmt::format("tau={}", tau)})
+                                  .out);
+    CHECK(j["params"]["mu"].get<double>() ==
+          Approx((sum / 2) / (T / 2 + 1 / (tau * tau))).epsilon(1e-6));
+  }
+  // Both learned, from near it: the local mode (the log posterior also rises without bound toward
+  // mu = tau = 0, the funnel of hierarchical models) solves d/dmu = (sum y - T mu) / 2 - mu / tau^2
+  // = 0 and d/dtau = -1/tau + mu^2/tau^3 - tau = 0 (half_normal(1)), i.e. tau^2 = (sqrt(1 + 4 mu^2)
+  // - 1) / 2.
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "optimize", "--map", "--json", "--data", data}).out);
+  const double mu = j["params"]["mu"].get<double>(), tau = j["params"]["tau"].get<double>();
+  INFO(j.dump());
+  CHECK(tau * tau == Approx((std::sqrt(1 + 4 * mu * mu) - 1) / 2).epsilon(1e-5));
+  CHECK((sum - T * mu) / 2 - mu / (tau * tau) == Approx(0).margin(1e-5));
+  CHECK(mu > 0.1); // not the funnel
 }
