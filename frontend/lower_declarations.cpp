@@ -250,6 +250,13 @@ void Lowering::define_var(const ast::VarDecl& v) {
 // are one joint law, sampled in declaration order.
 bool Lowering::check_prior_reads(const Expr& e, const ast::VarDecl& v) {
   bool ok = true;
+  if (e.kind == EKind::Call) // a user function or network: lowered after the declarations
+    if (const auto it = symbols_.find(e.name);
+        it != symbols_.end() &&
+        (it->second.kind == Symbol::Kind::Fn || it->second.kind == Symbol::Kind::Net)) {
+      error(e.range, fmt::format(msg::prior_calls_function, v.name.name, e.name));
+      return false;
+    }
   if (e.kind == EKind::Name && e.name != "pi" && e.name != "inf") {
     const Symbol* sym = lookup(e.name, e.range);
     if (sym && sym->kind == Symbol::Kind::Param && sym->range.begin == v.name.range.begin) {
@@ -272,6 +279,62 @@ bool Lowering::check_prior_reads(const Expr& e, const ast::VarDecl& v) {
   for (const ast::ExprPtr& a : e.args)
     ok = check_prior_reads(*a, v) && ok;
   return ok;
+}
+
+// The values a parameter declared before can take: its declared bounds narrowed by its prior's
+// support (the constant bounds of a uniform, or the distribution's).
+std::pair<double, double> Lowering::param_support(int param) const {
+  const ir::ParamDecl& p = model_.params[param];
+  double lo = p.lower, hi = p.upper;
+  for (const ir::Relation& rel : model_.prior.relations)
+    if (rel.var == param) {
+      const ir::DistInfo& info = ir::dist_info(rel.dist);
+      double dlo = info.lower, dhi = info.upper;
+      if (info.support_from >= 0) {
+        dlo = model_.prior.nodes[rel.args[info.support_from]].values[0];
+        dhi = model_.prior.nodes[rel.args[info.support_from + 1]].values[0];
+      }
+      lo = std::max(lo, dlo);
+      hi = std::min(hi, dhi);
+    }
+  return {lo, hi};
+}
+
+// Whether a prior argument that reads parameters stays positive (or, with `probability`, within
+// [0, 1]) whatever their values: products and sums of positive constants and of parameters
+// whose support is positive, exp, sqrt. The log densities of the priors are only defined there.
+bool Lowering::positive_in_prior(const Expr& e, bool probability) const {
+  switch (e.kind) {
+  case EKind::Number:
+    return e.number > 0 && (!probability || e.number <= 1);
+  case EKind::Name: {
+    const auto it = symbols_.find(e.name);
+    if (it == symbols_.end())
+      return false;
+    if (it->second.kind == Symbol::Kind::Const) {
+      const std::vector<double>& v = consts_[it->second.index].values;
+      return std::all_of(v.begin(), v.end(),
+                         [&](double x) { return x > 0 && (!probability || x <= 1); });
+    }
+    if (it->second.kind != Symbol::Kind::Param)
+      return false;
+    const auto [lo, hi] = param_support(it->second.index);
+    return lo >= 0 && (!probability || hi <= 1);
+  }
+  case EKind::Index:
+    return positive_in_prior(*e.args[0], probability);
+  case EKind::Binary:
+    if (probability)
+      return e.op == "*" && positive_in_prior(*e.args[0], true) &&
+             positive_in_prior(*e.args[1], true);
+    return (e.op == "*" || e.op == "/" || e.op == "+") && positive_in_prior(*e.args[0], false) &&
+           positive_in_prior(*e.args[1], false);
+  case EKind::Call:
+    return !probability && (e.name == "exp" || (e.name == "sqrt" && e.args.size() == 1 &&
+                                                positive_in_prior(*e.args[0], false)));
+  default:
+    return false;
+  }
 }
 
 void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape) {
@@ -305,6 +368,33 @@ void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shap
         return;
       }
   check_argument_domain(*dist, d, model_.prior, args);
+  // An argument that reads parameters: its domain must hold for all their values, and the
+  // prior's support must lie within the declared bounds (no truncation whose normaliser would
+  // depend on them).
+  bool reads_params = false;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (model_.prior.nodes[*args[k]].op == ir::Op::Const)
+      continue;
+    reads_params = true;
+    using enum ir::ArgDomain;
+    const ir::ArgDomain rule = k < info.domains.size() ? info.domains[k] : Any;
+    if (rule == Any || positive_in_prior(*d.args[k], rule == Probability))
+      continue;
+    const bool probability = rule == Probability;
+    error(d.args[k]->range,
+          fmt::format(msg::prior_argument_domain_unknown, info.arg_names[k], info.name, v.name.name,
+                      probability ? "between 0 and 1" : "positive",
+                      probability ? "between 0 and 1" : "positive"));
+    return;
+  }
+  if (reads_params) {
+    const ir::ParamDecl& p = model_.params[param];
+    if (info.lower < p.lower || info.upper > p.upper) {
+      error(d.name.range, fmt::format(msg::prior_truncated_reads_parameters, info.name, v.name.name,
+                                      p.lower, p.upper, v.name.name));
+      return;
+    }
+  }
   ir::Relation rel;
   rel.kind = ir::VarKind::Param;
   rel.var = param;

@@ -209,6 +209,8 @@ private:
   void define_var(const ast::VarDecl& v);
   void add_prior(const ast::VarDecl& v, int param, const ir::Shape& shape);
   bool check_prior_reads(const Expr& e, const ast::VarDecl& v);
+  bool positive_in_prior(const Expr& e, bool probability) const;
+  std::pair<double, double> param_support(int param) const;
   void set_default(const ast::VarDecl& v, ir::ParamDecl& p);
 
   // ---- networks (lower_nets.cpp)

@@ -148,6 +148,15 @@ inline constexpr char prior_reads_itself[] = "the prior of '{0}' reads '{0}' its
 inline constexpr char prior_reads_variable[] =
     "the prior of '{}' reads '{}', {}: a prior reads constants and the parameters declared "
     "before it";
+inline constexpr char prior_calls_function[] =
+    "the prior of '{}' calls '{}': a prior cannot call functions or networks yet";
+inline constexpr char prior_argument_domain_unknown[] =
+    "the {} of the {} prior of '{}' must be {}, and it reads parameters: write it as a product of "
+    "positive constants and parameters whose values are {} by their declared bounds or their "
+    "priors (`real(0, inf)`, `~ half_normal(1)`)";
+inline constexpr char prior_truncated_reads_parameters[] =
+    "the {} prior of '{}' reaches outside its declared bounds [{}, {}] and reads parameters: the "
+    "truncation's normalising constant would depend on them; give '{}' a prior within its bounds";
 inline constexpr char prior_support_not_constant[] =
     "the bounds of the {1} prior of '{0}' must be constants: they are the support of '{0}', "
     "on which its unconstrained scale is built";

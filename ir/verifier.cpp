@@ -168,8 +168,8 @@ private:
     if (kind == BlockKind::Prior) { // constants, and parameters (hierarchical priors)
       if (node.op != Op::Param)
         fail("%{}: prior arguments may read parameters only", id);
-      else
-        check_variable(id, node, VarKind::Param);
+      else if (check_variable(id, node, VarKind::Param))
+        reads_now.insert({VarKind::Param, node.var}); // a prior reads those drawn before it
       return;
     }
     if (kind == BlockKind::Guide) {
@@ -317,9 +317,16 @@ private:
         return;
       }
       for (const Var& v : reads_now[a])
-        if (!sampled.count(v) || v == Var{rel.kind, rel.var})
+        if ((!sampled.count(v) && !(block_.kind == BlockKind::Prior && !has_relation(v))) ||
+            v == Var{rel.kind, rel.var})
           fail("{} ~ {} reads {} before it is sampled", target, info.name,
                model_.var_name(v.first, v.second));
+      // A prior's support, which the parameter's unconstrained map is built on, is constant.
+      if (block_.kind == BlockKind::Prior && info.support_from >= 0 &&
+          (k == static_cast<size_t>(info.support_from) ||
+           k == static_cast<size_t>(info.support_from) + 1) &&
+          block_.nodes[a].op != Op::Const)
+        fail("{} ~ {}: the bound {} is not a constant", target, info.name, info.arg_names[k]);
       const Shape& arg = block_.nodes[a].shape;
       bool ok = rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
@@ -333,6 +340,13 @@ private:
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
+  }
+
+  // Whether a relation of the block draws v (a parameter without a prior is a fixed value).
+  bool has_relation(const Var& v) const {
+    return std::any_of(block_.relations.begin(), block_.relations.end(), [&](const Relation& r) {
+      return Var{r.kind, r.var} == v;
+    });
   }
 
   const Model& model_;
