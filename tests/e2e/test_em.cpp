@@ -551,3 +551,38 @@ model em_prior_reads {
   CHECK(em["m_step"]["tau"] == "numerical (L-BFGS): --map: another parameter's prior reads it");
   CHECK(std::abs(em["log_posterior"].get<double>() - lbfgs["log_posterior"].get<double>()) < 1e-6);
 }
+
+TEST_CASE("optimize --method em without a score: every M-step in closed form", "[em]") {
+  // The 10-D model's score terms are past the compiled size, so it has no score: L-BFGS and the
+  // numerical M-step cannot run, but EM's closed forms can, and its log-likelihood rises.
+  const std::string& exe = model_exe("lg10_em", R"(
+model lg10_em {
+  const d = 10;
+  param A : matrix[d, d] = 0.5 * eye(d);
+  param Q : cov_matrix[d] = eye(d);
+  param B : matrix[d, d] = eye(d);
+  param R : cov_matrix[d] = eye(d);
+  state x : vector[d];
+  obs   y : vector[d];
+  x[0] ~ mvnormal(zeros(d), Q);
+  x[t] ~ mvnormal(A * x[t-1], Q);
+  y[t] ~ mvnormal(B * x[t], R);
+}
+)");
+  const std::string data = scratch_path("lg10-em.csv");
+  run_ok({exe, "simulate", "--T", "200", "--seed", "1", "--out", data});
+  const std::string path = scratch_path("lg10-em-path.csv");
+  const nlohmann::json j = optimize(exe, {"--method", "em", "--data", data, "--max-iterations", "8",
+                                          "--tolerance", "0", "--out", path});
+  for (const char* p : {"A", "Q", "B", "R"})
+    CHECK(j["m_step"][p].get<std::string>().starts_with("closed form"));
+  CHECK(j["standard_errors"].is_null());
+  const std::vector<double> ll = read_table(path).column("log_likelihood");
+  REQUIRE(ll.size() == 9);
+  for (size_t it = 1; it < ll.size(); ++it)
+    CHECK(ll[it] >= ll[it - 1] - 1e-9 * std::abs(ll[it - 1]));
+  CHECK(ll.back() > ll.front() + 10);
+  const ProcessResult r =
+      run_process({exe, "optimize", "--method", "lbfgs", "--data", data}); // needs the score
+  CHECK(r.exit_code != 0);
+}
