@@ -287,16 +287,11 @@ std::pair<double, double> Lowering::param_support(int param) const {
   const ir::ParamDecl& p = model_.params[param];
   double lo = p.lower, hi = p.upper;
   for (const ir::Relation& rel : model_.prior.relations)
-    if (rel.var == param) {
-      const ir::DistInfo& info = ir::dist_info(rel.dist);
-      double dlo = info.lower, dhi = info.upper;
-      if (info.support_from >= 0) {
-        dlo = model_.prior.nodes[rel.args[info.support_from]].values[0];
-        dhi = model_.prior.nodes[rel.args[info.support_from + 1]].values[0];
+    if (rel.var == param)
+      if (const auto support = ir::continuous_support(model_.prior, rel)) {
+        lo = std::max(lo, support->first);
+        hi = std::min(hi, support->second);
       }
-      lo = std::max(lo, dlo);
-      hi = std::min(hi, dhi);
-    }
   return {lo, hi};
 }
 

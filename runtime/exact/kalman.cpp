@@ -387,6 +387,49 @@ StepPoints cubature_points(const Smoothed& s, int64_t t) {
   return out;
 }
 
+// The hidden copies of augment-lags (`x@lagK` holds x[t-K]) and the state each copies: at t = 0
+// every copy takes x[0]; after, x@lagK[t] = x@lag(K-1)[t-1], x@lag0 being x.
+struct LagCopy {
+  const VarInfo* copy;
+  const VarInfo* initial; // x
+  const VarInfo* source;  // x@lag(K-1), or x
+};
+
+std::vector<LagCopy> lag_copies(const ModelInfo& info) {
+  auto find = [&](const std::string& name) -> const VarInfo* {
+    for (const VarInfo& w : info.state)
+      if (w.name == name)
+        return &w;
+    return nullptr;
+  };
+  std::vector<LagCopy> out;
+  for (const VarInfo& v : info.state) {
+    const size_t at = v.name.rfind("@lag");
+    if (!v.hidden || at == std::string::npos)
+      continue;
+    const std::string base = v.name.substr(0, at);
+    const int k = std::stoi(v.name.substr(at + 4));
+    const VarInfo* initial = find(base);
+    const VarInfo* source = k == 1 ? initial : find(fmt::format("{}@lag{}", base, k - 1));
+    if (initial && source)
+      out.push_back({&v, initial, source});
+  }
+  return out;
+}
+
+// The copies at each cubature point, set exactly from their sources: the points of a singular
+// Gaussian hold them equal only to rounding, and the copies' dirac densities are -inf off
+// equality.
+void snap_lag_copies(const std::vector<LagCopy>& copies, int64_t t, StepPoints& s) {
+  for (const LagCopy& c : copies) {
+    const VarInfo& from = t == 0 ? *c.initial : *c.source;
+    const std::vector<double>& values = t == 0 ? s.cur : s.prev;
+    for (int64_t i = 0; i < c.copy->size; ++i)
+      for (int64_t p = 0; p < s.count; ++p)
+        s.cur[(c.copy->offset + i) * s.count + p] = values[(from.offset + i) * s.count + p];
+  }
+}
+
 } // namespace
 
 std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info,
@@ -396,8 +439,11 @@ std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info
   log_likelihood = s.f.result.log_likelihood;
   std::vector<StepPoints> out;
   out.reserve(data.T);
-  for (int64_t t = 0; t < data.T; ++t)
+  const std::vector<LagCopy> copies = lag_copies(info);
+  for (int64_t t = 0; t < data.T; ++t) {
     out.push_back(cubature_points(s, t));
+    snap_lag_copies(copies, t, out.back());
+  }
   return out;
 }
 

@@ -47,7 +47,9 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
 
 // The smoothing Gaussian of each step as the points of the same cubature rule (x_0's at t = 0,
 // (x_{t-1}, x_t)'s after), which is exact for the log-density of a linear-Gaussian model and its
-// gradients (quadratic in the state): EM's E-step. The log-likelihood in `log_likelihood`.
+// gradients (quadratic in the state): EM's E-step. The hidden copies that carry x[t-k] (x@lagK)
+// are exactly equal to their sources at every point, as their densities need. The
+// log-likelihood in `log_likelihood`.
 std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info,
                                    const std::vector<double>& fixed, const ObsData& data,
                                    double& log_likelihood);

@@ -54,16 +54,13 @@ std::vector<int64_t> observations_read(const EmPiece& piece) {
 }
 
 // Whether the piece has a term at step t: initial pieces at t = 0, transition ones after,
-// observation ones wherever what they read is observed.
-bool applies(const EmPiece& piece, int64_t t, const double* y) {
+// observation ones wherever what they read (`read`, observations_read's) is observed.
+bool applies(const EmPiece& piece, const std::vector<int64_t>& read, int64_t t, const double* y) {
   if (piece.block == "initial")
     return t == 0;
   if (piece.block == "transition")
     return t > 0;
-  for (int64_t c : observations_read(piece))
-    if (std::isnan(y[c]))
-      return false;
-  return true;
+  return std::none_of(read.begin(), read.end(), [&](int64_t c) { return std::isnan(y[c]); });
 }
 
 // The group a point falls in: the value of the piece's group read, checked.
@@ -112,7 +109,8 @@ std::vector<int64_t> theta_of(const EmPiece& piece, int64_t d) {
 ClosedFormMStep::ClosedFormMStep(const ModelInfo& info, const ParameterSpace& space, bool map,
                                  const std::vector<ObsData>& series)
     : info_(info), updated_(info.n_theta, false), normals_(info.em_steps.pieces.size()),
-      counts_(info.n_theta), numerator_(info.n_theta), denominator_(info.n_theta) {
+      observations_read_(info.em_steps.pieces.size()), counts_(info.n_theta),
+      numerator_(info.n_theta), denominator_(info.n_theta) {
   const EmStepsInfo& em = info.em_steps;
   // The learned parameters, and why each is not updated here (empty: it is).
   std::map<std::string, std::string> why;
@@ -132,7 +130,7 @@ ClosedFormMStep::ClosedFormMStep(const ModelInfo& info, const ParameterSpace& sp
   }
   // An observation piece with partly missing observations at some step.
   for (size_t k = 0; k < em.pieces.size(); ++k) {
-    const std::vector<int64_t> read = observations_read(em.pieces[k]);
+    const std::vector<int64_t>& read = observations_read_[k] = observations_read(em.pieces[k]);
     for (const ObsData& data : series)
       for (int64_t t = 0; t < data.T && !read.empty(); ++t) {
         const double* y = data.at(t);
@@ -236,7 +234,7 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
   Eigen::VectorXd psi;
   for (int64_t k : active_) {
     const EmPiece& piece = info_.em_steps.pieces[k];
-    if (!applies(piece, t, y))
+    if (!applies(piece, observations_read_[k], t, y))
       continue;
     Gaussian& g = normals_[k];
     for (int64_t p = 0; p < s.count; ++p) {

@@ -50,9 +50,10 @@ private:
     std::vector<double> weight;
   };
   const ModelInfo& info_;
-  std::vector<int64_t> active_;   // the pieces that update something
-  std::vector<bool> updated_;     // per theta component
-  std::vector<Gaussian> normals_; // per piece (empty for other families)
+  std::vector<int64_t> active_;                         // the pieces that update something
+  std::vector<bool> updated_;                           // per theta component
+  std::vector<Gaussian> normals_;                       // per piece (empty for other families)
+  std::vector<std::vector<int64_t>> observations_read_; // per piece: the components it reads
   std::vector<double> counts_, numerator_, denominator_;
   std::vector<std::pair<std::string, std::string>> closed_, numeric_;
 

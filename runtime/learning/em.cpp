@@ -62,29 +62,6 @@ double expected_log_joint(const ssm_model& model, const ModelInfo& info,
   return q;
 }
 
-// The hidden copies of augment-lags (`x@lagK` holds x[t-K]) at each cubature point, set exactly
-// from their sources: the points of a singular Gaussian hold them equal only to rounding, and
-// the copies' dirac densities are -inf off equality. At t = 0 every copy takes x[0]; after,
-// x@lagK[t] = x@lag(K-1)[t-1], x@lag0 being x.
-void snap_lag_copies(const ModelInfo& info, int64_t t, StepPoints& s) {
-  for (const VarInfo& v : info.state) {
-    const size_t at = v.name.rfind("@lag");
-    if (!v.hidden || at == std::string::npos)
-      continue;
-    const std::string base = v.name.substr(0, at);
-    const int k = std::stoi(v.name.substr(at + 4));
-    const std::string from = t == 0 || k == 1 ? base : fmt::format("{}@lag{}", base, k - 1);
-    const auto source = std::find_if(info.state.begin(), info.state.end(),
-                                     [&](const VarInfo& w) { return w.name == from; });
-    if (source == info.state.end())
-      continue;
-    const std::vector<double>& values = t == 0 ? s.cur : s.prev;
-    for (int64_t c = 0; c < v.size; ++c)
-      for (int64_t p = 0; p < s.count; ++p)
-        s.cur[(v.offset + c) * s.count + p] = values[(source->offset + c) * s.count + p];
-  }
-}
-
 // The E-step of each series (core/series.h: independent series add).
 struct EStep {
   std::vector<ObsData> series;
@@ -107,8 +84,6 @@ struct EStep {
         ll = m.log_likelihood;
       } else {
         points[k] = rts_points(run.model, run.info, theta, series[k], ll);
-        for (int64_t t = 0; t < series[k].T; ++t)
-          snap_lag_copies(run.info, t, points[k][t]);
       }
       log_likelihood += ll;
     }
@@ -190,17 +165,16 @@ void numeric_m_step(const MethodRun& run, const ScoreModel& sm, const EStep& m,
   std::copy(next.theta.begin(), next.theta.end(), theta.begin());
 }
 
-// One start of EM from `theta` (parameters then data values), its iterations appended to
+// One start of EM from `theta` (parameters then data values), with the run's E-step and
+// closed-form M-step (each start overwrites their state), its iterations appended to
 // record.path.
 Optimum::Start run_start(const MethodRun& run, const std::optional<ScoreModel>& sm,
-                         const ParameterSpace& space, std::vector<double> theta, int64_t start,
-                         const OptimizeOptions& options, Optimum& record, std::string& message,
-                         int64_t& iterations) {
+                         const ParameterSpace& space, EStep& m, ClosedFormMStep& closed,
+                         std::vector<double> theta, int64_t start, const OptimizeOptions& options,
+                         Optimum& record, std::string& message, int64_t& iterations) {
   Optimum::Start out;
   double previous = -std::numeric_limits<double>::infinity();
   message = fmt::format("stopped after {} iterations", options.max_iterations);
-  EStep m(*run.data);
-  ClosedFormMStep closed(run.info, space, options.map, m.series);
   for (int64_t it = 0;; ++it) {
     m.run(run, theta);
     const auto [objective, gradient_norm] = objective_at(run, sm, space, m, theta, options.map);
@@ -290,19 +264,18 @@ Optimum run_em(const MethodRun& run, const OptimizeOptions& options) {
   best.objective = -std::numeric_limits<double>::infinity();
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);
-  {
-    const ClosedFormMStep closed(run.info, space, options.map, EStep(*run.data).series);
-    if (!sm && !closed.numeric().empty())
-      throw Error(fmt::format("optimize --method em: {} {} no closed-form M-step ({}), and the "
-                              "model has no score for a numerical one: {}",
-                              closed.numeric()[0].first,
-                              closed.numeric().size() == 1 ? "has" : "and others have",
-                              closed.numeric()[0].second, run.info.no_score_reason));
-    for (const auto& [name, from] : closed.closed())
-      best.m_steps.push_back({name, "closed form: " + from});
-    for (const auto& [name, why] : closed.numeric())
-      best.m_steps.push_back({name, "numerical (L-BFGS): " + why});
-  }
+  EStep m(*run.data);
+  ClosedFormMStep closed(run.info, space, options.map, m.series);
+  if (!sm && !closed.numeric().empty())
+    throw Error(fmt::format("optimize --method em: {} {} no closed-form M-step ({}), and the "
+                            "model has no score for a numerical one: {}",
+                            closed.numeric()[0].first,
+                            closed.numeric().size() == 1 ? "has" : "and others have",
+                            closed.numeric()[0].second, run.info.no_score_reason));
+  for (const auto& [name, from] : closed.closed())
+    best.m_steps.push_back({name, "closed form: " + from});
+  for (const auto& [name, why] : closed.numeric())
+    best.m_steps.push_back({name, "numerical (L-BFGS): " + why});
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
     std::vector<double> theta = given;
     space.constrain(start_point(u0, run.seed, k), {theta.data(), static_cast<size_t>(n)});
@@ -310,7 +283,7 @@ Optimum run_em(const MethodRun& run, const OptimizeOptions& options) {
     int64_t iterations = 0;
     Optimum::Start s;
     try {
-      s = run_start(run, sm, space, theta, k, options, best, message, iterations);
+      s = run_start(run, sm, space, m, closed, theta, k, options, best, message, iterations);
     } catch (const Error& e) {
       if (options.inits == 1)
         throw;
