@@ -382,9 +382,15 @@ void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shap
                       probability ? "between 0 and 1" : "positive"));
     return;
   }
-  if (reads_params) {
+  if (reads_params) { // the support: constant bounds (truncated_normal's), else the table's
     const ir::ParamDecl& p = model_.params[param];
-    if (info.lower < p.lower || info.upper > p.upper) {
+    ir::Relation candidate;
+    candidate.dist = *dist;
+    for (const std::optional<int>& id : args)
+      candidate.args.push_back(*id);
+    const auto [lo, hi] =
+        ir::continuous_support(model_.prior, candidate).value_or(std::pair(info.lower, info.upper));
+    if (lo < p.lower || hi > p.upper) {
       error(d.name.range, fmt::format(msg::prior_truncated_reads_parameters, info.name, v.name.name,
                                       p.lower, p.upper, v.name.name));
       return;

@@ -339,6 +339,34 @@ TEST_CASE("constants are evaluated and inlined", "[frontend]") {
   CHECK(operand(m.transition, v0, 0).op == Op::Const);
 }
 
+TEST_CASE("hierarchical priors: a truncation within the declared bounds is accepted",
+          "[frontend]") {
+  // truncated_normal(mu, 1, 0, 10) lies within real(0, inf): no truncation by the declared
+  // bounds, so its location may read mu.
+  ir::Model m = compile(R"(model tn {
+    param mu ~ normal(1, 1) = 1;
+    param s : real(0, inf) ~ truncated_normal(mu, 1, 0, 10) = 1;
+    state x : real;
+    obs y : real;
+    x[0] ~ normal(0, 1);
+    x[t] ~ normal(0.5 * x[t-1], s);
+    y[t] ~ normal(x[t], 1);
+  })");
+  REQUIRE(m.prior.relations.size() == 2);
+  CHECK(arg(m.prior, m.prior.relations[1], 0).op == Op::Param);
+  // A normal prior would be truncated at 0 by the bounds: refused.
+  CHECK(diagnostics_of(R"(model tn {
+    param mu ~ normal(1, 1) = 1;
+    param s : real(0, inf) ~ normal(mu, 1) = 1;
+    state x : real;
+    obs y : real;
+    x[0] ~ normal(0, 1);
+    x[t] ~ normal(0.5 * x[t-1], s);
+    y[t] ~ normal(x[t], 1);
+  })")
+            .find("reaches outside its declared bounds") != std::string::npos);
+}
+
 TEST_CASE("parameter types, defaults and priors", "[frontend]") {
   ir::Model m = compile(R"(model p {
     param v : vector[3] ~ normal(0, 1) = 1.5;
