@@ -9,7 +9,8 @@
 // L-BFGS on the unconstrained space for the others, with the gradient from the compiler's score
 // terms, so every model with a derived score gets EM, not only those with closed-form updates.
 // Each iteration raises the log-likelihood (or the log posterior with --map); its path, one row
-// per iteration, is the optimize path.
+// per iteration, is the optimize path. Models without an exact smoother get Monte Carlo EM, with
+// the same M-step (monte_carlo_em.h); what both share is em_steps.h.
 #pragma once
 
 #include "core/method_registry.h"
@@ -17,13 +18,13 @@
 
 namespace ssm {
 
-// The numerical M-step's own L-BFGS: tight, so that an EM iteration is the exact update to
-// rounding.
-inline constexpr double kEmStepTolerance = 1e-10;
-inline constexpr int64_t kEmStepIterations = 100;
+// Why EM's E-step cannot be exact, or nullopt: the model is neither finite-state nor
+// linear-Gaussian.
+Refusal exact_em_refusal(const ModelInfo& info);
 
-// Why EM cannot run on the model, or nullopt: no exact smoother, or no score while some
-// parameter has no closed-form update.
+// Why EM cannot run on the model, or nullopt: no exact smoother, and no transition density for
+// the particle E-step's backward draws (monte_carlo_em.h). A model without a score is refused
+// later, by the run, if some learned parameter has no closed-form update.
 Refusal em_refusal(const ssm_model& model, const ModelInfo& info);
 
 // EM from the parameters in run.fixed (then options.inits - 1 random starts around them, as
@@ -32,7 +33,7 @@ Refusal em_refusal(const ssm_model& model, const ModelInfo& info);
 // iteration: the log-likelihood at its parameters and the norm of the exact score there (the
 // gradient of Q at the parameters it was built at, by Fisher's identity; NaN without a score).
 // Optimum::m_steps says how each learned parameter was updated. Throws ssm::Error when
-// em_refusal refuses the model.
+// exact_em_refusal refuses the model.
 Optimum run_em(const MethodRun& run, const OptimizeOptions& options);
 
 } // namespace ssm

@@ -4,6 +4,7 @@
 #include "exact/finite_state.h"
 #include "learning/em.h"
 #include "learning/information.h"
+#include "learning/monte_carlo_em.h"
 #include "learning/optimize.h"
 #include "learning/pmmh.h"
 #include "learning/rml.h"
@@ -86,10 +87,12 @@ std::vector<std::string> forward_pass_flags() {
 }
 
 // Declares for `task` the smoothing task's options that the online smoothers and their forward
-// pass read (copies of the smoothing room's declarations, so that --help and the parser see them
-// there too); returns their flags.
-std::vector<std::string> copy_smoothing_options(MethodRegistry& registry, Task task) {
+// pass read, and `extra` ones (copies of the smoothing room's declarations, so that --help and
+// the parser see them there too); returns their flags.
+std::vector<std::string> copy_smoothing_options(MethodRegistry& registry, Task task,
+                                                const std::vector<std::string>& extra = {}) {
   std::vector<std::string> flags = forward_pass_flags();
+  flags.insert(flags.end(), extra.begin(), extra.end());
   for (const Smoother& sm : smoothers())
     if (sm.online)
       for (const std::string& flag : sm.options)
@@ -99,6 +102,21 @@ std::vector<std::string> copy_smoothing_options(MethodRegistry& registry, Task t
     if (std::find(flags.begin(), flags.end(), o.key()) != flags.end())
       registry.add_option(task, o);
   return flags;
+}
+
+// Whether em's E-step is the particle one: --e-step ffbsi, or auto on a model without an exact
+// smoother.
+bool monte_carlo_e_step(const MethodRun& run) {
+  const std::string& e_step = run.options.word("--e-step");
+  return e_step == "ffbsi" || (e_step == "auto" && exact_em_refusal(run.info));
+}
+
+// The options of em's particle E-step: ffbsi's, from the flags of the optimize run.
+SmoothOptions em_smoothing(const MethodRegistry& registry, const MethodRun& run) {
+  const OptionValues values = smoothing_values(registry, run.options);
+  MethodRun at{run.model, run.info, values, run.seed, false, run.threads};
+  at.registry = &registry;
+  return smooth_options(registry, "ffbsi", at);
 }
 
 // optimize --method adam: the score by the particle smoother `auto` picks (paris).
@@ -339,7 +357,7 @@ void register_learning_methods(MethodRegistry& registry) {
   lbfgs.note = "linear-Gaussian or finite-state models";
   lbfgs.task = Task::Optimize;
   lbfgs.rank = 1;
-  lbfgs.auto_help = "{}";
+  lbfgs.auto_help = "{} for an exact likelihood";
   lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map"};
   lbfgs.applies = exact_score_refusal;
   lbfgs.check = [](const MethodRun& run) {
@@ -351,21 +369,52 @@ void register_learning_methods(MethodRegistry& registry) {
   lbfgs.optimize = run_lbfgs;
   registry.add(std::move(lbfgs));
 
+  const std::vector<std::string> smoothing =
+      copy_smoothing_options(registry, Task::Optimize, {"--trajectories"});
+  registry.add_option(Task::Optimize,
+                      {.flag = "--e-step",
+                       .help = "em: the E-step: exact (forward-backward or the Kalman smoother), "
+                               "ffbsi (Monte Carlo EM: a particle filter and --trajectories drawn "
+                               "backward at each iteration, the iterates of the second half "
+                               "averaged), or auto (exact when the structure allows, else ffbsi)",
+                       .default_value = std::string("auto"),
+                       .type_name = "auto|exact|ffbsi",
+                       .choices = {"auto", "exact", "ffbsi"}});
   Method em;
   em.name = kEmName;
-  em.title = "expectation-maximisation: exact E-step (forward-backward or Kalman smoother), "
-             "M-step in closed form for conjugate pieces, by L-BFGS otherwise";
-  em.note = "finite-state models (hidden Markov models, mixtures) and linear-Gaussian models";
+  em.title = "expectation-maximisation: E-step exact (forward-backward or Kalman smoother) or by "
+             "backward trajectories (Monte Carlo EM); M-step in closed form for conjugate "
+             "pieces, by L-BFGS otherwise";
+  em.note = "models with a transition density";
   em.task = Task::Optimize;
-  em.rank = 2;
-  em.auto_help = "{}";
-  em.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map"};
+  em.rank = 3;
+  em.auto_help = "else {}";
+  em.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map", "--e-step"};
+  for (const std::string& flag : forward_pass_flags())
+    em.options.push_back(flag);
+  em.options.insert(em.options.end(), {"--trajectories", "--backward", "--max-trials"});
   em.applies = em_refusal;
-  em.check = [](const MethodRun& run) {
+  const MethodRegistry* reg = &registry;
+  em.check = [reg](const MethodRun& run) {
     if (Refusal why = em_refusal(run.model, run.info))
       throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
+    if (run.options.word("--e-step") == "exact")
+      if (Refusal why = exact_em_refusal(run.info))
+        throw Error(fmt::format("optimize --method {} --e-step exact: {} (--e-step ffbsi runs "
+                                "Monte Carlo EM)",
+                                kEmName, *why));
+    if (!monte_carlo_e_step(run))
+      return;
+    check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em");
+    if (run.options.integer("--max-iterations") < kMonteCarloEmMinIterations)
+      throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
+                              "be at least {} (the estimate averages the second half of the "
+                              "iterations)",
+                              kMonteCarloEmMinIterations));
   };
-  em.optimize = [](const MethodRun& run) {
+  em.optimize = [reg](const MethodRun& run) {
+    if (monte_carlo_e_step(run))
+      return run_monte_carlo_em(run, optimize_options(run), em_smoothing(*reg, run));
     if (score_refusal(run.model, run.info)) // every M-step closed-form: no standard errors
       return run_em(run, optimize_options(run));
     return with_exact_score(
@@ -378,17 +427,18 @@ void register_learning_methods(MethodRegistry& registry) {
   registry.add_option(Task::Optimize, {.flag = "--learning-rate",
                                        .help = "adam: the step size on the unconstrained scale",
                                        .default_value = adam_defaults.learning_rate});
-  const std::vector<std::string> smoothing = copy_smoothing_options(registry, Task::Optimize);
   Method adam;
   adam.name = kAdamName;
   adam.title = "stochastic gradient ascent on the particle smoother's score, iterates averaged";
   adam.note = "models with a score; the likelihood estimated";
   adam.task = Task::Optimize;
-  adam.rank = 3;
-  adam.auto_help = "else {}";
+  adam.rank = 2;
+  adam.auto_help = "else {} for a model with a score";
   adam.particles = true;
   adam.options = {"--fix", "--inits", "--max-iterations", "--map", "--learning-rate"};
-  adam.options.insert(adam.options.end(), smoothing.begin(), smoothing.end());
+  for (const std::string& flag : smoothing)
+    if (flag != "--trajectories")
+      adam.options.push_back(flag);
   adam.applies = score_refusal;
   adam.check = [](const MethodRun& run) {
     if (Refusal why = score_refusal(run.model, run.info))

@@ -190,6 +190,10 @@ std::vector<double> start_point(std::vector<double> u0, uint64_t seed, int64_t k
   return u0;
 }
 
+uint64_t iteration_seed(uint64_t seed, int64_t k, int64_t it, int64_t iterations) {
+  return mix_seed(seed ^ mix_seed(static_cast<uint64_t>(1 + k * (iterations + 1) + it)));
+}
+
 Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
                             const OptimizeOptions& options) {
   return maximize(

@@ -50,6 +50,11 @@ ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions&
 // uniform(-2, 2) draws from `seed`, as Stan draws its inits.
 std::vector<double> start_point(std::vector<double> u0, uint64_t seed, int64_t k);
 
+// The seed of iteration `it` of start k of a stochastic method that runs `iterations` per start:
+// hashed, so that the series' seeds derived from it (core/series.h adds multiples of a constant)
+// never meet another iteration's.
+uint64_t iteration_seed(uint64_t seed, int64_t k, int64_t it, int64_t iterations);
+
 // L-BFGS of `objective` (plus the log prior with options.map) over the learned parameters'
 // unconstrained space, from run.fixed and options.inits - 1 random starts around it: what
 // maximize_likelihood does with the log-likelihood, and EM's M-step with its expected log joint.

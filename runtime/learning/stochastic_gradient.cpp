@@ -2,7 +2,6 @@
 // stochastic_gradient.h.
 #include "learning/stochastic_gradient.h"
 #include "core/error.h"
-#include "kernel/rng.h"
 #include "learning/parameter_space.h"
 #include "learning/score.h"
 
@@ -17,12 +16,6 @@ namespace {
 
 // Filter runs averaged for the log-likelihood reported at the estimate.
 constexpr int64_t kFinalRuns = 4;
-
-// The seed of step `it` of start k: hashed, so that the series' seeds derived from it
-// (core/series.h adds multiples of a constant) never meet another step's.
-uint64_t step_seed(uint64_t seed, int64_t k, int64_t it, int64_t steps) {
-  return mix_seed(seed ^ mix_seed(static_cast<uint64_t>(1 + k * (steps + 1) + it)));
-}
 
 // One start: its path, its averaged point and the mean and spread of its gradients there.
 struct StochasticStart {
@@ -66,7 +59,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
     for (int64_t it = 0; it < steps; ++it) {
       MethodRun at = run;
       at.fixed = &fixed;
-      at.seed = step_seed(run.seed, k, it, steps);
+      at.seed = iteration_seed(run.seed, k, it, steps);
       at.progress = nullptr; // the steps report progress, not each smoother pass
       ScoreResult s;
       try {
@@ -173,7 +166,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
   std::copy(best.theta.begin(), best.theta.end(), fixed.begin());
   MethodRun at = run;
   at.fixed = &fixed;
-  at.seed = step_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
+  at.seed = iteration_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
   at.progress = nullptr;
   try {
     const ScoreResult final_runs = estimate_score(smoother, at, kFinalRuns);

@@ -1,5 +1,6 @@
 // ffbsm and ffbsi: forward filtering, then a backward pass over the stored particle system
-// (ffbsm.cpp, ffbsi.cpp). Memory is O(N T) for both (the particle system is stored).
+// (ffbsm.cpp, ffbsi.cpp); and ffbsi's trajectories as EM's points. Memory is O(N T) for all
+// (the particle system is stored).
 #include "core/error.h"
 #include "smoothing/offline_pass.h"
 
@@ -44,16 +45,15 @@ void OfflinePass::add_initial_terms(const double* ws) {
   }
 }
 
-SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
-                             const std::vector<double>& fixed, const ObsData& data,
-                             const SmoothOptions& opt, ThreadPool& pool) {
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t T = data.T, N = opt.filter.particles, ns = info.n_state;
-  const StatLayout lay(info, true);
-  SmoothResult r = make_result(info, opt.method, T, N, true);
+namespace {
 
-  // Forward pass, storing the particle system.
-  ParticleFilter pf(model, info, fixed, data, opt.filter, pool);
+// The forward pass: the filter's particles and normalised weights at every step.
+StoredSystem store_forward_pass(const ssm_model& model, const ModelInfo& info,
+                                const std::vector<double>& fixed, const ObsData& data,
+                                const FilterOptions& options, ThreadPool& pool, StepTimer& timer,
+                                double& log_likelihood) {
+  const int64_t T = data.T, N = options.particles, ns = info.n_state;
+  ParticleFilter pf(model, info, fixed, data, options, pool);
   StoredSystem sys;
   sys.T = T;
   sys.N = N;
@@ -61,7 +61,6 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
   const int64_t stride = sys.stride;
   sys.x.resize(T * ns * stride);
   sys.w.resize(T * N);
-  StepTimer timer;
   while (timer.step(pf)) {
     const int64_t t = pf.t();
     std::copy(pf.x(), pf.x() + ns * stride, sys.x.begin() + t * ns * stride);
@@ -69,29 +68,63 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
     for (int64_t n = 0; n < N; ++n)
       sys.w[t * N + n] = pf.weights()[n] / S;
   }
-  r.log_likelihood = pf.result().log_likelihood;
+  log_likelihood = pf.result().log_likelihood;
   sys.frames = all_frames(info, fixed, data);
+  return sys;
+}
 
-  OfflinePass pass{model,
-                   info,
-                   data,
-                   opt,
-                   pool,
-                   lay,
-                   sys,
-                   r,
-                   ns,
-                   lay.nf,
-                   static_cast<int64_t>(lay.per_t_comp.size()),
-                   std::vector<double>(lay.nsum, 0.0),
-                   std::vector<double>(lay.per_step, 0.0)};
-  if (opt.method == SmoothMethod::Ffbsm && T > 0)
+OfflinePass offline_pass(const ssm_model& model, const ModelInfo& info, const ObsData& data,
+                         const SmoothOptions& opt, ThreadPool& pool, const StatLayout& lay,
+                         const StoredSystem& sys, SmoothResult& r) {
+  return {model,
+          info,
+          data,
+          opt,
+          pool,
+          lay,
+          sys,
+          r,
+          info.n_state,
+          lay.nf,
+          static_cast<int64_t>(lay.per_t_comp.size()),
+          std::vector<double>(lay.nsum, 0.0),
+          std::vector<double>(lay.per_step, 0.0)};
+}
+
+} // namespace
+
+SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
+                             const std::vector<double>& fixed, const ObsData& data,
+                             const SmoothOptions& opt, ThreadPool& pool) {
+  const auto start = std::chrono::steady_clock::now();
+  const StatLayout lay(info, true);
+  SmoothResult r = make_result(info, opt.method, data.T, opt.filter.particles, true);
+  StepTimer timer;
+  const StoredSystem sys =
+      store_forward_pass(model, info, fixed, data, opt.filter, pool, timer, r.log_likelihood);
+  OfflinePass pass = offline_pass(model, info, data, opt, pool, lay, sys, r);
+  if (opt.method == SmoothMethod::Ffbsm && data.T > 0)
     ffbsm_pass(pass);
-  if (opt.method == SmoothMethod::Ffbsi && T > 0)
+  if (opt.method == SmoothMethod::Ffbsi && data.T > 0)
     ffbsi_pass(pass);
   lay.store_sums(pass.sums.data(), r, info);
   timer.finish(r, start);
   return r;
+}
+
+std::vector<StepPoints> backward_trajectory_points(const ssm_model& model, const ModelInfo& info,
+                                                   const std::vector<double>& fixed,
+                                                   const ObsData& data, const SmoothOptions& opt,
+                                                   ThreadPool& pool, double& log_likelihood) {
+  const StatLayout lay(info, true);
+  SmoothResult r = make_result(info, SmoothMethod::Ffbsi, data.T, opt.filter.particles, true);
+  StepTimer timer;
+  const StoredSystem sys =
+      store_forward_pass(model, info, fixed, data, opt.filter, pool, timer, log_likelihood);
+  if (data.T == 0)
+    return {};
+  OfflinePass pass = offline_pass(model, info, data, opt, pool, lay, sys, r);
+  return ffbsi_points(pass);
 }
 
 } // namespace ssm

@@ -117,12 +117,41 @@ void average_trajectories(OfflinePass& p, const std::vector<int64_t>& J, int64_t
   }
 }
 
-} // namespace
-
-void ffbsi_pass(OfflinePass& p) {
+// M: --trajectories, or as many as particles.
+int64_t trajectory_count(const OfflinePass& p) {
   const int64_t M = p.opt.trajectories > 0 ? p.opt.trajectories : p.sys.N;
   if (M >= (int64_t(1) << 32))
     throw Error("smooth: too many trajectories (at most 2^32 - 1)");
+  return M;
+}
+
+} // namespace
+
+std::vector<StepPoints> ffbsi_points(OfflinePass& p) {
+  const int64_t M = trajectory_count(p), T = p.sys.T, ns = p.ns, stride = p.sys.stride;
+  BackwardCounts counts;
+  BoundRange bounds;
+  const std::vector<int64_t> J =
+      draw_trajectories(p, M, p.opt.backward == BackwardSampling::Rejection, counts, bounds);
+  std::vector<StepPoints> steps(T);
+  for (int64_t t = 0; t < T; ++t) {
+    StepPoints& s = steps[t];
+    s.count = M;
+    s.weight.assign(M, 1.0 / static_cast<double>(M));
+    s.cur.resize(ns * M);
+    s.prev.assign(ns * M, NAN);
+    for (int64_t c = 0; c < ns; ++c)
+      for (int64_t m = 0; m < M; ++m) {
+        s.cur[c * M + m] = p.sys.x_at(t, ns)[c * stride + J[t * M + m]];
+        if (t > 0)
+          s.prev[c * M + m] = p.sys.x_at(t - 1, ns)[c * stride + J[(t - 1) * M + m]];
+      }
+  }
+  return steps;
+}
+
+void ffbsi_pass(OfflinePass& p) {
+  const int64_t M = trajectory_count(p);
   const bool rejection = p.opt.backward == BackwardSampling::Rejection;
   BackwardCounts counts;
   BoundRange bounds;

@@ -2,6 +2,7 @@
 // forward pass of smooth_backward() stored, and the accumulation of their estimates.
 #pragma once
 
+#include "exact/weighted_points.h"
 #include "smoothing/backward_kernel.h"
 
 namespace ssm {
@@ -41,5 +42,7 @@ struct OfflinePass {
 
 void ffbsm_pass(OfflinePass& p); // ffbsm.cpp
 void ffbsi_pass(OfflinePass& p); // ffbsi.cpp
+// ffbsi's trajectories, each step's pairs as points of weight 1/M (ffbsi.cpp).
+std::vector<StepPoints> ffbsi_points(OfflinePass& p);
 
 } // namespace ssm

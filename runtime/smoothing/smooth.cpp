@@ -139,6 +139,17 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
                           smooth_method_name(opt.method)));
 }
 
+std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
+                                          const std::vector<double>& fixed, const ObsData& data,
+                                          const SmoothOptions& options, ThreadPool& pool,
+                                          double& log_likelihood) {
+  SmoothOptions opt = options;
+  opt.method = SmoothMethod::Ffbsi;
+  if (opt.backward == BackwardSampling::Automatic)
+    opt.backward = automatic_backward(model, opt);
+  return backward_trajectory_points(model, info, fixed, data, opt, pool, log_likelihood);
+}
+
 std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   const std::vector<std::string> cols = state_columns(info);
   fmt::memory_buffer out;

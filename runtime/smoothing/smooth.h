@@ -7,6 +7,7 @@
 #include "core/metadata.h"
 #include "core/results.h"
 #include "core/thread_pool.h"
+#include "exact/weighted_points.h"
 #include "kernel/abi.h"
 #include "smc/filter.h"
 
@@ -71,6 +72,15 @@ using OnlineObserver = std::function<void(ParticleFilter& filter, const double* 
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                     const ObsData& data, const SmoothOptions& options, ThreadPool& pool,
                     const OnlineObserver& observer = {});
+
+// ffbsi's M trajectories (options.trajectories, default as many as particles) over a particle
+// filter run with options.filter, as each step's points of weight 1/M
+// (exact/weighted_points.h): the Monte Carlo E-step of EM (learning/monte_carlo_em.h).
+// `log_likelihood` receives the filter's estimate. Throws ssm::Error as smooth().
+std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
+                                          const std::vector<double>& fixed, const ObsData& data,
+                                          const SmoothOptions& options, ThreadPool& pool,
+                                          double& log_likelihood);
 
 // CSV `t,mean_<col>,var_<col>...,<per-t functional columns>`, one row per time step (only when
 // the result has marginals).

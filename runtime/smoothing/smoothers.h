@@ -26,6 +26,12 @@ SmoothResult smooth_genealogy(const ssm_model& model, const ModelInfo& info,
 SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
                              const std::vector<double>& fixed, const ObsData& data,
                              const SmoothOptions& options, ThreadPool& pool);
+// smooth.h's trajectory_points, its options resolved (backward_smoothers.cpp, ffbsi.cpp).
+std::vector<StepPoints> backward_trajectory_points(const ssm_model& model, const ModelInfo& info,
+                                                   const std::vector<double>& fixed,
+                                                   const ObsData& data,
+                                                   const SmoothOptions& options, ThreadPool& pool,
+                                                   double& log_likelihood);
 // online, paris and bis (online_stats.cpp, then online_smoother.cpp, paris_smoother.cpp or
 // bis_smoother.cpp), with smooth()'s observer.
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,

@@ -6,7 +6,8 @@
 // the mixture's exact log-likelihood equals a sum over items written here. Linear-Gaussian EM
 // (Shumway & Stoffer): the local level model's path equals the scalar EM written here and
 // reaches the Nile MLE; a 2-D model's matrices follow the EM step computed here from the
-// brute-force smoothing moments.
+// brute-force smoothing moments. Monte Carlo EM (a particle E-step) averages what exact EM's path
+// averages over the same iterations.
 #include "kalman.h"
 #include "lgssm_support.h"
 #include "support.h"
@@ -18,6 +19,7 @@
 
 #include <array>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -284,12 +286,13 @@ TEST_CASE("optimize --method em: starts, and the models it refuses", "[em]") {
   CHECK(j["log_likelihood"].get<double>() == best);
 
   const std::string& sunspots = example_exe("sunspots"); // neither finite-state nor LG
-  const ProcessResult r = run_process(
-      {sunspots, "optimize", "--method", "em", "--data", example_path("data/sunspots.csv")});
+  const ProcessResult r = run_process({sunspots, "optimize", "--method", "em", "--e-step", "exact",
+                                       "--data", example_path("data/sunspots.csv")});
   INFO(r.describe());
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("neither finite-state (forward-backward) nor linear-Gaussian") !=
         std::string::npos);
+  CHECK(r.err.find("--e-step ffbsi runs Monte Carlo EM") != std::string::npos);
 }
 
 namespace {
@@ -585,4 +588,120 @@ model lg10_em {
   const ProcessResult r =
       run_process({exe, "optimize", "--method", "lbfgs", "--data", data}); // needs the score
   CHECK(r.exit_code != 0);
+}
+
+namespace {
+
+// A nonlinear model that reads x[t-2]: the state carries a copy of x[t-1], whose relation has no
+// density, so no backward draw (and no particle E-step) applies.
+const char* kLagTwoNonlinear = R"(
+model lag_two_nonlinear {
+  param a : real = 0.5;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(a * x[t-1] + 0.2 * sin(x[t-2]), 1);
+  y[t] ~ normal(x[t], 1);
+}
+)";
+
+// Per parameter: the log of its value averaged over rows [from, to) of an optimize path, then
+// exponentiated (the average Monte Carlo EM takes, on the unconstrained scale of a sd).
+double log_scale_average(const Table& path, const std::string& name, size_t from, size_t to) {
+  const std::vector<double> v = path.column(name);
+  double sum = 0;
+  for (size_t i = from; i < to; ++i)
+    sum += std::log(v[i]);
+  return std::exp(sum / static_cast<double>(to - from));
+}
+
+} // namespace
+
+// Monte Carlo EM (a particle filter and FFBSi trajectories at each iteration, the second half of
+// the iterates averaged) against exact EM from the same start: with a fixed Monte Carlo size its
+// iterates follow exact EM's path up to Monte Carlo noise (and a bias of order 1/N), so its
+// average over the second half is exact EM's average over the same iterations, within the
+// standard error that replicates with other seeds give.
+TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM on the Nile "
+          "local level model",
+          "[em]") {
+  const std::string& exe = example_exe("nile");
+  const std::string data = example_path("data/nile.csv");
+  const std::vector<std::string> start = {"--param", "sigma_eps=115", "--param", "sigma_eta=45"};
+  const size_t iterations = 60;
+  const std::string path = scratch_path("nile-exact-em-path.csv");
+  std::vector<std::string> exact_args = {
+      "--method",    "em", "--data", data, "--max-iterations", std::to_string(iterations),
+      "--tolerance", "0",  "--out",  path};
+  exact_args.insert(exact_args.end(), start.begin(), start.end());
+  optimize(exe, exact_args);
+  const Table exact = read_table(path); // rows: the E-step's parameters at iterations 0..60
+  REQUIRE(exact.rows.size() == iterations + 1);
+  const std::vector<std::string> names = {"sigma_eps", "sigma_eta"};
+  std::map<std::string, double> target;
+  for (const std::string& name : names) // the M-step outputs of iterations 30..59
+    target[name] = log_scale_average(exact, name, iterations / 2 + 1, iterations + 1);
+
+  const int replicates = 4;
+  std::map<std::string, std::vector<double>> estimates;
+  for (int r = 0; r < replicates; ++r) {
+    std::vector<std::string> args = {"--method",         "em",
+                                     "--e-step",         "ffbsi",
+                                     "--data",           data,
+                                     "--particles",      "1000",
+                                     "--max-iterations", std::to_string(iterations),
+                                     "--seed",           std::to_string(11 + r)};
+    args.insert(args.end(), start.begin(), start.end());
+    const nlohmann::json j = optimize(exe, args);
+    INFO(j.dump());
+    CHECK(j["method"] == "em");
+    CHECK(j["m_step"]["sigma_eta"].get<std::string>().starts_with("closed form"));
+    CHECK(j["iterations"] == iterations);
+    CHECK(std::isfinite(j["log_likelihood"].get<double>()));
+    CHECK(j["log_likelihood_se"].get<double>() > 0);
+    for (const std::string& name : names)
+      estimates[name].push_back(j["params"][name].get<double>());
+  }
+  for (const std::string& name : names) {
+    const std::vector<double>& v = estimates[name];
+    double mean = 0, var = 0;
+    for (double e : v)
+      mean += e / replicates;
+    for (double e : v)
+      var += (e - mean) * (e - mean) / (replicates - 1);
+    const double se = std::sqrt(var / replicates);
+    INFO(name << ": Monte Carlo EM " << mean << " (se " << se << "), exact EM " << target[name]);
+    CHECK(se > 0);
+    CHECK(std::abs(mean - target[name]) < 4 * se + 0.005 * target[name]);
+  }
+}
+
+TEST_CASE("optimize --method em --e-step ffbsi: the verdict, and what it refuses", "[em]") {
+  const std::string& exe = example_exe("nile");
+  const std::string data = example_path("data/nile.csv");
+  // Twenty iterations from far away: EM is still climbing (about 0.97 per iteration here), and
+  // the mean estimated score over the last ten says so.
+  const nlohmann::json j = nlohmann::json::parse(
+      run_process({exe, "optimize", "--json", "--method", "em", "--e-step", "ffbsi", "--data", data,
+                   "--particles", "250", "--max-iterations", "20", "--param", "sigma_eps=80",
+                   "--param", "sigma_eta=60"})
+          .out);
+  INFO(j.dump());
+  CHECK(j["converged"] == false);
+  CHECK(j["message"].get<std::string>().find("still climbing") != std::string::npos);
+
+  const ProcessResult few = run_process({exe, "optimize", "--method", "em", "--e-step", "ffbsi",
+                                         "--data", data, "--max-iterations", "10"});
+  INFO(few.describe());
+  CHECK(few.exit_code != 0);
+  CHECK(few.err.find("--max-iterations must be at least 20") != std::string::npos);
+
+  const std::string& lagged = model_exe("lag_two_nonlinear", kLagTwoNonlinear);
+  const std::string sim = scratch_path("lag-two.csv");
+  run_ok({lagged, "simulate", "--T", "50", "--out", sim});
+  const ProcessResult r = run_process({lagged, "optimize", "--method", "em", "--data", sim});
+  INFO(r.describe());
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("its transition is sample-only") != std::string::npos);
+  CHECK(r.err.find("the model reads x[t-2]") != std::string::npos);
 }

@@ -1,0 +1,216 @@
+// Monte Carlo EM with FFBSi trajectories and iterate averaging: see monte_carlo_em.h.
+#include "learning/monte_carlo_em.h"
+#include "core/error.h"
+#include "core/series.h"
+#include "learning/em_steps.h"
+#include "learning/parameter_space.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace ssm {
+
+namespace {
+
+// Filter runs averaged for the log-likelihood reported at the estimate.
+constexpr int64_t kFinalRuns = 4;
+
+// The E-step of every series at theta, from the seed of this iteration.
+void particle_e_step(const MethodRun& run, const SmoothOptions& smoothing,
+                     const std::vector<double>& theta, uint64_t seed, EmPoints& e) {
+  e.log_likelihood = 0;
+  for (size_t k = 0; k < e.series.size(); ++k) {
+    SmoothOptions at = smoothing;
+    at.filter.seed = series_seed(seed, static_cast<int64_t>(k));
+    at.filter.progress = nullptr;
+    double ll = 0;
+    e.points[k] = trajectory_points(run.model, run.info, theta, e.series[k], at, *run.pool, ll);
+    e.log_likelihood += ll;
+  }
+}
+
+// The scores estimated over the averaged window (each E-step's gradient of Q at its own
+// parameters, on the unconstrained scale): whether their mean is within 3 standard errors of 0 in
+// every coordinate. Each estimate has fresh Monte Carlo noise, which dominates the slow wandering
+// of the iterates around the fixed point, so their spread gives the standard errors. `worst`
+// receives the largest ratio of a mean to its standard error.
+bool mean_score_within_noise(const std::vector<std::vector<double>>& scores, double& worst) {
+  const auto W = static_cast<double>(scores.size());
+  worst = 0;
+  bool within = true;
+  for (size_t i = 0; i < scores[0].size(); ++i) {
+    double mean = 0, var = 0;
+    for (const std::vector<double>& g : scores)
+      mean += g[i] / W;
+    for (const std::vector<double>& g : scores)
+      var += (g[i] - mean) * (g[i] - mean) / (W - 1);
+    const double se = std::sqrt(var / W);
+    const double ratio = se > 0 ? std::abs(mean) / se : (mean == 0 ? 0 : INFINITY);
+    worst = std::max(worst, ratio);
+    within &= ratio <= 3;
+  }
+  return within;
+}
+
+// The mean of kFinalRuns filter estimates of the log-likelihood at theta (every series), and its
+// standard error.
+std::pair<double, double> final_log_likelihood(const MethodRun& run, const SmoothOptions& smoothing,
+                                               const EmPoints& e, const std::vector<double>& theta,
+                                               uint64_t seed) {
+  std::vector<double> runs;
+  for (int64_t r = 0; r < kFinalRuns; ++r) {
+    double ll = 0;
+    for (size_t k = 0; k < e.series.size(); ++k) {
+      FilterOptions at = smoothing.filter;
+      at.seed = series_seed(iteration_seed(seed, r, 0, kFinalRuns), static_cast<int64_t>(k));
+      at.history = false;
+      at.progress = nullptr;
+      ll += bootstrap_filter(run.model, run.info, theta, e.series[k], at, *run.pool).log_likelihood;
+    }
+    runs.push_back(ll);
+  }
+  double mean = 0, ss = 0;
+  for (double l : runs)
+    mean += l / kFinalRuns;
+  for (double l : runs)
+    ss += (l - mean) * (l - mean);
+  return {mean, std::sqrt(ss / (kFinalRuns - 1) / kFinalRuns)};
+}
+
+// One start: its averaged point, and what ranks it and judges it.
+struct MonteCarloStart {
+  Optimum::Start start;
+  std::vector<double> averaged; // the whole theta vector (parameters then data values)
+  double window_objective = -std::numeric_limits<double>::infinity();
+  bool stationary = false;
+  std::string message;
+  int64_t iterations = 0;
+};
+
+} // namespace
+
+Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
+                           const SmoothOptions& smoothing) {
+  check_observations_read(run.info, *run.data);
+  EmPoints e(*run.data);
+  EmSetup setup(run, options, e);
+  const ParameterSpace& space = setup.space;
+  const int64_t n = space.n_theta(), d = space.dimension(), steps = options.max_iterations;
+  const auto nt = static_cast<size_t>(n);
+  if (steps < kMonteCarloEmMinIterations)
+    throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
+                            "be at least {} (the estimate averages the second half; got {})",
+                            kMonteCarloEmMinIterations, steps));
+  const std::vector<double>& given = *run.fixed;
+  const std::vector<double> u0 = space.unconstrain({given.data(), nt});
+  const int64_t window_start = steps / 2;
+
+  Optimum best;
+  best.map = options.map;
+  for (const LearnedParam& p : space.learned())
+    best.learned.push_back(run.info.params[p.index].name);
+  setup.describe(best);
+  const int64_t inits = std::max<int64_t>(options.inits, 1);
+  std::vector<MonteCarloStart> starts;
+  for (int64_t k = 0; k < inits; ++k) {
+    MonteCarloStart out;
+    std::vector<double> theta = given;
+    space.constrain(start_point(u0, run.seed, k), {theta.data(), nt});
+    std::vector<std::vector<double>> window, scores; // unconstrained iterates, and scores
+    double objective_sum = 0;
+    out.message = fmt::format("{} iterations", steps);
+    for (int64_t it = 0; it < steps; ++it) {
+      try {
+        particle_e_step(run, smoothing, theta, iteration_seed(run.seed, k, it, steps), e);
+        const EmObjective at = em_objective(run, setup, e, theta, options.map);
+        if (!std::isfinite(at.value))
+          throw Error(fmt::format("the estimated {} is not finite",
+                                  options.map ? "log posterior" : "log-likelihood"));
+        best.path.push_back({k,
+                             e.log_likelihood,
+                             at.gradient_norm(),
+                             {theta.begin(), theta.begin() + n},
+                             at.value});
+        if (it == 0)
+          out.start.initial_objective = at.value;
+        if (it >= window_start) {
+          objective_sum += at.value;
+          if (setup.sm)
+            scores.push_back(at.gradient);
+        }
+        e.m_step(run, setup.sm, space, setup.closed, options, theta, it + 1, k);
+      } catch (const Error& error) {
+        out.message = fmt::format("iteration {}: {}", it + 1, error.what());
+        break;
+      }
+      ++out.iterations;
+      if (it >= window_start)
+        window.push_back(space.unconstrain({theta.data(), nt}));
+      if (run.progress)
+        run.progress(k * steps + it, inits * steps);
+    }
+    if (out.iterations == steps) { // a start that failed is not a candidate
+      std::vector<double> average(d, 0.0);
+      for (const std::vector<double>& u : window)
+        for (int64_t i = 0; i < d; ++i)
+          average[i] += u[i] / static_cast<double>(window.size());
+      out.averaged = given;
+      space.constrain(average, {out.averaged.data(), nt});
+      out.window_objective = objective_sum / static_cast<double>(window.size());
+      if (setup.sm) {
+        double worst = 0;
+        out.stationary = mean_score_within_noise(scores, worst);
+        out.message = fmt::format(
+            "{} iterations; over the averaged last {}, the mean estimated score is {:.2g} "
+            "standard errors from 0 in the worst coordinate ({}){}",
+            steps, window.size(), worst, out.stationary ? "at most 3: stationary" : "over 3",
+            out.stationary ? "" : ": still climbing (more --max-iterations)");
+      } else {
+        out.message = fmt::format("{} iterations; convergence not judged: the model has no "
+                                  "score ({})",
+                                  steps, run.info.no_score_reason);
+      }
+    }
+    out.start.converged = out.stationary;
+    out.start.objective = out.window_objective;
+    out.start.log_likelihood = NAN; // known at the chosen start's estimate only
+    starts.push_back(std::move(out));
+  }
+  const MonteCarloStart* chosen = nullptr;
+  for (const MonteCarloStart& s : starts) {
+    best.starts.push_back(s.start);
+    if (!s.averaged.empty() && (!chosen || s.window_objective > chosen->window_objective))
+      chosen = &s;
+  }
+  if (!chosen)
+    throw Error(fmt::format("optimize (em): no start completed its iterations ({})",
+                            starts.front().message));
+  best.theta.assign(chosen->averaged.begin(), chosen->averaged.begin() + n);
+  best.converged = chosen->stationary;
+  best.message = chosen->message;
+  best.iterations = chosen->iterations;
+  best.gradient_norm = NAN;
+  try {
+    const auto [ll, se] = final_log_likelihood(run, smoothing, e, chosen->averaged,
+                                               iteration_seed(run.seed, inits, 0, steps));
+    best.log_likelihood = ll;
+    best.log_likelihood_se = se;
+  } catch (const Error&) { // the estimate stands; its log-likelihood is unknown
+    best.log_likelihood = best.log_likelihood_se = NAN;
+  }
+  best.objective = best.log_likelihood;
+  if (options.map) {
+    std::vector<double> prior(1 + nt);
+    run.model.prior_logpdf(chosen->averaged.data(), prior.data());
+    best.objective += prior[0];
+  }
+  for (size_t k = 0; k < starts.size(); ++k)
+    if (&starts[k] == chosen)
+      best.starts[k].log_likelihood = best.log_likelihood;
+  best.evaluations = static_cast<int64_t>(best.path.size());
+  return best;
+}
+
+} // namespace ssm
