@@ -103,25 +103,34 @@ double EmPoints::q(const ScoreModel& sm, const std::vector<double>& theta,
   return total;
 }
 
-void EmPoints::m_step(const MethodRun& run, const std::optional<ScoreModel>& sm,
+bool EmPoints::m_step(const MethodRun& run, const std::optional<ScoreModel>& sm,
                       const ParameterSpace& space, ClosedFormMStep& closed,
                       const OptimizeOptions& options, std::vector<double>& theta, int64_t iteration,
-                      int64_t start) const {
+                      int64_t start, double boundary_shrink) const {
+  const std::vector<double> previous = theta;
   closed.reset();
   for (size_t k = 0; k < series.size(); ++k)
     for (int64_t t = 0; t < series[k].T; ++t)
       closed.add(t, points[k][t], series[k].at(t));
   closed.solve(theta);
-  try { // a closed-form update on the boundary of a support: a degenerate maximum
-    space.unconstrain({theta.data(), static_cast<size_t>(space.n_theta())});
+  const std::span<const double> learned{theta.data(), static_cast<size_t>(space.n_theta())};
+  bool shrunk = false;
+  try {
+    space.unconstrain(learned);
   } catch (const Error& e) {
-    throw Error(fmt::format("optimize (em): the closed-form M-step of iteration {} of start {} "
-                            "leaves the support: {} (a degenerate maximum of the likelihood, "
-                            "such as a component with one point)",
-                            iteration, start, e.what()));
+    if (boundary_shrink <= 0)
+      throw Error(fmt::format("optimize (em): the closed-form M-step of iteration {} of start {} "
+                              "leaves the support: {} (a degenerate maximum of the likelihood, "
+                              "such as a component with one point)",
+                              iteration, start, e.what()));
+    for (size_t i = 0; i < theta.size(); ++i) // only the closed-form components differ
+      theta[i] = (1 - boundary_shrink) * theta[i] + boundary_shrink * previous[i];
+    space.unconstrain(learned); // inside now, but for rounding at the very edge
+    shrunk = true;
   }
   if (!closed.numeric().empty())
     numeric_m_step(run, *sm, *this, options, closed, theta);
+  return shrunk;
 }
 
 void check_observations_read(const ModelInfo& info, const ObsData& data) {
@@ -130,7 +139,8 @@ void check_observations_read(const ModelInfo& info, const ObsData& data) {
       if (std::isnan(data.at(t)[c]))
         throw Error(fmt::format("optimize --method em: {} is missing at step {}, and a relation "
                                 "reads it to model another observation: EM's E-step does not "
-                                "integrate over it (use --method lbfgs)",
+                                "integrate over it (use --method lbfgs, or adam for a particle "
+                                "model)",
                                 obs_columns(info)[c], t));
 }
 

@@ -34,11 +34,16 @@ struct EmPoints {
   double q(const ScoreModel& sm, const std::vector<double>& theta,
            std::vector<double>* gradient) const;
   // The M-step from `theta`: the closed form, then L-BFGS over the parameters it leaves (`sm`
-  // is there whenever closed.numeric() is not empty). Throws ssm::Error naming `iteration` and
-  // `start` when the closed form leaves a support (a degenerate maximum).
-  void m_step(const MethodRun& run, const std::optional<ScoreModel>& sm,
+  // is there whenever closed.numeric() is not empty). A closed-form update on the boundary of a
+  // support (a count of 0) is a degenerate maximum with exact points: it throws ssm::Error
+  // naming `iteration` and `start` when `boundary_shrink` is 0. With sampled points it is a count
+  // no sample reached: the update is then mixed with the previous value, (1 - boundary_shrink)
+  // update + boundary_shrink previous, which is inside every (convex) support; returns whether
+  // it was.
+  bool m_step(const MethodRun& run, const std::optional<ScoreModel>& sm,
               const ParameterSpace& space, ClosedFormMStep& closed, const OptimizeOptions& options,
-              std::vector<double>& theta, int64_t iteration, int64_t start) const;
+              std::vector<double>& theta, int64_t iteration, int64_t start,
+              double boundary_shrink = 0) const;
 };
 
 // Refuses, naming the observation and the step, a missing observation that another relation

@@ -340,8 +340,9 @@ void register_learning_methods(MethodRegistry& registry) {
   registry.add_option(Task::Optimize,
                       {.flag = "--tolerance",
                        .help = "lbfgs: stop when the gradient norm is below this times max(1, "
-                               "|x|) on the unconstrained scale; em: when an iteration raises the "
-                               "objective by less than this times max(1, |objective|)",
+                               "|x|) on the unconstrained scale; em with an exact E-step: when an "
+                               "iteration raises the objective by less than this times max(1, "
+                               "|objective|)",
                        .default_value = defaults.tolerance});
 
   registry.add_option(Task::Optimize,
@@ -405,7 +406,8 @@ void register_learning_methods(MethodRegistry& registry) {
                                 kEmName, *why));
     if (!monte_carlo_e_step(run))
       return;
-    check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em");
+    check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em",
+                        "--e-step");
     if (run.options.integer("--max-iterations") < kMonteCarloEmMinIterations)
       throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
                               "be at least {} (the estimate averages the second half of the "

@@ -6,6 +6,7 @@
 #include "learning/parameter_space.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
@@ -85,6 +86,7 @@ struct MonteCarloStart {
   std::vector<double> averaged; // the whole theta vector (parameters then data values)
   double window_objective = -std::numeric_limits<double>::infinity();
   bool stationary = false;
+  double mean_score_norm = NAN; // of the mean estimated score over the window
   std::string message;
   int64_t iterations = 0;
 };
@@ -113,13 +115,21 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
     best.learned.push_back(run.info.params[p.index].name);
   setup.describe(best);
   const int64_t inits = std::max<int64_t>(options.inits, 1);
+  // An update on the boundary of a support (a count no trajectory reached) is mixed with the
+  // previous value by the weight of one more trajectory.
+  const int64_t M =
+      smoothing.trajectories > 0 ? smoothing.trajectories : smoothing.filter.particles;
+  const double boundary_shrink = 1.0 / static_cast<double>(M + 1);
   std::vector<MonteCarloStart> starts;
   for (int64_t k = 0; k < inits; ++k) {
     MonteCarloStart out;
     std::vector<double> theta = given;
     space.constrain(start_point(u0, run.seed, k), {theta.data(), nt});
-    std::vector<std::vector<double>> window, scores; // unconstrained iterates, and scores
+    // Over the second half: the unconstrained iterates the E-steps ran at (the path's rows), and
+    // the scores estimated there.
+    std::vector<std::vector<double>> window, scores;
     double objective_sum = 0;
+    int64_t shrunk = 0;
     out.message = fmt::format("{} iterations", steps);
     for (int64_t it = 0; it < steps; ++it) {
       try {
@@ -128,6 +138,8 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
         if (!std::isfinite(at.value))
           throw Error(fmt::format("the estimated {} is not finite",
                                   options.map ? "log posterior" : "log-likelihood"));
+        if (!std::isfinite(at.gradient_norm()) && setup.sm)
+          throw Error("the estimated score is not finite");
         best.path.push_back({k,
                              e.log_likelihood,
                              at.gradient_norm(),
@@ -137,31 +149,39 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
           out.start.initial_objective = at.value;
         if (it >= window_start) {
           objective_sum += at.value;
+          window.push_back(space.unconstrain({theta.data(), nt}));
           if (setup.sm)
             scores.push_back(at.gradient);
         }
-        e.m_step(run, setup.sm, space, setup.closed, options, theta, it + 1, k);
+        shrunk += e.m_step(run, setup.sm, space, setup.closed, options, theta, it + 1, k,
+                           boundary_shrink);
       } catch (const Error& error) {
-        out.message = fmt::format("iteration {}: {}", it + 1, error.what());
+        out.message = fmt::format("start {}, iteration {}: {}", k, it + 1, error.what());
         break;
       }
       ++out.iterations;
-      if (it >= window_start)
-        window.push_back(space.unconstrain({theta.data(), nt}));
       if (run.progress)
         run.progress(k * steps + it, inits * steps);
     }
     if (out.iterations == steps) { // a start that failed is not a candidate
+      const auto W = static_cast<double>(window.size());
       std::vector<double> average(d, 0.0);
       for (const std::vector<double>& u : window)
         for (int64_t i = 0; i < d; ++i)
-          average[i] += u[i] / static_cast<double>(window.size());
+          average[i] += u[i] / W;
       out.averaged = given;
       space.constrain(average, {out.averaged.data(), nt});
-      out.window_objective = objective_sum / static_cast<double>(window.size());
+      out.window_objective = objective_sum / W;
       if (setup.sm) {
-        double worst = 0;
+        double worst = 0, norm2 = 0;
         out.stationary = mean_score_within_noise(scores, worst);
+        for (int64_t i = 0; i < d; ++i) {
+          double m = 0;
+          for (const std::vector<double>& g : scores)
+            m += g[i] / W;
+          norm2 += m * m;
+        }
+        out.mean_score_norm = std::sqrt(norm2);
         out.message = fmt::format(
             "{} iterations; over the averaged last {}, the mean estimated score is {:.2g} "
             "standard errors from 0 in the worst coordinate ({}){}",
@@ -172,6 +192,12 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
                                   "score ({})",
                                   steps, run.info.no_score_reason);
       }
+      if (shrunk > 0)
+        out.message += fmt::format(
+            "; {} closed-form update{} reached the boundary of a support (a count no trajectory "
+            "reached) and {} mixed with the previous value (weight 1/(M+1)): more "
+            "--trajectories, or --fix the parameter",
+            shrunk, shrunk == 1 ? "" : "s", shrunk == 1 ? "was" : "were");
     }
     out.start.converged = out.stationary;
     out.start.objective = out.window_objective;
@@ -184,14 +210,18 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
     if (!s.averaged.empty() && (!chosen || s.window_objective > chosen->window_objective))
       chosen = &s;
   }
-  if (!chosen)
-    throw Error(fmt::format("optimize (em): no start completed its iterations ({})",
-                            starts.front().message));
+  if (!chosen) {
+    std::vector<std::string> why;
+    for (const MonteCarloStart& s : starts)
+      why.push_back(s.message);
+    throw Error(
+        fmt::format("optimize (em): no start completed its iterations ({})", fmt::join(why, "; ")));
+  }
   best.theta.assign(chosen->averaged.begin(), chosen->averaged.begin() + n);
   best.converged = chosen->stationary;
   best.message = chosen->message;
   best.iterations = chosen->iterations;
-  best.gradient_norm = NAN;
+  best.gradient_norm = chosen->mean_score_norm;
   try {
     const auto [ll, se] = final_log_likelihood(run, smoothing, e, chosen->averaged,
                                                iteration_seed(run.seed, inits, 0, steps));

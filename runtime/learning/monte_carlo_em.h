@@ -25,7 +25,11 @@ inline constexpr int64_t kMonteCarloEmMinIterations = 20;
 // optimize's), options.max_iterations iterations, each E-step from `smoothing` (its filter,
 // particles and trajectories; a fresh seed per iteration and series). The path has one row per
 // iteration: the filter's log-likelihood estimate at the E-step's parameters and the norm of the
-// estimated score there (NaN without a score). The verdict, as stochastic_gradient.h's: converged
+// estimated score there (NaN without a score); the estimate is the average, on the
+// unconstrained scale, of the parameters of the rows of the second half, and gradient_norm the
+// norm of their mean score. A closed-form update with a count that no trajectory reached (a
+// simplex component of 0) is mixed with the previous value by 1/(M + 1) (em_steps.h), and the
+// message counts such updates. The verdict, as stochastic_gradient.h's: converged
 // when, over the averaged half, the mean of the estimated scores (each E-step's gradient of Q at
 // its own parameters, Fisher's identity) is within 3 standard errors of 0 in every unconstrained
 // coordinate; not judged without a score. EM's iterates approach the fixed point at EM's own

@@ -39,20 +39,20 @@ std::string smoothers_that(bool Smoother::*property) {
 } // namespace
 
 void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt,
-                         std::string_view command) {
+                         std::string_view command, std::string_view method_flag) {
   const Smoother& method = smoother(opt.method);
   const std::string& name = method.name;
   const bool smoothing = command == "smooth"; // else the smoother serves another subcommand
   auto refuse = [&](const std::string& why) {
     if (!smoothing)
-      throw Error(fmt::format("{} --method {}: {}", command, name, why));
+      throw Error(fmt::format("{} {} {}: {}", command, method_flag, name, why));
     throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
                             why, info.name, fmt::join(applicable_methods(model, info), ", ")));
   };
   auto refuse_functional = [&](const FunctionalInfo& f, const std::string& why) {
-    throw Error(fmt::format("{} --method {}: functional '{}' {}. Methods that can estimate "
+    throw Error(fmt::format("{} {} {}: functional '{}' {}. Methods that can estimate "
                             "it: {} (or leave it out with --functional NAME for the others)",
-                            command, name, f.name, why, fmt::join(f.methods, ", ")));
+                            command, method_flag, name, f.name, why, fmt::join(f.methods, ", ")));
   };
   if (opt.method == SmoothMethod::ForwardBackward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");

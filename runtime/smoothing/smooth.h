@@ -56,9 +56,11 @@ struct SmoothOptions {
 // Refuses, before any computation, a method that the model's structure cannot support or that
 // cannot estimate one of its functionals: the message gives the reason and, for `smooth`, the
 // methods that apply. `command` is the subcommand that runs the smoother ("rml" for its
-// increments), named in the message.
+// increments), named in the message with `method_flag`, the flag that chose the smoother
+// ("optimize --method em --e-step ffbsi: ...").
 void check_smooth_method(const ssm_model& model, const ModelInfo& info,
-                         const SmoothOptions& options, std::string_view command = "smooth");
+                         const SmoothOptions& options, std::string_view command = "smooth",
+                         std::string_view method_flag = "--method");
 
 // An online smoother's running estimates, for methods that act as the data arrive (recursive
 // maximum likelihood): called after each step with the filter, whose parameters it may change
@@ -76,7 +78,8 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
 // ffbsi's M trajectories (options.trajectories, default as many as particles) over a particle
 // filter run with options.filter, as each step's points of weight 1/M
 // (exact/weighted_points.h): the Monte Carlo E-step of EM (learning/monte_carlo_em.h).
-// `log_likelihood` receives the filter's estimate. Throws ssm::Error as smooth().
+// `log_likelihood` receives the filter's estimate. The caller checks the options first
+// (check_smooth_method with ffbsi); throws ssm::Error when the filter fails.
 std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
                                           const std::vector<double>& fixed, const ObsData& data,
                                           const SmoothOptions& options, ThreadPool& pool,

@@ -639,16 +639,21 @@ TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM 
   REQUIRE(exact.rows.size() == iterations + 1);
   const std::vector<std::string> names = {"sigma_eps", "sigma_eta"};
   std::map<std::string, double> target;
-  for (const std::string& name : names) // the M-step outputs of iterations 30..59
-    target[name] = log_scale_average(exact, name, iterations / 2 + 1, iterations + 1);
+  for (const std::string& name : names) // the E-steps of the second half: iterations 30..59
+    target[name] = log_scale_average(exact, name, iterations / 2, iterations);
+  // The particle smoother's bias, of order 1/N, measured on this model (docs/cli.md): about -1.9
+  // on sigma_eta and +1.3 on sigma_eps at 125 particles; twice that, scaled to N, is allowed.
+  const double particles = 1000;
+  const std::map<std::string, double> bias = {{"sigma_eps", 2 * 1.3 * 125 / particles},
+                                              {"sigma_eta", 2 * 1.9 * 125 / particles}};
 
-  const int replicates = 4;
+  const int replicates = 6;
   std::map<std::string, std::vector<double>> estimates;
   for (int r = 0; r < replicates; ++r) {
     std::vector<std::string> args = {"--method",         "em",
                                      "--e-step",         "ffbsi",
                                      "--data",           data,
-                                     "--particles",      "1000",
+                                     "--particles",      fmt::format("{}", particles),
                                      "--max-iterations", std::to_string(iterations),
                                      "--seed",           std::to_string(11 + r)};
     args.insert(args.end(), start.begin(), start.end());
@@ -672,7 +677,7 @@ TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM 
     const double se = std::sqrt(var / replicates);
     INFO(name << ": Monte Carlo EM " << mean << " (se " << se << "), exact EM " << target[name]);
     CHECK(se > 0);
-    CHECK(std::abs(mean - target[name]) < 4 * se + 0.005 * target[name]);
+    CHECK(std::abs(mean - target[name]) < 4 * se + bias.at(name));
   }
 }
 
@@ -683,8 +688,8 @@ TEST_CASE("optimize --method em --e-step ffbsi: the verdict, and what it refuses
   // the mean estimated score over the last ten says so.
   const nlohmann::json j = nlohmann::json::parse(
       run_process({exe, "optimize", "--json", "--method", "em", "--e-step", "ffbsi", "--data", data,
-                   "--particles", "250", "--max-iterations", "20", "--param", "sigma_eps=80",
-                   "--param", "sigma_eta=60"})
+                   "--particles", "500", "--max-iterations", "20", "--param", "sigma_eps=80",
+                   "--param", "sigma_eta=150"})
           .out);
   INFO(j.dump());
   CHECK(j["converged"] == false);
@@ -695,6 +700,30 @@ TEST_CASE("optimize --method em --e-step ffbsi: the verdict, and what it refuses
   INFO(few.describe());
   CHECK(few.exit_code != 0);
   CHECK(few.err.find("--max-iterations must be at least 20") != std::string::npos);
+
+  const ProcessResult mcmc = run_process({exe, "optimize", "--method", "em", "--e-step", "ffbsi",
+                                          "--data", data, "--backward", "mcmc"});
+  CHECK(mcmc.exit_code != 0);
+  CHECK(mcmc.err.find("optimize --method em --e-step ffbsi: --backward mcmc applies to paris") !=
+        std::string::npos);
+
+  // The HMM example's initial probabilities: once every trajectory starts in one state, the
+  // count of the other is 0 and its closed-form update would leave the simplex; it is mixed
+  // with the previous value instead, and the message says how often.
+  const std::string& hmm = example_exe("hmm");
+  const std::string counts = scratch_path("hmm-mcem.csv");
+  run_ok({hmm, "simulate", "--T", "60", "--seed", "2", "--out", counts});
+  const nlohmann::json h =
+      optimize(hmm, {"--method", "em", "--data", counts, "--e-step", "ffbsi", "--particles", "100",
+                     "--max-iterations", "20", "--fix", "weekly", "--fix", "rate"});
+  INFO(h.dump());
+  CHECK(h["message"].get<std::string>().find("reached the boundary of a support") !=
+        std::string::npos);
+  const std::vector<double> p0 = h["params"]["p0"].get<std::vector<double>>();
+  REQUIRE(p0.size() == 2);
+  CHECK(p0[0] > 0);
+  CHECK(p0[1] > 0);
+  CHECK(std::abs(p0[0] + p0[1] - 1) < 1e-12);
 
   const std::string& lagged = model_exe("lag_two_nonlinear", kLagTwoNonlinear);
   const std::string sim = scratch_path("lag-two.csv");
