@@ -90,6 +90,8 @@ struct MethodRun {
   ThreadPool* pool = nullptr; // with `threads` threads, while the entry point runs
   std::function<void(int64_t, int64_t)> progress{}; // (t, T) after each step; may be empty
   const MethodRegistry* registry = nullptr;         // the methods a refusal may point to
+  // The caller reads only the log-likelihood (PMMH): a filter may skip its per-step outputs.
+  bool likelihood_only = false;
 
   // The particle filter `auto` would choose for this model: what a refusal of an exact method
   // suggests instead ("auto" without a registry).

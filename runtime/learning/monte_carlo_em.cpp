@@ -66,7 +66,7 @@ std::pair<double, double> final_log_likelihood(const MethodRun& run, const Smoot
     for (size_t k = 0; k < e.series.size(); ++k) {
       FilterOptions at = smoothing.filter;
       at.seed = series_seed(iteration_seed(seed, r, 0, kFinalRuns), static_cast<int64_t>(k));
-      at.history = false;
+      at.history = at.moments = false;
       at.progress = nullptr;
       ll += bootstrap_filter(run.model, run.info, theta, e.series[k], at, *run.pool).log_likelihood;
     }

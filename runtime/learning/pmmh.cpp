@@ -54,6 +54,7 @@ public:
     r.fixed = &theta;
     r.data = run_.data;
     r.pool = &pool;
+    r.likelihood_only = true;
     try {
       return filter_each_series(filter_, r).log_likelihood;
     } catch (const Error&) { // every particle's weight zero, a non-finite Kalman step

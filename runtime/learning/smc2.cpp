@@ -73,7 +73,7 @@ public:
       FilterOptions o = s_.filter;
       o.particles = particles_;
       o.seed = seed;
-      o.history = false;
+      o.history = o.moments = false; // the log-likelihood is all it reads
       pf_ = std::make_unique<ParticleFilter>(s_.run.model, s_.run.info, fixed_, s_.series[next], o,
                                              pool_);
       series_ = next;

@@ -251,7 +251,7 @@ void ParticleFilter::weigh(double m, int64_t slot, double& S, double& S2) {
     }
     bsum_[b] = s;
     bsum2_[b] = s2;
-    for (int64_t c = 0; c < ns; ++c) {
+    for (int64_t c = 0; c < (opt_.moments ? ns : 0); ++c) {
       const double* xc = cur + c * stride;
       double sx = 0;
       for (int64_t n = begin; n < end; ++n)
@@ -263,6 +263,11 @@ void ParticleFilter::weigh(double m, int64_t slot, double& S, double& S2) {
   for (int64_t b = 0; b < nb; ++b) {
     S += bsum_[b];
     S2 += bsum2_[b];
+  }
+  if (!opt_.moments) {
+    for (int64_t c = 0; c < ns; ++c)
+      res_.mean[slot * ns + c] = res_.var[slot * ns + c] = NAN;
+    return;
   }
   for (int64_t c = 0; c < ns; ++c) {
     double sx = 0;

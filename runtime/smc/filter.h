@@ -58,6 +58,10 @@ struct FilterOptions {
   // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
   // they hold the last step only, so memory does not grow with T (the online smoothers).
   bool history = true;
+  // The weighted means and variances of the state at each step (FilterResult::mean, var; NaN
+  // without them). A caller that reads only the log-likelihood (PMMH, SMC^2) skips their two
+  // passes over the particles.
+  bool moments = true;
   // Called after each time step with (t, T); may be empty.
   std::function<void(int64_t, int64_t)> progress;
 };

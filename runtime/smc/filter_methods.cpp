@@ -117,6 +117,7 @@ void register_particle_filters(MethodRegistry& registry) {
     m.filter = [name = k.name](const MethodRun& run) {
       FilterOptions opt = particle_filter_options(name, run.options, run.seed);
       opt.progress = run.progress;
+      opt.history = opt.moments = !run.likelihood_only;
       return bootstrap_filter(run.model, run.info, *run.fixed, *run.data, opt, *run.pool);
     };
     m.filter_json = [name = k.name](const MethodRun& run, const FilterResult& r) {

@@ -252,21 +252,37 @@ void systematic_resample(const double* w, int64_t n, double u, int64_t* ancestor
   int64_t last = 0; // last particle with positive weight: rounding must never select past it
   for (int64_t j = 0; j < n; ++j) {
     total += w[j];
-    if (w[j] > 0)
-      last = j;
+    last = w[j] > 0 ? j : last;
   }
-  // Points are (u + i) * step; walking the running sum against them gives each particle
-  // floor or ceil of n w_j / total offspring. Scaling the points by the computed total (instead
-  // of normalising w) keeps the last point inside the last interval despite rounding.
-  const double step = total / static_cast<double>(n);
-  double cum = w[0];
-  int64_t j = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double point = (u + static_cast<double>(i)) * step;
-    while (cum <= point && j < last)
-      cum += w[++j];
-    ancestors[i] = j;
+  // Point i is (u + i) * step: scaling by the computed total (instead of normalising w) keeps
+  // the last point inside the last interval despite rounding. Particle j's offspring fill
+  // [N_{j-1}, N_j), N_j = #{i < n : point i < cum_j} (cum_j the running sum), which is what a
+  // walk of the points against the running sum gives. Each N_j comes from a guess corrected by
+  // the exact comparisons (the points are monotone in i), so that nothing branches on the
+  // weights: a walk mispredicts a branch about once per particle, the larger cost at small n.
+  const double step = total / static_cast<double>(n), inv = 1 / step;
+  const auto dn = static_cast<double>(n);
+  std::fill(ancestors, ancestors + n, 0);
+  int64_t unused = 0, before = 0; // N_{j-1}
+  double cum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    cum += w[j];
+    // N_j is within one of ceil(x), x = cum_j / step - u (a few roundings apart), so within
+    // [base, base + 3): count the points base, base + 1, base + 2 that lie below cum_j. A
+    // point at a negative index lies below any cum_j (>= 0), as the count needs.
+    const int64_t base = static_cast<int64_t>(std::min(std::max(cum * inv - u, 0.0), dn)) - 1;
+    int64_t k = base;
+    for (int64_t d = 0; d < 3; ++d)
+      k += static_cast<int64_t>((u + static_cast<double>(base + d)) * step < cum);
+    k = std::min(k, n);
+    k = j >= last ? n : k;
+    // The first slot of j's run; a particle without offspring writes the start of the next
+    // one's, which that one overwrites (or a slot past the end, `unused`).
+    *(before < n ? ancestors + before : &unused) = j;
+    before = k;
   }
+  for (int64_t i = 1; i < n; ++i) // every slot of a run: its first slot's particle
+    ancestors[i] = std::max(ancestors[i], ancestors[i - 1]);
 }
 
 } // namespace ssm

@@ -53,7 +53,9 @@ StoredSystem store_forward_pass(const ssm_model& model, const ModelInfo& info,
                                 const FilterOptions& options, ThreadPool& pool, StepTimer& timer,
                                 double& log_likelihood) {
   const int64_t T = data.T, N = options.particles, ns = info.n_state;
-  ParticleFilter pf(model, info, fixed, data, options, pool);
+  FilterOptions only_weights = options; // the system is stored here; the filter's moments unread
+  only_weights.history = only_weights.moments = false;
+  ParticleFilter pf(model, info, fixed, data, only_weights, pool);
   StoredSystem sys;
   sys.T = T;
   sys.N = N;

@@ -202,6 +202,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   SmoothResult r = make_result(info, opt.method, T, N, opt.marginals);
   FilterOptions filter_options = opt.filter;
   filter_options.history = false; // only the log-likelihood is used: memory stays O(N)
+  filter_options.moments = false;
   ParticleFilter pf(model, info, fixed, data, filter_options, pool);
   const int64_t stride = pf.stride();
   const BackwardDensity density(model, ns, stride);

@@ -310,3 +310,57 @@ TEST_CASE("resampling rejects invalid weights", "[runtime][resample]") {
       CHECK_THROWS_AS(ssm::resample(s, w.data(), 3, 1, 1, ssm::kSiteResample, anc.data()),
                       std::invalid_argument);
 }
+
+namespace {
+
+// The systematic scheme as a walk of the points (u + i) * step against the running sum: the
+// definition the branch-free implementation must reproduce exactly.
+std::vector<int64_t> systematic_walk(const std::vector<double>& w, double u) {
+  const auto n = static_cast<int64_t>(w.size());
+  double total = 0;
+  int64_t last = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    total += w[j];
+    if (w[j] > 0)
+      last = j;
+  }
+  const double step = total / static_cast<double>(n);
+  std::vector<int64_t> a(n);
+  double cum = w[0];
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    while (cum <= (u + static_cast<double>(i)) * step && j < last)
+      cum += w[++j];
+    a[i] = j;
+  }
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("systematic resampling equals the walk of its points, bit for bit",
+          "[runtime][resample]") {
+  // Random weights spanning many orders of magnitude, runs of zeros (also at both ends), ties,
+  // a single positive weight, and points that fall exactly on a cumulative sum (equal weights
+  // with u = 0), each with several u including the extremes.
+  std::vector<std::vector<double>> cases = {
+      {1, 1, 1, 1}, {0, 0, 1, 0}, {1, 0, 0, 0}, {0, 0, 0, 1}, {0.5, 0, 0, 0.5, 0}};
+  for (uint32_t c = 0; c < 200; ++c) {
+    const auto n = static_cast<size_t>(1 + c % 37 + (c % 5 == 0 ? 300 : 0));
+    std::vector<double> w(n);
+    for (size_t j = 0; j < n; ++j) {
+      const double v = ssm::philox_u01(99, static_cast<uint32_t>(j), c, 1, 0);
+      w[j] = v < 0.3 ? 0.0 : std::exp(-40 * ssm::philox_u01(99, static_cast<uint32_t>(j), c, 2, 0));
+    }
+    w[n / 2] = 1; // at least one positive weight
+    cases.push_back(w);
+  }
+  for (size_t c = 0; c < cases.size(); ++c)
+    for (double u : {0.0, 1e-300, 0.25, 0.5, 0.999, std::nextafter(1.0, 0.0)}) {
+      const std::vector<double>& w = cases[c];
+      std::vector<int64_t> a(w.size(), -1);
+      ssm::systematic_resample(w.data(), static_cast<int64_t>(w.size()), u, a.data());
+      INFO("case " << c << ", u = " << u);
+      REQUIRE(a == systematic_walk(w, u));
+    }
+}
