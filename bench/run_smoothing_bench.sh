@@ -50,9 +50,11 @@ run_case() { # method N K [backward sampler]
   local method=$1 N=$2 K=$3 sampler=${4:-auto} walls=() ratios=() estimates=() backward=""
   for ((seed = 1; seed <= RUNS; ++seed)); do
     local out
+    local flags=() # what the method reads (another method's flag is a usage error)
+    [[ $method != online ]] && flags+=(--backward-samples "$K")
+    [[ $method == paris ]] && flags+=(--backward "$sampler")
     out=$("$work/pc" smooth --data "$work/y.csv" --method "$method" --particles "$N" \
-      --backward-samples "$K" --backward "$sampler" --functional score_sigma2 --seed "$seed" \
-      --threads "$THREADS" --json)
+      "${flags[@]}" --functional score_sigma2 --seed "$seed" --threads "$THREADS" --json)
     local f s
     f=$(json_field filter_s <<<"$out")
     s=$(json_field smooth_s <<<"$out")

@@ -210,6 +210,10 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     for (const auto& command : commands)
       if (command->parsed())
         command->run(c, values);
+  } catch (const cli::UsageError& e) {
+    fmt::print(err, "{}: error: {}\nRun '{} --help' for usage.\n", prog, e.what(), prog);
+    std::fflush(err);
+    return 2;
   } catch (const std::bad_alloc&) {
     return fail(prog, err, "out of memory (try fewer --particles)");
   } catch (const std::exception& e) {

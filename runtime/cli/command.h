@@ -40,6 +40,11 @@ struct Context {
   std::FILE* err;
 };
 
+// A usage error found after parsing (exit code 2, as CLI11's own).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // One subcommand: declares its options on its CLI11 app, then runs once they are parsed.
 class Command {
 public:
@@ -94,6 +99,10 @@ protected:
   const Method& method(const Context& c, const ssm_model& model, const ModelInfo& info) const;
   MethodRun start(const Context& c) const { return start(c, c.model, c.info); }
   MethodRun start(const Context& c, const ssm_model& model, const ModelInfo& info) const;
+  // A flag given on the command line that `chosen` does not read while another method of the
+  // task does (optimize --method lbfgs --e-step ffbsi): a UsageError when the method was named,
+  // a warning when `auto` chose it. Flags no method lists are the task's own and always read.
+  void check_flags_read(const Context& c, const Method& chosen) const;
   // Whether to write the CSV: to --out, or to standard output without --json.
   bool write_csv() const { return !out_.empty() || !json_; }
 

@@ -4,7 +4,9 @@
 #include "core/output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <string_view>
@@ -106,9 +108,34 @@ const Method& TaskCommand::method(const Context& c, const ssm_model& model,
           m->check(start(c, model, info));
           break;
         }
-    return c.registry.choose(task_, model, info);
+    const Method& chosen = c.registry.choose(task_, model, info);
+    check_flags_read(c, chosen);
+    return chosen;
   }
-  return *c.registry.find(task_, name); // a declared choice
+  const Method& named = *c.registry.find(task_, name); // a declared choice
+  check_flags_read(c, named);
+  return named;
+}
+
+void TaskCommand::check_flags_read(const Context& c, const Method& chosen) const {
+  const bool automatic = options_.word("--method") == "auto";
+  for (const MethodOption& o : c.registry.options(task_)) {
+    const std::string key = o.key();
+    if (app_->count(key) == 0 || std::ranges::count(chosen.options, key) > 0)
+      continue;
+    std::vector<std::string> readers;
+    for (const Method* m : c.registry.methods(task_))
+      if (std::ranges::count(m->options, key) > 0)
+        readers.push_back(m->name);
+    if (readers.empty()) // the task's own option
+      continue;
+    const std::string why = fmt::format("{} does not apply to --method {} (it applies to {})", key,
+                                        chosen.name, fmt::join(readers, ", "));
+    if (!automatic)
+      throw UsageError(fmt::format("{}: {}", app_->get_name(), why));
+    fmt::print(c.err, "{}: warning: {} {}, which auto chose for this model\n", c.prog,
+               app_->get_name(), why);
+  }
 }
 
 MethodRun TaskCommand::start(const Context& c, const ssm_model& model,

@@ -371,6 +371,23 @@ TEST_CASE("generated executable: usage errors exit with 2", "[e2e][bad]") {
   expect_exe_error({exe, "filter", "--data", "x.csv", "--particles", "-5"}, 2,
                    {"--particles", "positive integer", "'-5'"});
   expect_exe_error({exe, "--seed", "-1", "info"}, 2, {"--seed", "'-1'"});
+
+  // A flag that the chosen method does not read, while another method of the subcommand does:
+  // a usage error when the method is named, a warning when auto chose it.
+  const std::string data = scratch_path("usage-lgssm1.csv");
+  run_ok({exe, "simulate", "--T", "5", "--out", data});
+  expect_exe_error({exe, "filter", "--data", data, "--method", "kalman", "--particles", "10"}, 2,
+                   {"filter: --particles does not apply to --method kalman (it applies to "
+                    "bootstrap"});
+  expect_exe_error({exe, "optimize", "--data", data, "--method", "lbfgs", "--e-step", "ffbsi"}, 2,
+                   {"--e-step does not apply to --method lbfgs (it applies to em)"});
+  const ProcessResult warned =
+      run_process({exe, "filter", "--data", data, "--particles", "10", "--json"});
+  INFO(warned.describe());
+  CHECK(warned.exit_code == 0);
+  CHECK(warned.err.find("warning: filter --particles does not apply to --method kalman") !=
+        std::string::npos);
+  CHECK(warned.err.find("which auto chose for this model") != std::string::npos);
 }
 
 TEST_CASE("all particle weights zero: the time step is named and no output is left", "[e2e][bad]") {

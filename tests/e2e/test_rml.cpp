@@ -262,8 +262,16 @@ TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
   CHECK(r.err.find("--step-size must be positive") != std::string::npos);
   r = run_process({exe, "rml", "--method", "bis", "--data", data, "--backward", "mcmc"});
   INFO(r.describe());
-  CHECK(r.exit_code == 1);
-  CHECK(r.err.find("rml --method bis: --backward mcmc applies to paris only") != std::string::npos);
+  CHECK(r.exit_code == 2); // bis reads no --backward: a usage error
+  CHECK(r.err.find("rml: --backward does not apply to --method bis (it applies to paris)") !=
+        std::string::npos);
+  r = run_process({exe, "rml", "--method", "online", "--data", data, "--backward", "mcmc"});
+  CHECK(r.exit_code == 2);
+  r = run_process(
+      {exe, "rml", "--method", "paris", "--data", data, "--backward", "mcmc", "--filter", "apf"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 1); // paris reads it, and refuses the combination
+  CHECK(r.err.find("rml --method paris: --backward mcmc starts each chain") != std::string::npos);
   // A failure inside the run names the step and the parameters reached.
   r = run_process({exe, "rml", "--data", data, "--param", "r=1e-300", "--fix", "r"});
   INFO(r.describe());

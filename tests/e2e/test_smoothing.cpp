@@ -399,7 +399,13 @@ TEST_CASE("smooth refuses what the model cannot support, before any work", "[smo
   // The model is not finite-state.
   refused({"--method", "forward-backward"}, "the model's state is not finite");
   // Rejection sampling outside ffbsi and paris.
-  refused({"--method", "bis", "--backward", "rejection"}, "applies to ffbsi and paris only");
+  // A flag of other methods only: a usage error (exit 2) naming the methods that read it.
+  const ProcessResult bis =
+      run_process({exe, "smooth", "--data", data, "--method", "bis", "--backward", "rejection"});
+  INFO(bis.describe());
+  CHECK(bis.exit_code == 2);
+  CHECK(bis.err.find("smooth: --backward does not apply to --method bis (it applies to ffbsi, "
+                     "paris)") != std::string::npos);
   refused({"--method", "ffbsi", "--backward", "mcmc"}, "applies to paris only");
   refused({"--method", "paris", "--backward", "mcmc", "--filter", "apf"},
           "a draw from the backward kernel only under the bootstrap filter");
