@@ -156,7 +156,7 @@ ComponentBound uniform_bound(BoundTerms& f, const Args& a, int) {
 int gamma_log_density(LogDensityTerms& f, int x, int i) {
   ExprBuilder& b = f.b;
   const int alpha = f.arg(0, i), beta = f.arg(1, i);
-  return b.sub(b.add(b.sub(b.mul(alpha, f.log(beta)), b.call("lgamma", {alpha})),
+  return b.sub(b.add(b.sub(b.mul(alpha, f.log(beta)), f.shape_log_gamma(alpha)),
                      b.mul(b.sub(alpha, f.c(1)), f.log(x))),
                b.mul(beta, x));
 }
@@ -277,8 +277,8 @@ int beta_log_density(LogDensityTerms& f, int x, int i) {
   const int a = f.arg(0, i), bb = f.arg(1, i);
   return b.add(b.sub(b.sub(b.add(b.mul(b.sub(a, f.c(1)), f.log(x)),
                                  b.mul(b.sub(bb, f.c(1)), f.log(b.sub(f.c(1), x)))),
-                           f.log_gamma(a)),
-                     f.log_gamma(bb)),
+                           f.shape_log_gamma(a)),
+                     f.shape_log_gamma(bb)),
                f.log_gamma(b.add(a, bb)));
 }
 ComponentBound beta_bound(BoundTerms& f, const Args& args, int) {
@@ -324,7 +324,7 @@ ComponentBound beta_bound(BoundTerms& f, const Args& args, int) {
 int inverse_gamma_log_density(LogDensityTerms& f, int x, int i) {
   ExprBuilder& b = f.b;
   const int alpha = f.arg(0, i), beta = f.arg(1, i);
-  return b.sub(b.sub(b.sub(b.mul(alpha, f.log(beta)), f.log_gamma(alpha)),
+  return b.sub(b.sub(b.sub(b.mul(alpha, f.log(beta)), f.shape_log_gamma(alpha)),
                      b.mul(b.add(alpha, f.c(1)), f.log(x))),
                b.div(beta, x));
 }
@@ -395,7 +395,7 @@ int negative_binomial_log_density(LogDensityTerms& f, int x, int i) {
   ExprBuilder& b = f.b;
   const int mu = f.arg(0, i), phi = f.arg(1, i), total_rate = b.add(mu, phi);
   return b.add(b.add(b.sub(b.sub(f.log_gamma(b.add(x, phi)), f.log_gamma(b.add(x, f.c(1)))),
-                           f.log_gamma(phi)),
+                           f.shape_log_gamma(phi)),
                      b.mul(x, f.log(b.div(mu, total_rate)))),
                b.mul(phi, f.log(b.div(phi, total_rate))));
 }
@@ -463,7 +463,7 @@ int dirichlet_log_density(LogDensityTerms& f, int, int) {
   for (int i = 0; i < d; ++i) {
     sum = b.add(sum, f.arg(0, i));
     lp = b.add(lp, b.sub(b.mul(b.sub(f.arg(0, i), f.c(1)), f.log(b.element(f.x_node, i))),
-                         f.log_gamma(f.arg(0, i))));
+                         f.shape_log_gamma(f.arg(0, i))));
   }
   return b.materialize(b.add(lp, f.log_gamma(sum)));
 }

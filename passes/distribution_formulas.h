@@ -9,6 +9,7 @@
 #include "affine.h"
 #include "ir/ir.h"
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ struct LogDensityTerms {
   int log(int a) { return b.call("log", {a}); }
   int sq(int a) { return b.mul(a, a); }
   int log_gamma(int a) { return b.call("lgamma", {a}); }
+  // log Gamma(s) of a shape s, NaN unless s > 0: lgamma is finite at negative non-integers,
+  // where the density is undefined, as the kernels' NaN says. The NaN is s * NaN, so that its
+  // derivative is NaN too (a constant's would be 0).
+  int shape_log_gamma(int s) {
+    return b.select(b.call("gt", {s, c(0)}), log_gamma(s),
+                    b.mul(s, c(std::numeric_limits<double>::quiet_NaN())));
+  }
 };
 
 // A density's upper bound (node), or why there is none (unbounded). exact: the bound is the

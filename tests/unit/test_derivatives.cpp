@@ -587,3 +587,49 @@ model tiny {
   const double g = evaluate_at(*model, d.arena, d.relations[2].grad_state[0], p)[0];
   CHECK(!std::isfinite(g));
 }
+
+TEST_CASE("a shape outside its domain gives a NaN log-density and gradient, as the kernels do",
+          "[passes][derivatives]") {
+  // lgamma is finite at negative non-integers: without a check the formulas (and so the score
+  // and prior kernels) would give finite values where the density is undefined.
+  const std::string source = R"(
+model bad_shapes {
+  param a = 2.5;
+  state u : real;
+  obs yg : real;
+  obs yb : real;
+  obs yi : real;
+  obs yn : int[0..inf];
+  obs yd : vector[3];
+  u[0] ~ normal(0, 1);
+  u[t] ~ normal(u[t-1], 1);
+  yg[t] ~ gamma(a - 3 - u[t], 1);
+  yb[t] ~ beta(2, a - 3 - u[t]);
+  yi[t] ~ inverse_gamma(a - 3 - u[t], 1);
+  yn[t] ~ negative_binomial(10, a - 3 - u[t]);
+  yd[t] ~ dirichlet([a - 3 - u[t], 1, 1]);
+}
+)";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, "bad_shapes.ssm", diags);
+  INFO(diags.str());
+  REQUIRE(model);
+  const ir::Model& m = *model;
+  ir::Block arena{m.observation.kind, {}, {}, {}};
+  passes::ExprBuilder b(arena);
+  passes::Differentiator in_arena(arena, b);
+  const Point p = make_point(m);
+  int checked = 0;
+  for (const ir::Relation& rel : m.observation.relations) {
+    std::string why;
+    const std::optional<int> lp = passes::log_density(m, m.observation, rel, b, why);
+    INFO(m.var_name(rel.kind, rel.var) << ": " << why);
+    REQUIRE(lp);
+    CHECK(std::isnan(evaluate_at(m, arena, *lp, p)[0]));
+    const std::vector<int> d = in_arena.derivative(*lp, {ir::Op::Param, 0, 0, 0});
+    REQUIRE(d.size() == 1);
+    CHECK((d[0] >= 0 && std::isnan(evaluate_at(m, arena, d[0], p)[0])));
+    ++checked;
+  }
+  CHECK(checked == 5);
+}
