@@ -31,8 +31,9 @@ struct LogDensityTerms {
   int sq(int a) { return b.mul(a, a); }
   int log_gamma(int a) { return b.call("lgamma", {a}); }
   // log Gamma(s) of a shape s, NaN unless s > 0: lgamma is finite at negative non-integers,
-  // where the density is undefined, as the kernels' NaN says. The NaN is s * NaN, so that its
-  // derivative is NaN too (a constant's would be 0).
+  // where the density is undefined, as the kernels' NaN says. The NaN is s * NaN, so that the
+  // derivatives in what s reads are NaN too (a constant's would be 0); a derivative in a
+  // variable s does not read may stay finite, so consumers look at the value.
   int shape_log_gamma(int s) {
     return b.select(b.call("gt", {s, c(0)}), log_gamma(s),
                     b.mul(s, c(std::numeric_limits<double>::quiet_NaN())));

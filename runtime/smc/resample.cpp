@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -245,6 +246,24 @@ void resample(Resampling scheme, const double* w, int64_t n, uint64_t seed, uint
   }
 }
 
+namespace {
+
+// Systematic resampling by walking the points (u + i) * step against the running sum: the
+// definition, used where the step is too small for systematic_resample's arithmetic.
+void systematic_walk(const double* w, int64_t n, double u, double step, int64_t last,
+                     int64_t* ancestors) {
+  double cum = w[0];
+  int64_t j = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double point = (u + static_cast<double>(i)) * step;
+    while (cum <= point && j < last)
+      cum += w[++j];
+    ancestors[i] = j;
+  }
+}
+
+} // namespace
+
 void systematic_resample(const double* w, int64_t n, double u, int64_t* ancestors) {
   if (n <= 0)
     return;
@@ -256,21 +275,25 @@ void systematic_resample(const double* w, int64_t n, double u, int64_t* ancestor
   }
   // Point i is (u + i) * step: scaling by the computed total (instead of normalising w) keeps
   // the last point inside the last interval despite rounding. Particle j's offspring fill
-  // [N_{j-1}, N_j), N_j = #{i < n : point i < cum_j} (cum_j the running sum), which is what a
-  // walk of the points against the running sum gives. Each N_j comes from a guess corrected by
-  // the exact comparisons (the points are monotone in i), so that nothing branches on the
-  // weights: a walk mispredicts a branch about once per particle, the larger cost at small n.
+  // [N_{j-1}, N_j), N_j = #{i < n : point i < cum_j} (cum_j the running sum), which is what the
+  // walk gives. Each N_j comes from a guess corrected by exact comparisons (the points are
+  // monotone in i), so that nothing branches on the weights: the walk mispredicts a branch about
+  // once per particle, its larger cost at small n. A subnormal step (weights summing to under
+  // n * 2.2e-308) would overflow 1 / step: the walk then.
   const double step = total / static_cast<double>(n), inv = 1 / step;
+  if (!(step >= std::numeric_limits<double>::min()))
+    return systematic_walk(w, n, u, step, last, ancestors);
   const auto dn = static_cast<double>(n);
   std::fill(ancestors, ancestors + n, 0);
   int64_t unused = 0, before = 0; // N_{j-1}
   double cum = 0;
   for (int64_t j = 0; j < n; ++j) {
     cum += w[j];
-    // N_j is within one of ceil(x), x = cum_j / step - u (a few roundings apart), so within
-    // [base, base + 3): count the points base, base + 1, base + 2 that lie below cum_j. A
-    // point at a negative index lies below any cum_j (>= 0), as the count needs.
-    const int64_t base = static_cast<int64_t>(std::min(std::max(cum * inv - u, 0.0), dn)) - 1;
+    // x = cum_j / step - u is a few roundings from the real threshold, so N_j lies in
+    // [base, base + 3] with base = max(floor(x) - 1, 0): base plus the number of the points
+    // base, base + 1, base + 2 that lie below cum_j.
+    const double x = std::min(std::max(0.0, cum * inv - u), dn);
+    const int64_t base = std::max<int64_t>(static_cast<int64_t>(x) - 1, 0);
     int64_t k = base;
     for (int64_t d = 0; d < 3; ++d)
       k += static_cast<int64_t>((u + static_cast<double>(base + d)) * step < cum);

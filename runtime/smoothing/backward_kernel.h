@@ -162,7 +162,7 @@ private:
 // decides the move to it.
 struct BackwardBlock {
   std::vector<int64_t> pi, pj, idx, qj;
-  std::vector<double> index_u, move_u, lp, w, log_ratio, ratio, ones;
+  std::vector<double> index_u, move_u, lp, w, log_ratio, ratio, used;
   PairBatch pairs;
   int64_t nj = 0, per = 0;
   // Draws `draws` proposals per particle from the filter weights at t-1; with `chain_start`, slot

@@ -32,6 +32,8 @@ private:
     const int64_t N = ctx_.N, ns = ctx_.ns, stride = ctx_.stride, nf = ctx_.nf, t = s.back.t;
     const double* tau = s.tau;
     double* tau_next = s.tau_next;
+    if (!(s.w_cur[j] > 0)) // never read again (tau_next stays 0): its terms may not be finite
+      return;
     ctx_.density.all(s.back.frame, t, N, s.back.x_prev, s.back.x_cur, j, bc, l);
     const double sum = backward_weights(s.back.W, l, N);
     if (!(sum > 0))

@@ -70,13 +70,17 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
     block.pairs.gather(ctx.ns, ctx.stride, s.back.x_prev, s.back.x_cur, block.idx.data(),
                        block.qj.data(), nj * Nt);
     bterms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
-    // Every drawn pair is used: a non-finite term is an error (check_terms says which).
+    // Every drawn pair of a particle of positive weight is used: a non-finite term is an error
+    // (check_terms says which). A particle of weight 0 (its observation density 0, or a
+    // relation's argument outside its domain) is never read again.
     bool finite = true;
     for (int64_t p = 0; p < nf * nj * Nt; ++p)
       finite &= std::isfinite(bterms[p]);
     if (!finite) {
-      block.ones.assign(nj * Nt, 1.0);
-      check_terms(bterms, nf, nj * Nt, block.ones.data(), 0, nj * Nt, s.back.t, ctx.info);
+      block.used.resize(nj * Nt);
+      for (int64_t j = jb; j < je; ++j)
+        std::fill_n(&block.used[(j - jb) * Nt], Nt, s.w_cur[j] > 0 ? 1.0 : 0.0);
+      check_terms(bterms, nf, nj * Nt, block.used.data(), 0, nj * Nt, s.back.t, ctx.info);
     }
   }
   add_backward_sample_block(ctx.lay, s.D, ctx.N, jb, je, Nt, block.idx.data(), block.w.data(),

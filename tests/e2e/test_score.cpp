@@ -173,6 +173,41 @@ TEST_CASE("the particle score (paris) is within Monte Carlo error of the exact o
   }
 }
 
+// A relation whose shape some particles put outside its domain: those particles get weight 0
+// (the kernel's density is NaN), and their score terms, NaN, must not stop the smoother.
+TEST_CASE("particles of weight 0 with undefined score terms: paris, online and ffbsm agree",
+          "[score][smooth]") {
+  const std::string& exe = model_exe("gamma_shape", R"(
+model gamma_shape {
+  param a : real(0, inf) = 2;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1.5);
+  x[t] ~ normal(0.5 * x[t-1], 1.5);
+  y[t] ~ gamma(a + x[t], 1);
+}
+)");
+  std::string csv = "t,y\n";
+  for (int t = 0; t < 25; ++t)
+    csv += fmt::format("{},{}\n", t, 1 + 0.8 * std::sin(0.7 * t) + 0.05 * t);
+  const std::string data = scratch_path("gamma-shape.csv");
+  write_file(data, csv);
+  std::vector<nlohmann::json> runs;
+  for (const char* method : {"paris", "online", "ffbsm"})
+    runs.push_back(
+        nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--json", "--method", method,
+                                      "--particles", "400", "--replicates", "8", "--seed", "5"})
+                                  .out));
+  const double paris = flat(runs[0]["score"]["a"])[0], paris_se = flat(runs[0]["score_se"]["a"])[0];
+  for (size_t k = 1; k < runs.size(); ++k) {
+    const double other = flat(runs[k]["score"]["a"])[0], se = flat(runs[k]["score_se"]["a"])[0];
+    INFO(runs[k]["method"] << ": " << other << " +- " << se << "; paris " << paris << " +- "
+                           << paris_se);
+    CHECK(std::isfinite(other));
+    CHECK(std::abs(other - paris) < 4 * std::hypot(se, paris_se));
+  }
+}
+
 TEST_CASE("score is refused, with the reason, where the compiler derived none", "[score]") {
   // The 10-D linear-Gaussian example: its score terms are too large to compile element by element.
   const std::string& exe = example_exe("lgssm");

@@ -343,8 +343,17 @@ TEST_CASE("systematic resampling equals the walk of its points, bit for bit",
   // Random weights spanning many orders of magnitude, runs of zeros (also at both ends), ties,
   // a single positive weight, and points that fall exactly on a cumulative sum (equal weights
   // with u = 0), each with several u including the extremes.
-  std::vector<std::vector<double>> cases = {
-      {1, 1, 1, 1}, {0, 0, 1, 0}, {1, 0, 0, 0}, {0, 0, 0, 1}, {0.5, 0, 0, 0.5, 0}};
+  // Also weights at the bottom of the double range: normal weights whose step is subnormal,
+  // subnormal weights, a single subnormal weight (a step of 0).
+  std::vector<std::vector<double>> cases = {{1, 1, 1, 1},
+                                            {0, 0, 1, 0},
+                                            {1, 0, 0, 0},
+                                            {0, 0, 0, 1},
+                                            {0.5, 0, 0, 0.5, 0},
+                                            {0, 2.3e-308, 2.3e-308},
+                                            {std::ldexp(1.0, -1074), std::ldexp(1.0, -1074)},
+                                            {0, 5e-324, 0},
+                                            {1e-300, 0, 1e-300, 3e-300}};
   for (uint32_t c = 0; c < 200; ++c) {
     const auto n = static_cast<size_t>(1 + c % 37 + (c % 5 == 0 ? 300 : 0));
     std::vector<double> w(n);
@@ -356,7 +365,7 @@ TEST_CASE("systematic resampling equals the walk of its points, bit for bit",
     cases.push_back(w);
   }
   for (size_t c = 0; c < cases.size(); ++c)
-    for (double u : {0.0, 1e-300, 0.25, 0.5, 0.999, std::nextafter(1.0, 0.0)}) {
+    for (double u : {0.0, 1e-300, 0.25, 0.5, 0.75, 0.999, std::nextafter(1.0, 0.0)}) {
       const std::vector<double>& w = cases[c];
       std::vector<int64_t> a(w.size(), -1);
       ssm::systematic_resample(w.data(), static_cast<int64_t>(w.size()), u, a.data());
