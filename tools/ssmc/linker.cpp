@@ -45,9 +45,36 @@ const std::vector<std::string>& runtime_libraries() {
   return libraries;
 }
 
+namespace {
+
+// Whether LLVM's linker is on the PATH: it links a model against the runtime's static libraries
+// in about half the time of GNU ld (0.24 s against 0.50 s for examples/sv.ssm), most of a cold
+// build. Without it, the compiler driver's default linker.
+bool have_lld() {
+  static const bool found = [] {
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path ? path : "";
+    while (!dirs.empty()) {
+      const size_t colon = dirs.find(':');
+      const std::string dir(dirs.substr(0, colon));
+      if (!dir.empty() && ::access((fs::path(dir) / "ld.lld").c_str(), X_OK) == 0)
+        return true;
+      if (colon == std::string_view::npos)
+        break;
+      dirs.remove_prefix(colon + 1);
+    }
+    return false;
+  }();
+  return found;
+}
+
+} // namespace
+
 void link_executable(const Toolchain& tc, const std::string& object, const std::string& output) {
   ssm::TemporaryPath tmp(output); // renamed into place once linked, removed otherwise
   std::vector<std::string> args = {tc.cxx, object, "-o", tmp.path(), "-L" + tc.libdir};
+  if (have_lld())
+    args.emplace_back("-fuse-ld=lld");
   for (const std::string& lib : runtime_libraries())
     args.push_back("-l" + lib);
   for (const char* lib : {"-lmvec", "-lm", "-pthread"})

@@ -20,8 +20,8 @@ Toolchain find_toolchain();
 // ssm_kernel): one per room of runtime/, as runtime/CMakeLists.txt lists them.
 const std::vector<std::string>& runtime_libraries();
 
-// Links `object` into `output` (written atomically). Throws std::runtime_error with the command
-// line when the linker fails.
+// Links `object` into `output` (written atomically), with LLVM's lld when it is on the PATH.
+// Throws std::runtime_error with the command line when the linker fails.
 void link_executable(const Toolchain& toolchain, const std::string& object,
                      const std::string& output);
 
