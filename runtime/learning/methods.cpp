@@ -408,11 +408,7 @@ void register_learning_methods(MethodRegistry& registry) {
       return;
     check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em",
                         "--e-step");
-    if (run.options.integer("--max-iterations") < kMonteCarloEmMinIterations)
-      throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
-                              "be at least {} (the estimate averages the second half of the "
-                              "iterations)",
-                              kMonteCarloEmMinIterations));
+    check_monte_carlo_em_options(optimize_options(run));
   };
   em.optimize = [reg](const MethodRun& run) {
     if (monte_carlo_e_step(run))

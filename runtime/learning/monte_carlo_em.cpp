@@ -93,6 +93,14 @@ struct MonteCarloStart {
 
 } // namespace
 
+void check_monte_carlo_em_options(const OptimizeOptions& options) {
+  if (options.max_iterations < kMonteCarloEmMinIterations)
+    throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
+                            "be at least {} (the estimate averages the second half of the "
+                            "iterations)",
+                            kMonteCarloEmMinIterations));
+}
+
 Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
                            const SmoothOptions& smoothing) {
   check_observations_read(run.info, *run.data);
@@ -101,10 +109,7 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
   const ParameterSpace& space = setup.space;
   const int64_t n = space.n_theta(), d = space.dimension(), steps = options.max_iterations;
   const auto nt = static_cast<size_t>(n);
-  if (steps < kMonteCarloEmMinIterations)
-    throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
-                            "be at least {} (the estimate averages the second half; got {})",
-                            kMonteCarloEmMinIterations, steps));
+  check_monte_carlo_em_options(options);
   const std::vector<double>& given = *run.fixed;
   const std::vector<double> u0 = space.unconstrain({given.data(), nt});
   const int64_t window_start = steps / 2;

@@ -21,6 +21,10 @@ namespace ssm {
 // The fewest iterations: the average and the verdict need ten in the second half.
 inline constexpr int64_t kMonteCarloEmMinIterations = 20;
 
+// Refuses options Monte Carlo EM cannot run with (fewer than kMonteCarloEmMinIterations
+// iterations): em's check before any work, and run_monte_carlo_em itself. Throws ssm::Error.
+void check_monte_carlo_em_options(const OptimizeOptions& options);
+
 // From the parameters in run.fixed (then options.inits - 1 random starts around them, as
 // optimize's), options.max_iterations iterations, each E-step from `smoothing` (its filter,
 // particles and trajectories; a fresh seed per iteration and series). The path has one row per
