@@ -4,9 +4,9 @@
 #include "core/series.h"
 #include "learning/em_steps.h"
 #include "learning/parameter_space.h"
+#include "learning/stochastic_gradient.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
@@ -55,11 +55,10 @@ bool mean_score_within_noise(const std::vector<std::vector<double>>& scores, dou
   return within;
 }
 
-// The mean of kFinalRuns filter estimates of the log-likelihood at theta (every series), and its
-// standard error.
-std::pair<double, double> final_log_likelihood(const MethodRun& run, const SmoothOptions& smoothing,
-                                               const EmPoints& e, const std::vector<double>& theta,
-                                               uint64_t seed) {
+// kFinalRuns filter estimates of the log-likelihood at theta (every series).
+std::vector<double> final_log_likelihoods(const MethodRun& run, const SmoothOptions& smoothing,
+                                          const EmPoints& e, const std::vector<double>& theta,
+                                          uint64_t seed) {
   std::vector<double> runs;
   for (int64_t r = 0; r < kFinalRuns; ++r) {
     double ll = 0;
@@ -72,24 +71,8 @@ std::pair<double, double> final_log_likelihood(const MethodRun& run, const Smoot
     }
     runs.push_back(ll);
   }
-  double mean = 0, ss = 0;
-  for (double l : runs)
-    mean += l / kFinalRuns;
-  for (double l : runs)
-    ss += (l - mean) * (l - mean);
-  return {mean, std::sqrt(ss / (kFinalRuns - 1) / kFinalRuns)};
+  return runs;
 }
-
-// One start: its averaged point, and what ranks it and judges it.
-struct MonteCarloStart {
-  Optimum::Start start;
-  std::vector<double> averaged; // the whole theta vector (parameters then data values)
-  double window_objective = -std::numeric_limits<double>::infinity();
-  bool stationary = false;
-  double mean_score_norm = NAN; // of the mean estimated score over the window
-  std::string message;
-  int64_t iterations = 0;
-};
 
 } // namespace
 
@@ -125,9 +108,9 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
   const int64_t M =
       smoothing.trajectories > 0 ? smoothing.trajectories : smoothing.filter.particles;
   const double boundary_shrink = 1.0 / static_cast<double>(M + 1);
-  std::vector<MonteCarloStart> starts;
+  std::vector<AveragedStart> starts;
   for (int64_t k = 0; k < inits; ++k) {
-    MonteCarloStart out;
+    AveragedStart out;
     std::vector<double> theta = given;
     space.constrain(start_point(u0, run.seed, k), {theta.data(), nt});
     // Over the second half: the unconstrained iterates the E-steps ran at (the path's rows), and
@@ -174,8 +157,8 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
       for (const std::vector<double>& u : window)
         for (int64_t i = 0; i < d; ++i)
           average[i] += u[i] / W;
-      out.averaged = given;
-      space.constrain(average, {out.averaged.data(), nt});
+      out.averaged.assign(given.begin(), given.begin() + n);
+      space.constrain(average, out.averaged);
       out.window_objective = objective_sum / W;
       if (setup.sm) {
         double worst = 0, norm2 = 0;
@@ -186,13 +169,14 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
             m += g[i] / W;
           norm2 += m * m;
         }
-        out.mean_score_norm = std::sqrt(norm2);
+        out.mean_gradient_norm = std::sqrt(norm2);
         out.message = fmt::format(
             "{} iterations; over the averaged last {}, the mean estimated score is {:.2g} "
             "standard errors from 0 in the worst coordinate ({}){}",
             steps, window.size(), worst, out.stationary ? "at most 3: stationary" : "over 3",
             out.stationary ? "" : ": still climbing (more --max-iterations)");
       } else {
+        out.mean_gradient_norm = NAN;
         out.message = fmt::format("{} iterations; convergence not judged: the model has no "
                                   "score ({})",
                                   steps, run.info.no_score_reason);
@@ -209,42 +193,12 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
     out.start.log_likelihood = NAN; // known at the chosen start's estimate only
     starts.push_back(std::move(out));
   }
-  const MonteCarloStart* chosen = nullptr;
-  for (const MonteCarloStart& s : starts) {
-    best.starts.push_back(s.start);
-    if (!s.averaged.empty() && (!chosen || s.window_objective > chosen->window_objective))
-      chosen = &s;
-  }
-  if (!chosen) {
-    std::vector<std::string> why;
-    for (const MonteCarloStart& s : starts)
-      why.push_back(s.message);
-    throw Error(
-        fmt::format("optimize (em): no start completed its iterations ({})", fmt::join(why, "; ")));
-  }
-  best.theta.assign(chosen->averaged.begin(), chosen->averaged.begin() + n);
-  best.converged = chosen->stationary;
-  best.message = chosen->message;
-  best.iterations = chosen->iterations;
-  best.gradient_norm = chosen->mean_score_norm;
-  try {
-    const auto [ll, se] = final_log_likelihood(run, smoothing, e, chosen->averaged,
-                                               iteration_seed(run.seed, inits, 0, steps));
-    best.log_likelihood = ll;
-    best.log_likelihood_se = se;
-  } catch (const Error&) { // the estimate stands; its log-likelihood is unknown
-    best.log_likelihood = best.log_likelihood_se = NAN;
-  }
-  best.objective = best.log_likelihood;
-  if (options.map) {
-    std::vector<double> prior(1 + nt);
-    run.model.prior_logpdf(chosen->averaged.data(), prior.data());
-    best.objective += prior[0];
-  }
-  for (size_t k = 0; k < starts.size(); ++k)
-    if (&starts[k] == chosen)
-      best.starts[k].log_likelihood = best.log_likelihood;
-  best.evaluations = static_cast<int64_t>(best.path.size());
+  finish_averaged_starts(best, starts, run, options,
+                         "optimize (em): no start completed its iterations",
+                         [&](const std::vector<double>& fixed) {
+                           return final_log_likelihoods(run, smoothing, e, fixed,
+                                                        iteration_seed(run.seed, inits, 0, steps));
+                         });
   return best;
 }
 

@@ -6,6 +6,7 @@
 #include "learning/score.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <limits>
@@ -16,18 +17,6 @@ namespace {
 
 // Filter runs averaged for the log-likelihood reported at the estimate.
 constexpr int64_t kFinalRuns = 4;
-
-// One start: its path, its averaged point and the mean and spread of its gradients there.
-struct StochasticStart {
-  Optimum::Start start;
-  std::vector<double> averaged; // theta (n_theta values)
-  // The mean estimate of the objective over the averaged half: what ranks the starts.
-  double window_objective = -std::numeric_limits<double>::infinity();
-  double mean_gradient_norm = 0;
-  bool stationary = false;
-  std::string message;
-  int64_t iterations = 0;
-};
 
 } // namespace
 
@@ -46,9 +35,9 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);
   std::vector<Optimum::Evaluation> path;
-  std::vector<StochasticStart> starts;
+  std::vector<AveragedStart> starts;
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
-    StochasticStart out;
+    AveragedStart out;
     std::vector<double> u = start_point(u0, run.seed, k);
     std::vector<double> m(d, 0.0), v(d, 0.0), g_sum(d, 0.0), g_sq(d, 0.0);
     std::vector<double> average(d, 0.0); // of u over the second half
@@ -147,50 +136,66 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
     out.start.log_likelihood = NAN; // known at the chosen start's estimate only
     starts.push_back(out);
   }
-  const StochasticStart* chosen = nullptr;
-  for (const StochasticStart& s : starts) {
+  best.path = std::move(path);
+  finish_averaged_starts(
+      best, starts, run, options, "optimize: no start gave finite estimates over its last half",
+      [&](const std::vector<double>& fixed) {
+        MethodRun at = run;
+        at.fixed = &fixed;
+        at.seed = iteration_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
+        at.progress = nullptr;
+        return estimate_score(smoother, at, kFinalRuns).replicate_loglik;
+      });
+  return best;
+}
+
+void finish_averaged_starts(
+    Optimum& best, const std::vector<AveragedStart>& starts, const MethodRun& run,
+    const OptimizeOptions& options, const std::string& none,
+    const std::function<std::vector<double>(const std::vector<double>& fixed)>& final_runs) {
+  const AveragedStart* chosen = nullptr;
+  for (const AveragedStart& s : starts) {
     best.starts.push_back(s.start);
     if (!s.averaged.empty() && (!chosen || s.window_objective > chosen->window_objective))
       chosen = &s;
   }
-  if (!chosen)
-    throw Error(fmt::format("optimize: no start gave finite estimates over its last half ({})",
-                            starts.front().message));
+  if (!chosen) {
+    std::vector<std::string> why;
+    for (const AveragedStart& s : starts)
+      why.push_back(s.message);
+    throw Error(fmt::format("{} ({})", none, fmt::join(why, "; ")));
+  }
   best.theta = chosen->averaged;
   best.converged = chosen->stationary;
   best.message = chosen->message;
   best.iterations = chosen->iterations;
   best.gradient_norm = chosen->mean_gradient_norm;
-  // The log-likelihood at the averaged point: the mean of kFinalRuns filter estimates.
-  std::vector<double> fixed = given;
+  std::vector<double> fixed = *run.fixed;
   std::copy(best.theta.begin(), best.theta.end(), fixed.begin());
-  MethodRun at = run;
-  at.fixed = &fixed;
-  at.seed = iteration_seed(run.seed, static_cast<int64_t>(starts.size()), 0, steps);
-  at.progress = nullptr;
-  try {
-    const ScoreResult final_runs = estimate_score(smoother, at, kFinalRuns);
-    best.log_likelihood = final_runs.log_likelihood;
-    double ss = 0;
-    for (double l : final_runs.replicate_loglik)
-      ss += (l - best.log_likelihood) * (l - best.log_likelihood);
-    best.log_likelihood_se = std::sqrt(ss / (kFinalRuns - 1) / kFinalRuns);
+  try { // the mean of the replicates, and its standard error
+    const std::vector<double> runs = final_runs(fixed);
+    const auto R = static_cast<double>(runs.size());
+    double mean = 0, ss = 0;
+    for (double l : runs)
+      mean += l / R;
+    for (double l : runs)
+      ss += (l - mean) * (l - mean);
+    best.log_likelihood = mean;
+    best.log_likelihood_se = std::sqrt(ss / (R - 1) / R);
   } catch (const Error&) { // the estimate stands; its log-likelihood is unknown
     best.log_likelihood = NAN;
     best.log_likelihood_se = NAN;
   }
   best.objective = best.log_likelihood;
   if (options.map) {
-    std::vector<double> prior(1 + nt);
+    std::vector<double> prior(1 + static_cast<size_t>(run.info.n_theta));
     run.model.prior_logpdf(fixed.data(), prior.data());
     best.objective += prior[0];
   }
   for (size_t k = 0; k < starts.size(); ++k)
     if (&starts[k] == chosen)
       best.starts[k].log_likelihood = best.log_likelihood;
-  best.path = std::move(path);
   best.evaluations = static_cast<int64_t>(best.path.size());
-  return best;
 }
 
 } // namespace ssm
