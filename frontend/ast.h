@@ -87,16 +87,19 @@ struct VarDecl {
 };
 
 // `target ~ dist(args);` where target is a name with zero or more bracket indices,
+// `target = value;`: a deterministic state (no distribution),
 // `proposal target ~ dist(args);`: the guided filter's proposal for a state, or
 // `guide target ~ dist(args);`: the variational family of a plate model's latent variable.
 struct Relation {
   enum class Role { Model, Proposal, Guide };
   ExprPtr target;
-  DistCall dist;
+  DistCall dist; // empty for a deterministic relation
   Range range;
   Role role = Role::Model;
+  ExprPtr value; // `target = value;`
   bool proposal() const { return role == Role::Proposal; }
   bool guide() const { return role == Role::Guide; }
+  bool deterministic() const { return value != nullptr; }
 };
 
 // `let name = value;`: a named expression, substituted where it is used (so it may read x[t-1]

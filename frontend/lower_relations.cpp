@@ -28,7 +28,9 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
     error(r.target->range, fmt::format(msg::relation_on_constant, name));
     return std::nullopt;
   case Symbol::Kind::Param:
-    error(r.target->range, fmt::format(msg::relation_on_parameter, name, r.dist.name.name));
+    error(r.target->range, r.deterministic()
+                               ? fmt::format(msg::value_of_parameter, name)
+                               : fmt::format(msg::relation_on_parameter, name, r.dist.name.name));
     return std::nullopt;
   default:
     break;
@@ -42,6 +44,10 @@ std::optional<std::pair<Symbol*, ir::BlockKind>> Lowering::relation_target(const
     return std::nullopt;
   }
   bool is_state = sym->kind == Symbol::Kind::State;
+  if (r.deterministic() && !is_state) {
+    error(r.target->range, fmt::format(msg::deterministic_observation, name));
+    return std::nullopt;
+  }
   std::string forms =
       is_state ? fmt::format(msg::state_relation_forms, name) : fmt::format("{}[t]", name);
   if (chain.empty()) {
@@ -101,17 +107,23 @@ void Lowering::add_relation(const ast::Relation& r) {
           RelationScope(kind, fmt::format(msg::relation_subject, what, target),
                         is_state ? ir::VarKind::State : ir::VarKind::Obs, sym->index, target));
   const RelationScope& reads = *s.relation();
-  std::vector<std::optional<int>> args;
-  std::vector<std::optional<ir::Shape>> shapes;
-  for (const ast::ExprPtr& a : r.dist.args) {
-    args.push_back(lower(*a, s));
-    shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
-  }
-  const ir::Shape& shape =
-      is_state ? model_.states[sym->index].shape : model_.obs[sym->index].shape;
-  std::optional<ir::Dist> dist = check_dist(r.dist, shapes, shape, target, r.target->range);
   const ir::VarDecl& decl = is_state ? model_.states[sym->index] : model_.obs[sym->index];
-  const bool ok = dist && check_relation(r, decl, *s.block, reads.target_kind, *dist, args, target);
+  std::vector<std::optional<int>> args;
+  std::optional<ir::Dist> dist;
+  bool ok = false;
+  if (r.deterministic()) {
+    args.push_back(lower_deterministic_value(r, decl, s, target));
+    dist = ir::Dist::Dirac;
+    ok = args[0].has_value();
+  } else {
+    std::vector<std::optional<ir::Shape>> shapes;
+    for (const ast::ExprPtr& a : r.dist.args) {
+      args.push_back(lower(*a, s));
+      shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
+    }
+    dist = check_dist(r.dist, shapes, decl.shape, target, r.target->range);
+    ok = dist && check_relation(r, decl, *s.block, reads.target_kind, *dist, args, target);
+  }
 
   PendingRelation p;
   p.ast = &r;
@@ -129,6 +141,24 @@ void Lowering::add_relation(const ast::Relation& r) {
       p.rel.args.push_back(*a);
   }
   pending_[kind].push_back(std::move(p));
+}
+
+// The value of `x[t] = value;`, which must have the state's shape; nullopt after an error.
+std::optional<int> Lowering::lower_deterministic_value(const ast::Relation& r,
+                                                       const ir::VarDecl& decl, Scope& s,
+                                                       const std::string& target) {
+  if (decl.integer) {
+    error(r.target->range,
+          fmt::format(msg::deterministic_integer_state, decl.name, ir::type_str(decl)));
+    return std::nullopt;
+  }
+  std::optional<int> id = lower(*r.value, s);
+  if (id && !(shape_of(s, *id) == decl.shape)) {
+    error(r.value->range, fmt::format(msg::deterministic_value_shape, target,
+                                      shape_of(s, *id).str(), decl.name, decl.shape.str()));
+    return std::nullopt;
+  }
+  return id;
 }
 
 // The declarations with a relation of a plate model or simulator, in the order to lower them:

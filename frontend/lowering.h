@@ -230,6 +230,8 @@ private:
                             const ast::DistCall& call);
   bool check_integer_range(const ir::VarDecl& decl, const ir::Block& block, const ir::Relation& rel,
                            const ast::Relation& r, const std::string& target);
+  std::optional<int> lower_deterministic_value(const ast::Relation& r, const ir::VarDecl& decl,
+                                               Scope& s, const std::string& target);
   bool check_relation(const ast::Relation& r, const ir::VarDecl& decl, const ir::Block& block,
                       ir::VarKind target_kind, ir::Dist dist,
                       const std::vector<std::optional<int>>& args, const std::string& target);

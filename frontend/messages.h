@@ -361,6 +361,16 @@ inline constexpr char relation_on_constant[] =
 inline constexpr char relation_on_parameter[] =
     "cannot assign to parameter '{0}': give its prior in its declaration, as in 'param "
     "{0} ~ {1}(...);'";
+inline constexpr char value_of_parameter[] =
+    "cannot assign to parameter '{0}': give its value in its declaration, as in 'param {0} = "
+    "...;'";
+inline constexpr char deterministic_observation[] =
+    "observation '{0}' needs a distribution, as in '{0}[t] ~ normal(...)': its density is the "
+    "likelihood; only a state can be given by a value ('x[t] = ...')";
+inline constexpr char deterministic_integer_state[] =
+    "not supported yet: a deterministic relation for '{}', which is declared {}; declare it real "
+    "(or a vector) or give it a discrete distribution";
+inline constexpr char deterministic_value_shape[] = "the value of {} is {}, but '{}' is {}";
 inline constexpr char relation_on_other[] =
     "'{}' is not a state or an observation; only those can be the target of a relation";
 inline constexpr char state_relation_forms[] = "{0}[0] (initial) or {0}[t] (transition)";

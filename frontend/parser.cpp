@@ -311,7 +311,18 @@ auto const push_relation = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   const ast::ExprPtr& target = boost::fusion::at_c<0>(attr);
   state(ctx).model->relations.push_back(
-      {target, boost::fusion::at_c<1>(attr), {target->range.begin, end_of(ctx)}});
+      {target, boost::fusion::at_c<1>(attr), {target->range.begin, end_of(ctx)}, {}, nullptr});
+};
+
+// `x[t] = value;`: a deterministic state.
+auto const push_deterministic = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  const ast::ExprPtr& target = boost::fusion::at_c<0>(attr);
+  ast::Relation r;
+  r.target = target;
+  r.range = {target->range.begin, end_of(ctx)};
+  r.value = boost::fusion::at_c<1>(attr);
+  state(ctx).model->relations.push_back(std::move(r));
 };
 
 template <ast::Relation::Role R> struct push_role_relation {
@@ -320,7 +331,8 @@ template <ast::Relation::Role R> struct push_role_relation {
     state(ctx).model->relations.push_back({boost::fusion::at_c<1>(attr),
                                            boost::fusion::at_c<2>(attr),
                                            {boost::fusion::at_c<0>(attr), end_of(ctx)},
-                                           R});
+                                           R,
+                                           nullptr});
   }
 };
 
@@ -498,7 +510,7 @@ auto const statement_def =
     (pos >> kw("proposal") > target > '~' > dist > ';')[push_role_relation<Role::Proposal>{}] |
     (pos >> kw("guide") > target > '~' > dist > ';')[push_role_relation<Role::Guide>{}] |
     (pos >> kw("lookahead") > target > '=' > expr > ';')[push_lookahead] |
-    (target > '~' > dist > ';')[push_relation];
+    (target >> '=' > expr > ';')[push_deterministic] | (target > '~' > dist > ';')[push_relation];
 
 auto const end_of_model_def = x3::lit('}');
 

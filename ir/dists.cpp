@@ -12,6 +12,11 @@ const DistInfo& dist_info(Dist d) {
   return all_dists().at(static_cast<size_t>(d));
 }
 
+std::string relation_summary(const std::string& target, Dist d) {
+  return d == Dist::Dirac ? target + " (deterministic)"
+                          : target + " ~ " + std::string(dist_info(d).name);
+}
+
 const DistInfo* find_dist(std::string_view name) {
   for (const DistInfo& info : all_dists())
     if (info.name == name)

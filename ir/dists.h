@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -145,6 +146,9 @@ inline std::vector<DistInfo> make_table() {
 // The table, in the order of Dist (made once from the rows above).
 const std::vector<DistInfo>& all_dists();
 const DistInfo& dist_info(Dist d);
+// For messages: "target ~ name", or "target (deterministic)" for a dirac (`x[t] = value;`, or a
+// copy the compiler made).
+std::string relation_summary(const std::string& target, Dist d);
 const DistInfo* find_dist(std::string_view name); // nullptr if unknown
 
 } // namespace ssm::ir

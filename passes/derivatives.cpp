@@ -376,8 +376,9 @@ public:
       for (const ir::Relation& rel : block->relations) {
         RelationDerivatives r;
         r.block = block->kind;
-        r.relation = fmt::format("{}[{}] ~ {}", model.var_name(rel.kind, rel.var),
-                                 block == &model.initial ? "0" : "t", ir::dist_info(rel.dist).name);
+        r.relation = ir::relation_summary(fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
+                                                      block == &model.initial ? "0" : "t"),
+                                          rel.dist);
         const int location = ir::dist_info(rel.dist).location;
         if (location >= 0) {
           const int rows = model.var_shape(rel.kind, rel.var).size();
@@ -402,10 +403,13 @@ public:
           add_to_score(model, rel, at_t, b, state_terms);
         } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
           if (result.score_why_not.empty())
-            result.score_why_not = fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
-                                               r.why_not.empty() ? "a deterministic relation "
-                                                                   "that reads a parameter"
-                                                                 : r.why_not);
+            result.score_why_not =
+                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
+                            rel.dist == ir::Dist::Dirac
+                                ? "a deterministic relation that reads a parameter (the score "
+                                  "would need the state's derivative in it, carried through "
+                                  "time: not supported yet)"
+                                : r.why_not);
         }
         if (r.log_density < 0 && result.state_gradient_why_not.empty())
           result.state_gradient_why_not =

@@ -580,7 +580,7 @@ DistFormulas distribution_formulas(ir::Dist dist) {
   case D::Multinomial:
     return {true, multinomial_log_density, mass_bound};
   case D::Dirac:
-    return {false, nullptr, nullptr, "a copy of a lagged state (dirac) has no density"};
+    return {false, nullptr, nullptr, "a deterministic relation (dirac) has no density"};
   }
   return {};
 }

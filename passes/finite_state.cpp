@@ -70,8 +70,9 @@ StateSupport state_support(const ir::Model& model, int s, std::vector<StructureR
         why = "integer-valued with unbounded support";
       if (!why.empty()) {
         support.finite = false;
-        support.reason = fmt::format("state {} is {} ({}{})", ir::shown_state_name(support.name),
-                                     why, info.name, at(rel.loc));
+        support.reason =
+            fmt::format("state {} is {} ({}{})", ir::shown_state_name(support.name), why,
+                        rel.dist == ir::Dist::Dirac ? "deterministic" : info.name, at(rel.loc));
         support.loc = rel.loc;
         reasons.push_back(
             {block->kind,

@@ -269,11 +269,13 @@ private:
     auto mean = affine.decompose(rel.args[0]);
     if (auto* bad = std::get_if<NotAffine>(&mean)) {
       if (bad->node == bad->leaf) // a leaf the analysis does not handle: its message says why
-        return fail(ba, rel, "the mean " + bad->why, bad->node, bad->leaf);
+        return fail(ba, rel, std::string(copy ? "the value " : "the mean ") + bad->why, bad->node,
+                    bad->leaf);
       std::string leaf_text = ir::print_expr(model_, block, bad->leaf);
       return fail(ba, rel,
-                  fmt::format("the mean is not affine in {}: {} {} {}", leaf_text,
-                              ir::print_expr(model_, block, bad->node), bad->why, leaf_text),
+                  fmt::format("the {} is not affine in {}: {} {} {}", copy ? "value" : "mean",
+                              leaf_text, ir::print_expr(model_, block, bad->node), bad->why,
+                              leaf_text),
                   bad->node, bad->leaf);
     }
     const AffineForm& mu = std::get<AffineForm>(mean);

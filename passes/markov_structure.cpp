@@ -35,7 +35,8 @@ RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::
   RelationReads reads;
   reads.block = block.kind;
   reads.target = ir::print_relation_target(model, block, rel);
-  reads.dist = std::string(ir::dist_info(rel.dist).name);
+  reads.dist =
+      rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
   reads.loc = rel.loc;
 
   const std::vector<bool> reached = ir::reached_from(block, rel.args);
@@ -128,9 +129,10 @@ std::string MarkovStructure::report() const {
       parts.push_back(fmt::format("params {}", fmt::join(r.params, ", ")));
     if (r.reads_time)
       parts.push_back("t");
-    out += fmt::format(
-        "  {:<12} {:<10} ~ {:<12} reads {}\n", ir::block_name(r.block), r.target, r.dist,
-        parts.empty() ? "constants only" : fmt::format("{}", fmt::join(parts, "; ")));
+    out +=
+        fmt::format("  {:<12} {:<10} {} {:<12} reads {}\n", ir::block_name(r.block), r.target,
+                    r.dist == "deterministic" ? "=" : "~", r.dist,
+                    parts.empty() ? "constants only" : fmt::format("{}", fmt::join(parts, "; ")));
   }
   return out;
 }

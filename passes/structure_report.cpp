@@ -16,7 +16,8 @@ namespace ssm::passes {
 using nlohmann::json;
 
 std::string StructureReason::str() const {
-  std::string out = fmt::format("{} {} ~ {}: {}", ir::block_name(block), relation, dist, message);
+  std::string out = fmt::format("{} {} {}: {}", ir::block_name(block), relation,
+                                dist == "dirac" ? "(deterministic)" : "~ " + dist, message);
   if (loc.line > 0)
     out += fmt::format(" at {}:{}", loc.line, loc.col);
   return out;

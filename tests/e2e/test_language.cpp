@@ -297,3 +297,89 @@ TEST_CASE("dirichlet, multinomial and mvnormal_chol sample and evaluate their de
   INFO(fmt::format("exact {:.12f}, filter {:.12f}", exact, ll));
   CHECK(std::fabs(ll - exact) < 1e-8 * std::fabs(exact));
 }
+
+namespace {
+
+// A state given by a value (`h[t] = ...`) that reads the previous observation, and nothing random
+// but the observations: the likelihood is a plain recursion, which the particle filter must give
+// exactly with any number of particles (they all carry the same state).
+const char* kDeterministicRecursion = R"(
+model recursion {
+  param a : real(-1, 1) = 0.6;
+  param b = 0.8;
+  param s : real(0, inf) = 0.7;
+  state h : vector[2];
+  obs y : real;
+  h[0] = zeros(2);
+  h[t] = [tanh(a * h[t-1][0] + b * y[t-1]), h[t-1][0]];
+  y[t] ~ normal(h[t][0] - 0.5 * h[t][1], s);
+}
+)";
+
+// A local-level model with its running sum as a deterministic state: linear-Gaussian, so the RTS
+// smoother's mean of the sum must be the running sum of its means of the level.
+const char* kRunningSum = R"(
+model running_sum {
+  param q : real(0, inf) = 0.5;
+  state x : real;
+  state c : real;
+  obs y : real;
+  x[0] ~ normal(0, 2);
+  c[0] = x[0];
+  x[t] ~ normal(x[t-1], q);
+  c[t] = c[t-1] + x[t];
+  y[t] ~ normal(x[t] + 0.1 * c[t], 1);
+}
+)";
+
+} // namespace
+
+TEST_CASE("deterministic states: an exact recursion through the filter, and the running sum of a "
+          "linear-Gaussian model through RTS",
+          "[e2e][language]") {
+  const std::string& exe = model_exe("deterministic_recursion", kDeterministicRecursion);
+  const std::string sim = scratch_path("deterministic-sim.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "5", "--out", sim});
+  const Table table = read_table(sim);
+  const std::vector<double> y = table.column("y"), h0 = table.column("h[0]"),
+                            h1 = table.column("h[1]");
+  double h[2] = {0, 0}, ll = 0;
+  const double a = 0.6, b = 0.8, s = 0.7;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      const double next = std::tanh(a * h[0] + b * y[t - 1]);
+      h[1] = h[0];
+      h[0] = next;
+    }
+    INFO("t = " << t);
+    CHECK(h0[t] == Approx(h[0]).margin(1e-12));
+    CHECK(h1[t] == Approx(h[1]).margin(1e-12));
+    const double r = (y[t] - (h[0] - 0.5 * h[1])) / s;
+    ll += -0.5 * r * r - std::log(s) - 0.5 * std::log(2 * M_PI);
+  }
+  for (const char* particles : {"1", "100"}) {
+    const FilterRun run = run_filter(exe, {"--data", sim, "--particles", particles},
+                                     scratch_path("deterministic-filter.csv"));
+    INFO(particles << " particles");
+    CHECK(run.summary["log_likelihood"].get<double>() == Approx(ll).epsilon(1e-10));
+  }
+
+  const std::string& sum_exe = model_exe("deterministic_running_sum", kRunningSum);
+  const std::string sum_sim = scratch_path("running-sum-sim.csv");
+  run_ok({sum_exe, "simulate", "--T", "40", "--seed", "2", "--out", sum_sim});
+  const std::string smoothed = scratch_path("running-sum-rts.csv");
+  run_ok({sum_exe, "smooth", "--data", sum_sim, "--method", "rts", "--out", smoothed});
+  const Table rts = read_table(smoothed);
+  const std::vector<double> mean_x = rts.column("mean_x"), mean_c = rts.column("mean_c");
+  double running = 0;
+  for (size_t t = 0; t < mean_x.size(); ++t) {
+    running += mean_x[t];
+    INFO("t = " << t);
+    CHECK(mean_c[t] == Approx(running).epsilon(1e-9).margin(1e-9));
+  }
+  // The sum has no density: a smoother that evaluates the transition is refused, with the reason.
+  const ProcessResult refused = run_process(
+      {sum_exe, "smooth", "--data", sum_sim, "--method", "ffbsi", "--out", smoothed + ".x"});
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err, Catch::Contains("c[t]: a deterministic relation has no density"));
+}
