@@ -181,3 +181,64 @@ TEST_CASE("sunspots: the guided filter agrees with the bootstrap filter and vari
                                    scratch_path("sunspots-apf.csv"));
   CHECK(apf.summary.at("lookahead") == "user");
 }
+
+TEST_CASE("char_hmm: EM on words; the held-out log-likelihood is the forward algorithm's, per "
+          "word, and beats the letters' frequencies",
+          "[e2e][examples]") {
+  const std::string& exe = example_exe("char_hmm");
+  const std::string train = example_path("data/words_train.csv");
+  const std::string test = example_path("data/words_test.csv");
+  const std::string fit = scratch_path("char-hmm-fit.json");
+  const ProcessResult em = run_ok({exe, "optimize", "--method", "em", "--data", train,
+                                   "--max-iterations", "40", "--json", "--save", fit});
+  const nlohmann::json summary = nlohmann::json::parse(em.out);
+  CHECK(summary.at("series").size() == 1000);
+  const nlohmann::json params = nlohmann::json::parse(read_file(fit));
+  const auto p0 = params.at("p0").get<std::vector<double>>();
+  const auto P = params.at("P").get<std::vector<std::vector<double>>>();
+  const auto E = params.at("E").get<std::vector<std::vector<double>>>();
+  const int K = 5, V = 27;
+  REQUIRE(p0.size() == K);
+  REQUIRE(E.size() == K);
+
+  // The forward algorithm per word, written here, and the letters' frequencies in training.
+  const Table held_out = read_table(test);
+  const int series = held_out.column_index("series");
+  const std::vector<double> c = held_out.column("c");
+  std::vector<double> frequency(V, 0);
+  for (double v : read_table(train).column("c"))
+    frequency[static_cast<int>(v)] += 1;
+  double total = 0;
+  for (double f : frequency)
+    total += f;
+  double forward = 0, unigram = 0;
+  std::vector<double> alpha(K);
+  for (size_t row = 0; row < c.size(); ++row) {
+    const int letter = static_cast<int>(c[row]);
+    const bool first = row == 0 || held_out.rows[row][series] != held_out.rows[row - 1][series];
+    std::vector<double> next(K, 0);
+    for (int j = 0; j < K; ++j) {
+      if (first)
+        next[j] = p0[j];
+      else
+        for (int i = 0; i < K; ++i)
+          next[j] += alpha[i] * P[i][j];
+      next[j] *= E[j][letter];
+    }
+    double norm = 0;
+    for (double v : next)
+      norm += v;
+    forward += std::log(norm);
+    for (int j = 0; j < K; ++j)
+      alpha[j] = next[j] / norm;
+    unigram += std::log(frequency[letter] / total);
+  }
+  const nlohmann::json filtered =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", test, "--params", fit, "--json"}).out);
+  CHECK(filtered.at("method").get<std::string>() == "forward");
+  CHECK(filtered.at("log_likelihood").get<double>() == Approx(forward).epsilon(1e-9));
+  // 40 iterations of EM learn more than letter frequencies: at least 0.1 nats per character.
+  INFO(fmt::format("per character: HMM {:.4f}, frequencies {:.4f}", forward / c.size(),
+                   unigram / c.size()));
+  CHECK(forward / c.size() > unigram / c.size() + 0.1);
+}
