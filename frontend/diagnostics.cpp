@@ -1,6 +1,8 @@
 // DiagnosticEngine: source locations, clang-style rendering, and typo suggestions.
 #include "frontend.h"
 
+#include "core/spelling.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -131,40 +133,9 @@ std::string DiagnosticEngine::str() const {
   return out.str();
 }
 
-namespace {
-// Optimal string alignment distance: Levenshtein plus transposition of adjacent characters.
-int edit_distance(std::string_view a, std::string_view b) {
-  std::size_t n = a.size(), m = b.size();
-  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
-  for (std::size_t i = 0; i <= n; ++i)
-    d[i][0] = static_cast<int>(i);
-  for (std::size_t j = 0; j <= m; ++j)
-    d[0][j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= n; ++i)
-    for (std::size_t j = 1; j <= m; ++j) {
-      int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[n][m];
-}
-} // namespace
-
 std::optional<std::string> closest_name(std::string_view name,
                                         const std::vector<std::string>& candidates) {
-  // Up to one edit per three characters: enough for typos, too few to suggest unrelated names.
-  int limit = std::max(1, static_cast<int>(name.size()) / 3);
-  std::optional<std::string> best;
-  int best_distance = limit + 1;
-  for (const std::string& c : candidates) {
-    int d = edit_distance(name, c);
-    if (d < best_distance && d < static_cast<int>(std::min(name.size(), c.size()))) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
+  return ssm::closest_name(name, candidates);
 }
 
 } // namespace ssm::frontend

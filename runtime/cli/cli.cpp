@@ -3,6 +3,7 @@
 // with 2, other errors with 1, both printed as `<prog>: error: message`.
 #include "cli/cli.h"
 #include "cli/command.h"
+#include "cli/usage_errors.h"
 #include "core/error.h"
 #include "core/output.h"
 #include "core/thread_pool.h"
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <optional>
 #include <sstream>
 
 namespace ssm {
@@ -124,16 +126,24 @@ void add_global_options(CLI::App& app, cli::Globals& g, std::string& seed_text) 
 // A parse error's message; without a subcommand CLI11 reports only that one is required, even
 // when the user typed a wrong one: name what was not understood.
 std::string usage_error(const CLI::App& app, const CLI::ParseError& e, bool subcommand) {
+  if (std::optional<std::string> repeated = cli::repeated_option(e))
+    return *repeated;
+  if (dynamic_cast<const CLI::ExtrasError*>(&e))
+    if (std::optional<std::string> unknown = cli::unknown_option(app, e))
+      return *unknown;
   if (subcommand || app.remaining().empty())
     return e.what();
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    commands.push_back(sub->get_name());
+  const std::string list = fmt::format("{}", fmt::join(commands, ", "));
   const std::string first = app.remaining().front();
-  return first.starts_with("-")
-             ? fmt::format("unknown option '{}' (and no subcommand: simulate, filter, smooth, "
-                           "decode or info)",
-                           first)
-             : fmt::format(
-                   "unknown subcommand '{}' (expected simulate, filter, smooth, decode or info)",
-                   first);
+  if (first.starts_with("-"))
+    return fmt::format("unknown option '{}' (and no subcommand: {})", first, list);
+  std::string message = fmt::format("unknown subcommand '{}'", first);
+  if (std::optional<std::string> guess = closest_name(first, commands))
+    return message + fmt::format("; did you mean '{}'?", *guess);
+  return message + fmt::format(" (expected one of {})", list);
 }
 
 int fail(const std::string& prog, std::FILE* err, const std::string& msg) {

@@ -364,7 +364,20 @@ TEST_CASE("generated executable: usage errors exit with 2", "[e2e][bad]") {
   expect_exe_error({exe, "filter", "--data", "x.csv", "--bogus"}, 2, {"--bogus", "--help"});
   expect_exe_error({exe, "--bogus", "info"}, 2, {"--bogus"});
   expect_exe_error({exe, "frobnicate"}, 2,
-                   {"frobnicate", "simulate, filter, smooth, decode or info"});
+                   {"unknown subcommand 'frobnicate' (expected one of simulate, filter, smooth"});
+  // Misspellings get the closest real name; an option given twice says so.
+  expect_exe_error({exe, "fitler", "--data", "x.csv"}, 2,
+                   {"unknown subcommand 'fitler'; did you mean 'filter'?"});
+  expect_exe_error({exe, "filter", "--data", "x.csv", "--particels", "10"}, 2,
+                   {"unknown option '--particels'; did you mean '--particles'?"});
+  expect_exe_error({exe, "smooth", "--data", "x.csv", "--sed=4"}, 2,
+                   {"unknown option '--sed'; did you mean '--seed'?"});
+  expect_exe_error({exe, "filter", "--data", "x.csv", "--seed", "1", "--seed", "2"}, 2,
+                   {"--seed given 2 times; it takes one value"});
+  expect_error({ssmc_path(), "chek", example_path("sv.ssm")}, 2,
+               {"ssmc: error: unknown command 'chek'; did you mean 'check'?"});
+  expect_error({ssmc_path(), "build", example_path("sv.ssm"), "--optput", "x"}, 2,
+               {"ssmc: error: unknown option '--optput'; did you mean '--output'?"});
   expect_exe_error({exe}, 2, {"subcommand"});
   expect_exe_error({exe, "simulate"}, 2, {"--T", "required"});
   expect_exe_error({exe, "simulate", "--T", "0"}, 2, {"--T", "positive integer", "'0'"});

@@ -3,10 +3,13 @@
 #include "frontend/frontend.h"
 #include "ir/verifier.h"
 
+#include "core/spelling.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <numbers>
+#include <random>
 #include <sstream>
 
 using namespace ssm;
@@ -494,6 +497,56 @@ TEST_CASE("typo suggestions", "[frontend][diagnostics]") {
   CHECK(frontend::closest_name("halfnormal", names) == "half_normal");
   CHECK(!frontend::closest_name("x", names));
   CHECK(!frontend::closest_name("beta", names));
+}
+
+namespace {
+// The full table, for reference.
+int naive_edit_distance(const std::string& a, const std::string& b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
+  for (size_t i = 0; i <= n; ++i)
+    d[i][0] = static_cast<int>(i);
+  for (size_t j = 0; j <= m; ++j)
+    d[0][j] = static_cast<int>(j);
+  for (size_t i = 1; i <= n; ++i)
+    for (size_t j = 1; j <= m; ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+} // namespace
+
+TEST_CASE("the banded edit distance equals the full table's within its limit",
+          "[frontend][diagnostics]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> length(0, 9), letter(0, 2);
+  for (int k = 0; k < 5000; ++k) {
+    std::string a, b;
+    for (int i = length(rng); i > 0; --i)
+      a += static_cast<char>('a' + letter(rng));
+    for (int i = length(rng); i > 0; --i)
+      b += static_cast<char>('a' + letter(rng));
+    const int exact = naive_edit_distance(a, b);
+    for (int limit : {0, 1, 2, 3, 5, 10}) {
+      INFO(a << " / " << b << ", limit " << limit);
+      const int banded = ssm::edit_distance(a, b, limit);
+      if (exact <= limit)
+        CHECK(banded == exact);
+      else
+        CHECK(banded > limit);
+    }
+  }
+  // Names of 300,000 characters are compared within a band of 8 edits (linear time), not
+  // quadratically.
+  const std::string huge(300000, 'q'), near = std::string(299994, 'q') + "sigma",
+                                       far = std::string(299990, 'q') + "sigma";
+  CHECK(!frontend::closest_name(huge, {"sigma"}));
+  CHECK(frontend::closest_name(huge, {"sigma", far, near}) == near);
+  CHECK(!frontend::closest_name(huge, {far}));
+  CHECK(ssm::edit_distance(huge, far, 20) == 10);
 }
 
 TEST_CASE("a syntax error stops, semantic errors accumulate", "[frontend][diagnostics]") {

@@ -17,6 +17,7 @@
 #include "build_cache.h"
 #include "linker.h"
 
+#include "cli/usage_errors.h"
 #include "codegen/backend.h"
 #include "codegen/jit.h"
 #include "codegen/kernel_codegen.h"
@@ -622,10 +623,11 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    fmt::print(std::cerr,
-               "ssmc: error: unknown command '{}' (expected build, run, check, opt or passes; "
-               "see ssmc --help)\n",
-               argv[1]);
+    const std::optional<std::string> guess =
+        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes"});
+    fmt::print(std::cerr, "ssmc: error: unknown command '{}'{} (see ssmc --help)\n", argv[1],
+               guess ? fmt::format("; did you mean '{}'?", *guess)
+                     : ": expected build, run, check, opt or passes");
     return 2;
   }
   try {
@@ -638,12 +640,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
     // Usually an executable's option given to `ssmc run` before the `--`.
-    fmt::print(std::cerr, "ssmc: error: {} ({})\n", e.what(),
-               *run_cmd ? "the executable's arguments go after '--': ssmc run MODEL.ssm -- ARGS"
-                        : "see ssmc --help");
+    if (*run_cmd)
+      fmt::print(std::cerr,
+                 "ssmc: error: {} (the executable's arguments go after '--': ssmc run MODEL.ssm "
+                 "-- ARGS)\n",
+                 e.what());
+    else
+      fmt::print(std::cerr, "ssmc: error: {} (see ssmc --help)\n",
+                 ssm::cli::unknown_option(app, e).value_or(e.what()));
     return 2;
   } catch (const CLI::ParseError& e) {
-    fmt::print(std::cerr, "ssmc: error: {} (see ssmc --help)\n", e.what());
+    fmt::print(std::cerr, "ssmc: error: {} (see ssmc --help)\n",
+               ssm::cli::repeated_option(e).value_or(e.what()));
     return 2;
   }
   try {
