@@ -373,7 +373,8 @@ void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shap
     reads_params = true;
     using enum ir::ArgDomain;
     const ir::ArgDomain rule = k < info.domains.size() ? info.domains[k] : Any;
-    if (rule == Any || positive_in_prior(*d.args[k], rule == Probability))
+    if (rule == Any || rule == Covariance || rule == Cholesky || // checked at run time
+        positive_in_prior(*d.args[k], rule == Probability))
       continue;
     const bool probability = rule == Probability;
     error(d.args[k]->range,

@@ -3,14 +3,41 @@
 #include "lowering.h"
 #include "messages.h"
 
+#include <Eigen/Cholesky>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace ssm::frontend::lowering {
 
 namespace {
+
+// Why the constant square matrix `v` (row-major) is not a covariance matrix (cholesky: not a
+// lower-triangular factor with a positive diagonal), or nullopt.
+std::optional<std::string> not_a_factor(const std::vector<double>& v, bool cholesky,
+                                        std::string_view name) {
+  const int n = static_cast<int>(std::lround(std::sqrt(static_cast<double>(v.size()))));
+  if (n * n != static_cast<int>(v.size()))
+    return std::nullopt; // not square: the shape check says so
+  Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(
+      v.data(), n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (cholesky && j > i && m(i, j) != 0)
+        return fmt::format("{}[{}, {}] = {} is above the diagonal", name, i, j, m(i, j));
+      if (cholesky && i == j && !(m(i, i) > 0))
+        return fmt::format("{}[{}, {}] = {} is not positive", name, i, i, m(i, i));
+      if (!cholesky && j > i &&
+          std::fabs(m(i, j) - m(j, i)) > 1e-12 * std::max(std::fabs(m(i, j)), std::fabs(m(j, i))))
+        return fmt::format("it is not symmetric: {0}[{1}, {2}] = {3}, {0}[{2}, {1}] = {4}", name, i,
+                           j, m(i, j), m(j, i));
+    }
+  if (!cholesky && Eigen::LLT<Eigen::MatrixXd>(m).info() != Eigen::Success)
+    return std::string("it is not positive definite");
+  return std::nullopt;
+}
 
 std::string signature(const ir::DistInfo& info) {
   return fmt::format("{}({})", info.name, fmt::join(info.arg_names, ", "));
@@ -121,6 +148,17 @@ void Lowering::check_argument_domain(
     if (!values[k] || rules[k] == Any)
       continue;
     const std::vector<double>& v = *values[k];
+    if (rules[k] == Covariance || rules[k] == Cholesky) {
+      if (std::optional<std::string> why = not_a_factor(v, rules[k] == Cholesky, info.arg_names[k]))
+        error(call.args[k]->range,
+              fmt::format(msg::dist_matrix_argument, info.arg_names[k], info.name,
+                          rules[k] == Cholesky ? "a Cholesky factor (lower-triangular with a "
+                                                 "positive diagonal)"
+                                               : "a covariance matrix (symmetric positive "
+                                                 "definite)",
+                          *why));
+      continue;
+    }
     auto fail = [&](std::string_view must, size_t i) {
       error(call.args[k]->range,
             fmt::format(msg::dist_argument_outside_domain, info.arg_names[k], info.name, must,

@@ -283,6 +283,20 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
   const ir::Shape sa = shape_of(s, *a);
   const ir::Shape sb = shape_of(s, *b);
   std::string both = fmt::format("{} {} {}", sa.str(), e.op, sb.str());
+  // A constant divisor of 0 is a mistake, not a model of inf. In a function body the arguments
+  // are placeholders (zeros) until a call: only a divisor written with constants counts there.
+  if ((e.op == "/" || e.op == "%") && (!s.fn || is_constant(*e.args[1], s)))
+    if (const std::optional<std::vector<double>> divisor = constant_value(*s.block, *b)) {
+      const auto zero = std::find(divisor->begin(), divisor->end(), 0.0);
+      if (zero != divisor->end()) {
+        error(e.args[1]->range,
+              divisor->size() == 1
+                  ? fmt::format(msg::division_by_zero, e.op == "/" ? "divisor" : "modulus")
+                  : fmt::format(msg::division_by_zero_component,
+                                e.op == "/" ? "divisor" : "modulus", zero - divisor->begin()));
+        return std::nullopt;
+      }
+    }
   static const std::map<std::string, std::string> elementwise = {
       {"%", "mod"}, {"<", "lt"},  {"<=", "le"},  {">", "gt"}, {">=", "ge"},
       {"==", "eq"}, {"!=", "ne"}, {"&&", "and"}, {"||", "or"}};

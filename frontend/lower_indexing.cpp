@@ -4,6 +4,7 @@
 #include "messages.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ssm::frontend::lowering {
 
@@ -118,6 +119,21 @@ std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s
                  bracket.range);
 }
 
+// The declaration of the integer variable that `node` reads (a state, latent, observation,
+// input or data item declared int), or null.
+const ir::VarDecl* Lowering::discrete_variable(const ir::Node& node) const {
+  const std::vector<ir::VarDecl>* decls = node.op == ir::Op::State    ? &model_.states
+                                          : node.op == ir::Op::Latent ? &model_.latents
+                                          : node.op == ir::Op::Obs    ? &model_.obs
+                                          : node.op == ir::Op::Input  ? &model_.inputs
+                                          : node.op == ir::Op::Data   ? &model_.data
+                                                                      : nullptr;
+  if (!decls || node.var < 0 || node.var >= static_cast<int>(decls->size()))
+    return nullptr;
+  const ir::VarDecl& decl = (*decls)[node.var];
+  return decl.integer && decl.shape.is_scalar() ? &decl : nullptr;
+}
+
 // v[i] or A[i] (a row) with i computed at run time, e.g. P[z[t-1]]: one index at a time, each
 // dropping a dimension. An index outside the value gives NaN at run time.
 std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, Scope& s) {
@@ -151,6 +167,18 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
       return std::nullopt;
     if (!shape_of(s, *i).is_scalar()) {
       error(ie.range, fmt::format(msg::dynamic_index_not_scalar, shape_of(s, *i).str()));
+      return std::nullopt;
+    }
+    // An index that is a discrete variable: its declared range must fit the value's.
+    if (const ir::VarDecl* decl = discrete_variable(s.block->nodes[*i]);
+        decl && std::isfinite(decl->lower) && std::isfinite(decl->upper) &&
+        (decl->lower < 0 || decl->upper >= shape.dims[0])) {
+      std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
+      std::string valid = shape.dims[0] == 0 ? "it has no elements"
+                                             : fmt::format(msg::valid_indices, shape.dims[0] - 1);
+      error(ie.range,
+            fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
+                        ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid));
       return std::nullopt;
     }
     value = emit_op(s, ir::Op::DynIndex,

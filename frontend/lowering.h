@@ -279,6 +279,7 @@ private:
   // ---- indexing and time indices (lower_indexing.cpp)
   std::string quote(const Expr& e) const;
   std::optional<int> apply_index(int base, const Expr& bracket, Scope& s);
+  const ir::VarDecl* discrete_variable(const ir::Node& node) const;
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s);
   std::optional<int> apply_slice(int base, const Expr& bracket, Scope& s);
   std::optional<int> lower_index(const Expr& e, Scope& s);

@@ -199,6 +199,10 @@ inline constexpr char dist_argument_shape_mismatch[] =
 inline constexpr char dist_argument_outside_domain[] =
     "the argument '{}' of {} must be {}, but {} {}";
 inline constexpr char its_component_is[] = "its component {} is";
+inline constexpr char division_by_zero[] = "division by zero: the {} is a constant 0";
+inline constexpr char division_by_zero_component[] =
+    "division by zero: component {1} of the {0} is a constant 0";
+inline constexpr char dist_matrix_argument[] = "the argument '{}' of {} must be {}, but {}";
 inline constexpr char dist_weights_all_zero[] = "the weights '{}' of {} must not all be 0";
 inline constexpr char dist_interval_empty[] =
     "the interval of {} is empty: lo = {} must be below hi = {}";
@@ -315,6 +319,8 @@ inline constexpr char real_indexed[] = "{} is real and cannot be indexed";
 inline constexpr char too_many_indices[] = "{} is {}, which takes at most {}, but {} given";
 inline constexpr char valid_indices[] = "valid indices are 0 to {}";
 inline constexpr char index_out_of_range[] = "{} {} is out of range for {}, which is {} ({})";
+inline constexpr char index_range_out_of_range[] =
+    "{} {} can be out of range: '{}' is declared {}, but {} is {} ({})";
 inline constexpr char dynamic_index_not_scalar[] =
     "an index must be a single integer, but this is {}";
 inline constexpr char time_index_on_timeless[] =

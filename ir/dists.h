@@ -49,6 +49,8 @@ enum class ArgDomain {
   Probability, // in [0, 1]
   Count,       // a whole number >= 0 (of trials)
   Weights,     // non-negative components, not all 0
+  Covariance,  // a symmetric positive-definite matrix
+  Cholesky,    // a lower-triangular matrix with a positive diagonal
 };
 
 struct DistInfo {
@@ -110,7 +112,9 @@ inline std::vector<DistInfo> make_table() {
       Row(D::Exponential, "exponential", {"beta"}, {Positive}, 0, inf),
       Row(D::Poisson, "poisson", {"lambda"}, {NonNegative}, 0, inf).discrete(),
       Row(D::Bernoulli, "bernoulli", {"p"}, {Probability}, 0, 1).discrete(),
-      Row(D::MvNormal, "mvnormal", {"mu", "Sigma"}, {Any, Any}, -inf, inf).joint().location(0),
+      Row(D::MvNormal, "mvnormal", {"mu", "Sigma"}, {Any, Covariance}, -inf, inf)
+          .joint()
+          .location(0),
       Row(D::Categorical, "categorical", {"p"}, {Weights}, 0, inf).discrete().joint(),
       Row(D::Beta, "beta", {"a", "b"}, {Positive, Positive}, 0, 1),
       Row(D::InverseGamma, "inverse_gamma", {"alpha", "beta"}, {Positive, Positive}, 0, inf),
@@ -126,7 +130,9 @@ inline std::vector<DistInfo> make_table() {
           .discrete(),
       Row(D::Weibull, "weibull", {"k", "lambda"}, {Positive, Positive}, 0, inf),
       Row(D::Gumbel, "gumbel", {"mu", "beta"}, {Any, Positive}, -inf, inf).location(0),
-      Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Any}, -inf, inf).joint().location(0),
+      Row(D::MvNormalChol, "mvnormal_chol", {"mu", "L"}, {Any, Cholesky}, -inf, inf)
+          .joint()
+          .location(0),
       Row(D::Dirichlet, "dirichlet", {"alpha"}, {Positive}, 0, 1).joint(),
       Row(D::Multinomial, "multinomial", {"n", "p"}, {Count, Weights}, 0, inf)
           .discrete()
