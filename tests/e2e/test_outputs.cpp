@@ -151,7 +151,10 @@ TEST_CASE("ssmc: -o is never the source or the IR read", "[e2e][outputs]") {
   expect_refused({ssmc_path(), "build", importer, "-o", module}, module, module);
   expect_refused({ssmc_path(), "build", importer, "--emit=ir", "-o", module}, module, module);
   const std::string ir = dir + "/m.ir";
-  run_ok({ssmc_path(), "build", source, "--emit=ir", "-o", ir});
+  // It says what it wrote, and nothing when the output is a device.
+  CHECK(run_ok({ssmc_path(), "build", source, "--emit=ir", "-o", ir}).err ==
+        "ssmc: wrote " + ir + " (the IR)\n");
+  CHECK(run_ok({ssmc_path(), "build", source, "--emit=ir", "-o", "/dev/null"}).err.empty());
   for (const std::string& out : spellings(ir, dir))
     expect_refused({ssmc_path(), "opt", ir, "-o", out}, out, ir);
   // Through a symlink to another file, the link is kept and its target written.

@@ -190,6 +190,22 @@ void write_text(const std::string& path, const std::string& text) {
   out.commit();
 }
 
+// `ssmc build` says what it wrote, on standard error (standard output may be the IR itself):
+// "ssmc: wrote sv (an executable: ./sv --help)". Nothing for standard output or a device.
+void report_written(const std::string& path, const std::string& emit, bool from_cache) {
+  std::error_code ec;
+  if (path.empty() || path == "-" || !fs::is_regular_file(path, ec))
+    return;
+  const std::string shown =
+      path.find('/') == std::string::npos && emit == "exe" ? "./" + path : path;
+  const std::string what = emit == "exe"   ? fmt::format("an executable: {} --help", shown)
+                           : emit == "obj" ? "an object file"
+                           : emit == "ir"  ? "the IR"
+                                           : "LLVM IR";
+  fmt::print(std::cerr, "ssmc: wrote {} ({}{})\n", path, what,
+             from_cache ? "; unchanged, from the build cache" : "");
+}
+
 // Fails before any work when `output` cannot be written where it is asked for, or is one of the
 // files the command reads: the source and the modules it imports (for `ssmc opt`, the IR).
 void check_output(const std::string& output, const BuildOptions& options, bool with_imports) {
@@ -357,6 +373,7 @@ int build(const BuildOptions& options) {
         timer.report();
         if (options.time_passes)
           fmt::print(std::cerr, "cache hit: {}/{}\n", cache->directory(), cache_key);
+        report_written(default_output(options), options.emit, true);
         return 0;
       }
     }
@@ -371,6 +388,7 @@ int build(const BuildOptions& options) {
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
     write_text(options.output, ssm::ir::print(model));
+    report_written(options.output, options.emit, false);
     return 0;
   }
 
@@ -379,6 +397,7 @@ int build(const BuildOptions& options) {
   if (options.emit == "llvm") {
     write_text(options.output, ssm::codegen::module_to_text(*module));
     timer.report();
+    report_written(options.output, options.emit, false);
     return 0;
   }
 
@@ -397,6 +416,7 @@ int build(const BuildOptions& options) {
   if (cache)
     cache->store(cache_key, output, messages);
   timer.report();
+  report_written(output, options.emit, false);
   return 0;
 }
 
