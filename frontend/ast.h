@@ -39,6 +39,7 @@ struct Expr {
   Kind kind = Kind::Number;
   Range range;
   double number = 0;
+  std::string number_problem; // Number: why the literal is no double ("overflows a double ...")
   std::string name;
   Range name_range; // Call: the function's name
   std::string op;

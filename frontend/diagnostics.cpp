@@ -105,6 +105,8 @@ void DiagnosticEngine::render(std::ostream& out) const {
       continue;
     }
     out << fmt::format("{}:{}:{}: {}: {}\n", name, d.loc.line, d.loc.col, severity, d.message);
+    if (source_.empty())
+      continue; // a file that is not text: nothing to show
     std::string text = line_text(file, d.loc.line);
     out << text << '\n';
     // Tabs stay tabs so the caret lines up whatever the tab width; a multi-byte UTF-8 character

@@ -5,6 +5,8 @@
 #include "lower.h"
 #include "parser.h"
 
+#include "core/text_encoding.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -166,11 +168,16 @@ private:
           deps.push_back(it->second); // imported before: once is enough
         continue;
       }
+      if (std::optional<std::string> why = not_utf8_text(*text)) {
+        diags_.error(diags_.loc(imp.range.begin, imp.range.end),
+                     fmt::format("module '{}' ({}) is {}", imp.name, path->string(), *why));
+        continue;
+      }
       int index = static_cast<int>(modules_.size());
       by_key_[key.string()] = index;
       modules_.emplace_back();
       modules_[index].path = path->string();
-      std::size_t begin = diags_.add_file(path->string(), *text);
+      std::size_t begin = diags_.add_file(path->string(), without_utf8_bom(*text));
       modules_[index].file = diags_.file_of(begin);
       std::optional<ast::Model> module = parse(diags_.source(), begin, diags_);
       if (module && !module->is_module) {
@@ -225,7 +232,12 @@ private:
 std::optional<ir::Model> compile_model(std::string_view source, const std::string& filename,
                                        DiagnosticEngine& diags,
                                        const std::vector<std::string>& import_path) {
-  diags.set_source(filename, std::string(source));
+  if (std::optional<std::string> why = not_utf8_text(source)) { // shown at 1:1, without its text
+    diags.set_source(filename, "");
+    diags.error(diags.loc(0, 1), *why);
+    return std::nullopt;
+  }
+  diags.set_source(filename, std::string(without_utf8_bom(source)));
   std::optional<ast::Model> ast = parse(diags.source(), 0, diags);
   if (!ast)
     return std::nullopt;
@@ -252,7 +264,7 @@ std::optional<ir::Model> compile_model(std::string_view source, const std::strin
 
 std::vector<std::string> imported_files(std::string_view source, const std::string& filename,
                                         const std::vector<std::string>& import_path) {
-  DiagnosticEngine diags(filename, std::string(source));
+  DiagnosticEngine diags(filename, std::string(without_utf8_bom(source)));
   std::optional<ast::Model> ast = parse(diags.source(), 0, diags);
   if (!ast)
     return {};

@@ -64,6 +64,10 @@ std::optional<int> Lowering::lower_cond(const Expr& e, Scope& s) {
 std::optional<int> Lowering::lower(const Expr& e, Scope& s) {
   switch (e.kind) {
   case EKind::Number:
+    if (!e.number_problem.empty()) {
+      error(e.range, fmt::format(msg::number_out_of_range, e.number_problem));
+      return std::nullopt;
+    }
     return emit_const(s, ir::Shape::scalar(), {e.number}, e.range);
   case EKind::Name:
     return lower_name(e, s);

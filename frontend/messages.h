@@ -199,6 +199,7 @@ inline constexpr char dist_argument_shape_mismatch[] =
 inline constexpr char dist_argument_outside_domain[] =
     "the argument '{}' of {} must be {}, but {} {}";
 inline constexpr char its_component_is[] = "its component {} is";
+inline constexpr char number_out_of_range[] = "this number {}";
 inline constexpr char division_by_zero[] = "division by zero: the {} is a constant 0";
 inline constexpr char division_by_zero_component[] =
     "division by zero: component {1} of the {0} is a constant 0";

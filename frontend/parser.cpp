@@ -6,9 +6,9 @@
 #include "frontend.h"
 #include "source.h"
 
-#include <boost/spirit/home/x3.hpp>
+#include "core/number_text.h"
 
-#include <charconv>
+#include <boost/spirit/home/x3.hpp>
 
 namespace ssm::frontend {
 
@@ -67,10 +67,10 @@ auto const make_ident = [](auto& ctx) {
 
 auto const make_number = [](auto& ctx) {
   auto r = x3::_attr(ctx);
-  double value = 0;
-  std::from_chars(r.begin(), r.end(), value);
+  const ssm::NumberText number = ssm::read_number(std::string_view(&*r.begin(), r.size()));
   auto e = node(ast::Expr::Kind::Number, range_of(ctx, r));
-  e->number = value;
+  e->number = number.value.value_or(0);
+  e->number_problem = number.problem; // reported where the number is lowered
   x3::_val(ctx) = e;
 };
 

@@ -3,6 +3,8 @@
 
 #include "frontend.h"
 
+#include "core/text_encoding.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -155,7 +157,7 @@ void report_syntax_error(std::string_view text, std::size_t begin, std::size_t w
              (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
         ++end;
       diags.error(diags.loc(next, end),
-                  fmt::format("unexpected character '{}'", text.substr(next, end - next)));
+                  fmt::format("unexpected character {}", shown_character(text, next)));
       return;
     }
   }

@@ -1,13 +1,14 @@
 // CSV reading with line numbers, observation extraction, and number formatting for outputs.
 #include "core/csv.h"
 #include "core/error.h"
+#include "core/number_text.h"
+#include "core/text_encoding.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -40,6 +41,12 @@ bool iequals(std::string_view a, std::string_view b) {
 } // namespace
 
 CsvReader::CsvReader(std::istream& in, std::string source) : in_(in), source_(std::move(source)) {
+  // No UTF-8 text starts with these bytes; UTF-16 and UTF-32 files (byte-order marks FF FE,
+  // FE FF, 00 00 FE FF) and many binary ones do.
+  if (const int first = in_.peek(); first == 0xFF || first == 0xFE || first == 0)
+    throw Error(fmt::format("{}:1:1: not a UTF-8 text file (it starts with the byte 0x{:02X}: "
+                            "UTF-16, UTF-32 or binary? save it as UTF-8)",
+                            source_, first));
   if (in_.peek() == '\xEF') { // UTF-8 byte-order mark
     char bom[3];
     in_.read(bom, 3);
@@ -51,6 +58,13 @@ CsvReader::CsvReader(std::istream& in, std::string source) : in_(in), source_(st
   if (!read_record(header_, start))
     throw Error(
         fmt::format("{}: the file is empty (expected a header line naming the columns)", source_));
+  for (size_t k = 0; k < header_.size(); ++k)
+    for (size_t i = 0, n = 0; i < header_[k].size(); i += n)
+      if ((n = utf8_sequence_length(header_[k], i)) == 0)
+        throw Error(fmt::format("{}:1: not a UTF-8 text file (column {} of the header has the byte "
+                                "0x{:02X}, which starts no UTF-8 character: Latin-1 or another "
+                                "encoding? save it as UTF-8)",
+                                source_, k + 1, static_cast<unsigned char>(header_[k][i])));
   for (size_t i = 0; i < header_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (!header_[i].empty() && header_[i] == header_[j])
@@ -62,6 +76,9 @@ int CsvReader::get() {
   const int c = in_.get();
   if (in_.bad())
     throw Error(fmt::format("{}: read error: {}", source_, std::strerror(errno)));
+  if (c == 0)
+    throw Error(
+        fmt::format("{}:{}: not a UTF-8 text file (a NUL byte: a binary file?)", source_, line_));
   return c;
 }
 
@@ -213,14 +230,14 @@ bool parse_cell(std::string_view cell, double& value, const std::string& source,
     value = std::numeric_limits<double>::quiet_NaN();
     return false;
   }
-  std::string_view num = s;
-  if (num[0] == '+')
-    num.remove_prefix(1);
-  double d = 0;
-  auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), d);
-  if (num.empty() || ec != std::errc() || end != num.data() + num.size())
+  const NumberText number = read_number(s);
+  if (!number.value && number.problem != "is not a number")
+    throw Error(
+        fmt::format("{}:{}: column '{}': '{}' {}", source, line, column, cell, number.problem));
+  if (!number.value)
     throw Error(fmt::format("{}:{}: column '{}': cannot parse '{}' as a number", source, line,
                             column, cell));
+  const double d = *number.value;
   if (!std::isfinite(d))
     throw Error(fmt::format("{}:{}: column '{}': '{}' is not a finite number (write NA or leave "
                             "the cell empty for a missing value)",

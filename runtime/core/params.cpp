@@ -2,6 +2,8 @@
 // finiteness, prior support and positive-definiteness of cov_matrix parameters.
 #include "core/params.h"
 #include "core/error.h"
+#include "core/number_text.h"
+#include "core/text_encoding.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -10,7 +12,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -21,6 +22,24 @@ using nlohmann::json;
 namespace ssm {
 
 namespace {
+
+// The JSON in `path` (a `what`: "parameter file"), or an error that names the file: unreadable,
+// not UTF-8 text (a UTF-16 file, a binary one), or not JSON.
+json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = bytes.str();
+  if (std::optional<std::string> why = not_utf8_text(text))
+    throw Error(fmt::format("{}:1:1: {}", path, *why));
+  try {
+    return json::parse(without_utf8_bom(text));
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  }
+}
 
 // Recursive-descent reader for the --param value syntax. Unlike strict JSON it accepts numbers
 // such as `.5`, `+1` and `1.`, which users type on command lines.
@@ -79,14 +98,11 @@ private:
     while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' && s_[pos_] != '[' &&
            !std::isspace(static_cast<unsigned char>(s_[pos_])))
       ++pos_;
-    std::string_view tok = s_.substr(start, pos_ - start);
-    if (!tok.empty() && tok[0] == '+')
-      tok.remove_prefix(1);
-    double d = 0;
-    auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
-    if (tok.empty() || ec != std::errc() || end != tok.data() + tok.size())
-      fail(fmt::format("'{}' is not a number", s_.substr(start, pos_ - start)));
-    return json(d);
+    const std::string_view tok = s_.substr(start, pos_ - start);
+    const NumberText number = read_number(tok);
+    if (!number.value)
+      fail(fmt::format("'{}' {}", tok, number.problem));
+    return json(*number.value);
   }
 };
 
@@ -214,15 +230,7 @@ std::vector<double> read_data_values(const ModelInfo& info, const std::string& p
     throw Error(fmt::format("model '{}' declares data ({}): give their values with --data-file "
                             "FILE.json, an object mapping each name to a number or an array",
                             info.name, fmt::join(names, ", ")));
-  std::ifstream in(path);
-  if (!in)
-    throw Error(fmt::format("cannot read data file '{}': {}", path, std::strerror(errno)));
-  json file;
-  try {
-    file = json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
+  const json file = read_json_file(path, "data file");
   if (!file.is_object())
     throw Error(fmt::format("{}: expected a JSON object mapping data names to values", path));
   for (const auto& [key, value] : file.items()) {
@@ -374,16 +382,7 @@ ParamValues resolve_params(const ModelInfo& info, const std::string& params_file
                            const std::vector<std::string>& assignments) {
   if (params_file.empty())
     return resolve_params_json(info, nullptr, "", assignments);
-  std::ifstream in(params_file);
-  if (!in)
-    throw Error(
-        fmt::format("cannot read parameter file '{}': {}", params_file, std::strerror(errno)));
-  json file;
-  try {
-    file = json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", params_file, e.what()));
-  }
+  const json file = read_json_file(params_file, "parameter file");
   return resolve_params_json(info, &file, params_file, assignments);
 }
 

@@ -463,3 +463,67 @@ TEST_CASE("an absurd --threads is capped at 4 per core, with a note", "[e2e][bad
   CHECK(p.err.find("note: --threads 1000000 capped at " + std::to_string(4 * cores)) !=
         std::string::npos);
 }
+
+TEST_CASE("encodings and numbers out of range: models, CSV and JSON say what is wrong and are "
+          "left as they were",
+          "[e2e][bad]") {
+  const std::string dir = fresh_dir("encodings");
+  const std::string model_text = read_file(example_path("lgssm1.ssm"));
+  // A file and the expected words; each file must be byte-identical afterwards.
+  auto check_unchanged = [](const std::string& path, const std::string& bytes) {
+    CHECK(read_file(path) == bytes);
+  };
+  auto utf16 = [](const std::string& text) { // little-endian, with its byte-order mark
+    std::string out = "\xFF\xFE";
+    for (char c : text)
+      out += std::string{c, '\0'};
+    return out;
+  };
+
+  SECTION("models") {
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+        {utf16(model_text), {"m.ssm:1:1: error: not a UTF-8 text file", "UTF-16 (little-endian)"}},
+        {std::string("model m {\0", 10) + model_text,
+         {"m.ssm:1:1: error: not a UTF-8 text file", "a NUL byte at line 1, column 10"}},
+        {"// caf\xE9\n" + model_text,
+         {"m.ssm:1:1: error: not a UTF-8 text file", "the byte 0xE9 at line 1, column 7"}},
+        {"model m {\n  param a = 1e999;\n}\n", {"m.ssm:2:13: error: this number overflows"}},
+        {"model m {\n  param a = 1e-999;\n}\n", {"m.ssm:2:13: error: this number underflows"}},
+        {"model m {\n  param a\xE2\x80\x8B = 1;\n}\n",
+         {"m.ssm:2:10: error: unexpected character U+200B (an invisible character)"}}};
+    for (const auto& [bytes, words] : cases) {
+      const std::string path = dir + "/m.ssm";
+      write_file(path, bytes);
+      expect_error({ssmc_path(), "check", path}, 1, words);
+      check_unchanged(path, bytes);
+    }
+    // A UTF-8 byte-order mark is skipped, and columns count from after it.
+    write_file(dir + "/bom.ssm", "\xEF\xBB\xBF" + model_text);
+    run_ok({ssmc_path(), "check", dir + "/bom.ssm"});
+  }
+
+  SECTION("data and parameter files") {
+    const std::string& exe = example_exe("lgssm1");
+    const std::vector<std::pair<std::string, std::vector<std::string>>> csv = {
+        {utf16("t,y\n0,1\n"), {"d.csv:1:1: not a UTF-8 text file", "0xFF"}},
+        {std::string("t,y\n0,1\n1,\0\n", 12), {"d.csv:3: not a UTF-8 text file (a NUL byte"}},
+        {"t,\xE9y\n0,1\n", {"d.csv:1: not a UTF-8 text file (column 2 of the header"}},
+        {"t,y\n0,1e999\n", {"d.csv:2: column 'y': '1e999' overflows a double"}},
+        {"t,y\n0,-1e-999\n", {"d.csv:2: column 'y': '-1e-999' underflows a double"}}};
+    for (const auto& [bytes, words] : csv) {
+      const std::string path = dir + "/d.csv";
+      write_file(path, bytes);
+      expect_exe_error({exe, "filter", "--data", path}, 1, words);
+      check_unchanged(path, bytes);
+    }
+    write_file(dir + "/ok.csv", "\xEF\xBB\xBFt,y\n0,1\n1,2\n");
+    const std::string params = dir + "/p.json";
+    const std::string json16 = utf16("{\"q\": 1}");
+    write_file(params, json16);
+    expect_exe_error({exe, "filter", "--data", dir + "/ok.csv", "--params", params}, 1,
+                     {"p.json:1:1: not a UTF-8 text file", "UTF-16 (little-endian)"});
+    check_unchanged(params, json16);
+    expect_exe_error({exe, "filter", "--data", dir + "/ok.csv", "--param", "q=1e999"}, 1,
+                     {"'1e999' overflows a double"});
+  }
+}
