@@ -127,7 +127,7 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(library, &os))
-    throw CodegenError("internal error: generated LLVM IR is invalid:\n" + os.str());
+    throw ir::InternalError("the generated LLVM IR is invalid:\n" + os.str());
 }
 
 } // namespace ssm::codegen

@@ -17,12 +17,20 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
 namespace ssm::ir {
+
+// A broken invariant of the compiler itself (invalid IR after a pass, a case an analysis should
+// have excluded): never the model's fault. ssmc reports it as an internal compiler error.
+class InternalError : public std::logic_error {
+public:
+  using std::logic_error::logic_error;
+};
 
 struct SourceLoc {
   int line = 0;    // 1-based; 0 = no location

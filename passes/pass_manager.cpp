@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <new>
 #include <ostream>
+#include <stdexcept>
 
 namespace ssm::passes {
 
@@ -40,8 +42,8 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
 void verify_or_throw(const ir::Model& model, std::string_view after) {
   auto errors = ir::verify(model);
   if (!errors.empty())
-    throw PassError(fmt::format("internal error: the IR is invalid after {}:\n  {}\n{}", after,
-                                fmt::join(errors, "\n  "), ir::print(model)));
+    throw ir::InternalError(fmt::format("the IR is invalid after {}:\n  {}\n{}", after,
+                                        fmt::join(errors, "\n  "), ir::print(model)));
 }
 } // namespace
 
@@ -96,7 +98,15 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
   std::vector<std::pair<std::string, double>> times;
   for (auto& pass : passes_) {
     auto start = clock::now();
-    pass->run(model, context);
+    try {
+      pass->run(model, context);
+    } catch (const std::runtime_error&) {
+      throw; // a pass's own error for the user (PassError, an I/O failure)
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) { // a broken invariant: name the pass
+      throw ir::InternalError(fmt::format("in pass '{}': {}", pass->name(), e.what()));
+    }
     times.emplace_back(pass->name(), std::chrono::duration<double>(clock::now() - start).count());
     if (options_.verify)
       verify_or_throw(model, fmt::format("pass '{}'", pass->name()));
