@@ -1,4 +1,5 @@
 // User functions (`fn`): each is checked once where it is declared, then inlined at every call.
+#include "limits.h"
 #include "lowering.h"
 #include "messages.h"
 
@@ -41,6 +42,7 @@ void Lowering::define_fn(const ast::FnDecl& f) {
     for (const ir::Shape& shape : sig.params)
       args.push_back(emit_const(s, shape, std::vector<double>(shape.size(), 0.0), f.range));
     ok = inline_body(f, sig, args, s).has_value();
+    sig.body_operations = scratch.nodes.size();
   }
   if (!sym)
     return;
@@ -142,6 +144,12 @@ std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Sco
   }
   if (!ok)
     return std::nullopt;
+  // Every call copies the body, and a body's calls copy theirs: stop before that explodes.
+  if (s.block->nodes.size() + sig.body_operations > kMaxBlockOperations) {
+    error(e.range, fmt::format(msg::inlining_too_large, f.name.name, sig.body_operations,
+                               s.block->nodes.size(), kMaxBlockOperations));
+    return std::nullopt;
+  }
   std::optional<Range> outer_site = s.call_site;
   if (!outer_site && imported(f.range))
     s.call_site = e.range;

@@ -1,5 +1,6 @@
 // Indexing: time indices (x[t-1], x[0]) and what each block may read at which lag, plate indices
 // (z[n]), and the components of vectors and matrices, with constant or run-time indices.
+#include "limits.h"
 #include "lowering.h"
 #include "messages.h"
 
@@ -267,6 +268,10 @@ std::optional<TimeIndex> Lowering::time_index(const Expr& e, const std::string& 
       std::optional<long> k = eval_int(t_left ? rhs : lhs, "a time offset");
       if (!k)
         return std::nullopt;
+      if (*k > kMaxLag || *k < -kMaxLag) {
+        error(e.range, fmt::format(msg::lag_too_large, *k, kMaxLag));
+        return std::nullopt;
+      }
       return TimeIndex{false, e.op == "-" ? -*k : *k};
     }
   }

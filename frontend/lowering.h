@@ -142,6 +142,7 @@ struct PendingRelation {
 struct FnSignature {
   std::vector<ir::Shape> params;
   ir::Shape result;
+  std::size_t body_operations = 0; // IR operations of the body with its calls inlined
 };
 
 bool mentions_time(const Expr& e);

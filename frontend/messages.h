@@ -199,6 +199,13 @@ inline constexpr char dist_argument_shape_mismatch[] =
 inline constexpr char dist_argument_outside_domain[] =
     "the argument '{}' of {} must be {}, but {} {}";
 inline constexpr char its_component_is[] = "its component {} is";
+inline constexpr char lag_too_large[] =
+    "a lag of {} steps is beyond the limit of {}: each step back is a hidden copy of the state "
+    "that every particle carries";
+inline constexpr char inlining_too_large[] =
+    "calling '{}' here would make the expression too large: its body is {} operations once its "
+    "own calls are inlined, the expression has {} already, and the limit is {} (every call copies "
+    "the body, so calls of calls multiply: compute the value once, in a let or a state)";
 inline constexpr char number_out_of_range[] = "this number {}";
 inline constexpr char division_by_zero[] = "division by zero: the {} is a constant 0";
 inline constexpr char division_by_zero_component[] =

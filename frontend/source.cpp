@@ -4,6 +4,7 @@
 #include "frontend.h"
 
 #include "core/text_encoding.h"
+#include "limits.h"
 
 #include <fmt/format.h>
 
@@ -82,7 +83,7 @@ bool check_comments(std::string_view text, std::size_t begin, DiagnosticEngine& 
 
 bool check_nesting(std::string_view text, std::size_t begin, DiagnosticEngine& diags) {
   // Well within the stack of a sanitizer build, far beyond any model written by hand.
-  constexpr int max_nesting = 500;
+  constexpr int max_nesting = kMaxNesting;
   std::vector<int> operators{0}; // per open bracket: operators since its last ',' or ';'
   int nesting = 0;               // open brackets + all those operators
   for (std::size_t pos = begin; pos < text.size(); ++pos) {

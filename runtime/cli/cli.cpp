@@ -146,6 +146,25 @@ std::string usage_error(const CLI::App& app, const CLI::ParseError& e, bool subc
   return message + fmt::format(" (expected one of {})", list);
 }
 
+// "out of memory in simulate (it was asked for --T 100000000000: try a smaller value)": the
+// sizes the user gave to the subcommand that ran.
+std::string out_of_memory(const CLI::App& app) {
+  static const char* const sizes[] = {
+      "--particles", "--T",     "--trajectories", "--iterations", "--warmup", "--chains",
+      "--samples",   "--draws", "--eval-samples", "--batch-size", "--starts"};
+  for (const CLI::App* sub : app.get_subcommands()) {
+    std::vector<std::string> given;
+    for (const char* name : sizes)
+      if (const CLI::Option* o = sub->get_option_no_throw(name); o && o->count() > 0)
+        given.push_back(fmt::format("{} {}", name, o->as<std::string>()));
+    return given.empty()
+               ? fmt::format("out of memory in {}", sub->get_name())
+               : fmt::format("out of memory in {} (it was asked for {}: try smaller values)",
+                             sub->get_name(), fmt::join(given, ", "));
+  }
+  return "out of memory";
+}
+
 int fail(const std::string& prog, std::FILE* err, const std::string& msg) {
   fmt::print(err, "{}: error: {}\n", prog, msg);
   std::fflush(err);
@@ -225,7 +244,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     std::fflush(err);
     return 2;
   } catch (const std::bad_alloc&) {
-    return fail(prog, err, "out of memory (try fewer --particles)");
+    return fail(prog, err, out_of_memory(app));
   } catch (const std::exception& e) {
     return fail(prog, err, e.what());
   }

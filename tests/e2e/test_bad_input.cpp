@@ -378,6 +378,15 @@ TEST_CASE("generated executable: usage errors exit with 2", "[e2e][bad]") {
                {"ssmc: error: unknown command 'chek'; did you mean 'check'?"});
   expect_error({ssmc_path(), "build", example_path("sv.ssm"), "--optput", "x"}, 2,
                {"ssmc: error: unknown option '--optput'; did you mean '--output'?"});
+  // Sizes beyond memory: a clear error naming what was asked for, at once; no output left.
+  const std::string sim = scratch_path("oom-sim.csv");
+  expect_exe_error({exe, "simulate", "--T", "100000000000", "--out", sim}, 1,
+                   {"out of memory in simulate (it was asked for --T 100000000000"});
+  CHECK(!file_exists(sim));
+  run_ok({exe, "simulate", "--T", "20", "--out", sim});
+  expect_exe_error(
+      {exe, "filter", "--data", sim, "--method", "bootstrap", "--particles", "100000000000"}, 1,
+      {"out of memory in filter (it was asked for --particles 100000000000"});
   expect_exe_error({exe}, 2, {"subcommand"});
   expect_exe_error({exe, "simulate"}, 2, {"--T", "required"});
   expect_exe_error({exe, "simulate", "--T", "0"}, 2, {"--T", "positive integer", "'0'"});
