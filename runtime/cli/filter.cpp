@@ -7,9 +7,31 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace ssm::cli {
 
 namespace {
+
+// Below this effective sample size the particle system has collapsed onto about one particle:
+// the estimates that follow are not wrong, but rest on a single path.
+constexpr double kCollapsedEss = 1.5;
+
+// The warning for a particle filter whose ESS fell to about one particle, or nothing.
+std::optional<std::string> collapse_warning(const Context& c, const FilterResult& r,
+                                            const ObsData& data) {
+  if (r.particles <= 1 || r.ess.empty())
+    return std::nullopt;
+  const auto lowest = std::min_element(r.ess.begin(), r.ess.end());
+  if (!(*lowest < kCollapsedEss))
+    return std::nullopt;
+  const auto step = static_cast<int64_t>(lowest - r.ess.begin());
+  return fmt::format("filter: the effective sample size fell to {:.2f} of {} particles at step {} "
+                     "({}): from there the estimates rest on about one particle; try more "
+                     "particles (--particles) or a proposal (--method guided)",
+                     *lowest, r.particles, step, data_row_text(c.info, data, step));
+}
 
 class Filter : public TaskCommand {
 public:
@@ -35,6 +57,9 @@ public:
         c, run, "filter", [&](const MethodRun& one) { return filter_each_series(m, one); });
     if (write_csv())
       write_output(c, out_, filter_csv(c.info, r));
+    const std::optional<std::string> collapse = collapse_warning(c, r, data);
+    if (collapse)
+      fmt::print(c.err, "{}: warning: {}\n", c.prog, *collapse);
     if (json_) {
       nlohmann::json j = {{"log_likelihood", r.log_likelihood},
                           {"method", m.name},
@@ -44,6 +69,8 @@ public:
                           {"model", c.info.name}};
       if (m.filter_json)
         j.update(m.filter_json(run, r));
+      if (collapse)
+        j["warnings"] = {*collapse};
       print_json(c, j, data);
     }
   }

@@ -105,9 +105,16 @@ FilterResult sized_result(int64_t T, int64_t n) {
   return r;
 }
 
-// Step t of a Gaussian filter into its result: moments, increment, log-likelihood.
+// Step t of a Gaussian filter into its result: moments, increment, log-likelihood. A value that
+// is not finite (an observation far in the tail: its squared distance overflows) stops the run
+// naming the step, rather than giving a log-likelihood of -inf or NaN.
 void record_step(FilterResult& r, int64_t t, const VectorXd& mean, const MatrixXd& cov,
-                 double increment) {
+                 double increment, const char* who, const ModelInfo& info, const ObsData& data) {
+  if (!std::isfinite(increment) || !mean.allFinite() || !cov.allFinite())
+    throw Error(fmt::format("{}: the log-likelihood is not finite at t={} ({}): the observation is "
+                            "too far from its prediction to evaluate in double precision; check "
+                            "the data on that line and the parameter values (--param)",
+                            who, t, data_row_text(info, data, t)));
   const int64_t n = mean.size();
   r.loglik_increment[t] = increment;
   r.log_likelihood += increment;
@@ -167,7 +174,7 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
                         cov * s.H.transpose(), t, kKalmanName);
     f.filt_mean[t] = mean;
     f.filt_cov[t] = cov;
-    record_step(r, t, mean, cov, increment);
+    record_step(r, t, mean, cov, increment, kKalmanName, info, data);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return f;
@@ -267,7 +274,7 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
     const Propagated obs = propagate(model, frame, t, 2, sigma_points(mean, cov), m);
     const double increment = gaussian_update(mean, cov, data.at(t), obs.mean, obs.cov, obs.cross, t,
                                              kUnscentedKalmanName);
-    record_step(r, t, mean, cov, increment);
+    record_step(r, t, mean, cov, increment, kUnscentedKalmanName, info, data);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -309,7 +316,7 @@ FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& inf
     const MatrixXd Hd = H, S = Hd * cov * Hd.transpose() + MatrixXd(obs_noise);
     const double increment = gaussian_update(mean, cov, data.at(t), yhat, S, cov * Hd.transpose(),
                                              t, kExtendedKalmanName);
-    record_step(r, t, mean, cov, increment);
+    record_step(r, t, mean, cov, increment, kExtendedKalmanName, info, data);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

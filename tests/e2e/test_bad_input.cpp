@@ -536,3 +536,37 @@ TEST_CASE("encodings and numbers out of range: models, CSV and JSON say what is 
                      {"'1e999' overflows a double"});
   }
 }
+
+TEST_CASE("numbers ssmc cannot stand behind: a non-finite Kalman likelihood is an error, a "
+          "collapsed particle system a warning",
+          "[e2e][bad]") {
+  const std::string dir = fresh_dir("no-nonsense");
+  // An observation 1e200 from its prediction: its squared distance overflows.
+  const std::string tail = dir + "/tail.csv";
+  write_file(tail, "t,y\n0,1\n1,1e200\n2,3\n");
+  for (const std::string method : {"kalman", "ukf"})
+    expect_exe_error({example_exe("lgssm1"), "filter", "--data", tail, "--method", method}, 1,
+                     {"the log-likelihood is not finite at t=1 (", "tail.csv line 3: y=1e+200)"});
+  expect_exe_error({example_exe("lgssm1"), "smooth", "--data", tail}, 1,
+                   {"kalman: the log-likelihood is not finite at t=1"});
+
+  // A uniform observation density 3.7 away from a standard normal state: with 200 particles one
+  // or two land within its support (seed 1: one), and the filter warns, in the JSON too.
+  const std::string& exe = model_exe("collapse", kCollapseModel);
+  const std::string data = dir + "/collapse.csv";
+  write_file(data, "t,y\n0,0\n1,3.7\n2,3.7\n");
+  const ProcessResult r =
+      run_ok({exe, "filter", "--data", data, "--particles", "200", "--seed", "1", "--json"});
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  REQUIRE(summary.at("ess_min").get<double>() < 1.5);
+  CHECK_THAT(r.err, Contains("warning: filter: the effective sample size fell to 1.00 of 200 "
+                             "particles at step 1 ("));
+  CHECK_THAT(r.err, Contains("collapse.csv line 3: y=3.7)"));
+  REQUIRE(summary.contains("warnings"));
+  CHECK_THAT(summary.at("warnings").at(0).get<std::string>(), Contains("about one particle"));
+  // More particles: no collapse, no warning.
+  const ProcessResult fine =
+      run_ok({exe, "filter", "--data", data, "--particles", "20000", "--seed", "1", "--json"});
+  CHECK(fine.err.empty());
+  CHECK(!nlohmann::json::parse(fine.out).contains("warnings"));
+}
