@@ -75,10 +75,23 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
     current_[rel.var] = x;
   }
   bool skip_missing = rel.kind == ir::VarKind::Obs;
-  if (rel.dist == ir::Dist::Dirac) { // 0 where the target equals the value, else -inf
-    for (int i = 0; i < size; ++i)
-      logpdf = b_.CreateFAdd(logpdf, b_.CreateSelect(b_.CreateFCmpOEQ(x[i], component(*args[0], i)),
-                                                     constant(0), constant(-INFINITY)));
+  if (rel.dist == ir::Dist::Dirac) {
+    // A real deterministic state adds nothing: it is a function of the others, and no method
+    // weighs a value of it against another (the density-based smoothers refuse it); EM's
+    // cubature points hold it only to the rounding of the smoothing covariance's square root.
+    // An integer copy (augment-lags) is enumerated by the finite-state methods: there a value
+    // other than the copied one is impossible, -inf; so is data that breaks an observation's
+    // value (`obs x = ...`).
+    if (rel.kind == ir::VarKind::State && !model_.states[rel.var].integer)
+      return logpdf;
+    for (int i = 0; i < size; ++i) {
+      Value* v = component(*args[0], i);
+      Value* gap = intrinsic(llvm::Intrinsic::fabs, {b_.CreateFSub(x[i], v)});
+      Value* scale =
+          intrinsic(llvm::Intrinsic::maxnum, {constant(1), intrinsic(llvm::Intrinsic::fabs, {v})});
+      Value* equal = b_.CreateFCmpOLE(gap, b_.CreateFMul(constant(1e-9), scale));
+      logpdf = b_.CreateFAdd(logpdf, b_.CreateSelect(equal, constant(0), constant(-INFINITY)));
+    }
     return logpdf;
   }
   if (rel.dist == ir::Dist::Categorical) {

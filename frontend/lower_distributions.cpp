@@ -29,8 +29,9 @@ std::optional<std::string> not_a_factor(const std::vector<double>& v, bool chole
         return fmt::format("{}[{}, {}] = {} is above the diagonal", name, i, j, m(i, j));
       if (cholesky && i == j && !(m(i, i) > 0))
         return fmt::format("{}[{}, {}] = {} is not positive", name, i, i, m(i, i));
+      // The tolerance of the runtime's check of a cov_matrix value (core/params.cpp).
       if (!cholesky && j > i &&
-          std::fabs(m(i, j) - m(j, i)) > 1e-12 * std::max(std::fabs(m(i, j)), std::fabs(m(j, i))))
+          std::fabs(m(i, j) - m(j, i)) > 1e-12 * std::max(1.0, m.cwiseAbs().maxCoeff()))
         return fmt::format("it is not symmetric: {0}[{1}, {2}] = {3}, {0}[{2}, {1}] = {4}", name, i,
                            j, m(i, j), m(j, i));
     }

@@ -1,6 +1,7 @@
 // Expressions: the IR nodes they emit, names, operators, conditionals, lets and literals. Calls
 // (lower_calls.cpp), user functions (lower_functions.cpp) and indexing (lower_indexing.cpp) have
 // files of their own.
+#include "limits.h"
 #include "lowering.h"
 #include "messages.h"
 
@@ -44,8 +45,10 @@ int Lowering::emit_call(Scope& s, std::string fn, ir::Shape shape, std::vector<i
 // fails, such as log(-1), just is not chosen.
 std::optional<int> Lowering::lower_cond(const Expr& e, Scope& s) {
   std::optional<int> c = lower(*e.args[0], s);
+  ++s.guarded;
   std::optional<int> a = lower(*e.args[1], s);
   std::optional<int> b = lower(*e.args[2], s);
+  --s.guarded;
   if (!c || !a || !b)
     return std::nullopt;
   const ir::Shape sc = shape_of(s, *c), sa = shape_of(s, *a), sb = shape_of(s, *b);
@@ -123,6 +126,13 @@ std::optional<int> Lowering::lower_let(const Expr& e, const Symbol& sym, Scope& 
     }
   if (!sym.valid || failed_lets_.count({sym.index, s.block}))
     return std::nullopt;
+  // A let is expanded where it is used, so lets of lets multiply: stop before that explodes.
+  if (s.block->nodes.size() > kMaxBlockOperations) {
+    error(e.range, fmt::format(msg::let_expansion_too_large, let.name.name, s.block->nodes.size(),
+                               kMaxBlockOperations));
+    failed_lets_.insert({sym.index, s.block});
+    return std::nullopt;
+  }
   std::optional<int> id = expanding(s, what, e.range, [&] { return lower(*let.value, s); });
   if (!id)
     failed_lets_.insert({sym.index, s.block}); // one report per let and block
@@ -293,12 +303,15 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
     if (const std::optional<std::vector<double>> divisor = constant_value(*s.block, *b)) {
       const auto zero = std::find(divisor->begin(), divisor->end(), 0.0);
       if (zero != divisor->end()) {
-        error(e.args[1]->range,
-              divisor->size() == 1
-                  ? fmt::format(msg::division_by_zero, e.op == "/" ? "divisor" : "modulus")
-                  : fmt::format(msg::division_by_zero_component,
-                                e.op == "/" ? "divisor" : "modulus", zero - divisor->begin()));
-        return std::nullopt;
+        const std::string what = e.op == "/" ? "divisor" : "modulus";
+        std::string message = divisor->size() == 1 ? fmt::format(msg::division_by_zero, what)
+                                                   : fmt::format(msg::division_by_zero_component,
+                                                                 what, zero - divisor->begin());
+        if (s.guarded == 0) {
+          error(e.args[1]->range, std::move(message));
+          return std::nullopt;
+        }
+        diags_.warning(loc(e.args[1]->range), message + msg::in_a_branch);
       }
     }
   static const std::map<std::string, std::string> elementwise = {

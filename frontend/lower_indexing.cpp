@@ -177,10 +177,14 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
       std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
       std::string valid = shape.dims[0] == 0 ? "it has no elements"
                                              : fmt::format(msg::valid_indices, shape.dims[0] - 1);
-      error(ie.range,
-            fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
-                        ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid));
-      return std::nullopt;
+      std::string message =
+          fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
+                      ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid);
+      if (s.guarded == 0) {
+        error(ie.range, std::move(message));
+        return std::nullopt;
+      }
+      diags_.warning(loc(ie.range), message + msg::in_a_branch);
     }
     value = emit_op(s, ir::Op::DynIndex,
                     ir::Shape{std::vector<int>(shape.dims.begin() + 1, shape.dims.end())},

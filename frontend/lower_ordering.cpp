@@ -26,6 +26,11 @@ void Lowering::check_completeness() {
                         ast_.is_simulator ? "obs x = ...;" : "obs x[n] ~ normal(...);"));
     return;
   }
+  // A proposal draws a state in place of its transition, which a deterministic state has not.
+  for (const PendingRelation& p : pending_[ir::BlockKind::Proposal])
+    if (const PendingRelation* t = relation_for(ir::BlockKind::Transition, p.rel.var);
+        t && t->ok && t->rel.dist == ir::Dist::Dirac)
+      error(p.range, fmt::format(msg::proposal_for_deterministic, model_.states[p.rel.var].name));
   if (model_.states.empty())
     error(ast_.name.range, fmt::format(msg::model_without_state, model_.name));
   if (model_.obs.empty())

@@ -110,6 +110,9 @@ public:
   std::vector<std::pair<std::string, Range>> expanding;
   // Inside a function from an imported module: IR nodes take the call's location.
   std::optional<Range> call_site;
+  // Inside a branch of a conditional, which may never be taken: a constant divisor of 0 or an
+  // index range wider than the value there is a warning, not an error.
+  int guarded = 0;
 
 private:
   std::variant<ConstantScope, RelationScope> purpose_;

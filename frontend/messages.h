@@ -203,9 +203,17 @@ inline constexpr char lag_too_large[] =
     "a lag of {} steps is beyond the limit of {}: each step back is a hidden copy of the state "
     "that every particle carries";
 inline constexpr char inlining_too_large[] =
-    "calling '{}' here would make the expression too large: its body is {} operations once its "
-    "own calls are inlined, the expression has {} already, and the limit is {} (every call copies "
-    "the body, so calls of calls multiply: compute the value once, in a let or a state)";
+    "calling '{}' here would make the model too large: its body is {} operations once its own "
+    "calls are inlined, this block of relations has {} already, and the limit is {} (every call "
+    "copies the body, so calls of calls multiply: compute the value once, in a state)";
+inline constexpr char let_expansion_too_large[] =
+    "using let '{}' here would make the model too large: this block of relations has {} "
+    "operations already, and the limit is {} (a let is expanded where it is used, so lets that "
+    "use a let twice multiply: compute the value once, in a state)";
+inline constexpr char in_a_branch[] =
+    " (a warning, not an error, in a branch of a conditional, which may never be taken)";
+inline constexpr char proposal_for_deterministic[] =
+    "'{}' is a deterministic state (its transition is a value): it has nothing to propose";
 inline constexpr char number_out_of_range[] = "this number {}";
 inline constexpr char division_by_zero[] = "division by zero: the {} is a constant 0";
 inline constexpr char division_by_zero_component[] =

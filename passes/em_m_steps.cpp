@@ -35,8 +35,8 @@ std::optional<ConjugatePiece> recognise(const ir::Model& model, const ir::Block&
   ConjugatePiece piece;
   piece.block = block.kind;
   piece.loc = rel.loc;
-  piece.relation = fmt::format("{} ~ {}{}", ir::print_relation_target(model, block, rel),
-                               ir::dist_info(rel.dist).name, where(rel.loc));
+  piece.relation =
+      ir::relation_summary(ir::print_relation_target(model, block, rel), rel.dist) + where(rel.loc);
   const int size = model.var_shape(rel.kind, rel.var).size();
   const int first =
       rel.kind == ir::VarKind::State ? model.state_offset(rel.var) : model.obs_offset(rel.var);
@@ -200,8 +200,8 @@ public:
         std::string why;
         std::optional<ConjugatePiece> piece = recognise(model, *block, rel, reader, why);
         const std::string relation =
-            fmt::format("{} ~ {}{}", ir::print_relation_target(model, *block, rel),
-                        ir::dist_info(rel.dist).name, where(rel.loc));
+            ir::relation_summary(ir::print_relation_target(model, *block, rel), rel.dist) +
+            where(rel.loc);
         for (int p : params) {
           read[p] = true;
           if (!piece) {

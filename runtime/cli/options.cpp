@@ -40,8 +40,11 @@ CLI::Option* add_one(CLI::App& app, const std::string& help, const MethodOption&
                      OptionValue& slot) {
   slot = o.default_value;
   CLI::Option* opt = nullptr;
+  // A flag given or negated (`--marginals`, `--no-marginals`) sets the value; one not given leaves
+  // it empty, so that the method picks its default (bound directly, CLI11 writes false).
   if (auto* flag = std::get_if<std::optional<bool>>(&slot))
-    return app.add_flag(o.flag, *flag, help);
+    return app.add_flag_function(
+        o.flag, [flag](std::int64_t count) { *flag = count > 0; }, help);
   if (auto* names = std::get_if<std::vector<std::string>>(&slot))
     opt = app.add_option(o.flag, *names, help)->allow_extra_args(false);
   else if (auto* i = std::get_if<int64_t>(&slot))

@@ -47,7 +47,7 @@ CsvReader::CsvReader(std::istream& in, std::string source) : in_(in), source_(st
     throw Error(fmt::format("{}:1:1: not a UTF-8 text file (it starts with the byte 0x{:02X}: "
                             "UTF-16, UTF-32 or binary? save it as UTF-8)",
                             source_, first));
-  if (in_.peek() == '\xEF') { // UTF-8 byte-order mark
+  if (in_.peek() == 0xEF) { // UTF-8 byte-order mark (peek() gives an unsigned char as an int)
     char bom[3];
     in_.read(bom, 3);
     if (in_.gcount() != 3 || bom[1] != '\xBB' || bom[2] != '\xBF')

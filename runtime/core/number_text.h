@@ -3,7 +3,6 @@
 // inf or 0 without a word. Header-only, for the frontend and the runtime alike.
 #pragma once
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -29,13 +28,13 @@ inline NumberText read_number(std::string_view text) {
   if (s.empty() || end != s.data() + s.size() ||
       (ec != std::errc() && ec != std::errc::result_out_of_range))
     return {std::nullopt, "is not a number"};
-  if (ec == std::errc::result_out_of_range) {
+  if (ec == std::errc::result_out_of_range) { // subnormal values are read; beyond them, not
     const std::string copy(s);
-    errno = 0;
     const double rounded = std::strtod(copy.c_str(), nullptr);
     if (std::isinf(rounded))
       return {std::nullopt, "overflows a double (the largest is about 1.8e308)"};
-    return {std::nullopt, "underflows a double (the smallest normal magnitude is about 2.2e-308)"};
+    return {std::nullopt, "underflows a double: it would be 0 (the smallest positive double is "
+                          "about 4.9e-324)"};
   }
   return {d, ""};
 }

@@ -1,7 +1,7 @@
-// End-to-end tests of the v1 language constructs (let, fn, conditionals, integer arithmetic,
-// discrete states with categorical transitions and P[z[t-1]] row indexing): a compiled HMM's
-// particle filter against the exact forward algorithm, and its simulator against the transition
-// matrix.
+// End-to-end tests of the language constructs (let, fn, conditionals, integer arithmetic,
+// discrete states with categorical transitions and P[z[t-1]] row indexing, deterministic states):
+// a compiled HMM's particle filter against the exact forward algorithm, and its simulator against
+// the transition matrix; deterministic states through the filters, RTS and EM.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -382,4 +382,39 @@ TEST_CASE("deterministic states: an exact recursion through the filter, and the 
       {sum_exe, "smooth", "--data", sum_sim, "--method", "ffbsi", "--out", smoothed + ".x"});
   CHECK(refused.exit_code != 0);
   CHECK_THAT(refused.err, Catch::Contains("c[t]: a deterministic relation has no density"));
+}
+
+TEST_CASE("EM with a deterministic state: the Kalman E-step's points carry it, and the path "
+          "climbs to the maximum L-BFGS finds",
+          "[e2e][language][em]") {
+  const std::string& exe = model_exe("em_running_total", R"(
+model em_running_total {
+  param a : real(-1, 1) = 0.5;
+  param q : real(0, inf) = 1;
+  param r : real(0, inf) = 1;
+  state level : real;
+  state total : real;
+  obs y : real;
+  level[0] ~ normal(0, 2);
+  total[0] = level[0];
+  level[t] ~ normal(a * level[t-1], q);
+  total[t] = total[t-1] + level[t];
+  y[t] ~ normal(level[t] + 0.05 * total[t], r);
+}
+)");
+  const std::string sim = scratch_path("em-running-total.csv");
+  run_ok({exe, "simulate", "--T", "100", "--seed", "3", "--out", sim});
+  const std::string path = scratch_path("em-running-total-path.csv");
+  const nlohmann::json em =
+      nlohmann::json::parse(run_ok({exe, "optimize", "--data", sim, "--method", "em",
+                                    "--max-iterations", "1000", "--json", "--out", path})
+                                .out);
+  const nlohmann::json lbfgs = nlohmann::json::parse(
+      run_ok({exe, "optimize", "--data", sim, "--method", "lbfgs", "--json"}).out);
+  const std::vector<double> ll = read_table(path).column("log_likelihood");
+  REQUIRE(ll.size() > 10);
+  for (size_t k = 1; k < ll.size(); ++k)
+    CHECK(ll[k] >= ll[k - 1] - 1e-9 * std::fabs(ll[k - 1]));
+  CHECK(em.at("log_likelihood").get<double>() ==
+        Approx(lbfgs.at("log_likelihood").get<double>()).margin(0.01));
 }

@@ -484,3 +484,42 @@ TEST_CASE("rejection sampling with the density bounds of beta, inverse_gamma, tr
     }
   }
 }
+
+TEST_CASE("smooth with no options writes the per-t moments and every functional, per-t ones "
+          "included",
+          "[smooth]") {
+  // A particle model (auto chooses an online smoother) with a per-t and a summed functional.
+  const std::string& exe = model_exe("smooth_newcomer", R"(
+model smooth_newcomer {
+  state x : real;
+  obs y : int[0..inf];
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.9 * x[t-1], 0.5);
+  y[t] ~ poisson(exp(x[t]));
+  functional level = x[t];
+  functional total = sum_t x[t];
+}
+)");
+  const std::string sim = scratch_path("newcomer-sim.csv");
+  run_ok({exe, "simulate", "--T", "30", "--seed", "2", "--out", sim});
+  const std::string out = scratch_path("newcomer-smooth.csv");
+  run_ok({exe, "smooth", "--data", sim, "--particles", "500", "--out", out});
+  const Table t = read_table(out);
+  CHECK(t.header == std::vector<std::string>{"t", "mean_x", "var_x", "level"});
+  REQUIRE(t.rows.size() == 30);
+  const std::vector<double> mean = t.column("mean_x"), level = t.column("level");
+  for (size_t k = 0; k < mean.size(); ++k) {
+    CHECK(std::isfinite(mean[k]));
+    CHECK(level[k] == Approx(mean[k]).epsilon(1e-9)); // level is x[t]: its mean is mean_x
+  }
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "smooth", "--data", sim, "--particles", "500", "--json"}).out);
+  CHECK(j.at("chosen_by") == "auto");
+  CHECK(j.at("marginals") == true);
+  CHECK(j.at("functionals").contains("total"));
+  // Named, an online method keeps its constant memory unless --marginals asks for them.
+  const nlohmann::json online = nlohmann::json::parse(
+      run_ok({exe, "smooth", "--data", sim, "--method", "paris", "--functional", "total", "--json"})
+          .out);
+  CHECK(online.at("marginals") == false);
+}
