@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace ssm::frontend::lowering {
 
@@ -84,27 +85,38 @@ void Lowering::define_const(const ast::ConstDecl& c) {
   model_.consts.push_back({c.name.name, v->shape, v->values, loc(c.name.range)});
 }
 
-// The value of a node of `block` when it reads nothing but constants.
+// The value of a node of `block` when it reads nothing but constants. The walk visits only the
+// node's own operands and stops at the first that is not constant, so that checking every
+// divisor of a large block stays linear.
 std::optional<std::vector<double>> Lowering::constant_value(const ir::Block& block, int id) {
-  const std::vector<bool> reached = ir::reached_from(block, {id});
-  std::vector<std::vector<double>> values(id + 1);
-  for (int i = 0; i <= id; ++i) {
-    if (!reached[i])
+  std::unordered_map<int, std::vector<double>> values;
+  std::vector<std::pair<int, bool>> stack = {{id, false}}; // (node, operands done)
+  while (!stack.empty()) {
+    const auto [i, operands_done] = stack.back();
+    stack.pop_back();
+    if (values.count(i))
       continue;
     const ir::Node& n = block.nodes[i];
     if (n.op == ir::Op::Param || n.op == ir::Op::State || n.op == ir::Op::Obs ||
         n.op == ir::Op::Time || n.op == ir::Op::Data || n.op == ir::Op::Input ||
         n.op == ir::Op::Latent || n.op == ir::Op::Net)
       return std::nullopt;
+    if (!operands_done) {
+      stack.emplace_back(i, true);
+      for (int a : n.args)
+        if (!values.count(a))
+          stack.emplace_back(a, false);
+      continue;
+    }
     std::vector<std::vector<double>> args;
     std::vector<ir::Shape> shapes;
     for (int a : n.args) {
-      args.push_back(values[a]);
+      args.push_back(values.at(a));
       shapes.push_back(block.nodes[a].shape);
     }
     values[i] = ir::evaluate(n, args, shapes);
   }
-  return values[id];
+  return values.at(id);
 }
 
 // Whether an expression's value is known when the model is compiled.

@@ -32,7 +32,7 @@ inline int edit_distance(std::string_view a, std::string_view b, int limit) {
               current.begin() + std::min(m, i + limit + 1) + 1, big);
     if (i <= limit)
       current[0] = i;
-    int row_min = current[0];
+    int row_min = i <= limit ? i : big;
     for (int j = std::max(1, i - limit); j <= std::min(m, i + limit); ++j) {
       const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
       int d = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
