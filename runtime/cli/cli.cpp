@@ -74,6 +74,16 @@ std::string params_footer(const ModelInfo& info) {
       "The global options --threads, --seed, --param and --params may be given before or "
       "after the subcommand.\n"
       "Results are bit-identical for every --threads value with the same --seed.\n";
+  if (!info.inputs.empty()) {
+    s += "\nInputs of this model (--inputs FILE.csv, a value per time step):\n";
+    for (const VarInfo& v : info.inputs)
+      s += fmt::format("  {} : {}\n", v.name, type_string(v));
+  }
+  if (!info.data.empty()) {
+    s += "\nData items of this model (--data-file FILE.json):\n";
+    for (const VarInfo& v : info.data)
+      s += fmt::format("  {} : {}\n", v.name, type_string(v));
+  }
   if (info.params.empty())
     return s;
   s += "\nParameters of this model:\n";

@@ -119,6 +119,16 @@ void print_variables(const Context& c) {
   for (const VarInfo& v : info.obs)
     fmt::print(c.out, "  {} : {}{}\n", v.name, var_type(v),
                v.joint && v.size > 1 ? " (joint: all or none of its columns may be missing)" : "");
+  if (!info.inputs.empty()) {
+    fmt::print(c.out, "inputs (--inputs FILE.csv, a value per time step):\n");
+    for (const VarInfo& v : info.inputs)
+      fmt::print(c.out, "  {} : {}\n", v.name, type_string(v));
+  }
+  if (!info.data.empty()) {
+    fmt::print(c.out, "data items (--data-file FILE.json):\n");
+    for (const VarInfo& v : info.data)
+      fmt::print(c.out, "  {} : {}\n", v.name, type_string(v));
+  }
 }
 
 void print_info_text(const Context& c, const ParamValues& values) {

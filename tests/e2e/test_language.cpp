@@ -143,6 +143,18 @@ double arx_kalman_loglik(const std::vector<double>& u, const std::vector<double>
 TEST_CASE("inputs, data and reads of y[t-1] reach the kernels through the frame",
           "[e2e][language]") {
   const std::string& exe = model_exe("arx_lang", kArx);
+  // info, --help and ssmc check list what the run needs besides the observations.
+  const std::string info = run_ok({exe, "info"}).out;
+  CHECK_THAT(info,
+             Catch::Contains("inputs (--inputs FILE.csv, a value per time step):\n  u : real"));
+  CHECK_THAT(info, Catch::Contains("data items (--data-file FILE.json):\n  b : vector[2]"));
+  CHECK_THAT(run_ok({exe, "--help"}).out,
+             Catch::Contains("Data items of this model (--data-file FILE.json):\n  b : vector[2]"));
+  const std::string source = scratch_path("arx_lang_check.ssm");
+  write_file(source, kArx);
+  const std::string check = run_ok({ssmc_path(), "check", source}).out;
+  CHECK_THAT(check, Catch::Contains("inputs (--inputs FILE.csv): u : real\n"));
+  CHECK_THAT(check, Catch::Contains("data items (--data-file FILE.json): b : vector[2]\n"));
   const double b0 = 0.6, b1 = -0.3;
   const std::string data_json = scratch_path("arx-data.json");
   write_file(data_json, fmt::format(R"({{"b": [{}, {}]}})", b0, b1));

@@ -484,6 +484,23 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
+// "inputs: u : real\ndata items: n : int, w : vector[2]\n", what the executable will ask for
+// besides the observations.
+std::string declared_inputs_and_data(const ssm::ir::Model& model) {
+  auto list = [](const std::vector<ssm::ir::VarDecl>& vars) {
+    std::vector<std::string> items;
+    for (const ssm::ir::VarDecl& v : vars)
+      items.push_back(fmt::format("{} : {}", v.name, ssm::ir::type_str(v)));
+    return fmt::format("{}", fmt::join(items, ", "));
+  };
+  std::string out;
+  if (!model.inputs.empty())
+    out += fmt::format("inputs (--inputs FILE.csv): {}\n", list(model.inputs));
+  if (!model.data.empty())
+    out += fmt::format("data items (--data-file FILE.json): {}\n", list(model.data));
+  return out;
+}
+
 int check(const std::string& input, bool full_structure, BuildOptions options,
           const std::string& format) {
   load_plugins(options.plugins);
@@ -527,8 +544,9 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
     return 0;
   }
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
-             "value(s)\n{}",
+             "value(s)\n{}{}",
              model.name, model.state_size(), model.obs_size(), model.theta_size(),
+             declared_inputs_and_data(model),
              full_structure ? ssm::passes::structure_report(model, context)
                             : ssm::passes::structure_summary(context));
   return 0;
