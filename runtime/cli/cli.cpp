@@ -77,12 +77,12 @@ std::string params_footer(const ModelInfo& info) {
   if (!info.inputs.empty()) {
     s += "\nInputs of this model (--inputs FILE.csv, a value per time step):\n";
     for (const VarInfo& v : info.inputs)
-      s += fmt::format("  {} : {}\n", v.name, type_string(v));
+      s += fmt::format("  {} : {}\n", v.name, cli::type_string(v));
   }
   if (!info.data.empty()) {
     s += "\nData items of this model (--data-file FILE.json):\n";
     for (const VarInfo& v : info.data)
-      s += fmt::format("  {} : {}\n", v.name, type_string(v));
+      s += fmt::format("  {} : {}\n", v.name, cli::type_string(v));
   }
   if (info.params.empty())
     return s;

@@ -199,6 +199,26 @@ private:
 
 } // namespace
 
+std::string type_string(const VarInfo& v) {
+  auto bound = [](double b) {
+    return std::isfinite(b) ? fmt::format("{}", b) : std::string(b < 0 ? "-inf" : "inf");
+  };
+  const bool bounded = std::isfinite(v.lower) || std::isfinite(v.upper);
+  std::string scalar = "real";
+  if (v.integer)
+    scalar = bounded ? fmt::format("int[{}..{}]", bound(v.lower), bound(v.upper)) : "int";
+  else if (bounded)
+    scalar = fmt::format("real({}, {})", bound(v.lower), bound(v.upper));
+  if ((v.type == "simplex" || v.type == "cov_matrix") && !v.shape.empty())
+    return fmt::format("{}[{}]", v.type, v.shape[0]);
+  if (v.shape.empty())
+    return scalar;
+  const std::string shaped = v.shape.size() == 1
+                                 ? fmt::format("vector[{}]", v.shape[0])
+                                 : fmt::format("matrix[{}]", fmt::join(v.shape, ", "));
+  return scalar == "real" ? shaped : fmt::format("{} of {}", shaped, scalar);
+}
+
 std::unique_ptr<Command> add_info(CLI::App& app, const Context&) {
   return std::make_unique<Info>(app.add_subcommand(
       "info", "Model dimensions, parameters (current values and priors) and structure report"));

@@ -6,11 +6,35 @@
 #include "core/series.h"
 #include "smoothing/methods.h"
 
+#include <fmt/format.h>
+
 #include <sys/resource.h>
+
+#include <optional>
 
 namespace ssm::cli {
 
 namespace {
+
+// Below this share of accepted backward proposals, the backward kernel hardly works: mcmc moves
+// stay at the ancestor, rejection falls back to exact O(N) draws.
+constexpr double kLowAcceptance = 0.01;
+
+std::optional<std::string> acceptance_warning(const SmoothResult& r) {
+  const nlohmann::json& d = r.details;
+  if (!d.is_object() || !d.contains("acceptance_rate") || !d.contains("proposals") ||
+      d.at("proposals").get<int64_t>() == 0)
+    return std::nullopt;
+  const double rate = d.at("acceptance_rate").get<double>();
+  if (!(rate < kLowAcceptance))
+    return std::nullopt;
+  const std::string backward = d.value("backward", std::string("the backward kernel"));
+  return fmt::format("smooth: the backward kernel ({}) accepted {:.2f}% of its {} proposals: {}; "
+                     "try --backward exact, or more particles",
+                     backward, 100 * rate, d.at("proposals").get<int64_t>(),
+                     backward == "mcmc" ? "the backward draws barely move from the ancestors"
+                                        : "most draws fell back to exact O(N) draws");
+}
 
 class Smooth : public TaskCommand {
 public:
@@ -36,8 +60,13 @@ public:
     });
     if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
+    const std::optional<std::string> low_acceptance = acceptance_warning(r);
+    if (low_acceptance)
+      fmt::print(c.err, "{}: warning: {}\n", c.prog, *low_acceptance);
     if (json_) {
       nlohmann::json j = m.smooth_json(run, r);
+      if (low_acceptance)
+        j["warnings"] = {*low_acceptance};
       j["threads"] = c.globals.threads;
       rusage usage{};
       if (::getrusage(RUSAGE_SELF, &usage) == 0)

@@ -239,9 +239,6 @@ std::vector<std::string> functional_columns(const ModelInfo& info);
 
 // `real`, `vector[3]`, `matrix[2,2]`, `cov_matrix[2]`: how a parameter's type reads in a model.
 std::string type_string(const ParamInfo& p);
-// A data item's or input's type as the model declares it: "int[0..5]", "vector[3]",
-// "real(0, inf)", "simplex[4]".
-std::string type_string(const VarInfo& v);
 
 // `int`, or `int[0..1]`, `int[0..inf]`: how an integer variable's type reads in a model.
 std::string integer_type(const VarInfo& v);

@@ -572,3 +572,31 @@ TEST_CASE("numbers ssmc cannot stand behind: a non-finite Kalman likelihood is a
   CHECK(fine.err.empty());
   CHECK(!nlohmann::json::parse(fine.out).contains("warnings"));
 }
+
+TEST_CASE("a backward kernel that accepts under 1% of its proposals is a warning, in the JSON too",
+          "[e2e][bad]") {
+  // A random walk with a tiny step and an uninformative observation: the filter's particles stay
+  // spread out, and a backward proposal lands near its own descendant only by chance.
+  const std::string& exe = model_exe("tight_walk", R"(
+model tight_walk {
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 5);
+  x[t] ~ normal(x[t-1], 0.01);
+  y[t] ~ normal(x[t], 100);
+}
+)");
+  const std::string sim = scratch_path("tight-walk.csv");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "1", "--out", sim});
+  for (const std::string backward : {"rejection", "mcmc"}) {
+    const std::string method = backward == "rejection" ? "ffbsi" : "paris";
+    const ProcessResult r = run_ok({exe, "smooth", "--data", sim, "--method", method, "--backward",
+                                    backward, "--particles", "200", "--json"});
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    INFO(method << " --backward " << backward);
+    REQUIRE(j.at("details").at("acceptance_rate").get<double>() < 0.01);
+    CHECK_THAT(r.err, Contains("warning: smooth: the backward kernel (" + backward + ") accepted"));
+    REQUIRE(j.contains("warnings"));
+    CHECK_THAT(j.at("warnings").at(0).get<std::string>(), Contains("try --backward exact"));
+  }
+}

@@ -18,6 +18,7 @@
 // Exit status: 0, 1 for an error in the model or its environment, 2 for a usage error, 70 for an
 // internal compiler error (a bug in ssmc, reported as such, never as the model's fault).
 #include "build_cache.h"
+#include "internal_error.h"
 #include "linker.h"
 
 #include "cli/usage_errors.h"
@@ -73,23 +74,6 @@ struct BuildOptions {
   bool werror = false;                  // -Werror
 };
 
-// What the driver is doing, for an internal compiler error's message: "running the passes".
-std::string current_activity = "reading the command line";
-
-// The exit status of an internal compiler error (EX_SOFTWARE of sysexits.h), distinct from a
-// model's errors (1) and usage errors (2).
-constexpr int kInternalErrorStatus = 70;
-
-int internal_compiler_error(const std::string& what, int argc, char** argv) {
-  std::vector<std::string> command(argv, argv + argc);
-  fmt::print(std::cerr,
-             "ssmc: internal compiler error while {}: {}\n"
-             "ssmc: note: this is a bug in ssmc, not in the model; please report it with the "
-             "model and this command: {}\n",
-             current_activity, what, fmt::join(command, " "));
-  return kInternalErrorStatus;
-}
-
 // Wall time of the driver's phases, printed with the pass timings by --time-passes.
 class PhaseTimer {
 public:
@@ -105,7 +89,7 @@ public:
         {"link", "linking the executable"},
         {"jit", "compiling the kernels in memory"}};
     if (auto it = activities.find(name); it != activities.end())
-      current_activity = it->second;
+      ssm::tools::set_activity(it->second);
     auto now = std::chrono::steady_clock::now();
     if (!current_.empty())
       phases_.emplace_back(current_, std::chrono::duration<double>(now - start_).count());
@@ -168,7 +152,7 @@ std::vector<std::string> import_path(const std::vector<std::string>& dirs) {
 // `messages`, if given, receives what was printed (the warnings of a model that compiles).
 ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::string>& dirs,
                                 bool werror, std::string* messages = nullptr) {
-  current_activity = fmt::format("parsing and checking {}", path);
+  ssm::tools::set_activity(fmt::format("parsing and checking {}", path));
   std::string source = read_source(path);
   ssm::frontend::DiagnosticEngine diags(path, source);
   diags.set_warnings_as_errors(werror);
@@ -195,7 +179,7 @@ void require_inference(const ssm::ir::Model& model, const std::string& path) {
 
 // The pipeline of --passes, with --print-after and --time-passes.
 ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions& options) {
-  current_activity = fmt::format("running the passes on {}", options.input);
+  ssm::tools::set_activity(fmt::format("running the passes on {}", options.input));
   ssm::passes::PassManagerOptions pm_options;
   pm_options.print_after = options.print_after;
   pm_options.time_passes = options.time_passes;
@@ -748,15 +732,15 @@ int main(int argc, char** argv) {
       fmt::print(std::cerr, "ssmc: error: {}\n", f.message);
     return 1;
   } catch (const std::bad_alloc&) {
-    fmt::print(std::cerr, "ssmc: error: out of memory while {}\n", current_activity);
+    fmt::print(std::cerr, "ssmc: error: out of memory while {}\n", ssm::tools::activity());
     return 1;
   } catch (const std::runtime_error& e) { // a problem of the input or the environment
     fmt::print(std::cerr, "ssmc: error: {}\n", e.what());
     return 1;
   } catch (const std::exception& e) { // a broken invariant: never shown as the model's fault
-    return internal_compiler_error(e.what(), argc, argv);
+    return ssm::tools::internal_compiler_error(e.what(), argc, argv);
   } catch (...) {
-    return internal_compiler_error("an exception of unknown type", argc, argv);
+    return ssm::tools::internal_compiler_error("an exception of unknown type", argc, argv);
   }
   return 0;
 }

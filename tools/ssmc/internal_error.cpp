@@ -1,0 +1,35 @@
+// Internal compiler errors: see internal_error.h.
+#include "internal_error.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+#include <vector>
+
+namespace ssm::tools {
+
+namespace {
+std::string current_activity = "reading the command line";
+} // namespace
+
+void set_activity(std::string activity) {
+  current_activity = std::move(activity);
+}
+
+const std::string& activity() {
+  return current_activity;
+}
+
+int internal_compiler_error(const std::string& what, int argc, char** argv) {
+  const std::vector<std::string> command(argv, argv + argc);
+  fmt::print(std::cerr,
+             "ssmc: internal compiler error while {}: {}\n"
+             "ssmc: note: this is a bug in ssmc, not in the model; please report it with the "
+             "model and this command: {}\n",
+             current_activity, what, fmt::join(command, " "));
+  return kInternalErrorStatus;
+}
+
+} // namespace ssm::tools
