@@ -121,6 +121,8 @@ void write_output(const Context& c, const std::string& path, const std::string& 
 // A data item's or input's type as the model declares it: "int[0..5]", "vector[3]",
 // "real(0, inf)", "simplex[4]" (info, --help).
 std::string type_string(const VarInfo& v);
+// Prints "<program>: warning: <message>" on standard error, as errors are printed.
+void warn(const Context& c, const std::string& message);
 // Prints a JSON summary on standard output.
 void print_json(const Context& c, const nlohmann::json& j);
 // The same for a summary of a run on `data`: with several series, "series" lists their names.

@@ -59,7 +59,7 @@ public:
       write_output(c, out_, filter_csv(c.info, r));
     const std::optional<std::string> collapse = collapse_warning(c, r, data);
     if (collapse)
-      fmt::print(c.err, "{}: warning: {}\n", c.prog, *collapse);
+      warn(c, *collapse);
     if (json_) {
       nlohmann::json j = {{"log_likelihood", r.log_likelihood},
                           {"method", m.name},

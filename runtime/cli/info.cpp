@@ -11,21 +11,6 @@ namespace ssm::cli {
 
 namespace {
 
-std::string var_type(const VarInfo& v) {
-  std::string scalar = "real";
-  if (v.integer) {
-    auto bound = [](double b) { return fmt::format("{}", static_cast<int64_t>(b)); };
-    scalar = std::isfinite(v.lower) && std::isfinite(v.upper)
-                 ? fmt::format("int[{}..{}]", bound(v.lower), bound(v.upper))
-                 : "int";
-  }
-  if (v.shape.empty())
-    return scalar;
-  if (v.shape.size() == 1)
-    return fmt::format("vector[{}] of {}", v.shape[0], scalar);
-  return fmt::format("matrix[{}] of {}", fmt::join(v.shape, ","), scalar);
-}
-
 // The names of the methods of a task that apply to the model, `auto`'s choice first.
 std::vector<std::string> applicable(const Context& c, Task task) {
   std::vector<std::string> out;
@@ -114,10 +99,10 @@ void print_variables(const Context& c) {
   fmt::print(c.out, "state ({} component{}{}):\n", shown, shown == 1 ? "" : "s", hidden);
   for (const VarInfo& v : info.state)
     if (!v.hidden)
-      fmt::print(c.out, "  {} : {}\n", v.name, var_type(v));
+      fmt::print(c.out, "  {} : {}\n", v.name, type_string(v));
   fmt::print(c.out, "observations ({} component{}):\n", info.n_obs, info.n_obs == 1 ? "" : "s");
   for (const VarInfo& v : info.obs)
-    fmt::print(c.out, "  {} : {}{}\n", v.name, var_type(v),
+    fmt::print(c.out, "  {} : {}{}\n", v.name, type_string(v),
                v.joint && v.size > 1 ? " (joint: all or none of its columns may be missing)" : "");
   if (!info.inputs.empty()) {
     fmt::print(c.out, "inputs (--inputs FILE.csv, a value per time step):\n");

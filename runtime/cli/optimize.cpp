@@ -86,7 +86,7 @@ public:
       print_json(c, j, data);
     }
     if (!r.converged)
-      fmt::print(stderr, "{}: warning: optimize did not converge: {}\n", c.info.name, r.message);
+      warn(c, "optimize did not converge: " + r.message);
   }
 
 private:

@@ -136,8 +136,7 @@ void TaskCommand::check_flags_read(const Context& c, const Method& chosen) const
                                         chosen.name, fmt::join(readers, ", "));
     if (!automatic)
       throw UsageError(fmt::format("{}: {}", app_->get_name(), why));
-    fmt::print(c.err, "{}: warning: {} {}, which auto chose for this model\n", c.prog,
-               app_->get_name(), why);
+    warn(c, fmt::format("{} {}, which auto chose for this model", app_->get_name(), why));
   }
 }
 
@@ -160,6 +159,10 @@ void write_output(const Context& c, const std::string& path, const std::string& 
   OutputFile file(path, c.out);
   file.write(text);
   file.commit();
+}
+
+void warn(const Context& c, const std::string& message) {
+  fmt::print(c.err, "{}: warning: {}\n", c.prog, message);
 }
 
 void print_json(const Context& c, const nlohmann::json& j) {

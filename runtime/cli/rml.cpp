@@ -140,10 +140,9 @@ public:
                   {"threads", c.globals.threads}},
                  data);
     if (fit.averaged_over == 0)
-      fmt::print(c.err,
-                 "{}: warning: rml: the stream ended before observation {} (--average-from), so "
-                 "the estimate is the last iterate, not an average\n",
-                 c.info.name, fit.average_from);
+      warn(c, fmt::format("rml: the stream ended before observation {} (--average-from), so the "
+                          "estimate is the last iterate, not an average",
+                          fit.average_from));
   }
 
 private:

@@ -69,7 +69,7 @@ public:
       for (size_t k = 0; k < post.chains.size(); ++k)
         write_output(c, chain_path(out_, k, post.chains.size()), stan_csv(c, m, post, k, columns));
     for (const std::string& w : post.warnings)
-      fmt::print(stderr, "{}: warning: {}\n", c.info.name, w);
+      warn(c, w);
     if (json_)
       print_json(c, summary_json(c, m, post, columns, data.T, elapsed), data);
   }

@@ -62,7 +62,7 @@ public:
       write_output(c, out_, smooth_csv(c.info, r));
     const std::optional<std::string> low_acceptance = acceptance_warning(r);
     if (low_acceptance)
-      fmt::print(c.err, "{}: warning: {}\n", c.prog, *low_acceptance);
+      warn(c, *low_acceptance);
     if (json_) {
       nlohmann::json j = m.smooth_json(run, r);
       if (low_acceptance)

@@ -231,7 +231,7 @@ bool parse_cell(std::string_view cell, double& value, const std::string& source,
     return false;
   }
   const NumberText number = read_number(s);
-  if (!number.value && number.problem != "is not a number")
+  if (number.out_of_range)
     throw Error(
         fmt::format("{}:{}: column '{}': '{}' {}", source, line, column, cell, number.problem));
   if (!number.value)

@@ -15,7 +15,8 @@ namespace ssm {
 
 struct NumberText {
   std::optional<double> value;
-  std::string problem; // when value is empty: "overflows a double (...)", "is not a number"
+  std::string problem;       // when value is empty: "overflows a double (...)", "is not a number"
+  bool out_of_range = false; // a number, but too large or too small for a double
 };
 
 // The whole of `text` as a double (a leading '+' allowed).
@@ -32,9 +33,10 @@ inline NumberText read_number(std::string_view text) {
     const std::string copy(s);
     const double rounded = std::strtod(copy.c_str(), nullptr);
     if (std::isinf(rounded))
-      return {std::nullopt, "overflows a double (the largest is about 1.8e308)"};
-    return {std::nullopt, "underflows a double: it would be 0 (the smallest positive double is "
-                          "about 4.9e-324)"};
+      return {std::nullopt, "overflows a double (the largest is about 1.8e308)", true};
+    return {std::nullopt,
+            "underflows a double: it would be 0 (the smallest positive double is about 4.9e-324)",
+            true};
   }
   return {d, ""};
 }

@@ -80,9 +80,8 @@ public:
   explicit PhaseTimer(bool enabled) : enabled_(enabled) {}
   void phase(std::string name) {
     static const std::map<std::string, std::string> activities = {
+        // "frontend" and "passes": compile_frontend and run_pipeline name the file.
         {"cache lookup", "looking up the build cache"},
-        {"frontend", "parsing and checking the model"},
-        {"passes", "running the passes"},
         {"codegen", "generating the kernels"},
         {"optimize", "optimising the kernels (LLVM)"},
         {"object", "writing the object file"},
