@@ -307,11 +307,8 @@ std::optional<int> Lowering::lower_binary(const Expr& e, Scope& s) {
         std::string message = divisor->size() == 1 ? fmt::format(msg::division_by_zero, what)
                                                    : fmt::format(msg::division_by_zero_component,
                                                                  what, zero - divisor->begin());
-        if (s.guarded == 0) {
-          error(e.args[1]->range, std::move(message));
+        if (error_unless_guarded(s, e.args[1]->range, std::move(message)))
           return std::nullopt;
-        }
-        diags_.warning(loc(e.args[1]->range), message + msg::in_a_branch);
       }
     }
   static const std::map<std::string, std::string> elementwise = {

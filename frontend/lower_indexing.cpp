@@ -180,11 +180,8 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
       std::string message =
           fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
                       ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid);
-      if (s.guarded == 0) {
-        error(ie.range, std::move(message));
+      if (error_unless_guarded(s, ie.range, std::move(message)))
         return std::nullopt;
-      }
-      diags_.warning(loc(ie.range), message + msg::in_a_branch);
     }
     value = emit_op(s, ir::Op::DynIndex,
                     ir::Shape{std::vector<int>(shape.dims.begin() + 1, shape.dims.end())},

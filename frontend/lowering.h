@@ -168,6 +168,16 @@ private:
   // ---- diagnostics
   ir::SourceLoc loc(Range r) const { return diags_.loc(r.begin, r.end); }
   void error(Range r, std::string message) { diags_.error(loc(r), std::move(message)); }
+  // An error, or in a branch of a conditional (s.guarded), which may never be taken, a warning
+  // that says so. Returns whether it was an error.
+  bool error_unless_guarded(const Scope& s, Range r, std::string message) {
+    if (s.guarded == 0) {
+      error(r, std::move(message));
+      return true;
+    }
+    diags_.warning(loc(r), message + msg::in_a_branch);
+    return false;
+  }
   void note(Range r, std::string message) { diags_.note(loc(r), std::move(message)); }
 
   // ---- names and files (lower_names.cpp)
