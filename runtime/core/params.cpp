@@ -21,6 +21,16 @@ using nlohmann::json;
 
 namespace ssm {
 
+json parse_json_text(std::string_view text, const std::string& source) {
+  if (std::optional<std::string> why = not_utf8_text(text))
+    throw Error(fmt::format("{}:1:1: {}", source, *why));
+  try {
+    return json::parse(without_utf8_bom(text));
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: invalid JSON: {}", source, e.what()));
+  }
+}
+
 namespace {
 
 // The JSON in `path` (a `what`: "parameter file"), or an error that names the file: unreadable,
@@ -31,14 +41,12 @@ json read_json_file(const std::string& path, const char* what) {
     throw Error(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  const std::string text = bytes.str();
-  if (std::optional<std::string> why = not_utf8_text(text))
-    throw Error(fmt::format("{}:1:1: {}", path, *why));
-  try {
-    return json::parse(without_utf8_bom(text));
-  } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
+  return parse_json_text(bytes.str(), path);
+}
+
+// Text for a message: a long value (a pasted file) is shown by its start only.
+std::string start_of(std::string_view text) {
+  return text.size() > 80 ? std::string(text.substr(0, 60)) + "..." : std::string(text);
 }
 
 // Recursive-descent reader for the --param value syntax. Unlike strict JSON it accepts numbers
@@ -51,18 +59,21 @@ public:
     json v = value();
     skip_ws();
     if (pos_ != s_.size())
-      fail(fmt::format("unexpected '{}'", s_.substr(pos_)));
+      fail(fmt::format("unexpected '{}'", start_of(s_.substr(pos_))));
     return v;
   }
 
 private:
+  // Values are at most matrices; the limit keeps `[[[[...` from exhausting the stack.
+  static constexpr int kMaxDepth = 32;
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0;
 
   [[noreturn]] void fail(const std::string& what) {
     throw Error(fmt::format("cannot parse '{}': {} (expected a number, [a, b, ...] or "
                             "[[a, b], [c, d]])",
-                            s_, what));
+                            start_of(s_), what));
   }
   void skip_ws() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_])))
@@ -73,11 +84,14 @@ private:
     if (pos_ == s_.size())
       fail("missing value");
     if (s_[pos_] == '[') {
+      if (++depth_ > kMaxDepth)
+        fail(fmt::format("arrays nested more than {} deep", kMaxDepth));
       ++pos_;
       json arr = json::array();
       skip_ws();
       if (pos_ < s_.size() && s_[pos_] == ']') {
         ++pos_;
+        --depth_;
         return arr;
       }
       for (;;) {
@@ -89,6 +103,7 @@ private:
         }
         if (pos_ < s_.size() && s_[pos_] == ']') {
           ++pos_;
+          --depth_;
           return arr;
         }
         fail(pos_ == s_.size() ? "missing ']'" : "expected ',' or ']'");
@@ -101,7 +116,7 @@ private:
     const std::string_view tok = s_.substr(start, pos_ - start);
     const NumberText number = read_number(tok);
     if (!number.value)
-      fail(fmt::format("'{}' {}", tok, number.problem));
+      fail(fmt::format("'{}' {}", start_of(tok), number.problem));
     return json(*number.value);
   }
 };
@@ -230,10 +245,18 @@ std::vector<double> read_data_values(const ModelInfo& info, const std::string& p
     throw Error(fmt::format("model '{}' declares data ({}): give their values with --data-file "
                             "FILE.json, an object mapping each name to a number or an array",
                             info.name, fmt::join(names, ", ")));
-  const json file = read_json_file(path, "data file");
+  return read_data_values_json(info, read_json_file(path, "data file"), path);
+}
+
+std::vector<double> read_data_values_json(const ModelInfo& info, const json& file,
+                                          const std::string& path) {
+  std::vector<std::string> names;
+  for (const VarInfo& d : info.data)
+    names.push_back("'" + d.name + "'");
   if (!file.is_object())
     throw Error(fmt::format("{}: expected a JSON object mapping data names to values", path));
-  for (const auto& [key, value] : file.items()) {
+  for (const auto& item : file.items()) {
+    const std::string& key = item.key();
     bool known = std::any_of(info.data.begin(), info.data.end(),
                              [&](const VarInfo& d) { return d.name == key; });
     if (!known)

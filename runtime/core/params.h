@@ -26,9 +26,17 @@ nlohmann::json parse_param_value(std::string_view text);
 std::vector<double> flatten_param(const ParamInfo& p, const nlohmann::json& value,
                                   const std::string& where, const std::string& kind = "parameter");
 
+// The JSON document in `text` (a file's bytes; `source` names it in messages). Throws ssm::Error
+// for text that is not UTF-8 (a UTF-16 or binary file) or not JSON; a UTF-8 byte-order mark is
+// skipped.
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
+
 // The values of the model's data items from a --data-file JSON object (flat, in the layout of
 // ModelInfo::data); empty for a model without data. Throws ssm::Error naming the file and item.
 std::vector<double> read_data_values(const ModelInfo& info, const std::string& path);
+// Same, with the file already parsed (`path` names it in messages).
+std::vector<double> read_data_values_json(const ModelInfo& info, const nlohmann::json& file,
+                                          const std::string& path);
 
 // Applies the sources in order. `params_file` may be empty (no file). `assignments` are the
 // `name=value` strings of --param. Checks shapes, finiteness, prior support and cov_matrix

@@ -208,6 +208,14 @@ TEST_CASE("parameter value syntax", "[runtime][params]") {
   CHECK_THAT(error_of([] { ssm::parse_param_value("[1,2"); }), Contains("missing ']'"));
   CHECK_THAT(error_of([] { ssm::parse_param_value("abc"); }), Contains("'abc' is not a number"));
   CHECK_THAT(error_of([] { ssm::parse_param_value("1 2"); }), Contains("unexpected '2'"));
+  // Deep nesting is refused before it exhausts the stack (fuzz/corpus/json), and a long value is
+  // shown by its start.
+  const std::string deep(100000, '[');
+  const std::string message = error_of([&] { ssm::parse_param_value(deep); });
+  CHECK_THAT(message, Contains("arrays nested more than 32 deep"));
+  CHECK_THAT(message, Contains("cannot parse '" + std::string(60, '[') + "...'"));
+  CHECK(message.size() < 300);
+  CHECK(ssm::parse_param_value(std::string(32, '[') + std::string(32, ']')).is_array());
 }
 
 TEST_CASE("parameter resolution", "[runtime][params]") {
