@@ -4,6 +4,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes.h"
+#include "plugin_loader.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -13,8 +14,10 @@
 #include <chrono>
 #include <map>
 #include <new>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
+#include <system_error>
 
 namespace ssm::passes {
 
@@ -46,6 +49,10 @@ void verify_or_throw(const ir::Model& model, std::string_view after) {
                                         fmt::join(errors, "\n  "), ir::print(model)));
 }
 } // namespace
+
+PluginFault::PluginFault(const std::string& plugin, const std::string& pass,
+                         const std::string& what)
+    : std::logic_error(fmt::format("in pass '{}': {}", pass, what)), plugin_(plugin) {}
 
 DuplicatePassError::DuplicatePassError(const std::string& pass)
     : PassError(fmt::format("a pass named '{}' is already registered", pass)), pass_(pass) {}
@@ -100,12 +107,23 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
     auto start = clock::now();
     try {
       pass->run(model, context);
-    } catch (const std::runtime_error&) {
-      throw; // a pass's own error for the user (PassError, an I/O failure)
+    } catch (const PassError&) {
+      throw; // a pass's own error for the user
+    } catch (const std::system_error&) {
+      throw; // the environment's (a file a pass writes, std::filesystem)
     } catch (const std::bad_alloc&) {
       throw;
-    } catch (const std::exception& e) { // a broken invariant: name the pass
-      throw ir::InternalError(fmt::format("in pass '{}': {}", pass->name(), e.what()));
+    } catch (const std::exception& e) {
+      // A plugin reports the user's problems with any std::runtime_error (docs/passes.md); ssmc's
+      // own passes use PassError, so that another std::runtime_error (std::range_error) of theirs
+      // is a bug, as is any other exception (std::out_of_range) of either.
+      const std::string name(pass->name());
+      const std::optional<std::string> plugin = plugin_of(name);
+      if (plugin && dynamic_cast<const std::runtime_error*>(&e))
+        throw;
+      if (plugin)
+        throw PluginFault(*plugin, name, e.what());
+      throw ir::InternalError(fmt::format("in pass '{}': {}", name, e.what()));
     }
     times.emplace_back(pass->name(), std::chrono::duration<double>(clock::now() - start).count());
     if (options_.verify)

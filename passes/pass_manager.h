@@ -20,6 +20,17 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// A pass of a plugin (--load-pass) failed other than by a PassError: a bug in the plugin, which the
+// driver reports as such, naming the plugin, never as the model's fault or ssmc's.
+class PluginFault : public std::logic_error {
+public:
+  PluginFault(const std::string& plugin, const std::string& pass, const std::string& what);
+  const std::string& plugin() const { return plugin_; }
+
+private:
+  std::string plugin_;
+};
+
 // Thrown by register_pass for a name that is already registered.
 class DuplicatePassError : public PassError {
 public:

@@ -30,13 +30,19 @@ std::map<void*, Loaded>& loaded_plugins() {
 
 // Which plugin registered a pass, for the message about a name clash.
 std::string owner_of(const std::string& pass) {
-  for (const auto& [handle, plugin] : loaded_plugins())
-    if (std::find(plugin.passes.begin(), plugin.passes.end(), pass) != plugin.passes.end())
-      return fmt::format("the plugin '{}'", plugin.path);
+  if (std::optional<std::string> plugin = plugin_of(pass))
+    return fmt::format("the plugin '{}'", *plugin);
   return "a built-in pass of ssmc";
 }
 
 } // namespace
+
+std::optional<std::string> plugin_of(std::string_view pass) {
+  for (const auto& [handle, plugin] : loaded_plugins())
+    if (std::find(plugin.passes.begin(), plugin.passes.end(), pass) != plugin.passes.end())
+      return plugin.path;
+  return std::nullopt;
+}
 
 std::vector<std::string> load_plugin(const std::string& path) {
   auto fail = [&](std::string_view why) {

@@ -4,7 +4,9 @@
 
 #include "pass_manager.h"
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ssm::passes {
@@ -15,5 +17,8 @@ namespace ssm::passes {
 // built for another interface, or registers a pass whose name is taken. Returns the names of the
 // passes it registered.
 std::vector<std::string> load_plugin(const std::string& path);
+
+// The path of the plugin that registered the pass `name`; nullopt for a built-in pass.
+std::optional<std::string> plugin_of(std::string_view pass);
 
 } // namespace ssm::passes

@@ -1,5 +1,6 @@
 // A plugin whose pass breaks an invariant (std::out_of_range, as a bad vector::at would): ssmc must
-// report an internal compiler error naming the pass and what it was doing, with exit status 70.
+// report a bug of this plugin, naming it, the pass and what ssmc was doing, with exit status 70,
+// never the model's error or ssmc's.
 #include "passes/plugin.h"
 
 #include <stdexcept>

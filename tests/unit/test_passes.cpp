@@ -169,3 +169,38 @@ TEST_CASE("the pass manager rejects an unknown pass by name", "[passes]") {
     CHECK(std::string(e.what()).find("constant-fold") != std::string::npos);
   }
 }
+
+TEST_CASE("a pass of ssmc that throws other than a PassError is an internal error", "[passes]") {
+  // Passes of ssmc's own (no plugin owns them).
+  class RangeError : public passes::Pass {
+  public:
+    std::string_view name() const override { return "test-range-error"; }
+    std::string_view description() const override { return "throws std::range_error"; }
+    void run(ir::Model&, passes::PassContext&) override {
+      throw std::range_error("weight out of range");
+    }
+  };
+  class UserError : public passes::Pass {
+  public:
+    std::string_view name() const override { return "test-pass-error"; }
+    std::string_view description() const override { return "throws PassError"; }
+    void run(ir::Model&, passes::PassContext&) override {
+      throw passes::PassError("the model has no observation");
+    }
+  };
+  ir::Model m = ar1();
+  passes::PassContext ctx;
+  std::ostringstream log;
+  // std::range_error is a std::runtime_error, which a plugin may throw for the user: not so here.
+  passes::PassManager range_error;
+  range_error.add(std::make_unique<RangeError>());
+  try {
+    range_error.run(m, ctx, log);
+    FAIL("no exception");
+  } catch (const ir::InternalError& e) {
+    CHECK(std::string(e.what()) == "in pass 'test-range-error': weight out of range");
+  }
+  passes::PassManager user_error;
+  user_error.add(std::make_unique<UserError>());
+  CHECK_THROWS_AS(user_error.run(m, ctx, log), passes::PassError);
+}

@@ -32,4 +32,13 @@ int internal_compiler_error(const std::string& what, int argc, char** argv) {
   return kInternalErrorStatus;
 }
 
+int plugin_fault(const std::string& plugin, const std::string& what) {
+  fmt::print(std::cerr,
+             "ssmc: error: the plugin '{}' failed while {}: {}\n"
+             "ssmc: note: this is a bug in the plugin, not in ssmc or the model; please report it "
+             "to the plugin's authors\n",
+             plugin, current_activity, what);
+  return kInternalErrorStatus;
+}
+
 } // namespace ssm::tools

@@ -18,4 +18,8 @@ const std::string& activity();
 // returns kInternalErrorStatus.
 int internal_compiler_error(const std::string& what, int argc, char** argv);
 
+// Prints "ssmc: error: the plugin 'P' failed while <activity>: <what>" and a note that the bug is
+// the plugin's; returns kInternalErrorStatus.
+int plugin_fault(const std::string& plugin, const std::string& what);
+
 } // namespace ssm::tools

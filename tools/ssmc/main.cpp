@@ -736,6 +736,8 @@ int main(int argc, char** argv) {
   } catch (const std::runtime_error& e) { // a problem of the input or the environment
     fmt::print(std::cerr, "ssmc: error: {}\n", e.what());
     return 1;
+  } catch (const ssm::passes::PluginFault& e) { // a plugin's bug: never shown as ssmc's
+    return ssm::tools::plugin_fault(e.plugin(), e.what());
   } catch (const std::exception& e) { // a broken invariant: never shown as the model's fault
     return ssm::tools::internal_compiler_error(e.what(), argc, argv);
   } catch (...) {
