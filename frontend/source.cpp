@@ -115,10 +115,18 @@ bool check_nesting(std::string_view text, std::size_t begin, DiagnosticEngine& d
       ++nesting;
     }
     if (nesting > max_nesting) {
+      // Mostly operators: a long flat chain (a sum of hundreds of terms), which the parser's
+      // tree nests one level per operator, not brackets the user can see.
+      const int brackets = static_cast<int>(operators.size()) - 1;
       diags.error(diags.loc(pos, pos + 1),
-                  fmt::format("expression nested too deeply: more than {} levels of brackets "
-                              "and operators",
-                              max_nesting));
+                  nesting - brackets > 2 * brackets
+                      ? fmt::format("expression too long: more than {} levels in one chain of "
+                                    "operators (each operator, and each indexed or bracketed "
+                                    "term, nests the expression one level deeper)",
+                                    max_nesting)
+                      : fmt::format("expression nested too deeply: more than {} levels of "
+                                    "brackets and operators",
+                                    max_nesting));
       return false;
     }
   }
