@@ -131,6 +131,12 @@ void add_global_options(CLI::App& app, cli::Globals& g, std::string& seed_text) 
   app.add_option("--data-file", g.data_values_file,
                  "JSON file with an object mapping the model's data items to values")
       ->type_name("FILE.json");
+  app.add_option("--progress", g.progress,
+                 "Progress of long runs on standard error: auto (on a terminal, once a run "
+                 "takes over a second), always (from the first step, wherever standard error "
+                 "goes), never")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
 }
 
 // A parse error's message; without a subcommand CLI11 reports only that one is required, even

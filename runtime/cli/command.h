@@ -27,7 +27,8 @@ struct Globals {
   uint64_t seed = 1;
   std::vector<std::string> params;
   std::string params_file;
-  std::string data_values_file; // --data-file
+  std::string data_values_file;  // --data-file
+  std::string progress = "auto"; // auto (on a terminal, for runs over a second), always, never
 };
 
 struct Context {
@@ -103,6 +104,12 @@ protected:
   // task does (optimize --method lbfgs --e-step ffbsi): a UsageError when the method was named,
   // a warning when `auto` chose it. Flags no method lists are the task's own and always read.
   void check_flags_read(const Context& c, const Method& chosen) const;
+  // What `auto` runs: the registry's first applicable method, unless the command knows better
+  // from its own options (smooth's --marginals).
+  virtual const Method& auto_choice(const Context& c, const ssm_model& model,
+                                    const ModelInfo& info) const {
+    return c.registry.choose(task_, model, info);
+  }
   // Whether to write the CSV: to --out, or to standard output without --json.
   bool write_csv() const { return !out_.empty() || !json_; }
 
@@ -131,32 +138,37 @@ void print_json(const Context& c, nlohmann::json j, const ObsData& data);
 // Progress on a terminal only, and only for runs long enough to need it.
 class Progress {
 public:
-  Progress(const Context& c, const char* what); // what: "filter", "smooth (filter pass)"
-  void operator()(int64_t t, int64_t T);
+  Progress(const Context& c, const char* what); // what: "filter", "smooth"
+  void operator()(int64_t done, int64_t total); // `done` counts from 0: done + 1 steps are done
+  void phase(const char* phase);                // the steps from now on: "backward pass"
   void finish();
 
 private:
   std::FILE* err_;
   std::string prog_;
-  bool enabled_;
+  // immediate_: from the first step (--progress always); tty_: redraw one line, else a line each
+  bool tty_, enabled_, immediate_;
   const char* what_;
+  std::string phase_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
-  bool shown_ = false;
+  bool shown_ = false, fresh_ = true;
 };
 
 // Runs `entry` (a method's entry point) with a pool of --threads threads and progress on the
-// terminal (`what`: "filter", "smooth (filter pass)"); the run's data must be set.
+// terminal (`what`: "filter", "smooth"); the run's data must be set.
 template <class Entry>
 auto run_method(const Context& c, MethodRun& run, const char* what, const Entry& entry) {
   ThreadPool pool(c.globals.threads);
   Progress progress(c, what);
   run.pool = &pool;
   run.progress = [&](int64_t t, int64_t n) { progress(t, n); };
+  run.progress_phase = [&](const char* phase) { progress.phase(phase); };
   try {
     auto result = entry(run);
     progress.finish();
     run.pool = nullptr;
     run.progress = nullptr;
+    run.progress_phase = nullptr;
     return result;
   } catch (...) {
     progress.finish();

@@ -2,6 +2,7 @@
 // structure report and the methods that apply, as text or JSON.
 #include "cli/command.h"
 #include "learning/score.h"
+#include "smoothing/methods.h"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,11 @@ std::vector<std::string> applicable(const Context& c, Task task) {
   std::vector<std::string> out;
   for (const Method* m : c.registry.applicable(task, c.model, c.info))
     out.push_back(m->name);
+  if (task == Task::Smooth && !out.empty()) { // smooth's default wants the marginals
+    const std::string first = smooth_auto_choice(c.registry, c.model, c.info, true).name;
+    std::erase(out, first);
+    out.insert(out.begin(), first);
+  }
   return out;
 }
 

@@ -111,7 +111,7 @@ const Method& TaskCommand::method(const Context& c, const ssm_model& model,
           m->check(start(c, model, info));
           break;
         }
-    const Method& chosen = c.registry.choose(task_, model, info);
+    const Method& chosen = auto_choice(c, model, info);
     check_flags_read(c, chosen);
     return chosen;
   }
@@ -177,22 +177,33 @@ void print_json(const Context& c, nlohmann::json j, const ObsData& data) {
 }
 
 Progress::Progress(const Context& c, const char* what)
-    : err_(c.err), prog_(c.prog), enabled_(::isatty(::fileno(c.err)) == 1), what_(what) {}
+    : err_(c.err), prog_(c.prog), tty_(::isatty(::fileno(c.err)) == 1),
+      enabled_(c.globals.progress == "always" || (c.globals.progress == "auto" && tty_)),
+      immediate_(c.globals.progress == "always"), what_(what) {}
 
-void Progress::operator()(int64_t t, int64_t T) {
+void Progress::operator()(int64_t done, int64_t total) {
   if (!enabled_)
     return;
   auto now = std::chrono::steady_clock::now();
-  if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200))
+  // A phase's first step is shown at once (`fresh_`), later ones at most every 200 ms.
+  if ((!immediate_ && now - start_ < std::chrono::seconds(1)) ||
+      (!fresh_ && now - last_ < std::chrono::milliseconds(200)))
     return;
+  fresh_ = false;
   last_ = now;
   shown_ = true;
-  fmt::print(err_, "\r{} {}: t = {}/{} ({}%)", prog_, what_, t + 1, T, 100 * (t + 1) / T);
+  fmt::print(err_, "{}{} {}{}: {}/{} ({}%){}", tty_ ? "\r\033[K" : "", prog_, what_, phase_,
+             done + 1, total, 100 * (done + 1) / total, tty_ ? "" : "\n");
   std::fflush(err_);
 }
 
+void Progress::phase(const char* phase) {
+  phase_ = fmt::format(" ({})", phase);
+  fresh_ = true;
+}
+
 void Progress::finish() {
-  if (shown_)
+  if (shown_ && tty_)
     fmt::print(err_, "\r\033[K");
 }
 

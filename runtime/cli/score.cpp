@@ -49,9 +49,8 @@ public:
                               "score, and --method {} is a particle smoother (the exact ones, "
                               "where the structure allows: rts, forward-backward)",
                               m.name));
-    const ScoreResult r = run_method(c, run, "score (filter pass)", [&](const MethodRun& one) {
-      return estimate_score(m, one, replicates_);
-    });
+    const ScoreResult r = run_method(
+        c, run, "score", [&](const MethodRun& one) { return estimate_score(m, one, replicates_); });
     nlohmann::json info_json = nullptr;
     if (information_) {
       std::vector<int64_t> components;

@@ -44,6 +44,13 @@ public:
                      .json = "Print a JSON summary on standard output",
                      .method_type = "METHOD"}) {}
 
+  // paris, unless the marginals are wanted (the default): then ffbsi (smooth_auto_choice).
+  const Method& auto_choice(const Context& c, const ssm_model& model,
+                            const ModelInfo& info) const override {
+    return smooth_auto_choice(c.registry, model, info,
+                              options_.toggle("--marginals").value_or(true));
+  }
+
   void run(const Context& c, const ParamValues& values) override {
     const Method& m = method(c);
     MethodRun run = start(c);
@@ -55,9 +62,8 @@ public:
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
-    const SmoothResult r = run_method(c, run, "smooth (filter pass)", [&](const MethodRun& one) {
-      return smooth_each_series(m, one);
-    });
+    const SmoothResult r = run_method(
+        c, run, "smooth", [&](const MethodRun& one) { return smooth_each_series(m, one); });
     if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
     const std::optional<std::string> low_acceptance = acceptance_warning(r);

@@ -89,7 +89,9 @@ struct MethodRun {
   const ObsData* data = nullptr;
   ThreadPool* pool = nullptr; // with `threads` threads, while the entry point runs
   std::function<void(int64_t, int64_t)> progress{}; // (t, T) after each step; may be empty
-  const MethodRegistry* registry = nullptr;         // the methods a refusal may point to
+  // Names the phase that `progress` reports from then on ("backward pass"); may be empty.
+  std::function<void(const char*)> progress_phase{};
+  const MethodRegistry* registry = nullptr; // the methods a refusal may point to
   // The caller reads only the log-likelihood (PMMH): a filter may skip its per-step outputs.
   bool likelihood_only = false;
 

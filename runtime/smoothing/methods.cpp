@@ -199,12 +199,23 @@ SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& 
       filter == "auto" ? registry.choose(Task::Filter, run.model, run.info, true).name : filter;
   opt.filter = particle_filter_options(forward_pass, v, run.seed);
   opt.filter.progress = run.progress;
+  opt.progress_phase = run.progress_phase;
   opt.lag = v.integer("--lag");
   opt.trajectories = v.integer("--trajectories");
   opt.backward_samples = v.integer("--backward-samples");
   opt.max_trials = v.integer("--max-trials");
   opt.mcmc_steps = v.integer("--mcmc-steps");
   return opt;
+}
+
+const Method& smooth_auto_choice(const MethodRegistry& registry, const ssm_model& model,
+                                 const ModelInfo& info, bool marginals) {
+  const Method& chosen = registry.choose(Task::Smooth, model, info);
+  const std::optional<SmoothMethod> id = parse_smooth_method(chosen.name);
+  if (!marginals || !id || !is_online(*id))
+    return chosen;
+  const Method* offline = registry.find(Task::Smooth, smooth_method_name(SmoothMethod::Ffbsi));
+  return offline && !offline->why_not(model, info) ? *offline : chosen;
 }
 
 void select_functionals(ModelInfo& info, const std::vector<std::string>& names) {

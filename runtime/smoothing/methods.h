@@ -38,6 +38,14 @@ void register_smoothers(MethodRegistry& registry);
 SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& name,
                              const MethodRun& run);
 
+// `auto`'s smoother for `smooth`: the registry's choice, except when the per-t marginals are
+// wanted (`marginals`, the default) and that choice is online (paris). An online smoother's
+// marginals carry O(T) statistics per particle, O(N T^2) time in all (165 s for T = 2000 and
+// N = 1000 against ffbsi's 1 s, docs/cli.md), so ffbsi, O(N T) with rejection, runs instead when
+// it applies.
+const Method& smooth_auto_choice(const MethodRegistry& registry, const ssm_model& model,
+                                 const ModelInfo& info, bool marginals);
+
 // Keeps only the functionals named by --functional (all when none is named). Throws ssm::Error
 // naming an unknown one.
 void select_functionals(ModelInfo& info, const std::vector<std::string>& names);

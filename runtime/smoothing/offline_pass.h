@@ -38,6 +38,11 @@ struct OfflinePass {
   void store_state_moments(const double* ws, const double* x_t);
   // The terms at t = 0 (x_prev NaN) weighted by ws.
   void add_initial_terms(const double* ws);
+  // Progress on the terminal: the backward pass has done `done` + 1 of its T steps.
+  void report(int64_t done) const {
+    if (opt.filter.progress)
+      opt.filter.progress(done, sys.T);
+  }
 };
 
 void ffbsm_pass(OfflinePass& p); // ffbsm.cpp

@@ -51,6 +51,9 @@ struct SmoothOptions {
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
   // methods only when asked, since they then carry O(T) statistics per particle.
   bool marginals = true;
+  // Names the phase that filter.progress reports from then on ("backward pass"): the backward
+  // passes report their steps through filter.progress too. May be empty.
+  std::function<void(const char*)> progress_phase;
 };
 
 // Refuses, before any computation, a method that the model's structure cannot support or that

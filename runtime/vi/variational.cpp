@@ -423,7 +423,7 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       count = 0;
     }
     if (progress)
-      progress(step + 1, opt.iterations);
+      progress(step, opt.iterations); // step + 1 of them done
   }
   theta_good = to_vector(p.theta());
   return "";

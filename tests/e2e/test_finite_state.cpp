@@ -353,7 +353,7 @@ TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") 
   const nlohmann::json sv =
       nlohmann::json::parse(run_ok({example_exe("sv"), "info", "--json"}).out);
   CHECK(sv["methods"]["filter"][0] == "bootstrap");
-  CHECK(sv["methods"]["smooth"][0] == "paris");
+  CHECK(sv["methods"]["smooth"][0] == "ffbsi"); // paris with --no-marginals (docs/cli.md)
 }
 
 TEST_CASE("a lag of 3 on a finite state: forward, forward-backward and Viterbi by enumeration",

@@ -16,6 +16,7 @@
 #include <cmath>
 
 using namespace e2e;
+using Catch::Contains;
 
 namespace {
 
@@ -517,9 +518,45 @@ model smooth_newcomer {
   CHECK(j.at("chosen_by") == "auto");
   CHECK(j.at("marginals") == true);
   CHECK(j.at("functionals").contains("total"));
+  // ffbsi: an online smoother's marginals cost O(N T^2) (docs/cli.md); without them, paris.
+  CHECK(j.at("method") == "ffbsi");
+  const nlohmann::json no_marginals = nlohmann::json::parse(
+      run_ok({exe, "smooth", "--data", sim, "--no-marginals", "--functional", "total", "--json"})
+          .out);
+  CHECK(no_marginals.at("method") == "paris");
+  CHECK(no_marginals.at("chosen_by") == "auto");
   // Named, an online method keeps its constant memory unless --marginals asks for them.
   const nlohmann::json online = nlohmann::json::parse(
       run_ok({exe, "smooth", "--data", sim, "--method", "paris", "--functional", "total", "--json"})
           .out);
   CHECK(online.at("marginals") == false);
+}
+
+TEST_CASE("smooth reports each pass's progress with --progress always, and nothing otherwise "
+          "when standard error is not a terminal",
+          "[smooth][progress]") {
+  const std::string& exe = example_exe("sv");
+  const std::string sim = scratch_path("progress-sim.csv");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "3", "--out", sim});
+  const std::vector<std::string> ffbsm = {exe,     "smooth",      "--data", sim,     "--method",
+                                          "ffbsm", "--particles", "50",     "--out", "/dev/null"};
+  std::vector<std::string> always = ffbsm;
+  always.insert(always.end(), {"--progress", "always"});
+  const ProcessResult shown = run_ok(always);
+  // A line each (standard error is a pipe here), the first step of each phase at once.
+  CHECK_THAT(shown.err, Contains(" smooth (forward pass): 1/20 (5%)\n"));
+  CHECK_THAT(shown.err, Contains(" smooth (backward pass): 1/20 (5%)\n"));
+  CHECK(shown.err.find("\r") == std::string::npos);
+  CHECK(shown.err.find("(forward pass)") < shown.err.find("(backward pass)"));
+  // The default shows progress on a terminal only; never, nowhere.
+  CHECK(run_ok(ffbsm).err.empty());
+  std::vector<std::string> never = ffbsm;
+  never.insert(never.end(), {"--progress", "never"});
+  CHECK(run_ok(never).err.empty());
+  // The filter's steps, and the iterations of other commands, are counted the same way.
+  const ProcessResult filter = run_ok({exe, "filter", "--data", sim, "--particles", "50",
+                                       "--progress", "always", "--out", "/dev/null"});
+  CHECK_THAT(filter.err, Contains(" filter: 1/20 (5%)\n"));
+  const ProcessResult bad = run_process({exe, "filter", "--data", sim, "--progress", "sometimes"});
+  CHECK(bad.exit_code == 2);
 }
