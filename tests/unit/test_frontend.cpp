@@ -581,3 +581,36 @@ TEST_CASE("an untyped deterministic observation of a simulator has its value's s
   CHECK(m.obs[1].shape == ir::Shape::vector(2));
   CHECK(m.obs[2].shape == ir::Shape::vector(2));
 }
+
+TEST_CASE("sum, and zeros and ones of a matrix's shape", "[frontend]") {
+  ir::Model m = compile(R"(model s {
+    const M = [[1, 2], [3, 4]];
+    const total = sum(M) + sum([1, 2, 3]) + sum(5); // 10 + 6 + 5
+    const Z = zeros(2, 3) + ones(2, 3);
+    param P : matrix[2, 3] = Z / 3;
+    state x : vector[2];
+    obs y : real;
+    x[0] ~ normal(zeros(2), 1);
+    x[t] ~ normal(x[t-1], 1);
+    y[t] ~ normal(sum(x[t]) + total, 1);
+  })");
+  REQUIRE(m.consts.size() == 3);
+  CHECK(m.consts[1].values == std::vector<double>{21});
+  CHECK(m.consts[2].shape == Shape::matrix(2, 3));
+  CHECK(m.consts[2].values == std::vector<double>(6, 1.0));
+  CHECK(m.params[0].default_value == std::vector<double>(6, 1.0 / 3));
+  // In a relation, the sum of a vector is its dot product with ones.
+  const ir::Node& mean = arg(m.observation, m.observation.relations.at(0), 0);
+  const ir::Node& s = operand(m.observation, mean, 0);
+  CHECK(s.op == Op::Call);
+  CHECK(s.fn == "dot");
+  CHECK(operand(m.observation, s, 0).op == Op::State);
+  CHECK(operand(m.observation, s, 1).values == std::vector<double>{1, 1});
+  const std::string model = "model e { state x : real; obs y : real; x[0] ~ normal(0, 1); "
+                            "x[t] ~ normal(x[t-1], 1); y[t] ~ normal(x[t] + ";
+  CHECK(diagnostics_of(model + "sum(1, 2), 1); }")
+            .find("sum(x) takes 1 argument, but 2 were given") != std::string::npos);
+  CHECK(diagnostics_of(model + "sum(zeros(2, 3, 4)), 1); }")
+            .find("zeros(n) and zeros(rows, columns) take 1 or 2 arguments, but 3 were given") !=
+        std::string::npos);
+}
