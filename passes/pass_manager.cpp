@@ -92,7 +92,7 @@ void PassManager::add_pipeline(std::string_view names) {
       if (!pass)
         throw PassError(fmt::format("unknown pass '{}'; known passes: {}", name,
                                     fmt::join(registered_passes(), ", ")));
-      add(std::move(pass));
+      add(std::move(pass), plugin_of(name)); // by the name it was registered under
     }
     start = end + 1;
   }
@@ -103,7 +103,8 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
   if (options_.verify)
     verify_or_throw(model, "the frontend");
   std::vector<std::pair<std::string, double>> times;
-  for (auto& pass : passes_) {
+  for (auto& [pass, plugin] : passes_) {
+    const std::string name(pass->name());
     auto start = clock::now();
     try {
       pass->run(model, context);
@@ -117,21 +118,31 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
       // A plugin reports the user's problems with any std::runtime_error (docs/passes.md); ssmc's
       // own passes use PassError, so that another std::runtime_error (std::range_error) of theirs
       // is a bug, as is any other exception (std::out_of_range) of either.
-      const std::string name(pass->name());
-      const std::optional<std::string> plugin = plugin_of(name);
       if (plugin && dynamic_cast<const std::runtime_error*>(&e))
         throw;
       if (plugin)
         throw PluginFault(*plugin, name, e.what());
       throw ir::InternalError(fmt::format("in pass '{}': {}", name, e.what()));
+    } catch (...) {
+      const char* what = "an exception of unknown type";
+      if (plugin)
+        throw PluginFault(*plugin, name, what);
+      throw ir::InternalError(fmt::format("in pass '{}': {}", name, what));
     }
-    times.emplace_back(pass->name(), std::chrono::duration<double>(clock::now() - start).count());
-    if (options_.verify)
-      verify_or_throw(model, fmt::format("pass '{}'", pass->name()));
+    times.emplace_back(name, std::chrono::duration<double>(clock::now() - start).count());
+    if (options_.verify) {
+      try {
+        verify_or_throw(model, fmt::format("pass '{}'", name));
+      } catch (const ir::InternalError& e) {
+        if (plugin) // the plugin's transform broke the IR
+          throw PluginFault(*plugin, name, e.what());
+        throw;
+      }
+    }
     const auto& pa = options_.print_after;
-    if (std::find(pa.begin(), pa.end(), pass->name()) != pa.end() ||
+    if (std::find(pa.begin(), pa.end(), name) != pa.end() ||
         std::find(pa.begin(), pa.end(), "all") != pa.end())
-      fmt::print(log, "; IR after {}\n{}\n", pass->name(), ir::print(model));
+      fmt::print(log, "; IR after {}\n{}\n", name, ir::print(model));
   }
   if (options_.time_passes) {
     double total = 0;

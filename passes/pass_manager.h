@@ -5,7 +5,9 @@
 #include "pass.h"
 
 #include <iosfwd>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace ssm::passes {
 
@@ -47,14 +49,22 @@ public:
 
   // Parses "a,b,c"; throws PassError naming an unknown pass and listing the known ones.
   void add_pipeline(std::string_view names);
-  void add(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+  // `plugin`: the file of the plugin that registered the pass, which a failure of it blames.
+  void add(std::unique_ptr<Pass> pass, std::optional<std::string> plugin = std::nullopt) {
+    passes_.push_back({std::move(pass), std::move(plugin)});
+  }
 
-  // Throws PassError if the verifier rejects the IR after a pass (a compiler bug).
+  // Throws the pass's PassError (the user's problem), a PluginFault for a plugin's pass that
+  // fails otherwise or leaves invalid IR, and an ir::InternalError for ssmc's own.
   void run(ir::Model& model, PassContext& context, std::ostream& log);
 
 private:
+  struct Entry {
+    std::unique_ptr<Pass> pass;
+    std::optional<std::string> plugin;
+  };
   PassManagerOptions options_;
-  std::vector<std::unique_ptr<Pass>> passes_;
+  std::vector<Entry> passes_;
 };
 
 } // namespace ssm::passes

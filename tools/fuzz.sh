@@ -3,7 +3,7 @@
 # readers) with clang++-14 in their own build directory and runs each on its corpus kept in the
 # repository: the frontend for SECONDS, each reader for a third of that. Exits non-zero if
 # libFuzzer finds a crash, a leak, undefined behaviour or a hang; the input is then in
-# <build>/fuzz/artifacts/<target>/.
+# <build>/fuzz/artifacts/<corpus>/ (frontend, csv, json).
 # Usage: tools/fuzz.sh [SECONDS (default 60)] [more libFuzzer arguments...]
 # Environment: SSMC_FUZZ_BUILD_DIR (default build-fuzz), SSMC_FUZZ_JOBS (build jobs, default 2).
 set -euo pipefail

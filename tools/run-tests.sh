@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs the whole test suite, then fuzzes the frontend for a minute.
+# Sets everything up, builds, and runs the whole test suite, then fuzzes the frontend for a minute
+# and the CSV and JSON readers for 20 s each (tests/fuzz, with their own instrumented build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 ctest --test-dir build --output-on-failure -j2
-# A short fuzzing run of the frontend (tests/fuzz): any crash fails the run.
+# A short fuzzing run of the frontend and the readers (tests/fuzz): any finding fails the run.
 tools/fuzz.sh 60

@@ -135,7 +135,8 @@ void print_json(const Context& c, const nlohmann::json& j);
 // The same for a summary of a run on `data`: with several series, "series" lists their names.
 void print_json(const Context& c, nlohmann::json j, const ObsData& data);
 
-// Progress on a terminal only, and only for runs long enough to need it.
+// Progress on standard error (--progress): by default on a terminal only, and only for runs long
+// enough to need it.
 class Progress {
 public:
   Progress(const Context& c, const char* what); // what: "filter", "smooth"
@@ -172,6 +173,9 @@ auto run_method(const Context& c, MethodRun& run, const char* what, const Entry&
     return result;
   } catch (...) {
     progress.finish();
+    run.pool = nullptr;
+    run.progress = nullptr;
+    run.progress_phase = nullptr;
     throw;
   }
 }

@@ -185,9 +185,9 @@ void Progress::operator()(int64_t done, int64_t total) {
   if (!enabled_)
     return;
   auto now = std::chrono::steady_clock::now();
-  // A phase's first step is shown at once (`fresh_`), later ones at most every 200 ms.
+  // A phase's first and last steps are shown at once, the others at most every 200 ms.
   if ((!immediate_ && now - start_ < std::chrono::seconds(1)) ||
-      (!fresh_ && now - last_ < std::chrono::milliseconds(200)))
+      (!fresh_ && done + 1 < total && now - last_ < std::chrono::milliseconds(200)))
     return;
   fresh_ = false;
   last_ = now;

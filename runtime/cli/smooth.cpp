@@ -44,11 +44,20 @@ public:
                      .json = "Print a JSON summary on standard output",
                      .method_type = "METHOD"}) {}
 
-  // paris, unless the marginals are wanted (the default): then ffbsi (smooth_auto_choice).
+  // paris, unless the marginals are wanted (the default): then ffbsi when the model has a density
+  // bound (smooth_auto_choice). A flag that only the online choice reads (--backward-samples,
+  // --mcmc-steps, --backward mcmc) keeps it: the user asked for what it does.
   const Method& auto_choice(const Context& c, const ssm_model& model,
                             const ModelInfo& info) const override {
-    return smooth_auto_choice(c.registry, model, info,
-                              options_.toggle("--marginals").value_or(true));
+    const Method& chosen = c.registry.choose(task_, model, info);
+    const Method& instead =
+        smooth_auto_choice(c.registry, model, info, options_.toggle("--marginals").value_or(true));
+    if (&instead == &chosen || options_.word("--backward") == "mcmc")
+      return chosen;
+    for (const std::string& flag : chosen.options)
+      if (app_->count(flag) > 0 && std::ranges::count(instead.options, flag) == 0)
+        return chosen;
+    return instead;
   }
 
   void run(const Context& c, const ParamValues& values) override {

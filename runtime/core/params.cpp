@@ -46,7 +46,12 @@ json read_json_file(const std::string& path, const char* what) {
 
 // Text for a message: a long value (a pasted file) is shown by its start only.
 std::string start_of(std::string_view text) {
-  return text.size() > 80 ? std::string(text.substr(0, 60)) + "..." : std::string(text);
+  if (text.size() <= 80)
+    return std::string(text);
+  size_t cut = 60;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut; // not inside a UTF-8 character
+  return std::string(text.substr(0, cut)) + "...";
 }
 
 // Recursive-descent reader for the --param value syntax. Unlike strict JSON it accepts numbers

@@ -102,8 +102,6 @@ SmoothResult smooth_backward(const ssm_model& model, const ModelInfo& info,
   const StatLayout lay(info, true);
   SmoothResult r = make_result(info, opt.method, data.T, opt.filter.particles, true);
   StepTimer timer;
-  if (opt.progress_phase)
-    opt.progress_phase("forward pass");
   const StoredSystem sys =
       store_forward_pass(model, info, fixed, data, opt.filter, pool, timer, r.log_likelihood);
   OfflinePass pass = offline_pass(model, info, data, opt, pool, lay, sys, r);

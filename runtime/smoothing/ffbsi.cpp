@@ -34,7 +34,6 @@ std::vector<int64_t> draw_trajectories(const OfflinePass& p, int64_t M, bool rej
   AliasTable from_weights;
   const BackwardDensity density(model, ns, stride);
   for (int64_t t = T - 1; t >= 1; --t) {
-    p.report(T - 1 - t);
     const double* x_prev = sys.x_at(t - 1, ns);
     const double* x_cur = sys.x_at(t, ns);
     const double* W = sys.w_at(t - 1);
@@ -70,6 +69,7 @@ std::vector<int64_t> draw_trajectories(const OfflinePass& p, int64_t M, bool rej
       }
     });
     counts.collect();
+    p.report(T - 1 - t, T - 1);
   }
   return J;
 }

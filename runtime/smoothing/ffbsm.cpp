@@ -22,13 +22,13 @@ void ffbsm_pass(OfflinePass& p) {
   const int64_t part_width = N + lay.nsum + nper;
   std::vector<double> part(nb * part_width);
   for (int64_t t = T - 1; t >= 0; --t) {
-    p.report(T - 1 - t);
     // Pairs (t-1, t): the weights at t-1 and the functionals' terms at t.
     std::fill(q.begin(), q.end(), 0.0);
     p.store_state_moments(ws.data(), sys.x_at(t, ns));
     if (t == 0) {
       p.add_initial_terms(ws.data());
       lay.store_estimates(0, q.data(), r, info);
+      p.report(T - 1, T);
       break;
     }
     const double* x_prev = sys.x_at(t - 1, ns);
@@ -71,6 +71,7 @@ void ffbsm_pass(OfflinePass& p) {
     }
     lay.store_estimates(t, q.data(), r, info);
     std::swap(ws, ws_prev);
+    p.report(T - 1 - t, T);
   }
 }
 

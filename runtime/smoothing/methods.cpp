@@ -214,6 +214,8 @@ const Method& smooth_auto_choice(const MethodRegistry& registry, const ssm_model
   const std::optional<SmoothMethod> id = parse_smooth_method(chosen.name);
   if (!marginals || !id || !is_online(*id))
     return chosen;
+  if (!model.transition_log_bound)
+    return chosen;
   const Method* offline = registry.find(Task::Smooth, smooth_method_name(SmoothMethod::Ffbsi));
   return offline && !offline->why_not(model, info) ? *offline : chosen;
 }

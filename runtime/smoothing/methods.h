@@ -41,8 +41,9 @@ SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& 
 // `auto`'s smoother for `smooth`: the registry's choice, except when the per-t marginals are
 // wanted (`marginals`, the default) and that choice is online (paris). An online smoother's
 // marginals carry O(T) statistics per particle, O(N T^2) time in all (165 s for T = 2000 and
-// N = 1000 against ffbsi's 1 s, docs/cli.md), so ffbsi, O(N T) with rejection, runs instead when
-// it applies.
+// N = 1000 against ffbsi's 1 s, docs/cli.md), so ffbsi runs instead when it applies and the model
+// has a density bound: O(N T) by rejection. (Without one, ffbsi's exact draws cost O(N^2 T),
+// worse than paris's O(N T^2) when N > T.)
 const Method& smooth_auto_choice(const MethodRegistry& registry, const ssm_model& model,
                                  const ModelInfo& info, bool marginals);
 

@@ -38,10 +38,10 @@ struct OfflinePass {
   void store_state_moments(const double* ws, const double* x_t);
   // The terms at t = 0 (x_prev NaN) weighted by ws.
   void add_initial_terms(const double* ws);
-  // Progress on the terminal: the backward pass has done `done` + 1 of its T steps.
-  void report(int64_t done) const {
+  // Progress on the terminal: the backward pass has done `done` + 1 of its `total` steps.
+  void report(int64_t done, int64_t total) const {
     if (opt.filter.progress)
-      opt.filter.progress(done, sys.T);
+      opt.filter.progress(done, total);
   }
 };
 

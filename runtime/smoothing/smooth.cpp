@@ -119,6 +119,9 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
   SmoothOptions opt = options;
   if (opt.backward == BackwardSampling::Automatic)
     opt.backward = automatic_backward(model, opt);
+  // The particle methods' filter; the online ones and fixed-lag do all their work in it.
+  if (opt.progress_phase && !smoother(opt.method).exact)
+    opt.progress_phase("forward pass");
   switch (opt.method) {
   case SmoothMethod::Rts:
     return smooth_rts(model, info, fixed, data);

@@ -525,6 +525,18 @@ model smooth_newcomer {
           .out);
   CHECK(no_marginals.at("method") == "paris");
   CHECK(no_marginals.at("chosen_by") == "auto");
+  // A flag only paris reads keeps it, with its marginals: the user asked for what it does.
+  for (const std::vector<std::string>& flag : std::vector<std::vector<std::string>>{
+           {"--backward-samples", "4"}, {"--backward", "mcmc"}, {"--mcmc-steps", "2"}}) {
+    std::vector<std::string> argv = {exe, "smooth", "--data", sim, "--json", "--out", "/dev/null"};
+    argv.insert(argv.end(), flag.begin(), flag.end());
+    const ProcessResult r = run_ok(argv);
+    INFO(flag[0]);
+    CHECK(r.err.empty()); // no "does not apply" warning
+    const nlohmann::json kept = nlohmann::json::parse(r.out);
+    CHECK(kept.at("method") == "paris");
+    CHECK(kept.at("marginals") == true);
+  }
   // Named, an online method keeps its constant memory unless --marginals asks for them.
   const nlohmann::json online = nlohmann::json::parse(
       run_ok({exe, "smooth", "--data", sim, "--method", "paris", "--functional", "total", "--json"})
@@ -548,6 +560,16 @@ TEST_CASE("smooth reports each pass's progress with --progress always, and nothi
   CHECK_THAT(shown.err, Contains(" smooth (backward pass): 1/20 (5%)\n"));
   CHECK(shown.err.find("\r") == std::string::npos);
   CHECK(shown.err.find("(forward pass)") < shown.err.find("(backward pass)"));
+  CHECK_THAT(shown.err, Contains(" smooth (backward pass): 20/20 (100%)\n")); // after the last
+  // An online smoother works in its forward pass; ffbsi's backward pass has T - 1 steps.
+  CHECK_THAT(run_ok({exe, "smooth", "--data", sim, "--method", "paris", "--particles", "50",
+                     "--progress", "always", "--out", "/dev/null"})
+                 .err,
+             Contains(" smooth (forward pass): 1/20 (5%)\n"));
+  CHECK_THAT(run_ok({exe, "smooth", "--data", sim, "--method", "ffbsi", "--particles", "50",
+                     "--progress", "always", "--out", "/dev/null"})
+                 .err,
+             Contains(" smooth (backward pass): 1/19 (5%)\n"));
   // The default shows progress on a terminal only; never, nowhere.
   CHECK(run_ok(ffbsm).err.empty());
   std::vector<std::string> never = ffbsm;

@@ -2,11 +2,12 @@
 // --params file, a --data-file and a --param value of tests/fuzz/fuzz_model.h's model
 // (runtime/core/params.h). A clear ssm::Error is fine; a crash, a leak, undefined behaviour,
 // another exception (a JSON type error escaping), or a value accepted that breaks its declared
-// type is a bug.
+// type (checked here independently) is a bug.
 #include "core/error.h"
 #include "core/params.h"
 #include "fuzz_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,20 +15,49 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
-// Every value given must be of its parameter's size and pass the parameter's own check.
+[[noreturn]] void broken(const std::string& name, const char* what) {
+  std::fprintf(stderr, "parameter '%s' was accepted %s\n", name.c_str(), what);
+  std::abort();
+}
+
+// Every value accepted must be of its parameter's size and of its declared type, checked here
+// independently of the runtime's own check (with looser tolerances, so rounding never aborts).
 void check_accepted(const ssm::ModelInfo& info, const ssm::ParamValues& values) {
   for (size_t i = 0; i < info.params.size(); ++i) {
     if (!values[i])
       continue;
-    if (static_cast<int64_t>(values[i]->size()) != info.params[i].size) {
-      std::fprintf(stderr, "parameter '%s' accepted with the wrong size\n",
-                   info.params[i].name.c_str());
-      std::abort();
+    const ssm::ParamInfo& p = info.params[i];
+    const std::vector<double>& v = *values[i];
+    if (static_cast<int64_t>(v.size()) != p.size)
+      broken(p.name, "with the wrong size");
+    for (double x : v) {
+      if (!std::isfinite(x))
+        broken(p.name, "not finite");
+      if ((p.lower && x < *p.lower) || (p.upper && x > *p.upper))
+        broken(p.name, "outside its bounds");
     }
-    ssm::check_param_value(info.params[i], *values[i]); // throws, uncaught, if it breaks it
+    if (p.type == "simplex") {
+      double total = 0;
+      for (double x : v) {
+        if (x < 0)
+          broken(p.name, "off the simplex (a negative component)");
+        total += x;
+      }
+      if (std::abs(total - 1) > 1e-6)
+        broken(p.name, "off the simplex (its sum is not 1)");
+    }
+    if (p.type == "cov_matrix") { // the model's Q is 2 x 2
+      const double a = v[0], b = v[1], c = v[2], d = v[3];
+      const double scale = std::max({std::abs(a), std::abs(b), std::abs(d), 1e-300});
+      if (std::abs(b - c) > 1e-6 * scale)
+        broken(p.name, "not symmetric");
+      if (!(a > 0) || !(a * d - b * c > -1e-9 * scale * scale))
+        broken(p.name, "not positive definite");
+    }
   }
 }
 

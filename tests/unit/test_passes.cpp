@@ -204,3 +204,54 @@ TEST_CASE("a pass of ssmc that throws other than a PassError is an internal erro
   user_error.add(std::make_unique<UserError>());
   CHECK_THROWS_AS(user_error.run(m, ctx, log), passes::PassError);
 }
+
+TEST_CASE("a plugin's pass that fails is the plugin's fault, its std::runtime_error the user's",
+          "[passes]") {
+  class RangeError : public passes::Pass {
+  public:
+    std::string_view name() const override { return "its-own-name"; }
+    std::string_view description() const override { return "throws std::range_error"; }
+    void run(ir::Model&, passes::PassContext&) override {
+      throw std::range_error("no observation to count");
+    }
+  };
+  class Throws42 : public passes::Pass {
+  public:
+    std::string_view name() const override { return "throws-int"; }
+    std::string_view description() const override { return "throws an int"; }
+    void run(ir::Model&, passes::PassContext&) override { throw 42; }
+  };
+  class BreaksIr : public passes::Pass {
+  public:
+    std::string_view name() const override { return "breaks-ir"; }
+    std::string_view description() const override { return "leaves an operand out of range"; }
+    void run(ir::Model& m, passes::PassContext&) override {
+      m.transition.relations.at(0).args.at(0) = 100000;
+    }
+  };
+  ir::Model m = ar1();
+  passes::PassContext ctx;
+  std::ostringstream log;
+  // Owned by a plugin (as add_pipeline records it, whatever name() says): a std::runtime_error is
+  // its documented way to report the user's problem.
+  passes::PassManager user_error;
+  user_error.add(std::make_unique<RangeError>(), "libcount.so");
+  CHECK_THROWS_AS(user_error.run(m, ctx, log), std::range_error);
+  auto fault = [&](std::unique_ptr<passes::Pass> pass) {
+    passes::PassManager pm;
+    pm.add(std::move(pass), "libcount.so");
+    ir::Model copy = ar1();
+    try {
+      pm.run(copy, ctx, log);
+    } catch (const passes::PluginFault& e) {
+      CHECK(e.plugin() == "libcount.so");
+      return std::string(e.what());
+    }
+    FAIL("no PluginFault");
+    return std::string();
+  };
+  CHECK(fault(std::make_unique<Throws42>()) ==
+        "in pass 'throws-int': an exception of unknown type");
+  CHECK_THAT(fault(std::make_unique<BreaksIr>()),
+             Catch::Contains("in pass 'breaks-ir': the IR is invalid after pass 'breaks-ir'"));
+}
