@@ -62,12 +62,15 @@ void Lowering::add_guide(const ast::Relation& r) {
     return;
   // The families the runtime draws from and differentiates (vi/guide.cpp).
   const bool bernoulli = *dist == ir::Dist::Bernoulli || *dist == ir::Dist::BernoulliLogit;
-  const bool family =
-      decl.integer ? *dist == ir::Dist::Categorical || bernoulli : *dist == ir::Dist::Normal;
+  // mvnormal_chol: a full-rank Gaussian over a vector latent, its Cholesky factor from the guide.
+  const bool full_rank = *dist == ir::Dist::MvNormalChol && decl.shape.rank() == 1;
+  const bool family = decl.integer ? *dist == ir::Dist::Categorical || bernoulli
+                                   : *dist == ir::Dist::Normal || full_rank;
   if (!family) {
-    error(r.dist.name.range,
-          fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
-                      decl.integer ? "categorical, bernoulli or bernoulli_logit" : "normal"));
+    error(r.dist.name.range, fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
+                                         decl.integer ? "categorical, bernoulli or bernoulli_logit"
+                                         : decl.shape.rank() == 1 ? "normal or mvnormal_chol"
+                                                                  : "normal"));
     return;
   }
   // A discrete guide covers the latent's values exactly: categorical(p) over 0..K-1 for an

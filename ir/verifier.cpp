@@ -296,8 +296,9 @@ private:
     if (!sampled.insert({rel.kind, rel.var}).second)
       fail("{} has two relations", target);
     if (block_.kind == BlockKind::Guide) { // the families vi draws from (frontend/lower_guides.cpp)
-      const bool family = rel.dist == Dist::Normal || rel.dist == Dist::Categorical ||
-                          rel.dist == Dist::Bernoulli || rel.dist == Dist::BernoulliLogit;
+      const bool family = rel.dist == Dist::Normal || rel.dist == Dist::MvNormalChol ||
+                          rel.dist == Dist::Categorical || rel.dist == Dist::Bernoulli ||
+                          rel.dist == Dist::BernoulliLogit;
       if (!family)
         fail("the guide of {} is {}, which vi does not draw from", target,
              dist_info(rel.dist).name);

@@ -301,8 +301,9 @@ void parse_guide(const json& root, ModelInfo& info) {
     rel.size = get_int(r, "size", ctx);
     if (rel.offset < 0 || rel.offset + rel.size > info.n_state)
       bad(ctx + ": its latent does not fit the state");
-    const size_t arity = rel.dist == "normal" ? 2 : 1;
-    if (rel.dist != "normal" && rel.dist != "categorical" && rel.dist != "bernoulli" &&
+    const bool two = rel.dist == "normal" || rel.dist == "mvnormal_chol";
+    const size_t arity = two ? 2 : 1;
+    if (!two && rel.dist != "categorical" && rel.dist != "bernoulli" &&
         rel.dist != "bernoulli_logit")
       bad(ctx + ": a guide cannot be '" + rel.dist + "'");
     for (const json& a : field(r, "arguments", ctx)) {
@@ -314,6 +315,9 @@ void parse_guide(const json& root, ModelInfo& info) {
     }
     if (rel.arguments.size() != arity)
       bad(ctx + ": " + rel.dist + " with the wrong number of arguments");
+    if (rel.dist == "mvnormal_chol" &&
+        (rel.arguments[0].size != rel.size || rel.arguments[1].size != rel.size * rel.size))
+      bad(ctx + ": mvnormal_chol's mean and factor do not fit its latent");
     g.relations.push_back(std::move(rel));
   }
   if (at != g.n_arguments)

@@ -134,7 +134,7 @@ struct EmStepsInfo {
 // components are the columns of the arguments' Jacobian that follows them.
 struct GuideInfo {
   struct Relation {
-    std::string latent, dist;     // normal, categorical, bernoulli or bernoulli_logit
+    std::string latent, dist;     // normal, mvnormal_chol, categorical, bernoulli, bernoulli_logit
     int64_t offset = 0, size = 0; // the latent's components in the state
     struct Argument {
       int64_t offset = 0, size = 0;

@@ -174,10 +174,16 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
   }
   if (plan.estimators.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
-  if (options.family == kFullRankName && !plan.continuous.empty() &&
+  plan.dense = options.family == kFullRankName ||
+               std::any_of(info.guide.relations.begin(), info.guide.relations.end(),
+                           [](const GuideInfo::Relation& r) { return r.dist == "mvnormal_chol"; });
+  if (plan.dense && !plan.continuous.empty() &&
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
-    throw Error("vi: the full-rank guide needs one estimator for all continuous latents");
+    throw Error(options.family == kFullRankName
+                    ? "vi: the full-rank guide needs one estimator for all continuous latents"
+                    : "vi: a guide's mvnormal_chol makes the continuous latents one Gaussian, "
+                      "which needs one estimator for all of them");
   const bool gumbel = std::any_of(plan.discrete.begin(), plan.discrete.end(),
                                   [](const GuidePlan::Discrete& g) { return g.gumbel; });
   if (gumbel && options.objective != "elbo")
@@ -318,7 +324,7 @@ void Guide::declare(const GuideInfo& guide, Arguments arguments) {
   declared_slots_.clear();
   for (const GuideInfo::Relation& r : guide.relations) {
     DeclaredSlot slot;
-    if (r.dist == "normal") {
+    if (r.dist == "normal" || r.dist == "mvnormal_chol") {
       std::vector<int64_t> columns;
       for (int64_t k = 0; k < r.size; ++k)
         columns.push_back(
@@ -359,6 +365,22 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
       l.log_sd = l.log_sd.index_copy(1, slot.columns, argument(r, 1, r.size).log());
       continue;
     }
+    if (r.dist == "mvnormal_chol") { // mean, then the factor L [k, k], row-major
+      const int64_t k = r.size;
+      l.mu = l.mu.index_copy(1, slot.columns, argument(r, 0, k));
+      const torch::Tensor L = argument(r, 1, k * k).reshape({I, k, k});
+      // Only the lower triangle is read, as the model's mvnormal_chol does. A negative diagonal
+      // entry flips its column: L S (S the signs) has the same L L^T and a positive diagonal.
+      const torch::Tensor diag = L.diagonal(0, 1, 2);                                // [I, k]
+      const torch::Tensor sign = torch::ones_like(diag).masked_fill(diag < 0, -1.0); // constant
+      const torch::Tensor factor = torch::tril(L, -1) * sign.unsqueeze(1); // column j times s_j
+      l.log_sd = l.log_sd.index_copy(1, slot.columns, diag.abs().log());
+      const torch::Tensor rows = slot.columns.unsqueeze(1).expand({k, k});
+      const torch::Tensor cols = slot.columns.unsqueeze(0).expand({k, k});
+      l.lower = l.lower.clone(); // written in place below; autograd records the write
+      l.lower.index_put_({torch::indexing::Slice(), rows, cols}, factor);
+      continue;
+    }
     const size_t j = slot.discrete;
     // Probabilities are kept off 0 and 1: a value of q 0 would make the enumerated ELBO's term
     // 0 * inf and the gradient through log p infinite (bernoulli_logit needs no such care).
@@ -394,18 +416,23 @@ Guide::Local Guide::own_local(const torch::Tensor& idx) const {
       l.logits.push_back(out.narrow(1, at, d.values));
       at += d.values;
     }
+    if (plan_.dense) // a declared mvnormal_chol fills its block (apply_declared)
+      l.lower = torch::zeros({idx.numel(), C, C}, torch::kFloat64);
     return l;
   }
   l.mu = mu_.index_select(0, idx);
   l.log_sd = log_sd_.index_select(0, idx);
+  if (fullrank_)
+    l.lower = lower_.index_select(0, idx);
+  else if (plan_.dense) // a declared mvnormal_chol fills its block (apply_declared)
+    l.lower = torch::zeros({idx.numel(), C, C}, torch::kFloat64);
   for (const torch::Tensor& t : logits_)
     l.logits.push_back(t.index_select(0, idx));
   return l;
 }
 
-torch::Tensor Guide::cholesky(const torch::Tensor& idx) const {
-  return torch::tril(lower_.index_select(0, idx), -1) +
-         torch::diag_embed(log_sd_.index_select(0, idx).exp());
+torch::Tensor Guide::cholesky(const Local& l) {
+  return torch::tril(l.lower, -1) + torch::diag_embed(l.log_sd.exp());
 }
 
 GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
@@ -433,8 +460,8 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     const torch::Tensor mu = params.mu.unsqueeze(1); // [I, 1, C]
     const torch::Tensor log_sd = params.log_sd;
     torch::Tensor L, z;
-    if (fullrank_) {
-      L = cholesky(idx);
+    if (plan_.dense) {
+      L = cholesky(params);
       z = mu + torch::matmul(eps, L.transpose(1, 2));
     } else {
       z = mu + eps * log_sd.exp().unsqueeze(1);
@@ -449,7 +476,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     // log q(z) with the guide's parameters as given (`held`: constant, for sticking the landing).
     auto log_q = [&](bool held) {
       const torch::Tensor m = held ? mu.detach() : mu, s = held ? log_sd.detach() : log_sd;
-      if (fullrank_) {
+      if (plan_.dense) {
         const torch::Tensor u =
             torch::linalg_solve_triangular(held ? L.detach() : L, (z - m).transpose(1, 2), false);
         return torch::Tensor(-0.5 * u.pow(2).sum(1) - s.sum(1, true) -
@@ -459,7 +486,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
                            kHalfLog2Pi); // [I, K, C]
     };
     const torch::Tensor lq = log_q(false), lq_held = log_q(true);
-    if (fullrank_) { // one estimator for all components (plan_guide)
+    if (plan_.dense) { // one estimator for all components (plan_guide)
       d.log_q_sampled = d.log_q_sampled + lq;
       d.log_q_sticking = d.log_q_sticking + (any_score ? lq : lq_held);
       if (any_score)
@@ -616,8 +643,8 @@ std::vector<std::vector<double>> Guide::moments() const {
   const torch::Tensor all = torch::arange(items_, torch::kInt64);
   const Local l = local(all);
   const torch::Tensor mu = l.mu.contiguous();
-  const torch::Tensor sd = (fullrank_ ? cholesky(all).pow(2).sum(2).sqrt() // sqrt(diag(L L^T))
-                                      : l.log_sd.exp())
+  const torch::Tensor sd = (plan_.dense ? cholesky(l).pow(2).sum(2).sqrt() // sqrt(diag(L L^T))
+                                        : l.log_sd.exp())
                                .contiguous();
   std::vector<torch::Tensor> probs;
   for (const torch::Tensor& logits : l.logits)

@@ -1,5 +1,6 @@
 // The default guide of a plate model, q(z_n) per item n: Gaussian over the continuous latent
-// components (mean-field, or full-rank with a Cholesky factor), a categorical over each discrete
+// components (mean-field, or full-rank with a Cholesky factor, the guide's own or a declared
+// mvnormal_chol's), a categorical over each discrete
 // one, with parameters of each item's own or computed from its observations by an encoder network
 // (amortized); the gradient estimator each latent variable's part of the objective gets; draws
 // from the guide as LibTorch tensors whose graph reaches its parameters.
@@ -48,6 +49,9 @@ struct GuidePlan {
   };
   std::vector<Discrete> discrete;
   int64_t enumeration = 1; // joint values of the enumerated components
+  // A Cholesky factor couples the continuous components (--method fullrank, or a guide's
+  // mvnormal_chol): one Gaussian over all of them, with one estimator.
+  bool dense = false;
   std::vector<VariationalFit::Estimator> estimators;
 };
 
@@ -125,9 +129,10 @@ public:
 
 private:
   // The guide's parameters of items `idx`: means and log sds [I, C], logits per discrete
-  // component [I, values].
+  // component [I, values]; for a dense plan, the Cholesky factor's entries below the diagonal
+  // [I, C, C] (its diagonal is exp(log_sd)).
   struct Local {
-    torch::Tensor mu, log_sd;
+    torch::Tensor mu, log_sd, lower;
     std::vector<torch::Tensor> logits;
   };
   Local local(const torch::Tensor& idx) const;
@@ -137,7 +142,7 @@ private:
   // z of the continuous components from their unconstrained draws u ([I, K, C]), and
   // log |dz/du| summed over the components ([I, K]).
   std::pair<torch::Tensor, torch::Tensor> constrain(const torch::Tensor& u) const;
-  torch::Tensor cholesky(const torch::Tensor& idx) const; // [I, C, C] (full-rank)
+  static torch::Tensor cholesky(const Local& l); // [I, C, C] (dense plans)
   void start_encoder(const ObsData& data, const VariationalOptions& options,
                      const std::vector<double>& start);
 
@@ -151,7 +156,7 @@ private:
   const GuideInfo* declared_ = nullptr;
   Arguments arguments_;
   struct DeclaredSlot {
-    torch::Tensor columns; // normal: its columns among the continuous components
+    torch::Tensor columns; // normal, mvnormal_chol: its columns among the continuous components
     size_t discrete = 0;   // else: its index among the discrete ones
   };
   std::vector<DeclaredSlot> declared_slots_; // per declared relation: see declare()
