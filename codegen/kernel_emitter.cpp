@@ -271,7 +271,7 @@ Values KernelEmitter::apply_whole(const ir::Builtin& f, const ir::Node& node,
       Value* p = b_.CreateFMul((*args[0])[i], (*args[1])[i]);
       s = s ? b_.CreateFAdd(s, p) : p;
     }
-    return {s};
+    return {s ? s : llvm::ConstantFP::get(b_.getDoubleTy(), 0.0)}; // empty vectors: 0
   }
   case ir::Fn::LogSumExp: {
     auto [shift, sum] = sum_exp(*args[0]);
@@ -441,7 +441,7 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
           Value* p = b_.CreateFMul((*args[0])[i * inner + k], (*args[1])[k * cols + j]);
           s = s ? b_.CreateFAdd(s, p) : p;
         }
-        out[i * cols + j] = s;
+        out[i * cols + j] = s ? s : llvm::ConstantFP::get(b_.getDoubleTy(), 0.0); // no inner terms
       }
     return out;
   }

@@ -57,6 +57,12 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
       dims.push_back(*dim);
     }
     const int size = dims[0];
+    const long elements = dims.size() == 2 || fn == "eye" ? static_cast<long>(dims[0]) * dims.back()
+                                                          : static_cast<long>(dims[0]);
+    if (elements > max_elements) {
+      error(e.range, fmt::format(msg::type_too_large, elements, max_elements));
+      return std::nullopt;
+    }
     if (dims.size() == 2)
       return emit_const(s, ir::Shape::matrix(dims[0], dims[1]),
                         std::vector<double>(static_cast<std::size_t>(dims[0]) * dims[1],
@@ -130,6 +136,8 @@ std::optional<int> Lowering::lower_sum(const Expr& e, Scope& s) {
   const ir::Shape shape = shape_of(s, *x);
   if (shape.is_scalar())
     return x;
+  if (shape.size() == 0) // no elements: an empty sum
+    return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
   auto ones = [&](int n) {
     return emit_const(s, ir::Shape::vector(n), std::vector<double>(n, 1.0), e.range);
   };

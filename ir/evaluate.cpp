@@ -58,7 +58,7 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
     // [r, k] x [k] or [r, k] x [k, c]
     int r = node.shape.dims[0];
     int c = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
-    int k = static_cast<int>(args[0].size()) / r;
+    int k = r == 0 ? 0 : static_cast<int>(args[0].size()) / r;
     std::vector<double> out(r * c, 0.0);
     for (int i = 0; i < r; ++i)
       for (int j = 0; j < c; ++j)

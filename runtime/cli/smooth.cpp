@@ -45,19 +45,29 @@ public:
                      .method_type = "METHOD"}) {}
 
   // paris, unless the marginals are wanted (the default): then ffbsi when the model has a density
-  // bound (smooth_auto_choice). A flag that only the online choice reads (--backward-samples,
-  // --mcmc-steps, --backward mcmc) keeps it: the user asked for what it does.
+  // bound (smooth_auto_choice). A flag that only one of the two reads picks it, whatever the
+  // rule: --backward-samples, --mcmc-steps or --backward mcmc paris, --trajectories ffbsi (when
+  // it applies). The user asked for what it does.
   const Method& auto_choice(const Context& c, const ssm_model& model,
                             const ModelInfo& info) const override {
-    const Method& chosen = c.registry.choose(task_, model, info);
-    const Method& instead =
+    const Method& first = c.registry.choose(task_, model, info);
+    const Method& rule =
         smooth_auto_choice(c.registry, model, info, options_.toggle("--marginals").value_or(true));
-    if (&instead == &chosen || options_.word("--backward") == "mcmc")
-      return chosen;
-    for (const std::string& flag : chosen.options)
-      if (app_->count(flag) > 0 && std::ranges::count(instead.options, flag) == 0)
-        return chosen;
-    return instead;
+    const Method* ffbsi = c.registry.find(task_, "ffbsi");
+    const std::optional<SmoothMethod> id = parse_smooth_method(first.name);
+    if (!ffbsi || !id || !is_online(*id) || ffbsi->why_not(model, info))
+      return rule; // no choice between an online smoother and ffbsi here
+    auto asks_for = [&](const Method& m, const Method& other) {
+      for (const std::string& flag : m.options)
+        if (app_->count(flag) > 0 && std::ranges::count(other.options, flag) == 0)
+          return true;
+      return false;
+    };
+    if (options_.word("--backward") == "mcmc" || asks_for(first, *ffbsi))
+      return first;
+    if (asks_for(*ffbsi, first))
+      return *ffbsi;
+    return rule;
   }
 
   void run(const Context& c, const ParamValues& values) override {

@@ -312,7 +312,7 @@ TEST_CASE("guides: a full-rank mvnormal_chol guide from an encoder reaches log p
       fit("twofactor_diag", kTwoFactorMeanField, scratch_path("twofactor_diag_vi.csv"));
   CAPTURE(diag.dump(), gap);
   CHECK(double(diag["log_likelihood"]) == Approx(exact).epsilon(1e-12));
-  CHECK(exact - double(diag["elbo"]) == Approx(gap).margin(3e-3));
+  CHECK(exact - double(diag["elbo"]) == Approx(gap).margin(3e-3 + 4 * double(diag["elbo_se"])));
   // Each item's guide is its exact posterior: sds sqrt(S_ii), means S W^T x / psi^2.
   const double S[2][2] = {{P[1][1] / det_p, -P[0][1] / det_p}, {-P[1][0] / det_p, P[0][0] / det_p}};
   const auto items = read_columns(data), fitted = read_columns(out);

@@ -537,6 +537,12 @@ model smooth_newcomer {
     CHECK(kept.at("method") == "paris");
     CHECK(kept.at("marginals") == true);
   }
+  // And one only ffbsi reads picks it, where the rule would have run paris.
+  const ProcessResult trajectories =
+      run_ok({exe, "smooth", "--data", sim, "--no-marginals", "--trajectories", "100", "--json",
+              "--out", "/dev/null"});
+  CHECK(trajectories.err.empty());
+  CHECK(nlohmann::json::parse(trajectories.out).at("method") == "ffbsi");
   // Named, an online method keeps its constant memory unless --marginals asks for them.
   const nlohmann::json online = nlohmann::json::parse(
       run_ok({exe, "smooth", "--data", sim, "--method", "paris", "--functional", "total", "--json"})

@@ -52,10 +52,13 @@ void check_accepted(const ssm::ModelInfo& info, const ssm::ParamValues& values) 
     }
     if (p.type == "cov_matrix") { // the model's Q is 2 x 2
       const double a = v[0], b = v[1], c = v[2], d = v[3];
-      const double scale = std::max({std::abs(a), std::abs(b), std::abs(d), 1e-300});
+      // As the runtime scales its tolerance: relative to the largest entry, and at least 1.
+      const double scale = std::max({1.0, std::abs(a), std::abs(b), std::abs(c), std::abs(d)});
       if (std::abs(b - c) > 1e-6 * scale)
         broken(p.name, "not symmetric");
-      if (!(a > 0) || !(a * d - b * c > -1e-9 * scale * scale))
+      // The Cholesky factor's pivots: a, then d - c^2 / a (without forming products that
+      // overflow or underflow).
+      if (!(a > 0) || !(d - c * (c / a) > -1e-6 * scale))
         broken(p.name, "not positive definite");
     }
   }

@@ -610,6 +610,11 @@ TEST_CASE("sum, and zeros and ones of a matrix's shape", "[frontend]") {
                             "x[t] ~ normal(x[t-1], 1); y[t] ~ normal(x[t] + ";
   CHECK(diagnostics_of(model + "sum(1, 2), 1); }")
             .find("sum(x) takes 1 argument, but 2 were given") != std::string::npos);
+  // Empty sums are 0, folded or compiled; a matrix constant is held to the element limit.
+  const ir::Model empty = compile(model + "sum(zeros(0, 2)) + sum(ones(0)), 1); }");
+  CHECK(empty.observation.relations.size() == 1);
+  CHECK(diagnostics_of(model + "sum(zeros(100000, 100000)), 1); }")
+            .find("this type has 10000000000 elements, more than the limit") != std::string::npos);
   CHECK(diagnostics_of(model + "sum(zeros(2, 3, 4)), 1); }")
             .find("zeros(n) and zeros(rows, columns) take 1 or 2 arguments, but 3 were given") !=
         std::string::npos);
