@@ -45,8 +45,7 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
     if (fn == "eye" && !arity(1, "n"))
       return std::nullopt;
     if (n != 1 && n != 2) {
-      error(e.range, fmt::format("{}(n) and {}(rows, columns) take 1 or 2 arguments, but {} given",
-                                 fn, fn, n == 0 ? "0 were" : fmt::format("{} were", n)));
+      error(e.range, fmt::format(msg::constructor_argument_count, fn, n));
       return std::nullopt;
     }
     std::vector<int> dims;
@@ -56,28 +55,28 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
         return std::nullopt;
       dims.push_back(*dim);
     }
-    const int size = dims[0];
-    const long elements = dims.size() == 2 || fn == "eye" ? static_cast<long>(dims[0]) * dims.back()
-                                                          : static_cast<long>(dims[0]);
+    const bool matrix = n == 2 || fn == "eye";
+    const int rows = dims[0], cols = matrix ? dims.back() : 1;
+    const long elements = static_cast<long>(rows) * cols;
     if (elements > max_elements) {
       error(e.range, fmt::format(msg::type_too_large, elements, max_elements));
       return std::nullopt;
     }
-    if (dims.size() == 2)
-      return emit_const(s, ir::Shape::matrix(dims[0], dims[1]),
-                        std::vector<double>(static_cast<std::size_t>(dims[0]) * dims[1],
-                                            fn == "ones" ? 1.0 : 0.0),
-                        e.range);
-    if (fn != "eye")
-      return emit_const(s, ir::Shape::vector(size),
-                        std::vector<double>(size, fn == "ones" ? 1.0 : 0.0), e.range);
-    std::vector<double> values(static_cast<std::size_t>(size) * size, 0.0);
-    for (int i = 0; i < size; ++i)
-      values[static_cast<std::size_t>(i) * size + i] = 1.0;
-    return emit_const(s, ir::Shape::matrix(size, size), std::move(values), e.range);
+    std::vector<double> values(static_cast<std::size_t>(elements), fn == "ones" ? 1.0 : 0.0);
+    if (fn == "eye")
+      for (int i = 0; i < rows; ++i)
+        values[static_cast<std::size_t>(i) * cols + i] = 1.0;
+    return emit_const(s, matrix ? ir::Shape::matrix(rows, cols) : ir::Shape::vector(rows),
+                      std::move(values), e.range);
   }
-  if (fn == "sum" && !info)
-    return lower_sum(e, s);
+  if (fn == "sum" && !info) {
+    if (!arity(1, "x")) {
+      for (const ast::ExprPtr& a : e.args)
+        lower(*a, s);
+      return std::nullopt;
+    }
+    return lower_sum(*e.args[0], e.range, s);
+  }
   if (!info) {
     if (const ir::DistInfo* d = ir::find_dist(fn); d && !d->internal)
       error(e.name_range, fmt::format(msg::distribution_called, fn));
@@ -121,31 +120,23 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
 // sum(x): the sum of x's elements, as dot products with vectors of ones, which every analysis,
 // derivative and kernel already handles: x for a real, dot(x, ones(n)) for a vector[n], and
 // dot(A * ones(c), ones(r)) for a matrix[r, c].
-std::optional<int> Lowering::lower_sum(const Expr& e, Scope& s) {
-  if (e.args.size() != 1) {
-    error(e.range,
-          fmt::format(msg::fn_argument_count, "sum", "x", plural(1, "argument"),
-                      e.args.size() == 0 ? "0 were" : fmt::format("{} were", e.args.size())));
-    for (const ast::ExprPtr& a : e.args)
-      lower(*a, s);
-    return std::nullopt;
-  }
-  const std::optional<int> x = lower(*e.args[0], s);
+std::optional<int> Lowering::lower_sum(const Expr& arg, Range range, Scope& s) {
+  const std::optional<int> x = lower(arg, s);
   if (!x)
     return std::nullopt;
   const ir::Shape shape = shape_of(s, *x);
   if (shape.is_scalar())
     return x;
   if (shape.size() == 0) // no elements: an empty sum
-    return emit_const(s, ir::Shape::scalar(), {0.0}, e.range);
+    return emit_const(s, ir::Shape::scalar(), {0.0}, range);
   auto ones = [&](int n) {
-    return emit_const(s, ir::Shape::vector(n), std::vector<double>(n, 1.0), e.range);
+    return emit_const(s, ir::Shape::vector(n), std::vector<double>(n, 1.0), range);
   };
   int v = *x;
   if (shape.dims.size() == 2)
     v = emit_op(s, ir::Op::MatMul, ir::Shape::vector(shape.dims[0]), {v, ones(shape.dims[1])},
-                e.range);
-  return emit_call(s, "dot", ir::Shape::scalar(), {v, ones(shape_of(s, v).dims[0])}, e.range);
+                range);
+  return emit_call(s, "dot", ir::Shape::scalar(), {v, ones(shape_of(s, v).dims[0])}, range);
 }
 
 std::vector<std::string> Lowering::function_names(Range from) const {

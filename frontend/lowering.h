@@ -281,7 +281,7 @@ private:
 
   // ---- calls of built-in functions (lower_calls.cpp)
   std::optional<int> lower_call(const Expr& e, Scope& s);
-  std::optional<int> lower_sum(const Expr& e, Scope& s); // sum(x), as dot products
+  std::optional<int> lower_sum(const Expr& arg, Range range, Scope& s); // sum(arg): dot products
   std::vector<std::string> function_names(Range from) const;
 
   // ---- user functions (lower_functions.cpp)

@@ -327,6 +327,8 @@ inline constexpr char fn_calls_later_fn[] =
     "function '{}' is declared after '{}'; a function can only call functions declared "
     "before it";
 inline constexpr char fn_argument_count[] = "{}({}) takes {}, but {} given";
+inline constexpr char constructor_argument_count[] =
+    "{0}(n) and {0}(rows, columns) take 1 or 2 arguments, but {1} were given";
 inline constexpr char fn_argument_shape_mismatch[] = "argument '{}' of {} must be {}, but it is {}";
 
 // ---- indexing and time indices (lower_indexing.cpp)

@@ -105,6 +105,12 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
   std::vector<std::pair<std::string, double>> times;
   for (auto& [pass, plugin] : passes_) {
     const std::string name(pass->name());
+    // A broken invariant: the plugin's bug, or ssmc's.
+    auto fault = [&](const std::string& what) {
+      if (plugin)
+        throw PluginFault(*plugin, name, what);
+      throw ir::InternalError(fmt::format("in pass '{}': {}", name, what));
+    };
     auto start = clock::now();
     try {
       pass->run(model, context);
@@ -120,14 +126,9 @@ void PassManager::run(ir::Model& model, PassContext& context, std::ostream& log)
       // is a bug, as is any other exception (std::out_of_range) of either.
       if (plugin && dynamic_cast<const std::runtime_error*>(&e))
         throw;
-      if (plugin)
-        throw PluginFault(*plugin, name, e.what());
-      throw ir::InternalError(fmt::format("in pass '{}': {}", name, e.what()));
+      fault(e.what());
     } catch (...) {
-      const char* what = "an exception of unknown type";
-      if (plugin)
-        throw PluginFault(*plugin, name, what);
-      throw ir::InternalError(fmt::format("in pass '{}': {}", name, what));
+      fault("an exception of unknown type");
     }
     times.emplace_back(name, std::chrono::duration<double>(clock::now() - start).count());
     if (options_.verify) {

@@ -399,6 +399,8 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
 
 Guide::Local Guide::local(const torch::Tensor& idx) const {
   Local l = own_local(idx);
+  if (plan_.dense && !l.lower.defined()) // a declared mvnormal_chol fills its block
+    l.lower = torch::zeros({idx.numel(), continuous_, continuous_}, torch::kFloat64);
   if (declared_)
     apply_declared(l, idx);
   return l;
@@ -416,16 +418,12 @@ Guide::Local Guide::own_local(const torch::Tensor& idx) const {
       l.logits.push_back(out.narrow(1, at, d.values));
       at += d.values;
     }
-    if (plan_.dense) // a declared mvnormal_chol fills its block (apply_declared)
-      l.lower = torch::zeros({idx.numel(), C, C}, torch::kFloat64);
     return l;
   }
   l.mu = mu_.index_select(0, idx);
   l.log_sd = log_sd_.index_select(0, idx);
   if (fullrank_)
     l.lower = lower_.index_select(0, idx);
-  else if (plan_.dense) // a declared mvnormal_chol fills its block (apply_declared)
-    l.lower = torch::zeros({idx.numel(), C, C}, torch::kFloat64);
   for (const torch::Tensor& t : logits_)
     l.logits.push_back(t.index_select(0, idx));
   return l;

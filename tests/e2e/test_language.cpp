@@ -434,27 +434,24 @@ model em_running_total {
 TEST_CASE("sum of a vector state and of a matrix parameter in a compiled model: the Kalman "
           "log-likelihood equals the model written with components",
           "[e2e][language]") {
-  // sum(x[t]) is linear in the state, so the model stays linear-Gaussian; sum(B) is 1.
-  const std::string with_sum = R"(
-model with_sum {
+  // sum(x[t]) is linear in the state, so the model stays linear-Gaussian; sum(B) is 1. The two
+  // models differ only in how the transition's and the observation's means are written.
+  auto model = [](const std::string& name, const std::string& transition,
+                  const std::string& observation) {
+    return "model " + name + R"( {
   param B : matrix[2, 2] = [[0.1, 0.2], [0.3, 0.4]];
   state x : vector[2];
   obs y : real;
   x[0] ~ mvnormal(zeros(2), eye(2));
-  x[t] ~ mvnormal(0.8 * x[t-1] + zeros(2, 2) * x[t-1], eye(2));
-  y[t] ~ normal(sum(B) * sum(x[t]), 0.5);
-}
-)";
-  const std::string by_hand = R"(
-model by_hand {
-  param B : matrix[2, 2] = [[0.1, 0.2], [0.3, 0.4]];
-  state x : vector[2];
-  obs y : real;
-  x[0] ~ mvnormal(zeros(2), eye(2));
-  x[t] ~ mvnormal(0.8 * x[t-1], eye(2));
-  y[t] ~ normal((B[0, 0] + B[0, 1] + B[1, 0] + B[1, 1]) * (x[t][0] + x[t][1]), 0.5);
-}
-)";
+  x[t] ~ mvnormal()" +
+           transition + R"(, eye(2));
+  y[t] ~ normal()" +
+           observation + ", 0.5);\n}\n";
+  };
+  const std::string with_sum =
+      model("with_sum", "0.8 * x[t-1] + zeros(2, 2) * x[t-1]", "sum(B) * sum(x[t])");
+  const std::string by_hand = model(
+      "by_hand", "0.8 * x[t-1]", "(B[0, 0] + B[0, 1] + B[1, 0] + B[1, 1]) * (x[t][0] + x[t][1])");
   const std::string& a = model_exe("with_sum", with_sum);
   const std::string& b = model_exe("by_hand", by_hand);
   const std::string sim = scratch_path("sum-sim.csv");
