@@ -8,6 +8,7 @@
 //   ssmc opt FILE.ir --passes=... [-o OUT] [--print-after=P] [--time-passes]
 //                    [--load-pass=PLUGIN.so]...
 //   ssmc passes [--load-pass=PLUGIN.so]...
+//   ssmc density fit|sample|logpdf ...   (density estimation on data: density_command.h)
 //
 // build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
@@ -18,6 +19,7 @@
 // Exit status: 0, 1 for an error in the model or its environment, 2 for a usage error, 70 for an
 // internal compiler error (a bug in ssmc, reported as such, never as the model's fault).
 #include "build_cache.h"
+#include "density_command.h"
 #include "internal_error.h"
 #include "linker.h"
 
@@ -604,6 +606,8 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
 
 int main(int argc, char** argv) {
   ssm::install_cleanup_handlers(); // an interrupted build leaves no temporary file
+  if (argc > 1 && std::string_view(argv[1]) == "density") // its own command line, in its module
+    return ssm::tools::run_density_command(argc - 1, argv + 1);
   CLI::App app{"ssmc: a compiler for probabilistic state-space models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ssmc ") + SSMC_VERSION);
@@ -670,6 +674,9 @@ int main(int argc, char** argv) {
   add_plugin_option(opt_cmd, opt_options.plugins);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
+  // Only listed here: run_density_command takes its command line before this parser.
+  app.add_subcommand("density", "density estimation on data: fit, sample, logpdf (a DIF, a GMM, "
+                                "MAF, RealNVP; see ssmc density --help)");
   std::vector<std::string> passes_plugins;
   add_plugin_option(passes_cmd, passes_plugins);
 
@@ -681,19 +688,15 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     const std::optional<std::string> guess =
-        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes"});
+        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes", "density"});
     fmt::print(std::cerr, "ssmc: error: unknown command '{}'{} (see ssmc --help)\n", argv[1],
                guess ? fmt::format("; did you mean '{}'?", *guess)
-                     : ": expected build, run, check, opt or passes");
+                     : ": expected build, run, check, opt, passes or density");
     return 2;
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) { // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
     // Usually an executable's option given to `ssmc run` before the `--`.

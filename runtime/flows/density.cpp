@@ -1,0 +1,194 @@
+// The densities' common part: building a density from its spec, the standard normal, the fitted
+// model with its standardisation, and its file. See density.h.
+#include "flows/density.h"
+#include "core/error.h"
+#include "core/output.h"
+#include "flows/dif.h"
+#include "flows/flows.h"
+#include "flows/gmm.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace ssm::flows {
+
+namespace {
+
+constexpr double kLog2Pi = 1.8378770664093453;
+// The file's format: a version that a reader of another layout refuses.
+constexpr int64_t kFormatVersion = 1;
+
+nlohmann::json spec_json(const DensitySpec& spec) {
+  nlohmann::json j = {{"kind", spec.kind},     {"dim", spec.dim},
+                      {"components", spec.components}, {"covariance", spec.covariance},
+                      {"layers", spec.layers}, {"hidden", spec.hidden}};
+  j["base"] = spec.base ? spec_json(*spec.base) : nlohmann::json(nullptr);
+  return j;
+}
+
+DensitySpec spec_from_json(const nlohmann::json& j) {
+  DensitySpec spec;
+  spec.kind = j.at("kind").get<std::string>();
+  if (std::find(density_kinds().begin(), density_kinds().end(), spec.kind) ==
+      density_kinds().end())
+    throw std::out_of_range("unknown kind " + spec.kind);
+  spec.dim = j.at("dim").get<int64_t>();
+  spec.components = j.at("components").get<int64_t>();
+  spec.covariance = j.at("covariance").get<std::string>();
+  spec.layers = j.at("layers").get<int64_t>();
+  spec.hidden = j.at("hidden").get<std::vector<int64_t>>();
+  if (!j.at("base").is_null())
+    spec.base = std::make_shared<DensitySpec>(spec_from_json(j.at("base")));
+  return spec;
+}
+
+// Text as a tensor of bytes, the archive's way of holding it.
+torch::Tensor text_tensor(const std::string& text) {
+  return torch::from_blob(const_cast<char*>(text.data()), {int64_t(text.size())}, torch::kUInt8)
+      .clone();
+}
+
+std::string tensor_text(const torch::Tensor& t) {
+  auto bytes = t.contiguous();
+  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), bytes.numel());
+}
+
+} // namespace
+
+const std::vector<std::string>& density_kinds() {
+  static const std::vector<std::string> kinds = {"dif", "gmm", "maf", "realnvp", "normal"};
+  return kinds;
+}
+
+std::string describe(const DensitySpec& spec) {
+  std::string text;
+  if (spec.kind == "gmm")
+    text = fmt::format("gmm(K = {}, {} covariance)", spec.components, spec.covariance);
+  else if (spec.kind == "dif")
+    text = fmt::format("dif(K = {}, hidden = [{}])", spec.components, fmt::join(spec.hidden, ", "));
+  else if (spec.kind == "maf" || spec.kind == "realnvp")
+    text = fmt::format("{}(layers = {}, hidden = [{}])", spec.kind, spec.layers,
+                       fmt::join(spec.hidden, ", "));
+  else
+    text = "normal";
+  if (spec.kind == "dif" || spec.kind == "maf" || spec.kind == "realnvp")
+    text += " over " + (spec.base ? describe(*spec.base) : std::string("normal"));
+  return text;
+}
+
+std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
+  if (spec.dim < 1)
+    throw Error("a density needs at least one dimension");
+  if (spec.kind == "normal")
+    return std::make_shared<StandardNormalImpl>(spec);
+  if (spec.kind == "gmm")
+    return std::make_shared<GaussianMixtureImpl>(spec);
+  if (spec.kind != "dif" && spec.kind != "maf" && spec.kind != "realnvp")
+    throw Error(fmt::format("unknown density '{}' (expected {})", spec.kind,
+                            fmt::join(density_kinds(), ", ")));
+  DensitySpec base_spec;
+  if (spec.base)
+    base_spec = *spec.base;
+  base_spec.dim = spec.dim;
+  if (base_spec.kind == "gmm")
+    throw Error("a gmm cannot be the base of a flow or a DIF: a DIF is the mixture's "
+                "generalisation (its components' weights vary)");
+  auto base = make_density(base_spec);
+  if (spec.kind == "dif")
+    return std::make_shared<DifImpl>(spec, base);
+  return std::make_shared<FlowImpl>(spec, base);
+}
+
+torch::Tensor StandardNormalImpl::log_prob(const torch::Tensor& x) {
+  return -0.5 * x.pow(2).sum(1) - 0.5 * double(dim()) * kLog2Pi;
+}
+
+torch::Tensor StandardNormalImpl::sample(int64_t n) {
+  return torch::randn({n, dim()}, torch::kFloat64);
+}
+
+torch::Tensor DensityImpl::expectation(int64_t, const Integrand&) {
+  throw Error(fmt::format("a {} has no reparameterised expectation (a dif, maf, realnvp or normal "
+                          "has)",
+                          spec_.kind));
+}
+
+torch::Tensor StandardNormalImpl::expectation(int64_t n, const Integrand& f) {
+  return f(torch::randn({n, dim()}, torch::kFloat64));
+}
+
+torch::Tensor DensityModel::log_prob(const torch::Tensor& x) const {
+  return density->log_prob((x - shift) / scale) - torch::log(scale).sum();
+}
+
+torch::Tensor DensityModel::sample(int64_t n) const {
+  torch::NoGradGuard no_grad;
+  return density->sample(n) * scale + shift;
+}
+
+int64_t DensityModel::parameter_count() const {
+  if (auto* gmm = dynamic_cast<GaussianMixtureImpl*>(density.get()))
+    return gmm->free_parameter_count();
+  int64_t count = 0;
+  for (const auto& p : density->parameters())
+    count += p.numel();
+  return count;
+}
+
+void save_density_model(const DensityModel& model, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", torch::tensor(kFormatVersion));
+  archive.write("spec", text_tensor(spec_json(model.density->spec()).dump()));
+  archive.write("columns", text_tensor(nlohmann::json(model.columns).dump()));
+  archive.write("shift", model.shift);
+  archive.write("scale", model.scale);
+  torch::serialize::OutputArchive weights;
+  model.density->save(weights);
+  archive.write("density", weights);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  OutputFile out(path);
+  out.write(bytes.str());
+  out.commit();
+}
+
+DensityModel load_density_model(const std::string& path) {
+  auto not_ours = [&](const std::string& why) {
+    return Error(fmt::format("{} is not a density saved by ssmc ({})", path, why));
+  };
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::Tensor format, spec, columns;
+    archive.read("format", format);
+    if (format.item<int64_t>() != kFormatVersion)
+      throw not_ours(fmt::format("format {}, and this ssmc reads format {}",
+                                 format.item<int64_t>(), kFormatVersion));
+    archive.read("spec", spec);
+    archive.read("columns", columns);
+    DensityModel model;
+    model.density = make_density(spec_from_json(nlohmann::json::parse(tensor_text(spec))));
+    model.columns = nlohmann::json::parse(tensor_text(columns)).get<std::vector<std::string>>();
+    archive.read("shift", model.shift);
+    archive.read("scale", model.scale);
+    torch::serialize::InputArchive weights;
+    archive.read("density", weights);
+    model.density->load(weights);
+    if (int64_t(model.columns.size()) != model.density->dim() ||
+        model.shift.numel() != model.density->dim())
+      throw not_ours("its columns and its dimension disagree");
+    return model;
+  } catch (const c10::Error& e) {
+    throw not_ours(e.what_without_backtrace());
+  } catch (const nlohmann::json::exception& e) {
+    throw not_ours(e.what());
+  } catch (const std::out_of_range& e) {
+    throw not_ours(e.what());
+  }
+}
+
+} // namespace ssm::flows

@@ -1,0 +1,39 @@
+// The Discretely Indexed Flow (Argouarc'h 2024, 4.3.5 and 4.3.8): K location-scale maps
+// T_k(x) = (x - m_k) / s_k of the data onto a base density q, and weights w(z) = softmax(MLP(z))
+// read at each map's image:
+//   p(x) = Σ_k w_k(T_k(x)) q(T_k(x)) |det J_{T_k}(x)|,  |det J_{T_k}| = Π_j 1 / s_kj.
+// Sampling: z ~ q, k ~ Cat(w(z)), x = m_k + s_k ⊙ z. The base may be a flow or another DIF (a
+// cascade, K_0 · K_1 components). With constant weights it is a diagonal Gaussian mixture, which
+// is how it is initialised (init_from_mixture).
+#pragma once
+
+#include "flows/density.h"
+#include "flows/gmm.h"
+#include "nn/mlp.h"
+
+namespace ssm::flows {
+
+class DifImpl : public DensityImpl {
+public:
+  DifImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base);
+  torch::Tensor log_prob(const torch::Tensor& x) override;
+  torch::Tensor sample(int64_t n) override;
+  torch::Tensor expectation(int64_t n, const Integrand& f) override;
+  // log[w_k(T_k(x)) q(T_k(x)) |det J_{T_k}(x)|]: [n, K]; their logsumexp is log p(x) and their
+  // softmax the responsibilities v_k(x) (4.70).
+  torch::Tensor component_terms(const torch::Tensor& x);
+  // m_k = μ_k, log s_k = log sqrt(diag Σ_k), the weight network's last layer zero with biases
+  // log π_k: with a standard normal base (or a fresh flow, the identity over one), p is then
+  // exactly the mixture's density when the mixture is diagonal.
+  void init_from_mixture(const GaussianMixtureImpl& mixture);
+  DensityImpl& base() { return *base_; }
+
+  torch::Tensor means;      // [K, d]
+  torch::Tensor log_scales; // [K, d]
+
+private:
+  nn::Mlp weights_{nullptr};
+  std::shared_ptr<DensityImpl> base_;
+};
+
+} // namespace ssm::flows

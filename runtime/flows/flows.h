@@ -1,0 +1,72 @@
+// Normalising flows: a stack of invertible layers that maps the data x to z, and a base density of
+// z (the standard normal, or a DIF or another flow: a cascade). The layers: masked autoregressive
+// (MAF: an affine map whose shift and log-scale for coordinate i are a MADE network of the
+// coordinates before it) and affine coupling (RealNVP: half of the coordinates, alternating, are
+// shifted and scaled by a network of the other half). Every layer starts as the identity, so a
+// fresh flow is its base density.
+#pragma once
+
+#include "flows/density.h"
+#include "nn/mlp.h"
+
+namespace ssm::flows {
+
+// One invertible layer x -> z with log |det ∂z/∂x|.
+class FlowLayerImpl : public torch::nn::Module {
+public:
+  // x: [n, d] -> (z, log |det J|: [n]).
+  virtual std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) = 0;
+  virtual torch::Tensor inverse(const torch::Tensor& z) = 0;
+};
+
+// MADE (Germain et al. 2015) with outputs (shift, log-scale) per coordinate, in the order
+// `order` (order[j] is the j-th coordinate in the autoregressive order).
+class MadeImpl : public torch::nn::Module {
+public:
+  MadeImpl(int64_t dim, const std::vector<int64_t>& hidden, const std::vector<int64_t>& order);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x); // [n, d] each
+
+private:
+  std::vector<torch::Tensor> weights_, biases_, masks_;
+};
+TORCH_MODULE(Made);
+
+class MafLayerImpl : public FlowLayerImpl {
+public:
+  MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) override;
+  torch::Tensor inverse(const torch::Tensor& z) override; // d passes of the network
+
+private:
+  int64_t dim_;
+  Made made_{nullptr};
+};
+
+class CouplingLayerImpl : public FlowLayerImpl {
+public:
+  CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, int64_t parity);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) override;
+  torch::Tensor inverse(const torch::Tensor& z) override;
+
+private:
+  std::pair<torch::Tensor, torch::Tensor> shift_log_scale(const torch::Tensor& kept);
+  torch::Tensor mask_;  // 1 on the coordinates that condition, 0 on those transformed
+  torch::Tensor scale_; // log-scale = scale_ ⊙ tanh(network), bounded per layer
+  nn::Mlp net_{nullptr};
+};
+
+class FlowImpl : public DensityImpl {
+public:
+  FlowImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base);
+  torch::Tensor log_prob(const torch::Tensor& x) override;
+  torch::Tensor sample(int64_t n) override;
+  torch::Tensor expectation(int64_t n, const Integrand& f) override;
+  DensityImpl& base() { return *base_; }
+
+private:
+  torch::Tensor invert(torch::Tensor z); // the layers' inverses, last layer first
+  std::vector<std::shared_ptr<FlowLayerImpl>> layers_;
+  std::shared_ptr<DensityImpl> base_;
+};
+
+} // namespace ssm::flows

@@ -1,0 +1,121 @@
+// The Gaussian mixture and its EM: see gmm.h.
+#include "flows/gmm.h"
+#include "core/error.h"
+
+#include <cmath>
+
+namespace ssm::flows {
+
+namespace {
+
+constexpr double kLog2Pi = 1.8378770664093453;
+
+} // namespace
+
+GaussianMixtureImpl::GaussianMixtureImpl(const DensitySpec& spec) : DensityImpl(spec) {
+  const int64_t K = spec.components, d = spec.dim;
+  auto f64 = torch::kFloat64;
+  log_weights = register_parameter("log_weights", torch::full({K}, -std::log(double(K)), f64));
+  means = register_parameter("means", torch::randn({K, d}, f64));
+  scale_tril = register_parameter("scale_tril", torch::eye(d, f64).repeat({K, 1, 1}));
+}
+
+torch::Tensor GaussianMixtureImpl::component_log_prob(const torch::Tensor& x) {
+  const int64_t d = dim();
+  // y = L_k^{-1} (x - μ_k) for every k: [K, d, n].
+  auto diff = (x.unsqueeze(0) - means.unsqueeze(1)).transpose(1, 2);
+  auto y = torch::linalg_solve_triangular(scale_tril, diff, /*upper=*/false);
+  auto log_det = torch::log(torch::diagonal(scale_tril, 0, 1, 2).abs()).sum(1); // [K]
+  auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - 0.5 * d * kLog2Pi;   // [K, n]
+  return (lp + torch::log_softmax(log_weights, 0).unsqueeze(1)).transpose(0, 1);
+}
+
+torch::Tensor GaussianMixtureImpl::log_prob(const torch::Tensor& x) {
+  return torch::logsumexp(component_log_prob(x), 1);
+}
+
+torch::Tensor GaussianMixtureImpl::sample(int64_t n) {
+  torch::NoGradGuard no_grad;
+  auto k = torch::multinomial(torch::softmax(log_weights, 0), n, /*replacement=*/true);
+  auto z = torch::randn({n, dim(), 1}, torch::kFloat64);
+  return means.index_select(0, k) + torch::matmul(scale_tril.index_select(0, k), z).squeeze(2);
+}
+
+int64_t GaussianMixtureImpl::free_parameter_count() const {
+  const int64_t K = spec().components, d = dim();
+  const int64_t cov = spec().covariance == "diagonal" ? d : d * (d + 1) / 2;
+  return K - 1 + K * d + K * cov;
+}
+
+EmReport fit_gmm_em(GaussianMixtureImpl& gmm, const torch::Tensor& x, int64_t iterations,
+                    double tolerance) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = x.size(0), d = x.size(1), K = gmm.spec().components;
+  const bool diagonal = gmm.spec().covariance == "diagonal";
+  if (n < K)
+    throw Error("a mixture of " + std::to_string(K) + " components needs at least as many rows, " +
+                "and the data has " + std::to_string(n));
+  auto variance = x.var(0, /*unbiased=*/false);
+  const double ridge = 1e-6 * variance.mean().item<double>();
+  auto eye = torch::eye(d, torch::kFloat64);
+
+  // k-means++ seeds: each next centre a row drawn with probability proportional to its squared
+  // distance to the nearest centre so far.
+  auto centres = torch::empty({K, d}, torch::kFloat64);
+  centres[0] = x[torch::randint(n, {1}, torch::kInt64).item<int64_t>()];
+  auto nearest = (x - centres[0]).pow(2).sum(1);
+  for (int64_t k = 1; k < K; ++k) {
+    auto total = nearest.sum().item<double>();
+    auto probs = total > 0 ? nearest / total : torch::full({n}, 1.0 / double(n), torch::kFloat64);
+    centres[k] = x[torch::multinomial(probs, 1).item<int64_t>()];
+    nearest = torch::minimum(nearest, (x - centres[k]).pow(2).sum(1));
+  }
+  gmm.means.copy_(centres);
+  gmm.log_weights.fill_(-std::log(double(K)));
+  gmm.scale_tril.copy_(torch::diag(variance.sqrt()).repeat({K, 1, 1}));
+
+  EmReport report;
+  double previous = -INFINITY;
+  for (int64_t it = 0; it < iterations; ++it) {
+    auto lp = gmm.component_log_prob(x); // [n, K]
+    auto ll = torch::logsumexp(lp, 1);
+    const double mean_ll = ll.mean().item<double>();
+    if (!std::isfinite(mean_ll))
+      throw Error("EM for the mixture: the log-likelihood is not finite at iteration " +
+                  std::to_string(it + 1));
+    report.trace.push_back(mean_ll);
+    report.iterations = it + 1;
+    report.mean_log_likelihood = mean_ll;
+    if (mean_ll - previous < tolerance) {
+      report.converged = true;
+      break;
+    }
+    previous = mean_ll;
+    // M-step in closed form.
+    auto r = torch::exp(lp - ll.unsqueeze(1)); // [n, K]
+    auto count = r.sum(0);                     // [K]
+    for (int64_t k = 0; k < K; ++k) {
+      const double nk = count[k].item<double>();
+      if (nk < 1e-8 * double(n)) { // an empty component restarts where the fit is worst
+        gmm.means[k] = x[ll.argmin().item<int64_t>()];
+        gmm.scale_tril[k] = torch::diag(variance.sqrt());
+        count[k] = 1.0;
+        continue;
+      }
+      auto rk = r.select(1, k).unsqueeze(1); // [n, 1]
+      auto mean = (rk * x).sum(0) / nk;
+      auto centred = x - mean;
+      torch::Tensor cov;
+      if (diagonal)
+        cov = torch::diag((rk * centred.pow(2)).sum(0) / nk + ridge);
+      else
+        cov = torch::matmul((rk * centred).transpose(0, 1), centred) / nk + ridge * eye;
+      gmm.means[k] = mean;
+      gmm.scale_tril[k] = torch::linalg_cholesky(cov);
+    }
+    gmm.log_weights.copy_(torch::log(count / count.sum()));
+  }
+  return report;
+}
+
+} // namespace ssm::flows

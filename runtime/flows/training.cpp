@@ -1,0 +1,270 @@
+// Fitting densities to data: EM for mixtures, maximum likelihood and GEM for flows and DIFs. See
+// training.h.
+#include "flows/training.h"
+#include "core/error.h"
+#include "flows/dif.h"
+#include "flows/flows.h"
+#include "flows/gmm.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+namespace ssm::flows {
+
+namespace {
+
+// Rows per evaluation chunk, times a DIF's components: bounds the memory of the weight network's
+// activations on n·K points.
+constexpr int64_t kChunkPoints = 1 << 16;
+// A DIF's scale below this (in standardised units) is a component collapsing onto a point.
+constexpr double kCollapsedScale = 1e-3;
+
+int64_t chunk_rows(const DensityImpl& density) {
+  int64_t points = 1;
+  for (const DensitySpec* s = &density.spec(); s; s = s->base.get())
+    points *= s->kind == "dif" ? s->components : 1;
+  return std::max<int64_t>(1, kChunkPoints / points);
+}
+
+std::vector<torch::Tensor> snapshot(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> state;
+  for (auto& p : module.parameters())
+    state.push_back(p.detach().clone());
+  return state;
+}
+
+void restore(torch::nn::Module& module, const std::vector<torch::Tensor>& state) {
+  torch::NoGradGuard no_grad;
+  auto params = module.parameters();
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].copy_(state[i]);
+}
+
+// Warns once per component of every DIF in the chain whose scale fell below kCollapsedScale.
+class CollapseWatch {
+public:
+  explicit CollapseWatch(const FitOptions& options) : options_(options) {}
+  void check(DensityImpl& density, int64_t epoch) {
+    int64_t level = 0;
+    for (DensityImpl* d = &density; d; ++level) {
+      auto* dif = dynamic_cast<DifImpl*>(d);
+      auto* flow = dynamic_cast<FlowImpl*>(d);
+      if (dif) {
+        auto smallest = std::get<0>(dif->log_scales.detach().min(1));
+        for (int64_t k = 0; k < smallest.size(0); ++k) {
+          const double s = std::exp(smallest[k].item<double>());
+          if (s < kCollapsedScale && warned_.insert({level, k}).second && options_.warn)
+            options_.warn(fmt::format(
+                "DIF{} component {}: its scale fell to {:.3g} (standardised units) at epoch {}; "
+                "it is collapsing onto a point of the data (fewer --components, or a smaller "
+                "--lr)",
+                level ? fmt::format(" {} of the cascade", level) : "", k, s, epoch));
+        }
+      }
+      d = dif ? &dif->base() : flow ? &flow->base() : nullptr;
+    }
+  }
+
+private:
+  const FitOptions& options_;
+  std::set<std::pair<int64_t, int64_t>> warned_;
+};
+
+double mean_log_prob_standardised(DensityImpl& density, const torch::Tensor& xs) {
+  torch::NoGradGuard no_grad;
+  double total = 0;
+  const int64_t rows = chunk_rows(density);
+  for (int64_t start = 0; start < xs.size(0); start += rows)
+    total += density.log_prob(xs.slice(0, start, start + rows)).sum().item<double>();
+  return total / double(xs.size(0));
+}
+
+void require_finite(double value, const std::string& where) {
+  if (!std::isfinite(value))
+    throw Error(fmt::format("training: the log-likelihood is not finite at {} (try a smaller "
+                            "--lr, or check the data's scale)",
+                            where));
+}
+
+// Maximum likelihood by Adam on minibatches, keeping the weights of the best validation score.
+void fit_maximum_likelihood(DensityImpl& density, const torch::Tensor& train,
+                            const torch::Tensor& validation, const FitOptions& options,
+                            FitReport& report) {
+  torch::optim::Adam adam(density.parameters(), torch::optim::AdamOptions(options.learning_rate));
+  CollapseWatch watch(options);
+  const int64_t n = train.size(0), batch = std::max<int64_t>(1, options.batch_size);
+  double best = -INFINITY;
+  std::vector<torch::Tensor> best_state = snapshot(density);
+  int64_t since_best = 0;
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    auto order = torch::randperm(n, torch::kInt64);
+    double total = 0;
+    for (int64_t start = 0, b = 1; start < n; start += batch, ++b) {
+      auto rows = train.index_select(0, order.slice(0, start, start + batch));
+      auto loss = -density.log_prob(rows).mean();
+      const double value = loss.item<double>();
+      require_finite(value, fmt::format("epoch {}, batch {}", epoch, b));
+      adam.zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(density.parameters(), options.clip);
+      adam.step();
+      total -= value * double(rows.size(0));
+    }
+    report.epochs = epoch;
+    report.train_trace.push_back(total / double(n));
+    watch.check(density, epoch);
+    const double score = validation.size(0) ? mean_log_prob_standardised(density, validation)
+                                            : total / double(n);
+    report.validation_trace.push_back(score);
+    if (options.progress)
+      options.progress(epoch, options.epochs, total / double(n), score);
+    if (score > best) {
+      best = score;
+      best_state = snapshot(density);
+      report.best_epoch = epoch;
+      since_best = 0;
+    } else if (++since_best >= options.patience && validation.size(0)) {
+      report.stopped_early = true;
+      break;
+    }
+  }
+  restore(density, best_state);
+}
+
+// GEM (4.79) for the outermost DIF: the E-step freezes the responsibilities v_k(x_i) at θ_t; the
+// M-step takes `gem_steps` Adam steps on the surrogate g(θ) = mean_i Σ_k v_ik log(h_k(x_i) / v_ik)
+// over the whole training set (gradients accumulated over chunks), and is kept only when g rose,
+// else undone with the step size halved. g(θ_t) is the log-likelihood at θ_t and a lower bound of
+// it everywhere, so the log-likelihood never decreases.
+void fit_gem(DifImpl& dif, const torch::Tensor& train, const torch::Tensor& validation,
+             const FitOptions& options, FitReport& report) {
+  torch::optim::Adam adam(dif.parameters(), torch::optim::AdamOptions(options.learning_rate));
+  CollapseWatch watch(options);
+  const int64_t n = train.size(0), rows = chunk_rows(dif);
+  auto surrogate = [&](const torch::Tensor& v, bool backward) {
+    double total = 0;
+    for (int64_t start = 0; start < n; start += rows) {
+      auto chunk = train.slice(0, start, start + rows);
+      auto vk = v.slice(0, start, start + rows);
+      auto g = (vk * (dif.component_terms(chunk) - torch::log(vk.clamp_min(1e-300)))).sum();
+      if (backward)
+        (-g / double(n)).backward();
+      total += g.item<double>();
+    }
+    return total / double(n);
+  };
+  double lr = options.learning_rate;
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    torch::Tensor v;
+    {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> parts;
+      for (int64_t start = 0; start < n; start += rows)
+        parts.push_back(torch::softmax(dif.component_terms(train.slice(0, start, start + rows)), 1));
+      v = torch::cat(parts);
+    }
+    const double before = [&] {
+      torch::NoGradGuard no_grad;
+      return surrogate(v, false);
+    }();
+    require_finite(before, fmt::format("GEM iteration {}", epoch));
+    auto state = snapshot(dif);
+    for (int64_t s = 0; s < options.gem_steps; ++s) {
+      adam.zero_grad();
+      surrogate(v, true);
+      torch::nn::utils::clip_grad_norm_(dif.parameters(), options.clip);
+      adam.step();
+    }
+    const double after = [&] {
+      torch::NoGradGuard no_grad;
+      return surrogate(v, false);
+    }();
+    if (!(after >= before)) { // not an ascent (or not finite): undo, with smaller steps
+      restore(dif, state);
+      lr /= 2;
+      for (auto& group : adam.param_groups())
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    }
+    report.epochs = epoch;
+    report.best_epoch = epoch;
+    report.train_trace.push_back(mean_log_prob_standardised(dif, train));
+    watch.check(dif, epoch);
+    const double score = validation.size(0) ? mean_log_prob_standardised(dif, validation)
+                                            : report.train_trace.back();
+    report.validation_trace.push_back(score);
+    if (options.progress)
+      options.progress(epoch, options.epochs, report.train_trace.back(), score);
+  }
+}
+
+} // namespace
+
+double mean_log_prob(const DensityModel& model, const torch::Tensor& x) {
+  return mean_log_prob_standardised(*model.density, (x - model.shift) / model.scale) -
+         torch::log(model.scale).sum().item<double>();
+}
+
+FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOptions& options) {
+  torch::manual_seed(options.seed);
+  DensityImpl& density = *model.density;
+  const std::string kind = density.spec().kind;
+  if (options.method == "gem" && kind != "dif")
+    throw Error(fmt::format("--method gem fits a dif; a {} is fitted by {}", kind,
+                            kind == "gmm" ? "em" : "ml"));
+  if (options.method == "em" && kind != "gmm")
+    throw Error(fmt::format("--method em fits a gmm; a {} is fitted by ml{}", kind,
+                            kind == "dif" ? " or gem" : ""));
+  const int64_t n = x.size(0);
+  const bool iterative = kind != "gmm" && kind != "normal" && options.method != "gem";
+  int64_t n_validation = iterative ? int64_t(std::floor(options.validation * double(n))) : 0;
+  if (n - n_validation < 2)
+    throw Error(fmt::format("the data has {} rows; fitting a density needs at least 2 for "
+                            "training{}",
+                            n, n_validation ? " after the validation split" : ""));
+  auto order = torch::randperm(n, torch::kInt64);
+  auto train = x.index_select(0, order.slice(0, n_validation));
+  auto validation = x.index_select(0, order.slice(0, 0, n_validation));
+
+  model.shift = train.mean(0);
+  model.scale = train.std(0, /*unbiased=*/false);
+  for (int64_t j = 0; j < model.scale.numel(); ++j)
+    if (!(model.scale[j].item<double>() > 0))
+      throw Error(fmt::format("column '{}' is constant in the data: it has no density (drop it)",
+                              j < int64_t(model.columns.size()) ? model.columns[size_t(j)]
+                                                                : std::to_string(j)));
+  auto train_s = (train - model.shift) / model.scale;
+  auto validation_s = (validation - model.shift) / model.scale;
+
+  FitReport report;
+  report.train_rows = train.size(0);
+  report.validation_rows = validation.size(0);
+  if (auto* gmm = dynamic_cast<GaussianMixtureImpl*>(&density)) {
+    auto em = fit_gmm_em(*gmm, train_s, options.em_iterations);
+    report.epochs = report.best_epoch = em.iterations;
+    report.train_trace = em.trace;
+  } else if (kind != "normal") {
+    auto* dif = dynamic_cast<DifImpl*>(&density);
+    if (dif && options.init_from_mixture) {
+      DensitySpec mixture_spec = dif->spec();
+      mixture_spec.kind = "gmm";
+      mixture_spec.covariance = "diagonal";
+      mixture_spec.base = nullptr;
+      GaussianMixtureImpl mixture(mixture_spec);
+      fit_gmm_em(mixture, train_s, options.em_iterations);
+      dif->init_from_mixture(mixture);
+    }
+    if (dif && options.method == "gem")
+      fit_gem(*dif, train_s, validation_s, options, report);
+    else
+      fit_maximum_likelihood(density, train_s, validation_s, options, report);
+  }
+  report.train_mean_logpdf = mean_log_prob(model, train);
+  report.validation_mean_logpdf =
+      validation.size(0) ? mean_log_prob(model, validation) : report.train_mean_logpdf;
+  return report;
+}
+
+} // namespace ssm::flows

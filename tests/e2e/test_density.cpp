@@ -1,0 +1,114 @@
+// `ssmc density` end to end: a mixture and a DIF fitted to data drawn from a known mixture reach
+// its test log-likelihood, draws have its mean, and bad input (missing and infinite cells, a
+// density asked about columns it does not have, an output that is an input, a file that is not a
+// density) is refused with a message naming the row, the column or the file.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+// 0.4 N((-2, 0), diag(0.5², 1)) + 0.6 N((1.5, 2), diag(1, 0.3²)), and an unrelated column.
+e2e::Table mixture_points(int64_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  e2e::Table t{{"label", "x", "y"}, {}};
+  for (int64_t i = 0; i < n; ++i) {
+    const bool first = uniform(rng) < 0.4;
+    const double x = first ? -2 + 0.5 * normal(rng) : 1.5 + normal(rng);
+    const double y = first ? normal(rng) : 2 + 0.3 * normal(rng);
+    t.rows.push_back({first ? "a" : "b", std::to_string(x), std::to_string(y)});
+  }
+  return t;
+}
+
+double truth_log_prob(double x, double y) {
+  auto n = [](double v, double m, double s) {
+    return std::exp(-0.5 * (v - m) * (v - m) / (s * s)) / (s * std::sqrt(2 * M_PI));
+  };
+  return std::log(0.4 * n(x, -2, 0.5) * n(y, 0, 1) + 0.6 * n(x, 1.5, 1) * n(y, 2, 0.3));
+}
+
+std::vector<std::string> density(std::vector<std::string> args) {
+  args.insert(args.begin(), {e2e::ssmc_path(), "density"});
+  return args;
+}
+
+} // namespace
+
+TEST_CASE("ssmc density fits, evaluates and samples", "[density]") {
+  const auto train = e2e::scratch_path("density_train.csv");
+  const auto test = e2e::scratch_path("density_test.csv");
+  e2e::write_table(train, mixture_points(3000, 1));
+  auto test_table = mixture_points(5000, 2);
+  e2e::write_table(test, test_table);
+  double truth = 0;
+  auto xs = test_table.column("x"), ys = test_table.column("y");
+  for (size_t i = 0; i < xs.size(); ++i)
+    truth += truth_log_prob(xs[i], ys[i]) / double(xs.size());
+
+  for (std::vector<std::string> model :
+       {std::vector<std::string>{"--model", "gmm", "--covariance", "diagonal"},
+        {"--model", "dif", "--epochs", "10", "--hidden", "16"}}) {
+    const auto saved = e2e::scratch_path("density_" + model[1] + ".pt");
+    std::vector<std::string> args = {"fit",       "--data",       train, "--columns", "x,y",
+                                     "--components", "2", "--save", saved};
+    args.insert(args.end(), model.begin(), model.end());
+    auto fit = e2e::run_ok(density(args));
+    auto summary = nlohmann::json::parse(fit.out);
+    CHECK(summary["columns"] == nlohmann::json({"x", "y"}));
+    CHECK(summary["parameters"].get<int64_t>() > 0);
+
+    auto eval = e2e::run_ok(density({"logpdf", "--load", saved, "--at", test, "--json"}));
+    auto j = nlohmann::json::parse(eval.out);
+    INFO(model[1] << ": test mean log p " << j["mean_logpdf"] << ", truth " << truth);
+    CHECK(j["n"] == 5000);
+    // Estimation error of ~10 parameters from 3000 points: about 10 / (2 · 3000).
+    CHECK(std::abs(j["mean_logpdf"].get<double>() - truth) < 0.03);
+
+    const auto draws = e2e::scratch_path("density_draws.csv");
+    e2e::run_ok(density({"sample", "--load", saved, "--n", "4000", "--out", draws}));
+    auto t = e2e::read_table(draws);
+    CHECK(t.header == std::vector<std::string>{"x", "y"});
+    // The mixture's means: x 0.4·(-2) + 0.6·1.5 = 0.1 (sd about 1.9), y 1.2 (sd about 1.2);
+    // 4 standard errors of 4000 draws.
+    CHECK(std::abs(e2e::sample_mean(t.column("x")) - 0.1) < 4 * 1.9 / std::sqrt(4000.0));
+    CHECK(std::abs(e2e::sample_mean(t.column("y")) - 1.2) < 4 * 1.2 / std::sqrt(4000.0));
+  }
+}
+
+TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
+  const auto data = e2e::scratch_path("density_bad.csv");
+  const auto saved = e2e::scratch_path("density_bad.pt");
+  auto fails = [](const std::vector<std::string>& args, int code, const std::string& message) {
+    auto r = e2e::run_process(density(args));
+    INFO(r.describe());
+    CHECK(r.exit_code == code);
+    CHECK(r.err.find(message) != std::string::npos);
+  };
+  e2e::write_file(data, "x,y\n1,2\n3,4\n5,NA\n");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
+        "density_bad.csv:4: column 'y': a missing value");
+  e2e::write_file(data, "x,y\n1,2\n3,inf\n5,6\n");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
+        "density_bad.csv:3: column 'y': 'inf' is not a finite number");
+  e2e::write_file(data, "x,y\n1,2\n3,2\n5,2\n");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
+        "column 'y' is constant");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", data}, 1, "density_bad.csv");
+  CHECK(e2e::read_file(data) == "x,y\n1,2\n3,2\n5,2\n"); // the input is untouched
+  fails({"fit", "--data", data, "--model", "kde", "--save", saved}, 2, "kde");
+
+  e2e::write_file(data, "x,y\n1,2\n3,1\n5,7\n0,0\n");
+  e2e::run_ok(density({"fit", "--data", data, "--model", "gmm", "--components", "1", "--save",
+                       saved}));
+  const auto points = e2e::scratch_path("density_points.csv");
+  e2e::write_file(points, "x,z\n1,2\n");
+  fails({"logpdf", "--load", saved, "--at", points}, 1, "no column 'y'");
+  fails({"logpdf", "--load", saved, "--at", points}, 1, "density_bad.pt reads the columns x, y");
+  fails({"logpdf", "--load", data, "--at", points}, 1, "is not a density saved by ssmc");
+}
