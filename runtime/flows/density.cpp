@@ -23,9 +23,13 @@ constexpr double kLog2Pi = 1.8378770664093453;
 constexpr int64_t kFormatVersion = 1;
 
 nlohmann::json spec_json(const DensitySpec& spec) {
-  nlohmann::json j = {{"kind", spec.kind},     {"dim", spec.dim},
-                      {"components", spec.components}, {"covariance", spec.covariance},
-                      {"layers", spec.layers}, {"hidden", spec.hidden}};
+  nlohmann::json j = {{"kind", spec.kind},
+                      {"dim", spec.dim},
+                      {"components", spec.components},
+                      {"covariance", spec.covariance},
+                      {"layers", spec.layers},
+                      {"hidden", spec.hidden},
+                      {"context", spec.context}};
   j["base"] = spec.base ? spec_json(*spec.base) : nlohmann::json(nullptr);
   return j;
 }
@@ -33,14 +37,14 @@ nlohmann::json spec_json(const DensitySpec& spec) {
 DensitySpec spec_from_json(const nlohmann::json& j) {
   DensitySpec spec;
   spec.kind = j.at("kind").get<std::string>();
-  if (std::find(density_kinds().begin(), density_kinds().end(), spec.kind) ==
-      density_kinds().end())
+  if (std::find(density_kinds().begin(), density_kinds().end(), spec.kind) == density_kinds().end())
     throw std::out_of_range("unknown kind " + spec.kind);
   spec.dim = j.at("dim").get<int64_t>();
   spec.components = j.at("components").get<int64_t>();
   spec.covariance = j.at("covariance").get<std::string>();
   spec.layers = j.at("layers").get<int64_t>();
   spec.hidden = j.at("hidden").get<std::vector<int64_t>>();
+  spec.context = j.value("context", int64_t(0));
   if (!j.at("base").is_null())
     spec.base = std::make_shared<DensitySpec>(spec_from_json(j.at("base")));
   return spec;
@@ -69,7 +73,9 @@ std::string describe(const DensitySpec& spec) {
   if (spec.kind == "gmm")
     text = fmt::format("gmm(K = {}, {} covariance)", spec.components, spec.covariance);
   else if (spec.kind == "dif")
-    text = fmt::format("dif(K = {}, hidden = [{}])", spec.components, fmt::join(spec.hidden, ", "));
+    text =
+        fmt::format("dif(K = {}, hidden = [{}]{})", spec.components, fmt::join(spec.hidden, ", "),
+                    spec.context ? fmt::format(", context = {}", spec.context) : "");
   else if (spec.kind == "maf" || spec.kind == "realnvp")
     text = fmt::format("{}(layers = {}, hidden = [{}])", spec.kind, spec.layers,
                        fmt::join(spec.hidden, ", "));
@@ -94,6 +100,7 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
   if (spec.base)
     base_spec = *spec.base;
   base_spec.dim = spec.dim;
+  base_spec.context = spec.context;
   if (base_spec.kind == "gmm")
     throw Error("a gmm cannot be the base of a flow or a DIF: a DIF is the mixture's "
                 "generalisation (its components' weights vary)");
@@ -103,11 +110,11 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
   return std::make_shared<FlowImpl>(spec, base);
 }
 
-torch::Tensor StandardNormalImpl::log_prob(const torch::Tensor& x) {
+torch::Tensor StandardNormalImpl::log_prob(const torch::Tensor& x, const torch::Tensor&) {
   return -0.5 * x.pow(2).sum(1) - 0.5 * double(dim()) * kLog2Pi;
 }
 
-torch::Tensor StandardNormalImpl::sample(int64_t n) {
+torch::Tensor StandardNormalImpl::sample(int64_t n, const torch::Tensor&) {
   return torch::randn({n, dim()}, torch::kFloat64);
 }
 
@@ -121,13 +128,18 @@ torch::Tensor StandardNormalImpl::expectation(int64_t n, const Integrand& f) {
   return f(torch::randn({n, dim()}, torch::kFloat64));
 }
 
-torch::Tensor DensityModel::log_prob(const torch::Tensor& x) const {
-  return density->log_prob((x - shift) / scale) - torch::log(scale).sum();
+torch::Tensor DensityModel::standardised_context(const torch::Tensor& context) const {
+  return context_columns.empty() ? torch::Tensor() : (context - context_shift) / context_scale;
 }
 
-torch::Tensor DensityModel::sample(int64_t n) const {
+torch::Tensor DensityModel::log_prob(const torch::Tensor& x, const torch::Tensor& context) const {
+  return density->log_prob((x - shift) / scale, standardised_context(context)) -
+         torch::log(scale).sum();
+}
+
+torch::Tensor DensityModel::sample(int64_t n, const torch::Tensor& context) const {
   torch::NoGradGuard no_grad;
-  return density->sample(n) * scale + shift;
+  return density->sample(n, standardised_context(context)) * scale + shift;
 }
 
 int64_t DensityModel::parameter_count() const {
@@ -146,6 +158,11 @@ void save_density_model(const DensityModel& model, const std::string& path) {
   archive.write("columns", text_tensor(nlohmann::json(model.columns).dump()));
   archive.write("shift", model.shift);
   archive.write("scale", model.scale);
+  if (!model.context_columns.empty()) {
+    archive.write("context_columns", text_tensor(nlohmann::json(model.context_columns).dump()));
+    archive.write("context_shift", model.context_shift);
+    archive.write("context_scale", model.context_scale);
+  }
   torch::serialize::OutputArchive weights;
   model.density->save(weights);
   archive.write("density", weights);
@@ -166,8 +183,8 @@ DensityModel load_density_model(const std::string& path) {
     torch::Tensor format, spec, columns;
     archive.read("format", format);
     if (format.item<int64_t>() != kFormatVersion)
-      throw not_ours(fmt::format("format {}, and this ssmc reads format {}",
-                                 format.item<int64_t>(), kFormatVersion));
+      throw not_ours(fmt::format("format {}, and this ssmc reads format {}", format.item<int64_t>(),
+                                 kFormatVersion));
     archive.read("spec", spec);
     archive.read("columns", columns);
     DensityModel model;
@@ -175,6 +192,16 @@ DensityModel load_density_model(const std::string& path) {
     model.columns = nlohmann::json::parse(tensor_text(columns)).get<std::vector<std::string>>();
     archive.read("shift", model.shift);
     archive.read("scale", model.scale);
+    if (model.density->spec().context) {
+      torch::Tensor names;
+      archive.read("context_columns", names);
+      model.context_columns =
+          nlohmann::json::parse(tensor_text(names)).get<std::vector<std::string>>();
+      archive.read("context_shift", model.context_shift);
+      archive.read("context_scale", model.context_scale);
+      if (int64_t(model.context_columns.size()) != model.density->spec().context)
+        throw not_ours("its context's columns and dimension disagree");
+    }
     torch::serialize::InputArchive weights;
     archive.read("density", weights);
     model.density->load(weights);

@@ -1,7 +1,8 @@
 // `ssmc density`: density estimation on data alone, the entry point of libssm_flows.so, which the
 // driver loads only for this command (so ssmc itself does not link LibTorch).
-//   ssmc density fit --data F.csv --model dif|gmm|maf|realnvp|normal[,...] --save FILE
-//   ssmc density sample --load FILE --n N [--out F.csv]
+//   ssmc density fit --data F.csv --model dif|gmm|maf|realnvp|normal[,...] [--context a,b]
+//                    --save FILE
+//   ssmc density sample --load FILE --n N [--context F.csv] [--out F.csv]
 //   ssmc density logpdf --load FILE --at F.csv [--out F.csv] [--json]
 // Exit status: 0, 1 for an error in the data or the run, 2 for a usage error.
 #include "core/csv.h"
@@ -27,12 +28,15 @@ namespace {
 
 constexpr const char* kProgram = "ssmc density";
 
-// The columns `wanted` of a CSV file (all of them when empty) as an [n, d] float64 tensor; every
-// cell must be a finite number.
-torch::Tensor read_points(const std::string& path, std::vector<std::string>& wanted) {
-  CsvTable table = read_csv(path);
+// The columns `wanted` of a CSV table (all of them but `except` when empty) as an [n, d] float64
+// tensor; every cell must be a finite number.
+torch::Tensor read_points(const CsvTable& table, std::vector<std::string>& wanted,
+                          const std::vector<std::string>& except = {}) {
+  const std::string& path = table.source;
   if (wanted.empty())
-    wanted = table.header;
+    for (const auto& name : table.header)
+      if (std::find(except.begin(), except.end(), name) == except.end())
+        wanted.push_back(name);
   std::vector<size_t> index;
   for (const auto& name : wanted) {
     auto it = std::find(table.header.begin(), table.header.end(), name);
@@ -92,9 +96,8 @@ public:
     auto now = std::chrono::steady_clock::now();
     if (now - start_ < std::chrono::seconds(1) && epoch < epochs)
       return;
-    std::fprintf(stderr, "\r%s fit: epoch %lld/%lld, mean log p %.4f (validation %.4f)  ",
-                 kProgram, static_cast<long long>(epoch), static_cast<long long>(epochs), train,
-                 validation);
+    std::fprintf(stderr, "\r%s fit: epoch %lld/%lld, mean log p %.4f (validation %.4f)  ", kProgram,
+                 static_cast<long long>(epoch), static_cast<long long>(epochs), train, validation);
     shown_ = true;
   }
   ~EpochProgress() {
@@ -146,13 +149,18 @@ int run(int argc, char** argv) {
   // fit
   auto* fit = app.add_subcommand("fit", "fit a density to the rows of a CSV file");
   std::string data, save, method = "auto";
-  std::vector<std::string> columns, kinds = {"dif"};
+  std::vector<std::string> columns, context_columns, kinds = {"dif"};
   std::vector<int64_t> components = {8};
   DensitySpec shared;
   FitOptions options;
   bool no_init = false;
   fit->add_option("--data", data, "CSV file of points, one per row")->required();
-  fit->add_option("--columns", columns, "the columns to model (default: all)")->delimiter(',');
+  fit->add_option("--columns", columns, "the columns to model (default: all but the context's)")
+      ->delimiter(',');
+  fit->add_option("--context", context_columns,
+                  "columns to condition on: a conditional density p(x | context), read by its "
+                  "dif stages")
+      ->delimiter(',');
   fit->add_option("--model", kinds,
                   "dif, gmm, maf, realnvp or normal; a cascade outermost first (dif,maf: a DIF "
                   "over a MAF)")
@@ -195,8 +203,11 @@ int run(int argc, char** argv) {
   std::string load, out;
   int64_t n = 1000;
   sample->add_option("--load", load, "a density written by fit --save")->required();
-  sample->add_option("--n", n, "how many draws (default 1000)")
+  std::string context_file;
+  sample->add_option("--n", n, "how many draws (default 1000; per context row with --context)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
+  sample->add_option("--context", context_file,
+                     "a conditional density's contexts: a CSV file with its context columns");
   sample->add_option("--seed", seed, "random seed (default 1)");
   sample->add_option("--out", out, "CSV file (default: standard output)");
 
@@ -227,54 +238,91 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, message.c_str());
     };
     DensityModel model;
-    auto x = read_points(data, columns);
+    const CsvTable table = read_csv(data);
+    torch::Tensor context;
+    if (!context_columns.empty()) {
+      if (std::find(kinds.begin(), kinds.end(), "dif") == kinds.end())
+        throw Error("--context: only a dif reads a context; put a dif stage in --model");
+      context = read_points(table, context_columns);
+    }
+    auto x = read_points(table, columns, context_columns);
+    if (x.size(1) == 0)
+      throw Error(fmt::format("{}: no columns to model besides the context", data));
     model.columns = columns;
+    model.context_columns = context_columns;
     shared.dim = x.size(1);
+    shared.context = int64_t(context_columns.size());
     model.density = make_density(model_spec(kinds, components, shared));
     auto start = std::chrono::steady_clock::now();
-    FitReport report = fit_density(model, x, options);
+    FitReport report = fit_density(model, x, context, options);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     save_density_model(model, save);
     nlohmann::ordered_json j = {{"model", describe(model.density->spec())},
-                        {"columns", model.columns},
-                        {"parameters", model.parameter_count()},
-                        {"method", options.method},
-                        {"epochs", report.epochs},
-                        {"best_epoch", report.best_epoch},
-                        {"stopped_early", report.stopped_early},
-                        {"train_rows", report.train_rows},
-                        {"validation_rows", report.validation_rows},
-                        {"train_mean_logpdf", report.train_mean_logpdf},
-                        {"seconds", seconds},
-                        {"saved", save}};
+                                {"columns", model.columns},
+                                {"context", model.context_columns},
+                                {"parameters", model.parameter_count()},
+                                {"method", options.method},
+                                {"epochs", report.epochs},
+                                {"best_epoch", report.best_epoch},
+                                {"stopped_early", report.stopped_early},
+                                {"train_rows", report.train_rows},
+                                {"validation_rows", report.validation_rows},
+                                {"train_mean_logpdf", report.train_mean_logpdf},
+                                {"seconds", seconds},
+                                {"saved", save}};
     if (report.validation_rows) // none for EM and GEM, which do not stop early
       j["validation_mean_logpdf"] = report.validation_mean_logpdf;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   DensityModel model = load_density_model(load);
+  // The columns `names` of `path`, for the density in `load`.
+  auto read_columns = [&](const CsvTable& table, std::vector<std::string> names) {
+    try {
+      return read_points(table, names);
+    } catch (const Error& e) {
+      std::vector<std::string> all = model.columns;
+      all.insert(all.end(), model.context_columns.begin(), model.context_columns.end());
+      throw Error(fmt::format("{} (the density in {} reads the columns {})", e.what(), load,
+                              fmt::join(all, ", ")));
+    }
+  };
   if (*sample) {
-    check_output_path(out, {load});
+    check_output_path(out, {load, context_file});
     torch::manual_seed(seed);
-    write_csv(out, model.columns, model.sample(n));
+    if (model.context_columns.empty()) {
+      if (!context_file.empty())
+        throw Error(fmt::format("--context: the density in {} is not conditional", load));
+      write_csv(out, model.columns, model.sample(n));
+      return 0;
+    }
+    if (context_file.empty())
+      throw Error(fmt::format("the density in {} is conditional on {}: give their values with "
+                              "--context FILE.csv",
+                              load, fmt::join(model.context_columns, ", ")));
+    // n draws for each context row, written after its values.
+    auto context =
+        read_columns(read_csv(context_file), model.context_columns).repeat_interleave(n, 0);
+    std::vector<std::string> header = model.context_columns;
+    header.insert(header.end(), model.columns.begin(), model.columns.end());
+    write_csv(out, header, torch::cat({context, model.sample(context.size(0), context)}, 1));
     return 0;
   }
   check_output_path(out, {load, at});
-  std::vector<std::string> wanted = model.columns;
-  torch::Tensor points;
-  try {
-    points = read_points(at, wanted);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{} (the density in {} reads the columns {})", e.what(), load,
-                            fmt::join(model.columns, ", ")));
-  }
+  const CsvTable table = read_csv(at);
+  auto points = read_columns(table, model.columns);
+  torch::Tensor context;
+  if (!model.context_columns.empty())
+    context = read_columns(table, model.context_columns);
   torch::Tensor lp;
   {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> parts;
     for (int64_t start = 0; start < points.size(0); start += 4096)
-      parts.push_back(model.log_prob(points.slice(0, start, start + 4096)));
+      parts.push_back(
+          model.log_prob(points.slice(0, start, start + 4096),
+                         context.defined() ? context.slice(0, start, start + 4096) : context));
     lp = torch::cat(parts);
   }
   if (!out.empty() || !json)
@@ -282,8 +330,10 @@ int run(int argc, char** argv) {
   if (json) {
     const double mean = lp.mean().item<double>();
     const double se = lp.numel() > 1 ? lp.std().item<double>() / std::sqrt(double(lp.numel())) : 0;
-    nlohmann::ordered_json j = {{"mean_logpdf", mean}, {"se", se}, {"n", lp.numel()},
-                        {"model", describe(model.density->spec())}};
+    nlohmann::ordered_json j = {{"mean_logpdf", mean},
+                                {"se", se},
+                                {"n", lp.numel()},
+                                {"model", describe(model.density->spec())}};
     std::printf("%s\n", j.dump(2).c_str());
   }
   return 0;

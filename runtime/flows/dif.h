@@ -5,6 +5,9 @@
 // Sampling: z ~ q, k ~ Cat(w(z)), x = m_k + s_k ⊙ z. The base may be a flow or another DIF (a
 // cascade, K_0 · K_1 components). With constant weights it is a diagonal Gaussian mixture, which
 // is how it is initialised (init_from_mixture).
+// The conditional DIF (4.3.11) reads a context ω: the weight network takes [z, ω], and the maps'
+// locations and log-scales are offsets of m_k and log s_k by a network of ω (as a mixture density
+// network's), which starts at zero so that a fresh conditional DIF is the unconditional one.
 #pragma once
 
 #include "flows/density.h"
@@ -16,12 +19,15 @@ namespace ssm::flows {
 class DifImpl : public DensityImpl {
 public:
   DifImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base);
-  torch::Tensor log_prob(const torch::Tensor& x) override;
-  torch::Tensor sample(int64_t n) override;
+  using DensityImpl::log_prob;
+  using DensityImpl::sample;
+  torch::Tensor log_prob(const torch::Tensor& x, const torch::Tensor& context) override;
+  torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
+  // Unconditional only.
   torch::Tensor expectation(int64_t n, const Integrand& f) override;
   // log[w_k(T_k(x)) q(T_k(x)) |det J_{T_k}(x)|]: [n, K]; their logsumexp is log p(x) and their
   // softmax the responsibilities v_k(x) (4.70).
-  torch::Tensor component_terms(const torch::Tensor& x);
+  torch::Tensor component_terms(const torch::Tensor& x, const torch::Tensor& context = {});
   // m_k = μ_k, log s_k = log sqrt(diag Σ_k), the weight network's last layer zero with biases
   // log π_k: with a standard normal base (or a fresh flow, the identity over one), p is then
   // exactly the mixture's density when the mixture is diagonal.
@@ -32,7 +38,13 @@ public:
   torch::Tensor log_scales; // [K, d]
 
 private:
+  // m_k and log s_k for each row of the context: [n, K, d] each (broadcastable [1, K, d] without).
+  std::pair<torch::Tensor, torch::Tensor> maps(const torch::Tensor& context);
+  // log w(z) given the context: [m, K].
+  torch::Tensor log_weights(const torch::Tensor& z, const torch::Tensor& context);
+
   nn::Mlp weights_{nullptr};
+  nn::Mlp context_maps_{nullptr}; // ω -> offsets of (m, log s): [n, 2 K d]; only with a context
   std::shared_ptr<DensityImpl> base_;
 };
 

@@ -139,7 +139,7 @@ FlowImpl::FlowImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base)
   register_module("base", base_);
 }
 
-torch::Tensor FlowImpl::log_prob(const torch::Tensor& x) {
+torch::Tensor FlowImpl::log_prob(const torch::Tensor& x, const torch::Tensor& context) {
   auto z = x;
   auto log_det = torch::zeros({x.size(0)}, x.options());
   for (auto& layer : layers_) {
@@ -147,7 +147,7 @@ torch::Tensor FlowImpl::log_prob(const torch::Tensor& x) {
     z = next;
     log_det = log_det + ld;
   }
-  return base_->log_prob(z) + log_det;
+  return base_->log_prob(z, context) + log_det;
 }
 
 torch::Tensor FlowImpl::invert(torch::Tensor z) {
@@ -156,9 +156,9 @@ torch::Tensor FlowImpl::invert(torch::Tensor z) {
   return z;
 }
 
-torch::Tensor FlowImpl::sample(int64_t n) {
+torch::Tensor FlowImpl::sample(int64_t n, const torch::Tensor& context) {
   torch::NoGradGuard no_grad;
-  return invert(base_->sample(n));
+  return invert(base_->sample(n, context));
 }
 
 torch::Tensor FlowImpl::expectation(int64_t n, const Integrand& f) {

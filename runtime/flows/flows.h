@@ -58,8 +58,11 @@ private:
 class FlowImpl : public DensityImpl {
 public:
   FlowImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base);
-  torch::Tensor log_prob(const torch::Tensor& x) override;
-  torch::Tensor sample(int64_t n) override;
+  using DensityImpl::log_prob;
+  using DensityImpl::sample;
+  // The layers read no context; the base does (a conditional DIF below the flow).
+  torch::Tensor log_prob(const torch::Tensor& x, const torch::Tensor& context) override;
+  torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
   torch::Tensor expectation(int64_t n, const Integrand& f) override;
   DensityImpl& base() { return *base_; }
 

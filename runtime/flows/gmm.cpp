@@ -26,15 +26,15 @@ torch::Tensor GaussianMixtureImpl::component_log_prob(const torch::Tensor& x) {
   auto diff = (x.unsqueeze(0) - means.unsqueeze(1)).transpose(1, 2);
   auto y = torch::linalg_solve_triangular(scale_tril, diff, /*upper=*/false);
   auto log_det = torch::log(torch::diagonal(scale_tril, 0, 1, 2).abs()).sum(1); // [K]
-  auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - 0.5 * d * kLog2Pi;   // [K, n]
+  auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - 0.5 * d * kLog2Pi;  // [K, n]
   return (lp + torch::log_softmax(log_weights, 0).unsqueeze(1)).transpose(0, 1);
 }
 
-torch::Tensor GaussianMixtureImpl::log_prob(const torch::Tensor& x) {
+torch::Tensor GaussianMixtureImpl::log_prob(const torch::Tensor& x, const torch::Tensor&) {
   return torch::logsumexp(component_log_prob(x), 1);
 }
 
-torch::Tensor GaussianMixtureImpl::sample(int64_t n) {
+torch::Tensor GaussianMixtureImpl::sample(int64_t n, const torch::Tensor&) {
   torch::NoGradGuard no_grad;
   auto k = torch::multinomial(torch::softmax(log_weights, 0), n, /*replacement=*/true);
   auto z = torch::randn({n, dim(), 1}, torch::kFloat64);

@@ -10,8 +10,11 @@ namespace ssm::flows {
 class GaussianMixtureImpl : public DensityImpl {
 public:
   explicit GaussianMixtureImpl(const DensitySpec& spec);
-  torch::Tensor log_prob(const torch::Tensor& x) override;
-  torch::Tensor sample(int64_t n) override;
+  using DensityImpl::log_prob;
+  using DensityImpl::sample;
+  // A mixture reads no context.
+  torch::Tensor log_prob(const torch::Tensor& x, const torch::Tensor& context) override;
+  torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
   // log π_k + log N(x; μ_k, Σ_k): [n, K].
   torch::Tensor component_log_prob(const torch::Tensor& x);
   // Free parameters: K - 1 weights, K·d means and K·d(d+1)/2 (full) or K·d (diagonal) covariance

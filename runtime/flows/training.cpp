@@ -21,6 +21,19 @@ constexpr int64_t kChunkPoints = 1 << 16;
 // A DIF's scale below this (in standardised units) is a component collapsing onto a point.
 constexpr double kCollapsedScale = 1e-3;
 
+// Rows of data with their context (undefined for an unconditional density), selected together.
+struct Rows {
+  torch::Tensor x, context;
+  int64_t size() const { return x.size(0); }
+  Rows slice(int64_t begin, int64_t end) const {
+    return {x.slice(0, begin, end), context.defined() ? context.slice(0, begin, end) : context};
+  }
+  Rows select(const torch::Tensor& index) const {
+    return {x.index_select(0, index), context.defined() ? context.index_select(0, index) : context};
+  }
+  torch::Tensor log_prob(DensityImpl& density) const { return density.log_prob(x, context); }
+};
+
 int64_t chunk_rows(const DensityImpl& density) {
   int64_t points = 1;
   for (const DensitySpec* s = &density.spec(); s; s = s->base.get())
@@ -73,13 +86,13 @@ private:
   std::set<std::pair<int64_t, int64_t>> warned_;
 };
 
-double mean_log_prob_standardised(DensityImpl& density, const torch::Tensor& xs) {
+double mean_log_prob_standardised(DensityImpl& density, const Rows& data) {
   torch::NoGradGuard no_grad;
   double total = 0;
   const int64_t rows = chunk_rows(density);
-  for (int64_t start = 0; start < xs.size(0); start += rows)
-    total += density.log_prob(xs.slice(0, start, start + rows)).sum().item<double>();
-  return total / double(xs.size(0));
+  for (int64_t start = 0; start < data.size(); start += rows)
+    total += data.slice(start, start + rows).log_prob(density).sum().item<double>();
+  return total / double(data.size());
 }
 
 void require_finite(double value, const std::string& where) {
@@ -90,12 +103,11 @@ void require_finite(double value, const std::string& where) {
 }
 
 // Maximum likelihood by Adam on minibatches, keeping the weights of the best validation score.
-void fit_maximum_likelihood(DensityImpl& density, const torch::Tensor& train,
-                            const torch::Tensor& validation, const FitOptions& options,
-                            FitReport& report) {
+void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows& validation,
+                            const FitOptions& options, FitReport& report) {
   torch::optim::Adam adam(density.parameters(), torch::optim::AdamOptions(options.learning_rate));
   CollapseWatch watch(options);
-  const int64_t n = train.size(0), batch = std::max<int64_t>(1, options.batch_size);
+  const int64_t n = train.size(), batch = std::max<int64_t>(1, options.batch_size);
   double best = -INFINITY;
   std::vector<torch::Tensor> best_state = snapshot(density);
   int64_t since_best = 0;
@@ -103,21 +115,21 @@ void fit_maximum_likelihood(DensityImpl& density, const torch::Tensor& train,
     auto order = torch::randperm(n, torch::kInt64);
     double total = 0;
     for (int64_t start = 0, b = 1; start < n; start += batch, ++b) {
-      auto rows = train.index_select(0, order.slice(0, start, start + batch));
-      auto loss = -density.log_prob(rows).mean();
+      auto rows = train.select(order.slice(0, start, start + batch));
+      auto loss = -rows.log_prob(density).mean();
       const double value = loss.item<double>();
       require_finite(value, fmt::format("epoch {}, batch {}", epoch, b));
       adam.zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(density.parameters(), options.clip);
       adam.step();
-      total -= value * double(rows.size(0));
+      total -= value * double(rows.size());
     }
     report.epochs = epoch;
     report.train_trace.push_back(total / double(n));
     watch.check(density, epoch);
-    const double score = validation.size(0) ? mean_log_prob_standardised(density, validation)
-                                            : total / double(n);
+    const double score =
+        validation.size() ? mean_log_prob_standardised(density, validation) : total / double(n);
     report.validation_trace.push_back(score);
     if (options.progress)
       options.progress(epoch, options.epochs, total / double(n), score);
@@ -126,7 +138,7 @@ void fit_maximum_likelihood(DensityImpl& density, const torch::Tensor& train,
       best_state = snapshot(density);
       report.best_epoch = epoch;
       since_best = 0;
-    } else if (++since_best >= options.patience && validation.size(0)) {
+    } else if (++since_best >= options.patience && validation.size()) {
       report.stopped_early = true;
       break;
     }
@@ -139,17 +151,18 @@ void fit_maximum_likelihood(DensityImpl& density, const torch::Tensor& train,
 // over the whole training set (gradients accumulated over chunks), and is kept only when g rose,
 // else undone with the step size halved. g(θ_t) is the log-likelihood at θ_t and a lower bound of
 // it everywhere, so the log-likelihood never decreases.
-void fit_gem(DifImpl& dif, const torch::Tensor& train, const torch::Tensor& validation,
-             const FitOptions& options, FitReport& report) {
+void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitOptions& options,
+             FitReport& report) {
   torch::optim::Adam adam(dif.parameters(), torch::optim::AdamOptions(options.learning_rate));
   CollapseWatch watch(options);
-  const int64_t n = train.size(0), rows = chunk_rows(dif);
+  const int64_t n = train.size(), rows = chunk_rows(dif);
   auto surrogate = [&](const torch::Tensor& v, bool backward) {
     double total = 0;
     for (int64_t start = 0; start < n; start += rows) {
-      auto chunk = train.slice(0, start, start + rows);
+      auto chunk = train.slice(start, start + rows);
       auto vk = v.slice(0, start, start + rows);
-      auto g = (vk * (dif.component_terms(chunk) - torch::log(vk.clamp_min(1e-300)))).sum();
+      auto terms = dif.component_terms(chunk.x, chunk.context);
+      auto g = (vk * (terms - torch::log(vk.clamp_min(1e-300)))).sum();
       if (backward)
         (-g / double(n)).backward();
       total += g.item<double>();
@@ -162,8 +175,10 @@ void fit_gem(DifImpl& dif, const torch::Tensor& train, const torch::Tensor& vali
     {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> parts;
-      for (int64_t start = 0; start < n; start += rows)
-        parts.push_back(torch::softmax(dif.component_terms(train.slice(0, start, start + rows)), 1));
+      for (int64_t start = 0; start < n; start += rows) {
+        auto chunk = train.slice(start, start + rows);
+        parts.push_back(torch::softmax(dif.component_terms(chunk.x, chunk.context), 1));
+      }
       v = torch::cat(parts);
     }
     const double before = [&] {
@@ -192,8 +207,8 @@ void fit_gem(DifImpl& dif, const torch::Tensor& train, const torch::Tensor& vali
     report.best_epoch = epoch;
     report.train_trace.push_back(mean_log_prob_standardised(dif, train));
     watch.check(dif, epoch);
-    const double score = validation.size(0) ? mean_log_prob_standardised(dif, validation)
-                                            : report.train_trace.back();
+    const double score =
+        validation.size() ? mean_log_prob_standardised(dif, validation) : report.train_trace.back();
     report.validation_trace.push_back(score);
     if (options.progress)
       options.progress(epoch, options.epochs, report.train_trace.back(), score);
@@ -202,12 +217,15 @@ void fit_gem(DifImpl& dif, const torch::Tensor& train, const torch::Tensor& vali
 
 } // namespace
 
-double mean_log_prob(const DensityModel& model, const torch::Tensor& x) {
-  return mean_log_prob_standardised(*model.density, (x - model.shift) / model.scale) -
+double mean_log_prob(const DensityModel& model, const torch::Tensor& x,
+                     const torch::Tensor& context) {
+  Rows rows{(x - model.shift) / model.scale, model.standardised_context(context)};
+  return mean_log_prob_standardised(*model.density, rows) -
          torch::log(model.scale).sum().item<double>();
 }
 
-FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOptions& options) {
+FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::Tensor& context,
+                      const FitOptions& options) {
   torch::manual_seed(options.seed);
   DensityImpl& density = *model.density;
   const std::string kind = density.spec().kind;
@@ -224,25 +242,37 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOpti
     throw Error(fmt::format("the data has {} rows; fitting a density needs at least 2 for "
                             "training{}",
                             n, n_validation ? " after the validation split" : ""));
+  if (context.defined() != (density.spec().context > 0))
+    throw Error(context.defined() ? "a context for an unconditional density"
+                                  : "a conditional density fitted without its context");
   auto order = torch::randperm(n, torch::kInt64);
-  auto train = x.index_select(0, order.slice(0, n_validation));
-  auto validation = x.index_select(0, order.slice(0, 0, n_validation));
+  const Rows all{x, context};
+  const Rows train = all.select(order.slice(0, n_validation));
+  const Rows validation = all.select(order.slice(0, 0, n_validation));
 
-  model.shift = train.mean(0);
-  model.scale = train.std(0, /*unbiased=*/false);
-  for (int64_t j = 0; j < model.scale.numel(); ++j)
-    if (!(model.scale[j].item<double>() > 0))
-      throw Error(fmt::format("column '{}' is constant in the data: it has no density (drop it)",
-                              j < int64_t(model.columns.size()) ? model.columns[size_t(j)]
-                                                                : std::to_string(j)));
-  auto train_s = (train - model.shift) / model.scale;
-  auto validation_s = (validation - model.shift) / model.scale;
+  // Each column's mean and standard deviation on the training rows; a constant one is an error.
+  auto standardisation = [&](const torch::Tensor& t, const std::vector<std::string>& names,
+                             torch::Tensor& shift, torch::Tensor& scale) {
+    shift = t.mean(0);
+    scale = t.std(0, /*unbiased=*/false);
+    for (int64_t j = 0; j < scale.numel(); ++j)
+      if (!(scale[j].item<double>() > 0))
+        throw Error(fmt::format("column '{}' is constant in the data: it has no density (drop it)",
+                                j < int64_t(names.size()) ? names[size_t(j)] : std::to_string(j)));
+  };
+  standardisation(train.x, model.columns, model.shift, model.scale);
+  if (context.defined())
+    standardisation(train.context, model.context_columns, model.context_shift, model.context_scale);
+  auto standardise = [&](const Rows& r) {
+    return Rows{(r.x - model.shift) / model.scale, model.standardised_context(r.context)};
+  };
+  const Rows train_s = standardise(train), validation_s = standardise(validation);
 
   FitReport report;
-  report.train_rows = train.size(0);
-  report.validation_rows = validation.size(0);
+  report.train_rows = train.size();
+  report.validation_rows = validation.size();
   if (auto* gmm = dynamic_cast<GaussianMixtureImpl*>(&density)) {
-    auto em = fit_gmm_em(*gmm, train_s, options.em_iterations);
+    auto em = fit_gmm_em(*gmm, train_s.x, options.em_iterations);
     report.epochs = report.best_epoch = em.iterations;
     report.train_trace = em.trace;
   } else if (kind != "normal") {
@@ -252,8 +282,9 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOpti
       mixture_spec.kind = "gmm";
       mixture_spec.covariance = "diagonal";
       mixture_spec.base = nullptr;
+      mixture_spec.context = 0;
       GaussianMixtureImpl mixture(mixture_spec);
-      fit_gmm_em(mixture, train_s, options.em_iterations);
+      fit_gmm_em(mixture, train_s.x, options.em_iterations);
       dif->init_from_mixture(mixture);
     }
     if (dif && options.method == "gem")
@@ -261,9 +292,10 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOpti
     else
       fit_maximum_likelihood(density, train_s, validation_s, options, report);
   }
-  report.train_mean_logpdf = mean_log_prob(model, train);
-  report.validation_mean_logpdf =
-      validation.size(0) ? mean_log_prob(model, validation) : report.train_mean_logpdf;
+  report.train_mean_logpdf = mean_log_prob(model, train.x, train.context);
+  report.validation_mean_logpdf = validation.size()
+                                      ? mean_log_prob(model, validation.x, validation.context)
+                                      : report.train_mean_logpdf;
   return report;
 }
 

@@ -37,12 +37,15 @@ struct FitReport {
   bool stopped_early = false;
 };
 
-// Fits model.density to the rows of x ([n, d], float64, in the data's units); sets the model's
-// standardisation from the training rows. Throws ssm::Error on a constant column, too few rows
-// or a non-finite loss (naming the epoch and the batch).
-FitReport fit_density(DensityModel& model, const torch::Tensor& x, const FitOptions& options);
+// Fits model.density to the rows of x ([n, d], float64, in the data's units), given the rows of
+// the context ([n, c]; undefined for an unconditional density); sets the model's standardisation
+// from the training rows. Throws ssm::Error on a constant column, too few rows or a non-finite
+// loss (naming the epoch and the batch).
+FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::Tensor& context,
+                      const FitOptions& options);
 
-// The mean log p over the rows of x, in batches, without gradients.
-double mean_log_prob(const DensityModel& model, const torch::Tensor& x);
+// The mean log p over the rows of x (given the context's rows), in batches, without gradients.
+double mean_log_prob(const DensityModel& model, const torch::Tensor& x,
+                     const torch::Tensor& context = {});
 
 } // namespace ssm::flows

@@ -10,7 +10,7 @@ namespace ssm::flows {
 
 struct ReverseKlOptions {
   int64_t iterations = 2000;
-  int64_t draws = 256;    // base draws per step (each costs K^2 density terms for a DIF)
+  int64_t draws = 256; // base draws per step (each costs K^2 density terms for a DIF)
   int64_t eval_draws = 8192;
   double learning_rate = 1e-2;
   double clip = 10.0;

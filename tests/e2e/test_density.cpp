@@ -55,8 +55,8 @@ TEST_CASE("ssmc density fits, evaluates and samples", "[density]") {
        {std::vector<std::string>{"--model", "gmm", "--covariance", "diagonal"},
         {"--model", "dif", "--epochs", "10", "--hidden", "16"}}) {
     const auto saved = e2e::scratch_path("density_" + model[1] + ".pt");
-    std::vector<std::string> args = {"fit",       "--data",       train, "--columns", "x,y",
-                                     "--components", "2", "--save", saved};
+    std::vector<std::string> args = {"fit",          "--data", train,    "--columns", "x,y",
+                                     "--components", "2",      "--save", saved};
     args.insert(args.end(), model.begin(), model.end());
     auto fit = e2e::run_ok(density(args));
     auto summary = nlohmann::json::parse(fit.out);
@@ -97,18 +97,78 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
   fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
         "density_bad.csv:3: column 'y': 'inf' is not a finite number");
   e2e::write_file(data, "x,y\n1,2\n3,2\n5,2\n");
-  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
-        "column 'y' is constant");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1, "column 'y' is constant");
   fails({"fit", "--data", data, "--model", "gmm", "--save", data}, 1, "density_bad.csv");
   CHECK(e2e::read_file(data) == "x,y\n1,2\n3,2\n5,2\n"); // the input is untouched
   fails({"fit", "--data", data, "--model", "kde", "--save", saved}, 2, "kde");
 
   e2e::write_file(data, "x,y\n1,2\n3,1\n5,7\n0,0\n");
-  e2e::run_ok(density({"fit", "--data", data, "--model", "gmm", "--components", "1", "--save",
-                       saved}));
+  e2e::run_ok(
+      density({"fit", "--data", data, "--model", "gmm", "--components", "1", "--save", saved}));
   const auto points = e2e::scratch_path("density_points.csv");
   e2e::write_file(points, "x,z\n1,2\n");
   fails({"logpdf", "--load", saved, "--at", points}, 1, "no column 'y'");
   fails({"logpdf", "--load", saved, "--at", points}, 1, "density_bad.pt reads the columns x, y");
   fails({"logpdf", "--load", data, "--at", points}, 1, "is not a density saved by ssmc");
+}
+
+TEST_CASE("ssmc density fits a conditional density with --context", "[density]") {
+  // x | w is N(w, 0.3²) or N(-w, 0.3²) with equal probability; w ~ U(0.5, 2).
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  auto draw = [&](int64_t n) {
+    e2e::Table t{{"x", "w"}, {}};
+    for (int64_t i = 0; i < n; ++i) {
+      const double w = 0.5 + 1.5 * uniform(rng);
+      const double x = (uniform(rng) < 0.5 ? w : -w) + 0.3 * normal(rng);
+      t.rows.push_back({std::to_string(x), std::to_string(w)});
+    }
+    return t;
+  };
+  const auto train = e2e::scratch_path("conditional_train.csv");
+  const auto test = e2e::scratch_path("conditional_test.csv");
+  const auto saved = e2e::scratch_path("conditional.pt");
+  e2e::write_table(train, draw(4000));
+  auto test_table = draw(5000);
+  e2e::write_table(test, test_table);
+  double truth = 0;
+  auto xs = test_table.column("x"), ws = test_table.column("w");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    auto n = [](double v, double m) {
+      return std::exp(-0.5 * (v - m) * (v - m) / 0.09) / (0.3 * std::sqrt(2 * M_PI));
+    };
+    truth += std::log(0.5 * n(xs[i], ws[i]) + 0.5 * n(xs[i], -ws[i])) / double(xs.size());
+  }
+  auto fit = e2e::run_ok(
+      density({"fit", "--data", train, "--context", "w", "--model", "dif", "--components", "2",
+               "--hidden", "32", "--epochs", "60", "--lr", "3e-3", "--save", saved}));
+  auto summary = nlohmann::json::parse(fit.out);
+  CHECK(summary["columns"] == nlohmann::json({"x"}));
+  CHECK(summary["context"] == nlohmann::json({"w"}));
+  auto eval = e2e::run_ok(density({"logpdf", "--load", saved, "--at", test, "--json"}));
+  const double fitted = nlohmann::json::parse(eval.out)["mean_logpdf"].get<double>();
+  INFO("test mean log p(x | w): fitted " << fitted << ", truth " << truth);
+  CHECK(std::abs(fitted - truth) < 0.05);
+
+  const auto contexts = e2e::scratch_path("conditional_contexts.csv");
+  const auto draws = e2e::scratch_path("conditional_draws.csv");
+  e2e::write_file(contexts, "w\n1.5\n");
+  e2e::run_ok(
+      density({"sample", "--load", saved, "--context", contexts, "--n", "4000", "--out", draws}));
+  auto t = e2e::read_table(draws);
+  CHECK(t.header == std::vector<std::string>{"w", "x"});
+  REQUIRE(t.rows.size() == 4000);
+  // Given w = 1.5: E|x| is 1.5 (sd 0.3), and half the draws are positive (4 standard errors).
+  double abs_mean = 0, positive = 0;
+  for (double x : t.column("x")) {
+    abs_mean += std::abs(x) / 4000;
+    positive += (x > 0) / 4000.0;
+  }
+  CHECK(std::abs(abs_mean - 1.5) < 0.05);
+  CHECK(std::abs(positive - 0.5) < 4 * 0.5 / std::sqrt(4000.0));
+
+  auto r = e2e::run_process(density({"sample", "--load", saved, "--n", "10"}));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("is conditional on w: give their values with --context") != std::string::npos);
 }

@@ -30,7 +30,7 @@ void perturb(torch::nn::Module& module, double sd) {
 }
 
 std::shared_ptr<DensityImpl> random_density(const std::vector<std::string>& chain, int64_t dim,
-                                            uint64_t seed) {
+                                            uint64_t seed, int64_t context = 0) {
   torch::manual_seed(seed);
   std::shared_ptr<DensitySpec> inner;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -40,6 +40,7 @@ std::shared_ptr<DensityImpl> random_density(const std::vector<std::string>& chai
     spec->components = 3;
     spec->layers = 3;
     spec->hidden = {16};
+    spec->context = context;
     spec->base = inner;
     inner = spec;
   }
@@ -62,11 +63,16 @@ Grid grid(int64_t dim, double L, double h) {
   return {torch::stack({mesh[0].reshape(-1), mesh[1].reshape(-1)}, 1), h * h};
 }
 
-torch::Tensor density_on(DensityImpl& density, const torch::Tensor& points) {
+// p at the points, given one context row ([1, c]) for all or none.
+torch::Tensor density_on(DensityImpl& density, const torch::Tensor& points,
+                         const torch::Tensor& context = {}) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> parts;
-  for (int64_t start = 0; start < points.size(0); start += 8192)
-    parts.push_back(torch::exp(density.log_prob(points.slice(0, start, start + 8192))));
+  for (int64_t start = 0; start < points.size(0); start += 8192) {
+    auto chunk = points.slice(0, start, start + 8192);
+    auto c = context.defined() ? context.expand({chunk.size(0), context.size(1)}) : context;
+    parts.push_back(torch::exp(density.log_prob(chunk, c)));
+  }
   return torch::cat(parts);
 }
 
@@ -101,11 +107,13 @@ TEST_CASE("draws follow the density: Kolmogorov-Smirnov in 1-D", "[flows]") {
     const int64_t n = 20000;
     auto draws = std::get<0>(density->sample(n).squeeze(1).sort());
     // The CDF at each draw (the grid's cumulative mass up to its cell), against the empirical one.
-    auto cell = ((draws + 14.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
+    auto cell =
+        ((draws + 14.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
     auto F = cdf.index_select(0, cell);
     auto i = torch::arange(1, n + 1, torch::kFloat64);
-    const double D =
-        torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs()).max().item<double>();
+    const double D = torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
+                         .max()
+                         .item<double>();
     INFO(describe(density->spec()) << ": D = " << D);
     CHECK(D < 1.949 / std::sqrt(double(n))); // the 0.1% critical value
   }
@@ -187,7 +195,8 @@ TEST_CASE("EM fits a known mixture and never decreases the likelihood", "[flows]
   torch::manual_seed(9);
   const int64_t n = 4000;
   auto which = torch::rand({n}, torch::kFloat64) < 0.3;
-  auto a = torch::randn({n, 2}, torch::kFloat64) * 0.5 + torch::tensor({-2.0, 0.0}, torch::kFloat64);
+  auto a =
+      torch::randn({n, 2}, torch::kFloat64) * 0.5 + torch::tensor({-2.0, 0.0}, torch::kFloat64);
   auto b = torch::randn({n, 2}, torch::kFloat64) + torch::tensor({2.0, 1.0}, torch::kFloat64);
   auto x = torch::where(which.unsqueeze(1), a, b);
   DensitySpec spec{"gmm", 2, 2, "full", 0, {}, {}};
@@ -233,7 +242,7 @@ TEST_CASE("GEM never decreases a DIF's likelihood; ML reaches the true density",
     options.method = method;
     options.epochs = method == "gem" ? 20 : 15;
     options.learning_rate = 3e-3;
-    auto report = fit_density(model, train, options);
+    auto report = fit_density(model, train, {}, options);
     if (method == "gem")
       for (size_t i = 1; i < report.train_trace.size(); ++i)
         CHECK(report.train_trace[i] >= report.train_trace[i - 1] - 1e-10);
@@ -282,7 +291,8 @@ torch::Tensor quadrature_kl(DensityImpl& density, const DensityImpl::Integrand& 
 } // namespace
 
 TEST_CASE("the Rao-Blackwellised KL's gradient is unbiased", "[flows][vi]") {
-  for (const auto& chain : std::vector<std::vector<std::string>>{{"dif"}, {"dif", "maf"}, {"dif", "dif"}}) {
+  for (const auto& chain :
+       std::vector<std::vector<std::string>>{{"dif"}, {"dif", "maf"}, {"dif", "dif"}}) {
     auto density = random_density(chain, 1, 31);
     auto params = density->parameters();
     auto exact = torch::autograd::grad({quadrature_kl(*density, mixture_log_density)}, params);
@@ -291,8 +301,8 @@ TEST_CASE("the Rao-Blackwellised KL's gradient is unbiased", "[flows][vi]") {
     std::vector<std::vector<torch::Tensor>> draws(params.size());
     torch::manual_seed(32);
     for (int64_t r = 0; r < R; ++r) {
-      auto g = torch::autograd::grad(
-          {reverse_kl_terms(*density, mixture_log_density, M).mean()}, params);
+      auto g = torch::autograd::grad({reverse_kl_terms(*density, mixture_log_density, M).mean()},
+                                     params);
       for (size_t p = 0; p < params.size(); ++p)
         draws[p].push_back(g[p].reshape(-1));
     }
@@ -331,4 +341,66 @@ TEST_CASE("VI with the Rao-Blackwellised KL recovers a two-component mixture", "
   CHECK(kl < 0.01);
   // The estimate is -KL without bias: within 4 standard errors of the quadrature.
   CHECK(std::abs(report.elbo + kl) < 4 * report.elbo_se + 1e-6);
+}
+
+TEST_CASE("a conditional DIF is a density for every context, and its draws follow it",
+          "[flows][conditional]") {
+  for (const auto& chain :
+       std::vector<std::vector<std::string>>{{"dif"}, {"dif", "maf"}, {"maf", "dif"}}) {
+    auto density = random_density(chain, 1, 51, 2);
+    Grid g = grid(1, 14.0, 0.002);
+    for (auto omega : {std::vector<double>{0.0, 0.0}, {1.5, -0.7}, {-2.0, 3.0}}) {
+      auto context = torch::tensor(omega, torch::kFloat64).unsqueeze(0);
+      auto p = density_on(*density, g.points, context);
+      const double mass = p.sum().item<double>() * g.volume;
+      INFO(describe(density->spec())
+           << " given (" << omega[0] << ", " << omega[1] << "): mass " << mass);
+      CHECK(std::abs(mass - 1.0) < 1e-3);
+      // Kolmogorov-Smirnov at the 0.1% level, as for the unconditional densities.
+      auto cdf = torch::cumsum(p, 0) * g.volume;
+      const int64_t n = 20000;
+      torch::manual_seed(52);
+      auto draws = std::get<0>(density->sample(n, context.expand({n, 2})).squeeze(1).sort());
+      auto cell =
+          ((draws + 14.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
+      auto F = cdf.index_select(0, cell);
+      auto i = torch::arange(1, n + 1, torch::kFloat64);
+      const double D = torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
+                           .max()
+                           .item<double>();
+      CHECK(D < 1.949 / std::sqrt(double(n)));
+    }
+  }
+}
+
+TEST_CASE("a conditional DIF fitted to x | w ~ N(w, 0.3²) or N(-w, 0.3²) reaches the truth",
+          "[flows][conditional]") {
+  torch::manual_seed(61);
+  auto draw = [](int64_t n) {
+    auto w = torch::rand({n, 1}, torch::kFloat64) * 1.5 + 0.5;
+    auto sign = torch::where(torch::rand({n, 1}, torch::kFloat64) < 0.5, 1.0, -1.0);
+    return std::pair{sign * w + 0.3 * torch::randn({n, 1}, torch::kFloat64), w};
+  };
+  auto truth = [](const torch::Tensor& x, const torch::Tensor& w) {
+    auto lp = [&](const torch::Tensor& m) {
+      return -0.5 * ((x - m) / 0.3).pow(2) - std::log(0.3) - 0.5 * std::log(2 * M_PI);
+    };
+    return (torch::logsumexp(torch::cat({lp(w), lp(-w)}, 1), 1) - std::log(2.0)).mean();
+  };
+  auto [x, w] = draw(4000);
+  auto [x_test, w_test] = draw(20000);
+  DensityModel model;
+  model.columns = {"x"};
+  model.context_columns = {"w"};
+  DensitySpec spec{"dif", 1, 2, "full", 0, {32}, {}};
+  spec.context = 1;
+  model.density = make_density(spec);
+  FitOptions options;
+  options.epochs = 60;
+  options.learning_rate = 3e-3;
+  fit_density(model, x, w, options);
+  const double fitted = mean_log_prob(model, x_test, w_test);
+  const double exact = truth(x_test, w_test).item<double>();
+  INFO("test mean log p(x | w): fitted " << fitted << ", truth " << exact);
+  CHECK(std::abs(fitted - exact) < 0.05);
 }
