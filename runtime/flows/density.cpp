@@ -29,7 +29,8 @@ nlohmann::json spec_json(const DensitySpec& spec) {
                       {"covariance", spec.covariance},
                       {"layers", spec.layers},
                       {"hidden", spec.hidden},
-                      {"context", spec.context}};
+                      {"context", spec.context},
+                      {"maps", spec.maps}};
   j["base"] = spec.base ? spec_json(*spec.base) : nlohmann::json(nullptr);
   return j;
 }
@@ -45,6 +46,9 @@ DensitySpec spec_from_json(const nlohmann::json& j) {
   spec.layers = j.at("layers").get<int64_t>();
   spec.hidden = j.at("hidden").get<std::vector<int64_t>>();
   spec.context = j.value("context", int64_t(0));
+  spec.maps = j.value("maps", std::string("affine"));
+  if (spec.maps != "affine" && spec.maps != "maf" && spec.maps != "realnvp")
+    throw std::out_of_range("unknown maps " + spec.maps);
   if (!j.at("base").is_null())
     spec.base = std::make_shared<DensitySpec>(spec_from_json(j.at("base")));
   return spec;
@@ -73,9 +77,11 @@ std::string describe(const DensitySpec& spec) {
   if (spec.kind == "gmm")
     text = fmt::format("gmm(K = {}, {} covariance)", spec.components, spec.covariance);
   else if (spec.kind == "dif")
-    text =
-        fmt::format("dif(K = {}, hidden = [{}]{})", spec.components, fmt::join(spec.hidden, ", "),
-                    spec.context ? fmt::format(", context = {}", spec.context) : "");
+    text = fmt::format(
+        "dif(K = {}, hidden = [{}]{}{})", spec.components, fmt::join(spec.hidden, ", "),
+        spec.maps == "affine" ? std::string()
+                              : fmt::format(", maps = {} of {} layers", spec.maps, spec.layers),
+        spec.context ? fmt::format(", context = {}", spec.context) : "");
   else if (spec.kind == "maf" || spec.kind == "realnvp")
     text = fmt::format("{}(layers = {}, hidden = [{}])", spec.kind, spec.layers,
                        fmt::join(spec.hidden, ", "));

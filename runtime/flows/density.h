@@ -23,9 +23,10 @@ namespace ssm::flows {
 struct DensitySpec {
   std::string kind = "normal"; // normal, gmm, maf, realnvp, dif
   int64_t dim = 0;
-  int64_t components = 1;                 // gmm, dif: K
-  std::string covariance = "full";        // gmm: full or diagonal
-  int64_t layers = 5;                     // maf, realnvp: the number of flow layers
+  int64_t components = 1;          // gmm, dif: K
+  std::string covariance = "full"; // gmm: full or diagonal
+  int64_t layers = 5;              // maf, realnvp: the number of flow layers (dif: of its maps)
+  std::string maps = "affine"; // dif: affine (location-scale), or maf or realnvp layers before it
   std::vector<int64_t> hidden = {64, 64}; // widths of the networks (MADE, coupling, DIF weights)
   int64_t context = 0; // the dimension of ω for a conditional density (its dif stages read it)
   std::shared_ptr<DensitySpec> base; // flows and dif: the density they transport; none: N(0, I)

@@ -175,6 +175,10 @@ int run(int argc, char** argv) {
                   "hidden widths of the networks (MADE, coupling, DIF weights; default 64,64)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t(1), int64_t(65536)));
+  fit->add_option("--maps", shared.maps,
+                  "dif: affine (location-scale, default), or maf or realnvp: --layers flow layers "
+                  "that read the component's index, before the location-scale")
+      ->check(CLI::IsMember({"affine", "maf", "realnvp"}));
   fit->add_option("--covariance", shared.covariance, "gmm: full (default) or diagonal")
       ->check(CLI::IsMember({"full", "diagonal"}));
   fit->add_option("--method", method,

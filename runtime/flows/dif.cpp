@@ -16,7 +16,22 @@ DifImpl::DifImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base)
                                     nn::Mlp(nn::MlpSpec{c, 2 * K * d, spec.hidden, "tanh", false}));
     context_maps_->start_at(std::vector<double>(size_t(2 * K * d), 0.0));
   }
+  if (spec.maps != "affine") {
+    map_layers_ = make_flow_layers(spec.maps, d, spec.layers, spec.hidden, K + c);
+    for (size_t l = 0; l < map_layers_.size(); ++l)
+      register_module("map" + std::to_string(l), map_layers_[l]);
+  }
   register_module("base", base_);
+}
+
+torch::Tensor DifImpl::map_context(const torch::Tensor& component, const torch::Tensor& context) {
+  auto one_hot = torch::one_hot(component, spec().components).to(torch::kFloat64);
+  return context.defined() ? torch::cat({one_hot, context}, 1) : one_hot;
+}
+
+torch::Tensor DifImpl::unmap(const torch::Tensor& y, const torch::Tensor& component,
+                             const torch::Tensor& context) {
+  return map_layers_.empty() ? y : inverse_layers(map_layers_, y, map_context(component, context));
 }
 
 std::pair<torch::Tensor, torch::Tensor> DifImpl::maps(const torch::Tensor& context) {
@@ -38,14 +53,24 @@ torch::Tensor DifImpl::component_terms(const torch::Tensor& x, const torch::Tens
     throw Error(context.defined() ? "a context given to an unconditional DIF"
                                   : "a conditional DIF evaluated without its context");
   auto [m, log_s] = maps(context); // [n or 1, K, d]
-  auto z = (x.unsqueeze(1) - m) * torch::exp(-log_s);
-  auto flat = z.reshape({n * K, d});
   // The context of each of the n·K images, row i's repeated K times.
   auto repeated = context.defined() ? context.repeat_interleave(K, 0) : torch::Tensor();
+  auto y = x.unsqueeze(1); // F(x; k): x itself for affine maps
+  torch::Tensor map_log_det;
+  if (!map_layers_.empty()) {
+    auto component = torch::arange(K, torch::kInt64).repeat({n});
+    auto [mapped, ld] =
+        forward_layers(map_layers_, x.repeat_interleave(K, 0), map_context(component, repeated));
+    y = mapped.reshape({n, K, d});
+    map_log_det = ld.reshape({n, K});
+  }
+  auto z = (y - m) * torch::exp(-log_s);
+  auto flat = z.reshape({n * K, d});
   // w(T_k(x)) for every k, of which only the k-th weight of the k-th image counts.
   auto own = torch::diagonal(log_weights(flat, repeated).reshape({n, K, K}), 0, 1, 2); // [n, K]
   auto log_q = base_->log_prob(flat, repeated).reshape({n, K});
-  return own + log_q - log_s.sum(2).expand({n, K});
+  auto terms = own + log_q - log_s.sum(2).expand({n, K});
+  return map_log_det.defined() ? terms + map_log_det : terms;
 }
 
 torch::Tensor DifImpl::log_prob(const torch::Tensor& x, const torch::Tensor& context) {
@@ -61,7 +86,7 @@ torch::Tensor DifImpl::sample(int64_t n, const torch::Tensor& context) {
     auto rows = t.expand({n, t.size(1), t.size(2)});
     return rows.gather(1, k.unsqueeze(2).expand({n, 1, dim()})).squeeze(1);
   };
-  return pick(m) + torch::exp(pick(log_s)) * z;
+  return unmap(pick(m) + torch::exp(pick(log_s)) * z, k.squeeze(1), context);
 }
 
 torch::Tensor DifImpl::expectation(int64_t n, const Integrand& f) {
@@ -71,8 +96,9 @@ torch::Tensor DifImpl::expectation(int64_t n, const Integrand& f) {
   return base_->expectation(n, [&](const torch::Tensor& z) {
     // Σ_k w_k(z) f(m_k + s_k ⊙ z): the index summed, not drawn.
     const int64_t m = z.size(0);
-    auto x = means.unsqueeze(0) + torch::exp(log_scales).unsqueeze(0) * z.unsqueeze(1);
-    auto values = f(x.reshape({m * K, d})).reshape({m, K});
+    auto y = means.unsqueeze(0) + torch::exp(log_scales).unsqueeze(0) * z.unsqueeze(1);
+    auto x = unmap(y.reshape({m * K, d}), torch::arange(K, torch::kInt64).repeat({m}), {});
+    auto values = f(x).reshape({m, K});
     return (torch::exp(log_weights(z, {})) * values).sum(1);
   });
 }

@@ -5,12 +5,16 @@
 // Sampling: z ~ q, k ~ Cat(w(z)), x = m_k + s_k ⊙ z. The base may be a flow or another DIF (a
 // cascade, K_0 · K_1 components). With constant weights it is a diagonal Gaussian mixture, which
 // is how it is initialised (init_from_mixture).
+// A DIF's maps may be flow layers before the location-scale: T_k(x) = (F(x; k) - m_k) / s_k with
+// F a stack of MAF or coupling layers that read the component's index (one-hot) as a context and
+// start as the identity.
 // The conditional DIF (4.3.11) reads a context ω: the weight network takes [z, ω], and the maps'
 // locations and log-scales are offsets of m_k and log s_k by a network of ω (as a mixture density
 // network's), which starts at zero so that a fresh conditional DIF is the unconditional one.
 #pragma once
 
 #include "flows/density.h"
+#include "flows/flows.h"
 #include "flows/gmm.h"
 #include "nn/mlp.h"
 
@@ -42,9 +46,16 @@ private:
   std::pair<torch::Tensor, torch::Tensor> maps(const torch::Tensor& context);
   // log w(z) given the context: [m, K].
   torch::Tensor log_weights(const torch::Tensor& z, const torch::Tensor& context);
+  // The flow maps' context for rows whose component is `component` ([m] indices): the one-hot
+  // index, then the DIF's own context (undefined without one).
+  torch::Tensor map_context(const torch::Tensor& component, const torch::Tensor& context);
+  // F^{-1}(y; k) with k = component: the identity without flow maps.
+  torch::Tensor unmap(const torch::Tensor& y, const torch::Tensor& component,
+                      const torch::Tensor& context);
 
   nn::Mlp weights_{nullptr};
   nn::Mlp context_maps_{nullptr}; // ω -> offsets of (m, log s): [n, 2 K d]; only with a context
+  std::vector<std::shared_ptr<FlowLayerImpl>> map_layers_; // F; empty for affine maps
   std::shared_ptr<DensityImpl> base_;
 };
 

@@ -20,13 +20,14 @@ torch::Tensor soft_clamp(const torch::Tensor& a) {
 } // namespace
 
 MadeImpl::MadeImpl(int64_t dim, const std::vector<int64_t>& hidden,
-                   const std::vector<int64_t>& order) {
+                   const std::vector<int64_t>& order, int64_t context) {
   // Degrees: input coordinate order[j] has degree j + 1; hidden units cycle through 1..d-1; an
   // output of coordinate i sees the hidden units of degree below i's.
   std::vector<int64_t> input_degree(dim);
   for (int64_t j = 0; j < dim; ++j)
     input_degree[order[j]] = j + 1;
   std::vector<int64_t> previous = input_degree;
+  previous.resize(size_t(dim + context), 0); // the context: degree 0, seen by every unit
   auto f64 = torch::kFloat64;
   auto add_layer = [&](int64_t in, int64_t out, const torch::Tensor& mask) {
     const double bound = 1.0 / std::sqrt(double(in));
@@ -59,8 +60,9 @@ MadeImpl::MadeImpl(int64_t dim, const std::vector<int64_t>& hidden,
   weights_.back().zero_(); // the layer starts as the identity
 }
 
-std::pair<torch::Tensor, torch::Tensor> MadeImpl::forward(const torch::Tensor& x) {
-  auto h = x;
+std::pair<torch::Tensor, torch::Tensor> MadeImpl::forward(const torch::Tensor& x,
+                                                          const torch::Tensor& context) {
+  auto h = context.defined() ? torch::cat({x, context}, 1) : x;
   for (size_t l = 0; l < weights_.size(); ++l) {
     h = torch::nn::functional::linear(h, weights_[l] * masks_[l], biases_[l]);
     if (l + 1 < weights_.size())
@@ -70,33 +72,35 @@ std::pair<torch::Tensor, torch::Tensor> MadeImpl::forward(const torch::Tensor& x
   return {parts[0], soft_clamp(parts[1])};
 }
 
-MafLayerImpl::MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed)
+MafLayerImpl::MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed,
+                           int64_t context)
     : dim_(dim) {
   std::vector<int64_t> order(dim);
   std::iota(order.begin(), order.end(), 0);
   if (reversed)
     std::reverse(order.begin(), order.end());
-  made_ = register_module("made", Made(dim, hidden, order));
+  made_ = register_module("made", Made(dim, hidden, order, context));
 }
 
-std::pair<torch::Tensor, torch::Tensor> MafLayerImpl::forward(const torch::Tensor& x) {
-  auto [shift, log_scale] = made_->forward(x);
+std::pair<torch::Tensor, torch::Tensor> MafLayerImpl::forward(const torch::Tensor& x,
+                                                              const torch::Tensor& context) {
+  auto [shift, log_scale] = made_->forward(x, context);
   return {(x - shift) * torch::exp(-log_scale), -log_scale.sum(1)};
 }
 
-torch::Tensor MafLayerImpl::inverse(const torch::Tensor& z) {
+torch::Tensor MafLayerImpl::inverse(const torch::Tensor& z, const torch::Tensor& context) {
   // x = z ⊙ exp(α(x)) + μ(x) is a fixed point reached coordinate by coordinate in the
   // autoregressive order: after pass j the first j coordinates are exact.
   auto x = torch::zeros_like(z);
   for (int64_t pass = 0; pass < dim_; ++pass) {
-    auto [shift, log_scale] = made_->forward(x);
+    auto [shift, log_scale] = made_->forward(x, context);
     x = z * torch::exp(log_scale) + shift;
   }
   return x;
 }
 
 CouplingLayerImpl::CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden,
-                                     int64_t parity) {
+                                     int64_t parity, int64_t context) {
   if (dim < 2)
     throw Error("a coupling layer (realnvp) needs at least 2 dimensions");
   auto mask = torch::zeros({dim}, torch::kFloat64);
@@ -104,65 +108,83 @@ CouplingLayerImpl::CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hi
     mask[i] = (i + parity) % 2 == 0 ? 1.0 : 0.0;
   mask_ = register_buffer("mask", mask);
   scale_ = register_parameter("scale", torch::ones({dim}, torch::kFloat64));
-  nn::MlpSpec net{dim, 2 * dim, hidden, "tanh", false};
+  nn::MlpSpec net{dim + context, 2 * dim, hidden, "tanh", false};
   net_ = register_module("net", nn::Mlp(net));
   net_->start_at(std::vector<double>(size_t(2 * dim), 0.0)); // the identity
 }
 
 std::pair<torch::Tensor, torch::Tensor>
-CouplingLayerImpl::shift_log_scale(const torch::Tensor& kept) {
-  auto parts = net_->forward(kept).chunk(2, 1);
+CouplingLayerImpl::shift_log_scale(const torch::Tensor& kept, const torch::Tensor& context) {
+  auto parts = net_->forward(context.defined() ? torch::cat({kept, context}, 1) : kept).chunk(2, 1);
   auto free = 1.0 - mask_;
   return {parts[0] * free, scale_ * torch::tanh(parts[1]) * free};
 }
 
-std::pair<torch::Tensor, torch::Tensor> CouplingLayerImpl::forward(const torch::Tensor& x) {
-  auto [shift, log_scale] = shift_log_scale(x * mask_);
+std::pair<torch::Tensor, torch::Tensor> CouplingLayerImpl::forward(const torch::Tensor& x,
+                                                                   const torch::Tensor& context) {
+  auto [shift, log_scale] = shift_log_scale(x * mask_, context);
   return {x * torch::exp(log_scale) + shift, log_scale.sum(1)};
 }
 
-torch::Tensor CouplingLayerImpl::inverse(const torch::Tensor& z) {
-  auto [shift, log_scale] = shift_log_scale(z * mask_);
+torch::Tensor CouplingLayerImpl::inverse(const torch::Tensor& z, const torch::Tensor& context) {
+  auto [shift, log_scale] = shift_log_scale(z * mask_, context);
   return (z - shift) * torch::exp(-log_scale);
+}
+
+std::vector<std::shared_ptr<FlowLayerImpl>> make_flow_layers(const std::string& kind, int64_t dim,
+                                                             int64_t count,
+                                                             const std::vector<int64_t>& hidden,
+                                                             int64_t context) {
+  std::vector<std::shared_ptr<FlowLayerImpl>> layers;
+  for (int64_t l = 0; l < count; ++l) {
+    if (kind == "maf")
+      layers.push_back(std::make_shared<MafLayerImpl>(dim, hidden, l % 2 == 1, context));
+    else
+      layers.push_back(std::make_shared<CouplingLayerImpl>(dim, hidden, l % 2, context));
+  }
+  return layers;
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+forward_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& layers, torch::Tensor x,
+               const torch::Tensor& context) {
+  auto log_det = torch::zeros({x.size(0)}, x.options());
+  for (auto& layer : layers) {
+    auto [next, ld] = layer->forward(x, context);
+    x = next;
+    log_det = log_det + ld;
+  }
+  return {x, log_det};
+}
+
+torch::Tensor inverse_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& layers,
+                             torch::Tensor z, const torch::Tensor& context) {
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+    z = (*it)->inverse(z, context);
+  return z;
 }
 
 FlowImpl::FlowImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base)
     : DensityImpl(spec), base_(std::move(base)) {
-  for (int64_t l = 0; l < spec.layers; ++l) {
-    std::shared_ptr<FlowLayerImpl> layer;
-    if (spec.kind == "maf")
-      layer = std::make_shared<MafLayerImpl>(spec.dim, spec.hidden, l % 2 == 1);
-    else
-      layer = std::make_shared<CouplingLayerImpl>(spec.dim, spec.hidden, l % 2);
-    layers_.push_back(register_module("layer" + std::to_string(l), layer));
-  }
+  layers_ = make_flow_layers(spec.kind, spec.dim, spec.layers, spec.hidden);
+  for (size_t l = 0; l < layers_.size(); ++l)
+    register_module("layer" + std::to_string(l), layers_[l]);
   register_module("base", base_);
 }
 
 torch::Tensor FlowImpl::log_prob(const torch::Tensor& x, const torch::Tensor& context) {
-  auto z = x;
-  auto log_det = torch::zeros({x.size(0)}, x.options());
-  for (auto& layer : layers_) {
-    auto [next, ld] = layer->forward(z);
-    z = next;
-    log_det = log_det + ld;
-  }
+  auto [z, log_det] = forward_layers(layers_, x, {});
   return base_->log_prob(z, context) + log_det;
-}
-
-torch::Tensor FlowImpl::invert(torch::Tensor z) {
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it)
-    z = (*it)->inverse(z);
-  return z;
 }
 
 torch::Tensor FlowImpl::sample(int64_t n, const torch::Tensor& context) {
   torch::NoGradGuard no_grad;
-  return invert(base_->sample(n, context));
+  return inverse_layers(layers_, base_->sample(n, context), {});
 }
 
 torch::Tensor FlowImpl::expectation(int64_t n, const Integrand& f) {
-  return base_->expectation(n, [&](const torch::Tensor& z) { return f(invert(z)); });
+  return base_->expectation(
+      n, [&](const torch::Tensor& z) { return f(inverse_layers(layers_, z, {})); });
 }
 
 } // namespace ssm::flows

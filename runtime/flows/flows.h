@@ -3,7 +3,8 @@
 // (MAF: an affine map whose shift and log-scale for coordinate i are a MADE network of the
 // coordinates before it) and affine coupling (RealNVP: half of the coordinates, alternating, are
 // shifted and scaled by a network of the other half). Every layer starts as the identity, so a
-// fresh flow is its base density.
+// fresh flow is its base density. A layer may read a context (conditional layers): the MADE's and
+// the coupling network's extra inputs, as a DIF's flow maps read their component's index.
 #pragma once
 
 #include "flows/density.h"
@@ -11,20 +12,37 @@
 
 namespace ssm::flows {
 
-// One invertible layer x -> z with log |det ∂z/∂x|.
+// One invertible layer x -> z with log |det ∂z/∂x|, given a context per row ([n, c], undefined
+// for a layer without one).
 class FlowLayerImpl : public torch::nn::Module {
 public:
   // x: [n, d] -> (z, log |det J|: [n]).
-  virtual std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) = 0;
-  virtual torch::Tensor inverse(const torch::Tensor& z) = 0;
+  virtual std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                          const torch::Tensor& context) = 0;
+  virtual torch::Tensor inverse(const torch::Tensor& z, const torch::Tensor& context) = 0;
 };
 
+// `count` layers of `kind` (maf or realnvp) over R^dim reading a context of `context` columns,
+// the MAF's order and the coupling's parity alternating; and their composition.
+std::vector<std::shared_ptr<FlowLayerImpl>> make_flow_layers(const std::string& kind, int64_t dim,
+                                                             int64_t count,
+                                                             const std::vector<int64_t>& hidden,
+                                                             int64_t context = 0);
+std::pair<torch::Tensor, torch::Tensor>
+forward_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& layers, torch::Tensor x,
+               const torch::Tensor& context);
+torch::Tensor inverse_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& layers,
+                             torch::Tensor z, const torch::Tensor& context);
+
 // MADE (Germain et al. 2015) with outputs (shift, log-scale) per coordinate, in the order
-// `order` (order[j] is the j-th coordinate in the autoregressive order).
+// `order` (order[j] is the j-th coordinate in the autoregressive order); the context's inputs
+// reach every hidden unit.
 class MadeImpl : public torch::nn::Module {
 public:
-  MadeImpl(int64_t dim, const std::vector<int64_t>& hidden, const std::vector<int64_t>& order);
-  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x); // [n, d] each
+  MadeImpl(int64_t dim, const std::vector<int64_t>& hidden, const std::vector<int64_t>& order,
+           int64_t context = 0);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                  const torch::Tensor& context); // [n, d] each
 
 private:
   std::vector<torch::Tensor> weights_, biases_, masks_;
@@ -33,9 +51,11 @@ TORCH_MODULE(Made);
 
 class MafLayerImpl : public FlowLayerImpl {
 public:
-  MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed);
-  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) override;
-  torch::Tensor inverse(const torch::Tensor& z) override; // d passes of the network
+  MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed, int64_t context = 0);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                  const torch::Tensor& context) override;
+  // d passes of the network.
+  torch::Tensor inverse(const torch::Tensor& z, const torch::Tensor& context) override;
 
 private:
   int64_t dim_;
@@ -44,12 +64,15 @@ private:
 
 class CouplingLayerImpl : public FlowLayerImpl {
 public:
-  CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, int64_t parity);
-  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x) override;
-  torch::Tensor inverse(const torch::Tensor& z) override;
+  CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, int64_t parity,
+                    int64_t context = 0);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                  const torch::Tensor& context) override;
+  torch::Tensor inverse(const torch::Tensor& z, const torch::Tensor& context) override;
 
 private:
-  std::pair<torch::Tensor, torch::Tensor> shift_log_scale(const torch::Tensor& kept);
+  std::pair<torch::Tensor, torch::Tensor> shift_log_scale(const torch::Tensor& kept,
+                                                          const torch::Tensor& context);
   torch::Tensor mask_;  // 1 on the coordinates that condition, 0 on those transformed
   torch::Tensor scale_; // log-scale = scale_ ⊙ tanh(network), bounded per layer
   nn::Mlp net_{nullptr};
@@ -67,7 +90,6 @@ public:
   DensityImpl& base() { return *base_; }
 
 private:
-  torch::Tensor invert(torch::Tensor z); // the layers' inverses, last layer first
   std::vector<std::shared_ptr<FlowLayerImpl>> layers_;
   std::shared_ptr<DensityImpl> base_;
 };

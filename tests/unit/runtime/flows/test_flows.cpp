@@ -36,6 +36,11 @@ std::shared_ptr<DensityImpl> random_density(const std::vector<std::string>& chai
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     auto spec = std::make_shared<DensitySpec>();
     spec->kind = *it;
+    if (it->rfind("dif/", 0) == 0) { // a DIF whose maps are flow layers: dif/maf, dif/realnvp
+      spec->kind = "dif";
+      spec->maps = it->substr(4);
+      spec->layers = 2;
+    }
     spec->dim = dim;
     spec->components = 3;
     spec->layers = 3;
@@ -77,14 +82,22 @@ torch::Tensor density_on(DensityImpl& density, const torch::Tensor& points,
 }
 
 const std::vector<std::vector<std::string>> kChains = {
-    {"dif"}, {"maf"}, {"realnvp"}, {"dif", "maf"}, {"maf", "dif"}, {"dif", "dif"}};
+    {"dif"},        {"maf"},        {"realnvp"}, {"dif", "maf"},
+    {"maf", "dif"}, {"dif", "dif"}, {"dif/maf"}, {"dif/realnvp"}};
+
+bool has_coupling(const std::vector<std::string>& chain) {
+  for (const auto& stage : chain)
+    if (stage.find("realnvp") != std::string::npos)
+      return true;
+  return false;
+}
 
 } // namespace
 
 TEST_CASE("every density integrates to 1 in 1-D and 2-D", "[flows]") {
   for (int64_t dim : {1, 2})
     for (const auto& chain : kChains) {
-      if (dim == 1 && std::find(chain.begin(), chain.end(), "realnvp") != chain.end())
+      if (dim == 1 && has_coupling(chain))
         continue; // a coupling layer needs two coordinates
       auto density = random_density(chain, dim, 7);
       Grid g = grid(dim, 14.0, dim == 1 ? 0.005 : 0.04);
@@ -98,7 +111,7 @@ TEST_CASE("every density integrates to 1 in 1-D and 2-D", "[flows]") {
 
 TEST_CASE("draws follow the density: Kolmogorov-Smirnov in 1-D", "[flows]") {
   for (const auto& chain : kChains) {
-    if (std::find(chain.begin(), chain.end(), "realnvp") != chain.end())
+    if (has_coupling(chain))
       continue;
     auto density = random_density(chain, 1, 11);
     Grid g = grid(1, 14.0, 0.002);
@@ -145,19 +158,25 @@ TEST_CASE("draws follow the density: chi-square on cells in 2-D", "[flows]") {
 TEST_CASE("flow layers: log-determinants are autograd's and inverses invert", "[flows]") {
   torch::manual_seed(3);
   const int64_t d = 3;
+  // The last two read a context of 2 columns (as a DIF's flow maps read their index).
   std::vector<std::shared_ptr<FlowLayerImpl>> layers = {
       std::make_shared<MafLayerImpl>(d, std::vector<int64_t>{8, 8}, false),
       std::make_shared<MafLayerImpl>(d, std::vector<int64_t>{8}, true),
       std::make_shared<CouplingLayerImpl>(d, std::vector<int64_t>{8}, 0),
-      std::make_shared<CouplingLayerImpl>(d, std::vector<int64_t>{8}, 1)};
-  for (auto& layer : layers) {
+      std::make_shared<CouplingLayerImpl>(d, std::vector<int64_t>{8}, 1),
+      std::make_shared<MafLayerImpl>(d, std::vector<int64_t>{8}, false, 2),
+      std::make_shared<CouplingLayerImpl>(d, std::vector<int64_t>{8}, 0, 2)};
+  for (size_t index = 0; index < layers.size(); ++index) {
+    auto& layer = layers[index];
     perturb(*layer, 0.5);
     auto x = torch::randn({4, d}, torch::kFloat64);
-    auto [z, log_det] = layer->forward(x);
-    CHECK(torch::allclose(layer->inverse(z.detach()), x, 1e-9, 1e-9));
+    auto context = index >= 4 ? torch::randn({4, 2}, torch::kFloat64) : torch::Tensor();
+    auto [z, log_det] = layer->forward(x, context);
+    CHECK(torch::allclose(layer->inverse(z.detach(), context), x, 1e-9, 1e-9));
     for (int64_t r = 0; r < x.size(0); ++r) {
       auto xr = x[r].clone().requires_grad_(true);
-      auto zr = layer->forward(xr.unsqueeze(0)).first.squeeze(0);
+      auto cr = context.defined() ? context.slice(0, r, r + 1) : context;
+      auto zr = layer->forward(xr.unsqueeze(0), cr).first.squeeze(0);
       auto J = torch::zeros({d, d}, torch::kFloat64);
       for (int64_t i = 0; i < d; ++i)
         J[i] = torch::autograd::grad({zr[i]}, {xr}, {}, true)[0];
@@ -291,8 +310,8 @@ torch::Tensor quadrature_kl(DensityImpl& density, const DensityImpl::Integrand& 
 } // namespace
 
 TEST_CASE("the Rao-Blackwellised KL's gradient is unbiased", "[flows][vi]") {
-  for (const auto& chain :
-       std::vector<std::vector<std::string>>{{"dif"}, {"dif", "maf"}, {"dif", "dif"}}) {
+  for (const auto& chain : std::vector<std::vector<std::string>>{
+           {"dif"}, {"dif", "maf"}, {"dif", "dif"}, {"dif/maf"}}) {
     auto density = random_density(chain, 1, 31);
     auto params = density->parameters();
     auto exact = torch::autograd::grad({quadrature_kl(*density, mixture_log_density)}, params);
@@ -345,8 +364,8 @@ TEST_CASE("VI with the Rao-Blackwellised KL recovers a two-component mixture", "
 
 TEST_CASE("a conditional DIF is a density for every context, and its draws follow it",
           "[flows][conditional]") {
-  for (const auto& chain :
-       std::vector<std::vector<std::string>>{{"dif"}, {"dif", "maf"}, {"maf", "dif"}}) {
+  for (const auto& chain : std::vector<std::vector<std::string>>{
+           {"dif"}, {"dif", "maf"}, {"maf", "dif"}, {"dif/maf"}}) {
     auto density = random_density(chain, 1, 51, 2);
     Grid g = grid(1, 14.0, 0.002);
     for (auto omega : {std::vector<double>{0.0, 0.0}, {1.5, -0.7}, {-2.0, 3.0}}) {
