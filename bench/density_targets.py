@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Targets for the density benchmark (run_density_bench.sh), written as CSV, and densities drawn as
+"""Targets for the density benchmark (run_density_bench.py), written as CSV, and densities drawn as
 images. Standard library only.
 
   density_targets.py image PGM N SEED OUT.csv   points from a grayscale image read as a density:

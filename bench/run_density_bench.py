@@ -7,8 +7,8 @@ on the targets of Argouarc'h (2024, ch. 4), each model fitted over SEEDS seeds, 
 1. image: the photograph ../shared/data/camera_128.pgm read as a density on [0, 1]^2 (a pixel with
    probability proportional to its intensity, then a uniform point in it); 30000 training points,
    20000 test points. DIF (K = 32 location-scale maps, weights 2-64-64-32), RealNVP and MAF
-   (8 layers, 64-64 networks), a full-covariance GMM of 49 components by EM (343 parameters, the
-   thesis's count). Test mean log-likelihood and parameter counts; the true density's own test
+   (8 layers, 64-64 networks), a full-covariance GMM of 49 components by EM (the thesis's 343
+   parameters, counting 7 per component; 293 free parameters as ssmc counts them). Test mean log-likelihood and parameter counts; the true density's own test
    log-likelihood (piecewise constant, known exactly) is the ceiling. Each model's density is
    drawn as a PGM image beside the target (with --keep).
 2. toys: Orbits (7 modes on a ring of radius 2.5, covariance 0.04 I), TwoCircles, two moons:

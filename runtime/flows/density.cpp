@@ -30,7 +30,8 @@ nlohmann::json spec_json(const DensitySpec& spec) {
                       {"layers", spec.layers},
                       {"hidden", spec.hidden},
                       {"context", spec.context},
-                      {"maps", spec.maps}};
+                      {"maps", spec.maps},
+                      {"single", spec.single}};
   j["base"] = spec.base ? spec_json(*spec.base) : nlohmann::json(nullptr);
   return j;
 }
@@ -47,6 +48,7 @@ DensitySpec spec_from_json(const nlohmann::json& j) {
   spec.hidden = j.at("hidden").get<std::vector<int64_t>>();
   spec.context = j.value("context", int64_t(0));
   spec.maps = j.value("maps", std::string("affine"));
+  spec.single = j.value("single", false);
   if (spec.maps != "affine" && spec.maps != "maf" && spec.maps != "realnvp")
     throw std::out_of_range("unknown maps " + spec.maps);
   if (!j.at("base").is_null())
@@ -78,13 +80,14 @@ std::string describe(const DensitySpec& spec) {
     text = fmt::format("gmm(K = {}, {} covariance)", spec.components, spec.covariance);
   else if (spec.kind == "dif")
     text = fmt::format(
-        "dif(K = {}, hidden = [{}]{}{})", spec.components, fmt::join(spec.hidden, ", "),
+        "dif(K = {}, hidden = [{}]{}{}{})", spec.components, fmt::join(spec.hidden, ", "),
         spec.maps == "affine" ? std::string()
                               : fmt::format(", maps = {} of {} layers", spec.maps, spec.layers),
-        spec.context ? fmt::format(", context = {}", spec.context) : "");
+        spec.context ? fmt::format(", context = {}", spec.context) : "",
+        spec.single ? ", single" : "");
   else if (spec.kind == "maf" || spec.kind == "realnvp")
-    text = fmt::format("{}(layers = {}, hidden = [{}])", spec.kind, spec.layers,
-                       fmt::join(spec.hidden, ", "));
+    text = fmt::format("{}(layers = {}, hidden = [{}]{})", spec.kind, spec.layers,
+                       fmt::join(spec.hidden, ", "), spec.single ? ", single" : "");
   else
     text = "normal";
   if (spec.kind == "dif" || spec.kind == "maf" || spec.kind == "realnvp")
@@ -95,6 +98,16 @@ std::string describe(const DensitySpec& spec) {
 std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
   if (spec.dim < 1)
     throw Error("a density needs at least one dimension");
+  if (spec.components < 1 || spec.layers < 1 || spec.context < 0)
+    throw Error(fmt::format("{}: components and layers must be at least 1", describe(spec)));
+  for (int64_t width : spec.hidden)
+    if (width < 1)
+      throw Error(fmt::format("{}: a hidden layer must have at least one unit", describe(spec)));
+  if (spec.maps != "affine" && spec.maps != "maf" && spec.maps != "realnvp")
+    throw Error(fmt::format("unknown DIF maps '{}' (expected affine, maf or realnvp)", spec.maps));
+  if (spec.covariance != "full" && spec.covariance != "diagonal")
+    throw Error(
+        fmt::format("unknown covariance '{}' (expected full or diagonal)", spec.covariance));
   if (spec.kind == "normal")
     return std::make_shared<StandardNormalImpl>(spec);
   if (spec.kind == "gmm")
@@ -107,6 +120,7 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
     base_spec = *spec.base;
   base_spec.dim = spec.dim;
   base_spec.context = spec.context;
+  base_spec.single = spec.single;
   if (base_spec.kind == "gmm")
     throw Error("a gmm cannot be the base of a flow or a DIF: a DIF is the mixture's "
                 "generalisation (its components' weights vary)");
@@ -180,6 +194,9 @@ void save_density_model(const DensityModel& model, const std::string& path) {
 }
 
 DensityModel load_density_model(const std::string& path) {
+  struct Malformed { // why the file is not one: reported once, with the file's name
+    std::string why;
+  };
   auto not_ours = [&](const std::string& why) {
     return Error(fmt::format("{} is not a density saved by ssmc ({})", path, why));
   };
@@ -189,8 +206,8 @@ DensityModel load_density_model(const std::string& path) {
     torch::Tensor format, spec, columns;
     archive.read("format", format);
     if (format.item<int64_t>() != kFormatVersion)
-      throw not_ours(fmt::format("format {}, and this ssmc reads format {}", format.item<int64_t>(),
-                                 kFormatVersion));
+      throw Malformed{fmt::format("format {}, and this ssmc reads format {}",
+                                  format.item<int64_t>(), kFormatVersion)};
     archive.read("spec", spec);
     archive.read("columns", columns);
     DensityModel model;
@@ -206,15 +223,21 @@ DensityModel load_density_model(const std::string& path) {
       archive.read("context_shift", model.context_shift);
       archive.read("context_scale", model.context_scale);
       if (int64_t(model.context_columns.size()) != model.density->spec().context)
-        throw not_ours("its context's columns and dimension disagree");
+        throw Malformed{"its context's columns and dimension disagree"};
     }
     torch::serialize::InputArchive weights;
     archive.read("density", weights);
     model.density->load(weights);
-    if (int64_t(model.columns.size()) != model.density->dim() ||
-        model.shift.numel() != model.density->dim())
-      throw not_ours("its columns and its dimension disagree");
+    const int64_t d = model.density->dim(), c = model.density->spec().context;
+    if (int64_t(model.columns.size()) != d || model.shift.numel() != d ||
+        model.scale.numel() != d ||
+        (c && (model.context_shift.numel() != c || model.context_scale.numel() != c)))
+      throw Malformed{"its columns and its dimension disagree"};
     return model;
+  } catch (const Malformed& e) {
+    throw not_ours(e.why);
+  } catch (const Error& e) { // a spec make_density refuses
+    throw not_ours(e.what());
   } catch (const c10::Error& e) {
     throw not_ours(e.what_without_backtrace());
   } catch (const nlohmann::json::exception& e) {

@@ -63,29 +63,38 @@ torch::Tensor read_points(const CsvTable& table, std::vector<std::string>& wante
   return x;
 }
 
-void write_csv(const std::string& path, const std::vector<std::string>& header,
-               const torch::Tensor& values) {
-  OutputFile out(path);
-  std::vector<std::string> names;
-  for (const auto& h : header)
-    names.push_back(csv_name(h));
-  out.write(fmt::format("{}\n", fmt::join(names, ",")));
-  auto v = values.contiguous();
-  const int64_t n = v.size(0), d = v.dim() > 1 ? v.size(1) : 1;
-  const double* p = v.data_ptr<double>();
-  std::string line;
-  for (int64_t i = 0; i < n; ++i) {
-    line.clear();
-    for (int64_t j = 0; j < d; ++j) {
-      if (j)
-        line += ',';
-      line += format_double(p[i * d + j]);
-    }
-    line += '\n';
-    out.write(line);
+// A CSV output written a block of rows at a time (atomically: committed at the end).
+class CsvOutput {
+public:
+  CsvOutput(const std::string& path, const std::vector<std::string>& header) : out_(path) {
+    std::vector<std::string> names;
+    for (const auto& h : header)
+      names.push_back(csv_name(h));
+    out_.write(fmt::format("{}\n", fmt::join(names, ",")));
   }
-  out.commit();
-}
+  void rows(const torch::Tensor& values) { // [n, d] or [n]
+    auto v = values.contiguous();
+    const int64_t n = v.size(0), d = v.dim() > 1 ? v.size(1) : 1;
+    const double* p = v.data_ptr<double>();
+    std::string text;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < d; ++j) {
+        if (j)
+          text += ',';
+        text += format_double(p[i * d + j]);
+      }
+      text += '\n';
+    }
+    out_.write(text);
+  }
+  void commit() { out_.commit(); }
+
+private:
+  OutputFile out_;
+};
+
+// Rows per block when sampling: bounds the memory of a large --n.
+constexpr int64_t kSampleBlock = 1 << 16;
 
 // One line on standard error, redrawn, when it is a terminal and the fit takes over a second.
 class EpochProgress {
@@ -179,6 +188,11 @@ int run(int argc, char** argv) {
                   "dif: affine (location-scale, default), or maf or realnvp: --layers flow layers "
                   "that read the component's index, before the location-scale")
       ->check(CLI::IsMember({"affine", "maf", "realnvp"}));
+  std::string precision = "double";
+  fit->add_option("--precision", precision,
+                  "the networks' arithmetic: double (default) or single (float32, about twice as "
+                  "fast); densities, maps and mixtures stay in double")
+      ->check(CLI::IsMember({"double", "single"}));
   fit->add_option("--covariance", shared.covariance, "gmm: full (default) or diagonal")
       ->check(CLI::IsMember({"full", "diagonal"}));
   fit->add_option("--method", method,
@@ -249,13 +263,24 @@ int run(int argc, char** argv) {
         throw Error("--context: only a dif reads a context; put a dif stage in --model");
       context = read_points(table, context_columns);
     }
+    for (const auto& name : context_columns)
+      if (std::find(columns.begin(), columns.end(), name) != columns.end())
+        throw Error(fmt::format("column '{}' is both modelled (--columns) and a context "
+                                "(--context): a density cannot condition on what it models",
+                                name));
     auto x = read_points(table, columns, context_columns);
+    std::vector<std::string> all = columns;
+    all.insert(all.end(), context_columns.begin(), context_columns.end());
+    std::sort(all.begin(), all.end());
+    if (auto twice = std::adjacent_find(all.begin(), all.end()); twice != all.end())
+      throw Error(fmt::format("column '{}' is named twice in --columns or --context", *twice));
     if (x.size(1) == 0)
       throw Error(fmt::format("{}: no columns to model besides the context", data));
     model.columns = columns;
     model.context_columns = context_columns;
     shared.dim = x.size(1);
     shared.context = int64_t(context_columns.size());
+    shared.single = precision == "single";
     model.density = make_density(model_spec(kinds, components, shared));
     auto start = std::chrono::steady_clock::now();
     FitReport report = fit_density(model, x, context, options);
@@ -298,7 +323,10 @@ int run(int argc, char** argv) {
     if (model.context_columns.empty()) {
       if (!context_file.empty())
         throw Error(fmt::format("--context: the density in {} is not conditional", load));
-      write_csv(out, model.columns, model.sample(n));
+      CsvOutput csv(out, model.columns);
+      for (int64_t done = 0; done < n; done += kSampleBlock)
+        csv.rows(model.sample(std::min(kSampleBlock, n - done)));
+      csv.commit();
       return 0;
     }
     if (context_file.empty())
@@ -306,11 +334,17 @@ int run(int argc, char** argv) {
                               "--context FILE.csv",
                               load, fmt::join(model.context_columns, ", ")));
     // n draws for each context row, written after its values.
-    auto context =
-        read_columns(read_csv(context_file), model.context_columns).repeat_interleave(n, 0);
+    auto contexts = read_columns(read_csv(context_file), model.context_columns);
     std::vector<std::string> header = model.context_columns;
     header.insert(header.end(), model.columns.begin(), model.columns.end());
-    write_csv(out, header, torch::cat({context, model.sample(context.size(0), context)}, 1));
+    CsvOutput csv(out, header);
+    for (int64_t row = 0; row < contexts.size(0); ++row)
+      for (int64_t done = 0; done < n; done += kSampleBlock) {
+        const int64_t m = std::min(kSampleBlock, n - done);
+        auto context = contexts.slice(0, row, row + 1).expand({m, contexts.size(1)});
+        csv.rows(torch::cat({context, model.sample(m, context)}, 1));
+      }
+    csv.commit();
     return 0;
   }
   check_output_path(out, {load, at});
@@ -323,14 +357,18 @@ int run(int argc, char** argv) {
   {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> parts;
-    for (int64_t start = 0; start < points.size(0); start += 4096)
+    const int64_t rows = evaluation_rows(*model.density);
+    for (int64_t start = 0; start < points.size(0); start += rows)
       parts.push_back(
-          model.log_prob(points.slice(0, start, start + 4096),
-                         context.defined() ? context.slice(0, start, start + 4096) : context));
+          model.log_prob(points.slice(0, start, start + rows),
+                         context.defined() ? context.slice(0, start, start + rows) : context));
     lp = torch::cat(parts);
   }
-  if (!out.empty() || !json)
-    write_csv(out, {"logpdf"}, lp);
+  if (!out.empty() || !json) {
+    CsvOutput csv(out, {"logpdf"});
+    csv.rows(lp);
+    csv.commit();
+  }
   if (json) {
     const double mean = lp.mean().item<double>();
     const double se = lp.numel() > 1 ? lp.std().item<double>() / std::sqrt(double(lp.numel())) : 0;
@@ -356,9 +394,15 @@ extern "C" __attribute__((visibility("default"))) int ssm_density_main(int argc,
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s: error: out of memory (try a smaller --batch-size or model)\n",
                  ssm::flows::kProgram);
+  } catch (const c10::OutOfMemoryError&) {
+    std::fprintf(stderr, "%s: error: out of memory (try a smaller --batch-size or model)\n",
+                 ssm::flows::kProgram);
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "%s: internal error in LibTorch: %s\n", ssm::flows::kProgram,
                  e.what_without_backtrace());
+    return 70;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", ssm::flows::kProgram, e.what());
     return 70;
   }
   return 1;

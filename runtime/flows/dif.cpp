@@ -9,15 +9,16 @@ DifImpl::DifImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base)
   const int64_t K = spec.components, d = spec.dim, c = spec.context;
   means = register_parameter("means", torch::randn({K, d}, torch::kFloat64));
   log_scales = register_parameter("log_scales", torch::zeros({K, d}, torch::kFloat64));
-  weights_ = register_module("weights", nn::Mlp(nn::MlpSpec{d + c, K, spec.hidden, "tanh", false}));
+  weights_ =
+      register_module("weights", nn::Mlp(nn::MlpSpec{d + c, K, spec.hidden, "tanh", spec.single}));
   weights_->start_at(std::vector<double>(size_t(K), 0.0));
   if (c > 0) {
-    context_maps_ = register_module("context_maps",
-                                    nn::Mlp(nn::MlpSpec{c, 2 * K * d, spec.hidden, "tanh", false}));
+    context_maps_ = register_module(
+        "context_maps", nn::Mlp(nn::MlpSpec{c, 2 * K * d, spec.hidden, "tanh", spec.single}));
     context_maps_->start_at(std::vector<double>(size_t(2 * K * d), 0.0));
   }
   if (spec.maps != "affine") {
-    map_layers_ = make_flow_layers(spec.maps, d, spec.layers, spec.hidden, K + c);
+    map_layers_ = make_flow_layers(spec.maps, d, spec.layers, spec.hidden, K + c, spec.single);
     for (size_t l = 0; l < map_layers_.size(); ++l)
       register_module("map" + std::to_string(l), map_layers_[l]);
   }

@@ -20,7 +20,8 @@ torch::Tensor soft_clamp(const torch::Tensor& a) {
 } // namespace
 
 MadeImpl::MadeImpl(int64_t dim, const std::vector<int64_t>& hidden,
-                   const std::vector<int64_t>& order, int64_t context) {
+                   const std::vector<int64_t>& order, int64_t context, bool single)
+    : single_(single) {
   // Degrees: input coordinate order[j] has degree j + 1; hidden units cycle through 1..d-1; an
   // output of coordinate i sees the hidden units of degree below i's.
   std::vector<int64_t> input_degree(dim);
@@ -28,7 +29,7 @@ MadeImpl::MadeImpl(int64_t dim, const std::vector<int64_t>& hidden,
     input_degree[order[j]] = j + 1;
   std::vector<int64_t> previous = input_degree;
   previous.resize(size_t(dim + context), 0); // the context: degree 0, seen by every unit
-  auto f64 = torch::kFloat64;
+  auto f64 = single ? torch::kFloat32 : torch::kFloat64;
   auto add_layer = [&](int64_t in, int64_t out, const torch::Tensor& mask) {
     const double bound = 1.0 / std::sqrt(double(in));
     auto index = std::to_string(weights_.size());
@@ -56,30 +57,36 @@ MadeImpl::MadeImpl(int64_t dim, const std::vector<int64_t>& hidden,
       mask[dim + i][int64_t(h)] = allowed;
     }
   add_layer(int64_t(previous.size()), 2 * dim, mask);
+  if (context > 0)
+    context_out_ = register_parameter("context_out", torch::zeros({2 * dim, context}, f64));
   torch::NoGradGuard no_grad;
   weights_.back().zero_(); // the layer starts as the identity
 }
 
 std::pair<torch::Tensor, torch::Tensor> MadeImpl::forward(const torch::Tensor& x,
                                                           const torch::Tensor& context) {
-  auto h = context.defined() ? torch::cat({x, context}, 1) : x;
+  auto input = context.defined() ? torch::cat({x, context}, 1) : x;
+  auto h = single_ ? input.to(torch::kFloat32) : input;
+  const int64_t dim = x.size(1);
   for (size_t l = 0; l < weights_.size(); ++l) {
     h = torch::nn::functional::linear(h, weights_[l] * masks_[l], biases_[l]);
     if (l + 1 < weights_.size())
       h = torch::tanh(h);
   }
-  auto parts = h.chunk(2, 1);
+  if (context_out_.defined())
+    h = h + torch::nn::functional::linear(input.slice(1, dim).to(h.scalar_type()), context_out_);
+  auto parts = h.to(torch::kFloat64).chunk(2, 1);
   return {parts[0], soft_clamp(parts[1])};
 }
 
 MafLayerImpl::MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed,
-                           int64_t context)
+                           int64_t context, bool single)
     : dim_(dim) {
   std::vector<int64_t> order(dim);
   std::iota(order.begin(), order.end(), 0);
   if (reversed)
     std::reverse(order.begin(), order.end());
-  made_ = register_module("made", Made(dim, hidden, order, context));
+  made_ = register_module("made", Made(dim, hidden, order, context, single));
 }
 
 std::pair<torch::Tensor, torch::Tensor> MafLayerImpl::forward(const torch::Tensor& x,
@@ -100,7 +107,7 @@ torch::Tensor MafLayerImpl::inverse(const torch::Tensor& z, const torch::Tensor&
 }
 
 CouplingLayerImpl::CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden,
-                                     int64_t parity, int64_t context) {
+                                     int64_t parity, int64_t context, bool single) {
   if (dim < 2)
     throw Error("a coupling layer (realnvp) needs at least 2 dimensions");
   auto mask = torch::zeros({dim}, torch::kFloat64);
@@ -108,7 +115,7 @@ CouplingLayerImpl::CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hi
     mask[i] = (i + parity) % 2 == 0 ? 1.0 : 0.0;
   mask_ = register_buffer("mask", mask);
   scale_ = register_parameter("scale", torch::ones({dim}, torch::kFloat64));
-  nn::MlpSpec net{dim + context, 2 * dim, hidden, "tanh", false};
+  nn::MlpSpec net{dim + context, 2 * dim, hidden, "tanh", single};
   net_ = register_module("net", nn::Mlp(net));
   net_->start_at(std::vector<double>(size_t(2 * dim), 0.0)); // the identity
 }
@@ -117,7 +124,7 @@ std::pair<torch::Tensor, torch::Tensor>
 CouplingLayerImpl::shift_log_scale(const torch::Tensor& kept, const torch::Tensor& context) {
   auto parts = net_->forward(context.defined() ? torch::cat({kept, context}, 1) : kept).chunk(2, 1);
   auto free = 1.0 - mask_;
-  return {parts[0] * free, scale_ * torch::tanh(parts[1]) * free};
+  return {parts[0] * free, soft_clamp(scale_ * torch::tanh(parts[1])) * free};
 }
 
 std::pair<torch::Tensor, torch::Tensor> CouplingLayerImpl::forward(const torch::Tensor& x,
@@ -134,13 +141,15 @@ torch::Tensor CouplingLayerImpl::inverse(const torch::Tensor& z, const torch::Te
 std::vector<std::shared_ptr<FlowLayerImpl>> make_flow_layers(const std::string& kind, int64_t dim,
                                                              int64_t count,
                                                              const std::vector<int64_t>& hidden,
-                                                             int64_t context) {
+                                                             int64_t context, bool single) {
+  if (kind != "maf" && kind != "realnvp")
+    throw Error("unknown flow layers '" + kind + "' (expected maf or realnvp)");
   std::vector<std::shared_ptr<FlowLayerImpl>> layers;
   for (int64_t l = 0; l < count; ++l) {
     if (kind == "maf")
-      layers.push_back(std::make_shared<MafLayerImpl>(dim, hidden, l % 2 == 1, context));
+      layers.push_back(std::make_shared<MafLayerImpl>(dim, hidden, l % 2 == 1, context, single));
     else
-      layers.push_back(std::make_shared<CouplingLayerImpl>(dim, hidden, l % 2, context));
+      layers.push_back(std::make_shared<CouplingLayerImpl>(dim, hidden, l % 2, context, single));
   }
   return layers;
 }
@@ -166,7 +175,7 @@ torch::Tensor inverse_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& 
 
 FlowImpl::FlowImpl(const DensitySpec& spec, std::shared_ptr<DensityImpl> base)
     : DensityImpl(spec), base_(std::move(base)) {
-  layers_ = make_flow_layers(spec.kind, spec.dim, spec.layers, spec.hidden);
+  layers_ = make_flow_layers(spec.kind, spec.dim, spec.layers, spec.hidden, 0, spec.single);
   for (size_t l = 0; l < layers_.size(); ++l)
     register_module("layer" + std::to_string(l), layers_[l]);
   register_module("base", base_);

@@ -23,11 +23,11 @@ public:
 };
 
 // `count` layers of `kind` (maf or realnvp) over R^dim reading a context of `context` columns,
-// the MAF's order and the coupling's parity alternating; and their composition.
-std::vector<std::shared_ptr<FlowLayerImpl>> make_flow_layers(const std::string& kind, int64_t dim,
-                                                             int64_t count,
-                                                             const std::vector<int64_t>& hidden,
-                                                             int64_t context = 0);
+// the MAF's order and the coupling's parity alternating, their networks in float32 when
+// `single`; and their composition.
+std::vector<std::shared_ptr<FlowLayerImpl>>
+make_flow_layers(const std::string& kind, int64_t dim, int64_t count,
+                 const std::vector<int64_t>& hidden, int64_t context = 0, bool single = false);
 std::pair<torch::Tensor, torch::Tensor>
 forward_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& layers, torch::Tensor x,
                const torch::Tensor& context);
@@ -36,22 +36,27 @@ torch::Tensor inverse_layers(const std::vector<std::shared_ptr<FlowLayerImpl>>& 
 
 // MADE (Germain et al. 2015) with outputs (shift, log-scale) per coordinate, in the order
 // `order` (order[j] is the j-th coordinate in the autoregressive order); the context's inputs
-// reach every hidden unit.
+// reach every hidden unit and, directly, every output (the first coordinate's too, which sees
+// no hidden unit).
 class MadeImpl : public torch::nn::Module {
 public:
+  // single: the weights and arithmetic in float32 (inputs and outputs float64).
   MadeImpl(int64_t dim, const std::vector<int64_t>& hidden, const std::vector<int64_t>& order,
-           int64_t context = 0);
+           int64_t context = 0, bool single = false);
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
                                                   const torch::Tensor& context); // [n, d] each
 
 private:
   std::vector<torch::Tensor> weights_, biases_, masks_;
+  torch::Tensor context_out_; // [2 d, c]: the context's direct term in the outputs
+  bool single_;
 };
 TORCH_MODULE(Made);
 
 class MafLayerImpl : public FlowLayerImpl {
 public:
-  MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed, int64_t context = 0);
+  MafLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, bool reversed, int64_t context = 0,
+               bool single = false);
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
                                                   const torch::Tensor& context) override;
   // d passes of the network.
@@ -65,7 +70,7 @@ private:
 class CouplingLayerImpl : public FlowLayerImpl {
 public:
   CouplingLayerImpl(int64_t dim, const std::vector<int64_t>& hidden, int64_t parity,
-                    int64_t context = 0);
+                    int64_t context = 0, bool single = false);
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
                                                   const torch::Tensor& context) override;
   torch::Tensor inverse(const torch::Tensor& z, const torch::Tensor& context) override;
@@ -74,7 +79,7 @@ private:
   std::pair<torch::Tensor, torch::Tensor> shift_log_scale(const torch::Tensor& kept,
                                                           const torch::Tensor& context);
   torch::Tensor mask_;  // 1 on the coordinates that condition, 0 on those transformed
-  torch::Tensor scale_; // log-scale = scale_ ⊙ tanh(network), bounded per layer
+  torch::Tensor scale_; // log-scale = soft_clamp(scale_ ⊙ tanh(network)), in (-3, 3)
   nn::Mlp net_{nullptr};
 };
 

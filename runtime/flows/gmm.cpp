@@ -76,6 +76,7 @@ EmReport fit_gmm_em(GaussianMixtureImpl& gmm, const torch::Tensor& x, int64_t it
 
   EmReport report;
   double previous = -INFINITY;
+  bool restarted = false;
   for (int64_t it = 0; it < iterations; ++it) {
     auto lp = gmm.component_log_prob(x); // [n, K]
     auto ll = torch::logsumexp(lp, 1);
@@ -86,33 +87,37 @@ EmReport fit_gmm_em(GaussianMixtureImpl& gmm, const torch::Tensor& x, int64_t it
     report.trace.push_back(mean_ll);
     report.iterations = it + 1;
     report.mean_log_likelihood = mean_ll;
-    if (mean_ll - previous < tolerance) {
+    // A restart may lower the likelihood once: that is not convergence.
+    if (!restarted && mean_ll - previous < tolerance) {
       report.converged = true;
       break;
     }
     previous = mean_ll;
-    // M-step in closed form.
+    // The M-step in closed form, every component at once.
     auto r = torch::exp(lp - ll.unsqueeze(1)); // [n, K]
     auto count = r.sum(0);                     // [K]
-    for (int64_t k = 0; k < K; ++k) {
-      const double nk = count[k].item<double>();
-      if (nk < 1e-8 * double(n)) { // an empty component restarts where the fit is worst
-        gmm.means[k] = x[ll.argmin().item<int64_t>()];
-        gmm.scale_tril[k] = torch::diag(variance.sqrt());
-        count[k] = 1.0;
-        continue;
-      }
-      auto rk = r.select(1, k).unsqueeze(1); // [n, 1]
-      auto mean = (rk * x).sum(0) / nk;
-      auto centred = x - mean;
-      torch::Tensor cov;
-      if (diagonal)
-        cov = torch::diag((rk * centred.pow(2)).sum(0) / nk + ridge);
-      else
-        cov = torch::matmul((rk * centred).transpose(0, 1), centred) / nk + ridge * eye;
-      gmm.means[k] = mean;
-      gmm.scale_tril[k] = torch::linalg_cholesky(cov);
+    auto safe = count.clamp_min(1e-300).unsqueeze(1);
+    auto means = torch::matmul(r.transpose(0, 1), x) / safe;  // [K, d]
+    auto centred = x.unsqueeze(0) - means.unsqueeze(1);       // [K, n, d]
+    auto weighted = r.transpose(0, 1).unsqueeze(2) * centred; // [K, n, d]
+    torch::Tensor cov;
+    if (diagonal)
+      cov = torch::diag_embed((weighted * centred).sum(1) / safe + ridge);
+    else
+      cov = torch::matmul(weighted.transpose(1, 2), centred) / safe.unsqueeze(2) + ridge * eye;
+    // An empty component restarts at one of the worst-explained points (a different one each),
+    // with the data's variance.
+    auto empty = count < 1e-8 * double(n);
+    restarted = empty.any().item<bool>();
+    if (restarted) {
+      auto worst = std::get<1>(ll.topk(K, 0, /*largest=*/false));
+      means = torch::where(empty.unsqueeze(1), x.index_select(0, worst), means);
+      cov =
+          torch::where(empty.view({K, 1, 1}), torch::diag(variance + ridge).expand({K, d, d}), cov);
+      count = torch::where(empty, torch::ones_like(count), count);
     }
+    gmm.means.copy_(means);
+    gmm.scale_tril.copy_(torch::linalg_cholesky(cov));
     gmm.log_weights.copy_(torch::log(count / count.sum()));
   }
   return report;

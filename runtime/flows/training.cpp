@@ -34,13 +34,6 @@ struct Rows {
   torch::Tensor log_prob(DensityImpl& density) const { return density.log_prob(x, context); }
 };
 
-int64_t chunk_rows(const DensityImpl& density) {
-  int64_t points = 1;
-  for (const DensitySpec* s = &density.spec(); s; s = s->base.get())
-    points *= s->kind == "dif" ? s->components : 1;
-  return std::max<int64_t>(1, kChunkPoints / points);
-}
-
 std::vector<torch::Tensor> snapshot(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> state;
@@ -89,7 +82,7 @@ private:
 double mean_log_prob_standardised(DensityImpl& density, const Rows& data) {
   torch::NoGradGuard no_grad;
   double total = 0;
-  const int64_t rows = chunk_rows(density);
+  const int64_t rows = evaluation_rows(density);
   for (int64_t start = 0; start < data.size(); start += rows)
     total += data.slice(start, start + rows).log_prob(density).sum().item<double>();
   return total / double(data.size());
@@ -155,7 +148,7 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
              FitReport& report) {
   torch::optim::Adam adam(dif.parameters(), torch::optim::AdamOptions(options.learning_rate));
   CollapseWatch watch(options);
-  const int64_t n = train.size(), rows = chunk_rows(dif);
+  const int64_t n = train.size(), rows = evaluation_rows(dif);
   auto surrogate = [&](const torch::Tensor& v, bool backward) {
     double total = 0;
     for (int64_t start = 0; start < n; start += rows) {
@@ -217,6 +210,13 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
 
 } // namespace
 
+int64_t evaluation_rows(const DensityImpl& density) {
+  int64_t points = 1;
+  for (const DensitySpec* s = &density.spec(); s; s = s->base.get())
+    points *= s->kind == "dif" ? s->components : 1;
+  return std::max<int64_t>(1, kChunkPoints / points);
+}
+
 double mean_log_prob(const DensityModel& model, const torch::Tensor& x,
                      const torch::Tensor& context) {
   Rows rows{(x - model.shift) / model.scale, model.standardised_context(context)};
@@ -232,6 +232,8 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::
   if (options.method == "gem" && kind != "dif")
     throw Error(fmt::format("--method gem fits a dif; a {} is fitted by {}", kind,
                             kind == "gmm" ? "em" : "ml"));
+  if (options.method == "ml" && kind == "gmm")
+    throw Error("--method ml fits a flow or a dif; a gmm is fitted by em");
   if (options.method == "em" && kind != "gmm")
     throw Error(fmt::format("--method em fits a gmm; a {} is fitted by ml{}", kind,
                             kind == "dif" ? " or gem" : ""));
@@ -277,7 +279,10 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::
     report.train_trace = em.trace;
   } else if (kind != "normal") {
     auto* dif = dynamic_cast<DifImpl*>(&density);
-    if (dif && options.init_from_mixture) {
+    // The mixture is the DIF's density only over a base that is N(0, I) or a fresh flow (the
+    // identity): a DIF over a DIF starts from its random inner components instead.
+    const bool over_dif = dif && dynamic_cast<DifImpl*>(&dif->base());
+    if (dif && options.init_from_mixture && !over_dif) {
       DensitySpec mixture_spec = dif->spec();
       mixture_spec.kind = "gmm";
       mixture_spec.covariance = "diagonal";

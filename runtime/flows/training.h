@@ -44,6 +44,9 @@ struct FitReport {
 FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::Tensor& context,
                       const FitOptions& options);
 
+// Rows per evaluation block: bounds the memory of a DIF's n·K (or n·K_0·K_1) points.
+int64_t evaluation_rows(const DensityImpl& density);
+
 // The mean log p over the rows of x (given the context's rows), in batches, without gradients.
 double mean_log_prob(const DensityModel& model, const torch::Tensor& x,
                      const torch::Tensor& context = {});

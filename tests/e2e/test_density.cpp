@@ -67,7 +67,9 @@ TEST_CASE("ssmc density fits, evaluates and samples", "[density]") {
     auto j = nlohmann::json::parse(eval.out);
     INFO(model[1] << ": test mean log p " << j["mean_logpdf"] << ", truth " << truth);
     CHECK(j["n"] == 5000);
-    // Estimation error of ~10 parameters from 3000 points: about 10 / (2 · 3000).
+    // Estimation error: about (parameters) / (2 · 3000) for the mixture's 9, 0.0015; the DIF's
+    // weight network adds a few hundred weights, but starts at the mixture and barely moves
+    // in 10 epochs. The test set's sampling error is shared by both (paired), below 0.005.
     CHECK(std::abs(j["mean_logpdf"].get<double>() - truth) < 0.03);
 
     const auto draws = e2e::scratch_path("density_draws.csv");
@@ -98,9 +100,14 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
         "density_bad.csv:3: column 'y': 'inf' is not a finite number");
   e2e::write_file(data, "x,y\n1,2\n3,2\n5,2\n");
   fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1, "column 'y' is constant");
-  fails({"fit", "--data", data, "--model", "gmm", "--save", data}, 1, "density_bad.csv");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", data}, 1,
+        "refusing to write '" + data + "': it is the same file as the input");
   CHECK(e2e::read_file(data) == "x,y\n1,2\n3,2\n5,2\n"); // the input is untouched
   fails({"fit", "--data", data, "--model", "kde", "--save", saved}, 2, "kde");
+  fails({"fit", "--data", data, "--columns", "x,y", "--context", "y", "--save", saved}, 1,
+        "column 'y' is both modelled (--columns) and a context");
+  fails({"fit", "--data", data, "--model", "gmm", "--method", "ml", "--save", saved}, 1,
+        "a gmm is fitted by em");
 
   e2e::write_file(data, "x,y\n1,2\n3,1\n5,7\n0,0\n");
   e2e::run_ok(

@@ -39,7 +39,6 @@ std::shared_ptr<DensityImpl> random_density(const std::vector<std::string>& chai
     if (it->rfind("dif/", 0) == 0) { // a DIF whose maps are flow layers: dif/maf, dif/realnvp
       spec->kind = "dif";
       spec->maps = it->substr(4);
-      spec->layers = 2;
     }
     spec->dim = dim;
     spec->components = 3;
@@ -52,6 +51,18 @@ std::shared_ptr<DensityImpl> random_density(const std::vector<std::string>& chai
   auto density = make_density(*inner);
   perturb(*density, 0.15);
   return density;
+}
+
+// A spec by its fields' names.
+DensitySpec spec_of(const std::string& kind, int64_t dim, int64_t components,
+                    std::vector<int64_t> hidden, int64_t layers = 5) {
+  DensitySpec spec;
+  spec.kind = kind;
+  spec.dim = dim;
+  spec.components = components;
+  spec.hidden = std::move(hidden);
+  spec.layers = layers;
+  return spec;
 }
 
 // A midpoint grid of [-L, L]^dim with spacing h: the points and each one's cell volume.
@@ -173,6 +184,10 @@ TEST_CASE("flow layers: log-determinants are autograd's and inverses invert", "[
     auto context = index >= 4 ? torch::randn({4, 2}, torch::kFloat64) : torch::Tensor();
     auto [z, log_det] = layer->forward(x, context);
     CHECK(torch::allclose(layer->inverse(z.detach(), context), x, 1e-9, 1e-9));
+    if (index == 4) { // a MAF layer's every coordinate reads the context, the first one's too
+      auto other = layer->forward(x, context + 1.0).first;
+      CHECK(((other - z).abs() > 1e-6).all().item<bool>());
+    }
     for (int64_t r = 0; r < x.size(0); ++r) {
       auto xr = x[r].clone().requires_grad_(true);
       auto cr = context.defined() ? context.slice(0, r, r + 1) : context;
@@ -201,7 +216,7 @@ TEST_CASE("a DIF initialised from a diagonal mixture has the mixture's density",
     dif_spec.kind = "dif";
     dif_spec.hidden = {16};
     if (chain.size() > 1)
-      dif_spec.base = std::make_shared<DensitySpec>(DensitySpec{"maf", 2, 1, "full", 2, {8}, {}});
+      dif_spec.base = std::make_shared<DensitySpec>(spec_of("maf", 2, 1, {8}, 2));
     auto dif = std::dynamic_pointer_cast<DifImpl>(make_density(dif_spec));
     dif->init_from_mixture(mixture);
     auto points = torch::randn({200, 2}, torch::kFloat64) * 3.0;
@@ -218,7 +233,7 @@ TEST_CASE("EM fits a known mixture and never decreases the likelihood", "[flows]
       torch::randn({n, 2}, torch::kFloat64) * 0.5 + torch::tensor({-2.0, 0.0}, torch::kFloat64);
   auto b = torch::randn({n, 2}, torch::kFloat64) + torch::tensor({2.0, 1.0}, torch::kFloat64);
   auto x = torch::where(which.unsqueeze(1), a, b);
-  DensitySpec spec{"gmm", 2, 2, "full", 0, {}, {}};
+  DensitySpec spec = spec_of("gmm", 2, 2, {});
   GaussianMixtureImpl gmm(spec);
   auto report = fit_gmm_em(gmm, x);
   for (size_t i = 1; i < report.trace.size(); ++i)
@@ -256,7 +271,7 @@ TEST_CASE("GEM never decreases a DIF's likelihood; ML reaches the true density",
   for (std::string method : {"gem", "ml"}) {
     DensityModel model;
     model.columns = {"a", "b"};
-    model.density = make_density(DensitySpec{"dif", 2, 2, "full", 0, {16}, {}});
+    model.density = make_density(spec_of("dif", 2, 2, {16}));
     FitOptions options;
     options.method = method;
     options.epochs = method == "gem" ? 20 : 15;
@@ -347,7 +362,7 @@ TEST_CASE("the Rao-Blackwellised KL's gradient is unbiased", "[flows][vi]") {
 
 TEST_CASE("VI with the Rao-Blackwellised KL recovers a two-component mixture", "[flows][vi]") {
   torch::manual_seed(41);
-  auto density = make_density(DensitySpec{"dif", 1, 2, "full", 0, {16}, {}});
+  auto density = make_density(spec_of("dif", 1, 2, {16}));
   ReverseKlOptions options;
   options.iterations = 1500;
   options.draws = 128;
@@ -367,7 +382,8 @@ TEST_CASE("a conditional DIF is a density for every context, and its draws follo
   for (const auto& chain : std::vector<std::vector<std::string>>{
            {"dif"}, {"dif", "maf"}, {"maf", "dif"}, {"dif/maf"}}) {
     auto density = random_density(chain, 1, 51, 2);
-    Grid g = grid(1, 14.0, 0.002);
+    // A context of a few units moves and stretches the maps a lot: a wide grid.
+    Grid g = grid(1, 40.0, 0.002);
     for (auto omega : {std::vector<double>{0.0, 0.0}, {1.5, -0.7}, {-2.0, 3.0}}) {
       auto context = torch::tensor(omega, torch::kFloat64).unsqueeze(0);
       auto p = density_on(*density, g.points, context);
@@ -381,7 +397,7 @@ TEST_CASE("a conditional DIF is a density for every context, and its draws follo
       torch::manual_seed(52);
       auto draws = std::get<0>(density->sample(n, context.expand({n, 2})).squeeze(1).sort());
       auto cell =
-          ((draws + 14.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
+          ((draws + 40.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
       auto F = cdf.index_select(0, cell);
       auto i = torch::arange(1, n + 1, torch::kFloat64);
       const double D = torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
@@ -411,7 +427,7 @@ TEST_CASE("a conditional DIF fitted to x | w ~ N(w, 0.3²) or N(-w, 0.3²) reach
   DensityModel model;
   model.columns = {"x"};
   model.context_columns = {"w"};
-  DensitySpec spec{"dif", 1, 2, "full", 0, {32}, {}};
+  DensitySpec spec = spec_of("dif", 1, 2, {32});
   spec.context = 1;
   model.density = make_density(spec);
   FitOptions options;
