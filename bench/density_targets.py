@@ -16,6 +16,7 @@ images. Standard library only.
   density_targets.py grid SIZE LO HI OUT.csv    a SIZE x SIZE grid of cell centres over
                                                 [LO, HI]^2 (row-major from the top)
   density_targets.py pgm LOGPDF.csv SIZE OUT.pgm  exp(logpdf) on that grid as an image
+  density_targets.py png IN.pgm OUT.png         a PGM as a PNG (to view it in a browser)
   density_targets.py mass LOGPDF.csv SIZE LO HI MODE
                                                 the grid's total mass and the mass that lies
                                                 between a target's modes, over 4 sd from every
@@ -162,6 +163,22 @@ def pgm(logpdf_path, size, out):
         f.write(bytes(min(255, int(255 * v / top)) for v in p))
 
 
+def png(pgm_path, out):
+    import struct
+    import zlib
+    w, h, pixels = read_pgm(pgm_path)
+    rows = b"".join(b"\x00" + pixels[r * w:(r + 1) * w] for r in range(h))
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+    with open(out, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(rows, 9)))
+        f.write(chunk(b"IEND", b""))
+
+
 def mass_between(logpdf_path, size, lo, hi, mode):
     p = [math.exp(v) for v in read_logpdf(logpdf_path)]
     cell = ((hi - lo) / size) ** 2
@@ -197,6 +214,8 @@ def main(argv):
         grid(int(argv[2]), float(argv[3]), float(argv[4]), argv[5])
     elif what == "pgm":
         pgm(argv[2], int(argv[3]), argv[4])
+    elif what == "png":
+        png(argv[2], argv[3])
     elif what == "mass":
         print("%.6f %.6f" % mass_between(argv[2], int(argv[3]), float(argv[4]), float(argv[5]),
                                          argv[6]))

@@ -44,6 +44,8 @@ def ssmc(build, *args):
 
 def fit_and_test(build, work, name, train, test, model_args, seed):
     saved = os.path.join(work, "%s_%d.pt" % (name, seed))
+    if "gmm" not in model_args:
+        model_args = model_args + ["--precision", "single"]  # the networks in float32
     start = time.time()
     fit = ssmc(build, "fit", "--data", train, "--save", saved, "--seed", str(seed), *model_args)
     seconds = time.time() - start
