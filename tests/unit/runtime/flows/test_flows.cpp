@@ -92,6 +92,21 @@ torch::Tensor density_on(DensityImpl& density, const torch::Tensor& points,
   return torch::cat(parts);
 }
 
+// The Kolmogorov-Smirnov statistic of 1-D draws ([n, 1]) against the density p on the grid g of
+// [-L, L]: the CDF at each draw is the grid's cumulative mass up to its cell.
+double ks_statistic(const torch::Tensor& p, const Grid& g, double L, const torch::Tensor& draws) {
+  auto cdf = torch::cumsum(p, 0) * g.volume;
+  auto sorted = std::get<0>(draws.squeeze(1).sort());
+  const int64_t n = sorted.size(0);
+  const double h = g.volume;
+  auto cell = ((sorted + L) / h).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
+  auto F = cdf.index_select(0, cell);
+  auto i = torch::arange(1, n + 1, torch::kFloat64);
+  return torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
+      .max()
+      .item<double>();
+}
+
 const std::vector<std::vector<std::string>> kChains = {
     {"dif"},        {"maf"},        {"realnvp"}, {"dif", "maf"},
     {"maf", "dif"}, {"dif", "dif"}, {"dif/maf"}, {"dif/realnvp"}};
@@ -126,18 +141,9 @@ TEST_CASE("draws follow the density: Kolmogorov-Smirnov in 1-D", "[flows]") {
       continue;
     auto density = random_density(chain, 1, 11);
     Grid g = grid(1, 14.0, 0.002);
-    auto cdf = torch::cumsum(density_on(*density, g.points), 0) * g.volume;
     torch::manual_seed(12);
     const int64_t n = 20000;
-    auto draws = std::get<0>(density->sample(n).squeeze(1).sort());
-    // The CDF at each draw (the grid's cumulative mass up to its cell), against the empirical one.
-    auto cell =
-        ((draws + 14.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
-    auto F = cdf.index_select(0, cell);
-    auto i = torch::arange(1, n + 1, torch::kFloat64);
-    const double D = torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
-                         .max()
-                         .item<double>();
+    const double D = ks_statistic(density_on(*density, g.points), g, 14.0, density->sample(n));
     INFO(describe(density->spec()) << ": D = " << D);
     CHECK(D < 1.949 / std::sqrt(double(n))); // the 0.1% critical value
   }
@@ -392,17 +398,9 @@ TEST_CASE("a conditional DIF is a density for every context, and its draws follo
            << " given (" << omega[0] << ", " << omega[1] << "): mass " << mass);
       CHECK(std::abs(mass - 1.0) < 1e-3);
       // Kolmogorov-Smirnov at the 0.1% level, as for the unconditional densities.
-      auto cdf = torch::cumsum(p, 0) * g.volume;
       const int64_t n = 20000;
       torch::manual_seed(52);
-      auto draws = std::get<0>(density->sample(n, context.expand({n, 2})).squeeze(1).sort());
-      auto cell =
-          ((draws + 40.0) / 0.002).floor().clamp(0, double(cdf.size(0) - 1)).to(torch::kInt64);
-      auto F = cdf.index_select(0, cell);
-      auto i = torch::arange(1, n + 1, torch::kFloat64);
-      const double D = torch::maximum((i / double(n) - F).abs(), ((i - 1) / double(n) - F).abs())
-                           .max()
-                           .item<double>();
+      const double D = ks_statistic(p, g, 40.0, density->sample(n, context.expand({n, 2})));
       CHECK(D < 1.949 / std::sqrt(double(n)));
     }
   }
