@@ -20,7 +20,7 @@ namespace {
 
 constexpr double kLog2Pi = 1.8378770664093453;
 // The file's format: a version that a reader of another layout refuses.
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2; // 2: MADE context terms, clamped coupling scales
 
 nlohmann::json spec_json(const DensitySpec& spec) {
   nlohmann::json j = {{"kind", spec.kind},

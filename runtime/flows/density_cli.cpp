@@ -33,7 +33,7 @@ constexpr const char* kProgram = "ssmc density";
 torch::Tensor read_points(const CsvTable& table, std::vector<std::string>& wanted,
                           const std::vector<std::string>& except = {}) {
   const std::string& path = table.source;
-  if (wanted.empty())
+  if (wanted.empty()) // the reader refuses a header that names a column twice
     for (const auto& name : table.header)
       if (std::find(except.begin(), except.end(), name) == except.end())
         wanted.push_back(name);
@@ -256,6 +256,16 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, message.c_str());
     };
     DensityModel model;
+    for (const auto& name : context_columns)
+      if (std::find(columns.begin(), columns.end(), name) != columns.end())
+        throw Error(fmt::format("column '{}' is both modelled (--columns) and a context "
+                                "(--context): a density cannot condition on what it models",
+                                name));
+    std::vector<std::string> named = columns;
+    named.insert(named.end(), context_columns.begin(), context_columns.end());
+    std::sort(named.begin(), named.end());
+    if (auto twice = std::adjacent_find(named.begin(), named.end()); twice != named.end())
+      throw Error(fmt::format("column '{}' is named twice in --columns or --context", *twice));
     const CsvTable table = read_csv(data);
     torch::Tensor context;
     if (!context_columns.empty()) {
@@ -263,17 +273,7 @@ int run(int argc, char** argv) {
         throw Error("--context: only a dif reads a context; put a dif stage in --model");
       context = read_points(table, context_columns);
     }
-    for (const auto& name : context_columns)
-      if (std::find(columns.begin(), columns.end(), name) != columns.end())
-        throw Error(fmt::format("column '{}' is both modelled (--columns) and a context "
-                                "(--context): a density cannot condition on what it models",
-                                name));
     auto x = read_points(table, columns, context_columns);
-    std::vector<std::string> all = columns;
-    all.insert(all.end(), context_columns.begin(), context_columns.end());
-    std::sort(all.begin(), all.end());
-    if (auto twice = std::adjacent_find(all.begin(), all.end()); twice != all.end())
-      throw Error(fmt::format("column '{}' is named twice in --columns or --context", *twice));
     if (x.size(1) == 0)
       throw Error(fmt::format("{}: no columns to model besides the context", data));
     model.columns = columns;
@@ -398,8 +398,15 @@ extern "C" __attribute__((visibility("default"))) int ssm_density_main(int argc,
     std::fprintf(stderr, "%s: error: out of memory (try a smaller --batch-size or model)\n",
                  ssm::flows::kProgram);
   } catch (const c10::Error& e) {
+    // LibTorch's CPU allocator reports running out of memory as a plain c10::Error.
+    const std::string what = e.what_without_backtrace();
+    if (what.find("not enough memory") != std::string::npos) {
+      std::fprintf(stderr, "%s: error: out of memory (try a smaller --batch-size or model)\n",
+                   ssm::flows::kProgram);
+      return 1;
+    }
     std::fprintf(stderr, "%s: internal error in LibTorch: %s\n", ssm::flows::kProgram,
-                 e.what_without_backtrace());
+                 what.c_str());
     return 70;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", ssm::flows::kProgram, e.what());

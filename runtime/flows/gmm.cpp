@@ -110,8 +110,11 @@ EmReport fit_gmm_em(GaussianMixtureImpl& gmm, const torch::Tensor& x, int64_t it
     auto empty = count < 1e-8 * double(n);
     restarted = empty.any().item<bool>();
     if (restarted) {
+      // The j-th empty component takes the j-th worst row.
       auto worst = std::get<1>(ll.topk(K, 0, /*largest=*/false));
-      means = torch::where(empty.unsqueeze(1), x.index_select(0, worst), means);
+      auto slot = (empty.to(torch::kInt64).cumsum(0) - 1).clamp_min(0);
+      means =
+          torch::where(empty.unsqueeze(1), x.index_select(0, worst.index_select(0, slot)), means);
       cov =
           torch::where(empty.view({K, 1, 1}), torch::diag(variance + ridge).expand({K, d, d}), cov);
       count = torch::where(empty, torch::ones_like(count), count);

@@ -213,7 +213,9 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
 int64_t evaluation_rows(const DensityImpl& density) {
   int64_t points = 1;
   for (const DensitySpec* s = &density.spec(); s; s = s->base.get())
-    points *= s->kind == "dif" ? s->components : 1;
+    points *= s->kind == "dif"   ? s->components
+              : s->kind == "gmm" ? s->components * s->dim // its [K, d, n] intermediates
+                                 : 1;
   return std::max<int64_t>(1, kChunkPoints / points);
 }
 
@@ -281,7 +283,10 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::
     auto* dif = dynamic_cast<DifImpl*>(&density);
     // The mixture is the DIF's density only over a base that is N(0, I) or a fresh flow (the
     // identity): a DIF over a DIF starts from its random inner components instead.
-    const bool over_dif = dif && dynamic_cast<DifImpl*>(&dif->base());
+    DensityImpl* below = dif ? &dif->base() : nullptr;
+    while (auto* flow = dynamic_cast<FlowImpl*>(below)) // flows start as the identity
+      below = &flow->base();
+    const bool over_dif = dynamic_cast<DifImpl*>(below) != nullptr;
     if (dif && options.init_from_mixture && !over_dif) {
       DensitySpec mixture_spec = dif->spec();
       mixture_spec.kind = "gmm";

@@ -108,6 +108,11 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
         "column 'y' is both modelled (--columns) and a context");
   fails({"fit", "--data", data, "--model", "gmm", "--method", "ml", "--save", saved}, 1,
         "a gmm is fitted by em");
+  fails({"fit", "--data", data, "--columns", "x,x", "--save", saved}, 1,
+        "column 'x' is named twice");
+  e2e::write_file(data, "x,x\n1,2\n3,4\n");
+  fails({"fit", "--data", data, "--model", "gmm", "--save", saved}, 1,
+        "column 'x' appears twice in the header");
 
   e2e::write_file(data, "x,y\n1,2\n3,1\n5,7\n0,0\n");
   e2e::run_ok(
