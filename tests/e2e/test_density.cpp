@@ -121,8 +121,8 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
     repeated += "0.5,0.5\n" + std::to_string(std::sin(i) * 2) + "," +
                 std::to_string(std::cos(3 * i) * 2) + "\n";
   e2e::write_file(data, repeated);
-  auto collapse = e2e::run_ok(density({"fit", "--data", data, "--model", "dif", "--components",
-                                       "2", "--hidden", "8", "--epochs", "5", "--save", saved}));
+  auto collapse = e2e::run_ok(density({"fit", "--data", data, "--model", "dif", "--components", "2",
+                                       "--hidden", "8", "--epochs", "5", "--save", saved}));
   CHECK(collapse.err.find("warning: DIF component") != std::string::npos);
   CHECK(collapse.err.find("its scale fell to") != std::string::npos);
   CHECK(collapse.err.find("at epoch 1") != std::string::npos);
