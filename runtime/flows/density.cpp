@@ -6,6 +6,7 @@
 #include "flows/dif.h"
 #include "flows/flows.h"
 #include "flows/gmm.h"
+#include "kernel/special_functions.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,7 +19,6 @@ namespace ssm::flows {
 
 namespace {
 
-constexpr double kLog2Pi = 1.8378770664093453;
 // The file's format: a version that a reader of another layout refuses.
 constexpr int64_t kFormatVersion = 2; // 2: MADE context terms, clamped coupling scales
 
@@ -131,7 +131,7 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
 }
 
 torch::Tensor StandardNormalImpl::log_prob(const torch::Tensor& x, const torch::Tensor&) {
-  return -0.5 * x.pow(2).sum(1) - 0.5 * double(dim()) * kLog2Pi;
+  return -0.5 * x.pow(2).sum(1) - double(dim()) * kLogSqrtTwoPi;
 }
 
 torch::Tensor StandardNormalImpl::sample(int64_t n, const torch::Tensor&) {

@@ -1,16 +1,11 @@
 // The Gaussian mixture and its EM: see gmm.h.
 #include "flows/gmm.h"
 #include "core/error.h"
+#include "kernel/special_functions.h"
 
 #include <cmath>
 
 namespace ssm::flows {
-
-namespace {
-
-constexpr double kLog2Pi = 1.8378770664093453;
-
-} // namespace
 
 GaussianMixtureImpl::GaussianMixtureImpl(const DensitySpec& spec) : DensityImpl(spec) {
   const int64_t K = spec.components, d = spec.dim;
@@ -25,8 +20,8 @@ torch::Tensor GaussianMixtureImpl::component_log_prob(const torch::Tensor& x) {
   // y = L_k^{-1} (x - μ_k) for every k: [K, d, n].
   auto diff = (x.unsqueeze(0) - means.unsqueeze(1)).transpose(1, 2);
   auto y = torch::linalg_solve_triangular(scale_tril, diff, /*upper=*/false);
-  auto log_det = torch::log(torch::diagonal(scale_tril, 0, 1, 2).abs()).sum(1); // [K]
-  auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - 0.5 * d * kLog2Pi;  // [K, n]
+  auto log_det = torch::log(torch::diagonal(scale_tril, 0, 1, 2).abs()).sum(1);        // [K]
+  auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - double(d) * kLogSqrtTwoPi; // [K, n]
   return (lp + torch::log_softmax(log_weights, 0).unsqueeze(1)).transpose(0, 1);
 }
 
