@@ -57,6 +57,12 @@ void Lowering::check_declaration_forms() {
     if (v.kind == VK::Param && simulator && !v.prior)
       // Likelihood-free inference learns a simulator's parameters from draws of their prior.
       reject(v.name.range, fmt::format(msg::simulator_parameter_without_prior, name, model_.name));
+    using TK = ast::TypeSpec::Kind;
+    if (v.kind == VK::Param && simulator && v.type &&
+        (v.type->kind == TK::Matrix || v.type->kind == TK::CovMatrix))
+      // Each simulation draws its own parameters into the kernels' state, which holds reals and
+      // vectors (passes/simulator_draws.cpp).
+      reject(v.type->range, fmt::format(msg::simulator_matrix_parameter, name));
     if (v.kind == VK::State || v.kind == VK::Input) {
       if (plate || simulator) {
         no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));

@@ -106,6 +106,9 @@ inline constexpr char time_series_in_plate_model[] =
     "cannot have both";
 inline constexpr char time_series_in_simulator[] =
     "{} belongs to a time series, but simulator '{}' has no time";
+inline constexpr char simulator_matrix_parameter[] =
+    "parameter '{}' of a simulator is a matrix: a simulator's parameters are reals and vectors "
+    "(write its entries as a vector)";
 inline constexpr char simulator_parameter_without_prior[] =
     "parameter '{0}' of simulator '{1}' needs a prior, as in 'param {0} ~ uniform(0, "
     "1);', since likelihood-free inference draws the parameters from it; a fixed value "

@@ -265,6 +265,11 @@ struct Model {
   // A state-space model made from a plate model (passes/plate_items.cpp): its steps are the i.i.d.
   // items n, its states their latents. Printed `items n`.
   bool items = false;
+  // A state-space model made from a simulator (passes/simulator_draws.cpp): one step, whose states
+  // are the simulator's parameters (the first `simulation_params` states, drawn from their priors)
+  // and then its latent variables. Printed `simulation P`.
+  bool simulation = false;
+  int simulation_params = 0;
   std::string name;
   std::string source_file;
   std::vector<std::string> imported_files; // the modules it imports, as found

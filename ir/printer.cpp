@@ -107,6 +107,8 @@ std::string print(const Model& model) {
     out += "plate n\n";
   if (model.items)
     out += "items n\n";
+  if (model.simulation)
+    out += fmt::format("simulation {}\n", model.simulation_params);
   for (const ConstDecl& c : model.consts)
     out +=
         fmt::format("const {} : {} = {}\n", c.name, c.shape.str(), values_str(c.values, c.shape));

@@ -57,6 +57,11 @@ public:
         if (model.kind != ModelKind::StateSpace || model.items)
           fail("'items n' belongs to a state-space model, once");
         model.items = true;
+      } else if (starts_with(line, "simulation ")) {
+        if (model.kind != ModelKind::StateSpace || model.simulation)
+          fail("'simulation P' belongs to a state-space model, once");
+        model.simulation = true;
+        model.simulation_params = parse_int(trim(line.substr(11)));
       } else if (starts_with(line, "const ")) {
         auto [name, type, value] = declaration(line.substr(6));
         if (!value)

@@ -479,6 +479,11 @@ std::vector<std::string> verify(const Model& model) {
     errors.push_back("a state-space model has latent variables or a plate or simulator block");
   if (!model.items && !model.guide.relations.empty())
     errors.push_back("guide: only a plate model, or the items it became, has a guide");
+  if (model.simulation && (model.simulation_params < 0 ||
+                           model.simulation_params > static_cast<int>(model.states.size())))
+    errors.push_back(fmt::format("simulation {}: a simulation has that many parameters among its "
+                                 "{} states",
+                                 model.simulation_params, model.states.size()));
   check_all_sampled(model, model.initial, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.transition, VarKind::State, model.states.size(), errors);
   check_all_sampled(model, model.observation, VarKind::Obs, model.obs.size(), errors);

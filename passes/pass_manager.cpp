@@ -35,6 +35,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["additive-functionals"] = create_additive_functionals;
     builtins["derivatives"] = create_derivatives;
     builtins["plate-items"] = create_plate_items;
+    builtins["simulator-draws"] = create_simulator_draws;
     builtins["net-outputs"] = create_net_outputs;
     builtins["em-m-steps"] = create_em_m_steps;
     return builtins;

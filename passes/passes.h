@@ -16,6 +16,7 @@ std::unique_ptr<Pass> create_additive_functionals(); // additive_functionals.cpp
 std::unique_ptr<Pass> create_derivatives();          // derivatives.cpp
 std::unique_ptr<Pass> create_plate_items();          // plate_items.cpp
 std::unique_ptr<Pass> create_net_outputs();          // net_outputs.cpp
+std::unique_ptr<Pass> create_simulator_draws();      // simulator_draws.cpp
 std::unique_ptr<Pass> create_em_m_steps();           // em_m_steps.cpp
 
 // Carries reads of x[t-k], k >= 2, in hidden states (augment_lags.cpp). Code generation needs a
@@ -26,6 +27,11 @@ void augment_lags(ir::Model& model);
 // driver applies it before any pipeline, so that every analysis and kernel sees a state-space
 // model; a no-op on other models.
 void lower_plate_items(ir::Model& model);
+
+// Makes a simulator a one-step state-space model whose states are its parameters, drawn from
+// their priors, and its latent variables (simulator_draws.cpp): the driver applies it before any
+// pipeline; a no-op on other models. A simulator's parameters must not be matrices.
+void lower_simulator_draws(ir::Model& model);
 
 // Makes each network call a hidden state that the runtime computes (net_outputs.cpp): the driver
 // applies it after lower_plate_items, before any pipeline; a no-op on models without networks.

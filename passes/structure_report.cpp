@@ -108,6 +108,35 @@ std::vector<StaticRelation> static_relations(const ir::Model& model) {
   return out;
 }
 
+// Why p(x | params) of a simulator has no closed form (latent variables to integrate over, a
+// deterministic observation), or "" when its observation kernel's log-density is the likelihood.
+// Before simulator-draws or after it (its latents are then the states after the parameters).
+std::string no_likelihood_reason(const ir::Model& model) {
+  std::vector<std::string> latents;
+  const ir::Block* own = &model.simulator;
+  if (model.simulation) {
+    own = &model.observation;
+    for (size_t s = model.simulation_params; s < model.states.size(); ++s)
+      latents.push_back(model.states[s].name);
+  } else {
+    for (const ir::VarDecl& z : model.latents)
+      latents.push_back(z.name);
+  }
+  if (!latents.empty())
+    return fmt::format("it integrates over the latent variable(s) {}", fmt::join(latents, ", "));
+  for (const ir::Relation& rel : own->relations)
+    if (rel.kind == ir::VarKind::Obs && rel.dist == ir::Dist::Dirac)
+      return fmt::format("observation {} is deterministic", model.obs.at(rel.var).name);
+  return "";
+}
+
+std::string likelihood_line(const ir::Model& model) {
+  const std::string why = no_likelihood_reason(model);
+  return why.empty() ? "likelihood p(x | parameters): exact (the observation's log-density), so "
+                       "posterior --ratio exact applies\n"
+                     : fmt::format("likelihood p(x | parameters): intractable: {}\n", why);
+}
+
 } // namespace
 
 std::string static_model_report(const ir::Model& model) {
@@ -117,8 +146,8 @@ std::string static_model_report(const ir::Model& model) {
   std::string out =
       plate ? "static latent-variable model over the i.i.d. plate n: the relations below hold "
               "for each item n independently\n"
-            : "simulator: sample-only: its latent variables and observations are drawn once, "
-              "and its likelihood is never evaluated (likelihood-free inference)\n";
+            : "simulator: sample-only: each simulation draws its parameters from their priors, "
+              "then its latent variables and observations (likelihood-free inference)\n";
   out += plate ? "relations of an item, in sampling order:\n" : "relations, in sampling order:\n";
   const std::vector<StaticRelation> relations = static_relations(model);
   std::size_t width = 10;
@@ -140,14 +169,30 @@ std::string static_model_report(const ir::Model& model) {
   }
   if (!plate)
     out += "state-space analyses (Markov structure, linear-Gaussian, finite state space, "
-           "transition density, functionals): do not apply, the model has no time\n"
-           "inference: not available yet for simulators\n";
+           "transition density, functionals): do not apply, the model has no time\n" +
+           likelihood_line(model) +
+           "inference: likelihood-free: simulate, nre (ratio estimation), posterior\n";
   return out;
 }
 
 std::string structure_report(const ir::Model& model, const PassContext& context) {
   if (!model.is_state_space())
     return static_model_report(model);
+  if (model.simulation) {
+    std::vector<std::string> params, latents, obs;
+    for (size_t s = 0; s < model.states.size(); ++s)
+      (static_cast<int>(s) < model.simulation_params ? params : latents)
+          .push_back(model.states[s].name);
+    for (const ir::VarDecl& x : model.obs)
+      obs.push_back(x.name);
+    const std::string middle =
+        latents.empty() ? ""
+                        : fmt::format(", then the latent variables ({})", fmt::join(latents, ", "));
+    return fmt::format("simulator: each simulation draws the parameters ({}) from their priors{}, "
+                       "then the observations ({})\n{}",
+                       fmt::join(params, ", "), middle, fmt::join(obs, ", "),
+                       likelihood_line(model));
+  }
   std::vector<std::string> sections;
   if (context.markov)
     sections.push_back(context.markov->report());
@@ -359,7 +404,7 @@ json static_model_json(const ir::Model& model) {
           {"n_latent", model.latents.size()},
           {"latents", latents},
           {"relations", relations},
-          {"inference_available", plate}};
+          {"inference_available", true}};
 }
 
 json structure_json(const ir::Model& model, const PassContext& context) {
@@ -376,6 +421,14 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["em_steps"] = or_null(context.em_steps, em_steps_json);
   if (model.items)
     out["items"] = "n";
+  if (model.simulation) { // its one step is how it runs, not a time series to analyse
+    for (const char* analysis :
+         {"markov", "linear_gaussian", "finite_state", "density", "functionals", "em_steps"})
+      out[analysis] = nullptr;
+    out["simulation"] = {{"params", model.simulation_params},
+                         {"likelihood", no_likelihood_reason(model).empty()},
+                         {"no_likelihood_reason", no_likelihood_reason(model)}};
+  }
   if (!model.is_state_space()) {
     out["model_kind"] = model.kind == ir::ModelKind::Plate ? "plate" : "simulator";
     out["static_model"] = static_model_json(model);

@@ -28,15 +28,17 @@ std::string program_name(int argc, char** argv) {
 }
 
 // Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
-// --load-nets) against every file it writes (--out, --save, --save-guide, --save-nets): one
-// spelling of an input as an output is refused before anything runs.
+// --load-nets, --pairs, --observed, --ratio) against every file it writes (--out, --save,
+// --save-guide, --save-nets): one spelling of an input as an output is refused before anything
+// runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
   std::vector<std::string> inputs, outputs;
   auto collect = [&](const CLI::App& a) {
     for (const CLI::Option* o : a.get_options())
       if (o->count() > 0)
-        for (const char* name : {"data", "inputs", "params", "data-file", "test", "load-guide",
-                                 "load-nets", "out", "save", "save-guide", "save-nets"})
+        for (const char* name :
+             {"data", "inputs", "params", "data-file", "test", "load-guide", "load-nets", "pairs",
+              "observed", "ratio", "out", "save", "save-guide", "save-nets"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
             const bool output = n == "out" || n == "save" || n == "save-guide" || n == "save-nets";
@@ -207,7 +209,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
 
   cli::Globals g;
   g.threads = default_threads();
-  CLI::App app{fmt::format("{}: state-space model '{}'{}, compiled by ssmc.", prog, info.name,
+  CLI::App app{fmt::format("{}: {} '{}'{}, compiled by ssmc.", prog,
+                           info.simulation ? "simulator" : "state-space model", info.name,
                            info.source.empty() ? "" : " from " + info.source),
                prog};
   app.fallthrough(); // global options may also follow the subcommand
@@ -217,9 +220,16 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   add_global_options(app, g, seed_text);
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
-  for (auto add :
-       {cli::add_simulate, cli::add_filter, cli::add_smooth, cli::add_decode, cli::add_score,
-        cli::add_optimize, cli::add_rml, cli::add_sample, cli::add_vi, cli::add_info})
+  using Add = std::unique_ptr<cli::Command> (*)(CLI::App&, const cli::Context&);
+  // A simulator runs likelihood-free inference; the other subcommands read a likelihood.
+  const std::vector<Add> adds =
+      info.simulation
+          ? std::vector<Add>{cli::add_simulate_pairs, cli::add_nre, cli::add_posterior,
+                             cli::add_info}
+          : std::vector<Add>{cli::add_simulate, cli::add_filter,   cli::add_smooth, cli::add_decode,
+                             cli::add_score,    cli::add_optimize, cli::add_rml,    cli::add_sample,
+                             cli::add_vi,       cli::add_info};
+  for (Add add : adds)
     if (std::unique_ptr<cli::Command> command = add(app, c)) // vi: plate models only
       commands.push_back(std::move(command));
 

@@ -2,6 +2,7 @@
 // structure report and the methods that apply, as text or JSON.
 #include "cli/command.h"
 #include "learning/score.h"
+#include "lfi/ratio_samplers.h"
 #include "smoothing/methods.h"
 
 #include <fmt/format.h>
@@ -57,6 +58,10 @@ void print_info_json(const Context& c, const ParamValues& values) {
   nlohmann::json j;
   j["model"] = info.name;
   j["source"] = info.source;
+  if (info.simulation)
+    j["simulation"] = {{"params", info.simulation->params},
+                       {"likelihood", info.simulation->likelihood},
+                       {"no_likelihood_reason", info.simulation->no_likelihood_reason}};
   j["n_state"] = info.n_state;
   j["n_obs"] = info.n_obs;
   j["n_theta"] = info.n_theta;
@@ -122,8 +127,34 @@ void print_variables(const Context& c) {
   }
 }
 
+// A simulator: its draws' parts, the compiler's report, and what `posterior` can use.
+void print_simulator_info(const Context& c) {
+  const ModelInfo& info = c.info;
+  fmt::print(c.out, "simulator {}{}\n", info.name,
+             info.source.empty() ? "" : " (" + info.source + ")");
+  for (size_t s = 0; s < info.state.size(); ++s)
+    if (!info.state[s].hidden)
+      fmt::print(c.out, "  {} {} : {}\n",
+                 static_cast<int>(s) < info.simulation->params ? "param " : "latent",
+                 info.state[s].name, type_string(info.state[s]));
+  for (const VarInfo& v : info.obs)
+    fmt::print(c.out, "  obs    {} : {}\n", v.name, type_string(v));
+  for (const VarInfo& v : info.data)
+    fmt::print(c.out, "  data   {} : {} (--data-file FILE.json)\n", v.name, type_string(v));
+  std::istringstream lines(info.structure);
+  for (std::string line; std::getline(lines, line);)
+    fmt::print(c.out, "{}\n", line);
+  std::vector<std::string> samplers;
+  for (const lfi::RatioSamplerInfo& s : lfi::ratio_samplers())
+    samplers.emplace_back(s.name);
+  fmt::print(c.out, "methods:\n  ratio: nre (NRE-A, NRE-B){}\n  posterior samplers: {}\n",
+             info.simulation->likelihood ? ", or exact" : "", fmt::join(samplers, ", "));
+}
+
 void print_info_text(const Context& c, const ParamValues& values) {
   const ModelInfo& info = c.info;
+  if (info.simulation)
+    return print_simulator_info(c);
   fmt::print(c.out, "model {}{}\n", info.name, info.source.empty() ? "" : " (" + info.source + ")");
   print_variables(c);
   fmt::print(c.out, "parameters ({} value{} in theta):\n", info.n_theta,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <string_view>
 #include <unistd.h>
 
@@ -153,6 +154,28 @@ std::vector<double> assemble_fixed(const Context& c, const ParamValues& values) 
   std::vector<double> data = read_data_values(c.info, c.globals.data_values_file);
   fixed.insert(fixed.end(), data.begin(), data.end());
   return fixed;
+}
+
+std::string stan_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k) {
+  std::string out = name;
+  int64_t rest = k, stride = 1;
+  for (int64_t dim : shape)
+    stride *= dim;
+  for (int64_t dim : shape) {
+    stride /= dim;
+    out += fmt::format(".{}", rest / stride + 1);
+    rest %= stride;
+  }
+  return out;
+}
+
+std::string chain_path(const std::string& out, size_t chain, size_t chains) {
+  if (chains == 1)
+    return out;
+  const std::filesystem::path p(out);
+  return (p.parent_path() /
+          fmt::format("{}_{}{}", p.stem().string(), chain + 1, p.extension().string()))
+      .string();
 }
 
 void write_output(const Context& c, const std::string& path, const std::string& text) {

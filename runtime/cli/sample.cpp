@@ -9,33 +9,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
 namespace ssm::cli {
 
 namespace {
-
-// Stan's name of component k of a parameter: `sigma`, `mu.2`, `A.1.3` (1-based, row-major).
-std::string stan_name(const ParamInfo& p, int64_t k) {
-  std::string name = p.name;
-  int64_t rest = k, stride = p.size;
-  for (int64_t dim : p.shape) {
-    stride /= dim;
-    name += fmt::format(".{}", rest / stride + 1);
-    rest %= stride;
-  }
-  return name;
-}
-
-// FILE.csv for one chain, FILE_1.csv ... for several (CmdStan's naming).
-std::string chain_path(const std::string& out, size_t chain, size_t chains) {
-  if (chains == 1)
-    return out;
-  const std::filesystem::path p(out);
-  return (p.parent_path() /
-          fmt::format("{}_{}{}", p.stem().string(), chain + 1, p.extension().string()))
-      .string();
-}
 
 class Sample : public TaskCommand {
 public:
@@ -104,7 +81,7 @@ private:
         data_);
     put("lp__,accept_stat__");
     for (const auto& [p, k] : columns)
-      put(",{}", stan_name(*p, k));
+      put(",{}", stan_name(p->name, p->shape, k));
     put("\n# Adaptation terminated\n");
     const Posterior::Chain& ch = post.chains[chain];
     for (size_t i = 0; i < ch.theta.size(); ++i) {

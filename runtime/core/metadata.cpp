@@ -372,6 +372,10 @@ const json* parse_structure(const json& root, ModelInfo& info) {
     };
     if (auto items = st->find("items"); items != st->end() && items->is_string())
       info.step = items->get<std::string>();
+    if (auto sim = st->find("simulation"); sim != st->end() && sim->is_object())
+      info.simulation =
+          ModelInfo::Simulation{sim->value("params", 0), sim->value("likelihood", false),
+                                sim->value("no_likelihood_reason", "")};
     info.linear_gaussian = verdict("linear_gaussian", "is_linear_gaussian");
     info.finite_state = verdict("finite_state", "is_finite");
   }

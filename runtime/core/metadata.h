@@ -175,6 +175,15 @@ struct ModelInfo {
   // The index of the steps: "t", or "n" for a plate model, whose steps are its items
   // (passes/plate_items.cpp); it heads the CSV outputs' first column.
   std::string step = "t";
+  // A simulator (passes/simulator_draws.cpp): each simulation is one step whose state is its
+  // parameters (the first `params` state variables) then its latent variables; `likelihood`: the
+  // observation kernel's log-density is p(x | parameters), else why not.
+  struct Simulation {
+    int params = 0;
+    bool likelihood = false;
+    std::string no_likelihood_reason;
+  };
+  std::optional<Simulation> simulation;
   // Verdicts of the compiler's structure analyses (false when the metadata has none): the Kalman
   // filter, resp. the forward-backward algorithm, is exact for the model.
   bool linear_gaussian = false;

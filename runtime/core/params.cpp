@@ -253,26 +253,39 @@ std::vector<double> read_data_values(const ModelInfo& info, const std::string& p
   return read_data_values_json(info, read_json_file(path, "data file"), path);
 }
 
+std::vector<double> read_observation_values(const ModelInfo& info, const std::string& path) {
+  return read_named_values_json(info.name, info.obs, info.n_obs,
+                                read_json_file(path, "observation file"), path, "observation");
+}
+
 std::vector<double> read_data_values_json(const ModelInfo& info, const json& file,
                                           const std::string& path) {
+  return read_named_values_json(info.name, info.data, info.n_data, file, path, "data");
+}
+
+std::vector<double> read_named_values_json(const std::string& model,
+                                           const std::vector<VarInfo>& vars, int64_t total,
+                                           const json& file, const std::string& path,
+                                           const std::string& kind) {
   std::vector<std::string> names;
-  for (const VarInfo& d : info.data)
+  for (const VarInfo& d : vars)
     names.push_back("'" + d.name + "'");
   if (!file.is_object())
-    throw Error(fmt::format("{}: expected a JSON object mapping data names to values", path));
+    throw Error(fmt::format("{}: expected a JSON object mapping {} names to values", path, kind));
   for (const auto& item : file.items()) {
     const std::string& key = item.key();
-    bool known = std::any_of(info.data.begin(), info.data.end(),
-                             [&](const VarInfo& d) { return d.name == key; });
+    bool known =
+        std::any_of(vars.begin(), vars.end(), [&](const VarInfo& d) { return d.name == key; });
     if (!known)
-      throw Error(fmt::format("{}: '{}' is not a data item of model '{}' (data: {})", path, key,
-                              info.name, fmt::join(names, ", ")));
+      throw Error(fmt::format("{}: '{}' is not {} of model '{}' ({}: {})", path, key,
+                              kind == "data" ? "a data item" : "an " + kind, model, kind,
+                              fmt::join(names, ", ")));
   }
-  std::vector<double> values(info.n_data);
-  for (const VarInfo& d : info.data) {
+  std::vector<double> values(total);
+  for (const VarInfo& d : vars) {
     auto it = file.find(d.name);
     if (it == file.end())
-      throw Error(fmt::format("{}: data '{}' has no value", path, d.name));
+      throw Error(fmt::format("{}: {} '{}' has no value", path, kind, d.name));
     // The item as a parameter of its declared type, so that the parameters' checks apply.
     ParamInfo as_value;
     as_value.name = d.name;
@@ -287,8 +300,8 @@ std::vector<double> read_data_values_json(const ModelInfo& info, const json& fil
       as_value.lower = d.lower;
     if (d.upper < INFINITY)
       as_value.upper = d.upper;
-    std::vector<double> v = flatten_param(as_value, *it, path, "data");
-    check_value(as_value, v, "data", path);
+    std::vector<double> v = flatten_param(as_value, *it, path, kind);
+    check_value(as_value, v, kind, path);
     std::copy(v.begin(), v.end(), values.begin() + d.offset);
   }
   return values;

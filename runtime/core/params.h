@@ -38,6 +38,17 @@ std::vector<double> read_data_values(const ModelInfo& info, const std::string& p
 std::vector<double> read_data_values_json(const ModelInfo& info, const nlohmann::json& file,
                                           const std::string& path);
 
+// The values of `vars` (data items, observations) from a JSON object mapping their names to
+// values, flat in their layout (`total` numbers); `kind` names them in messages ("data",
+// "observation"), `model` the model. Throws ssm::Error naming the file and the item.
+std::vector<double> read_named_values_json(const std::string& model,
+                                           const std::vector<VarInfo>& vars, int64_t total,
+                                           const nlohmann::json& file, const std::string& path,
+                                           const std::string& kind);
+
+// The observations' values from a JSON file mapping their names to values (`--observed`).
+std::vector<double> read_observation_values(const ModelInfo& info, const std::string& path);
+
 // Applies the sources in order. `params_file` may be empty (no file). `assignments` are the
 // `name=value` strings of --param. Checks shapes, finiteness, prior support and cov_matrix
 // positive-definiteness of every value present. Throws ssm::Error.

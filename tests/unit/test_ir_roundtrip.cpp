@@ -83,7 +83,8 @@ ir::Model canonical(ir::Model model) {
 // Transforms that may change IR that constant-fold and cse have nothing left to do on (lowering
 // to another form, say). Each must still be idempotent. None yet.
 // augment-lags on models with x[t-2], plate-items on plate models.
-const std::set<std::string> changes_canonical_ir = {"augment-lags", "plate-items"};
+const std::set<std::string> changes_canonical_ir = {"augment-lags", "plate-items",
+                                                    "simulator-draws"};
 
 void check_read_back(const std::string& text) {
   ir::Model read = ir::read(text);

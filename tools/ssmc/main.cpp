@@ -8,7 +8,8 @@
 //   ssmc opt FILE.ir --passes=... [-o OUT] [--print-after=P] [--time-passes]
 //                    [--load-pass=PLUGIN.so]...
 //   ssmc passes [--load-pass=PLUGIN.so]...
-//   ssmc density fit|sample|logpdf ...   (density estimation on data: density_command.h)
+//   ssmc density fit|sample|logpdf ...   (density estimation on data: module_commands.h)
+//   ssmc c2st A.csv B.csv [--json]       (the classifier two-sample test: module_commands.h)
 //
 // build: frontend -> passes -> LLVM kernels -> object -> linked with the runtime into an
 // executable. run: the same kernels compiled in memory (ORC JIT) and the executable's command line
@@ -19,9 +20,9 @@
 // Exit status: 0, 1 for an error in the model or its environment, 2 for a usage error, 70 for an
 // internal compiler error (a bug in ssmc, reported as such, never as the model's fault).
 #include "build_cache.h"
-#include "density_command.h"
 #include "internal_error.h"
 #include "linker.h"
+#include "module_commands.h"
 
 #include "cli/usage_errors.h"
 #include "codegen/backend.h"
@@ -168,16 +169,6 @@ ssm::ir::Model compile_frontend(const std::string& path, const std::vector<std::
   return std::move(*model);
 }
 
-// Code generation and the runtime know state-space models, and plate models as their items
-// (passes/plate_items.cpp): a simulator stops here (its IR, --emit=ir, is available).
-void require_inference(const ssm::ir::Model& model, const std::string& path) {
-  if (model.kind != ssm::ir::ModelKind::Simulator)
-    return;
-  throw Failure{fmt::format("{}: inference for simulators is not available yet; 'ssmc check {}' "
-                            "checks the model and reports its structure",
-                            path, path)};
-}
-
 // The pipeline of --passes, with --print-after and --time-passes.
 ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions& options) {
   ssm::tools::set_activity(fmt::format("running the passes on {}", options.input));
@@ -192,8 +183,9 @@ ssm::passes::PassContext run_pipeline(ssm::ir::Model& model, const BuildOptions&
 }
 
 ssm::passes::PassContext run_passes(ssm::ir::Model& model, const BuildOptions& options) {
-  ssm::passes::lower_plate_items(model); // every analysis and kernel sees a state-space model
-  ssm::passes::hoist_net_calls(model);   // and no network call
+  ssm::passes::lower_simulator_draws(model); // every analysis and kernel sees a state-space model
+  ssm::passes::lower_plate_items(model);
+  ssm::passes::hoist_net_calls(model); // and no network call
   run_pipeline(model, options);
   // The structure report is part of every compiled model and the analyses' symbolic results
   // become kernels, so they must describe the final IR: a transform later in the pipeline than an
@@ -256,7 +248,8 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
   module->setModuleIdentifier(model.name);
   nlohmann::json structure = ssm::passes::structure_json(model, context);
-  structure["report"] = ssm::passes::structure_summary(context);
+  structure["report"] = model.simulation ? ssm::passes::structure_report(model, context)
+                                         : ssm::passes::structure_summary(context);
   const std::string not_gaussian = ssm::codegen::gaussian_moments_unsupported(model);
   structure["gaussian_moments"] =
       not_gaussian.empty() ? nlohmann::json{{"available", true}}
@@ -403,8 +396,6 @@ int build(const BuildOptions& options) {
   std::string messages;
   ssm::ir::Model model =
       compile_frontend(options.input, options.import_dirs, options.werror, &messages);
-  if (options.emit != "ir")
-    require_inference(model, options.input);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   if (options.emit == "ir") {
@@ -448,7 +439,6 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   load_plugins(options.plugins);
   timer.phase("frontend");
   ssm::ir::Model model = compile_frontend(options.input, options.import_dirs, options.werror);
-  require_inference(model, options.input);
   timer.phase("passes");
   ssm::passes::PassContext context = run_passes(model, options);
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -504,11 +494,12 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
                         model.kind == ssm::ir::ModelKind::Plate ? " per item" : "",
                         model.theta_size(), static_report);
   const bool plate = model.kind == ssm::ir::ModelKind::Plate;
+  const bool simulator = model.kind == ssm::ir::ModelKind::Simulator;
   ssm::passes::PassContext context = run_passes(model, options);
   if (format == "json") {
     nlohmann::json out = ssm::passes::structure_json(model, context);
-    if (plate) {
-      out["model_kind"] = "plate";
+    if (plate || simulator) {
+      out["model_kind"] = plate ? "plate" : "simulator";
       out["static_model"] = static_json;
     }
     fmt::print("{}\n", out.dump(2));
@@ -516,7 +507,7 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
   }
   if (!full_structure)
     fmt::print("{}: no errors\n", input);
-  if (!model.is_state_space()) {
+  if (simulator) {
     fmt::print("{}", heading);
     return 0;
   }
@@ -606,8 +597,9 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
 
 int main(int argc, char** argv) {
   ssm::install_cleanup_handlers(); // an interrupted build leaves no temporary file
-  if (argc > 1 && std::string_view(argv[1]) == "density") // its own command line, in its module
-    return ssm::tools::run_density_command(argc - 1, argv + 1);
+  if (argc > 1)                    // density, c2st: their own command line, in their module
+    if (const ssm::tools::ModuleCommand* command = ssm::tools::find_module_command(argv[1]))
+      return ssm::tools::run_module_command(*command, argc - 1, argv + 1);
   CLI::App app{"ssmc: a compiler for probabilistic state-space models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("ssmc ") + SSMC_VERSION);
@@ -674,9 +666,11 @@ int main(int argc, char** argv) {
   add_plugin_option(opt_cmd, opt_options.plugins);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
-  // Only listed here: run_density_command takes its command line before this parser.
+  // Only listed here: run_module_command takes their command line before this parser.
   app.add_subcommand("density", "density estimation on data: fit, sample, logpdf (a DIF, a GMM, "
                                 "MAF, RealNVP; see ssmc density --help)");
+  app.add_subcommand("c2st", "the classifier two-sample test between two samples of draws, as "
+                             "sbibm computes it (see ssmc c2st --help)");
   std::vector<std::string> passes_plugins;
   add_plugin_option(passes_cmd, passes_plugins);
 
@@ -688,10 +682,10 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     const std::optional<std::string> guess =
-        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes", "density"});
+        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes", "density", "c2st"});
     fmt::print(std::cerr, "ssmc: error: unknown command '{}'{} (see ssmc --help)\n", argv[1],
                guess ? fmt::format("; did you mean '{}'?", *guess)
-                     : ": expected build, run, check, opt, passes or density");
+                     : ": expected build, run, check, opt, passes, density or c2st");
     return 2;
   }
   try {
