@@ -7,7 +7,8 @@
 // keyed by its own Philox counter (seed, particle index), whatever the thread count; and where
 // the observation has a density and there are no latent variables, the observation kernel's
 // log-density is the exact likelihood p(x | theta), which the samplers' tests use; the transition
-// (never run as such) has the prior's log-density. The model keeps
+// keeps the parameters and draws the latent variables again (a simulation at given parameters).
+// The model keeps
 // `simulation` set and the number of parameters, which are its first states.
 #include "passes.h"
 
@@ -60,27 +61,28 @@ ir::Block draws_block(const ir::Block& prior, const ir::Block& simulator, ir::Bl
   return block;
 }
 
-// The transition, which a simulation (one step) never runs: new parameters from the prior, the
-// latent variables kept. Its log-density at (x, x) is then the prior's at x's parameters, which
-// random-walk MCMC on prior x ratio reads (transition_logpdf) whatever latent variables follow.
-ir::Block prior_move(const ir::Block& prior, const std::vector<ir::VarDecl>& states, int n_params) {
-  ir::Block block = prior;
-  block.kind = ir::BlockKind::Transition;
-  for (size_t s = n_params; s < states.size(); ++s) {
+// The transition, which a simulation (one step) does not run: the same parameters, copied, and
+// the latent variables drawn again given them. transition_sample then simulates at given
+// parameters (ABC's moves), and log p(theta) = init_logpdf(x) - transition_logpdf(x -> x) for any
+// latent values of positive density (a real copy adds nothing to a log-density).
+ir::Block redraw_at_same_parameters(const ir::Block& simulator,
+                                    const std::vector<ir::VarDecl>& states, int n_params) {
+  ir::Block copies;
+  for (int p = 0; p < n_params; ++p) {
     ir::Node previous;
     previous.op = ir::Op::State;
-    previous.var = static_cast<int>(s);
+    previous.var = p;
     previous.lag = 1;
-    previous.shape = states[s].shape;
+    previous.shape = states[p].shape;
     ir::Relation keep;
     keep.kind = ir::VarKind::State;
-    keep.var = static_cast<int>(s);
+    keep.var = p;
     keep.dist = ir::Dist::Dirac;
-    keep.args = {block.add(std::move(previous))};
-    keep.loc = states[s].loc;
-    block.relations.push_back(std::move(keep));
+    keep.args = {copies.add(std::move(previous))};
+    keep.loc = states[p].loc;
+    copies.relations.push_back(std::move(keep));
   }
-  return block;
+  return draws_block(copies, simulator, ir::BlockKind::Transition, ir::VarKind::State);
 }
 
 class SimulatorDraws : public Pass {
@@ -118,7 +120,7 @@ void lower_simulator_draws(ir::Model& model) {
   const ir::Block prior = as_states(model.prior, n_params);
   const ir::Block simulator = as_states(model.simulator, n_params);
   model.initial = draws_block(prior, simulator, ir::BlockKind::Initial, ir::VarKind::State);
-  model.transition = prior_move(prior, states, n_params);
+  model.transition = redraw_at_same_parameters(simulator, states, n_params);
   model.observation = draws_block(prior, simulator, ir::BlockKind::Observation, ir::VarKind::Obs);
   model.states = std::move(states);
   model.latents.clear();

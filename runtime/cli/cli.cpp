@@ -225,7 +225,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   const std::vector<Add> adds =
       info.simulation
           ? std::vector<Add>{cli::add_simulate_pairs, cli::add_nre, cli::add_posterior,
-                             cli::add_info}
+                             cli::add_abc, cli::add_info}
           : std::vector<Add>{cli::add_simulate, cli::add_filter,   cli::add_smooth, cli::add_decode,
                              cli::add_score,    cli::add_optimize, cli::add_rml,    cli::add_sample,
                              cli::add_vi,       cli::add_info};

@@ -70,10 +70,12 @@ std::unique_ptr<Command> add_sample(CLI::App& app, const Context& c);
 // Null for a model it does not serve (a state-space model).
 std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_info(CLI::App& app, const Context& c);
-// A simulator's subcommands: simulate_pairs.cpp (its `simulate`), nre.cpp, posterior.cpp.
+// A simulator's subcommands: simulate_pairs.cpp (its `simulate`), nre.cpp, posterior.cpp,
+// abc.cpp.
 std::unique_ptr<Command> add_simulate_pairs(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_nre(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_posterior(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_abc(CLI::App& app, const Context& c);
 
 // Every registered method, in registration order (the order of --help).
 const MethodRegistry& method_registry();
@@ -129,6 +131,8 @@ std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
 // Stan's name of component k of a value of `shape`: `sigma`, `mu.2`, `A.1.3` (1-based,
 // row-major).
 std::string stan_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k);
+// A simulator's parameters' columns by Stan's names (its first states: lfi/simulator.h).
+std::vector<std::string> simulator_stan_columns(const ModelInfo& info);
 // FILE.csv for one chain, FILE_1.csv ... for several (CmdStan's naming).
 std::string chain_path(const std::string& out, size_t chain, size_t chains);
 

@@ -169,6 +169,14 @@ std::string stan_name(const std::string& name, const std::vector<int64_t>& shape
   return out;
 }
 
+std::vector<std::string> simulator_stan_columns(const ModelInfo& info) {
+  std::vector<std::string> out;
+  for (int p = 0; p < info.simulation->params; ++p)
+    for (int64_t k = 0; k < info.state[p].size; ++k)
+      out.push_back(stan_name(info.state[p].name, info.state[p].shape, k));
+  return out;
+}
+
 std::string chain_path(const std::string& out, size_t chain, size_t chains) {
   if (chains == 1)
     return out;

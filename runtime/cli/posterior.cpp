@@ -106,15 +106,6 @@ public:
   }
 
 private:
-  std::vector<std::string> stan_columns(const lfi::Simulator& sim) const {
-    std::vector<std::string> out;
-    const ModelInfo& info = sim.info();
-    for (int p = 0; p < info.simulation->params; ++p)
-      for (int64_t k = 0; k < info.state[p].size; ++k)
-        out.push_back(stan_name(info.state[p].name, info.state[p].shape, k));
-    return out;
-  }
-
   std::string stan_csv(const Context& c, const lfi::Simulator& sim, const lfi::RatioDraws& d,
                        size_t chain) const {
     const lfi::RatioDraws::Chain& ch = d.chains[chain];
@@ -135,7 +126,7 @@ private:
     put("# id = {}\n# random\n#   seed = {}\n# data\n#   file = {}\n", chain + 1, c.globals.seed,
         observed_);
     put("lp__,accept_stat__{}", weighted ? ",log_weight__" : "");
-    for (const std::string& name : stan_columns(sim))
+    for (const std::string& name : simulator_stan_columns(sim.info()))
       put(",{}", name);
     put("\n# Adaptation terminated\n");
     for (int64_t i = 0; i < n; ++i) {
@@ -152,7 +143,7 @@ private:
   nlohmann::json summary(const Context& c, const lfi::Simulator& sim, const lfi::RatioDraws& d,
                          double elapsed) const {
     const int64_t P = d.n_params;
-    const std::vector<std::string> names = stan_columns(sim);
+    const std::vector<std::string> names = simulator_stan_columns(sim.info());
     nlohmann::json columns = nlohmann::json::object();
     for (int64_t k = 0; k < P; ++k) {
       if (!d.log_weight.empty()) { // weighted moments of the pool

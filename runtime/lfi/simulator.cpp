@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/thread_pool.h"
+#include "kernel/rng.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,8 @@ namespace ssm::lfi {
 namespace {
 
 constexpr int64_t kBlock = 1024; // draws per kernel call: fixed, so results ignore the threads
+// The stream of the latent values log_prior draws: any values of positive density serve.
+constexpr uint64_t kLatentSeed = 0x5eed1a7e47ULL;
 
 } // namespace
 
@@ -41,21 +44,22 @@ Simulator::Simulator(const ssm_model& model, const ModelInfo& info, std::vector<
 
 void Simulator::simulate(uint64_t seed, int64_t n, double* theta, double* x,
                          ThreadPool* pool) const {
-  if (n >= (int64_t{1} << 32))
-    throw Error(fmt::format("{} simulations at once: at most 2^32 - 1", n));
   const int64_t S = info_.n_state, D = info_.n_obs;
-  std::vector<double> states(S * n), obs(x ? D * n : 0);
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   auto block = [&](int64_t b) {
-    const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
-    model_.init_sample(frame_.data(), seed, begin, end, n, states.data());
+    // Draw i is draw i mod kBlock of block i / kBlock's stream: the kernels work in a scratch
+    // block that stays in cache, and write only the rows asked for.
+    const int64_t begin = b * kBlock, m = std::min(kBlock, n - begin);
+    const uint64_t block_seed = mix_seed(seed ^ mix_seed(static_cast<uint64_t>(b)));
+    std::vector<double> states(S * kBlock), obs(x ? D * kBlock : 0);
+    model_.init_sample(frame_.data(), block_seed, 0, m, kBlock, states.data());
     if (x)
-      model_.obs_sample(frame_.data(), seed, 0, begin, end, n, states.data(), obs.data());
-    for (int64_t i = begin; i < end; ++i) {
+      model_.obs_sample(frame_.data(), block_seed, 0, 0, m, kBlock, states.data(), obs.data());
+    for (int64_t i = 0; i < m; ++i) {
       for (int64_t c = 0; c < n_params_; ++c)
-        theta[i * n_params_ + c] = states[c * n + i];
+        theta[(begin + i) * n_params_ + c] = states[c * kBlock + i];
       for (int64_t k = 0; x && k < D; ++k)
-        x[i * D + k] = obs[k * n + i];
+        x[(begin + i) * D + k] = obs[k * kBlock + i];
     }
   };
   if (pool)
@@ -66,20 +70,58 @@ void Simulator::simulate(uint64_t seed, int64_t n, double* theta, double* x,
 }
 
 std::vector<double> Simulator::states_of(const double* theta, int64_t n) const {
-  std::vector<double> states(info_.n_state * n, 0.0); // latents 0: the prior move keeps them
+  std::vector<double> states(info_.n_state * n, 0.0); // latents 0: drawn again where needed
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < n_params_; ++c)
       states[c * n + i] = theta[i * n_params_ + c];
   return states;
 }
 
+void Simulator::simulate_at(uint64_t seed, const double* theta, int64_t n, double* x,
+                            ThreadPool* pool) const {
+  if (n >= (int64_t{1} << 32))
+    throw Error(fmt::format("{} simulations at once: at most 2^32 - 1", n));
+  const int64_t D = info_.n_obs;
+  const std::vector<double> given = states_of(theta, n);
+  std::vector<double> states(given.size()), obs(D * n);
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  auto block = [&](int64_t b) {
+    const int64_t begin = b * kBlock, end = std::min(n, begin + kBlock);
+    // The transition keeps the parameters and draws the latent variables given them (t = 1: other
+    // counters than simulate's).
+    model_.transition_sample(frame_.data(), seed, 1, begin, end, n, given.data(), nullptr,
+                             states.data());
+    model_.obs_sample(frame_.data(), seed, 1, begin, end, n, states.data(), obs.data());
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t k = 0; k < D; ++k)
+        x[i * D + k] = obs[k * n + i];
+  };
+  if (pool)
+    pool->parallel_for(blocks, block);
+  else
+    for (int64_t b = 0; b < blocks; ++b)
+      block(b);
+}
+
 void Simulator::log_prior(const double* theta, int64_t n, double* out) const {
   if (n == 0)
     return;
-  // The transition of a simulation redraws the parameters from the prior and keeps the latent
-  // variables (passes/simulator_draws.cpp): its log-density from x to x is log p(theta).
-  const std::vector<double> states = states_of(theta, n);
-  model_.transition_logpdf(frame_.data(), 1, 0, n, n, states.data(), nullptr, states.data(), out);
+  std::vector<double> states = states_of(theta, n);
+  if (info_.n_state == n_params_) { // nothing latent: the initial density is the prior's
+    model_.init_logpdf(frame_.data(), 0, n, n, states.data(), out);
+    return;
+  }
+  // log p(theta) = log p(theta, z) - log p(z | theta) at latent values z drawn given theta (the
+  // transition keeps theta and draws z: passes/simulator_draws.cpp).
+  const std::vector<double> given = states;
+  model_.transition_sample(frame_.data(), kLatentSeed, 1, 0, n, n, given.data(), nullptr,
+                           states.data());
+  std::vector<double> conditional(n);
+  model_.init_logpdf(frame_.data(), 0, n, n, states.data(), out);
+  model_.transition_logpdf(frame_.data(), 1, 0, n, n, states.data(), nullptr, states.data(),
+                           conditional.data());
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = out[i] == -INFINITY ? -INFINITY : out[i] - conditional[i];
 }
 
 void Simulator::log_likelihood(const double* theta, int64_t n, const double* x_obs,
@@ -101,25 +143,29 @@ void require_parameters(const Simulator& sim, const char* command) {
 
 SimulatedPairs simulate_pairs(const Simulator& sim, int64_t n, uint64_t seed, int threads) {
   const int64_t P = sim.n_params(), D = sim.n_obs();
-  std::vector<double> theta(n * P), x(n * D);
-  ThreadPool pool(threads);
-  sim.simulate(seed, n, theta.data(), x.data(), &pool);
   SimulatedPairs out;
-  out.theta.reserve(n * P);
-  out.x.reserve(n * D);
+  out.theta.resize(n * P);
+  out.x.resize(n * D);
+  ThreadPool pool(threads);
+  sim.simulate(seed, n, out.theta.data(), out.x.data(), &pool);
+  // Rows with a non-finite observation are dropped in place, the others moved up.
   for (int64_t i = 0; i < n; ++i) {
     bool finite = true;
     for (int64_t k = 0; k < D; ++k)
-      finite = finite && std::isfinite(x[i * D + k]);
+      finite = finite && std::isfinite(out.x[i * D + k]);
     if (!finite) {
       if (out.dropped++ == 0)
         out.first_dropped = i;
       continue;
     }
-    out.theta.insert(out.theta.end(), theta.begin() + i * P, theta.begin() + (i + 1) * P);
-    out.x.insert(out.x.end(), x.begin() + i * D, x.begin() + (i + 1) * D);
+    if (out.n != i) {
+      std::copy_n(out.theta.begin() + i * P, P, out.theta.begin() + out.n * P);
+      std::copy_n(out.x.begin() + i * D, D, out.x.begin() + out.n * D);
+    }
     ++out.n;
   }
+  out.theta.resize(out.n * P);
+  out.x.resize(out.n * D);
   return out;
 }
 

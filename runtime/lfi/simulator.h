@@ -9,7 +9,9 @@
 #include "kernel/abi.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ssm {
@@ -37,11 +39,15 @@ public:
   bool has_likelihood() const { return info_.simulation->likelihood; }
   const std::string& no_likelihood_reason() const { return info_.simulation->no_likelihood_reason; }
 
-  // Draws 0 .. n - 1 of stream `seed` (n < 2^32; a caller that needs more batches uses more
-  // seeds): parameters into theta (row-major, n x n_params()) and, unless x is null, observations
-  // into x (n x n_obs()); on `pool` if given, in blocks that do not depend on its size.
+  // Draws 0 .. n - 1 of stream `seed`: parameters into theta (row-major, n x n_params()) and,
+  // unless x is null, observations into x (n x n_obs()); on `pool` if given, in blocks of a size
+  // that does not depend on it, each with a stream of its own.
   void simulate(uint64_t seed, int64_t n, double* theta, double* x,
                 ThreadPool* pool = nullptr) const;
+  // Simulations at given parameters (rows of theta, n x n_params()): the latent variables and
+  // observations drawn given theta_i, keyed by (seed, i), into x (n x n_obs()).
+  void simulate_at(uint64_t seed, const double* theta, int64_t n, double* x,
+                   ThreadPool* pool = nullptr) const;
   // out[i] = log p(theta_i), the prior density (-inf outside its support).
   void log_prior(const double* theta, int64_t n, double* out) const;
   // out[i] = log p(x_obs | theta_i); requires has_likelihood().
@@ -64,9 +70,20 @@ void require_parameters(const Simulator& sim, const char* command);
 
 // Draws 0 .. n - 1 of a simulator, those with a non-finite observation dropped and counted
 // (never passed on to training).
+// A vector of doubles that resize() leaves uninitialised: simulations are written once, by the
+// threads that make them, where a serial zeroing first would cost as much as simulating.
+template <class T> struct UninitialisedAllocator : std::allocator<T> {
+  template <class U> struct rebind { using other = UninitialisedAllocator<U>; };
+  template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... A> void construct(U* p, A&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
+  }
+};
+using Values = std::vector<double, UninitialisedAllocator<double>>;
+
 struct SimulatedPairs {
   int64_t n = 0; // rows kept
-  std::vector<double> theta, x;
+  Values theta, x;
   // The first dropped draw: its index, or its file line for pairs read from a file.
   int64_t dropped = 0, first_dropped = -1;
 };

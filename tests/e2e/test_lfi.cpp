@@ -343,6 +343,40 @@ TEST_CASE("posterior: the draws do not depend on --threads", "[lfi]") {
     }
 }
 
+TEST_CASE("abc: rejection and SMC-ABC approach the conjugate posterior", "[lfi]") {
+  const std::string exe = gaussian_linear(), observed = observed_file();
+  // The tolerance's own effect is small here: within a ball of radius r around x_o the posterior
+  // mean moves by about r^2 / (d + 2) of the evidence's log-gradient (< 0.01) and the variance
+  // grows by r^2 / (4 (d + 2)) (about 2% of it at the radii these runs reach, r < 0.25 raw).
+  for (const char* method : {"rejection", "smc"}) {
+    SECTION(method) {
+      const nlohmann::json j =
+          run_json({exe, "abc", "--observed", observed, "--method", method, "--simulations",
+                    "200000", "--quantile", "0.005", "--population", "1000", "--json"});
+      CHECK(j["draws"] == 1000);
+      CHECK(j["simulations"].get<int64_t>() <= 200000);
+      for (int k = 0; k < 3; ++k) {
+        const std::string name = fmt::format("theta.{}", k + 1);
+        const double mean = j["summary"][name]["mean"].get<double>();
+        const double sd = j["summary"][name]["sd"].get<double>();
+        INFO(method << " " << name << ": mean " << mean << ", sd " << sd << ", epsilon "
+                    << j["epsilon"]);
+        // SMC-ABC's draws are resampled from about its effective sample size.
+        const double n_eff = std::string(method) == "smc" ? j["ess"].get<double>() : 1000.0;
+        CHECK(std::fabs(mean - kObserved[k] / 2) < 4 * std::sqrt(kPostVar / n_eff) + 0.01);
+        CHECK(sd / std::sqrt(kPostVar) > 1 - 4 * std::sqrt(0.5 / n_eff));
+        CHECK(sd / std::sqrt(kPostVar) < 1.05 + 4 * std::sqrt(0.5 / n_eff));
+      }
+      if (std::string(method) == "smc") {
+        const std::vector<nlohmann::json> eps = j["epsilons"];
+        REQUIRE(eps.size() >= 3);
+        for (size_t g = 2; g < eps.size(); ++g)
+          CHECK(eps[g].get<double>() < eps[g - 1].get<double>());
+      }
+    }
+  }
+}
+
 TEST_CASE("lfi: bad input is refused or reported, and nothing is silently dropped", "[lfi]") {
   const std::string gl = gaussian_linear(), moons = example_exe("two_moons");
   const std::string observed = observed_file();
