@@ -50,9 +50,14 @@ public:
     app->add_option("--warmup", options_.warmup, "imh, barker, mcmc: draws discarded per chain")
         ->check(CLI::NonNegativeNumber)
         ->default_str(std::to_string(options_.warmup));
-    app->add_option("--pool", options_.pool, "sir: prior draws to resample from (0: 20 x draws)")
+    app->add_option("--pool", options_.pool,
+                    "sir: prior draws to resample from (0: 20 x draws); smc: particles (0: the "
+                    "larger of --draws and 2000)")
         ->check(CLI::NonNegativeNumber)
         ->default_str("0");
+    app->add_option("--moves", options_.moves, "smc: Metropolis steps per tempering step")
+        ->check(positive_int())
+        ->default_str(std::to_string(options_.moves));
     app->add_option("--bound-draws", options_.bound_draws,
                     "ar: prior draws whose largest ratio starts the bound")
         ->check(positive_int())
@@ -201,6 +206,10 @@ private:
     }
     if (options_.sampler == "mcmc")
       j["step"] = d.step;
+    if (options_.sampler == "smc") {
+      j["temperatures"] = d.temperatures;
+      j["log_evidence"] = d.log_evidence;
+    }
     return j;
   }
 

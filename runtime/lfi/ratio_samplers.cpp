@@ -18,7 +18,7 @@ namespace {
 constexpr int64_t kBatch = 4096; // prior draws simulated and evaluated together
 
 // Streams of one run, so that no two uses share Philox counters.
-enum Stream : uint64_t { BoundDraws = 1, Proposals, Accept, Start, Moves };
+enum Stream : uint64_t { BoundDraws = 1, Proposals, Accept, Start, Moves, Tempering };
 
 uint64_t stream_seed(uint64_t seed, uint64_t stream, uint64_t index) {
   return mix_seed(seed ^ mix_seed(stream * 0x100000000ULL + index));
@@ -309,6 +309,155 @@ RatioDraws random_walk(const Simulator& sim, const LogRatio& log_ratio,
   return out;
 }
 
+// The sample covariance's Cholesky factor of particles (N x P rows), scaled.
+std::vector<double> scaled_cholesky(const std::vector<double>& theta, int64_t N, int64_t P,
+                                    double scale) {
+  std::vector<double> mean(P, 0.0), cov(P * P, 0.0), L(P * P, 0.0);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t k = 0; k < P; ++k)
+      mean[k] += theta[i * P + k] / static_cast<double>(N);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t a = 0; a < P; ++a)
+      for (int64_t b = 0; b <= a; ++b)
+        cov[a * P + b] += (theta[i * P + a] - mean[a]) * (theta[i * P + b] - mean[b]) /
+                          static_cast<double>(N - 1);
+  for (int64_t a = 0; a < P; ++a) // Cholesky, with a floor against a collapsed component
+    for (int64_t b = 0; b <= a; ++b) {
+      double sum = cov[a * P + b];
+      for (int64_t k = 0; k < b; ++k)
+        sum -= L[a * P + k] * L[b * P + k];
+      L[a * P + b] = a == b ? std::sqrt(std::max(sum, 1e-24)) : sum / L[b * P + b];
+    }
+  for (double& v : L)
+    v *= scale;
+  return L;
+}
+
+// The incremental weights exp(delta lr_i), scaled by their largest, into w; returns the log of
+// that scale.
+double incremental_weights(const std::vector<double>& lr, double delta, std::vector<double>& w) {
+  double top = -INFINITY;
+  for (double l : lr)
+    if (l > -INFINITY)
+      top = std::max(top, delta * l);
+  for (size_t i = 0; i < lr.size(); ++i)
+    w[i] = lr[i] == -INFINITY ? 0.0 : std::exp(delta * lr[i] - top);
+  return top;
+}
+
+// Tempered SMC: prior -> prior x ratio^beta -> prior x ratio.
+RatioDraws tempered_smc(const Simulator& sim, const LogRatio& log_ratio,
+                        const RatioSamplerOptions& o, ThreadPool& pool) {
+  const int64_t P = sim.n_params();
+  const int64_t N = o.pool > 0 ? o.pool : std::max<int64_t>(o.draws, 2000);
+  std::vector<double> theta(N * P), lr(N), lp(N);
+  sim.simulate(stream_seed(o.seed, Proposals, 0), N, theta.data(), nullptr, &pool);
+  log_ratio(theta.data(), N, lr.data());
+  check_finite_ratio(lr, theta, P);
+  if (*std::max_element(lr.begin(), lr.end()) == -INFINITY)
+    throw Error(fmt::format("smc: every one of the {} prior draws has ratio 0: the observation "
+                            "is out of the prior predictive's reach",
+                            N));
+  sim.log_prior(theta.data(), N, lp.data());
+  RatioDraws out;
+  out.ratio_evaluations = N;
+  out.temperatures.push_back(0);
+  double beta = 0, scale = 2.38 / std::sqrt(static_cast<double>(P));
+  int64_t accepted = 0, proposed = 0;
+  std::vector<double> w(N), proposal(N * P), lr_new(N), lp_new(N), next(N * P);
+  auto ess_at = [&](double b) {
+    incremental_weights(lr, b - beta, w);
+    double sum = 0, sq = 0;
+    for (double v : w) {
+      sum += v;
+      sq += v * v;
+    }
+    return sum * sum / sq;
+  };
+  for (int64_t step = 1; beta < 1; ++step) {
+    if (step > 1000)
+      throw Error("smc: no tempering schedule in 1000 steps: the ratio is too sharp for the "
+                  "particles (give more with --pool)");
+    // The next beta keeps the incremental weights' ESS at half the particles (bisection).
+    double next_beta = 1;
+    if (ess_at(1) < 0.5 * static_cast<double>(N)) {
+      double lo = beta, hi = 1;
+      for (int it = 0; it < 60; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (ess_at(mid) < 0.5 * static_cast<double>(N) ? hi : lo) = mid;
+      }
+      next_beta = std::max(lo, beta + 1e-12);
+    }
+    const double top = incremental_weights(lr, next_beta - beta, w);
+    double sum = 0;
+    for (double v : w)
+      sum += v;
+    out.log_evidence += top + std::log(sum / static_cast<double>(N));
+    beta = next_beta;
+    out.temperatures.push_back(beta);
+    // Systematic resampling.
+    const double u0 = philox_u01(stream_seed(o.seed, Tempering, step), 0, 0, 0, 0);
+    double cumulative = w[0];
+    int64_t j = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      const double u = (static_cast<double>(i) + u0) * sum / static_cast<double>(N);
+      while (j < N - 1 && cumulative < u)
+        cumulative += w[++j];
+      std::copy_n(theta.begin() + j * P, P, next.begin() + i * P);
+      lr_new[i] = lr[j];
+      lp_new[i] = lp[j];
+    }
+    theta.swap(next);
+    lr.swap(lr_new);
+    lp.swap(lp_new);
+    // Moves: random-walk Metropolis on prior x ratio^beta, the step scaled towards 0.234.
+    for (int64_t m = 0; m < o.moves; ++m) {
+      const std::vector<double> L = scaled_cholesky(theta, N, P, scale);
+      const uint64_t seed = stream_seed(o.seed, Tempering, step * 1000 + m + 1);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t a = 0; a < P; ++a) {
+          double v = theta[i * P + a];
+          for (int64_t b = 0; b <= a; ++b)
+            v += L[a * P + b] * detail::std_normal_at(seed, static_cast<uint32_t>(i), 0, 0,
+                                                      static_cast<uint32_t>(b));
+          proposal[i * P + a] = v;
+        }
+      sim.log_prior(proposal.data(), N, lp_new.data());
+      log_ratio(proposal.data(), N, lr_new.data());
+      out.ratio_evaluations += N;
+      int64_t moved = 0;
+      for (int64_t i = 0; i < N; ++i) {
+        const bool inside = lp_new[i] > -INFINITY;
+        if (inside && (std::isnan(lr_new[i]) || lr_new[i] == INFINITY))
+          throw Error(fmt::format("the log ratio is {} at a proposal of smc", lr_new[i]));
+        // beta * -inf is -inf for beta > 0; the prior's -inf rules outside the support.
+        const double target_new = inside ? lp_new[i] + beta * lr_new[i] : -INFINITY;
+        const double alpha = std::exp(std::min(0.0, log_odds(target_new, lp[i] + beta * lr[i])));
+        if (philox_u01(seed, static_cast<uint32_t>(i), 1, 0, 0) < alpha) {
+          std::copy_n(proposal.begin() + i * P, P, theta.begin() + i * P);
+          lr[i] = lr_new[i];
+          lp[i] = lp_new[i];
+          ++moved;
+        }
+      }
+      accepted += moved;
+      proposed += N;
+      scale *= std::exp(static_cast<double>(moved) / static_cast<double>(N) - 0.234);
+    }
+  }
+  // The particles are equally weighted after the last resampling and moves.
+  out.chains.resize(1);
+  for (int64_t i = 0; i < o.draws; ++i) {
+    const int64_t k = i * N / o.draws;
+    keep(out.chains[0], theta.data() + k * P, P, lr[k], 1.0);
+  }
+  out.proposals = proposed + N;
+  out.acceptance_rate =
+      static_cast<double>(accepted) / static_cast<double>(std::max<int64_t>(1, proposed));
+  out.chains[0].acceptance_rate = out.acceptance_rate;
+  return out;
+}
+
 } // namespace
 
 const std::vector<RatioSamplerInfo>& ratio_samplers() {
@@ -319,6 +468,7 @@ const std::vector<RatioSamplerInfo>& ratio_samplers() {
       {"is", "importance sampling: prior draws weighted by the ratio"},
       {"sir", "sampling importance resampling"},
       {"mcmc", "random-walk Metropolis on prior x ratio"},
+      {"smc", "tempered SMC from the prior to prior x ratio"},
   };
   return table;
 }
@@ -337,6 +487,8 @@ RatioDraws sample_with_ratio(const Simulator& sim, const LogRatio& log_ratio,
     out = importance(sim, log_ratio, o, pool, o.sampler == "sir");
   else if (o.sampler == "mcmc")
     out = random_walk(sim, log_ratio, o, pool);
+  else if (o.sampler == "smc")
+    out = tempered_smc(sim, log_ratio, o, pool);
   else
     throw Error(fmt::format("posterior: unknown sampler '{}'", o.sampler));
   out.n_params = sim.n_params();

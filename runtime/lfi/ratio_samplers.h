@@ -11,7 +11,12 @@
 //   is      importance sampling: the prior draws, weighted by r (self-normalised, 2.15);
 //   sir     sampling importance resampling: draws from the weighted pool, with replacement;
 //   mcmc    random-walk Metropolis on prior x ratio (what sbi does with a ratio), the step scaled
-//           during warmup towards acceptance 0.234.
+//           during warmup towards acceptance 0.234;
+//   smc     a tempered SMC sampler: particles from the prior move through prior x ratio^beta,
+//           beta from 0 to 1 in steps that keep the incremental weights' ESS at half the
+//           particles, each step resampled and moved by random-walk Metropolis steps (Gaussian of
+//           the particles' covariance), which reaches narrow and multimodal posteriors that
+//           prior proposals and a single random walk miss; it estimates log E_prior[r] too.
 #pragma once
 
 #include "lfi/simulator.h"
@@ -35,10 +40,12 @@ const std::vector<RatioSamplerInfo>& ratio_samplers();
 
 struct RatioSamplerOptions {
   std::string sampler = "ar";
-  int64_t draws = 1000;              // per chain
-  int64_t chains = 1;                // imh, barker, mcmc: independent chains
-  int64_t warmup = 1000;             // imh, barker, mcmc: per chain, discarded
-  int64_t pool = 0;                  // is, sir: prior draws weighted (0: 20 x draws)
+  int64_t draws = 1000;  // per chain
+  int64_t chains = 1;    // imh, barker, mcmc: independent chains
+  int64_t warmup = 1000; // imh, barker, mcmc: per chain, discarded
+  int64_t pool = 0;      // is, sir: prior draws weighted (0: 20 x draws); smc: particles (0: the
+                         // larger of draws and 2000)
+  int64_t moves = 5;     // smc: Metropolis steps per tempering step
   int64_t bound_draws = 10000;       // ar: prior draws whose largest ratio starts C
   int64_t max_proposals = 100000000; // ar: give up beyond this many proposals
   uint64_t seed = 1;
@@ -63,6 +70,10 @@ struct RatioDraws {
   double log_bound = 0;                   // ar: the final log C
   int64_t accepted_under_lower_bound = 0; // ar: draws accepted before C reached its final value
   double step = 0;                        // mcmc: the random-walk scale after warmup, per prior sd
+  // smc: the tempering schedule (beta per step) and log E_prior[r(theta)] (with the exact
+  // likelihood, log p(x_o)).
+  std::vector<double> temperatures;
+  double log_evidence = 0;
   std::vector<std::string> warnings;
 };
 

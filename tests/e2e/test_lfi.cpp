@@ -195,7 +195,7 @@ TEST_CASE("simulate: a simulator's draws do not depend on --threads, and follow 
 TEST_CASE("posterior: every sampler, fed the exact likelihood, samples the conjugate posterior",
           "[lfi]") {
   const std::string exe = gaussian_linear(), observed = observed_file();
-  for (const char* sampler : {"ar", "imh", "barker", "is", "sir", "mcmc"}) {
+  for (const char* sampler : {"ar", "imh", "barker", "is", "sir", "mcmc", "smc"}) {
     SECTION(sampler) {
       const std::string out = scratch_path(std::string("gl_exact_") + sampler + ".csv");
       const nlohmann::json j =
@@ -241,6 +241,19 @@ TEST_CASE("posterior: every sampler, fed the exact likelihood, samples the conju
       }
       if (s == "ar")
         CHECK(j["acceptance_rate"].get<double>() > 0.05);
+      if (s == "smc") {
+        // With the exact likelihood, E_prior[r] is the evidence p(x_o) = N(x_o; 0, 0.2 I). The
+        // estimate's variance is about the sum over steps of 1 / ESS (each about N / 2 = 2000)
+        // for the few steps this takes: sd < 0.05, so 4 sd is 0.2.
+        double exact = 0;
+        for (double x : kObserved)
+          exact += -0.5 * x * x / (kPriorVar + kNoiseVar) -
+                   0.5 * std::log(2 * M_PI * (kPriorVar + kNoiseVar));
+        INFO("log evidence " << j["log_evidence"] << ", exact " << exact << ", steps "
+                             << j["temperatures"].size());
+        CHECK(std::fabs(j["log_evidence"].get<double>() - exact) < 0.2);
+        CHECK(j["temperatures"].back() == 1.0);
+      }
     }
   }
 }
