@@ -3,12 +3,14 @@
 simulators compiled by ssmc against the sbibm tasks' reference posteriors and sbi's NRE figures.
 
   bench/run_lfi_bench.py [BUILD_DIR] [--budgets 1000,10000,100000] [--tasks two_moons,gaussian_linear]
-                         [--keep DIR]
+                         [--variant b] [--hidden 64,64,64] [--keep DIR]
 
 1. Simulation throughput: `simulate --n 10^6` of examples/two_moons.ssm on 1 thread and on all
    cores, against the same simulator written with NumPy, vectorised (median of 5 runs each).
-2. For each task and simulation budget: `simulate --n BUDGET`, `nre` (NRE-A, the thesis's 3 x 32
-   SiLU classifier), `posterior --sampler sir --draws 10000` given the task's observation, and
+2. For each task and simulation budget: `simulate --n BUDGET`, `nre` (by default NRE-B with 10
+   atoms and a 3 x 64 SiLU classifier, as sbibm's NRE is SNRE-B; `--variant a --hidden 32,32,32`
+   is the thesis's), `posterior --sampler ar --draws 10000` given the task's observation (accept-
+   reject gives distinct draws: repeated ones, as SIR's, raise the C2ST by themselves), and
    `ssmc c2st` against 10000 reference draws, with the wall time of each step. The references:
    gaussian_linear (10-D) analytic, N(x_o / 2, 0.05 I); two_moons by rejection from the uniform
    prior with its exact likelihood (the density of the radius and the uniform angle, over the
@@ -112,7 +114,7 @@ def throughput(build, work):
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def task_run(build, work, task, budgets, rng):
+def task_run(build, work, task, budgets, rng, nre_args):
     src = os.path.join(ROOT, "examples", task + ".ssm")
     exe = os.path.join(work, task)
     run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
@@ -136,9 +138,9 @@ def task_run(build, work, task, budgets, rng):
         _, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out", pairs],
                          json_out=False)
         fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed", "3",
-                            "--json"])
+                            "--json"] + nre_args)
         p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", observed,
-                           "--sampler", "sir", "--draws", "10000", "--pool", "200000",
+                           "--sampler", "ar", "--draws", "10000", "--bound-draws", "100000",
                            "--seed", "5", "--out", post, "--json"])
         c = run([os.path.join(build, "bin", "ssmc"), "c2st", post, ref_path, "--json",
                  "--threads", str(os.cpu_count() or 1)])
@@ -146,17 +148,17 @@ def task_run(build, work, task, budgets, rng):
         rows.append({"budget": budget, "c2st": c["c2st"], "sbi_nre": sbi,
                      "mean_error": c["mean_error"], "simulate_s": t_sim, "nre_s": t_fit,
                      "epochs": fit["epochs"], "validation_loss": fit["validation_loss"],
-                     "posterior_s": t_post, "importance_ess": p["importance_ess"]})
-    print("\n%s: C2ST of NRE-A + SIR (10^4 draws) against the reference, sbi's NRE beside it"
-          % task)
+                     "posterior_s": t_post, "acceptance": p["acceptance_rate"]})
+    print("\n%s: C2ST of nre %s + ar (10^4 draws) against the reference, sbi's NRE beside it"
+          % (task, " ".join(nre_args)))
     print("  %8s %7s %8s %10s %8s %7s %9s %8s %10s" % (
         "budget", "c2st", "sbi NRE", "mean err", "sim s", "nre s", "epochs", "post s",
-        "IS ESS"))
+        "ar acc"))
     for r in rows:
-        print("  %8d %7.3f %8s %10.3f %8.2f %7.1f %9d %8.2f %10.0f" % (
+        print("  %8d %7.3f %8s %10.3f %8.2f %7.1f %9d %8.2f %10.2g" % (
             r["budget"], r["c2st"], "-" if r["sbi_nre"] is None else "%.2f" % r["sbi_nre"],
             r["mean_error"], r["simulate_s"], r["nre_s"], r["epochs"], r["posterior_s"],
-            r["importance_ess"]))
+            r["acceptance"]))
     return rows
 
 
@@ -165,6 +167,7 @@ def main():
     budgets = list(BUDGETS)
     tasks = ["gaussian_linear", "two_moons"]
     keep = None
+    nre_args = ["--variant", "b", "--hidden", "64,64,64"]
     args = sys.argv[1:]
     while args:
         a = args.pop(0)
@@ -172,6 +175,10 @@ def main():
             budgets = [int(b) for b in args.pop(0).split(",")]
         elif a == "--tasks":
             tasks = args.pop(0).split(",")
+        elif a == "--variant":
+            nre_args[1] = args.pop(0)
+        elif a == "--hidden":
+            nre_args[3] = args.pop(0)
         elif a == "--keep":
             keep = args.pop(0)
         else:
@@ -182,7 +189,7 @@ def main():
     rng = np.random.default_rng(2024)
     results = {"throughput": throughput(build, work)}
     for task in tasks:
-        results[task] = task_run(build, work, task, budgets, rng)
+        results[task] = task_run(build, work, task, budgets, rng, nre_args)
     print("load average after:", os.getloadavg())
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump(results, f, indent=2)

@@ -5,7 +5,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "learning/diagnostics.h"
 
 #include <fmt/format.h>
 

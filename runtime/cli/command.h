@@ -133,6 +133,10 @@ std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
 std::string stan_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k);
 // A simulator's parameters' columns by Stan's names (its first states: lfi/simulator.h).
 std::vector<std::string> simulator_stan_columns(const ModelInfo& info);
+// A scalar's draws summarised (learning/diagnostics.h) as `sample` and `posterior` print it: mean,
+// sd, q5, q50, q95, rhat, ess_bulk, ess_tail, mcse_mean.
+nlohmann::json draw_summary_json(const std::vector<std::vector<double>>& chains);
+
 // FILE.csv for one chain, FILE_1.csv ... for several (CmdStan's naming).
 std::string chain_path(const std::string& out, size_t chain, size_t chains);
 

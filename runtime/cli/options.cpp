@@ -2,6 +2,7 @@
 // registry's declarations, --data/--out/--json, the frame's fixed part, outputs and progress.
 #include "cli/command.h"
 #include "core/output.h"
+#include "learning/diagnostics.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -175,6 +176,19 @@ std::vector<std::string> simulator_stan_columns(const ModelInfo& info) {
     for (int64_t k = 0; k < info.state[p].size; ++k)
       out.push_back(stan_name(info.state[p].name, info.state[p].shape, k));
   return out;
+}
+
+nlohmann::json draw_summary_json(const std::vector<std::vector<double>>& chains) {
+  const DrawSummary s = summarize_draws(chains);
+  return {{"mean", s.mean},
+          {"sd", s.sd},
+          {"q5", s.q5},
+          {"q50", s.q50},
+          {"q95", s.q95},
+          {"rhat", s.rhat},
+          {"ess_bulk", s.ess_bulk},
+          {"ess_tail", s.ess_tail},
+          {"mcse_mean", s.mcse_mean}};
 }
 
 std::string chain_path(const std::string& out, size_t chain, size_t chains) {

@@ -6,7 +6,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "learning/diagnostics.h"
 #include "lfi/ratio_loader.h"
 #include "lfi/ratio_samplers.h"
 
@@ -171,16 +170,7 @@ private:
         columns[names[k]] = nullptr;
         continue;
       }
-      const DrawSummary s = summarize_draws(chains);
-      columns[names[k]] = {{"mean", s.mean},
-                           {"sd", s.sd},
-                           {"q5", s.q5},
-                           {"q50", s.q50},
-                           {"q95", s.q95},
-                           {"rhat", s.rhat},
-                           {"ess_bulk", s.ess_bulk},
-                           {"ess_tail", s.ess_tail},
-                           {"mcse_mean", s.mcse_mean}};
+      columns[names[k]] = draw_summary_json(chains);
     }
     nlohmann::json acceptance = nlohmann::json::array();
     for (const lfi::RatioDraws::Chain& ch : d.chains)

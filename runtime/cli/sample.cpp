@@ -4,7 +4,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
-#include "learning/diagnostics.h"
 
 #include <fmt/format.h>
 
@@ -104,16 +103,7 @@ private:
         for (const std::vector<double>& th : ch.theta)
           draws.back().push_back(th[p->offset + k]);
       }
-      const DrawSummary s = summarize_draws(draws);
-      summary[column_names(p->name, p->shape)[k]] = {{"mean", s.mean},
-                                                     {"sd", s.sd},
-                                                     {"q5", s.q5},
-                                                     {"q50", s.q50},
-                                                     {"q95", s.q95},
-                                                     {"rhat", s.rhat},
-                                                     {"ess_bulk", s.ess_bulk},
-                                                     {"ess_tail", s.ess_tail},
-                                                     {"mcse_mean", s.mcse_mean}};
+      summary[column_names(p->name, p->shape)[k]] = draw_summary_json(draws);
     }
     nlohmann::json acceptance = nlohmann::json::array();
     for (const Posterior::Chain& ch : post.chains)
