@@ -275,8 +275,9 @@ TEST_CASE("nre: the ratio-based posterior of gaussian_linear is close to the ana
       // Accept-reject's draws are distinct: repeated ones (sir's) would raise the C2ST alone.
       // The ratio's own error moves the posterior: sbi's NRE reaches a C2ST of 0.56 on the 10-D
       // task at 10^4 simulations; at 2 x 10^4 in 3-D, 0.6 allows a small real discrepancy (the
-      // C2ST's own spread here is about 0.01) and refuses a wrong posterior: the prior would
-      // score about 0.8 (its sd is sqrt(2) times the posterior's, its mean elsewhere).
+      // C2ST's own spread here is about 0.01) and refuses a wrong posterior: the prior scores
+      // 0.74 against these exact draws (its sd is sqrt(2) times the posterior's, its mean
+      // elsewhere).
       const nlohmann::json c2st =
           run_json({ssmc_path(), "c2st", draws, exact, "--json", "--max-draws", "2000"});
       INFO(variant << ": c2st " << c2st["c2st"] << ", mean error " << c2st["mean_error"]);
