@@ -1,12 +1,13 @@
 // The method registry of the executable: every room registers its methods here, in the order
-// --help lists them (particle filters, then exact filters; smoothers; decoders; learning methods;
-// variational methods).
+// --help lists them (particle filters, then exact filters; smoothers, the variational one last;
+// decoders; learning methods; variational methods).
 #include "cli/command.h"
 #include "exact/methods.h"
 #include "learning/methods.h"
 #include "smc/filter_methods.h"
 #include "smoothing/methods.h"
 #include "vi/methods.h"
+#include "vsmooth/variational_smoother.h"
 
 namespace ssm::cli {
 
@@ -18,6 +19,7 @@ const MethodRegistry& method_registry() {
     register_particle_filters(registry);
     register_exact_filters(registry);
     register_smoothers(registry); // after the particle filters: its forward pass is one
+    register_variational_smoother(registry);
     register_exact_decoders(registry);
     register_learning_methods(registry);
     register_variational_methods(registry);

@@ -37,6 +37,11 @@ public:
     MethodRun run = start(c, sm.model, sm.info);
     if (Refusal why = m.why_not(sm.model, sm.info))
       throw Error(fmt::format("score --method {}: {}", m.name, *why));
+    if (m.fits_to_data)
+      throw Error(fmt::format("score --method {}: it approximates the smoothing law by a guide "
+                              "fitted to the data, and the score needs an exact or a particle "
+                              "smoother",
+                              m.name));
     if (m.check)
       m.check(run);
     const std::vector<double> theta = assemble_fixed(c, values);

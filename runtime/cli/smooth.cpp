@@ -2,6 +2,7 @@
 // (or `auto`'s choice), CSV per time step and a JSON summary.
 #include "smoothing/smooth.h"
 #include "cli/command.h"
+#include "core/error.h"
 #include "core/output.h"
 #include "core/series.h"
 #include "smoothing/methods.h"
@@ -78,6 +79,10 @@ public:
     const ObsData data = read_observations_file(c.info, data_);
     if (m.check)
       m.check(run); // before any work
+    if (m.fits_to_data && data.series.count() > 1)
+      throw Error(fmt::format("smooth --method {}: the data has {} series, and the method fits one "
+                              "guide to one series: give one series per run",
+                              m.name, data.series.count()));
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;

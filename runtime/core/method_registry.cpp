@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace ssm {
 
@@ -117,6 +118,23 @@ std::string MethodRegistry::option_help(Task task, const MethodOption& option) c
 
 std::string MethodRun::particle_choice() const {
   return registry ? registry->choose(Task::Filter, model, info, true).name : "auto";
+}
+
+std::vector<int64_t> parse_layer_widths(const std::string& text, const std::string& who) {
+  std::vector<int64_t> widths;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string word = text.substr(at, comma - at);
+    int64_t w = 0;
+    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), w);
+    if (ec != std::errc() || end != word.data() + word.size() || w < 1 || w > 65536)
+      throw Error(fmt::format("{}: --hidden {}: expected widths from 1 to 65536 separated by "
+                              "commas, as 64,64",
+                              who, text));
+    widths.push_back(w);
+    at = comma + 1;
+  }
+  return widths;
 }
 
 } // namespace ssm

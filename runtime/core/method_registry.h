@@ -127,6 +127,10 @@ struct Method {
   // Refuses, before any work (no data in the run yet), with a message of its own (throws
   // ssm::Error); may be empty.
   std::function<void(const MethodRun&)> check;
+  // A method that fits something of its own to the data (the variational smoother's guide):
+  // other commands that run its task's methods (score's smoothers) refuse it, and its task
+  // refuses data with several series (its fit would be per series, its file the last one's).
+  bool fits_to_data = false;
   // The entry point of its task, and its part of the JSON summary.
   std::function<FilterResult(const MethodRun&)> filter;
   std::function<SmoothResult(const MethodRun&)> smooth;
@@ -182,5 +186,9 @@ private:
   std::vector<Method> methods_;
   std::map<Task, std::vector<MethodOption>> options_;
 };
+
+// A network's hidden layers as --hidden gives them: widths separated by commas ("64,64"), or ""
+// for none. Throws ssm::Error, prefixed by `who`, for anything else.
+std::vector<int64_t> parse_layer_widths(const std::string& text, const std::string& who);
 
 } // namespace ssm

@@ -174,7 +174,8 @@ struct VariationalFit {
   std::string test_failure;
 };
 
-// The smoothing methods; their names and applicability are registered by smoothing/methods.cpp.
+// The smoothing methods; their names and applicability are registered by smoothing/methods.cpp
+// (variational by vsmooth/methods.cpp).
 enum class SmoothMethod {
   Rts,             // Kalman filter + Rauch-Tung-Striebel (linear-Gaussian models, exact)
   ForwardBackward, // finite-state models, exact
@@ -185,6 +186,7 @@ enum class SmoothMethod {
   Online,          // forward-only O(N^2) additive smoothing (Del Moral, Doucet & Singh)
   Paris,           // PaRIS (Olsson & Westerborn 2017)
   Bis,             // backward importance sampling (Martin, Le Corff et al. 2022)
+  Variational,     // a fitted backward Gaussian guide (Chagneux 2023, ch. 4; vsmooth/)
 };
 
 // One functional's estimate: `total` (its components) for a `sum_t` functional, `per_t`

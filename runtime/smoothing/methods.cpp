@@ -171,6 +171,8 @@ const Smoother& smoother(SmoothMethod m) {
 }
 
 const char* smooth_method_name(SmoothMethod m) {
+  if (m == SmoothMethod::Variational) // registered by the vsmooth room
+    return "variational";
   return smoother(m).name.c_str();
 }
 

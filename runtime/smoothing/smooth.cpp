@@ -137,6 +137,8 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
   case SmoothMethod::Paris:
   case SmoothMethod::Bis:
     return smooth_online(model, info, fixed, data, opt, pool, observer);
+  case SmoothMethod::Variational: // the vsmooth room's own entry point, never dispatched here
+    break;
   }
   throw Error(fmt::format("smooth --method {} is not available in this runtime",
                           smooth_method_name(opt.method)));
@@ -198,7 +200,7 @@ std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {
   return fmt::to_string(out);
 }
 
-nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const SmoothOptions& opt) {
+nlohmann::json functionals_json(const ModelInfo& info, const SmoothResult& r) {
   using nlohmann::json;
   json functionals = json::object();
   for (const FunctionalEstimate& f : r.functionals) {
@@ -213,6 +215,12 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
     if (!f.se.empty())
       functionals[f.name + "_se"] = f.size == 1 ? json(f.se[0]) : json(f.se);
   }
+  return functionals;
+}
+
+nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const SmoothOptions& opt) {
+  using nlohmann::json;
+  const json functionals = functionals_json(info, r);
   json j = {{"model", info.name},
             {"method", smooth_method_name(r.method)},
             {"T", r.T},

@@ -91,6 +91,8 @@ std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInf
 // CSV `t,mean_<col>,var_<col>...,<per-t functional columns>`, one row per time step (only when
 // the result has marginals).
 std::string smooth_csv(const ModelInfo& info, const SmoothResult& result);
+// The `sum_t` functionals' estimates as JSON: {NAME: value, NAME_se: its standard error}.
+nlohmann::json functionals_json(const ModelInfo& info, const SmoothResult& result);
 // The JSON summary: method, options, log-likelihood, sums of the additive functionals, timings.
 nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& result,
                            const SmoothOptions& options);

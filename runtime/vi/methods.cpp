@@ -6,30 +6,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
-
 namespace ssm {
 
 namespace {
-
-// --hidden: widths separated by commas ("64,64"), or "" for none.
-std::vector<int64_t> hidden_layers(const std::string& text) {
-  std::vector<int64_t> widths;
-  for (size_t at = 0; at < text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string word = text.substr(at, comma - at);
-    int64_t w = 0;
-    const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), w);
-    if (ec != std::errc() || end != word.data() + word.size() || w < 1 || w > 65536)
-      throw Error(fmt::format("vi: --hidden {}: expected widths from 1 to 65536 separated by "
-                              "commas, as 64,64",
-                              text));
-    widths.push_back(w);
-    at = comma + 1;
-  }
-  return widths;
-}
 
 VariationalOptions variational_options(const MethodRun& run, const std::string& family) {
   VariationalOptions o;
@@ -53,7 +32,7 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.fixed = run.options.names("--fix");
   o.eval_samples = run.options.integer("--eval-samples");
   o.test_file = run.options.word("--test");
-  o.hidden = hidden_layers(run.options.word("--hidden"));
+  o.hidden = parse_layer_widths(run.options.word("--hidden"), "vi");
   o.activation = run.options.word("--activation");
   o.load_guide = run.options.word("--load-guide");
   o.net_learning_rate = run.options.real("--net-learning-rate");

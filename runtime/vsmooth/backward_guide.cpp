@@ -1,0 +1,269 @@
+// The backward-factorised Gaussian guide: see backward_guide.h.
+#include "vsmooth/backward_guide.h"
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+namespace ssm::vsmooth {
+
+namespace {
+
+using torch::indexing::Slice;
+
+torch::TensorOptions f64() {
+  return torch::TensorOptions().dtype(torch::kFloat64);
+}
+
+torch::Tensor symmetric(const torch::Tensor& m) {
+  return 0.5 * (m + m.transpose(-2, -1));
+}
+
+// The raw square matrix whose cholesky_factor is diag(sd).
+torch::Tensor raw_diagonal(const torch::Tensor& sd) {
+  return torch::diag(torch::log(sd));
+}
+
+// Per column of y (NaN missing): mean and standard deviation of the values present (0 and 1 for a
+// column without two of them, and a floor of 1e-3 of its scale on the deviation).
+std::pair<torch::Tensor, torch::Tensor> column_moments(const torch::Tensor& y) {
+  const torch::Tensor seen = ~torch::isnan(y);
+  const torch::Tensor count = seen.sum(0).to(torch::kFloat64);
+  const torch::Tensor values = torch::where(seen, y, torch::zeros_like(y));
+  const torch::Tensor mean =
+      torch::where(count > 0, values.sum(0) / count.clamp_min(1), torch::zeros_like(count));
+  const torch::Tensor centred = torch::where(seen, y - mean, torch::zeros_like(y));
+  torch::Tensor sd = torch::sqrt(centred.square().sum(0) / (count - 1).clamp_min(1));
+  sd = torch::where(count > 1, sd.clamp_min(1e-3 * (mean.abs() + 1)), torch::ones_like(sd));
+  return {mean, sd};
+}
+
+// The network's inputs: the observation with missing components as 0, and which are present.
+torch::Tensor network_inputs(const torch::Tensor& y) {
+  const torch::Tensor seen = ~torch::isnan(y);
+  return torch::cat({torch::where(seen, y, torch::zeros_like(y)), seen.to(torch::kFloat64)}, 1);
+}
+
+} // namespace
+
+torch::Tensor cholesky_factor(const torch::Tensor& raw) {
+  return torch::tril(raw, -1) + torch::diag_embed(torch::exp(torch::diagonal(raw, 0, -2, -1)));
+}
+
+torch::Tensor gaussian_log_density(const torch::Tensor& x, const torch::Tensor& mean,
+                                   const torch::Tensor& chol) {
+  const int64_t p = x.size(-1);
+  const torch::Tensor diff = (x - mean).unsqueeze(-1);
+  const std::vector<int64_t> batch(diff.sizes().begin(), diff.sizes().end() - 2);
+  std::vector<int64_t> chol_shape = batch;
+  chol_shape.push_back(p);
+  chol_shape.push_back(p);
+  const torch::Tensor z =
+      torch::linalg_solve_triangular(chol.expand(chol_shape), diff, /*upper=*/false);
+  const torch::Tensor log_det = 2 * torch::log(torch::diagonal(chol, 0, -2, -1)).sum(-1);
+  return -0.5 * (static_cast<double>(p) * std::log(2 * std::numbers::pi) + log_det +
+                 z.square().sum({-2, -1}));
+}
+
+BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec) : spec_(spec) {
+  const int64_t p = spec.states, m = spec.observations;
+  prior_mean_ = register_parameter("prior_mean", torch::zeros({p}, f64()));
+  prior_chol_ = register_parameter("prior_chol", torch::zeros({p, p}, f64()));
+  transition_ = register_parameter("transition", torch::zeros({p, p}, f64()));
+  transition_offset_ = register_parameter("transition_offset", torch::zeros({p}, f64()));
+  transition_chol_ = register_parameter("transition_chol", torch::zeros({p, p}, f64()));
+  if (spec.encoder == "linear") {
+    emission_ = register_parameter("emission", torch::zeros({m, p}, f64()));
+    emission_offset_ = register_parameter("emission_offset", torch::zeros({m}, f64()));
+    emission_chol_ = register_parameter("emission_chol", torch::zeros({m, m}, f64()));
+  } else if (spec.encoder == "mlp") {
+    network_ = register_module(
+        "network", nn::Mlp(nn::MlpSpec{2 * m, 2 * p, spec.hidden, "tanh", /*single=*/false}));
+  } else {
+    throw Error(fmt::format("unknown encoder '{}' (expected linear or mlp)", spec.encoder));
+  }
+}
+
+BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed)
+    : BackwardGuideImpl(spec) {
+  torch::NoGradGuard no_grad;
+  const int64_t p = spec.states;
+  transition_.copy_(0.9 * torch::eye(p, f64()));
+  transition_chol_.copy_(raw_diagonal(torch::full({p}, std::sqrt(0.1), f64())));
+  const auto [mean, sd] = column_moments(y);
+  if (spec.encoder == "linear") {
+    const torch::Generator gen = at::detail::createCPUGenerator(seed);
+    emission_.copy_(torch::randn({spec.observations, p}, gen, f64()) *
+                    (0.1 / std::sqrt(static_cast<double>(p))));
+    emission_offset_.copy_(mean);
+    emission_chol_.copy_(raw_diagonal(sd));
+  } else {
+    const torch::Tensor inputs = network_inputs(y);
+    network_->set_standardisation(inputs.mean(0), inputs.std(0));
+    // e(y) = (0, diag(1)) to start: the softplus's argument log(e^0.5 - 1) gives precision 1.
+    std::vector<double> start(2 * p, std::log(std::exp(0.5) - 1));
+    std::fill(start.begin(), start.begin() + p, 0.0);
+    network_->start_at(start);
+  }
+}
+
+void BackwardGuideImpl::start_from(const ModelMatrices& m) {
+  torch::NoGradGuard no_grad;
+  // The raw parameter of a covariance: its Cholesky factor, the diagonal through log; one that
+  // is not positive definite (a state without noise) leaves the starting value.
+  auto set_cholesky = [](torch::Tensor& raw, const torch::Tensor& S) {
+    const auto [L, info] = torch::linalg_cholesky_ex(S);
+    if (info.item<int64_t>() != 0)
+      return;
+    raw.copy_(torch::tril(L, -1) + torch::diag(torch::log(torch::diagonal(L))));
+  };
+  prior_mean_.copy_(m.m0);
+  set_cholesky(prior_chol_, m.P0);
+  transition_.copy_(m.F);
+  transition_offset_.copy_(m.c);
+  set_cholesky(transition_chol_, m.Q);
+  if (spec_.encoder == "linear") {
+    emission_.copy_(m.H);
+    emission_offset_.copy_(m.d);
+    set_cholesky(emission_chol_, m.R);
+  }
+}
+
+void BackwardGuideImpl::update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
+                               const torch::Tensor& H, const torch::Tensor& noise) const {
+  const torch::Tensor HC = H.matmul(cov);
+  const torch::Tensor S_chol = torch::linalg_cholesky(HC.matmul(H.t()) + noise);
+  const torch::Tensor gain_t = torch::cholesky_solve(HC, S_chol); // S^-1 H C = K'
+  mean = mean + gain_t.t().matmul(z - H.matmul(mean));
+  cov = symmetric(cov - HC.t().matmul(gain_t));
+}
+
+GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
+  const int64_t T = y.size(0), p = spec_.states;
+  const torch::Tensor A = transition_, L_Q = cholesky_factor(transition_chol_);
+  const torch::Tensor Q = L_Q.matmul(L_Q.t());
+  const torch::Tensor L_0 = cholesky_factor(prior_chol_);
+  // Each step's update is a Kalman update by a pseudo-observation z = H x + N(0, noise): for the
+  // linear encoder, the observed components of y - d with (B, R) restricted to them; for the
+  // network's e(y) = (eta, -diag(lambda) / 2), z = eta / lambda with H = I and noise diag(1 /
+  // lambda), the same update in covariance form without inverting cov.
+  const torch::Tensor seen = ~torch::isnan(y);
+  const torch::Tensor seen_count = seen.sum(1).contiguous();
+  const int64_t* n_seen = seen_count.data_ptr<int64_t>();
+  torch::Tensor z_all, H_all, noise_all, R;
+  if (network_) {
+    const torch::Tensor encoded = network_->forward(network_inputs(y));
+    const torch::Tensor precision = 2 * torch::softplus(encoded.index({Slice(), Slice(p, 2 * p)}));
+    z_all = encoded.index({Slice(), Slice(0, p)}) / precision;
+    H_all = torch::eye(p, f64());
+    noise_all = torch::diag_embed(1 / precision);
+  } else {
+    const torch::Tensor R_chol = cholesky_factor(emission_chol_);
+    R = R_chol.matmul(R_chol.t());
+    z_all = y - emission_offset_;
+  }
+  auto update_at = [&](int64_t t, torch::Tensor& mean, torch::Tensor& cov) {
+    if (n_seen[t] == 0)
+      return; // nothing observed: q_t = q_{t|t-1}
+    if (network_)
+      return update(mean, cov, z_all[t], H_all, noise_all[t]);
+    if (n_seen[t] == spec_.observations)
+      return update(mean, cov, z_all[t], emission_, R);
+    const torch::Tensor idx = torch::nonzero(seen[t]).squeeze(1);
+    update(mean, cov, z_all[t].index_select(0, idx), emission_.index_select(0, idx),
+           R.index_select(0, idx).index_select(1, idx));
+  };
+  std::vector<torch::Tensor> means, covs, pred_means, pred_covs;
+  torch::Tensor mean = prior_mean_, cov = L_0.matmul(L_0.t());
+  for (int64_t t = 0; t < T; ++t) {
+    if (t > 0) {
+      mean = A.matmul(mean) + transition_offset_;
+      cov = symmetric(A.matmul(cov).matmul(A.t()) + Q);
+      pred_means.push_back(mean);
+      pred_covs.push_back(cov);
+    }
+    update_at(t, mean, cov);
+    means.push_back(mean);
+    covs.push_back(cov);
+  }
+  GuidePass pass;
+  pass.mean = torch::stack(means);
+  pass.cov = torch::stack(covs);
+  if (T > 1) {
+    const torch::Tensor prev_cov = pass.cov.index({Slice(0, T - 1)});
+    const torch::Tensor prev_mean = pass.mean.index({Slice(0, T - 1)});
+    const torch::Tensor pred_cov = torch::stack(pred_covs), pred_mean = torch::stack(pred_means);
+    const torch::Tensor A_cov = A.matmul(prev_cov); // A Sigma_{t-1}
+    // The RTS gain Sigma_{t-1} A' P_t^-1 (P_t the predicted covariance) and the kernel's noise
+    // (I - gain A) Sigma_{t-1}.
+    pass.gain = torch::cholesky_solve(A_cov, torch::linalg_cholesky(pred_cov)).transpose(1, 2);
+    pass.offset = prev_mean - pass.gain.matmul(pred_mean.unsqueeze(-1)).squeeze(-1);
+    pass.noise = symmetric(prev_cov - pass.gain.matmul(A_cov));
+    pass.noise_chol = torch::linalg_cholesky(pass.noise);
+  } else {
+    pass.gain = torch::zeros({0, p, p}, f64());
+    pass.offset = torch::zeros({0, p}, f64());
+    pass.noise = pass.noise_chol = torch::zeros({0, p, p}, f64());
+  }
+  if (smoothing) {
+    std::vector<torch::Tensor> s_mean(T), s_cov(T), cross(std::max<int64_t>(T - 1, 0));
+    s_mean[T - 1] = means[T - 1];
+    s_cov[T - 1] = covs[T - 1];
+    for (int64_t t = T - 1; t >= 1; --t) {
+      const torch::Tensor G = pass.gain[t - 1];
+      s_mean[t - 1] = G.matmul(s_mean[t]) + pass.offset[t - 1];
+      cross[t - 1] = G.matmul(s_cov[t]);
+      s_cov[t - 1] = symmetric(cross[t - 1].matmul(G.t()) + pass.noise[t - 1]);
+    }
+    pass.smooth_mean = torch::stack(s_mean);
+    pass.smooth_cov = torch::stack(s_cov);
+    pass.cross_cov = T > 1 ? torch::stack(cross) : torch::zeros({0, p, p}, f64());
+  }
+  return pass;
+}
+
+std::string BackwardGuideImpl::save() const {
+  torch::serialize::OutputArchive archive;
+  std::vector<int64_t> shape = {spec_.states, spec_.observations, network_ ? 1 : 0};
+  shape.insert(shape.end(), spec_.hidden.begin(), spec_.hidden.end());
+  archive.write("backward_guide", torch::tensor(shape, torch::kInt64));
+  torch::serialize::OutputArchive parameters;
+  torch::nn::Module::save(parameters);
+  archive.write("parameters", parameters);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+std::shared_ptr<BackwardGuideImpl> BackwardGuideImpl::load(const std::string& bytes,
+                                                           const std::string& source) {
+  try {
+    torch::serialize::InputArchive archive;
+    std::istringstream in(bytes);
+    archive.load_from(in);
+    torch::Tensor shape;
+    archive.read("backward_guide", shape);
+    if (shape.dim() != 1 || shape.numel() < 3)
+      throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
+    GuideSpec spec;
+    spec.states = shape[0].item<int64_t>();
+    spec.observations = shape[1].item<int64_t>();
+    spec.encoder = shape[2].item<int64_t>() != 0 ? "mlp" : "linear";
+    spec.hidden.clear();
+    for (int64_t k = 3; k < shape.numel(); ++k)
+      spec.hidden.push_back(shape[k].item<int64_t>());
+    auto guide = std::shared_ptr<BackwardGuideImpl>(new BackwardGuideImpl(spec));
+    torch::serialize::InputArchive parameters;
+    archive.read("parameters", parameters);
+    guide->torch::nn::Module::load(parameters);
+    return guide;
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("{} is not a guide saved by smooth --save-guide ({})", source,
+                            e.what_without_backtrace()));
+  }
+}
+
+} // namespace ssm::vsmooth

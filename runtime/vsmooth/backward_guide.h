@@ -1,0 +1,80 @@
+// The backward-factorised Gaussian guide of a state-space model (Chagneux 2023, 4.2 and 4.4.2,
+// after Johnson et al. 2016): q(x_{0:T-1}) = q_{T-1}(x_{T-1}) prod_t q_{t-1|t}(x_{t-1} | x_t) with
+// q_{t-1|t} proportional to q_{t-1}(x_{t-1}) N(x_t; A x_{t-1} + a, Q). The marginals q_t follow a
+// Kalman-like recursion: a predict step through the learned (A, a, Q), then the encoder's natural
+// parameters of y_t added, eta_t = eta_{t|t-1} + e(y_t); the backward kernels are the RTS
+// kernels of that recursion, linear-Gaussian in closed form. On LibTorch, in float64, so that the
+// ELBO's gradient in every parameter comes from autograd through the whole recursion.
+#pragma once
+
+#include "nn/mlp.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm::vsmooth {
+
+struct GuideSpec {
+  int64_t states = 0, observations = 0; // p and the observation's components
+  std::string encoder = "linear";       // "linear" or "mlp"
+  std::vector<int64_t> hidden = {100};  // mlp's hidden widths
+};
+
+// One series under the guide; every tensor carries the gradient in the guide's parameters.
+struct GuidePass {
+  torch::Tensor mean, cov; // q_t: [T, p], [T, p, p]
+  // q_{t-1|t}(x | x_t) = N(gain x_t + offset, noise) at index t - 1 for t = 1 .. T-1:
+  // [T-1, p, p], [T-1, p], [T-1, p, p], and the noise's Cholesky factor.
+  torch::Tensor gain, offset, noise, noise_chol;
+  // The guide's own smoothing marginals and Cov(x_{t-1}, x_t) (index t - 1), when asked for.
+  torch::Tensor smooth_mean, smooth_cov, cross_cov;
+};
+
+class BackwardGuideImpl : public torch::nn::Module {
+public:
+  // A guide starting from the prior N(0, I), A = 0.9 I, a = 0, Q = 0.1 I; the linear encoder
+  // from B small and random (seeded), d and R the observations' means and variances; the
+  // network's inputs standardised by the observations'. y: [T, m], NaN where missing.
+  BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed);
+  // Sets the guide to a linear-Gaussian model's own recursion: the prior N(m0, P0), the
+  // transition x_t = F x_{t-1} + c + N(0, Q) and, for the linear encoder, the emission
+  // y_t = H x_t + d + N(0, R). For a time-invariant model the guide is then its exact smoothing
+  // law. A covariance that is not positive definite keeps its starting value.
+  struct ModelMatrices {
+    torch::Tensor m0, P0, F, c, Q, H, d, R;
+  };
+  void start_from(const ModelMatrices& matrices);
+  // The recursion on one series y ([T, m], NaN where missing; T >= 1).
+  GuidePass run(const torch::Tensor& y, bool smoothing);
+  const GuideSpec& spec() const { return spec_; }
+
+  // The guide as bytes (LibTorch's archive format), and back: throws ssm::Error when the bytes are
+  // not a guide, naming `source`.
+  std::string save() const;
+  static std::shared_ptr<BackwardGuideImpl> load(const std::string& bytes,
+                                                 const std::string& source);
+
+private:
+  explicit BackwardGuideImpl(const GuideSpec& spec);
+  // The Kalman update of (mean, cov) by z = H x + N(0, noise).
+  void update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
+              const torch::Tensor& H, const torch::Tensor& noise) const;
+
+  GuideSpec spec_;
+  torch::Tensor prior_mean_, prior_chol_, transition_, transition_offset_, transition_chol_;
+  torch::Tensor emission_, emission_offset_, emission_chol_; // encoder "linear"
+  nn::Mlp network_{nullptr};                                 // encoder "mlp"
+};
+TORCH_MODULE(BackwardGuide);
+
+// A lower-triangular matrix with a positive diagonal from an unconstrained square one: the
+// strict lower part as it is, the diagonal through exp.
+torch::Tensor cholesky_factor(const torch::Tensor& raw);
+// log N(x; mean, L L') for L lower-triangular, batched over the leading dimensions (broadcast).
+torch::Tensor gaussian_log_density(const torch::Tensor& x, const torch::Tensor& mean,
+                                   const torch::Tensor& chol);
+
+} // namespace ssm::vsmooth

@@ -1,0 +1,84 @@
+// The ELBO of a backward guide (backward_guide.h) for a state-space model, the objective of
+// `smooth --method variational`: in closed form for a linear-Gaussian model, and by the
+// score-function recursions of Chagneux (2023, 4.10-4.12) for any model with densities; and
+// trajectories drawn from the guide, which estimate the ELBO and the model's functionals.
+#pragma once
+
+#include "core/csv.h"
+#include "core/metadata.h"
+#include "kernel/abi.h"
+#include "vsmooth/backward_guide.h"
+
+#include <torch/torch.h>
+
+#include <utility>
+#include <vector>
+
+namespace ssm::vsmooth {
+
+// The model's compiled log-densities and functionals at batches of states given as tensors
+// [K, p] (float64; no gradient flows through them).
+class ModelDensities {
+public:
+  ModelDensities(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
+                 const ObsData& data);
+  // log p(x_0) + log p(y_0 | x_0): [K].
+  torch::Tensor initial(const torch::Tensor& x) const;
+  // log p(y_t | x_t): [K] (a missing component adds 0).
+  torch::Tensor observation(int64_t t, const torch::Tensor& x) const;
+  // log p(x_t = x[k] | x_{t-1} = prev[k]): [K]; or, with `pairs`, of every pair (x[i], prev[j]):
+  // [I, J].
+  torch::Tensor transition(int64_t t, const torch::Tensor& prev, const torch::Tensor& x,
+                           bool pairs) const;
+  // The functionals' terms at (prev[k], x[k], y_t) (prev unread at t = 0): [K, n_functional].
+  torch::Tensor functionals(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const;
+  int64_t n_functional() const { return info_.n_functional; }
+
+private:
+  const double* frame(int64_t t) const { return frames_.data() + t * info_.n_frame; }
+
+  const ssm_model& model_;
+  const ModelInfo& info_;
+  const ObsData& data_;
+  std::vector<double> frames_;
+};
+
+// The matrices of a linear-Gaussian model (docs/abi.md, linear_gaussian), read at every step.
+struct LinearGaussian {
+  torch::Tensor m0, P0;           // [p], [p, p]
+  torch::Tensor F, c, Q, H, d, R; // [T, ...]
+};
+LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
+                               const std::vector<double>& fixed, const ObsData& data);
+
+// The ELBO's terms per step in closed form for a linear-Gaussian model, [T], differentiable in
+// the guide: E_q log p(y_t | x_t), plus E_q log p(x_0) at t = 0 and E_q log p(x_t | x_{t-1})
+// after, plus the entropy of q_{t-1|t} at t >= 1 and of q_{T-1} at T - 1. Their sum is the ELBO.
+// `q` needs its smoothing marginals.
+torch::Tensor closed_form_elbo(const GuidePass& q, const LinearGaussian& model,
+                               const torch::Tensor& y);
+
+// One draw of the score-function estimate, offline: N draws xi_t^i from each q_t, the backward
+// weights and the recursion (4.7) for H_t^i over them, then a surrogate whose gradient is (4.12),
+// (1/N) sum_i [G_T^i + grad log q_T(xi_T^i) (H_T^i - mean_k H_T^k)] with G (4.11, its baseline
+// H_t^i inside) unrolled: each pair's grad log q_{t-1|t} weighted by how much of G_t^i reaches
+// the end times its baselined increment. The guide's dependence on its parameters through the
+// whole recursion is kept (the thesis' code truncates it).
+struct ScoreStep {
+  torch::Tensor surrogate; // its gradient estimates the ELBO's
+  torch::Tensor per_step;  // mean over i of H_t^i: the ELBO of y_{0:t}, L_t, estimated ([T])
+};
+ScoreStep score_step(const GuidePass& q, const ModelDensities& model, int64_t N,
+                     torch::Generator& gen);
+
+// What K trajectories drawn from q by backward sampling say, accumulated step by step (memory
+// O(K p), not O(K T p)): log p(x, y) - log q(x) per draw ([K]; its mean estimates the ELBO), the
+// sum over t of the functionals' terms per draw ([K, n_functional]), and each step's mean of the
+// terms ([T, n_functional]).
+struct TrajectoryEstimates {
+  torch::Tensor log_weight, functional_sums, functional_means;
+};
+TrajectoryEstimates estimate_by_trajectories(const GuidePass& q, const ModelDensities& model,
+                                             int64_t K, torch::Generator& gen);
+
+} // namespace ssm::vsmooth

@@ -1,0 +1,316 @@
+// Fitting the backward guide by its ELBO, and what the fitted guide reports: see fit.h. The
+// ELBO's gradient is either exact (the closed form of a linear-Gaussian model, differentiated by
+// autograd through the guide's whole recursion) or the score-function estimate of the chapter's
+// recursions (4.10-4.12), which evaluates only the model's compiled log-densities at draws from
+// q_t.
+#include "vsmooth/fit.h"
+#include "core/error.h"
+#include "exact/kalman.h"
+#include "vsmooth/backward_guide.h"
+#include "vsmooth/elbo.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace ssm::vsmooth {
+
+namespace {
+
+using torch::indexing::Slice;
+
+torch::TensorOptions f64() {
+  return torch::TensorOptions().dtype(torch::kFloat64);
+}
+
+// The first t whose term is not finite, or -1.
+int64_t first_non_finite(const torch::Tensor& per_step) {
+  const torch::Tensor bad = torch::nonzero(~torch::isfinite(per_step));
+  return bad.numel() == 0 ? -1 : bad[0][0].item<int64_t>();
+}
+
+std::vector<torch::Tensor> snapshot(const BackwardGuide& guide) {
+  std::vector<torch::Tensor> copy;
+  for (const torch::Tensor& p : guide->parameters())
+    copy.push_back(p.detach().clone());
+  return copy;
+}
+
+void restore(BackwardGuide& guide, const std::vector<torch::Tensor>& copy) {
+  torch::NoGradGuard no_grad;
+  auto params = guide->parameters();
+  for (size_t k = 0; k < params.size(); ++k)
+    params[k].copy_(copy[k]);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(fmt::format("cannot read the guide '{}'", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The guide to start from: --load-guide's (which must fit the model, and the encoder asked for),
+// or a new one.
+BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOptions& o,
+                             const torch::Tensor& y, const LinearGaussian& lg) {
+  const int64_t p = run.info.n_state, m = run.data->n_obs;
+  if (o.load_guide.empty()) {
+    torch::manual_seed(o.seed); // the network's initial weights
+    const std::string encoder = o.encoder != "auto"        ? o.encoder
+                                : run.info.linear_gaussian ? "linear"
+                                                           : "mlp";
+    BackwardGuide guide(GuideSpec{p, m, encoder, o.hidden}, y, o.seed);
+    if (o.init == "model" && lg.F.defined()) {
+      const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
+      guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
+    }
+    return guide;
+  }
+  BackwardGuide guide(BackwardGuideImpl::load(read_file(o.load_guide), o.load_guide));
+  const GuideSpec& s = guide->spec();
+  if (s.states != p || s.observations != m)
+    throw Error(fmt::format("{}: the guide is over {} state and {} observation components, and "
+                            "the model '{}' has {} and {}",
+                            o.load_guide, s.states, s.observations, run.info.name, p, m));
+  if (o.encoder != "auto" && o.encoder != s.encoder)
+    throw Error(fmt::format("{}: the guide's encoder is {}, not --encoder {}", o.load_guide,
+                            s.encoder, o.encoder));
+  return guide;
+}
+
+// The first step at which the guide's own recursion stops being finite, or -1: where a
+// non-finite ELBO comes from (the backward pass would spread it to every step).
+int64_t first_bad_step(BackwardGuide& guide, const torch::Tensor& y) {
+  torch::NoGradGuard no_grad;
+  try {
+    const GuidePass q = guide->run(y, false);
+    const torch::Tensor bad =
+        ~torch::isfinite(q.mean).all(1) | ~torch::isfinite(q.cov).flatten(1).all(1);
+    const torch::Tensor at = torch::nonzero(bad);
+    return at.numel() == 0 ? -1 : at[0][0].item<int64_t>();
+  } catch (const c10::Error&) {
+    return -1;
+  }
+}
+
+} // namespace
+
+VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
+                                              const VariationalSmoothOptions& o) {
+  const ModelInfo& info = run.info;
+  const ObsData& data = *run.data;
+  const int64_t T = data.T, p = info.n_state;
+  if (T < 1)
+    throw Error("smooth --method variational: the data has no time step");
+  torch::set_num_threads(std::max(1, o.threads));
+  const auto start = std::chrono::steady_clock::now();
+  const torch::Tensor y =
+      torch::from_blob(const_cast<double*>(data.y.data()), {T, data.n_obs}, f64()).clone();
+  LinearGaussian lg;
+  if (info.linear_gaussian && run.model.linear_gaussian)
+    lg = linear_gaussian(run.model, info, *run.fixed, data);
+  BackwardGuide guide = starting_guide(run, o, y, lg);
+  const bool analytic = o.gradient == "analytic";
+  const ModelDensities densities(run.model, info, *run.fixed, data);
+  torch::Generator gen = at::detail::createCPUGenerator(o.seed);
+
+  // One evaluation: the loss to minimise (-ELBO / T, or the score surrogate's negative) and the
+  // per-step terms: the closed form's, which add up to the ELBO, or the recursion's estimates of
+  // L_t, whose last is the ELBO's.
+  auto evaluate = [&](torch::Tensor& per_step) {
+    if (analytic) {
+      per_step = closed_form_elbo(guide->run(y, true), lg, y);
+      return -per_step.sum() / static_cast<double>(T);
+    }
+    ScoreStep s = score_step(guide->run(y, false), densities, o.samples, gen);
+    per_step = s.per_step;
+    return -s.surrogate / static_cast<double>(T);
+  };
+  auto elbo_of = [&](const torch::Tensor& per_step) {
+    return analytic ? per_step.sum().item<double>() : per_step[T - 1].item<double>();
+  };
+
+  VariationalSmoothFit fit;
+  std::vector<double> trace;
+  std::vector<torch::Tensor> good = snapshot(guide);
+  int64_t done = 0, evaluations = 0, rejected = 0;
+  auto fail = [&](int64_t iteration, const torch::Tensor& per_step, const std::string& why) {
+    restore(guide, good);
+    int64_t t = first_bad_step(guide, y);
+    if (t < 0 && per_step.defined())
+      t = first_non_finite(per_step);
+    fit.failure = fmt::format(
+        "smooth --method variational: {} at iteration {}{}; training stopped (the guide is "
+        "Gaussian: a log-density of the model that is -inf somewhere in the state, as one with "
+        "bounded support, makes the ELBO -inf)",
+        why, iteration,
+        t >= 0 ? fmt::format(", first at t={} ({})", t, data_row_text(info, data, t)) : "");
+  };
+  if (o.optimizer == "lbfgs" && o.iterations > 0) {
+    // An evaluation outside the family (a covariance that is not positive definite) or with a
+    // non-finite ELBO counts as +inf, which the line search backs off from; L-BFGS restarts from
+    // the best point with half the step while it stalls there and evaluations remain.
+    double best = INFINITY, rate = o.learning_rate;
+    bool stalled = false;
+    auto closure = [&]() -> torch::Tensor {
+      ++evaluations;
+      torch::Tensor per_step, loss;
+      bool ok = true;
+      try {
+        loss = evaluate(per_step);
+        ok = torch::isfinite(loss).item<bool>();
+      } catch (const c10::LinAlgError&) {
+        ok = false;
+      }
+      for (torch::Tensor& p : guide->parameters())
+        if (p.grad().defined())
+          p.grad().zero_();
+      if (!ok) {
+        ++rejected;
+        stalled = true;
+        return torch::full({}, INFINITY, f64());
+      }
+      loss.backward();
+      if (loss.item<double>() < best) {
+        best = loss.item<double>();
+        good = snapshot(guide);
+      }
+      trace.push_back(elbo_of(per_step.detach()));
+      if (o.progress)
+        o.progress(std::min<int64_t>(evaluations, o.iterations), o.iterations);
+      return loss.detach();
+    };
+    while (evaluations < o.iterations) {
+      torch::optim::LBFGS optimizer(guide->parameters(), torch::optim::LBFGSOptions(rate)
+                                                             .max_iter(o.iterations - evaluations)
+                                                             .max_eval(o.iterations - evaluations)
+                                                             .tolerance_change(o.tolerance)
+                                                             .tolerance_grad(1e-12)
+                                                             .history_size(20)
+                                                             .line_search_fn("strong_wolfe"));
+      stalled = false;
+      const int64_t before = evaluations;
+      optimizer.step(closure);
+      restore(guide, good); // the best point evaluated
+      if (trace.empty()) {
+        fail(0, torch::Tensor(), "the ELBO of the starting guide is not finite");
+        break;
+      }
+      if (!stalled || evaluations == before)
+        break; // converged, or out of evaluations
+      rate /= 2;
+    }
+    done = static_cast<int64_t>(trace.size());
+  } else {
+    torch::optim::Adam optimizer(guide->parameters(), torch::optim::AdamOptions(o.learning_rate));
+    for (int64_t it = 0; it < o.iterations; ++it) {
+      optimizer.zero_grad();
+      ++evaluations;
+      torch::Tensor per_step, loss;
+      try {
+        loss = evaluate(per_step);
+      } catch (const c10::LinAlgError&) {
+        fail(it, torch::Tensor(), "a covariance of the guide stopped being positive definite");
+        break;
+      }
+      if (!torch::isfinite(loss).item<bool>() || first_non_finite(per_step) >= 0) {
+        fail(it, per_step, "the ELBO is not finite");
+        break;
+      }
+      good = snapshot(guide);
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(guide->parameters(), 100.0);
+      optimizer.step();
+      trace.push_back(elbo_of(per_step.detach()));
+      done = it + 1;
+      if (o.progress)
+        o.progress(it + 1, o.iterations);
+    }
+  }
+  fit.guide = guide->save();
+  if (!fit.failure.empty())
+    return fit;
+  const auto fitted = std::chrono::steady_clock::now();
+
+  // What the fitted guide says: its smoothing marginals in closed form, the ELBO (in closed form
+  // where the model allows, and by trajectories from q with its Monte Carlo error), and the
+  // functionals by the same trajectories.
+  torch::NoGradGuard no_grad;
+  const GuidePass q = guide->run(y, true);
+  SmoothResult& r = fit.result;
+  r = make_result(info, SmoothMethod::Variational, T, o.draws, true);
+  const torch::Tensor ms = q.smooth_mean.contiguous();
+  const torch::Tensor vs = torch::diagonal(q.smooth_cov, 0, -2, -1).contiguous();
+  std::copy(ms.data_ptr<double>(), ms.data_ptr<double>() + T * p, r.mean.begin());
+  std::copy(vs.data_ptr<double>(), vs.data_ptr<double>() + T * p, r.var.begin());
+  const TrajectoryEstimates est = estimate_by_trajectories(q, densities, o.draws, gen);
+  const double K = static_cast<double>(o.draws);
+  auto se_of = [&](const torch::Tensor& v) {
+    return o.draws > 1 ? v.std().item<double>() / std::sqrt(K) : NAN;
+  };
+  for (size_t f = 0; f < info.functionals.size(); ++f) {
+    const FunctionalInfo& fi = info.functionals[f];
+    FunctionalEstimate& e = r.functionals[f];
+    if (fi.sum) {
+      e.se.resize(fi.size);
+      for (int64_t k = 0; k < fi.size; ++k) {
+        const torch::Tensor v = est.functional_sums.index({Slice(), fi.offset + k});
+        e.total[k] = v.mean().item<double>();
+        e.se[k] = se_of(v);
+      }
+    } else {
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < fi.size; ++k)
+          e.per_t[t * fi.size + k] = est.functional_means[t][fi.offset + k].item<double>();
+    }
+  }
+  nlohmann::json& d = r.details;
+  const double elbo_mc = est.log_weight.mean().item<double>();
+  d["elbo"] = elbo_mc;
+  d["elbo_se"] = se_of(est.log_weight);
+  if (lg.F.defined()) {
+    const double closed = closed_form_elbo(q, lg, y).sum().item<double>();
+    const double log_likelihood = kalman_filter(run.model, info, *run.fixed, data).log_likelihood;
+    d["elbo"] = closed;
+    d["elbo_se"] = 0.0;
+    d["elbo_mc"] = elbo_mc; // the trajectories' estimate, a check of the closed form
+    d["elbo_mc_se"] = se_of(est.log_weight);
+    d["log_likelihood"] = log_likelihood; // exact: the KL of q from the smoothing law is the gap
+    d["kl"] = log_likelihood - closed;
+  }
+  nlohmann::json details = {{"gradient", o.gradient},
+                            {"init", o.load_guide.empty() ? o.init : "load"},
+                            {"encoder", guide->spec().encoder},
+                            {"optimizer", o.optimizer},
+                            {"iterations", done},
+                            {"evaluations", evaluations},
+                            {"rejected_evaluations", rejected},
+                            {"draws", o.draws}};
+  if (!analytic)
+    details["samples"] = o.samples;
+  int64_t n_params = 0;
+  for (const torch::Tensor& t : guide->parameters())
+    n_params += t.numel();
+  details["guide_parameters"] = n_params;
+  const size_t stride = std::max<size_t>(1, (trace.size() + 199) / 200);
+  nlohmann::json tr = nlohmann::json::array();
+  for (size_t k = 0; k < trace.size(); k += stride)
+    tr.push_back(trace[k]);
+  details["elbo_trace"] = tr;
+  details["elbo_trace_stride"] = stride;
+  const auto end = std::chrono::steady_clock::now();
+  r.filter_s = std::chrono::duration<double>(fitted - start).count();
+  r.smooth_s = std::chrono::duration<double>(end - fitted).count();
+  details["seconds_per_evaluation"] =
+      evaluations > 0 ? r.filter_s / static_cast<double>(evaluations) : NAN;
+  d["details"] = details;
+  return fit;
+}
+
+} // namespace ssm::vsmooth

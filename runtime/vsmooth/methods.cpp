@@ -1,0 +1,224 @@
+// `smooth --method variational`: its registration and options, and the loader of the LibTorch
+// module that fits the guide (variational_smoother.h). LibTorch-free: linked into every executable.
+#include "core/error.h"
+#include "core/output.h"
+#include "core/runtime_module.h"
+#include "smoothing/smooth.h"
+#include "vsmooth/variational_smoother.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+namespace {
+
+constexpr const char* kName = "variational";
+
+constexpr RuntimeModule kVsmoothModule{"libssm_vsmooth.so", "SSMC_VSMOOTH_LIBRARY",
+                                       "the variational smoothing runtime", kVsmoothLayoutSymbol};
+
+// The state must be a real vector for a Gaussian guide: no discrete component, and no hidden lag
+// copy (a Gaussian over x[t-1] and its copy would not know they are equal).
+Refusal variational_applies(const ssm_model& model, const ModelInfo& info) {
+  if (info.simulation)
+    return "it smooths the states of a state-space model";
+  if (info.n_state == 0)
+    return "the model has no state";
+  for (const VarInfo& v : info.state) {
+    if (v.integer)
+      return fmt::format("its guide is Gaussian, and the state '{}' is discrete", v.name);
+    if (v.hidden)
+      return fmt::format("its guide is Gaussian over x[t] given x[t+1], and the model reads a "
+                         "state further back than x[t-1] ({})",
+                         v.name);
+  }
+  if (!info.transition_tractable) // a deterministic state too: a Gaussian guide has no mass there
+    return fmt::format("its guide is a full-rank Gaussian and it evaluates the transition "
+                       "density, and the model's transition has none ({})",
+                       info.sample_only_reason);
+  if (!model.transition_logpdf || !model.obs_logpdf || !model.init_logpdf)
+    return "the model table lacks a log-density kernel";
+  return std::nullopt;
+}
+
+VariationalSmoothOptions options_of(const MethodRun& run) {
+  const OptionValues& v = run.options;
+  VariationalSmoothOptions o;
+  o.gradient = v.word("--gradient");
+  if (o.gradient == "auto")
+    o.gradient = run.info.linear_gaussian && run.model.linear_gaussian ? "analytic" : "score";
+  o.encoder = v.word("--encoder"); // auto is resolved by the fit, which may load a guide
+  o.hidden = parse_layer_widths(v.word("--hidden"), "smooth");
+  o.init = v.word("--init");
+  o.optimizer = v.word("--optimizer");
+  if (o.optimizer == "auto")
+    o.optimizer = o.gradient == "analytic" ? "lbfgs" : "adam";
+  o.iterations = v.integer("--iterations");
+  if (o.iterations < 0)
+    o.iterations = o.optimizer == "lbfgs" ? 200 : 2000;
+  o.learning_rate = v.real("--learning-rate");
+  if (o.learning_rate == 0)
+    o.learning_rate = o.optimizer == "lbfgs" ? 1.0 : 1e-2;
+  o.samples = v.integer("--samples");
+  o.draws = v.integer("--draws");
+  o.load_guide = v.word("--load-guide");
+  o.seed = run.seed;
+  o.threads = run.threads;
+  o.progress = run.progress;
+  return o;
+}
+
+void check(const MethodRun& run) {
+  if (Refusal why = variational_applies(run.model, run.info))
+    throw Error(fmt::format("smooth --method variational: {}", *why));
+  const VariationalSmoothOptions o = options_of(run);
+  if (o.gradient == "analytic" && !(run.info.linear_gaussian && run.model.linear_gaussian))
+    throw Error("smooth --method variational --gradient analytic: the ELBO has a closed form only "
+                "for a linear-Gaussian model, and this one is not (see `info`); use --gradient "
+                "score");
+  if (o.learning_rate < 0)
+    throw Error("smooth: --learning-rate must be positive");
+  if (o.gradient == "score" && o.samples < 2)
+    throw Error("smooth --method variational --gradient score: --samples must be at least 2 (the "
+                "recursions' baselines are means over the other draws)");
+  if (o.gradient == "score" && o.optimizer == "lbfgs")
+    throw Error("smooth --method variational: --optimizer lbfgs needs the ELBO itself, and "
+                "--gradient score gives a noisy estimate of its gradient: use adam");
+  check_output_path(run.options.word("--save-guide"), {o.load_guide});
+}
+
+SmoothResult smooth_variational(const MethodRun& run) {
+  const VariationalSmoothOptions o = options_of(run);
+  void* handle = open_runtime_module(run.info, run.threads, kVsmoothModule, vsmooth_layout());
+  const auto fit_fn = reinterpret_cast<VsmoothFitFn>(
+      runtime_module_symbol(handle, kVsmoothModule, kVsmoothFitSymbol));
+  VariationalSmoothFit fit;
+  std::string error;
+  if (fit_fn(&run, &o, &fit, &error) != 0)
+    throw Error(error);
+  const std::string& save = run.options.word("--save-guide");
+  if (!save.empty() && !fit.guide.empty()) { // after a failure too: the last finite guide
+    OutputFile out(save);
+    out.write(fit.guide);
+    out.commit();
+  }
+  if (!fit.failure.empty())
+    throw Error(save.empty() ? fit.failure
+                             : fmt::format("{}; the guide of the last finite iteration is in {}",
+                                           fit.failure, save));
+  return std::move(fit.result);
+}
+
+void add_options(MethodRegistry& registry) {
+  const VariationalSmoothOptions d;
+  const Task smooth = Task::Smooth;
+  registry.add_option(smooth, {.flag = "--gradient",
+                               .help = "The ELBO's gradient: analytic (its closed form, "
+                                       "linear-Gaussian models), score (the score-function "
+                                       "recursions, any model with densities) or auto",
+                               .users_in_help = true,
+                               .default_value = d.gradient,
+                               .choices = {"auto", "analytic", "score"}});
+  registry.add_option(smooth, {.flag = "--encoder",
+                               .help = "How y[t] enters the guide: linear (a Kalman update with "
+                                       "learned B, d, R), mlp (a network of y[t]), or auto "
+                                       "(linear for a linear-Gaussian model, else mlp)",
+                               .users_in_help = true,
+                               .default_value = std::string("auto"),
+                               .choices = {"auto", "linear", "mlp"}});
+  registry.add_option(smooth, {.flag = "--hidden",
+                               .help = "--encoder mlp: hidden widths, as 100 or 64,64",
+                               .default_value = std::string("100"),
+                               .type_name = "WIDTHS"});
+  registry.add_option(smooth, {.flag = "--init",
+                               .help = "The starting guide: model (a linear-Gaussian model's own "
+                                       "matrices, its exact smoothing law when time-invariant; "
+                                       "the generic start for other models) or random (the prior "
+                                       "N(0, I), A = 0.9 I, Q = 0.1 I, B small and random)",
+                               .users_in_help = true,
+                               .default_value = d.init,
+                               .choices = {"model", "random"}});
+  registry.add_option(smooth, {.flag = "--optimizer",
+                               .help = "lbfgs, adam, or auto (lbfgs for the analytic gradient, "
+                                       "adam for the score)",
+                               .users_in_help = true,
+                               .default_value = d.optimizer,
+                               .choices = {"auto", "lbfgs", "adam"}});
+  registry.add_option(smooth, {.flag = "--iterations",
+                               .help = "Optimiser steps (default: 200 for lbfgs, 2000 for adam; 0 "
+                                       "applies the starting guide as it is)",
+                               .users_in_help = true,
+                               .default_value = d.iterations,
+                               .show_default = false});
+  registry.add_option(smooth, {.flag = "--learning-rate",
+                               .help = "The optimiser's step size (0: 1 for lbfgs, 0.01 for adam)",
+                               .users_in_help = true,
+                               .default_value = d.learning_rate,
+                               .type_name = "RATE"});
+  registry.add_option(smooth, {.flag = "--samples",
+                               .help = "--gradient score: draws from q_t per time step (N)",
+                               .default_value = d.samples,
+                               .check = MethodOption::Check::Positive});
+  registry.add_option(smooth, {.flag = "--draws",
+                               .help = "Trajectories drawn from the guide for the functionals "
+                                       "and the ELBO's Monte Carlo error",
+                               .users_in_help = true,
+                               .default_value = d.draws,
+                               .check = MethodOption::Check::Positive});
+  registry.add_option(smooth, {.flag = "--save-guide",
+                               .help = "Write the trained guide to this file",
+                               .users_in_help = true,
+                               .default_value = std::string(),
+                               .type_name = "FILE"});
+  registry.add_option(smooth, {.flag = "--load-guide",
+                               .help = "Start from a guide saved by --save-guide (with "
+                                       "--iterations 0: apply it as it is, to new data too)",
+                               .users_in_help = true,
+                               .default_value = std::string(),
+                               .type_name = "FILE"});
+}
+
+} // namespace
+
+std::string vsmooth_layout() {
+  // The build time of this file, which the executable and the module each link, tells a module
+  // rebuilt since the executable was linked even where the sizes agree.
+  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; data {}; built {} {}",
+                     SSM_ABI_VERSION, sizeof(MethodRun), sizeof(ModelInfo),
+                     sizeof(VariationalSmoothOptions), sizeof(VariationalSmoothFit),
+                     sizeof(ObsData), __DATE__, __TIME__);
+}
+
+void register_variational_smoother(MethodRegistry& registry) {
+  add_options(registry);
+  Method m;
+  m.name = kName;
+  m.task = Task::Smooth;
+  m.title = "a backward-factorised Gaussian guide fitted by its ELBO";
+  m.note = "LibTorch";
+  m.rank = 100; // never auto's choice: it trains a guide
+  m.applies = variational_applies;
+  m.options = {"--init",      "--gradient",   "--encoder",       "--hidden",
+               "--optimizer", "--iterations", "--learning-rate", "--samples",
+               "--draws",     "--save-guide", "--load-guide"};
+  m.check = check;
+  m.fits_to_data = true;
+  m.smooth = smooth_variational;
+  // As the other smoothers' (smooth_json), with the fit's ELBO and diagnostics.
+  m.smooth_json = [](const MethodRun& run, const SmoothResult& r) {
+    nlohmann::json j = {{"model", run.info.name},
+                        {"method", kName},
+                        {"T", r.T},
+                        {"functionals", functionals_json(run.info, r)},
+                        {"marginals", r.has_marginals},
+                        {"fit_s", r.filter_s},
+                        {"smooth_s", r.smooth_s},
+                        {"seed", run.seed}};
+    for (const auto& [key, value] : r.details.items())
+      j[key] = value;
+    return j;
+  };
+  registry.add(std::move(m));
+}
+
+} // namespace ssm

@@ -1,0 +1,68 @@
+// Variational smoothing of state-space models (Chagneux 2023, ch. 4): what the executable and the
+// LibTorch module exchange, and the loader of that module. `smooth --method variational` fits a
+// backward-factorised Gaussian guide q(x_{0:T-1}) = q_{T-1}(x_{T-1}) prod_t q_{t-1|t}(x_{t-1} |
+// x_t) whose marginals follow Kalman-like recursions (backward_guide.h), by maximising the ELBO,
+// and reports the guide's smoothing marginals and functionals. Executables do not link LibTorch:
+// the method opens libssm_vsmooth.so from the model's runtime directory when it runs.
+#pragma once
+
+#include "core/method_registry.h"
+#include "core/results.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+struct VariationalSmoothOptions {
+  // "analytic": the ELBO in closed form (linear-Gaussian models) and its exact gradient by
+  // automatic differentiation; "score": the score-function recursions of the chapter (4.10-4.12),
+  // which need only the model's log-densities; "auto": analytic where it applies.
+  std::string gradient = "auto";
+  // How the observations enter q_t's natural parameters, eta_t = eta_{t|t-1} + e(y_t):
+  // "linear" (e(y) = (B' R^-1 (y - d), -B' R^-1 B / 2), a Kalman update: the family holds the
+  // exact smoothing law of a linear-Gaussian model) or "mlp" (tanh hidden layers; a diagonal
+  // precision 2 softplus(.) as in the thesis).
+  std::string encoder = "linear";
+  std::vector<int64_t> hidden = {100};
+  // "model": a linear-Gaussian model's guide starts at the model's own recursion (its exact
+  // smoothing law when the model is time-invariant); "random": the generic start (the thesis's
+  // experiments). Other models always start from the generic one.
+  std::string init = "model";
+  // "lbfgs" for the deterministic closed-form ELBO, "adam" for a noisy one; "auto" picks so.
+  std::string optimizer = "auto";
+  int64_t iterations = -1;  // -1: 200 for lbfgs, 2000 for adam
+  double learning_rate = 0; // 0: 1 for lbfgs, 1e-2 for adam
+  int64_t samples = 16;     // score: draws from q_t per time step (N)
+  int64_t draws = 1000;     // trajectories from q for the functionals and the ELBO's error
+  double tolerance = 1e-12; // lbfgs: stops when the ELBO per step changes less than this
+  std::string load_guide;   // start from this guide (and train --iterations more)
+  uint64_t seed = 1;
+  int threads = 1;
+  std::function<void(int64_t, int64_t)> progress; // (iteration, iterations); may be empty
+};
+
+struct VariationalSmoothFit {
+  SmoothResult result; // the guide's marginals and the functionals under it; details: the fit
+  std::string guide;   // the trained guide, for --save-guide (LibTorch's archive format)
+  std::string failure; // non-empty when training stopped on a non-finite ELBO
+};
+
+// The fit, run by the module: SSMC_VSMOOTH_LIBRARY if set, else libssm_vsmooth.so in the model's
+// runtime directory. Throws ssm::Error when the module cannot be loaded or the fit fails.
+VariationalSmoothFit variational_smooth_loaded(const MethodRun& run,
+                                               const VariationalSmoothOptions& options);
+
+// What the module exports (extern "C"): its build's layout, and the fit.
+inline constexpr const char* kVsmoothLayoutSymbol = "ssm_vsmooth_layout";
+inline constexpr const char* kVsmoothFitSymbol = "ssm_vsmooth_fit";
+// 0 and `out` filled, or 1 and the error's message.
+using VsmoothFitFn = int (*)(const MethodRun* run, const VariationalSmoothOptions* options,
+                             VariationalSmoothFit* out, std::string* error);
+std::string vsmooth_layout();
+
+// Registers `smooth --method variational` and its options.
+void register_variational_smoother(MethodRegistry& registry);
+
+} // namespace ssm

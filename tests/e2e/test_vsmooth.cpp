@@ -1,0 +1,270 @@
+// End-to-end tests of `smooth --method variational` (runtime/vsmooth) on a 2-D linear-Gaussian
+// model, whose guide family holds the exact smoothing law: with the closed-form gradient the
+// guide's marginals equal RTS's to 1e-3 and its ELBO the exact log-likelihood, the functionals by
+// trajectories from the guide agree with RTS's within 4 standard errors, missing observations
+// included; the score-function gradient (any model with densities) gets close; the network
+// encoder fits too; a saved guide reproduces its marginals and applies to new data; and the
+// refusals.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+const char* kModel = R"(model vs_lg2 {
+  param A : matrix[2, 2] = [[0.8, 0.2], [-0.3, 0.7]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(A * x[t-1], 0.5);
+  y[t] ~ normal(x[t], 0.7);
+  functional level = sum_t x[t];
+  functional cross = sum_t (t == 0 ? 0 : dot(x[t-1], x[t]));
+}
+)";
+
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+// The largest |mean difference| and |variance ratio - 1| between two smooth CSVs.
+std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path) {
+  const Table a = read_table(a_path), b = read_table(b_path);
+  double mean_gap = 0, var_gap = 0;
+  for (const char* c : {"x[0]", "x[1]"}) {
+    const std::vector<double> ma = a.column(fmt::format("mean_{}", c));
+    const std::vector<double> mb = b.column(fmt::format("mean_{}", c));
+    const std::vector<double> va = a.column(fmt::format("var_{}", c));
+    const std::vector<double> vb = b.column(fmt::format("var_{}", c));
+    REQUIRE(ma.size() == mb.size());
+    for (size_t t = 0; t < ma.size(); ++t) {
+      mean_gap = std::max(mean_gap, std::abs(ma[t] - mb[t]));
+      var_gap = std::max(var_gap, std::abs(va[t] / vb[t] - 1));
+    }
+  }
+  return {mean_gap, var_gap};
+}
+
+struct Setup {
+  std::string exe, data, rts_out;
+  nlohmann::json rts;
+};
+
+// The model, a simulated series (with `missing` cells blanked) and its exact RTS smoothing.
+Setup setup(const std::string& name, int T, int seed, bool missing) {
+  Setup s;
+  s.exe = model_exe("vs_lg2", kModel);
+  s.data = scratch_path(name + ".csv");
+  run_ok({s.exe, "simulate", "--T", std::to_string(T), "--seed", std::to_string(seed), "--out",
+          s.data});
+  if (missing) {
+    Table t = read_table(s.data);
+    const int y0 = t.column_index("y[0]"), y1 = t.column_index("y[1]");
+    REQUIRE(y0 >= 0);
+    t.rows[3][y0] = "";                 // one component missing
+    t.rows[7][y0] = t.rows[7][y1] = ""; // the whole observation missing
+    write_table(s.data, t);
+  }
+  s.rts_out = scratch_path(name + "_rts.csv");
+  s.rts = run_json(
+      {s.exe, "smooth", "--data", s.data, "--method", "rts", "--json", "--out", s.rts_out});
+  return s;
+}
+
+void check_functionals(const nlohmann::json& j, const nlohmann::json& rts) {
+  for (int i = 0; i < 2; ++i) {
+    const double got = j["functionals"]["level"][i], se = j["functionals"]["level_se"][i];
+    const double exact = rts["functionals"]["level"][i];
+    INFO("level[" << i << "]: " << got << " +- " << se << ", exact " << exact);
+    CHECK(std::abs(got - exact) < 4 * se);
+  }
+  const double got = j["functionals"]["cross"], se = j["functionals"]["cross_se"];
+  const double exact = rts["functionals"]["cross"];
+  INFO("cross: " << got << " +- " << se << ", exact " << exact);
+  CHECK(std::abs(got - exact) < 4 * se);
+}
+
+} // namespace
+
+TEST_CASE("variational smoothing with the closed-form gradient recovers the exact smoother",
+          "[vsmooth]") {
+  for (bool missing : {false, true}) {
+    SECTION(missing ? "with missing observations" : "complete observations") {
+      const Setup s = setup(missing ? "vs_missing" : "vs_complete", 60, 11, missing);
+      const std::string out = scratch_path(missing ? "vs_missing_q.csv" : "vs_complete_q.csv");
+      const nlohmann::json j =
+          run_json({s.exe, "smooth", "--data", s.data, "--method", "variational", "--init",
+                    "random", "--seed", "3", "--draws", "4000", "--json", "--out", out});
+      INFO(j.dump());
+      CHECK(j["details"]["gradient"] == "analytic");
+      CHECK(j["details"]["encoder"] == "linear");
+      CHECK(j["details"]["optimizer"] == "lbfgs");
+      CHECK(j["details"]["rejected_evaluations"] == 0);
+      const auto [mean_gap, var_gap] = marginal_gaps(out, s.rts_out);
+      CHECK(mean_gap < 1e-3);
+      CHECK(var_gap < 1e-3);
+      // The ELBO is log p(y) - KL(q || p(x | y)): at the optimum the KL is 0.
+      const double ll = s.rts["log_likelihood"], elbo = j["elbo"];
+      CHECK(j["log_likelihood"].get<double>() == Approx(ll).epsilon(1e-12));
+      CHECK(elbo <= ll + 1e-9);
+      CHECK(ll - elbo < 1e-4);
+      // The Monte Carlo ELBO of the trajectories has an error of about 0 at the exact guide.
+      CHECK(std::abs(j["elbo_mc"].get<double>() - elbo) <=
+            4 * j["elbo_mc_se"].get<double>() + 1e-6);
+      check_functionals(j, s.rts);
+    }
+  }
+}
+
+TEST_CASE("a linear-Gaussian model's guide starts at its exact smoothing law", "[vsmooth]") {
+  const Setup s = setup("vs_init", 30, 4, true);
+  const std::string out = scratch_path("vs_init_q.csv");
+  const nlohmann::json j = run_json(
+      {s.exe, "smooth", "--data", s.data, "--method", "variational", "--json", "--out", out});
+  INFO(j.dump());
+  CHECK(j["details"]["init"] == "model");
+  CHECK(std::abs(j["kl"].get<double>()) < 1e-9);
+  const auto [mean_gap, var_gap] = marginal_gaps(out, s.rts_out);
+  CHECK(mean_gap < 1e-9);
+  CHECK(var_gap < 1e-9);
+}
+
+TEST_CASE("variational smoothing with the score-function gradient and with a network encoder",
+          "[vsmooth]") {
+  const Setup s = setup("vs_score", 40, 7, false);
+  SECTION("score-function gradient (4.10-4.12), Adam") {
+    const std::string out = scratch_path("vs_score_q.csv");
+    const nlohmann::json j = run_json(
+        {s.exe,          "--threads", "1",      "smooth",     "--data", s.data,      "--method",
+         "variational",  "--init",    "random", "--gradient", "score",  "--samples", "8",
+         "--iterations", "600",       "--seed", "2",          "--json", "--out",     out});
+    INFO(j.dump());
+    CHECK(j["details"]["optimizer"] == "adam");
+    CHECK(j["details"]["samples"] == 8);
+    // From a KL of about 100 at the start; Adam's constant step leaves it near, not at, 0.
+    CHECK(j["kl"].get<double>() < 0.1);
+    CHECK(j["kl"].get<double>() > -1e-9);
+    const auto [mean_gap, var_gap] = marginal_gaps(out, s.rts_out);
+    CHECK(mean_gap < 0.12);
+    CHECK(var_gap < 0.3);
+  }
+  SECTION("network encoder, closed-form gradient") {
+    const std::string out = scratch_path("vs_mlp_q.csv");
+    const nlohmann::json j =
+        run_json({s.exe, "smooth", "--data", s.data, "--method", "variational", "--init", "random",
+                  "--encoder", "mlp", "--hidden", "16", "--seed", "2", "--json", "--out", out});
+    INFO(j.dump());
+    CHECK(j["details"]["encoder"] == "mlp");
+    CHECK(j["kl"].get<double>() < 0.01);
+    const auto [mean_gap, var_gap] = marginal_gaps(out, s.rts_out);
+    CHECK(mean_gap < 0.03);
+    CHECK(var_gap < 0.05);
+  }
+}
+
+TEST_CASE("a saved guide reproduces its marginals and smooths new data", "[vsmooth]") {
+  const Setup s = setup("vs_save", 30, 5, false);
+  const std::string guide = scratch_path("vs_guide.pt"), first = scratch_path("vs_first.csv");
+  run_ok({s.exe, "smooth", "--data", s.data, "--method", "variational", "--init", "random",
+          "--save-guide", guide, "--out", first});
+  REQUIRE(file_exists(guide));
+  const std::string again = scratch_path("vs_again.csv");
+  const nlohmann::json j =
+      run_json({s.exe, "smooth", "--data", s.data, "--method", "variational", "--load-guide", guide,
+                "--iterations", "0", "--json", "--out", again});
+  CHECK(j["details"]["iterations"] == 0);
+  CHECK(read_file(again) == read_file(first));
+  // The linear encoder is amortised: the trained (A, Q, B, d, R) are the model's, whatever y.
+  const Setup other = setup("vs_save_new", 25, 9, true);
+  const std::string applied = scratch_path("vs_applied.csv");
+  run_ok({s.exe, "smooth", "--data", other.data, "--method", "variational", "--load-guide", guide,
+          "--iterations", "0", "--out", applied});
+  const auto [mean_gap, var_gap] = marginal_gaps(applied, other.rts_out);
+  CHECK(mean_gap < 2e-3);
+  CHECK(var_gap < 2e-3);
+}
+
+TEST_CASE("a non-finite ELBO stops training, naming the step, and keeps the last guide",
+          "[vsmooth]") {
+  // Uniform observations around the state: a Gaussian guide's draws fall outside the support.
+  const std::string& exe = model_exe("vs_unif", R"(model vs_unif {
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.8 * x[t-1], 0.5);
+  y[t] ~ uniform(x[t] - 1, x[t] + 1);
+}
+)");
+  const std::string data = scratch_path("vs_unif.csv"), guide = scratch_path("vs_unif.pt");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "1", "--out", data});
+  const ProcessResult p = run_process(
+      {exe, "smooth", "--data", data, "--method", "variational", "--save-guide", guide, "--json"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("the ELBO is not finite at iteration 0, first at t=") != std::string::npos);
+  CHECK(p.err.find("the guide of the last finite iteration is in") != std::string::npos);
+  CHECK(p.out.empty());
+  CHECK(file_exists(guide));
+}
+
+TEST_CASE("smooth --method variational refuses what it cannot do, before any work", "[vsmooth]") {
+  const Setup s = setup("vs_refuse", 10, 2, false);
+  auto refused = [&](const std::string& exe, const std::string& data, std::vector<std::string> args,
+                     const std::string& expected) {
+    std::vector<std::string> argv = {exe, "smooth", "--data", data, "--method", "variational"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult p = run_process(argv);
+    INFO(p.describe());
+    CHECK(p.exit_code == 1);
+    CHECK(p.err.find(expected) != std::string::npos);
+    CHECK(p.out.empty());
+  };
+  // A guide of another model: its dimensions are named.
+  const std::string& lg1 = example_exe("lgssm1");
+  const std::string lg1_data = scratch_path("vs_lg1.csv"), lg1_guide = scratch_path("vs_lg1.pt");
+  run_ok({lg1, "simulate", "--T", "10", "--seed", "1", "--out", lg1_data});
+  run_ok({lg1, "smooth", "--data", lg1_data, "--method", "variational", "--iterations", "5",
+          "--save-guide", lg1_guide});
+  refused(s.exe, s.data, {"--load-guide", lg1_guide},
+          "the guide is over 1 state and 1 observation components, and the model 'vs_lg2' has 2 "
+          "and 2");
+  refused(s.exe, s.data, {"--load-guide", s.data}, "is not a guide saved by smooth --save-guide");
+  // The closed form needs a linear-Gaussian model.
+  const std::string& sv = example_exe("sv");
+  const std::string sv_data = scratch_path("vs_sv.csv");
+  run_ok({sv, "simulate", "--T", "10", "--seed", "1", "--out", sv_data});
+  refused(sv, sv_data, {"--gradient", "analytic"},
+          "the ELBO has a closed form only for a linear-Gaussian model");
+  // A discrete state has no Gaussian guide.
+  const std::string& hmm = example_exe("hmm");
+  const std::string hmm_data = scratch_path("vs_hmm.csv");
+  run_ok({hmm, "simulate", "--T", "10", "--seed", "1", "--out", hmm_data});
+  refused(hmm, hmm_data, {}, "is discrete");
+  // The guide is never written over an input.
+  refused(s.exe, s.data, {"--save-guide", s.data}, "it is the same file as the input");
+  // Options that cannot work together.
+  refused(s.exe, s.data, {"--gradient", "score", "--samples", "1"}, "--samples must be at least 2");
+  refused(s.exe, s.data, {"--gradient", "score", "--optimizer", "lbfgs"}, "use adam");
+  // One guide per run: several series are refused.
+  Table two = read_table(s.data);
+  two.header.insert(two.header.begin(), "series");
+  for (size_t r = 0; r < two.rows.size(); ++r)
+    two.rows[r].insert(two.rows[r].begin(), r < 5 ? "a" : "b");
+  const std::string series = scratch_path("vs_two_series.csv");
+  write_table(series, two);
+  refused(s.exe, series, {}, "the data has 2 series");
+  // score runs smoothers for Fisher's identity; the guide is not one.
+  const ProcessResult p =
+      run_process({s.exe, "score", "--data", s.data, "--method", "variational"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("needs an exact or a particle smoother") != std::string::npos);
+}
