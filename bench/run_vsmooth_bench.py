@@ -4,13 +4,14 @@
 
   bench/run_vsmooth_bench.py [BUILD_DIR] [--runs 2] [--T 500] [--analytic-iterations 1000]
                              [--score-iterations 1000] [--learning-rate 1e-2] [--samples 2]
-                             [--keep DIR]
+                             [--family diagonal] [--keep DIR]
 
 The model is examples/lgssm.ssm (p = q = 10) with the thesis code's parameters: A = diag(U(0.9,
 1)), B with entries U(0, 1), Q = R = 0.01 I, x_0 ~ N(0, Q). For each run (its own parameters,
 series of T steps and guide seed): `smooth --method rts` (the exact marginals) and `smooth --method
 variational` with the closed-form gradient (L-BFGS) and with the score-function recursions (Adam,
---samples N draws per step, as the thesis's N = 2). The guide starts as the thesis's code starts
+--samples N draws per step, as the thesis's N = 2), in the thesis code's family by default
+(diagonal A, Q, R and prior covariance; --family full for ours). The guide starts as the thesis's code starts
 it: the exact smoother of another model drawn from the same law (A, B random, covariances 0.01 I),
 written by `--iterations 0 --save-guide` under those parameters and read by `--load-guide` (by
 default a linear-Gaussian model's guide starts at its own exact smoothing law, and `--init random`
@@ -61,6 +62,7 @@ def main():
     ap.add_argument("--score-iterations", type=int, default=1000)
     ap.add_argument("--learning-rate", type=float, default=1e-2)
     ap.add_argument("--samples", type=int, default=2)
+    ap.add_argument("--family", default="diagonal")
     ap.add_argument("--keep")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="vsmooth_bench_")
@@ -84,7 +86,8 @@ def main():
             json.dump(params(rng, 10), f)
         start = os.path.join(work, f"start{r}.pt")
         run([exe, "smooth", "--data", data, "--params", start_params, "--method", "variational",
-             "--iterations", "0", "--draws", "2", "--save-guide", start, "--out", os.devnull])
+             "--family", a.family, "--iterations", "0", "--draws", "2", "--save-guide", start,
+             "--out", os.devnull])
         for gradient in ("analytic", "score"):
             out = os.path.join(work, f"{gradient}{r}.csv")
             cmd = [exe, "--threads", "1", "smooth", "--data", data, "--params", pfile, "--method",

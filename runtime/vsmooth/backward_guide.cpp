@@ -87,6 +87,14 @@ BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec) : spec_(spec) {
   }
 }
 
+torch::Tensor BackwardGuideImpl::transition_matrix() const {
+  return spec_.diagonal ? torch::diag(torch::diagonal(transition_)) : transition_;
+}
+
+torch::Tensor BackwardGuideImpl::factor(const torch::Tensor& raw) const {
+  return spec_.diagonal ? torch::diag(torch::exp(torch::diagonal(raw))) : cholesky_factor(raw);
+}
+
 BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed)
     : BackwardGuideImpl(spec) {
   torch::NoGradGuard no_grad;
@@ -122,7 +130,7 @@ void BackwardGuideImpl::start_from(const ModelMatrices& m) {
   };
   prior_mean_.copy_(m.m0);
   set_cholesky(prior_chol_, m.P0);
-  transition_.copy_(m.F);
+  transition_.copy_(m.F); // the diagonal family reads only its diagonals
   transition_offset_.copy_(m.c);
   set_cholesky(transition_chol_, m.Q);
   if (spec_.encoder == "linear") {
@@ -143,9 +151,9 @@ void BackwardGuideImpl::update(torch::Tensor& mean, torch::Tensor& cov, const to
 
 GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
   const int64_t T = y.size(0), p = spec_.states;
-  const torch::Tensor A = transition_, L_Q = cholesky_factor(transition_chol_);
+  const torch::Tensor A = transition_matrix(), L_Q = factor(transition_chol_);
   const torch::Tensor Q = L_Q.matmul(L_Q.t());
-  const torch::Tensor L_0 = cholesky_factor(prior_chol_);
+  const torch::Tensor L_0 = factor(prior_chol_);
   // Each step's update is a Kalman update by a pseudo-observation z = H x + N(0, noise): for the
   // linear encoder, the observed components of y - d with (B, R) restricted to them; for the
   // network's e(y) = (eta, -diag(lambda) / 2), z = eta / lambda with H = I and noise diag(1 /
@@ -161,7 +169,7 @@ GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
     H_all = torch::eye(p, f64());
     noise_all = torch::diag_embed(1 / precision);
   } else {
-    const torch::Tensor R_chol = cholesky_factor(emission_chol_);
+    const torch::Tensor R_chol = factor(emission_chol_);
     R = R_chol.matmul(R_chol.t());
     z_all = y - emission_offset_;
   }
@@ -227,7 +235,8 @@ GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
 
 std::string BackwardGuideImpl::save() const {
   torch::serialize::OutputArchive archive;
-  std::vector<int64_t> shape = {spec_.states, spec_.observations, network_ ? 1 : 0};
+  std::vector<int64_t> shape = {spec_.states, spec_.observations,
+                                (network_ ? 1 : 0) + (spec_.diagonal ? 2 : 0)};
   shape.insert(shape.end(), spec_.hidden.begin(), spec_.hidden.end());
   archive.write("backward_guide", torch::tensor(shape, torch::kInt64));
   torch::serialize::OutputArchive parameters;
@@ -251,7 +260,8 @@ std::shared_ptr<BackwardGuideImpl> BackwardGuideImpl::load(const std::string& by
     GuideSpec spec;
     spec.states = shape[0].item<int64_t>();
     spec.observations = shape[1].item<int64_t>();
-    spec.encoder = shape[2].item<int64_t>() != 0 ? "mlp" : "linear";
+    spec.encoder = (shape[2].item<int64_t>() & 1) != 0 ? "mlp" : "linear";
+    spec.diagonal = (shape[2].item<int64_t>() & 2) != 0;
     spec.hidden.clear();
     for (int64_t k = 3; k < shape.numel(); ++k)
       spec.hidden.push_back(shape[k].item<int64_t>());

@@ -21,6 +21,9 @@ struct GuideSpec {
   int64_t states = 0, observations = 0; // p and the observation's components
   std::string encoder = "linear";       // "linear" or "mlp"
   std::vector<int64_t> hidden = {100};  // mlp's hidden widths
+  // A, Q, R and the prior's covariance diagonal (the thesis code's family), rather than a full
+  // matrix and Cholesky factors; the parameters keep their square shape, off-diagonals unread.
+  bool diagonal = false;
 };
 
 // One series under the guide; every tensor carries the gradient in the guide's parameters.
@@ -60,6 +63,9 @@ public:
 private:
   explicit BackwardGuideImpl(const GuideSpec& spec);
   // The Kalman update of (mean, cov) by z = H x + N(0, noise).
+  // A, and the Cholesky factor of a covariance from its raw parameter, as the family reads them.
+  torch::Tensor transition_matrix() const;
+  torch::Tensor factor(const torch::Tensor& raw) const;
   void update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
               const torch::Tensor& H, const torch::Tensor& noise) const;
 

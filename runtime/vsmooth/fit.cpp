@@ -65,7 +65,7 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
     const std::string encoder = o.encoder != "auto"        ? o.encoder
                                 : run.info.linear_gaussian ? "linear"
                                                            : "mlp";
-    BackwardGuide guide(GuideSpec{p, m, encoder, o.hidden}, y, o.seed);
+    BackwardGuide guide(GuideSpec{p, m, encoder, o.hidden, o.family == "diagonal"}, y, o.seed);
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
@@ -81,6 +81,10 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
   if (o.encoder != "auto" && o.encoder != s.encoder)
     throw Error(fmt::format("{}: the guide's encoder is {}, not --encoder {}", o.load_guide,
                             s.encoder, o.encoder));
+  const std::string family = s.diagonal ? "diagonal" : "full";
+  if (o.family != "auto" && o.family != family)
+    throw Error(fmt::format("{}: the guide's family is {}, not --family {}", o.load_guide, family,
+                            o.family));
   return guide;
 }
 
@@ -287,6 +291,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   nlohmann::json details = {{"gradient", o.gradient},
                             {"init", o.load_guide.empty() ? o.init : "load"},
                             {"encoder", guide->spec().encoder},
+                            {"family", guide->spec().diagonal ? "diagonal" : "full"},
                             {"optimizer", o.optimizer},
                             {"iterations", done},
                             {"evaluations", evaluations},
@@ -294,9 +299,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
                             {"draws", o.draws}};
   if (!analytic)
     details["samples"] = o.samples;
-  int64_t n_params = 0;
-  for (const torch::Tensor& t : guide->parameters())
-    n_params += t.numel();
+  int64_t n_params = 0; // those the family reads: a diagonal one reads its squares' diagonals
+  for (const auto& item : guide->named_parameters()) {
+    const bool square = item.key() == "transition" || item.key().ends_with("_chol");
+    n_params += guide->spec().diagonal && square ? item.value().size(0) : item.value().numel();
+  }
   details["guide_parameters"] = n_params;
   const size_t stride = std::max<size_t>(1, (trace.size() + 199) / 200);
   nlohmann::json tr = nlohmann::json::array();

@@ -50,6 +50,7 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
   o.encoder = v.word("--encoder"); // auto is resolved by the fit, which may load a guide
   o.hidden = parse_layer_widths(v.word("--hidden"), "smooth");
   o.init = v.word("--init");
+  o.family = v.word("--family");
   o.optimizer = v.word("--optimizer");
   if (o.optimizer == "auto")
     o.optimizer = o.gradient == "analytic" ? "lbfgs" : "adam";
@@ -130,6 +131,14 @@ void add_options(MethodRegistry& registry) {
                                .help = "--encoder mlp: hidden widths, as 100 or 64,64",
                                .default_value = std::string("100"),
                                .type_name = "WIDTHS"});
+  registry.add_option(smooth, {.flag = "--family",
+                               .help = "The guide's transition and covariances: full (a dense A, "
+                                       "Cholesky factors), diagonal (diagonal A, Q, R and prior "
+                                       "covariance, as the thesis's code), or auto (full, or the "
+                                       "loaded guide's)",
+                               .users_in_help = true,
+                               .default_value = d.family,
+                               .choices = {"auto", "full", "diagonal"}});
   registry.add_option(smooth, {.flag = "--init",
                                .help = "The starting guide: model (a linear-Gaussian model's own "
                                        "matrices, its exact smoothing law when time-invariant; "
@@ -198,9 +207,9 @@ void register_variational_smoother(MethodRegistry& registry) {
   m.note = "LibTorch";
   m.rank = 100; // never auto's choice: it trains a guide
   m.applies = variational_applies;
-  m.options = {"--init",      "--gradient",   "--encoder",       "--hidden",
-               "--optimizer", "--iterations", "--learning-rate", "--samples",
-               "--draws",     "--save-guide", "--load-guide"};
+  m.options = {"--family",  "--init",      "--gradient",   "--encoder",
+               "--hidden",  "--optimizer", "--iterations", "--learning-rate",
+               "--samples", "--draws",     "--save-guide", "--load-guide"};
   m.check = check;
   m.fits_to_data = true;
   m.smooth = smooth_variational;

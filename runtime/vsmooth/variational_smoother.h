@@ -26,6 +26,10 @@ struct VariationalSmoothOptions {
   // precision 2 softplus(.) as in the thesis).
   std::string encoder = "linear";
   std::vector<int64_t> hidden = {100};
+  // "full": a dense A and Cholesky factors of Q, R and the prior's covariance; "diagonal": all
+  // four diagonal (the thesis code's family; fewer parameters, faster to fit when it suffices);
+  // "auto": full for a new guide, the loaded guide's own with --load-guide.
+  std::string family = "auto";
   // "model": a linear-Gaussian model's guide starts at the model's own recursion (its exact
   // smoothing law when the model is time-invariant); "random": the generic start (the thesis's
   // experiments). Other models always start from the generic one.

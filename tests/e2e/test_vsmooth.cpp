@@ -170,6 +170,31 @@ TEST_CASE("variational smoothing with the score-function gradient and with a net
   }
 }
 
+TEST_CASE("the diagonal family, which holds a 1-D model's smoothing law", "[vsmooth]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string data = scratch_path("vs_diag.csv"), rts = scratch_path("vs_diag_rts.csv");
+  run_ok({exe, "simulate", "--T", "50", "--seed", "6", "--out", data});
+  run_ok({exe, "smooth", "--data", data, "--method", "rts", "--out", rts});
+  const std::string out = scratch_path("vs_diag_q.csv"), guide = scratch_path("vs_diag.pt");
+  const nlohmann::json j =
+      run_json({exe, "smooth", "--data", data, "--method", "variational", "--family", "diagonal",
+                "--init", "random", "--save-guide", guide, "--json", "--out", out});
+  INFO(j.dump());
+  CHECK(j["details"]["family"] == "diagonal");
+  CHECK(j["details"]["guide_parameters"] == 8); // prior mean and sd, A, a, Q, B, d, R
+  CHECK(j["kl"].get<double>() < 1e-6);
+  const Table a = read_table(out), b = read_table(rts);
+  const std::vector<double> ma = a.column("mean_x"), mb = b.column("mean_x");
+  for (size_t t = 0; t < ma.size(); ++t)
+    CHECK(std::abs(ma[t] - mb[t]) < 1e-3);
+  // A guide's family is part of it: asking for another is refused.
+  const ProcessResult p = run_process({exe, "smooth", "--data", data, "--method", "variational",
+                                       "--load-guide", guide, "--family", "full"});
+  INFO(p.describe());
+  CHECK(p.exit_code == 1);
+  CHECK(p.err.find("the guide's family is diagonal, not --family full") != std::string::npos);
+}
+
 TEST_CASE("a saved guide reproduces its marginals and smooths new data", "[vsmooth]") {
   const Setup s = setup("vs_save", 30, 5, false);
   const std::string guide = scratch_path("vs_guide.pt"), first = scratch_path("vs_first.csv");
