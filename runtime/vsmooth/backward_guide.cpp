@@ -120,9 +120,16 @@ BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor&
 
 void BackwardGuideImpl::start_from(const ModelMatrices& m) {
   torch::NoGradGuard no_grad;
-  // The raw parameter of a covariance: its Cholesky factor, the diagonal through log; one that
-  // is not positive definite (a state without noise) leaves the starting value.
-  auto set_cholesky = [](torch::Tensor& raw, const torch::Tensor& S) {
+  // The raw parameter of a covariance: its Cholesky factor, the diagonal through log (the
+  // diagonal family: log of the standard deviations, the variances kept, the correlations
+  // dropped); one that is not positive definite (a state without noise) leaves the start.
+  auto set_cholesky = [this](torch::Tensor& raw, const torch::Tensor& S) {
+    if (spec_.diagonal) {
+      const torch::Tensor var = torch::diagonal(S);
+      if ((var > 0).all().item<bool>())
+        raw.copy_(torch::diag(0.5 * torch::log(var)));
+      return;
+    }
     const auto [L, info] = torch::linalg_cholesky_ex(S);
     if (info.item<int64_t>() != 0)
       return;
@@ -260,15 +267,27 @@ std::shared_ptr<BackwardGuideImpl> BackwardGuideImpl::load(const std::string& by
     GuideSpec spec;
     spec.states = shape[0].item<int64_t>();
     spec.observations = shape[1].item<int64_t>();
-    spec.encoder = (shape[2].item<int64_t>() & 1) != 0 ? "mlp" : "linear";
-    spec.diagonal = (shape[2].item<int64_t>() & 2) != 0;
+    const int64_t kind = shape[2].item<int64_t>();
+    if (kind < 0 || kind > 3 || spec.states < 1 || spec.observations < 1)
+      throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
+    spec.encoder = (kind & 1) != 0 ? "mlp" : "linear";
+    spec.diagonal = (kind & 2) != 0;
     spec.hidden.clear();
     for (int64_t k = 3; k < shape.numel(); ++k)
       spec.hidden.push_back(shape[k].item<int64_t>());
     auto guide = std::shared_ptr<BackwardGuideImpl>(new BackwardGuideImpl(spec));
     torch::serialize::InputArchive parameters;
     archive.read("parameters", parameters);
+    std::vector<std::vector<int64_t>> shapes;
+    for (const torch::Tensor& p : guide->parameters())
+      shapes.push_back(p.sizes().vec());
     guide->torch::nn::Module::load(parameters);
+    const std::vector<torch::Tensor> loaded = guide->parameters();
+    for (size_t k = 0; k < loaded.size(); ++k)
+      if (loaded[k].sizes().vec() != shapes[k])
+        throw Error(fmt::format("{} is not a guide saved by smooth --save-guide (a parameter "
+                                "of another shape)",
+                                source));
     return guide;
   } catch (const c10::Error& e) {
     throw Error(fmt::format("{} is not a guide saved by smooth --save-guide ({})", source,

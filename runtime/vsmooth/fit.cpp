@@ -237,6 +237,17 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
         o.progress(it + 1, o.iterations);
     }
   }
+  if (fit.failure.empty() && o.optimizer != "lbfgs" && done > 0) {
+    // The last step's guide has not been evaluated yet.
+    torch::Tensor per_step;
+    try {
+      torch::NoGradGuard no_grad;
+      if (!torch::isfinite(evaluate(per_step)).item<bool>() || first_non_finite(per_step) >= 0)
+        fail(done, per_step, "the ELBO is not finite");
+    } catch (const c10::LinAlgError&) {
+      fail(done, torch::Tensor(), "a covariance of the guide stopped being positive definite");
+    }
+  }
   fit.guide = guide->save();
   if (!fit.failure.empty())
     return fit;
@@ -299,10 +310,15 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
                             {"draws", o.draws}};
   if (!analytic)
     details["samples"] = o.samples;
-  int64_t n_params = 0; // those the family reads: a diagonal one reads its squares' diagonals
+  // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
+  int64_t n_params = 0;
   for (const auto& item : guide->named_parameters()) {
-    const bool square = item.key() == "transition" || item.key().ends_with("_chol");
-    n_params += guide->spec().diagonal && square ? item.value().size(0) : item.value().numel();
+    const int64_t n = item.value().size(0);
+    const bool chol = item.key().ends_with("_chol");
+    if (guide->spec().diagonal && (chol || item.key() == "transition"))
+      n_params += n;
+    else
+      n_params += chol ? n * (n + 1) / 2 : item.value().numel();
   }
   details["guide_parameters"] = n_params;
   const size_t stride = std::max<size_t>(1, (trace.size() + 199) / 200);

@@ -24,15 +24,16 @@ struct VariationalSmoothOptions {
   // "linear" (e(y) = (B' R^-1 (y - d), -B' R^-1 B / 2), a Kalman update: the family holds the
   // exact smoothing law of a linear-Gaussian model) or "mlp" (tanh hidden layers; a diagonal
   // precision 2 softplus(.) as in the thesis).
-  std::string encoder = "linear";
+  std::string encoder = "auto"; // auto: linear for a linear-Gaussian model, else mlp
   std::vector<int64_t> hidden = {100};
   // "full": a dense A and Cholesky factors of Q, R and the prior's covariance; "diagonal": all
   // four diagonal (the thesis code's family; fewer parameters, faster to fit when it suffices);
   // "auto": full for a new guide, the loaded guide's own with --load-guide.
   std::string family = "auto";
   // "model": a linear-Gaussian model's guide starts at the model's own recursion (its exact
-  // smoothing law when the model is time-invariant); "random": the generic start (the thesis's
-  // experiments). Other models always start from the generic one.
+  // smoothing law when the model is time-invariant, the family full and the encoder linear);
+  // "random": the generic start (the thesis's experiments). Other models always start from the
+  // generic one.
   std::string init = "model";
   // "lbfgs" for the deterministic closed-form ELBO, "adam" for a noisy one; "auto" picks so.
   std::string optimizer = "auto";

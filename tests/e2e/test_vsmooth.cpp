@@ -193,6 +193,20 @@ TEST_CASE("the diagonal family, which holds a 1-D model's smoothing law", "[vsmo
   INFO(p.describe());
   CHECK(p.exit_code == 1);
   CHECK(p.err.find("the guide's family is diagonal, not --family full") != std::string::npos);
+
+  // In 2-D the families differ: a dense A is out of the diagonal family's reach.
+  const Setup two = setup("vs_diag2", 30, 3, false);
+  const std::string out2 = scratch_path("vs_diag2_q.csv"), guide2 = scratch_path("vs_diag2.pt");
+  const nlohmann::json d =
+      run_json({two.exe, "smooth", "--data", two.data, "--method", "variational", "--family",
+                "diagonal", "--save-guide", guide2, "--json", "--out", out2});
+  INFO(d.dump());
+  CHECK(d["details"]["guide_parameters"] == 18); // the full family's: 23
+  CHECK(d["kl"].get<double>() > 1e-4);
+  const std::string again = scratch_path("vs_diag2_again.csv");
+  run_ok({two.exe, "smooth", "--data", two.data, "--method", "variational", "--load-guide", guide2,
+          "--iterations", "0", "--out", again});
+  CHECK(read_file(again) == read_file(out2));
 }
 
 TEST_CASE("a saved guide reproduces its marginals and smooths new data", "[vsmooth]") {
