@@ -29,8 +29,8 @@ std::string program_name(int argc, char** argv) {
 
 // Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
 // --load-nets, --pairs, --observed, --ratio) against every file it writes (--out, --save,
-// --save-guide, --save-nets): one spelling of an input as an output is refused before anything
-// runs.
+// --save-guide, --save-nets, --online-out): one spelling of an input as an output, or two outputs
+// that are one file, is refused before anything runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
   std::vector<std::string> inputs, outputs;
   auto collect = [&](const CLI::App& a) {
@@ -38,10 +38,11 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
       if (o->count() > 0)
         for (const char* name :
              {"data", "inputs", "params", "data-file", "test", "load-guide", "load-nets", "pairs",
-              "observed", "ratio", "out", "save", "save-guide", "save-nets"})
+              "observed", "ratio", "out", "save", "save-guide", "save-nets", "online-out"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
-            const bool output = n == "out" || n == "save" || n == "save-guide" || n == "save-nets";
+            const bool output = n == "out" || n == "save" || n == "save-guide" ||
+                                n == "save-nets" || n == "online-out";
             for (const std::string& value : o->results())
               (output ? outputs : inputs).push_back(value);
           }
@@ -49,8 +50,14 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
   collect(app);
   for (const CLI::App* sub : app.get_subcommands())
     collect(*sub);
-  for (const std::string& output : outputs)
-    check_output_path(output, inputs);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    check_output_path(outputs[k], inputs);
+    for (size_t l = k + 1; l < outputs.size(); ++l)
+      if (!outputs[k].empty() && outputs[k] != "-" && same_file(outputs[k], outputs[l]))
+        throw Error(fmt::format("refusing to write '{}' twice: two outputs of the run are that "
+                                "file ('{}')",
+                                outputs[k], outputs[l]));
+  }
 }
 
 // The kernels read a network's output from the state; only `vi` computes it (runtime/vi) so far.

@@ -87,12 +87,30 @@ BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec) : spec_(spec) {
   }
 }
 
-torch::Tensor BackwardGuideImpl::transition_matrix() const {
-  return spec_.diagonal ? torch::diag(torch::diagonal(transition_)) : transition_;
+GuideTransition BackwardGuideImpl::transition(const torch::Tensor& raw_A, const torch::Tensor& a,
+                                              const torch::Tensor& raw_chol) const {
+  const torch::Tensor L = factor(raw_chol);
+  return {spec_.diagonal ? torch::diag_embed(torch::diagonal(raw_A, 0, -2, -1)) : raw_A, a,
+          L.matmul(L.transpose(-2, -1))};
 }
 
 torch::Tensor BackwardGuideImpl::factor(const torch::Tensor& raw) const {
-  return spec_.diagonal ? torch::diag(torch::exp(torch::diagonal(raw))) : cholesky_factor(raw);
+  return spec_.diagonal ? torch::diag_embed(torch::exp(torch::diagonal(raw, 0, -2, -1)))
+                        : cholesky_factor(raw);
+}
+
+BackwardKernel backward_kernel(const torch::Tensor& prev_mean, const torch::Tensor& prev_cov,
+                               const GuideTransition& tr) {
+  // The RTS gain Sigma_{t-1} A' P_t^-1 (P_t the predicted covariance) and the kernel's noise
+  // (I - gain A) Sigma_{t-1}.
+  const torch::Tensor A_cov = tr.A.matmul(prev_cov); // A Sigma_{t-1}
+  const torch::Tensor pred_mean = tr.A.matmul(prev_mean.unsqueeze(-1)).squeeze(-1) + tr.a;
+  const torch::Tensor pred_cov = symmetric(A_cov.matmul(tr.A.transpose(-2, -1)) + tr.Q);
+  BackwardKernel k;
+  k.gain = torch::cholesky_solve(A_cov, torch::linalg_cholesky(pred_cov)).transpose(-2, -1);
+  k.offset = prev_mean - k.gain.matmul(pred_mean.unsqueeze(-1)).squeeze(-1);
+  k.noise = symmetric(prev_cov - k.gain.matmul(A_cov));
+  return k;
 }
 
 BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed)
@@ -148,59 +166,135 @@ void BackwardGuideImpl::start_from(const ModelMatrices& m) {
 }
 
 void BackwardGuideImpl::update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
-                               const torch::Tensor& H, const torch::Tensor& noise) const {
+                               const torch::Tensor& H, const torch::Tensor& noise) {
   const torch::Tensor HC = H.matmul(cov);
-  const torch::Tensor S_chol = torch::linalg_cholesky(HC.matmul(H.t()) + noise);
+  const torch::Tensor S_chol = torch::linalg_cholesky(HC.matmul(H.transpose(-2, -1)) + noise);
   const torch::Tensor gain_t = torch::cholesky_solve(HC, S_chol); // S^-1 H C = K'
-  mean = mean + gain_t.t().matmul(z - H.matmul(mean));
-  cov = symmetric(cov - HC.t().matmul(gain_t));
+  const torch::Tensor innovation = z - H.matmul(mean.unsqueeze(-1)).squeeze(-1);
+  mean = mean + gain_t.transpose(-2, -1).matmul(innovation.unsqueeze(-1)).squeeze(-1);
+  cov = symmetric(cov - HC.transpose(-2, -1).matmul(gain_t));
+}
+
+BackwardGuideImpl::Encoded BackwardGuideImpl::encode(const torch::Tensor& y) {
+  // For the linear encoder z = y - d with (B, R) restricted to the components present; for the
+  // network's e(y) = (eta, -diag(lambda) / 2), z = eta / lambda with H = I and noise
+  // diag(1 / lambda), the same update in covariance form without inverting cov.
+  const int64_t p = spec_.states;
+  Encoded e;
+  e.seen = ~torch::isnan(y);
+  const torch::Tensor count = e.seen.sum(1).contiguous();
+  e.n_seen.assign(count.data_ptr<int64_t>(), count.data_ptr<int64_t>() + count.numel());
+  if (network_) {
+    const torch::Tensor encoded = network_->forward(network_inputs(y));
+    const torch::Tensor precision = 2 * torch::softplus(encoded.index({Slice(), Slice(p, 2 * p)}));
+    e.z = encoded.index({Slice(), Slice(0, p)}) / precision;
+    e.noise = torch::diag_embed(1 / precision);
+  } else {
+    const torch::Tensor R_chol = factor(emission_chol_);
+    e.R = R_chol.matmul(R_chol.t());
+    e.z = y - emission_offset_;
+  }
+  return e;
+}
+
+void BackwardGuideImpl::observe(const Encoded& e, int64_t t, torch::Tensor& mean,
+                                torch::Tensor& cov) const {
+  if (e.n_seen[t] == 0)
+    return; // nothing observed: q_t = q_{t|t-1}
+  if (network_)
+    return update(mean, cov, e.z[t], torch::eye(spec_.states, f64()), e.noise[t]);
+  if (e.n_seen[t] == spec_.observations)
+    return update(mean, cov, e.z[t], emission_, e.R);
+  const torch::Tensor idx = torch::nonzero(e.seen[t]).squeeze(1);
+  update(mean, cov, e.z[t].index_select(0, idx), emission_.index_select(0, idx),
+         e.R.index_select(0, idx).index_select(1, idx));
+}
+
+BackwardGuideImpl::StepInputs BackwardGuideImpl::step_inputs(bool first, const torch::Tensor& y_t) {
+  StepInputs s;
+  const std::vector<torch::Tensor> all = parameters();
+  auto add = [&](const torch::Tensor& p) {
+    s.values.push_back(p.detach());
+    int64_t k = 0;
+    while (!all[k].is_same(p))
+      ++k;
+    s.parameter.push_back(k);
+  };
+  if (first) {
+    add(prior_mean_);
+    add(prior_chol_);
+  } else {
+    add(transition_);
+    add(transition_offset_);
+    add(transition_chol_);
+  }
+  if (network_) {
+    s.network_output = network_->forward(network_inputs(y_t.unsqueeze(0)))[0];
+    s.values.push_back(s.network_output.detach());
+    s.parameter.push_back(-1);
+  } else {
+    add(emission_);
+    add(emission_offset_);
+    add(emission_chol_);
+  }
+  return s;
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+BackwardGuideImpl::step_from(const torch::Tensor& prev_mean, const torch::Tensor& prev_cov,
+                             const std::vector<torch::Tensor>& v, const torch::Tensor& y_t) const {
+  const int64_t p = spec_.states;
+  torch::Tensor mean, cov;
+  size_t at = 0;
+  if (!prev_mean.defined()) {
+    const torch::Tensor L_0 = factor(v[1]);
+    mean = v[0];
+    cov = L_0.matmul(L_0.transpose(-2, -1));
+    at = 2;
+  } else {
+    const GuideTransition tr = transition(v[0], v[1], v[2]);
+    mean = tr.A.matmul(prev_mean.unsqueeze(-1)).squeeze(-1) + tr.a;
+    cov = symmetric(tr.A.matmul(prev_cov).matmul(tr.A.transpose(-2, -1)) + tr.Q);
+    at = 3;
+  }
+  const torch::Tensor seen = ~torch::isnan(y_t);
+  const int64_t n_seen = seen.sum().item<int64_t>();
+  if (n_seen == 0)
+    return {mean, cov}; // nothing observed: q_t = q_{t|t-1}
+  if (network_) {
+    const torch::Tensor& o = v[at];
+    const torch::Tensor precision = 2 * torch::softplus(o.narrow(-1, p, p));
+    update(mean, cov, o.narrow(-1, 0, p) / precision, torch::eye(p, f64()),
+           torch::diag_embed(1 / precision));
+    return {mean, cov};
+  }
+  const torch::Tensor &B = v[at], &d = v[at + 1];
+  const torch::Tensor R_chol = factor(v[at + 2]);
+  const torch::Tensor R = R_chol.matmul(R_chol.transpose(-2, -1));
+  const torch::Tensor z = torch::where(seen, y_t, torch::zeros_like(y_t)) - d;
+  if (n_seen == spec_.observations) {
+    update(mean, cov, z, B, R);
+  } else {
+    const torch::Tensor idx = torch::nonzero(seen).squeeze(1);
+    update(mean, cov, z.index_select(-1, idx), B.index_select(-2, idx),
+           R.index_select(-2, idx).index_select(-1, idx));
+  }
+  return {mean, cov};
 }
 
 GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
   const int64_t T = y.size(0), p = spec_.states;
-  const torch::Tensor A = transition_matrix(), L_Q = factor(transition_chol_);
-  const torch::Tensor Q = L_Q.matmul(L_Q.t());
+  const GuideTransition tr = transition(transition_, transition_offset_, transition_chol_);
   const torch::Tensor L_0 = factor(prior_chol_);
-  // Each step's update is a Kalman update by a pseudo-observation z = H x + N(0, noise): for the
-  // linear encoder, the observed components of y - d with (B, R) restricted to them; for the
-  // network's e(y) = (eta, -diag(lambda) / 2), z = eta / lambda with H = I and noise diag(1 /
-  // lambda), the same update in covariance form without inverting cov.
-  const torch::Tensor seen = ~torch::isnan(y);
-  const torch::Tensor seen_count = seen.sum(1).contiguous();
-  const int64_t* n_seen = seen_count.data_ptr<int64_t>();
-  torch::Tensor z_all, H_all, noise_all, R;
-  if (network_) {
-    const torch::Tensor encoded = network_->forward(network_inputs(y));
-    const torch::Tensor precision = 2 * torch::softplus(encoded.index({Slice(), Slice(p, 2 * p)}));
-    z_all = encoded.index({Slice(), Slice(0, p)}) / precision;
-    H_all = torch::eye(p, f64());
-    noise_all = torch::diag_embed(1 / precision);
-  } else {
-    const torch::Tensor R_chol = factor(emission_chol_);
-    R = R_chol.matmul(R_chol.t());
-    z_all = y - emission_offset_;
-  }
-  auto update_at = [&](int64_t t, torch::Tensor& mean, torch::Tensor& cov) {
-    if (n_seen[t] == 0)
-      return; // nothing observed: q_t = q_{t|t-1}
-    if (network_)
-      return update(mean, cov, z_all[t], H_all, noise_all[t]);
-    if (n_seen[t] == spec_.observations)
-      return update(mean, cov, z_all[t], emission_, R);
-    const torch::Tensor idx = torch::nonzero(seen[t]).squeeze(1);
-    update(mean, cov, z_all[t].index_select(0, idx), emission_.index_select(0, idx),
-           R.index_select(0, idx).index_select(1, idx));
-  };
-  std::vector<torch::Tensor> means, covs, pred_means, pred_covs;
+  const Encoded e = encode(y);
+  std::vector<torch::Tensor> means, covs;
   torch::Tensor mean = prior_mean_, cov = L_0.matmul(L_0.t());
   for (int64_t t = 0; t < T; ++t) {
     if (t > 0) {
-      mean = A.matmul(mean) + transition_offset_;
-      cov = symmetric(A.matmul(cov).matmul(A.t()) + Q);
-      pred_means.push_back(mean);
-      pred_covs.push_back(cov);
+      mean = tr.A.matmul(mean) + tr.a;
+      cov = symmetric(tr.A.matmul(cov).matmul(tr.A.t()) + tr.Q);
     }
-    update_at(t, mean, cov);
+    observe(e, t, mean, cov);
     means.push_back(mean);
     covs.push_back(cov);
   }
@@ -208,15 +302,11 @@ GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
   pass.mean = torch::stack(means);
   pass.cov = torch::stack(covs);
   if (T > 1) {
-    const torch::Tensor prev_cov = pass.cov.index({Slice(0, T - 1)});
-    const torch::Tensor prev_mean = pass.mean.index({Slice(0, T - 1)});
-    const torch::Tensor pred_cov = torch::stack(pred_covs), pred_mean = torch::stack(pred_means);
-    const torch::Tensor A_cov = A.matmul(prev_cov); // A Sigma_{t-1}
-    // The RTS gain Sigma_{t-1} A' P_t^-1 (P_t the predicted covariance) and the kernel's noise
-    // (I - gain A) Sigma_{t-1}.
-    pass.gain = torch::cholesky_solve(A_cov, torch::linalg_cholesky(pred_cov)).transpose(1, 2);
-    pass.offset = prev_mean - pass.gain.matmul(pred_mean.unsqueeze(-1)).squeeze(-1);
-    pass.noise = symmetric(prev_cov - pass.gain.matmul(A_cov));
+    const BackwardKernel k =
+        backward_kernel(pass.mean.index({Slice(0, T - 1)}), pass.cov.index({Slice(0, T - 1)}), tr);
+    pass.gain = k.gain;
+    pass.offset = k.offset;
+    pass.noise = k.noise;
     pass.noise_chol = torch::linalg_cholesky(pass.noise);
   } else {
     pass.gain = torch::zeros({0, p, p}, f64());

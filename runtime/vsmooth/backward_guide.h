@@ -36,6 +36,19 @@ struct GuidePass {
   torch::Tensor smooth_mean, smooth_cov, cross_cov;
 };
 
+// The guide's transition x_t = A x_{t-1} + a + N(0, Q) as its family reads its parameters.
+struct GuideTransition {
+  torch::Tensor A, a, Q;
+};
+
+// q_{t-1|t}(x | x_t) = N(gain x_t + offset, noise): the RTS kernel of q_{t-1} = N(mean, cov) and
+// a transition; batched over the leading dimensions of either.
+struct BackwardKernel {
+  torch::Tensor gain, offset, noise;
+};
+BackwardKernel backward_kernel(const torch::Tensor& prev_mean, const torch::Tensor& prev_cov,
+                               const GuideTransition& transition);
+
 class BackwardGuideImpl : public torch::nn::Module {
 public:
   // A guide starting from the prior N(0, I), A = 0.9 I, a = 0, Q = 0.1 I; the linear encoder
@@ -52,6 +65,31 @@ public:
   void start_from(const ModelMatrices& matrices);
   // The recursion on one series y ([T, m], NaN where missing; T >= 1).
   GuidePass run(const torch::Tensor& y, bool smoothing);
+  // One step of it as the online recursions differentiate it: the tensors q_t depends on besides
+  // q_{t-1} (the prior's or the transition's raw parameters, then the encoder's raw parameters or
+  // the network's output at y_t), detached, with the index in parameters() of each (-1 for the
+  // network's output, kept with its graph in `network_output`).
+  struct StepInputs {
+    std::vector<torch::Tensor> values;
+    std::vector<int64_t> parameter;
+    torch::Tensor network_output;
+  };
+  StepInputs step_inputs(bool first, const torch::Tensor& y_t);
+  // q_t = N(mean, cov) from q_{t-1} = N(prev_mean, prev_cov) (undefined at t = 0: the prior) and
+  // step_inputs' values, batched over a leading dimension of all of them (copies, one per output
+  // component, give q_t's Jacobian in one backward pass).
+  std::pair<torch::Tensor, torch::Tensor> step_from(const torch::Tensor& prev_mean,
+                                                    const torch::Tensor& prev_cov,
+                                                    const std::vector<torch::Tensor>& values,
+                                                    const torch::Tensor& y_t) const;
+  // The raw parameters of the transition (A, a, Q's factor), and the transition they make,
+  // batched over leading dimensions (copies of the raw parameters, one per draw, give every
+  // draw's gradient in one backward pass).
+  std::vector<torch::Tensor> transition_parameters() const {
+    return {transition_, transition_offset_, transition_chol_};
+  }
+  GuideTransition transition(const torch::Tensor& raw_A, const torch::Tensor& a,
+                             const torch::Tensor& raw_chol) const;
   const GuideSpec& spec() const { return spec_; }
 
   // The guide as bytes (LibTorch's archive format), and back: throws ssm::Error when the bytes are
@@ -62,12 +100,20 @@ public:
 
 private:
   explicit BackwardGuideImpl(const GuideSpec& spec);
-  // The Kalman update of (mean, cov) by z = H x + N(0, noise).
-  // A, and the Cholesky factor of a covariance from its raw parameter, as the family reads them.
-  torch::Tensor transition_matrix() const;
+  // The Cholesky factor of a covariance from its raw parameter, as the family reads it (batched).
   torch::Tensor factor(const torch::Tensor& raw) const;
-  void update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
-              const torch::Tensor& H, const torch::Tensor& noise) const;
+  // The observations as the update reads them: q_t's update is a Kalman update by a
+  // pseudo-observation z = H x + N(0, noise) of the components present.
+  struct Encoded {
+    torch::Tensor z, noise, R; // [T, m] or [T, p]; the network's noise [T, p, p]; linear's R
+    torch::Tensor seen;        // [T, m]
+    std::vector<int64_t> n_seen;
+  };
+  Encoded encode(const torch::Tensor& y);
+  void observe(const Encoded& e, int64_t t, torch::Tensor& mean, torch::Tensor& cov) const;
+  // The Kalman update of (mean, cov) by z = H x + N(0, noise), batched over leading dimensions.
+  static void update(torch::Tensor& mean, torch::Tensor& cov, const torch::Tensor& z,
+                     const torch::Tensor& H, const torch::Tensor& noise);
 
   GuideSpec spec_;
   torch::Tensor prior_mean_, prior_chol_, transition_, transition_offset_, transition_chol_;

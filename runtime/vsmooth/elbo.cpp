@@ -36,7 +36,7 @@ torch::Tensor expected_log_gaussian(const torch::Tensor& r, const torch::Tensor&
 
 ModelDensities::ModelDensities(const ssm_model& model, const ModelInfo& info,
                                const std::vector<double>& fixed, const ObsData& data)
-    : model_(model), info_(info), data_(data), frames_(all_frames(info, fixed, data)) {}
+    : model_(model), info_(info), data_(data), frame_(info, fixed) {}
 
 torch::Tensor ModelDensities::initial(const torch::Tensor& x) const {
   const int64_t K = x.size(0);
@@ -94,13 +94,16 @@ torch::Tensor ModelDensities::functionals(int64_t t, const torch::Tensor& prev,
 }
 
 LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
-                               const std::vector<double>& fixed, const ObsData& data) {
-  const int64_t n = info.n_state, m = info.n_obs, T = data.T;
+                               const std::vector<double>& fixed, const ObsData& data,
+                               int64_t steps) {
+  const int64_t n = info.n_state, m = info.n_obs;
+  const int64_t T = steps < 0 ? data.T : std::min(steps, data.T);
   const int64_t size = n + 3 * n * n + n + m * n + m + m * m;
-  const std::vector<double> frames = all_frames(info, fixed, data);
+  Frame frame(info, fixed);
   torch::Tensor all = torch::empty({T, size}, f64());
   for (int64_t t = 0; t < T; ++t)
-    model.linear_gaussian(frames.data() + t * info.n_frame, t, all[t].data_ptr<double>());
+    model.linear_gaussian(frame.step(data.inputs_at(t), t > 0 ? data.at(t - 1) : nullptr), t,
+                          all[t].data_ptr<double>());
   LinearGaussian lg;
   int64_t at = 0;
   auto take = [&](std::vector<int64_t> shape) {
@@ -222,7 +225,9 @@ ScoreStep score_step(const GuidePass& q, const ModelDensities& model, int64_t N,
     coef[t - 1] = beta.unsqueeze(1) * weights[t - 1] * (incr[t - 1] - H[t].unsqueeze(1));
     beta = (beta.unsqueeze(1) * weights[t - 1]).sum(0);
   }
-  const torch::Tensor last = (H[T - 1] - H[T - 1].mean()) / static_cast<double>(N);
+  // The baseline of (4.12) leaves draw i out: mean_{k != i} H_T^k (the mean over all k would
+  // scale the term by (N - 1) / N).
+  const torch::Tensor last = (H[T - 1] - H[T - 1].mean()) / static_cast<double>(N - 1);
   {
     torch::AutoGradMode enable(true);
     step.surrogate = (last * log_q[T - 1]).sum();

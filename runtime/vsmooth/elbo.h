@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/csv.h"
+#include "core/frame.h"
 #include "core/metadata.h"
 #include "kernel/abi.h"
 #include "vsmooth/backward_guide.h"
@@ -17,7 +18,8 @@
 namespace ssm::vsmooth {
 
 // The model's compiled log-densities and functionals at batches of states given as tensors
-// [K, p] (float64; no gradient flows through them).
+// [K, p] (float64; no gradient flows through them). Each step's frame is made when it is asked
+// for, so that memory does not grow with the series' length.
 class ModelDensities {
 public:
   ModelDensities(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
@@ -35,12 +37,14 @@ public:
   int64_t n_functional() const { return info_.n_functional; }
 
 private:
-  const double* frame(int64_t t) const { return frames_.data() + t * info_.n_frame; }
+  const double* frame(int64_t t) const {
+    return frame_.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
+  }
 
   const ssm_model& model_;
   const ModelInfo& info_;
   const ObsData& data_;
-  std::vector<double> frames_;
+  mutable Frame frame_; // each call's frame, rebuilt (the kernels read it before the next)
 };
 
 // The matrices of a linear-Gaussian model (docs/abi.md, linear_gaussian), read at every step.
@@ -48,8 +52,10 @@ struct LinearGaussian {
   torch::Tensor m0, P0;           // [p], [p, p]
   torch::Tensor F, c, Q, H, d, R; // [T, ...]
 };
+// Those of the first `steps` time steps (all by default).
 LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
-                               const std::vector<double>& fixed, const ObsData& data);
+                               const std::vector<double>& fixed, const ObsData& data,
+                               int64_t steps = -1);
 
 // The ELBO's terms per step in closed form for a linear-Gaussian model, [T], differentiable in
 // the guide: E_q log p(y_t | x_t), plus E_q log p(x_0) at t = 0 and E_q log p(x_t | x_{t-1})

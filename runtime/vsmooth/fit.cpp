@@ -8,6 +8,7 @@
 #include "exact/kalman.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
+#include "vsmooth/online.h"
 
 #include <fmt/format.h>
 
@@ -103,22 +104,96 @@ int64_t first_bad_step(BackwardGuide& guide, const torch::Tensor& y) {
   }
 }
 
+// What the fitted guide says: its smoothing marginals in closed form, the ELBO (in closed form
+// where the model allows, and by trajectories from q with its Monte Carlo error), and the
+// functionals by the same trajectories.
+SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
+                              const ModelDensities& densities, const LinearGaussian& lg,
+                              const MethodRun& run, const VariationalSmoothOptions& o,
+                              torch::Generator& gen) {
+  const ModelInfo& info = run.info;
+  const int64_t T = y.size(0), p = info.n_state;
+  const GuidePass q = guide->run(y, true);
+  SmoothResult r = make_result(info, SmoothMethod::Variational, T, o.draws, true);
+  const torch::Tensor ms = q.smooth_mean.contiguous();
+  const torch::Tensor vs = torch::diagonal(q.smooth_cov, 0, -2, -1).contiguous();
+  std::copy(ms.data_ptr<double>(), ms.data_ptr<double>() + T * p, r.mean.begin());
+  std::copy(vs.data_ptr<double>(), vs.data_ptr<double>() + T * p, r.var.begin());
+  const TrajectoryEstimates est = estimate_by_trajectories(q, densities, o.draws, gen);
+  const double K = static_cast<double>(o.draws);
+  auto se_of = [&](const torch::Tensor& v) {
+    return o.draws > 1 ? v.std().item<double>() / std::sqrt(K) : NAN;
+  };
+  for (size_t f = 0; f < info.functionals.size(); ++f) {
+    const FunctionalInfo& fi = info.functionals[f];
+    FunctionalEstimate& e = r.functionals[f];
+    if (fi.sum) {
+      e.se.resize(fi.size);
+      for (int64_t k = 0; k < fi.size; ++k) {
+        const torch::Tensor v = est.functional_sums.index({Slice(), fi.offset + k});
+        e.total[k] = v.mean().item<double>();
+        e.se[k] = se_of(v);
+      }
+    } else {
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < fi.size; ++k)
+          e.per_t[t * fi.size + k] = est.functional_means[t][fi.offset + k].item<double>();
+    }
+  }
+  nlohmann::json& d = r.details;
+  const double elbo_mc = est.log_weight.mean().item<double>();
+  d["elbo"] = elbo_mc;
+  d["elbo_se"] = se_of(est.log_weight);
+  if (lg.F.defined()) {
+    const double closed = closed_form_elbo(q, lg, y).sum().item<double>();
+    const double log_likelihood =
+        kalman_filter(run.model, info, *run.fixed, *run.data).log_likelihood;
+    d["elbo"] = closed;
+    d["elbo_se"] = 0.0;
+    d["elbo_mc"] = elbo_mc; // the trajectories' estimate, a check of the closed form
+    d["elbo_mc_se"] = se_of(est.log_weight);
+    d["log_likelihood"] = log_likelihood; // exact: the KL of q from the smoothing law is the gap
+    d["kl"] = log_likelihood - closed;
+  }
+  return r;
+}
+
+// What an online run (without --marginals) says: the last pass's estimates of the ELBO and the
+// sum_t functionals, made by the recursion on the way; no marginals, and nothing whose memory
+// grows with T (`filter --method kalman` gives a linear-Gaussian model's log-likelihood).
+SmoothResult report_online(const OnlineTraining& online, const MethodRun& run) {
+  const ModelInfo& info = run.info;
+  SmoothResult r = make_result(info, SmoothMethod::Variational, run.data->T, 0, false);
+  int64_t at = 0;
+  for (size_t f = 0; f < info.functionals.size(); ++f)
+    if (info.functionals[f].sum)
+      for (int64_t k = 0; k < info.functionals[f].size; ++k)
+        r.functionals[f].total[k] = online.functional_sums[at++].item<double>();
+  // The recursion's mean_i H_T^i: the guide's ELBO (biased by O(1/N)) when it did not move,
+  // else the ELBO accumulated while it learned.
+  r.details[run.options.integer("--epochs") == 0 ? "elbo" : "elbo_online"] = online.elbo;
+  return r;
+}
+
 } // namespace
 
 VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
                                               const VariationalSmoothOptions& o) {
   const ModelInfo& info = run.info;
   const ObsData& data = *run.data;
-  const int64_t T = data.T, p = info.n_state;
+  const int64_t T = data.T;
   if (T < 1)
     throw Error("smooth --method variational: the data has no time step");
   torch::set_num_threads(std::max(1, o.threads));
   const auto start = std::chrono::steady_clock::now();
   const torch::Tensor y =
       torch::from_blob(const_cast<double*>(data.y.data()), {T, data.n_obs}, f64()).clone();
+  // A linear-Gaussian model's matrices: every step's for the closed form and the marginals'
+  // report, else the first two (to start from), so that online memory does not grow with T.
   LinearGaussian lg;
   if (info.linear_gaussian && run.model.linear_gaussian)
-    lg = linear_gaussian(run.model, info, *run.fixed, data);
+    lg = linear_gaussian(run.model, info, *run.fixed, data,
+                         o.gradient == "analytic" || o.marginals ? T : 2);
   BackwardGuide guide = starting_guide(run, o, y, lg);
   const bool analytic = o.gradient == "analytic";
   const ModelDensities densities(run.model, info, *run.fixed, data);
@@ -156,7 +231,13 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
         why, iteration,
         t >= 0 ? fmt::format(", first at t={} ({})", t, data_row_text(info, data, t)) : "");
   };
-  if (o.optimizer == "lbfgs" && o.iterations > 0) {
+  OnlineTraining online;
+  if (o.online) {
+    online = train_online(guide, densities, y, run, o, gen);
+    done = evaluations = online.updates;
+    trace = online.epoch_elbo;
+    fit.failure = online.failure;
+  } else if (o.optimizer == "lbfgs" && o.iterations > 0) {
     // An evaluation outside the family (a covariance that is not positive definite) or with a
     // non-finite ELBO counts as +inf, which the line search backs off from; L-BFGS restarts from
     // the best point with half the step while it stalls there and evaluations remain.
@@ -212,6 +293,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     }
     done = static_cast<int64_t>(trace.size());
   } else {
+    // The ELBO's gradient over the whole series at each step.
     torch::optim::Adam optimizer(guide->parameters(), torch::optim::AdamOptions(o.learning_rate));
     for (int64_t it = 0; it < o.iterations; ++it) {
       optimizer.zero_grad();
@@ -237,7 +319,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
         o.progress(it + 1, o.iterations);
     }
   }
-  if (fit.failure.empty() && o.optimizer != "lbfgs" && done > 0) {
+  if (fit.failure.empty() && !o.online && o.optimizer != "lbfgs" && done > 0) {
     // The last step's guide has not been evaluated yet.
     torch::Tensor per_step;
     try {
@@ -253,63 +335,31 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     return fit;
   const auto fitted = std::chrono::steady_clock::now();
 
-  // What the fitted guide says: its smoothing marginals in closed form, the ELBO (in closed form
-  // where the model allows, and by trajectories from q with its Monte Carlo error), and the
-  // functionals by the same trajectories.
   torch::NoGradGuard no_grad;
-  const GuidePass q = guide->run(y, true);
   SmoothResult& r = fit.result;
-  r = make_result(info, SmoothMethod::Variational, T, o.draws, true);
-  const torch::Tensor ms = q.smooth_mean.contiguous();
-  const torch::Tensor vs = torch::diagonal(q.smooth_cov, 0, -2, -1).contiguous();
-  std::copy(ms.data_ptr<double>(), ms.data_ptr<double>() + T * p, r.mean.begin());
-  std::copy(vs.data_ptr<double>(), vs.data_ptr<double>() + T * p, r.var.begin());
-  const TrajectoryEstimates est = estimate_by_trajectories(q, densities, o.draws, gen);
-  const double K = static_cast<double>(o.draws);
-  auto se_of = [&](const torch::Tensor& v) {
-    return o.draws > 1 ? v.std().item<double>() / std::sqrt(K) : NAN;
-  };
-  for (size_t f = 0; f < info.functionals.size(); ++f) {
-    const FunctionalInfo& fi = info.functionals[f];
-    FunctionalEstimate& e = r.functionals[f];
-    if (fi.sum) {
-      e.se.resize(fi.size);
-      for (int64_t k = 0; k < fi.size; ++k) {
-        const torch::Tensor v = est.functional_sums.index({Slice(), fi.offset + k});
-        e.total[k] = v.mean().item<double>();
-        e.se[k] = se_of(v);
-      }
-    } else {
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t k = 0; k < fi.size; ++k)
-          e.per_t[t * fi.size + k] = est.functional_means[t][fi.offset + k].item<double>();
-    }
-  }
-  nlohmann::json& d = r.details;
-  const double elbo_mc = est.log_weight.mean().item<double>();
-  d["elbo"] = elbo_mc;
-  d["elbo_se"] = se_of(est.log_weight);
-  if (lg.F.defined()) {
-    const double closed = closed_form_elbo(q, lg, y).sum().item<double>();
-    const double log_likelihood = kalman_filter(run.model, info, *run.fixed, data).log_likelihood;
-    d["elbo"] = closed;
-    d["elbo_se"] = 0.0;
-    d["elbo_mc"] = elbo_mc; // the trajectories' estimate, a check of the closed form
-    d["elbo_mc_se"] = se_of(est.log_weight);
-    d["log_likelihood"] = log_likelihood; // exact: the KL of q from the smoothing law is the gap
-    d["kl"] = log_likelihood - closed;
-  }
-  nlohmann::json details = {{"gradient", o.gradient},
-                            {"init", o.load_guide.empty() ? o.init : "load"},
-                            {"encoder", guide->spec().encoder},
-                            {"family", guide->spec().diagonal ? "diagonal" : "full"},
-                            {"optimizer", o.optimizer},
-                            {"iterations", done},
-                            {"evaluations", evaluations},
-                            {"rejected_evaluations", rejected},
-                            {"draws", o.draws}};
+  r = o.marginals ? report_marginals(guide, y, densities, lg, run, o, gen)
+                  : report_online(online, run);
+  nlohmann::json details = {
+      {"gradient", o.gradient},           {"init", o.load_guide.empty() ? o.init : "load"},
+      {"encoder", guide->spec().encoder}, {"family", guide->spec().diagonal ? "diagonal" : "full"},
+      {"optimizer", o.optimizer},         {"iterations", done},
+      {"evaluations", evaluations},       {"rejected_evaluations", rejected}};
+  if (o.marginals)
+    details["draws"] = o.draws;
   if (!analytic)
     details["samples"] = o.samples;
+  if (o.online) {
+    details["training"] = o.epochs == 0 ? "none" : o.epochs == 1 ? "streaming" : "epochs";
+    details["epochs"] = o.epochs;
+    details["learning_rate"] = o.learning_rate;
+    if (o.optimizer == "sgd")
+      details["step_size"] = {
+          {"gamma0", o.learning_rate}, {"hold", o.step_hold}, {"decay", o.step_decay}};
+    if (o.optimizer == "sgd")
+      details["clip"] = o.clip;
+    if (online.epoch_elbo.size() > 1)
+      details["epoch_elbo"] = online.epoch_elbo;
+  }
   // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
   int64_t n_params = 0;
   for (const auto& item : guide->named_parameters()) {
@@ -332,7 +382,10 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   r.smooth_s = std::chrono::duration<double>(end - fitted).count();
   details["seconds_per_evaluation"] =
       evaluations > 0 ? r.filter_s / static_cast<double>(evaluations) : NAN;
-  d["details"] = details;
+  if (o.online) // a step of the recursion, with its update or without
+    details["seconds_per_step"] =
+        r.filter_s / static_cast<double>(std::max<int64_t>(1, o.epochs) * T);
+  r.details["details"] = details;
   return fit;
 }
 

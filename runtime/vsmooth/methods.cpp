@@ -44,9 +44,17 @@ Refusal variational_applies(const ssm_model& model, const ModelInfo& info) {
 VariationalSmoothOptions options_of(const MethodRun& run) {
   const OptionValues& v = run.options;
   VariationalSmoothOptions o;
+  o.online = v.toggle("--online").value_or(false);
+  o.epochs = v.integer("--epochs");
+  o.online_out = v.word("--online-out");
+  o.step_hold = v.integer("--step-hold");
+  o.step_decay = v.real("--step-decay");
+  o.clip = v.real("--clip");
+  o.marginals = !o.online || v.toggle("--marginals").value_or(false);
   o.gradient = v.word("--gradient");
   if (o.gradient == "auto")
-    o.gradient = run.info.linear_gaussian && run.model.linear_gaussian ? "analytic" : "score";
+    o.gradient =
+        !o.online && run.info.linear_gaussian && run.model.linear_gaussian ? "analytic" : "score";
   o.encoder = v.word("--encoder"); // auto is resolved by the fit, which may load a guide
   o.hidden = parse_layer_widths(v.word("--hidden"), "smooth");
   o.init = v.word("--init");
@@ -55,11 +63,13 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
   if (o.optimizer == "auto")
     o.optimizer = o.gradient == "analytic" ? "lbfgs" : "adam";
   o.iterations = v.integer("--iterations");
-  if (o.iterations < 0)
+  if (o.online)
+    o.iterations = 0; // updates are per observation
+  else if (o.iterations < 0)
     o.iterations = o.optimizer == "lbfgs" ? 200 : 2000;
   o.learning_rate = v.real("--learning-rate");
   if (o.learning_rate == 0)
-    o.learning_rate = o.optimizer == "lbfgs" ? 1.0 : 1e-2;
+    o.learning_rate = o.optimizer == "lbfgs" ? 1.0 : o.optimizer == "sgd" ? 0.05 : 1e-2;
   o.samples = v.integer("--samples");
   o.draws = v.integer("--draws");
   o.load_guide = v.word("--load-guide");
@@ -70,6 +80,7 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
 }
 
 void check(const MethodRun& run) {
+  const VariationalSmoothOptions d; // the defaults
   if (Refusal why = variational_applies(run.model, run.info))
     throw Error(fmt::format("smooth --method variational: {}", *why));
   const VariationalSmoothOptions o = options_of(run);
@@ -85,7 +96,49 @@ void check(const MethodRun& run) {
   if (o.gradient == "score" && o.optimizer == "lbfgs")
     throw Error("smooth --method variational: --optimizer lbfgs needs the ELBO itself, and "
                 "--gradient score gives a noisy estimate of its gradient: use adam");
+  if (o.online) {
+    if (o.gradient != "score")
+      throw Error("smooth --method variational --online: the online recursions are the "
+                  "score-function ones; --gradient analytic differentiates the whole series' "
+                  "closed form (use --gradient score, or drop --online)");
+    if (o.epochs < 0)
+      throw Error("smooth --method variational --online: --epochs must be 0 or more");
+    if (run.options.integer("--iterations") >= 0)
+      throw Error("smooth --method variational --online: there is one update per observation; "
+                  "--epochs sets the passes over the series, not --iterations");
+    if (!o.marginals)
+      for (const FunctionalInfo& f : run.info.functionals)
+        if (!f.sum)
+          throw Error(fmt::format(
+              "smooth --method variational --online: the functional '{}' is per-t, which an "
+              "online run estimates only with --marginals (its memory then grows with T); or "
+              "leave it out with --functional",
+              f.name));
+    if (o.online_out == "-")
+      throw Error("smooth --method variational --online: --online-out must be a file (standard "
+                  "output carries the smoothing CSV or the JSON)");
+    if (o.optimizer == "sgd") {
+      if (!(o.step_decay > 0.5 && o.step_decay <= 1))
+        throw Error(fmt::format("smooth: --step-decay must be in (0.5, 1], where the step sizes "
+                                "satisfy the Robbins-Monro conditions (got {})",
+                                o.step_decay));
+      if (!(o.clip >= 0))
+        throw Error(fmt::format("smooth: --clip must be at least 0 (0: no clip; got {})", o.clip));
+      if (o.step_hold < 0)
+        throw Error(fmt::format("smooth: --step-hold must be at least 0 (got {})", o.step_hold));
+    }
+  } else if (o.optimizer == "sgd") {
+    throw Error("smooth --method variational: --optimizer sgd is --online's (its steps follow "
+                "recursive maximum likelihood's schedule)");
+  } else if (!o.online_out.empty() || run.options.integer("--epochs") != d.epochs) {
+    throw Error("smooth --method variational: --epochs and --online-out are --online's");
+  }
+  if (o.optimizer != "sgd" &&
+      (o.step_hold != d.step_hold || o.step_decay != d.step_decay || o.clip != d.clip))
+    throw Error("smooth --method variational: --step-hold, --step-decay and --clip are "
+                "--online --optimizer sgd's");
   check_output_path(run.options.word("--save-guide"), {o.load_guide});
+  check_output_path(o.online_out, {o.load_guide});
 }
 
 SmoothResult smooth_variational(const MethodRun& run) {
@@ -149,11 +202,12 @@ void add_options(MethodRegistry& registry) {
                                .default_value = d.init,
                                .choices = {"model", "random"}});
   registry.add_option(smooth, {.flag = "--optimizer",
-                               .help = "lbfgs, adam, or auto (lbfgs for the analytic gradient, "
-                                       "adam for the score)",
+                               .help = "lbfgs, adam, sgd (--online: recursive maximum "
+                                       "likelihood's steps), or auto (lbfgs for the analytic "
+                                       "gradient, adam for the score)",
                                .users_in_help = true,
                                .default_value = d.optimizer,
-                               .choices = {"auto", "lbfgs", "adam"}});
+                               .choices = {"auto", "lbfgs", "adam", "sgd"}});
   registry.add_option(smooth, {.flag = "--iterations",
                                .help = "Optimiser steps (default: 200 for lbfgs, 2000 for adam; 0 "
                                        "applies the starting guide as it is)",
@@ -161,7 +215,8 @@ void add_options(MethodRegistry& registry) {
                                .default_value = d.iterations,
                                .show_default = false});
   registry.add_option(smooth, {.flag = "--learning-rate",
-                               .help = "The optimiser's step size (0: 1 for lbfgs, 0.01 for adam)",
+                               .help = "The optimiser's step size (0: 1 for lbfgs, 0.01 for "
+                                       "adam, 0.05 for sgd)",
                                .users_in_help = true,
                                .default_value = d.learning_rate,
                                .type_name = "RATE"});
@@ -175,6 +230,36 @@ void add_options(MethodRegistry& registry) {
                                .users_in_help = true,
                                .default_value = d.draws,
                                .check = MethodOption::Check::Positive});
+  registry.add_option(smooth, {.flag = "--online",
+                               .help = "Train online: the score recursions forward, one update "
+                                       "per observation (4.13), in memory that does not grow "
+                                       "with T (default: offline, whole-series steps)",
+                               .users_in_help = true,
+                               .default_value = std::optional<bool>()});
+  registry.add_option(smooth, {.flag = "--epochs",
+                               .help = "--online: passes over the series (1: streaming; more: "
+                                       "the recursive updates within epochs, 4.15; 0: one pass "
+                                       "without updates, the guide applied as it is)",
+                               .users_in_help = true,
+                               .default_value = d.epochs});
+  registry.add_option(smooth, {.flag = "--step-hold",
+                               .help = "--online --optimizer sgd: updates at the full step before "
+                                       "it decays",
+                               .default_value = d.step_hold});
+  registry.add_option(smooth, {.flag = "--step-decay",
+                               .help = "--online --optimizer sgd: the step after the hold is "
+                                       "RATE (k - hold)^-DECAY",
+                               .default_value = d.step_decay});
+  registry.add_option(smooth, {.flag = "--clip",
+                               .help = "--online --optimizer sgd: the largest move of a "
+                                       "coordinate in one update (0: no clip)",
+                               .default_value = d.clip});
+  registry.add_option(smooth, {.flag = "--online-out",
+                               .help = "--online: write the last pass's per-step filtering and "
+                                       "one-step smoothing moments and ELBO to this CSV",
+                               .users_in_help = true,
+                               .default_value = std::string(),
+                               .type_name = "FILE"});
   registry.add_option(smooth, {.flag = "--save-guide",
                                .help = "Write the trained guide to this file",
                                .users_in_help = true,
@@ -208,9 +293,10 @@ void register_variational_smoother(MethodRegistry& registry) {
   m.note = "LibTorch";
   m.rank = 100; // never auto's choice: it trains a guide
   m.applies = variational_applies;
-  m.options = {"--family",  "--init",      "--gradient",   "--encoder",
-               "--hidden",  "--optimizer", "--iterations", "--learning-rate",
-               "--samples", "--draws",     "--save-guide", "--load-guide"};
+  m.options = {"--family",     "--init",       "--gradient",      "--encoder", "--hidden",
+               "--optimizer",  "--iterations", "--learning-rate", "--samples", "--draws",
+               "--save-guide", "--load-guide", "--online",        "--epochs",  "--online-out",
+               "--marginals",  "--step-hold",  "--step-decay",    "--clip"};
   m.check = check;
   m.fits_to_data = true;
   m.smooth = smooth_variational;

@@ -43,9 +43,24 @@ struct VariationalSmoothOptions {
   int64_t draws = 1000;     // trajectories from q for the functionals and the ELBO's error
   double tolerance = 1e-12; // lbfgs: stops when the ELBO per step changes less than this
   std::string load_guide;   // start from this guide (and train --iterations more)
+  // Online training (the score recursions forward, one update per observation: 4.13, and with
+  // several epochs 4.15) instead of whole-series gradient steps; its per-step estimates
+  // (filtering and one-step smoothing moments, the ELBO so far) streamed to online_out.
+  bool online = false;
+  int64_t epochs = 1;
+  // --optimizer sgd (online): the step gamma_k = learning_rate for the first step_hold updates,
+  // then learning_rate (k - step_hold)^-step_decay, each coordinate's move clipped to `clip`.
+  int64_t step_hold = 100;
+  double step_decay = 0.6, clip = 1;
+  std::string online_out;
+  // The guide's smoothing marginals (and per-t functionals) over the whole series after
+  // training: always offline; with --online only when asked (--marginals), as their memory
+  // grows with T.
+  bool marginals = true;
   uint64_t seed = 1;
   int threads = 1;
-  std::function<void(int64_t, int64_t)> progress; // (iteration, iterations); may be empty
+  // (iteration, iterations), or online (step, steps over all passes); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct VariationalSmoothFit {

@@ -1,0 +1,333 @@
+// Online variational smoothing: see online.h.
+#include "vsmooth/online.h"
+#include "core/csv.h"
+#include "core/error.h"
+#include "core/output.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace ssm::vsmooth {
+
+namespace {
+
+constexpr double kLog2Pi = 1.8378770664093453; // log(2 pi)
+
+torch::TensorOptions f64() {
+  return torch::TensorOptions().dtype(torch::kFloat64);
+}
+
+bool all_finite(const torch::Tensor& t) {
+  return torch::isfinite(t).all().item<bool>();
+}
+
+} // namespace
+
+OnlineRecursion::OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
+                                 std::vector<int64_t> sum_components)
+    : guide_(std::move(guide)), model_(model), N_(samples),
+      sum_components_(std::move(sum_components)),
+      sum_index_(torch::tensor(sum_components_, torch::kInt64)) {
+  for (const torch::Tensor& p : guide_->parameters()) {
+    offsets_.push_back(n_parameters_);
+    n_parameters_ += p.numel();
+  }
+}
+
+namespace {
+
+// n detached copies of v along a new leading dimension, each a leaf of its own.
+torch::Tensor copies_of(const torch::Tensor& v, int64_t n) {
+  std::vector<int64_t> shape = v.sizes().vec();
+  shape.insert(shape.begin(), n);
+  return v.detach().unsqueeze(0).expand(shape).clone().requires_grad_(true);
+}
+
+// The gradient of a (mean, cov) pair's copies, rows [n, p + p^2].
+torch::Tensor moments_rows(const torch::Tensor& d_mean, const torch::Tensor& d_cov) {
+  return torch::cat({d_mean.flatten(1), d_cov.flatten(1)}, 1);
+}
+
+} // namespace
+
+std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tensor& y_t,
+                                                    torch::Generator& gen) {
+  const std::vector<torch::Tensor> params = guide_->parameters();
+  const std::vector<torch::Tensor> raw = guide_->transition_parameters(); // A, a, Q's factor
+  const size_t n_raw = raw.size();
+  const int64_t p = guide_->spec().states, N = N_, nsum = sum_index_.numel();
+  const int64_t n_out = p + p * p, P = n_parameters_;
+  const bool first = t == 0;
+
+  // q_t and the Jacobian of (mean_t, cov_t) in the parameters: n_out copies of everything the
+  // step reads, copy k's gradient the k-th output's, in one backward pass; then the chain rule
+  // through q_{t-1}'s Jacobian and, for a network encoder, the network's output's.
+  BackwardGuideImpl::StepInputs in = guide_->step_inputs(first, y_t);
+  std::vector<torch::Tensor> leaves;
+  for (const torch::Tensor& v : in.values)
+    leaves.push_back(copies_of(v, n_out));
+  torch::Tensor prev_mean, prev_cov;
+  if (!first) {
+    prev_mean = copies_of(mean_, n_out);
+    prev_cov = copies_of(cov_, n_out);
+    leaves.push_back(prev_mean);
+    leaves.push_back(prev_cov);
+  }
+  const auto [mean_b, cov_b] = guide_->step_from(prev_mean, prev_cov, leaves, y_t);
+  const torch::Tensor outputs = moments_rows(mean_b, cov_b); // [n_out, n_out]
+  const std::vector<torch::Tensor> d_step =
+      torch::autograd::grad({outputs.diagonal().sum()}, leaves, {}, false, false, true);
+  const torch::Tensor mean = mean_b[0].detach(), cov = cov_b[0].detach();
+  torch::Tensor J =
+      first ? torch::zeros({n_out, P}, f64())
+            : moments_rows(d_step[leaves.size() - 2], d_step[leaves.size() - 1]).matmul(jacobian_);
+  for (size_t k = 0; k < in.values.size(); ++k) {
+    if (!d_step[k].defined())
+      continue;
+    const torch::Tensor d = d_step[k].reshape({n_out, -1});
+    if (in.parameter[k] >= 0) {
+      J.narrow(1, offsets_[in.parameter[k]], params[in.parameter[k]].numel()) += d;
+      continue;
+    }
+    // The network's output o: its Jacobian in the parameters, one backward pass per component.
+    const int64_t n_o = in.network_output.numel();
+    torch::Tensor J_o = torch::zeros({n_o, P}, f64());
+    for (int64_t c = 0; c < n_o; ++c) {
+      const std::vector<torch::Tensor> g = torch::autograd::grad(
+          {in.network_output[c]}, params, {}, /*retain_graph=*/true, false, true);
+      for (size_t q = 0; q < params.size(); ++q)
+        if (g[q].defined())
+          J_o[c].narrow(0, offsets_[q], params[q].numel()) += g[q].reshape({-1});
+    }
+    J += d.matmul(J_o);
+  }
+
+  // Draws from q_t, fixed (the score-function estimator), and log q_t(xi) with (mean_t, cov_t)
+  // as leaves.
+  const torch::Tensor L = torch::linalg_cholesky(cov);
+  const torch::Tensor xi = mean + torch::randn({N, p}, gen, f64()).matmul(L.t());
+  const torch::Tensor mean_leaf = mean.clone().requires_grad_(true);
+  const torch::Tensor cov_leaf = cov.clone().requires_grad_(true);
+  const torch::Tensor log_q = gaussian_log_density(xi, mean_leaf, torch::linalg_cholesky(cov_leaf));
+  const torch::Tensor lq = log_q.detach();
+
+  torch::Tensor H, F, w, coef, log_back;
+  std::vector<torch::Tensor> kernel_leaves; // per draw xi_t^i: q_{t-1}'s moments, the transition
+  if (first) {
+    torch::NoGradGuard no_grad;
+    H = model_.initial(xi) - lq;
+    if (nsum > 0)
+      F = model_.functionals(0, xi, xi).index_select(1, sum_index_);
+  } else {
+    // log q_{t-1|t}(xi_{t-1}^j | xi_t^i) with row i computed from copy i of what the kernel
+    // reads: the surrogate's gradient in copy i is then draw i's increment of G (4.11).
+    for (const torch::Tensor& r : guide_->transition_parameters())
+      kernel_leaves.push_back(copies_of(r, N));
+    kernel_leaves.push_back(copies_of(mean_, N));
+    kernel_leaves.push_back(copies_of(cov_, N));
+    const BackwardKernel k =
+        backward_kernel(kernel_leaves[3], kernel_leaves[4],
+                        guide_->transition(kernel_leaves[0], kernel_leaves[1], kernel_leaves[2]));
+    const torch::Tensor chol = torch::linalg_cholesky(k.noise);
+    const torch::Tensor back_mean = k.gain.matmul(xi.unsqueeze(-1)).squeeze(-1) + k.offset;
+    // |L_i^-1 (xi_{t-1}^j - m_i)|^2 through L_i^-1 ([N, p, p]): O(N^2 p) memory, not the
+    // broadcast factor's O(N^2 p^2).
+    const torch::Tensor L_inv = torch::linalg_solve_triangular(
+        chol, torch::eye(p, f64()).expand({N, p, p}), /*upper=*/false);
+    const torch::Tensor u = xi_.matmul(L_inv.transpose(-2, -1)); // [N(i), N(j), p]
+    const torch::Tensor v = L_inv.matmul(back_mean.unsqueeze(-1)).squeeze(-1);
+    const torch::Tensor log_det = 2 * torch::log(torch::diagonal(chol, 0, -2, -1)).sum(-1);
+    log_back = -0.5 * (static_cast<double>(p) * kLog2Pi + log_det.unsqueeze(1) +
+                       (u - v.unsqueeze(1)).square().sum(-1));
+
+    torch::NoGradGuard no_grad;
+    const torch::Tensor lb = log_back.detach();
+    // The compact increment h_t(xi_{t-1}^j, xi_t^i) = log m_t + log g_t + log q_{t-1} - log q_t
+    // - log q_{t-1|t}, and the backward weights (4.6) self-normalised over j.
+    const torch::Tensor h = model_.transition(t, xi_, xi, true) +
+                            model_.observation(t, xi).unsqueeze(1) + log_q_.unsqueeze(0) -
+                            lq.unsqueeze(1) - lb;
+    w = torch::softmax(lb - log_q_.unsqueeze(0), 1);
+    const torch::Tensor incr = H_.unsqueeze(0) + h;
+    H = (w * incr).sum(1);
+    coef = w * (incr - H.unsqueeze(1)); // the baseline H_t^i inside (4.11)
+    if (nsum > 0) {
+      const torch::Tensor terms =
+          model_.functionals(t, xi_.repeat({N, 1}), xi.repeat_interleave(N, 0))
+              .index_select(1, sum_index_)
+              .view({N, N, nsum});
+      F = (w.unsqueeze(-1) * (F_.unsqueeze(0) + terms)).sum(1);
+    }
+    const torch::Tensor gain = k.gain[0].detach(), noise = k.noise[0].detach();
+    one_step_mean_ = gain.matmul(mean) + k.offset[0].detach();
+    one_step_cov_ = gain.matmul(cov).matmul(gain.t()) + noise;
+  }
+  if (!all_finite(H))
+    throw NonFinite{"the ELBO is not finite"};
+  if (F.defined() && !all_finite(F))
+    throw NonFinite{"a functional's term is not finite"};
+
+  // (4.12): (1/N) sum_i [G_t^i + grad log q_t(xi_t^i) (H_t^i - mean_{k != i} H_t^k)]: the
+  // baseline leaves draw i out (H_t^k is independent of xi_t^i for k != i); the mean over all k,
+  // as the thesis writes it, would scale this term by (N - 1) / N.
+  torch::Tensor surrogate = ((H - H.mean()) / static_cast<double>(N - 1) * log_q).sum();
+  std::vector<torch::Tensor> inputs = {mean_leaf, cov_leaf};
+  if (!first) {
+    surrogate = surrogate + (coef * log_back).sum();
+    inputs.insert(inputs.end(), kernel_leaves.begin(), kernel_leaves.end());
+  }
+  const std::vector<torch::Tensor> grads =
+      torch::autograd::grad({surrogate}, inputs, {}, false, false, /*allow_unused=*/true);
+  torch::NoGradGuard no_grad;
+  torch::Tensor G = torch::zeros({N, P}, f64());
+  if (!first) {
+    // Draw i's increment: through q_{t-1}'s moments (its Jacobian) and the transition's own.
+    G = w.matmul(G_) + moments_rows(grads[2 + n_raw], grads[3 + n_raw]).matmul(jacobian_);
+    for (size_t r = 0; r < n_raw; ++r)
+      for (size_t q = 0; q < params.size(); ++q)
+        if (raw[r].is_same(params[q]))
+          G.narrow(1, offsets_[q], params[q].numel()) += grads[2 + r].reshape({N, -1});
+  }
+  const torch::Tensor flat =
+      G.mean(0) + moments_rows(grads[0].unsqueeze(0), grads[1].unsqueeze(0)).squeeze(0).matmul(J);
+  std::vector<torch::Tensor> gradient(params.size());
+  for (size_t q = 0; q < params.size(); ++q)
+    gradient[q] = flat.narrow(0, offsets_[q], params[q].numel()).view_as(params[q]).clone();
+  mean_ = mean;
+  cov_ = cov;
+  jacobian_ = J;
+  xi_ = xi;
+  log_q_ = lq;
+  H_ = H;
+  G_ = G;
+  F_ = nsum > 0 ? F : torch::zeros({N, 0}, f64());
+  return gradient;
+}
+
+OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
+                            const torch::Tensor& y, const MethodRun& run,
+                            const VariationalSmoothOptions& o, torch::Generator& gen) {
+  const ModelInfo& info = run.info;
+  const int64_t T = y.size(0);
+  std::vector<int64_t> sum_components;
+  for (const FunctionalInfo& fi : info.functionals)
+    if (fi.sum)
+      for (int64_t k = 0; k < fi.size; ++k)
+        sum_components.push_back(fi.offset + k);
+
+  // The per-step estimates of the last pass, streamed to --online-out (renamed into place at
+  // the end; removed on failure).
+  std::unique_ptr<OutputFile> out;
+  const std::vector<std::string> cols = state_columns(info);
+  if (!o.online_out.empty()) {
+    out = std::make_unique<OutputFile>(o.online_out);
+    std::string header = info.step;
+    for (const char* kind : {"filter", "one_step"})
+      for (const std::string& c : cols)
+        header += fmt::format(",{0}_mean_{1},{0}_var_{1}", kind, c);
+    out->write(header + ",elbo\n");
+  }
+  auto write_row = [&](int64_t t, const OnlineRecursion& rec) {
+    std::string row = std::to_string(t);
+    auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
+      for (size_t c = 0; c < cols.size(); ++c)
+        row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
+                                 format_double(v[c][c].item<double>())
+                           : ",,";
+    };
+    put(rec.filter_mean(), rec.filter_cov());
+    put(t > 0 ? rec.one_step_mean() : torch::Tensor(), rec.one_step_cov());
+    out->write(row + "," + format_double(rec.elbo()) + "\n");
+  };
+
+  OnlineTraining result;
+  std::vector<torch::Tensor> params = guide->parameters();
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (o.optimizer == "adam")
+    optimizer =
+        std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.learning_rate));
+  else
+    optimizer = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(1.0));
+  auto step_size = [&](int64_t k) { // gamma_k, k = 1, 2, ... (RML's schedule, as `rml`)
+    return k <= o.step_hold
+               ? o.learning_rate
+               : o.learning_rate * std::pow(static_cast<double>(k - o.step_hold), -o.step_decay);
+  };
+  std::vector<torch::Tensor> before; // the parameters the step under way started from
+  const int64_t passes = std::max<int64_t>(1, o.epochs); // --epochs 0: one pass, no update
+  for (int64_t epoch = 0; epoch < passes; ++epoch) {
+    const bool last = epoch + 1 == passes;
+    OnlineRecursion rec(guide, model, o.samples, sum_components);
+    std::vector<torch::Tensor> previous; // the gradient estimate of L_{t-1} at lambda_{t-1}
+    for (int64_t t = 0; t < T; ++t) {
+      before.clear();
+      for (const torch::Tensor& p : params)
+        before.push_back(p.detach().clone());
+      std::vector<torch::Tensor> g;
+      std::string why;
+      try {
+        g = rec.advance(t, y[t], gen);
+        for (const torch::Tensor& gk : g)
+          if (!all_finite(gk))
+            why = "the ELBO's gradient is not finite";
+        if (why.empty() && last && out)
+          write_row(t, rec);
+      } catch (const OnlineRecursion::NonFinite& e) {
+        why = e.what;
+      } catch (const c10::LinAlgError&) {
+        why = "a covariance of the guide stopped being positive definite";
+      } catch (const c10::Error& e) {
+        why = std::string("LibTorch failed (") + e.what_without_backtrace() + ")";
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty()) {
+        torch::NoGradGuard no_grad;
+        for (size_t k = 0; k < params.size(); ++k)
+          params[k].copy_(before[k]);
+        result.failure = fmt::format(
+            "smooth --method variational --online: {} at t={} ({}) in pass {}; training stopped "
+            "with the guide that step started from (the guide is Gaussian: a log-density of the "
+            "model that is -inf somewhere in the state, as one with bounded support, makes the "
+            "ELBO -inf)",
+            why, t, data_row_text(info, *run.data, t), epoch + 1);
+        return result;
+      }
+      if (o.epochs == 0) {
+        if (o.progress)
+          o.progress(t + 1, T);
+        continue;
+      }
+      // (4.13): the step follows grad L_t - grad L_{t-1}, each estimated at the parameters
+      // current when it was computed (L_t - L_{t-1} is the objective's share of y_t). The
+      // optimisers minimise: they are given its negative.
+      optimizer->zero_grad();
+      const double gamma = o.optimizer == "adam" ? 1.0 : step_size(result.updates + 1);
+      for (size_t k = 0; k < params.size(); ++k) {
+        torch::Tensor d = previous.empty() ? -g[k] : previous[k] - g[k];
+        if (o.optimizer == "sgd") {
+          d = gamma * d;
+          if (o.clip > 0)
+            d = d.clamp(-o.clip, o.clip);
+        }
+        params[k].mutable_grad() = d;
+      }
+      optimizer->step();
+      previous = std::move(g);
+      ++result.updates;
+      if (o.progress)
+        o.progress(epoch * T + t + 1, passes * T);
+    }
+    result.epoch_elbo.push_back(rec.elbo());
+    if (last) {
+      result.elbo = rec.elbo();
+      result.functional_sums = rec.functional_sums();
+    }
+  }
+  if (out)
+    out->commit();
+  return result;
+}
+
+} // namespace ssm::vsmooth

@@ -1,0 +1,81 @@
+// Online variational smoothing (Chagneux 2023, Algorithm 2 and 4.13, 4.15): the score-function
+// recursions (4.7, 4.10-4.12) run forward one observation at a time, with the guide's parameters
+// updated at every step by the difference of successive gradient estimates, in memory that does
+// not grow with the series' length; and what the recursion estimates on the way: the ELBO of
+// y_{0:t}, the model's sum_t functionals under the guide, and the filtering and one-step smoothing
+// moments of q.
+#pragma once
+
+#include "vsmooth/backward_guide.h"
+#include "vsmooth/elbo.h"
+#include "vsmooth/variational_smoother.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ssm::vsmooth {
+
+// The recursion's state after step t: N draws xi_t^i from q_t with log q_t(xi_t^i), H_t^i (4.7),
+// G_t^i (4.10-4.11), the sum_t functionals' statistics per draw, q_t, and the Jacobian of q_t's
+// mean and covariance in the guide's parameters, carried forward as in real-time recurrent
+// learning: the gradient then keeps the guide's dependence on its parameters through the whole
+// filter recursion (the thesis's code truncates it to the current step, which moves the fixed
+// point of the updates away from the ELBO's maximum). Each step's Jacobian and derivatives are
+// taken at the parameters current at that step, as in recursive maximum likelihood.
+class OnlineRecursion {
+public:
+  OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
+                  std::vector<int64_t> sum_components);
+
+  // Step t (0 first) with y_t ([m]): the gradient estimate of L_t = ELBO(y_{0:t}) at the current
+  // parameters, one tensor per guide parameter (4.12). Throws NonFinite when the ELBO's
+  // increment or a functional's term is not finite, c10::LinAlgError when a covariance is not
+  // positive definite.
+  std::vector<torch::Tensor> advance(int64_t t, const torch::Tensor& y_t, torch::Generator& gen);
+
+  double elbo() const { return H_.mean().item<double>(); }     // mean_i H_t^i, estimating L_t
+  torch::Tensor functional_sums() const { return F_.mean(0); } // [components]
+  // q_t's mean and covariance, and E_q[x_{t-1} | y_{0:t}] and its covariance (undefined at t=0).
+  const torch::Tensor& filter_mean() const { return mean_; }
+  const torch::Tensor& filter_cov() const { return cov_; }
+  const torch::Tensor& one_step_mean() const { return one_step_mean_; }
+  const torch::Tensor& one_step_cov() const { return one_step_cov_; }
+
+  struct NonFinite {
+    std::string what;
+  };
+
+private:
+  BackwardGuide guide_;
+  const ModelDensities& model_;
+  int64_t N_;
+  std::vector<int64_t> sum_components_; // the functional terms' columns that are sum_t ones
+  torch::Tensor sum_index_;
+  std::vector<int64_t> offsets_; // of each parameter in the flattened parameter vector
+  int64_t n_parameters_ = 0;
+  torch::Tensor mean_, cov_, jacobian_, xi_, log_q_, H_, G_, F_;
+  torch::Tensor one_step_mean_, one_step_cov_;
+};
+
+// What online training did, and the last pass's estimates.
+struct OnlineTraining {
+  int64_t updates = 0;            // parameter updates, one per step and pass
+  std::vector<double> epoch_elbo; // each pass's estimate of the ELBO, mean_i H_T^i
+  double elbo = NAN;              // the last pass's
+  torch::Tensor functional_sums;  // the last pass's estimates of the sum_t functionals
+  std::string failure;            // non-empty when training stopped (the guide as it was)
+};
+
+// Trains the guide by --epochs passes over y ([T, m]), one Adam step per observation on the
+// difference of successive gradient estimates (4.13; with several passes, the recursive updates
+// of 4.15, the recursion restarted at each pass), streaming the last pass's per-step estimates to
+// --online-out. Memory O(N (p + |transition|) + N^2) whatever T.
+OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
+                            const torch::Tensor& y, const MethodRun& run,
+                            const VariationalSmoothOptions& options, torch::Generator& gen);
+
+} // namespace ssm::vsmooth
