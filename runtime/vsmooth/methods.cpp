@@ -296,7 +296,8 @@ void register_variational_smoother(MethodRegistry& registry) {
   m.options = {"--family",     "--init",       "--gradient",      "--encoder", "--hidden",
                "--optimizer",  "--iterations", "--learning-rate", "--samples", "--draws",
                "--save-guide", "--load-guide", "--online",        "--epochs",  "--online-out",
-               "--marginals",  "--step-hold",  "--step-decay",    "--clip"};
+               "--step-hold",  "--step-decay", "--clip"};
+  // --marginals and --functional are the smooth task's own options, read by every smoother.
   m.check = check;
   m.fits_to_data = true;
   m.smooth = smooth_variational;
