@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <numbers>
 #include <sstream>
 
 namespace ssm::vsmooth {
@@ -13,10 +12,6 @@ namespace ssm::vsmooth {
 namespace {
 
 using torch::indexing::Slice;
-
-torch::TensorOptions f64() {
-  return torch::TensorOptions().dtype(torch::kFloat64);
-}
 
 torch::Tensor symmetric(const torch::Tensor& m) {
   return 0.5 * (m + m.transpose(-2, -1));
@@ -64,8 +59,7 @@ torch::Tensor gaussian_log_density(const torch::Tensor& x, const torch::Tensor& 
   const torch::Tensor z =
       torch::linalg_solve_triangular(chol.expand(chol_shape), diff, /*upper=*/false);
   const torch::Tensor log_det = 2 * torch::log(torch::diagonal(chol, 0, -2, -1)).sum(-1);
-  return -0.5 * (static_cast<double>(p) * std::log(2 * std::numbers::pi) + log_det +
-                 z.square().sum({-2, -1}));
+  return -0.5 * (static_cast<double>(p) * kLog2Pi + log_det + z.square().sum({-2, -1}));
 }
 
 BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec) : spec_(spec) {
@@ -141,7 +135,18 @@ void BackwardGuideImpl::start_from(const ModelMatrices& m) {
   // The raw parameter of a covariance: its Cholesky factor, the diagonal through log (the
   // diagonal family: log of the standard deviations, the variances kept, the correlations
   // dropped); one that is not positive definite (a state without noise) leaves the start.
-  auto set_cholesky = [this](torch::Tensor& raw, const torch::Tensor& S) {
+  // A matrix that is missing or not finite (a model without transitions, a sampler's NaN) leaves
+  // the start too.
+  auto usable = [](const torch::Tensor& v) {
+    return v.defined() && torch::isfinite(v).all().item<bool>();
+  };
+  auto set = [&](torch::Tensor& raw, const torch::Tensor& v) {
+    if (usable(v))
+      raw.copy_(v);
+  };
+  auto set_cholesky = [&](torch::Tensor& raw, const torch::Tensor& S) {
+    if (!usable(S))
+      return;
     if (spec_.diagonal) {
       const torch::Tensor var = torch::diagonal(S);
       if ((var > 0).all().item<bool>())
@@ -153,15 +158,48 @@ void BackwardGuideImpl::start_from(const ModelMatrices& m) {
       return;
     raw.copy_(torch::tril(L, -1) + torch::diag(torch::log(torch::diagonal(L))));
   };
-  prior_mean_.copy_(m.m0);
+  set(prior_mean_, m.m0);
   set_cholesky(prior_chol_, m.P0);
-  transition_.copy_(m.F); // the diagonal family reads only its diagonals
-  transition_offset_.copy_(m.c);
+  set(transition_, m.F); // the diagonal family reads only its diagonals
+  set(transition_offset_, m.c);
   set_cholesky(transition_chol_, m.Q);
   if (spec_.encoder == "linear") {
-    emission_.copy_(m.H);
-    emission_offset_.copy_(m.d);
+    set(emission_, m.H);
+    set(emission_offset_, m.d);
     set_cholesky(emission_chol_, m.R);
+  }
+}
+
+void BackwardGuideImpl::start_encoder_at(const torch::Tensor& H, const torch::Tensor& d,
+                                         const torch::Tensor& R, const torch::Tensor& y) {
+  if (!network_ || !H.defined() || !d.defined() || !R.defined())
+    return;
+  const torch::Tensor r = torch::diagonal(R);
+  if (!torch::isfinite(H).all().item<bool>() || !torch::isfinite(d).all().item<bool>() ||
+      !(r > 0).all().item<bool>() || !torch::isfinite(r).all().item<bool>())
+    return;
+  const torch::Tensor complete = ~torch::isnan(y).any(1);
+  torch::Tensor rows = y.index({complete});
+  if (rows.size(0) < 2)
+    return;
+  if (rows.size(0) > 2000) // enough to fit a map of y; a fixed stride keeps it reproducible
+    rows = rows.index({torch::arange(0, rows.size(0), rows.size(0) / 2000)});
+  const int64_t p = spec_.states;
+  const torch::Tensor HtRinv = H.t() / r; // H' R^-1 with R diagonal
+  const torch::Tensor eta = (rows - d).matmul(HtRinv.t());
+  const torch::Tensor precision = torch::diagonal(HtRinv.matmul(H)).clamp_min(1e-6);
+  // The network's second half is softplus^-1(precision / 2).
+  const torch::Tensor half = precision / 2;
+  const torch::Tensor raw = half + torch::log(-torch::expm1(-half));
+  const torch::Tensor target = torch::cat({eta, raw.expand({rows.size(0), p})}, 1);
+  const torch::Tensor scale = target.std(0).clamp_min(1e-3) + target.abs().mean(0);
+  const torch::Tensor inputs = network_inputs(rows);
+  torch::optim::Adam optimizer(network_->parameters(), torch::optim::AdamOptions(1e-2));
+  for (int step = 0; step < 500; ++step) {
+    optimizer.zero_grad();
+    const torch::Tensor loss = ((network_->forward(inputs) - target) / scale).square().mean();
+    loss.backward();
+    optimizer.step();
   }
 }
 

@@ -17,6 +17,12 @@
 
 namespace ssm::vsmooth {
 
+// The room's tensors are float64 throughout.
+inline torch::TensorOptions f64() {
+  return torch::TensorOptions().dtype(torch::kFloat64);
+}
+inline constexpr double kLog2Pi = 1.8378770664093453; // log(2 pi)
+
 struct GuideSpec {
   int64_t states = 0, observations = 0; // p and the observation's components
   std::string encoder = "linear";       // "linear" or "mlp"
@@ -58,11 +64,18 @@ public:
   // Sets the guide to a linear-Gaussian model's own recursion: the prior N(m0, P0), the
   // transition x_t = F x_{t-1} + c + N(0, Q) and, for the linear encoder, the emission
   // y_t = H x_t + d + N(0, R). For a time-invariant model the guide is then its exact smoothing
-  // law. A covariance that is not positive definite keeps its starting value.
+  // law. A covariance that is not positive definite, and a matrix that is undefined or not
+  // finite, keeps its starting value.
   struct ModelMatrices {
     torch::Tensor m0, P0, F, c, Q, H, d, R;
   };
   void start_from(const ModelMatrices& matrices);
+  // For the network encoder: fits it (Adam, a few hundred steps on the complete rows of y) to
+  // the linear encoder of the emission y = H x + d + N(0, R) with R's diagonal, its outputs the
+  // natural parameters (H' R^-1 (y - d), -diag(H' R^-1 H) / 2): a start that reads the data,
+  // where the generic one ignores it. Does nothing when the matrices are missing or not finite.
+  void start_encoder_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
+                        const torch::Tensor& y);
   // The recursion on one series y ([T, m], NaN where missing; T >= 1).
   GuidePass run(const torch::Tensor& y, bool smoothing);
   // One step of it as the online recursions differentiate it: the tensors q_t depends on besides

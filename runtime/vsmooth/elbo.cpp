@@ -9,11 +9,6 @@ namespace ssm::vsmooth {
 namespace {
 
 using torch::indexing::Slice;
-constexpr double kLog2Pi = 1.8378770664093453; // log(2 pi)
-
-torch::TensorOptions f64() {
-  return torch::TensorOptions().dtype(torch::kFloat64);
-}
 
 // The states structure-of-arrays, as the kernels read them: component c of state k at c K + k.
 std::vector<double> to_soa(const torch::Tensor& x) {

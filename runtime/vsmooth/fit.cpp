@@ -5,6 +5,7 @@
 // q_t.
 #include "vsmooth/fit.h"
 #include "core/error.h"
+#include "core/frame.h"
 #include "exact/kalman.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
@@ -22,10 +23,6 @@ namespace ssm::vsmooth {
 namespace {
 
 using torch::indexing::Slice;
-
-torch::TensorOptions f64() {
-  return torch::TensorOptions().dtype(torch::kFloat64);
-}
 
 // The first t whose term is not finite, or -1.
 int64_t first_non_finite(const torch::Tensor& per_step) {
@@ -56,6 +53,69 @@ std::string read_file(const std::string& path) {
   return bytes.str();
 }
 
+// The model's best linear-Gaussian approximation where it has no linear-Gaussian form: K paths
+// of the model itself (its own samplers, over the data's first steps' frames), x_0's moments for
+// the prior, the least-squares regression of x_t on x_{t-1} (and of y_t on x_t) for the
+// transition (and the linear encoder), the residuals' covariances for the noises. A start near
+// the model's scale and dynamics, where the generic one can be orders of magnitude off.
+BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64_t seed) {
+  const ModelInfo& info = run.info;
+  const ObsData& data = *run.data;
+  const int64_t p = info.n_state, m = info.n_obs, K = 2000;
+  const int64_t steps = std::min<int64_t>(data.T, 50);
+  Frame frame(info, *run.fixed);
+  std::vector<double> x(p * K), next(p * K), y(m * K);
+  auto tensor_of = [&](const std::vector<double>& soa, int64_t n) { // SoA -> [K, n]
+    return torch::from_blob(const_cast<double*>(soa.data()), {n, K}, f64()).t().clone();
+  };
+  run.model.init_sample(frame.step(data.inputs_at(0), nullptr), seed, 0, K, K, x.data());
+  const torch::Tensor x0 = tensor_of(x, p);
+  std::vector<torch::Tensor> prev, cur, obs_x, obs_y;
+  for (int64_t t = 0; t < steps; ++t) {
+    const double* f = frame.step(data.inputs_at(t), t > 0 ? data.at(t - 1) : nullptr);
+    if (t > 0) {
+      run.model.transition_sample(f, seed + 2 * t, t, 0, K, K, x.data(), nullptr, next.data());
+      prev.push_back(tensor_of(x, p));
+      std::swap(x, next);
+      cur.push_back(tensor_of(x, p));
+    }
+    if (run.model.obs_sample) {
+      run.model.obs_sample(f, seed + 2 * t + 1, t, 0, K, K, x.data(), y.data());
+      obs_x.push_back(tensor_of(x, p));
+      obs_y.push_back(tensor_of(y, m));
+    }
+  }
+  // Least squares of Y on [X, 1] (a small ridge keeps a constant component solvable): the
+  // slope, intercept and residual covariance.
+  auto regress = [&](const torch::Tensor& X, const torch::Tensor& Y) {
+    const torch::Tensor Z = torch::cat({X, torch::ones({X.size(0), 1}, f64())}, 1);
+    const torch::Tensor ridge = 1e-9 * torch::eye(Z.size(1), f64()) * Z.square().sum(0).max();
+    const torch::Tensor beta = torch::linalg_solve(Z.t().matmul(Z) + ridge, Z.t().matmul(Y));
+    const torch::Tensor resid = Y - Z.matmul(beta);
+    const torch::Tensor cov = resid.t().matmul(resid) / static_cast<double>(X.size(0) - 1);
+    return std::tuple{beta.narrow(0, 0, X.size(1)).t().contiguous(), beta[X.size(1)].contiguous(),
+                      cov};
+  };
+  BackwardGuideImpl::ModelMatrices mm;
+  mm.m0 = x0.mean(0);
+  mm.P0 = (x0 - mm.m0).t().matmul(x0 - mm.m0) / static_cast<double>(K - 1);
+  if (!prev.empty())
+    std::tie(mm.F, mm.c, mm.Q) = regress(torch::cat(prev), torch::cat(cur));
+  if (!obs_x.empty()) {
+    const torch::Tensor X = torch::cat(obs_x), Y = torch::cat(obs_y);
+    if (torch::isfinite(Y).all().item<bool>()) {
+      std::tie(mm.H, mm.d, mm.R) = regress(X, Y);
+      // The noise's scale robustly, (1.4826 MAD)^2 per component, diagonal: heavy-tailed
+      // observations (a Student t with 2 degrees of freedom has no variance) would otherwise
+      // make the start ignore the data.
+      const torch::Tensor resid = Y - X.matmul(mm.H.t()) - mm.d;
+      const torch::Tensor mad = std::get<0>((resid - std::get<0>(resid.median(0))).abs().median(0));
+      mm.R = torch::diag((1.4826 * mad).square().clamp_min(1e-12));
+    }
+  }
+  return mm;
+}
+
 // The guide to start from: --load-guide's (which must fit the model, and the encoder asked for),
 // or a new one.
 BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOptions& o,
@@ -70,6 +130,10 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
+    } else if (o.init == "model" && run.model.init_sample && run.model.transition_sample) {
+      const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);
+      guide->start_from(mm);
+      guide->start_encoder_at(mm.H, mm.d, mm.R, y);
     }
     return guide;
   }

@@ -12,30 +12,9 @@ namespace ssm::vsmooth {
 
 namespace {
 
-constexpr double kLog2Pi = 1.8378770664093453; // log(2 pi)
-
-torch::TensorOptions f64() {
-  return torch::TensorOptions().dtype(torch::kFloat64);
-}
-
 bool all_finite(const torch::Tensor& t) {
   return torch::isfinite(t).all().item<bool>();
 }
-
-} // namespace
-
-OnlineRecursion::OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
-                                 std::vector<int64_t> sum_components)
-    : guide_(std::move(guide)), model_(model), N_(samples),
-      sum_components_(std::move(sum_components)),
-      sum_index_(torch::tensor(sum_components_, torch::kInt64)) {
-  for (const torch::Tensor& p : guide_->parameters()) {
-    offsets_.push_back(n_parameters_);
-    n_parameters_ += p.numel();
-  }
-}
-
-namespace {
 
 // n detached copies of v along a new leading dimension, each a leaf of its own.
 torch::Tensor copies_of(const torch::Tensor& v, int64_t n) {
@@ -50,6 +29,17 @@ torch::Tensor moments_rows(const torch::Tensor& d_mean, const torch::Tensor& d_c
 }
 
 } // namespace
+
+OnlineRecursion::OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
+                                 std::vector<int64_t> sum_components)
+    : guide_(std::move(guide)), model_(model), N_(samples),
+      sum_components_(std::move(sum_components)),
+      sum_index_(torch::tensor(sum_components_, torch::kInt64)) {
+  for (const torch::Tensor& p : guide_->parameters()) {
+    offsets_.push_back(n_parameters_);
+    n_parameters_ += p.numel();
+  }
+}
 
 std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tensor& y_t,
                                                     torch::Generator& gen) {
@@ -286,12 +276,14 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
         torch::NoGradGuard no_grad;
         for (size_t k = 0; k < params.size(); ++k)
           params[k].copy_(before[k]);
+        const bool elbo = why == "the ELBO is not finite";
         result.failure = fmt::format(
             "smooth --method variational --online: {} at t={} ({}) in pass {}; training stopped "
-            "with the guide that step started from (the guide is Gaussian: a log-density of the "
-            "model that is -inf somewhere in the state, as one with bounded support, makes the "
-            "ELBO -inf)",
-            why, t, data_row_text(info, *run.data, t), epoch + 1);
+            "with the guide that step started from{}",
+            why, t, data_row_text(info, *run.data, t), epoch + 1,
+            elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere in "
+                   "the state, as one with bounded support, makes the ELBO -inf)"
+                 : " (a smaller --learning-rate may keep the guide in its family)");
         return result;
       }
       if (o.epochs == 0) {
