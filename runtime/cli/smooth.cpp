@@ -11,6 +11,7 @@
 
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -30,8 +31,12 @@ std::optional<double> peak_rss_mb() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.starts_with("VmHWM:"))
-      return std::stod(line.substr(6)) / 1024.0; // in kB
+    if (line.starts_with("VmHWM:")) {
+      char* end = nullptr;
+      const double kb = std::strtod(line.c_str() + 6, &end);
+      if (end != line.c_str() + 6)
+        return kb / 1024.0;
+    }
   rusage usage{};
   if (::getrusage(RUSAGE_SELF, &usage) == 0)
     return static_cast<double>(usage.ru_maxrss) / 1024.0;

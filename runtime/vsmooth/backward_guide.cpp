@@ -178,20 +178,21 @@ void BackwardGuideImpl::start_encoder_at(const torch::Tensor& H, const torch::Te
   if (!torch::isfinite(H).all().item<bool>() || !torch::isfinite(d).all().item<bool>() ||
       !(r > 0).all().item<bool>() || !torch::isfinite(r).all().item<bool>())
     return;
-  const torch::Tensor complete = ~torch::isnan(y).any(1);
-  torch::Tensor rows = y.index({complete});
+  // Every row with a component present, its targets from the components present (the mask is
+  // the network's input too): eta = H' R^-1 (y - d) and the diagonal of H' R^-1 H over them.
+  torch::Tensor rows = y.index({(~torch::isnan(y)).any(1)});
   if (rows.size(0) < 2)
     return;
   if (rows.size(0) > 2000) // enough to fit a map of y; a fixed stride keeps it reproducible
     rows = rows.index({torch::arange(0, rows.size(0), rows.size(0) / 2000)});
-  const int64_t p = spec_.states;
-  const torch::Tensor HtRinv = H.t() / r; // H' R^-1 with R diagonal
-  const torch::Tensor eta = (rows - d).matmul(HtRinv.t());
-  const torch::Tensor precision = torch::diagonal(HtRinv.matmul(H)).clamp_min(1e-6);
+  const torch::Tensor seen = ~torch::isnan(rows);
+  const torch::Tensor w = seen.to(torch::kFloat64) / r; // [n, m]: R^-1 on the components present
+  const torch::Tensor eta = (torch::where(seen, rows - d, torch::zeros_like(rows)) * w).matmul(H);
+  const torch::Tensor precision =
+      w.matmul(H.square()).clamp_min(1e-6 * (1 / r).max().item<double>());
   // The network's second half is softplus^-1(precision / 2).
   const torch::Tensor half = precision / 2;
-  const torch::Tensor raw = half + torch::log(-torch::expm1(-half));
-  const torch::Tensor target = torch::cat({eta, raw.expand({rows.size(0), p})}, 1);
+  const torch::Tensor target = torch::cat({eta, half + torch::log(-torch::expm1(-half))}, 1);
   const torch::Tensor scale = target.std(0).clamp_min(1e-3) + target.abs().mean(0);
   const torch::Tensor inputs = network_inputs(rows);
   torch::optim::Adam optimizer(network_->parameters(), torch::optim::AdamOptions(1e-2));

@@ -70,10 +70,12 @@ public:
     torch::Tensor m0, P0, F, c, Q, H, d, R;
   };
   void start_from(const ModelMatrices& matrices);
-  // For the network encoder: fits it (Adam, a few hundred steps on the complete rows of y) to
-  // the linear encoder of the emission y = H x + d + N(0, R) with R's diagonal, its outputs the
-  // natural parameters (H' R^-1 (y - d), -diag(H' R^-1 H) / 2): a start that reads the data,
-  // where the generic one ignores it. Does nothing when the matrices are missing or not finite.
+  // For the network encoder: fits it (500 Adam steps on a strided sample of at most about 4000
+  // rows of y with a component present) to the linear encoder of the emission y = H x + d +
+  // N(0, R), R's diagonal, on the components present: outputs (H' R^-1 (y - d), the diagonal of
+  // H' R^-1 H), the natural parameters with the precision's off-diagonal terms dropped (exact
+  // when each observed component reads one state). A start that reads the data, where the
+  // generic one ignores it. Does nothing when the matrices are missing or not finite.
   void start_encoder_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
                         const torch::Tensor& y);
   // The recursion on one series y ([T, m], NaN where missing; T >= 1).

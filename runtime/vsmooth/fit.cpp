@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/frame.h"
 #include "exact/kalman.h"
+#include "kernel/rng.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
 #include "vsmooth/online.h"
@@ -68,50 +69,57 @@ BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64
   auto tensor_of = [&](const std::vector<double>& soa, int64_t n) { // SoA -> [K, n]
     return torch::from_blob(const_cast<double*>(soa.data()), {n, K}, f64()).t().clone();
   };
-  run.model.init_sample(frame.step(data.inputs_at(0), nullptr), seed, 0, K, K, x.data());
+  // A stream of its own: the kernels separate (path, step, site) by their counters.
+  const uint64_t stream = mix_seed(seed ^ mix_seed(0x76736d73696dULL)); // "vsmsim"
+  run.model.init_sample(frame.step(data.inputs_at(0), nullptr), stream, 0, K, K, x.data());
   const torch::Tensor x0 = tensor_of(x, p);
   std::vector<torch::Tensor> prev, cur, obs_x, obs_y;
   for (int64_t t = 0; t < steps; ++t) {
     const double* f = frame.step(data.inputs_at(t), t > 0 ? data.at(t - 1) : nullptr);
     if (t > 0) {
-      run.model.transition_sample(f, seed + 2 * t, t, 0, K, K, x.data(), nullptr, next.data());
+      run.model.transition_sample(f, stream, t, 0, K, K, x.data(), nullptr, next.data());
       prev.push_back(tensor_of(x, p));
       std::swap(x, next);
       cur.push_back(tensor_of(x, p));
     }
-    if (run.model.obs_sample) {
-      run.model.obs_sample(f, seed + 2 * t + 1, t, 0, K, K, x.data(), y.data());
-      obs_x.push_back(tensor_of(x, p));
-      obs_y.push_back(tensor_of(y, m));
-    }
+    run.model.obs_sample(f, stream, t, 0, K, K, x.data(), y.data());
+    obs_x.push_back(tensor_of(x, p));
+    obs_y.push_back(tensor_of(y, m));
   }
-  // Least squares of Y on [X, 1] (a small ridge keeps a constant component solvable): the
-  // slope, intercept and residual covariance.
-  auto regress = [&](const torch::Tensor& X, const torch::Tensor& Y) {
+  // Least squares of Y on [X, 1] over the rows where both are finite (a path that exploded, a
+  // frame with a missing y[t-1]), a small ridge per column keeping a constant component
+  // solvable: the slope, intercept and residual covariance.
+  auto regress = [&](torch::Tensor X, torch::Tensor Y) {
+    const torch::Tensor ok = torch::isfinite(X).all(1) & torch::isfinite(Y).all(1);
+    X = X.index({ok});
+    Y = Y.index({ok});
     const torch::Tensor Z = torch::cat({X, torch::ones({X.size(0), 1}, f64())}, 1);
-    const torch::Tensor ridge = 1e-9 * torch::eye(Z.size(1), f64()) * Z.square().sum(0).max();
+    const torch::Tensor squares = Z.square().sum(0);
+    const torch::Tensor ridge =
+        torch::diag(1e-9 * squares.clamp_min(1e-12 * squares.max().item<double>()));
     const torch::Tensor beta = torch::linalg_solve(Z.t().matmul(Z) + ridge, Z.t().matmul(Y));
     const torch::Tensor resid = Y - Z.matmul(beta);
     const torch::Tensor cov = resid.t().matmul(resid) / static_cast<double>(X.size(0) - 1);
     return std::tuple{beta.narrow(0, 0, X.size(1)).t().contiguous(), beta[X.size(1)].contiguous(),
-                      cov};
+                      cov, resid};
   };
   BackwardGuideImpl::ModelMatrices mm;
   mm.m0 = x0.mean(0);
   mm.P0 = (x0 - mm.m0).t().matmul(x0 - mm.m0) / static_cast<double>(K - 1);
   if (!prev.empty())
-    std::tie(mm.F, mm.c, mm.Q) = regress(torch::cat(prev), torch::cat(cur));
-  if (!obs_x.empty()) {
-    const torch::Tensor X = torch::cat(obs_x), Y = torch::cat(obs_y);
-    if (torch::isfinite(Y).all().item<bool>()) {
-      std::tie(mm.H, mm.d, mm.R) = regress(X, Y);
-      // The noise's scale robustly, (1.4826 MAD)^2 per component, diagonal: heavy-tailed
-      // observations (a Student t with 2 degrees of freedom has no variance) would otherwise
-      // make the start ignore the data.
-      const torch::Tensor resid = Y - X.matmul(mm.H.t()) - mm.d;
-      const torch::Tensor mad = std::get<0>((resid - std::get<0>(resid.median(0))).abs().median(0));
-      mm.R = torch::diag((1.4826 * mad).square().clamp_min(1e-12));
-    }
+    std::tie(mm.F, mm.c, mm.Q, std::ignore) = regress(torch::cat(prev), torch::cat(cur));
+  torch::Tensor resid;
+  std::tie(mm.H, mm.d, std::ignore, resid) = regress(torch::cat(obs_x), torch::cat(obs_y));
+  // The noise's scale robustly, (1.4826 MAD)^2 per component, diagonal: heavy-tailed observations
+  // (a Student t with 2 degrees of freedom has no variance) would otherwise make the start ignore
+  // the data; floored relative to the observations' spread.
+  if (resid.size(0) > 1 && mm.H.defined()) {
+    const torch::Tensor mad = std::get<0>((resid - std::get<0>(resid.median(0))).abs().median(0));
+    torch::Tensor Y = torch::cat(obs_y);
+    Y = Y.index({torch::isfinite(Y).all(1)});
+    const torch::Tensor spread = std::get<0>((Y - std::get<0>(Y.median(0))).abs().median(0));
+    mm.R = torch::diag(
+        torch::maximum((1.4826 * mad).square(), 1e-6 * (1.4826 * spread).square() + 1e-300));
   }
   return mm;
 }
@@ -130,7 +138,7 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
-    } else if (o.init == "model" && run.model.init_sample && run.model.transition_sample) {
+    } else if (o.init == "model") {
       const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);
       guide->start_from(mm);
       guide->start_encoder_at(mm.H, mm.d, mm.R, y);
@@ -249,7 +257,6 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   if (T < 1)
     throw Error("smooth --method variational: the data has no time step");
   torch::set_num_threads(std::max(1, o.threads));
-  const auto start = std::chrono::steady_clock::now();
   const torch::Tensor y =
       torch::from_blob(const_cast<double*>(data.y.data()), {T, data.n_obs}, f64()).clone();
   // A linear-Gaussian model's matrices: every step's for the closed form and the marginals'
@@ -259,6 +266,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     lg = linear_gaussian(run.model, info, *run.fixed, data,
                          o.gradient == "analytic" || o.marginals ? T : 2);
   BackwardGuide guide = starting_guide(run, o, y, lg);
+  const auto start = std::chrono::steady_clock::now(); // training's clock, after the start
   const bool analytic = o.gradient == "analytic";
   const ModelDensities densities(run.model, info, *run.fixed, data);
   torch::Generator gen = at::detail::createCPUGenerator(o.seed);

@@ -195,9 +195,10 @@ void add_options(MethodRegistry& registry) {
   registry.add_option(smooth, {.flag = "--init",
                                .help = "The starting guide: model (a linear-Gaussian model's own "
                                        "matrices: with the full family and the linear encoder, "
-                                       "its exact smoothing law when time-invariant; the generic "
-                                       "start for other models) or random (the prior N(0, I), A "
-                                       "= 0.9 I, Q = 0.1 I, B small and random)",
+                                       "its exact smoothing law when time-invariant; for other "
+                                       "models their linear-Gaussian fit by simulation, the "
+                                       "network encoder fitted to it) or random (the prior N(0, "
+                                       "I), A = 0.9 I, Q = 0.1 I, B small and random)",
                                .users_in_help = true,
                                .default_value = d.init,
                                .choices = {"model", "random"}});

@@ -156,7 +156,7 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
   if (!all_finite(H))
     throw NonFinite{"the ELBO is not finite"};
   if (F.defined() && !all_finite(F))
-    throw NonFinite{"a functional's term is not finite"};
+    throw NonFinite{"a functional's term is not finite", false};
 
   // (4.12): (1/N) sum_i [G_t^i + grad log q_t(xi_t^i) (H_t^i - mean_{k != i} H_t^k)]: the
   // baseline leaves draw i out (H_t^k is independent of xi_t^i for k != i); the mean over all k,
@@ -256,6 +256,7 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
         before.push_back(p.detach().clone());
       std::vector<torch::Tensor> g;
       std::string why;
+      bool elbo = false; // the ELBO itself not finite: the hint on bounded supports applies
       try {
         g = rec.advance(t, y[t], gen);
         for (const torch::Tensor& gk : g)
@@ -265,6 +266,7 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
           write_row(t, rec);
       } catch (const OnlineRecursion::NonFinite& e) {
         why = e.what;
+        elbo = e.elbo;
       } catch (const c10::LinAlgError&) {
         why = "a covariance of the guide stopped being positive definite";
       } catch (const c10::Error& e) {
@@ -276,7 +278,6 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
         torch::NoGradGuard no_grad;
         for (size_t k = 0; k < params.size(); ++k)
           params[k].copy_(before[k]);
-        const bool elbo = why == "the ELBO is not finite";
         result.failure = fmt::format(
             "smooth --method variational --online: {} at t={} ({}) in pass {}; training stopped "
             "with the guide that step started from{}",

@@ -47,6 +47,7 @@ public:
 
   struct NonFinite {
     std::string what;
+    bool elbo = true; // the ELBO's increment, rather than a functional's term
   };
 
 private:

@@ -32,8 +32,8 @@ struct VariationalSmoothOptions {
   std::string family = "auto";
   // "model": a linear-Gaussian model's guide starts at the model's own recursion (its exact
   // smoothing law when the model is time-invariant, the family full and the encoder linear);
-  // "random": the generic start (the thesis's experiments). Other models always start from the
-  // generic one.
+  // another model's at its linear-Gaussian fit by simulation (the network encoder fitted to
+  // it); "random": the generic start (the thesis's experiments).
   std::string init = "model";
   // "lbfgs" for the deterministic closed-form ELBO, "adam" for a noisy one; "auto" picks so.
   std::string optimizer = "auto";
