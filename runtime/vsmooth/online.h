@@ -44,6 +44,8 @@ public:
   const torch::Tensor& filter_cov() const { return cov_; }
   const torch::Tensor& one_step_mean() const { return one_step_mean_; }
   const torch::Tensor& one_step_cov() const { return one_step_cov_; }
+  // d(mean_t, cov_t) / d(parameters): [p + p^2, P], the parameters flattened in order.
+  const torch::Tensor& jacobian() const { return jacobian_; }
 
   struct NonFinite {
     std::string what;
