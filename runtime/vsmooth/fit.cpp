@@ -93,6 +93,8 @@ BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64
     const torch::Tensor ok = torch::isfinite(X).all(1) & torch::isfinite(Y).all(1);
     X = X.index({ok});
     Y = Y.index({ok});
+    if (X.size(0) < X.size(1) + 3) // too few usable rows: no fit (the generic start stays)
+      return std::tuple{torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
     const torch::Tensor Z = torch::cat({X, torch::ones({X.size(0), 1}, f64())}, 1);
     const torch::Tensor squares = Z.square().sum(0);
     const torch::Tensor ridge =
@@ -113,13 +115,15 @@ BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64
   // The noise's scale robustly, (1.4826 MAD)^2 per component, diagonal: heavy-tailed observations
   // (a Student t with 2 degrees of freedom has no variance) would otherwise make the start ignore
   // the data; floored relative to the observations' spread.
-  if (resid.size(0) > 1 && mm.H.defined()) {
+  if (mm.H.defined()) {
     const torch::Tensor mad = std::get<0>((resid - std::get<0>(resid.median(0))).abs().median(0));
     torch::Tensor Y = torch::cat(obs_y);
     Y = Y.index({torch::isfinite(Y).all(1)});
     const torch::Tensor spread = std::get<0>((Y - std::get<0>(Y.median(0))).abs().median(0));
+    // Floored at 1e-6 of the observations' own scale (and of 1, for observations that barely
+    // vary, as counts that are mostly 0).
     mm.R = torch::diag(
-        torch::maximum((1.4826 * mad).square(), 1e-6 * (1.4826 * spread).square() + 1e-300));
+        torch::maximum((1.4826 * mad).square(), 1e-6 * ((1.4826 * spread).square() + 1)));
   }
   return mm;
 }
@@ -138,10 +142,15 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
+      guide->start_encoder_at(lg.H[0], lg.d[0], lg.R[0], y); // a network encoder reads y too
     } else if (o.init == "model") {
-      const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);
-      guide->start_from(mm);
-      guide->start_encoder_at(mm.H, mm.d, mm.R, y);
+      try {
+        const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);
+        guide->start_from(mm);
+        guide->start_encoder_at(mm.H, mm.d, mm.R, y);
+      } catch (const c10::Error&) {
+        // A simulation the regressions cannot use (singular, degenerate): the generic start.
+      }
     }
     return guide;
   }
@@ -305,7 +314,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   };
   OnlineTraining online;
   if (o.online) {
-    online = train_online(guide, densities, y, run, o, gen);
+    online = train_online(guide, densities, y, run, o, !o.marginals, gen);
     done = evaluations = online.updates;
     trace = online.epoch_elbo;
     fit.failure = online.failure;

@@ -155,8 +155,10 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
   }
   if (!all_finite(H))
     throw NonFinite{"the ELBO is not finite"};
-  if (F.defined() && !all_finite(F))
-    throw NonFinite{"a functional's term is not finite", false};
+  if (F.defined() && !all_finite(F)) {
+    const torch::Tensor bad = torch::nonzero(~torch::isfinite(F).all(0));
+    throw NonFinite{"", false, sum_components_[bad[0][0].item<int64_t>()]};
+  }
 
   // (4.12): (1/N) sum_i [G_t^i + grad log q_t(xi_t^i) (H_t^i - mean_{k != i} H_t^k)]: the
   // baseline leaves draw i out (H_t^k is independent of xi_t^i for k != i); the mean over all k,
@@ -197,12 +199,13 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
 
 OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
                             const torch::Tensor& y, const MethodRun& run,
-                            const VariationalSmoothOptions& o, torch::Generator& gen) {
+                            const VariationalSmoothOptions& o, bool functionals,
+                            torch::Generator& gen) {
   const ModelInfo& info = run.info;
   const int64_t T = y.size(0);
   std::vector<int64_t> sum_components;
   for (const FunctionalInfo& fi : info.functionals)
-    if (fi.sum)
+    if (fi.sum && functionals)
       for (int64_t k = 0; k < fi.size; ++k)
         sum_components.push_back(fi.offset + k);
 
@@ -244,19 +247,21 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
                ? o.learning_rate
                : o.learning_rate * std::pow(static_cast<double>(k - o.step_hold), -o.step_decay);
   };
-  std::vector<torch::Tensor> before; // the parameters the step under way started from
+  // The parameters before the last update: the guide under which the last step that succeeded
+  // ran, kept when the next one fails (the update in between may be what broke it).
+  std::vector<torch::Tensor> before;
+  for (const torch::Tensor& p : params)
+    before.push_back(p.detach().clone());
   const int64_t passes = std::max<int64_t>(1, o.epochs); // --epochs 0: one pass, no update
   for (int64_t epoch = 0; epoch < passes; ++epoch) {
     const bool last = epoch + 1 == passes;
     OnlineRecursion rec(guide, model, o.samples, sum_components);
     std::vector<torch::Tensor> previous; // the gradient estimate of L_{t-1} at lambda_{t-1}
     for (int64_t t = 0; t < T; ++t) {
-      before.clear();
-      for (const torch::Tensor& p : params)
-        before.push_back(p.detach().clone());
       std::vector<torch::Tensor> g;
       std::string why;
       bool elbo = false; // the ELBO itself not finite: the hint on bounded supports applies
+      bool e_functional = false;
       try {
         g = rec.advance(t, y[t], gen);
         for (const torch::Tensor& gk : g)
@@ -267,6 +272,14 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
       } catch (const OnlineRecursion::NonFinite& e) {
         why = e.what;
         elbo = e.elbo;
+        for (const FunctionalInfo& fi : info.functionals) // a functional's term: name it
+          if (e.component >= fi.offset && e.component < fi.offset + fi.size) {
+            e_functional = true;
+            why = fmt::format("the term of the functional '{}' is not finite{}", fi.name,
+                              t == 0 ? " (x[t-1] is NaN at t = 0: guard the term with `t == 0 ? "
+                                       "... : ...`)"
+                                     : "");
+          }
       } catch (const c10::LinAlgError&) {
         why = "a covariance of the guide stopped being positive definite";
       } catch (const c10::Error& e) {
@@ -280,11 +293,12 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
           params[k].copy_(before[k]);
         result.failure = fmt::format(
             "smooth --method variational --online: {} at t={} ({}) in pass {}; training stopped "
-            "with the guide that step started from{}",
+            "with the guide of the last step that succeeded{}",
             why, t, data_row_text(info, *run.data, t), epoch + 1,
-            elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere in "
-                   "the state, as one with bounded support, makes the ELBO -inf)"
-                 : " (a smaller --learning-rate may keep the guide in its family)");
+            elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere "
+                   "in the state, as one with bounded support, makes the ELBO -inf)"
+            : e_functional ? ""
+                           : " (a smaller --learning-rate may keep the guide in its family)");
         return result;
       }
       if (o.epochs == 0) {
@@ -295,6 +309,8 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
       // (4.13): the step follows grad L_t - grad L_{t-1}, each estimated at the parameters
       // current when it was computed (L_t - L_{t-1} is the objective's share of y_t). The
       // optimisers minimise: they are given its negative.
+      for (size_t k = 0; k < params.size(); ++k)
+        before[k].copy_(params[k].detach());
       optimizer->zero_grad();
       const double gamma = o.optimizer == "adam" ? 1.0 : step_size(result.updates + 1);
       for (size_t k = 0; k < params.size(); ++k) {

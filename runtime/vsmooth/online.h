@@ -49,7 +49,8 @@ public:
 
   struct NonFinite {
     std::string what;
-    bool elbo = true; // the ELBO's increment, rather than a functional's term
+    bool elbo = true;       // the ELBO's increment, rather than a functional's term
+    int64_t component = -1; // the functional terms' column at fault
   };
 
 private:
@@ -66,19 +67,26 @@ private:
 
 // What online training did, and the last pass's estimates.
 struct OnlineTraining {
-  int64_t updates = 0;            // parameter updates, one per step and pass
-  std::vector<double> epoch_elbo; // each pass's estimate of the ELBO, mean_i H_T^i
-  double elbo = NAN;              // the last pass's
-  torch::Tensor functional_sums;  // the last pass's estimates of the sum_t functionals
-  std::string failure;            // non-empty when training stopped (the guide as it was)
+  int64_t updates = 0; // parameter updates, one per step and pass
+  // Each pass's mean_i H_T^i: the ELBO accumulated while the guide moved (with --epochs 0, an
+  // estimate of the guide's own ELBO, biased by O(1/N)).
+  std::vector<double> epoch_elbo;
+  double elbo = NAN; // the last pass's
+  // The last pass's estimates of the sum_t functionals (accumulated while the guide moved).
+  torch::Tensor functional_sums;
+  // Non-empty when training stopped; the guide is then the one under which the last step that
+  // succeeded ran.
+  std::string failure;
 };
 
-// Trains the guide by --epochs passes over y ([T, m]), one Adam step per observation on the
-// difference of successive gradient estimates (4.13; with several passes, the recursive updates
-// of 4.15, the recursion restarted at each pass), streaming the last pass's per-step estimates to
-// --online-out. Memory O(N (p + |transition|) + N^2) whatever T.
+// Trains the guide by --epochs passes over y ([T, m]), one Adam or SGD step per observation on
+// the difference of successive gradient estimates (4.13; with several passes, the recursive
+// updates of 4.15, the recursion restarted at each pass), streaming the last pass's per-step
+// estimates to --online-out; the sum_t functionals estimated only when `functionals` is set.
+// Memory O(N P + p^2 P + N^2 p) for P guide parameters, whatever T.
 OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
                             const torch::Tensor& y, const MethodRun& run,
-                            const VariationalSmoothOptions& options, torch::Generator& gen);
+                            const VariationalSmoothOptions& options, bool functionals,
+                            torch::Generator& gen);
 
 } // namespace ssm::vsmooth
