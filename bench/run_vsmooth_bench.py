@@ -53,6 +53,27 @@ def means(path):
     return np.array([data[c] for c in cols]).T
 
 
+def setup_run(exe, work, r, rng, T, family, start_data=None):
+    """Run r's parameters (drawn from rng), its series of T steps, RTS's exact smoothing means,
+    and the starting guide: the exact smoother of another model drawn from the same law, saved
+    from start_data (default: the series). Returns (params file, data file, means, guide file)."""
+    pfile = os.path.join(work, f"params{r}.json")
+    with open(pfile, "w") as f:
+        json.dump(params(rng, 10), f)
+    data = os.path.join(work, f"y{r}.csv")
+    run([exe, "simulate", "--T", str(T), "--seed", str(r + 1), "--params", pfile, "--out", data])
+    rts = os.path.join(work, f"rts{r}.csv")
+    run([exe, "smooth", "--data", data, "--params", pfile, "--method", "rts", "--out", rts])
+    start_params = os.path.join(work, f"start{r}.json")
+    with open(start_params, "w") as f:
+        json.dump(params(rng, 10), f)
+    start = os.path.join(work, f"start{r}.pt")
+    run([exe, "smooth", "--data", start_data(data) if start_data else data, "--params",
+         start_params, "--method", "variational", "--family", family, "--iterations", "0",
+         "--draws", "2", "--save-guide", start, "--out", os.devnull])
+    return pfile, data, means(rts), start
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
@@ -73,21 +94,7 @@ def main():
     results = {"analytic": [], "score": []}
     for r in range(a.runs):
         rng = np.random.default_rng(100 + r)
-        pfile = os.path.join(work, f"params{r}.json")
-        with open(pfile, "w") as f:
-            json.dump(params(rng, 10), f)
-        data = os.path.join(work, f"y{r}.csv")
-        run([exe, "simulate", "--T", str(a.T), "--seed", str(r + 1), "--params", pfile, "--out", data])
-        rts = os.path.join(work, f"rts{r}.csv")
-        run([exe, "smooth", "--data", data, "--params", pfile, "--method", "rts", "--out", rts])
-        exact = means(rts)
-        start_params = os.path.join(work, f"start{r}.json")
-        with open(start_params, "w") as f:
-            json.dump(params(rng, 10), f)
-        start = os.path.join(work, f"start{r}.pt")
-        run([exe, "smooth", "--data", data, "--params", start_params, "--method", "variational",
-             "--family", a.family, "--iterations", "0", "--draws", "2", "--save-guide", start,
-             "--out", os.devnull])
+        pfile, data, exact, start = setup_run(exe, work, r, rng, a.T, a.family)
         for gradient in ("analytic", "score"):
             out = os.path.join(work, f"{gradient}{r}.csv")
             cmd = [exe, "--threads", "1", "smooth", "--data", data, "--params", pfile, "--method",

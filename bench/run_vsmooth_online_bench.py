@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THESIS = (0.004, 13.1)  # Table 4.2: RMSE, ms per gradient step (T = 100 000)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_vsmooth_bench import means, params, run  # noqa: E402  the offline benchmark's
+from run_vsmooth_bench import means, run, setup_run  # noqa: E402  the offline one's
 
 
 def main():
@@ -50,27 +50,17 @@ def main():
     rows = []
     for r in range(a.runs):
         rng = np.random.default_rng(200 + r)
-        pfile = os.path.join(work, f"params{r}.json")
-        with open(pfile, "w") as f:
-            json.dump(params(rng, 10), f)
-        data = os.path.join(work, f"y{r}.csv")
-        run([exe, "simulate", "--T", str(a.T), "--seed", str(r + 1), "--params", pfile, "--out", data])
         short = os.path.join(work, f"y{r}_1000.csv")
-        with open(data) as src, open(short, "w") as dst:
-            for k, line in enumerate(src):
-                if k > 1000:
-                    break
-                dst.write(line)
-        rts = os.path.join(work, f"rts{r}.csv")
-        run([exe, "smooth", "--data", data, "--params", pfile, "--method", "rts", "--out", rts])
-        exact = means(rts)
-        start_params = os.path.join(work, f"start{r}.json")
-        with open(start_params, "w") as f:
-            json.dump(params(rng, 10), f)
-        start = os.path.join(work, f"start{r}.pt")
-        run([exe, "smooth", "--data", short, "--params", start_params, "--method", "variational",
-             "--family", a.family, "--iterations", "0", "--draws", "2", "--save-guide", start,
-             "--out", os.devnull])
+
+        def first_1000(data):
+            with open(data) as src, open(short, "w") as dst:
+                for k, line in enumerate(src):
+                    if k > 1000:
+                        break
+                    dst.write(line)
+            return short
+
+        pfile, data, exact, start = setup_run(exe, work, r, rng, a.T, a.family, first_1000)
         before = json.loads(run([exe, "smooth", "--data", data, "--params", pfile, "--method",
                                  "variational", "--load-guide", start, "--iterations", "0",
                                  "--draws", "2", "--json", "--out", os.devnull]))
