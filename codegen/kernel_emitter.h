@@ -16,6 +16,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -24,6 +25,12 @@
 namespace ssm::codegen {
 
 using Values = std::vector<llvm::Value*>;
+
+// Sampling sites: one per (block, relation, component), so no two draws share a Philox counter.
+inline uint32_t site_id(ir::BlockKind block, size_t relation, int component) {
+  return (static_cast<uint32_t>(block) << 24) | (static_cast<uint32_t>(relation) << 12) |
+         static_cast<uint32_t>(component);
+}
 
 // A kernel's parameter: the name the emitter finds it by, and its type.
 using KernelParam = std::pair<std::string, llvm::Type*>;
@@ -126,6 +133,12 @@ protected:
   Value* categorical_logpdf(Value* x, const Values& p);
   Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
                          const std::vector<const Values*>& args);
+
+  // ---- an SDE's transition (diffusion_relation.cpp) ----
+
+  Value* emit_diffusion(size_t r, Value* logpdf);
+  Values euler_maruyama(const ir::Relation& rel, size_t r);
+  std::vector<bool> reading_path(const ir::Relation& rel) const;
 
   const ir::Model& model_;
   llvm::Module& module_;

@@ -12,20 +12,12 @@ namespace ssm::codegen {
 
 using llvm::Value;
 
-namespace {
-
-// Sampling sites: one per (block, relation, component), so no two draws share a Philox counter.
-uint32_t site_id(ir::BlockKind block, size_t relation, int component) {
-  return (static_cast<uint32_t>(block) << 24) | (static_cast<uint32_t>(relation) << 12) |
-         static_cast<uint32_t>(component);
-}
-
-} // namespace
-
 Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
   const ir::Relation& rel = block_.relations[r];
   const ir::Shape& shape = model_.var_shape(rel.kind, rel.var);
   int size = shape.size();
+  if (rel.dist == ir::Dist::Diffusion) // its arguments read the path: not evaluated here
+    return emit_diffusion(r, logpdf);
   std::vector<const Values*> args;
   for (int a : rel.args)
     args.push_back(&get(a));

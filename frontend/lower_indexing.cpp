@@ -346,7 +346,8 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   }
   // States at any lag, observations included: the augment-lags transform makes the state
   // first-order, and gives observations x[t-k] as a hidden state at t.
-  if (offset == 0 && same_kind && !functional && sym.index == rel.target_var)
+  const bool path = offset == 0 && same_kind && rel.path && sym.index == rel.target_var;
+  if (offset == 0 && same_kind && !functional && sym.index == rel.target_var && !path)
     return fail(fmt::format(msg::reads_own_target, rel.subject, ref));
   if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)
     return fail(fmt::format(msg::lookahead_reads_current_state, rel.subject, ref, name.name));
@@ -357,7 +358,7 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   n.shape = is_state   ? model_.states[sym.index].shape
             : is_input ? model_.inputs[sym.index].shape
                        : model_.obs[sym.index].shape;
-  if (offset == 0 && same_kind)
+  if (offset == 0 && same_kind && !path)
     rel.reads_now.insert(sym.index);
   if (is_state)
     rel.reads_state = true;

@@ -115,6 +115,12 @@ void Lowering::add_relation(const ast::Relation& r) {
     args.push_back(lower_deterministic_value(r, decl, s, target));
     dist = ir::Dist::Dirac;
     ok = args[0].has_value();
+  } else if (r.dist.name.name == ir::dist_info(ir::Dist::Diffusion).name) {
+    dist = ir::Dist::Diffusion;
+    if (auto lowered = lower_diffusion(r, decl, kind, sym->index, s, target)) {
+      args.assign(lowered->begin(), lowered->end());
+      ok = true;
+    }
   } else {
     std::vector<std::optional<ir::Shape>> shapes;
     for (const ast::ExprPtr& a : r.dist.args) {

@@ -77,6 +77,8 @@ struct RelationScope {
   // What the expressions read.
   std::set<int> reads_now;  // lag-0 variables of the kind this block samples
   bool reads_state = false; // some state, at any lag
+  // Lowering an SDE's drift or diffusion: the target at lag 0 is the path's current value.
+  bool path = false;
 };
 
 struct FunctionScope {
@@ -246,6 +248,9 @@ private:
                            const ast::Relation& r, const std::string& target);
   std::optional<int> lower_deterministic_value(const ast::Relation& r, const ir::VarDecl& decl,
                                                Scope& s, const std::string& target);
+  std::optional<std::vector<int>> lower_diffusion(const ast::Relation& r, const ir::VarDecl& decl,
+                                                  ir::BlockKind kind, int state, Scope& s,
+                                                  const std::string& target);
   bool check_relation(const ast::Relation& r, const ir::VarDecl& decl, const ir::Block& block,
                       ir::VarKind target_kind, ir::Dist dist,
                       const std::vector<std::optional<int>>& args, const std::string& target);

@@ -180,6 +180,26 @@ inline constexpr char default_cov_matrix_not_symmetric[] =
 inline constexpr char default_cov_matrix_not_positive_definite[] =
     "the default value of cov_matrix '{}' is not positive definite";
 
+// ---- SDE transitions (lower_diffusion.cpp)
+
+inline constexpr char diffusion_not_transition[] =
+    "diffusion(...) is a transition: it moves a state from x[t-1] to x[t]; {} cannot be one "
+    "(write the transition 'x[t] ~ diffusion(drift, diffusion, dt)')";
+inline constexpr char diffusion_state_type[] = "an SDE's state is real or a vector, but '{}' is {}";
+inline constexpr char diffusion_argument_count[] =
+    "diffusion takes 3 or 4 arguments (drift, diffusion, dt[, steps]), but {} given";
+inline constexpr char diffusion_drift_shape[] =
+    "the drift of {} must be {} (the state's shape), but it is {}";
+inline constexpr char diffusion_coefficient_shape[] =
+    "the diffusion coefficient of {} must be {}, but it is {}";
+inline constexpr char diffusion_coefficient_not_positive[] =
+    "the diffusion coefficient of {} must be positive, but {} {}";
+inline constexpr char diffusion_dt_shape[] = "dt of {} must be real, but it is {}";
+inline constexpr char diffusion_dt_not_positive[] =
+    "dt of {} (the time between x[t-1] and x[t]) must be positive, but it is {}";
+inline constexpr char diffusion_steps_range[] =
+    "the number of Euler-Maruyama substeps of {} must be from 1 to {}, but it is {}";
+
 // ---- distributions (lower_distributions.cpp)
 
 inline constexpr char unknown_distribution[] = "unknown distribution '{}'";

@@ -39,7 +39,16 @@ enum class Dist {
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
   BernoulliLogit,   // (alpha): P(1) = logistic(alpha), exact for large |alpha| (Stan's)
   Dirac,            // (value): the target equals value; internal (lag augmentation), no density
+  // (from, drift, diffusion, dt, steps): X at dt of dX = drift(X) dt + diffusion(X) dW started at
+  // `from`, simulated by Euler-Maruyama in `steps` substeps. drift and diffusion read the target
+  // at lag 0 as the path's current value. Written diffusion(drift, diffusion, dt[, steps]) for
+  // x[t]: the frontend adds from = x[t-1]. No density: a transition that is sample-only.
+  Diffusion,
 };
+
+// diffusion(drift, diffusion, dt[, steps]): the substeps when none are given, and at most.
+inline constexpr int kDefaultDiffusionSteps = 20;
+inline constexpr int kMaxDiffusionSteps = 1000000;
 
 // What a constant argument must be; the frontend rejects a constant outside it.
 enum class ArgDomain {
@@ -140,6 +149,8 @@ inline std::vector<DistInfo> make_table() {
           .count_arg(0),
       Row(D::BernoulliLogit, "bernoulli_logit", {"alpha"}, {Any}, 0, 1).discrete(),
       Row(D::Dirac, "dirac", {"value"}, {Any}, -inf, inf).location(0).internal(),
+      Row(D::Diffusion, "diffusion", {"from", "drift", "diffusion", "dt", "steps"},
+          {Any, Any, Any, Positive, Count}, -inf, inf),
   };
   std::vector<DistInfo> table;
   for (Row& r : rows)

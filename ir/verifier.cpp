@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -305,6 +306,10 @@ private:
       if (rel.kind == VarKind::State && model_.net_call_of(rel.var))
         fail("the guide draws {}, a network's output", target);
     }
+    if (rel.dist == Dist::Diffusion &&
+        !(rel.kind == VarKind::State &&
+          (block_.kind == BlockKind::Transition || block_.kind == BlockKind::Proposal)))
+      fail("{} ~ diffusion outside a state's transition", target);
     const DistInfo& info = dist_info(rel.dist);
     if (rel.args.size() != info.arg_names.size()) {
       fail("{} ~ {} has {} arguments", target, info.name, rel.args.size());
@@ -317,9 +322,11 @@ private:
         fail("{} ~ {} uses missing node %{}", target, info.name, a);
         return;
       }
+      // An SDE's drift and diffusion read its own x[t]: the path's current value.
+      const bool path = rel.dist == Dist::Diffusion && (k == 1 || k == 2);
       for (const Var& v : reads_now[a])
         if ((!sampled.count(v) && !(block_.kind == BlockKind::Prior && !has_relation(v))) ||
-            v == Var{rel.kind, rel.var})
+            (v == Var{rel.kind, rel.var} && !path))
           fail("{} ~ {} reads {} before it is sampled", target, info.name,
                model_.var_name(v.first, v.second));
       // A prior's support, which the parameter's unconstrained map is built on, is constant.
@@ -329,7 +336,13 @@ private:
           block_.nodes[a].op != Op::Const)
         fail("{} ~ {}: the bound {} is not a constant", target, info.name, info.arg_names[k]);
       const Shape& arg = block_.nodes[a].shape;
-      bool ok = rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
+      const bool square = shape.rank() == 1 && arg == Shape::matrix(shape.dims[0], shape.dims[0]);
+      bool ok = rel.dist == Dist::Diffusion
+                    ? (k == 0   ? arg == shape
+                       : k == 3 ? arg.is_scalar()
+                       : k == 4 ? is_substep_count(block_.nodes[a])
+                                : arg.is_scalar() || arg == shape || (k == 2 && square))
+                : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
                        (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
                 : rel.dist == Dist::Dirichlet
@@ -341,6 +354,12 @@ private:
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
+  }
+
+  // The number of Euler-Maruyama substeps of a diffusion: a constant whole number >= 1.
+  static bool is_substep_count(const Node& n) {
+    return n.op == Op::Const && n.values.size() == 1 && n.values[0] >= 1 &&
+           n.values[0] <= kMaxDiffusionSteps && n.values[0] == std::floor(n.values[0]);
   }
 
   // Whether a relation of the block draws v (a parameter without a prior is a fixed value).

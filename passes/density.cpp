@@ -5,8 +5,8 @@
 // the bound is constant in the state (one global bound) or depends on x[t-1] (a bound per
 // particle).
 //
-// Every relation the language has today is a distribution with a density; DensityKind::SampleOnly
-// is there for deterministic transforms of noise and simulators, which have none. Independent
+// DensityKind::SampleOnly: deterministic relations (dirac) and SDE transitions (diffusion), which
+// have no density the kernels can evaluate. Independent
 // components of a vector target multiply their bounds. Discrete distributions are bounded by 1.
 #include "affine.h"
 #include "distribution_formulas.h"
@@ -49,6 +49,15 @@ public:
       return out;
     }
 
+    if (rel.dist == ir::Dist::Diffusion) {
+      out.kind = DensityKind::SampleOnly;
+      out.sample_only_reason = fmt::format(
+          "an SDE's transition density has no closed form (simulated by Euler-Maruyama in {} "
+          "substeps)",
+          block.nodes[rel.args[4]].values.at(0));
+      out.no_bound_reason = out.sample_only_reason;
+      return out;
+    }
     std::vector<int> args;
     for (int a : rel.args)
       args.push_back(b_.import(block, a));

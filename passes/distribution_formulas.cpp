@@ -581,6 +581,8 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {true, multinomial_log_density, mass_bound};
   case D::Dirac:
     return {false, nullptr, nullptr, "a deterministic relation (dirac) has no density"};
+  case D::Diffusion:
+    return {false, nullptr, nullptr, "an SDE's transition (diffusion) has no closed-form density"};
   }
   return {};
 }

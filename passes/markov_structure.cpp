@@ -66,6 +66,8 @@ RelationReads analyse(const ir::Model& model, const ir::Block& block, const ir::
       break;
     }
   }
+  if (rel.dist == ir::Dist::Diffusion) // its own x[t] in the drift is the path, not a read
+    vars.erase({1, rel.var, 0});
   for (auto [kind, var, lag] : vars) {
     auto vk = kind == 1 ? ir::VarKind::State : ir::VarKind::Obs;
     reads.lagged.push_back(lagged_name(model, block.kind, vk, var, lag));

@@ -291,8 +291,8 @@ void check_model(const ir::Model& m, const std::string& file, Totals& totals) {
         for (const passes::Wrt& w : inputs)
           check(m, *block, rel.args[a], arena, from_block.derivative(rel.args[a], w), w,
                 fmt::format("{} argument {}", name, a), totals.counts);
-      if (rel.dist == ir::Dist::Dirac)
-        continue; // a hidden copy (augment-lags): no density
+      if (rel.dist == ir::Dist::Dirac || rel.dist == ir::Dist::Diffusion)
+        continue; // a hidden copy (augment-lags), an SDE: no density
       std::string why;
       std::optional<int> lp = passes::log_density(m, *block, rel, b, why);
       INFO(name << ": " << why);

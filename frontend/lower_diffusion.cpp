@@ -1,0 +1,112 @@
+// An SDE's transition, `x[t] ~ diffusion(drift, diffusion, dt[, steps])`: dX = drift(X) dt +
+// diffusion(X) dW from x[t-1] over dt, where the drift and the diffusion coefficient read x[t]
+// as the path's current value. Lowered to the IR relation diffusion(x[t-1], drift, diffusion, dt,
+// steps) (ir/dists.h) after the checks here: a real or vector state's transition only, the
+// arguments' shapes, positive constants, whole substeps.
+#include "lowering.h"
+#include "messages.h"
+
+#include <algorithm>
+
+namespace ssm::frontend::lowering {
+
+std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r,
+                                                          const ir::VarDecl& decl,
+                                                          ir::BlockKind kind, int state, Scope& s,
+                                                          const std::string& target) {
+  const ast::DistCall& call = r.dist;
+  if (kind != ir::BlockKind::Transition) {
+    std::string what = r.proposal()                         ? "a proposal"
+                       : kind == ir::BlockKind::Initial     ? "the initial " + target
+                       : kind == ir::BlockKind::Observation ? "an observation's relation"
+                                                            : "this relation";
+    error(call.name.range, fmt::format(msg::diffusion_not_transition, what));
+    return std::nullopt;
+  }
+  if (decl.integer || decl.shape.rank() > 1) {
+    error(r.target->range, fmt::format(msg::diffusion_state_type, decl.name, ir::type_str(decl)));
+    return std::nullopt;
+  }
+  if (call.args.size() != 3 && call.args.size() != 4) {
+    error(call.range,
+          fmt::format(msg::diffusion_argument_count,
+                      call.args.size() == 1 ? "1 was" : fmt::format("{} were", call.args.size())));
+    return std::nullopt;
+  }
+  const ir::Shape& shape = decl.shape;
+  const int d = shape.size();
+  RelationScope& rel = *s.relation();
+
+  // The drift and the diffusion coefficient read the path: x[t] is its current value.
+  rel.path = true;
+  std::optional<int> drift = lower(*call.args[0], s);
+  std::optional<int> sigma = lower(*call.args[1], s);
+  rel.path = false;
+  std::optional<int> dt = lower(*call.args[2], s);
+  bool ok = drift && sigma && dt;
+  if (drift && !(shape_of(s, *drift) == shape) && !shape_of(s, *drift).is_scalar()) {
+    std::string allowed = shape.is_scalar() ? "real" : "real or " + shape.str();
+    error(call.args[0]->range,
+          fmt::format(msg::diffusion_drift_shape, target, allowed, shape_of(s, *drift).str()));
+    ok = false;
+  }
+  if (sigma) {
+    const ir::Shape& got = shape_of(s, *sigma);
+    const ir::Shape square = ir::Shape::matrix(d, d);
+    if (!got.is_scalar() && !(got == shape) && !(shape.rank() == 1 && got == square)) {
+      std::string allowed =
+          shape.is_scalar()
+              ? "real"
+              : fmt::format("real, {} (one per component) or {} (dX = drift dt + diffusion dW)",
+                            shape.str(), square.str());
+      error(call.args[1]->range,
+            fmt::format(msg::diffusion_coefficient_shape, target, allowed, got.str()));
+      ok = false;
+    } else if (got.rank() < 2) {
+      if (auto v = constant_value(*s.block, *sigma)) {
+        auto bad = std::find_if(v->begin(), v->end(), [](double x) { return !(x > 0); });
+        if (bad != v->end()) {
+          error(call.args[1]->range,
+                fmt::format(msg::diffusion_coefficient_not_positive, target,
+                            v->size() == 1 ? std::string("it is")
+                                           : fmt::format(msg::its_component_is, bad - v->begin()),
+                            *bad));
+          ok = false;
+        }
+      }
+    }
+  }
+  if (dt && !shape_of(s, *dt).is_scalar()) {
+    error(call.args[2]->range,
+          fmt::format(msg::diffusion_dt_shape, target, shape_of(s, *dt).str()));
+    ok = false;
+  } else if (auto v = dt ? constant_value(*s.block, *dt) : std::nullopt; v && !((*v)[0] > 0)) {
+    error(call.args[2]->range, fmt::format(msg::diffusion_dt_not_positive, target, (*v)[0]));
+    ok = false;
+  }
+  long steps = ir::kDefaultDiffusionSteps;
+  if (call.args.size() == 4) {
+    const std::string what = fmt::format("the number of substeps of {}", target);
+    std::optional<long> n = eval_int(*call.args[3], what);
+    if (n && (*n < 1 || *n > ir::kMaxDiffusionSteps))
+      error(call.args[3]->range,
+            fmt::format(msg::diffusion_steps_range, target, ir::kMaxDiffusionSteps, *n));
+    ok = ok && n && *n >= 1 && *n <= ir::kMaxDiffusionSteps;
+    steps = n.value_or(steps);
+  }
+  if (!ok)
+    return std::nullopt;
+
+  ir::Node from;
+  from.op = ir::Op::State;
+  from.var = state;
+  from.lag = 1;
+  from.shape = shape;
+  const int start = emit(s, std::move(from), r.target->range);
+  rel.reads_state = true;
+  const int count = emit_const(s, ir::Shape::scalar(), {static_cast<double>(steps)},
+                               call.args.size() == 4 ? call.args[3]->range : call.range);
+  return std::vector<int>{start, *drift, *sigma, *dt, count};
+}
+
+} // namespace ssm::frontend::lowering

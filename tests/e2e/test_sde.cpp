@@ -1,0 +1,179 @@
+// SDE transitions (`x[t] ~ diffusion(drift, diffusion, dt, steps)`) against exact answers. Euler-
+// Maruyama with M substeps of h = dt / M is itself a linear-Gaussian transition when the drift is
+// linear and the diffusion constant: X_t = (I - hK)^M X_{t-1} + noise of covariance
+// h sum_j (I - hK)^j S S' (I - hK)^j', so the bootstrap filter's likelihood and filtering moments
+// are checked against Kalman's on that AR(1) (compare.cpp: tolerances from the Monte Carlo
+// error). A state-dependent coefficient (geometric Brownian motion) is checked through the exact
+// moments of its Euler scheme. The reproducibility of the paths, and the model's errors.
+#include "compare.h"
+#include "kalman.h"
+#include "lgssm_support.h"
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace e2e;
+
+namespace {
+
+// The AR(1) that M Euler-Maruyama substeps of dX = -K X dt + S dW over dt make.
+void euler_ar1(const Eigen::MatrixXd& K, const Eigen::MatrixXd& S, double dt, int steps,
+               Eigen::MatrixXd& A, Eigen::MatrixXd& Q) {
+  const double h = dt / steps;
+  const int d = static_cast<int>(K.rows());
+  const Eigen::MatrixXd step = Eigen::MatrixXd::Identity(d, d) - h * K;
+  A = Eigen::MatrixXd::Identity(d, d);
+  Q = Eigen::MatrixXd::Zero(d, d);
+  for (int j = 0; j < steps; ++j) { // X_M = step^M X_0 + sum_j step^j sqrt(h) S Z_{M-1-j}
+    Q += h * A * S * S.transpose() * A.transpose();
+    A = step * A;
+  }
+}
+
+} // namespace
+
+TEST_CASE("diffusion: Euler-Maruyama Ornstein-Uhlenbeck against Kalman on its AR(1)",
+          "[e2e][stat][sde]") {
+  const std::string& exe = model_exe("ou_sde", R"(
+model ou_sde {
+  param kappa : real(0, inf) = 0.8;
+  param sigma : real(0, inf) = 0.6;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(-kappa * x[t], sigma, 0.5, 4);
+  y[t] ~ normal(x[t], 0.5);
+}
+)");
+  const std::string data = scratch_path("ou-sde-sim.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "8", "--out", data});
+  LinearGaussianModel m;
+  m.m0 = Eigen::VectorXd::Zero(1);
+  m.P0 = Eigen::MatrixXd::Identity(1, 1);
+  euler_ar1(Eigen::MatrixXd::Constant(1, 1, 0.8), Eigen::MatrixXd::Constant(1, 1, 0.6), 0.5, 4, m.A,
+            m.Q);
+  m.B = Eigen::MatrixXd::Ones(1, 1);
+  m.R = Eigen::MatrixXd::Constant(1, 1, 0.25);
+  const KalmanResult exact = kalman_filter(m, observations(read_table(data), {"y"}));
+
+  PfVsKalman c;
+  c.label = "ou-sde";
+  c.exe = exe;
+  c.args = {"--data", data};
+  c.state_cols = {"x"};
+  c.particles = 5000;
+  c.runs = 32;
+  c.seed0 = 7000;
+  c.missing.assign(60, false);
+  compare_with_kalman(c, exact);
+}
+
+TEST_CASE("diffusion: a 2-D OU with a full diffusion matrix against Kalman", "[e2e][stat][sde]") {
+  // dX = -K X dt + S dW: the drift a matrix product, the diffusion a matrix (a vector state's
+  // noise is S dW with W two independent Wiener processes).
+  const std::string& exe = model_exe("ou2_sde", R"(
+model ou2_sde {
+  const K = [[1.0, 0.3], [-0.4, 0.6]];
+  const S = [[0.5, 0.0], [0.2, 0.4]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([0, 0], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion(-(K * x[t]), S, 0.7, 5);
+  y[t] ~ normal(x[t], 0.3);
+}
+)");
+  const std::string data = scratch_path("ou2-sde-sim.csv");
+  run_ok({exe, "simulate", "--T", "40", "--seed", "9", "--out", data});
+  LinearGaussianModel m;
+  m.m0 = Eigen::VectorXd::Zero(2);
+  m.P0 = Eigen::MatrixXd::Identity(2, 2);
+  Eigen::MatrixXd K(2, 2), S(2, 2);
+  K << 1.0, 0.3, -0.4, 0.6;
+  S << 0.5, 0.0, 0.2, 0.4;
+  euler_ar1(K, S, 0.7, 5, m.A, m.Q);
+  m.B = Eigen::MatrixXd::Identity(2, 2);
+  m.R = 0.09 * Eigen::MatrixXd::Identity(2, 2);
+  const KalmanResult exact = kalman_filter(m, observations(read_table(data), {"y[0]", "y[1]"}));
+
+  PfVsKalman c;
+  c.label = "ou2-sde";
+  c.exe = exe;
+  c.args = {"--data", data};
+  c.state_cols = {"x[0]", "x[1]"};
+  c.particles = 10000;
+  c.runs = 32;
+  c.seed0 = 7100;
+  c.missing.assign(40, false);
+  compare_with_kalman(c, exact);
+}
+
+TEST_CASE("diffusion: a state-dependent coefficient (geometric Brownian motion) has its Euler "
+          "scheme's exact moments",
+          "[e2e][stat][sde]") {
+  // X_{k+1} = X_k (1 + mu h + s sqrt(h) Z_k): the moments of X after M substeps from x0 are
+  // products, E[X^p] = x0^p E[(1 + mu h + s sqrt(h) Z)^p]^M. With y missing at t = 0 and 1 the
+  // filter's particles at t = 1 are N independent paths: their mean and second moment are checked
+  // within 4 standard errors of the exact values.
+  const std::string& exe = model_exe("gbm_sde", R"(
+model gbm_sde {
+  param mu : real = 0.3;
+  param s : real(0, inf) = 0.5;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(2, 1e-12);
+  x[t] ~ diffusion(mu * x[t], s * x[t], 1.0, 8);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  const std::string data = scratch_path("gbm-sde-data.csv");
+  write_file(data, "y\nNA\nNA\n");
+  const int64_t n = 200000;
+  const FilterRun run =
+      run_filter(exe, {"--data", data, "--particles", std::to_string(n), "--seed", "11"},
+                 scratch_path("gbm-sde-filter.csv"));
+  const double x0 = 2, mu = 0.3, s = 0.5, h = 1.0 / 8;
+  const double a = 1 + mu * h, v = s * s * h;
+  const double m1 = x0 * std::pow(a, 8);
+  const double m2 = x0 * x0 * std::pow(a * a + v, 8);
+  const double m4 = std::pow(x0, 4) * std::pow(std::pow(a, 4) + 6 * a * a * v + 3 * v * v, 8);
+  const double mean = run.table.column("mean_x").at(1);
+  const double var = run.table.column("var_x").at(1);
+  const double se1 = std::sqrt((m2 - m1 * m1) / n), se2 = std::sqrt((m4 - m2 * m2) / n);
+  INFO(fmt::format("mean {} (exact {}, se {}), second moment {} (exact {}, se {})", mean, m1, se1,
+                   var + mean * mean, m2, se2));
+  CHECK(std::fabs(mean - m1) < 4 * se1);
+  CHECK(std::fabs(var + mean * mean - m2) < 4 * se2);
+}
+
+TEST_CASE("diffusion: paths are reproducible from the seed whatever the threads",
+          "[e2e][repro][sde]") {
+  const std::string& exe = example_exe("sine_sde");
+  const std::string a = scratch_path("sine-sde-a.csv"), b = scratch_path("sine-sde-b.csv");
+  run_ok({exe, "simulate", "--T", "30", "--seed", "5", "--out", a});
+  run_ok({exe, "simulate", "--T", "30", "--seed", "5", "--out", b});
+  CHECK(read_file(a) == read_file(b));
+  const FilterRun one = run_filter(exe, {"--data", a, "--particles", "10007", "--threads", "1"},
+                                   scratch_path("sine-sde-f1.csv"));
+  const FilterRun two = run_filter(exe, {"--data", a, "--particles", "10007", "--threads", "2"},
+                                   scratch_path("sine-sde-f2.csv"));
+  CHECK(one.csv_text == two.csv_text);
+  CHECK(one.summary.at("log_likelihood") == two.summary.at("log_likelihood"));
+}
+
+TEST_CASE("diffusion: the density-based methods refuse an SDE transition and say why",
+          "[e2e][sde]") {
+  const std::string& exe = example_exe("sine_sde");
+  const std::string data = scratch_path("sine-sde-refuse.csv");
+  run_ok({exe, "simulate", "--T", "10", "--seed", "2", "--out", data});
+  for (const std::string method : {"paris", "ffbsi", "bis"}) {
+    ProcessResult r = run_process({exe, "smooth", "--data", data, "--method", method});
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("transition density has no closed form"));
+  }
+  ProcessResult score = run_process({exe, "score", "--data", data});
+  CHECK(score.exit_code != 0);
+  CHECK_THAT(score.err, Catch::Contains("diffusion"));
+}
