@@ -22,7 +22,8 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* gaussian_moments, llvm::Function* gaussian_jacobian,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
                       llvm::Function* score_terms, llvm::Function* prior_logpdf,
-                      llvm::Function* state_gradient, llvm::Function* guide_args) {
+                      llvm::Function* state_gradient, llvm::Function* guide_args,
+                      llvm::Function* diffusion_terms) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -58,11 +59,12 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       llvm::PointerType::getUnqual(
           llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false)), // prior_logpdf
       module.getFunction("ssm_functional_terms")->getType(),          // state_gradient
-      module.getFunction("ssm_functional_terms")->getType()};         // guide_args
+      module.getFunction("ssm_functional_terms")->getType(),          // guide_args
+      module.getFunction("ssm_functional_terms")->getType()};         // diffusion_terms
   llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
                              proposal_sample, lookahead,       score_terms,      prior_logpdf,
-                             state_gradient,  guide_args};
-  for (int k = 0; k < 10; ++k) {
+                             state_gradient,  guide_args,      diffusion_terms};
+  for (int k = 0; k < 11; ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -121,8 +123,11 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       structure.derivatives && !structure.derivatives->guide_arguments.empty()
           ? emit_guide_arguments(model, *structure.derivatives, library)
           : nullptr;
+  llvm::Function* diffusion = structure.sde && structure.sde->why_not.empty()
+                                  ? emit_diffusion_terms(model, *structure.sde, library)
+                                  : nullptr;
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score, prior, state_gradient, guide_args);
+                   lookahead, score, prior, state_gradient, guide_args, diffusion);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -18,6 +18,7 @@ namespace ssm::passes {
 struct LinearGaussian;
 struct TransitionDensity;
 struct Derivatives;
+struct SdeEstimators;
 } // namespace ssm::passes
 
 namespace ssm::codegen {
@@ -35,6 +36,8 @@ struct StructureKernels {
   const passes::TransitionDensity* density = nullptr;
   // The Gaussian Jacobians (the EKF's, for a Gaussian model) and the score terms.
   const passes::Derivatives* derivatives = nullptr;
+  // An SDE transition's terms for the density estimators (ssm_diffusion_terms).
+  const passes::SdeEstimators* sde = nullptr;
 };
 
 // Why the model has no gaussian_moments kernel (the unscented Kalman filter's): a relation that is

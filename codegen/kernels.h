@@ -13,6 +13,7 @@ class Module;
 namespace ssm::passes {
 struct LinearGaussian;
 struct Derivatives;
+struct SdeEstimators;
 } // namespace ssm::passes
 
 namespace ssm::codegen {
@@ -46,6 +47,10 @@ llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Deriv
 // ssm_state_gradient: as ssm_functional_terms, of the derivatives analysis's state gradient.
 llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
                                     llvm::Module& module);
+
+// ssm_diffusion_terms: as ssm_functional_terms, of an SDE transition's terms at the points x.
+llvm::Function* emit_diffusion_terms(const ir::Model& model, const passes::SdeEstimators& sde,
+                                     llvm::Module& module);
 
 // gaussian_kernels.cpp: what the Kalman filters need.
 llvm::Function* emit_linear_gaussian(const ir::Model& model, const passes::LinearGaussian& lg,

@@ -1,7 +1,8 @@
 // The kernels that write a block's outputs per particle, laid out as the runtime lays out a state:
 // the functional block's terms (the smoothers' additive functionals), the score terms (the
-// parameter gradients that smoothed give the score) and the look-ahead block's values (the
-// auxiliary particle filter's).
+// parameter gradients that smoothed give the score), the look-ahead block's values (the
+// auxiliary particle filter's) and an SDE's drift, Jacobian, coefficient and dt at points (the
+// density estimators').
 #include "kernel_emitter.h"
 #include "kernels.h"
 #include "passes/structure.h"
@@ -93,6 +94,11 @@ llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Deriva
 llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
                                      llvm::Module& module) {
   return emit_arena_terms(model, derivs, derivs.guide_arguments, module, "ssm_guide_args");
+}
+
+llvm::Function* emit_diffusion_terms(const ir::Model& model, const passes::SdeEstimators& sde,
+                                     llvm::Module& module) {
+  return FunctionalEmitter(model, module, sde.arena, sde.outputs).emit("ssm_diffusion_terms");
 }
 
 llvm::Function* emit_lookahead(const ir::Model& model, llvm::Module& module) {

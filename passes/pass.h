@@ -46,6 +46,7 @@ struct PassContext {
   std::optional<AdditiveFunctionals> functionals;
   std::optional<Derivatives> derivatives;
   std::optional<EmSteps> em_steps;
+  std::optional<SdeEstimators> sde; // only for a model with an SDE transition
 };
 
 class Pass {

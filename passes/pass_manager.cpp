@@ -38,6 +38,7 @@ std::map<std::string, PassFactory, std::less<>>& registry() {
     builtins["simulator-draws"] = create_simulator_draws;
     builtins["net-outputs"] = create_net_outputs;
     builtins["em-m-steps"] = create_em_m_steps;
+    builtins["sde-estimators"] = create_sde_estimators;
     return builtins;
   }();
   return passes;

@@ -18,6 +18,7 @@ std::unique_ptr<Pass> create_plate_items();          // plate_items.cpp
 std::unique_ptr<Pass> create_net_outputs();          // net_outputs.cpp
 std::unique_ptr<Pass> create_simulator_draws();      // simulator_draws.cpp
 std::unique_ptr<Pass> create_em_m_steps();           // em_m_steps.cpp
+std::unique_ptr<Pass> create_sde_estimators();       // sde_estimators.cpp
 
 // Carries reads of x[t-k], k >= 2, in hidden states (augment_lags.cpp). Code generation needs a
 // first-order state, so the driver applies it after any pipeline; a no-op when already done.
@@ -42,6 +43,6 @@ void hoist_net_calls(ir::Model& model);
 // as `x` and one node per value.
 inline constexpr std::string_view default_pipeline =
     "augment-lags,constant-fold,cse,markov-structure,linear-gaussian,finite-state,density,"
-    "additive-functionals,em-m-steps";
+    "additive-functionals,em-m-steps,sde-estimators";
 
 } // namespace ssm::passes

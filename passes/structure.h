@@ -7,6 +7,7 @@
 
 #include "ir/ir.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,6 +117,39 @@ struct TransitionDensity {
   bool tractable = true;             // every relation has a log-density
   std::optional<DensityBound> bound; // of the whole transition: the product over relations
   std::string no_bound_reason;
+  std::string summary() const;
+  std::string report() const;
+};
+
+// sde-estimators: for a transition that is an SDE, x[t] ~ diffusion(...), what the unbiased
+// estimators of its transition density evaluate (the kernel ssm_diffusion_terms: at a point x of
+// the path, the drift, its Jacobian in the path, the diffusion coefficient and dt), and which
+// estimators apply, with the reasons for those that do not.
+enum class SdeCoefficient { Scalar, Vector, Matrix }; // the diffusion's shape, as written
+
+struct SdeEstimators {
+  ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
+  std::string relation; // "x[t]"
+  ir::SourceLoc loc;
+  int state = -1; // the model's state the SDE moves
+  int dim = 0;    // its components
+  int steps = 0;  // Euler-Maruyama substeps of the sampler
+  SdeCoefficient coefficient = SdeCoefficient::Scalar;
+  bool coefficient_constant = false; // the diffusion coefficient does not read the path
+  // Arena nodes, evaluated at the path's value x (the state at lag 0): drift (dim), Jacobian
+  // d drift_i / d x_j (dim * dim, row-major), diffusion (1, dim or dim * dim), dt (1), and the
+  // bounds of psi below (2).
+  std::vector<int> outputs;
+  std::string why_not; // no estimator can run (then no kernel): the model outside their scope
+  // The General Poisson estimator: a scalar SDE whose coefficient sigma does not read the path
+  // (the Lamperti transform is then a scaling u = x / sigma) and whose
+  // psi(u) = (a(u)^2 + a'(u)) / 2, a(u) = drift(sigma u) / sigma, is bounded below. Its bounds
+  // over the real line by interval arithmetic, as arena expressions of the parameters (and t,
+  // data, inputs): constants -inf / inf where unbounded.
+  std::string gpe_why_not;
+  int psi_lower = -1, psi_upper = -1;
+  std::string psi_lower_text, psi_upper_text;
+  std::string parametrix_why_not;
   std::string summary() const;
   std::string report() const;
 };

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace ssm::passes {
@@ -36,6 +37,8 @@ void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
     create_additive_functionals()->run(model, context);
   if (!context.em_steps)
     create_em_m_steps()->run(model, context);
+  if (!context.sde) // stays empty for a model without an SDE: cheap to run again
+    create_sde_estimators()->run(model, context);
 }
 
 std::string structure_summary(const PassContext& context) {
@@ -48,6 +51,8 @@ std::string structure_summary(const PassContext& context) {
     out += context.finite_state->summary() + "\n";
   if (context.density)
     out += context.density->summary() + "\n";
+  if (context.sde)
+    out += context.sde->summary() + "\n";
   if (context.functionals && !context.functionals->functionals.empty())
     out += context.functionals->summary() + "\n";
   if (context.em_steps && !context.em_steps->params.empty())
@@ -202,6 +207,8 @@ std::string structure_report(const ir::Model& model, const PassContext& context)
     sections.push_back(context.finite_state->report());
   if (context.density)
     sections.push_back(context.density->report());
+  if (context.sde)
+    sections.push_back(context.sde->report());
   if (context.functionals && !context.functionals->functionals.empty())
     sections.push_back(context.functionals->report());
   if (context.em_steps && !context.em_steps->params.empty())
@@ -313,6 +320,26 @@ json density_json(const TransitionDensity& d) {
           {"relations", relations}};
 }
 
+json sde_json(const SdeEstimators& e) {
+  const char* coefficient[] = {"scalar", "vector", "matrix"};
+  return {{"relation", e.relation},
+          {"state", e.state},
+          {"dim", e.dim},
+          {"steps", e.steps},
+          {"coefficient", coefficient[static_cast<int>(e.coefficient)]},
+          {"coefficient_constant", e.coefficient_constant},
+          {"why_not", string_or_null(e.why_not)},
+          {"gpe",
+           {{"available", e.gpe_why_not.empty()},
+            {"reason", string_or_null(e.gpe_why_not)},
+            {"psi_lower", string_or_null(e.psi_lower_text)},
+            {"psi_upper", string_or_null(e.psi_upper_text)}}},
+          {"parametrix",
+           {{"available", e.parametrix_why_not.empty()},
+            {"reason", string_or_null(e.parametrix_why_not)}}},
+          {"loc", loc_json(e.loc)}};
+}
+
 json functionals_json(const AdditiveFunctionals& a) {
   json out = json::array();
   for (const FunctionalStructure& f : a.functionals)
@@ -417,6 +444,7 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["linear_gaussian"] = or_null(context.linear_gaussian, linear_gaussian_json);
   out["finite_state"] = or_null(context.finite_state, finite_state_json);
   out["density"] = or_null(context.density, density_json);
+  out["sde"] = or_null(context.sde, sde_json);
   out["functionals"] = or_null(context.functionals, functionals_json);
   out["em_steps"] = or_null(context.em_steps, em_steps_json);
   if (model.items)

@@ -20,7 +20,8 @@ std::string structure_summary(const PassContext& context);
 // Every analysis in full: `ssmc check --structure`.
 std::string structure_report(const ir::Model& model, const PassContext& context);
 // {"model", "source", "n_state", "n_obs", "n_theta", "markov", "linear_gaussian",
-//  "finite_state", "density"}; an analysis that did not run is null. A simulator adds
+//  "finite_state", "density", "sde", "functionals", "em_steps"}; an analysis that did not run is
+//  null. A simulator adds
 // "model_kind" and "static_model" (static_model_json), and its state-space analyses are null; a
 // plate model made into items (passes/plate_items.cpp) has "items": "n".
 nlohmann::json structure_json(const ir::Model& model, const PassContext& context);

@@ -1,4 +1,5 @@
-// Parsing and checking of the model metadata JSON (see docs/abi.md), and CSV column naming.
+// Parsing and checking of the model metadata JSON (see docs/abi.md); the names it gives columns
+// and types are in metadata_names.cpp.
 #include "core/metadata.h"
 #include "core/error.h"
 
@@ -396,6 +397,25 @@ const json* parse_structure(const json& root, ModelInfo& info) {
         info.no_bound_reason = why->get<std::string>();
     }
   if (st != root.end() && st->is_object())
+    if (auto e = st->find("sde"); e != st->end() && e->is_object()) {
+      ModelInfo::Sde sde;
+      sde.relation = e->value("relation", "");
+      sde.state = e->value("state", -1);
+      sde.dim = e->value("dim", 0);
+      sde.steps = e->value("steps", 0);
+      const std::string coefficient = e->value("coefficient", "scalar");
+      sde.coefficient_size = coefficient == "matrix"   ? sde.dim * sde.dim
+                             : coefficient == "vector" ? sde.dim
+                                                       : 1;
+      sde.coefficient_constant = e->value("coefficient_constant", false);
+      if (auto w = e->find("why_not"); w != e->end() && w->is_string())
+        sde.why_not = w->get<std::string>();
+      if (auto g = e->find("gpe"); g != e->end() && g->is_object())
+        if (auto r = g->find("reason"); r != g->end() && r->is_string())
+          sde.gpe_reason = r->get<std::string>();
+      info.sde = sde;
+    }
+  if (st != root.end() && st->is_object())
     if (auto g = st->find("gaussian_moments"); g != st->end() && g->is_object())
       info.not_gaussian_reason = g->value("reason", "");
   if (st != root.end() && st->is_object())
@@ -622,126 +642,6 @@ ModelInfo parse_metadata(std::string_view text) {
   parse_guide(root, info);
   parse_em_steps(root, info);
   return info;
-}
-
-std::string net_declaration(const NetInfo& net) {
-  return fmt::format("{}(inputs = {}, outputs = {}, hidden = {}, activation = {})", net.kind,
-                     net.inputs, net.outputs,
-                     net.hidden.empty() ? std::string("none")
-                                        : fmt::format("[{}]", fmt::join(net.hidden, ", ")),
-                     net.activation);
-}
-
-std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {
-  std::vector<std::string> cols;
-  if (shape.empty()) {
-    cols.push_back(name);
-    return cols;
-  }
-  int64_t n = shape_size(shape);
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    cols.push_back(fmt::format("{}[{}]", name, fmt::join(idx, ",")));
-    for (size_t d = shape.size(); d-- > 0;) { // row-major: last index fastest
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return cols;
-}
-
-static std::vector<std::string> columns_of(const std::vector<VarInfo>& vars, int64_t n) {
-  std::vector<std::string> cols(n);
-  for (const VarInfo& v : vars) {
-    auto names = column_names(v.name, v.shape);
-    for (int64_t i = 0; i < v.size; ++i)
-      cols[v.offset + i] = names[i];
-  }
-  return cols;
-}
-
-std::vector<std::string> state_columns(const ModelInfo& info) {
-  std::vector<std::string> cols = columns_of(info.state, info.n_state);
-  int64_t visible = info.n_state;
-  for (const VarInfo& v : info.state)
-    if (v.hidden)
-      visible = std::min(visible, v.offset);
-  cols.resize(visible);
-  return cols;
-}
-
-std::vector<std::string> input_columns(const ModelInfo& info) {
-  return columns_of(info.inputs, info.n_inputs);
-}
-
-std::vector<std::string> functional_columns(const ModelInfo& info) {
-  std::vector<std::string> cols;
-  for (const FunctionalInfo& f : info.functionals)
-    for (std::string& c : column_names(f.name, f.shape))
-      cols.push_back(std::move(c));
-  return cols;
-}
-
-std::vector<std::string> obs_columns(const ModelInfo& info) {
-  return columns_of(info.obs, info.n_obs);
-}
-
-std::string integer_type(const VarInfo& v) {
-  if (v.lower == -INFINITY && v.upper == INFINITY)
-    return "int";
-  return fmt::format("int[{}..{}]", v.lower, v.upper);
-}
-
-std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars) {
-  std::vector<IntegerRange> out;
-  for (const VarInfo& v : vars) {
-    if (!v.integer || v.hidden || (v.lower == -INFINITY && v.upper == INFINITY))
-      continue;
-    const std::vector<std::string> names = column_names(v.name, v.shape);
-    for (int64_t i = 0; i < v.size; ++i)
-      out.push_back({v.offset + i, v.lower, v.upper, names[i], integer_type(v)});
-  }
-  return out;
-}
-
-std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, const double* x,
-                                      int64_t begin, int64_t end, int64_t stride) {
-  std::pair<int64_t, int> first{-1, -1};
-  for (size_t r = 0; r < ranges.size(); ++r) {
-    const double* xc = x + ranges[r].component * stride;
-    const double lo = ranges[r].lower, hi = ranges[r].upper;
-    const int64_t stop = first.first < 0 ? end : first.first;
-    for (int64_t n = begin; n < stop; ++n)
-      if (!(xc[n] >= lo && xc[n] <= hi)) {
-        first = {n, static_cast<int>(r)};
-        break;
-      }
-  }
-  return first;
-}
-
-std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
-                                 int64_t t, const std::string& where) {
-  return fmt::format("{}: at t={} {}drew {} = {}, outside its declared range {}; declare the "
-                     "whole support of its distribution (as in int[0..inf]) or use a "
-                     "distribution that stays within the range",
-                     who, t, where.empty() ? "the model " : where + " ", range.name, value,
-                     range.type);
-}
-
-std::string type_string(const ParamInfo& p) {
-  if (p.type == "int") {
-    if (!p.lower && !p.upper)
-      return "int";
-    return fmt::format("int[{}..{}]", p.lower ? fmt::format("{}", *p.lower) : "-inf",
-                       p.upper ? fmt::format("{}", *p.upper) : "inf");
-  }
-  if (p.type == "cov_matrix" && !p.shape.empty())
-    return fmt::format("cov_matrix[{}]", p.shape[0]);
-  if (p.shape.empty())
-    return p.type;
-  return fmt::format("{}[{}]", p.type, fmt::join(p.shape, ","));
 }
 
 } // namespace ssm

@@ -194,6 +194,17 @@ struct ModelInfo {
   bool transition_tractable = true;
   std::string sample_only_reason;
   std::string transition_bound, no_bound_reason;
+  // An SDE transition (metadata "structure"."sde"): what its density estimators (sde/) evaluate
+  // through the diffusion_terms kernel, and which of them apply, else why not.
+  struct Sde {
+    int state = -1, dim = 0, steps = 0;
+    int coefficient_size = 1; // the diffusion coefficient as written: 1, dim or dim * dim
+    bool coefficient_constant = false;
+    std::string why_not;    // no estimator applies (and no kernel)
+    std::string gpe_reason; // empty: the General Poisson estimator applies
+    std::string relation;   // "x[t]"
+  };
+  std::optional<Sde> sde;
   // Why the model has no gaussian_moments kernel (the unscented Kalman filter needs it).
   std::string not_gaussian_reason;
   // Why the model has no score_terms kernel (a relation without a log-density formula); empty

@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 7
+#define SSM_ABI_VERSION 8
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -135,6 +135,11 @@ typedef struct ssm_model {
   // the entries of their Jacobian in those outputs that are not identically zero (metadata
   // "structure"."guide"."jacobian" says where each belongs); may be null.
   ssm_functional_terms_fn guide_args;
+  // An SDE transition's terms at points x of its path (metadata "structure"."sde"), for the
+  // unbiased estimators of its density: the drift (dim), its Jacobian in the path (dim x dim,
+  // row-major), the diffusion coefficient (1, dim or dim x dim, as written) and dt; x_prev and y
+  // unused; may be null.
+  ssm_functional_terms_fn diffusion_terms;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernel/rng.h"
 #include "kernel/vectorised.h"
+#include "sde/poisson_estimator.h"
 
 #include <fmt/format.h>
 
@@ -40,10 +41,23 @@ void BackwardDensity::some(const double* frame, int64_t t, const double* x_prev,
 }
 
 void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& batch,
-                            std::vector<double>& out) const {
-  out.resize(batch.size());
-  model_.transition_logpdf(frame, t, 0, batch.size(), batch.size(), batch.prev(), nullptr,
-                           batch.cur(), out.data());
+                            std::vector<double>& out, uint64_t seed, uint64_t first_id,
+                            int64_t per) const {
+  const int64_t P = batch.size();
+  out.resize(P);
+  if (info_) {
+    PoissonEstimator estimator(model_, *info_); // per call: its buffers are the caller thread's
+    estimator.estimate(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P,
+                       per, seed, first_id, out.data());
+    return;
+  }
+  model_.transition_logpdf(frame, t, 0, P, P, batch.prev(), nullptr, batch.cur(), out.data());
+}
+
+void BackwardDensity::use_estimator(const ModelInfo& info) {
+  PoissonEstimator check(model_, info); // throws with the reason when it does not apply
+  info_ = &info;
+  sde_offset_ = info.state.at(info.sde->state).offset;
 }
 
 void throw_no_parent(int64_t t, int64_t j, bool support_hint) {
@@ -148,7 +162,7 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
       row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
   }
   pairs.gather(density.n_state(), density.stride(), s.x_prev, s.x_cur, pi.data(), pj.data(), P);
-  density.pairs(s.frame, s.t, pairs, lp);
+  density.pairs(s.frame, s.t, pairs, lp, s.seed, static_cast<uint64_t>(jb * per), per);
 }
 
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {

@@ -47,9 +47,15 @@ public:
   // stride) and anc (stride) are scratch, count <= stride.
   void some(const double* frame, int64_t t, const double* x_prev, const double* x_cur, int64_t j,
             const int64_t* idx, int64_t count, double* bc, int64_t* anc, double* out) const;
-  // out[p] = log f(cur_p | prev_p) for the batch's pairs.
-  void pairs(const double* frame, int64_t t, const PairBatch& batch,
-             std::vector<double>& out) const;
+  // out[p] = log f(cur_p | prev_p) for the batch's pairs. With an estimator (use_estimator), the
+  // log of a positive estimate, made positive together within sets of `per` consecutive pairs
+  // (one particle's backward draws), pair p's draws keyed by (seed, t, first_id + p).
+  void pairs(const double* frame, int64_t t, const PairBatch& batch, std::vector<double>& out,
+             uint64_t seed = 0, uint64_t first_id = 0, int64_t per = 1) const;
+  // For a transition without a density (an SDE): pairs() estimates it (sde/); throws Error when
+  // no estimator applies. all() and some() keep the exact kernel: only bis may use this.
+  void use_estimator(const ModelInfo& info);
+  bool estimated() const { return info_ != nullptr; }
   const ssm_model& model() const { return model_; }
   int64_t n_state() const { return ns_; }
   int64_t stride() const { return stride_; }
@@ -57,6 +63,8 @@ public:
 private:
   const ssm_model& model_;
   int64_t ns_, stride_;
+  const ModelInfo* info_ = nullptr; // with an estimator of the SDE state's transition density
+  int64_t sde_offset_ = 0;          // that state's component
 };
 
 // Accepts with probability min(1, exp(log_ratio)) given u ~ U(0, 1): log u < log_ratio, without

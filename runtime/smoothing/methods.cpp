@@ -36,14 +36,43 @@ Refusal finite_applies(const ssm_model&, const ModelInfo& info) {
   return std::nullopt;
 }
 
+// Whether bis can weigh the SDE transition by the General Poisson estimator, else why not.
+Refusal estimator_applies(const ssm_model& model, const ModelInfo& info) {
+  if (!info.sde)
+    return "the model has no SDE transition";
+  if (!info.sde->why_not.empty())
+    return info.sde->why_not;
+  if (!info.sde->gpe_reason.empty())
+    return info.sde->gpe_reason;
+  if (!model.diffusion_terms)
+    return "the model table has no diffusion_terms kernel";
+  return std::nullopt;
+}
+
 Refusal density_applies(const ssm_model& model, const ModelInfo& info) {
-  if (!info.transition_tractable)
-    return fmt::format("it evaluates the transition density, and the model's transition is "
-                       "sample-only ({})",
-                       info.sample_only_reason);
+  if (!info.transition_tractable) {
+    std::string out = fmt::format("it evaluates the transition density, and the model's "
+                                  "transition is sample-only ({})",
+                                  info.sample_only_reason);
+    if (info.sde && !estimator_applies(model, info))
+      out += "; bis weighs it by an unbiased estimate of the density (--method bis)";
+    return out;
+  }
   if (!model.transition_logpdf)
     return "the model table has no transition_logpdf kernel";
   return std::nullopt;
+}
+
+// bis needs the density only in its self-normalised weights: an SDE's estimate will do.
+Refusal bis_applies(const ssm_model& model, const ModelInfo& info) {
+  if (!info.transition_tractable && info.sde) {
+    if (Refusal why = estimator_applies(model, info))
+      return fmt::format("the transition {} is an SDE and no estimator of its density applies: "
+                         "{}",
+                         info.sde->relation, *why);
+    return std::nullopt;
+  }
+  return density_applies(model, info);
 }
 
 const std::array<std::pair<BackwardSampling, const char*>, 4> kBackwardNames = {
@@ -158,7 +187,7 @@ const std::vector<Smoother>& smoothers() {
        .rank = 9,
        .online = true,
        .options = {"--backward-samples"},
-       .applies = density_applies},
+       .applies = bis_applies},
   };
   return all;
 }

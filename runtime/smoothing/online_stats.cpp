@@ -209,7 +209,9 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   filter_options.moments = false;
   ParticleFilter pf(model, info, fixed, data, filter_options, pool);
   const int64_t stride = pf.stride();
-  const BackwardDensity density(model, ns, stride);
+  BackwardDensity density(model, ns, stride);
+  if (!info.transition_tractable && info.sde) // bis, by the method's check: an SDE's estimate
+    density.use_estimator(info);
   const OnlineContext ctx{model,
                           info,
                           opt,

@@ -148,6 +148,7 @@ inline ssm_model ar1_model() {
                    nullptr,
                    nullptr,
                    nullptr,
+                   nullptr,
                    nullptr};
 }
 inline ssm_model ar2_model() {
@@ -160,6 +161,7 @@ inline ssm_model ar2_model() {
                    K::transition_logpdf,
                    K::obs_logpdf,
                    K::obs_sample,
+                   nullptr,
                    nullptr,
                    nullptr,
                    nullptr,

@@ -321,7 +321,8 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   ssm::codegen::generate_kernels(model, metadata,
                                  {context.linear_gaussian ? &*context.linear_gaussian : nullptr,
                                   context.density ? &*context.density : nullptr,
-                                  derivatives ? &*derivatives : nullptr},
+                                  derivatives ? &*derivatives : nullptr,
+                                  context.sde ? &*context.sde : nullptr},
                                  *module);
   timer.phase("optimize");
   auto target = ssm::codegen::create_host_target_machine();

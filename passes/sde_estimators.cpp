@@ -1,0 +1,337 @@
+// sde-estimators: what the unbiased estimators of an SDE transition's density need, and which of
+// them apply (structure.h, SdeEstimators). The drift, its Jacobian in the path (the
+// differentiation pass), the diffusion coefficient and dt become expressions of the path's value
+// in an arena, which codegen compiles into ssm_diffusion_terms for the runtime's estimators
+// (runtime/sde/). The General Poisson estimator's condition, psi bounded below, is checked by
+// interval arithmetic over the real line, parameters within their declared bounds.
+#include "derivatives.h"
+#include "passes.h"
+
+#include "ir/builtins.h"
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace ssm::passes {
+
+namespace {
+
+// An interval [lo, hi] of a scalar as arena expressions of what is known at run time (parameters,
+// data, inputs, t); nullopt on a side that is unbounded, or whose bound the rules below do not
+// find. `positive`: known > 0 (a positive constant, a parameter declared positive).
+struct Interval {
+  std::optional<int> lo, hi;
+  bool positive = false;
+  bool point() const { return lo && hi && *lo == *hi; }
+};
+
+// Bounds of a scalar arena node over every value of the path (a state at lag 0), as expressions
+// of the run-time constants: the General Poisson estimator's bounds of psi, which the runtime
+// evaluates at the parameters it runs with.
+class Bounds {
+public:
+  Bounds(const ir::Model& model, ExprBuilder& b) : model_(model), b_(b) {}
+
+  Interval of(int id) {
+    if (auto it = memo_.find(id); it != memo_.end())
+      return it->second;
+    return memo_[id] = compute(id, b_[id]);
+  }
+
+private:
+  Interval point(int id, bool positive = false) { return {id, id, positive}; }
+
+  Interval compute(int id, const ir::Node n) {
+    if (!n.shape.is_scalar())
+      return {};
+    switch (n.op) {
+    case ir::Op::Const:
+      return point(id, n.values[0] > 0);
+    case ir::Op::Param:
+      return point(id, model_.params[n.var].lower >= 0);
+    case ir::Op::Time:
+    case ir::Op::Data:
+    case ir::Op::Input:
+    case ir::Op::Obs:
+      return point(id);
+    case ir::Op::Neg: {
+      const Interval a = of(n.args[0]);
+      return {neg(a.hi), neg(a.lo)};
+    }
+    case ir::Op::Add: {
+      const Interval a = of(n.args[0]), c = of(n.args[1]);
+      return {both(a.lo, c.lo, [&](int x, int y) { return b_.add(x, y); }),
+              both(a.hi, c.hi, [&](int x, int y) { return b_.add(x, y); })};
+    }
+    case ir::Op::Sub: {
+      const Interval a = of(n.args[0]), c = of(n.args[1]);
+      return {both(a.lo, c.hi, [&](int x, int y) { return b_.sub(x, y); }),
+              both(a.hi, c.lo, [&](int x, int y) { return b_.sub(x, y); })};
+    }
+    case ir::Op::Mul:
+      return n.args[0] == n.args[1] ? square(of(n.args[0])) : mul(of(n.args[0]), of(n.args[1]));
+    case ir::Op::Div: {
+      const Interval c = of(n.args[1]);
+      if (!c.point() || !c.positive)
+        return {};
+      return mul(of(n.args[0]), point(b_.div(b_.constant(1), *c.lo), true));
+    }
+    case ir::Op::Pow: {
+      const ir::Node& e = b_[n.args[1]];
+      if (e.op == ir::Op::Const && e.values[0] == 2)
+        return square(of(n.args[0]));
+      return {};
+    }
+    case ir::Op::Call:
+      return call(n);
+    default:
+      return {};
+    }
+  }
+
+  template <class F>
+  static std::optional<int> both(std::optional<int> x, std::optional<int> y, F f) {
+    if (!x || !y)
+      return std::nullopt;
+    return f(*x, *y);
+  }
+  std::optional<int> neg(std::optional<int> x) {
+    return x ? std::optional(b_.neg(*x)) : std::nullopt;
+  }
+  int min(int x, int y) { return b_.call("min", {x, y}); }
+  int max(int x, int y) { return b_.call("max", {x, y}); }
+
+  // A product: exact when both sides are bounded (the extremes of the corners), or when one side
+  // is a point of known sign; otherwise unbounded.
+  Interval mul(Interval a, Interval c) {
+    if (a.point() && a.positive)
+      return {both(a.lo, c.lo, [&](int x, int y) { return b_.mul(x, y); }),
+              both(a.hi, c.hi, [&](int x, int y) { return b_.mul(x, y); }), c.positive};
+    if (c.point() && c.positive)
+      return mul(c, a);
+    if (!(a.lo && a.hi && c.lo && c.hi))
+      return {};
+    const int p[] = {b_.mul(*a.lo, *c.lo), b_.mul(*a.lo, *c.hi), b_.mul(*a.hi, *c.lo),
+                     b_.mul(*a.hi, *c.hi)};
+    return {min(min(p[0], p[1]), min(p[2], p[3])), max(max(p[0], p[1]), max(p[2], p[3]))};
+  }
+
+  // a^2: at least max(0, a.lo, -a.hi)^2 (0 when the interval holds 0); at most the larger end's.
+  Interval square(Interval a) {
+    if (a.point()) // a point's square is one too; taken as positive (a divisor of 0 fails anyway)
+      return point(b_.mul(*a.lo, *a.lo), true);
+    const int zero = b_.constant(0);
+    int below = zero;
+    if (a.lo)
+      below = max(below, *a.lo);
+    if (a.hi)
+      below = max(below, b_.neg(*a.hi));
+    Interval out{b_.mul(below, below), std::nullopt};
+    if (a.lo && a.hi)
+      out.hi = max(b_.mul(*a.lo, *a.lo), b_.mul(*a.hi, *a.hi));
+    return out;
+  }
+
+  Interval call(const ir::Node& n) {
+    const ir::Builtin* f = ir::find_builtin(n.fn);
+    if (!f || n.args.empty())
+      return {};
+    auto constant = [&](double lo, double hi) {
+      return Interval{b_.constant(lo), b_.constant(hi)};
+    };
+    const Interval a = of(n.args[0]);
+    switch (f->fn) {
+    case ir::Fn::Sin:
+    case ir::Fn::Cos:
+    case ir::Fn::Tanh:
+    case ir::Fn::Erf:
+      return constant(-1, 1);
+    case ir::Fn::Logistic:
+    case ir::Fn::Phi:
+      return constant(0, 1);
+    case ir::Fn::Atan:
+      return constant(-M_PI / 2, M_PI / 2);
+    case ir::Fn::Exp:
+      return {a.lo ? b_.call("exp", {*a.lo}) : b_.constant(0),
+              a.hi ? std::optional(b_.call("exp", {*a.hi})) : std::nullopt};
+    default:
+      return {};
+    }
+  }
+
+  const ir::Model& model_;
+  ExprBuilder& b_;
+  std::map<int, Interval> memo_;
+};
+
+// The first state the node reads other than the path itself (x[t] of `state`), as a reason; empty
+// when it reads none.
+std::string other_state(const ir::Model& model, const ir::Block& block, int node, int state) {
+  const std::vector<bool> reached = ir::reached_from(block, {node});
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
+    const ir::Node& n = block.nodes[i];
+    if (reached[i] && n.op == ir::Op::State && !(n.var == state && n.lag == 0))
+      return fmt::format("{}[{}]", ir::shown_state_name(model.states[n.var].name),
+                         n.lag == 0 ? "t" : fmt::format("t-{}", n.lag));
+  }
+  return {};
+}
+
+class SdeEstimatorsAnalysis : public Pass {
+public:
+  std::string_view name() const override { return "sde-estimators"; }
+  std::string_view description() const override {
+    return "for an SDE transition: the terms its density estimators evaluate; which apply";
+  }
+
+  void run(ir::Model& model, PassContext& context) override {
+    if (!model.is_state_space())
+      return;
+    const ir::Block& block = model.transition;
+    const auto sde =
+        std::find_if(block.relations.begin(), block.relations.end(),
+                     [](const ir::Relation& r) { return r.dist == ir::Dist::Diffusion; });
+    if (sde == block.relations.end())
+      return;
+    const ir::Relation& rel = *sde;
+    SdeEstimators out;
+    out.state = rel.var;
+    out.relation = fmt::format("{}[t]", model.states[rel.var].name);
+    out.loc = rel.loc;
+    out.dim = model.states[rel.var].shape.size();
+    out.steps = static_cast<int>(block.nodes[rel.args[4]].values.at(0));
+    const int drift = rel.args[1], sigma = rel.args[2], dt = rel.args[3];
+    const ir::Shape& sigma_shape = block.nodes[sigma].shape;
+    out.coefficient = sigma_shape.rank() == 2   ? SdeCoefficient::Matrix
+                      : sigma_shape.rank() == 1 ? SdeCoefficient::Vector
+                                                : SdeCoefficient::Scalar;
+    const std::vector<bool> path_nodes = ir::reached_from(block, {sigma});
+    out.coefficient_constant = true;
+    for (size_t i = 0; i < block.nodes.size(); ++i)
+      if (path_nodes[i] && block.nodes[i].op == ir::Op::State)
+        out.coefficient_constant = false;
+
+    out.why_not = scope_problem(model, rel);
+    out.parametrix_why_not = "the parametrix estimator is not implemented yet";
+    if (!out.why_not.empty()) {
+      out.gpe_why_not = out.why_not;
+      context.sde = std::move(out);
+      return;
+    }
+
+    ExprBuilder b(out.arena);
+    Differentiator d(block, b);
+    const int d_drift = b.import(block, drift);
+    std::vector<int> alpha, jacobian(out.dim * out.dim, -1);
+    for (int i = 0; i < out.dim; ++i)
+      alpha.push_back(b.element(d_drift, block.nodes[drift].shape.is_scalar() ? 0 : i));
+    for (int j = 0; j < out.dim; ++j) {
+      const std::vector<int> col = d.derivative(drift, {ir::Op::State, rel.var, 0, j});
+      for (int i = 0; i < out.dim; ++i)
+        jacobian[i * out.dim + j] = b.materialize(col.size() == 1 ? col[0] : col[i]);
+    }
+    const int s = b.import(block, sigma);
+    std::vector<int> coefficient;
+    for (int i = 0; i < sigma_shape.size(); ++i)
+      coefficient.push_back(b.element(s, i));
+    out.outputs = alpha;
+    out.outputs.insert(out.outputs.end(), jacobian.begin(), jacobian.end());
+    out.outputs.insert(out.outputs.end(), coefficient.begin(), coefficient.end());
+    out.outputs.push_back(b.element(b.import(block, dt), 0));
+    const int unbounded_below = b.constant(-INFINITY), unbounded_above = b.constant(INFINITY);
+    out.psi_lower = unbounded_below;
+    out.psi_upper = unbounded_above;
+
+    out.gpe_why_not = gpe_problem(out);
+    if (out.gpe_why_not.empty()) {
+      // psi over the real line: (alpha^2 / sigma^2 + alpha') / 2 at x = sigma u.
+      const int a = alpha[0], sg = coefficient[0];
+      const int psi = b.div(b.add(b.div(b.mul(a, a), b.mul(sg, sg)), jacobian[0]), b.constant(2));
+      Bounds bounds(model, b);
+      const Interval i = bounds.of(psi);
+      if (!i.lo)
+        out.gpe_why_not = "psi = (drift^2 / diffusion^2 + drift') / 2 is not bounded below as far "
+                          "as the compiler can tell";
+      out.psi_lower = i.lo ? *i.lo : b.constant(-INFINITY);
+      out.psi_upper = i.hi ? *i.hi : b.constant(INFINITY);
+      out.psi_lower_text = ir::print_expr(model, out.arena, out.psi_lower);
+      out.psi_upper_text = ir::print_expr(model, out.arena, out.psi_upper);
+    }
+    out.outputs.push_back(out.psi_lower);
+    out.outputs.push_back(out.psi_upper);
+    context.sde = std::move(out);
+  }
+
+private:
+  // Why the model is outside what the estimators handle: one SDE for the whole transition,
+  // whose coefficients read no state but the path.
+  static std::string scope_problem(const ir::Model& model, const ir::Relation& rel) {
+    const ir::Block& block = model.transition;
+    for (const ir::Relation& other : block.relations)
+      if (&other != &rel && !model.guide_only_state(other.var))
+        return fmt::format("the transition of {} is not the SDE's: the estimators need the SDE "
+                           "to be the whole transition",
+                           ir::shown_state_name(model.states[other.var].name) + "[t]");
+    const char* names[] = {"drift", "diffusion coefficient", "dt"};
+    for (int k = 1; k <= 3; ++k)
+      if (std::string s = other_state(model, block, rel.args[k], rel.var); !s.empty())
+        return fmt::format("the {} reads {}; the estimators need it to read only the path",
+                           names[k - 1], s);
+    return {};
+  }
+
+  static std::string gpe_problem(const SdeEstimators& e) {
+    if (e.dim != 1)
+      return "the General Poisson estimator is implemented for scalar SDEs (the drift of a vector "
+             "one must be a gradient)";
+    if (!e.coefficient_constant)
+      return "the diffusion coefficient reads the path (a Lamperti transform with a numerical "
+             "integral is not implemented yet)";
+    return {};
+  }
+};
+
+} // namespace
+
+std::string SdeEstimators::summary() const {
+  std::string out = fmt::format("SDE {}: simulated by Euler-Maruyama in {} substeps; transition "
+                                "density estimators: ",
+                                relation, steps);
+  if (!why_not.empty())
+    return out + "none (" + why_not + ")";
+  std::vector<std::string> available;
+  if (gpe_why_not.empty())
+    available.push_back("gpe");
+  if (parametrix_why_not.empty())
+    available.push_back("parametrix");
+  return out + (available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", ")));
+}
+
+std::string SdeEstimators::report() const {
+  std::string out = summary() + "\n";
+  if (!why_not.empty())
+    return out;
+  if (gpe_why_not.empty())
+    out += fmt::format("  gpe: psi in [{}, {}]: {}\n", psi_lower_text, psi_upper_text,
+                       arena.nodes[psi_upper].op == ir::Op::Const &&
+                               std::isinf(arena.nodes[psi_upper].values[0])
+                           ? "estimates made positive by Wald's identity where one is not"
+                           : "positive estimates");
+  else
+    out += fmt::format("  gpe: no: {}\n", gpe_why_not);
+  if (!parametrix_why_not.empty())
+    out += fmt::format("  parametrix: no: {}\n", parametrix_why_not);
+  return out;
+}
+
+std::unique_ptr<Pass> create_sde_estimators() {
+  return std::make_unique<SdeEstimatorsAnalysis>();
+}
+
+} // namespace ssm::passes

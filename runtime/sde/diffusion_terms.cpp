@@ -1,0 +1,28 @@
+// DiffusionTerms: see diffusion_terms.h.
+#include "sde/diffusion_terms.h"
+
+#include "core/error.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : model_(model) {
+  if (!info.sde)
+    throw Error(fmt::format("model '{}' has no SDE transition", info.name));
+  if (!info.sde->why_not.empty() || !model.diffusion_terms)
+    throw Error(fmt::format("no estimator of the transition density of {} applies: {}",
+                            info.sde->relation, info.sde->why_not));
+  dim_ = info.sde->dim;
+  first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
+  rows_ = first_dt_ + 3;
+}
+
+void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, int64_t P) {
+  P_ = P;
+  out_.resize(static_cast<size_t>(rows_ * P));
+  if (P > 0) // x_prev, ancestors and y are never read: the terms read only the path
+    model_.diffusion_terms(frame, t, 0, P, P, nullptr, nullptr, x, nullptr, out_.data());
+}
+
+} // namespace ssm

@@ -1,0 +1,41 @@
+// An SDE transition's terms at points of its path, through the model's diffusion_terms kernel
+// (kernel/abi.h): the drift, its Jacobian in the path, the diffusion coefficient, dt and the
+// bounds of the General Poisson estimator's psi, for a batch of points in one kernel call.
+#pragma once
+
+#include "core/metadata.h"
+#include "kernel/abi.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ssm {
+
+class DiffusionTerms {
+public:
+  // Throws Error when the model has no SDE transition whose estimators can run.
+  DiffusionTerms(const ssm_model& model, const ModelInfo& info);
+
+  // Evaluates the terms at the P points x (dim x P, component-major: x[c * P + p]).
+  void evaluate(const double* frame, int64_t t, const double* x, int64_t P);
+
+  int dim() const { return dim_; }
+  int64_t size() const { return P_; }
+  // At point p of the last evaluation:
+  double drift(int64_t p, int i = 0) const { return row(i, p); }
+  double jacobian(int64_t p, int i = 0, int j = 0) const { return row(dim_ + i * dim_ + j, p); }
+  double coefficient(int64_t p, int k = 0) const { return row(dim_ + dim_ * dim_ + k, p); }
+  double dt(int64_t p) const { return row(first_dt_, p); }
+  double psi_lower(int64_t p) const { return row(first_dt_ + 1, p); }
+  double psi_upper(int64_t p) const { return row(first_dt_ + 2, p); }
+
+private:
+  double row(int r, int64_t p) const { return out_[static_cast<size_t>(r * P_ + p)]; }
+
+  const ssm_model& model_;
+  int dim_ = 0, first_dt_ = 0, rows_ = 0;
+  int64_t P_ = 0;
+  std::vector<double> out_;
+};
+
+} // namespace ssm

@@ -1,0 +1,225 @@
+// PoissonEstimator: see poisson_estimator.h.
+#include "sde/poisson_estimator.h"
+
+#include "core/error.h"
+#include "kernel/distributions.h"
+#include "kernel/rng.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace ssm {
+
+namespace {
+
+// 8-point Gauss-Legendre on [-1, 1]: exact for polynomials of degree 15 on each panel.
+constexpr double kNodes[] = {-0.9602898564975363, -0.7966664774136267, -0.5255324099163290,
+                             -0.1834346424956498, 0.1834346424956498,  0.5255324099163290,
+                             0.7966664774136267,  0.9602898564975363};
+constexpr double kWeights[] = {0.1012285362903763, 0.2223810344533745, 0.3137066458778873,
+                               0.3626837833783620, 0.3626837833783620, 0.3137066458778873,
+                               0.2223810344533745, 0.1012285362903763};
+constexpr int kNodesPerPanel = 8;
+constexpr int kMaxPanels = 1000;
+constexpr int kEndpoints = 3; // u, v and their midpoint: psi there sets c when psi is unbounded
+
+int panels(double u, double v) {
+  return static_cast<int>(std::clamp(std::ceil(std::fabs(v - u)), 1.0, double(kMaxPanels)));
+}
+
+} // namespace
+
+PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
+    : terms_(model, info), relation_(info.sde->relation) {
+  if (!info.sde->gpe_reason.empty())
+    throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
+                            info.sde->gpe_reason));
+}
+
+double PoissonEstimator::psi(int64_t point) const {
+  const double b = terms_.drift(point) / scale_; // b(u) = a(s u) / s, b'(u) = a'(s u)
+  return 0.5 * (b * b + terms_.jacobian(point));
+}
+
+void PoissonEstimator::prepare(const double* frame, int64_t t, const double* prev,
+                               const double* cur, int64_t P) {
+  // The coefficient, dt and psi's bounds read no point: one evaluation gives them.
+  const double probe = P > 0 ? prev[0] : 0.0;
+  terms_.evaluate(frame, t, &probe, 1);
+  scale_ = terms_.coefficient(0);
+  dt_ = terms_.dt(0);
+  lower_ = terms_.psi_lower(0);
+  upper_ = terms_.psi_upper(0);
+  if (!(std::isfinite(scale_) && scale_ != 0))
+    throw Error(fmt::format("the diffusion coefficient of {} at t={} is {}: it must be finite and "
+                            "not 0",
+                            relation_, t, scale_));
+  scale_ = std::fabs(scale_); // s dW and -s dW are the same process
+  if (!(std::isfinite(dt_) && dt_ > 0))
+    throw Error(fmt::format("dt of {} at t={} is {}: it must be positive", relation_, t, dt_));
+  if (!(lower_ > -INFINITY))
+    throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi's lower bound is "
+                            "{} for these parameters",
+                            relation_, t, lower_));
+
+  // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
+  first_node_.assign(P + 1, 0);
+  u_.resize(P);
+  v_.resize(P);
+  for (int64_t p = 0; p < P; ++p) {
+    u_[p] = prev[p] / scale_;
+    v_[p] = cur[p] / scale_;
+    first_node_[p + 1] = first_node_[p] + kEndpoints + panels(u_[p], v_[p]) * kNodesPerPanel;
+  }
+  points_.resize(first_node_[P]);
+  for (int64_t p = 0; p < P; ++p) {
+    double* x = &points_[first_node_[p]];
+    x[0] = prev[p];
+    x[1] = cur[p];
+    x[2] = 0.5 * (prev[p] + cur[p]);
+    const int n = panels(u_[p], v_[p]);
+    const double width = (cur[p] - prev[p]) / n;
+    for (int k = 0; k < n; ++k)
+      for (int q = 0; q < kNodesPerPanel; ++q)
+        x[kEndpoints + k * kNodesPerPanel + q] = prev[p] + width * (k + 0.5 * (kNodes[q] + 1.0));
+  }
+  terms_.evaluate(frame, t, points_.data(), first_node_[P]);
+
+  log_base_.resize(P);
+  c_.resize(P);
+  lambda_.resize(P);
+  const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_) + std::log(scale_);
+  for (int64_t p = 0; p < P; ++p) {
+    const int64_t f = first_node_[p];
+    const int n = panels(u_[p], v_[p]);
+    const double width = (cur[p] - prev[p]) / n;
+    double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
+    for (int k = 0; k < n * kNodesPerPanel; ++k)
+      integral += kWeights[k % kNodesPerPanel] * terms_.drift(f + kEndpoints + k);
+    integral *= 0.5 * width;
+    const double d = v_[p] - u_[p];
+    log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);
+    if (!std::isfinite(log_base_[p]))
+      throw Error(fmt::format("the General Poisson estimator for {} at t={}: the drift is not "
+                              "finite between {} and {}",
+                              relation_, t, prev[p], cur[p]));
+    if (std::isfinite(upper_)) {
+      c_[p] = upper_;
+      lambda_[p] = upper_ - lower_;
+    } else { // any c works; near psi's values around the pair, the estimates are rarely negative
+      const double a = psi(f), b = psi(f + 1), m = psi(f + 2);
+      const double hi = std::max({a, b, m}), lo = std::min({a, b, m});
+      c_[p] = hi + std::max(1.0, hi - lo);
+      lambda_[p] = c_[p] - lower_;
+    }
+  }
+}
+
+void PoissonEstimator::poisson_round(const double* frame, int64_t t,
+                                     const std::vector<int64_t>& pairs, int round, uint64_t seed,
+                                     uint64_t first_id, double* out, EstimatorCounts* counts) {
+  const auto ut = static_cast<uint32_t>(t);
+  const uint32_t site = kSiteSde + 3u * static_cast<uint32_t>(round);
+  const int64_t n = static_cast<int64_t>(pairs.size());
+  count_.resize(n);
+  bridge_first_.assign(n + 1, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t p = pairs[k];
+    const double rate = lambda_[p] * dt_;
+    if (rate > kMaxPoissonRate)
+      throw Error(fmt::format("the General Poisson estimator for {} at t={}: the Poisson rate "
+                              "lambda dt = {:g} exceeds {:g} for the pair {} -> {} (psi's bounds "
+                              "are too far apart)",
+                              relation_, t, rate, kMaxPoissonRate, u_[p] * scale_, v_[p] * scale_));
+    const auto id = static_cast<uint32_t>(first_id + static_cast<uint64_t>(p));
+    count_[k] = rate > 0 ? static_cast<int64_t>(sample_poisson(seed, id, ut, site, rate)) : 0;
+    bridge_first_[k + 1] = bridge_first_[k] + count_[k];
+  }
+  // The Brownian bridge from u to v at the sorted uniform times, point by point (x-coordinates).
+  bridge_.resize(bridge_first_[n]);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t p = pairs[k], K = count_[k];
+    const auto id = static_cast<uint32_t>(first_id + static_cast<uint64_t>(p));
+    times_.resize(K);
+    for (int64_t j = 0; j < K; ++j)
+      times_[j] = dt_ * philox_u01(seed, id, ut, site + 1, static_cast<uint32_t>(j));
+    std::sort(times_.begin(), times_.end());
+    double s = 0, w = u_[p];
+    for (int64_t j = 0; j < K; ++j) {
+      const double step = times_[j] - s, rest = dt_ - s;
+      const double mean = w + (v_[p] - w) * step / rest;
+      const double var = step * (dt_ - times_[j]) / rest;
+      w = mean + std::sqrt(std::max(var, 0.0)) *
+                     sample_std_normal_k(seed, id, ut, site + 2, static_cast<uint32_t>(j));
+      s = times_[j];
+      bridge_[bridge_first_[k] + j] = w * scale_;
+    }
+  }
+  terms_.evaluate(frame, t, bridge_.data(), bridge_first_[n]);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t p = pairs[k];
+    double product = std::exp((lambda_[p] - c_[p]) * dt_);
+    for (int64_t j = bridge_first_[k]; j < bridge_first_[k + 1]; ++j)
+      product *= (c_[p] - psi(j)) / lambda_[p];
+    out[p] = product;
+  }
+  if (counts) {
+    counts->estimates += n;
+    counts->bridge_points += bridge_first_[n];
+  }
+}
+
+void PoissonEstimator::single(const double* frame, int64_t t, const double* prev, const double* cur,
+                              int64_t P, uint64_t seed, uint64_t first_id, int round,
+                              double* log_base, double* poisson) {
+  prepare(frame, t, prev, cur, P);
+  std::vector<int64_t> all(P);
+  for (int64_t p = 0; p < P; ++p)
+    all[p] = p;
+  poisson_round(frame, t, all, round, seed, first_id, poisson, nullptr);
+  std::copy(log_base_.begin(), log_base_.end(), log_base);
+}
+
+void PoissonEstimator::estimate(const double* frame, int64_t t, const double* prev,
+                                const double* cur, int64_t P, int64_t per, uint64_t seed,
+                                uint64_t first_id, double* log_q, EstimatorCounts* counts) {
+  prepare(frame, t, prev, cur, P);
+  const int64_t sets = per > 0 ? P / per : 0;
+  std::vector<double> sum(P, 0.0), fresh(P, 0.0);
+  std::vector<int64_t> pending(P);
+  std::vector<bool> active(sets, true);
+  for (int64_t p = 0; p < P; ++p)
+    pending[p] = p;
+  // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
+  for (int round = 0; !pending.empty(); ++round) {
+    if (round == kMaxWaldRounds) {
+      const int64_t p = pending.front();
+      throw Error(fmt::format("the General Poisson estimator for {} at t={}: after {} rounds of "
+                              "Wald's loop the estimates of the pair {} -> {} (set {}) are still "
+                              "not all positive",
+                              relation_, t, kMaxWaldRounds, prev[p], cur[p], p / per));
+    }
+    poisson_round(frame, t, pending, round, seed, first_id, fresh.data(), counts);
+    for (int64_t p : pending)
+      sum[p] += fresh[p];
+    std::vector<int64_t> next;
+    for (int64_t set = 0; set < sets; ++set) {
+      const int64_t b = set * per;
+      active[set] =
+          active[set] && std::any_of(&sum[b], &sum[b] + per, [](double v) { return !(v > 0); });
+      if (active[set])
+        for (int64_t p = b; p < b + per; ++p)
+          next.push_back(p);
+    }
+    if (counts && !next.empty())
+      counts->extra_rounds += static_cast<int64_t>(next.size()) / per;
+    pending.swap(next);
+  }
+  for (int64_t p = 0; p < P; ++p)
+    log_q[p] = log_base_[p] + std::log(sum[p]);
+}
+
+} // namespace ssm

@@ -1,0 +1,72 @@
+// The General Poisson estimator of the transition density of a scalar SDE dX = a(X) dt + s dW
+// whose coefficient s does not read the path (Beskos, Papaspiliopoulos & Roberts 2006; Fearnhead,
+// Papaspiliopoulos & Roberts 2008; Martin 2022, appendix C.1.1). In u = x / s the SDE has unit
+// diffusion and drift b(u) = a(s u) / s, and by Girsanov
+//   q(x, y) = phi_dt(v - u) exp(B(v) - B(u)) E[exp(-int_0^dt psi(w_r) dr)] / s,
+// B' = b, psi = (b^2 + b') / 2, w a Brownian bridge from u to v. B(v) - B(u) is an integral of
+// the drift (Gauss-Legendre, to rounding); the expectation is estimated without bias by
+// exp((lambda - c) dt) prod_{j <= K} (c - psi(w_{U_j})) / lambda, K ~ Poisson(lambda dt), U_j
+// uniform on (0, dt), for any c and lambda > 0. With c >= sup psi the estimate is positive (the
+// compiler's bounds of psi, when finite: c = upper, lambda = upper - lower); otherwise c and
+// lambda come from psi near the pair, and Wald's identity makes the estimates positive: fresh
+// ones are added to every pair of a set until all sums are positive, which keeps each set's
+// estimates unbiased up to one common factor (Martin 2022, section 7.4.1).
+#pragma once
+
+#include "sde/diffusion_terms.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ssm {
+
+// The Philox sites of the estimator's draws: round r uses kSiteSde + 3r (the Poisson count),
+// + 3r + 1 (the bridge's times), + 3r + 2 (its normals); the counter's n is the pair's id.
+inline constexpr uint32_t kSiteSde = 0xFFFF1000u;
+// Wald's loop stops with an error after this many rounds without a positive sum for every pair.
+inline constexpr int kMaxWaldRounds = 1000;
+// A Poisson rate lambda dt above this is an error (psi's bounds too far apart for the pair).
+inline constexpr double kMaxPoissonRate = 1e5;
+
+struct EstimatorCounts {
+  int64_t estimates = 0;     // single estimates drawn, over every round
+  int64_t extra_rounds = 0;  // Wald rounds beyond the first, summed over the sets
+  int64_t bridge_points = 0; // psi evaluations on bridges
+};
+
+class PoissonEstimator {
+public:
+  // Throws Error with the reason when the estimator does not apply to the model.
+  PoissonEstimator(const ssm_model& model, const ModelInfo& info);
+
+  // log of the estimates of q(prev[p], cur[p]) for P pairs (the SDE state's values), in sets of
+  // `per` consecutive pairs made positive together (P a multiple of per). Pair p's draws are keyed
+  // by (seed, t, first_id + p). `what` names the caller in errors ("smooth --method bis").
+  void estimate(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
+                int64_t per, uint64_t seed, uint64_t first_id, double* log_q,
+                EstimatorCounts* counts = nullptr);
+
+  // One round's estimates, not made positive: estimate = exp(log_base[p]) * poisson[p]. For tests
+  // of unbiasedness (`round` selects independent draws).
+  void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
+              uint64_t seed, uint64_t first_id, int round, double* log_base, double* poisson);
+
+private:
+  // The deterministic part of each pair's estimate, and the constants c, lambda of its Poisson
+  // part; after prepare(), scale_ (s), dt_.
+  void prepare(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P);
+  // The Poisson part of pair p's estimate in round r (pairs in `pairs`), into out[p].
+  void poisson_round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int round,
+                     uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts);
+  double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
+
+  DiffusionTerms terms_;
+  std::string relation_;
+  double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0;
+  std::vector<double> points_, log_base_, c_, lambda_, u_, v_;
+  std::vector<int64_t> first_node_;
+  std::vector<double> times_, bridge_;
+  std::vector<int64_t> count_, bridge_first_;
+};
+
+} // namespace ssm

@@ -1,0 +1,207 @@
+// The General Poisson estimator of an SDE's transition density (runtime/sde) against SDEs whose
+// transition densities are known, through hand-written diffusion_terms kernels: the
+// Ornstein-Uhlenbeck process dX = -k X dt + s dW (psi unbounded above: c and lambda from psi
+// near each pair, estimates of either sign) and dX = tanh(X) dt + dW (psi = 1/2, bounded by the
+// compiler's intervals [0, 1]: positive estimates), whose density is
+// phi_dt(y - x) cosh(y) / cosh(x) exp(-dt / 2). Single estimates are unbiased (the mean of many
+// independent ones within 4 standard errors of the density); Wald's sums are positive and, within
+// a set, proportional to the densities (a ratio of means within 4 delta-method standard errors);
+// the same seed gives the same estimates; a zero coefficient is an error naming the step.
+#include "core/error.h"
+#include "core/metadata.h"
+#include "sde/poisson_estimator.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+namespace {
+
+// The frame: [k, s, dt] for OU, [dt] for tanh. Rows: drift, drift', coefficient, dt, psi's bounds.
+void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+              const double*, const int64_t*, const double* x, const double*, double* out) {
+  const double k = theta[0], s = theta[1], dt = theta[2];
+  for (int64_t n = begin; n < end; ++n) {
+    out[0 * stride + n] = -k * x[n];
+    out[1 * stride + n] = -k;
+    out[2 * stride + n] = s;
+    out[3 * stride + n] = dt;
+    out[4 * stride + n] = -k / 2;
+    out[5 * stride + n] = INFINITY;
+  }
+}
+
+void tanh_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                const double*, const int64_t*, const double* x, const double*, double* out) {
+  for (int64_t n = begin; n < end; ++n) {
+    const double th = std::tanh(x[n]);
+    out[0 * stride + n] = th;
+    out[1 * stride + n] = 1 - th * th;
+    out[2 * stride + n] = 1;
+    out[3 * stride + n] = theta[0];
+    out[4 * stride + n] = 0; // (tanh^2 in [0, 1] + sech^2 in [0, 1]) / 2, as intervals give it
+    out[5 * stride + n] = 1;
+  }
+}
+
+ssm_model model_with(ssm_functional_terms_fn terms) {
+  ssm_model m{};
+  m.abi_version = SSM_ABI_VERSION;
+  m.diffusion_terms = terms;
+  return m;
+}
+
+ssm::ModelInfo sde_info() {
+  ssm::ModelInfo info;
+  info.name = "sde";
+  info.n_state = 1;
+  ssm::ModelInfo::Sde sde;
+  sde.state = 0;
+  sde.dim = 1;
+  sde.steps = 20;
+  sde.coefficient_size = 1;
+  sde.coefficient_constant = true;
+  sde.relation = "x[t]";
+  info.sde = sde;
+  return info;
+}
+
+double normal_pdf(double x, double mean, double var) {
+  return std::exp(-(x - mean) * (x - mean) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
+}
+
+// R independent single estimates of each pair: their mean within 4 standard errors of `exact`.
+void check_unbiased(ssm::PoissonEstimator& estimator, const std::vector<double>& frame,
+                    const std::vector<double>& x, const std::vector<double>& y,
+                    const std::vector<double>& exact, int R) {
+  const int64_t K = static_cast<int64_t>(x.size()), P = K * R;
+  std::vector<double> prev(P), cur(P), log_base(P), poisson(P);
+  for (int64_t p = 0; p < P; ++p) {
+    prev[p] = x[p % K];
+    cur[p] = y[p % K];
+  }
+  estimator.single(frame.data(), 3, prev.data(), cur.data(), P, 7, 0, 0, log_base.data(),
+                   poisson.data());
+  for (int64_t k = 0; k < K; ++k) {
+    double sum = 0, sum2 = 0;
+    for (int r = 0; r < R; ++r) {
+      const double e = std::exp(log_base[r * K + k]) * poisson[r * K + k];
+      sum += e;
+      sum2 += e * e;
+    }
+    const double mean = sum / R, se = std::sqrt((sum2 / R - mean * mean) / (R - 1));
+    INFO("pair " << x[k] << " -> " << y[k] << ": mean " << mean << " (se " << se << "), exact "
+                 << exact[k]);
+    CHECK(std::fabs(mean - exact[k]) <= 4 * se);
+    CHECK(se < 0.05 * exact[k]); // a test with power: the estimator's noise is small
+  }
+}
+
+} // namespace
+
+TEST_CASE("General Poisson estimator: unbiased for the Ornstein-Uhlenbeck density", "[sde]") {
+  const double k = 0.8, s = 0.6, dt = 0.5;
+  const ssm_model model = model_with(ou_terms);
+  const ssm::ModelInfo info = sde_info();
+  ssm::PoissonEstimator estimator(model, info);
+  const std::vector<double> frame = {k, s, dt};
+  const std::vector<double> x = {0.3, 1.5, -1.0, 2.5}, y = {-0.2, 0.4, -1.6, 1.2};
+  const double a = std::exp(-k * dt), var = s * s * (1 - a * a) / (2 * k);
+  std::vector<double> exact;
+  for (size_t i = 0; i < x.size(); ++i)
+    exact.push_back(normal_pdf(y[i], a * x[i], var));
+  check_unbiased(estimator, frame, x, y, exact, 40000);
+}
+
+TEST_CASE("General Poisson estimator: positive and unbiased when psi is bounded (tanh drift)",
+          "[sde]") {
+  const double dt = 0.7;
+  const ssm_model model = model_with(tanh_terms);
+  const ssm::ModelInfo info = sde_info();
+  ssm::PoissonEstimator estimator(model, info);
+  const std::vector<double> frame = {dt};
+  const std::vector<double> x = {0.0, 1.2, -2.0}, y = {0.5, 0.3, -1.1};
+  std::vector<double> exact;
+  for (size_t i = 0; i < x.size(); ++i)
+    exact.push_back(normal_pdf(y[i], x[i], dt) * std::cosh(y[i]) / std::cosh(x[i]) *
+                    std::exp(-dt / 2));
+  check_unbiased(estimator, frame, x, y, exact, 20000);
+
+  // With c = sup psi every estimate is positive: one round, no Wald.
+  const int64_t P = 3000;
+  std::vector<double> prev(P, 1.2), cur(P, 0.3), log_q(P);
+  ssm::EstimatorCounts counts;
+  estimator.estimate(frame.data(), 1, prev.data(), cur.data(), P, 1, 9, 0, log_q.data(), &counts);
+  CHECK(counts.extra_rounds == 0);
+  CHECK(counts.estimates == P);
+  for (double v : log_q)
+    CHECK(std::isfinite(v));
+}
+
+TEST_CASE("General Poisson estimator: Wald's sums are positive and proportional to the density",
+          "[sde]") {
+  const double k = 0.8, s = 0.6, dt = 0.5;
+  const ssm_model model = model_with(ou_terms);
+  const ssm::ModelInfo info = sde_info();
+  ssm::PoissonEstimator estimator(model, info);
+  const std::vector<double> frame = {k, s, dt};
+  // Sets of two pairs far in psi's tail (large x): negative single estimates are frequent.
+  const double xa = 3.0, ya = 1.0, xb = -2.5, yb = -2.4;
+  const int64_t sets = 20000, P = 2 * sets;
+  std::vector<double> prev(P), cur(P), log_q(P);
+  for (int64_t i = 0; i < sets; ++i) {
+    prev[2 * i] = xa, cur[2 * i] = ya;
+    prev[2 * i + 1] = xb, cur[2 * i + 1] = yb;
+  }
+  ssm::EstimatorCounts counts;
+  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, log_q.data(), &counts);
+  // E[sum_a] / E[sum_b] = q_a / q_b (Wald: E[sum] = E[rounds] q, rounds common to the set).
+  double ma = 0, mb = 0, vaa = 0, vbb = 0, vab = 0;
+  std::vector<double> ea(sets), eb(sets);
+  for (int64_t i = 0; i < sets; ++i) {
+    REQUIRE(std::isfinite(log_q[2 * i]));
+    REQUIRE(std::isfinite(log_q[2 * i + 1]));
+    ea[i] = std::exp(log_q[2 * i]);
+    eb[i] = std::exp(log_q[2 * i + 1]);
+    ma += ea[i] / sets;
+    mb += eb[i] / sets;
+  }
+  for (int64_t i = 0; i < sets; ++i) {
+    vaa += (ea[i] - ma) * (ea[i] - ma) / (sets - 1);
+    vbb += (eb[i] - mb) * (eb[i] - mb) / (sets - 1);
+    vab += (ea[i] - ma) * (eb[i] - mb) / (sets - 1);
+  }
+  const double ratio = ma / mb;
+  const double se = ratio * std::sqrt((vaa / (ma * ma) + vbb / (mb * mb) - 2 * vab / (ma * mb)) /
+                                      static_cast<double>(sets));
+  const double a = std::exp(-k * dt), var = s * s * (1 - a * a) / (2 * k);
+  const double exact = normal_pdf(ya, a * xa, var) / normal_pdf(yb, a * xb, var);
+  INFO("ratio " << ratio << " (se " << se << "), exact " << exact << ", extra rounds "
+                << counts.extra_rounds);
+  CHECK(std::fabs(ratio - exact) <= 4 * se);
+  CHECK(counts.extra_rounds > 0); // the loop was exercised
+
+  // The same seed, the same estimates.
+  std::vector<double> again(P);
+  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, again.data());
+  CHECK(again == log_q);
+}
+
+TEST_CASE("General Poisson estimator: a zero coefficient or a bad dt names the step", "[sde]") {
+  const ssm_model model = model_with(ou_terms);
+  const ssm::ModelInfo info = sde_info();
+  ssm::PoissonEstimator estimator(model, info);
+  std::vector<double> prev = {0.1}, cur = {0.2}, log_q(1);
+  const std::vector<double> zero_scale = {0.8, 0.0, 0.5}, bad_dt = {0.8, 0.6, -1.0};
+  CHECK_THROWS_WITH(
+      estimator.estimate(zero_scale.data(), 17, prev.data(), cur.data(), 1, 1, 1, 0, log_q.data()),
+      Catch::Contains("at t=17") && Catch::Contains("must be finite and not 0"));
+  CHECK_THROWS_WITH(
+      estimator.estimate(bad_dt.data(), 4, prev.data(), cur.data(), 1, 1, 1, 0, log_q.data()),
+      Catch::Contains("dt of x[t] at t=4"));
+  ssm::ModelInfo no_gpe = sde_info();
+  no_gpe.sde->gpe_reason = "the General Poisson estimator is implemented for scalar SDEs";
+  CHECK_THROWS_WITH(ssm::PoissonEstimator(model, no_gpe), Catch::Contains("scalar SDEs"));
+}
