@@ -88,10 +88,10 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
   if (call.args.size() == 4) {
     const std::string what = fmt::format("the number of substeps of {}", target);
     std::optional<long> n = eval_int(*call.args[3], what);
-    if (n && (*n < 1 || *n > ir::kMaxDiffusionSteps))
-      error(call.args[3]->range,
-            fmt::format(msg::diffusion_steps_range, target, ir::kMaxDiffusionSteps, *n));
-    ok = ok && n && *n >= 1 && *n <= ir::kMaxDiffusionSteps;
+    const long most = ir::max_diffusion_steps(d); // the draws of a path have 32-bit indices
+    if (n && (*n < 1 || *n > most))
+      error(call.args[3]->range, fmt::format(msg::diffusion_steps_range, target, most, *n));
+    ok = ok && n && *n >= 1 && *n <= most;
     steps = n.value_or(steps);
   }
   if (!ok)

@@ -49,6 +49,11 @@ enum class Dist {
 // diffusion(drift, diffusion, dt[, steps]): the substeps when none are given, and at most.
 inline constexpr int kDefaultDiffusionSteps = 20;
 inline constexpr int kMaxDiffusionSteps = 1000000;
+// For a state of `dim` components: the substeps' normal draws k * dim + i have 32-bit indices.
+inline constexpr long max_diffusion_steps(long dim) {
+  const long fit = 2147483647L / (dim > 0 ? dim : 1);
+  return fit < kMaxDiffusionSteps ? fit : kMaxDiffusionSteps;
+}
 
 // What a constant argument must be; the frontend rejects a constant outside it.
 enum class ArgDomain {

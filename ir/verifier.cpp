@@ -340,7 +340,7 @@ private:
       bool ok = rel.dist == Dist::Diffusion
                     ? (k == 0   ? arg == shape
                        : k == 3 ? arg.is_scalar()
-                       : k == 4 ? is_substep_count(block_.nodes[a])
+                       : k == 4 ? is_substep_count(block_.nodes[a], shape.size())
                                 : arg.is_scalar() || arg == shape || (k == 2 && square))
                 : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
@@ -357,9 +357,10 @@ private:
   }
 
   // The number of Euler-Maruyama substeps of a diffusion: a constant whole number >= 1.
-  static bool is_substep_count(const Node& n) {
+  static bool is_substep_count(const Node& n, int dim) {
     return n.op == Op::Const && n.values.size() == 1 && n.values[0] >= 1 &&
-           n.values[0] <= kMaxDiffusionSteps && n.values[0] == std::floor(n.values[0]);
+           n.values[0] <= static_cast<double>(max_diffusion_steps(dim)) &&
+           n.values[0] == std::floor(n.values[0]);
   }
 
   // Whether a relation of the block draws v (a parameter without a prior is a fixed value).

@@ -24,7 +24,9 @@ namespace {
 
 // An interval [lo, hi] of a scalar as arena expressions of what is known at run time (parameters,
 // data, inputs, t); nullopt on a side that is unbounded, or whose bound the rules below do not
-// find. `positive`: known > 0 (a positive constant, a parameter declared positive).
+// find. `positive`: a point known not to be negative (a positive constant, a parameter declared
+// real(0, ...), a square): a divisor that is 0 at run time makes the bound infinite or NaN, and
+// the estimator refuses it (runtime/sde), as it refuses a zero diffusion coefficient.
 struct Interval {
   std::optional<int> lo, hi;
   bool positive = false;
@@ -327,6 +329,11 @@ std::string SdeEstimators::report() const {
     out += fmt::format("  gpe: no: {}\n", gpe_why_not);
   if (!parametrix_why_not.empty())
     out += fmt::format("  parametrix: no: {}\n", parametrix_why_not);
+  if (gpe_why_not.empty())
+    out += fmt::format("  smooth --method bis weighs the particles of the Euler-Maruyama filter "
+                       "({} substeps) by estimates of the exact density: the scheme's error, "
+                       "O(dt / {}), remains\n",
+                       steps, steps);
   return out;
 }
 

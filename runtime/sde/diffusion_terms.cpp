@@ -10,9 +10,18 @@ namespace ssm {
 DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : model_(model) {
   if (!info.sde)
     throw Error(fmt::format("model '{}' has no SDE transition", info.name));
-  if (!info.sde->why_not.empty() || !model.diffusion_terms)
+  if (!info.sde->why_not.empty())
     throw Error(fmt::format("no estimator of the transition density of {} applies: {}",
                             info.sde->relation, info.sde->why_not));
+  if (!model.diffusion_terms)
+    throw Error("the model table has no diffusion_terms kernel (a model compiled without the "
+                "sde-estimators analysis)");
+  // The kernel reads the path at the state's offset; points are passed as that component alone.
+  if (info.sde->state < 0 || info.sde->state >= static_cast<int>(info.state.size()) ||
+      info.state[info.sde->state].offset != 0)
+    throw Error(fmt::format("internal error: the SDE state of {} is not the state's first "
+                            "component",
+                            info.sde->relation));
   dim_ = info.sde->dim;
   first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
   rows_ = first_dt_ + 3;

@@ -66,25 +66,33 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
                             relation_, t, lower_));
 
   // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
+  // A pair with a non-finite end (a path that diverged) has density estimate 0: it takes the
+  // place of 0 -> 0 in the computations and gets log q = -inf at the end.
   first_node_.assign(P + 1, 0);
   u_.resize(P);
   v_.resize(P);
+  x_.resize(P);
+  y_.resize(P);
+  bad_.assign(P, false);
   for (int64_t p = 0; p < P; ++p) {
-    u_[p] = prev[p] / scale_;
-    v_[p] = cur[p] / scale_;
+    bad_[p] = !(std::isfinite(prev[p]) && std::isfinite(cur[p]));
+    x_[p] = bad_[p] ? 0.0 : prev[p];
+    y_[p] = bad_[p] ? 0.0 : cur[p];
+    u_[p] = x_[p] / scale_;
+    v_[p] = y_[p] / scale_;
     first_node_[p + 1] = first_node_[p] + kEndpoints + panels(u_[p], v_[p]) * kNodesPerPanel;
   }
   points_.resize(first_node_[P]);
   for (int64_t p = 0; p < P; ++p) {
     double* x = &points_[first_node_[p]];
-    x[0] = prev[p];
-    x[1] = cur[p];
-    x[2] = 0.5 * (prev[p] + cur[p]);
+    x[0] = x_[p];
+    x[1] = y_[p];
+    x[2] = 0.5 * (x_[p] + y_[p]);
     const int n = panels(u_[p], v_[p]);
-    const double width = (cur[p] - prev[p]) / n;
+    const double width = (y_[p] - x_[p]) / n;
     for (int k = 0; k < n; ++k)
       for (int q = 0; q < kNodesPerPanel; ++q)
-        x[kEndpoints + k * kNodesPerPanel + q] = prev[p] + width * (k + 0.5 * (kNodes[q] + 1.0));
+        x[kEndpoints + k * kNodesPerPanel + q] = x_[p] + width * (k + 0.5 * (kNodes[q] + 1.0));
   }
   terms_.evaluate(frame, t, points_.data(), first_node_[P]);
 
@@ -95,7 +103,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   for (int64_t p = 0; p < P; ++p) {
     const int64_t f = first_node_[p];
     const int n = panels(u_[p], v_[p]);
-    const double width = (cur[p] - prev[p]) / n;
+    const double width = (y_[p] - x_[p]) / n;
     double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
     for (int k = 0; k < n * kNodesPerPanel; ++k)
       integral += kWeights[k % kNodesPerPanel] * terms_.drift(f + kEndpoints + k);
@@ -105,7 +113,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     if (!std::isfinite(log_base_[p]))
       throw Error(fmt::format("the General Poisson estimator for {} at t={}: the drift is not "
                               "finite between {} and {}",
-                              relation_, t, prev[p], cur[p]));
+                              relation_, t, x_[p], y_[p]));
     if (std::isfinite(upper_)) {
       c_[p] = upper_;
       lambda_[p] = upper_ - lower_;
@@ -115,12 +123,14 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       c_[p] = hi + std::max(1.0, hi - lo);
       lambda_[p] = c_[p] - lower_;
     }
+    log_base_[p] += (lambda_[p] - c_[p]) * dt_; // the Poisson part's constant factor
   }
 }
 
 void PoissonEstimator::poisson_round(const double* frame, int64_t t,
                                      const std::vector<int64_t>& pairs, int round, uint64_t seed,
-                                     uint64_t first_id, double* out, EstimatorCounts* counts) {
+                                     uint64_t first_id, double* log_abs, double* sign,
+                                     EstimatorCounts* counts) {
   const auto ut = static_cast<uint32_t>(t);
   const uint32_t site = kSiteSde + 3u * static_cast<uint32_t>(round);
   const int64_t n = static_cast<int64_t>(pairs.size());
@@ -159,12 +169,18 @@ void PoissonEstimator::poisson_round(const double* frame, int64_t t,
     }
   }
   terms_.evaluate(frame, t, bridge_.data(), bridge_first_[n]);
+  // In logarithms: a product of many factors below 1 would underflow.
   for (int64_t k = 0; k < n; ++k) {
     const int64_t p = pairs[k];
-    double product = std::exp((lambda_[p] - c_[p]) * dt_);
-    for (int64_t j = bridge_first_[k]; j < bridge_first_[k + 1]; ++j)
-      product *= (c_[p] - psi(j)) / lambda_[p];
-    out[p] = product;
+    const double log_lambda = std::log(lambda_[p]);
+    double l = 0, sg = 1;
+    for (int64_t j = bridge_first_[k]; j < bridge_first_[k + 1]; ++j) {
+      const double f = c_[p] - psi(j);
+      sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
+      l += std::log(std::fabs(f)) - log_lambda;
+    }
+    log_abs[p] = sg == 0 ? -INFINITY : l;
+    sign[p] = sg;
   }
   if (counts) {
     counts->estimates += n;
@@ -179,20 +195,33 @@ void PoissonEstimator::single(const double* frame, int64_t t, const double* prev
   std::vector<int64_t> all(P);
   for (int64_t p = 0; p < P; ++p)
     all[p] = p;
-  poisson_round(frame, t, all, round, seed, first_id, poisson, nullptr);
-  std::copy(log_base_.begin(), log_base_.end(), log_base);
+  std::vector<double> log_abs(P), sign(P);
+  poisson_round(frame, t, all, round, seed, first_id, log_abs.data(), sign.data(), nullptr);
+  for (int64_t p = 0; p < P; ++p) {
+    log_base[p] = bad_[p] ? -INFINITY : log_base_[p];
+    poisson[p] = sign[p] * std::exp(log_abs[p]);
+  }
 }
 
 void PoissonEstimator::estimate(const double* frame, int64_t t, const double* prev,
                                 const double* cur, int64_t P, int64_t per, uint64_t seed,
                                 uint64_t first_id, double* log_q, EstimatorCounts* counts) {
+  if (per < 1 || P % per != 0)
+    throw Error(fmt::format("internal error: {} pairs in sets of {}", P, per));
+  if (first_id + static_cast<uint64_t>(P) > (uint64_t{1} << 32))
+    throw Error(fmt::format("the General Poisson estimator for {} at t={}: {} pairs from id {} "
+                            "exceed the 2^32 random streams of a step",
+                            relation_, t, P, first_id));
   prepare(frame, t, prev, cur, P);
-  const int64_t sets = per > 0 ? P / per : 0;
-  std::vector<double> sum(P, 0.0), fresh(P, 0.0);
-  std::vector<int64_t> pending(P);
+  const int64_t sets = P / per;
+  // Each pair's Wald sum, sum_r sign_r exp(l_r), held as exp(top) * scaled: no overflow or
+  // underflow. A pair with a non-finite end takes no part.
+  std::vector<double> top(P, -INFINITY), scaled(P, 0.0), log_abs(P), sign(P);
   std::vector<bool> active(sets, true);
+  std::vector<int64_t> pending;
   for (int64_t p = 0; p < P; ++p)
-    pending[p] = p;
+    if (!bad_[p])
+      pending.push_back(p);
   // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
   for (int round = 0; !pending.empty(); ++round) {
     if (round == kMaxWaldRounds) {
@@ -202,24 +231,37 @@ void PoissonEstimator::estimate(const double* frame, int64_t t, const double* pr
                               "not all positive",
                               relation_, t, kMaxWaldRounds, prev[p], cur[p], p / per));
     }
-    poisson_round(frame, t, pending, round, seed, first_id, fresh.data(), counts);
-    for (int64_t p : pending)
-      sum[p] += fresh[p];
+    poisson_round(frame, t, pending, round, seed, first_id, log_abs.data(), sign.data(), counts);
+    for (int64_t p : pending) {
+      if (sign[p] == 0)
+        continue;
+      if (log_abs[p] > top[p]) {
+        scaled[p] = scaled[p] * std::exp(top[p] - log_abs[p]) + sign[p];
+        top[p] = log_abs[p];
+      } else {
+        scaled[p] += sign[p] * std::exp(log_abs[p] - top[p]);
+      }
+    }
     std::vector<int64_t> next;
     for (int64_t set = 0; set < sets; ++set) {
+      if (!active[set])
+        continue;
       const int64_t b = set * per;
-      active[set] =
-          active[set] && std::any_of(&sum[b], &sum[b] + per, [](double v) { return !(v > 0); });
+      bool done = true;
+      for (int64_t p = b; p < b + per; ++p)
+        done = done && (bad_[p] || scaled[p] > 0);
+      active[set] = !done;
       if (active[set])
         for (int64_t p = b; p < b + per; ++p)
-          next.push_back(p);
+          if (!bad_[p])
+            next.push_back(p);
     }
     if (counts && !next.empty())
-      counts->extra_rounds += static_cast<int64_t>(next.size()) / per;
+      ++counts->extra_rounds;
     pending.swap(next);
   }
   for (int64_t p = 0; p < P; ++p)
-    log_q[p] = log_base_[p] + std::log(sum[p]);
+    log_q[p] = bad_[p] ? -INFINITY : log_base_[p] + top[p] + std::log(scaled[p]);
 }
 
 } // namespace ssm

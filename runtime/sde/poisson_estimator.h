@@ -30,7 +30,7 @@ inline constexpr double kMaxPoissonRate = 1e5;
 
 struct EstimatorCounts {
   int64_t estimates = 0;     // single estimates drawn, over every round
-  int64_t extra_rounds = 0;  // Wald rounds beyond the first, summed over the sets
+  int64_t extra_rounds = 0;  // Wald rounds beyond the first (any set still not positive)
   int64_t bridge_points = 0; // psi evaluations on bridges
 };
 
@@ -55,15 +55,18 @@ private:
   // The deterministic part of each pair's estimate, and the constants c, lambda of its Poisson
   // part; after prepare(), scale_ (s), dt_.
   void prepare(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P);
-  // The Poisson part of pair p's estimate in round r (pairs in `pairs`), into out[p].
+  // The random part of pair p's estimate in round r (pairs in `pairs`), prod_j (c - psi_j) /
+  // lambda, as log|.| and sign (0 when a factor is 0) into log_abs[p], sign[p].
   void poisson_round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int round,
-                     uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts);
+                     uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
+                     EstimatorCounts* counts);
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
 
   DiffusionTerms terms_;
   std::string relation_;
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0;
-  std::vector<double> points_, log_base_, c_, lambda_, u_, v_;
+  std::vector<double> points_, log_base_, c_, lambda_, u_, v_, x_, y_;
+  std::vector<bool> bad_; // a pair with a non-finite end: estimate 0
   std::vector<int64_t> first_node_;
   std::vector<double> times_, bridge_;
   std::vector<int64_t> count_, bridge_first_;

@@ -6,7 +6,8 @@
 // phi_dt(y - x) cosh(y) / cosh(x) exp(-dt / 2). Single estimates are unbiased (the mean of many
 // independent ones within 4 standard errors of the density); Wald's sums are positive and, within
 // a set, proportional to the densities (a ratio of means within 4 delta-method standard errors);
-// the same seed gives the same estimates; a zero coefficient is an error naming the step.
+// the same seed gives the same estimates; estimates far in the tails are computed in logarithms;
+// a pair with a non-finite end has estimate 0; a zero coefficient is an error naming the step.
 #include "core/error.h"
 #include "core/metadata.h"
 #include "sde/poisson_estimator.h"
@@ -46,6 +47,20 @@ void tanh_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_
   }
 }
 
+// Brownian motion with drift m: frame [m, dt]; psi = m^2 / 2, given bounds m^2 / 2 -+ 1.
+void drift_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                 const double*, const int64_t*, const double*, const double*, double* out) {
+  const double m = theta[0];
+  for (int64_t n = begin; n < end; ++n) {
+    out[0 * stride + n] = m;
+    out[1 * stride + n] = 0;
+    out[2 * stride + n] = 1;
+    out[3 * stride + n] = theta[1];
+    out[4 * stride + n] = m * m / 2 - 1;
+    out[5 * stride + n] = m * m / 2 + 1;
+  }
+}
+
 ssm_model model_with(ssm_functional_terms_fn terms) {
   ssm_model m{};
   m.abi_version = SSM_ABI_VERSION;
@@ -57,6 +72,10 @@ ssm::ModelInfo sde_info() {
   ssm::ModelInfo info;
   info.name = "sde";
   info.n_state = 1;
+  ssm::VarInfo x;
+  x.name = "x";
+  x.offset = 0;
+  info.state.push_back(x);
   ssm::ModelInfo::Sde sde;
   sde.state = 0;
   sde.dim = 1;
@@ -187,6 +206,42 @@ TEST_CASE("General Poisson estimator: Wald's sums are positive and proportional 
   std::vector<double> again(P);
   estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, again.data());
   CHECK(again == log_q);
+}
+
+TEST_CASE("General Poisson estimator: far in the tails, in logarithms; a diverged path has 0",
+          "[sde]") {
+  // Brownian motion with a large drift m (psi = m^2 / 2 = 1800, given bounds [1799, 1801]): the
+  // density is moderate, but its Girsanov factors are exp(-900), exp(1800), exp(-900), which as
+  // plain numbers overflow and underflow. Unbiased all the same.
+  const double m = 60, dt = 0.5;
+  const ssm_model model = model_with(drift_terms);
+  const ssm::ModelInfo info = sde_info();
+  ssm::PoissonEstimator estimator(model, info);
+  const std::vector<double> frame = {m, dt};
+  const std::vector<double> x = {0.2, -1.0}, y = {0.2 + m * dt + 0.3, -1.0 + m * dt - 1.1};
+  std::vector<double> exact;
+  for (size_t i = 0; i < x.size(); ++i)
+    exact.push_back(normal_pdf(y[i], x[i] + m * dt, dt));
+  check_unbiased(estimator, frame, x, y, exact, 20000);
+
+  // A stiff OU (k = 10, s = 0.1; psi about 5000 at x = 1): thousands of factors below 1 per
+  // estimate, whose logarithms stay finite.
+  const std::vector<double> stiff = {10, 0.1, 0.5};
+  const int64_t P = 200;
+  std::vector<double> prev(P, 1.0), cur(P, 0.5), log_q(P);
+  estimator.estimate(stiff.data(), 1, prev.data(), cur.data(), P, 1, 5, 0, log_q.data());
+  for (double v : log_q)
+    CHECK(std::isfinite(v));
+
+  // A pair with a non-finite end (a path that diverged) has estimate 0, and the others of its
+  // set are made positive as usual.
+  std::vector<double> p2 = {0.3, NAN, 0.2, 0.1}, c2 = {0.1, 0.4, INFINITY, 0.0}, l2(4);
+  const std::vector<double> ou = {0.8, 0.6, 0.5};
+  estimator.estimate(ou.data(), 1, p2.data(), c2.data(), 4, 2, 5, 0, l2.data());
+  CHECK(std::isfinite(l2[0]));
+  CHECK(l2[1] == -INFINITY);
+  CHECK(l2[2] == -INFINITY);
+  CHECK(std::isfinite(l2[3]));
 }
 
 TEST_CASE("General Poisson estimator: a zero coefficient or a bad dt names the step", "[sde]") {
