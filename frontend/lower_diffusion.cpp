@@ -42,7 +42,9 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
   std::optional<int> drift = lower(*call.args[0], s);
   std::optional<int> sigma = lower(*call.args[1], s);
   rel.path = false;
+  rel.sde_dt = true;
   std::optional<int> dt = lower(*call.args[2], s);
+  rel.sde_dt = false;
   bool ok = drift && sigma && dt;
   if (drift && !(shape_of(s, *drift) == shape) && !shape_of(s, *drift).is_scalar()) {
     std::string allowed = shape.is_scalar() ? "real" : "real or " + shape.str();

@@ -79,6 +79,8 @@ struct RelationScope {
   bool reads_state = false; // some state, at any lag
   // Lowering an SDE's drift or diffusion: the target at lag 0 is the path's current value.
   bool path = false;
+  // Lowering an SDE's dt, which must not read the path.
+  bool sde_dt = false;
 };
 
 struct FunctionScope {

@@ -195,6 +195,8 @@ inline constexpr char diffusion_coefficient_shape[] =
 inline constexpr char diffusion_coefficient_not_positive[] =
     "the diffusion coefficient of {} must be positive, but {} {}";
 inline constexpr char diffusion_dt_shape[] = "dt of {} must be real, but it is {}";
+inline constexpr char diffusion_dt_reads_path[] =
+    "dt of {} reads {}, the path: the time between steps cannot depend on it";
 inline constexpr char diffusion_dt_not_positive[] =
     "dt of {} (the time between x[t-1] and x[t]) must be positive, but it is {}";
 inline constexpr char diffusion_steps_range[] =

@@ -26,7 +26,13 @@ public:
     });
   }
 
-  void details(SmoothResult&) const override {}
+  void details(SmoothResult& r) const override {
+    if (!ctx_.density.estimated())
+      return;
+    r.details["transition_density"] = "estimated: General Poisson estimator, positive by Wald's "
+                                      "identity within each particle's backward draws";
+    r.details["euler_substeps"] = ctx_.info.sde->steps; // of the forward filter's simulation
+  }
 
 private:
   // Self-normalised transition-density weights over each particle's draws.

@@ -200,6 +200,9 @@ model ou_sde_bis {
                                     "300", "--backward-samples", "100", "--marginals", "--seed",
                                     std::to_string(300 + k), "--json", "--out", out});
     const nlohmann::json j = nlohmann::json::parse(p.out);
+    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
+               Catch::Contains("General Poisson"));
+    CHECK(j["details"]["euler_substeps"] == 400);
     levels.push_back(j["functionals"]["level"].get<double>());
     crosses.push_back(j["functionals"]["cross"].get<double>());
     const std::vector<double> mean = read_table(out).column("mean_x");
