@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ssm {
 
 DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : model_(model) {
@@ -16,12 +18,9 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
   if (!model.diffusion_terms)
     throw Error("the model table has no diffusion_terms kernel (a model compiled without the "
                 "sde-estimators analysis)");
-  // The kernel reads the path at the state's offset; points are passed as that component alone.
-  if (info.sde->state < 0 || info.sde->state >= static_cast<int>(info.state.size()) ||
-      info.state[info.sde->state].offset != 0)
-    throw Error(fmt::format("internal error: the SDE state of {} is not the state's first "
-                            "component",
-                            info.sde->relation));
+  if (info.sde->state < 0 || info.sde->state >= static_cast<int>(info.state.size()))
+    throw Error(fmt::format("internal error: no state for the SDE {}", info.sde->relation));
+  offset_ = info.state[info.sde->state].offset; // where the kernel reads the path's component
   dim_ = info.sde->dim;
   first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
   rows_ = first_dt_ + 3;
@@ -30,8 +29,15 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
 void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, int64_t P) {
   P_ = P;
   out_.resize(static_cast<size_t>(rows_ * P));
-  if (P > 0) // x_prev, ancestors and y are never read: the terms read only the path
-    model_.diffusion_terms(frame, t, 0, P, P, nullptr, nullptr, x, nullptr, out_.data());
+  if (P == 0)
+    return;
+  if (offset_ > 0) { // the other components (states the terms do not read) stay 0
+    points_.assign(static_cast<size_t>((offset_ + 1) * P), 0.0);
+    std::copy(x, x + P, points_.begin() + offset_ * P);
+    x = points_.data();
+  }
+  // x_prev, ancestors and y are never read: the terms read only the path.
+  model_.diffusion_terms(frame, t, 0, P, P, nullptr, nullptr, x, nullptr, out_.data());
 }
 
 } // namespace ssm

@@ -16,7 +16,8 @@ public:
   // Throws Error when the model has no SDE transition whose estimators can run.
   DiffusionTerms(const ssm_model& model, const ModelInfo& info);
 
-  // Evaluates the terms at the P points x (dim x P, component-major: x[c * P + p]).
+  // Evaluates the terms at the P points x (the SDE state's dim x P values, component-major:
+  // x[c * P + p]), placed where the kernel reads that state.
   void evaluate(const double* frame, int64_t t, const double* x, int64_t P);
 
   int dim() const { return dim_; }
@@ -34,8 +35,8 @@ private:
 
   const ssm_model& model_;
   int dim_ = 0, first_dt_ = 0, rows_ = 0;
-  int64_t P_ = 0;
-  std::vector<double> out_;
+  int64_t P_ = 0, offset_ = 0; // offset_: the SDE state's first component in the state
+  std::vector<double> out_, points_;
 };
 
 } // namespace ssm

@@ -60,10 +60,10 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   scale_ = std::fabs(scale_); // s dW and -s dW are the same process
   if (!(std::isfinite(dt_) && dt_ > 0))
     throw Error(fmt::format("dt of {} at t={} is {}: it must be positive", relation_, t, dt_));
-  if (!(lower_ > -INFINITY))
-    throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi's lower bound is "
-                            "{} for these parameters",
-                            relation_, t, lower_));
+  if (!std::isfinite(lower_) || !(upper_ >= lower_))
+    throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi's bounds are [{}, "
+                            "{}] for these parameters (a finite lower bound is needed)",
+                            relation_, t, lower_, upper_));
 
   // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
   // A pair with a non-finite end (a path that diverged) has density estimate 0: it takes the
@@ -80,7 +80,8 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     y_[p] = bad_[p] ? 0.0 : cur[p];
     u_[p] = x_[p] / scale_;
     v_[p] = y_[p] / scale_;
-    first_node_[p + 1] = first_node_[p] + kEndpoints + panels(u_[p], v_[p]) * kNodesPerPanel;
+    const int n = bad_[p] ? 0 : panels(u_[p], v_[p]);
+    first_node_[p + 1] = first_node_[p] + kEndpoints + n * kNodesPerPanel;
   }
   points_.resize(first_node_[P]);
   for (int64_t p = 0; p < P; ++p) {
@@ -88,7 +89,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     x[0] = x_[p];
     x[1] = y_[p];
     x[2] = 0.5 * (x_[p] + y_[p]);
-    const int n = panels(u_[p], v_[p]);
+    const int n = bad_[p] ? 0 : panels(u_[p], v_[p]);
     const double width = (y_[p] - x_[p]) / n;
     for (int k = 0; k < n; ++k)
       for (int q = 0; q < kNodesPerPanel; ++q)
@@ -101,6 +102,11 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   lambda_.resize(P);
   const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_) + std::log(scale_);
   for (int64_t p = 0; p < P; ++p) {
+    if (bad_[p]) { // no estimate to make: log q = -inf
+      log_base_[p] = -INFINITY;
+      c_[p] = lambda_[p] = 0;
+      continue;
+    }
     const int64_t f = first_node_[p];
     const int n = panels(u_[p], v_[p]);
     const double width = (y_[p] - x_[p]) / n;
@@ -110,10 +116,6 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     integral *= 0.5 * width;
     const double d = v_[p] - u_[p];
     log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);
-    if (!std::isfinite(log_base_[p]))
-      throw Error(fmt::format("the General Poisson estimator for {} at t={}: the drift is not "
-                              "finite between {} and {}",
-                              relation_, t, x_[p], y_[p]));
     if (std::isfinite(upper_)) {
       c_[p] = upper_;
       lambda_[p] = upper_ - lower_;
@@ -124,6 +126,10 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       lambda_[p] = c_[p] - lower_;
     }
     log_base_[p] += (lambda_[p] - c_[p]) * dt_; // the Poisson part's constant factor
+    if (!std::isfinite(log_base_[p]) || !(lambda_[p] >= 0))
+      throw Error(fmt::format("the General Poisson estimator for {} at t={}: the drift or psi is "
+                              "not finite between {} and {}",
+                              relation_, t, x_[p], y_[p]));
   }
 }
 
@@ -176,6 +182,10 @@ void PoissonEstimator::poisson_round(const double* frame, int64_t t,
     double l = 0, sg = 1;
     for (int64_t j = bridge_first_[k]; j < bridge_first_[k + 1]; ++j) {
       const double f = c_[p] - psi(j);
+      if (std::isnan(f))
+        throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi is not finite "
+                                "at {} on a bridge from {} to {}",
+                                relation_, t, bridge_[j], u_[p] * scale_, v_[p] * scale_));
       sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
       l += std::log(std::fabs(f)) - log_lambda;
     }
@@ -192,10 +202,11 @@ void PoissonEstimator::single(const double* frame, int64_t t, const double* prev
                               int64_t P, uint64_t seed, uint64_t first_id, int round,
                               double* log_base, double* poisson) {
   prepare(frame, t, prev, cur, P);
-  std::vector<int64_t> all(P);
+  std::vector<int64_t> all;
   for (int64_t p = 0; p < P; ++p)
-    all[p] = p;
-  std::vector<double> log_abs(P), sign(P);
+    if (!bad_[p])
+      all.push_back(p);
+  std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0);
   poisson_round(frame, t, all, round, seed, first_id, log_abs.data(), sign.data(), nullptr);
   for (int64_t p = 0; p < P; ++p) {
     log_base[p] = bad_[p] ? -INFINITY : log_base_[p];

@@ -61,6 +61,15 @@ void drift_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64
   }
 }
 
+// As tanh_terms, with psi's bounds NaN (parameters outside what the bounds' expressions allow).
+void nan_bounds_terms(const double* theta, int64_t t, int64_t begin, int64_t end, int64_t stride,
+                      const double* xp, const int64_t* a, const double* x, const double* y,
+                      double* out) {
+  tanh_terms(theta, t, begin, end, stride, xp, a, x, y, out);
+  for (int64_t n = begin; n < end; ++n)
+    out[4 * stride + n] = out[5 * stride + n] = NAN;
+}
+
 ssm_model model_with(ssm_functional_terms_fn terms) {
   ssm_model m{};
   m.abi_version = SSM_ABI_VERSION;
@@ -244,7 +253,8 @@ TEST_CASE("General Poisson estimator: far in the tails, in logarithms; a diverge
   CHECK(std::isfinite(l2[3]));
 }
 
-TEST_CASE("General Poisson estimator: a zero coefficient or a bad dt names the step", "[sde]") {
+TEST_CASE("General Poisson estimator: a zero coefficient, a bad dt or bounds name the step",
+          "[sde]") {
   const ssm_model model = model_with(ou_terms);
   const ssm::ModelInfo info = sde_info();
   ssm::PoissonEstimator estimator(model, info);
@@ -256,6 +266,12 @@ TEST_CASE("General Poisson estimator: a zero coefficient or a bad dt names the s
   CHECK_THROWS_WITH(
       estimator.estimate(bad_dt.data(), 4, prev.data(), cur.data(), 1, 1, 1, 0, log_q.data()),
       Catch::Contains("dt of x[t] at t=4"));
+  const ssm_model nan_model = model_with(nan_bounds_terms); // the estimator keeps a reference
+  ssm::PoissonEstimator nan_bounds(nan_model, info);
+  const std::vector<double> tanh_frame = {0.5};
+  CHECK_THROWS_WITH(
+      nan_bounds.estimate(tanh_frame.data(), 6, prev.data(), cur.data(), 1, 1, 1, 0, log_q.data()),
+      Catch::Contains("at t=6") && Catch::Contains("psi's bounds"));
   ssm::ModelInfo no_gpe = sde_info();
   no_gpe.sde->gpe_reason = "the General Poisson estimator is implemented for scalar SDEs";
   CHECK_THROWS_WITH(ssm::PoissonEstimator(model, no_gpe), Catch::Contains("scalar SDEs"));
