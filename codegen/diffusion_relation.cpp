@@ -2,8 +2,9 @@
 // dX = drift(X) dt + diffusion(X) dW from X = from over dt by Euler-Maruyama, as a loop of `steps`
 // substeps in the kernel (one particle's path per iteration of the particle loop); the drift and
 // the diffusion coefficient, whose nodes read the target at lag 0 as the path's current value,
-// are re-evaluated at each substep. Its density has no closed form: a kernel that scores it gets
-// NaN (the methods that need the density refuse such a model first). Part of KernelEmitter.
+// are re-evaluated at each substep (emit_relation draws it through euler_maruyama and stores it as
+// any draw; a kernel that scores it gets NaN, its density having no closed form). Part of
+// KernelEmitter.
 #include "kernel_emitter.h"
 
 #include <llvm/IR/Constants.h>
@@ -25,18 +26,6 @@ std::vector<bool> KernelEmitter::reading_path(const ir::Relation& rel) const {
     path[i] = p;
   }
   return path;
-}
-
-Value* KernelEmitter::emit_diffusion(size_t r, Value* logpdf) {
-  const ir::Relation& rel = block_.relations[r];
-  if (!samples())
-    return b_.CreateFAdd(logpdf, constant(NAN));
-  const Values drawn = euler_maruyama(rel, r);
-  current_[rel.var] = drawn;
-  const int offset = model_.state_offset(rel.var);
-  for (size_t i = 0; i < drawn.size(); ++i)
-    b_.CreateStore(drawn[i], element(arg("x"), b_.getInt64(offset + i), n_));
-  return scores() ? b_.CreateFAdd(logpdf, constant(NAN)) : logpdf;
 }
 
 // X_{k+1} = X_k + drift(X_k) h + diffusion(X_k) sqrt(h) Z_k, h = dt / steps, with Z_k the draws

@@ -136,7 +136,6 @@ protected:
 
   // ---- an SDE's transition (diffusion_relation.cpp) ----
 
-  Value* emit_diffusion(size_t r, Value* logpdf);
   Values euler_maruyama(const ir::Relation& rel, size_t r);
   std::vector<bool> reading_path(const ir::Relation& rel) const;
 

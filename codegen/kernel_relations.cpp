@@ -16,11 +16,10 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
   const ir::Relation& rel = block_.relations[r];
   const ir::Shape& shape = model_.var_shape(rel.kind, rel.var);
   int size = shape.size();
-  if (rel.dist == ir::Dist::Diffusion) // its arguments read the path: not evaluated here
-    return emit_diffusion(r, logpdf);
   std::vector<const Values*> args;
-  for (int a : rel.args)
-    args.push_back(&get(a));
+  if (rel.dist != ir::Dist::Diffusion) // its drift and coefficient read the path: in its loop
+    for (int a : rel.args)
+      args.push_back(&get(a));
 
   if (samples()) {
     Values drawn;
@@ -42,6 +41,9 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
     case ir::Dist::Multinomial:
       drawn = sample_multinomial(r, (*args[0])[0], *args[1]);
       break;
+    case ir::Dist::Diffusion:
+      drawn = euler_maruyama(rel, r);
+      break;
     default:
       drawn = sample_independent(rel, r, args, size);
     }
@@ -55,6 +57,8 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
     // The proposal's sampler also accumulates the log-density of what it drew.
   }
 
+  if (rel.dist == ir::Dist::Diffusion) // no density: the methods that need one refuse it first
+    return b_.CreateFAdd(logpdf, constant(NAN));
   Values x;
   if (samples()) {
     x = current_.at(rel.var);

@@ -39,6 +39,18 @@ PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info
                             info.sde->gpe_reason));
 }
 
+int64_t PoissonEstimator::panels_of(int64_t p) const {
+  return (first_node_[p + 1] - first_node_[p] - kEndpoints) / kNodesPerPanel;
+}
+
+std::vector<int64_t> PoissonEstimator::finite_pairs() const {
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < static_cast<int64_t>(bad_.size()); ++p)
+    if (!bad_[p])
+      out.push_back(p);
+  return out;
+}
+
 double PoissonEstimator::psi(int64_t point) const {
   const double b = terms_.drift(point) / scale_; // b(u) = a(s u) / s, b'(u) = a'(s u)
   return 0.5 * (b * b + terms_.jacobian(point));
@@ -66,8 +78,8 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
                             relation_, t, lower_, upper_));
 
   // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
-  // A pair with a non-finite end (a path that diverged) has density estimate 0: it takes the
-  // place of 0 -> 0 in the computations and gets log q = -inf at the end.
+  // A pair with a non-finite end (a path that diverged) has density estimate 0: only its
+  // endpoints, as 0, are evaluated, and it gets log q = -inf.
   first_node_.assign(P + 1, 0);
   u_.resize(P);
   v_.resize(P);
@@ -89,9 +101,9 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     x[0] = x_[p];
     x[1] = y_[p];
     x[2] = 0.5 * (x_[p] + y_[p]);
-    const int n = bad_[p] ? 0 : panels(u_[p], v_[p]);
+    const int64_t n = panels_of(p);
     const double width = (y_[p] - x_[p]) / n;
-    for (int k = 0; k < n; ++k)
+    for (int64_t k = 0; k < n; ++k)
       for (int q = 0; q < kNodesPerPanel; ++q)
         x[kEndpoints + k * kNodesPerPanel + q] = x_[p] + width * (k + 0.5 * (kNodes[q] + 1.0));
   }
@@ -107,11 +119,10 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       c_[p] = lambda_[p] = 0;
       continue;
     }
-    const int64_t f = first_node_[p];
-    const int n = panels(u_[p], v_[p]);
+    const int64_t f = first_node_[p], n = panels_of(p);
     const double width = (y_[p] - x_[p]) / n;
     double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
-    for (int k = 0; k < n * kNodesPerPanel; ++k)
+    for (int64_t k = 0; k < n * kNodesPerPanel; ++k)
       integral += kWeights[k % kNodesPerPanel] * terms_.drift(f + kEndpoints + k);
     integral *= 0.5 * width;
     const double d = v_[p] - u_[p];
@@ -149,7 +160,7 @@ void PoissonEstimator::poisson_round(const double* frame, int64_t t,
       throw Error(fmt::format("the General Poisson estimator for {} at t={}: the Poisson rate "
                               "lambda dt = {:g} exceeds {:g} for the pair {} -> {} (psi's bounds "
                               "are too far apart)",
-                              relation_, t, rate, kMaxPoissonRate, u_[p] * scale_, v_[p] * scale_));
+                              relation_, t, rate, kMaxPoissonRate, x_[p], y_[p]));
     const auto id = static_cast<uint32_t>(first_id + static_cast<uint64_t>(p));
     count_[k] = rate > 0 ? static_cast<int64_t>(sample_poisson(seed, id, ut, site, rate)) : 0;
     bridge_first_[k + 1] = bridge_first_[k] + count_[k];
@@ -185,7 +196,7 @@ void PoissonEstimator::poisson_round(const double* frame, int64_t t,
       if (std::isnan(f))
         throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi is not finite "
                                 "at {} on a bridge from {} to {}",
-                                relation_, t, bridge_[j], u_[p] * scale_, v_[p] * scale_));
+                                relation_, t, bridge_[j], x_[p], y_[p]));
       sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
       l += std::log(std::fabs(f)) - log_lambda;
     }
@@ -202,14 +213,11 @@ void PoissonEstimator::single(const double* frame, int64_t t, const double* prev
                               int64_t P, uint64_t seed, uint64_t first_id, int round,
                               double* log_base, double* poisson) {
   prepare(frame, t, prev, cur, P);
-  std::vector<int64_t> all;
-  for (int64_t p = 0; p < P; ++p)
-    if (!bad_[p])
-      all.push_back(p);
   std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0);
-  poisson_round(frame, t, all, round, seed, first_id, log_abs.data(), sign.data(), nullptr);
-  for (int64_t p = 0; p < P; ++p) {
-    log_base[p] = bad_[p] ? -INFINITY : log_base_[p];
+  poisson_round(frame, t, finite_pairs(), round, seed, first_id, log_abs.data(), sign.data(),
+                nullptr);
+  for (int64_t p = 0; p < P; ++p) { // a diverged pair's log_base_ is -inf
+    log_base[p] = log_base_[p];
     poisson[p] = sign[p] * std::exp(log_abs[p]);
   }
 }
@@ -229,10 +237,7 @@ void PoissonEstimator::estimate(const double* frame, int64_t t, const double* pr
   // underflow. A pair with a non-finite end takes no part.
   std::vector<double> top(P, -INFINITY), scaled(P, 0.0), log_abs(P), sign(P);
   std::vector<bool> active(sets, true);
-  std::vector<int64_t> pending;
-  for (int64_t p = 0; p < P; ++p)
-    if (!bad_[p])
-      pending.push_back(p);
+  std::vector<int64_t> pending = finite_pairs();
   // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
   for (int round = 0; !pending.empty(); ++round) {
     if (round == kMaxWaldRounds) {

@@ -61,6 +61,9 @@ private:
                      uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
                      EstimatorCounts* counts);
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
+  // After prepare(): pair p's quadrature panels (0 for a diverged pair), from its points' count.
+  int64_t panels_of(int64_t p) const;
+  std::vector<int64_t> finite_pairs() const; // the pairs whose ends are finite, in order
 
   DiffusionTerms terms_;
   std::string relation_;

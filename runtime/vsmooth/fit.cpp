@@ -116,10 +116,13 @@ BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64
   // (a Student t with 2 degrees of freedom has no variance) would otherwise make the start ignore
   // the data; floored relative to the observations' spread.
   if (mm.H.defined()) {
-    const torch::Tensor mad = std::get<0>((resid - std::get<0>(resid.median(0))).abs().median(0));
+    auto median_deviation = [](const torch::Tensor& v) { // per column
+      return std::get<0>((v - std::get<0>(v.median(0))).abs().median(0));
+    };
+    const torch::Tensor mad = median_deviation(resid);
     torch::Tensor Y = torch::cat(obs_y);
     Y = Y.index({torch::isfinite(Y).all(1)});
-    const torch::Tensor spread = std::get<0>((Y - std::get<0>(Y.median(0))).abs().median(0));
+    const torch::Tensor spread = median_deviation(Y);
     // Floored at 1e-6 of the observations' own scale (and of 1, for observations that barely
     // vary, as counts that are mostly 0).
     mm.R = torch::diag(

@@ -200,6 +200,14 @@ double sample_variance(const std::vector<double>& v) {
   return s / static_cast<double>(v.size() - 1);
 }
 
+void check_mean_close(const std::vector<double>& v, double exact, double z,
+                      const std::string& what) {
+  const double m = sample_mean(v), se = std::sqrt(sample_variance(v) / v.size());
+  INFO(fmt::format("{}: mean over {} replicates {} (se {}), exact {}, {:.2f} se", what, v.size(), m,
+                   se, exact, (m - exact) / se));
+  CHECK(std::abs(m - exact) <= z * se);
+}
+
 void check_standard_normal(const std::vector<double>& z, const std::string& what) {
   INFO(what);
   const double n = static_cast<double>(z.size()), m = sample_mean(z), v = sample_variance(z);

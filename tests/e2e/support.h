@@ -55,5 +55,9 @@ double sample_mean(const std::vector<double>& v);
 // Mean 0, variance 1 and no lag-1 autocorrelation, each within 4 standard errors.
 void check_standard_normal(const std::vector<double>& z, const std::string& what);
 double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
+// The mean of v (replicates of an estimate) within z standard errors of `exact`, the values in
+// the test's message under `what`.
+void check_mean_close(const std::vector<double>& v, double exact, double z,
+                      const std::string& what);
 
 } // namespace e2e
