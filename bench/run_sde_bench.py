@@ -1,18 +1,20 @@
 #!/usr/bin/python3
-"""The SDE smoothing benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section 7.5.2,
-figures 7.2 and 7.3, on this machine.
+"""The SDE benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section 7.5.2, figures
+7.2 and 7.3, on this machine, and the random-weight filter against Euler-Maruyama.
 
   bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR]
 
 The Sine model (examples/sine_sde.ssm: dX = sin(X - pi/4) dt + dW, Y_k = X_k + N(0, 1) every
-0.5 time units, 11 observations) is simulated once; E[X_0 | Y_0:10] is then estimated by
-`smooth --method bis` (backward importance sampling whose weights are General Poisson estimates
-of the transition density, the forward filter simulating the SDE by Euler-Maruyama) from
---replicates seeds: figure 7.2 with N = 100 and the number of backward samples K from 2 to 100,
-figure 7.3 with N from 50 to 2000 and K = N^0.5, N^0.6, N / 10. The reference is the mean of 30
-runs of bis with N = 5000, K = 500 (its standard error printed). Each row: the mean over
-replicates, its bias against the reference in standard errors, the replicates' standard
-deviation, and the median smoothing time.
+0.5 time units, 11 observations) is simulated once. The reference E[X_0 | Y_0:10] is exact up to
+1e-4: forward-backward on a grid of 400 points, the transition the Euler kernel of step 0.5 / 2^k
+raised to the power 2^k by squaring, Richardson-extrapolated from k = 6, 7 (numpy). Then:
+the filters, each from --replicates seeds: the random-weight filter (one Euler step proposed,
+weighted by General Poisson estimates of the exact density) against the bootstrap filter through
+20 and 400 Euler substeps: log-likelihood mean and sd, median time, with 1000 and 10000 particles.
+Then E[X_0 | Y] by `smooth --method bis` after the random-weight filter (auto's choice): figure
+7.2 with N = 100 and K backward samples from 2 to 100, figure 7.3 with N from 50 to 2000 and
+K = N^0.5, N^0.6, N / 10. Each row: the mean over replicates, its bias against the reference in
+standard errors, the replicates' standard deviation, and the median time of filter + smoother.
 """
 import argparse
 import json
@@ -34,6 +36,31 @@ def run(cmd):
     return p.stdout
 
 
+def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
+    """E[X_0 | y] by forward-backward on a grid (the module's docstring)."""
+    import numpy as np
+    y = np.asarray(y)
+    x = np.linspace(y.min() - 6, y.max() + 6, points)
+
+    def mean(squarings):
+        h = dt / 2 ** squarings
+        m = x + np.sin(x - theta) * h
+        P = np.exp(-(x[None, :] - m[:, None]) ** 2 / (2 * h))
+        P /= P.sum(1, keepdims=True)
+        for _ in range(squarings):
+            P = P @ P
+        g = [np.exp(-(v - x) ** 2 / (2 * r * r)) for v in y]
+        alpha0 = np.exp(-x ** 2 / 2) * g[0]
+        beta = np.ones(points)
+        for t in range(len(y) - 1, 0, -1):
+            beta = P @ (g[t] * beta)
+            beta /= beta.sum()
+        s = alpha0 * beta
+        return float((s * x).sum() / s.sum())
+
+    return 2 * mean(7) - mean(6)
+
+
 def x0(exe, data, work, n, k, seed):
     out = os.path.join(work, "s.csv")
     j = json.loads(run([exe, "smooth", "--data", data, "--method", "bis", "--particles", str(n),
@@ -53,6 +80,20 @@ def series(exe, data, work, n, k, reps, seed0):
     return vals, times
 
 
+def filter_row(label, exe, method, data, n, reps, seed0):
+    vals, times = [], []
+    for r in range(reps):
+        j = json.loads(run([exe, "filter", "--data", data, "--method", method, "--particles",
+                            str(n), "--seed", str(seed0 + r), "--threads", "1", "--json"]))
+        vals.append(j["log_likelihood"])
+        times.append(j["elapsed_s"])
+    med = statistics.median(times)
+    print(f"{label:<30} N={n:<6} loglik {statistics.mean(vals):.3f} "
+          f"(se {statistics.stdev(vals) / math.sqrt(reps):.3f}, sd {statistics.stdev(vals):.3f})  "
+          f"median {1e3 * med:.1f} ms")
+    return med
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
@@ -67,15 +108,32 @@ def main():
     data = os.path.join(work, "y.csv")
     run([exe, "simulate", "--T", "11", "--seed", "7", "--out", data])
 
-    ref_vals, _ = series(exe, data, work, 5000, 500, 30, 10000)
-    ref = statistics.mean(ref_vals)
-    ref_se = statistics.stdev(ref_vals) / math.sqrt(len(ref_vals))
-    print(f"reference E[X_0 | Y] = {ref:.4f} (se {ref_se:.4f}; bis, N = 5000, K = 500, 30 runs)")
+    with open(data) as f:
+        header = next(f).strip().split(",")
+        y = [float(line.split(",")[header.index("y")]) for line in f]
+    ref = grid_x0(y)
+    print(f"reference E[X_0 | Y] = {ref:.4f} (forward-backward on a grid, exact to ~1e-4)")
+
+    print("\nfilters: log-likelihood of the 11 observations")
+    source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
+    fine = os.path.join(work, "sine_sde_400")
+    fine_source = source.replace("model sine_sde", "model sine_sde_400").replace(
+        "theta), 1, 0.5)", "theta), 1, 0.5, 400)")
+    assert "0.5, 400)" in fine_source, "examples/sine_sde.ssm's diffusion changed"
+    with open(fine + ".ssm", "w") as f:
+        f.write(fine_source)
+    run([os.path.join(a.build, "bin", "ssmc"), "build", fine + ".ssm", "-o", fine])
+    for n in (1000, 10000):
+        rw = filter_row("random-weight", exe, "random-weight", data, n, a.replicates, 100)
+        filter_row("bootstrap, 20 Euler substeps", exe, "bootstrap", data, n, a.replicates, 200)
+        eu = filter_row("bootstrap, 400 Euler substeps", fine, "bootstrap", data, n,
+                        a.replicates, 300)
+        print(f"{'':<30} time ratio bootstrap-400 / random-weight: {eu / rw:.1f}")
 
     def row(label, n, k, seed0):
         vals, times = series(exe, data, work, n, k, a.replicates, seed0)
         m, sd = statistics.mean(vals), statistics.stdev(vals)
-        se = math.sqrt(sd * sd / len(vals) + ref_se * ref_se)
+        se = sd / math.sqrt(len(vals))  # the reference is exact
         print(f"{label:<22} N={n:<5} K={k:<4} mean {m:.4f}  bias {(m - ref) / se:+.1f} se  "
               f"sd {sd:.4f}  median {1e3 * statistics.median(times):.1f} ms")
 

@@ -301,6 +301,13 @@ private:
 
 } // namespace
 
+bool SdeEstimators::psi_bounded_above() const {
+  if (!gpe_why_not.empty() || psi_upper < 0)
+    return false;
+  const ir::Node& n = arena.nodes[psi_upper];
+  return !(n.op == ir::Op::Const && std::isinf(n.values[0]));
+}
+
 std::string SdeEstimators::summary() const {
   std::string out = fmt::format("SDE {}: simulated by Euler-Maruyama in {} substeps; transition "
                                 "density estimators: ",
@@ -321,15 +328,17 @@ std::string SdeEstimators::report() const {
     return out;
   if (gpe_why_not.empty())
     out += fmt::format("  gpe: psi in [{}, {}]: {}\n", psi_lower_text, psi_upper_text,
-                       arena.nodes[psi_upper].op == ir::Op::Const &&
-                               std::isinf(arena.nodes[psi_upper].values[0])
-                           ? "estimates made positive by Wald's identity where one is not"
-                           : "positive estimates");
+                       psi_bounded_above()
+                           ? "positive estimates"
+                           : "estimates made positive by Wald's identity where one is not");
   else
     out += fmt::format("  gpe: no: {}\n", gpe_why_not);
   if (!parametrix_why_not.empty())
     out += fmt::format("  parametrix: no: {}\n", parametrix_why_not);
-  if (gpe_why_not.empty())
+  if (gpe_why_not.empty() && psi_bounded_above())
+    out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
+           "estimates: no discretisation error; so does bis after it\n";
+  else if (gpe_why_not.empty())
     out += fmt::format("  smooth --method bis weighs the particles of the Euler-Maruyama filter "
                        "({} substeps) by estimates of the exact density: the scheme's error, "
                        "O(dt / {}), remains\n",

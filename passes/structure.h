@@ -150,6 +150,9 @@ struct SdeEstimators {
   int psi_lower = -1, psi_upper = -1;
   std::string psi_lower_text, psi_upper_text;
   std::string parametrix_why_not;
+  // Whether the compiler found psi bounded above: the General Poisson estimates are then positive
+  // by construction (no Wald's identity), which the random-weight filter needs.
+  bool psi_bounded_above() const;
   std::string summary() const;
   std::string report() const;
 };

@@ -410,9 +410,11 @@ const json* parse_structure(const json& root, ModelInfo& info) {
       sde.coefficient_constant = e->value("coefficient_constant", false);
       if (auto w = e->find("why_not"); w != e->end() && w->is_string())
         sde.why_not = w->get<std::string>();
-      if (auto g = e->find("gpe"); g != e->end() && g->is_object())
+      if (auto g = e->find("gpe"); g != e->end() && g->is_object()) {
         if (auto r = g->find("reason"); r != g->end() && r->is_string())
           sde.gpe_reason = r->get<std::string>();
+        sde.gpe_positive = g->value("positive", false);
+      }
       info.sde = sde;
     }
   if (st != root.end() && st->is_object())

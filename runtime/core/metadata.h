@@ -202,7 +202,10 @@ struct ModelInfo {
     bool coefficient_constant = false;
     std::string why_not;    // no estimator applies (and no kernel)
     std::string gpe_reason; // empty: the General Poisson estimator applies
-    std::string relation;   // "x[t]"
+    // The compiler bounded its psi above: its estimates are positive by construction (Wald's
+    // identity is not needed), which the random-weight filter requires.
+    bool gpe_positive = false;
+    std::string relation; // "x[t]"
   };
   std::optional<Sde> sde;
   // Why the model has no gaussian_moments kernel (the unscented Kalman filter needs it).

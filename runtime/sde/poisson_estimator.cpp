@@ -32,6 +32,18 @@ int panels(double u, double v) {
 
 } // namespace
 
+std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& info) {
+  if (!info.sde)
+    return "the model has no SDE transition";
+  if (!info.sde->why_not.empty())
+    return info.sde->why_not;
+  if (!info.sde->gpe_reason.empty())
+    return info.sde->gpe_reason;
+  if (!model.diffusion_terms)
+    return "the model table has no diffusion_terms kernel";
+  return {};
+}
+
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
     : terms_(model, info), relation_(info.sde->relation) {
   if (!info.sde->gpe_reason.empty())

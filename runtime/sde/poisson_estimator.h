@@ -15,7 +15,9 @@
 
 #include "sde/diffusion_terms.h"
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ssm {
@@ -34,6 +36,9 @@ struct EstimatorCounts {
   int64_t bridge_points = 0; // psi evaluations on bridges
 };
 
+// Why the General Poisson estimator cannot weigh the model's SDE transition; empty when it can.
+std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& info);
+
 class PoissonEstimator {
 public:
   // Throws Error with the reason when the estimator does not apply to the model.
@@ -50,6 +55,10 @@ public:
   // of unbiasedness (`round` selects independent draws).
   void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
               uint64_t seed, uint64_t first_id, int round, double* log_base, double* poisson);
+
+  // After estimate() or single(): whether psi was bounded above at that step, so that the
+  // estimates were positive by construction (else Wald's identity made them so).
+  bool bounded() const { return std::isfinite(upper_); }
 
 private:
   // The deterministic part of each pair's estimate, and the constants c, lambda of its Poisson

@@ -54,6 +54,10 @@ struct FilterOptions {
   // (proposal_sample kernel) and weight by p(y_t | x_t) p(x_t | x_{t-1}) / q(x_t | x_{t-1}, y_t);
   // a step with a missing observation proposes from the transition.
   bool guided = false;
+  // Random-weight filter, for an SDE transition: at each t > 0, propose from the model's proposal
+  // (y_t observed) or one Euler step, and weight by a General Poisson estimate of the transition
+  // density times p(y_t | x_t) over the proposal's density (smc/random_weight_proposal.cpp).
+  bool random_weight = false;
   uint64_t seed = 1;
   // Keep the per-step moments, ESS and increments of every step (FilterResult); without history
   // they hold the last step only, so memory does not grow with T (the online smoothers).

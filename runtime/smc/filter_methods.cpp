@@ -1,7 +1,8 @@
 // The particle filters' registration: their names, when `auto` picks them, their options and
-// their entry point (bootstrap_filter with the guided or auxiliary variant).
+// their entry point (bootstrap_filter with the guided, auxiliary or random-weight variant).
 #include "smc/filter_methods.h"
 #include "core/error.h"
+#include "smc/proposal.h"
 
 #include <fmt/format.h>
 
@@ -12,12 +13,14 @@ namespace {
 // One particle filter: the variant of FilterOptions it runs.
 struct ParticleFilterKind {
   std::string name;
-  bool guided, auxiliary;
+  bool guided, auxiliary, random_weight;
 };
 
 const std::vector<ParticleFilterKind>& kinds() {
-  static const std::vector<ParticleFilterKind> all = {
-      {"bootstrap", false, false}, {"guided", true, false}, {"apf", false, true}};
+  static const std::vector<ParticleFilterKind> all = {{"bootstrap", false, false, false},
+                                                      {"guided", true, false, false},
+                                                      {"apf", false, true, false},
+                                                      {"random-weight", false, false, true}};
   return all;
 }
 
@@ -38,6 +41,12 @@ nlohmann::json filter_json(std::string_view name, const MethodRun& run, const Fi
                       {"threads", run.threads}};
   if (opt.auxiliary)
     j["lookahead"] = lookahead_name(lookahead_for(run.model));
+  if (opt.random_weight) {
+    j["transition_density"] = "estimated (General Poisson, positive by construction)";
+    j["proposal"] = run.model.proposal_sample
+                        ? "the model's proposal (one Euler step where y is missing)"
+                        : "one Euler-Maruyama step over dt";
+  }
   return j;
 }
 
@@ -75,15 +84,17 @@ FilterOptions particle_filter_options(std::string_view name, const OptionValues&
   opt.resampling = *parse_resampling(values.word("--resampling")); // a declared choice
   opt.guided = k.guided;
   opt.auxiliary = k.auxiliary;
+  opt.random_weight = k.random_weight;
   opt.seed = seed;
   return opt;
 }
 
 const std::string& particle_filter_name(const FilterOptions& options) {
   for (const ParticleFilterKind& k : kinds())
-    if (k.guided == options.guided && k.auxiliary == options.auxiliary)
+    if (k.guided == options.guided && k.auxiliary == options.auxiliary &&
+        k.random_weight == options.random_weight)
       return k.name;
-  throw Error("no particle filter is both guided and auxiliary");
+  throw Error("internal error: no particle filter has these options");
 }
 
 void register_particle_filters(MethodRegistry& registry) {
@@ -106,6 +117,15 @@ void register_particle_filters(MethodRegistry& registry) {
         if (model.proposal_sample && info.transition_tractable)
           return std::nullopt;
         return "the model has no proposal, or its transition has no density";
+      };
+    } else if (k.random_weight) {
+      m.title = "random-weight particle filter";
+      m.note = "SDE transitions, exact";
+      m.rank = 2;
+      m.auto_help = "{} for an SDE transition with positive density estimates";
+      m.applies = [](const ssm_model& model, const ModelInfo& info) -> Refusal {
+        std::string why = random_weight_problem(model, info);
+        return why.empty() ? Refusal() : Refusal(std::move(why));
       };
     } else if (k.auxiliary) {
       m.title = "auxiliary particle filter";

@@ -35,6 +35,8 @@ void BootstrapProposal::draw(const ProposalStep& s, int64_t begin, int64_t end) 
 }
 
 std::unique_ptr<Proposal> make_proposal(const ProposalContext& ctx) {
+  if (ctx.opt.random_weight)
+    return make_random_weight_proposal(ctx);
   std::unique_ptr<Proposal> draws = ctx.opt.guided
                                         ? make_guided_proposal(ctx)
                                         : std::make_unique<BootstrapProposal>(ctx.model, ctx.opt);

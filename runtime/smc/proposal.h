@@ -1,8 +1,9 @@
 // The particle filter's proposals, one implementation per file: bootstrap (the transition,
-// proposal.cpp), guided (the model's proposal, guided_proposal.cpp) and auxiliary (a look-ahead
-// first stage, then the transition, auxiliary_proposal.cpp). ParticleFilter chooses one per run;
-// it calls first_stage() and for_step() once per step, then draw() and correct() once per block
-// of kParticleBlock particles, never per particle.
+// proposal.cpp), guided (the model's proposal, guided_proposal.cpp), auxiliary (a look-ahead
+// first stage, then the transition, auxiliary_proposal.cpp) and random-weight (an SDE's draws
+// weighted by estimates of its density, random_weight_proposal.cpp). ParticleFilter chooses one per
+// run; it calls first_stage() and for_step() once per step, then draw() and correct() once per
+// block of kParticleBlock particles, never per particle.
 #pragma once
 
 #include "core/metadata.h"
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace ssm {
@@ -110,6 +112,14 @@ private:
 };
 
 std::unique_ptr<Proposal> make_guided_proposal(const ProposalContext& ctx); // guided_proposal.cpp
+// The random-weight filter's proposal for an SDE transition (random_weight_proposal.cpp), and why
+// it cannot run a model (empty when it can).
+std::unique_ptr<Proposal> make_random_weight_proposal(const ProposalContext& ctx);
+std::string random_weight_problem(const ssm_model& model, const ModelInfo& info);
+// The random-weight filter's streams: its Euler draws' Philox site (the model's own sites are
+// small), and the key of its estimator's seed (bis's backward estimates use the filter's seed).
+inline constexpr uint32_t kSiteEulerProposal = 0xFFFF0004u;
+inline constexpr uint64_t kRandomWeightSeedKey = 0x5DEECE66DA3B9F21ull;
 // The auxiliary first stage, then `draws`' draws (auxiliary_proposal.cpp).
 std::unique_ptr<Proposal> make_auxiliary_proposal(const ProposalContext& ctx,
                                                   std::unique_ptr<Proposal> draws);

@@ -31,7 +31,8 @@ public:
       return;
     r.details["transition_density"] = "estimated: General Poisson estimator, positive by Wald's "
                                       "identity within each particle's backward draws";
-    r.details["euler_substeps"] = ctx_.info.sde->steps; // of the forward filter's simulation
+    if (!ctx_.opt.filter.random_weight) // the forward filter simulates by Euler-Maruyama
+      r.details["euler_substeps"] = ctx_.info.sde->steps;
   }
 
 private:

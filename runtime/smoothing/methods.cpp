@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "exact/finite_state.h"
 #include "exact/methods.h"
+#include "sde/poisson_estimator.h"
 #include "smc/filter_methods.h"
 
 #include <fmt/format.h>
@@ -38,15 +39,8 @@ Refusal finite_applies(const ssm_model&, const ModelInfo& info) {
 
 // Whether bis can weigh the SDE transition by the General Poisson estimator, else why not.
 Refusal estimator_applies(const ssm_model& model, const ModelInfo& info) {
-  if (!info.sde)
-    return "the model has no SDE transition";
-  if (!info.sde->why_not.empty())
-    return info.sde->why_not;
-  if (!info.sde->gpe_reason.empty())
-    return info.sde->gpe_reason;
-  if (!model.diffusion_terms)
-    return "the model table has no diffusion_terms kernel";
-  return std::nullopt;
+  std::string why = poisson_estimator_problem(model, info);
+  return why.empty() ? Refusal() : Refusal(std::move(why));
 }
 
 Refusal density_applies(const ssm_model& model, const ModelInfo& info) {

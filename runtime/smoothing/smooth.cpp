@@ -6,6 +6,7 @@
 #include "exact/finite_state.h"
 #include "exact/kalman.h"
 #include "smc/filter_methods.h"
+#include "smc/proposal.h"
 #include "smoothing/methods.h"
 #include "smoothing/smoothers.h"
 
@@ -70,8 +71,11 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     refuse(fmt::format("--filter {}: the model has no proposal; add one, as in `proposal x[t] ~ "
                        "normal(m, s);` (docs/language.md#proposals)",
                        particle_filter_name(opt.filter)));
+  if (opt.filter.random_weight)
+    if (std::string why = random_weight_problem(model, info); !why.empty())
+      refuse(fmt::format("--filter {}: {}", particle_filter_name(opt.filter), why));
   const std::string& bootstrap = particle_filter_name(FilterOptions{}); // the default filter
-  if (opt.backward == BackwardSampling::Mcmc && (opt.filter.guided || opt.filter.auxiliary))
+  if (opt.backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
     refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
                        "draw from the backward kernel only under the {} filter; use --filter {}, "
                        "or --backward rejection or exact",
@@ -103,7 +107,8 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
 // heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
 namespace {
 BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions& opt) {
-  if (opt.method == SmoothMethod::Paris && !opt.filter.guided && !opt.filter.auxiliary)
+  if (opt.method == SmoothMethod::Paris &&
+      particle_filter_name(opt.filter) == particle_filter_name(FilterOptions{}))
     return BackwardSampling::Mcmc;
   return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
 }

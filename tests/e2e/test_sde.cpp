@@ -14,7 +14,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numbers>
 
 using namespace e2e;
 
@@ -183,6 +186,11 @@ model ou_sde_bis {
   m.Q = Eigen::MatrixXd::Constant(1, 1, sigma * sigma * (1 - a * a) / (2 * kappa));
   m.B = Eigen::MatrixXd::Ones(1, 1);
   m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+  // psi is unbounded above: the random-weight filter, which needs positive estimates, refuses.
+  const ProcessResult rw =
+      run_process({exe, "filter", "--data", data, "--method", "random-weight"});
+  CHECK(rw.exit_code != 0);
+  CHECK_THAT(rw.err, Catch::Contains("has no upper bound"));
   const SmoothingReference exact = brute_force_smoother(m, observations(read_table(data), {"y"}));
   double level = 0, cross = 0;
   for (int t = 0; t < T; ++t) {
@@ -216,6 +224,165 @@ model ou_sde_bis {
     check_mean_close(means[t], exact.mean[t], 5, fmt::format("E[x_{} | y]", t));
 }
 
+namespace {
+
+// The mean of a over replicates minus that of b, in standard errors of the difference.
+double difference_in_se(const std::vector<double>& a, const std::vector<double>& b) {
+  const double se = std::sqrt(sample_variance(a) / static_cast<double>(a.size()) +
+                              sample_variance(b) / static_cast<double>(b.size()));
+  return (sample_mean(a) - sample_mean(b)) / se;
+}
+
+} // namespace
+
+TEST_CASE("diffusion: the random-weight filter has no discretisation error", "[e2e][stat][sde]") {
+  // dX = 2 sin(X - theta) dt + dW over dt = 1: one Euler step is far from the transition. The
+  // random-weight filter proposes one Euler step and weighs it by the General Poisson estimate of
+  // the exact density (psi = 2 sin^2 + cos is bounded: positive estimates), so its likelihood and
+  // filtering means agree with those of the bootstrap filter through 100 Euler substeps (bias
+  // O(1/100), far below the Monte Carlo error) within 4 standard errors (5 per t); the bootstrap
+  // filter through one substep must be told apart by the same check, or the test could not fail.
+  const auto source = [](int steps) {
+    return fmt::format(R"(
+model sine_rw{0} {{
+  param theta : real = 0.7853981633974483;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(2 * sin(x[t] - theta), 1, 1, {0});
+  y[t] ~ normal(x[t], 0.5);
+}}
+)",
+                       steps);
+  };
+  const std::string& coarse = model_exe("sine_rw1", source(1));
+  const std::string& fine = model_exe("sine_rw100", source(100));
+  const std::string data = scratch_path("sine-rw-sim.csv");
+  const int T = 15;
+  run_ok({fine, "simulate", "--T", std::to_string(T), "--seed", "4", "--out", data});
+  struct Runs {
+    std::vector<double> loglik;
+    std::vector<std::vector<double>> mean = std::vector<std::vector<double>>(T);
+  };
+  const auto replicate = [&](const std::string& exe, const std::string& method) {
+    Runs r;
+    for (int k = 0; k < 8; ++k) {
+      const FilterRun f = run_filter(exe,
+                                     {"--data", data, "--method", method, "--particles", "10000",
+                                      "--seed", std::to_string(40 + k)},
+                                     scratch_path(fmt::format("sine-rw-{}.csv", method)));
+      CHECK(f.summary.at("method") == method);
+      r.loglik.push_back(f.summary.at("log_likelihood").get<double>());
+      const std::vector<double> mean = f.table.column("mean_x");
+      REQUIRE(mean.size() == static_cast<size_t>(T));
+      for (int t = 0; t < T; ++t)
+        r.mean[t].push_back(mean[t]);
+    }
+    return r;
+  };
+  const Runs reference = replicate(fine, "bootstrap");
+  const Runs exact = replicate(coarse, "random-weight");
+  const Runs euler = replicate(coarse, "bootstrap");
+  INFO("log-likelihood: reference " << sample_mean(reference.loglik) << ", random-weight "
+                                    << sample_mean(exact.loglik) << ", one Euler step "
+                                    << sample_mean(euler.loglik));
+  CHECK(std::fabs(difference_in_se(exact.loglik, reference.loglik)) < 4);
+  CHECK(std::fabs(difference_in_se(euler.loglik, reference.loglik)) > 4);
+  for (int t = 0; t < T; ++t) {
+    INFO("E[x_" << t << " | y_0:" << t << "]: reference " << sample_mean(reference.mean[t])
+                << ", random-weight " << sample_mean(exact.mean[t]));
+    CHECK(std::fabs(difference_in_se(exact.mean[t], reference.mean[t])) < 5);
+  }
+  const FilterRun auto_choice =
+      run_filter(coarse, {"--data", data, "--method", "auto"}, scratch_path("sine-rw-auto.csv"));
+  CHECK(auto_choice.summary.at("method") == "random-weight");
+  CHECK_THAT(auto_choice.summary.at("transition_density").get<std::string>(),
+             Catch::Contains("General Poisson"));
+}
+
+namespace {
+
+// The smoothing means E[x_t | y_0:T-1] of a scalar SDE dX = a(X) dt + dW observed with N(x, r^2)
+// noise, x_0 ~ N(0, 1), by forward-backward on a grid: the transition over dt is the Euler kernel
+// of step dt / M (a Gaussian sampled on the grid, rows normalised) raised to the power M = 2^k by
+// squaring, and the O(dt / M) error of Euler's scheme is removed by Richardson's extrapolation
+// from M and 2M.
+std::vector<double> grid_smoothing_means(const std::function<double(double)>& drift, double dt,
+                                         double r, const std::vector<double>& y) {
+  const auto [lo_y, hi_y] = std::minmax_element(y.begin(), y.end());
+  const int G = 400;
+  const Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(G, *lo_y - 6, *hi_y + 6);
+  const auto T = static_cast<int>(y.size());
+  const auto means = [&](int squarings) {
+    const double h = dt / std::pow(2.0, squarings);
+    Eigen::MatrixXd P(G, G);
+    for (int i = 0; i < G; ++i) {
+      const double m = x[i] + drift(x[i]) * h;
+      for (int j = 0; j < G; ++j)
+        P(i, j) = std::exp(-(x[j] - m) * (x[j] - m) / (2 * h));
+      P.row(i) /= P.row(i).sum();
+    }
+    for (int k = 0; k < squarings; ++k)
+      P = (P * P).eval();
+    const auto g = [&](int t) {
+      return ((x.array() - y[t]).square() / (-2 * r * r)).exp().matrix().eval();
+    };
+    std::vector<Eigen::RowVectorXd> alpha(T);
+    alpha[0] = ((-0.5 * x.array().square()).exp() * g(0).array()).matrix().transpose();
+    alpha[0] /= alpha[0].sum();
+    for (int t = 1; t < T; ++t) {
+      alpha[t] = (alpha[t - 1] * P).cwiseProduct(g(t).transpose());
+      alpha[t] /= alpha[t].sum();
+    }
+    std::vector<double> out(T);
+    Eigen::VectorXd beta = Eigen::VectorXd::Ones(G);
+    for (int t = T - 1; t >= 0; --t) {
+      const Eigen::RowVectorXd s = alpha[t].cwiseProduct(beta.transpose());
+      out[t] = s.dot(x.transpose()) / s.sum();
+      beta = P * g(t).cwiseProduct(beta);
+      beta /= beta.sum();
+    }
+    return out;
+  };
+  const std::vector<double> coarse = means(6), fine = means(7);
+  std::vector<double> out(T);
+  for (int t = 0; t < T; ++t)
+    out[t] = 2 * fine[t] - coarse[t];
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("diffusion: bis after the random-weight filter on the Sine SDE agrees with quadrature",
+          "[e2e][stat][sde]") {
+  // The thesis's Sine model (section 7.5.2), theta = pi / 4, 11 observations every 0.5: auto's
+  // filter is the random-weight one, so bis's smoothing means have no discretisation error. Means
+  // over 12 seeds within 5 standard errors of forward-backward on a grid at every t.
+  const std::string& exe = example_exe("sine_sde");
+  const std::string data = scratch_path("sine-sde-bis-sim.csv");
+  run_ok({exe, "simulate", "--T", "11", "--seed", "7", "--out", data});
+  const double theta = std::numbers::pi / 4;
+  const std::vector<double> exact = grid_smoothing_means(
+      [&](double v) { return std::sin(v - theta); }, 0.5, 1.0, read_table(data).column("y"));
+  const auto T = static_cast<int>(exact.size());
+  std::vector<std::vector<double>> means(T);
+  for (int k = 0; k < 12; ++k) {
+    const std::string out = scratch_path(fmt::format("sine-sde-bis-{}.csv", k));
+    const ProcessResult p = run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles",
+                                    "1000", "--backward-samples", "100", "--marginals", "--seed",
+                                    std::to_string(70 + k), "--json", "--out", out});
+    const nlohmann::json j = nlohmann::json::parse(p.out);
+    CHECK(j["filter"] == "random-weight");
+    CHECK_FALSE(j["details"].contains("euler_substeps"));
+    const std::vector<double> mean = read_table(out).column("mean_x");
+    REQUIRE(mean.size() == static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t)
+      means[t].push_back(mean[t]);
+  }
+  for (int t = 0; t < T; ++t)
+    check_mean_close(means[t], exact[t], 5, fmt::format("E[x_{} | y]", t));
+}
+
 TEST_CASE("diffusion: paths are reproducible from the seed whatever the threads",
           "[e2e][repro][sde]") {
   const std::string& exe = example_exe("sine_sde");
@@ -229,6 +396,15 @@ TEST_CASE("diffusion: paths are reproducible from the seed whatever the threads"
                                    scratch_path("sine-sde-f2.csv"));
   CHECK(one.csv_text == two.csv_text);
   CHECK(one.summary.at("log_likelihood") == two.summary.at("log_likelihood"));
+  // The random-weight filter's Euler draws and estimates are keyed by the particle, too.
+  const FilterRun rw1 = run_filter(
+      exe, {"--data", a, "--method", "random-weight", "--particles", "10007", "--threads", "1"},
+      scratch_path("sine-sde-rw1.csv"));
+  const FilterRun rw2 = run_filter(
+      exe, {"--data", a, "--method", "random-weight", "--particles", "10007", "--threads", "2"},
+      scratch_path("sine-sde-rw2.csv"));
+  CHECK(rw1.csv_text == rw2.csv_text);
+  CHECK(rw1.csv_text != one.csv_text);
 }
 
 TEST_CASE("diffusion: the density-based methods refuse an SDE transition and say why",
