@@ -401,6 +401,8 @@ public:
             for (size_t j = 0; j < current.size(); ++j)
               at_t[j] = in_arena.derivative(*lp, current[j])[0];
           add_to_score(model, rel, at_t, b, state_terms);
+        } else if (rel.dist == ir::Dist::Diffusion) {
+          result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
         } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
           if (result.score_why_not.empty())
             result.score_why_not =

@@ -222,7 +222,7 @@ public:
     out.why_not = scope_problem(model, rel);
     out.parametrix_why_not = "the parametrix estimator is not implemented yet";
     if (!out.why_not.empty()) {
-      out.gpe_why_not = out.why_not;
+      out.gpe_why_not = out.gradient_why_not = out.why_not;
       context.sde = std::move(out);
       return;
     }
@@ -267,6 +267,19 @@ public:
     }
     out.outputs.push_back(out.psi_lower);
     out.outputs.push_back(out.psi_upper);
+    out.gradient_why_not = gradient_problem(model, block, rel, out);
+    if (out.gradient_why_not.empty()) {
+      // d alpha / d theta_k from the block; d alpha' / d theta_k from alpha' in the arena.
+      Differentiator in_arena(out.arena, b);
+      std::vector<int> drift_theta, jacobian_theta;
+      for (const Wrt& w : parameters(model)) {
+        drift_theta.push_back(b.materialize(d.derivative(drift, w)[0]));
+        jacobian_theta.push_back(b.materialize(in_arena.derivative(jacobian[0], w)[0]));
+      }
+      out.outputs.insert(out.outputs.end(), drift_theta.begin(), drift_theta.end());
+      out.outputs.insert(out.outputs.end(), jacobian_theta.begin(), jacobian_theta.end());
+      out.gradient_rows = static_cast<int>(drift_theta.size() + jacobian_theta.size());
+    }
     context.sde = std::move(out);
   }
 
@@ -288,6 +301,37 @@ private:
     return {};
   }
 
+  static std::vector<Wrt> parameters(const ir::Model& model) {
+    std::vector<Wrt> out;
+    for (size_t k = 0; k < model.params.size(); ++k)
+      for (int c = 0; c < model.params[k].shape.size(); ++c)
+        out.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
+    return out;
+  }
+
+  // Why the gradient estimator of log q does not apply: it needs the General Poisson estimator
+  // with psi bounded above (exact bridges by Poisson thinning) and a coefficient and dt that do
+  // not move with the parameters (the Lamperti transform and the bridge's length fixed).
+  static std::string gradient_problem(const ir::Model& model, const ir::Block& block,
+                                      const ir::Relation& rel, const SdeEstimators& e) {
+    if (!e.gpe_why_not.empty())
+      return "it builds on the General Poisson estimator, which does not apply";
+    if (!e.psi_bounded_above())
+      return "it draws exact diffusion bridges by Poisson thinning, which needs psi bounded "
+             "above, and the compiler found no upper bound";
+    if (model.theta_size() == 0)
+      return "the model has no parameters";
+    const char* names[] = {"diffusion coefficient", "dt"};
+    for (int k = 2; k <= 3; ++k) {
+      const std::vector<bool> reached = ir::reached_from(block, {rel.args[k]});
+      for (size_t i = 0; i < block.nodes.size(); ++i)
+        if (reached[i] && block.nodes[i].op == ir::Op::Param)
+          return fmt::format("the {} reads the parameter {} (the estimator needs it fixed)",
+                             names[k - 2], model.params[block.nodes[i].var].name);
+    }
+    return {};
+  }
+
   static std::string gpe_problem(const SdeEstimators& e) {
     if (e.dim != 1)
       return "the General Poisson estimator is implemented for scalar SDEs (the drift of a vector "
@@ -300,6 +344,16 @@ private:
 };
 
 } // namespace
+
+std::string settle_sde_score(Derivatives& derivatives, const std::optional<SdeEstimators>& sde) {
+  if (!derivatives.score_lacks_sde_term || (sde && sde->gradient_why_not.empty()))
+    return {};
+  derivatives.score_terms.clear();
+  return fmt::format("{} ~ diffusion (transition): an SDE's transition density has no closed "
+                     "form, and the estimator of its gradient does not apply: {}",
+                     sde ? sde->relation : "the state",
+                     sde ? sde->gradient_why_not : "no sde-estimators analysis");
+}
 
 bool SdeEstimators::psi_bounded_above() const {
   if (!gpe_why_not.empty() || psi_upper < 0)
@@ -335,6 +389,9 @@ std::string SdeEstimators::report() const {
     out += fmt::format("  gpe: no: {}\n", gpe_why_not);
   if (!parametrix_why_not.empty())
     out += fmt::format("  parametrix: no: {}\n", parametrix_why_not);
+  out += gradient_why_not.empty()
+             ? "  gradient of log q (the score, by bis): estimated without bias (exact bridges)\n"
+             : fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
   if (gpe_why_not.empty() && psi_bounded_above())
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";

@@ -150,12 +150,25 @@ struct SdeEstimators {
   int psi_lower = -1, psi_upper = -1;
   std::string psi_lower_text, psi_upper_text;
   std::string parametrix_why_not;
+  // The General Poisson gradient estimator of d/dtheta log q (Martin 2022, appendix C.1,
+  // Proposition 2), for the score of a model whose transition is the SDE: with the estimator
+  // available (psi bounded above, for exact diffusion bridges; coefficient and dt free of the
+  // parameters), `outputs` end with d drift / d theta_k, then d Jacobian / d theta_k, for every
+  // theta component k (gradient_rows = 2 * theta size); else the reason.
+  std::string gradient_why_not;
+  int gradient_rows = 0;
   // Whether the compiler found psi bounded above: the General Poisson estimates are then positive
   // by construction (no Wald's identity), which the random-weight filter needs.
   bool psi_bounded_above() const;
   std::string summary() const;
   std::string report() const;
 };
+
+// Why a model whose score terms leave out its SDE's term has no score: the estimator of that
+// term does not apply (sde-estimators' gradient); then the score terms are cleared, so that no
+// kernel without that term is emitted. Empty when it applies or nothing is left out.
+struct Derivatives;
+std::string settle_sde_score(Derivatives& derivatives, const std::optional<SdeEstimators>& sde);
 
 // derivatives: for each initial, transition and observation relation, the Jacobian of its location
 // (the mean of a normal or mvnormal, the location of lognormal, student_t, laplace, cauchy) with
@@ -180,6 +193,9 @@ struct Derivatives {
   std::vector<RelationDerivatives> relations; // initial, transition, then observation
   std::vector<int> score_terms;
   std::string score_why_not;
+  // The score terms leave out an SDE transition's term, d/dtheta log q, which has no closed
+  // form: the runtime adds unbiased estimates of it (sde-estimators' gradient rows).
+  bool score_lacks_sde_term = false;
   // The log prior density of the parameters that have one (0 for none) and then its gradient
   // per theta component (-1 for zero); empty with `prior_why_not` when a prior has no formula.
   std::vector<int> prior_terms;

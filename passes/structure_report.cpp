@@ -338,6 +338,10 @@ json sde_json(const SdeEstimators& e) {
           {"parametrix",
            {{"available", e.parametrix_why_not.empty()},
             {"reason", string_or_null(e.parametrix_why_not)}}},
+          {"gradient",
+           {{"available", e.gradient_why_not.empty()},
+            {"reason", string_or_null(e.gradient_why_not)},
+            {"rows", e.gradient_rows}}},
           {"loc", loc_json(e.loc)}};
 }
 

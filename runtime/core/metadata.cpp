@@ -415,15 +415,23 @@ const json* parse_structure(const json& root, ModelInfo& info) {
           sde.gpe_reason = r->get<std::string>();
         sde.gpe_positive = g->value("positive", false);
       }
+      if (auto g = e->find("gradient"); g != e->end() && g->is_object()) {
+        sde.gradient_reason =
+            g->value("available", false) ? "" : g->value("reason", "no reason given");
+        sde.gradient_rows = sde.gradient_reason.empty() ? g->value("rows", 0) : 0;
+      }
       info.sde = sde;
     }
   if (st != root.end() && st->is_object())
     if (auto g = st->find("gaussian_moments"); g != st->end() && g->is_object())
       info.not_gaussian_reason = g->value("reason", "");
   if (st != root.end() && st->is_object())
-    if (auto g = st->find("score");
-        g != st->end() && g->is_object() && !g->value("available", true))
-      info.no_score_reason = g->value("reason", "no reason given");
+    if (auto g = st->find("score"); g != st->end() && g->is_object()) {
+      if (!g->value("available", true))
+        info.no_score_reason = g->value("reason", "no reason given");
+      else
+        info.score_lacks_sde_term = g->value("sde_term", "none") == "estimated";
+    }
   if (st != root.end() && st->is_object())
     if (auto g = st->find("prior");
         g != st->end() && g->is_object() && !g->value("available", true))

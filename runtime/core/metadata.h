@@ -205,6 +205,10 @@ struct ModelInfo {
     // The compiler bounded its psi above: its estimates are positive by construction (Wald's
     // identity is not needed), which the random-weight filter requires.
     bool gpe_positive = false;
+    // The estimator of d/dtheta log q (the score's SDE term): empty reason when it applies; then
+    // the diffusion_terms kernel has gradient_rows (2 x theta size) more rows.
+    std::string gradient_reason = "not described (a model built by an older ssmc)";
+    int gradient_rows = 0;
     std::string relation; // "x[t]"
   };
   std::optional<Sde> sde;
@@ -213,6 +217,12 @@ struct ModelInfo {
   // Why the model has no score_terms kernel (a relation without a log-density formula); empty
   // when it has one (or has no parameters).
   std::string no_score_reason;
+  // The score_terms kernel leaves out the SDE transition's term, d/dtheta log q: a smoother that
+  // estimates it (bis) must add it.
+  bool score_lacks_sde_term = false;
+  // Set on a copy whose functional terms are the score terms (learning/score.h's ScoreModel) when
+  // those lack the SDE term: only a smoother that adds its estimate may smooth them.
+  bool functionals_lack_sde_term = false;
   // Why the model has no prior_logpdf kernel (a prior without a log-density formula).
   std::string no_prior_reason;
   // Why the model has no state_gradient kernel; empty when it has one.

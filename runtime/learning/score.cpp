@@ -28,6 +28,7 @@ ScoreModel score_model(const ssm_model& model, const ModelInfo& info) {
     throw Error("score: " + *why);
   ScoreModel s{model, info};
   s.model.functional_terms = model.score_terms;
+  s.info.functionals_lack_sde_term = info.score_lacks_sde_term; // bis adds the SDE's term
   s.info.functionals.clear();
   for (const ParamInfo& p : info.params) {
     FunctionalInfo f;

@@ -45,7 +45,8 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 }
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
-    : terms_(model, info), relation_(info.sde->relation) {
+    : terms_(model, info), relation_(info.sde->relation),
+      gradient_reason_(info.sde->gradient_reason) {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
                             info.sde->gpe_reason));
@@ -53,6 +54,25 @@ PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info
 
 int64_t PoissonEstimator::panels_of(int64_t p) const {
   return (first_node_[p + 1] - first_node_[p] - kEndpoints) / kNodesPerPanel;
+}
+
+void PoissonEstimator::check_ids(int64_t t, int64_t P, uint64_t first_id) const {
+  if (first_id + static_cast<uint64_t>(P) > (uint64_t{1} << 32))
+    throw Error(fmt::format("the General Poisson estimator for {} at t={}: {} pairs from id {} "
+                            "exceed the 2^32 random streams of a step",
+                            relation_, t, P, first_id));
+}
+
+int64_t PoissonEstimator::node_count(int64_t p) const {
+  return panels_of(p) * kNodesPerPanel;
+}
+
+int64_t PoissonEstimator::node_point(int64_t p, int64_t q) const {
+  return first_node_[p] + kEndpoints + q;
+}
+
+double PoissonEstimator::node_weight(int64_t p, int64_t q) const {
+  return kWeights[q % kNodesPerPanel] * 0.5 * (y_[p] - x_[p]) / static_cast<double>(panels_of(p));
 }
 
 std::vector<int64_t> PoissonEstimator::finite_pairs() const {
@@ -131,12 +151,10 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       c_[p] = lambda_[p] = 0;
       continue;
     }
-    const int64_t f = first_node_[p], n = panels_of(p);
-    const double width = (y_[p] - x_[p]) / n;
+    const int64_t f = first_node_[p];
     double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
-    for (int64_t k = 0; k < n * kNodesPerPanel; ++k)
-      integral += kWeights[k % kNodesPerPanel] * terms_.drift(f + kEndpoints + k);
-    integral *= 0.5 * width;
+    for (int64_t q = 0; q < node_count(p); ++q)
+      integral += node_weight(p, q) * terms_.drift(node_point(p, q));
     const double d = v_[p] - u_[p];
     log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);
     if (std::isfinite(upper_)) {
@@ -239,10 +257,7 @@ void PoissonEstimator::estimate(const double* frame, int64_t t, const double* pr
                                 uint64_t first_id, double* log_q, EstimatorCounts* counts) {
   if (per < 1 || P % per != 0)
     throw Error(fmt::format("internal error: {} pairs in sets of {}", P, per));
-  if (first_id + static_cast<uint64_t>(P) > (uint64_t{1} << 32))
-    throw Error(fmt::format("the General Poisson estimator for {} at t={}: {} pairs from id {} "
-                            "exceed the 2^32 random streams of a step",
-                            relation_, t, P, first_id));
+  check_ids(t, P, first_id);
   prepare(frame, t, prev, cur, P);
   const int64_t sets = P / per;
   // Each pair's Wald sum, sum_r sign_r exp(l_r), held as exp(top) * scaled: no overflow or

@@ -1,4 +1,5 @@
-// The General Poisson estimator of the transition density of a scalar SDE dX = a(X) dt + s dW
+// The General Poisson estimator of the transition density (and of its log's gradient,
+// poisson_gradient.cpp) of a scalar SDE dX = a(X) dt + s dW
 // whose coefficient s does not read the path (Beskos, Papaspiliopoulos & Roberts 2006; Fearnhead,
 // Papaspiliopoulos & Roberts 2008; Martin 2022, appendix C.1.1). In u = x / s the SDE has unit
 // diffusion and drift b(u) = a(s u) / s, and by Girsanov
@@ -29,11 +30,17 @@ inline constexpr uint32_t kSiteSde = 0xFFFF1000u;
 inline constexpr int kMaxWaldRounds = 1000;
 // A Poisson rate lambda dt above this is an error (psi's bounds too far apart for the pair).
 inline constexpr double kMaxPoissonRate = 1e5;
+// The gradient's exact bridges: proposal r of a pair uses kSiteBridge + 5r (the Poisson count),
+// + 5r + 1 (its times), + 5r + 2 (the bridge's normals), + 5r + 3 (the marks), + 5r + 4 (the
+// uniform time); after kMaxBridgeRounds proposals without acceptance, an error.
+inline constexpr uint32_t kSiteBridge = 0xFFFF2000u;
+inline constexpr int kMaxBridgeRounds = 10000;
 
 struct EstimatorCounts {
-  int64_t estimates = 0;     // single estimates drawn, over every round
-  int64_t extra_rounds = 0;  // Wald rounds beyond the first (any set still not positive)
-  int64_t bridge_points = 0; // psi evaluations on bridges
+  int64_t estimates = 0;        // single estimates drawn, over every round
+  int64_t extra_rounds = 0;     // Wald rounds beyond the first (any set still not positive)
+  int64_t bridge_points = 0;    // psi evaluations on bridges
+  int64_t bridge_proposals = 0; // the gradient's proposed bridges (accepted or not)
 };
 
 // Why the General Poisson estimator cannot weigh the model's SDE transition; empty when it can.
@@ -56,6 +63,19 @@ public:
   void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
               uint64_t seed, uint64_t first_id, int round, double* log_base, double* poisson);
 
+  // Unbiased estimates of the gradient of log q(prev[p], cur[p]) in theta, out[k * P + p] for the
+  // theta components k (0 for a pair with a non-finite end); Martin (2022), appendix C.1,
+  // Proposition 2, with the coefficient s and dt free of theta:
+  //   d/dtheta log q = (1 / s^2) int_x^y d drift/dtheta - dt d psi/dtheta (s w_U),
+  // w_U the exact diffusion bridge from u to v at a uniform time, drawn by the exact algorithm
+  // EA1 (Beskos & Roberts 2005): a Brownian bridge is accepted when psi - lower stays below the
+  // marks of a Poisson process of rate upper - lower at its points, which needs psi bounded
+  // above. Pair p's draws are keyed by (seed, t, first_id + p) on the kSiteBridge sites. Throws
+  // Error when the model has no gradient rows (ModelInfo::Sde::gradient_reason).
+  void gradient(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
+                uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts = nullptr);
+  int gradient_size() const { return terms_.gradient_size(); }
+
   // After estimate() or single(): whether psi was bounded above at that step, so that the
   // estimates were positive by construction (else Wald's identity made them so).
   bool bounded() const { return std::isfinite(upper_); }
@@ -72,10 +92,17 @@ private:
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
   // After prepare(): pair p's quadrature panels (0 for a diverged pair), from its points' count.
   int64_t panels_of(int64_t p) const;
+  // Pair p's Gauss-Legendre nodes over [x, y]: their count, the point of node q in the last
+  // evaluation, and its weight (the integral of a function is sum_q weight * value).
+  int64_t node_count(int64_t p) const;
+  int64_t node_point(int64_t p, int64_t q) const;
+  double node_weight(int64_t p, int64_t q) const;
   std::vector<int64_t> finite_pairs() const; // the pairs whose ends are finite, in order
+  // Throws when pairs first_id .. first_id + P - 1 would leave a step's 2^32 random streams.
+  void check_ids(int64_t t, int64_t P, uint64_t first_id) const;
 
   DiffusionTerms terms_;
-  std::string relation_;
+  std::string relation_, gradient_reason_;
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0;
   std::vector<double> points_, log_base_, c_, lambda_, u_, v_, x_, y_;
   std::vector<bool> bad_; // a pair with a non-finite end: estimate 0

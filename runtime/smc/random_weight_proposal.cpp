@@ -65,6 +65,11 @@ public:
     terms.evaluate(s.th, s.t, from.data(), end - begin);
     for (int64_t n = begin; n < end; ++n) {
       const int64_t k = n - begin;
+      if (!std::isfinite(from[k])) { // a path that diverged (weight 0): it stays so
+        s.cur[n] = NAN;
+        logp_[n] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
       const double dt = terms.dt(k);
       const double mean = from[k] + terms.drift(k) * dt;
       const double sd = std::fabs(terms.coefficient(k)) * std::sqrt(dt);
@@ -83,13 +88,20 @@ public:
   void correct(const ProposalStep& s, int64_t begin, int64_t end, double* inc) override {
     std::vector<double> from = ancestors_of(s, begin, end), log_q(end - begin);
     PoissonEstimator estimator(model_, info_); // per call, as the terms above
-    // One estimate per particle (sets of 1): positive by construction, checked below.
+    // One estimate per particle (sets of 1): positive by construction, checked below (a Wald
+    // round would make it positive only up to a factor of its own: a biased weight).
+    EstimatorCounts counts;
     estimator.estimate(s.th, s.t, from.data(), s.cur + begin, end - begin, 1, estimator_seed_,
-                       static_cast<uint64_t>(begin), log_q.data());
+                       static_cast<uint64_t>(begin), log_q.data(), &counts);
     if (!estimator.bounded())
       throw Error(fmt::format("filter --method random-weight: at t={} psi of {} has no finite "
                               "upper bound for these parameters, so the General Poisson "
                               "estimates are not positive by construction",
+                              s.t, info_.sde->relation));
+    if (counts.extra_rounds > 0)
+      throw Error(fmt::format("filter --method random-weight: at t={} a General Poisson estimate "
+                              "of {} was not positive: psi exceeded the upper bound the compiler "
+                              "derived (a wrong bound, or rounding at a tight one)",
                               s.t, info_.sde->relation));
     for (int64_t n = begin; n < end; ++n) // a draw the proposal says is impossible: weight 0
       inc[n] += std::isinf(logp_[n]) && logp_[n] < 0 ? -std::numeric_limits<double>::infinity()

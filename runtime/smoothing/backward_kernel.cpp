@@ -23,8 +23,8 @@ void PairBatch::gather(int64_t ns, int64_t stride, const double* x_prev, const d
     }
 }
 
-const double* PairBatch::terms(const ssm_model& model, const double* frame, int64_t t,
-                               const double* y, int64_t nf) {
+double* PairBatch::terms(const ssm_model& model, const double* frame, int64_t t, const double* y,
+                         int64_t nf) {
   out_.resize(nf * size_);
   model.functional_terms(frame, t, 0, size_, size_, prev_.data(), nullptr, cur_.data(), y,
                          out_.data());
@@ -52,6 +52,17 @@ void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& bat
     return;
   }
   model_.transition_logpdf(frame, t, 0, P, P, batch.prev(), nullptr, batch.cur(), out.data());
+}
+
+void BackwardDensity::add_score_terms(const double* frame, int64_t t, const PairBatch& batch,
+                                      uint64_t seed, uint64_t first_id, double* terms) const {
+  const int64_t P = batch.size();
+  PoissonEstimator estimator(model_, *info_); // per call: its buffers are the caller thread's
+  std::vector<double> g(static_cast<size_t>(estimator.gradient_size() * P));
+  estimator.gradient(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P,
+                     seed, first_id, g.data());
+  for (size_t k = 0; k < g.size(); ++k)
+    terms[k] += g[k]; // row k of the score is theta component k
 }
 
 void BackwardDensity::use_estimator(const ModelInfo& info) {

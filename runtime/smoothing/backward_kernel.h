@@ -23,8 +23,10 @@ public:
   int64_t size() const { return size_; }
   const double* prev() const { return prev_.data(); }
   const double* cur() const { return cur_.data(); }
-  const double* terms(const ssm_model& model, const double* frame, int64_t t, const double* y,
-                      int64_t nf);
+  // The functionals' terms of the pairs, row c at [c * size()]: writable, for the estimated
+  // terms that the kernel leaves out (BackwardDensity::add_score_terms).
+  double* terms(const ssm_model& model, const double* frame, int64_t t, const double* y,
+                int64_t nf);
 
 private:
   int64_t size_ = 0;
@@ -56,6 +58,13 @@ public:
   // no estimator applies. all() and some() keep the exact kernel: only bis may use this.
   void use_estimator(const ModelInfo& info);
   bool estimated() const { return info_ != nullptr; }
+  // With an estimator, when the functionals are the score and their kernel leaves out the SDE's
+  // term (ModelInfo::functionals_lack_sde_term): adds an unbiased estimate of d/dtheta log f of
+  // each pair to terms' rows 0 .. theta size - 1 (pair p's draws keyed by (seed, t,
+  // first_id + p)).
+  bool adds_score_terms() const { return info_ && info_->functionals_lack_sde_term; }
+  void add_score_terms(const double* frame, int64_t t, const PairBatch& batch, uint64_t seed,
+                       uint64_t first_id, double* terms) const;
   const ssm_model& model() const { return model_; }
   int64_t n_state() const { return ns_; }
   int64_t stride() const { return stride_; }

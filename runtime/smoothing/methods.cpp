@@ -186,6 +186,14 @@ const std::vector<Smoother>& smoothers() {
   return all;
 }
 
+Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
+  if (!info.functionals_lack_sde_term || m == SmoothMethod::Bis)
+    return std::nullopt;
+  return fmt::format("the score's term of the SDE transition {} has no closed form; bis adds "
+                     "unbiased estimates of it (--method bis)",
+                     info.sde ? info.sde->relation : "");
+}
+
 const Smoother& smoother(SmoothMethod m) {
   for (const Smoother& s : smoothers())
     if (s.id == m)
@@ -284,7 +292,12 @@ void register_smoothers(MethodRegistry& registry) {
     m.task = Task::Smooth;
     m.rank = s.rank;
     m.auto_help = s.auto_help;
-    m.applies = s.applies;
+    m.applies = [applies = s.applies, id = s.id](const ssm_model& model,
+                                                 const ModelInfo& info) -> Refusal {
+      if (Refusal why = sde_score_refusal(id, info))
+        return why;
+      return applies ? applies(model, info) : std::nullopt;
+    };
     m.particles = !s.exact;
     if (m.particles)
       m.options = forward_pass;

@@ -29,6 +29,10 @@ struct Smoother {
 const std::vector<Smoother>& smoothers();
 const Smoother& smoother(SmoothMethod m);
 
+// Why smoother m cannot smooth functionals whose kernel leaves out an SDE's score term
+// (ModelInfo::functionals_lack_sde_term): every smoother but bis, which adds its estimate.
+Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info);
+
 // Registers the smoothers and their options for Task::Smooth (after the particle filters, whose
 // options the forward pass reads).
 void register_smoothers(MethodRegistry& registry);

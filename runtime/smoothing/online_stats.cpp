@@ -69,7 +69,11 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
       std::fill_n(&block.qj[(j - jb) * Nt], Nt, j);
     block.pairs.gather(ctx.ns, ctx.stride, s.back.x_prev, s.back.x_cur, block.idx.data(),
                        block.qj.data(), nj * Nt);
-    bterms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
+    double* terms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
+    if (ctx.density.adds_score_terms()) // the SDE's term of the score, estimated per pair
+      ctx.density.add_score_terms(s.back.frame, s.back.t, block.pairs, s.back.seed,
+                                  static_cast<uint64_t>(jb * Nt), terms);
+    bterms = terms;
     // Every drawn pair of a particle of positive weight is used: a non-finite term is an error
     // (check_terms says which). A particle of weight 0 (its observation density 0, or a
     // relation's argument outside its domain) is never read again.

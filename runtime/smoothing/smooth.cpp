@@ -57,6 +57,8 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
   };
   if (opt.method == SmoothMethod::ForwardBackward && !info.finite_state)
     refuse("the model's state is not finite (see `info` for the reason)");
+  if (Refusal why = sde_score_refusal(opt.method, info))
+    refuse(*why);
   if (method.applies)
     if (Refusal why = method.applies(model, info))
       refuse(*why);

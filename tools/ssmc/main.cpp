@@ -264,6 +264,8 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       ssm::passes::create_derivatives()->run(copy, scratch);
       derivatives = std::move(scratch.derivatives);
       no_score = derivatives->score_why_not;
+      if (no_score.empty()) // an SDE's term of the score is estimated at run time, or not
+        no_score = ssm::passes::settle_sde_score(*derivatives, context.sde);
       // Element-by-element code: past this size LLVM's time grows faster than the kernel is
       // worth (the 10-D linear-Gaussian example: 44,000 operations, 8 s more to build).
       constexpr int64_t kMaxScoreOperations = 5000;
@@ -301,9 +303,11 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   structure["prior"] = no_prior.empty()
                            ? nlohmann::json{{"available", true}}
                            : nlohmann::json{{"available", false}, {"reason", no_prior}};
-  structure["score"] = no_score.empty() && derivatives
-                           ? nlohmann::json{{"available", true}}
-                           : nlohmann::json{{"available", false}, {"reason", no_score}};
+  structure["score"] =
+      no_score.empty() && derivatives
+          ? nlohmann::json{{"available", true},
+                           {"sde_term", derivatives->score_lacks_sde_term ? "estimated" : "none"}}
+          : nlohmann::json{{"available", false}, {"reason", no_score}};
   if (!model.guide.relations.empty()) // the guide_args kernel: where its Jacobian's entries are
     structure["guide"] =
         no_guide.empty() && derivatives

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/metadata.h"
 #include "sde/poisson_estimator.h"
+#include "sde_fixtures.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,6 +20,9 @@
 #include <vector>
 
 namespace {
+
+using sde_fixtures::model_with;
+using sde_fixtures::sde_info;
 
 // The frame: [k, s, dt] for OU, [dt] for tanh. Rows: drift, drift', coefficient, dt, psi's bounds.
 void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
@@ -68,32 +72,6 @@ void nan_bounds_terms(const double* theta, int64_t t, int64_t begin, int64_t end
   tanh_terms(theta, t, begin, end, stride, xp, a, x, y, out);
   for (int64_t n = begin; n < end; ++n)
     out[4 * stride + n] = out[5 * stride + n] = NAN;
-}
-
-ssm_model model_with(ssm_functional_terms_fn terms) {
-  ssm_model m{};
-  m.abi_version = SSM_ABI_VERSION;
-  m.diffusion_terms = terms;
-  return m;
-}
-
-ssm::ModelInfo sde_info() {
-  ssm::ModelInfo info;
-  info.name = "sde";
-  info.n_state = 1;
-  ssm::VarInfo x;
-  x.name = "x";
-  x.offset = 0;
-  info.state.push_back(x);
-  ssm::ModelInfo::Sde sde;
-  sde.state = 0;
-  sde.dim = 1;
-  sde.steps = 20;
-  sde.coefficient_size = 1;
-  sde.coefficient_constant = true;
-  sde.relation = "x[t]";
-  info.sde = sde;
-  return info;
 }
 
 double normal_pdf(double x, double mean, double var) {
