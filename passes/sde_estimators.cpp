@@ -247,8 +247,8 @@ public:
     out.outputs.insert(out.outputs.end(), coefficient.begin(), coefficient.end());
     out.outputs.push_back(b.element(b.import(block, dt), 0));
     const int unbounded_below = b.constant(-INFINITY), unbounded_above = b.constant(INFINITY);
-    out.psi_lower = unbounded_below;
-    out.psi_upper = unbounded_above;
+    out.psi_lower = out.drift_lower = unbounded_below;
+    out.psi_upper = out.drift_upper = unbounded_above;
 
     out.gpe_why_not = gpe_problem(out);
     if (out.gpe_why_not.empty()) {
@@ -264,9 +264,17 @@ public:
       out.psi_upper = i.hi ? *i.hi : b.constant(INFINITY);
       out.psi_lower_text = ir::print_expr(model, out.arena, out.psi_lower);
       out.psi_upper_text = ir::print_expr(model, out.arena, out.psi_upper);
+      // The drift's bounds: with psi's, they bound the estimates (rejection sampling).
+      const Interval drift_range = bounds.of(alpha[0]);
+      if (drift_range.lo && drift_range.hi) {
+        out.drift_lower = *drift_range.lo;
+        out.drift_upper = *drift_range.hi;
+      }
     }
     out.outputs.push_back(out.psi_lower);
     out.outputs.push_back(out.psi_upper);
+    out.outputs.push_back(out.drift_lower);
+    out.outputs.push_back(out.drift_upper);
     out.gradient_why_not = gradient_problem(model, block, rel, out);
     if (out.gradient_why_not.empty()) {
       // d alpha / d theta_k from the block; d alpha' / d theta_k from alpha' in the arena.
@@ -360,6 +368,14 @@ bool SdeEstimators::psi_bounded_above() const {
     return false;
   const ir::Node& n = arena.nodes[psi_upper];
   return !(n.op == ir::Op::Const && std::isinf(n.values[0]));
+}
+
+bool SdeEstimators::estimates_bounded() const {
+  const auto finite = [&](int node) {
+    return node >= 0 &&
+           !(arena.nodes[node].op == ir::Op::Const && std::isinf(arena.nodes[node].values[0]));
+  };
+  return psi_bounded_above() && finite(drift_lower) && finite(drift_upper);
 }
 
 std::string SdeEstimators::summary() const {

@@ -137,8 +137,8 @@ struct SdeEstimators {
   SdeCoefficient coefficient = SdeCoefficient::Scalar;
   bool coefficient_constant = false; // the diffusion coefficient does not read the path
   // Arena nodes, evaluated at the path's value x (the state at lag 0): drift (dim), Jacobian
-  // d drift_i / d x_j (dim * dim, row-major), diffusion (1, dim or dim * dim), dt (1), and the
-  // bounds of psi below (2).
+  // d drift_i / d x_j (dim * dim, row-major), diffusion (1, dim or dim * dim), dt (1), the
+  // bounds of psi (2) and of the drift (2) below, then the gradient rows.
   std::vector<int> outputs;
   std::string why_not; // no estimator can run (then no kernel): the model outside their scope
   // The General Poisson estimator: a scalar SDE whose coefficient sigma does not read the path
@@ -148,6 +148,9 @@ struct SdeEstimators {
   // data, inputs): constants -inf / inf where unbounded.
   std::string gpe_why_not;
   int psi_lower = -1, psi_upper = -1;
+  // The drift's bounds over the real line (constants -inf / inf where unbounded): with psi's,
+  // a bound of the estimates, for rejection sampling from the backward kernel.
+  int drift_lower = -1, drift_upper = -1;
   std::string psi_lower_text, psi_upper_text;
   std::string parametrix_why_not;
   // The General Poisson gradient estimator of d/dtheta log q (Martin 2022, appendix C.1,
@@ -160,6 +163,9 @@ struct SdeEstimators {
   // Whether the compiler found psi bounded above: the General Poisson estimates are then positive
   // by construction (no Wald's identity), which the random-weight filter needs.
   bool psi_bounded_above() const;
+  // ... and the drift bounded too: the estimates have a bound (psi's and the drift's), which
+  // paris's rejection sampling from the backward kernel needs.
+  bool estimates_bounded() const;
   std::string summary() const;
   std::string report() const;
 };

@@ -333,6 +333,7 @@ json sde_json(const SdeEstimators& e) {
            {{"available", e.gpe_why_not.empty()},
             {"reason", string_or_null(e.gpe_why_not)},
             {"positive", e.psi_bounded_above()},
+            {"bounded", e.estimates_bounded()},
             {"psi_lower", string_or_null(e.psi_lower_text)},
             {"psi_upper", string_or_null(e.psi_upper_text)}}},
           {"parametrix",

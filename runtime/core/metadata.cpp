@@ -414,6 +414,7 @@ const json* parse_structure(const json& root, ModelInfo& info) {
         if (auto r = g->find("reason"); r != g->end() && r->is_string())
           sde.gpe_reason = r->get<std::string>();
         sde.gpe_positive = g->value("positive", false);
+        sde.gpe_bounded = g->value("bounded", false);
       }
       if (auto g = e->find("gradient"); g != e->end() && g->is_object()) {
         sde.gradient_reason =

@@ -205,6 +205,8 @@ struct ModelInfo {
     // The compiler bounded its psi above: its estimates are positive by construction (Wald's
     // identity is not needed), which the random-weight filter requires.
     bool gpe_positive = false;
+    // ... and the drift bounded: the estimates have a bound (paris's rejection sampling).
+    bool gpe_bounded = false;
     // The estimator of d/dtheta log q (the score's SDE term): empty reason when it applies; then
     // the diffusion_terms kernel has gradient_rows (2 x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";

@@ -287,8 +287,13 @@ void register_rml(MethodRegistry& registry) {
     m.options = {"--fix",  "--step-size", "--step-hold", "--step-decay",    "--average-from",
                  "--clip", "--filter",    "--particles", "--ess-threshold", "--resampling"};
     m.options.insert(m.options.end(), sm.options.begin(), sm.options.end());
-    m.applies = [applies = sm.applies](const ssm_model& model, const ModelInfo& info) -> Refusal {
+    m.applies = [applies = sm.applies, id = sm.id](const ssm_model& model,
+                                                   const ModelInfo& info) -> Refusal {
       if (Refusal why = score_refusal(model, info))
+        return why;
+      ModelInfo as_score = info; // the smoother sees the score's terms (ScoreModel)
+      as_score.functionals_lack_sde_term = info.score_lacks_sde_term;
+      if (Refusal why = sde_score_refusal(id, as_score))
         return why;
       return applies ? applies(model, info) : std::nullopt;
     };

@@ -24,7 +24,7 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
   dim_ = info.sde->dim;
   first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
   gradient_rows_ = info.sde->gradient_rows;
-  rows_ = first_dt_ + 3 + gradient_rows_;
+  rows_ = first_dt_ + 5 + gradient_rows_;
 }
 
 void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, int64_t P) {

@@ -1,7 +1,8 @@
 // An SDE transition's terms at points of its path, through the model's diffusion_terms kernel
 // (kernel/abi.h): the drift, its Jacobian in the path, the diffusion coefficient, dt and the
-// bounds of the General Poisson estimator's psi, and, when the compiler derived them, the drift's
-// and its Jacobian's gradients in the parameters, for a batch of points in one kernel call.
+// bounds of the General Poisson estimator's psi and of the drift, and, when the compiler derived
+// them, the drift's and its Jacobian's gradients in the parameters, for a batch of points in one
+// kernel call.
 #pragma once
 
 #include "core/metadata.h"
@@ -30,12 +31,14 @@ public:
   double dt(int64_t p) const { return row(first_dt_, p); }
   double psi_lower(int64_t p) const { return row(first_dt_ + 1, p); }
   double psi_upper(int64_t p) const { return row(first_dt_ + 2, p); }
+  double drift_lower(int64_t p) const { return row(first_dt_ + 3, p); } // -inf: unbounded
+  double drift_upper(int64_t p) const { return row(first_dt_ + 4, p); }
   // With the gradient rows (ModelInfo::Sde::gradient_rows): d drift / d theta_k and
   // d drift' / d theta_k (scalar SDEs), k < gradient_size().
   int gradient_size() const { return gradient_rows_ / 2; }
-  double drift_theta(int64_t p, int k) const { return row(first_dt_ + 3 + k, p); }
+  double drift_theta(int64_t p, int k) const { return row(first_dt_ + 5 + k, p); }
   double jacobian_theta(int64_t p, int k) const {
-    return row(first_dt_ + 3 + gradient_rows_ / 2 + k, p);
+    return row(first_dt_ + 5 + gradient_rows_ / 2 + k, p);
   }
 
 private:

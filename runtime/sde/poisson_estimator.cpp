@@ -88,15 +88,23 @@ double PoissonEstimator::psi(int64_t point) const {
   return 0.5 * (b * b + terms_.jacobian(point));
 }
 
-void PoissonEstimator::prepare(const double* frame, int64_t t, const double* prev,
-                               const double* cur, int64_t P) {
-  // The coefficient, dt and psi's bounds read no point: one evaluation gives them.
-  const double probe = P > 0 ? prev[0] : 0.0;
+double PoissonEstimator::log_bound(const double* frame, int64_t t) {
+  constants(frame, t, 0.0);
+  if (!(std::isfinite(upper_) && std::isfinite(drift_lower_) && std::isfinite(drift_upper_)))
+    return INFINITY;
+  const double m = std::max(std::fabs(drift_lower_), std::fabs(drift_upper_)) / scale_;
+  return -lower_ * dt_ + 0.5 * m * m * dt_ - 0.5 * std::log(2 * std::numbers::pi * dt_) -
+         std::log(scale_);
+}
+
+void PoissonEstimator::constants(const double* frame, int64_t t, double probe) {
   terms_.evaluate(frame, t, &probe, 1);
   scale_ = terms_.coefficient(0);
   dt_ = terms_.dt(0);
   lower_ = terms_.psi_lower(0);
   upper_ = terms_.psi_upper(0);
+  drift_lower_ = terms_.drift_lower(0);
+  drift_upper_ = terms_.drift_upper(0);
   if (!(std::isfinite(scale_) && scale_ != 0))
     throw Error(fmt::format("the diffusion coefficient of {} at t={} is {}: it must be finite and "
                             "not 0",
@@ -108,6 +116,12 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi's bounds are [{}, "
                             "{}] for these parameters (a finite lower bound is needed)",
                             relation_, t, lower_, upper_));
+}
+
+void PoissonEstimator::prepare(const double* frame, int64_t t, const double* prev,
+                               const double* cur, int64_t P) {
+  // The coefficient, dt and the bounds read no point: one evaluation gives them.
+  constants(frame, t, P > 0 ? prev[0] : 0.0);
 
   // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
   // A pair with a non-finite end (a path that diverged) has density estimate 0: only its

@@ -76,6 +76,14 @@ public:
                 uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts = nullptr);
   int gradient_size() const { return terms_.gradient_size(); }
 
+  // The log of a bound of every estimate at step t, whatever the pair: with c = psi's upper
+  // bound the Poisson factors are at most 1 and exp((lambda - c) dt) = exp(-lower dt), and
+  // phi_dt(v - u) exp(B(v) - B(u)) <= exp(M^2 dt / 2) / sqrt(2 pi dt), M = sup |drift| / s.
+  // inf when psi or the drift is unbounded. For rejection sampling from the backward kernel
+  // (pseudo-marginal PaRIS: a proposal accepted with probability q^ / bound is accepted with
+  // probability q / bound on average).
+  double log_bound(const double* frame, int64_t t);
+
   // After estimate() or single(): whether psi was bounded above at that step, so that the
   // estimates were positive by construction (else Wald's identity made them so).
   bool bounded() const { return std::isfinite(upper_); }
@@ -84,6 +92,8 @@ private:
   // The deterministic part of each pair's estimate, and the constants c, lambda of its Poisson
   // part; after prepare(), scale_ (s), dt_.
   void prepare(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P);
+  // The coefficient, dt and the bounds at step t (they read no point: `probe` is any), checked.
+  void constants(const double* frame, int64_t t, double probe);
   // The random part of pair p's estimate in round r (pairs in `pairs`), prod_j (c - psi_j) /
   // lambda, as log|.| and sign (0 when a factor is 0) into log_abs[p], sign[p].
   void poisson_round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int round,
@@ -103,7 +113,7 @@ private:
 
   DiffusionTerms terms_;
   std::string relation_, gradient_reason_;
-  double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0;
+  double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
   std::vector<double> points_, log_base_, c_, lambda_, u_, v_, x_, y_;
   std::vector<bool> bad_; // a pair with a non-finite end: estimate 0
   std::vector<int64_t> first_node_;

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+
 namespace ssm {
 
 void PairBatch::gather(int64_t ns, int64_t stride, const double* x_prev, const double* x_cur,
@@ -33,7 +35,21 @@ double* PairBatch::terms(const ssm_model& model, const double* frame, int64_t t,
 
 void BackwardDensity::some(const double* frame, int64_t t, const double* x_prev,
                            const double* x_cur, int64_t j, const int64_t* idx, int64_t count,
-                           double* bc, int64_t* anc, double* out) const {
+                           double* bc, int64_t* anc, double* out, uint64_t seed,
+                           uint64_t first_id) const {
+  if (info_) { // the SDE state's pairs, one estimate each (positive: bounded psi, checked)
+    std::vector<double> from(count), to(count, x_cur[sde_offset_ * stride_ + j]);
+    for (int64_t m = 0; m < count; ++m)
+      from[m] = x_prev[sde_offset_ * stride_ + idx[m]];
+    PoissonEstimator estimator(model_, *info_);
+    EstimatorCounts counts;
+    estimator.estimate(frame, t, from.data(), to.data(), count, 1, seed, first_id, out, &counts);
+    if (counts.extra_rounds > 0 || !estimator.bounded())
+      throw Error(fmt::format("smooth: at t={} an estimate of the density of {} was not positive "
+                              "(psi beyond the upper bound the compiler derived)",
+                              t, info_->sde->relation));
+    return;
+  }
   for (int64_t c = 0; c < ns_; ++c)
     std::fill_n(bc + c * stride_, count, x_cur[c * stride_ + j]);
   std::copy_n(idx, count, anc);
@@ -63,6 +79,13 @@ void BackwardDensity::add_score_terms(const double* frame, int64_t t, const Pair
                      seed, first_id, g.data());
   for (size_t k = 0; k < g.size(); ++k)
     terms[k] += g[k]; // row k of the score is theta component k
+}
+
+double BackwardDensity::estimate_log_bound(const double* frame, int64_t t) const {
+  if (!info_)
+    return INFINITY;
+  PoissonEstimator estimator(model_, *info_);
+  return estimator.log_bound(frame, t);
 }
 
 void BackwardDensity::use_estimator(const ModelInfo& info) {
@@ -119,6 +142,9 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
                                int64_t& tries, int64_t& accepts, int64_t& exact) {
   const auto ut = static_cast<uint32_t>(s.t);
   const int64_t stride = density_.stride();
+  // Estimated densities: a fresh estimate per proposal, on the particle's own streams.
+  const uint64_t estimate_seed =
+      mix_seed(mix_seed(s.seed ^ kBackwardEstimateKey) ^ mix_seed(index));
   if (!have_weights_ && std::isfinite(s.log_bound))
     for (int64_t trial = 0, batch = 4; trial < max_trials_; trial += batch, batch *= 2) {
       const int64_t count = std::min({batch, max_trials_ - trial, stride});
@@ -129,7 +155,7 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
         idx_[m] = s.from_weights->draw(u0);
       }
       density_.some(s.frame, s.t, s.x_prev, s.x_cur, j, idx_.data(), count, bc_.data(), anc_.data(),
-                    l_.data());
+                    l_.data(), estimate_seed, draw_base + static_cast<uint64_t>(trial));
       for (int64_t m = 0; m < count; ++m) {
         ++tries;
         check_within_bound(l_[m], s.log_bound, s.t);
@@ -139,6 +165,19 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
         }
       }
     }
+  if (!have_weights_ && density_.estimated()) {
+    // No exact draw from a kernel whose density is only estimated: W_i q^_i over all N with
+    // fresh estimates, self-normalised (bis with K = N: a bias O(1/N), for the rare particle
+    // whose proposals were all rejected).
+    std::iota(idx_.begin(), idx_.begin() + s.N, int64_t{0});
+    density_.some(s.frame, s.t, s.x_prev, s.x_cur, j, idx_.data(), s.N, bc_.data(), anc_.data(),
+                  cum_.data(), mix_seed(estimate_seed + 1), 0);
+    if (!(backward_weights(s.W, cum_.data(), s.N) > 0))
+      throw_no_parent(s.t, j, support_hint_);
+    for (int64_t i = 1; i < s.N; ++i)
+      cum_[i] += cum_[i - 1];
+    have_weights_ = true;
+  }
   if (!have_weights_) {
     exact_backward_cumulative(density_, s.frame, s.t, s.N, s.x_prev, s.x_cur, j, s.W, bc_.data(),
                               cum_.data(), support_hint_);

@@ -14,6 +14,10 @@
 
 namespace ssm {
 
+// The key of the streams of the estimates rejection sampling draws with an estimated density
+// (mixed with the seed and the particle; high bits apart from the random-weight filter's key).
+inline constexpr uint64_t kBackwardEstimateKey = 0xB15A000000000000ull;
+
 // Pairs (x_prev^{i_p}, x_cur^{j_p}) gathered into compact arrays of stride P, so that one kernel
 // call evaluates the transition density, or the functionals' terms, of many pairs.
 class PairBatch {
@@ -46,16 +50,22 @@ public:
     backward_logpdf(model_, frame, t, N, stride_, ns_, x_prev, x_cur, j, bc, out);
   }
   // out[m] = log f(x_cur^j | x_prev^{idx[m]}) for m in [0, count), in one kernel call; bc (ns x
-  // stride) and anc (stride) are scratch, count <= stride.
+  // stride) and anc (stride) are scratch, count <= stride. With an estimator, the log of a
+  // positive estimate, proposal m's draws keyed by (seed, t, first_id + m).
   void some(const double* frame, int64_t t, const double* x_prev, const double* x_cur, int64_t j,
-            const int64_t* idx, int64_t count, double* bc, int64_t* anc, double* out) const;
+            const int64_t* idx, int64_t count, double* bc, int64_t* anc, double* out,
+            uint64_t seed = 0, uint64_t first_id = 0) const;
+  // The log of a bound of the density (of its estimates, with an estimator) over x_prev at t, or
+  // inf; the exact density's is the model's transition_log_bound kernel's (smoother_support.h).
+  double estimate_log_bound(const double* frame, int64_t t) const;
   // out[p] = log f(cur_p | prev_p) for the batch's pairs. With an estimator (use_estimator), the
   // log of a positive estimate, made positive together within sets of `per` consecutive pairs
   // (one particle's backward draws), pair p's draws keyed by (seed, t, first_id + p).
   void pairs(const double* frame, int64_t t, const PairBatch& batch, std::vector<double>& out,
              uint64_t seed = 0, uint64_t first_id = 0, int64_t per = 1) const;
-  // For a transition without a density (an SDE): pairs() estimates it (sde/); throws Error when
-  // no estimator applies. all() and some() keep the exact kernel: only bis may use this.
+  // For a transition without a density (an SDE): pairs() and some() estimate it (sde/); throws
+  // Error when no estimator applies. all() keeps the exact kernel: only bis (pairs) and paris's
+  // rejection (some) may use this.
   void use_estimator(const ModelInfo& info);
   bool estimated() const { return info_ != nullptr; }
   // With an estimator, when the functionals are the score and their kernel leaves out the SDE's
@@ -154,7 +164,10 @@ struct BackwardStep {
 // draw_base + max_trials. Proposals are evaluated in growing batches (one kernel call each) and
 // scanned in order, so the draw is that of one-at-a-time rejection. Once a draw of particle j
 // falls back, its backward weights are kept: j's later draws use them directly, since a particle
-// that rejected max_trials proposals is unlikely to accept the next ones.
+// that rejected max_trials proposals is unlikely to accept the next ones. With an estimated
+// density each proposal gets a fresh estimate (accepted with probability q^ / bound, so with
+// probability q / bound on average: pseudo-marginal PaRIS), and the fallback self-normalises
+// fresh estimates over all N (no exact draw exists).
 class RejectionSampler {
 public:
   RejectionSampler(const BackwardDensity& density, int64_t max_trials, bool support_hint);

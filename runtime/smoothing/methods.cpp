@@ -69,6 +69,22 @@ Refusal bis_applies(const ssm_model& model, const ModelInfo& info) {
   return density_applies(model, info);
 }
 
+// paris draws from the backward kernel; for an SDE by rejection with a fresh estimate per
+// proposal, which needs the estimates bounded (psi and the drift).
+Refusal paris_applies(const ssm_model& model, const ModelInfo& info) {
+  if (!info.transition_tractable && info.sde) {
+    if (Refusal why = bis_applies(model, info))
+      return why;
+    if (!info.sde->gpe_bounded)
+      return fmt::format("the transition {} is an SDE whose density estimates have no bound the "
+                         "compiler could find (psi and the drift bounded), which paris's "
+                         "rejection sampling needs; bis weighs by the estimates without one",
+                         info.sde->relation);
+    return std::nullopt;
+  }
+  return density_applies(model, info);
+}
+
 const std::array<std::pair<BackwardSampling, const char*>, 4> kBackwardNames = {
     {{BackwardSampling::Automatic, "auto"},
      {BackwardSampling::Exact, "exact"},
@@ -109,7 +125,8 @@ std::vector<MethodOption> smoother_options() {
        .default_value = defaults.mcmc_steps,
        .check = Check::Positive},
       {.flag = "--max-trials",
-       .help = "rejection sampling: proposals before an exact draw",
+       .help =
+           "rejection sampling: proposals before an exact draw (an SDE's: a self-normalised one)",
        .default_value = defaults.max_trials,
        .check = Check::Positive},
       {.flag = "--marginals,!--no-marginals",
@@ -175,7 +192,7 @@ const std::vector<Smoother>& smoothers() {
        .mcmc = true,
        .auto_help = "else {}",
        .options = {"--backward-samples", "--backward", "--mcmc-steps", "--max-trials"},
-       .applies = density_applies},
+       .applies = paris_applies},
       {.id = SmoothMethod::Bis,
        .name = "bis",
        .rank = 9,

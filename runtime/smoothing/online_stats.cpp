@@ -214,7 +214,7 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
   ParticleFilter pf(model, info, fixed, data, filter_options, pool);
   const int64_t stride = pf.stride();
   BackwardDensity density(model, ns, stride);
-  if (!info.transition_tractable && info.sde) // bis, by the method's check: an SDE's estimate
+  if (!info.transition_tractable && info.sde) // bis or paris, by their checks: an SDE's estimate
     density.use_estimator(info);
   const OnlineContext ctx{model,
                           info,

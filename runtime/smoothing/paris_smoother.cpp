@@ -1,10 +1,16 @@
 // paris (Olsson & Westerborn 2017): tau_t^j averages tau_{t-1}^i + psi_t(i, j) over Ñ indices
 // drawn from the backward kernel B(j, .): by rejection from the filter weights with the density
 // bound (exact fallback), by Metropolis-Hastings moves from j's ancestor (batched over a block),
-// or exactly (O(N) per draw). The draws are backward_kernel.h's.
+// or exactly (O(N) per draw). For an SDE, by rejection with a fresh estimate of the density per
+// proposal and the estimates' bound (pseudo-marginal PaRIS, Gloaguen, Le Corff & Olsson 2022;
+// Martin 2022, 7.3.3); its fallback self-normalises estimates over all N. The draws are
+// backward_kernel.h's.
 #include "smoothing/online_stats.h"
 
+#include "core/error.h"
 #include "kernel/rng.h"
+
+#include <fmt/format.h>
 
 #include <optional>
 
@@ -16,13 +22,26 @@ class Paris final : public OnlineMethod {
 public:
   explicit Paris(const OnlineContext& ctx)
       : ctx_(ctx), rejection_(ctx.opt.backward == BackwardSampling::Rejection),
-        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc) {}
+        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc), max_trials_(ctx.opt.max_trials) {
+    // Each particle's proposals are counted on one 32-bit Philox counter.
+    if (rejection_ && max_trials_ >= (int64_t{1} << 32) / ctx.Nt - 1)
+      throw Error(fmt::format("paris: {} backward samples of up to {} proposals each exceed a "
+                              "particle's 2^32 random draws (lower --max-trials)",
+                              ctx.Nt, max_trials_));
+  }
 
   double log_bound(const double* frame, int64_t t, const double* x_prev) override {
     if (!rejection_)
       return NAN;
-    const double lb =
-        transition_log_bound(ctx_.model, frame, t, ctx_.N, ctx_.stride, x_prev, bound_scratch_);
+    // An SDE's estimates have a bound of their own (pseudo-marginal PaRIS).
+    const double lb = ctx_.density.estimated()
+                          ? ctx_.density.estimate_log_bound(frame, t)
+                          : transition_log_bound(ctx_.model, frame, t, ctx_.N, ctx_.stride, x_prev,
+                                                 bound_scratch_);
+    if (ctx_.density.estimated() && !std::isfinite(lb))
+      throw Error(fmt::format("smooth --method paris: at t={} the density estimates of {} have no "
+                              "finite bound for these parameters",
+                              t, ctx_.info.sde->relation));
     bounds_.add(lb);
     return lb;
   }
@@ -45,7 +64,8 @@ public:
       r.details["mcmc_steps"] = ctx_.opt.mcmc_steps;
     r.details["proposals"] = counts_.total_tries;
     r.details["acceptance_rate"] = counts_.acceptance_rate();
-    r.details["exact_draws"] = counts_.total_exact;
+    // With estimated densities the fallback is self-normalised over all N, not exact.
+    r.details[ctx_.density.estimated() ? "fallback_draws" : "exact_draws"] = counts_.total_exact;
     if (rejection_)
       r.details["log_bound"] = bounds_.json();
   }
@@ -74,7 +94,7 @@ private:
     std::vector<double> bc(reject_here ? 0 : ctx_.ns * stride), l(reject_here ? 0 : stride);
     std::optional<RejectionSampler> sampler;
     if (reject_here)
-      sampler.emplace(ctx_.density, ctx_.opt.max_trials, false);
+      sampler.emplace(ctx_.density, max_trials_, false);
     const auto ut = static_cast<uint32_t>(s.back.t);
     const uint64_t seed = s.back.seed;
     for (int64_t j = jb; j < je; ++j) {
@@ -82,8 +102,8 @@ private:
       if (reject_here) {
         sampler->next_particle();
         for (int64_t k = 0; k < Nt; ++k)
-          idx[k] = sampler->draw(s.back, uj, static_cast<uint32_t>(k * (ctx_.opt.max_trials + 1)),
-                                 j, counts_.tries[b], counts_.accepts[b], counts_.exact[b]);
+          idx[k] = sampler->draw(s.back, uj, static_cast<uint32_t>(k * (max_trials_ + 1)), j,
+                                 counts_.tries[b], counts_.accepts[b], counts_.exact[b]);
       } else {
         exact_backward_cumulative(ctx_.density, s.back.frame, s.back.t, N, s.back.x_prev,
                                   s.back.x_cur, j, s.back.W, bc.data(), l.data(), false);
@@ -98,6 +118,7 @@ private:
 
   const OnlineContext& ctx_;
   const bool rejection_, mcmc_;
+  const int64_t max_trials_;
   std::vector<double> bound_scratch_;
   BoundRange bounds_;
   BackwardCounts counts_;

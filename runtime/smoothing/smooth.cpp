@@ -76,6 +76,13 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
   if (opt.filter.random_weight)
     if (std::string why = random_weight_problem(model, info); !why.empty())
       refuse(fmt::format("--filter {}: {}", particle_filter_name(opt.filter), why));
+  const bool estimated = !info.transition_tractable && info.sde; // an SDE's (bis, paris)
+  if (estimated && opt.method == SmoothMethod::Paris &&
+      (opt.backward == BackwardSampling::Mcmc || opt.backward == BackwardSampling::Exact))
+    refuse(fmt::format("with the estimated density of the SDE {} paris draws by rejection only "
+                       "(--backward rejection or auto): exact draws need the density, and moves "
+                       "from the ancestor are not draws from the pseudo-marginal kernel",
+                       info.sde->relation));
   const std::string& bootstrap = particle_filter_name(FilterOptions{}); // the default filter
   if (opt.backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
     refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
@@ -84,7 +91,7 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
                        bootstrap, bootstrap));
   if (opt.backward == BackwardSampling::Mcmc && opt.mcmc_steps < 1)
     refuse("--mcmc-steps must be at least 1");
-  if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound)
+  if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound && !estimated)
     refuse(fmt::format("rejection sampling needs an upper bound of the transition density over "
                        "the next state, and the model has none ({}); use --backward exact",
                        info.no_bound_reason.empty() ? "no bound derived" : info.no_bound_reason));
@@ -108,7 +115,10 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
 // per particle and never fall back to an O(N) exact draw, where rejection's cost per draw is
 // heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
 namespace {
-BackwardSampling automatic_backward(const ssm_model& model, const SmoothOptions& opt) {
+BackwardSampling automatic_backward(const ssm_model& model, const ModelInfo& info,
+                                    const SmoothOptions& opt) {
+  if (!info.transition_tractable && info.sde) // estimated densities: rejection only
+    return BackwardSampling::Rejection;
   if (opt.method == SmoothMethod::Paris &&
       particle_filter_name(opt.filter) == particle_filter_name(FilterOptions{}))
     return BackwardSampling::Mcmc;
@@ -125,7 +135,7 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
                             smooth_method_name(options.method)));
   SmoothOptions opt = options;
   if (opt.backward == BackwardSampling::Automatic)
-    opt.backward = automatic_backward(model, opt);
+    opt.backward = automatic_backward(model, info, opt);
   // The particle methods' filter; the online ones and fixed-lag do all their work in it.
   if (opt.progress_phase && !smoother(opt.method).exact)
     opt.progress_phase("forward pass");
@@ -158,7 +168,7 @@ std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInf
   SmoothOptions opt = options;
   opt.method = SmoothMethod::Ffbsi;
   if (opt.backward == BackwardSampling::Automatic)
-    opt.backward = automatic_backward(model, opt);
+    opt.backward = automatic_backward(model, info, opt);
   return backward_trajectory_points(model, info, fixed, data, opt, pool, log_likelihood);
 }
 

@@ -195,6 +195,10 @@ model ou_sde_bis {
   const ProcessResult score = run_process({exe, "score", "--data", data});
   CHECK(score.exit_code != 0);
   CHECK_THAT(score.err, Catch::Contains("needs psi bounded above"));
+  // ... and paris, whose rejection sampling needs the estimates bounded.
+  const ProcessResult paris = run_process({exe, "smooth", "--data", data, "--method", "paris"});
+  CHECK(paris.exit_code != 0);
+  CHECK_THAT(paris.err, Catch::Contains("have no bound"));
   const SmoothingReference exact = brute_force_smoother(m, observations(read_table(data), {"y"}));
   double level = 0, cross = 0;
   for (int t = 0; t < T; ++t) {
@@ -390,7 +394,8 @@ GridSde sine_grid(double theta, const std::vector<double>& y) {
 
 } // namespace
 
-TEST_CASE("diffusion: bis after the random-weight filter on the Sine SDE agrees with quadrature",
+TEST_CASE("diffusion: bis and paris after the random-weight filter on the Sine SDE agree with "
+          "quadrature",
           "[e2e][stat][sde]") {
   // The thesis's Sine model (section 7.5.2), theta = pi / 4, 11 observations every 0.5: auto's
   // filter is the random-weight one, so bis's smoothing means have no discretisation error. Means
@@ -417,6 +422,36 @@ TEST_CASE("diffusion: bis after the random-weight filter on the Sine SDE agrees 
   }
   for (int t = 0; t < T; ++t)
     check_mean_close(means[t], exact[t], 5, fmt::format("E[x_{} | y]", t));
+
+  // paris (auto's choice here) draws its backward indices by rejection, a fresh estimate of the
+  // density per proposal over the estimates' bound: exact draws from the pseudo-marginal backward
+  // kernel (Gloaguen et al.; the thesis's accept-reject), so even K = 2 is unbiased.
+  std::vector<std::vector<double>> paris(T);
+  for (int k = 0; k < 12; ++k) {
+    const std::string out = scratch_path(fmt::format("sine-sde-paris-{}.csv", k));
+    const ProcessResult p =
+        run_ok({exe, "smooth", "--data", data, "--particles", "1000", "--marginals", "--seed",
+                std::to_string(90 + k), "--json", "--out", out});
+    const nlohmann::json j = nlohmann::json::parse(p.out);
+    CHECK(j["method"] == "paris");
+    CHECK(j["details"]["backward"] == "rejection");
+    const std::vector<double> mean = read_table(out).column("mean_x");
+    REQUIRE(mean.size() == static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t)
+      paris[t].push_back(mean[t]);
+  }
+  for (int t = 0; t < T; ++t)
+    check_mean_close(paris[t], exact[t], 5, fmt::format("paris: E[x_{} | y]", t));
+  for (const char* backward : {"mcmc", "exact"}) {
+    const ProcessResult refused =
+        run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", backward});
+    CHECK(refused.exit_code != 0);
+    CHECK_THAT(refused.err, Catch::Contains("rejection only"));
+  }
+  // One proposal per draw: most draws take the self-normalised fallback, counted as such.
+  const ProcessResult fallback =
+      run_ok({exe, "smooth", "--data", data, "--method", "paris", "--max-trials", "1", "--json"});
+  CHECK(nlohmann::json::parse(fallback.out)["details"]["fallback_draws"].get<int64_t>() > 0);
 }
 
 TEST_CASE("diffusion: the score of a Sine SDE by bis with estimated gradients agrees with "
@@ -472,6 +507,21 @@ model sine_sde_score {
     filtered.push_back(f.summary.at("log_likelihood").get<double>());
   }
   check_mean_close(filtered, loglik(a, theta), 4, "log p(y)");
+
+  // rml's auto is bis too: from a = 2, theta = 2 on 2000 observations it ends near (1.2, pi/4)
+  // (the maximum likelihood estimate's standard errors at T = 2000 are below 0.05; 50 starts of
+  // the Sine RML in bench/README.md end within 0.03 of each other), and without the SDE's term
+  // it would not move at all (the observations' score is 0).
+  const std::string stream = scratch_path("sine-sde-rml.csv");
+  run_ok({exe, "simulate", "--T", "2000", "--seed", "21", "--out", stream});
+  const nlohmann::json rml =
+      nlohmann::json::parse(run_ok({exe, "rml", "--data", stream, "--particles", "100",
+                                    "--backward-samples", "10", "--step-size", "0.5", "--step-hold",
+                                    "300", "--param", "a=2", "--param", "theta=2", "--json"})
+                                .out);
+  CHECK(rml["method"] == "bis");
+  CHECK(std::fabs(rml["params"]["a"].get<double>() - a) < 0.2);
+  CHECK(std::fabs(rml["params"]["theta"].get<double>() - theta) < 0.2);
 
   // Other smoothers leave the SDE's term out of the score: refused, bis named.
   const ProcessResult genealogy =
@@ -556,7 +606,7 @@ TEST_CASE("diffusion: the density-based methods refuse an SDE transition and say
   const std::string& exe = example_exe("sine_sde");
   const std::string data = scratch_path("sine-sde-refuse.csv");
   run_ok({exe, "simulate", "--T", "10", "--seed", "2", "--out", data});
-  for (const std::string method : {"paris", "ffbsi", "online"}) {
+  for (const std::string method : {"ffbsi", "online"}) {
     ProcessResult r = run_process({exe, "smooth", "--data", data, "--method", method});
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Catch::Contains("transition density has no closed form"));

@@ -24,7 +24,8 @@ namespace {
 using sde_fixtures::model_with;
 using sde_fixtures::sde_info;
 
-// The frame: [k, s, dt] for OU, [dt] for tanh. Rows: drift, drift', coefficient, dt, psi's bounds.
+// The frame: [k, s, dt] for OU, [dt] for tanh. Rows: drift, drift', coefficient, dt, psi's bounds,
+// the drift's bounds.
 void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
               const double*, const int64_t*, const double* x, const double*, double* out) {
   const double k = theta[0], s = theta[1], dt = theta[2];
@@ -35,6 +36,8 @@ void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t 
     out[3 * stride + n] = dt;
     out[4 * stride + n] = -k / 2;
     out[5 * stride + n] = INFINITY;
+    out[6 * stride + n] = -INFINITY; // the drift's bounds
+    out[7 * stride + n] = INFINITY;
   }
 }
 
@@ -48,6 +51,8 @@ void tanh_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_
     out[3 * stride + n] = theta[0];
     out[4 * stride + n] = 0; // (tanh^2 in [0, 1] + sech^2 in [0, 1]) / 2, as intervals give it
     out[5 * stride + n] = 1;
+    out[6 * stride + n] = -1; // the drift's bounds
+    out[7 * stride + n] = 1;
   }
 }
 
@@ -62,6 +67,7 @@ void drift_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64
     out[3 * stride + n] = theta[1];
     out[4 * stride + n] = m * m / 2 - 1;
     out[5 * stride + n] = m * m / 2 + 1;
+    out[6 * stride + n] = out[7 * stride + n] = m; // the drift's bounds
   }
 }
 
@@ -253,4 +259,32 @@ TEST_CASE("General Poisson estimator: a zero coefficient, a bad dt or bounds nam
   ssm::ModelInfo no_gpe = sde_info();
   no_gpe.sde->gpe_reason = "the General Poisson estimator is implemented for scalar SDEs";
   CHECK_THROWS_WITH(ssm::PoissonEstimator(model, no_gpe), Catch::Contains("scalar SDEs"));
+}
+
+TEST_CASE("General Poisson estimator: its bound holds for every estimate", "[sde]") {
+  // tanh drift: psi >= 0 (the intervals' lower bound), |drift| <= 1, s = 1: the bound is
+  // exp(dt / 2) / sqrt(2 pi dt) (rejection sampling from the backward kernel divides by it).
+  const double dt = 0.5;
+  const ssm_model model = model_with(tanh_terms);
+  ssm::PoissonEstimator estimator(model, sde_info());
+  const std::vector<double> frame = {dt};
+  const double lb = estimator.log_bound(frame.data(), 2);
+  CHECK(lb == Approx(dt / 2 - 0.5 * std::log(2 * std::numbers::pi * dt)));
+  const int64_t P = 4000;
+  std::vector<double> prev(P), cur(P), log_q(P);
+  for (int64_t p = 0; p < P; ++p) { // pairs over [-3, 3]^2, some far apart
+    prev[p] = -3 + 6 * static_cast<double>(p % 61) / 60;
+    cur[p] = -3 + 6 * static_cast<double>(p % 67) / 66;
+  }
+  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 1, 9, 0, log_q.data());
+  double top = -INFINITY;
+  for (double v : log_q)
+    top = std::max(top, v);
+  CHECK(top <= lb);
+  CHECK(top > lb - 1); // and not a vacuous bound
+  // An unbounded psi (OU) or drift has none.
+  const ssm_model ou = model_with(ou_terms);
+  ssm::PoissonEstimator unbounded(ou, sde_info());
+  const std::vector<double> ou_frame = {0.8, 0.6, 0.5};
+  CHECK(unbounded.log_bound(ou_frame.data(), 2) == INFINITY);
 }

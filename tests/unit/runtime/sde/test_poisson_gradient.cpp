@@ -20,15 +20,16 @@ namespace {
 using sde_fixtures::model_with;
 using sde_fixtures::sde_info;
 
-// Rows: drift, drift', coefficient, dt, psi's bounds, d drift / d theta, d drift' / d theta.
+// Rows: drift, drift', coefficient, dt, psi's bounds, the drift's bounds, d drift / d theta,
+// d drift' / d theta.
 // Brownian motion with drift m: frame [m, dt]; psi = m^2 / 2, given bounds m^2 / 2 -+ 1, so that
 // bridges are proposed and thinned (each accepted with probability exp(-dt)).
 void drift_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
                  const double*, const int64_t*, const double*, const double*, double* out) {
   const double m = theta[0];
   for (int64_t n = begin; n < end; ++n) {
-    const double row[] = {m, 0, 1, theta[1], m * m / 2 - 1, m * m / 2 + 1, 1, 0};
-    for (int r = 0; r < 8; ++r)
+    const double row[] = {m, 0, 1, theta[1], m * m / 2 - 1, m * m / 2 + 1, m, m, 1, 0};
+    for (int r = 0; r < 10; ++r)
       out[r * stride + n] = row[r];
   }
 }
@@ -40,8 +41,8 @@ void sine_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_
   const double A = theta[2];
   for (int64_t n = begin; n < end; ++n) {
     const double s = std::sin(x[n] - theta[0]), c = std::cos(x[n] - theta[0]);
-    const double row[] = {A * s, A * c, 1, theta[1], -A / 2, (A * A + A) / 2, -A * c, A * s};
-    for (int r = 0; r < 8; ++r)
+    const double row[] = {A * s, A * c, 1, theta[1], -A / 2, (A * A + A) / 2, -A, A, -A * c, A * s};
+    for (int r = 0; r < 10; ++r)
       out[r * stride + n] = row[r];
   }
 }
