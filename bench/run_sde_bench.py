@@ -37,6 +37,19 @@ def run(cmd):
     return p.stdout
 
 
+def sine_transition(x, theta, dt, squarings):
+    """The Sine SDE's transition over dt on the grid x: the Euler kernel of step dt / 2^k (a
+    Gaussian sampled on the grid, rows normalised) raised to the power 2^k by squaring."""
+    import numpy as np
+    h = dt / 2 ** squarings
+    m = x + np.sin(x - theta) * h
+    P = np.exp(-(x[None, :] - m[:, None]) ** 2 / (2 * h))
+    P /= P.sum(1, keepdims=True)
+    for _ in range(squarings):
+        P = P @ P
+    return P
+
+
 def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
     """E[X_0 | y] by forward-backward on a grid (the module's docstring)."""
     import numpy as np
@@ -44,12 +57,7 @@ def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
     x = np.linspace(y.min() - 6, y.max() + 6, points)
 
     def mean(squarings):
-        h = dt / 2 ** squarings
-        m = x + np.sin(x - theta) * h
-        P = np.exp(-(x[None, :] - m[:, None]) ** 2 / (2 * h))
-        P /= P.sum(1, keepdims=True)
-        for _ in range(squarings):
-            P = P @ P
+        P = sine_transition(x, theta, dt, squarings)
         g = [np.exp(-(v - x) ** 2 / (2 * r * r)) for v in y]
         alpha0 = np.exp(-x ** 2 / 2) * g[0]
         beta = np.ones(points)

@@ -23,30 +23,19 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    return p.stdout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_sde_bench import run, sine_transition  # noqa: E402  the smoothing bench's
 
 
 def grid_loglik(y, theta, squarings, dt=0.5, points=400):
     import numpy as np
     x = np.linspace(min(y) - 6, max(y) + 6, points)
     spacing = x[1] - x[0]
-    h = dt / 2 ** squarings
-    m = x + np.sin(x - theta) * h
-    P = np.exp(-(x[None, :] - m[:, None]) ** 2 / (2 * h))
-    P /= P.sum(1, keepdims=True)
-    for _ in range(squarings):
-        P = P @ P
+    P = sine_transition(x, theta, dt, squarings)
     a = np.exp(-x ** 2 / 2) / math.sqrt(2 * math.pi) * spacing
     total = 0.0
     for t, v in enumerate(y):
