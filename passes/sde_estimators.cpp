@@ -220,9 +220,8 @@ public:
         out.coefficient_constant = false;
 
     out.why_not = scope_problem(model, rel);
-    out.parametrix_why_not = "the parametrix estimator is not implemented yet";
     if (!out.why_not.empty()) {
-      out.gpe_why_not = out.gradient_why_not = out.why_not;
+      out.gpe_why_not = out.gradient_why_not = out.parametrix_why_not = out.why_not;
       context.sde = std::move(out);
       return;
     }
@@ -288,10 +287,70 @@ public:
       out.outputs.insert(out.outputs.end(), jacobian_theta.begin(), jacobian_theta.end());
       out.gradient_rows = static_cast<int>(drift_theta.size() + jacobian_theta.size());
     }
+    // The parametrix estimator applies to every SDE in scope: its rows are the divergences of
+    // gamma = sigma sigma^T that the Kolmogorov forward operator reads.
+    const std::vector<int> divergences = gamma_divergences(rel, b, out, coefficient);
+    out.outputs.insert(out.outputs.end(), divergences.begin(), divergences.end());
+    out.parametrix_rows = static_cast<int>(divergences.size());
     context.sde = std::move(out);
   }
 
 private:
+  // sum_i d gamma_il / dx_i for every l, then sum_il d^2 gamma_il / dx_i dx_l, gamma = sigma
+  // sigma^T (sigma^2 I for a real coefficient, diag(sigma_i^2) for a vector), at the path's value:
+  // with the drift, its Jacobian and gamma, they give the forward operator of the parametrix
+  // estimator's weights (runtime/sde/parametrix_estimator.h). Constants 0 for a coefficient that
+  // does not read the path.
+  static std::vector<int> gamma_divergences(const ir::Relation& rel, ExprBuilder& b,
+                                            const SdeEstimators& e, const std::vector<int>& sigma) {
+    const int d = e.dim;
+    if (e.coefficient_constant)
+      return std::vector<int>(d + 1, b.constant(0));
+    auto sigma_at = [&](int i, int k) { // sigma as a d x d matrix
+      switch (e.coefficient) {
+      case SdeCoefficient::Scalar:
+        return i == k ? sigma[0] : -1;
+      case SdeCoefficient::Vector:
+        return i == k ? sigma[i] : -1;
+      case SdeCoefficient::Matrix:
+        return sigma[i * d + k];
+      }
+      return -1;
+    };
+    auto gamma = [&](int i, int l) {
+      int sum = -1;
+      for (int k = 0; k < d; ++k) {
+        const int a = sigma_at(i, k), c = sigma_at(l, k);
+        if (a < 0 || c < 0)
+          continue;
+        const int term = b.mul(a, c);
+        sum = sum < 0 ? term : b.add(sum, term);
+      }
+      return sum;
+    };
+    Differentiator in_arena(b.arena(), b);
+    auto dx = [&](int node, int i) { // d node / d x_i, -1 for 0
+      if (node < 0)
+        return -1;
+      const std::vector<int> g = in_arena.derivative(node, {ir::Op::State, rel.var, 0, i});
+      return g.empty() ? -1 : g[0];
+    };
+    auto plus = [&](int sum, int term) {
+      return term < 0 ? sum : sum < 0 ? term : b.add(sum, term);
+    };
+    std::vector<int> out;
+    int second = -1;
+    for (int l = 0; l < d; ++l) {
+      int first = -1;
+      for (int i = 0; i < d; ++i)
+        first = plus(first, dx(gamma(i, l), i));
+      out.push_back(b.materialize(first));
+      second = plus(second, dx(out.back(), l));
+    }
+    out.push_back(b.materialize(second));
+    return out;
+  }
+
   // Why the model is outside what the estimators handle: one SDE for the whole transition,
   // whose coefficients read no state but the path.
   static std::string scope_problem(const ir::Model& model, const ir::Relation& rel) {
@@ -403,15 +462,21 @@ std::string SdeEstimators::report() const {
                            : "estimates made positive by Wald's identity where one is not");
   else
     out += fmt::format("  gpe: no: {}\n", gpe_why_not);
-  if (!parametrix_why_not.empty())
-    out += fmt::format("  parametrix: no: {}\n", parametrix_why_not);
+  out += parametrix_why_not.empty()
+             ? "  parametrix: signed estimates (Euler skeletons at renewal times), made positive "
+               "by Wald's identity: unbiased up to one factor per set of pairs weighed together\n"
+             : fmt::format("  parametrix: no: {}\n", parametrix_why_not);
+  if (parametrix_why_not.empty() && !coefficient_constant)
+    out += "    the diffusion coefficient reads the path: the estimates are heavy-tailed and "
+           "Wald's loop may not end; an SDE written where its coefficient is constant (a "
+           "Lamperti transform: log coordinates for a coefficient diag(x) G) avoids it\n";
   out += gradient_why_not.empty()
              ? "  gradient of log q (the score, by bis): estimated without bias (exact bridges)\n"
              : fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
   if (gpe_why_not.empty() && psi_bounded_above())
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";
-  else if (gpe_why_not.empty())
+  else if (gpe_why_not.empty() || parametrix_why_not.empty())
     out += fmt::format("  smooth --method bis weighs the particles of the Euler-Maruyama filter "
                        "({} substeps) by estimates of the exact density: the scheme's error, "
                        "O(dt / {}), remains\n",

@@ -138,7 +138,8 @@ struct SdeEstimators {
   bool coefficient_constant = false; // the diffusion coefficient does not read the path
   // Arena nodes, evaluated at the path's value x (the state at lag 0): drift (dim), Jacobian
   // d drift_i / d x_j (dim * dim, row-major), diffusion (1, dim or dim * dim), dt (1), the
-  // bounds of psi (2) and of the drift (2) below, then the gradient rows.
+  // bounds of psi (2) and of the drift (2) below, then the gradient rows, then the parametrix
+  // rows.
   std::vector<int> outputs;
   std::string why_not; // no estimator can run (then no kernel): the model outside their scope
   // The General Poisson estimator: a scalar SDE whose coefficient sigma does not read the path
@@ -152,7 +153,12 @@ struct SdeEstimators {
   // a bound of the estimates, for rejection sampling from the backward kernel.
   int drift_lower = -1, drift_upper = -1;
   std::string psi_lower_text, psi_upper_text;
+  // The parametrix estimator (Andersson & Kohatsu-Higa 2017; Fearnhead, Latuszynski, Roberts &
+  // Sermaidis 2017): any SDE in scope. Its rows, last in `outputs`: sum_i d gamma_il / dx_i for
+  // each l, then sum_il d^2 gamma_il / dx_i dx_l, gamma = sigma sigma^T (parametrix_rows = dim +
+  // 1); else the reason.
   std::string parametrix_why_not;
+  int parametrix_rows = 0;
   // The General Poisson gradient estimator of d/dtheta log q (Martin 2022, appendix C.1,
   // Proposition 2), for the score of a model whose transition is the SDE: with the estimator
   // available (psi bounded above, for exact diffusion bridges; coefficient and dt free of the

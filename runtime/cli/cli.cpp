@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "core/thread_pool.h"
+#include "sde/density_estimator.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -225,6 +226,16 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
   app.footer(params_footer(info));
   std::string seed_text = "1";
   add_global_options(app, g, seed_text);
+  std::string estimator = "auto";
+  if (info.sde)
+    app.add_option("--estimator", estimator,
+                   fmt::format("The unbiased estimator of the density of the SDE {}: auto (gpe "
+                               "where it applies, else parametrix), gpe (General Poisson: a "
+                               "scalar SDE, psi bounded below), parametrix (any SDE; signed, "
+                               "made positive by Wald's identity)",
+                               info.sde->relation))
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "gpe", "parametrix"}));
   const cli::Context c{*model, info, cli::method_registry(), g, prog, out, err};
   std::vector<std::unique_ptr<cli::Command>> commands;
   using Add = std::unique_ptr<cli::Command> (*)(CLI::App&, const cli::Context&);
@@ -268,6 +279,11 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     }
     check_outputs_are_not_inputs(app);
     refuse_networks_outside_vi(app, info);
+    try {
+      choose_density_estimator(info, estimator);
+    } catch (const Error& e) { // a choice the model does not allow: a usage error
+      throw cli::UsageError(e.what());
+    }
     const ParamValues values = resolve_params(info, g.params_file, g.params);
     for (const auto& command : commands)
       if (command->parsed())

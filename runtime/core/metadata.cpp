@@ -421,6 +421,14 @@ const json* parse_structure(const json& root, ModelInfo& info) {
             g->value("available", false) ? "" : g->value("reason", "no reason given");
         sde.gradient_rows = sde.gradient_reason.empty() ? g->value("rows", 0) : 0;
       }
+      if (auto p = e->find("parametrix"); p != e->end() && p->is_object()) {
+        sde.parametrix_reason =
+            p->value("available", false) ? "" : p->value("reason", "no reason given");
+        sde.parametrix_rows = sde.parametrix_reason.empty() ? p->value("rows", 0) : 0;
+      }
+      sde.estimator = sde.gpe_reason.empty()          ? "gpe"
+                      : sde.parametrix_reason.empty() ? "parametrix"
+                                                      : "";
       info.sde = sde;
     }
   if (st != root.end() && st->is_object())

@@ -211,6 +211,13 @@ struct ModelInfo {
     // the diffusion_terms kernel has gradient_rows (2 x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";
     int gradient_rows = 0;
+    // The parametrix estimator (any SDE in scope): empty reason when it applies; then the kernel
+    // has parametrix_rows (dim + 1) more rows, after the gradient rows.
+    std::string parametrix_reason = "not described (a model built by an older ssmc)";
+    int parametrix_rows = 0;
+    // The estimator a run uses, "gpe" or "parametrix": the General Poisson estimator where it
+    // applies, else the parametrix one, unless --estimator chose; empty when none applies.
+    std::string estimator;
     std::string relation; // "x[t]"
   };
   std::optional<Sde> sde;

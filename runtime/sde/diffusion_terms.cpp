@@ -24,7 +24,8 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
   dim_ = info.sde->dim;
   first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
   gradient_rows_ = info.sde->gradient_rows;
-  rows_ = first_dt_ + 5 + gradient_rows_;
+  first_parametrix_ = first_dt_ + 5 + gradient_rows_;
+  rows_ = first_parametrix_ + info.sde->parametrix_rows;
 }
 
 void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, int64_t P) {
@@ -33,8 +34,8 @@ void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, i
   if (P == 0)
     return;
   if (offset_ > 0) { // the other components (states the terms do not read) stay 0
-    points_.assign(static_cast<size_t>((offset_ + 1) * P), 0.0);
-    std::copy(x, x + P, points_.begin() + offset_ * P);
+    points_.assign(static_cast<size_t>((offset_ + dim_) * P), 0.0);
+    std::copy(x, x + dim_ * P, points_.begin() + offset_ * P);
     x = points_.data();
   }
   // x_prev, ancestors and y are never read: the terms read only the path.

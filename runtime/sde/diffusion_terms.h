@@ -1,8 +1,8 @@
 // An SDE transition's terms at points of its path, through the model's diffusion_terms kernel
 // (kernel/abi.h): the drift, its Jacobian in the path, the diffusion coefficient, dt and the
 // bounds of the General Poisson estimator's psi and of the drift, and, when the compiler derived
-// them, the drift's and its Jacobian's gradients in the parameters, for a batch of points in one
-// kernel call.
+// them, the drift's and its Jacobian's gradients in the parameters and the parametrix estimator's
+// divergences of sigma sigma^T, for a batch of points in one kernel call.
 #pragma once
 
 #include "core/metadata.h"
@@ -19,10 +19,12 @@ public:
   DiffusionTerms(const ssm_model& model, const ModelInfo& info);
 
   // Evaluates the terms at the P points x (the SDE state's dim x P values, component-major:
-  // x[c * P + p]), placed where the kernel reads that state.
+  // x[c * P + p]), placed where the kernel reads that state. Then coefficient(p, k) is sigma's
+  // k-th element as written (coefficient_size() of them: 1, dim or dim * dim, row-major).
   void evaluate(const double* frame, int64_t t, const double* x, int64_t P);
 
   int dim() const { return dim_; }
+  int coefficient_size() const { return first_dt_ - dim_ - dim_ * dim_; }
   int64_t size() const { return P_; }
   // At point p of the last evaluation:
   double drift(int64_t p, int i = 0) const { return row(i, p); }
@@ -40,12 +42,16 @@ public:
   double jacobian_theta(int64_t p, int k) const {
     return row(first_dt_ + 5 + gradient_rows_ / 2 + k, p);
   }
+  // With the parametrix rows (ModelInfo::Sde::parametrix_rows), gamma = sigma sigma^T:
+  // sum_i d gamma_il / dx_i, and sum_il d^2 gamma_il / dx_i dx_l.
+  double gamma_divergence(int64_t p, int l) const { return row(first_parametrix_ + l, p); }
+  double gamma_second_divergence(int64_t p) const { return row(first_parametrix_ + dim_, p); }
 
 private:
   double row(int r, int64_t p) const { return out_[static_cast<size_t>(r * P_ + p)]; }
 
   const ssm_model& model_;
-  int dim_ = 0, first_dt_ = 0, rows_ = 0, gradient_rows_ = 0;
+  int dim_ = 0, first_dt_ = 0, rows_ = 0, gradient_rows_ = 0, first_parametrix_ = 0;
   int64_t P_ = 0, offset_ = 0; // offset_: the SDE state's first component in the state
   std::vector<double> out_, points_;
 };

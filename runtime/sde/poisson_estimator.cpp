@@ -45,7 +45,7 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 }
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
-    : terms_(model, info), relation_(info.sde->relation),
+    : DensityEstimator(model, info, "General Poisson"),
       gradient_reason_(info.sde->gradient_reason) {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
@@ -54,13 +54,6 @@ PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info
 
 int64_t PoissonEstimator::panels_of(int64_t p) const {
   return (first_node_[p + 1] - first_node_[p] - kEndpoints) / kNodesPerPanel;
-}
-
-void PoissonEstimator::check_ids(int64_t t, int64_t P, uint64_t first_id) const {
-  if (first_id + static_cast<uint64_t>(P) > (uint64_t{1} << 32))
-    throw Error(fmt::format("the General Poisson estimator for {} at t={}: {} pairs from id {} "
-                            "exceed the 2^32 random streams of a step",
-                            relation_, t, P, first_id));
 }
 
 int64_t PoissonEstimator::node_count(int64_t p) const {
@@ -73,14 +66,6 @@ int64_t PoissonEstimator::node_point(int64_t p, int64_t q) const {
 
 double PoissonEstimator::node_weight(int64_t p, int64_t q) const {
   return kWeights[q % kNodesPerPanel] * 0.5 * (y_[p] - x_[p]) / static_cast<double>(panels_of(p));
-}
-
-std::vector<int64_t> PoissonEstimator::finite_pairs() const {
-  std::vector<int64_t> out;
-  for (int64_t p = 0; p < static_cast<int64_t>(bad_.size()); ++p)
-    if (!bad_[p])
-      out.push_back(p);
-  return out;
 }
 
 double PoissonEstimator::psi(int64_t point) const {
@@ -113,9 +98,9 @@ void PoissonEstimator::constants(const double* frame, int64_t t, double probe) {
   if (!(std::isfinite(dt_) && dt_ > 0))
     throw Error(fmt::format("dt of {} at t={} is {}: it must be positive", relation_, t, dt_));
   if (!std::isfinite(lower_) || !(upper_ >= lower_))
-    throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi's bounds are [{}, "
-                            "{}] for these parameters (a finite lower bound is needed)",
-                            relation_, t, lower_, upper_));
+    throw Error(fmt::format("{}: psi's bounds are [{}, {}] for these parameters (a finite lower "
+                            "bound is needed)",
+                            error_prefix(t), lower_, upper_));
 }
 
 void PoissonEstimator::prepare(const double* frame, int64_t t, const double* prev,
@@ -131,9 +116,8 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   v_.resize(P);
   x_.resize(P);
   y_.resize(P);
-  bad_.assign(P, false);
+  find_bad(prev, cur, P);
   for (int64_t p = 0; p < P; ++p) {
-    bad_[p] = !(std::isfinite(prev[p]) && std::isfinite(cur[p]));
     x_[p] = bad_[p] ? 0.0 : prev[p];
     y_[p] = bad_[p] ? 0.0 : cur[p];
     u_[p] = x_[p] / scale_;
@@ -188,10 +172,9 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   }
 }
 
-void PoissonEstimator::poisson_round(const double* frame, int64_t t,
-                                     const std::vector<int64_t>& pairs, int round, uint64_t seed,
-                                     uint64_t first_id, double* log_abs, double* sign,
-                                     EstimatorCounts* counts) {
+void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<int64_t>& pairs,
+                             int round, uint64_t seed, uint64_t first_id, double* log_abs,
+                             double* sign, EstimatorCounts* counts) {
   const auto ut = static_cast<uint32_t>(t);
   const uint32_t site = kSiteSde + 3u * static_cast<uint32_t>(round);
   const int64_t n = static_cast<int64_t>(pairs.size());
@@ -251,74 +234,6 @@ void PoissonEstimator::poisson_round(const double* frame, int64_t t,
     counts->estimates += n;
     counts->bridge_points += bridge_first_[n];
   }
-}
-
-void PoissonEstimator::single(const double* frame, int64_t t, const double* prev, const double* cur,
-                              int64_t P, uint64_t seed, uint64_t first_id, int round,
-                              double* log_base, double* poisson) {
-  prepare(frame, t, prev, cur, P);
-  std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0);
-  poisson_round(frame, t, finite_pairs(), round, seed, first_id, log_abs.data(), sign.data(),
-                nullptr);
-  for (int64_t p = 0; p < P; ++p) { // a diverged pair's log_base_ is -inf
-    log_base[p] = log_base_[p];
-    poisson[p] = sign[p] * std::exp(log_abs[p]);
-  }
-}
-
-void PoissonEstimator::estimate(const double* frame, int64_t t, const double* prev,
-                                const double* cur, int64_t P, int64_t per, uint64_t seed,
-                                uint64_t first_id, double* log_q, EstimatorCounts* counts) {
-  if (per < 1 || P % per != 0)
-    throw Error(fmt::format("internal error: {} pairs in sets of {}", P, per));
-  check_ids(t, P, first_id);
-  prepare(frame, t, prev, cur, P);
-  const int64_t sets = P / per;
-  // Each pair's Wald sum, sum_r sign_r exp(l_r), held as exp(top) * scaled: no overflow or
-  // underflow. A pair with a non-finite end takes no part.
-  std::vector<double> top(P, -INFINITY), scaled(P, 0.0), log_abs(P), sign(P);
-  std::vector<bool> active(sets, true);
-  std::vector<int64_t> pending = finite_pairs();
-  // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
-  for (int round = 0; !pending.empty(); ++round) {
-    if (round == kMaxWaldRounds) {
-      const int64_t p = pending.front();
-      throw Error(fmt::format("the General Poisson estimator for {} at t={}: after {} rounds of "
-                              "Wald's loop the estimates of the pair {} -> {} (set {}) are still "
-                              "not all positive",
-                              relation_, t, kMaxWaldRounds, prev[p], cur[p], p / per));
-    }
-    poisson_round(frame, t, pending, round, seed, first_id, log_abs.data(), sign.data(), counts);
-    for (int64_t p : pending) {
-      if (sign[p] == 0)
-        continue;
-      if (log_abs[p] > top[p]) {
-        scaled[p] = scaled[p] * std::exp(top[p] - log_abs[p]) + sign[p];
-        top[p] = log_abs[p];
-      } else {
-        scaled[p] += sign[p] * std::exp(log_abs[p] - top[p]);
-      }
-    }
-    std::vector<int64_t> next;
-    for (int64_t set = 0; set < sets; ++set) {
-      if (!active[set])
-        continue;
-      const int64_t b = set * per;
-      bool done = true;
-      for (int64_t p = b; p < b + per; ++p)
-        done = done && (bad_[p] || scaled[p] > 0);
-      active[set] = !done;
-      if (active[set])
-        for (int64_t p = b; p < b + per; ++p)
-          if (!bad_[p])
-            next.push_back(p);
-    }
-    if (counts && !next.empty())
-      ++counts->extra_rounds;
-    pending.swap(next);
-  }
-  for (int64_t p = 0; p < P; ++p)
-    log_q[p] = bad_[p] ? -INFINITY : log_base_[p] + top[p] + std::log(scaled[p]);
 }
 
 } // namespace ssm

@@ -9,12 +9,11 @@
 // exp((lambda - c) dt) prod_{j <= K} (c - psi(w_{U_j})) / lambda, K ~ Poisson(lambda dt), U_j
 // uniform on (0, dt), for any c and lambda > 0. With c >= sup psi the estimate is positive (the
 // compiler's bounds of psi, when finite: c = upper, lambda = upper - lower); otherwise c and
-// lambda come from psi near the pair, and Wald's identity makes the estimates positive: fresh
-// ones are added to every pair of a set until all sums are positive, which keeps each set's
-// estimates unbiased up to one common factor (Martin 2022, section 7.4.1).
+// lambda come from psi near the pair, and Wald's identity makes the estimates positive
+// (density_estimator.h).
 #pragma once
 
-#include "sde/diffusion_terms.h"
+#include "sde/density_estimator.h"
 
 #include <cmath>
 #include <cstdint>
@@ -26,8 +25,6 @@ namespace ssm {
 // The Philox sites of the estimator's draws: round r uses kSiteSde + 3r (the Poisson count),
 // + 3r + 1 (the bridge's times), + 3r + 2 (its normals); the counter's n is the pair's id.
 inline constexpr uint32_t kSiteSde = 0xFFFF1000u;
-// Wald's loop stops with an error after this many rounds without a positive sum for every pair.
-inline constexpr int kMaxWaldRounds = 1000;
 // A Poisson rate lambda dt above this is an error (psi's bounds too far apart for the pair).
 inline constexpr double kMaxPoissonRate = 1e5;
 // The gradient's exact bridges: proposal r of a pair uses kSiteBridge + 5r (the Poisson count),
@@ -36,32 +33,13 @@ inline constexpr double kMaxPoissonRate = 1e5;
 inline constexpr uint32_t kSiteBridge = 0xFFFF2000u;
 inline constexpr int kMaxBridgeRounds = 10000;
 
-struct EstimatorCounts {
-  int64_t estimates = 0;        // single estimates drawn, over every round
-  int64_t extra_rounds = 0;     // Wald rounds beyond the first (any set still not positive)
-  int64_t bridge_points = 0;    // psi evaluations on bridges
-  int64_t bridge_proposals = 0; // the gradient's proposed bridges (accepted or not)
-};
-
 // Why the General Poisson estimator cannot weigh the model's SDE transition; empty when it can.
 std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& info);
 
-class PoissonEstimator {
+class PoissonEstimator final : public DensityEstimator {
 public:
   // Throws Error with the reason when the estimator does not apply to the model.
   PoissonEstimator(const ssm_model& model, const ModelInfo& info);
-
-  // log of the estimates of q(prev[p], cur[p]) for P pairs (the SDE state's values), in sets of
-  // `per` consecutive pairs made positive together (P a multiple of per). Pair p's draws are keyed
-  // by (seed, t, first_id + p). `what` names the caller in errors ("smooth --method bis").
-  void estimate(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
-                int64_t per, uint64_t seed, uint64_t first_id, double* log_q,
-                EstimatorCounts* counts = nullptr);
-
-  // One round's estimates, not made positive: estimate = exp(log_base[p]) * poisson[p]. For tests
-  // of unbiasedness (`round` selects independent draws).
-  void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
-              uint64_t seed, uint64_t first_id, int round, double* log_base, double* poisson);
 
   // Unbiased estimates of the gradient of log q(prev[p], cur[p]) in theta, out[k * P + p] for the
   // theta components k (0 for a pair with a non-finite end); Martin (2022), appendix C.1,
@@ -82,23 +60,24 @@ public:
   // inf when psi or the drift is unbounded. For rejection sampling from the backward kernel
   // (pseudo-marginal PaRIS: a proposal accepted with probability q^ / bound is accepted with
   // probability q / bound on average).
-  double log_bound(const double* frame, int64_t t);
+  double log_bound(const double* frame, int64_t t) override;
 
   // After estimate() or single(): whether psi was bounded above at that step, so that the
   // estimates were positive by construction (else Wald's identity made them so).
-  bool bounded() const { return std::isfinite(upper_); }
+  bool positive() const override { return std::isfinite(upper_); }
 
 private:
   // The deterministic part of each pair's estimate, and the constants c, lambda of its Poisson
   // part; after prepare(), scale_ (s), dt_.
-  void prepare(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P);
+  void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
+               int64_t P) override;
   // The coefficient, dt and the bounds at step t (they read no point: `probe` is any), checked.
   void constants(const double* frame, int64_t t, double probe);
   // The random part of pair p's estimate in round r (pairs in `pairs`), prod_j (c - psi_j) /
   // lambda, as log|.| and sign (0 when a factor is 0) into log_abs[p], sign[p].
-  void poisson_round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int round,
-                     uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
-                     EstimatorCounts* counts);
+  void round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int r,
+             uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
+             EstimatorCounts* counts) override;
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
   // After prepare(): pair p's quadrature panels (0 for a diverged pair), from its points' count.
   int64_t panels_of(int64_t p) const;
@@ -107,15 +86,10 @@ private:
   int64_t node_count(int64_t p) const;
   int64_t node_point(int64_t p, int64_t q) const;
   double node_weight(int64_t p, int64_t q) const;
-  std::vector<int64_t> finite_pairs() const; // the pairs whose ends are finite, in order
-  // Throws when pairs first_id .. first_id + P - 1 would leave a step's 2^32 random streams.
-  void check_ids(int64_t t, int64_t P, uint64_t first_id) const;
 
-  DiffusionTerms terms_;
-  std::string relation_, gradient_reason_;
+  std::string gradient_reason_;
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
-  std::vector<double> points_, log_base_, c_, lambda_, u_, v_, x_, y_;
-  std::vector<bool> bad_; // a pair with a non-finite end: estimate 0
+  std::vector<double> points_, c_, lambda_, u_, v_, x_, y_;
   std::vector<int64_t> first_node_;
   std::vector<double> times_, bridge_;
   std::vector<int64_t> count_, bridge_first_;

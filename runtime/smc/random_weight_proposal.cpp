@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "kernel/distributions.h"
 #include "kernel/rng.h"
+#include "sde/density_estimator.h"
 #include "sde/diffusion_terms.h"
-#include "sde/poisson_estimator.h"
 #include "smc/filter.h"
 #include "smc/proposal.h"
 
@@ -23,9 +23,14 @@ namespace ssm {
 std::string random_weight_problem(const ssm_model& model, const ModelInfo& info) {
   if (!info.sde)
     return "the model has no SDE transition (its transition density is known: use bootstrap)";
-  if (std::string why = poisson_estimator_problem(model, info); !why.empty())
+  if (std::string why = density_estimator_problem(model, info); !why.empty())
     return fmt::format("no estimator of the density of the SDE {} applies: {}", info.sde->relation,
                        why);
+  if (info.sde->estimator != "gpe")
+    return fmt::format("the {} estimates of the density of the SDE {} are signed: made positive "
+                       "by Wald's identity they would bias the filter's weights and likelihood "
+                       "(bis weighs such estimates)",
+                       info.sde->estimator, info.sde->relation);
   if (!info.sde->gpe_positive)
     return fmt::format("psi of the SDE {} has no upper bound the compiler could find, so the "
                        "General Poisson estimates are not positive by construction (bis weighs "
@@ -87,13 +92,13 @@ public:
 
   void correct(const ProposalStep& s, int64_t begin, int64_t end, double* inc) override {
     std::vector<double> from = ancestors_of(s, begin, end), log_q(end - begin);
-    PoissonEstimator estimator(model_, info_); // per call, as the terms above
+    std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, info_);
     // One estimate per particle (sets of 1): positive by construction, checked below (a Wald
     // round would make it positive only up to a factor of its own: a biased weight).
     EstimatorCounts counts;
-    estimator.estimate(s.th, s.t, from.data(), s.cur + begin, end - begin, 1, estimator_seed_,
-                       static_cast<uint64_t>(begin), log_q.data(), &counts);
-    if (!estimator.bounded())
+    estimator->estimate(s.th, s.t, from.data(), s.cur + begin, end - begin, 1, estimator_seed_,
+                        static_cast<uint64_t>(begin), log_q.data(), &counts);
+    if (!estimator->positive())
       throw Error(fmt::format("filter --method random-weight: at t={} psi of {} has no finite "
                               "upper bound for these parameters, so the General Poisson "
                               "estimates are not positive by construction",

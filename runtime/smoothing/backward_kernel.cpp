@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernel/rng.h"
 #include "kernel/vectorised.h"
+#include "sde/density_estimator.h"
 #include "sde/poisson_estimator.h"
 
 #include <fmt/format.h>
@@ -38,13 +39,17 @@ void BackwardDensity::some(const double* frame, int64_t t, const double* x_prev,
                            double* bc, int64_t* anc, double* out, uint64_t seed,
                            uint64_t first_id) const {
   if (info_) { // the SDE state's pairs, one estimate each (positive: bounded psi, checked)
-    std::vector<double> from(count), to(count, x_cur[sde_offset_ * stride_ + j]);
-    for (int64_t m = 0; m < count; ++m)
-      from[m] = x_prev[sde_offset_ * stride_ + idx[m]];
-    PoissonEstimator estimator(model_, *info_);
+    const int64_t d = info_->sde->dim;
+    std::vector<double> from(d * count), to(d * count);
+    for (int64_t c = 0; c < d; ++c)
+      for (int64_t m = 0; m < count; ++m) {
+        from[c * count + m] = x_prev[(sde_offset_ + c) * stride_ + idx[m]];
+        to[c * count + m] = x_cur[(sde_offset_ + c) * stride_ + j];
+      }
+    std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, *info_);
     EstimatorCounts counts;
-    estimator.estimate(frame, t, from.data(), to.data(), count, 1, seed, first_id, out, &counts);
-    if (counts.extra_rounds > 0 || !estimator.bounded())
+    estimator->estimate(frame, t, from.data(), to.data(), count, 1, seed, first_id, out, &counts);
+    if (counts.extra_rounds > 0 || !estimator->positive())
       throw Error(fmt::format("smooth: at t={} an estimate of the density of {} was not positive "
                               "(psi beyond the upper bound the compiler derived)",
                               t, info_->sde->relation));
@@ -61,10 +66,10 @@ void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& bat
                             int64_t per) const {
   const int64_t P = batch.size();
   out.resize(P);
-  if (info_) {
-    PoissonEstimator estimator(model_, *info_); // per call: its buffers are the caller thread's
-    estimator.estimate(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P,
-                       per, seed, first_id, out.data());
+  if (info_) { // per call: the estimator's buffers are the caller thread's
+    make_density_estimator(model_, *info_)
+        ->estimate(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P, per,
+                   seed, first_id, out.data());
     return;
   }
   model_.transition_logpdf(frame, t, 0, P, P, batch.prev(), nullptr, batch.cur(), out.data());
@@ -84,12 +89,11 @@ void BackwardDensity::add_score_terms(const double* frame, int64_t t, const Pair
 double BackwardDensity::estimate_log_bound(const double* frame, int64_t t) const {
   if (!info_)
     return INFINITY;
-  PoissonEstimator estimator(model_, *info_);
-  return estimator.log_bound(frame, t);
+  return make_density_estimator(model_, *info_)->log_bound(frame, t);
 }
 
 void BackwardDensity::use_estimator(const ModelInfo& info) {
-  PoissonEstimator check(model_, info); // throws with the reason when it does not apply
+  make_density_estimator(model_, info); // throws with the reason when it does not apply
   info_ = &info;
   sde_offset_ = info.state.at(info.sde->state).offset;
 }

@@ -4,6 +4,8 @@
 // can replace the exact one for models whose transition density is intractable.
 #include "smoothing/online_stats.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 
 namespace ssm {
@@ -29,8 +31,10 @@ public:
   void details(SmoothResult& r) const override {
     if (!ctx_.density.estimated())
       return;
-    r.details["transition_density"] = "estimated: General Poisson estimator, positive by Wald's "
-                                      "identity within each particle's backward draws";
+    r.details["transition_density"] = fmt::format(
+        "estimated: {} estimator, positive by Wald's identity within each particle's backward "
+        "draws",
+        ctx_.info.sde->estimator == "gpe" ? "General Poisson" : "parametrix");
     if (!ctx_.opt.filter.random_weight) // the forward filter simulates by Euler-Maruyama
       r.details["euler_substeps"] = ctx_.info.sde->steps;
   }

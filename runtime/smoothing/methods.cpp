@@ -4,13 +4,14 @@
 #include "core/error.h"
 #include "exact/finite_state.h"
 #include "exact/methods.h"
-#include "sde/poisson_estimator.h"
+#include "sde/density_estimator.h"
 #include "smc/filter_methods.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <utility>
 
 namespace ssm {
@@ -37,9 +38,9 @@ Refusal finite_applies(const ssm_model&, const ModelInfo& info) {
   return std::nullopt;
 }
 
-// Whether bis can weigh the SDE transition by the General Poisson estimator, else why not.
+// Whether bis can weigh the SDE transition by the run's estimator of its density, else why not.
 Refusal estimator_applies(const ssm_model& model, const ModelInfo& info) {
-  std::string why = poisson_estimator_problem(model, info);
+  std::string why = density_estimator_problem(model, info);
   return why.empty() ? Refusal() : Refusal(std::move(why));
 }
 
@@ -75,6 +76,12 @@ Refusal paris_applies(const ssm_model& model, const ModelInfo& info) {
   if (!info.transition_tractable && info.sde) {
     if (Refusal why = bis_applies(model, info))
       return why;
+    if (info.sde->estimator != "gpe")
+      return fmt::format("the transition {} is an SDE whose density the {} estimator estimates: "
+                         "its estimates are signed and unbounded, and paris's rejection sampling "
+                         "needs positive bounded ones (General Poisson, psi and the drift "
+                         "bounded); bis weighs by them",
+                         info.sde->relation, info.sde->estimator);
     if (!info.sde->gpe_bounded)
       return fmt::format("the transition {} is an SDE whose density estimates have no bound the "
                          "compiler could find (psi and the drift bounded), which paris's "
@@ -107,10 +114,12 @@ std::vector<MethodOption> smoother_options() {
        .check = Check::Positive,
        .show_default = false},
       {.flag = "--backward-samples",
-       .help = "backward draws per particle",
+       .help = "backward draws per particle (default: 2 for paris, whose draws are exact; "
+               "ceil(N^0.6) for bis, whose bias decreases like 1 / K: Martin 2022, figure 7.3)",
        .users_in_help = true,
-       .default_value = defaults.backward_samples,
-       .check = Check::Positive},
+       .default_value = int64_t{0},
+       .check = Check::Positive,
+       .show_default = false},
       {.flag = "--backward",
        .help = "backward draws by rejection (needs the model's density bound), exact, mcmc "
                "(paris: Metropolis-Hastings moves from the filter ancestor), or auto (paris "
@@ -170,18 +179,18 @@ const std::vector<Smoother>& smoothers() {
        .rank = 2,
        .exact = true,
        .applies = finite_applies},
-      {.id = SmoothMethod::Genealogy, .name = "genealogy", .rank = 4},
-      {.id = SmoothMethod::FixedLag, .name = "fixed-lag", .rank = 5, .options = {"--lag"}},
-      {.id = SmoothMethod::Ffbsm, .name = "ffbsm", .rank = 6, .applies = density_applies},
+      {.id = SmoothMethod::Genealogy, .name = "genealogy", .rank = 5},
+      {.id = SmoothMethod::FixedLag, .name = "fixed-lag", .rank = 6, .options = {"--lag"}},
+      {.id = SmoothMethod::Ffbsm, .name = "ffbsm", .rank = 7, .applies = density_applies},
       {.id = SmoothMethod::Ffbsi,
        .name = "ffbsi",
-       .rank = 7,
+       .rank = 8,
        .rejection = true,
        .options = {"--trajectories", "--backward", "--max-trials"},
        .applies = density_applies},
       {.id = SmoothMethod::Online,
        .name = "online",
-       .rank = 8,
+       .rank = 9,
        .online = true,
        .applies = density_applies},
       {.id = SmoothMethod::Paris,
@@ -193,10 +202,13 @@ const std::vector<Smoother>& smoothers() {
        .auto_help = "else {}",
        .options = {"--backward-samples", "--backward", "--mcmc-steps", "--max-trials"},
        .applies = paris_applies},
+      // After paris, which applies wherever bis does but for SDE transitions whose density
+      // estimates have no bound: auto's choice for those (rather than genealogy).
       {.id = SmoothMethod::Bis,
        .name = "bis",
-       .rank = 9,
+       .rank = 4,
        .online = true,
+       .auto_help = "{} for an SDE transition whose density estimates have no bound",
        .options = {"--backward-samples"},
        .applies = bis_applies},
   };
@@ -253,6 +265,12 @@ SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& 
   opt.lag = v.integer("--lag");
   opt.trajectories = v.integer("--trajectories");
   opt.backward_samples = v.integer("--backward-samples");
+  if (opt.backward_samples == 0) // not given: the method's default
+    opt.backward_samples =
+        opt.method == SmoothMethod::Bis
+            ? std::max<int64_t>(2, static_cast<int64_t>(std::ceil(
+                                       std::pow(static_cast<double>(opt.filter.particles), 0.6))))
+            : SmoothOptions().backward_samples;
   opt.max_trials = v.integer("--max-trials");
   opt.mcmc_steps = v.integer("--mcmc-steps");
   return opt;

@@ -44,7 +44,7 @@ struct SmoothOptions {
   FilterOptions filter;         // particles, resampling, seed (and progress)
   int64_t lag = 10;             // fixed-lag
   int64_t trajectories = 0;     // ffbsi: M (0: as many as particles)
-  int64_t backward_samples = 2; // paris, bis: Ñ
+  int64_t backward_samples = 2; // paris, bis: Ñ (smooth_options: ceil(N^0.6) for bis if not given)
   BackwardSampling backward = BackwardSampling::Automatic;
   int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
   int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw

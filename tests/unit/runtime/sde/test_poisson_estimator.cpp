@@ -161,44 +161,9 @@ TEST_CASE("General Poisson estimator: Wald's sums are positive and proportional 
   const std::vector<double> frame = {k, s, dt};
   // Sets of two pairs far in psi's tail (large x): negative single estimates are frequent.
   const double xa = 3.0, ya = 1.0, xb = -2.5, yb = -2.4;
-  const int64_t sets = 20000, P = 2 * sets;
-  std::vector<double> prev(P), cur(P), log_q(P);
-  for (int64_t i = 0; i < sets; ++i) {
-    prev[2 * i] = xa, cur[2 * i] = ya;
-    prev[2 * i + 1] = xb, cur[2 * i + 1] = yb;
-  }
-  ssm::EstimatorCounts counts;
-  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, log_q.data(), &counts);
-  // E[sum_a] / E[sum_b] = q_a / q_b (Wald: E[sum] = E[rounds] q, rounds common to the set).
-  double ma = 0, mb = 0, vaa = 0, vbb = 0, vab = 0;
-  std::vector<double> ea(sets), eb(sets);
-  for (int64_t i = 0; i < sets; ++i) {
-    REQUIRE(std::isfinite(log_q[2 * i]));
-    REQUIRE(std::isfinite(log_q[2 * i + 1]));
-    ea[i] = std::exp(log_q[2 * i]);
-    eb[i] = std::exp(log_q[2 * i + 1]);
-    ma += ea[i] / sets;
-    mb += eb[i] / sets;
-  }
-  for (int64_t i = 0; i < sets; ++i) {
-    vaa += (ea[i] - ma) * (ea[i] - ma) / (sets - 1);
-    vbb += (eb[i] - mb) * (eb[i] - mb) / (sets - 1);
-    vab += (ea[i] - ma) * (eb[i] - mb) / (sets - 1);
-  }
-  const double ratio = ma / mb;
-  const double se = ratio * std::sqrt((vaa / (ma * ma) + vbb / (mb * mb) - 2 * vab / (ma * mb)) /
-                                      static_cast<double>(sets));
   const double a = std::exp(-k * dt), var = s * s * (1 - a * a) / (2 * k);
-  const double exact = normal_pdf(ya, a * xa, var) / normal_pdf(yb, a * xb, var);
-  INFO("ratio " << ratio << " (se " << se << "), exact " << exact << ", extra rounds "
-                << counts.extra_rounds);
-  CHECK(std::fabs(ratio - exact) <= 4 * se);
-  CHECK(counts.extra_rounds > 0); // the loop was exercised
-
-  // The same seed, the same estimates.
-  std::vector<double> again(P);
-  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, again.data());
-  CHECK(again == log_q);
+  sde_fixtures::check_wald_ratio(estimator, frame, xa, ya, xb, yb,
+                                 normal_pdf(ya, a * xa, var) / normal_pdf(yb, a * xb, var), 20000);
 }
 
 TEST_CASE("General Poisson estimator: far in the tails, in logarithms; a diverged path has 0",

@@ -1,0 +1,166 @@
+// DensityEstimator: see density_estimator.h.
+#include "sde/density_estimator.h"
+
+#include "core/error.h"
+#include "sde/parametrix_estimator.h"
+#include "sde/poisson_estimator.h"
+
+#include <fmt/format.h>
+
+namespace ssm {
+
+DensityEstimator::DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name)
+    : terms_(model, info), relation_(info.sde->relation), dim_(info.sde->dim),
+      name_(std::move(name)) {}
+
+std::string DensityEstimator::error_prefix(int64_t t) const {
+  return fmt::format("the {} estimator for {} at t={}", name_, relation_, t);
+}
+
+void DensityEstimator::check_ids(int64_t t, int64_t P, uint64_t first_id) const {
+  if (first_id + static_cast<uint64_t>(P) > (uint64_t{1} << 32))
+    throw Error(fmt::format("{}: {} pairs from id {} exceed the 2^32 random streams of a step",
+                            error_prefix(t), P, first_id));
+}
+
+void DensityEstimator::find_bad(const double* prev, const double* cur, int64_t P) {
+  bad_.assign(P, false);
+  for (int64_t p = 0; p < P; ++p)
+    for (int c = 0; c < dim_; ++c)
+      if (!(std::isfinite(prev[c * P + p]) && std::isfinite(cur[c * P + p])))
+        bad_[p] = true;
+}
+
+std::vector<int64_t> DensityEstimator::finite_pairs() const {
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < static_cast<int64_t>(bad_.size()); ++p)
+    if (!bad_[p])
+      out.push_back(p);
+  return out;
+}
+
+std::string DensityEstimator::pair_text(const double* prev, const double* cur, int64_t P,
+                                        int64_t p) const {
+  auto point = [&](const double* x) {
+    if (dim_ == 1)
+      return fmt::format("{}", x[p]);
+    std::string out = "(";
+    for (int c = 0; c < dim_; ++c)
+      out += fmt::format("{}{}", c ? ", " : "", x[c * P + p]);
+    return out + ")";
+  };
+  return point(prev) + " -> " + point(cur);
+}
+
+void DensityEstimator::single(const double* frame, int64_t t, const double* prev, const double* cur,
+                              int64_t P, uint64_t seed, uint64_t first_id, int r, double* log_base,
+                              double* factor, EstimatorCounts* counts) {
+  check_ids(t, P, first_id);
+  prepare(frame, t, prev, cur, P);
+  std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0);
+  round(frame, t, finite_pairs(), r, seed, first_id, log_abs.data(), sign.data(), counts);
+  for (int64_t p = 0; p < P; ++p) { // a diverged pair's log_base_ is -inf
+    log_base[p] = log_base_[p];
+    factor[p] = sign[p] * std::exp(log_abs[p]);
+  }
+}
+
+void DensityEstimator::estimate(const double* frame, int64_t t, const double* prev,
+                                const double* cur, int64_t P, int64_t per, uint64_t seed,
+                                uint64_t first_id, double* log_q, EstimatorCounts* counts) {
+  if (per < 1 || P % per != 0)
+    throw Error(fmt::format("internal error: {} pairs in sets of {}", P, per));
+  check_ids(t, P, first_id);
+  prepare(frame, t, prev, cur, P);
+  const int64_t sets = P / per;
+  // Each pair's Wald sum, sum_r sign_r exp(l_r), held as exp(top) * scaled: no overflow or
+  // underflow. A pair with a non-finite end takes no part.
+  std::vector<double> top(P, -INFINITY), scaled(P, 0.0), log_abs(P), sign(P);
+  std::vector<bool> active(sets, true);
+  std::vector<int64_t> pending = finite_pairs();
+  // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
+  for (int r = 0; !pending.empty(); ++r) {
+    if (r == kMaxWaldRounds) {
+      const int64_t p = pending.front();
+      throw Error(fmt::format("{}: after {} rounds of Wald's loop the estimates of the pair {} "
+                              "(set {}) are still not all positive",
+                              error_prefix(t), kMaxWaldRounds, pair_text(prev, cur, P, p),
+                              p / per));
+    }
+    round(frame, t, pending, r, seed, first_id, log_abs.data(), sign.data(), counts);
+    for (int64_t p : pending) {
+      if (sign[p] == 0)
+        continue;
+      if (log_abs[p] > top[p]) {
+        scaled[p] = scaled[p] * std::exp(top[p] - log_abs[p]) + sign[p];
+        top[p] = log_abs[p];
+      } else {
+        scaled[p] += sign[p] * std::exp(log_abs[p] - top[p]);
+      }
+    }
+    std::vector<int64_t> next;
+    for (int64_t set = 0; set < sets; ++set) {
+      if (!active[set])
+        continue;
+      const int64_t b = set * per;
+      bool done = true;
+      for (int64_t p = b; p < b + per; ++p)
+        done = done && (bad_[p] || scaled[p] > 0);
+      active[set] = !done;
+      if (active[set])
+        for (int64_t p = b; p < b + per; ++p)
+          if (!bad_[p])
+            next.push_back(p);
+    }
+    if (counts && !next.empty())
+      ++counts->extra_rounds;
+    pending.swap(next);
+  }
+  for (int64_t p = 0; p < P; ++p)
+    log_q[p] = bad_[p] ? -INFINITY : log_base_[p] + top[p] + std::log(scaled[p]);
+}
+
+std::string density_estimator_problem(const ssm_model& model, const ModelInfo& info) {
+  if (!info.sde)
+    return "the model has no SDE transition";
+  if (!info.sde->why_not.empty())
+    return info.sde->why_not;
+  if (!model.diffusion_terms)
+    return "the model table has no diffusion_terms kernel";
+  if (info.sde->estimator == "gpe")
+    return info.sde->gpe_reason;
+  if (info.sde->estimator == "parametrix")
+    return info.sde->parametrix_reason;
+  return info.sde->gpe_reason.empty() ? "no estimator was chosen" : info.sde->gpe_reason;
+}
+
+std::unique_ptr<DensityEstimator> make_density_estimator(const ssm_model& model,
+                                                         const ModelInfo& info) {
+  if (std::string why = density_estimator_problem(model, info); !why.empty())
+    throw Error(fmt::format("no estimator of the density of {} applies: {}",
+                            info.sde ? info.sde->relation : "the transition", why));
+  if (info.sde->estimator == "gpe")
+    return std::make_unique<PoissonEstimator>(model, info);
+  return std::make_unique<ParametrixEstimator>(model, info);
+}
+
+void choose_density_estimator(ModelInfo& info, const std::string& choice) {
+  if (!info.sde || choice == "auto")
+    return;
+  ModelInfo::Sde& sde = *info.sde;
+  if (!sde.why_not.empty())
+    throw Error(fmt::format("--estimator {}: no estimator of the density of {} applies: {}", choice,
+                            sde.relation, sde.why_not));
+  const std::string& why = choice == "gpe" ? sde.gpe_reason : sde.parametrix_reason;
+  if (!why.empty()) {
+    const std::string other = choice == "gpe" ? "parametrix" : "gpe";
+    const std::string& other_why = choice == "gpe" ? sde.parametrix_reason : sde.gpe_reason;
+    throw Error(
+        fmt::format("--estimator {}: the {} estimator does not apply to {}: {}{}", choice,
+                    choice == "gpe" ? "General Poisson" : "parametrix", sde.relation, why,
+                    other_why.empty() ? fmt::format(" (--estimator {} applies)", other) : ""));
+  }
+  sde.estimator = choice;
+}
+
+} // namespace ssm

@@ -1,0 +1,102 @@
+// What the unbiased estimators of an SDE transition's density q(x, y) share: batched estimates
+// of many pairs in one call, each keyed by (seed, t, pair id) whatever the thread count, and
+// Wald's identity, which makes signed estimates positive (Martin 2022, section 7.4.1): fresh
+// estimates are added to every pair of a set until all the sums are positive, which keeps the
+// set's estimates unbiased up to one common factor (a stopping time's expected length), so that
+// weights normalised over the set stay right. The estimators: the General Poisson one
+// (poisson_estimator.h) and the parametrix one (parametrix_estimator.h); make_density_estimator
+// builds the one a run uses (ModelInfo::Sde::estimator, --estimator).
+#pragma once
+
+#include "core/metadata.h"
+#include "kernel/abi.h"
+#include "sde/diffusion_terms.h"
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+// Wald's loop stops with an error after this many rounds without a positive sum for every pair.
+inline constexpr int kMaxWaldRounds = 1000;
+
+struct EstimatorCounts {
+  int64_t estimates = 0;        // single estimates drawn, over every round
+  int64_t extra_rounds = 0;     // Wald rounds beyond the first (any set still not positive)
+  int64_t bridge_points = 0;    // psi evaluations on bridges (General Poisson)
+  int64_t bridge_proposals = 0; // the gradient's proposed bridges (accepted or not)
+  int64_t skeleton_points = 0;  // points of the parametrix estimator's skeletons
+};
+
+class DensityEstimator {
+public:
+  virtual ~DensityEstimator() = default;
+
+  // log of the estimates of q(prev_p, cur_p) for P pairs of the SDE state's values
+  // (component-major, prev[c * P + p]), in sets of `per` consecutive pairs made positive together
+  // (P a multiple of per). Pair p's draws are keyed by (seed, t, first_id + p). A pair with a
+  // non-finite end (a diverged path) gets -inf.
+  void estimate(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
+                int64_t per, uint64_t seed, uint64_t first_id, double* log_q,
+                EstimatorCounts* counts = nullptr);
+
+  // One round's estimates, not made positive: estimate = exp(log_base[p]) * factor[p]. For tests
+  // of unbiasedness (`round` selects independent draws).
+  void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
+              uint64_t seed, uint64_t first_id, int round, double* log_base, double* factor,
+              EstimatorCounts* counts = nullptr);
+
+  // Whether the estimates at the last step were positive by construction (no Wald round needed,
+  // hence each one unbiased on its own).
+  virtual bool positive() const = 0;
+  // The log of a bound of every estimate at step t whatever the pair, inf when there is none.
+  virtual double log_bound(const double* /*frame*/, int64_t /*t*/) { return INFINITY; }
+  const std::string& name() const { return name_; } // "General Poisson", "parametrix"
+
+protected:
+  DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name);
+
+  // Before the rounds: every pair's deterministic factor into log_base_ (-inf for a pair in
+  // bad_, a diverged one), from pairs component-major as estimate() takes them.
+  virtual void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
+                       int64_t P) = 0;
+  // Round r's random factor of each pair in `pairs` (finite ones), as log|.| into log_abs[p] and
+  // its sign into sign[p] (0 for a factor that is 0).
+  virtual void round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int r,
+                     uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
+                     EstimatorCounts* counts) = 0;
+
+  // Marks the pairs with a non-finite end in bad_; P pairs of dim components.
+  void find_bad(const double* prev, const double* cur, int64_t P);
+  std::vector<int64_t> finite_pairs() const; // the pairs not in bad_, in order
+  // "1.5 -> 2" or "(1, 2) -> (3, 4)": pair p, for errors.
+  std::string pair_text(const double* prev, const double* cur, int64_t P, int64_t p) const;
+  std::string error_prefix(int64_t t) const; // "the parametrix estimator for x[t] at t=3"
+  // Throws when pairs first_id .. first_id + P - 1 would leave a step's 2^32 random streams.
+  void check_ids(int64_t t, int64_t P, uint64_t first_id) const;
+
+  DiffusionTerms terms_;
+  std::string relation_;
+  int dim_ = 1;
+  std::vector<double> log_base_;
+  std::vector<bool> bad_;
+
+private:
+  std::string name_;
+};
+
+// Why the estimator a run uses (ModelInfo::Sde::estimator) cannot weigh the model's SDE
+// transition; empty when it can.
+std::string density_estimator_problem(const ssm_model& model, const ModelInfo& info);
+// That estimator; throws Error with the reason when it does not apply.
+std::unique_ptr<DensityEstimator> make_density_estimator(const ssm_model& model,
+                                                         const ModelInfo& info);
+// Checks --estimator's choice ("auto", "gpe" or "parametrix") against the model and records it
+// in info.sde->estimator; throws Error naming the condition that fails and the estimator that
+// applies.
+void choose_density_estimator(ModelInfo& info, const std::string& choice);
+
+} // namespace ssm

@@ -1,0 +1,160 @@
+// The compiled diffusion_terms kernel's parametrix rows (kernel/abi.h) against central finite
+// differences of gamma = sigma sigma^T built from the same kernel's coefficient rows: a harness
+// written here is linked with the object `ssmc build --emit=obj` writes, evaluates the kernel at a
+// point and at points around it, and prints, per row, the kernel's value of sum_i d gamma_il / dx_i
+// (l < d) and of sum_il d^2 gamma_il / dx_i dx_l, and the difference quotients. Real, vector and
+// matrix coefficients that read the path, in one and two dimensions.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+using namespace e2e;
+
+namespace {
+
+const char* kHarness = R"(
+#include "kernel/abi.h"
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+// argv: d, the coefficient's size, the rows before the parametrix ones, then the point.
+int main(int argc, char** argv) {
+  const ssm_model& m = ssm_model_table;
+  const int d = std::atoi(argv[1]), ncoef = std::atoi(argv[2]), first = std::atoi(argv[3]);
+  std::vector<double> x0(d);
+  for (int c = 0; c < d; ++c) x0[c] = std::atof(argv[4 + c]);
+  const int rows = first + d + 1;
+  auto terms = [&](const std::vector<double>& x) {
+    std::vector<double> out(rows);
+    m.diffusion_terms(nullptr, 1, 0, 1, 1, nullptr, nullptr, x.data(), nullptr, out.data());
+    return out;
+  };
+  // gamma_il at x from the coefficient rows (after the drift and its Jacobian).
+  auto gamma = [&](const std::vector<double>& x, int i, int l) {
+    const std::vector<double> r = terms(x);
+    const double* s = &r[d + d * d];
+    if (ncoef == 1) return i == l ? s[0] * s[0] : 0.0;
+    if (ncoef == d) return i == l ? s[i] * s[i] : 0.0;
+    double sum = 0;
+    for (int k = 0; k < d; ++k) sum += s[i * d + k] * s[l * d + k];
+    return sum;
+  };
+  const double h = 1e-4;
+  auto shifted = [&](int i, double a, int l, double b) {
+    std::vector<double> x = x0;
+    x[i] += a;
+    x[l] += b;
+    return x;
+  };
+  const std::vector<double> at = terms(x0);
+  double second = 0;
+  for (int l = 0; l < d; ++l) {
+    double first_sum = 0;
+    for (int i = 0; i < d; ++i)
+      first_sum += (gamma(shifted(i, h, i, 0), i, l) - gamma(shifted(i, -h, i, 0), i, l)) / (2 * h);
+    std::printf("c1 %d %.12g %.12g\n", l, at[first + l], first_sum);
+    for (int i = 0; i < d; ++i)
+      second += (gamma(shifted(i, h, l, h), i, l) - gamma(shifted(i, h, l, -h), i, l) -
+                 gamma(shifted(i, -h, l, h), i, l) + gamma(shifted(i, -h, l, -h), i, l)) /
+                (4 * h * h);
+  }
+  std::printf("c2 0 %.12g %.12g\n", at[first + d], second);
+}
+)";
+
+// Builds the model's object and the harness, runs it at the point, and checks every row against
+// its difference quotient (relative 1e-5: the quotients' error is O(h^2)).
+void check_rows(const std::string& name, const std::string& source,
+                const std::vector<std::string>& point) {
+  const std::string src = scratch_path(name + ".ssm"), obj = scratch_path(name + ".o"),
+                    harness = scratch_path("sde_terms_harness.cpp"),
+                    exe = scratch_path(name + "-sde-terms");
+  write_file(src, source);
+  write_file(harness, kHarness);
+  const nlohmann::json structure = nlohmann::json::parse(
+      run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
+  const nlohmann::json& sde = structure["sde"];
+  REQUIRE(sde["parametrix"]["available"] == true);
+  const int d = sde["dim"], rows = sde["parametrix"]["rows"];
+  REQUIRE(rows == d + 1);
+  const std::string kind = sde["coefficient"];
+  const int ncoef = kind == "matrix" ? d * d : kind == "vector" ? d : 1;
+  const int gradient =
+      sde["gradient"]["available"] == true ? sde["gradient"]["rows"].get<int>() : 0;
+  const int first = d + d * d + ncoef + 1 + 4 + gradient;
+  run_ok({ssmc_path(), "build", src, "--emit=obj", "-o", obj});
+  run_ok({SSM_E2E_CXX, "-O1", "-I" SSM_E2E_RUNTIME, harness, obj, "-o", exe, "-lmvec", "-lm"});
+  std::vector<std::string> argv = {exe, std::to_string(d), std::to_string(ncoef),
+                                   std::to_string(first)};
+  argv.insert(argv.end(), point.begin(), point.end());
+  std::istringstream out(run_ok(argv).out);
+  std::string what;
+  int index = 0, lines = 0;
+  double kernel = 0, quotient = 0;
+  while (out >> what >> index >> kernel >> quotient) {
+    INFO(name << ": " << what << "[" << index << "] kernel " << kernel << ", difference quotient "
+              << quotient);
+    CHECK(std::fabs(kernel - quotient) <= 1e-5 * (1 + std::fabs(quotient)));
+    ++lines;
+  }
+  CHECK(lines == d + 1);
+}
+
+} // namespace
+
+TEST_CASE("diffusion: the parametrix rows are the divergences of sigma sigma^T", "[e2e][sde]") {
+  // A real coefficient that reads the path (not a constant: the rows are not 0).
+  check_rows("terms_real", R"(
+model terms_real {
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(1, 1);
+  x[t] ~ diffusion(-x[t], 0.3 + sin(x[t]) ^ 2, 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)",
+             {"0.7"});
+  // A vector coefficient, each component reading both.
+  check_rows("terms_vector", R"(
+model terms_vector {
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([1, 1], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion(-x[t], [1 + x[t][0] * x[t][1], exp(x[t][0] / 3)], 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)",
+             {"0.4", "-0.8"});
+  // The stochastic Lotka-Volterra model's coefficient, diag(x) G, and a full matrix whose
+  // entries read both components.
+  check_rows("terms_diag_g", R"(
+model terms_diag_g {
+  const G = [[0.5, 0.1], [0.1, 0.2]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([50, 20], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion([x[t][0] * (12 - 0.05 * x[t][0] - x[t][1]), x[t][1] * (0.2 * x[t][0] - 2)],
+                   [[x[t][0] * G[0, 0], x[t][0] * G[0, 1]], [x[t][1] * G[1, 0], x[t][1] * G[1, 1]]],
+                   0.01);
+  y[t] ~ normal(x[t], 1);
+}
+)",
+             {"30", "12"});
+  check_rows("terms_matrix", R"(
+model terms_matrix {
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([1, 1], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion(-x[t], [[1 + 0.2 * x[t][1] ^ 2, 0.3 * x[t][0]], [tanh(x[t][0]), 2 + cos(x[t][1])]],
+                   0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)",
+             {"0.6", "-0.3"});
+}
