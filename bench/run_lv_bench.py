@@ -78,7 +78,8 @@ def main():
         # The poor man's smoother given bis's time: as many more particles.
         ratio = statistics.median(results["bis"][1]) / statistics.median(results["genealogy"][1])
         same_time = int(a.particles * max(1.0, ratio))
-        replicates(f"genealogy, N = {same_time} (bis's time)", "genealogy", same_time)
+        replicates(f"genealogy, N = {same_time} (N scaled by bis's time over its own)", "genealogy",
+                   same_time)
         print(f"Lotka-Volterra SDE, T = {T}, N = {a.particles}, bis K = {a.backward_samples}, "
               f"{a.replicates} replicates")
         print("t      prey: truth  bis     poor man | predators: truth  bis     poor man")

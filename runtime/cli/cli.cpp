@@ -231,7 +231,8 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     app.add_option("--estimator", estimator,
                    fmt::format("The unbiased estimator of the density of the SDE {}: auto (gpe "
                                "where it applies, else parametrix), gpe (General Poisson: a "
-                               "scalar SDE, psi bounded below), parametrix (any SDE; signed, "
+                               "scalar SDE whose coefficient does not read the path, psi "
+                               "bounded below), parametrix (any SDE; signed, "
                                "made positive by Wald's identity)",
                                info.sde->relation))
         ->capture_default_str()

@@ -15,7 +15,7 @@ namespace ssm {
 struct Smoother {
   SmoothMethod id{};
   std::string name{};
-  int rank{};                         // auto: exact methods first, then paris, else genealogy
+  int rank{};                         // auto: exact methods first, then paris, bis, genealogy
   bool exact = false;                 // no particles (rts, forward-backward)
   bool online = false;                // O(N) memory whatever T
   bool rejection = false;             // may draw backward indices by rejection (--backward)
