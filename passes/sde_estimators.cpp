@@ -292,10 +292,35 @@ public:
     const std::vector<int> divergences = gamma_divergences(rel, b, out, coefficient);
     out.outputs.insert(out.outputs.end(), divergences.begin(), divergences.end());
     out.parametrix_rows = static_cast<int>(divergences.size());
+    admit_estimating_smoothers(context, out);
     context.sde = std::move(out);
   }
 
 private:
+  // additive-functionals (which ran before) left only the genealogy smoothers for a transition
+  // without a density; with an estimate of the SDE's density, bis (and paris where the
+  // estimates are bounded) smooth an additive functional too.
+  static void admit_estimating_smoothers(PassContext& context, const SdeEstimators& e) {
+    if (!context.functionals || !e.why_not.empty() ||
+        !(e.gpe_why_not.empty() || e.parametrix_why_not.empty()))
+      return;
+    for (FunctionalStructure& f : context.functionals->functionals) {
+      if (!f.additive)
+        continue;
+      std::vector<std::string> estimating = {"bis"};
+      if (e.estimates_bounded())
+        estimating.insert(estimating.begin(), "paris");
+      f.methods.insert(f.methods.begin(), estimating.begin(), estimating.end());
+      f.methods_note = "the transition density is not tractable: the backward and online "
+                       "smoothers that evaluate it do not apply, but bis weighs by estimates of "
+                       "it" +
+                       std::string(e.estimates_bounded()
+                                       ? ", and paris accepts draws with probability estimate / "
+                                         "bound"
+                                       : "");
+    }
+  }
+
   // sum_i d gamma_il / dx_i for every l, then sum_il d^2 gamma_il / dx_i dx_l, gamma = sigma
   // sigma^T (sigma^2 I for a real coefficient, diag(sigma_i^2) for a vector), at the path's value:
   // with the drift, its Jacobian and gamma, they give the forward operator of the parametrix
@@ -477,9 +502,13 @@ std::string SdeEstimators::report() const {
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";
   else if (gpe_why_not.empty() || parametrix_why_not.empty())
+    out += "  filter --method random-weight weighs draws from a proposal by the estimates, made "
+           "positive by Wald's identity over each step: no discretisation error, but a biased "
+           "likelihood (auto keeps the bootstrap filter)\n";
+  if (!psi_bounded_above() && (gpe_why_not.empty() || parametrix_why_not.empty()))
     out += fmt::format("  smooth --method bis weighs the particles of the Euler-Maruyama filter "
                        "({} substeps) by estimates of the exact density: the scheme's error, "
-                       "O(dt / {}), remains\n",
+                       "O(dt / {}), remains (not after --filter random-weight)\n",
                        steps, steps);
   return out;
 }

@@ -44,7 +44,8 @@ std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model
 const Method& MethodRegistry::choose(Task task, const ssm_model& model, const ModelInfo& info,
                                      bool particles) const {
   for (const Method* m : applicable(task, model, info))
-    if (m->particles || !particles)
+    if ((m->particles || !particles) &&
+        !(m->biased_likelihood && m->biased_likelihood(model, info)))
       return *m;
   std::vector<std::string> reasons;
   for (const Method* m : ranked(task))

@@ -123,7 +123,11 @@ struct Method {
   std::string auto_help;
   bool particles = false; // a particle method (the smoothers' forward pass is one)
   std::function<Refusal(const ssm_model&, const ModelInfo&)> applies; // empty: always
-  std::vector<std::string> options;                                   // the flags it reads
+  // A particle filter whose log-likelihood estimate is not unbiased for this model says why (the
+  // random-weight filter with estimates made positive by Wald's identity): `auto` does not choose
+  // it, and PMMH and SMC^2 refuse it. Empty: unbiased wherever it applies.
+  std::function<Refusal(const ssm_model&, const ModelInfo&)> biased_likelihood;
+  std::vector<std::string> options; // the flags it reads
   // Refuses, before any work (no data in the run yet), with a message of its own (throws
   // ssm::Error); may be empty.
   std::function<void(const MethodRun&)> check;

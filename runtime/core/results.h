@@ -30,6 +30,8 @@ struct FilterResult {
   std::vector<double> mean, var, ess, loglik_increment;
   std::vector<uint8_t> resampled; // whether resampling happened before propagating to t
   SeriesLayout series;            // several series, one after another (core/series.h)
+  // Non-empty when log_likelihood is not an unbiased estimate of the likelihood: why.
+  std::string likelihood_caveat;
 };
 
 // CSV `t,mean_<col>,var_<col>...,ess,loglik_increment`, one row per time step (no ess column for

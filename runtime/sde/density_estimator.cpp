@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ssm {
 
 DensityEstimator::DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name)
@@ -118,6 +120,86 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
   }
   for (int64_t p = 0; p < P; ++p)
     log_q[p] = bad_[p] ? -INFINITY : log_base_[p] + top[p] + std::log(scaled[p]);
+}
+
+void DensityEstimator::estimate_one_set(const ssm_model& model, const ModelInfo& info,
+                                        ThreadPool& pool, const double* frame, int64_t t,
+                                        const double* prev, const double* cur, int64_t P,
+                                        uint64_t seed, uint64_t first_id, double* log_q,
+                                        EstimatorCounts* counts) {
+  const int d = info.sde->dim;
+  const int64_t blocks = (P + kEstimateBlock - 1) / kEstimateBlock;
+  auto size_of = [&](int64_t b) {
+    return std::min(P, (b + 1) * kEstimateBlock) - b * kEstimateBlock;
+  };
+  std::vector<std::unique_ptr<DensityEstimator>> est(blocks);
+  std::vector<std::vector<int64_t>> finite(blocks);
+  std::vector<std::vector<double>> log_abs(blocks), sign(blocks);
+  std::vector<EstimatorCounts> block_counts(blocks);
+  pool.parallel_for(blocks, [&](int64_t b) {
+    const int64_t begin = b * kEstimateBlock, n = size_of(b);
+    std::vector<double> from(d * n), to(d * n); // the block's pairs, component-major
+    for (int c = 0; c < d; ++c)
+      for (int64_t k = 0; k < n; ++k) {
+        from[c * n + k] = prev[c * P + begin + k];
+        to[c * n + k] = cur[c * P + begin + k];
+      }
+    est[b] = make_density_estimator(model, info);
+    est[b]->check_ids(t, n, first_id + static_cast<uint64_t>(begin));
+    est[b]->prepare(frame, t, from.data(), to.data(), n);
+    finite[b] = est[b]->finite_pairs();
+    log_abs[b].assign(n, -INFINITY);
+    sign[b].assign(n, 0.0);
+  });
+  // Each pair's Wald sum as exp(top) * scaled (see estimate()); every finite pair gets a fresh
+  // estimate each round until all sums are positive.
+  std::vector<double> top(P, -INFINITY), scaled(P, 0.0);
+  for (int r = 0;; ++r) {
+    if (r == kMaxWaldRounds) {
+      int64_t p = 0;
+      while (p < P && !(scaled[p] <= 0 && !est[p / kEstimateBlock]->bad_[p % kEstimateBlock]))
+        ++p;
+      throw Error(fmt::format("{}: after {} rounds of Wald's loop the estimates of the {} pairs "
+                              "weighed together are still not all positive (pair {}: {})",
+                              est[0]->error_prefix(t), kMaxWaldRounds, P, p,
+                              est[0]->pair_text(prev, cur, P, std::min(p, P - 1))));
+    }
+    pool.parallel_for(blocks, [&](int64_t b) {
+      est[b]->round(frame, t, finite[b], r, seed,
+                    first_id + static_cast<uint64_t>(b * kEstimateBlock), log_abs[b].data(),
+                    sign[b].data(), &block_counts[b]);
+    });
+    bool done = true;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t k : finite[b]) {
+        const int64_t p = b * kEstimateBlock + k;
+        const double l = log_abs[b][k], s = sign[b][k];
+        if (s != 0) {
+          if (l > top[p]) {
+            scaled[p] = scaled[p] * std::exp(top[p] - l) + s;
+            top[p] = l;
+          } else {
+            scaled[p] += s * std::exp(l - top[p]);
+          }
+        }
+        done = done && scaled[p] > 0;
+      }
+    if (done)
+      break;
+    if (counts)
+      ++counts->extra_rounds;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t k = 0; k < size_of(b); ++k) {
+      const int64_t p = b * kEstimateBlock + k;
+      log_q[p] = est[b]->bad_[k] ? -INFINITY : est[b]->log_base_[k] + top[p] + std::log(scaled[p]);
+    }
+    if (counts) {
+      counts->estimates += block_counts[b].estimates;
+      counts->skeleton_points += block_counts[b].skeleton_points;
+      counts->bridge_points += block_counts[b].bridge_points;
+    }
+  }
 }
 
 std::string density_estimator_problem(const ssm_model& model, const ModelInfo& info) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/metadata.h"
+#include "core/thread_pool.h"
 #include "kernel/abi.h"
 #include "sde/diffusion_terms.h"
 
@@ -22,6 +23,8 @@ namespace ssm {
 
 // Wald's loop stops with an error after this many rounds without a positive sum for every pair.
 inline constexpr int kMaxWaldRounds = 1000;
+// estimate_one_set's pairs per block of work.
+inline constexpr int64_t kEstimateBlock = 256;
 
 struct EstimatorCounts {
   int64_t estimates = 0;        // single estimates drawn, over every round
@@ -55,6 +58,15 @@ public:
   // The log of a bound of every estimate at step t whatever the pair, inf when there is none.
   virtual double log_bound(const double* /*frame*/, int64_t /*t*/) { return INFINITY; }
   const std::string& name() const { return name_; } // "General Poisson", "parametrix"
+
+  // estimate() with all P pairs in one set (the random-weight filter's weights at a step, whose
+  // common factor cancels when they are normalised), each round computed in blocks of
+  // kEstimateBlock pairs on `pool` by estimators of their own (make_density_estimator): the
+  // same estimates whatever the pool's threads, a pair's draws being keyed by its id.
+  static void estimate_one_set(const ssm_model& model, const ModelInfo& info, ThreadPool& pool,
+                               const double* frame, int64_t t, const double* prev,
+                               const double* cur, int64_t P, uint64_t seed, uint64_t first_id,
+                               double* log_q, EstimatorCounts* counts = nullptr);
 
 protected:
   DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name);

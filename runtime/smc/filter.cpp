@@ -76,6 +76,7 @@ ParticleFilter::ParticleFilter(const ssm_model& model, const ModelInfo& info,
   mean_.assign(ns, 0.0);
   ranges_ = std::make_unique<RangeCheck>(info, nb_, stride_);
   proposal_ = make_proposal({model, info, opt_, pool, *ranges_, N_, nb_, stride_});
+  res_.likelihood_caveat = proposal_->likelihood_caveat();
   res_.T = T;
   res_.particles = N_;
   res_.n_state = ns;
@@ -192,17 +193,8 @@ double ParticleFilter::propagate(const ProposalStep& ps, Proposal* proposal, boo
   double* cur = cur_;
   double* lw = lw_.data();
   double* inc = inc_.data();
-  // Propagate, weight, and find each block's largest log-weight.
-  pool_.parallel_for(nb, [&](int64_t b) {
-    const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
-    if (t == 0)
-      model.init_sample(th, seed, begin, end, stride, cur);
-    else
-      proposal->draw(ps, begin, end);
-    ranges_->find_outside(b, cur, begin, end);
-    model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
-    if (t > 0)
-      proposal->correct(ps, begin, end, inc);
+  // Each block's log-weights and their largest.
+  auto weigh_block = [&](int64_t b, int64_t begin, int64_t end) {
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t n = begin; n < end; ++n) {
       double v = (flat_prev ? 0.0 : lw[n]) + inc[n];
@@ -212,7 +204,30 @@ double ParticleFilter::propagate(const ProposalStep& ps, Proposal* proposal, boo
       m = std::max(m, v);
     }
     bmax_[b] = m;
+  };
+  // A proposal that corrects the whole step at once (Wald's identity) gets every draw first.
+  const bool whole_step = t > 0 && proposal->corrects_whole_step();
+  pool_.parallel_for(nb, [&](int64_t b) {
+    const int64_t begin = b * kParticleBlock, end = std::min(N, begin + kParticleBlock);
+    if (t == 0)
+      model.init_sample(th, seed, begin, end, stride, cur);
+    else
+      proposal->draw(ps, begin, end);
+    ranges_->find_outside(b, cur, begin, end);
+    model.obs_logpdf(th, t, begin, end, stride, cur, y, inc);
+    if (whole_step)
+      return;
+    if (t > 0)
+      proposal->correct(ps, begin, end, inc);
+    weigh_block(b, begin, end);
   });
+  if (whole_step) {
+    proposal->correct_step(ps, N, inc, pool_);
+    pool_.parallel_for(nb, [&](int64_t b) {
+      const int64_t begin = b * kParticleBlock;
+      weigh_block(b, begin, std::min(N, begin + kParticleBlock));
+    });
+  }
   ranges_->check(t, t == 0 ? "the initial draw" : proposal->drawn_by());
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t b = 0; b < nb; ++b)

@@ -42,7 +42,14 @@ nlohmann::json filter_json(std::string_view name, const MethodRun& run, const Fi
   if (opt.auxiliary)
     j["lookahead"] = lookahead_name(lookahead_for(run.model));
   if (opt.random_weight) {
-    j["transition_density"] = "estimated (General Poisson, positive by construction)";
+    j["transition_density"] =
+        r.likelihood_caveat.empty()
+            ? "estimated (General Poisson, positive by construction)"
+            : fmt::format("estimated ({}, made positive by Wald's identity over each step's "
+                          "particles)",
+                          run.info.sde->estimator == "gpe" ? "General Poisson" : "parametrix");
+    if (!r.likelihood_caveat.empty())
+      j["log_likelihood_caveat"] = r.likelihood_caveat;
     j["proposal"] = run.model.proposal_sample
                         ? "the model's proposal (one Euler step where y is missing)"
                         : "one Euler-Maruyama step over dt";
@@ -125,6 +132,10 @@ void register_particle_filters(MethodRegistry& registry) {
       m.auto_help = "{} for an SDE transition with positive density estimates";
       m.applies = [](const ssm_model& model, const ModelInfo& info) -> Refusal {
         std::string why = random_weight_problem(model, info);
+        return why.empty() ? Refusal() : Refusal(std::move(why));
+      };
+      m.biased_likelihood = [](const ssm_model&, const ModelInfo& info) -> Refusal {
+        std::string why = random_weight_likelihood_caveat(info);
         return why.empty() ? Refusal() : Refusal(std::move(why));
       };
     } else if (k.auxiliary) {

@@ -3,7 +3,7 @@
 // first stage, then the transition, auxiliary_proposal.cpp) and random-weight (an SDE's draws
 // weighted by estimates of its density, random_weight_proposal.cpp). ParticleFilter chooses one per
 // run; it calls first_stage() and for_step() once per step, then draw() and correct() once per
-// block of kParticleBlock particles, never per particle.
+// block of kParticleBlock particles, never per particle (or correct_step() once per step).
 #pragma once
 
 #include "core/metadata.h"
@@ -87,6 +87,14 @@ public:
   // Adds the weight correction log(f / q) of particles [begin, end) to inc (log p(y | x) there).
   virtual void correct(const ProposalStep& /*s*/, int64_t /*begin*/, int64_t /*end*/,
                        double* /*inc*/) {}
+  // A correction that needs every particle of the step at once (Wald's identity over all N):
+  // then correct() is not called; correct_step() adds the corrections of all N particles, once
+  // per step after every block's draws, running its own loops on `pool`.
+  virtual bool corrects_whole_step() const { return false; }
+  virtual void correct_step(const ProposalStep& /*s*/, int64_t /*N*/, double* /*inc*/,
+                            ThreadPool& /*pool*/) {}
+  // Non-empty when the filter's log-likelihood estimate is not unbiased with this proposal: why.
+  virtual std::string likelihood_caveat() const { return {}; }
   virtual const char* drawn_by() const { return "the transition"; } // for range errors
 };
 
@@ -116,6 +124,9 @@ std::unique_ptr<Proposal> make_guided_proposal(const ProposalContext& ctx); // g
 // it cannot run a model (empty when it can).
 std::unique_ptr<Proposal> make_random_weight_proposal(const ProposalContext& ctx);
 std::string random_weight_problem(const ssm_model& model, const ModelInfo& info);
+// Non-empty when the random-weight filter's estimates need Wald's identity (signed ones), so that
+// its log-likelihood is biased: why.
+std::string random_weight_likelihood_caveat(const ModelInfo& info);
 // The random-weight filter's streams: its Euler draws' Philox site (the model's own sites are
 // small), and the key of its estimator's seed (bis's backward estimates use the filter's seed).
 inline constexpr uint32_t kSiteEulerProposal = 0xFFFF0004u;

@@ -2,9 +2,13 @@
 // 2022, section 7.4.1) for an SDE transition, whose density has no closed form: particles are drawn
 // from a law whose density is known -- the model's `proposal` when y_t is observed and the model
 // has one, else one Euler-Maruyama step over the whole dt -- and weighted by
-// q^(x_{t-1}, x_t) g(y_t | x_t) / p(x_t | x_{t-1}), q^ a General Poisson estimate of the transition
-// density. The estimates are positive and unbiased (psi bounded above), so the filter has no
-// discretisation error and its likelihood estimate stays unbiased.
+// q^(x_{t-1}, x_t) g(y_t | x_t) / p(x_t | x_{t-1}), q^ an estimate of the transition density
+// (sde/density_estimator.h). With General Poisson estimates positive by construction (psi bounded
+// above) each weight is unbiased on its own: no discretisation error, and an unbiased likelihood
+// estimate. Signed estimates (the parametrix estimator, psi unbounded above) are made positive by
+// Wald's identity over all N particles of the step at once (the thesis's algorithm): the
+// normalised weights keep no discretisation error, but the likelihood estimate is biased by the
+// expected number of Wald rounds, which the result says.
 #include "core/error.h"
 #include "kernel/distributions.h"
 #include "kernel/rng.h"
@@ -13,10 +17,13 @@
 #include "smc/filter.h"
 #include "smc/proposal.h"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 namespace ssm {
 
@@ -26,19 +33,19 @@ std::string random_weight_problem(const ssm_model& model, const ModelInfo& info)
   if (std::string why = density_estimator_problem(model, info); !why.empty())
     return fmt::format("no estimator of the density of the SDE {} applies: {}", info.sde->relation,
                        why);
-  if (info.sde->estimator != "gpe")
-    return fmt::format("the {} estimates of the density of the SDE {} are signed: made positive "
-                       "by Wald's identity they would bias the filter's weights and likelihood "
-                       "(bis weighs such estimates)",
-                       info.sde->estimator, info.sde->relation);
-  if (!info.sde->gpe_positive)
-    return fmt::format("psi of the SDE {} has no upper bound the compiler could find, so the "
-                       "General Poisson estimates are not positive by construction (bis weighs "
-                       "such estimates, made positive by Wald's identity)",
-                       info.sde->relation);
   if (info.n_state != info.sde->dim)
     return fmt::format("the SDE {} is not the model's whole state", info.sde->relation);
   return {};
+}
+
+std::string random_weight_likelihood_caveat(const ModelInfo& info) {
+  if (!info.sde || (info.sde->estimator == "gpe" && info.sde->gpe_positive))
+    return {};
+  return fmt::format("the {} estimates of the density of {} are made positive by Wald's identity "
+                     "over each step's particles: the filtering weights are right, but the "
+                     "log-likelihood is off by the log of the expected number of Wald rounds",
+                     info.sde->estimator == "gpe" ? "General Poisson" : "parametrix",
+                     info.sde->relation);
 }
 
 namespace {
@@ -47,7 +54,8 @@ class RandomWeightProposal final : public Proposal {
 public:
   explicit RandomWeightProposal(const ProposalContext& ctx)
       : model_(ctx.model), info_(ctx.info), n_obs_(ctx.info.n_obs), seed_(ctx.opt.seed),
-        estimator_seed_(mix_seed(ctx.opt.seed ^ kRandomWeightSeedKey)), logp_(ctx.stride, 0.0) {
+        estimator_seed_(mix_seed(ctx.opt.seed ^ kRandomWeightSeedKey)), logp_(ctx.stride, 0.0),
+        caveat_(random_weight_likelihood_caveat(ctx.info)) {
     if (std::string why = random_weight_problem(ctx.model, ctx.info); !why.empty())
       throw Error(fmt::format("filter --method random-weight: {}", why));
   }
@@ -64,39 +72,57 @@ public:
                              s.cur, logp_.data());
       return;
     }
-    // One Euler-Maruyama step over dt from each particle's ancestor: a Gaussian draw.
+    // One Euler-Maruyama step over dt from each particle's ancestor: a Gaussian draw,
+    // N(x + drift dt, dt sigma sigma^T).
+    const int d = info_.sde->dim;
+    const int64_t P = end - begin;
     std::vector<double> from = ancestors_of(s, begin, end);
     DiffusionTerms terms(model_, info_); // per call: its buffers are the calling thread's
-    terms.evaluate(s.th, s.t, from.data(), end - begin);
-    for (int64_t n = begin; n < end; ++n) {
-      const int64_t k = n - begin;
-      if (!std::isfinite(from[k])) { // a path that diverged (weight 0): it stays so
-        s.cur[n] = NAN;
+    terms.evaluate(s.th, s.t, from.data(), P);
+    Eigen::MatrixXd gamma(d, d);
+    Eigen::VectorXd z(d);
+    for (int64_t k = 0; k < P; ++k) {
+      const int64_t n = begin + k;
+      bool finite = true;
+      for (int c = 0; c < d; ++c)
+        finite = finite && std::isfinite(from[c * P + k]);
+      if (!finite) { // a path that diverged (weight 0): it stays so
+        for (int c = 0; c < d; ++c)
+          s.cur[c * s.stride + n] = NAN;
         logp_[n] = -std::numeric_limits<double>::infinity();
         continue;
       }
       const double dt = terms.dt(k);
-      const double mean = from[k] + terms.drift(k) * dt;
-      const double sd = std::fabs(terms.coefficient(k)) * std::sqrt(dt);
-      if (!(std::isfinite(mean) && std::isfinite(sd) && sd > 0))
-        throw Error(fmt::format("filter --method random-weight: at t={} the Euler step of {} from "
-                                "{} has mean {} and standard deviation {}",
-                                s.t, info_.sde->relation, from[k], mean, sd));
-      const double x =
-          mean + sd * sample_std_normal(seed_, static_cast<uint32_t>(n), static_cast<uint32_t>(s.t),
-                                        kSiteEulerProposal);
-      s.cur[n] = x;
-      logp_[n] = lpdf_normal(x, mean, sd);
+      covariance(terms, k, gamma);
+      gamma *= dt;
+      Eigen::LLT<Eigen::MatrixXd> llt(gamma);
+      if (!(std::isfinite(dt) && dt > 0 && gamma.allFinite() && llt.info() == Eigen::Success))
+        throw Error(fmt::format("filter --method random-weight: at t={} the Euler step of {} "
+                                "from particle {}'s ancestor has dt {} and a covariance that is "
+                                "not finite and positive definite",
+                                s.t, info_.sde->relation, n, dt));
+      for (int c = 0; c < d; ++c)
+        z[c] = sample_std_normal_k(seed_, static_cast<uint32_t>(n), static_cast<uint32_t>(s.t),
+                                   kSiteEulerProposal, static_cast<uint32_t>(c));
+      const Eigen::MatrixXd L = llt.matrixL();
+      const Eigen::VectorXd step = L * z;
+      double log_det = 0;
+      for (int c = 0; c < d; ++c) {
+        s.cur[c * s.stride + n] = from[c * P + k] + terms.drift(k, c) * dt + step[c];
+        log_det += std::log(L(c, c));
+      }
+      logp_[n] = -0.5 * z.squaredNorm() - log_det - 0.5 * d * std::log(2 * std::numbers::pi);
     }
   }
 
   void correct(const ProposalStep& s, int64_t begin, int64_t end, double* inc) override {
-    std::vector<double> from = ancestors_of(s, begin, end), log_q(end - begin);
+    const int64_t P = end - begin;
+    std::vector<double> from = ancestors_of(s, begin, end), to = particles(s, begin, end), log_q(P);
     std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, info_);
     // One estimate per particle (sets of 1): positive by construction, checked below (a Wald
     // round would make it positive only up to a factor of its own: a biased weight).
     EstimatorCounts counts;
-    estimator->estimate(s.th, s.t, from.data(), s.cur + begin, end - begin, 1, estimator_seed_,
+    estimator->estimate(s.th, s.t, from.data(), to.data(), P, 1, estimator_seed_,
                         static_cast<uint64_t>(begin), log_q.data(), &counts);
     if (!estimator->positive())
       throw Error(fmt::format("filter --method random-weight: at t={} psi of {} has no finite "
@@ -108,19 +134,67 @@ public:
                               "of {} was not positive: psi exceeded the upper bound the compiler "
                               "derived (a wrong bound, or rounding at a tight one)",
                               s.t, info_.sde->relation));
-    for (int64_t n = begin; n < end; ++n) // a draw the proposal says is impossible: weight 0
-      inc[n] += std::isinf(logp_[n]) && logp_[n] < 0 ? -std::numeric_limits<double>::infinity()
-                                                     : log_q[n - begin] - logp_[n];
+    add(begin, end, log_q.data(), inc);
   }
+
+  // Signed estimates: Wald's identity over all N particles at once.
+  bool corrects_whole_step() const override { return !caveat_.empty(); }
+
+  void correct_step(const ProposalStep& s, int64_t N, double* inc, ThreadPool& pool) override {
+    std::vector<double> from = ancestors_of(s, 0, N), to = particles(s, 0, N), log_q(N);
+    DensityEstimator::estimate_one_set(model_, info_, pool, s.th, s.t, from.data(), to.data(), N,
+                                       estimator_seed_, 0, log_q.data());
+    add(0, N, log_q.data(), inc);
+  }
+
+  std::string likelihood_caveat() const override { return caveat_; }
 
   const char* drawn_by() const override { return guided_ ? "the proposal" : "the Euler proposal"; }
 
 private:
-  // The SDE's values (the whole state) at the ancestors of particles [begin, end).
-  static std::vector<double> ancestors_of(const ProposalStep& s, int64_t begin, int64_t end) {
-    std::vector<double> out(end - begin);
+  // gamma = sigma sigma^T at point k of the last evaluation (sigma as written: 1, d or d x d).
+  void covariance(const DiffusionTerms& terms, int64_t k, Eigen::MatrixXd& gamma) const {
+    const int d = info_.sde->dim, n = terms.coefficient_size();
+    gamma.setZero();
+    if (n == 1 || n == d) {
+      for (int c = 0; c < d; ++c) {
+        const double s = terms.coefficient(k, n == 1 ? 0 : c);
+        gamma(c, c) = s * s;
+      }
+      return;
+    }
+    Eigen::MatrixXd sigma(d, d);
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < d; ++j)
+        sigma(i, j) = terms.coefficient(k, i * d + j);
+    gamma = sigma * sigma.transpose();
+  }
+
+  // inc[n] += log q^ - log p for particles [begin, end); a draw the proposal says is impossible
+  // gets weight 0.
+  void add(int64_t begin, int64_t end, const double* log_q, double* inc) const {
     for (int64_t n = begin; n < end; ++n)
-      out[n - begin] = s.prev[s.ancestors ? s.ancestors[n] : n];
+      inc[n] += std::isinf(logp_[n]) && logp_[n] < 0 ? -std::numeric_limits<double>::infinity()
+                                                     : log_q[n - begin] - logp_[n];
+  }
+
+  // The SDE's values (the whole state) at the ancestors of particles [begin, end), and at the
+  // particles, component-major with stride end - begin.
+  std::vector<double> ancestors_of(const ProposalStep& s, int64_t begin, int64_t end) const {
+    const int d = info_.sde->dim;
+    const int64_t P = end - begin;
+    std::vector<double> out(d * P);
+    for (int c = 0; c < d; ++c)
+      for (int64_t n = begin; n < end; ++n)
+        out[c * P + n - begin] = s.prev[c * s.stride + (s.ancestors ? s.ancestors[n] : n)];
+    return out;
+  }
+  std::vector<double> particles(const ProposalStep& s, int64_t begin, int64_t end) const {
+    const int d = info_.sde->dim;
+    const int64_t P = end - begin;
+    std::vector<double> out(d * P);
+    for (int c = 0; c < d; ++c)
+      std::copy(s.cur + c * s.stride + begin, s.cur + c * s.stride + end, out.begin() + c * P);
     return out;
   }
 
@@ -130,6 +204,7 @@ private:
   uint64_t seed_, estimator_seed_;
   bool guided_ = false;      // this step draws from the model's proposal
   std::vector<double> logp_; // the proposal's log-density of each draw
+  std::string caveat_;       // non-empty: Wald's identity over the step (why the likelihood is off)
 };
 
 } // namespace

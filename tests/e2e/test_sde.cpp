@@ -8,6 +8,7 @@
 #include "compare.h"
 #include "kalman.h"
 #include "lgssm_support.h"
+#include "sde_models.h"
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -20,40 +21,6 @@
 #include <numbers>
 
 using namespace e2e;
-
-namespace {
-
-// The AR(1) that M Euler-Maruyama substeps of dX = -K X dt + S dW over dt make.
-void euler_ar1(const Eigen::MatrixXd& K, const Eigen::MatrixXd& S, double dt, int steps,
-               Eigen::MatrixXd& A, Eigen::MatrixXd& Q) {
-  const double h = dt / steps;
-  const int d = static_cast<int>(K.rows());
-  const Eigen::MatrixXd step = Eigen::MatrixXd::Identity(d, d) - h * K;
-  A = Eigen::MatrixXd::Identity(d, d);
-  Q = Eigen::MatrixXd::Zero(d, d);
-  for (int j = 0; j < steps; ++j) { // X_M = step^M X_0 + sum_j step^j sqrt(h) S Z_{M-1-j}
-    Q += h * A * S * S.transpose() * A.transpose();
-    A = step * A;
-  }
-}
-
-// The 2-D Ornstein-Uhlenbeck SDE dX = -K X dt + S dW of the models below (K, S as they write
-// them), from N(0, I), observed with noise 0.3 per component, as the AR(1) of `steps` Euler
-// substeps over dt.
-LinearGaussianModel ou2_euler_model(double dt, int steps) {
-  LinearGaussianModel m;
-  m.m0 = Eigen::VectorXd::Zero(2);
-  m.P0 = Eigen::MatrixXd::Identity(2, 2);
-  Eigen::MatrixXd K(2, 2), S(2, 2);
-  K << 1.0, 0.3, -0.4, 0.6;
-  S << 0.5, 0.0, 0.2, 0.4;
-  euler_ar1(K, S, dt, steps, m.A, m.Q);
-  m.B = Eigen::MatrixXd::Identity(2, 2);
-  m.R = 0.09 * Eigen::MatrixXd::Identity(2, 2);
-  return m;
-}
-
-} // namespace
 
 TEST_CASE("diffusion: Euler-Maruyama Ornstein-Uhlenbeck against Kalman on its AR(1)",
           "[e2e][stat][sde]") {
@@ -194,11 +161,14 @@ model ou_sde_bis {
   m.Q = Eigen::MatrixXd::Constant(1, 1, sigma * sigma * (1 - a * a) / (2 * kappa));
   m.B = Eigen::MatrixXd::Ones(1, 1);
   m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
-  // psi is unbounded above: the random-weight filter, which needs positive estimates, refuses.
-  const ProcessResult rw =
-      run_process({exe, "filter", "--data", data, "--method", "random-weight"});
-  CHECK(rw.exit_code != 0);
-  CHECK_THAT(rw.err, Catch::Contains("has no upper bound"));
+  // psi is unbounded above: the random-weight filter makes the estimates positive by Wald's
+  // identity over each step, so its likelihood is biased: it says so, and auto does not pick it.
+  const nlohmann::json rw = nlohmann::json::parse(
+      run_ok({exe, "filter", "--data", data, "--method", "random-weight", "--json"}).out);
+  CHECK_THAT(rw["log_likelihood_caveat"].get<std::string>(), Catch::Contains("Wald's identity"));
+  const nlohmann::json automatic =
+      nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json"}).out);
+  CHECK(automatic["method"] == "bootstrap");
   // ... and the score, whose exact bridges need psi bounded above, is not derived.
   const ProcessResult score = run_process({exe, "score", "--data", data});
   CHECK(score.exit_code != 0);
@@ -238,83 +208,6 @@ model ou_sde_bis {
   check_mean_close(crosses, cross, 4, "sum_t x[t-1] x[t]");
   for (int t = 0; t < T; ++t)
     check_mean_close(means[t], exact.mean[t], 5, fmt::format("E[x_{} | y]", t));
-}
-
-TEST_CASE("diffusion: bis with the parametrix estimator agrees with the exact smoothing law of "
-          "a 2-D Ornstein-Uhlenbeck SDE with a full diffusion matrix",
-          "[e2e][stat][sde]") {
-  // dX = -K X dt + S dW: a vector SDE, outside the General Poisson estimator's scope, whose
-  // transition is exactly Gaussian, X_t = e^{-K dt} X_{t-1} + N(0, int_0^dt e^{-Ks} S S'
-  // e^{-K's} ds) (Euler's AR(1) with 10^5 substeps: within 10^-5 of it). The forward filter
-  // simulates by Euler-Maruyama (400 substeps: a bias far below the Monte Carlo error); bis's
-  // backward weights are parametrix estimates made positive by Wald's identity. Means over 12
-  // seeds within 4 standard errors (5 per t and component) of the exact smoothing moments.
-  const std::string& exe = model_exe("ou2_sde_bis", R"(
-model ou2_sde_bis {
-  const K = [[1.0, 0.3], [-0.4, 0.6]];
-  const S = [[0.5, 0.0], [0.2, 0.4]];
-  state x : vector[2];
-  obs y : vector[2];
-  x[0] ~ mvnormal([0, 0], [[1, 0], [0, 1]]);
-  x[t] ~ diffusion(-(K * x[t]), S, 0.7, 400);
-  y[t] ~ normal(x[t], 0.3);
-  functional level = sum_t x[t][0];
-  functional cross = sum_t (t == 0 ? 0 : x[t-1][1] * x[t][0]);
-}
-)");
-  const std::string data = scratch_path("ou2-sde-bis-sim.csv");
-  const int T = 12;
-  run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "21", "--out", data});
-  const SmoothingReference exact = brute_force_smoother(
-      ou2_euler_model(0.7, 100000), observations(read_table(data), {"y[0]", "y[1]"}));
-  double level = 0, cross = 0;
-  for (int t = 0; t < T; ++t) {
-    level += exact.mean[2 * t];
-    if (t > 0)
-      cross += exact.cov(2 * (t - 1) + 1, 2 * t) + exact.mean[2 * (t - 1) + 1] * exact.mean[2 * t];
-  }
-  // The General Poisson estimator does not apply (a vector SDE): asked for, it says why and
-  // which one does; paris and the random-weight filter need positive estimates.
-  const ProcessResult gpe =
-      run_process({exe, "smooth", "--data", data, "--method", "bis", "--estimator", "gpe"});
-  CHECK(gpe.exit_code != 0);
-  CHECK_THAT(gpe.err,
-             Catch::Contains("scalar SDEs") && Catch::Contains("--estimator parametrix applies"));
-  const ProcessResult paris = run_process({exe, "smooth", "--data", data, "--method", "paris"});
-  CHECK(paris.exit_code != 0);
-  CHECK_THAT(paris.err, Catch::Contains("parametrix estimator") && Catch::Contains("signed"));
-  const ProcessResult rw =
-      run_process({exe, "filter", "--data", data, "--method", "random-weight"});
-  CHECK(rw.exit_code != 0);
-  CHECK_THAT(rw.err, Catch::Contains("Wald's identity"));
-
-  const int R = 12;
-  std::vector<double> levels, crosses;
-  std::vector<std::vector<double>> means(2 * T);
-  for (int k = 0; k < R; ++k) {
-    const std::string out = scratch_path(fmt::format("ou2-sde-bis-{}.csv", k));
-    const ProcessResult p = run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles",
-                                    "200", "--backward-samples", "40", "--marginals", "--seed",
-                                    std::to_string(500 + k), "--json", "--out", out});
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
-               Catch::Contains("parametrix"));
-    levels.push_back(j["functionals"]["level"].get<double>());
-    crosses.push_back(j["functionals"]["cross"].get<double>());
-    const Table table = read_table(out);
-    for (int c = 0; c < 2; ++c) {
-      const std::vector<double> mean = table.column(fmt::format("mean_x[{}]", c));
-      REQUIRE(mean.size() == static_cast<size_t>(T));
-      for (int t = 0; t < T; ++t)
-        means[2 * t + c].push_back(mean[t]);
-    }
-  }
-  check_mean_close(levels, level, 4, "sum_t x[t][0]");
-  check_mean_close(crosses, cross, 4, "sum_t x[t-1][1] x[t][0]");
-  for (int t = 0; t < T; ++t)
-    for (int c = 0; c < 2; ++c)
-      check_mean_close(means[2 * t + c], exact.mean[2 * t + c], 5,
-                       fmt::format("E[x_{}[{}] | y]", t, c));
 }
 
 namespace {

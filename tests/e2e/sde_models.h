@@ -1,0 +1,41 @@
+// What the SDE tests share: the linear-Gaussian models that Euler-Maruyama makes of an
+// Ornstein-Uhlenbeck SDE, exact references for the filters and smoothers of SDE transitions.
+#pragma once
+
+#include "kalman.h"
+
+#include <Eigen/Core>
+
+namespace e2e {
+
+// The AR(1) that M Euler-Maruyama substeps of dX = -K X dt + S dW over dt make.
+inline void euler_ar1(const Eigen::MatrixXd& K, const Eigen::MatrixXd& S, double dt, int steps,
+                      Eigen::MatrixXd& A, Eigen::MatrixXd& Q) {
+  const double h = dt / steps;
+  const int d = static_cast<int>(K.rows());
+  const Eigen::MatrixXd step = Eigen::MatrixXd::Identity(d, d) - h * K;
+  A = Eigen::MatrixXd::Identity(d, d);
+  Q = Eigen::MatrixXd::Zero(d, d);
+  for (int j = 0; j < steps; ++j) { // X_M = step^M X_0 + sum_j step^j sqrt(h) S Z_{M-1-j}
+    Q += h * A * S * S.transpose() * A.transpose();
+    A = step * A;
+  }
+}
+
+// The 2-D Ornstein-Uhlenbeck SDE dX = -K X dt + S dW of the ou2 test models, K = [[1.0, 0.3],
+// [-0.4, 0.6]], S = [[0.5, 0.0], [0.2, 0.4]], from N(0, I), observed with noise 0.3 per
+// component, as the AR(1) of `steps` Euler substeps over dt.
+inline LinearGaussianModel ou2_euler_model(double dt, int steps) {
+  LinearGaussianModel m;
+  m.m0 = Eigen::VectorXd::Zero(2);
+  m.P0 = Eigen::MatrixXd::Identity(2, 2);
+  Eigen::MatrixXd K(2, 2), S(2, 2);
+  K << 1.0, 0.3, -0.4, 0.6;
+  S << 0.5, 0.0, 0.2, 0.4;
+  euler_ar1(K, S, dt, steps, m.A, m.Q);
+  m.B = Eigen::MatrixXd::Identity(2, 2);
+  m.R = 0.09 * Eigen::MatrixXd::Identity(2, 2);
+  return m;
+}
+
+} // namespace e2e
