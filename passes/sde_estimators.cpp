@@ -310,6 +310,9 @@ private:
       std::vector<std::string> estimating = {"bis"};
       if (e.estimates_bounded())
         estimating.insert(estimating.begin(), "paris");
+      std::erase_if(estimating, [&](const std::string& m) {
+        return std::find(f.methods.begin(), f.methods.end(), m) != f.methods.end();
+      }); // a pipeline may run this pass twice
       f.methods.insert(f.methods.begin(), estimating.begin(), estimating.end());
       f.methods_note = "the transition density is not tractable: the backward and online "
                        "smoothers that evaluate it do not apply, but bis weighs by estimates of "

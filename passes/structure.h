@@ -167,7 +167,8 @@ struct SdeEstimators {
   std::string gradient_why_not;
   int gradient_rows = 0;
   // Whether the compiler found psi bounded above: the General Poisson estimates are then positive
-  // by construction (no Wald's identity), which the random-weight filter needs.
+  // by construction (no Wald's identity), which the random-weight filter needs for an unbiased
+  // likelihood.
   bool psi_bounded_above() const;
   // ... and the drift bounded too: the estimates have a bound (psi's and the drift's), which
   // paris's rejection sampling from the backward kernel needs.

@@ -7,6 +7,7 @@
 #include "core/output.h"
 #include "core/params.h"
 #include "learning/parameter_space.h"
+#include "smc/proposal.h"
 
 #include <fmt/format.h>
 
@@ -113,32 +114,35 @@ public:
     const nlohmann::json params = params_json(c.info, averaged);
     if (!save_.empty())
       write_output(c, save_, params.dump(2) + "\n");
-    if (json_)
-      print_json(c,
-                 {{"model", c.info.name},
-                  {"method", fit.smoother},
-                  {"chosen_by", run.automatic ? "auto" : "user"},
-                  {"filter", fit.filter},
-                  {"particles", fit.particles},
-                  {"backward_samples", fit.backward_samples},
-                  {"params", params},
-                  {"last", params_json(c.info, last)},
-                  {"learned", fit.learned},
-                  {"observations", fit.observations},
-                  {"average_from", fit.average_from},
-                  {"averaged_over", fit.averaged_over},
-                  {"clip", options_.real("--clip")},
-                  {"clipped_steps", fit.clipped},
-                  {"step_size",
-                   {{"gamma0", options_.real("--step-size")},
-                    {"hold", options_.integer("--step-hold")},
-                    {"decay", options_.real("--step-decay")}}},
-                  {"log_likelihood", fit.log_likelihood},
-                  {"T", data.T},
-                  {"elapsed_s", fit.elapsed_s},
-                  {"filter_s", fit.filter_s},
-                  {"threads", c.globals.threads}},
-                 data);
+    if (json_) {
+      nlohmann::json j = {{"model", c.info.name},
+                          {"method", fit.smoother},
+                          {"chosen_by", run.automatic ? "auto" : "user"},
+                          {"filter", fit.filter},
+                          {"particles", fit.particles},
+                          {"backward_samples", fit.backward_samples},
+                          {"params", params},
+                          {"last", params_json(c.info, last)},
+                          {"learned", fit.learned},
+                          {"observations", fit.observations},
+                          {"average_from", fit.average_from},
+                          {"averaged_over", fit.averaged_over},
+                          {"clip", options_.real("--clip")},
+                          {"clipped_steps", fit.clipped},
+                          {"step_size",
+                           {{"gamma0", options_.real("--step-size")},
+                            {"hold", options_.integer("--step-hold")},
+                            {"decay", options_.real("--step-decay")}}},
+                          {"log_likelihood", fit.log_likelihood},
+                          {"T", data.T},
+                          {"elapsed_s", fit.elapsed_s},
+                          {"filter_s", fit.filter_s},
+                          {"threads", c.globals.threads}};
+      if (fit.filter == "random-weight") // its log-likelihood, when Wald's identity biases it
+        if (std::string caveat = random_weight_likelihood_caveat(c.info); !caveat.empty())
+          j["log_likelihood_caveat"] = caveat;
+      print_json(c, j, data);
+    }
     if (fit.averaged_over == 0)
       warn(c, fmt::format("rml: the stream ended before observation {} (--average-from), so the "
                           "estimate is the last iterate, not an average",

@@ -38,6 +38,10 @@ std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model
   for (const Method* m : ranked(task))
     if (!m->why_not(model, info))
       out.push_back(m);
+  // auto's choice first: a filter with a biased likelihood after the others.
+  std::stable_partition(out.begin(), out.end(), [&](const Method* m) {
+    return !(m->biased_likelihood && m->biased_likelihood(model, info));
+  });
   return out;
 }
 

@@ -55,8 +55,9 @@ struct FilterOptions {
   // a step with a missing observation proposes from the transition.
   bool guided = false;
   // Random-weight filter, for an SDE transition: at each t > 0, propose from the model's proposal
-  // (y_t observed) or one Euler step, and weight by a General Poisson estimate of the transition
-  // density times p(y_t | x_t) over the proposal's density (smc/random_weight_proposal.cpp).
+  // (y_t observed) or one Euler step, and weight by an estimate of the transition density times
+  // p(y_t | x_t) over the proposal's density; signed estimates made positive by Wald's identity
+  // over the step's particles (smc/random_weight_proposal.cpp).
   bool random_weight = false;
   uint64_t seed = 1;
   // Keep the per-step moments, ESS and increments of every step (FilterResult); without history

@@ -129,7 +129,8 @@ void register_particle_filters(MethodRegistry& registry) {
       m.title = "random-weight particle filter";
       m.note = "SDE transitions, exact";
       m.rank = 2;
-      m.auto_help = "{} for an SDE transition with positive density estimates";
+      m.auto_help = "{} for an SDE transition whose density estimates are positive by "
+                    "construction";
       m.applies = [](const ssm_model& model, const ModelInfo& info) -> Refusal {
         std::string why = random_weight_problem(model, info);
         return why.empty() ? Refusal() : Refusal(std::move(why));

@@ -108,7 +108,12 @@ public:
       const Eigen::VectorXd step = L * z;
       double log_det = 0;
       for (int c = 0; c < d; ++c) {
-        s.cur[c * s.stride + n] = from[c * P + k] + terms.drift(k, c) * dt + step[c];
+        const double mean = from[c * P + k] + terms.drift(k, c) * dt;
+        if (!std::isfinite(mean))
+          throw Error(fmt::format("filter --method random-weight: at t={} the drift of {} at "
+                                  "particle {}'s ancestor (component {} = {}) is not finite",
+                                  s.t, info_.sde->relation, n, c, from[c * P + k]));
+        s.cur[c * s.stride + n] = mean + step[c];
         log_det += std::log(L(c, c));
       }
       logp_[n] = -0.5 * z.squaredNorm() - log_det - 0.5 * d * std::log(2 * std::numbers::pi);
@@ -142,6 +147,13 @@ public:
 
   void correct_step(const ProposalStep& s, int64_t N, double* inc, ThreadPool& pool) override {
     std::vector<double> from = ancestors_of(s, 0, N), to = particles(s, 0, N), log_q(N);
+    // A particle whose weight is 0 whatever its estimate (g(y | x) = 0, or a draw the proposal
+    // says is impossible) takes no part in Wald's loop: it would only lengthen it.
+    for (int64_t n = 0; n < N; ++n)
+      if (inc[n] == -std::numeric_limits<double>::infinity() ||
+          logp_[n] == -std::numeric_limits<double>::infinity())
+        from[n] = NAN; // a non-finite pair: estimate 0
+
     DensityEstimator::estimate_one_set(model_, info_, pool, s.th, s.t, from.data(), to.data(), N,
                                        estimator_seed_, 0, log_q.data());
     add(0, N, log_q.data(), inc);

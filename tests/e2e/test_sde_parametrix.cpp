@@ -156,12 +156,12 @@ model ou2_sde_rw {
   INFO("the bootstrap filter's largest deviation from Kalman: " << worst_boot << " se");
   CHECK(worst_boot > 5); // two Euler substeps over 0.7 are visibly biased: the test has power
 
-  // Thread-count independence of the Wald step.
+  // Thread-count independence of the Wald step, over two particle blocks.
   const std::string one = scratch_path("ou2-rw-threads-1.csv"),
                     two = scratch_path("ou2-rw-threads-2.csv");
-  run_ok({exe, "filter", "--data", data, "--method", "random-weight", "--particles", "700",
+  run_ok({exe, "filter", "--data", data, "--method", "random-weight", "--particles", "5000",
           "--threads", "1", "--out", one});
-  run_ok({exe, "filter", "--data", data, "--method", "random-weight", "--particles", "700",
+  run_ok({exe, "filter", "--data", data, "--method", "random-weight", "--particles", "5000",
           "--threads", "2", "--out", two});
   CHECK(read_file(one) == read_file(two));
 }
