@@ -229,31 +229,3 @@ TEST_CASE("Parametrix estimator: a singular coefficient or a bad dt names the st
   CHECK_THROWS_WITH(ssm::make_density_estimator(model_with(ou_terms), gpe_only),
                     Catch::Contains("no parametrix rows"));
 }
-
-TEST_CASE("Parametrix estimator: Wald's loop over one set of pairs on a pool is estimate() with "
-          "one set, whatever the threads",
-          "[sde]") {
-  // 600 pairs (three blocks of work), one set: the random-weight filter's step.
-  const std::vector<double> frame = {0.8, 0.6, 0.5};
-  const ssm_model model = model_with(ou_terms);
-  const ssm::ModelInfo info = parametrix_info(1, 1, true);
-  const int64_t P = 600;
-  std::vector<double> prev(P), cur(P), serial(P);
-  for (int64_t p = 0; p < P; ++p) {
-    prev[p] = -2 + 4 * static_cast<double>(p % 37) / 36;
-    cur[p] = -2 + 4 * static_cast<double>(p % 41) / 40;
-  }
-  prev[5] = NAN; // a diverged pair takes no part
-  ssm::EstimatorCounts counts;
-  ssm::ParametrixEstimator(model, info)
-      .estimate(frame.data(), 4, prev.data(), cur.data(), P, P, 13, 0, serial.data(), &counts);
-  CHECK(counts.extra_rounds > 0); // the far pairs make some estimates negative
-  CHECK(serial[5] == -INFINITY);
-  for (int threads : {1, 4}) {
-    ssm::ThreadPool pool(threads);
-    std::vector<double> pooled(P);
-    ssm::DensityEstimator::estimate_one_set(model, info, pool, frame.data(), 4, prev.data(),
-                                            cur.data(), P, 13, 0, pooled.data());
-    CHECK(pooled == serial);
-  }
-}

@@ -253,3 +253,32 @@ TEST_CASE("General Poisson estimator: its bound holds for every estimate", "[sde
   const std::vector<double> ou_frame = {0.8, 0.6, 0.5};
   CHECK(unbounded.log_bound(ou_frame.data(), 2) == INFINITY);
 }
+
+TEST_CASE("Wald's loop over one set of pairs on a pool is estimate() with one set, whatever the "
+          "threads",
+          "[sde]") {
+  // 3000 pairs (twelve blocks of work) in one set, the random-weight filter's step: OU pairs far
+  // in psi's tail, whose single estimates are sometimes negative, so that the loop runs rounds.
+  const std::vector<double> frame = {0.8, 0.6, 0.5};
+  const ssm_model model = model_with(ou_terms);
+  const ssm::ModelInfo info = sde_info();
+  const int64_t P = 3000;
+  std::vector<double> prev(P), cur(P), serial(P);
+  for (int64_t p = 0; p < P; ++p) {
+    prev[p] = 2 + 2 * static_cast<double>(p % 37) / 36;
+    cur[p] = -1 + 3 * static_cast<double>(p % 41) / 40;
+  }
+  prev[5] = NAN; // a diverged pair takes no part
+  ssm::EstimatorCounts counts;
+  ssm::PoissonEstimator(model, info)
+      .estimate(frame.data(), 4, prev.data(), cur.data(), P, P, 13, 0, serial.data(), &counts);
+  CHECK(counts.extra_rounds > 0);
+  CHECK(serial[5] == -INFINITY);
+  for (int threads : {1, 4}) {
+    ssm::ThreadPool pool(threads);
+    std::vector<double> pooled(P);
+    ssm::DensityEstimator::estimate_one_set(model, info, pool, frame.data(), 4, prev.data(),
+                                            cur.data(), P, 13, 0, pooled.data());
+    CHECK(pooled == serial);
+  }
+}
