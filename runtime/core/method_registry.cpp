@@ -39,17 +39,15 @@ std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model
     if (!m->why_not(model, info))
       out.push_back(m);
   // auto's choice first: a filter with a biased likelihood after the others.
-  std::stable_partition(out.begin(), out.end(), [&](const Method* m) {
-    return !(m->biased_likelihood && m->biased_likelihood(model, info));
-  });
+  std::stable_partition(out.begin(), out.end(),
+                        [&](const Method* m) { return !m->likelihood_bias(model, info); });
   return out;
 }
 
 const Method& MethodRegistry::choose(Task task, const ssm_model& model, const ModelInfo& info,
                                      bool particles) const {
   for (const Method* m : applicable(task, model, info))
-    if ((m->particles || !particles) &&
-        !(m->biased_likelihood && m->biased_likelihood(model, info)))
+    if ((m->particles || !particles) && !m->likelihood_bias(model, info))
       return *m;
   std::vector<std::string> reasons;
   for (const Method* m : ranked(task))

@@ -146,6 +146,10 @@ struct Method {
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;
 
+  Refusal likelihood_bias(const ssm_model& model, const ModelInfo& info) const {
+    return biased_likelihood ? biased_likelihood(model, info) : std::nullopt;
+  }
+
   Refusal why_not(const ssm_model& model, const ModelInfo& info) const {
     if (task != Task::Vi)
       if (Refusal why = networks_refusal(info))

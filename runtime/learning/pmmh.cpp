@@ -195,11 +195,10 @@ Posterior sample_pmmh(const MethodRun& run, const SampleOptions& opt) {
                             fmt::join(registry.names(Task::Filter), ", ")));
   if (Refusal why = filter->why_not(run.model, info))
     throw Error(fmt::format("sample: --filter {}: {}", filter->name, *why));
-  if (filter->biased_likelihood)
-    if (Refusal why = filter->biased_likelihood(run.model, info))
-      throw Error(fmt::format("sample: --filter {}: PMMH needs an unbiased likelihood estimate, "
-                              "and {}",
-                              filter->name, *why));
+  if (Refusal why = filter->likelihood_bias(run.model, info))
+    throw Error(fmt::format("sample: --filter {}: PMMH needs an unbiased likelihood estimate, "
+                            "and {}",
+                            filter->name, *why));
   OptionValues filter_options = registry.default_options(Task::Filter);
   const Target target(run, *filter, filter_options, space);
 

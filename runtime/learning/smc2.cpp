@@ -399,11 +399,10 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
                             registry.choose(Task::Filter, run.model, info, true).name));
   if (Refusal why = filter->why_not(run.model, info))
     throw Error(fmt::format("sample --method smc2: --filter {}: {}", filter->name, *why));
-  if (filter->biased_likelihood)
-    if (Refusal why = filter->biased_likelihood(run.model, info))
-      throw Error(fmt::format("sample --method smc2: --filter {}: SMC^2 needs an unbiased "
-                              "likelihood estimate, and {}",
-                              filter->name, *why));
+  if (Refusal why = filter->likelihood_bias(run.model, info))
+    throw Error(fmt::format("sample --method smc2: --filter {}: SMC^2 needs an unbiased "
+                            "likelihood estimate, and {}",
+                            filter->name, *why));
 
   Setting setting{
       run,

@@ -11,6 +11,23 @@
 
 namespace ssm {
 
+namespace {
+
+// Adds sign exp(log_abs), a round's estimate, to a Wald sum held as exp(top) * scaled (no
+// overflow or underflow).
+void add_to_wald_sum(double& top, double& scaled, double log_abs, double sign) {
+  if (sign == 0)
+    return;
+  if (log_abs > top) {
+    scaled = scaled * std::exp(top - log_abs) + sign;
+    top = log_abs;
+  } else {
+    scaled += sign * std::exp(log_abs - top);
+  }
+}
+
+} // namespace
+
 DensityEstimator::DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name)
     : terms_(model, info), relation_(info.sde->relation), dim_(info.sde->dim),
       name_(std::move(name)) {}
@@ -41,17 +58,18 @@ std::vector<int64_t> DensityEstimator::finite_pairs() const {
   return out;
 }
 
+std::string DensityEstimator::point_text(const double* x, int64_t stride) const {
+  if (dim_ == 1)
+    return fmt::format("{}", x[0]);
+  std::string out = "(";
+  for (int c = 0; c < dim_; ++c)
+    out += fmt::format("{}{}", c ? ", " : "", x[c * stride]);
+  return out + ")";
+}
+
 std::string DensityEstimator::pair_text(const double* prev, const double* cur, int64_t P,
                                         int64_t p) const {
-  auto point = [&](const double* x) {
-    if (dim_ == 1)
-      return fmt::format("{}", x[p]);
-    std::string out = "(";
-    for (int c = 0; c < dim_; ++c)
-      out += fmt::format("{}{}", c ? ", " : "", x[c * P + p]);
-    return out + ")";
-  };
-  return point(prev) + " -> " + point(cur);
+  return point_text(prev + p, P) + " -> " + point_text(cur + p, P);
 }
 
 void DensityEstimator::single(const double* frame, int64_t t, const double* prev, const double* cur,
@@ -90,16 +108,8 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
                               p / per));
     }
     round(frame, t, pending, r, seed, first_id, log_abs.data(), sign.data(), counts);
-    for (int64_t p : pending) {
-      if (sign[p] == 0)
-        continue;
-      if (log_abs[p] > top[p]) {
-        scaled[p] = scaled[p] * std::exp(top[p] - log_abs[p]) + sign[p];
-        top[p] = log_abs[p];
-      } else {
-        scaled[p] += sign[p] * std::exp(log_abs[p] - top[p]);
-      }
-    }
+    for (int64_t p : pending)
+      add_to_wald_sum(top[p], scaled[p], log_abs[p], sign[p]);
     std::vector<int64_t> next;
     for (int64_t set = 0; set < sets; ++set) {
       if (!active[set])
@@ -173,15 +183,7 @@ void DensityEstimator::estimate_one_set(const ssm_model& model, const ModelInfo&
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t k : finite[b]) {
         const int64_t p = b * kEstimateBlock + k;
-        const double l = log_abs[b][k], s = sign[b][k];
-        if (s != 0) {
-          if (l > top[p]) {
-            scaled[p] = scaled[p] * std::exp(top[p] - l) + s;
-            top[p] = l;
-          } else {
-            scaled[p] += s * std::exp(l - top[p]);
-          }
-        }
+        add_to_wald_sum(top[p], scaled[p], log_abs[b][k], sign[b][k]);
         done = done && scaled[p] > 0;
       }
     if (done)

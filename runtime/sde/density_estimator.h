@@ -84,6 +84,8 @@ protected:
   // Marks the pairs with a non-finite end in bad_; P pairs of dim components.
   void find_bad(const double* prev, const double* cur, int64_t P);
   std::vector<int64_t> finite_pairs() const; // the pairs not in bad_, in order
+  // "1.5" or "(1, 2)": the point whose components are x[0], x[stride], ...; for errors.
+  std::string point_text(const double* x, int64_t stride) const;
   // "1.5 -> 2" or "(1, 2) -> (3, 4)": pair p, for errors.
   std::string pair_text(const double* prev, const double* cur, int64_t P, int64_t p) const;
   std::string error_prefix(int64_t t) const; // "the parametrix estimator for x[t] at t=3"

@@ -28,6 +28,24 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
   rows_ = first_parametrix_ + info.sde->parametrix_rows;
 }
 
+void DiffusionTerms::gamma(int64_t p, double* out) const {
+  const int d = dim_, n = coefficient_size();
+  std::fill_n(out, d * d, 0.0);
+  for (int i = 0; i < d; ++i) {
+    if (n == 1 || n == d) { // sigma I or diag(sigma)
+      const double s = coefficient(p, n == 1 ? 0 : i);
+      out[i * d + i] = s * s;
+      continue;
+    }
+    for (int l = 0; l <= i; ++l) { // (sigma sigma^T)_il, sigma row-major
+      double sum = 0;
+      for (int k = 0; k < d; ++k)
+        sum += coefficient(p, i * d + k) * coefficient(p, l * d + k);
+      out[i * d + l] = out[l * d + i] = sum;
+    }
+  }
+}
+
 void DiffusionTerms::evaluate(const double* frame, int64_t t, const double* x, int64_t P) {
   P_ = P;
   out_.resize(static_cast<size_t>(rows_ * P));

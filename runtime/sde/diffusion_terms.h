@@ -30,6 +30,9 @@ public:
   double drift(int64_t p, int i = 0) const { return row(i, p); }
   double jacobian(int64_t p, int i = 0, int j = 0) const { return row(dim_ + i * dim_ + j, p); }
   double coefficient(int64_t p, int k = 0) const { return row(dim_ + dim_ * dim_ + k, p); }
+  // gamma = sigma sigma^T at point p (sigma I, diag(sigma) or the matrix as written), into out
+  // (dim^2, symmetric: row- and column-major alike).
+  void gamma(int64_t p, double* out) const;
   double dt(int64_t p) const { return row(first_dt_, p); }
   double psi_lower(int64_t p) const { return row(first_dt_ + 1, p); }
   double psi_upper(int64_t p) const { return row(first_dt_ + 2, p); }

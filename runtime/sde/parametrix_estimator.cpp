@@ -19,7 +19,6 @@ namespace {
 
 using Matrix = Eigen::Map<Eigen::MatrixXd>; // column-major d x d in a pair's slice of a buffer
 using ConstMatrix = Eigen::Map<const Eigen::MatrixXd>;
-using Vector = Eigen::Map<Eigen::VectorXd>;
 using ConstVector = Eigen::Map<const Eigen::VectorXd>;
 
 const double kLog2Pi = std::log(2 * std::numbers::pi);
@@ -34,24 +33,6 @@ ParametrixEstimator::ParametrixEstimator(const ssm_model& model, const ModelInfo
   if (info.sde->parametrix_rows != dim_ + 1)
     throw Error(fmt::format("internal error: {} parametrix rows for a {}-dimensional SDE",
                             info.sde->parametrix_rows, dim_));
-}
-
-void ParametrixEstimator::gamma_at(int64_t p, double* out) const {
-  const int d = dim_, n = terms_.coefficient_size();
-  std::fill_n(out, d * d, 0.0);
-  for (int i = 0; i < d; ++i) {
-    if (n == 1 || n == d) { // sigma I or diag(sigma)
-      const double s = terms_.coefficient(p, n == 1 ? 0 : i);
-      out[i * d + i] = s * s;
-      continue;
-    }
-    for (int l = 0; l <= i; ++l) { // (sigma sigma^T)_il, sigma row-major
-      double sum = 0;
-      for (int k = 0; k < d; ++k)
-        sum += terms_.coefficient(p, i * d + k) * terms_.coefficient(p, l * d + k);
-      out[i * d + l] = out[l * d + i] = sum;
-    }
-  }
 }
 
 std::string ParametrixEstimator::ends_text(int64_t p) const {
@@ -86,13 +67,10 @@ void ParametrixEstimator::freeze(int64_t q, const double* point, int64_t t, int6
                                  int64_t k) const {
   const int d = dim_, dd = d * d;
   auto where = [&] {
-    std::string at = d == 1 ? "" : "(";
-    for (int c = 0; c < d; ++c)
-      at += fmt::format("{}{}", c ? ", " : "", point[c]);
-    return fmt::format("{} (a skeleton of the pair {})", d == 1 ? at : at + ")", ends_text(pair));
+    return fmt::format("{} (a skeleton of the pair {})", point_text(point, 1), ends_text(pair));
   };
   double* gamma = &f.gamma[k * dd];
-  gamma_at(q, gamma);
+  terms_.gamma(q, gamma);
   double* l = &f.L[k * dd];
   std::copy_n(gamma, dd, l);
   Matrix m(l, d, d);
@@ -148,7 +126,6 @@ double ParametrixEstimator::segment_rate(const Frozen& f, int64_t k, const doubl
 void ParametrixEstimator::prepare(const double* frame, int64_t t, const double* prev,
                                   const double* cur, int64_t P) {
   const int d = dim_;
-  P_ = P;
   find_bad(prev, cur, P);
   x_.assign(P * d, 0.0);
   y_.assign(P * d, 0.0);
@@ -197,7 +174,7 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
   }
   // Per continuing pair of an iteration: its gap u, the new point w (pair-major), v = L^-1 (w -
   // z - u alpha), and log m(z, w, u) - log r(w).
-  std::vector<double> u, points, v, log_ratio, eps(d), gamma_w(dd);
+  std::vector<double> u, points, v, log_ratio, eps(d);
   std::vector<int64_t> next;
   Frozen moved; // the terms at the new points, slot q
   int64_t skeleton_points = 0;

@@ -77,15 +77,12 @@ private:
   // of f; throws naming the step, the point and the pair where the drift is not finite or gamma
   // not positive definite.
   void freeze(int64_t q, const double* point, int64_t t, int64_t pair, Frozen& f, int64_t k) const;
-  // gamma = sigma sigma^T at point p of the last evaluation, into out (dim^2, symmetric).
-  void gamma_at(int64_t p, double* out) const;
   // The rate a of the segment from slot k of f towards y with `rest` of dt left.
   double segment_rate(const Frozen& f, int64_t k, const double* z, const double* y,
                       double rest) const;
 
   std::string ends_text(int64_t p) const; // pair p's ends, for errors
 
-  int64_t P_ = 0;
   double dt_ = 1;
   // Per pair, after prepare(): its ends (dim each, pair-major) and the start's frozen terms.
   std::vector<double> x_, y_;

@@ -93,7 +93,7 @@ public:
         continue;
       }
       const double dt = terms.dt(k);
-      covariance(terms, k, gamma);
+      terms.gamma(k, gamma.data());
       gamma *= dt;
       Eigen::LLT<Eigen::MatrixXd> llt(gamma);
       if (!(std::isfinite(dt) && dt > 0 && gamma.allFinite() && llt.info() == Eigen::Success))
@@ -164,24 +164,6 @@ public:
   const char* drawn_by() const override { return guided_ ? "the proposal" : "the Euler proposal"; }
 
 private:
-  // gamma = sigma sigma^T at point k of the last evaluation (sigma as written: 1, d or d x d).
-  void covariance(const DiffusionTerms& terms, int64_t k, Eigen::MatrixXd& gamma) const {
-    const int d = info_.sde->dim, n = terms.coefficient_size();
-    gamma.setZero();
-    if (n == 1 || n == d) {
-      for (int c = 0; c < d; ++c) {
-        const double s = terms.coefficient(k, n == 1 ? 0 : c);
-        gamma(c, c) = s * s;
-      }
-      return;
-    }
-    Eigen::MatrixXd sigma(d, d);
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < d; ++j)
-        sigma(i, j) = terms.coefficient(k, i * d + j);
-    gamma = sigma * sigma.transpose();
-  }
-
   // inc[n] += log q^ - log p for particles [begin, end); a draw the proposal says is impossible
   // gets weight 0.
   void add(int64_t begin, int64_t end, const double* log_q, double* inc) const {

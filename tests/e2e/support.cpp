@@ -63,6 +63,18 @@ const std::string& example_exe(const std::string& name) {
   return build_once(name, example_path(name + ".ssm"));
 }
 
+std::string run_kernel_harness(const std::string& name, const std::string& source_path,
+                               const char* harness, const std::vector<std::string>& args) {
+  const std::string obj = scratch_path(name + ".o"), cpp = scratch_path(name + "-harness.cpp"),
+                    exe = scratch_path(name + "-harness");
+  write_file(cpp, harness);
+  run_ok({ssmc_path(), "build", source_path, "--emit=obj", "-o", obj});
+  run_ok({SSM_E2E_CXX, "-O1", "-I" SSM_E2E_RUNTIME, cpp, obj, "-o", exe, "-lmvec", "-lm"});
+  std::vector<std::string> argv = {exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_ok(argv).out;
+}
+
 const std::string& model_exe(const std::string& name, const std::string& source) {
   const std::string path = scratch_path(name + ".ssm");
   if (!file_exists(path))

@@ -12,6 +12,11 @@
 namespace e2e {
 
 const std::string& ssmc_path();
+// Builds the model at `source_path` to an object (`ssmc build --emit=obj`), links it with the C++
+// `harness` source, which reads the model's table `ssm_model_table` (kernel/abi.h), and runs the
+// result with `args`: its standard output. `name` names the scratch files.
+std::string run_kernel_harness(const std::string& name, const std::string& source_path,
+                               const char* harness, const std::vector<std::string>& args);
 std::string example_path(const std::string& relative); // under examples/
 // A fresh per-run scratch directory (emptied at the first call of the run); returns scratch/name.
 std::string scratch_path(const std::string& name);

@@ -72,11 +72,8 @@ int main(int argc, char** argv) {
 // its difference quotient (relative 1e-5: the quotients' error is O(h^2)).
 void check_rows(const std::string& name, const std::string& source,
                 const std::vector<std::string>& point) {
-  const std::string src = scratch_path(name + ".ssm"), obj = scratch_path(name + ".o"),
-                    harness = scratch_path("sde_terms_harness.cpp"),
-                    exe = scratch_path(name + "-sde-terms");
+  const std::string src = scratch_path(name + ".ssm");
   write_file(src, source);
-  write_file(harness, kHarness);
   const nlohmann::json structure = nlohmann::json::parse(
       run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
   const nlohmann::json& sde = structure["sde"];
@@ -88,12 +85,9 @@ void check_rows(const std::string& name, const std::string& source,
   const int gradient =
       sde["gradient"]["available"] == true ? sde["gradient"]["rows"].get<int>() : 0;
   const int first = d + d * d + ncoef + 1 + 4 + gradient;
-  run_ok({ssmc_path(), "build", src, "--emit=obj", "-o", obj});
-  run_ok({SSM_E2E_CXX, "-O1", "-I" SSM_E2E_RUNTIME, harness, obj, "-o", exe, "-lmvec", "-lm"});
-  std::vector<std::string> argv = {exe, std::to_string(d), std::to_string(ncoef),
-                                   std::to_string(first)};
-  argv.insert(argv.end(), point.begin(), point.end());
-  std::istringstream out(run_ok(argv).out);
+  std::vector<std::string> args = {std::to_string(d), std::to_string(ncoef), std::to_string(first)};
+  args.insert(args.end(), point.begin(), point.end());
+  std::istringstream out(run_kernel_harness(name, src, kHarness, args));
   std::string what;
   int index = 0, lines = 0;
   double kernel = 0, quotient = 0;

@@ -55,17 +55,12 @@ int main(int argc, char** argv) {
 // Builds the model's object and the harness and runs it with theta: its output.
 std::string run_harness(const std::string& name, const std::string& source, int n_state, int n_obs,
                         const std::vector<std::string>& theta) {
-  const std::string src = scratch_path(name + ".ssm"), obj = scratch_path(name + ".o"),
-                    harness = scratch_path("state_gradient_harness.cpp"),
-                    exe = scratch_path(name + "-state-gradient");
+  const std::string src = scratch_path(name + ".ssm");
   write_file(src, source);
-  write_file(harness, kHarness);
-  run_ok({ssmc_path(), "build", src, "--emit=obj", "-o", obj});
-  run_ok({SSM_E2E_CXX, "-O1", "-I" SSM_E2E_RUNTIME, harness, obj, "-o", exe, "-lmvec", "-lm"});
-  std::vector<std::string> argv = {exe, std::to_string(n_state), std::to_string(theta.size()),
+  std::vector<std::string> args = {std::to_string(n_state), std::to_string(theta.size()),
                                    std::to_string(n_obs)};
-  argv.insert(argv.end(), theta.begin(), theta.end());
-  return run_ok(argv).out;
+  args.insert(args.end(), theta.begin(), theta.end());
+  return run_kernel_harness(name, src, kHarness, args);
 }
 
 // Checks every line of the harness's output: the kernel against the difference quotient.
