@@ -274,18 +274,27 @@ public:
     out.outputs.push_back(out.psi_upper);
     out.outputs.push_back(out.drift_lower);
     out.outputs.push_back(out.drift_upper);
-    out.gradient_why_not = gradient_problem(model, block, rel, out);
+    out.gradient_why_not = gradient_problem(model, block, rel);
     if (out.gradient_why_not.empty()) {
-      // d alpha / d theta_k from the block; d alpha' / d theta_k from alpha' in the arena.
+      // d alpha_i / d theta_k from the block (row i K + k); d (div alpha) / d theta_k from the
+      // Jacobian's trace in the arena.
       Differentiator in_arena(out.arena, b);
-      std::vector<int> drift_theta, jacobian_theta;
-      for (const Wrt& w : parameters(model)) {
-        drift_theta.push_back(b.materialize(d.derivative(drift, w)[0]));
-        jacobian_theta.push_back(b.materialize(in_arena.derivative(jacobian[0], w)[0]));
+      const std::vector<Wrt> wrt = parameters(model);
+      const auto K = static_cast<int>(wrt.size());
+      std::vector<int> drift_theta(out.dim * K), divergence_theta;
+      int divergence = jacobian[0];
+      for (int i = 1; i < out.dim; ++i)
+        divergence = b.add(divergence, jacobian[i * out.dim + i]);
+      for (int k = 0; k < K; ++k) {
+        const std::vector<int> by_component = d.derivative(drift, wrt[k]);
+        for (int i = 0; i < out.dim; ++i)
+          drift_theta[i * K + k] =
+              b.materialize(by_component.size() == 1 ? by_component[0] : by_component[i]);
+        divergence_theta.push_back(b.materialize(in_arena.derivative(divergence, wrt[k])[0]));
       }
       out.outputs.insert(out.outputs.end(), drift_theta.begin(), drift_theta.end());
-      out.outputs.insert(out.outputs.end(), jacobian_theta.begin(), jacobian_theta.end());
-      out.gradient_rows = static_cast<int>(drift_theta.size() + jacobian_theta.size());
+      out.outputs.insert(out.outputs.end(), divergence_theta.begin(), divergence_theta.end());
+      out.gradient_rows = static_cast<int>(drift_theta.size() + divergence_theta.size());
     }
     // The parametrix estimator applies to every SDE in scope: its rows are the divergences of
     // gamma = sigma sigma^T that the Kolmogorov forward operator reads.
@@ -404,16 +413,11 @@ private:
     return out;
   }
 
-  // Why the gradient estimator of log q does not apply: it needs the General Poisson estimator
-  // with psi bounded above (exact bridges by Poisson thinning) and a coefficient and dt that do
-  // not move with the parameters (the Lamperti transform and the bridge's length fixed).
+  // Why no estimator of the gradient of log q applies: each needs a coefficient and dt that do
+  // not move with the parameters (the estimates' draws, in the coordinates the coefficient
+  // sets, held fixed; the General Poisson one's Lamperti transform and bridges too).
   static std::string gradient_problem(const ir::Model& model, const ir::Block& block,
-                                      const ir::Relation& rel, const SdeEstimators& e) {
-    if (!e.gpe_why_not.empty())
-      return "it builds on the General Poisson estimator, which does not apply";
-    if (!e.psi_bounded_above())
-      return "it draws exact diffusion bridges by Poisson thinning, which needs psi bounded "
-             "above, and the compiler found no upper bound";
+                                      const ir::Relation& rel) {
     if (model.theta_size() == 0)
       return "the model has no parameters";
     const char* names[] = {"diffusion coefficient", "dt"};
@@ -498,9 +502,15 @@ std::string SdeEstimators::report() const {
     out += "    the diffusion coefficient reads the path: the estimates are heavy-tailed and "
            "Wald's loop may not end; an SDE written where its coefficient is constant (a "
            "Lamperti transform: log coordinates for a coefficient diag(x) G) avoids it\n";
-  out += gradient_why_not.empty()
-             ? "  gradient of log q (the score, by bis): estimated without bias (exact bridges)\n"
-             : fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
+  if (!gradient_why_not.empty())
+    out += fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
+  else if (gpe_why_not.empty() && psi_bounded_above())
+    out += "  gradient of log q (the score, by bis): estimated without bias (exact bridges)\n";
+  else
+    out += fmt::format("  gradient of log q (the score, by bis): the {} estimate's own "
+                       "derivative, weighed by the estimates (unbiased for the density's "
+                       "derivative)\n",
+                       gpe_why_not.empty() ? "General Poisson" : "parametrix");
   if (gpe_why_not.empty() && psi_bounded_above())
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";

@@ -159,11 +159,11 @@ struct SdeEstimators {
   // 1); else the reason.
   std::string parametrix_why_not;
   int parametrix_rows = 0;
-  // The General Poisson gradient estimator of d/dtheta log q (Martin 2022, appendix C.1,
-  // Proposition 2), for the score of a model whose transition is the SDE: with the estimator
-  // available (psi bounded above, for exact diffusion bridges; coefficient and dt free of the
-  // parameters), `outputs` end with d drift / d theta_k, then d Jacobian / d theta_k, for every
-  // theta component k (gradient_rows = 2 * theta size); else the reason.
+  // The estimators of d/dtheta log q, for the score of a model whose transition is the SDE (the
+  // General Poisson one's exact bridges, Martin 2022, appendix C.1, Proposition 2, or the
+  // derivative of either estimate itself): with the coefficient and dt free of the parameters,
+  // `outputs` end with d drift_i / d theta_k (row i K + k, K the theta size), then
+  // d (div drift) / d theta_k (gradient_rows = (dim + 1) K); else the reason.
   std::string gradient_why_not;
   int gradient_rows = 0;
   // Whether the compiler found psi bounded above: the General Poisson estimates are then positive

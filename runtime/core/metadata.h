@@ -208,7 +208,7 @@ struct ModelInfo {
     // ... and the drift bounded: the estimates have a bound (paris's rejection sampling).
     bool gpe_bounded = false;
     // The estimator of d/dtheta log q (the score's SDE term): empty reason when it applies; then
-    // the diffusion_terms kernel has gradient_rows (2 x theta size) more rows.
+    // the diffusion_terms kernel has gradient_rows ((dim + 1) x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";
     int gradient_rows = 0;
     // The parametrix estimator (any SDE in scope): empty reason when it applies; then the kernel

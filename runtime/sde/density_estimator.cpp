@@ -14,16 +14,25 @@ namespace ssm {
 namespace {
 
 // Adds sign exp(log_abs), a round's estimate, to a Wald sum held as exp(top) * scaled (no
-// overflow or underflow).
-void add_to_wald_sum(double& top, double& scaled, double log_abs, double sign) {
+// overflow or underflow); with K > 0, also its derivative, the estimate times dlog[0, K), to
+// the sums of derivatives held as exp(top) * dscaled[0, K).
+void add_to_wald_sum(double& top, double& scaled, double log_abs, double sign, int K = 0,
+                     const double* dlog = nullptr, double* dscaled = nullptr) {
   if (sign == 0)
     return;
+  double w = sign;
   if (log_abs > top) {
-    scaled = scaled * std::exp(top - log_abs) + sign;
+    const double shrink = std::exp(top - log_abs); // 0 for the first term (top = -inf)
+    scaled *= shrink;
+    for (int k = 0; k < K; ++k)
+      dscaled[k] *= shrink;
     top = log_abs;
   } else {
-    scaled += sign * std::exp(log_abs - top);
+    w *= std::exp(log_abs - top);
   }
+  scaled += w;
+  for (int k = 0; k < K; ++k)
+    dscaled[k] += w * dlog[k];
 }
 
 } // namespace
@@ -72,30 +81,52 @@ std::string DensityEstimator::pair_text(const double* prev, const double* cur, i
   return point_text(prev + p, P) + " -> " + point_text(cur + p, P);
 }
 
+void DensityEstimator::prepare_with_gradient(const double* frame, int64_t t, const double* prev,
+                                             const double* cur, int64_t P, bool gradient) {
+  const int K = gradient_size();
+  if (gradient && K == 0)
+    throw Error(fmt::format("{}: the gradient of the log density cannot be estimated (the model "
+                            "has no gradient rows, or the {} estimator gives none)",
+                            error_prefix(t), name_));
+  prepare(frame, t, prev, cur, P);
+  if (gradient) {
+    base_grad_.assign(static_cast<size_t>(P) * K, 0.0);
+    prepare_gradient(frame, t);
+  }
+}
+
 void DensityEstimator::single(const double* frame, int64_t t, const double* prev, const double* cur,
                               int64_t P, uint64_t seed, uint64_t first_id, int r, double* log_base,
-                              double* factor, EstimatorCounts* counts) {
+                              double* factor, EstimatorCounts* counts, double* grad) {
   check_ids(t, P, first_id);
-  prepare(frame, t, prev, cur, P);
-  std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0);
-  round(frame, t, finite_pairs(), r, seed, first_id, log_abs.data(), sign.data(), counts);
+  prepare_with_gradient(frame, t, prev, cur, P, grad != nullptr);
+  const int K = grad ? gradient_size() : 0;
+  std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0), dlog(static_cast<size_t>(P) * K, 0.0);
+  round(frame, t, finite_pairs(), r, seed, first_id, log_abs.data(), sign.data(), counts,
+        grad ? dlog.data() : nullptr);
   for (int64_t p = 0; p < P; ++p) { // a diverged pair's log_base_ is -inf
     log_base[p] = log_base_[p];
     factor[p] = sign[p] * std::exp(log_abs[p]);
+    for (int k = 0; k < K; ++k)
+      grad[k * P + p] = bad_[p] ? 0.0 : base_grad_[p * K + k] + dlog[p * K + k];
   }
 }
 
 void DensityEstimator::estimate(const double* frame, int64_t t, const double* prev,
                                 const double* cur, int64_t P, int64_t per, uint64_t seed,
-                                uint64_t first_id, double* log_q, EstimatorCounts* counts) {
+                                uint64_t first_id, double* log_q, EstimatorCounts* counts,
+                                double* grad) {
   if (per < 1 || P % per != 0)
     throw Error(fmt::format("internal error: {} pairs in sets of {}", P, per));
   check_ids(t, P, first_id);
-  prepare(frame, t, prev, cur, P);
+  prepare_with_gradient(frame, t, prev, cur, P, grad != nullptr);
   const int64_t sets = P / per;
+  const int K = grad ? gradient_size() : 0;
   // Each pair's Wald sum, sum_r sign_r exp(l_r), held as exp(top) * scaled: no overflow or
-  // underflow. A pair with a non-finite end takes no part.
+  // underflow; with the gradient, the sums of the rounds' derivatives as exp(top) * dscaled
+  // (pair p's at [p K, p K + K)). A pair with a non-finite end takes no part.
   std::vector<double> top(P, -INFINITY), scaled(P, 0.0), log_abs(P), sign(P);
+  std::vector<double> dlog(static_cast<size_t>(P) * K), dscaled(static_cast<size_t>(P) * K, 0.0);
   std::vector<bool> active(sets, true);
   std::vector<int64_t> pending = finite_pairs();
   // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
@@ -107,9 +138,12 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
                               error_prefix(t), kMaxWaldRounds, pair_text(prev, cur, P, p),
                               p / per));
     }
-    round(frame, t, pending, r, seed, first_id, log_abs.data(), sign.data(), counts);
+    round(frame, t, pending, r, seed, first_id, log_abs.data(), sign.data(), counts,
+          K > 0 ? dlog.data() : nullptr);
     for (int64_t p : pending)
-      add_to_wald_sum(top[p], scaled[p], log_abs[p], sign[p]);
+      add_to_wald_sum(top[p], scaled[p], log_abs[p], sign[p], K,
+                      K > 0 ? dlog.data() + p * K : nullptr,
+                      K > 0 ? dscaled.data() + p * K : nullptr);
     std::vector<int64_t> next;
     for (int64_t set = 0; set < sets; ++set) {
       if (!active[set])
@@ -128,8 +162,11 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
       ++counts->extra_rounds;
     pending.swap(next);
   }
-  for (int64_t p = 0; p < P; ++p)
+  for (int64_t p = 0; p < P; ++p) {
     log_q[p] = bad_[p] ? -INFINITY : log_base_[p] + top[p] + std::log(scaled[p]);
+    for (int k = 0; k < K; ++k) // Q' / Q = d log_base + (sum of the rounds' derivatives) / sum
+      grad[k * P + p] = bad_[p] ? 0.0 : base_grad_[p * K + k] + dscaled[p * K + k] / scaled[p];
+  }
 }
 
 void DensityEstimator::estimate_one_set(const ssm_model& model, const ModelInfo& info,
@@ -177,7 +214,7 @@ void DensityEstimator::estimate_one_set(const ssm_model& model, const ModelInfo&
     pool.parallel_for(blocks, [&](int64_t b) {
       est[b]->round(frame, t, finite[b], r, seed,
                     first_id + static_cast<uint64_t>(b * kEstimateBlock), log_abs[b].data(),
-                    sign[b].data(), &block_counts[b]);
+                    sign[b].data(), &block_counts[b], nullptr);
     });
     bool done = true;
     for (int64_t b = 0; b < blocks; ++b)

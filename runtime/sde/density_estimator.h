@@ -42,15 +42,27 @@ public:
   // (component-major, prev[c * P + p]), in sets of `per` consecutive pairs made positive together
   // (P a multiple of per). Pair p's draws are keyed by (seed, t, first_id + p). A pair with a
   // non-finite end (a diverged path) gets -inf.
+  //
+  // With `grad` (gradient_size() > 0), also d/dtheta_k log of each estimate, from the same draws,
+  // into grad[k * P + p] (0 for a diverged pair): the draws do not depend on theta (the
+  // estimator's constants are held at their values), so the estimate's derivative Q' is an
+  // unbiased estimate of q', and Wald's sums of Q' share the common factor of the sums of Q.
+  // grad = Q' / Q is not an unbiased estimate of d log q, but Q grad = Q' is one of q': the
+  // gradient to weigh by the estimates themselves, as bis's self-normalised weights do.
   void estimate(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
                 int64_t per, uint64_t seed, uint64_t first_id, double* log_q,
-                EstimatorCounts* counts = nullptr);
+                EstimatorCounts* counts = nullptr, double* grad = nullptr);
 
   // One round's estimates, not made positive: estimate = exp(log_base[p]) * factor[p]. For tests
-  // of unbiasedness (`round` selects independent draws).
+  // of unbiasedness (`round` selects independent draws). With `grad`, the estimate's derivative
+  // over the estimate, d/dtheta_k log |estimate|, into grad[k * P + p].
   void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
               uint64_t seed, uint64_t first_id, int round, double* log_base, double* factor,
-              EstimatorCounts* counts = nullptr);
+              EstimatorCounts* counts = nullptr, double* grad = nullptr);
+
+  // The theta components whose derivatives estimate() can give: 0 when the compiler derived no
+  // gradient rows (ModelInfo::Sde::gradient_reason says why).
+  int gradient_size() const { return terms_.gradient_size(); }
 
   // Whether the estimates at the last step were positive by construction (no Wald round needed,
   // hence each one unbiased on its own).
@@ -75,11 +87,19 @@ protected:
   // bad_, a diverged one), from pairs component-major as estimate() takes them.
   virtual void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
                        int64_t P) = 0;
+  // prepare(), then with `gradient` prepare_gradient() into a fresh base_grad_; throws when the
+  // gradient is asked of an estimator without one.
+  void prepare_with_gradient(const double* frame, int64_t t, const double* prev, const double* cur,
+                             int64_t P, bool gradient);
+  // After prepare(), for estimates with their gradient: d/dtheta_k log_base_ of pair p into
+  // base_grad_[p * gradient_size() + k] (before any round: prepare's evaluation is needed).
+  virtual void prepare_gradient(const double* /*frame*/, int64_t /*t*/) {}
   // Round r's random factor of each pair in `pairs` (finite ones), as log|.| into log_abs[p] and
-  // its sign into sign[p] (0 for a factor that is 0).
+  // its sign into sign[p] (0 for a factor that is 0); with dlog (gradient_size() > 0), the
+  // factor's d/dtheta_k log|.| into dlog[p * gradient_size() + k].
   virtual void round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int r,
                      uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
-                     EstimatorCounts* counts) = 0;
+                     EstimatorCounts* counts, double* dlog) = 0;
 
   // Marks the pairs with a non-finite end in bad_; P pairs of dim components.
   void find_bad(const double* prev, const double* cur, int64_t P);
@@ -95,7 +115,7 @@ protected:
   DiffusionTerms terms_;
   std::string relation_;
   int dim_ = 1;
-  std::vector<double> log_base_;
+  std::vector<double> log_base_, base_grad_;
   std::vector<bool> bad_;
 
 private:

@@ -38,12 +38,15 @@ public:
   double psi_upper(int64_t p) const { return row(first_dt_ + 2, p); }
   double drift_lower(int64_t p) const { return row(first_dt_ + 3, p); } // -inf: unbounded
   double drift_upper(int64_t p) const { return row(first_dt_ + 4, p); }
-  // With the gradient rows (ModelInfo::Sde::gradient_rows): d drift / d theta_k and
-  // d drift' / d theta_k (scalar SDEs), k < gradient_size().
-  int gradient_size() const { return gradient_rows_ / 2; }
-  double drift_theta(int64_t p, int k) const { return row(first_dt_ + 5 + k, p); }
-  double jacobian_theta(int64_t p, int k) const {
-    return row(first_dt_ + 5 + gradient_rows_ / 2 + k, p);
+  // With the gradient rows (ModelInfo::Sde::gradient_rows, dim + 1 per theta component):
+  // d drift_i / d theta_k (row i K + k) and d (div drift) / d theta_k (row dim K + k; drift'
+  // for a scalar SDE), k < gradient_size().
+  int gradient_size() const { return gradient_rows_ / (dim_ + 1); }
+  double drift_theta(int64_t p, int k, int i = 0) const {
+    return row(first_dt_ + 5 + i * gradient_size() + k, p);
+  }
+  double divergence_theta(int64_t p, int k) const {
+    return row(first_dt_ + 5 + dim_ * gradient_size() + k, p);
   }
   // With the parametrix rows (ModelInfo::Sde::parametrix_rows), gamma = sigma sigma^T:
   // sum_i d gamma_il / dx_i, and sum_il d^2 gamma_il / dx_i dx_l.

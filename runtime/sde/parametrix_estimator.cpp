@@ -39,8 +39,11 @@ std::string ParametrixEstimator::ends_text(int64_t p) const {
   return pair_text(&x_[p * dim_], &y_[p * dim_], 1, 0); // one pair-major pair
 }
 
-void ParametrixEstimator::Frozen::resize(int64_t n, int dim) {
+void ParametrixEstimator::Frozen::resize(int64_t n, int dim, int gradient_size) {
   d = dim;
+  K = gradient_size;
+  alpha_theta.resize(n * K * d);
+  divergence_theta.resize(n * K);
   alpha.resize(n * d);
   gamma.resize(n * d * d);
   L.resize(n * d * d);
@@ -57,6 +60,8 @@ void ParametrixEstimator::Frozen::copy(int64_t to, const Frozen& from, int64_t k
   std::copy_n(&from.gamma[k * dd], dd, &gamma[to * dd]);
   std::copy_n(&from.L[k * dd], dd, &L[to * dd]);
   std::copy_n(&from.c1[k * d], d, &c1[to * d]);
+  std::copy_n(&from.alpha_theta[k * K * d], K * d, &alpha_theta[to * K * d]);
+  std::copy_n(&from.divergence_theta[k * K], K, &divergence_theta[to * K]);
   half_logdet[to] = from.half_logdet[k];
   trace_j[to] = from.trace_j[k];
   norm_j[to] = from.norm_j[k];
@@ -91,14 +96,20 @@ void ParametrixEstimator::freeze(int64_t q, const double* point, int64_t t, int6
   }
   f.c2[k] = terms_.gamma_second_divergence(q);
   f.trace_j[k] = J.trace();
+  for (int c = 0; c < f.K; ++c) {
+    for (int i = 0; i < d; ++i)
+      f.alpha_theta[(k * f.K + c) * d + i] = terms_.drift_theta(q, c, i);
+    f.divergence_theta[k * f.K + c] = terms_.divergence_theta(q, c);
+  }
   Eigen::MatrixXd scaled = J * m; // L^-1 J L: J in the coordinates where gamma is I
   m.triangularView<Eigen::Lower>().solveInPlace(scaled);
   f.norm_j[k] = scaled.norm();
   if (!(ConstVector(&f.alpha[k * d], d).allFinite() && std::isfinite(f.trace_j[k]) &&
         std::isfinite(f.norm_j[k]) && ConstVector(&f.c1[k * d], d).allFinite() &&
-        std::isfinite(f.c2[k])))
-    throw Error(fmt::format("{}: the drift, its Jacobian or the coefficient's derivatives at {} "
-                            "are not finite",
+        std::isfinite(f.c2[k]) && ConstVector(&f.alpha_theta[k * f.K * d], f.K * d).allFinite() &&
+        ConstVector(&f.divergence_theta[k * f.K], f.K).allFinite()))
+    throw Error(fmt::format("{}: the drift, its Jacobian, their derivatives in the parameters or "
+                            "the coefficient's derivatives at {} are not finite",
                             error_prefix(t), where()));
 }
 
@@ -136,7 +147,7 @@ void ParametrixEstimator::prepare(const double* frame, int64_t t, const double* 
       y_[p * d + c] = cur[c * P + p];
     }
   log_base_.assign(P, 0.0);
-  start_.resize(P, d);
+  start_.resize(P, d, gradient_size());
   if (P == 0)
     return;
   terms_.evaluate(frame, t, points.data(), P);
@@ -153,8 +164,8 @@ void ParametrixEstimator::prepare(const double* frame, int64_t t, const double* 
 
 void ParametrixEstimator::round(const double* frame, int64_t t, const std::vector<int64_t>& pairs,
                                 int r, uint64_t seed, uint64_t first_id, double* log_abs,
-                                double* sign, EstimatorCounts* counts) {
-  const int d = dim_, dd = d * d;
+                                double* sign, EstimatorCounts* counts, double* dlog) {
+  const int d = dim_, dd = d * d, K = dlog ? gradient_size() : 0;
   const auto n = static_cast<int64_t>(pairs.size());
   const auto ut = static_cast<uint32_t>(t);
   const uint32_t site = kSiteParametrix + 2u * static_cast<uint32_t>(r);
@@ -162,8 +173,15 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
   // Each pair's skeleton: its last point z, the time s it was reached at, the terms frozen
   // there and the segment's rate a, the weight so far (log |w| and sign), its events so far.
   Frozen at;
-  at.resize(n, d);
-  std::vector<double> z(n * d), s(n, 0.0), rate(n), lw(n, 0.0), sg(n, 1.0);
+  at.resize(n, d, start_.K);
+  std::vector<double> z(n * d), s(n, 0.0), rate(n), lw(n, 0.0), sg(n, 1.0), dlw(n * K, 0.0);
+  // l_c = L^-1 d alpha / d theta_c at slot k of `at` (the segment's start), and the derivative
+  // of the Euler density's log there: delta . l_c, delta = L^-1 (w - z - u alpha).
+  Eigen::VectorXd l(d);
+  auto scaled_alpha_theta = [&](int64_t k, int c) {
+    l = ConstVector(&at.alpha_theta[(k * at.K + c) * d], d);
+    ConstMatrix(&at.L[k * dd], d, d).triangularView<Eigen::Lower>().solveInPlace(l);
+  };
   std::vector<int64_t> events(n, 0), live(n);
   for (int64_t k = 0; k < n; ++k) {
     const int64_t p = pairs[k];
@@ -201,6 +219,10 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
         Lk.triangularView<Eigen::Lower>().solveInPlace(delta);
         lw[k] += -0.5 * delta.squaredNorm() / rest - 0.5 * d * (kLog2Pi + std::log(rest)) -
                  at.half_logdet[k];
+        for (int c = 0; c < K; ++c) {
+          scaled_alpha_theta(k, c);
+          dlw[k * K + c] += delta.dot(l);
+        }
         continue;
       }
       // The modified bridge's draw towards y, and the log-ratio of the Euler density to it.
@@ -231,7 +253,7 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
         component_major[i * m + q] = points[q * d + i];
     terms_.evaluate(frame, t, component_major.data(), m);
     skeleton_points += m;
-    moved.resize(m, d);
+    moved.resize(m, d, start_.K);
     for (int64_t q = 0; q < m; ++q)
       freeze(q, &points[q * d], t, pairs[next[q]], moved, q);
     for (int64_t q = 0; q < m; ++q) {
@@ -261,6 +283,23 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
                                 error_prefix(t), ends_text(pairs[k]), s[k] + u[q]));
       lw[k] += log_ratio[q] + std::log(std::fabs(rho));
       sg[k] = rho < 0 ? -sg[k] : rho > 0 ? sg[k] : 0.0;
+      for (int c = 0; c < K && rho != 0; ++c) {
+        // g moves with alpha(z): d g / d theta_c = gamma(z)^-1 d alpha(z) / d theta_c = L^-T l.
+        scaled_alpha_theta(k, c);
+        const ConstVector delta(&v[q * d], d);
+        const double dlog_m = delta.dot(l);
+        Eigen::VectorXd h = l;
+        Lk.transpose().triangularView<Eigen::Upper>().solveInPlace(h);
+        double dtheta = -moved.divergence_theta[q * moved.K + c];
+        for (int i = 0; i < d; ++i)
+          dtheta += -(moved.alpha_theta[(q * moved.K + c) * d + i] -
+                      at.alpha_theta[(k * at.K + c) * d + i]) *
+                        g[i] +
+                    (moved.c1[q * d + i] - (moved.alpha[q * d + i] - at.alpha[k * d + i])) * h[i];
+        if (D.cwiseAbs().maxCoeff() > 0)
+          dtheta += g.dot(D * h); // (1/2) g' D g, D symmetric
+        dlw[k * K + c] += dlog_m + dtheta / (lambda * rho);
+      }
       // The skeleton moves on to w, its coefficients frozen there.
       std::copy_n(&points[q * d], d, &z[k * d]);
       at.copy(k, moved, q);
@@ -277,6 +316,8 @@ void ParametrixEstimator::round(const double* frame, int64_t t, const std::vecto
     const int64_t p = pairs[k];
     log_abs[p] = sg[k] == 0 ? -INFINITY : lw[k];
     sign[p] = sg[k];
+    if (K > 0)
+      std::copy_n(&dlw[k * K], K, dlog + p * K);
   }
   if (counts) {
     counts->estimates += n;

@@ -62,15 +62,22 @@ public:
 private:
   void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
                int64_t P) override;
+  // With dlog, the derivative in theta of log|estimate| with the skeleton and the hazard held
+  // (they do not depend on theta when gamma does not): the Euler densities' terms read
+  // d alpha / d theta at each segment's start, theta(z, w, u) reads it at both ends and
+  // d (div alpha) / d theta at w; d log|rho| = (d theta / d theta_k) / (lambda rho).
   void round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int r,
              uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
-             EstimatorCounts* counts) override;
+             EstimatorCounts* counts, double* dlog) override;
 
-  // What a skeleton point's segment reads of the terms there, for n points (k < n).
+  // What a skeleton point's segment reads of the terms there, for n points (k < n); with K > 0
+  // gradient components, d alpha_i / d theta_c at [(k K + c) d + i] and d (div alpha) / d
+  // theta_c at [k K + c].
   struct Frozen {
-    int d = 1;
+    int d = 1, K = 0;
     std::vector<double> alpha, gamma, L, half_logdet, trace_j, norm_j, c1, c2;
-    void resize(int64_t n, int dim);
+    std::vector<double> alpha_theta, divergence_theta;
+    void resize(int64_t n, int dim, int gradient_size);
     void copy(int64_t to, const Frozen& from, int64_t k);
   };
   // Point q of the last evaluation (at `point`, dim values, on a skeleton of `pair`) into slot k

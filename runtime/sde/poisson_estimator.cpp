@@ -73,6 +73,32 @@ double PoissonEstimator::psi(int64_t point) const {
   return 0.5 * (b * b + terms_.jacobian(point));
 }
 
+double PoissonEstimator::psi_theta(int64_t point, int k) const {
+  const double a = terms_.drift(point);
+  return a * terms_.drift_theta(point, k) / (scale_ * scale_) +
+         0.5 * terms_.divergence_theta(point, k);
+}
+
+double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
+  double integral = 0;
+  for (int64_t q = 0; q < node_count(p); ++q)
+    integral += node_weight(p, q) * terms_.drift_theta(node_point(p, q), k);
+  return integral / (scale_ * scale_);
+}
+
+bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
+  constants(frame, t, 0.0);
+  return std::isfinite(upper_);
+}
+
+void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {
+  // c, lambda and the bridge (u, v fixed: s and dt do not read theta) are held: only B moves.
+  const int K = gradient_size();
+  for (int64_t p : finite_pairs())
+    for (int k = 0; k < K; ++k)
+      base_grad_[p * K + k] = drift_integral_theta(p, k);
+}
+
 double PoissonEstimator::log_bound(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
   if (!(std::isfinite(upper_) && std::isfinite(drift_lower_) && std::isfinite(drift_upper_)))
@@ -174,7 +200,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
 
 void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<int64_t>& pairs,
                              int round, uint64_t seed, uint64_t first_id, double* log_abs,
-                             double* sign, EstimatorCounts* counts) {
+                             double* sign, EstimatorCounts* counts, double* dlog) {
   const auto ut = static_cast<uint32_t>(t);
   const uint32_t site = kSiteSde + 3u * static_cast<uint32_t>(round);
   const int64_t n = static_cast<int64_t>(pairs.size());
@@ -213,11 +239,16 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
     }
   }
   terms_.evaluate(frame, t, bridge_.data(), bridge_first_[n]);
-  // In logarithms: a product of many factors below 1 would underflow.
+  // In logarithms: a product of many factors below 1 would underflow. The derivative of
+  // log|prod_j (c - psi_j)| is -sum_j psi_j' / (c - psi_j); a factor exactly 0 (probability 0)
+  // leaves the estimate out of Wald's sums, and its derivative with it.
+  const int K = dlog ? gradient_size() : 0;
   for (int64_t k = 0; k < n; ++k) {
     const int64_t p = pairs[k];
     const double log_lambda = std::log(lambda_[p]);
     double l = 0, sg = 1;
+    if (K > 0)
+      std::fill_n(dlog + p * K, K, 0.0);
     for (int64_t j = bridge_first_[k]; j < bridge_first_[k + 1]; ++j) {
       const double f = c_[p] - psi(j);
       if (std::isnan(f))
@@ -226,7 +257,14 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
                                 relation_, t, bridge_[j], x_[p], y_[p]));
       sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
       l += std::log(std::fabs(f)) - log_lambda;
+      for (int c = 0; c < K && f != 0; ++c)
+        dlog[p * K + c] -= psi_theta(j, c) / f;
     }
+    for (int c = 0; c < K; ++c)
+      if (!std::isfinite(dlog[p * K + c]))
+        throw Error(fmt::format("the General Poisson estimator for {} at t={}: d psi / d theta "
+                                "is not finite on a bridge from {} to {}",
+                                relation_, t, x_[p], y_[p]));
     log_abs[p] = sg == 0 ? -INFINITY : l;
     sign[p] = sg;
   }

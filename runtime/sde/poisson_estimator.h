@@ -52,7 +52,11 @@ public:
   // Error when the model has no gradient rows (ModelInfo::Sde::gradient_reason).
   void gradient(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
                 uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts = nullptr);
-  int gradient_size() const { return terms_.gradient_size(); }
+  // Whether gradient()'s exact bridges can be drawn at step t: psi bounded above there. Else
+  // estimate()'s gradient, the derivative of the estimate itself with c and lambda held,
+  //   d/dtheta log Q = (1 / s^2) int_x^y d drift/dtheta - sum_j psi'(w_j) / (c - psi(w_j))
+  // (psi' its derivative in theta), is the one to use (by bis, which weighs by Q).
+  bool exact_bridges(const double* frame, int64_t t);
 
   // The log of a bound of every estimate at step t, whatever the pair: with c = psi's upper
   // bound the Poisson factors are at most 1 and exp((lambda - c) dt) = exp(-lower dt), and
@@ -71,14 +75,20 @@ private:
   // part; after prepare(), scale_ (s), dt_.
   void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
                int64_t P) override;
+  void prepare_gradient(const double* frame, int64_t t) override;
   // The coefficient, dt and the bounds at step t (they read no point: `probe` is any), checked.
   void constants(const double* frame, int64_t t, double probe);
   // The random part of pair p's estimate in round r (pairs in `pairs`), prod_j (c - psi_j) /
   // lambda, as log|.| and sign (0 when a factor is 0) into log_abs[p], sign[p].
   void round(const double* frame, int64_t t, const std::vector<int64_t>& pairs, int r,
              uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
-             EstimatorCounts* counts) override;
+             EstimatorCounts* counts, double* dlog) override;
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
+  // d psi / d theta_k at a point of the last evaluation, with a = the drift there.
+  double psi_theta(int64_t point, int k) const;
+  // After prepare()'s evaluation: (1 / s^2) int_x^y d drift / d theta_k for pair p, the gradient
+  // of B(v) - B(u).
+  double drift_integral_theta(int64_t p, int k) const;
   // After prepare(): pair p's quadrature panels (0 for a diverged pair), from its points' count.
   int64_t panels_of(int64_t p) const;
   // Pair p's Gauss-Legendre nodes over [x, y]: their count, the point of node q in the last

@@ -30,15 +30,10 @@ void PoissonEstimator::gradient(const double* frame, int64_t t, const double* pr
                             "for these parameters ([{}, {}]); exact bridges need one",
                             relation_, t, lower_, upper_));
   std::fill(out, out + K * P, 0.0);
-  const double s2 = scale_ * scale_;
   // (1 / s^2) int_x^y d drift / d theta_k: the gradient of B(v) - B(u), on prepare()'s nodes.
   for (int64_t p : finite_pairs())
-    for (int k = 0; k < K; ++k) {
-      double integral = 0;
-      for (int64_t q = 0; q < node_count(p); ++q)
-        integral += node_weight(p, q) * terms_.drift_theta(node_point(p, q), k);
-      out[k * P + p] = integral / s2;
-    }
+    for (int k = 0; k < K; ++k)
+      out[k * P + p] = drift_integral_theta(p, k);
 
   // Exact bridge points at uniform times, every pending pair proposing once per round: the
   // Brownian bridge from u to v at the Poisson points of rate lambda = upper - lower and at the
@@ -128,9 +123,8 @@ void PoissonEstimator::gradient(const double* frame, int64_t t, const double* pr
       }
       // d psi / d theta_k at the accepted bridge's uniform time, psi = (a^2 / s^2 + a') / 2.
       const int64_t z = uniform_at[k];
-      const double a = terms_.drift(z);
       for (int k2 = 0; k2 < K; ++k2) {
-        const double dpsi = a * terms_.drift_theta(z, k2) / s2 + 0.5 * terms_.jacobian_theta(z, k2);
+        const double dpsi = psi_theta(z, k2);
         if (!std::isfinite(dpsi))
           throw Error(fmt::format("the gradient estimator for {} at t={}: d psi / d theta is not "
                                   "finite at {} on a bridge from {} to {}",

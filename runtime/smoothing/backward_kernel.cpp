@@ -62,28 +62,31 @@ void BackwardDensity::some(const double* frame, int64_t t, const double* x_prev,
 }
 
 void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& batch,
-                            std::vector<double>& out, uint64_t seed, uint64_t first_id,
-                            int64_t per) const {
+                            std::vector<double>& out, uint64_t seed, uint64_t first_id, int64_t per,
+                            std::vector<double>* score) const {
   const int64_t P = batch.size();
   out.resize(P);
-  if (info_) { // per call: the estimator's buffers are the caller thread's
-    make_density_estimator(model_, *info_)
-        ->estimate(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P, per,
-                   seed, first_id, out.data());
+  if (!info_) {
+    model_.transition_logpdf(frame, t, 0, P, P, batch.prev(), nullptr, batch.cur(), out.data());
     return;
   }
-  model_.transition_logpdf(frame, t, 0, P, P, batch.prev(), nullptr, batch.cur(), out.data());
-}
-
-void BackwardDensity::add_score_terms(const double* frame, int64_t t, const PairBatch& batch,
-                                      uint64_t seed, uint64_t first_id, double* terms) const {
-  const int64_t P = batch.size();
-  PoissonEstimator estimator(model_, *info_); // per call: its buffers are the caller thread's
-  std::vector<double> g(static_cast<size_t>(estimator.gradient_size() * P));
-  estimator.gradient(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P,
-                     seed, first_id, g.data());
-  for (size_t k = 0; k < g.size(); ++k)
-    terms[k] += g[k]; // row k of the score is theta component k
+  // Per call: the estimator's buffers are the caller thread's.
+  std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, *info_);
+  const double* prev = batch.prev() + sde_offset_ * P;
+  const double* cur = batch.cur() + sde_offset_ * P;
+  if (!score || !adds_score_terms()) {
+    estimator->estimate(frame, t, prev, cur, P, per, seed, first_id, out.data());
+    return;
+  }
+  score->assign(static_cast<size_t>(estimator->gradient_size() * P), 0.0);
+  auto* poisson = dynamic_cast<PoissonEstimator*>(estimator.get());
+  if (poisson && poisson->exact_bridges(frame, t)) { // Martin (2022), appendix C.1
+    estimator->estimate(frame, t, prev, cur, P, per, seed, first_id, out.data());
+    poisson->gradient(frame, t, prev, cur, P, seed, first_id, score->data());
+  } else {
+    estimator->estimate(frame, t, prev, cur, P, per, seed, first_id, out.data(), nullptr,
+                        score->data());
+  }
 }
 
 double BackwardDensity::estimate_log_bound(const double* frame, int64_t t) const {
@@ -93,7 +96,12 @@ double BackwardDensity::estimate_log_bound(const double* frame, int64_t t) const
 }
 
 void BackwardDensity::use_estimator(const ModelInfo& info) {
-  make_density_estimator(model_, info); // throws with the reason when it does not apply
+  // Throws with the reason when it does not apply.
+  const std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, info);
+  if (info.functionals_lack_sde_term && estimator->gradient_size() == 0) // the compiler refuses
+    throw Error(fmt::format("the score's term of the SDE transition {} needs the gradient of the "
+                            "log density, which the model does not give: {}",
+                            info.sde->relation, info.sde->gradient_reason));
   info_ = &info;
   sde_offset_ = info.state.at(info.sde->state).offset;
 }
@@ -216,7 +224,9 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
       row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
   }
   pairs.gather(density.n_state(), density.stride(), s.x_prev, s.x_cur, pi.data(), pj.data(), P);
-  density.pairs(s.frame, s.t, pairs, lp, s.seed, static_cast<uint64_t>(jb * per), per);
+  score.clear();
+  density.pairs(s.frame, s.t, pairs, lp, s.seed, static_cast<uint64_t>(jb * per), per,
+                density.adds_score_terms() ? &score : nullptr);
 }
 
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {

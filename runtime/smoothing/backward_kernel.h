@@ -61,20 +61,23 @@ public:
   // out[p] = log f(cur_p | prev_p) for the batch's pairs. With an estimator (use_estimator), the
   // log of a positive estimate, made positive together within sets of `per` consecutive pairs
   // (one particle's backward draws), pair p's draws keyed by (seed, t, first_id + p).
+  // With `score` when adds_score_terms(): the SDE's term of the score of each pair, row k (theta
+  // component k) at (*score)[k * P + p], for a caller that weighs the pairs by these estimates
+  // (bis): an unbiased estimate of d/dtheta log f from exact diffusion bridges where psi is
+  // bounded above (PoissonEstimator::gradient), else the estimate's own derivative over the
+  // estimate, which the weights turn into an unbiased estimate of f's derivative.
   void pairs(const double* frame, int64_t t, const PairBatch& batch, std::vector<double>& out,
-             uint64_t seed = 0, uint64_t first_id = 0, int64_t per = 1) const;
+             uint64_t seed = 0, uint64_t first_id = 0, int64_t per = 1,
+             std::vector<double>* score = nullptr) const;
   // For a transition without a density (an SDE): pairs() and some() estimate it (sde/); throws
-  // Error when no estimator applies. all() keeps the exact kernel: only bis (pairs) and paris's
-  // rejection (some) may use this.
+  // Error when no estimator applies, or when the score needs a gradient the estimator does not
+  // give. all() keeps the exact kernel: only bis (pairs) and paris's rejection (some) may use
+  // this.
   void use_estimator(const ModelInfo& info);
   bool estimated() const { return info_ != nullptr; }
   // With an estimator, when the functionals are the score and their kernel leaves out the SDE's
-  // term (ModelInfo::functionals_lack_sde_term): adds an unbiased estimate of d/dtheta log f of
-  // each pair to terms' rows 0 .. theta size - 1 (pair p's draws keyed by (seed, t,
-  // first_id + p)).
+  // term (ModelInfo::functionals_lack_sde_term): pairs() gives that term.
   bool adds_score_terms() const { return info_ && info_->functionals_lack_sde_term; }
-  void add_score_terms(const double* frame, int64_t t, const PairBatch& batch, uint64_t seed,
-                       uint64_t first_id, double* terms) const;
   const ssm_model& model() const { return model_; }
   int64_t n_state() const { return ns_; }
   int64_t stride() const { return stride_; }
@@ -193,6 +196,10 @@ private:
 struct BackwardBlock {
   std::vector<int64_t> pi, pj, idx, qj;
   std::vector<double> index_u, move_u, lp, w, log_ratio, ratio, used;
+  // The SDE's term of the score of each proposed pair, row k at [k nj per + p], when the
+  // density adds it (BackwardDensity::adds_score_terms; bis only: paris is refused the score of
+  // an SDE), else empty.
+  std::vector<double> score;
   PairBatch pairs;
   int64_t nj = 0, per = 0;
   // Draws `draws` proposals per particle from the filter weights at t-1; with `chain_start`, slot

@@ -70,9 +70,13 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
     block.pairs.gather(ctx.ns, ctx.stride, s.back.x_prev, s.back.x_cur, block.idx.data(),
                        block.qj.data(), nj * Nt);
     double* terms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
-    if (ctx.density.adds_score_terms()) // the SDE's term of the score, estimated per pair
-      ctx.density.add_score_terms(s.back.frame, s.back.t, block.pairs, s.back.seed,
-                                  static_cast<uint64_t>(jb * Nt), terms);
+    if (ctx.density.adds_score_terms()) { // the SDE's term of the score, estimated per pair
+      // bis keeps the proposals in order (idx = pi, per = Nt): rows k of the score line up.
+      if (block.per != Nt || block.score.size() != static_cast<size_t>(nf * nj * Nt))
+        throw Error("internal error: the SDE's score terms do not match the backward draws");
+      for (size_t k = 0; k < block.score.size(); ++k)
+        terms[k] += block.score[k]; // row k of the score is theta component k
+    }
     bterms = terms;
     // Every drawn pair of a particle of positive weight is used: a non-finite term is an error
     // (check_terms says which). A particle of weight 0 (its observation density 0, or a

@@ -1,10 +1,19 @@
 // What the SDE tests share: the linear-Gaussian models that Euler-Maruyama makes of an
-// Ornstein-Uhlenbeck SDE, exact references for the filters and smoothers of SDE transitions.
+// Ornstein-Uhlenbeck SDE, exact references for the filters and smoothers of SDE transitions, and
+// the check of an estimated score against an exact one.
 #pragma once
 
 #include "kalman.h"
 
 #include <Eigen/Core>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace e2e {
 
@@ -36,6 +45,20 @@ inline LinearGaussianModel ou2_euler_model(double dt, int steps) {
   m.B = Eigen::MatrixXd::Identity(2, 2);
   m.R = 0.09 * Eigen::MatrixXd::Identity(2, 2);
   return m;
+}
+
+// `score --json`'s estimate of each parameter's score within 4 of its standard errors of the
+// exact one (from `reference`, e.g. "Kalman"), that error below a tenth of max(1, |exact|) so
+// that the check has power.
+inline void check_score(const nlohmann::json& j,
+                        const std::vector<std::pair<std::string, double>>& exact,
+                        const std::string& reference) {
+  for (const auto& [name, value] : exact) {
+    const double score = j["score"][name].get<double>(), se = j["score_se"][name].get<double>();
+    INFO(name << ": score " << score << " (se " << se << "), " << reference << " " << value);
+    CHECK(std::fabs(score - value) < 4 * se);
+    CHECK(se < 0.1 * std::max(1.0, std::fabs(value)));
+  }
 }
 
 } // namespace e2e

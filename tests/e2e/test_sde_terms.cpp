@@ -1,9 +1,11 @@
-// The compiled diffusion_terms kernel's parametrix rows (kernel/abi.h) against central finite
-// differences of gamma = sigma sigma^T built from the same kernel's coefficient rows: a harness
-// written here is linked with the object `ssmc build --emit=obj` writes, evaluates the kernel at a
-// point and at points around it, and prints, per row, the kernel's value of sum_i d gamma_il / dx_i
-// (l < d) and of sum_il d^2 gamma_il / dx_i dx_l, and the difference quotients. Real, vector and
-// matrix coefficients that read the path, in one and two dimensions.
+// The compiled diffusion_terms kernel's parametrix and gradient rows (kernel/abi.h) against central
+// finite differences of the same kernel's other rows: a harness written here is linked with the
+// object `ssmc build --emit=obj` writes, evaluates the kernel at a point and at points (or
+// parameters) around it, and prints, per row, the kernel's value and the difference quotient.
+// The parametrix rows, sum_i d gamma_il / dx_i (l < d) and sum_il d^2 gamma_il / dx_i dx_l of
+// gamma = sigma sigma^T from the coefficient rows: real, vector and matrix coefficients that read
+// the path, in one and two dimensions. The gradient rows, d drift_i / d theta_k and d (div drift)
+// / d theta_k from the drift and Jacobian rows, for scalar and vector parameters.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -100,7 +102,84 @@ void check_rows(const std::string& name, const std::string& source,
   CHECK(lines == d + 1);
 }
 
+// argv: d, K (theta components), the coefficient's size, then theta (K) and the point (d). Prints
+// per gradient row its value and the central difference in theta of the drift (or of the
+// Jacobian's trace).
+const char* kGradientHarness = R"(
+#include "kernel/abi.h"
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+int main(int argc, char** argv) {
+  const ssm_model& m = ssm_model_table;
+  const int d = std::atoi(argv[1]), K = std::atoi(argv[2]), ncoef = std::atoi(argv[3]);
+  std::vector<double> theta(K), x(d);
+  for (int k = 0; k < K; ++k) theta[k] = std::atof(argv[4 + k]);
+  for (int c = 0; c < d; ++c) x[c] = std::atof(argv[4 + K + c]);
+  const int first = d + d * d + ncoef + 1 + 4, rows = first + (d + 1) * K + d + 1;
+  auto terms = [&](const std::vector<double>& th) {
+    std::vector<double> out(rows);
+    m.diffusion_terms(th.data(), 1, 0, 1, 1, nullptr, nullptr, x.data(), nullptr, out.data());
+    return out;
+  };
+  const std::vector<double> at = terms(theta);
+  const double h = 1e-5;
+  for (int k = 0; k < K; ++k) {
+    std::vector<double> up = theta, down = theta;
+    up[k] += h;
+    down[k] -= h;
+    const std::vector<double> a = terms(up), b = terms(down);
+    double divergence = 0;
+    for (int i = 0; i < d; ++i) {
+      std::printf("drift %d %.12g %.12g\n", i * K + k, at[first + i * K + k],
+                  (a[i] - b[i]) / (2 * h));
+      divergence += (a[d + i * d + i] - b[d + i * d + i]) / (2 * h);
+    }
+    std::printf("divergence %d %.12g %.12g\n", k, at[first + d * K + k], divergence);
+  }
+}
+)";
+
 } // namespace
+
+TEST_CASE("diffusion: the gradient rows are the drift's derivatives in the parameters",
+          "[e2e][sde]") {
+  // A vector SDE whose drift reads a scalar and a vector parameter nonlinearly, and whose
+  // Jacobian's trace reads them too; the coefficient reads the path (gradient rows do not need a
+  // constant one).
+  const std::string src = scratch_path("terms_gradient.ssm");
+  write_file(src, R"(
+model terms_gradient {
+  param a : real = 1.0;
+  param b : vector[2] = [0.3, -0.2];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([1, 1], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion([a * sin(x[t][1]) - b[0] * x[t][0] ^ 2 + b[1] * x[t][1],
+                    b[1] * x[t][0] * x[t][1] - a * a * x[t][1] + b[0] * x[t][0]],
+                   [0.5 + 0.1 * x[t][0] ^ 2, 0.4], 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  const nlohmann::json structure = nlohmann::json::parse(
+      run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
+  const nlohmann::json& sde = structure["sde"];
+  REQUIRE(sde["gradient"]["available"] == true);
+  REQUIRE(sde["gradient"]["rows"] == 9); // (dim + 1) x 3 theta components
+  std::istringstream out(run_kernel_harness("terms_gradient", src, kGradientHarness,
+                                            {"2", "3", "2", "1.0", "0.3", "-0.2", "0.7", "-0.4"}));
+  std::string what;
+  int index = 0, lines = 0;
+  double kernel = 0, quotient = 0;
+  while (out >> what >> index >> kernel >> quotient) {
+    INFO(what << "[" << index << "] kernel " << kernel << ", difference quotient " << quotient);
+    CHECK(std::fabs(kernel - quotient) <= 1e-6 * (1 + std::fabs(quotient)));
+    CHECK(std::fabs(kernel) > 1e-3); // every row moves with its parameter here
+    ++lines;
+  }
+  CHECK(lines == 9);
+}
 
 TEST_CASE("diffusion: the parametrix rows are the divergences of sigma sigma^T", "[e2e][sde]") {
   // A real coefficient that reads the path (not a constant: the rows are not 0).

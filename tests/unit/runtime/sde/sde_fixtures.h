@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 namespace sde_fixtures {
@@ -103,6 +104,138 @@ inline void check_wald_ratio(ssm::DensityEstimator& estimator, const std::vector
   std::vector<double> again(P);
   estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 2, 11, 0, again.data());
   CHECK(again == log_q);
+}
+
+// Points and pairs of a d-dimensional SDE state.
+using Point = std::vector<double>;
+
+// The pairs (x[i], y[i]) repeated R times, component-major as the estimators take them: pair
+// r K + i is (x[i], y[i]).
+struct Pairs {
+  std::vector<double> prev, cur;
+  int64_t P = 0;
+  Pairs(const std::vector<Point>& x, const std::vector<Point>& y, int64_t R) {
+    const auto K = static_cast<int64_t>(x.size()), d = static_cast<int64_t>(x[0].size());
+    P = K * R;
+    prev.resize(d * P);
+    cur.resize(d * P);
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t c = 0; c < d; ++c) {
+        prev[c * P + p] = x[p % K][c];
+        cur[c * P + p] = y[p % K][c];
+      }
+  }
+};
+
+// q at the frame and its central differences in the frame's first K entries (an error near
+// 1e-10 for these smooth closed forms).
+using Density =
+    std::function<double(const std::vector<double>& frame, const Point& x, const Point& y)>;
+inline void exact_and_derivatives(const Density& q, const std::vector<double>& frame, int K,
+                                  const std::vector<Point>& x, const std::vector<Point>& y,
+                                  std::vector<double>& value,
+                                  std::vector<std::vector<double>>& dq) {
+  const double h = 1e-5;
+  for (size_t i = 0; i < x.size(); ++i) {
+    value.push_back(q(frame, x[i], y[i]));
+    dq.emplace_back();
+    for (int c = 0; c < K; ++c) {
+      std::vector<double> up = frame, down = frame;
+      up[c] += h;
+      down[c] -= h;
+      dq.back().push_back((q(up, x[i], y[i]) - q(down, x[i], y[i])) / (2 * h));
+    }
+  }
+}
+
+// The derivatives of single estimates (step 3, seed 7), Q' = Q d log|Q| for R draws of each
+// pair i: their mean within 4 standard errors of dq[i][c] for every theta component c, the
+// standard error below `power` times max(|dq|, q[i]) (a test with power). Returns whether some
+// estimate was negative.
+inline bool check_gradient_unbiased(ssm::DensityEstimator& estimator,
+                                    const std::vector<double>& frame, const std::vector<Point>& x,
+                                    const std::vector<Point>& y, const std::vector<double>& q,
+                                    const std::vector<std::vector<double>>& dq, int64_t R,
+                                    double power) {
+  const auto n = static_cast<int64_t>(x.size());
+  const int K = estimator.gradient_size();
+  REQUIRE(K == static_cast<int>(dq[0].size()));
+  Pairs pairs(x, y, R);
+  std::vector<double> log_base(pairs.P), factor(pairs.P), grad(K * pairs.P);
+  estimator.single(frame.data(), 3, pairs.prev.data(), pairs.cur.data(), pairs.P, 7, 0, 0,
+                   log_base.data(), factor.data(), nullptr, grad.data());
+  bool negative = false;
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < K; ++c) {
+      double sum = 0, sum2 = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t p = r * n + i;
+        const double e = std::exp(log_base[p]) * factor[p], de = e * grad[c * pairs.P + p];
+        REQUIRE(std::isfinite(de));
+        negative = negative || e < 0;
+        sum += de;
+        sum2 += de * de;
+      }
+      const auto Rd = static_cast<double>(R);
+      const double mean = sum / Rd, se = std::sqrt((sum2 / Rd - mean * mean) / (Rd - 1));
+      INFO(estimator.name() << ", pair " << i << ", theta component " << c << ": Q' " << mean
+                            << " (se " << se << "), q' " << dq[i][c] << ", q " << q[i]);
+      CHECK(std::fabs(mean - dq[i][c]) <= 4 * se);
+      CHECK(se < power * std::max(std::fabs(dq[i][c]), q[i]));
+    }
+  return negative;
+}
+
+// Wald's sums with their derivatives (step 2, seed 11) for sets of `per` copies of the pair
+// (x, y), P pairs in all: E[sum Q'] = E[rounds] q' and E[sum Q] = E[rounds] q, so the ratio of
+// the means of Q grad and Q, what self-normalised weights make of the gradient, is within 4
+// delta-method standard errors (over the sets, whose pairs share their rounds) of dlogq[c] =
+// d log q / d theta_c, that error below `power` |dlogq[c]|; Wald's loop ran (some set needed a
+// second round); the estimates are those drawn without the gradient.
+inline void check_wald_gradient(ssm::DensityEstimator& estimator, const std::vector<double>& frame,
+                                const Point& x, const Point& y, int64_t per, int64_t P,
+                                const std::vector<double>& dlogq, double power) {
+  const int K = estimator.gradient_size();
+  REQUIRE(K == static_cast<int>(dlogq.size()));
+  Pairs pairs({x}, {y}, P);
+  std::vector<double> log_q(P), grad(K * P);
+  ssm::EstimatorCounts counts;
+  estimator.estimate(frame.data(), 2, pairs.prev.data(), pairs.cur.data(), P, per, 11, 0,
+                     log_q.data(), &counts, grad.data());
+  CHECK(counts.extra_rounds > 0);
+  const int64_t sets = P / per;
+  const auto n = static_cast<double>(sets);
+  for (int c = 0; c < K; ++c) {
+    std::vector<double> q(sets, 0.0), dq(sets, 0.0); // each set's sums
+    for (int64_t p = 0; p < P; ++p) {
+      REQUIRE(std::isfinite(log_q[p]));
+      q[p / per] += std::exp(log_q[p]);
+      dq[p / per] += std::exp(log_q[p]) * grad[c * P + p];
+    }
+    double mq = 0, mdq = 0;
+    for (int64_t i = 0; i < sets; ++i) {
+      mq += q[i] / n;
+      mdq += dq[i] / n;
+    }
+    double vqq = 0, vdd = 0, vqd = 0;
+    for (int64_t i = 0; i < sets; ++i) {
+      vqq += (q[i] - mq) * (q[i] - mq) / (n - 1);
+      vdd += (dq[i] - mdq) * (dq[i] - mdq) / (n - 1);
+      vqd += (q[i] - mq) * (dq[i] - mdq) / (n - 1);
+    }
+    const double ratio = mdq / mq;
+    const double se = std::fabs(ratio) *
+                      std::sqrt((vdd / (mdq * mdq) + vqq / (mq * mq) - 2 * vqd / (mdq * mq)) / n);
+    INFO(estimator.name() << ", theta component " << c << ": weighted gradient " << ratio << " (se "
+                          << se << "), d log q " << dlogq[c] << ", extra rounds "
+                          << counts.extra_rounds);
+    CHECK(std::fabs(ratio - dlogq[c]) <= 4 * se);
+    CHECK(se < power * std::fabs(dlogq[c]));
+  }
+  std::vector<double> plain(P);
+  estimator.estimate(frame.data(), 2, pairs.prev.data(), pairs.cur.data(), P, per, 11, 0,
+                     plain.data());
+  CHECK(plain == log_q);
 }
 
 } // namespace sde_fixtures

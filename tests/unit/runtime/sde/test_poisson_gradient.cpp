@@ -1,9 +1,11 @@
-// The General Poisson estimator of d/dtheta log q (runtime/sde/poisson_gradient.cpp; Martin 2022,
-// appendix C.1, Proposition 2) through hand-written diffusion_terms kernels with gradient rows:
-// exact for Brownian motion with drift theta, whatever the bridges accepted; unbiased for the
-// Sine diffusion dX = sin(X - theta) dt + dW against a numerical derivative of its density
-// computed on a grid (the Euler kernel of step dt / 2^k raised to the power 2^k by squaring,
-// Richardson-extrapolated in k); reproducible from the seed; its errors.
+// The General Poisson estimators of d/dtheta log q through hand-written diffusion_terms kernels
+// with gradient rows. Exact bridges (runtime/sde/poisson_gradient.cpp; Martin 2022, appendix C.1,
+// Proposition 2): exact for Brownian motion with drift theta, whatever the bridges accepted;
+// unbiased for the Sine diffusion dX = sin(X - theta) dt + dW against a numerical derivative of
+// its density computed on a grid (the Euler kernel of step dt / 2^k raised to the power 2^k by
+// squaring, Richardson-extrapolated in k); reproducible from the seed; its errors. The
+// estimate's own derivative (DensityEstimator::estimate with a gradient): unbiased for q' on the
+// Ornstein-Uhlenbeck SDE, whose psi is unbounded above, alone and through Wald's sums.
 #include "core/error.h"
 #include "core/metadata.h"
 #include "sde/poisson_estimator.h"
@@ -13,11 +15,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 namespace {
 
+using sde_fixtures::check_gradient_unbiased;
+using sde_fixtures::exact_and_derivatives;
 using sde_fixtures::model_with;
+using sde_fixtures::Point;
 using sde_fixtures::sde_info;
 
 // Rows: drift, drift', coefficient, dt, psi's bounds, the drift's bounds, d drift / d theta,
@@ -54,6 +60,27 @@ void tight_sine_terms(const double* theta, int64_t t, int64_t begin, int64_t end
   sine_terms(theta, t, begin, end, stride, xp, a, x, y, out);
   for (int64_t n = begin; n < end; ++n)
     out[5 * stride + n] = 0;
+}
+
+// dX = k (mu - X) dt + s dW with theta = (k, mu): frame [k, mu, s, dt]; psi = (k^2 (mu - x)^2 /
+// s^2 - k) / 2, bounded below by -k / 2 and unbounded above; d drift / d(k, mu) = (mu - x, k),
+// d drift' / d(k, mu) = (-1, 0).
+void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+              const double*, const int64_t*, const double* x, const double*, double* out) {
+  const double k = theta[0], mu = theta[1];
+  for (int64_t n = begin; n < end; ++n) {
+    const double row[] = {k * (mu - x[n]), -k,       theta[2],  theta[3], -k / 2, INFINITY,
+                          -INFINITY,       INFINITY, mu - x[n], k,        -1,     0};
+    for (int r = 0; r < 12; ++r)
+      out[r * stride + n] = row[r];
+  }
+}
+
+// Its transition density N(y; mu + (x - mu) e^{-k dt}, s^2 (1 - e^{-2 k dt}) / (2 k)).
+double ou_q(const std::vector<double>& f, const Point& x, const Point& y) {
+  const double a = std::exp(-f[0] * f[3]), var = f[2] * f[2] * (1 - a * a) / (2 * f[0]);
+  const double m = f[1] + (x[0] - f[1]) * a;
+  return std::exp(-(y[0] - m) * (y[0] - m) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
 }
 
 // log q_theta(x, y) of the Sine diffusion over dt on a grid of [-4, 6] (x and y grid points).
@@ -176,4 +203,63 @@ TEST_CASE("General Poisson gradient: its errors", "[sde]") {
   estimator.gradient(frame.data(), 3, p2.data(), c2.data(), 2, 1, 0, g2.data());
   CHECK(std::isfinite(g2[0]));
   CHECK(g2[1] == 0);
+}
+
+TEST_CASE("General Poisson estimate's derivative: unbiased for the OU density's derivative "
+          "(psi unbounded above)",
+          "[sde]") {
+  // Q' = Q d log|Q| from single rounds, in (k, mu), for pairs near and far in psi's tail (where
+  // estimates of either sign occur: the derivative of a signed estimate).
+  const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
+  ssm::PoissonEstimator estimator(model_with(ou_terms), sde_info(4));
+  REQUIRE(estimator.gradient_size() == 2);
+  CHECK_FALSE(estimator.exact_bridges(frame.data(), 3)); // gradient() cannot: no upper bound
+  const std::vector<Point> x = {{0.3}, {1.5}, {-1.0}, {-2.5}}, y = {{-0.2}, {0.4}, {-1.6}, {-2.4}};
+  std::vector<double> q;
+  std::vector<std::vector<double>> dq;
+  exact_and_derivatives(ou_q, frame, 2, x, y, q, dq);
+  CHECK(check_gradient_unbiased(estimator, frame, x, y, q, dq, 40000, 0.05));
+}
+
+TEST_CASE("General Poisson estimate's derivative: through Wald's sums, the weighted gradient "
+          "estimates d log q",
+          "[sde]") {
+  // Sets of 8 copies of a pair far in psi's tail, so that Wald's loop runs.
+  const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
+  const Point x = {-2.5}, y = {-2.4};
+  ssm::PoissonEstimator estimator(model_with(ou_terms), sde_info(4));
+  std::vector<double> q;
+  std::vector<std::vector<double>> dq;
+  exact_and_derivatives(ou_q, frame, 2, {x}, {y}, q, dq);
+  sde_fixtures::check_wald_gradient(estimator, frame, x, y, 8, 40000,
+                                    {dq[0][0] / q[0], dq[0][1] / q[0]}, 0.05);
+}
+
+TEST_CASE("General Poisson estimate's derivative: Brownian motion with drift, and its errors",
+          "[sde]") {
+  // psi = m^2 / 2 is constant: each Poisson factor (c - psi) / lambda = 1 / 2 and its derivative
+  // in m is -m / lambda, so d log Q = y - x - m K for K Poisson points of rate lambda dt = 2 dt:
+  // the weighted gradient, E[Q d log Q] / E[Q] = y - x - m dt, is exact on average.
+  const double m = 0.7, dt = 0.5, x = 0.2, y = 0.9;
+  const ssm_model model = model_with(drift_terms);
+  ssm::PoissonEstimator estimator(model, sde_info(2));
+  const std::vector<double> frame = {m, dt};
+  const int64_t P = 20000;
+  std::vector<double> prev(P, x), cur(P, y), log_q(P), grad(P);
+  estimator.estimate(frame.data(), 2, prev.data(), cur.data(), P, 1, 5, 0, log_q.data(), nullptr,
+                     grad.data());
+  double sq = 0, sdq = 0;
+  for (int64_t p = 0; p < P; ++p) {
+    const double K = (y - x - grad[p]) / m; // the Poisson count, an integer
+    REQUIRE(std::fabs(K - std::round(K)) < 1e-9);
+    sq += std::exp(log_q[p]);
+    sdq += std::exp(log_q[p]) * grad[p];
+  }
+  CHECK(sdq / sq == Approx(y - x - m * dt).margin(0.016)); // 4 sd of the ratio (0.004)
+
+  // Without gradient rows there is no gradient to give.
+  ssm::PoissonEstimator without(model, sde_info());
+  CHECK_THROWS_WITH(without.estimate(frame.data(), 2, prev.data(), cur.data(), 1, 1, 5, 0,
+                                     log_q.data(), nullptr, grad.data()),
+                    Catch::Contains("at t=2") && Catch::Contains("gradient"));
 }
