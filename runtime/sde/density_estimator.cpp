@@ -88,6 +88,7 @@ void DensityEstimator::prepare_with_gradient(const double* frame, int64_t t, con
     throw Error(fmt::format("{}: the gradient of the log density cannot be estimated (the model "
                             "has no gradient rows, or the {} estimator gives none)",
                             error_prefix(t), name_));
+  with_gradient_ = gradient;
   prepare(frame, t, prev, cur, P);
   if (gradient) {
     base_grad_.assign(static_cast<size_t>(P) * K, 0.0);

@@ -117,6 +117,7 @@ protected:
   int dim_ = 1;
   std::vector<double> log_base_, base_grad_;
   std::vector<bool> bad_;
+  bool with_gradient_ = false; // the last prepare() was for estimates with their gradient
 
 private:
   std::string name_;

@@ -24,6 +24,10 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
   dim_ = info.sde->dim;
   first_dt_ = dim_ + dim_ * dim_ + info.sde->coefficient_size;
   gradient_rows_ = info.sde->gradient_rows;
+  if (gradient_rows_ % (dim_ + 1) != 0)
+    throw Error(fmt::format("internal error: {} gradient rows for a {}-dimensional SDE (a "
+                            "multiple of {} expected)",
+                            gradient_rows_, dim_, dim_ + 1));
   first_parametrix_ = first_dt_ + 5 + gradient_rows_;
   rows_ = first_parametrix_ + info.sde->parametrix_rows;
 }

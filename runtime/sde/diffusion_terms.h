@@ -1,8 +1,8 @@
 // An SDE transition's terms at points of its path, through the model's diffusion_terms kernel
 // (kernel/abi.h): the drift, its Jacobian in the path, the diffusion coefficient, dt and the
 // bounds of the General Poisson estimator's psi and of the drift, and, when the compiler derived
-// them, the drift's and its Jacobian's gradients in the parameters and the parametrix estimator's
-// divergences of sigma sigma^T, for a batch of points in one kernel call.
+// them, the gradients in the parameters of the drift and of its divergence and the parametrix
+// estimator's divergences of sigma sigma^T, for a batch of points in one kernel call.
 #pragma once
 
 #include "core/metadata.h"

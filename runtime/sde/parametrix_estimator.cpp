@@ -60,8 +60,8 @@ void ParametrixEstimator::Frozen::copy(int64_t to, const Frozen& from, int64_t k
   std::copy_n(&from.gamma[k * dd], dd, &gamma[to * dd]);
   std::copy_n(&from.L[k * dd], dd, &L[to * dd]);
   std::copy_n(&from.c1[k * d], d, &c1[to * d]);
-  std::copy_n(&from.alpha_theta[k * K * d], K * d, &alpha_theta[to * K * d]);
-  std::copy_n(&from.divergence_theta[k * K], K, &divergence_theta[to * K]);
+  std::copy_n(from.alpha_theta.data() + k * K * d, K * d, alpha_theta.data() + to * K * d);
+  std::copy_n(from.divergence_theta.data() + k * K, K, divergence_theta.data() + to * K);
   half_logdet[to] = from.half_logdet[k];
   trace_j[to] = from.trace_j[k];
   norm_j[to] = from.norm_j[k];
@@ -106,8 +106,9 @@ void ParametrixEstimator::freeze(int64_t q, const double* point, int64_t t, int6
   f.norm_j[k] = scaled.norm();
   if (!(ConstVector(&f.alpha[k * d], d).allFinite() && std::isfinite(f.trace_j[k]) &&
         std::isfinite(f.norm_j[k]) && ConstVector(&f.c1[k * d], d).allFinite() &&
-        std::isfinite(f.c2[k]) && ConstVector(&f.alpha_theta[k * f.K * d], f.K * d).allFinite() &&
-        ConstVector(&f.divergence_theta[k * f.K], f.K).allFinite()))
+        std::isfinite(f.c2[k]) &&
+        ConstVector(f.alpha_theta.data() + k * f.K * d, f.K * d).allFinite() &&
+        ConstVector(f.divergence_theta.data() + k * f.K, f.K).allFinite()))
     throw Error(fmt::format("{}: the drift, its Jacobian, their derivatives in the parameters or "
                             "the coefficient's derivatives at {} are not finite",
                             error_prefix(t), where()));
@@ -147,7 +148,7 @@ void ParametrixEstimator::prepare(const double* frame, int64_t t, const double* 
       y_[p * d + c] = cur[c * P + p];
     }
   log_base_.assign(P, 0.0);
-  start_.resize(P, d, gradient_size());
+  start_.resize(P, d, with_gradient_ ? gradient_size() : 0); // the gradient rows only if asked
   if (P == 0)
     return;
   terms_.evaluate(frame, t, points.data(), P);
@@ -165,7 +166,7 @@ void ParametrixEstimator::prepare(const double* frame, int64_t t, const double* 
 void ParametrixEstimator::round(const double* frame, int64_t t, const std::vector<int64_t>& pairs,
                                 int r, uint64_t seed, uint64_t first_id, double* log_abs,
                                 double* sign, EstimatorCounts* counts, double* dlog) {
-  const int d = dim_, dd = d * d, K = dlog ? gradient_size() : 0;
+  const int d = dim_, dd = d * d, K = dlog ? start_.K : 0;
   const auto n = static_cast<int64_t>(pairs.size());
   const auto ut = static_cast<uint32_t>(t);
   const uint32_t site = kSiteParametrix + 2u * static_cast<uint32_t>(r);

@@ -28,7 +28,7 @@ public:
   const double* prev() const { return prev_.data(); }
   const double* cur() const { return cur_.data(); }
   // The functionals' terms of the pairs, row c at [c * size()]: writable, for the estimated
-  // terms that the kernel leaves out (BackwardDensity::add_score_terms).
+  // terms that the kernel leaves out (the SDE's term of the score, BackwardDensity::pairs).
   double* terms(const ssm_model& model, const double* frame, int64_t t, const double* y,
                 int64_t nf);
 

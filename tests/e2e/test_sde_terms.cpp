@@ -141,6 +141,40 @@ int main(int argc, char** argv) {
 }
 )";
 
+// Builds the model, checks its gradient rows' count ((dim + 1) x the theta size), and each row at
+// the point against the central difference in theta at `theta` (the model's parameters in their
+// frame order); with `all_move`, every row is also away from 0 (so a misplaced row shows).
+void check_gradient_rows(const std::string& name, const std::string& source, int K,
+                         const std::vector<std::string>& theta,
+                         const std::vector<std::string>& point, bool all_move) {
+  const std::string src = scratch_path(name + ".ssm");
+  write_file(src, source);
+  const nlohmann::json structure = nlohmann::json::parse(
+      run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
+  const nlohmann::json& sde = structure["sde"];
+  REQUIRE(sde["gradient"]["available"] == true);
+  const int d = sde["dim"];
+  REQUIRE(sde["gradient"]["rows"] == (d + 1) * K);
+  const std::string kind = sde["coefficient"];
+  const int ncoef = kind == "matrix" ? d * d : kind == "vector" ? d : 1;
+  std::vector<std::string> args = {std::to_string(d), std::to_string(K), std::to_string(ncoef)};
+  args.insert(args.end(), theta.begin(), theta.end());
+  args.insert(args.end(), point.begin(), point.end());
+  std::istringstream out(run_kernel_harness(name, src, kGradientHarness, args));
+  std::string what;
+  int index = 0, lines = 0;
+  double kernel = 0, quotient = 0;
+  while (out >> what >> index >> kernel >> quotient) {
+    INFO(name << ": " << what << "[" << index << "] kernel " << kernel << ", difference quotient "
+              << quotient);
+    CHECK(std::fabs(kernel - quotient) <= 1e-6 * (1 + std::fabs(quotient)));
+    if (all_move)
+      CHECK(std::fabs(kernel) > 1e-3);
+    ++lines;
+  }
+  CHECK(lines == (d + 1) * K);
+}
+
 } // namespace
 
 TEST_CASE("diffusion: the gradient rows are the drift's derivatives in the parameters",
@@ -148,8 +182,7 @@ TEST_CASE("diffusion: the gradient rows are the drift's derivatives in the param
   // A vector SDE whose drift reads a scalar and a vector parameter nonlinearly, and whose
   // Jacobian's trace reads them too; the coefficient reads the path (gradient rows do not need a
   // constant one).
-  const std::string src = scratch_path("terms_gradient.ssm");
-  write_file(src, R"(
+  check_gradient_rows("terms_gradient", R"(
 model terms_gradient {
   param a : real = 1.0;
   param b : vector[2] = [0.3, -0.2];
@@ -161,24 +194,20 @@ model terms_gradient {
                    [0.5 + 0.1 * x[t][0] ^ 2, 0.4], 0.5);
   y[t] ~ normal(x[t], 1);
 }
-)");
-  const nlohmann::json structure = nlohmann::json::parse(
-      run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
-  const nlohmann::json& sde = structure["sde"];
-  REQUIRE(sde["gradient"]["available"] == true);
-  REQUIRE(sde["gradient"]["rows"] == 9); // (dim + 1) x 3 theta components
-  std::istringstream out(run_kernel_harness("terms_gradient", src, kGradientHarness,
-                                            {"2", "3", "2", "1.0", "0.3", "-0.2", "0.7", "-0.4"}));
-  std::string what;
-  int index = 0, lines = 0;
-  double kernel = 0, quotient = 0;
-  while (out >> what >> index >> kernel >> quotient) {
-    INFO(what << "[" << index << "] kernel " << kernel << ", difference quotient " << quotient);
-    CHECK(std::fabs(kernel - quotient) <= 1e-6 * (1 + std::fabs(quotient)));
-    CHECK(std::fabs(kernel) > 1e-3); // every row moves with its parameter here
-    ++lines;
-  }
-  CHECK(lines == 9);
+)",
+                      3, {"1.0", "0.3", "-0.2"}, {"0.7", "-0.4"}, true);
+  // A matrix parameter (its components in the frame's order), some rows exactly 0.
+  check_gradient_rows("terms_gradient_matrix", R"(
+model terms_gradient_matrix {
+  param K : matrix[2, 2] = [[1.0, 0.3], [-0.4, 0.6]];
+  state x : vector[2];
+  obs y : vector[2];
+  x[0] ~ mvnormal([0, 0], [[1, 0], [0, 1]]);
+  x[t] ~ diffusion(-(K * x[t]) + [sin(K[0, 0] * x[t][1]), 0], [[0.5, 0], [0.2, 0.4]], 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)",
+                      4, {"1.0", "0.3", "-0.4", "0.6"}, {"0.7", "-0.4"}, false);
 }
 
 TEST_CASE("diffusion: the parametrix rows are the divergences of sigma sigma^T", "[e2e][sde]") {

@@ -21,7 +21,7 @@ inline ssm_model model_with(ssm_functional_terms_fn terms) {
   return m;
 }
 
-// The terms have no gradient rows unless `gradient_rows` (2 per theta component).
+// The terms have no gradient rows unless `gradient_rows` (2 per theta component: a scalar SDE).
 inline ssm::ModelInfo sde_info(int gradient_rows = 0) {
   ssm::ModelInfo info;
   info.name = "sde";

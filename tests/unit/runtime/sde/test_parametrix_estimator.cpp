@@ -98,8 +98,11 @@ TEST_CASE("Parametrix estimator: unbiased for a 2-d geometric Brownian motion (d
 
 TEST_CASE("Parametrix estimator: Wald's sums are positive and proportional to the density",
           "[sde]") {
+  // A model without gradient rows (the estimates alone).
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(ou_terms), with_gradient(1, 1, true, 1));
+  ssm::ParametrixEstimator estimator(model_with(ou_plain_terms),
+                                     sde_fixtures::parametrix_info(1, 1, true));
+  REQUIRE(estimator.gradient_size() == 0);
   // Sets of two pairs, one far from the other's scale: negative single estimates are frequent.
   const double xa = 3.0, ya = 1.0, xb = -2.5, yb = -2.4;
   sde_fixtures::check_wald_ratio(estimator, frame, xa, ya, xb, yb,

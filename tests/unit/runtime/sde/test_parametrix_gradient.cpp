@@ -47,6 +47,19 @@ TEST_CASE("Parametrix estimate's derivative: unbiased for a rotating 2-d OU in (
   check_gradient_unbiased(estimator, frame, x, y, q, dq, 40000, 0.05);
 }
 
+TEST_CASE("Parametrix estimate's derivative: unbiased for a 2-d OU with a full diffusion matrix",
+          "[sde]") {
+  // gamma = S S' is not diagonal: the solves with L and L' that the derivative makes differ.
+  const std::vector<double> frame = {1.0, 0.3, 0.7};
+  ssm::ParametrixEstimator estimator(model_with(ou_full_terms), with_gradient(2, 4, true, 2));
+  const std::vector<Point> x = {{0.5, -0.3}, {1.2, 0.8}, {-0.9, 1.1}},
+                           y = {{0.2, -0.4}, {0.5, 0.9}, {-0.2, 0.3}};
+  std::vector<double> q;
+  std::vector<std::vector<double>> dq;
+  exact_and_derivatives(ou_full_q, frame, 2, x, y, q, dq);
+  check_gradient_unbiased(estimator, frame, x, y, q, dq, 40000, 0.05);
+}
+
 TEST_CASE("Parametrix estimate's derivative: unbiased for a 2-d geometric Brownian motion in its "
           "drift (a coefficient that moves with the path)",
           "[sde]") {
