@@ -57,6 +57,8 @@ class ParametrixEstimator final : public DensityEstimator {
 public:
   // Throws Error with the reason when the estimator does not apply to the model.
   ParametrixEstimator(const ssm_model& model, const ModelInfo& info);
+  // The estimator keeps a reference to the model: a temporary would dangle.
+  ParametrixEstimator(const ssm_model&& model, const ModelInfo& info) = delete;
   bool positive() const override { return false; }
 
 private:

@@ -40,6 +40,8 @@ class PoissonEstimator final : public DensityEstimator {
 public:
   // Throws Error with the reason when the estimator does not apply to the model.
   PoissonEstimator(const ssm_model& model, const ModelInfo& info);
+  // The estimator keeps a reference to the model: a temporary would dangle.
+  PoissonEstimator(const ssm_model&& model, const ModelInfo& info) = delete;
 
   // Unbiased estimates of the gradient of log q(prev[p], cur[p]) in theta, out[k * P + p] for the
   // theta components k (0 for a pair with a non-finite end); Martin (2022), appendix C.1,

@@ -71,14 +71,16 @@ std::vector<double> densities(const Density& q, const std::vector<double>& frame
 
 TEST_CASE("Parametrix estimator: unbiased for the Ornstein-Uhlenbeck density", "[sde]") {
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(ou_terms), with_gradient(1, 1, true, 1));
+  const ssm_model model = model_with(ou_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(1, 1, true, 1));
   const std::vector<Point> x = {{0.3}, {1.5}, {-1.0}, {2.5}}, y = {{-0.2}, {0.4}, {-1.6}, {1.2}};
   check_unbiased(estimator, frame, x, y, densities(ou_q, frame, x, y), 40000, 0.02);
 }
 
 TEST_CASE("Parametrix estimator: unbiased for a rotating 2-d Ornstein-Uhlenbeck density", "[sde]") {
   const std::vector<double> frame = {0.7, 1.3, 0.8, 0.6};
-  ssm::ParametrixEstimator estimator(model_with(rotation_terms), with_gradient(2, 2, true, 2));
+  const ssm_model model = model_with(rotation_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 2, true, 2));
   const std::vector<Point> x = {{0.5, -0.3}, {1.5, 1.0}, {-1.0, 2.0}},
                            y = {{0.2, -0.6}, {1.6, -0.1}, {0.4, 1.2}};
   check_unbiased(estimator, frame, x, y, densities(rotation_q, frame, x, y), 40000, 0.03);
@@ -88,7 +90,8 @@ TEST_CASE("Parametrix estimator: unbiased for a 2-d geometric Brownian motion (d
           "[sde]") {
   // The Lotka-Volterra example's noise, G = [[0.5, 0.1], [0.1, 0.2]] (Martin 2022, 7.5.4).
   const std::vector<double> frame = {0.3, -0.2, 0.5, 0.1, 0.1, 0.2, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(geometric_terms), with_gradient(2, 4, false, 2));
+  const ssm_model model = model_with(geometric_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 4, false, 2));
   const std::vector<Point> x = {{1.0, 2.0}, {1.0, 2.0}, {0.5, 1.5}},
                            y = {{1.1, 1.9}, {1.5, 2.2}, {0.4, 1.6}};
   // A coefficient that moves with the path makes the estimates heavy-tailed (single ones 600
@@ -100,8 +103,8 @@ TEST_CASE("Parametrix estimator: Wald's sums are positive and proportional to th
           "[sde]") {
   // A model without gradient rows (the estimates alone).
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(ou_plain_terms),
-                                     sde_fixtures::parametrix_info(1, 1, true));
+  const ssm_model model = model_with(ou_plain_terms);
+  ssm::ParametrixEstimator estimator(model, sde_fixtures::parametrix_info(1, 1, true));
   REQUIRE(estimator.gradient_size() == 0);
   // Sets of two pairs, one far from the other's scale: negative single estimates are frequent.
   const double xa = 3.0, ya = 1.0, xb = -2.5, yb = -2.4;
@@ -110,7 +113,8 @@ TEST_CASE("Parametrix estimator: Wald's sums are positive and proportional to th
 }
 
 TEST_CASE("Parametrix estimator: a singular coefficient or a bad dt names the step", "[sde]") {
-  ssm::ParametrixEstimator estimator(model_with(geometric_terms), with_gradient(2, 4, false, 2));
+  const ssm_model model = model_with(geometric_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 4, false, 2));
   const std::vector<double> frame = {0.3, -0.2, 0.5, 0.1, 0.1, 0.2, 0.5};
   // From x0 = 0 the coefficient diag(x) G is singular.
   std::vector<double> prev = {0.0, 2.0}, cur = {1.0, 2.0}, log_q(1);

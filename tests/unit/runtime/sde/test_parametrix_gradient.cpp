@@ -27,7 +27,8 @@ using namespace parametrix_fixtures;
 
 TEST_CASE("Parametrix estimate's derivative: unbiased for the OU density's derivative", "[sde]") {
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(ou_terms), with_gradient(1, 1, true, 1));
+  const ssm_model model = model_with(ou_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(1, 1, true, 1));
   REQUIRE(estimator.gradient_size() == 1);
   const std::vector<Point> x = {{0.3}, {1.5}, {-1.0}, {2.5}}, y = {{-0.2}, {0.4}, {-1.6}, {1.2}};
   std::vector<double> q;
@@ -38,7 +39,8 @@ TEST_CASE("Parametrix estimate's derivative: unbiased for the OU density's deriv
 
 TEST_CASE("Parametrix estimate's derivative: unbiased for a rotating 2-d OU in (k, w)", "[sde]") {
   const std::vector<double> frame = {0.7, 1.3, 0.8, 0.6};
-  ssm::ParametrixEstimator estimator(model_with(rotation_terms), with_gradient(2, 2, true, 2));
+  const ssm_model model = model_with(rotation_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 2, true, 2));
   const std::vector<Point> x = {{0.5, -0.3}, {1.5, 1.0}, {-1.0, 2.0}},
                            y = {{0.2, -0.6}, {1.6, -0.1}, {0.4, 1.2}};
   std::vector<double> q;
@@ -51,7 +53,8 @@ TEST_CASE("Parametrix estimate's derivative: unbiased for a 2-d OU with a full d
           "[sde]") {
   // gamma = S S' is not diagonal: the solves with L and L' that the derivative makes differ.
   const std::vector<double> frame = {1.0, 0.3, 0.7};
-  ssm::ParametrixEstimator estimator(model_with(ou_full_terms), with_gradient(2, 4, true, 2));
+  const ssm_model model = model_with(ou_full_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 4, true, 2));
   const std::vector<Point> x = {{0.5, -0.3}, {1.2, 0.8}, {-0.9, 1.1}},
                            y = {{0.2, -0.4}, {0.5, 0.9}, {-0.2, 0.3}};
   std::vector<double> q;
@@ -64,7 +67,8 @@ TEST_CASE("Parametrix estimate's derivative: unbiased for a 2-d geometric Browni
           "drift (a coefficient that moves with the path)",
           "[sde]") {
   const std::vector<double> frame = {0.3, -0.2, 0.5, 0.1, 0.1, 0.2, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(geometric_terms), with_gradient(2, 4, false, 2));
+  const ssm_model model = model_with(geometric_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(2, 4, false, 2));
   const std::vector<Point> x = {{1.0, 2.0}, {1.0, 2.0}, {0.5, 1.5}},
                            y = {{1.1, 1.9}, {1.5, 2.2}, {0.4, 1.6}};
   std::vector<double> q;
@@ -78,7 +82,8 @@ TEST_CASE("Parametrix estimate's derivative: through Wald's sums, the weighted g
           "estimates d log q",
           "[sde]") {
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  ssm::ParametrixEstimator estimator(model_with(ou_terms), with_gradient(1, 1, true, 1));
+  const ssm_model model = model_with(ou_terms);
+  ssm::ParametrixEstimator estimator(model, with_gradient(1, 1, true, 1));
   const Point x = {3.0}, y = {1.0};
   const double h = 1e-5;
   std::vector<double> up = frame, down = frame;

@@ -211,7 +211,8 @@ TEST_CASE("General Poisson estimate's derivative: unbiased for the OU density's 
   // Q' = Q d log|Q| from single rounds, in (k, mu), for pairs near and far in psi's tail (where
   // estimates of either sign occur: the derivative of a signed estimate).
   const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
-  ssm::PoissonEstimator estimator(model_with(ou_terms), sde_info(4));
+  const ssm_model model = model_with(ou_terms);
+  ssm::PoissonEstimator estimator(model, sde_info(4));
   REQUIRE(estimator.gradient_size() == 2);
   CHECK_FALSE(estimator.exact_bridges(frame.data(), 3)); // gradient() cannot: no upper bound
   const std::vector<Point> x = {{0.3}, {1.5}, {-1.0}, {-2.5}}, y = {{-0.2}, {0.4}, {-1.6}, {-2.4}};
@@ -227,7 +228,8 @@ TEST_CASE("General Poisson estimate's derivative: through Wald's sums, the weigh
   // Sets of 8 copies of a pair far in psi's tail, so that Wald's loop runs.
   const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
   const Point x = {-2.5}, y = {-2.4};
-  ssm::PoissonEstimator estimator(model_with(ou_terms), sde_info(4));
+  const ssm_model model = model_with(ou_terms);
+  ssm::PoissonEstimator estimator(model, sde_info(4));
   std::vector<double> q;
   std::vector<std::vector<double>> dq;
   exact_and_derivatives(ou_q, frame, 2, {x}, {y}, q, dq);
