@@ -132,10 +132,13 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
   std::vector<int64_t> pending = finite_pairs();
   // Wald: every pair of a set whose sums are not all positive gets a fresh estimate, until none.
   for (int r = 0; !pending.empty(); ++r) {
-    if (r == kMaxWaldRounds) {
-      const int64_t p = pending.front();
+    if (r == kMaxWaldRounds) { // name a pair whose sum is still not positive
+      const int64_t p = *std::find_if(pending.begin(), pending.end(),
+                                      [&](int64_t q) { return !(scaled[q] > 0); });
       throw Error(fmt::format("{}: after {} rounds of Wald's loop the estimates of the pair {} "
-                              "(set {}) are still not all positive",
+                              "(set {}) are still not all positive (a pair far apart for the "
+                              "transition's noise over dt has heavy-tailed signed estimates: see "
+                              "docs/language.md, SDE transitions)",
                               error_prefix(t), kMaxWaldRounds, pair_text(prev, cur, P, p),
                               p / per));
     }
