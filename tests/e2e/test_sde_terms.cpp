@@ -14,6 +14,8 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace e2e;
 
@@ -70,36 +72,58 @@ int main(int argc, char** argv) {
 }
 )";
 
-// Builds the model's object and the harness, runs it at the point, and checks every row against
-// its difference quotient (relative 1e-5: the quotients' error is O(h^2)).
-void check_rows(const std::string& name, const std::string& source,
-                const std::vector<std::string>& point) {
+// Writes the model to the scratch directory: its path, and its structure report's SDE section.
+std::pair<std::string, nlohmann::json> sde_model(const std::string& name,
+                                                 const std::string& source) {
   const std::string src = scratch_path(name + ".ssm");
   write_file(src, source);
   const nlohmann::json structure = nlohmann::json::parse(
       run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
-  const nlohmann::json& sde = structure["sde"];
-  REQUIRE(sde["parametrix"]["available"] == true);
-  const int d = sde["dim"], rows = sde["parametrix"]["rows"];
-  REQUIRE(rows == d + 1);
+  return {src, structure["sde"]};
+}
+
+// The number of the coefficient's elements as written (1, dim or dim x dim).
+int coefficient_size(const nlohmann::json& sde) {
+  const int d = sde["dim"];
   const std::string kind = sde["coefficient"];
-  const int ncoef = kind == "matrix" ? d * d : kind == "vector" ? d : 1;
-  const int gradient =
-      sde["gradient"]["available"] == true ? sde["gradient"]["rows"].get<int>() : 0;
-  const int first = d + d * d + ncoef + 1 + 4 + gradient;
-  std::vector<std::string> args = {std::to_string(d), std::to_string(ncoef), std::to_string(first)};
-  args.insert(args.end(), point.begin(), point.end());
-  std::istringstream out(run_kernel_harness(name, src, kHarness, args));
+  return kind == "matrix" ? d * d : kind == "vector" ? d : 1;
+}
+
+// Checks each "what index kernel quotient" line of a harness's output: the kernel's row within
+// `tolerance` (relative) of the difference quotient and, with `all_move`, away from 0 (so that
+// a misplaced row shows). Returns the number of lines.
+int check_harness_rows(const std::string& name, const std::string& output, double tolerance,
+                       bool all_move) {
+  std::istringstream out(output);
   std::string what;
   int index = 0, lines = 0;
   double kernel = 0, quotient = 0;
   while (out >> what >> index >> kernel >> quotient) {
     INFO(name << ": " << what << "[" << index << "] kernel " << kernel << ", difference quotient "
               << quotient);
-    CHECK(std::fabs(kernel - quotient) <= 1e-5 * (1 + std::fabs(quotient)));
+    CHECK(std::fabs(kernel - quotient) <= tolerance * (1 + std::fabs(quotient)));
+    if (all_move)
+      CHECK(std::fabs(kernel) > 1e-3);
     ++lines;
   }
-  CHECK(lines == d + 1);
+  return lines;
+}
+
+// Builds the model's object and the harness, runs it at the point, and checks every row against
+// its difference quotient (relative 1e-5: the quotients' error is O(h^2)).
+void check_rows(const std::string& name, const std::string& source,
+                const std::vector<std::string>& point) {
+  const auto [src, sde] = sde_model(name, source);
+  REQUIRE(sde["parametrix"]["available"] == true);
+  const int d = sde["dim"], rows = sde["parametrix"]["rows"];
+  REQUIRE(rows == d + 1);
+  const int gradient =
+      sde["gradient"]["available"] == true ? sde["gradient"]["rows"].get<int>() : 0;
+  const int ncoef = coefficient_size(sde), first = d + d * d + ncoef + 1 + 4 + gradient;
+  std::vector<std::string> args = {std::to_string(d), std::to_string(ncoef), std::to_string(first)};
+  args.insert(args.end(), point.begin(), point.end());
+  CHECK(check_harness_rows(name, run_kernel_harness(name, src, kHarness, args), 1e-5, false) ==
+        d + 1);
 }
 
 // argv: d, K (theta components), the coefficient's size, then theta (K) and the point (d). Prints
@@ -147,32 +171,16 @@ int main(int argc, char** argv) {
 void check_gradient_rows(const std::string& name, const std::string& source, int K,
                          const std::vector<std::string>& theta,
                          const std::vector<std::string>& point, bool all_move) {
-  const std::string src = scratch_path(name + ".ssm");
-  write_file(src, source);
-  const nlohmann::json structure = nlohmann::json::parse(
-      run_ok({ssmc_path(), "check", "--structure", "--format", "json", src}).out);
-  const nlohmann::json& sde = structure["sde"];
+  const auto [src, sde] = sde_model(name, source);
   REQUIRE(sde["gradient"]["available"] == true);
   const int d = sde["dim"];
   REQUIRE(sde["gradient"]["rows"] == (d + 1) * K);
-  const std::string kind = sde["coefficient"];
-  const int ncoef = kind == "matrix" ? d * d : kind == "vector" ? d : 1;
-  std::vector<std::string> args = {std::to_string(d), std::to_string(K), std::to_string(ncoef)};
+  std::vector<std::string> args = {std::to_string(d), std::to_string(K),
+                                   std::to_string(coefficient_size(sde))};
   args.insert(args.end(), theta.begin(), theta.end());
   args.insert(args.end(), point.begin(), point.end());
-  std::istringstream out(run_kernel_harness(name, src, kGradientHarness, args));
-  std::string what;
-  int index = 0, lines = 0;
-  double kernel = 0, quotient = 0;
-  while (out >> what >> index >> kernel >> quotient) {
-    INFO(name << ": " << what << "[" << index << "] kernel " << kernel << ", difference quotient "
-              << quotient);
-    CHECK(std::fabs(kernel - quotient) <= 1e-6 * (1 + std::fabs(quotient)));
-    if (all_move)
-      CHECK(std::fabs(kernel) > 1e-3);
-    ++lines;
-  }
-  CHECK(lines == (d + 1) * K);
+  CHECK(check_harness_rows(name, run_kernel_harness(name, src, kGradientHarness, args), 1e-6,
+                           all_move) == (d + 1) * K);
 }
 
 } // namespace
