@@ -7,6 +7,7 @@
 #include "core/output.h"
 #include "core/params.h"
 #include "learning/information.h"
+#include "smc/proposal.h"
 
 #include <fmt/format.h>
 
@@ -82,21 +83,26 @@ public:
     }
     if (write_csv())
       write_output(c, out_, score_csv(c.info, r));
-    if (json_)
-      print_json(c,
-                 {{"model", c.info.name},
-                  {"method", r.method},
-                  {"chosen_by", run.automatic ? "auto" : "user"},
-                  {"exact", r.exact},
-                  {"replicates", r.replicates},
-                  {"T", data.T},
-                  {"log_likelihood", r.log_likelihood},
-                  {"score", params_json(c.info, r.score)},
-                  {"score_se", params_json(c.info, r.se)},
-                  {"information", info_json},
-                  {"elapsed_s", r.elapsed_s},
-                  {"threads", c.globals.threads}},
-                 data);
+    if (json_) {
+      nlohmann::json j = {{"model", c.info.name},
+                          {"method", r.method},
+                          {"chosen_by", run.automatic ? "auto" : "user"},
+                          {"exact", r.exact},
+                          {"replicates", r.replicates},
+                          {"T", data.T},
+                          {"log_likelihood", r.log_likelihood},
+                          {"score", params_json(c.info, r.score)},
+                          {"score_se", params_json(c.info, r.se)},
+                          {"information", info_json},
+                          {"elapsed_s", r.elapsed_s},
+                          {"threads", c.globals.threads}};
+      // The random-weight filter's log-likelihood, when Wald's identity biases it (as filter's).
+      if (!r.exact && run.options.has("--filter") &&
+          run.options.word("--filter") == "random-weight")
+        if (std::string caveat = random_weight_likelihood_caveat(c.info); !caveat.empty())
+          j["log_likelihood_caveat"] = caveat;
+      print_json(c, j, data);
+    }
   }
 
 private:

@@ -76,6 +76,15 @@ model ou_sde_score {
   CHECK(j["method"] == "bis"); // auto: the only smoother that adds the SDE's term
   check_score(j, {{"kappa", exact_kappa}, {"mu", exact_mu}}, "Kalman");
 
+  // After the random-weight filter (signed estimates made positive by Wald's identity), the
+  // log-likelihood in the JSON carries the caveat, as filter's and smooth's do.
+  const nlohmann::json rw =
+      nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--filter", "random-weight",
+                                    "--particles", "200", "--replicates", "2", "--json"})
+                                .out);
+  CHECK_THAT(rw["log_likelihood_caveat"].get<std::string>(), Catch::Contains("Wald's identity"));
+  CHECK_FALSE(j.contains("log_likelihood_caveat"));
+
   // The parametrix estimator on this model: at t = 1 the filter cloud of the diffuse prior gives
   // bis pairs about 7 standard deviations apart, whose estimates have a standard deviation 40 to
   // 175 times their mean; with this seed one particle's set is still not positive after Wald's
