@@ -138,9 +138,7 @@ public:
                           {"elapsed_s", fit.elapsed_s},
                           {"filter_s", fit.filter_s},
                           {"threads", c.globals.threads}};
-      if (fit.filter == "random-weight") // its log-likelihood, when Wald's identity biases it
-        if (std::string caveat = random_weight_likelihood_caveat(c.info); !caveat.empty())
-          j["log_likelihood_caveat"] = caveat;
+      add_random_weight_caveat(j, c.info, fit.filter == "random-weight");
       print_json(c, j, data);
     }
     if (fit.averaged_over == 0)

@@ -96,11 +96,9 @@ public:
                           {"information", info_json},
                           {"elapsed_s", r.elapsed_s},
                           {"threads", c.globals.threads}};
-      // The random-weight filter's log-likelihood, when Wald's identity biases it (as filter's).
-      if (!r.exact && run.options.has("--filter") &&
-          run.options.word("--filter") == "random-weight")
-        if (std::string caveat = random_weight_likelihood_caveat(c.info); !caveat.empty())
-          j["log_likelihood_caveat"] = caveat;
+      add_random_weight_caveat(j, c.info,
+                               !r.exact && run.options.has("--filter") &&
+                                   run.options.word("--filter") == "random-weight");
       print_json(c, j, data);
     }
   }

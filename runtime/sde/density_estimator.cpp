@@ -39,7 +39,14 @@ void add_to_wald_sum(double& top, double& scaled, double log_abs, double sign, i
 
 DensityEstimator::DensityEstimator(const ssm_model& model, const ModelInfo& info, std::string name)
     : terms_(model, info), relation_(info.sde->relation), dim_(info.sde->dim),
-      name_(std::move(name)) {}
+      gradient_reason_(info.sde->gradient_reason), name_(std::move(name)) {}
+
+void DensityEstimator::require_gradient(int64_t t) const {
+  if (gradient_size() == 0)
+    throw Error(
+        fmt::format("{}: the gradient of the log density cannot be estimated: {}", error_prefix(t),
+                    gradient_reason_.empty() ? "the model has no parameters" : gradient_reason_));
+}
 
 std::string DensityEstimator::error_prefix(int64_t t) const {
   return fmt::format("the {} estimator for {} at t={}", name_, relation_, t);
@@ -83,15 +90,12 @@ std::string DensityEstimator::pair_text(const double* prev, const double* cur, i
 
 void DensityEstimator::prepare_with_gradient(const double* frame, int64_t t, const double* prev,
                                              const double* cur, int64_t P, bool gradient) {
-  const int K = gradient_size();
-  if (gradient && K == 0)
-    throw Error(fmt::format("{}: the gradient of the log density cannot be estimated (the model "
-                            "has no gradient rows, or the {} estimator gives none)",
-                            error_prefix(t), name_));
+  if (gradient)
+    require_gradient(t);
   with_gradient_ = gradient;
   prepare(frame, t, prev, cur, P);
   if (gradient) {
-    base_grad_.assign(static_cast<size_t>(P) * K, 0.0);
+    base_grad_.assign(static_cast<size_t>(P) * gradient_size(), 0.0);
     prepare_gradient(frame, t);
   }
 }

@@ -87,8 +87,10 @@ protected:
   // bad_, a diverged one), from pairs component-major as estimate() takes them.
   virtual void prepare(const double* frame, int64_t t, const double* prev, const double* cur,
                        int64_t P) = 0;
+  // Throws, with the reason, when the model has no gradient rows.
+  void require_gradient(int64_t t) const;
   // prepare(), then with `gradient` prepare_gradient() into a fresh base_grad_; throws when the
-  // gradient is asked of an estimator without one.
+  // gradient is asked of a model without gradient rows.
   void prepare_with_gradient(const double* frame, int64_t t, const double* prev, const double* cur,
                              int64_t P, bool gradient);
   // After prepare(), for estimates with their gradient: d/dtheta_k log_base_ of pair p into
@@ -115,6 +117,7 @@ protected:
   DiffusionTerms terms_;
   std::string relation_;
   int dim_ = 1;
+  std::string gradient_reason_; // why the model has no gradient rows (ModelInfo::Sde)
   std::vector<double> log_base_, base_grad_;
   std::vector<bool> bad_;
   bool with_gradient_ = false; // the last prepare() was for estimates with their gradient

@@ -45,8 +45,7 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 }
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
-    : DensityEstimator(model, info, "General Poisson"),
-      gradient_reason_(info.sde->gradient_reason) {
+    : DensityEstimator(model, info, "General Poisson") {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
                             info.sde->gpe_reason));

@@ -99,7 +99,6 @@ private:
   int64_t node_point(int64_t p, int64_t q) const;
   double node_weight(int64_t p, int64_t q) const;
 
-  std::string gradient_reason_;
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
   std::vector<double> points_, c_, lambda_, u_, v_, x_, y_;
   std::vector<int64_t> first_node_;

@@ -17,12 +17,8 @@ namespace ssm {
 void PoissonEstimator::gradient(const double* frame, int64_t t, const double* prev,
                                 const double* cur, int64_t P, uint64_t seed, uint64_t first_id,
                                 double* out, EstimatorCounts* counts) {
-  const int K = terms_.gradient_size();
-  if (!gradient_reason_.empty() || K == 0)
-    throw Error(fmt::format(
-        "the gradient of the log transition density of {} cannot be "
-        "estimated: {}",
-        relation_, gradient_reason_.empty() ? "the model has no parameters" : gradient_reason_));
+  require_gradient(t);
+  const int K = gradient_size();
   check_ids(t, P, first_id);
   prepare(frame, t, prev, cur, P);
   if (!std::isfinite(upper_))

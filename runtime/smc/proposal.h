@@ -11,6 +11,8 @@
 #include "kernel/abi.h"
 #include "smc/resample.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -127,6 +129,9 @@ std::string random_weight_problem(const ssm_model& model, const ModelInfo& info)
 // Non-empty when the random-weight filter's estimates need Wald's identity (signed ones), so that
 // its log-likelihood is biased: why.
 std::string random_weight_likelihood_caveat(const ModelInfo& info);
+// Adds that caveat as "log_likelihood_caveat" to a run's JSON summary whose log-likelihood came
+// from the random-weight filter (`random_weight`), when there is one.
+void add_random_weight_caveat(nlohmann::json& summary, const ModelInfo& info, bool random_weight);
 // The random-weight filter's streams: its Euler draws' Philox site (the model's own sites are
 // small), and the key of its estimator's seed (bis's backward estimates use the filter's seed).
 inline constexpr uint32_t kSiteEulerProposal = 0xFFFF0004u;

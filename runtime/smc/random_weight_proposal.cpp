@@ -20,6 +20,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <limits>
@@ -46,6 +47,13 @@ std::string random_weight_likelihood_caveat(const ModelInfo& info) {
                      "log-likelihood is off by the log of the expected number of Wald rounds",
                      info.sde->estimator == "gpe" ? "General Poisson" : "parametrix",
                      info.sde->relation);
+}
+
+void add_random_weight_caveat(nlohmann::json& summary, const ModelInfo& info, bool random_weight) {
+  if (!random_weight)
+    return;
+  if (std::string caveat = random_weight_likelihood_caveat(info); !caveat.empty())
+    summary["log_likelihood_caveat"] = caveat;
 }
 
 namespace {

@@ -252,9 +252,7 @@ nlohmann::json smooth_json(const ModelInfo& info, const SmoothResult& r, const S
     j["resampling"] = resampling_name(opt.filter.resampling);
     j["filter"] = particle_filter_name(opt.filter);
   }
-  if (opt.filter.random_weight && !smoother(r.method).exact)
-    if (std::string caveat = random_weight_likelihood_caveat(info); !caveat.empty())
-      j["log_likelihood_caveat"] = caveat;
+  add_random_weight_caveat(j, info, opt.filter.random_weight && !smoother(r.method).exact);
   if (r.method == SmoothMethod::FixedLag)
     j["lag"] = opt.lag;
   if (r.method == SmoothMethod::Paris || r.method == SmoothMethod::Bis)
