@@ -11,10 +11,13 @@ raised to the power 2^k by squaring, Richardson-extrapolated from k = 6, 7 (nump
 the filters, each from --replicates seeds: the random-weight filter (one Euler step proposed,
 weighted by General Poisson estimates of the exact density) against the bootstrap filter through
 20 and 400 Euler substeps: log-likelihood mean and sd, median time, with 1000 and 10000 particles.
-Then E[X_0 | Y] by `smooth --method bis` after the random-weight filter (auto's choice): figure
-7.2 with N = 100 and K backward samples from 2 to 100 (and paris, whose backward draws are
-accepted with probability estimate / bound, at K = 2 and 10: the thesis's accept-reject), figure 7.3 with N from 50 to 2000 and
-K = N^0.5, N^0.6, N / 10. Each row: the mean over replicates, its bias against the reference in
+Then E[X_0 | Y] by `smooth --method bis --backward-proposal filter` (the thesis's bis: indices
+drawn from the filter weights) after the random-weight filter (auto's choice): figure 7.2 with
+N = 100 and K backward samples from 2 to 100 (and paris, whose backward draws are accepted with
+probability estimate / bound, at K = 2 and 10: the thesis's accept-reject), figure 7.3 with N from
+50 to 2000 and K = N^0.5, N^0.6, N / 10; and bis with `--backward-proposal euler` (smooth's
+default for an SDE: indices drawn from the filter weights times the one-step Euler density) at
+small K and at K = N^0.5. Each row: the mean over replicates, its bias against the reference in
 standard errors, the replicates' standard deviation, and the median time of filter + smoother.
 """
 import argparse
@@ -70,20 +73,21 @@ def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
     return 2 * mean(7) - mean(6)
 
 
-def x0(exe, data, work, n, k, seed, method="bis"):
+def x0(exe, data, work, n, k, seed, method="bis", proposal="filter"):
     out = os.path.join(work, "s.csv")
+    extra = ["--backward-proposal", proposal] if method == "bis" else []
     j = json.loads(run([exe, "smooth", "--data", data, "--method", method, "--particles", str(n),
                         "--backward-samples", str(k), "--marginals", "--seed", str(seed),
-                        "--threads", "1", "--json", "--out", out]))
+                        "--threads", "1", "--json", "--out", out] + extra))
     with open(out) as f:
         next(f)
         return float(next(f).split(",")[1]), j["smooth_s"] + j["filter_s"]
 
 
-def series(exe, data, work, n, k, reps, seed0, method="bis"):
+def series(exe, data, work, n, k, reps, seed0, method="bis", proposal="filter"):
     vals, times = [], []
     for r in range(reps):
-        v, s = x0(exe, data, work, n, k, seed0 + r, method)
+        v, s = x0(exe, data, work, n, k, seed0 + r, method, proposal)
         vals.append(v)
         times.append(s)
     return vals, times
@@ -139,8 +143,8 @@ def main():
                         a.replicates, 300)
         print(f"{'':<30} time ratio bootstrap-400 / random-weight: {eu / rw:.1f}")
 
-    def row(label, n, k, seed0, method="bis"):
-        vals, times = series(exe, data, work, n, k, a.replicates, seed0, method)
+    def row(label, n, k, seed0, method="bis", proposal="filter"):
+        vals, times = series(exe, data, work, n, k, a.replicates, seed0, method, proposal)
         m, sd = statistics.mean(vals), statistics.stdev(vals)
         se = sd / math.sqrt(len(vals))  # the reference is exact
         print(f"{label:<22} N={n:<5} K={k:<4} mean {m:.4f}  bias {(m - ref) / se:+.1f} se  "
@@ -149,6 +153,8 @@ def main():
     print("\nfigure 7.2: N = 100, K backward samples")
     for k in (2, 5, 10, 20, 50, 100):
         row("bis", 100, k, 20000 + 100 * k)
+    for k in (2, 5, 10, 20):  # indices drawn from W_i times the Euler density (smooth's auto)
+        row("bis, Euler proposal", 100, k, 20000 + 100 * k, proposal="euler")
     for k in (2, 10):  # the thesis's accept-reject column: pseudo-marginal PaRIS
         row("paris (accept-reject)", 100, k, 40000 + 100 * k, "paris")
     print("\nfigure 7.3: N from 50 to 2000")
@@ -156,6 +162,8 @@ def main():
         for name, k in (("K = N^0.5", round(n ** 0.5)), ("K = N^0.6", round(n ** 0.6)),
                         ("K = N/10", max(1, n // 10))):
             row(name, n, k, 30000 + n + k)
+        k = round(n ** 0.5)
+        row("K = N^0.5, Euler", n, k, 30000 + n + k, proposal="euler")
     if not a.keep:
         shutil.rmtree(work)
 

@@ -13,18 +13,15 @@
 #include "kernel/distributions.h"
 #include "kernel/rng.h"
 #include "sde/density_estimator.h"
-#include "sde/diffusion_terms.h"
+#include "sde/euler_step.h"
 #include "smc/filter.h"
 #include "smc/proposal.h"
 
-#include <Eigen/Cholesky>
-#include <Eigen/Core>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <limits>
-#include <numbers>
 
 namespace ssm {
 
@@ -85,46 +82,21 @@ public:
     const int d = info_.sde->dim;
     const int64_t P = end - begin;
     std::vector<double> from = ancestors_of(s, begin, end);
-    DiffusionTerms terms(model_, info_); // per call: its buffers are the calling thread's
-    terms.evaluate(s.th, s.t, from.data(), P);
-    Eigen::MatrixXd gamma(d, d);
-    Eigen::VectorXd z(d);
+    EulerStep euler(model_, info_); // per call: its buffers are the calling thread's
+    euler.evaluate(s.th, s.t, from.data(), P, "filter --method random-weight");
+    std::vector<double> z(d);
     for (int64_t k = 0; k < P; ++k) {
       const int64_t n = begin + k;
-      bool finite = true;
-      for (int c = 0; c < d; ++c)
-        finite = finite && std::isfinite(from[c * P + k]);
-      if (!finite) { // a path that diverged (weight 0): it stays so
+      if (!euler.finite(k)) { // a path that diverged (weight 0): it stays so
         for (int c = 0; c < d; ++c)
           s.cur[c * s.stride + n] = NAN;
         logp_[n] = -std::numeric_limits<double>::infinity();
         continue;
       }
-      const double dt = terms.dt(k);
-      terms.gamma(k, gamma.data());
-      gamma *= dt;
-      Eigen::LLT<Eigen::MatrixXd> llt(gamma);
-      if (!(std::isfinite(dt) && dt > 0 && gamma.allFinite() && llt.info() == Eigen::Success))
-        throw Error(fmt::format("filter --method random-weight: at t={} the Euler step of {} "
-                                "from particle {}'s ancestor has dt {} and a covariance that is "
-                                "not finite and positive definite",
-                                s.t, info_.sde->relation, n, dt));
       for (int c = 0; c < d; ++c)
         z[c] = sample_std_normal_k(seed_, static_cast<uint32_t>(n), static_cast<uint32_t>(s.t),
                                    kSiteEulerProposal, static_cast<uint32_t>(c));
-      const Eigen::MatrixXd L = llt.matrixL();
-      const Eigen::VectorXd step = L * z;
-      double log_det = 0;
-      for (int c = 0; c < d; ++c) {
-        const double mean = from[c * P + k] + terms.drift(k, c) * dt;
-        if (!std::isfinite(mean))
-          throw Error(fmt::format("filter --method random-weight: at t={} the drift of {} at "
-                                  "particle {}'s ancestor (component {} = {}) is not finite",
-                                  s.t, info_.sde->relation, n, c, from[c * P + k]));
-        s.cur[c * s.stride + n] = mean + step[c];
-        log_det += std::log(L(c, c));
-      }
-      logp_[n] = -0.5 * z.squaredNorm() - log_det - 0.5 * d * std::log(2 * std::numbers::pi);
+      logp_[n] = euler.draw(k, z.data(), s.cur + n, s.stride);
     }
   }
 

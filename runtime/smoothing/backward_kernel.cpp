@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <numeric>
 
 namespace ssm {
@@ -202,7 +203,8 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
 }
 
 void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb,
-                            int64_t je, int64_t draws, bool chain_start, const int64_t* ancestors) {
+                            int64_t je, int64_t draws, bool chain_start, const int64_t* ancestors,
+                            const EulerStep* euler) {
   const int64_t first = chain_start ? 1 : 0; // slot 0 is j's ancestor, the chains' start
   nj = je - jb;
   per = first + draws;
@@ -215,11 +217,18 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   for (int64_t d = 0; d < draws; ++d)
     philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
                      static_cast<uint32_t>(d), &index_u[d * nj], &move_u[d * nj]);
+  if (euler)
+    lm.assign(P, 0.0);
+  else
+    lm.clear();
   for (int64_t j = jb; j < je; ++j) {
     std::fill_n(&pj[(j - jb) * per], per, j);
     int64_t* row = &pi[(j - jb) * per];
     if (chain_start)
       row[0] = ancestors ? ancestors[j] : j;
+    if (euler &&
+        draw_by_euler(*euler, density, s, j, jb, draws, row + first, &lm[(j - jb) * per + first]))
+      continue;
     for (int64_t d = 0; d < draws; ++d)
       row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
   }
@@ -227,6 +236,33 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   score.clear();
   density.pairs(s.frame, s.t, pairs, lp, s.seed, static_cast<uint64_t>(jb * per), per,
                 density.adds_score_terms() ? &score : nullptr);
+}
+
+bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity& density,
+                                  const BackwardStep& s, int64_t j, int64_t jb, int64_t draws,
+                                  int64_t* out, double* out_lm) {
+  const int64_t N = s.N;
+  euler_all.resize(N);
+  cum.resize(N);
+  euler.log_densities(s.x_cur + density.sde_offset() * density.stride() + j, density.stride(),
+                      euler_all.data());
+  double top = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < N; ++i)
+    if (s.W[i] > 0)
+      top = std::max(top, euler_all[i]);
+  if (!std::isfinite(top)) // no particle with weight and an Euler law: the filter weights
+    return false;
+  double total = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    total += s.W[i] > 0 ? s.W[i] * std::exp(euler_all[i] - top) : 0.0;
+    cum[i] = total;
+  }
+  for (int64_t d = 0; d < draws; ++d) {
+    const int64_t i = draw_cumulative(cum.data(), N, index_u[d * nj + (j - jb)]);
+    out[d] = i;
+    out_lm[d] = euler_all[i];
+  }
+  return true;
 }
 
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {

@@ -5,6 +5,7 @@
 // of kSiteBackward; each caller passes its own stream index and draw counters.
 #pragma once
 
+#include "sde/euler_step.h"
 #include "smoothing/smoothers.h"
 
 #include <algorithm>
@@ -80,6 +81,7 @@ public:
   bool adds_score_terms() const { return info_ && info_->functionals_lack_sde_term; }
   const ssm_model& model() const { return model_; }
   int64_t n_state() const { return ns_; }
+  int64_t sde_offset() const { return sde_offset_; } // the estimated SDE state's first component
   int64_t stride() const { return stride_; }
 
 private:
@@ -196,6 +198,9 @@ private:
 struct BackwardBlock {
   std::vector<int64_t> pi, pj, idx, qj;
   std::vector<double> index_u, move_u, lp, w, log_ratio, ratio, used;
+  // With an Euler proposal: the log Euler density of each proposed pair (0 for a particle whose
+  // draws fell back to the filter weights), else empty; and its scratch.
+  std::vector<double> lm, euler_all, cum;
   // The SDE's term of the score of each proposed pair, row k at [k nj per + p], when the
   // density adds it (BackwardDensity::adds_score_terms; bis only: paris is refused the score of
   // an SDE), else empty.
@@ -203,12 +208,22 @@ struct BackwardBlock {
   PairBatch pairs;
   int64_t nj = 0, per = 0;
   // Draws `draws` proposals per particle from the filter weights at t-1; with `chain_start`, slot
-  // 0 of each particle holds its ancestor (the chains' start) and the proposals follow.
+  // 0 of each particle holds its ancestor (the chains' start) and the proposals follow. With
+  // `euler` (the laws from every particle at t-1 of an estimated SDE state), proposals for j are
+  // drawn with probability proportional to W_{t-1}^i m(x_t^j | x_{t-1}^i), m the Euler density,
+  // whose log goes to lm: a particle's importance weights are then estimate / m.
   void propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb, int64_t je,
-               int64_t draws, bool chain_start, const int64_t* ancestors);
+               int64_t draws, bool chain_start, const int64_t* ancestors,
+               const EulerStep* euler = nullptr);
   // Independent Metropolis-Hastings chains from slot 0, S moves per draw, Nt draws per particle:
   // idx and w (uniform 1 / Nt) receive the draws, tries and accepts the moves.
   void mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts);
+
+private:
+  // propose()'s Euler draws for particle j into out and their log Euler densities into out_lm;
+  // false (nothing drawn) when no particle at t-1 has both weight and an Euler law.
+  bool draw_by_euler(const EulerStep& euler, const BackwardDensity& density, const BackwardStep& s,
+                     int64_t j, int64_t jb, int64_t draws, int64_t* out, double* out_lm);
 };
 
 } // namespace ssm

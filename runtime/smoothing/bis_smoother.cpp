@@ -1,12 +1,15 @@
 // bis (Martin, Le Corff et al. 2022): tau_t^j averages tau_{t-1}^i + psi_t(i, j) over Ñ indices
 // drawn from the filter weights W_{t-1}, self-normalised with the transition density; no bound
 // needed. The density enters only through BackwardDensity, so a positive unbiased estimate of it
-// can replace the exact one for models whose transition density is intractable.
+// can replace the exact one for models whose transition density is intractable. The indices
+// may instead be drawn from the filter weights times an SDE's one-step Euler density
+// (BackwardProposal::Euler), the weights then estimate / Euler density.
 #include "smoothing/online_stats.h"
 
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 
 namespace ssm {
 
@@ -14,21 +17,35 @@ namespace {
 
 class Bis final : public OnlineMethod {
 public:
-  explicit Bis(const OnlineContext& ctx) : ctx_(ctx) {}
+  explicit Bis(const OnlineContext& ctx) : ctx_(ctx) {
+    const BackwardProposal p = ctx.opt.backward_proposal;
+    if (p == BackwardProposal::Euler ||
+        (p == BackwardProposal::Automatic && ctx.density.estimated()))
+      euler_.emplace(ctx.model, ctx.info);
+  }
 
   void step(const OnlineStep& s) override {
+    if (euler_) { // the laws from every particle at t-1, shared by the blocks
+      const int64_t N = ctx_.N, d = euler_->dim(), off = ctx_.density.sde_offset();
+      from_.resize(d * N);
+      for (int64_t c = 0; c < d; ++c)
+        std::copy_n(s.back.x_prev + (off + c) * ctx_.stride, N, from_.begin() + c * N);
+      euler_->evaluate(s.back.frame, s.back.t, from_.data(), N, "bis (--backward-proposal euler)");
+    }
+    const EulerStep* euler = euler_ ? &*euler_ : nullptr;
     ctx_.pool.parallel_for(ctx_.blocks(), [&](int64_t b) {
       const int64_t jb = b * kOnlineBlock, je = std::min(ctx_.N, jb + kOnlineBlock);
       // Kept per thread across blocks and steps (see paris' mcmc).
       static thread_local BackwardBlock block;
       std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
-      block.propose(ctx_.density, s.back, jb, je, ctx_.Nt, false, s.ancestors);
+      block.propose(ctx_.density, s.back, jb, je, ctx_.Nt, false, s.ancestors, euler);
       weigh(block);
       update_from_block(ctx_, s, jb, je, block, step_q);
     });
   }
 
   void details(SmoothResult& r) const override {
+    r.details["backward_proposal"] = euler_ ? "euler" : "filter";
     if (!ctx_.density.estimated())
       return;
     r.details["transition_density"] = fmt::format(
@@ -47,17 +64,19 @@ private:
     block.w.resize(nj * Nt);
     for (int64_t jj = 0; jj < nj; ++jj) {
       const double* lj = block.lp.data() + jj * per;
+      const double* mj = block.lm.empty() ? nullptr : block.lm.data() + jj * per;
       const int64_t* ij = &block.pi[jj * per];
       int64_t* out_i = &block.idx[jj * Nt];
       double* out_w = &block.w[jj * Nt];
       double m = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < Nt; ++k) {
+      for (int64_t k = 0; k < Nt; ++k) { // the log weights, in out_w until normalised
         out_i[k] = ij[k];
-        m = std::max(m, lj[k]);
+        out_w[k] = mj ? lj[k] - mj[k] : lj[k];
+        m = std::max(m, out_w[k]);
       }
       double total = 0;
       for (int64_t k = 0; k < Nt; ++k) {
-        out_w[k] = std::isfinite(m) && !std::isnan(lj[k]) ? std::exp(lj[k] - m) : 0.0;
+        out_w[k] = std::isfinite(m) && !std::isnan(out_w[k]) ? std::exp(out_w[k] - m) : 0.0;
         total += out_w[k];
       }
       // No drawn index can be the parent: uniform weights over the draws keep the estimate
@@ -68,6 +87,8 @@ private:
   }
 
   const OnlineContext& ctx_;
+  std::optional<EulerStep> euler_; // with Euler proposals
+  std::vector<double> from_;       // the SDE state at t-1, component-major
 };
 
 } // namespace

@@ -98,12 +98,20 @@ const std::array<std::pair<BackwardSampling, const char*>, 4> kBackwardNames = {
      {BackwardSampling::Rejection, "rejection"},
      {BackwardSampling::Mcmc, "mcmc"}}};
 
+const std::array<std::pair<BackwardProposal, const char*>, 3> kProposalNames = {
+    {{BackwardProposal::Automatic, "auto"},
+     {BackwardProposal::Filter, "filter"},
+     {BackwardProposal::Euler, "euler"}}};
+
 // The options the smoothers read beyond the particle filter's, in --help order.
 std::vector<MethodOption> smoother_options() {
   const SmoothOptions defaults;
   std::vector<std::string> backward;
   for (const auto& [b, name] : kBackwardNames)
     backward.push_back(name);
+  std::vector<std::string> proposals;
+  for (const auto& [p, name] : kProposalNames)
+    proposals.push_back(name);
   using Check = MethodOption::Check;
   return {
       {.flag = "--lag", .help = "the lag L", .users_in_help = true, .default_value = defaults.lag},
@@ -129,6 +137,15 @@ std::vector<MethodOption> smoother_options() {
        .default_value = backward.front(),
        .type_name = fmt::format("{}", fmt::join(backward, "|")),
        .choices = backward},
+      {.flag = "--backward-proposal",
+       .help = "bis: backward indices drawn from the filter weights, or from the filter weights "
+               "times an SDE's one-step Euler density (weights estimate / Euler density; pairs "
+               "far apart, whose estimates are the least reliable, seldom drawn), or auto (euler "
+               "for an SDE transition)",
+       .users_in_help = true,
+       .default_value = proposals.front(),
+       .type_name = fmt::format("{}", fmt::join(proposals, "|")),
+       .choices = proposals},
       {.flag = "--mcmc-steps",
        .help = "--backward mcmc: Metropolis-Hastings moves per backward draw",
        .default_value = defaults.mcmc_steps,
@@ -209,7 +226,7 @@ const std::vector<Smoother>& smoothers() {
        .rank = 4,
        .online = true,
        .auto_help = "{} for an SDE transition whose density estimates have no bound",
-       .options = {"--backward-samples"},
+       .options = {"--backward-samples", "--backward-proposal"},
        .applies = bis_applies},
   };
   return all;
@@ -256,6 +273,9 @@ SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& 
   for (const auto& [b, backward] : kBackwardNames)
     if (v.word("--backward") == backward)
       opt.backward = b;
+  for (const auto& [p, proposal] : kProposalNames)
+    if (v.word("--backward-proposal") == proposal)
+      opt.backward_proposal = p;
   const std::string& filter = v.word("--filter");
   const std::string& forward_pass =
       filter == "auto" ? registry.choose(Task::Filter, run.model, run.info, true).name : filter;

@@ -77,6 +77,10 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     if (std::string why = random_weight_problem(model, info); !why.empty())
       refuse(fmt::format("--filter {}: {}", particle_filter_name(opt.filter), why));
   const bool estimated = !info.transition_tractable && info.sde; // an SDE's (bis, paris)
+  if (opt.method == SmoothMethod::Bis && opt.backward_proposal == BackwardProposal::Euler &&
+      !estimated)
+    refuse("--backward-proposal euler draws from the Euler density of an SDE transition, and "
+           "the model's transition is not one (bis draws from the filter weights)");
   if (estimated && opt.method == SmoothMethod::Paris &&
       (opt.backward == BackwardSampling::Mcmc || opt.backward == BackwardSampling::Exact))
     refuse(fmt::format("with the estimated density of the SDE {} paris draws by rejection only "

@@ -39,6 +39,14 @@ bool is_online(SmoothMethod m); // O(N) memory whatever T
 // Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
 enum class BackwardSampling { Automatic, Exact, Rejection, Mcmc };
 
+// Where bis draws its backward indices for particle j at t: from the filter weights W_{t-1}^i
+// (`filter`, the thesis's bis), or from W_{t-1}^i m(x_t^j | x_{t-1}^i), m the density of one
+// Euler-Maruyama step over dt of an SDE transition (`euler`, O(N) per particle and step), the
+// weights becoming estimate / m. Euler draws seldom pick pairs far apart, whose signed parametrix
+// estimates have a spread of hundreds of times their mean and can keep Wald's loop from ending.
+// `auto`: euler for an SDE transition whose density is estimated, filter otherwise.
+enum class BackwardProposal { Automatic, Filter, Euler };
+
 struct SmoothOptions {
   SmoothMethod method = SmoothMethod::Ffbsm;
   FilterOptions filter;         // particles, resampling, seed (and progress)
@@ -46,6 +54,7 @@ struct SmoothOptions {
   int64_t trajectories = 0;     // ffbsi: M (0: as many as particles)
   int64_t backward_samples = 2; // paris, bis: Ñ (smooth_options: ceil(N^0.6) for bis if not given)
   BackwardSampling backward = BackwardSampling::Automatic;
+  BackwardProposal backward_proposal = BackwardProposal::Automatic; // bis
   int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
   int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online

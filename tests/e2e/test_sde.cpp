@@ -206,10 +206,14 @@ model ou_sde_bis {
   std::vector<std::vector<double>> means(T);
   for (int k = 0; k < R; ++k) {
     const std::string out = scratch_path(fmt::format("ou-sde-bis-{}.csv", k));
-    const ProcessResult p = run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles",
-                                    "300", "--backward-samples", "100", "--marginals", "--seed",
-                                    std::to_string(300 + k), "--json", "--out", out});
+    // Indices from the filter weights, as the thesis's bis (the default, Euler draws, is
+    // checked against exact answers in test_sde_parametrix.cpp and test_sde_score.cpp).
+    const ProcessResult p =
+        run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles", "300",
+                "--backward-samples", "100", "--backward-proposal", "filter", "--marginals",
+                "--seed", std::to_string(300 + k), "--json", "--out", out});
     const nlohmann::json j = nlohmann::json::parse(p.out);
+    CHECK(j["details"]["backward_proposal"] == "filter");
     CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
                Catch::Contains("General Poisson"));
     CHECK(j["details"]["euler_substeps"] == 400);
@@ -600,6 +604,19 @@ TEST_CASE("diffusion: the density-based methods refuse an SDE transition and say
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Catch::Contains("transition density has no closed form"));
   }
+  // bis's Euler proposal is for SDE transitions only; another method does not take it.
+  const ProcessResult paris = run_process(
+      {exe, "smooth", "--data", data, "--method", "paris", "--backward-proposal", "euler"});
+  CHECK(paris.exit_code == 2);
+  CHECK_THAT(paris.err, Catch::Contains("--backward-proposal does not apply to --method paris"));
+  const std::string& lgssm = example_exe("lgssm1");
+  const std::string lg_data = scratch_path("lgssm1-euler.csv");
+  run_ok({lgssm, "simulate", "--T", "10", "--seed", "2", "--out", lg_data});
+  const ProcessResult bis = run_process(
+      {lgssm, "smooth", "--data", lg_data, "--method", "bis", "--backward-proposal", "euler"});
+  CHECK(bis.exit_code == 1);
+  CHECK_THAT(bis.err, Catch::Contains("--backward-proposal euler draws from the Euler density of "
+                                      "an SDE transition"));
   // optimize's exact methods need an exact likelihood.
   ProcessResult lbfgs = run_process({exe, "optimize", "--data", data, "--method", "lbfgs"});
   CHECK(lbfgs.exit_code != 0);

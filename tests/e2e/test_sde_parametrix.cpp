@@ -72,6 +72,7 @@ model ou2_sde_bis {
     const nlohmann::json j = nlohmann::json::parse(p.out);
     CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
                Catch::Contains("parametrix"));
+    CHECK(j["details"]["backward_proposal"] == "euler"); // auto's choice for an SDE
     levels.push_back(j["functionals"]["level"].get<double>());
     crosses.push_back(j["functionals"]["cross"].get<double>());
     const Table table = read_table(out);

@@ -1,8 +1,11 @@
 // The backward kernel (runtime/smoothing/backward_kernel.h) on a tiny AR(1): its exact
 // cumulative weights equal W_i f(x | x_i) normalised, and its rejection draws (with and without
-// the exact fallback) and Metropolis-Hastings draws have those probabilities, within 5 standard
-// errors of the Monte Carlo estimate (fixed seeds, so the checks are deterministic).
+// the exact fallback), Metropolis-Hastings draws and Euler proposals (the AR(1) written as an SDE
+// whose one Euler step is exact) have those probabilities, within 5 standard errors of the Monte
+// Carlo estimate (fixed seeds, so the checks are deterministic).
+#include "runtime/sde/sde_fixtures.h"
 #include "runtime_test_models.h"
+#include "sde/euler_step.h"
 #include "smoothing/backward_kernel.h"
 
 #include <catch2/catch.hpp>
@@ -35,6 +38,25 @@ struct TinySystem {
   }
   double log_bound() const { return -0.5 * std::log(2 * M_PI * frame[1] * frame[1]); }
 };
+
+// Frame [phi, sigma, tau]: dX = (phi - 1) X dt + sigma dW over dt = 1, whose one Euler step is
+// the AR(1)'s transition N(phi x, sigma^2). Rows: drift, its Jacobian, the coefficient, dt, then
+// psi's and the drift's bounds (unused).
+void ar1_as_sde_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                      const double*, const int64_t*, const double* x, const double*, double* out) {
+  for (int64_t n = begin; n < end; ++n) {
+    const double rows[8] = {(theta[0] - 1) * x[n],
+                            theta[0] - 1,
+                            theta[1],
+                            1.0,
+                            -INFINITY,
+                            INFINITY,
+                            -INFINITY,
+                            INFINITY};
+    for (int r = 0; r < 8; ++r)
+      out[r * stride + n] = rows[r];
+  }
+}
 
 void check_frequencies(const std::vector<double>& count, const std::vector<double>& p) {
   double n = 0;
@@ -107,5 +129,32 @@ TEST_CASE("backward kernel: Metropolis-Hastings draws", "[runtime][smooth]") {
   }
   CHECK(tries == 100 * kStride * Nt * S);
   CHECK(accepts > 0);
+  check_frequencies(count, sys.b);
+}
+
+TEST_CASE("backward kernel: Euler proposals draw from W_i m(x | x_i)", "[runtime][smooth]") {
+  TinySystem sys;
+  sys.model.diffusion_terms = ar1_as_sde_terms;
+  const ssm::ModelInfo info = sde_fixtures::sde_info();
+  const ssm::BackwardDensity density(sys.model, 1, kStride);
+  ssm::EulerStep euler(sys.model, info);
+  ssm::AliasTable from_weights; // not used by Euler draws
+  from_weights.build(sys.W.data(), kN);
+  const int64_t Nt = 4;
+  ssm::BackwardBlock block;
+  std::vector<double> count(kN, 0.0);
+  for (int64_t t = 1; t <= 300; ++t) {
+    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kN, "test");
+    const ssm::BackwardStep step{
+        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        &from_weights,    NAN, 7};
+    block.propose(density, step, 0, kStride, Nt, false, nullptr, &euler);
+    REQUIRE(block.lm.size() == static_cast<size_t>(kStride * Nt));
+    for (int64_t k = 0; k < kStride * Nt; ++k) {
+      ++count[block.pi[k]];
+      // The Euler density is the transition's here: the pair's log density.
+      CHECK(block.lm[k] == Approx(block.lp[k]).epsilon(1e-12));
+    }
+  }
   check_frequencies(count, sys.b);
 }
