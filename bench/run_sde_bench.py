@@ -15,7 +15,7 @@ Then E[X_0 | Y] by `smooth --method bis --backward-proposal filter` (the thesis'
 drawn from the filter weights) after the random-weight filter (auto's choice): figure 7.2 with
 N = 100 and K backward samples from 2 to 100 (and paris, whose backward draws are accepted with
 probability estimate / bound, at K = 2 and 10: the thesis's accept-reject), figure 7.3 with N from
-50 to 2000 and K = N^0.5, N^0.6, N / 10; and bis with `--backward-proposal euler` (smooth's
+50 to 2000 and K = N^0.5, N^0.6, N / 10; and bis with `--backward-proposal euler` (bis's
 default for an SDE: indices drawn from the filter weights times the one-step Euler density) at
 small K and at K = N^0.5. Each row: the mean over replicates, its bias against the reference in
 standard errors, the replicates' standard deviation, and the median time of filter + smoother.
@@ -153,7 +153,7 @@ def main():
     print("\nfigure 7.2: N = 100, K backward samples")
     for k in (2, 5, 10, 20, 50, 100):
         row("bis", 100, k, 20000 + 100 * k)
-    for k in (2, 5, 10, 20):  # indices drawn from W_i times the Euler density (smooth's auto)
+    for k in (2, 5, 10, 20):  # indices drawn from W_i times the Euler density (bis's auto)
         row("bis, Euler proposal", 100, k, 20000 + 100 * k, proposal="euler")
     for k in (2, 10):  # the thesis's accept-reject column: pseudo-marginal PaRIS
         row("paris (accept-reject)", 100, k, 40000 + 100 * k, "paris")

@@ -279,7 +279,7 @@ void register_rml(MethodRegistry& registry) {
     m.name = sm.name;
     m.title = sm.id == SmoothMethod::Online  ? "exact backward sums, O(N^2) per observation"
               : sm.id == SmoothMethod::Paris ? "backward draws, O(N)"
-                                             : "backward importance sampling, O(N), no bound";
+                                             : "backward importance sampling, O(N K), no bound";
     m.task = Task::Rml;
     m.rank = sm.id == SmoothMethod::Paris ? 0 : ++rank;
     m.auto_help = sm.id == SmoothMethod::Paris ? "{}" : "";

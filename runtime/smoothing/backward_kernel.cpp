@@ -265,6 +265,32 @@ bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity&
   return true;
 }
 
+void BackwardBlock::importance_weights(int64_t Nt) {
+  idx.resize(nj * Nt);
+  w.resize(nj * Nt);
+  const double inv_Nt = 1.0 / static_cast<double>(Nt);
+  for (int64_t jj = 0; jj < nj; ++jj) {
+    const double* lj = lp.data() + jj * per;
+    const double* mj = lm.empty() ? nullptr : lm.data() + jj * per;
+    const int64_t* ij = &pi[jj * per];
+    int64_t* out_i = &idx[jj * Nt];
+    double* out_w = &w[jj * Nt];
+    double top = -std::numeric_limits<double>::infinity();
+    for (int64_t k = 0; k < Nt; ++k) { // the log weights, in out_w until normalised
+      out_i[k] = ij[k];
+      out_w[k] = mj ? lj[k] - mj[k] : lj[k];
+      top = std::max(top, out_w[k]);
+    }
+    double total = 0;
+    for (int64_t k = 0; k < Nt; ++k) {
+      out_w[k] = std::isfinite(top) && !std::isnan(out_w[k]) ? std::exp(out_w[k] - top) : 0.0;
+      total += out_w[k];
+    }
+    for (int64_t k = 0; k < Nt; ++k)
+      out_w[k] = total > 0 ? out_w[k] / total : inv_Nt;
+  }
+}
+
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {
   const double inv_Nt = 1.0 / static_cast<double>(Nt);
   const int64_t M = nj * Nt;

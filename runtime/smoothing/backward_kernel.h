@@ -215,6 +215,11 @@ struct BackwardBlock {
   void propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb, int64_t je,
                int64_t draws, bool chain_start, const int64_t* ancestors,
                const EulerStep* euler = nullptr);
+  // bis's weights: per particle, its Nt proposals' self-normalised importance weights into w
+  // (their indices into idx), the target W_i f and the proposal W_i (or W_i m, lm) giving log
+  // weight lp - lm. A particle none of whose draws can be its parent gets uniform weights, which
+  // keep the estimate defined (only with a bounded-support transition density and few draws).
+  void importance_weights(int64_t Nt);
   // Independent Metropolis-Hastings chains from slot 0, S moves per draw, Nt draws per particle:
   // idx and w (uniform 1 / Nt) receive the draws, tries and accepts the moves.
   void mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts);

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include <limits>
+#include <cmath>
 #include <optional>
 
 namespace ssm {
@@ -29,7 +29,8 @@ public:
       const int64_t N = ctx_.N, d = euler_->dim(), off = ctx_.density.sde_offset();
       from_.resize(d * N);
       for (int64_t c = 0; c < d; ++c)
-        std::copy_n(s.back.x_prev + (off + c) * ctx_.stride, N, from_.begin() + c * N);
+        for (int64_t i = 0; i < N; ++i) // a particle of weight 0 is never a parent: no law
+          from_[c * N + i] = s.back.W[i] > 0 ? s.back.x_prev[(off + c) * ctx_.stride + i] : NAN;
       euler_->evaluate(s.back.frame, s.back.t, from_.data(), N, "bis (--backward-proposal euler)");
     }
     const EulerStep* euler = euler_ ? &*euler_ : nullptr;
@@ -39,7 +40,7 @@ public:
       static thread_local BackwardBlock block;
       std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
       block.propose(ctx_.density, s.back, jb, je, ctx_.Nt, false, s.ancestors, euler);
-      weigh(block);
+      block.importance_weights(ctx_.Nt);
       update_from_block(ctx_, s, jb, je, block, step_q);
     });
   }
@@ -57,35 +58,6 @@ public:
   }
 
 private:
-  // Self-normalised transition-density weights over each particle's draws.
-  void weigh(BackwardBlock& block) const {
-    const int64_t Nt = ctx_.Nt, nj = block.nj, per = block.per;
-    block.idx.resize(nj * Nt);
-    block.w.resize(nj * Nt);
-    for (int64_t jj = 0; jj < nj; ++jj) {
-      const double* lj = block.lp.data() + jj * per;
-      const double* mj = block.lm.empty() ? nullptr : block.lm.data() + jj * per;
-      const int64_t* ij = &block.pi[jj * per];
-      int64_t* out_i = &block.idx[jj * Nt];
-      double* out_w = &block.w[jj * Nt];
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < Nt; ++k) { // the log weights, in out_w until normalised
-        out_i[k] = ij[k];
-        out_w[k] = mj ? lj[k] - mj[k] : lj[k];
-        m = std::max(m, out_w[k]);
-      }
-      double total = 0;
-      for (int64_t k = 0; k < Nt; ++k) {
-        out_w[k] = std::isfinite(m) && !std::isnan(out_w[k]) ? std::exp(out_w[k] - m) : 0.0;
-        total += out_w[k];
-      }
-      // No drawn index can be the parent: uniform weights over the draws keep the estimate
-      // defined (only with a bounded-support transition density and few backward samples).
-      for (int64_t k = 0; k < Nt; ++k)
-        out_w[k] = total > 0 ? out_w[k] / total : ctx_.inv_Nt;
-    }
-  }
-
   const OnlineContext& ctx_;
   std::optional<EulerStep> euler_; // with Euler proposals
   std::vector<double> from_;       // the SDE state at t-1, component-major

@@ -40,14 +40,15 @@ struct TinySystem {
 };
 
 // Frame [phi, sigma, tau]: dX = (phi - 1) X dt + sigma dW over dt = 1, whose one Euler step is
-// the AR(1)'s transition N(phi x, sigma^2). Rows: drift, its Jacobian, the coefficient, dt, then
-// psi's and the drift's bounds (unused).
+// the AR(1)'s transition N(phi x, sigma^2) (with Widen = 10; else a wider law). Rows: drift, its
+// Jacobian, the coefficient, dt, then psi's and the drift's bounds (unused).
+template <int Widen> // the coefficient sigma * Widen / 10
 void ar1_as_sde_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
                       const double*, const int64_t*, const double* x, const double*, double* out) {
   for (int64_t n = begin; n < end; ++n) {
     const double rows[8] = {(theta[0] - 1) * x[n],
                             theta[0] - 1,
-                            theta[1],
+                            theta[1] * Widen / 10.0,
                             1.0,
                             -INFINITY,
                             INFINITY,
@@ -134,7 +135,7 @@ TEST_CASE("backward kernel: Metropolis-Hastings draws", "[runtime][smooth]") {
 
 TEST_CASE("backward kernel: Euler proposals draw from W_i m(x | x_i)", "[runtime][smooth]") {
   TinySystem sys;
-  sys.model.diffusion_terms = ar1_as_sde_terms;
+  sys.model.diffusion_terms = ar1_as_sde_terms<10>;
   const ssm::ModelInfo info = sde_fixtures::sde_info();
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   ssm::EulerStep euler(sys.model, info);
@@ -157,4 +158,51 @@ TEST_CASE("backward kernel: Euler proposals draw from W_i m(x | x_i)", "[runtime
     }
   }
   check_frequencies(count, sys.b);
+}
+
+TEST_CASE("backward kernel: bis's importance weights under Euler proposals that are not the "
+          "transition",
+          "[runtime][smooth]") {
+  // The Euler law 1.5 times wider than the AR(1)'s transition: the draws follow W_i m, and the
+  // weights f / m, self-normalised over each particle's draws, make sum_k w_k 1{i_k = i} an
+  // estimate of the backward probability b_i (bias O(1/Nt), small beside 5 standard errors here
+  // with Nt = 400). Draws from W_i m weighed by f alone, or from W_i weighed by f / m, would be
+  // off by about 0.05 in some b_i.
+  TinySystem sys;
+  sys.model.diffusion_terms = ar1_as_sde_terms<15>;
+  const ssm::ModelInfo info = sde_fixtures::sde_info();
+  const ssm::BackwardDensity density(sys.model, 1, kStride);
+  ssm::EulerStep euler(sys.model, info);
+  ssm::AliasTable from_weights;
+  from_weights.build(sys.W.data(), kN);
+  const int64_t Nt = 400, steps = 60;
+  ssm::BackwardBlock block;
+  std::vector<std::vector<double>> sets(kN); // per index, the per-particle estimates of b_i
+  for (int64_t t = 1; t <= steps; ++t) {
+    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kN, "test");
+    const ssm::BackwardStep step{
+        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        &from_weights,    NAN, 7};
+    block.propose(density, step, 0, kStride, Nt, false, nullptr, &euler);
+    block.importance_weights(Nt);
+    for (int64_t j = 0; j < kStride; ++j) {
+      std::vector<double> mass(kN, 0.0);
+      for (int64_t k = 0; k < Nt; ++k)
+        mass[block.idx[j * Nt + k]] += block.w[j * Nt + k];
+      for (int64_t i = 0; i < kN; ++i)
+        sets[i].push_back(mass[i]);
+    }
+  }
+  for (int64_t i = 0; i < kN; ++i) {
+    const auto n = static_cast<double>(sets[i].size());
+    double mean = 0, var = 0;
+    for (double v : sets[i])
+      mean += v / n;
+    for (double v : sets[i])
+      var += (v - mean) * (v - mean) / (n - 1);
+    const double se = std::sqrt(var / n);
+    INFO("index " << i << ": " << mean << " (se " << se << "), exact " << sys.b[i]);
+    CHECK(std::abs(mean - sys.b[i]) <= 5 * se);
+    CHECK(se < 0.005);
+  }
 }
