@@ -140,8 +140,9 @@ void DensityEstimator::estimate(const double* frame, int64_t t, const double* pr
       const int64_t p = *std::find_if(pending.begin(), pending.end(),
                                       [&](int64_t q) { return !(scaled[q] > 0); });
       throw Error(fmt::format("{}: after {} rounds of Wald's loop the estimates of the pair {} "
-                              "(set {}) are still not all positive (a pair far apart for the "
-                              "transition's noise over dt has heavy-tailed signed estimates: see "
+                              "(set {}) are still not all positive (the signed estimates are "
+                              "heavy-tailed for a pair far apart for the transition's noise over "
+                              "dt, or for a drift that varies much over dt: see "
                               "docs/language.md, SDE transitions)",
                               error_prefix(t), kMaxWaldRounds, pair_text(prev, cur, P, p),
                               p / per));
