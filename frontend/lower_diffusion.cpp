@@ -2,9 +2,12 @@
 // diffusion(X) dW from x[t-1] over dt, where the drift and the diffusion coefficient read x[t]
 // as the path's current value. Lowered to the IR relation diffusion(x[t-1], drift, diffusion, dt,
 // steps) (ir/dists.h) after the checks here: a real or vector state's transition only, the
-// arguments' shapes, positive constants, whole substeps.
+// arguments' shapes, positive constants, an invertible constant matrix, whole substeps.
 #include "lowering.h"
 #include "messages.h"
+
+#include <Eigen/Core>
+#include <Eigen/LU>
 
 #include <algorithm>
 
@@ -64,7 +67,18 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
       error(call.args[1]->range,
             fmt::format(msg::diffusion_coefficient_shape, target, allowed, got.str()));
       ok = false;
-    } else if (got.rank() < 2) {
+    } else if (got.rank() == 2) {
+      if (auto v = constant_value(*s.block, *sigma)) { // the noise's covariance sigma sigma^T
+        const Eigen::Map<
+            const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
+            m(v->data(), d, d);
+        const auto rank = Eigen::FullPivLU<Eigen::MatrixXd>(m).rank();
+        if (m.allFinite() && rank < d) {
+          error(call.args[1]->range, fmt::format(msg::diffusion_matrix_singular, target, rank, d));
+          ok = false;
+        }
+      }
+    } else {
       if (auto v = constant_value(*s.block, *sigma)) {
         auto bad = std::find_if(v->begin(), v->end(), [](double x) { return !(x > 0); });
         if (bad != v->end()) {

@@ -194,6 +194,9 @@ inline constexpr char diffusion_coefficient_shape[] =
     "the diffusion coefficient of {} must be {}, but it is {}";
 inline constexpr char diffusion_coefficient_not_positive[] =
     "the diffusion coefficient of {} must be positive, but {} {}";
+inline constexpr char diffusion_matrix_singular[] =
+    "the diffusion matrix of {} must be invertible (sigma sigma^T the noise's covariance over "
+    "dt), but it has rank {} of {}";
 inline constexpr char diffusion_dt_shape[] = "dt of {} must be real, but it is {}";
 inline constexpr char diffusion_dt_reads_path[] =
     "dt of {} reads {}, the path: the time between steps cannot depend on it";
