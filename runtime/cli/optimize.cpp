@@ -6,6 +6,7 @@
 #include "core/output.h"
 #include "core/params.h"
 #include "learning/parameter_space.h"
+#include "smc/proposal.h"
 
 #include <fmt/format.h>
 
@@ -81,6 +82,9 @@ public:
       }
       if (r.log_likelihood_se != 0) // a particle filter's estimate (adam)
         j["log_likelihood_se"] = r.log_likelihood_se;
+      add_random_weight_caveat(j, c.info,
+                               r.log_likelihood_se != 0 && run.options.has("--filter") &&
+                                   run.options.word("--filter") == "random-weight");
       if (r.map) // log p(y, theta): the prior densities are normalised
         j["log_posterior"] = r.objective;
       print_json(c, j, data);

@@ -93,6 +93,12 @@ TEST_CASE("diffusion: the score of an OU SDE by bis with the estimates' own deri
                                 .out);
   CHECK_THAT(rw["log_likelihood_caveat"].get<std::string>(), Catch::Contains("Wald's identity"));
   CHECK_FALSE(j.contains("log_likelihood_caveat"));
+  // ... and so does optimize's (adam, whose log-likelihood at the estimate is the filter's).
+  const nlohmann::json fit = nlohmann::json::parse(
+      run_ok({exe, "optimize", "--method", "adam", "--data", data, "--filter", "random-weight",
+              "--particles", "100", "--max-iterations", "4", "--json"})
+          .out);
+  CHECK_THAT(fit["log_likelihood_caveat"].get<std::string>(), Catch::Contains("Wald's identity"));
 
   // The parametrix estimator on this model: at t = 1 the filter cloud of the diffuse prior gives
   // bis pairs drawn from the filter weights about 7 standard deviations apart, whose estimates have
