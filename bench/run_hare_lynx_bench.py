@@ -75,6 +75,8 @@ def main():
                                   "--particles", str(a.particles), "--max-iterations",
                                   str(a.iterations), "--seed", "1", "--json", "--save", params]))
             first = fit["starts"][0]
+            if fit["log_likelihood"] is None:  # the filter failed at the estimate
+                sys.exit(f"adam: no log-likelihood at the estimate: {fit['message']}")
             print(f"adam, {a.iterations} steps, N = {a.particles}: log-likelihood "
                   f"{first['initial_objective']:.2f} at the start, {fit['log_likelihood']:.2f} "
                   f"(se {fit['log_likelihood_se']:.2f}) at the estimate, {fit['elapsed_s']:.0f} s; "
@@ -109,9 +111,10 @@ def main():
                 statistics.stdev(rep[c][t] for rep in runs[m]) for t in years for c in (0, 1))
             print(f"{m:<10} {sds[m]:.4f}{'':46} {statistics.median(times[m]):.2f} s")
         print(f"ratio poor man / bis: {sds['genealogy'] / sds['bis']:.1f}")
-        # The poor man's smoother with as many particles as bis's time buys (10 runs).
+        # The poor man's smoother with as many particles as bis's time buys (10 runs; at most
+        # 10^5, and its own time at N is at least a millisecond: the ratio of medians is noisy).
         n_eq = min(100000, int(a.particles * statistics.median(times["bis"]) /
-                               statistics.median(times["genealogy"])))
+                               max(1e-3, statistics.median(times["genealogy"]))))
         eq, eq_times = [], []
         for r in range(10):
             means, seconds = smooth(exe, data, params, work, "genealogy", n_eq, 0, 500 + r)

@@ -10,6 +10,7 @@
 #include <Eigen/LU>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ssm::frontend::lowering {
 
@@ -72,8 +73,13 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
         const Eigen::Map<
             const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
             m(v->data(), d, d);
-        const auto rank = Eigen::FullPivLU<Eigen::MatrixXd>(m).rank();
-        if (m.allFinite() && rank < d) {
+        if (!m.allFinite()) {
+          auto bad = std::find_if(v->begin(), v->end(), [](double x) { return !std::isfinite(x); });
+          const auto k = bad - v->begin();
+          error(call.args[1]->range,
+                fmt::format(msg::diffusion_matrix_not_finite, target, k / d, k % d, *bad));
+          ok = false;
+        } else if (const auto rank = Eigen::FullPivLU<Eigen::MatrixXd>(m).rank(); rank < d) {
           error(call.args[1]->range, fmt::format(msg::diffusion_matrix_singular, target, rank, d));
           ok = false;
         }

@@ -195,8 +195,10 @@ inline constexpr char diffusion_coefficient_shape[] =
 inline constexpr char diffusion_coefficient_not_positive[] =
     "the diffusion coefficient of {} must be positive, but {} {}";
 inline constexpr char diffusion_matrix_singular[] =
-    "the diffusion matrix of {} must be invertible (sigma sigma^T the noise's covariance over "
-    "dt), but it has rank {} of {}";
+    "the diffusion matrix of {} must be invertible (sigma sigma^T dt is the noise's covariance "
+    "over dt), but it has rank {} of {}";
+inline constexpr char diffusion_matrix_not_finite[] =
+    "the diffusion matrix of {} must be finite, but its component [{}, {}] is {}";
 inline constexpr char diffusion_dt_shape[] = "dt of {} must be real, but it is {}";
 inline constexpr char diffusion_dt_reads_path[] =
     "dt of {} reads {}, the path: the time between steps cannot depend on it";

@@ -308,35 +308,38 @@ public:
 private:
   // additive-functionals (which ran before) left only the genealogy smoothers for a transition
   // without a density; with an estimate of the SDE's density, bis (and paris where the
-  // estimates are bounded) smooth an additive functional too, and a quantity at each t that
-  // reads at most x[t-1] with --marginals.
+  // estimates are bounded) smooth an additive functional too, and, with --marginals, a quantity
+  // at each t (named in the note only, as the online smoothers are for other models).
   static void admit_estimating_smoothers(PassContext& context, const SdeEstimators& e) {
     if (!context.functionals || !e.why_not.empty() ||
         !(e.gpe_why_not.empty() || e.parametrix_why_not.empty()))
       return;
+    const std::string estimating =
+        e.estimates_bounded() ? "paris and bis estimate" : "bis estimates";
     for (FunctionalStructure& f : context.functionals->functionals) {
-      const bool per_t = !f.declared_sum && f.max_state_lag <= 1;
-      if (!f.additive && !per_t)
+      if (!f.additive) {
+        if (!f.declared_sum) // a quantity at each t
+          f.methods_note = fmt::format("the transition density is not tractable: the backward "
+                                       "and online smoothers that evaluate it do not apply, but "
+                                       "{} it too with --marginals, at O(T) memory per "
+                                       "particle, weighing by estimates of the density",
+                                       estimating);
         continue;
-      std::vector<std::string> estimating = {"bis"};
+      }
+      std::vector<std::string> methods = {"bis"};
       if (e.estimates_bounded())
-        estimating.insert(estimating.begin(), "paris");
-      std::erase_if(estimating, [&](const std::string& m) {
+        methods.insert(methods.begin(), "paris");
+      std::erase_if(methods, [&](const std::string& m) {
         return std::find(f.methods.begin(), f.methods.end(), m) != f.methods.end();
       }); // a pipeline may run this pass twice
-      // A per-t quantity: after the offline genealogy smoothers, which need no --marginals.
-      f.methods.insert(per_t ? f.methods.end() : f.methods.begin(), estimating.begin(),
-                       estimating.end());
+      f.methods.insert(f.methods.begin(), methods.begin(), methods.end());
       f.methods_note = "the transition density is not tractable: the backward and online "
                        "smoothers that evaluate it do not apply, but bis weighs by estimates of "
                        "it" +
                        std::string(e.estimates_bounded()
                                        ? ", and paris accepts draws with probability estimate / "
                                          "bound"
-                                       : "") +
-                       (per_t ? "; they estimate a quantity at each t with --marginals, at O(T) "
-                                "memory per particle"
-                              : "");
+                                       : "");
     }
   }
 

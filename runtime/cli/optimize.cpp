@@ -83,7 +83,7 @@ public:
       if (r.log_likelihood_se != 0) // a particle filter's estimate (adam)
         j["log_likelihood_se"] = r.log_likelihood_se;
       add_random_weight_caveat(j, c.info,
-                               r.log_likelihood_se != 0 && run.options.has("--filter") &&
+                               m.particles && run.options.has("--filter") &&
                                    run.options.word("--filter") == "random-weight");
       if (r.map) // log p(y, theta): the prior densities are normalised
         j["log_posterior"] = r.objective;
