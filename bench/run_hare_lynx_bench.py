@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_lv_bench import read_csv  # noqa: E402
+from run_lv_bench import smooth  # noqa: E402
 from run_sde_bench import ROOT, run  # noqa: E402
 
 STEPS = 10  # model steps per year
@@ -40,17 +40,6 @@ def read_pelts(path):
         rows = [[float("nan") if v in ("NA", "") else float(v) for v in line.strip().split(",")]
                 for line in f if line.strip()]
     return {name: [r[i] for r in rows] for i, name in enumerate(header)}
-
-
-def smooth(exe, data, params, work, method, n, k, seed):
-    out = os.path.join(work, f"{method}.csv")
-    cmd = [exe, "smooth", "--data", data, "--params", params, "--method", method, "--particles",
-           str(n), "--marginals", "--seed", str(seed), "--json", "--out", out]
-    if method == "bis":
-        cmd += ["--backward-samples", str(k)]
-    j = json.loads(run(cmd))
-    table = read_csv(out)
-    return [table["mean_h[0]"], table["mean_h[1]"]], j["filter_s"] + j["smooth_s"]
 
 
 def main():
@@ -89,8 +78,8 @@ def main():
         times = {m: [] for m in runs}
         for r in range(a.replicates):
             for m in runs:
-                means, seconds = smooth(exe, data, params, work, m, a.particles,
-                                        a.backward_samples, 100 + r)
+                means, seconds = smooth(exe, data, work, m, a.particles, a.backward_samples,
+                                        100 + r, ["--params", params])
                 runs[m].append(means)
                 times[m].append(seconds)
         pelts = read_pelts(data)
@@ -117,7 +106,8 @@ def main():
                                max(1e-3, statistics.median(times["genealogy"]))))
         eq, eq_times = [], []
         for r in range(10):
-            means, seconds = smooth(exe, data, params, work, "genealogy", n_eq, 0, 500 + r)
+            means, seconds = smooth(exe, data, work, "genealogy", n_eq, 0, 500 + r,
+                                    ["--params", params])
             eq.append(means)
             eq_times.append(seconds)
         sd_eq = statistics.median(

@@ -35,10 +35,10 @@ def read_csv(path):
     return {name: [r[i] for r in rows] for i, name in enumerate(header)}
 
 
-def smooth(exe, data, work, method, n, k, seed):
+def smooth(exe, data, work, method, n, k, seed, extra=()):
     out = os.path.join(work, f"{method}.csv")
     cmd = [exe, "smooth", "--data", data, "--method", method, "--particles", str(n),
-           "--marginals", "--seed", str(seed), "--json", "--out", out]
+           "--marginals", "--seed", str(seed), "--json", "--out", out, *extra]
     if method == "bis":
         cmd += ["--backward-samples", str(k)]
     j = json.loads(run(cmd))
