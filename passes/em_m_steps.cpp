@@ -292,6 +292,17 @@ public:
     result.observations_read.erase(
         std::unique(result.observations_read.begin(), result.observations_read.end()),
         result.observations_read.end());
+    // (A linear-Gaussian or finite-state model's exact E-step reads no transition density: the
+    // hidden copies of a lag-2 model are sample-only, and its EM runs.)
+    const bool exact_e_step =
+        (context.linear_gaussian && context.linear_gaussian->is_linear_gaussian) ||
+        (context.finite_state && context.finite_state->is_finite);
+    if (context.density && !context.density->tractable && !exact_e_step)
+      for (const RelationDensity& r : context.density->relations)
+        if (r.kind == DensityKind::SampleOnly && result.unavailable.empty())
+          result.unavailable = fmt::format("its E-step evaluates the transition density, and "
+                                           "{} is sample-only ({})",
+                                           r.relation, r.sample_only_reason);
     context.em_steps = std::move(result);
   }
 };
@@ -302,6 +313,8 @@ std::string EmSteps::summary() const {
   std::vector<std::string> closed, numeric;
   for (const Verdict& v : params)
     (v.closed_form ? closed : numeric).push_back(v.param);
+  if (!unavailable.empty())
+    return "EM: does not apply: " + unavailable;
   if (params.empty())
     return "EM M-steps: no parameters";
   if (numeric.empty())
@@ -314,6 +327,8 @@ std::string EmSteps::summary() const {
 
 std::string EmSteps::report() const {
   std::string out = summary() + "\n";
+  if (!unavailable.empty())
+    return out;
   for (const Verdict& v : params) {
     if (v.closed_form) {
       std::vector<std::string> from;

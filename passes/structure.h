@@ -324,6 +324,10 @@ struct EmSteps {
   // The observation components that relations read at t besides their own target (`y2[t] ~
   // normal(2 * y1[t], 1)`): where one is missing, EM's points do not hold its posterior.
   std::vector<int> observations_read;
+  // Why EM does not apply to the model at all, whatever its M-steps: a model that is neither
+  // linear-Gaussian nor finite-state has FFBSi's E-step, which evaluates the transition density,
+  // and a sample-only transition (an SDE's, say) lacks one. Empty when it applies.
+  std::string unavailable;
   std::string summary() const;
   std::string report() const;
 };

@@ -413,7 +413,10 @@ json em_steps_json(const EmSteps& e) {
                       {"pieces", v.pieces},
                       {"reason", string_or_null(v.reason)},
                       {"read_by_prior", v.read_by_prior}});
-  return {{"pieces", pieces}, {"params", params}, {"observations_read", e.observations_read}};
+  return {{"pieces", pieces},
+          {"params", params},
+          {"observations_read", e.observations_read},
+          {"unavailable", string_or_null(e.unavailable)}};
 }
 
 template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {
