@@ -1,4 +1,4 @@
-// `simulate`: one trajectory of states and observations, CSV t,<state>,<obs>.
+// `simulate`: one trajectory of states and observations, CSV t,<state>,<obs>,<inputs>.
 #include "smc/simulate.h"
 #include "cli/command.h"
 #include "core/error.h"

@@ -25,6 +25,9 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
   sim.n_obs = info.n_obs;
   sim.x.assign(T * info.n_state, 0.0);
   sim.y.assign(T * info.n_obs, 0.0);
+  sim.n_inputs = info.n_inputs;
+  if (info.n_inputs > 0)
+    sim.u.assign(inputs->u.begin(), inputs->u.begin() + T * info.n_inputs);
   // Values of int[lo..hi] states and observations outside their range stop the run.
   const std::vector<IntegerRange> state_ranges = integer_ranges(info.state),
                                   obs_ranges = integer_ranges(info.obs);
@@ -59,6 +62,8 @@ std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
     fmt::format_to(std::back_inserter(out), ",{}", c);
   for (const auto& c : obs_columns(info))
     fmt::format_to(std::back_inserter(out), ",{}", c);
+  for (const auto& c : input_columns(info))
+    fmt::format_to(std::back_inserter(out), ",{}", c);
   out.push_back('\n');
   for (int64_t t = 0; t < sim.T; ++t) {
     fmt::format_to(std::back_inserter(out), "{}", t);
@@ -66,6 +71,8 @@ std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
       fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.x[t * sim.n_state + c]));
     for (int64_t k = 0; k < sim.n_obs; ++k)
       fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.y[t * sim.n_obs + k]));
+    for (int64_t k = 0; k < sim.n_inputs; ++k)
+      fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.u[t * sim.n_inputs + k]));
     out.push_back('\n');
   }
   return fmt::to_string(out);

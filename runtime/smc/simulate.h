@@ -13,9 +13,10 @@
 namespace ssm {
 
 struct Simulation {
-  int64_t T = 0, n_state = 0, n_obs = 0;
+  int64_t T = 0, n_state = 0, n_obs = 0, n_inputs = 0;
   std::vector<double> x; // x[t * n_state + c]
   std::vector<double> y; // y[t * n_obs + k]
+  std::vector<double> u; // the inputs it read, u[t * n_inputs + k]
 };
 
 // `theta` is the parameters followed by the data values; `inputs` gives the model's inputs for
@@ -23,7 +24,8 @@ struct Simulation {
 Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::vector<double>& theta,
                     int64_t T, uint64_t seed, const ObsData* inputs = nullptr);
 
-// CSV `t,<state columns>,<obs columns>`, one row per time step.
+// CSV `t,<state columns>,<obs columns>,<input columns>`, one row per time step: a data file for
+// the methods as it stands.
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim);
 
 } // namespace ssm

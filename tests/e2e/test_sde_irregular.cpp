@@ -43,14 +43,10 @@ model ou_gaps {
   const std::string sim = scratch_path("ou-gaps-sim.csv");
   run_ok(
       {exe, "simulate", "--T", std::to_string(T), "--seed", "4", "--inputs", gaps, "--out", sim});
+  // simulate writes the inputs it read beside y: its output is the data file of the methods.
   const std::vector<double> y = read_table(sim).column("y");
   REQUIRE(y.size() == static_cast<size_t>(T));
-  // filter and smooth read the inputs from the data file: y with the gaps.
-  std::string text = "t,y,gap\n";
-  for (int t = 0; t < T; ++t)
-    text += fmt::format("{},{},{}\n", t, y[t], quarters[t] * h);
-  const std::string data = scratch_path("ou-gaps-data.csv");
-  write_file(data, text);
+  const std::string& data = sim;
 
   // The AR(1) over h on the grid; observation t at grid step sum of its quarters.
   LinearGaussianModel m;
