@@ -246,17 +246,11 @@ bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity&
   cum.resize(N);
   euler.log_densities(s.x_cur + density.sde_offset() * density.stride() + j, density.stride(),
                       euler_all.data());
-  double top = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < N; ++i)
-    if (s.W[i] > 0)
-      top = std::max(top, euler_all[i]);
-  if (!std::isfinite(top)) // no particle with weight and an Euler law: the filter weights
-    return false;
-  double total = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    total += s.W[i] > 0 ? s.W[i] * std::exp(euler_all[i] - top) : 0.0;
-    cum[i] = total;
-  }
+  std::copy_n(euler_all.begin(), N, cum.begin());
+  if (!(backward_weights(s.W, cum.data(), N) > 0)) // no particle with weight and an Euler law
+    return false;                                  // (the caller draws from the filter weights)
+  for (int64_t i = 1; i < N; ++i)
+    cum[i] += cum[i - 1];
   for (int64_t d = 0; d < draws; ++d) {
     const int64_t i = draw_cumulative(cum.data(), N, index_u[d * nj + (j - jb)]);
     out[d] = i;
