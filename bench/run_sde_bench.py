@@ -2,7 +2,7 @@
 """The SDE benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section 7.5.2, figures
 7.2 and 7.3, on this machine, and the random-weight filter against Euler-Maruyama.
 
-  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR]
+  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR] [--parts filters,7.2,7.3]
 
 The Sine model (examples/sine_sde.ssm: dX = sin(X - pi/4) dt + dW, Y_k = X_k + N(0, 1) every
 0.5 time units, 11 observations) is simulated once. The reference E[X_0 | Y_0:10] is exact up to
@@ -14,7 +14,9 @@ weighted by General Poisson estimates of the exact density) against the bootstra
 Then E[X_0 | Y] by `smooth --method bis --backward-proposal filter` (the thesis's bis: indices
 drawn from the filter weights) after the random-weight filter (auto's choice): figure 7.2 with
 N = 100 and K backward samples from 2 to 100 (and paris, whose backward draws are accepted with
-probability estimate / bound, at K = 2 and 10: the thesis's accept-reject), figure 7.3 with N from
+probability estimate / bound, at K = 2 and 10: the thesis's accept-reject; and its
+Metropolis-Hastings alternative after the bootstrap filter, the start's estimate drawn among 10 or
+one fresh estimate, proposals from the filter weights or times the Euler density), figure 7.3 with N from
 50 to 2000 and K = N^0.5, N^0.6, N / 10; and bis with `--backward-proposal euler` (bis's
 default for an SDE: indices drawn from the filter weights times the one-step Euler density) at
 small K and at K = N^0.5. Each row: the mean over replicates, its bias against the reference in
@@ -73,9 +75,9 @@ def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
     return 2 * mean(7) - mean(6)
 
 
-def x0(exe, data, work, n, k, seed, method="bis", proposal="filter"):
+def x0(exe, data, work, n, k, seed, method="bis", proposal="filter", extra=()):
     out = os.path.join(work, "s.csv")
-    extra = ["--backward-proposal", proposal] if method == "bis" else []
+    extra = (["--backward-proposal", proposal] if method == "bis" else []) + list(extra)
     j = json.loads(run([exe, "smooth", "--data", data, "--method", method, "--particles", str(n),
                         "--backward-samples", str(k), "--marginals", "--seed", str(seed),
                         "--threads", "1", "--json", "--out", out] + extra))
@@ -84,10 +86,10 @@ def x0(exe, data, work, n, k, seed, method="bis", proposal="filter"):
         return float(next(f).split(",")[1]), j["smooth_s"] + j["filter_s"]
 
 
-def series(exe, data, work, n, k, reps, seed0, method="bis", proposal="filter"):
+def series(exe, data, work, n, k, reps, seed0, method="bis", proposal="filter", extra=()):
     vals, times = [], []
     for r in range(reps):
-        v, s = x0(exe, data, work, n, k, seed0 + r, method, proposal)
+        v, s = x0(exe, data, work, n, k, seed0 + r, method, proposal, extra)
         vals.append(v)
         times.append(s)
     return vals, times
@@ -112,7 +114,10 @@ def main():
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--replicates", type=int, default=30)
     ap.add_argument("--keep")
+    ap.add_argument("--parts", default="filters,7.2,7.3",
+                    help="comma-separated: filters, 7.2, 7.3 (default: all)")
     a = ap.parse_args()
+    parts = set(a.parts.split(","))
     work = a.keep or tempfile.mkdtemp(prefix="sde_bench_")
     os.makedirs(work, exist_ok=True)
     exe = os.path.join(work, "sine_sde")
@@ -127,6 +132,46 @@ def main():
     ref = grid_x0(y)
     print(f"reference E[X_0 | Y] = {ref:.4f} (forward-backward on a grid, exact to ~1e-4)")
 
+    if "filters" in parts:
+        filters(a, exe, data, work)
+
+    def row(label, n, k, seed0, method="bis", proposal="filter", extra=()):
+        vals, times = series(exe, data, work, n, k, a.replicates, seed0, method, proposal, extra)
+        m, sd = statistics.mean(vals), statistics.stdev(vals)
+        se = sd / math.sqrt(len(vals))  # the reference is exact
+        print(f"{label:<22} N={n:<5} K={k:<4} mean {m:.4f}  bias {(m - ref) / se:+.1f} se  "
+              f"sd {sd:.4f}  median {1e3 * statistics.median(times):.1f} ms")
+
+    if "7.2" in parts:
+        print("\nfigure 7.2: N = 100, K backward samples")
+        for k in (2, 5, 10, 20, 50, 100):
+            row("bis", 100, k, 20000 + 100 * k)
+        for k in (2, 5, 10, 20):  # indices drawn from W_i times the Euler density (bis's auto)
+            row("bis, Euler proposal", 100, k, 20000 + 100 * k, proposal="euler")
+        for k in (2, 10):  # the thesis's accept-reject column: pseudo-marginal PaRIS
+            row("paris (accept-reject)", 100, k, 40000 + 100 * k, "paris")
+        # The thesis's Metropolis-Hastings alternative (end of 7.3.3): pseudo-marginal moves from
+        # the bootstrap filter's ancestors, the start's estimate drawn among 10 (the default) or
+        # one fresh estimate.
+        moves = ["--filter", "bootstrap", "--backward", "mcmc", "--backward-proposal"]
+        for k in (2, 10):
+            row("paris (MH)", 100, k, 40000 + 100 * k, "paris", extra=moves + ["filter"])
+            row("paris (MH, fresh start)", 100, k, 40000 + 100 * k, "paris",
+                extra=moves + ["filter", "--start-estimates", "1"])
+            row("paris (MH, Euler)", 100, k, 40000 + 100 * k, "paris", extra=moves + ["euler"])
+    if "7.3" in parts:
+        print("\nfigure 7.3: N from 50 to 2000")
+        for n in (50, 100, 200, 500, 1000, 2000):
+            for name, k in (("K = N^0.5", round(n ** 0.5)), ("K = N^0.6", round(n ** 0.6)),
+                            ("K = N/10", max(1, n // 10))):
+                row(name, n, k, 30000 + n + k)
+            k = round(n ** 0.5)
+            row("K = N^0.5, Euler", n, k, 30000 + n + k, proposal="euler")
+    if not a.keep:
+        shutil.rmtree(work)
+
+
+def filters(a, exe, data, work):
     print("\nfilters: log-likelihood of the 11 observations")
     source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
     fine = os.path.join(work, "sine_sde_400")
@@ -142,30 +187,6 @@ def main():
         eu = filter_row("bootstrap, 400 Euler substeps", fine, "bootstrap", data, n,
                         a.replicates, 300)
         print(f"{'':<30} time ratio bootstrap-400 / random-weight: {eu / rw:.1f}")
-
-    def row(label, n, k, seed0, method="bis", proposal="filter"):
-        vals, times = series(exe, data, work, n, k, a.replicates, seed0, method, proposal)
-        m, sd = statistics.mean(vals), statistics.stdev(vals)
-        se = sd / math.sqrt(len(vals))  # the reference is exact
-        print(f"{label:<22} N={n:<5} K={k:<4} mean {m:.4f}  bias {(m - ref) / se:+.1f} se  "
-              f"sd {sd:.4f}  median {1e3 * statistics.median(times):.1f} ms")
-
-    print("\nfigure 7.2: N = 100, K backward samples")
-    for k in (2, 5, 10, 20, 50, 100):
-        row("bis", 100, k, 20000 + 100 * k)
-    for k in (2, 5, 10, 20):  # indices drawn from W_i times the Euler density (bis's auto)
-        row("bis, Euler proposal", 100, k, 20000 + 100 * k, proposal="euler")
-    for k in (2, 10):  # the thesis's accept-reject column: pseudo-marginal PaRIS
-        row("paris (accept-reject)", 100, k, 40000 + 100 * k, "paris")
-    print("\nfigure 7.3: N from 50 to 2000")
-    for n in (50, 100, 200, 500, 1000, 2000):
-        for name, k in (("K = N^0.5", round(n ** 0.5)), ("K = N^0.6", round(n ** 0.6)),
-                        ("K = N/10", max(1, n // 10))):
-            row(name, n, k, 30000 + n + k)
-        k = round(n ** 0.5)
-        row("K = N^0.5, Euler", n, k, 30000 + n + k, proposal="euler")
-    if not a.keep:
-        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

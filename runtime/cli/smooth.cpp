@@ -70,10 +70,17 @@ public:
   // paris, unless the marginals are wanted (the default): then ffbsi when the model has a density
   // bound (smooth_auto_choice). A flag that only one of the two reads picks it, whatever the
   // rule: --backward-samples, --mcmc-steps or --backward mcmc paris, --trajectories ffbsi (when
-  // it applies). The user asked for what it does.
+  // it applies). The user asked for what it does. So do --backward mcmc, --mcmc-steps and
+  // --start-estimates where auto passes over paris for bis (an SDE whose estimates have no
+  // bound).
   const Method& auto_choice(const Context& c, const ssm_model& model,
                             const ModelInfo& info) const override {
     const Method& first = c.registry.choose(task_, model, info);
+    const Method* paris = c.registry.find(task_, "paris");
+    if (paris && !paris->why_not(model, info) && !paris->auto_may_choose(model, info) &&
+        (options_.word("--backward") == "mcmc" || app_->count("--mcmc-steps") > 0 ||
+         app_->count("--start-estimates") > 0))
+      return *paris;
     const Method& rule =
         smooth_auto_choice(c.registry, model, info, options_.toggle("--marginals").value_or(true));
     const Method* ffbsi = c.registry.find(task_, "ffbsi");

@@ -38,16 +38,17 @@ std::vector<const Method*> MethodRegistry::applicable(Task task, const ssm_model
   for (const Method* m : ranked(task))
     if (!m->why_not(model, info))
       out.push_back(m);
-  // auto's choice first: a filter with a biased likelihood after the others.
+  // auto's choices first: a filter with a biased likelihood, or a method auto passes over for
+  // another, after the others.
   std::stable_partition(out.begin(), out.end(),
-                        [&](const Method* m) { return !m->likelihood_bias(model, info); });
+                        [&](const Method* m) { return m->auto_may_choose(model, info); });
   return out;
 }
 
 const Method& MethodRegistry::choose(Task task, const ssm_model& model, const ModelInfo& info,
                                      bool particles) const {
   for (const Method* m : applicable(task, model, info))
-    if ((m->particles || !particles) && !m->likelihood_bias(model, info))
+    if ((m->particles || !particles) && m->auto_may_choose(model, info))
       return *m;
   std::vector<std::string> reasons;
   for (const Method* m : ranked(task))

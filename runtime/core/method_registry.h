@@ -127,6 +127,9 @@ struct Method {
   // random-weight filter with estimates made positive by Wald's identity): `auto` does not choose
   // it, and PMMH and SMC^2 refuse it. Empty: unbiased wherever it applies.
   std::function<Refusal(const ssm_model&, const ModelInfo&)> biased_likelihood;
+  // Why `auto` passes over a method that applies to the model, when a better one does too (paris
+  // with density estimates that have no bound: bis). Empty: never.
+  std::function<Refusal(const ssm_model&, const ModelInfo&)> auto_passes_over;
   std::vector<std::string> options; // the flags it reads
   // Refuses, before any work (no data in the run yet), with a message of its own (throws
   // ssm::Error); may be empty.
@@ -148,6 +151,10 @@ struct Method {
 
   Refusal likelihood_bias(const ssm_model& model, const ModelInfo& info) const {
     return biased_likelihood ? biased_likelihood(model, info) : std::nullopt;
+  }
+  // Whether `auto` may choose it where it applies.
+  bool auto_may_choose(const ssm_model& model, const ModelInfo& info) const {
+    return !likelihood_bias(model, info) && !(auto_passes_over && auto_passes_over(model, info));
   }
 
   Refusal why_not(const ssm_model& model, const ModelInfo& info) const {

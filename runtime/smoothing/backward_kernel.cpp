@@ -203,9 +203,10 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
 }
 
 void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb,
-                            int64_t je, int64_t draws, bool chain_start, const int64_t* ancestors,
+                            int64_t je, int64_t draws, int64_t starts, const int64_t* ancestors,
                             const EulerStep* euler) {
-  const int64_t first = chain_start ? 1 : 0; // slot 0 is j's ancestor, the chains' start
+  const int64_t first = starts; // slots [0, starts) hold j's ancestor, the chains' start
+  this->starts = starts;
   nj = je - jb;
   per = first + draws;
   const int64_t P = nj * per;
@@ -217,6 +218,12 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   for (int64_t d = 0; d < draws; ++d)
     philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
                      static_cast<uint32_t>(d), &index_u[d * nj], &move_u[d * nj]);
+  if (starts > 1) { // the uniforms that pick each particle's start, after the proposals'
+    start_u.resize(nj);
+    spare_u.resize(nj);
+    philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
+                     static_cast<uint32_t>(draws), start_u.data(), spare_u.data());
+  }
   if (euler)
     lm.assign(P, 0.0);
   else
@@ -224,10 +231,8 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   for (int64_t j = jb; j < je; ++j) {
     std::fill_n(&pj[(j - jb) * per], per, j);
     int64_t* row = &pi[(j - jb) * per];
-    if (chain_start)
-      row[0] = ancestors ? ancestors[j] : j;
-    if (euler &&
-        draw_by_euler(*euler, density, s, j, jb, draws, row + first, &lm[(j - jb) * per + first]))
+    std::fill_n(row, starts, ancestors ? ancestors[j] : j);
+    if (euler && draw_by_euler(*euler, density, s, j, jb, starts, draws, row, &lm[(j - jb) * per]))
       continue;
     for (int64_t d = 0; d < draws; ++d)
       row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
@@ -239,8 +244,8 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
 }
 
 bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity& density,
-                                  const BackwardStep& s, int64_t j, int64_t jb, int64_t draws,
-                                  int64_t* out, double* out_lm) {
+                                  const BackwardStep& s, int64_t j, int64_t jb, int64_t starts,
+                                  int64_t draws, int64_t* row, double* row_lm) {
   const int64_t N = s.N;
   euler_all.resize(N);
   cum.resize(N);
@@ -251,10 +256,12 @@ bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity&
     return false;                                  // (the caller draws from the filter weights)
   for (int64_t i = 1; i < N; ++i)
     cum[i] += cum[i - 1];
+  for (int64_t c = 0; c < starts; ++c) // the chains' start, the ancestor
+    row_lm[c] = euler_all[row[c]];
   for (int64_t d = 0; d < draws; ++d) {
     const int64_t i = draw_cumulative(cum.data(), N, index_u[d * nj + (j - jb)]);
-    out[d] = i;
-    out_lm[d] = euler_all[i];
+    row[starts + d] = i;
+    row_lm[starts + d] = euler_all[i];
   }
   return true;
 }
@@ -287,17 +294,53 @@ void BackwardBlock::importance_weights(int64_t Nt) {
 
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {
   const double inv_Nt = 1.0 / static_cast<double>(Nt);
-  const int64_t M = nj * Nt;
+  const int64_t M = nj * Nt, first = starts;
   idx.resize(M);
   w.resize(M);
+  // The chains' log ratios are those of target over proposal: lp - lm with Euler proposals (an
+  // independent Metropolis-Hastings step from W_i m to W_i f), lp with the filter weights'.
+  if (!lm.empty())
+    for (int64_t p = 0; p < nj * per; ++p)
+      lp[p] -= lm[p];
+  start.assign(nj, 0);
+  if (starts > 1)
+    for (int64_t jj = 0; jj < nj; ++jj) { // slot c with probability proportional to exp(lp_c)
+      const double* lj = lp.data() + jj * per;
+      double top = -std::numeric_limits<double>::infinity(); // NaN (no estimate) is skipped
+      int64_t top_slot = 0;
+      for (int64_t c = 0; c < starts; ++c)
+        if (lj[c] > top) {
+          top = lj[c];
+          top_slot = c;
+        }
+      if (!std::isfinite(top)) { // none finite: slot 0 (any finite proposal is then accepted),
+        start[jj] = top_slot;    // or an infinite estimate's slot
+        continue;
+      }
+      auto weight = [&](int64_t c) { return lj[c] > -INFINITY ? std::exp(lj[c] - top) : 0.0; };
+      double total = 0;
+      for (int64_t c = 0; c < starts; ++c)
+        total += weight(c);
+      double u = start_u[jj] * total;
+      int64_t chosen = top_slot; // where rounding runs past the end: a slot of positive weight
+      for (int64_t c = 0; c < starts; ++c) {
+        const double wc = weight(c);
+        u -= wc;
+        if (wc > 0 && u < 0) {
+          chosen = c;
+          break;
+        }
+      }
+      start[jj] = chosen;
+    }
   if (S == 1) {
-    // Every chain makes one move from slot 0 (j's ancestor) to slot 1 + k: the ratios and
-    // decisions of the whole block in flat loops, draw k of particle j at k nj + j.
+    // Every chain makes one move from its start slot (j's ancestor) to slot first + k: the
+    // ratios and decisions of the whole block in flat loops, draw k of particle j at k nj + j.
     log_ratio.resize(M);
     ratio.resize(M);
     for (int64_t k = 0; k < Nt; ++k)
       for (int64_t jj = 0; jj < nj; ++jj) // NaN stays NaN, and rejects
-        log_ratio[k * nj + jj] = std::min(lp[jj * per + 1 + k] - lp[jj * per], 0.0);
+        log_ratio[k * nj + jj] = std::min(lp[jj * per + first + k] - lp[jj * per + start[jj]], 0.0);
     exp_run(log_ratio.data(), ratio.data(), M);
     // The outcome selects an index arithmetically: a branch on it (accepted about half the time)
     // would mispredict at every other move.
@@ -307,9 +350,9 @@ void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts
     int64_t* to = idx.data();
     for (int64_t k = 0; k < Nt; ++k)
       for (int64_t jj = 0; jj < nj; ++jj) {
-        const int64_t moves = u[k * nj + jj] < r[k * nj + jj];
+        const int64_t moves = u[k * nj + jj] < r[k * nj + jj], c = start[jj];
         moved += moves;
-        to[jj * Nt + k] = from[jj * per + moves * (1 + k)];
+        to[jj * Nt + k] = from[jj * per + c + moves * (first + k - c)];
       }
     std::fill_n(w.begin(), M, inv_Nt);
     accepts += moved;
@@ -320,10 +363,10 @@ void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts
     const double* lj = lp.data() + jj * per;
     const int64_t* ij = &pi[jj * per];
     for (int64_t k = 0; k < Nt; ++k) {
-      int64_t cur = 0;
+      int64_t cur = start[jj];
       for (int64_t s = 0; s < S; ++s) {
-        const int64_t m = 1 + k * S + s;
-        const bool moves = accept_branch_free(move_u[(m - 1) * nj + jj], lj[m] - lj[cur]);
+        const int64_t m = first + k * S + s;
+        const bool moves = accept_branch_free(move_u[(m - first) * nj + jj], lj[m] - lj[cur]);
         cur = moves ? m : cur;
         accepts += moves;
       }

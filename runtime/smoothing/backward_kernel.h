@@ -198,6 +198,9 @@ private:
 struct BackwardBlock {
   std::vector<int64_t> pi, pj, idx, qj;
   std::vector<double> index_u, move_u, lp, w, log_ratio, ratio, used;
+  // Per particle, the slot its chains start from (mcmc), and the uniforms that pick it.
+  std::vector<int64_t> start;
+  std::vector<double> start_u, spare_u;
   // With an Euler proposal: the log Euler density of each proposed pair (0 for a particle whose
   // draws fell back to the filter weights), else empty; and its scratch.
   std::vector<double> lm, euler_all, cum;
@@ -206,29 +209,38 @@ struct BackwardBlock {
   // an SDE), else empty.
   std::vector<double> score;
   PairBatch pairs;
-  int64_t nj = 0, per = 0;
-  // Draws `draws` proposals per particle from the filter weights at t-1; with `chain_start`, slot
-  // 0 of each particle holds its ancestor (the chains' start) and the proposals follow. With
+  int64_t nj = 0, per = 0, starts = 0;
+  // Draws `draws` proposals per particle from the filter weights at t-1, after `starts` slots
+  // (0: none) that hold the particle's ancestor, the chains' start. An estimated density gives
+  // each slot an estimate of its own: mcmc() then starts the chains from one of the `starts`
+  // slots drawn with probability proportional to its estimate, so that the start's estimate
+  // follows (as starts grows) its law under the pseudo-marginal chain's invariant law, which
+  // favours large estimates; a fresh estimate does not, and the moves from it are biased (fewer
+  // rejections than at stationarity; measured in bench/README.md, "SDEs"). With
   // `euler` (the laws from every particle at t-1 of an estimated SDE state), proposals for j are
   // drawn with probability proportional to W_{t-1}^i m(x_t^j | x_{t-1}^i), m the Euler density,
   // whose log goes to lm: a particle's importance weights are then estimate / m.
   void propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb, int64_t je,
-               int64_t draws, bool chain_start, const int64_t* ancestors,
+               int64_t draws, int64_t starts, const int64_t* ancestors,
                const EulerStep* euler = nullptr);
   // bis's weights: per particle, its Nt proposals' self-normalised importance weights into w
   // (their indices into idx), the target W_i f and the proposal W_i (or W_i m, lm) giving log
   // weight lp - lm. A particle none of whose draws can be its parent gets uniform weights, which
   // keep the estimate defined (only with a bounded-support transition density and few draws).
   void importance_weights(int64_t Nt);
-  // Independent Metropolis-Hastings chains from slot 0, S moves per draw, Nt draws per particle:
-  // idx and w (uniform 1 / Nt) receive the draws, tries and accepts the moves.
+  // Independent Metropolis-Hastings chains from a start slot (propose's `starts`), S moves per
+  // draw, Nt draws per particle: idx and w (uniform 1 / Nt) receive the draws, tries and accepts
+  // the moves. Each state keeps the density (estimate) it was accepted with. With Euler
+  // proposals (lm) the target is W_i f and the proposal W_i m: lp becomes lp - lm.
   void mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts);
 
 private:
-  // propose()'s Euler draws for particle j into out and their log Euler densities into out_lm;
-  // false (nothing drawn) when no particle at t-1 has both weight and an Euler law.
+  // propose()'s Euler draws for particle j into row[starts + d] and the log Euler densities of
+  // its row (the start slots' too: from the ancestor) into row_lm; false (nothing drawn) when no
+  // particle at t-1 has both weight and an Euler law.
   bool draw_by_euler(const EulerStep& euler, const BackwardDensity& density, const BackwardStep& s,
-                     int64_t j, int64_t jb, int64_t draws, int64_t* out, double* out_lm);
+                     int64_t j, int64_t jb, int64_t starts, int64_t draws, int64_t* row,
+                     double* row_lm);
 };
 
 } // namespace ssm

@@ -50,7 +50,7 @@ Refusal density_applies(const ssm_model& model, const ModelInfo& info) {
                                   "transition is sample-only ({})",
                                   info.sample_only_reason);
     if (info.sde && !estimator_applies(model, info))
-      out += "; bis weighs it by an unbiased estimate of the density (--method bis)";
+      out += "; bis and paris use unbiased estimates of the density (--method bis)";
     return out;
   }
   if (!model.transition_logpdf)
@@ -70,26 +70,23 @@ Refusal bis_applies(const ssm_model& model, const ModelInfo& info) {
   return density_applies(model, info);
 }
 
-// paris draws from the backward kernel; for an SDE by rejection with a fresh estimate per
-// proposal, which needs the estimates bounded (psi and the drift).
+// paris draws from the backward kernel; for an SDE with a fresh estimate per proposal: by
+// rejection where the estimates are bounded, else by pseudo-marginal Metropolis-Hastings moves.
 Refusal paris_applies(const ssm_model& model, const ModelInfo& info) {
-  if (!info.transition_tractable && info.sde) {
-    if (Refusal why = bis_applies(model, info))
-      return why;
-    if (info.sde->estimator != "gpe")
-      return fmt::format("the transition {} is an SDE whose density the {} estimator estimates: "
-                         "its estimates are signed and unbounded, and paris's rejection sampling "
-                         "needs positive bounded ones (General Poisson, psi and the drift "
-                         "bounded); bis weighs by them",
-                         info.sde->relation, info.sde->estimator);
-    if (!info.sde->gpe_bounded)
-      return fmt::format("the transition {} is an SDE whose density estimates have no bound the "
-                         "compiler could find (psi and the drift bounded), which paris's "
-                         "rejection sampling needs; bis weighs by the estimates without one",
-                         info.sde->relation);
-    return std::nullopt;
-  }
+  if (!info.transition_tractable && info.sde)
+    return bis_applies(model, info);
   return density_applies(model, info);
+}
+
+// Where an SDE's estimates have no bound, paris's draws are Metropolis-Hastings moves, exact only
+// as the chains run (the moves' start is the filter's ancestor with a fresh estimate): bis, whose
+// bias is O(1/K) and which needs no particular filter, is auto's choice.
+Refusal paris_auto_passes_over(const ssm_model&, const ModelInfo& info) {
+  if (info.transition_tractable || !info.sde || sde_estimates_bounded(info))
+    return std::nullopt;
+  return fmt::format("the density estimates of the SDE {} have no bound: paris would draw by "
+                     "Metropolis-Hastings moves (--backward mcmc), bis weighs by the estimates",
+                     info.sde->relation);
 }
 
 const std::array<std::pair<BackwardSampling, const char*>, 4> kBackwardNames = {
@@ -138,10 +135,10 @@ std::vector<MethodOption> smoother_options() {
        .type_name = fmt::format("{}", fmt::join(backward, "|")),
        .choices = backward},
       {.flag = "--backward-proposal",
-       .help = "bis: backward indices drawn from the filter weights, or from the filter weights "
-               "times an SDE's one-step Euler density (weights estimate / Euler density; pairs "
-               "far apart, whose estimates are the least reliable, seldom drawn), or auto (euler "
-               "for an SDE transition)",
+       .help = "bis, and paris's mcmc moves: backward indices drawn from the filter weights, "
+               "or from the filter weights times an SDE's one-step Euler density (weights "
+               "estimate / Euler density; pairs far apart, whose estimates are the least "
+               "reliable, seldom drawn), or auto (euler for an SDE transition)",
        .users_in_help = true,
        .default_value = proposals.front(),
        .type_name = fmt::format("{}", fmt::join(proposals, "|")),
@@ -149,6 +146,12 @@ std::vector<MethodOption> smoother_options() {
       {.flag = "--mcmc-steps",
        .help = "--backward mcmc: Metropolis-Hastings moves per backward draw",
        .default_value = defaults.mcmc_steps,
+       .check = Check::Positive},
+      {.flag = "--start-estimates",
+       .help = "--backward mcmc with an SDE's estimated density: estimates of the density of "
+               "the ancestor's pair among which the chains' start is drawn, in proportion to "
+               "them (one fresh estimate biases the moves)",
+       .default_value = defaults.start_estimates,
        .check = Check::Positive},
       {.flag = "--max-trials",
        .help =
@@ -217,10 +220,12 @@ const std::vector<Smoother>& smoothers() {
        .rejection = true,
        .mcmc = true,
        .auto_help = "else {}",
-       .options = {"--backward-samples", "--backward", "--mcmc-steps", "--max-trials"},
-       .applies = paris_applies},
-      // After paris, which applies wherever bis does but for SDE transitions whose density
-      // estimates have no bound: auto's choice for those (rather than genealogy).
+       .options = {"--backward-samples", "--backward", "--mcmc-steps", "--start-estimates",
+                   "--max-trials", "--backward-proposal"},
+       .applies = paris_applies,
+       .auto_passes_over = paris_auto_passes_over},
+      // After paris, which applies wherever bis does but which auto passes over for SDE
+      // transitions whose density estimates have no bound: auto's choice for those.
       {.id = SmoothMethod::Bis,
        .name = "bis",
        .rank = 4,
@@ -230,6 +235,10 @@ const std::vector<Smoother>& smoothers() {
        .applies = bis_applies},
   };
   return all;
+}
+
+bool sde_estimates_bounded(const ModelInfo& info) {
+  return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_bounded;
 }
 
 Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
@@ -293,6 +302,7 @@ SmoothOptions smooth_options(const MethodRegistry& registry, const std::string& 
             : SmoothOptions().backward_samples;
   opt.max_trials = v.integer("--max-trials");
   opt.mcmc_steps = v.integer("--mcmc-steps");
+  opt.start_estimates = v.integer("--start-estimates");
   return opt;
 }
 
@@ -347,6 +357,8 @@ void register_smoothers(MethodRegistry& registry) {
     m.task = Task::Smooth;
     m.rank = s.rank;
     m.auto_help = s.auto_help;
+    if (s.auto_passes_over)
+      m.auto_passes_over = s.auto_passes_over;
     m.applies = [applies = s.applies, id = s.id](const ssm_model& model,
                                                  const ModelInfo& info) -> Refusal {
       if (Refusal why = sde_score_refusal(id, info))

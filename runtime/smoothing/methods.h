@@ -24,10 +24,17 @@ struct Smoother {
   std::vector<std::string> options{}; // beyond the forward pass's
   // Why it does not apply to the model (nullopt when it does).
   Refusal (*applies)(const ssm_model&, const ModelInfo&) = nullptr;
+  // Why `auto` passes over it where it applies (Method::auto_passes_over); null: never.
+  Refusal (*auto_passes_over)(const ssm_model&, const ModelInfo&) = nullptr;
 };
 
 const std::vector<Smoother>& smoothers();
 const Smoother& smoother(SmoothMethod m);
+
+// Whether an SDE transition's density estimates have a bound (the General Poisson estimator
+// with psi and the drift bounded): paris then draws from the pseudo-marginal backward kernel by
+// rejection.
+bool sde_estimates_bounded(const ModelInfo& info);
 
 // Why smoother m cannot smooth functionals whose kernel leaves out an SDE's score term
 // (ModelInfo::functionals_lack_sde_term): every smoother but bis, which adds its estimate.

@@ -17,6 +17,8 @@
 
 #include "core/error.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <numeric>
 
@@ -57,6 +59,39 @@ void add_backward_sample_block(const StatLayout& lay, int64_t D, int64_t N, int6
     for (int64_t k = 0; k < lay.per_step; ++k)
       tau_next[(slot + k) * N + j] = step_q[k];
   }
+}
+
+EulerLaws::EulerLaws(const OnlineContext& ctx, bool moves) : ctx_(ctx) {
+  // auto: Euler proposals for an estimated density, where the method takes proposals from the
+  // filter weights (bis; paris's Metropolis-Hastings moves, not its rejection sampling).
+  const BackwardProposal p = ctx.opt.backward_proposal;
+  if (!moves)
+    return;
+  if (p == BackwardProposal::Euler || (p == BackwardProposal::Automatic && ctx.density.estimated()))
+    step_.emplace(ctx.model, ctx.info);
+}
+
+const EulerStep* EulerLaws::at(const OnlineStep& s, const char* who) {
+  if (!step_)
+    return nullptr;
+  const int64_t N = ctx_.N, d = step_->dim(), off = ctx_.density.sde_offset();
+  from_.resize(d * N);
+  for (int64_t c = 0; c < d; ++c)
+    for (int64_t i = 0; i < N; ++i)
+      from_[c * N + i] = s.back.W[i] > 0 ? s.back.x_prev[(off + c) * ctx_.stride + i] : NAN;
+  step_->evaluate(s.back.frame, s.back.t, from_.data(), N, who);
+  return &*step_;
+}
+
+void add_estimated_density_details(const OnlineContext& ctx, std::string_view how,
+                                   SmoothResult& r) {
+  if (!ctx.density.estimated())
+    return;
+  r.details["transition_density"] =
+      fmt::format("estimated: {} estimator, {}",
+                  ctx.info.sde->estimator == "gpe" ? "General Poisson" : "parametrix", how);
+  if (!ctx.opt.filter.random_weight) // the forward filter simulates by Euler-Maruyama
+    r.details["euler_substeps"] = ctx.info.sde->steps;
 }
 
 void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb, int64_t je,

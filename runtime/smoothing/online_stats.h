@@ -6,6 +6,8 @@
 #include "smoothing/backward_kernel.h"
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
 namespace ssm {
 
@@ -77,6 +79,27 @@ struct SampleScratch {
       : anc(ctx.stride), terms(std::max<int64_t>(ctx.nf, 1) * ctx.stride),
         step_q(std::max<int64_t>(ctx.lay.per_step, 1)) {}
 };
+
+// The one-step Euler laws of an SDE state from every particle at t-1, for backward proposals
+// drawn from W_{t-1}^i times the Euler density (bis, and paris's moves): built when the run's
+// backward proposal asks for them, else absent.
+class EulerLaws {
+public:
+  EulerLaws(const OnlineContext& ctx, bool moves);
+  // The laws at step s (a particle of weight 0 is never a parent: no law); null without them.
+  const EulerStep* at(const OnlineStep& s, const char* who);
+  bool used() const { return step_.has_value(); }
+
+private:
+  const OnlineContext& ctx_;
+  std::optional<EulerStep> step_;
+  std::vector<double> from_; // the SDE state at t-1, component-major
+};
+
+// An SDE's estimated density in the JSON details (nothing for a density in closed form): which
+// estimator, `how` its estimates are used, and the forward filter's Euler substeps when it
+// simulates by Euler-Maruyama.
+void add_estimated_density_details(const OnlineContext& ctx, std::string_view how, SmoothResult& r);
 
 // tau_next^j = sum_k wk[k] (tau^{idx[k]} + psi(idx[k], j)), one particle j at a time.
 void add_backward_sample(const OnlineContext& ctx, const OnlineStep& s, int64_t j,

@@ -3,7 +3,11 @@
 // bound (exact fallback), by Metropolis-Hastings moves from j's ancestor (batched over a block),
 // or exactly (O(N) per draw). For an SDE, by rejection with a fresh estimate of the density per
 // proposal and the estimates' bound (pseudo-marginal PaRIS, Gloaguen, Le Corff & Olsson 2022;
-// Martin 2022, 7.3.3); its fallback self-normalises estimates over all N. The draws are
+// Martin 2022, 7.3.3), whose fallback self-normalises estimates over all N; or, where the
+// estimates have no bound, by pseudo-marginal Metropolis-Hastings moves (Martin 2022, end of
+// 7.3.3): each state keeps the estimate it was accepted with, so the moves leave the backward
+// kernel invariant once a chain is at stationarity; their proposals come from the filter
+// weights times the one-step Euler density by default (as bis's). The draws are
 // backward_kernel.h's.
 #include "smoothing/online_stats.h"
 
@@ -22,7 +26,8 @@ class Paris final : public OnlineMethod {
 public:
   explicit Paris(const OnlineContext& ctx)
       : ctx_(ctx), rejection_(ctx.opt.backward == BackwardSampling::Rejection),
-        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc), max_trials_(ctx.opt.max_trials) {
+        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc), max_trials_(ctx.opt.max_trials),
+        euler_(ctx, mcmc_) {
     // Each particle's proposals are counted on one 32-bit Philox counter.
     if (rejection_ && max_trials_ >= (int64_t{1} << 32) / ctx.Nt - 1)
       throw Error(fmt::format("paris: {} backward samples of up to {} proposals each exceed a "
@@ -48,6 +53,7 @@ public:
 
   void step(const OnlineStep& s) override {
     counts_.reset(ctx_.blocks());
+    euler_step_ = euler_.at(s, "paris (--backward-proposal euler)");
     ctx_.pool.parallel_for(ctx_.blocks(), [&](int64_t b) {
       const int64_t jb = b * kOnlineBlock, je = std::min(ctx_.N, jb + kOnlineBlock);
       if (mcmc_)
@@ -60,14 +66,32 @@ public:
 
   void details(SmoothResult& r) const override {
     r.details["backward"] = rejection_ ? "rejection" : mcmc_ ? "mcmc" : "exact";
-    if (mcmc_)
+    if (mcmc_) {
       r.details["mcmc_steps"] = ctx_.opt.mcmc_steps;
+      r.details["backward_proposal"] = euler_.used() ? "euler" : "filter";
+    }
+    if (mcmc_ && ctx_.density.estimated())
+      r.details["start_estimates"] = ctx_.opt.start_estimates;
     r.details["proposals"] = counts_.total_tries;
     r.details["acceptance_rate"] = counts_.acceptance_rate();
     // With estimated densities the fallback is self-normalised over all N, not exact.
     r.details[ctx_.density.estimated() ? "fallback_draws" : "exact_draws"] = counts_.total_exact;
     if (rejection_)
       r.details["log_bound"] = bounds_.json();
+    if (!ctx_.density.estimated())
+      return;
+    const ModelInfo::Sde& sde = *ctx_.info.sde;
+    add_estimated_density_details(
+        ctx_,
+        rejection_ ? "positive and bounded: a fresh estimate per proposal, accepted with "
+                     "probability estimate / bound"
+        : sde.estimator == "gpe" && sde.gpe_positive
+            ? "positive: a move is accepted with probability min(1, proposed estimate / "
+              "current estimate)"
+            : "positive by Wald's identity within each particle's start estimates and "
+              "proposals together; a move is accepted with probability min(1, proposed "
+              "estimate / current estimate)",
+        r);
   }
 
 private:
@@ -79,7 +103,8 @@ private:
     static thread_local BackwardBlock block;
     std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
     const int64_t S = ctx_.opt.mcmc_steps;
-    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, true, s.ancestors);
+    const int64_t starts = ctx_.density.estimated() ? ctx_.opt.start_estimates : 1;
+    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, starts, s.ancestors, euler_step_);
     block.mcmc(ctx_.Nt, S, counts_.tries[b], counts_.accepts[b]);
     update_from_block(ctx_, s, jb, je, block, step_q);
   }
@@ -119,6 +144,8 @@ private:
   const OnlineContext& ctx_;
   const bool rejection_, mcmc_;
   const int64_t max_trials_;
+  EulerLaws euler_; // the moves' proposals from W_i times the Euler density, when used
+  const EulerStep* euler_step_ = nullptr; // this step's laws
   std::vector<double> bound_scratch_;
   BoundRange bounds_;
   BackwardCounts counts_;

@@ -37,6 +37,20 @@ std::string smoothers_that(bool Smoother::*property) {
   return fmt::format("{}", fmt::join(names, " and "));
 }
 
+// paris under the bootstrap filter: MCMC moves from the ancestor cost 1 + K density evaluations
+// per particle and never fall back to an O(N) exact draw, where rejection's cost per draw is
+// heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
+// An SDE's estimated density: rejection where the estimates are bounded, else mcmc.
+BackwardSampling automatic_backward(const ssm_model& model, const ModelInfo& info,
+                                    const SmoothOptions& opt) {
+  if (!info.transition_tractable && info.sde) // estimated densities: no exact draws
+    return sde_estimates_bounded(info) ? BackwardSampling::Rejection : BackwardSampling::Mcmc;
+  if (opt.method == SmoothMethod::Paris &&
+      particle_filter_name(opt.filter) == particle_filter_name(FilterOptions{}))
+    return BackwardSampling::Mcmc;
+  return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
+}
+
 } // namespace
 
 void check_smooth_method(const ssm_model& model, const ModelInfo& info, const SmoothOptions& opt,
@@ -77,24 +91,52 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     if (std::string why = random_weight_problem(model, info); !why.empty())
       refuse(fmt::format("--filter {}: {}", particle_filter_name(opt.filter), why));
   const bool estimated = !info.transition_tractable && info.sde; // an SDE's (bis, paris)
-  if (opt.method == SmoothMethod::Bis && opt.backward_proposal == BackwardProposal::Euler &&
-      !estimated)
-    refuse("--backward-proposal euler draws from the Euler density of an SDE transition, and "
-           "the model's transition is not one (bis draws from the filter weights)");
-  if (estimated && opt.method == SmoothMethod::Paris &&
-      (opt.backward == BackwardSampling::Mcmc || opt.backward == BackwardSampling::Exact))
-    refuse(fmt::format("with the estimated density of the SDE {} paris draws by rejection only "
-                       "(--backward rejection or auto): exact draws need the density, and moves "
-                       "from the ancestor are not draws from the pseudo-marginal kernel",
-                       info.sde->relation));
+  if (opt.backward_proposal == BackwardProposal::Euler && !estimated)
+    refuse(fmt::format("--backward-proposal euler draws from the Euler density of an SDE "
+                       "transition, and the model's transition is not one ({} draws from the "
+                       "filter weights)",
+                       name));
+  // An SDE's paris: the backward sampling that auto would use, checked before any work.
+  const BackwardSampling backward =
+      estimated && opt.method == SmoothMethod::Paris && opt.backward == BackwardSampling::Automatic
+          ? automatic_backward(model, info, opt)
+          : opt.backward;
   const std::string& bootstrap = particle_filter_name(FilterOptions{}); // the default filter
-  if (opt.backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
+  if (estimated && opt.method == SmoothMethod::Paris) {
+    if (opt.backward_proposal != BackwardProposal::Automatic && backward != BackwardSampling::Mcmc)
+      refuse("--backward-proposal applies to paris's Metropolis-Hastings moves (--backward mcmc); "
+             "its rejection sampling proposes from the filter weights");
+    if (backward == BackwardSampling::Exact)
+      refuse(fmt::format("exact backward draws need the transition density, and the SDE {} has "
+                         "only estimates of it: --backward rejection (estimates with a bound) or "
+                         "mcmc",
+                         info.sde->relation));
+    if (backward == BackwardSampling::Rejection && !sde_estimates_bounded(info))
+      refuse(fmt::format("the density estimates of the SDE {} have no bound ({}), which "
+                         "rejection sampling needs: --backward mcmc draws by pseudo-marginal "
+                         "Metropolis-Hastings moves after the {} filter; bis needs no bound",
+                         info.sde->relation,
+                         info.sde->estimator == "gpe"
+                             ? "the compiler found none for psi and the drift"
+                             : "the parametrix estimator's are signed",
+                         bootstrap));
+    if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
+      refuse(fmt::format("the density estimates of the SDE {} {}, and Metropolis-Hastings moves "
+                         "start each chain at the particle's ancestor, a draw from the backward "
+                         "kernel only under the {} filter: use --filter {}{}, or bis",
+                         info.sde->relation,
+                         sde_estimates_bounded(info) ? "are bounded" : "have no bound", bootstrap,
+                         bootstrap, sde_estimates_bounded(info) ? " or --backward rejection" : ""));
+  }
+  if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
     refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
                        "draw from the backward kernel only under the {} filter; use --filter {}, "
                        "or --backward rejection or exact",
                        bootstrap, bootstrap));
   if (opt.backward == BackwardSampling::Mcmc && opt.mcmc_steps < 1)
     refuse("--mcmc-steps must be at least 1");
+  if (backward == BackwardSampling::Mcmc && opt.start_estimates < 1)
+    refuse("--start-estimates must be at least 1");
   if (opt.backward == BackwardSampling::Rejection && !model.transition_log_bound && !estimated)
     refuse(fmt::format("rejection sampling needs an upper bound of the transition density over "
                        "the next state, and the model has none ({}); use --backward exact",
@@ -114,21 +156,6 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
         refuse_functional(f, "is not additive: " + f.why_not);
     }
 }
-
-// paris under the bootstrap filter: MCMC moves from the ancestor cost 1 + K density evaluations
-// per particle and never fall back to an O(N) exact draw, where rejection's cost per draw is
-// heavy-tailed (Dau & Chopin 2023; bench/README.md). Otherwise rejection when there is a bound.
-namespace {
-BackwardSampling automatic_backward(const ssm_model& model, const ModelInfo& info,
-                                    const SmoothOptions& opt) {
-  if (!info.transition_tractable && info.sde) // estimated densities: rejection only
-    return BackwardSampling::Rejection;
-  if (opt.method == SmoothMethod::Paris &&
-      particle_filter_name(opt.filter) == particle_filter_name(FilterOptions{}))
-    return BackwardSampling::Mcmc;
-  return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
-}
-} // namespace
 
 SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                     const ObsData& data, const SmoothOptions& options, ThreadPool& pool,

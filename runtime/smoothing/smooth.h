@@ -37,9 +37,13 @@ bool is_online(SmoothMethod m); // O(N) memory whatever T
 // particle's ancestor in the filter and makes `mcmc_steps` independent Metropolis-Hastings moves
 // with proposals from the filter weights, which leave the backward kernel invariant (Bunch &
 // Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
+// With an SDE's estimated density the moves are pseudo-marginal (Martin 2022, 7.3.3): a state
+// keeps the estimate it was accepted with, and the chains start from the ancestor with one of
+// `start_estimates` estimates of its density, drawn in proportion to them.
 enum class BackwardSampling { Automatic, Exact, Rejection, Mcmc };
 
-// Where bis draws its backward indices for particle j at t: from the filter weights W_{t-1}^i
+// Where bis (and paris's mcmc moves, as their independent proposals) draws its backward indices
+// for particle j at t: from the filter weights W_{t-1}^i
 // (`filter`, the thesis's bis), or from W_{t-1}^i m(x_t^j | x_{t-1}^i), m the density of one
 // Euler-Maruyama step over dt of an SDE transition (`euler`, O(N) per particle and step), the
 // weights becoming estimate / m. Euler draws seldom pick pairs far apart, whose signed parametrix
@@ -54,9 +58,10 @@ struct SmoothOptions {
   int64_t trajectories = 0;     // ffbsi: M (0: as many as particles)
   int64_t backward_samples = 2; // paris, bis: Ñ (smooth_options: ceil(N^0.6) for bis if not given)
   BackwardSampling backward = BackwardSampling::Automatic;
-  BackwardProposal backward_proposal = BackwardProposal::Automatic; // bis
-  int64_t max_trials = 32; // rejection sampling: tries before the exact fallback
-  int64_t mcmc_steps = 1;  // mcmc: Metropolis-Hastings moves per draw
+  BackwardProposal backward_proposal = BackwardProposal::Automatic; // bis, paris's mcmc
+  int64_t max_trials = 32;      // rejection sampling: tries before the exact fallback
+  int64_t mcmc_steps = 1;       // mcmc: Metropolis-Hastings moves per draw
+  int64_t start_estimates = 10; // mcmc with an estimated density: the start's candidates
   // Per-t smoothing moments and per-t functionals. Offline methods always compute them; online
   // methods only when asked, since they then carry O(T) statistics per particle.
   bool marginals = true;

@@ -189,10 +189,28 @@ model ou_sde_bis {
   const ProcessResult score = run_process({exe, "score", "--data", data});
   CHECK(score.exit_code != 0);
   CHECK_THAT(score.err, Catch::Contains("reads the parameter sigma"));
-  // ... and paris, whose rejection sampling needs the estimates bounded.
-  const ProcessResult paris = run_process({exe, "smooth", "--data", data, "--method", "paris"});
-  CHECK(paris.exit_code != 0);
-  CHECK_THAT(paris.err, Catch::Contains("have no bound"));
+  // ... and paris's rejection sampling, which needs the estimates bounded, or exact draws.
+  const ProcessResult rejection =
+      run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "rejection"});
+  CHECK(rejection.exit_code != 0);
+  CHECK_THAT(rejection.err, Catch::Contains("have no bound") && Catch::Contains("--backward mcmc"));
+  const ProcessResult exact_draws =
+      run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "exact"});
+  CHECK(exact_draws.exit_code != 0);
+  CHECK_THAT(exact_draws.err, Catch::Contains("only estimates"));
+  // Its pseudo-marginal moves start from the bootstrap filter's ancestors: not after another.
+  const ProcessResult after_rw = run_process(
+      {exe, "smooth", "--data", data, "--method", "paris", "--filter", "random-weight"});
+  CHECK(after_rw.exit_code != 0);
+  CHECK_THAT(after_rw.err, Catch::Contains("only under the bootstrap filter"));
+  // auto smooths by bis, whose bias is O(1/K), rather than by paris's moves, unless a flag asks
+  // for the moves.
+  CHECK(nlohmann::json::parse(
+            run_ok({exe, "smooth", "--data", data, "--no-marginals", "--json"}).out)["method"] ==
+        "bis");
+  CHECK(nlohmann::json::parse(run_ok({exe, "smooth", "--data", data, "--backward", "mcmc",
+                                      "--no-marginals", "--json"})
+                                  .out)["method"] == "paris");
   const SmoothingReference exact = brute_force_smoother(m, observations(read_table(data), {"y"}));
   double level = 0, cross = 0;
   for (int t = 0; t < T; ++t) {
@@ -228,6 +246,35 @@ model ou_sde_bis {
   check_mean_close(crosses, cross, 4, "sum_t x[t-1] x[t]");
   for (int t = 0; t < T; ++t)
     check_mean_close(means[t], exact.mean[t], 5, fmt::format("E[x_{} | y]", t));
+
+  // paris, whose estimates have no bound here: pseudo-marginal Metropolis-Hastings moves (auto's
+  // backward sampling for it) proposed from W_i times the Euler density, estimates positive by
+  // Wald's identity within each particle's start estimates and proposals.
+  std::vector<double> paris_levels, paris_crosses;
+  std::vector<std::vector<double>> paris_means(T);
+  for (int k = 0; k < R; ++k) {
+    const std::string out = scratch_path(fmt::format("ou-sde-paris-{}.csv", k));
+    const nlohmann::json j = nlohmann::json::parse(
+        run_ok({exe, "smooth", "--data", data, "--method", "paris", "--particles", "300",
+                "--backward-samples", "10", "--marginals", "--seed", std::to_string(400 + k),
+                "--json", "--out", out})
+            .out);
+    CHECK(j["details"]["backward"] == "mcmc");
+    CHECK(j["details"]["backward_proposal"] == "euler"); // as bis's, by default
+    CHECK(j["details"]["start_estimates"] == 10);
+    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
+               Catch::Contains("Wald's identity"));
+    paris_levels.push_back(j["functionals"]["level"].get<double>());
+    paris_crosses.push_back(j["functionals"]["cross"].get<double>());
+    const std::vector<double> mean = read_table(out).column("mean_x");
+    REQUIRE(mean.size() == static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t)
+      paris_means[t].push_back(mean[t]);
+  }
+  check_mean_close(paris_levels, level, 4, "paris: sum_t x[t]");
+  check_mean_close(paris_crosses, cross, 4, "paris: sum_t x[t-1] x[t]");
+  for (int t = 0; t < T; ++t)
+    check_mean_close(paris_means[t], exact.mean[t], 5, fmt::format("paris: E[x_{} | y]", t));
 }
 
 namespace {
@@ -440,16 +487,77 @@ TEST_CASE("diffusion: bis and paris after the random-weight filter on the Sine S
   }
   for (int t = 0; t < T; ++t)
     check_mean_close(paris[t], exact[t], 5, fmt::format("paris: E[x_{} | y]", t));
-  for (const char* backward : {"mcmc", "exact"}) {
-    const ProcessResult refused =
-        run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", backward});
-    CHECK(refused.exit_code != 0);
-    CHECK_THAT(refused.err, Catch::Contains("rejection only"));
-  }
+  const ProcessResult exact_draws =
+      run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "exact"});
+  CHECK(exact_draws.exit_code != 0);
+  CHECK_THAT(exact_draws.err, Catch::Contains("only estimates"));
+  const ProcessResult moves =
+      run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "mcmc"});
+  CHECK(moves.exit_code != 0); // after the random-weight filter, auto's
+  CHECK_THAT(moves.err, Catch::Contains("only under the bootstrap filter"));
   // One proposal per draw: most draws take the self-normalised fallback, counted as such.
   const ProcessResult fallback =
       run_ok({exe, "smooth", "--data", data, "--method", "paris", "--max-trials", "1", "--json"});
   CHECK(nlohmann::json::parse(fallback.out)["details"]["fallback_draws"].get<int64_t>() > 0);
+}
+
+TEST_CASE("diffusion: paris's pseudo-marginal Metropolis-Hastings draws agree with its exact "
+          "pseudo-marginal rejection draws on the Sine SDE",
+          "[e2e][stat][sde]") {
+  // After the bootstrap filter, whose ancestors are draws from the backward kernel (of the Euler
+  // scheme; the same filter for both samplers, seed by seed): the moves' smoothing means against
+  // those of rejection sampling with a fresh estimate per proposal, the differences paired by
+  // seed, within 4 standard errors over 20 seeds at every t. The start's estimate is drawn among
+  // 10 in proportion to them; with one fresh estimate the moves are accepted too often and
+  // some mean is off by more than 4 standard errors (about 8 on this data).
+  const std::string& exe = example_exe("sine_sde");
+  const std::string data = scratch_path("sine-sde-mh-sim.csv");
+  run_ok({exe, "simulate", "--T", "11", "--seed", "7", "--out", data});
+  auto means = [&](const std::vector<std::string>& backward, const std::string& name) {
+    std::vector<std::vector<double>> out;
+    for (int k = 0; k < 20; ++k) {
+      const std::string path = scratch_path(fmt::format("sine-sde-{}-{}.csv", name, k));
+      std::vector<std::string> args = {exe,
+                                       "smooth",
+                                       "--data",
+                                       data,
+                                       "--method",
+                                       "paris",
+                                       "--filter",
+                                       "bootstrap",
+                                       "--particles",
+                                       "1000",
+                                       "--backward-samples",
+                                       "10",
+                                       "--marginals",
+                                       "--seed",
+                                       std::to_string(130 + k),
+                                       "--out",
+                                       path};
+      args.insert(args.end(), backward.begin(), backward.end());
+      run_ok(args);
+      out.push_back(read_table(path).column("mean_x"));
+    }
+    return out;
+  };
+  const auto rejection = means({"--backward", "rejection"}, "rejection");
+  const auto moves = means({"--backward", "mcmc"}, "moves");
+  const auto fresh = means({"--backward", "mcmc", "--start-estimates", "1"}, "fresh");
+  double worst_fresh = 0;
+  for (size_t t = 0; t < rejection[0].size(); ++t) {
+    std::vector<double> d, d_fresh;
+    for (size_t k = 0; k < rejection.size(); ++k) {
+      d.push_back(moves[k][t] - rejection[k][t]);
+      d_fresh.push_back(fresh[k][t] - rejection[k][t]);
+    }
+    const auto n = static_cast<double>(d.size());
+    if (sample_variance(d) == 0) // the last t: the filter's weights alone
+      continue;
+    check_mean_close(d, 0.0, 4, fmt::format("mcmc - rejection: E[x_{} | y]", t));
+    worst_fresh = std::max(worst_fresh, std::fabs(sample_mean(d_fresh)) /
+                                            std::sqrt(sample_variance(d_fresh) / n));
+  }
+  CHECK(worst_fresh > 4);
 }
 
 TEST_CASE("diffusion: the score of a Sine SDE by bis with estimated gradients agrees with "
@@ -604,11 +712,17 @@ TEST_CASE("diffusion: the density-based methods refuse an SDE transition and say
     CHECK(r.exit_code != 0);
     CHECK_THAT(r.err, Catch::Contains("transition density has no closed form"));
   }
-  // bis's Euler proposal is for SDE transitions only; another method does not take it.
+  // The Euler proposal is for SDE transitions only, and for bis and paris's moves: not for
+  // paris's rejection sampling (auto's here, the estimates being bounded) or another method.
   const ProcessResult paris = run_process(
       {exe, "smooth", "--data", data, "--method", "paris", "--backward-proposal", "euler"});
-  CHECK(paris.exit_code == 2);
-  CHECK_THAT(paris.err, Catch::Contains("--backward-proposal does not apply to --method paris"));
+  CHECK(paris.exit_code == 1);
+  CHECK_THAT(paris.err, Catch::Contains("applies to paris's Metropolis-Hastings moves"));
+  const ProcessResult genealogy = run_process(
+      {exe, "smooth", "--data", data, "--method", "genealogy", "--backward-proposal", "euler"});
+  CHECK(genealogy.exit_code == 2);
+  CHECK_THAT(genealogy.err,
+             Catch::Contains("--backward-proposal does not apply to --method genealogy"));
   const std::string& lgssm = example_exe("lgssm1");
   const std::string lg_data = scratch_path("lgssm1-euler.csv");
   run_ok({lgssm, "simulate", "--T", "10", "--seed", "2", "--out", lg_data});
