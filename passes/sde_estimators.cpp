@@ -515,7 +515,8 @@ std::string SdeEstimators::report() const {
   if (!gradient_why_not.empty())
     out += fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
   else if (gpe_why_not.empty() && psi_bounded_above())
-    out += "  gradient of log q (the score, by bis): estimated without bias (exact bridges)\n";
+    out += "  gradient of log q (the score, by bis or paris): estimated without bias (exact "
+           "bridges)\n";
   else
     out += fmt::format("  gradient of log q (the score, by bis): the {} estimate's own "
                        "derivative, weighed by the estimates (unbiased for the density's "

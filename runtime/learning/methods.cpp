@@ -297,6 +297,13 @@ void register_rml(MethodRegistry& registry) {
         return why;
       return applies ? applies(model, info) : std::nullopt;
     };
+    if (sm.auto_passes_over) // as for smoothing the score (an SDE's: bis)
+      m.auto_passes_over = [passes = sm.auto_passes_over](const ssm_model& model,
+                                                          const ModelInfo& info) -> Refusal {
+        ModelInfo as_score = info;
+        as_score.functionals_lack_sde_term = info.score_lacks_sde_term;
+        return passes(model, as_score);
+      };
     m.check = [reg, name = sm.name](const MethodRun& run) {
       if (Refusal why = score_refusal(run.model, run.info))
         throw Error(fmt::format("rml: {}", *why));

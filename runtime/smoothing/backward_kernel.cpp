@@ -90,6 +90,24 @@ void BackwardDensity::pairs(const double* frame, int64_t t, const PairBatch& bat
   }
 }
 
+void BackwardDensity::drawn_score_terms(const double* frame, int64_t t, const PairBatch& batch,
+                                        uint64_t seed, uint64_t first_id,
+                                        std::vector<double>& out) const {
+  const int64_t P = batch.size();
+  std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, *info_);
+  auto* poisson = dynamic_cast<PoissonEstimator*>(estimator.get());
+  if (!poisson || !poisson->exact_bridges(frame, t))
+    throw Error(
+        fmt::format("paris: at t={} the score's term of the SDE {} needs exact diffusion "
+                    "bridges (the General Poisson estimator with psi bounded above){}; "
+                    "bis estimates it (--method bis)",
+                    t, info_->sde->relation,
+                    poisson ? ", which psi's bound at these parameters does not give" : ""));
+  out.assign(static_cast<size_t>(estimator->gradient_size() * P), 0.0);
+  poisson->gradient(frame, t, batch.prev() + sde_offset_ * P, batch.cur() + sde_offset_ * P, P,
+                    seed, first_id, out.data());
+}
+
 double BackwardDensity::estimate_log_bound(const double* frame, int64_t t) const {
   if (!info_)
     return INFINITY;
@@ -240,7 +258,7 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   pairs.gather(density.n_state(), density.stride(), s.x_prev, s.x_cur, pi.data(), pj.data(), P);
   score.clear();
   density.pairs(s.frame, s.t, pairs, lp, s.seed, static_cast<uint64_t>(jb * per), per,
-                density.adds_score_terms() ? &score : nullptr);
+                density.adds_score_terms() && starts == 0 ? &score : nullptr);
 }
 
 bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity& density,

@@ -18,6 +18,9 @@ namespace ssm {
 // The key of the streams of the estimates rejection sampling draws with an estimated density
 // (mixed with the seed and the particle; high bits apart from the random-weight filter's key).
 inline constexpr uint64_t kBackwardEstimateKey = 0xB15A000000000000ull;
+// ... and of the exact-bridge estimates of the score's SDE term for pairs drawn from the backward
+// kernel (paris), mixed with the seed.
+inline constexpr uint64_t kBackwardScoreKey = 0xB15C000000000000ull;
 
 // Pairs (x_prev^{i_p}, x_cur^{j_p}) gathered into compact arrays of stride P, so that one kernel
 // call evaluates the transition density, or the functionals' terms, of many pairs.
@@ -70,6 +73,13 @@ public:
   void pairs(const double* frame, int64_t t, const PairBatch& batch, std::vector<double>& out,
              uint64_t seed = 0, uint64_t first_id = 0, int64_t per = 1,
              std::vector<double>* score = nullptr) const;
+  // For pairs drawn from the backward kernel (paris), with adds_score_terms(): the SDE's term of
+  // the score of each pair, row k (theta component k) at out[k * P + p], an unbiased estimate of
+  // d/dtheta log f from exact diffusion bridges, pair p's draws keyed by (seed, t, first_id + p).
+  // Throws Error naming the step where psi has no upper bound at these parameters (no exact
+  // bridges: only bis's weighted estimate applies).
+  void drawn_score_terms(const double* frame, int64_t t, const PairBatch& batch, uint64_t seed,
+                         uint64_t first_id, std::vector<double>& out) const;
   // For a transition without a density (an SDE): pairs() and some() estimate it (sde/); throws
   // Error when no estimator applies, or when the score needs a gradient the estimator does not
   // give. all() keeps the exact kernel: only bis (pairs) and paris's rejection (some) may use
@@ -205,8 +215,8 @@ struct BackwardBlock {
   // draws fell back to the filter weights), else empty; and its scratch.
   std::vector<double> lm, euler_all, cum;
   // The SDE's term of the score of each proposed pair, row k at [k nj per + p], when the
-  // density adds it (BackwardDensity::adds_score_terms; bis only: paris is refused the score of
-  // an SDE), else empty.
+  // density adds it (BackwardDensity::adds_score_terms) to proposals weighed by their estimates
+  // (bis: no chain start), else empty; paris's drawn pairs get theirs in update_from_block.
   std::vector<double> score;
   PairBatch pairs;
   int64_t nj = 0, per = 0, starts = 0;

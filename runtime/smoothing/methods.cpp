@@ -82,7 +82,14 @@ Refusal paris_applies(const ssm_model& model, const ModelInfo& info) {
 // as the chains run (the moves' start is the filter's ancestor with a fresh estimate): bis, whose
 // bias is O(1/K) and which needs no particular filter, is auto's choice.
 Refusal paris_auto_passes_over(const ssm_model&, const ModelInfo& info) {
-  if (info.transition_tractable || !info.sde || sde_estimates_bounded(info))
+  if (info.transition_tractable || !info.sde)
+    return std::nullopt;
+  if (info.functionals_lack_sde_term) // the score's SDE term: paris draws K pairs and K bridges
+    return fmt::format("bis weighs K estimates of the density of the SDE {} and their score "
+                       "terms where paris adds exact-bridge estimates to its draws at a higher "
+                       "cost",
+                       info.sde->relation);
+  if (sde_estimates_bounded(info))
     return std::nullopt;
   return fmt::format("the density estimates of the SDE {} have no bound: paris would draw by "
                      "Metropolis-Hastings moves (--backward mcmc), bis weighs by the estimates",
@@ -241,12 +248,22 @@ bool sde_estimates_bounded(const ModelInfo& info) {
   return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_bounded;
 }
 
+bool sde_score_by_exact_bridges(const ModelInfo& info) {
+  return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_positive;
+}
+
 Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
   if (!info.functionals_lack_sde_term || m == SmoothMethod::Bis)
     return std::nullopt;
+  if (m == SmoothMethod::Paris && sde_score_by_exact_bridges(info))
+    return std::nullopt;
   return fmt::format("the score's term of the SDE transition {} has no closed form; bis adds "
-                     "unbiased estimates of it (--method bis)",
-                     info.sde ? info.sde->relation : "");
+                     "unbiased estimates of it (--method bis){}",
+                     info.sde ? info.sde->relation : "",
+                     m == SmoothMethod::Paris
+                         ? ", and paris adds them only from exact diffusion bridges (the General "
+                           "Poisson estimator with psi bounded above)"
+                         : "");
 }
 
 const Smoother& smoother(SmoothMethod m) {

@@ -36,8 +36,13 @@ const Smoother& smoother(SmoothMethod m);
 // rejection.
 bool sde_estimates_bounded(const ModelInfo& info);
 
+// Whether the score's SDE term has unbiased estimates from exact diffusion bridges (the General
+// Poisson estimator with psi bounded above), which paris adds to the pairs it draws.
+bool sde_score_by_exact_bridges(const ModelInfo& info);
+
 // Why smoother m cannot smooth functionals whose kernel leaves out an SDE's score term
-// (ModelInfo::functionals_lack_sde_term): every smoother but bis, which adds its estimate.
+// (ModelInfo::functionals_lack_sde_term): every smoother but bis, which adds its estimate, and
+// paris where exact bridges give one.
 Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info);
 
 // Registers the smoothers and their options for Task::Smooth (after the particle filters, whose

@@ -16,6 +16,7 @@
 #include "smoothing/online_stats.h"
 
 #include "core/error.h"
+#include "kernel/rng.h"
 
 #include <fmt/format.h>
 
@@ -94,6 +95,15 @@ void add_estimated_density_details(const OnlineContext& ctx, std::string_view ho
     r.details["euler_substeps"] = ctx.info.sde->steps;
 }
 
+void drawn_score_terms(const OnlineContext& ctx, const OnlineStep& s, int64_t jb,
+                       const PairBatch& pairs, std::vector<double>& out) {
+  ctx.density.drawn_score_terms(s.back.frame, s.back.t, pairs,
+                                mix_seed(s.back.seed ^ kBackwardScoreKey),
+                                static_cast<uint64_t>(jb * ctx.Nt), out);
+  if (out.size() != static_cast<size_t>(ctx.nf * pairs.size()))
+    throw Error("internal error: the SDE's score terms do not match the backward draws");
+}
+
 void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb, int64_t je,
                        BackwardBlock& block, std::vector<double>& step_q) {
   const int64_t nj = je - jb, Nt = ctx.Nt, nf = ctx.nf;
@@ -107,7 +117,11 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
     double* terms = block.pairs.terms(ctx.model, s.back.frame, s.back.t, s.y, nf);
     if (ctx.density.adds_score_terms()) { // the SDE's term of the score, estimated per pair
       // bis keeps the proposals in order (idx = pi, per = Nt): rows k of the score line up.
-      if (block.per != Nt || block.score.size() != static_cast<size_t>(nf * nj * Nt))
+      // paris's draws (a chain's states) get fresh exact-bridge estimates of their own.
+      const bool drawn = block.starts > 0; // a chain's states (paris), not bis's proposals
+      if (drawn)
+        drawn_score_terms(ctx, s, jb, block.pairs, block.score);
+      if ((!drawn && block.per != Nt) || block.score.size() != static_cast<size_t>(nf * nj * Nt))
         throw Error("internal error: the SDE's score terms do not match the backward draws");
       for (size_t k = 0; k < block.score.size(); ++k)
         terms[k] += block.score[k]; // row k of the score is theta component k
@@ -131,7 +145,8 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
 }
 
 void add_backward_sample(const OnlineContext& ctx, const OnlineStep& s, int64_t j,
-                         const int64_t* idx, const double* wk, int64_t K, SampleScratch& scratch) {
+                         const int64_t* idx, const double* wk, int64_t K, SampleScratch& scratch,
+                         const double* sde, int64_t sde_stride) {
   const StatLayout& lay = ctx.lay;
   const int64_t N = ctx.N, ns = ctx.ns, stride = ctx.stride, nf = ctx.nf, nper = ctx.nper;
   const int64_t t = s.back.t;
@@ -147,7 +162,10 @@ void add_backward_sample(const OnlineContext& ctx, const OnlineStep& s, int64_t 
       scratch.anc[j] = i;
       ctx.model.functional_terms(s.back.frame, t, j, j + 1, stride, s.back.x_prev,
                                  scratch.anc.data(), s.back.x_cur, s.y, scratch.terms.data());
-      const double* psi = scratch.terms.data() + j;
+      double* psi = scratch.terms.data() + j;
+      if (sde)
+        for (int64_t c = 0; c < nf; ++c)
+          psi[c * stride] += sde[c * sde_stride + k];
       for (int64_t c = 0; c < nf; ++c)
         if (!std::isfinite(psi[c * stride]))
           check_terms(scratch.terms.data(), nf, stride, s.w_cur, j, j + 1, t, ctx.info);

@@ -101,8 +101,16 @@ private:
 // simulates by Euler-Maruyama.
 void add_estimated_density_details(const OnlineContext& ctx, std::string_view how, SmoothResult& r);
 
-// tau_next^j = sum_k wk[k] (tau^{idx[k]} + psi(idx[k], j)), one particle j at a time.
+// tau_next^j = sum_k wk[k] (tau^{idx[k]} + psi(idx[k], j)), one particle j at a time; with
+// `sde`, psi's component c of draw k adds sde[c * sde_stride + k] (the SDE's term of the score).
 void add_backward_sample(const OnlineContext& ctx, const OnlineStep& s, int64_t j,
-                         const int64_t* idx, const double* wk, int64_t K, SampleScratch& scratch);
+                         const int64_t* idx, const double* wk, int64_t K, SampleScratch& scratch,
+                         const double* sde = nullptr, int64_t sde_stride = 0);
+
+// For paris's draws with BackwardDensity::adds_score_terms(): fresh exact-bridge estimates of the
+// SDE's term of the score of the drawn pairs (particles from jb on, Nt each, in `pairs`), row c
+// at out[c * pairs.size() + p], keyed by (seed, t, jb Nt + p) whatever the path that drew them.
+void drawn_score_terms(const OnlineContext& ctx, const OnlineStep& s, int64_t jb,
+                       const PairBatch& pairs, std::vector<double>& out);
 
 } // namespace ssm

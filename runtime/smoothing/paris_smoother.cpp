@@ -109,12 +109,14 @@ private:
     update_from_block(ctx_, s, jb, je, block, step_q);
   }
 
-  // Rejection (where the step has a finite bound) or exact draws, one particle at a time.
+  // Rejection (where the step has a finite bound) or exact draws, one particle at a time; then
+  // the statistics, after the score's SDE terms of the block's drawn pairs (one estimator call).
   void one_at_a_time_block(const OnlineStep& s, int64_t b, int64_t jb, int64_t je) {
-    const int64_t N = ctx_.N, Nt = ctx_.Nt, stride = ctx_.stride;
+    const int64_t N = ctx_.N, Nt = ctx_.Nt, stride = ctx_.stride, nj = je - jb;
     const bool reject_here = std::isfinite(s.back.log_bound);
+    static thread_local BlockDraws draws; // grows with the block's draws, kept across steps
+    draws.idx.resize(nj * Nt);
     SampleScratch scratch(ctx_);
-    std::vector<int64_t> idx(Nt);
     const std::vector<double> wk(Nt, ctx_.inv_Nt);
     std::vector<double> bc(reject_here ? 0 : ctx_.ns * stride), l(reject_here ? 0 : stride);
     std::optional<RejectionSampler> sampler;
@@ -124,6 +126,7 @@ private:
     const uint64_t seed = s.back.seed;
     for (int64_t j = jb; j < je; ++j) {
       const auto uj = static_cast<uint32_t>(j);
+      int64_t* idx = &draws.idx[(j - jb) * Nt];
       if (reject_here) {
         sampler->next_particle();
         for (int64_t k = 0; k < Nt; ++k)
@@ -137,9 +140,28 @@ private:
               l.data(), N, philox_u01(seed, uj, ut, kSiteBackward, static_cast<uint32_t>(k)));
         counts_.exact[b] += Nt;
       }
-      add_backward_sample(ctx_, s, j, idx.data(), wk.data(), Nt, scratch);
     }
+    const double* sde = nullptr;
+    if (ctx_.nf > 0 && ctx_.density.adds_score_terms()) {
+      draws.qj.resize(nj * Nt);
+      for (int64_t j = jb; j < je; ++j)
+        std::fill_n(&draws.qj[(j - jb) * Nt], Nt, j);
+      draws.pairs.gather(ctx_.ns, stride, s.back.x_prev, s.back.x_cur, draws.idx.data(),
+                         draws.qj.data(), nj * Nt);
+      drawn_score_terms(ctx_, s, jb, draws.pairs, draws.sde);
+      sde = draws.sde.data();
+    }
+    for (int64_t j = jb; j < je; ++j)
+      add_backward_sample(ctx_, s, j, &draws.idx[(j - jb) * Nt], wk.data(), Nt, scratch,
+                          sde ? sde + (j - jb) * Nt : nullptr, nj * Nt);
   }
+
+  // The one-at-a-time path's draws of a block, and the score's SDE terms of its pairs.
+  struct BlockDraws {
+    std::vector<int64_t> idx, qj;
+    std::vector<double> sde;
+    PairBatch pairs;
+  };
 
   const OnlineContext& ctx_;
   const bool rejection_, mcmc_;

@@ -501,65 +501,6 @@ TEST_CASE("diffusion: bis and paris after the random-weight filter on the Sine S
   CHECK(nlohmann::json::parse(fallback.out)["details"]["fallback_draws"].get<int64_t>() > 0);
 }
 
-TEST_CASE("diffusion: paris's pseudo-marginal Metropolis-Hastings draws agree with its exact "
-          "pseudo-marginal rejection draws on the Sine SDE",
-          "[e2e][stat][sde]") {
-  // After the bootstrap filter, whose ancestors are draws from the backward kernel (of the Euler
-  // scheme; the same filter for both samplers, seed by seed): the moves' smoothing means against
-  // those of rejection sampling with a fresh estimate per proposal, the differences paired by
-  // seed, within 4 standard errors over 20 seeds at every t. The start's estimate is drawn among
-  // 10 in proportion to them; with one fresh estimate the moves are accepted too often and
-  // some mean is off by more than 4 standard errors (about 8 on this data).
-  const std::string& exe = example_exe("sine_sde");
-  const std::string data = scratch_path("sine-sde-mh-sim.csv");
-  run_ok({exe, "simulate", "--T", "11", "--seed", "7", "--out", data});
-  auto means = [&](const std::vector<std::string>& backward, const std::string& name) {
-    std::vector<std::vector<double>> out;
-    for (int k = 0; k < 20; ++k) {
-      const std::string path = scratch_path(fmt::format("sine-sde-{}-{}.csv", name, k));
-      std::vector<std::string> args = {exe,
-                                       "smooth",
-                                       "--data",
-                                       data,
-                                       "--method",
-                                       "paris",
-                                       "--filter",
-                                       "bootstrap",
-                                       "--particles",
-                                       "1000",
-                                       "--backward-samples",
-                                       "10",
-                                       "--marginals",
-                                       "--seed",
-                                       std::to_string(130 + k),
-                                       "--out",
-                                       path};
-      args.insert(args.end(), backward.begin(), backward.end());
-      run_ok(args);
-      out.push_back(read_table(path).column("mean_x"));
-    }
-    return out;
-  };
-  const auto rejection = means({"--backward", "rejection"}, "rejection");
-  const auto moves = means({"--backward", "mcmc"}, "moves");
-  const auto fresh = means({"--backward", "mcmc", "--start-estimates", "1"}, "fresh");
-  double worst_fresh = 0;
-  for (size_t t = 0; t < rejection[0].size(); ++t) {
-    std::vector<double> d, d_fresh;
-    for (size_t k = 0; k < rejection.size(); ++k) {
-      d.push_back(moves[k][t] - rejection[k][t]);
-      d_fresh.push_back(fresh[k][t] - rejection[k][t]);
-    }
-    const auto n = static_cast<double>(d.size());
-    if (sample_variance(d) == 0) // the last t: the filter's weights alone
-      continue;
-    check_mean_close(d, 0.0, 4, fmt::format("mcmc - rejection: E[x_{} | y]", t));
-    worst_fresh = std::max(worst_fresh, std::fabs(sample_mean(d_fresh)) /
-                                            std::sqrt(sample_variance(d_fresh) / n));
-  }
-  CHECK(worst_fresh > 4);
-}
-
 TEST_CASE("diffusion: the score of a Sine SDE by bis with estimated gradients agrees with "
           "quadrature",
           "[e2e][stat][sde]") {
@@ -596,8 +537,29 @@ model sine_sde_score {
       run_ok({exe, "score", "--data", data, "--particles", "1000", "--backward-samples", "50",
               "--replicates", "16", "--seed", "3", "--json"});
   const nlohmann::json j = nlohmann::json::parse(p.out);
-  CHECK(j["method"] == "bis"); // auto: the only smoother that adds the SDE's term
+  CHECK(j["method"] == "bis"); // auto: bis weighs K estimates and their terms
   check_score(j, {{"a", exact_a}, {"theta", exact_theta}}, "grid");
+  // paris adds, to each pair it draws from the backward kernel (here by rejection: exact
+  // pseudo-marginal draws), a fresh exact-bridge estimate of the SDE's term: unbiased per pair.
+  const nlohmann::json by_paris = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--method", "paris", "--particles", "1000",
+              "--backward-samples", "4", "--replicates", "16", "--seed", "4", "--json"})
+          .out);
+  CHECK(by_paris["method"] == "paris");
+  check_score(by_paris, {{"a", exact_a}, {"theta", exact_theta}}, "grid, paris");
+  // The observations' part of the score is 0 here: the SDE's term is all of it, and omitted or
+  // doubled it would be off by far more than 4 standard errors.
+  for (const auto& [name, value] : {std::pair{"a", exact_a}, std::pair{"theta", exact_theta}})
+    CHECK(std::fabs(value) > 8 * by_paris["score_se"][name].get<double>());
+  // ... and to the states of its Metropolis-Hastings moves after the bootstrap filter (through
+  // 20 Euler substeps: a discretisation bias far below the standard errors here).
+  const nlohmann::json by_moves = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--method", "paris", "--filter", "bootstrap",
+              "--backward", "mcmc", "--particles", "1000", "--backward-samples", "4",
+              "--replicates", "16", "--seed", "5", "--json"})
+          .out);
+  CHECK(by_moves["method"] == "paris");
+  check_score(by_moves, {{"a", exact_a}, {"theta", exact_theta}}, "grid, paris's moves");
 
   std::vector<double> filtered;
   for (int k = 0; k < 16; ++k) {
@@ -624,7 +586,8 @@ model sine_sde_score {
   CHECK(std::fabs(rml["params"]["a"].get<double>() - a) < 0.2);
   CHECK(std::fabs(rml["params"]["theta"].get<double>() - theta) < 0.2);
 
-  // Other smoothers leave the SDE's term out of the score: refused, bis named.
+  // Other smoothers leave the SDE's term out of the score: refused, bis named (paris's
+  // refusal, where psi has no upper bound, is in test_sde_score.cpp).
   const ProcessResult genealogy =
       run_process({exe, "score", "--data", data, "--method", "genealogy"});
   CHECK(genealogy.exit_code != 0);

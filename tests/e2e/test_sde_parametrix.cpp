@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 using namespace e2e;
 
@@ -62,68 +63,56 @@ model ou2_sde_bis {
   CHECK(paris.exit_code != 0);
   CHECK_THAT(paris.err, Catch::Contains("parametrix estimator") && Catch::Contains("signed"));
 
-  const int R = 12;
-  std::vector<double> levels, crosses;
-  std::vector<std::vector<double>> means(2 * T);
-  for (int k = 0; k < R; ++k) {
-    const std::string out = scratch_path(fmt::format("ou2-sde-bis-{}.csv", k));
-    const ProcessResult p = run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles",
-                                    "200", "--backward-samples", "40", "--marginals", "--seed",
-                                    std::to_string(500 + k), "--json", "--out", out});
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
-               Catch::Contains("parametrix"));
-    CHECK(j["details"]["backward_proposal"] == "euler"); // auto's choice for an SDE
-    levels.push_back(j["functionals"]["level"].get<double>());
-    crosses.push_back(j["functionals"]["cross"].get<double>());
-    const Table table = read_table(out);
-    for (int c = 0; c < 2; ++c) {
-      const std::vector<double> mean = table.column(fmt::format("mean_x[{}]", c));
-      REQUIRE(mean.size() == static_cast<size_t>(T));
-      for (int t = 0; t < T; ++t)
-        means[2 * t + c].push_back(mean[t]);
+  // 12 runs of `smooth` with `args` (seeds from seed0), each run's JSON checked by `check`: the
+  // means of their functionals and marginal means against the exact smoothing law.
+  auto agrees_with_exact = [&](const std::string& name, const std::vector<std::string>& args,
+                               int seed0, const std::function<void(const nlohmann::json&)>& check) {
+    const int R = 12;
+    std::vector<double> levels, crosses;
+    std::vector<std::vector<double>> means(2 * T);
+    for (int k = 0; k < R; ++k) {
+      const std::string out = scratch_path(fmt::format("ou2-sde-{}-{}.csv", name, k));
+      std::vector<std::string> command = {exe,      "smooth", "--data",
+                                          data,     "--seed", std::to_string(seed0 + k),
+                                          "--json", "--out",  out};
+      command.insert(command.end(), args.begin(), args.end());
+      const nlohmann::json j = nlohmann::json::parse(run_ok(command).out);
+      check(j);
+      levels.push_back(j["functionals"]["level"].get<double>());
+      crosses.push_back(j["functionals"]["cross"].get<double>());
+      const Table table = read_table(out);
+      for (int c = 0; c < 2; ++c) {
+        const std::vector<double> mean = table.column(fmt::format("mean_x[{}]", c));
+        REQUIRE(mean.size() == static_cast<size_t>(T));
+        for (int t = 0; t < T; ++t)
+          means[2 * t + c].push_back(mean[t]);
+      }
     }
-  }
-  check_mean_close(levels, level, 4, "sum_t x[t][0]");
-  check_mean_close(crosses, cross, 4, "sum_t x[t-1][1] x[t][0]");
-  for (int t = 0; t < T; ++t)
-    for (int c = 0; c < 2; ++c)
-      check_mean_close(means[2 * t + c], exact.mean[2 * t + c], 5,
-                       fmt::format("E[x_{}[{}] | y]", t, c));
-
+    check_mean_close(levels, level, 4, name + ": sum_t x[t][0]");
+    check_mean_close(crosses, cross, 4, name + ": sum_t x[t-1][1] x[t][0]");
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < 2; ++c)
+        check_mean_close(means[2 * t + c], exact.mean[2 * t + c], 5,
+                         fmt::format("{}: E[x_{}[{}] | y]", name, t, c));
+  };
+  agrees_with_exact(
+      "bis", {"--method", "bis", "--particles", "200", "--backward-samples", "40", "--marginals"},
+      500, [](const nlohmann::json& j) {
+        CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
+                   Catch::Contains("parametrix"));
+        CHECK(j["details"]["backward_proposal"] == "euler"); // auto's for an SDE
+      });
   // paris by pseudo-marginal Metropolis-Hastings moves (its backward sampling here), proposed
   // from the filter weights (the thesis's; the default, Euler proposals, is checked in
   // test_sde.cpp), estimates made positive by Wald's identity within each particle's start
-  // estimates and proposals: the same checks.
-  levels.clear();
-  crosses.clear();
-  for (auto& m : means)
-    m.clear();
-  for (int k = 0; k < R; ++k) {
-    const std::string out = scratch_path(fmt::format("ou2-sde-paris-{}.csv", k));
-    const nlohmann::json j = nlohmann::json::parse(
-        run_ok({exe, "smooth", "--data", data, "--method", "paris", "--particles", "200",
-                "--backward-samples", "10", "--backward-proposal", "filter", "--marginals",
-                "--seed", std::to_string(600 + k), "--json", "--out", out})
-            .out);
-    CHECK(j["details"]["backward"] == "mcmc");
-    CHECK(j["details"]["backward_proposal"] == "filter");
-    levels.push_back(j["functionals"]["level"].get<double>());
-    crosses.push_back(j["functionals"]["cross"].get<double>());
-    const Table table = read_table(out);
-    for (int c = 0; c < 2; ++c) {
-      const std::vector<double> mean = table.column(fmt::format("mean_x[{}]", c));
-      REQUIRE(mean.size() == static_cast<size_t>(T));
-      for (int t = 0; t < T; ++t)
-        means[2 * t + c].push_back(mean[t]);
-    }
-  }
-  check_mean_close(levels, level, 4, "paris: sum_t x[t][0]");
-  check_mean_close(crosses, cross, 4, "paris: sum_t x[t-1][1] x[t][0]");
-  for (int t = 0; t < T; ++t)
-    for (int c = 0; c < 2; ++c)
-      check_mean_close(means[2 * t + c], exact.mean[2 * t + c], 5,
-                       fmt::format("paris: E[x_{}[{}] | y]", t, c));
+  // estimates and proposals.
+  agrees_with_exact("paris",
+                    {"--method", "paris", "--particles", "200", "--backward-samples", "10",
+                     "--backward-proposal", "filter", "--marginals"},
+                    600, [](const nlohmann::json& j) {
+                      CHECK(j["details"]["backward"] == "mcmc");
+                      CHECK(j["details"]["backward_proposal"] == "filter");
+                    });
 }
 
 TEST_CASE("diffusion: the random-weight filter with parametrix estimates made positive by Wald's "

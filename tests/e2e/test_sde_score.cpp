@@ -82,8 +82,12 @@ TEST_CASE("diffusion: the score of an OU SDE by bis with the estimates' own deri
   const ProcessResult p = run_ok({exe, "score", "--data", data, "--particles", "1000",
                                   "--replicates", "16", "--seed", "9", "--json"});
   const nlohmann::json j = nlohmann::json::parse(p.out);
-  CHECK(j["method"] == "bis"); // auto: the only smoother that adds the SDE's term
+  CHECK(j["method"] == "bis"); // auto: the only smoother that adds the SDE's term here
   check_score(j, {{"kappa", exact_kappa}, {"mu", exact_mu}}, "Kalman");
+  // paris adds exact-bridge estimates of the term, which need psi bounded above: refused.
+  const ProcessResult paris = run_process({exe, "score", "--data", data, "--method", "paris"});
+  CHECK(paris.exit_code != 0);
+  CHECK_THAT(paris.err, Catch::Contains("paris adds them only from exact diffusion bridges"));
 
   // After the random-weight filter (signed estimates made positive by Wald's identity), the
   // log-likelihood in the JSON carries the caveat, as filter's and smooth's do.
