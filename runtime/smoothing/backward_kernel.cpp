@@ -223,24 +223,27 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
 void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb,
                             int64_t je, int64_t draws, int64_t starts, const int64_t* ancestors,
                             const EulerStep* euler) {
-  const int64_t first = starts; // slots [0, starts) hold j's ancestor, the chains' start
+  // Slots [0, starts) are the chains' start: j's ancestor, or (without ancestors) proposals
+  // like the others; `first` slots hold the ancestor, the `drawn` others are proposals.
   this->starts = starts;
+  const int64_t first = ancestors ? starts : 0;
+  first_drawn = first;
   nj = je - jb;
-  per = first + draws;
-  const int64_t P = nj * per;
+  per = starts + draws;
+  const int64_t P = nj * per, drawn = per - first;
   pi.resize(P);
   pj.resize(P);
   index_u.resize(P);
   move_u.resize(P);
   const auto ut = static_cast<uint32_t>(s.t);
-  for (int64_t d = 0; d < draws; ++d)
+  for (int64_t d = 0; d < drawn; ++d)
     philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
                      static_cast<uint32_t>(d), &index_u[d * nj], &move_u[d * nj]);
   if (starts > 1) { // the uniforms that pick each particle's start, after the proposals'
     start_u.resize(nj);
     spare_u.resize(nj);
     philox_u01x2_run(s.seed, static_cast<uint32_t>(jb), nj, ut, kSiteBackward,
-                     static_cast<uint32_t>(draws), start_u.data(), spare_u.data());
+                     static_cast<uint32_t>(drawn), start_u.data(), spare_u.data());
   }
   if (euler)
     lm.assign(P, 0.0);
@@ -249,10 +252,11 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   for (int64_t j = jb; j < je; ++j) {
     std::fill_n(&pj[(j - jb) * per], per, j);
     int64_t* row = &pi[(j - jb) * per];
-    std::fill_n(row, starts, ancestors ? ancestors[j] : j);
-    if (euler && draw_by_euler(*euler, density, s, j, jb, starts, draws, row, &lm[(j - jb) * per]))
+    if (ancestors)
+      std::fill_n(row, first, ancestors[j]);
+    if (euler && draw_by_euler(*euler, density, s, j, jb, first, drawn, row, &lm[(j - jb) * per]))
       continue;
-    for (int64_t d = 0; d < draws; ++d)
+    for (int64_t d = 0; d < drawn; ++d)
       row[first + d] = s.from_weights->draw(index_u[d * nj + (j - jb)]);
   }
   pairs.gather(density.n_state(), density.stride(), s.x_prev, s.x_cur, pi.data(), pj.data(), P);
@@ -312,7 +316,8 @@ void BackwardBlock::importance_weights(int64_t Nt) {
 
 void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts) {
   const double inv_Nt = 1.0 / static_cast<double>(Nt);
-  const int64_t M = nj * Nt, first = starts;
+  // Proposal slot m (after the starts) moves with the uniform of its draw, m - first_drawn.
+  const int64_t M = nj * Nt, first = starts, uoff = first - first_drawn;
   idx.resize(M);
   w.resize(M);
   // The chains' log ratios are those of target over proposal: lp - lm with Euler proposals (an
@@ -363,7 +368,7 @@ void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts
     // The outcome selects an index arithmetically: a branch on it (accepted about half the time)
     // would mispredict at every other move.
     int64_t moved = 0;
-    const double *u = move_u.data(), *r = ratio.data();
+    const double *u = move_u.data() + uoff * nj, *r = ratio.data();
     const int64_t* from = pi.data();
     int64_t* to = idx.data();
     for (int64_t k = 0; k < Nt; ++k)
@@ -384,7 +389,7 @@ void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts
       int64_t cur = start[jj];
       for (int64_t s = 0; s < S; ++s) {
         const int64_t m = first + k * S + s;
-        const bool moves = accept_branch_free(move_u[(m - first) * nj + jj], lj[m] - lj[cur]);
+        const bool moves = accept_branch_free(move_u[(m - first_drawn) * nj + jj], lj[m] - lj[cur]);
         cur = moves ? m : cur;
         accepts += moves;
       }

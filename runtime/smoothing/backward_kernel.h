@@ -219,13 +219,15 @@ struct BackwardBlock {
   // (bis: no chain start), else empty; paris's drawn pairs get theirs in update_from_block.
   std::vector<double> score;
   PairBatch pairs;
-  int64_t nj = 0, per = 0, starts = 0;
+  int64_t nj = 0, per = 0, starts = 0, first_drawn = 0;
   // Draws `draws` proposals per particle from the filter weights at t-1, after `starts` slots
-  // (0: none) that hold the particle's ancestor, the chains' start. An estimated density gives
-  // each slot an estimate of its own: mcmc() then starts the chains from one of the `starts`
-  // slots drawn with probability proportional to its estimate, so that the start's estimate
-  // follows (as starts grows) its law under the pseudo-marginal chain's invariant law, which
-  // favours large estimates; a fresh estimate does not, and the moves from it are biased (fewer
+  // (0: none) for the chains' start: the particle's ancestor (`ancestors`, a draw from the
+  // backward kernel after the bootstrap filter), or without ancestors proposals like the others.
+  // An estimated density gives each slot an estimate of its own: mcmc() then starts the chains
+  // from one of the `starts` slots drawn with probability proportional to its importance weight
+  // (the estimate, over the Euler density with Euler proposals), so that the start follows (as
+  // starts grows) the pseudo-marginal chain's invariant law, which favours large estimates; the
+  // ancestor with one fresh estimate does not, and the moves from it are biased (fewer
   // rejections than at stationarity; measured in bench/README.md, "SDEs"). With
   // `euler` (the laws from every particle at t-1 of an estimated SDE state), proposals for j are
   // drawn with probability proportional to W_{t-1}^i m(x_t^j | x_{t-1}^i), m the Euler density,

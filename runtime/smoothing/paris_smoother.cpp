@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "kernel/rng.h"
+#include "smc/filter_methods.h"
 
 #include <fmt/format.h>
 
@@ -26,8 +27,13 @@ class Paris final : public OnlineMethod {
 public:
   explicit Paris(const OnlineContext& ctx)
       : ctx_(ctx), rejection_(ctx.opt.backward == BackwardSampling::Rejection),
-        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc), max_trials_(ctx.opt.max_trials),
-        euler_(ctx, mcmc_) {
+        mcmc_(ctx.opt.backward == BackwardSampling::Mcmc),
+        // The bootstrap filter's ancestors are draws from the backward kernel; after another
+        // filter an estimated density's chains start from proposals (smooth.cpp refuses the
+        // others).
+        start_at_ancestor_(!ctx.density.estimated() || particle_filter_name(ctx.opt.filter) ==
+                                                           particle_filter_name(FilterOptions{})),
+        max_trials_(ctx.opt.max_trials), euler_(ctx, mcmc_) {
     // Each particle's proposals are counted on one 32-bit Philox counter.
     if (rejection_ && max_trials_ >= (int64_t{1} << 32) / ctx.Nt - 1)
       throw Error(fmt::format("paris: {} backward samples of up to {} proposals each exceed a "
@@ -70,8 +76,10 @@ public:
       r.details["mcmc_steps"] = ctx_.opt.mcmc_steps;
       r.details["backward_proposal"] = euler_.used() ? "euler" : "filter";
     }
-    if (mcmc_ && ctx_.density.estimated())
+    if (mcmc_ && ctx_.density.estimated()) {
       r.details["start_estimates"] = ctx_.opt.start_estimates;
+      r.details["chain_start"] = start_at_ancestor_ ? "ancestor" : "proposals";
+    }
     r.details["proposals"] = counts_.total_tries;
     r.details["acceptance_rate"] = counts_.acceptance_rate();
     // With estimated densities the fallback is self-normalised over all N, not exact.
@@ -104,7 +112,8 @@ private:
     std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
     const int64_t S = ctx_.opt.mcmc_steps;
     const int64_t starts = ctx_.density.estimated() ? ctx_.opt.start_estimates : 1;
-    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, starts, s.ancestors, euler_step_);
+    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, starts,
+                  start_at_ancestor_ ? s.ancestors : nullptr, euler_step_);
     block.mcmc(ctx_.Nt, S, counts_.tries[b], counts_.accepts[b]);
     update_from_block(ctx_, s, jb, je, block, step_q);
   }
@@ -164,7 +173,7 @@ private:
   };
 
   const OnlineContext& ctx_;
-  const bool rejection_, mcmc_;
+  const bool rejection_, mcmc_, start_at_ancestor_;
   const int64_t max_trials_;
   EulerLaws euler_; // the moves' proposals from W_i times the Euler density, when used
   const EulerStep* euler_step_ = nullptr; // this step's laws

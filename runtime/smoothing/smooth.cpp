@@ -114,21 +114,15 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
     if (backward == BackwardSampling::Rejection && !sde_estimates_bounded(info))
       refuse(fmt::format("the density estimates of the SDE {} have no bound ({}), which "
                          "rejection sampling needs: --backward mcmc draws by pseudo-marginal "
-                         "Metropolis-Hastings moves after the {} filter; bis needs no bound",
+                         "Metropolis-Hastings moves; bis needs no bound",
                          info.sde->relation,
                          info.sde->estimator == "gpe"
                              ? "the compiler found none for psi and the drift"
-                             : "the parametrix estimator's are signed",
-                         bootstrap));
-    if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
-      refuse(fmt::format("the density estimates of the SDE {} {}, and Metropolis-Hastings moves "
-                         "start each chain at the particle's ancestor, a draw from the backward "
-                         "kernel only under the {} filter: use --filter {}{}, or bis",
-                         info.sde->relation,
-                         sde_estimates_bounded(info) ? "are bounded" : "have no bound", bootstrap,
-                         bootstrap, sde_estimates_bounded(info) ? " or --backward rejection" : ""));
+                             : "the parametrix estimator's are signed"));
   }
-  if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap)
+  // (After another filter than the bootstrap one, an SDE's chains start from proposals.)
+  if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap &&
+      !estimated)
     refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
                        "draw from the backward kernel only under the {} filter; use --filter {}, "
                        "or --backward rejection or exact",

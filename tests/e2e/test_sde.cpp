@@ -198,11 +198,6 @@ model ou_sde_bis {
       run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "exact"});
   CHECK(exact_draws.exit_code != 0);
   CHECK_THAT(exact_draws.err, Catch::Contains("only estimates"));
-  // Its pseudo-marginal moves start from the bootstrap filter's ancestors: not after another.
-  const ProcessResult after_rw = run_process(
-      {exe, "smooth", "--data", data, "--method", "paris", "--filter", "random-weight"});
-  CHECK(after_rw.exit_code != 0);
-  CHECK_THAT(after_rw.err, Catch::Contains("only under the bootstrap filter"));
   // auto smooths by bis, whose bias is O(1/K), rather than by paris's moves, unless a flag asks
   // for the moves.
   CHECK(nlohmann::json::parse(
@@ -262,6 +257,7 @@ model ou_sde_bis {
     CHECK(j["details"]["backward"] == "mcmc");
     CHECK(j["details"]["backward_proposal"] == "euler"); // as bis's, by default
     CHECK(j["details"]["start_estimates"] == 10);
+    CHECK(j["details"]["chain_start"] == "ancestor"); // after the bootstrap filter, auto's here
     CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
                Catch::Contains("Wald's identity"));
     paris_levels.push_back(j["functionals"]["level"].get<double>());
@@ -468,33 +464,45 @@ TEST_CASE("diffusion: bis and paris after the random-weight filter on the Sine S
   for (int t = 0; t < T; ++t)
     check_mean_close(means[t], exact[t], 5, fmt::format("E[x_{} | y]", t));
 
+  // paris over 12 seeds from seed0 with `args`, each run's JSON checked by `check`: its means
+  // within 5 standard errors of the grid's.
+  auto paris_agrees = [&](const std::string& name, std::vector<std::string> args, int seed0,
+                          const std::function<void(const nlohmann::json&)>& check) {
+    std::vector<std::vector<double>> paris(T);
+    for (int k = 0; k < 12; ++k) {
+      const std::string out = scratch_path(fmt::format("sine-sde-{}-{}.csv", name, k));
+      std::vector<std::string> command = {
+          exe,           "smooth", "--data",      data,     "--seed", std::to_string(seed0 + k),
+          "--particles", "1000",   "--marginals", "--json", "--out",  out};
+      command.insert(command.end(), args.begin(), args.end());
+      const nlohmann::json j = nlohmann::json::parse(run_ok(command).out);
+      CHECK(j["method"] == "paris");
+      check(j);
+      const std::vector<double> mean = read_table(out).column("mean_x");
+      REQUIRE(mean.size() == static_cast<size_t>(T));
+      for (int t = 0; t < T; ++t)
+        paris[t].push_back(mean[t]);
+    }
+    for (int t = 0; t < T; ++t)
+      check_mean_close(paris[t], exact[t], 5, fmt::format("{}: E[x_{} | y]", name, t));
+  };
   // paris (auto's choice here) draws its backward indices by rejection, a fresh estimate of the
   // density per proposal over the estimates' bound: exact draws from the pseudo-marginal backward
   // kernel (Gloaguen et al.; the thesis's accept-reject), so even K = 2 is unbiased.
-  std::vector<std::vector<double>> paris(T);
-  for (int k = 0; k < 12; ++k) {
-    const std::string out = scratch_path(fmt::format("sine-sde-paris-{}.csv", k));
-    const ProcessResult p =
-        run_ok({exe, "smooth", "--data", data, "--particles", "1000", "--marginals", "--seed",
-                std::to_string(90 + k), "--json", "--out", out});
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    CHECK(j["method"] == "paris");
-    CHECK(j["details"]["backward"] == "rejection");
-    const std::vector<double> mean = read_table(out).column("mean_x");
-    REQUIRE(mean.size() == static_cast<size_t>(T));
-    for (int t = 0; t < T; ++t)
-      paris[t].push_back(mean[t]);
-  }
-  for (int t = 0; t < T; ++t)
-    check_mean_close(paris[t], exact[t], 5, fmt::format("paris: E[x_{} | y]", t));
+  paris_agrees("paris", {}, 90,
+               [](const nlohmann::json& j) { CHECK(j["details"]["backward"] == "rejection"); });
+  // Its pseudo-marginal moves after the random-weight filter, whose ancestors are not draws from
+  // the backward kernel: each chain starts at one of 10 Euler proposals drawn in proportion to
+  // estimate / Euler density (an approximate draw from the kernel), then moves.
+  paris_agrees("paris-moves", {"--backward", "mcmc", "--backward-samples", "10"}, 110,
+               [](const nlohmann::json& j) {
+                 CHECK(j["details"]["backward"] == "mcmc");
+                 CHECK(j["details"]["chain_start"] == "proposals");
+               });
   const ProcessResult exact_draws =
       run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "exact"});
   CHECK(exact_draws.exit_code != 0);
   CHECK_THAT(exact_draws.err, Catch::Contains("only estimates"));
-  const ProcessResult moves =
-      run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "mcmc"});
-  CHECK(moves.exit_code != 0); // after the random-weight filter, auto's
-  CHECK_THAT(moves.err, Catch::Contains("only under the bootstrap filter"));
   // One proposal per draw: most draws take the self-normalised fallback, counted as such.
   const ProcessResult fallback =
       run_ok({exe, "smooth", "--data", data, "--method", "paris", "--max-trials", "1", "--json"});
