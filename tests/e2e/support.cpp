@@ -181,12 +181,9 @@ bool file_exists(const std::string& path) {
   return fs::exists(path);
 }
 
-FilterRun run_filter(const std::string& exe, const std::vector<std::string>& args,
-                     const std::string& out_csv) {
-  std::vector<std::string> argv = {exe, "filter"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  if (std::find(args.begin(), args.end(), "--method") == args.end())
-    argv.insert(argv.end(), {"--method", "bootstrap"}); // what these tests measure
+namespace {
+
+FilterRun run_task(std::vector<std::string> argv, const std::string& out_csv) {
   argv.insert(argv.end(), {"--json", "--out", out_csv});
   ProcessResult r = run_ok(argv);
   FilterRun f;
@@ -195,6 +192,24 @@ FilterRun run_filter(const std::string& exe, const std::vector<std::string>& arg
   f.csv_text = read_file(out_csv);
   f.table = parse_table(f.csv_text);
   return f;
+}
+
+} // namespace
+
+FilterRun run_filter(const std::string& exe, const std::vector<std::string>& args,
+                     const std::string& out_csv) {
+  std::vector<std::string> argv = {exe, "filter"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (std::find(args.begin(), args.end(), "--method") == args.end())
+    argv.insert(argv.end(), {"--method", "bootstrap"}); // what these tests measure
+  return run_task(argv, out_csv);
+}
+
+FilterRun run_smooth(const std::string& exe, const std::vector<std::string>& args,
+                     const std::string& out_csv) {
+  std::vector<std::string> argv = {exe, "smooth"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_task(argv, out_csv);
 }
 
 double sample_mean(const std::vector<double>& v) {

@@ -46,14 +46,17 @@ std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& text);
 bool file_exists(const std::string& path);
 
-// A filter run's outputs: the --json summary and the --out CSV. run_filter runs `filter --method
-// bootstrap` unless the arguments name a method.
+// A filter (or smooth) run's outputs: the --json summary and the --out CSV. run_filter runs `filter
+// --method bootstrap` unless the arguments name a method.
 struct FilterRun {
   nlohmann::json summary;
   Table table;
   std::string csv_text;
 };
 FilterRun run_filter(const std::string& exe, const std::vector<std::string>& args,
+                     const std::string& out_csv);
+// `smooth` with `args` (the method's and the data's), its --json summary and its --out CSV.
+FilterRun run_smooth(const std::string& exe, const std::vector<std::string>& args,
                      const std::string& out_csv);
 
 double sample_mean(const std::vector<double>& v);

@@ -214,63 +214,56 @@ model ou_sde_bis {
       cross += exact.cov(t - 1, t) + exact.mean[t - 1] * exact.mean[t];
   }
 
-  const int R = 16;
-  std::vector<double> levels, crosses;
-  std::vector<std::vector<double>> means(T);
-  for (int k = 0; k < R; ++k) {
-    const std::string out = scratch_path(fmt::format("ou-sde-bis-{}.csv", k));
-    // Indices from the filter weights, as the thesis's bis (the default, Euler draws, is
-    // checked against exact answers in test_sde_parametrix.cpp and test_sde_score.cpp).
-    const ProcessResult p =
-        run_ok({exe, "smooth", "--data", data, "--method", "bis", "--particles", "300",
-                "--backward-samples", "100", "--backward-proposal", "filter", "--marginals",
-                "--seed", std::to_string(300 + k), "--json", "--out", out});
-    const nlohmann::json j = nlohmann::json::parse(p.out);
-    CHECK(j["details"]["backward_proposal"] == "filter");
-    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
-               Catch::Contains("General Poisson"));
-    CHECK(j["details"]["euler_substeps"] == 400);
-    levels.push_back(j["functionals"]["level"].get<double>());
-    crosses.push_back(j["functionals"]["cross"].get<double>());
-    const std::vector<double> mean = read_table(out).column("mean_x");
-    REQUIRE(mean.size() == static_cast<size_t>(T));
+  // 16 runs of `smooth` with `args` (seeds from seed0), each run's JSON checked by `check`: the
+  // means of their functionals within 4 standard errors, of their marginal means within 5 (per
+  // t), of the exact ones.
+  auto agrees_with_exact = [&](const std::string& name, const std::vector<std::string>& args,
+                               int seed0, const std::function<void(const nlohmann::json&)>& check) {
+    std::vector<double> levels, crosses;
+    std::vector<std::vector<double>> means(T);
+    for (int k = 0; k < 16; ++k) {
+      std::vector<std::string> command = {"--data", data, "--seed", std::to_string(seed0 + k)};
+      command.insert(command.end(), args.begin(), args.end());
+      const FilterRun r =
+          run_smooth(exe, command, scratch_path(fmt::format("ou-sde-{}-{}.csv", name, k)));
+      check(r.summary);
+      levels.push_back(r.summary["functionals"]["level"].get<double>());
+      crosses.push_back(r.summary["functionals"]["cross"].get<double>());
+      const std::vector<double> mean = r.table.column("mean_x");
+      REQUIRE(mean.size() == static_cast<size_t>(T));
+      for (int t = 0; t < T; ++t)
+        means[t].push_back(mean[t]);
+    }
+    check_mean_close(levels, level, 4, name + ": sum_t x[t]");
+    check_mean_close(crosses, cross, 4, name + ": sum_t x[t-1] x[t]");
     for (int t = 0; t < T; ++t)
-      means[t].push_back(mean[t]);
-  }
-  check_mean_close(levels, level, 4, "sum_t x[t]");
-  check_mean_close(crosses, cross, 4, "sum_t x[t-1] x[t]");
-  for (int t = 0; t < T; ++t)
-    check_mean_close(means[t], exact.mean[t], 5, fmt::format("E[x_{} | y]", t));
-
+      check_mean_close(means[t], exact.mean[t], 5, fmt::format("{}: E[x_{} | y]", name, t));
+  };
+  // bis with indices from the filter weights, as the thesis's bis (the default, Euler draws, is
+  // checked against exact answers in test_sde_parametrix.cpp and test_sde_score.cpp).
+  agrees_with_exact("bis",
+                    {"--method", "bis", "--particles", "300", "--backward-samples", "100",
+                     "--backward-proposal", "filter", "--marginals"},
+                    300, [](const nlohmann::json& j) {
+                      CHECK(j["details"]["backward_proposal"] == "filter");
+                      CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
+                                 Catch::Contains("General Poisson"));
+                      CHECK(j["details"]["euler_substeps"] == 400);
+                    });
   // paris, whose estimates have no bound here: pseudo-marginal Metropolis-Hastings moves (auto's
   // backward sampling for it) proposed from W_i times the Euler density, estimates positive by
   // Wald's identity within each particle's start estimates and proposals.
-  std::vector<double> paris_levels, paris_crosses;
-  std::vector<std::vector<double>> paris_means(T);
-  for (int k = 0; k < R; ++k) {
-    const std::string out = scratch_path(fmt::format("ou-sde-paris-{}.csv", k));
-    const nlohmann::json j = nlohmann::json::parse(
-        run_ok({exe, "smooth", "--data", data, "--method", "paris", "--particles", "300",
-                "--backward-samples", "10", "--marginals", "--seed", std::to_string(400 + k),
-                "--json", "--out", out})
-            .out);
-    CHECK(j["details"]["backward"] == "mcmc");
-    CHECK(j["details"]["backward_proposal"] == "euler"); // as bis's, by default
-    CHECK(j["details"]["start_estimates"] == 10);
-    CHECK(j["details"]["chain_start"] == "ancestor"); // after the bootstrap filter, auto's here
-    CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
-               Catch::Contains("Wald's identity"));
-    paris_levels.push_back(j["functionals"]["level"].get<double>());
-    paris_crosses.push_back(j["functionals"]["cross"].get<double>());
-    const std::vector<double> mean = read_table(out).column("mean_x");
-    REQUIRE(mean.size() == static_cast<size_t>(T));
-    for (int t = 0; t < T; ++t)
-      paris_means[t].push_back(mean[t]);
-  }
-  check_mean_close(paris_levels, level, 4, "paris: sum_t x[t]");
-  check_mean_close(paris_crosses, cross, 4, "paris: sum_t x[t-1] x[t]");
-  for (int t = 0; t < T; ++t)
-    check_mean_close(paris_means[t], exact.mean[t], 5, fmt::format("paris: E[x_{} | y]", t));
+  agrees_with_exact(
+      "paris",
+      {"--method", "paris", "--particles", "300", "--backward-samples", "10", "--marginals"}, 400,
+      [](const nlohmann::json& j) {
+        CHECK(j["details"]["backward"] == "mcmc");
+        CHECK(j["details"]["backward_proposal"] == "euler"); // as bis's
+        CHECK(j["details"]["start_estimates"] == 10);
+        CHECK(j["details"]["chain_start"] == "ancestor"); // the bootstrap filter
+        CHECK_THAT(j["details"]["transition_density"].get<std::string>(),
+                   Catch::Contains("Wald's identity"));
+      });
 }
 
 namespace {
@@ -470,15 +463,15 @@ TEST_CASE("diffusion: bis and paris after the random-weight filter on the Sine S
                           const std::function<void(const nlohmann::json&)>& check) {
     std::vector<std::vector<double>> paris(T);
     for (int k = 0; k < 12; ++k) {
-      const std::string out = scratch_path(fmt::format("sine-sde-{}-{}.csv", name, k));
       std::vector<std::string> command = {
-          exe,           "smooth", "--data",      data,     "--seed", std::to_string(seed0 + k),
-          "--particles", "1000",   "--marginals", "--json", "--out",  out};
+          "--data",      data,   "--seed",     std::to_string(seed0 + k),
+          "--particles", "1000", "--marginals"};
       command.insert(command.end(), args.begin(), args.end());
-      const nlohmann::json j = nlohmann::json::parse(run_ok(command).out);
-      CHECK(j["method"] == "paris");
-      check(j);
-      const std::vector<double> mean = read_table(out).column("mean_x");
+      const FilterRun r =
+          run_smooth(exe, command, scratch_path(fmt::format("sine-sde-{}-{}.csv", name, k)));
+      CHECK(r.summary["method"] == "paris");
+      check(r.summary);
+      const std::vector<double> mean = r.table.column("mean_x");
       REQUIRE(mean.size() == static_cast<size_t>(T));
       for (int t = 0; t < T; ++t)
         paris[t].push_back(mean[t]);

@@ -71,16 +71,14 @@ model ou2_sde_bis {
     std::vector<double> levels, crosses;
     std::vector<std::vector<double>> means(2 * T);
     for (int k = 0; k < R; ++k) {
-      const std::string out = scratch_path(fmt::format("ou2-sde-{}-{}.csv", name, k));
-      std::vector<std::string> command = {exe,      "smooth", "--data",
-                                          data,     "--seed", std::to_string(seed0 + k),
-                                          "--json", "--out",  out};
+      std::vector<std::string> command = {"--data", data, "--seed", std::to_string(seed0 + k)};
       command.insert(command.end(), args.begin(), args.end());
-      const nlohmann::json j = nlohmann::json::parse(run_ok(command).out);
-      check(j);
-      levels.push_back(j["functionals"]["level"].get<double>());
-      crosses.push_back(j["functionals"]["cross"].get<double>());
-      const Table table = read_table(out);
+      const FilterRun r =
+          run_smooth(exe, command, scratch_path(fmt::format("ou2-sde-{}-{}.csv", name, k)));
+      check(r.summary);
+      levels.push_back(r.summary["functionals"]["level"].get<double>());
+      crosses.push_back(r.summary["functionals"]["cross"].get<double>());
+      const Table& table = r.table;
       for (int c = 0; c < 2; ++c) {
         const std::vector<double> mean = table.column(fmt::format("mean_x[{}]", c));
         REQUIRE(mean.size() == static_cast<size_t>(T));
