@@ -586,6 +586,15 @@ model sine_sde_score {
   CHECK(rml["method"] == "bis");
   CHECK(std::fabs(rml["params"]["a"].get<double>() - a) < 0.2);
   CHECK(std::fabs(rml["params"]["theta"].get<double>() - theta) < 0.2);
+  // ... and so does rml by paris, its draws' SDE terms from exact bridges.
+  const nlohmann::json rml_paris = nlohmann::json::parse(
+      run_ok({exe, "rml", "--data", stream, "--method", "paris", "--particles", "100",
+              "--backward-samples", "10", "--step-size", "0.5", "--step-hold", "300", "--param",
+              "a=2", "--param", "theta=2", "--json"})
+          .out);
+  CHECK(rml_paris["method"] == "paris");
+  CHECK(std::fabs(rml_paris["params"]["a"].get<double>() - a) < 0.2);
+  CHECK(std::fabs(rml_paris["params"]["theta"].get<double>() - theta) < 0.2);
 
   // Other smoothers leave the SDE's term out of the score: refused, bis named (paris's
   // refusal, where psi has no upper bound, is in test_sde_score.cpp).
