@@ -222,11 +222,12 @@ int64_t RejectionSampler::draw(const BackwardStep& s, uint32_t index, uint32_t d
 
 void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb,
                             int64_t je, int64_t draws, int64_t starts, const int64_t* ancestors,
-                            const EulerStep* euler) {
-  // Slots [0, starts) are the chains' start: j's ancestor, or (without ancestors) proposals
-  // like the others; `first` slots hold the ancestor, the `drawn` others are proposals.
+                            const EulerStep* euler, bool start_at_ancestor) {
+  // Slots [0, starts) are the chains' start: j's ancestor (j itself without `ancestors`: no
+  // resampling at this step), or proposals like the others; `first` slots hold the ancestor,
+  // the `drawn` others are proposals.
   this->starts = starts;
-  const int64_t first = ancestors ? starts : 0;
+  const int64_t first = start_at_ancestor ? starts : 0;
   first_drawn = first;
   nj = je - jb;
   per = starts + draws;
@@ -252,8 +253,7 @@ void BackwardBlock::propose(const BackwardDensity& density, const BackwardStep& 
   for (int64_t j = jb; j < je; ++j) {
     std::fill_n(&pj[(j - jb) * per], per, j);
     int64_t* row = &pi[(j - jb) * per];
-    if (ancestors)
-      std::fill_n(row, first, ancestors[j]);
+    std::fill_n(row, first, ancestors ? ancestors[j] : j);
     if (euler && draw_by_euler(*euler, density, s, j, jb, first, drawn, row, &lm[(j - jb) * per]))
       continue;
     for (int64_t d = 0; d < drawn; ++d)

@@ -221,8 +221,9 @@ struct BackwardBlock {
   PairBatch pairs;
   int64_t nj = 0, per = 0, starts = 0, first_drawn = 0;
   // Draws `draws` proposals per particle from the filter weights at t-1, after `starts` slots
-  // (0: none) for the chains' start: the particle's ancestor (`ancestors`, a draw from the
-  // backward kernel after the bootstrap filter), or without ancestors proposals like the others.
+  // (0: none) for the chains' start: the particle's ancestor (`ancestors`, null for the
+  // identity; a draw from the backward kernel after the bootstrap filter), or, without
+  // `start_at_ancestor`, proposals like the others.
   // An estimated density gives each slot an estimate of its own: mcmc() then starts the chains
   // from one of the `starts` slots drawn with probability proportional to its importance weight
   // (the estimate, over the Euler density with Euler proposals), so that the start follows (as
@@ -234,7 +235,7 @@ struct BackwardBlock {
   // whose log goes to lm: a particle's importance weights are then estimate / m.
   void propose(const BackwardDensity& density, const BackwardStep& s, int64_t jb, int64_t je,
                int64_t draws, int64_t starts, const int64_t* ancestors,
-               const EulerStep* euler = nullptr);
+               const EulerStep* euler = nullptr, bool start_at_ancestor = true);
   // bis's weights: per particle, its Nt proposals' self-normalised importance weights into w
   // (their indices into idx), the target W_i f and the proposal W_i (or W_i m, lm) giving log
   // weight lp - lm. A particle none of whose draws can be its parent gets uniform weights, which

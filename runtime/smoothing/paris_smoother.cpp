@@ -112,8 +112,8 @@ private:
     std::vector<double> step_q(std::max<int64_t>(ctx_.lay.per_step, 1));
     const int64_t S = ctx_.opt.mcmc_steps;
     const int64_t starts = ctx_.density.estimated() ? ctx_.opt.start_estimates : 1;
-    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, starts,
-                  start_at_ancestor_ ? s.ancestors : nullptr, euler_step_);
+    block.propose(ctx_.density, s.back, jb, je, ctx_.Nt * S, starts, s.ancestors, euler_step_,
+                  start_at_ancestor_);
     block.mcmc(ctx_.Nt, S, counts_.tries[b], counts_.accepts[b]);
     update_from_block(ctx_, s, jb, je, block, step_q);
   }

@@ -266,7 +266,7 @@ TEST_CASE("backward kernel: pseudo-marginal Metropolis-Hastings draws from a sta
       const ssm::BackwardStep step{
           sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
           &from_weights,    NAN, 11};
-      block.propose(density, step, 0, kStride, S, starts, at_ancestor ? ancestors.data() : nullptr);
+      block.propose(density, step, 0, kStride, S, starts, ancestors.data(), nullptr, at_ancestor);
       block.mcmc(1, S, tries, accepts);
       for (int64_t j = 0; j < kStride; ++j)
         ++count[block.idx[j]];
