@@ -142,10 +142,11 @@ std::vector<MethodOption> smoother_options() {
        .type_name = fmt::format("{}", fmt::join(backward, "|")),
        .choices = backward},
       {.flag = "--backward-proposal",
-       .help = "bis, and paris's mcmc moves: backward indices drawn from the filter weights, "
-               "or from the filter weights times an SDE's one-step Euler density (weights "
-               "estimate / Euler density; pairs far apart, whose estimates are the least "
-               "reliable, seldom drawn), or auto (euler for an SDE transition)",
+       .help = "backward indices (paris: of its mcmc moves) drawn from the filter weights, "
+               "or from the filter weights times an SDE's one-step Euler density (bis's weights "
+               "and the moves' ratios then use estimate / Euler density; pairs far apart, whose "
+               "estimates are the least reliable, seldom drawn), or auto (euler for an SDE "
+               "transition)",
        .users_in_help = true,
        .default_value = proposals.front(),
        .type_name = fmt::format("{}", fmt::join(proposals, "|")),
@@ -155,9 +156,10 @@ std::vector<MethodOption> smoother_options() {
        .default_value = defaults.mcmc_steps,
        .check = Check::Positive},
       {.flag = "--start-estimates",
-       .help = "--backward mcmc with an SDE's estimated density: estimates of the density of "
-               "the ancestor's pair among which the chains' start is drawn, in proportion to "
-               "them (one fresh estimate biases the moves)",
+       .help = "--backward mcmc with an SDE's estimated density: the candidates for the "
+               "chains' start, estimates of the ancestor's pair (after the bootstrap filter) or "
+               "proposals (after another), one drawn in proportion to its estimate (over the "
+               "proposal density); one fresh estimate biases the moves",
        .default_value = defaults.start_estimates,
        .check = Check::Positive},
       {.flag = "--max-trials",
