@@ -104,6 +104,10 @@ const std::string& particle_filter_name(const FilterOptions& options) {
   throw Error("internal error: no particle filter has these options");
 }
 
+bool is_bootstrap_filter(const FilterOptions& options) {
+  return particle_filter_name(options) == particle_filter_name(FilterOptions{});
+}
+
 void register_particle_filters(MethodRegistry& registry) {
   std::vector<std::string> flags;
   for (MethodOption& o : particle_filter_options()) {

@@ -23,4 +23,8 @@ FilterOptions particle_filter_options(std::string_view name, const OptionValues&
 // The registered name of the particle filter that `options` run.
 const std::string& particle_filter_name(const FilterOptions& options);
 
+// Whether `options` run the bootstrap filter (the default), whose ancestors are draws from the
+// backward kernel (paris's mcmc moves start there).
+bool is_bootstrap_filter(const FilterOptions& options);
+
 } // namespace ssm

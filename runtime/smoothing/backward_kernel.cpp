@@ -326,36 +326,18 @@ void BackwardBlock::mcmc(int64_t Nt, int64_t S, int64_t& tries, int64_t& accepts
     for (int64_t p = 0; p < nj * per; ++p)
       lp[p] -= lm[p];
   start.assign(nj, 0);
-  if (starts > 1)
-    for (int64_t jj = 0; jj < nj; ++jj) { // slot c with probability proportional to exp(lp_c)
-      const double* lj = lp.data() + jj * per;
-      double top = -std::numeric_limits<double>::infinity(); // NaN (no estimate) is skipped
-      int64_t top_slot = 0;
-      for (int64_t c = 0; c < starts; ++c)
-        if (lj[c] > top) {
-          top = lj[c];
-          top_slot = c;
-        }
-      if (!std::isfinite(top)) { // none finite: slot 0 (any finite proposal is then accepted),
-        start[jj] = top_slot;    // or an infinite estimate's slot
-        continue;
-      }
-      auto weight = [&](int64_t c) { return lj[c] > -INFINITY ? std::exp(lj[c] - top) : 0.0; };
-      double total = 0;
-      for (int64_t c = 0; c < starts; ++c)
-        total += weight(c);
-      double u = start_u[jj] * total;
-      int64_t chosen = top_slot; // where rounding runs past the end: a slot of positive weight
-      for (int64_t c = 0; c < starts; ++c) {
-        const double wc = weight(c);
-        u -= wc;
-        if (wc > 0 && u < 0) {
-          chosen = c;
-          break;
-        }
-      }
-      start[jj] = chosen;
+  if (starts > 1) { // slot c with probability proportional to exp(lp_c), the candidates even
+    const std::vector<double> even(starts, 1.0);
+    cum.resize(starts);
+    for (int64_t jj = 0; jj < nj; ++jj) {
+      std::copy_n(lp.begin() + jj * per, starts, cum.begin());
+      if (!(backward_weights(even.data(), cum.data(), starts) > 0))
+        continue; // no finite estimate among them: slot 0 (any finite proposal is accepted)
+      for (int64_t c = 1; c < starts; ++c)
+        cum[c] += cum[c - 1];
+      start[jj] = draw_cumulative(cum.data(), starts, start_u[jj]);
     }
+  }
   if (S == 1) {
     // Every chain makes one move from its start slot (j's ancestor) to slot first + k: the
     // ratios and decisions of the whole block in flat loops, draw k of particle j at k nj + j.

@@ -79,8 +79,8 @@ Refusal paris_applies(const ssm_model& model, const ModelInfo& info) {
 }
 
 // Where an SDE's estimates have no bound, paris's draws are Metropolis-Hastings moves, exact only
-// as the chains run (the moves' start is the filter's ancestor with a fresh estimate): bis, whose
-// bias is O(1/K) and which needs no particular filter, is auto's choice.
+// as the chains run (their start is drawn among a few estimates or proposals): bis, whose bias is
+// O(1/K), is auto's choice; and for the score, whose SDE term bis weighs at a lower cost.
 Refusal paris_auto_passes_over(const ssm_model&, const ModelInfo& info) {
   if (info.transition_tractable || !info.sde)
     return std::nullopt;

@@ -66,9 +66,8 @@ EulerLaws::EulerLaws(const OnlineContext& ctx, bool moves) : ctx_(ctx) {
   // auto: Euler proposals for an estimated density, where the method takes proposals from the
   // filter weights (bis; paris's Metropolis-Hastings moves, not its rejection sampling).
   const BackwardProposal p = ctx.opt.backward_proposal;
-  if (!moves)
-    return;
-  if (p == BackwardProposal::Euler || (p == BackwardProposal::Automatic && ctx.density.estimated()))
+  if (moves && (p == BackwardProposal::Euler ||
+                (p == BackwardProposal::Automatic && ctx.density.estimated())))
     step_.emplace(ctx.model, ctx.info);
 }
 

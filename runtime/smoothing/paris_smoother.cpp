@@ -31,8 +31,7 @@ public:
         // The bootstrap filter's ancestors are draws from the backward kernel; after another
         // filter an estimated density's chains start from proposals (smooth.cpp refuses the
         // others).
-        start_at_ancestor_(!ctx.density.estimated() || particle_filter_name(ctx.opt.filter) ==
-                                                           particle_filter_name(FilterOptions{})),
+        start_at_ancestor_(!ctx.density.estimated() || is_bootstrap_filter(ctx.opt.filter)),
         max_trials_(ctx.opt.max_trials), euler_(ctx, mcmc_) {
     // Each particle's proposals are counted on one 32-bit Philox counter.
     if (rejection_ && max_trials_ >= (int64_t{1} << 32) / ctx.Nt - 1)

@@ -45,8 +45,7 @@ BackwardSampling automatic_backward(const ssm_model& model, const ModelInfo& inf
                                     const SmoothOptions& opt) {
   if (!info.transition_tractable && info.sde) // estimated densities: no exact draws
     return sde_estimates_bounded(info) ? BackwardSampling::Rejection : BackwardSampling::Mcmc;
-  if (opt.method == SmoothMethod::Paris &&
-      particle_filter_name(opt.filter) == particle_filter_name(FilterOptions{}))
+  if (opt.method == SmoothMethod::Paris && is_bootstrap_filter(opt.filter))
     return BackwardSampling::Mcmc;
   return model.transition_log_bound ? BackwardSampling::Rejection : BackwardSampling::Exact;
 }
@@ -121,8 +120,7 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
                              : "the parametrix estimator's are signed"));
   }
   // (After another filter than the bootstrap one, an SDE's chains start from proposals.)
-  if (backward == BackwardSampling::Mcmc && particle_filter_name(opt.filter) != bootstrap &&
-      !estimated)
+  if (backward == BackwardSampling::Mcmc && !is_bootstrap_filter(opt.filter) && !estimated)
     refuse(fmt::format("--backward mcmc starts each chain at the particle's ancestor, which is a "
                        "draw from the backward kernel only under the {} filter; use --filter {}, "
                        "or --backward rejection or exact",

@@ -39,7 +39,9 @@ bool is_online(SmoothMethod m); // O(N) memory whatever T
 // Godsill 2013; Dau & Chopin 2023): O(1) per draw, no bound needed, draws not independent.
 // With an SDE's estimated density the moves are pseudo-marginal (Martin 2022, 7.3.3): a state
 // keeps the estimate it was accepted with, and the chains start from the ancestor with one of
-// `start_estimates` estimates of its density, drawn in proportion to them.
+// `start_estimates` estimates of its density, drawn in proportion to them (after a filter other
+// than the bootstrap one, from one of as many proposals, drawn in proportion to their importance
+// weights).
 enum class BackwardSampling { Automatic, Exact, Rejection, Mcmc };
 
 // Where bis (and paris's mcmc moves, as their independent proposals) draws its backward indices
