@@ -2,15 +2,17 @@
 """The hares and lynx benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section
 7.5.4, figure 7.8, on the Hudson Bay data (1900-1920).
 
-  bench/run_hare_lynx_bench.py [BUILD_DIR] [--params FIT.json] [--iterations 100]
-                               [--replicates 30] [--particles 200] [--backward-samples 20]
+  bench/run_hare_lynx_bench.py [BUILD_DIR] [--params FIT.json] [--fit em|adam]
+                               [--iterations 40] [--trajectories 50] [--replicates 30]
+                               [--particles 200] [--backward-samples 20]
 
 examples/hare_lynx_sde.ssm on examples/data/hare_lynx_tenths.csv (the stochastic Lotka-Volterra
 model in log-abundances, a step a tenth of a year, pelts observed at whole years). First the
-maximum likelihood estimate: `optimize --method adam` on bis's score (N particles, seed 1,
---iterations steps; the thesis's EM asks its M-step only for an increase of the estimated Q, a
-generalised EM, which a gradient step on the score at the current parameters is on average), or
-the parameters of --params. Then, at the estimate, from --replicates seeds, the smoothing means
+maximum likelihood estimate: EM as the thesis's (`optimize --method em`: bis's E-step, N
+particles and K backward draws, --trajectories paths picked among them; an M-step that climbs Q
+with the SDE's term estimated by the log of a mean of 32 parametrix estimates per pair; seed 1,
+--iterations iterations), or with --fit adam Adam on bis's score (--iterations steps), or the
+parameters of --params. Then, at the estimate, from --replicates seeds, the smoothing means
 E[h_t | pelts] by bis (parametrix estimates, N particles, K backward draws: the thesis's N = 200,
 K = 20) and by the poor man's smoother (the filter's genealogy, N particles), as the thesis's
 figure 7.8. Printed: the fit; per year the pelts beside both smoothers' replicate-averaged
@@ -46,7 +48,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     p.add_argument("--params")
-    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--fit", choices=("em", "adam"), default="em")
+    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--trajectories", type=int, default=50)
     p.add_argument("--replicates", type=int, default=30)
     p.add_argument("--particles", type=int, default=200)
     p.add_argument("--backward-samples", type=int, default=20)
@@ -60,16 +64,19 @@ def main():
         params = a.params
         if not params:
             params = os.path.join(work, "fit.json")
-            fit = json.loads(run([exe, "optimize", "--method", "adam", "--data", data,
+            extra = (["--e-step", "bis", "--backward-samples", str(a.backward_samples),
+                      "--trajectories", str(a.trajectories)] if a.fit == "em" else [])
+            fit = json.loads(run([exe, "optimize", "--method", a.fit, "--data", data,
                                   "--particles", str(a.particles), "--max-iterations",
-                                  str(a.iterations), "--seed", "1", "--json", "--save", params]))
+                                  str(a.iterations), "--seed", "1", "--json", "--save", params]
+                                 + extra))
             first = fit["starts"][0]
             if fit["log_likelihood"] is None:  # the filter failed at the estimate
-                sys.exit(f"adam: no log-likelihood at the estimate: {fit['message']}")
-            print(f"adam, {a.iterations} steps, N = {a.particles}: log-likelihood "
+                sys.exit(f"{a.fit}: no log-likelihood at the estimate: {fit['message']}")
+            print(f"{a.fit}, {a.iterations} iterations, N = {a.particles}: log-likelihood "
                   f"{first['initial_objective']:.2f} at the start, {fit['log_likelihood']:.2f} "
                   f"(se {fit['log_likelihood_se']:.2f}) at the estimate, {fit['elapsed_s']:.0f} s; "
-                  f"converged: {fit['converged']}")
+                  f"converged: {fit['converged']} ({fit['message']})")
         with open(params) as f:
             theta = json.load(f)
         print("estimate: " + ", ".join(f"{k} {v:.4g}" for k, v in theta.items()))

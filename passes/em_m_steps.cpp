@@ -297,12 +297,31 @@ public:
     const bool exact_e_step =
         (context.linear_gaussian && context.linear_gaussian->is_linear_gaussian) ||
         (context.finite_state && context.finite_state->is_finite);
+    // An SDE's density is estimated instead (paris's or bis's draws; Q's term from averaged
+    // estimates, climbed with the estimates' gradient): sde-estimators says whether they apply.
+    const bool has_sde = context.density && std::ranges::any_of(context.density->relations,
+                                                                [](const RelationDensity& r) {
+                                                                  return r.dist == "diffusion";
+                                                                });
+    if (has_sde && !context.sde) // a pipeline that put em-m-steps first
+      create_sde_estimators()->run(model, context);
     if (context.density && !context.density->tractable && !exact_e_step)
-      for (const RelationDensity& r : context.density->relations)
-        if (r.kind == DensityKind::SampleOnly && result.unavailable.empty())
+      for (const RelationDensity& r : context.density->relations) {
+        if (r.kind == DensityKind::SampleOnly && r.dist == "diffusion" && context.sde &&
+            context.sde->why_not.empty() && context.sde->gradient_why_not.empty())
+          result.sde_relation = r.relation;
+        else if (r.kind == DensityKind::SampleOnly && r.dist == "diffusion" && context.sde &&
+                 result.unavailable.empty())
+          result.unavailable = fmt::format(
+              "the M-step climbs Q with the gradient of the SDE {}'s log density, "
+              "which the estimators do not give: {}",
+              r.relation,
+              context.sde->why_not.empty() ? context.sde->gradient_why_not : context.sde->why_not);
+        else if (r.kind == DensityKind::SampleOnly && result.unavailable.empty())
           result.unavailable = fmt::format("its E-step evaluates the transition density, and "
                                            "{} is sample-only ({})",
                                            r.relation, r.sample_only_reason);
+      }
     context.em_steps = std::move(result);
   }
 };
@@ -319,10 +338,15 @@ std::string EmSteps::summary() const {
     return "EM M-steps: no parameters";
   if (numeric.empty())
     return fmt::format("EM M-steps: closed form for every parameter ({})", fmt::join(closed, ", "));
+  const std::string sde =
+      sde_relation.empty()
+          ? ""
+          : fmt::format(" (the SDE {}'s term of Q from averaged estimates of its density)",
+                        sde_relation);
   if (closed.empty())
-    return "EM M-steps: numerical for every parameter (no conjugate piece)";
-  return fmt::format("EM M-steps: closed form for {}; numerical for {}", fmt::join(closed, ", "),
-                     fmt::join(numeric, ", "));
+    return "EM M-steps: numerical for every parameter (no conjugate piece)" + sde;
+  return fmt::format("EM M-steps: closed form for {}; numerical for {}{}", fmt::join(closed, ", "),
+                     fmt::join(numeric, ", "), sde);
 }
 
 std::string EmSteps::report() const {

@@ -43,6 +43,6 @@ void hoist_net_calls(ir::Model& model);
 // as `x` and one node per value.
 inline constexpr std::string_view default_pipeline =
     "augment-lags,constant-fold,cse,markov-structure,linear-gaussian,finite-state,density,"
-    "additive-functionals,em-m-steps,sde-estimators";
+    "additive-functionals,sde-estimators,em-m-steps";
 
 } // namespace ssm::passes

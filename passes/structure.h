@@ -326,8 +326,11 @@ struct EmSteps {
   std::vector<int> observations_read;
   // Why EM does not apply to the model at all, whatever its M-steps: a model that is neither
   // linear-Gaussian nor finite-state has FFBSi's E-step, which evaluates the transition density,
-  // and a sample-only transition (an SDE's, say) lacks one. Empty when it applies.
+  // and a sample-only transition other than an SDE's lacks one. Empty when it applies.
   std::string unavailable;
+  // An SDE transition ("x[t]"), whose density EM estimates (the runtime checks that an
+  // estimator and its gradient apply); empty otherwise.
+  std::string sde_relation;
   std::string summary() const;
   std::string report() const;
 };

@@ -35,10 +35,10 @@ void run_missing_structure_analyses(ir::Model& model, PassContext& context) {
     create_density()->run(model, context);
   if (!context.functionals)
     create_additive_functionals()->run(model, context);
-  if (!context.em_steps)
-    create_em_m_steps()->run(model, context);
   if (!context.sde) // stays empty for a model without an SDE: cheap to run again
     create_sde_estimators()->run(model, context);
+  if (!context.em_steps) // after sde-estimators: it reads whether an SDE's estimates apply
+    create_em_m_steps()->run(model, context);
 }
 
 std::string structure_summary(const PassContext& context) {
@@ -416,7 +416,8 @@ json em_steps_json(const EmSteps& e) {
   return {{"pieces", pieces},
           {"params", params},
           {"observations_read", e.observations_read},
-          {"unavailable", string_or_null(e.unavailable)}};
+          {"unavailable", string_or_null(e.unavailable)},
+          {"sde_relation", string_or_null(e.sde_relation)}};
 }
 
 template <class T, class F> json or_null(const std::optional<T>& result, F&& f) {

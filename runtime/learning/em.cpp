@@ -5,6 +5,7 @@
 #include "exact/kalman.h"
 #include "learning/em_steps.h"
 #include "learning/parameter_space.h"
+#include "sde/density_estimator.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -91,6 +92,16 @@ Refusal exact_em_refusal(const ModelInfo& info) {
 Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
   if (!exact_em_refusal(info))
     return std::nullopt;
+  if (!info.transition_tractable && info.sde) { // paris's or bis's draws, Q by estimates
+    if (const std::string why = density_estimator_problem(model, info); !why.empty())
+      return fmt::format("no estimator of the density of the SDE {} applies: {}",
+                         info.sde->relation, why);
+    if (!info.sde->gradient_reason.empty())
+      return fmt::format("the M-step climbs Q with the gradient of the SDE's log density, which "
+                         "the model does not give: {}",
+                         info.sde->gradient_reason);
+    return std::nullopt;
+  }
   if (!info.transition_tractable)
     return fmt::format("EM's E-step needs an exact smoother, or a particle smoother's backward "
                        "draws, which evaluate the transition density; the model is neither "

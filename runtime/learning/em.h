@@ -23,7 +23,8 @@ namespace ssm {
 Refusal exact_em_refusal(const ModelInfo& info);
 
 // Why EM cannot run on the model, or nullopt: no exact smoother, and no transition density for
-// the particle E-step's backward draws (monte_carlo_em.h). A model without a score is refused
+// the particle E-step's backward draws (monte_carlo_em.h), nor, for an SDE, an estimator of its
+// density with the gradient the M-step climbs (sde_q_term.h). A model without a score is refused
 // later, by the run, if some learned parameter has no closed-form update.
 Refusal em_refusal(const ssm_model& model, const ModelInfo& info);
 

@@ -1,7 +1,9 @@
 // What EM's exact and Monte Carlo E-steps share: see em_steps.h.
 #include "learning/em_steps.h"
 #include "core/error.h"
+#include "core/series.h"
 #include "learning/parameter_space.h"
+#include "learning/sde_q_term.h"
 
 #include <fmt/format.h>
 
@@ -18,12 +20,17 @@ namespace {
 // theta component from a model whose functional terms are the score terms (score.h).
 double expected_log_joint(const ssm_model& model, const ModelInfo& info,
                           const std::vector<double>& fixed, const ObsData& data,
-                          const std::vector<StepPoints>& steps, std::vector<double>* gradient) {
+                          const std::vector<StepPoints>& steps, const EmPoints& e,
+                          uint64_t sde_seed, std::vector<double>* gradient) {
   const std::vector<double> frames = all_frames(info, fixed, data);
   const int64_t nf = info.n_functional;
   if (gradient)
     gradient->assign(nf, 0.0);
-  double q = 0;
+  // An SDE's transition term is estimated; the score's terms then lack its gradient too.
+  const bool estimated = e.sde_estimates > 0;
+  double q = estimated ? sde_q_term(model, info, frames, steps, e.sde_estimates, sde_seed, *e.pool,
+                                    gradient)
+                       : 0.0;
   std::vector<double> lp, emit, terms;
   for (int64_t t = 0; t < data.T; ++t) {
     const StepPoints& s = steps[t];
@@ -36,6 +43,8 @@ double expected_log_joint(const ssm_model& model, const ModelInfo& info,
     emit.resize(P);
     if (t == 0)
       model.init_logpdf(frame, 0, P, P, s.cur.data(), lp.data());
+    else if (estimated)
+      std::fill(lp.begin(), lp.end(), 0.0); // in q already
     else
       model.transition_logpdf(frame, t, 0, P, P, s.prev.data(), nullptr, s.cur.data(), lp.data());
     model.obs_logpdf(frame, t, 0, P, P, s.cur.data(), data.at(t), emit.data());
@@ -61,7 +70,7 @@ void numeric_m_step(const MethodRun& run, const ScoreModel& sm, const EmPoints& 
                     std::vector<double>& theta) {
   OptimizeOptions step = options;
   step.inits = 1;
-  step.max_iterations = kEmStepIterations;
+  step.max_iterations = e.sde_estimates > 0 ? kSdeEmStepIterations : kEmStepIterations;
   step.tolerance = kEmStepTolerance;
   for (const auto& [name, from] : closed.closed())
     step.fixed.push_back(name);
@@ -95,7 +104,8 @@ double EmPoints::q(const ScoreModel& sm, const std::vector<double>& theta,
     gradient->assign(sm.info.n_functional, 0.0);
   for (size_t k = 0; k < series.size(); ++k) {
     total +=
-        expected_log_joint(sm.model, sm.info, theta, series[k], points[k], gradient ? &g : nullptr);
+        expected_log_joint(sm.model, sm.info, theta, series[k], points[k], *this,
+                           series_seed(sde_seed, static_cast<int64_t>(k)), gradient ? &g : nullptr);
     if (gradient)
       for (size_t i = 0; i < g.size(); ++i)
         (*gradient)[i] += g[i];

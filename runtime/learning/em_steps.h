@@ -20,6 +20,9 @@ namespace ssm {
 // rounding.
 inline constexpr double kEmStepTolerance = 1e-10;
 inline constexpr int64_t kEmStepIterations = 100;
+// ... but with an SDE's estimated Q (piecewise smooth in theta), a generalised step: a few
+// iterations that raise Q, since the Monte Carlo E-step's noise dwarfs what more would gain.
+inline constexpr int64_t kSdeEmStepIterations = 10;
 
 // An E-step's result: per series (core/series.h: independent series add), the points of each
 // step, and the log-likelihood at the parameters it ran at (exact, or a filter's estimate).
@@ -27,6 +30,11 @@ struct EmPoints {
   std::vector<ObsData> series;
   std::vector<std::vector<StepPoints>> points;
   double log_likelihood = 0;
+  // For a transition whose density is only estimated (an SDE): its term of Q is sde_q_term.h's,
+  // `sde_estimates` estimates per pair from the draws of `sde_seed` (the E-step's), on `pool`.
+  int64_t sde_estimates = 0;
+  uint64_t sde_seed = 0;
+  ThreadPool* pool = nullptr;
 
   explicit EmPoints(const ObsData& data);
   // Q at `theta` (parameters then data values) under the points, and with `gradient` its

@@ -36,6 +36,7 @@ OptimizeOptions optimize_options(const MethodRun& run) {
   opt.max_iterations = run.options.integer("--max-iterations");
   opt.tolerance = run.options.real("--tolerance");
   opt.map = run.options.toggle("--map").value_or(false);
+  opt.sde_estimates = run.options.integer("--sde-estimates");
   return opt;
 }
 
@@ -104,19 +105,31 @@ std::vector<std::string> copy_smoothing_options(MethodRegistry& registry, Task t
   return flags;
 }
 
-// Whether em's E-step is the particle one: --e-step ffbsi, or auto on a model without an exact
-// smoother.
+// Whether em's E-step is the particle one: --e-step ffbsi, paris or bis, or auto on a model
+// without an exact smoother.
 bool monte_carlo_e_step(const MethodRun& run) {
   const std::string& e_step = run.options.word("--e-step");
-  return e_step == "ffbsi" || (e_step == "auto" && exact_em_refusal(run.info));
+  return e_step != "exact" && (e_step != "auto" || exact_em_refusal(run.info));
 }
 
-// The options of em's particle E-step: ffbsi's, from the flags of the optimize run.
+// The smoother of em's particle E-step: --e-step's, or for auto ffbsi, except for an SDE
+// transition (no density for ffbsi's draws): what smooth's auto picks there (paris, or bis where
+// the estimates have no bound).
+std::string em_e_step_smoother(const MethodRegistry& registry, const MethodRun& run) {
+  const std::string& e_step = run.options.word("--e-step");
+  if (e_step != "auto")
+    return e_step;
+  if (run.info.sde && !run.info.transition_tractable)
+    return registry.choose(Task::Smooth, run.model, run.info, true).name;
+  return "ffbsi";
+}
+
+// The options of em's particle E-step, from the flags of the optimize run.
 SmoothOptions em_smoothing(const MethodRegistry& registry, const MethodRun& run) {
   const OptionValues values = smoothing_values(registry, run.options);
   MethodRun at{run.model, run.info, values, run.seed, false, run.threads};
   at.registry = &registry;
-  return smooth_options(registry, "ffbsi", at);
+  return smooth_options(registry, em_e_step_smoother(registry, run), at);
 }
 
 // optimize --method adam: the score by the particle smoother `auto` picks (paris).
@@ -389,23 +402,35 @@ void register_learning_methods(MethodRegistry& registry) {
                        .help = "em: the E-step: exact (forward-backward or the Kalman smoother), "
                                "ffbsi (Monte Carlo EM: a particle filter and --trajectories drawn "
                                "backward at each iteration, the iterates of the second half "
-                               "averaged), or auto (exact when the structure allows, else ffbsi)",
+                               "averaged), paris or bis (the trajectories picked among their "
+                               "backward draws: an SDE's estimated density), or auto (exact when "
+                               "the structure allows, else ffbsi, or for an SDE smooth's choice)",
                        .default_value = std::string("auto"),
-                       .type_name = "auto|exact|ffbsi",
-                       .choices = {"auto", "exact", "ffbsi"}});
+                       .type_name = "auto|exact|ffbsi|paris|bis",
+                       .choices = {"auto", "exact", "ffbsi", "paris", "bis"}});
+  registry.add_option(Task::Optimize,
+                      {.flag = "--sde-estimates",
+                       .help = "em with an SDE transition: estimates of each pair's density whose "
+                               "mean's log is its term of Q (the same draws for every parameter "
+                               "the M-step tries)",
+                       .default_value = defaults.sde_estimates,
+                       .check = MethodOption::Check::Positive,
+                       .type_name = "R"});
   Method em;
   em.name = kEmName;
   em.title = "expectation-maximisation: E-step exact (forward-backward or Kalman smoother) or by "
              "backward trajectories (Monte Carlo EM); M-step in closed form for conjugate "
              "pieces, by L-BFGS otherwise";
-  em.note = "models with a transition density";
+  em.note = "models with a transition density, or an SDE's estimated one";
   em.task = Task::Optimize;
   em.rank = 3;
   em.auto_help = "else {}";
   em.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map", "--e-step"};
   for (const std::string& flag : forward_pass_flags())
     em.options.push_back(flag);
-  em.options.insert(em.options.end(), {"--trajectories", "--backward", "--max-trials"});
+  em.options.insert(em.options.end(), {"--trajectories", "--backward", "--max-trials",
+                                       "--backward-samples", "--mcmc-steps", "--start-estimates",
+                                       "--backward-proposal", "--sde-estimates"});
   em.applies = em_refusal;
   const MethodRegistry* reg = &registry;
   em.check = [reg](const MethodRun& run) {
@@ -413,9 +438,12 @@ void register_learning_methods(MethodRegistry& registry) {
       throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
     if (run.options.word("--e-step") == "exact")
       if (Refusal why = exact_em_refusal(run.info))
-        throw Error(fmt::format("optimize --method {} --e-step exact: {} (--e-step ffbsi runs "
+        throw Error(fmt::format("optimize --method {} --e-step exact: {} (--e-step {} runs "
                                 "Monte Carlo EM)",
-                                kEmName, *why));
+                                kEmName, *why,
+                                run.info.sde && !run.info.transition_tractable
+                                    ? "paris or bis, on the SDE's estimated density,"
+                                    : "ffbsi"));
     if (!monte_carlo_e_step(run))
       return;
     check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em",

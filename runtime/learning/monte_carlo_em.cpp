@@ -2,8 +2,10 @@
 #include "learning/monte_carlo_em.h"
 #include "core/error.h"
 #include "core/series.h"
+#include "kernel/rng.h"
 #include "learning/em_steps.h"
 #include "learning/parameter_space.h"
+#include "learning/sde_q_term.h"
 #include "learning/stochastic_gradient.h"
 
 #include <fmt/format.h>
@@ -22,6 +24,9 @@ constexpr int64_t kFinalRuns = 4;
 void particle_e_step(const MethodRun& run, const SmoothOptions& smoothing,
                      const std::vector<double>& theta, uint64_t seed, EmPoints& e) {
   e.log_likelihood = 0;
+  // The M-step's estimates of an SDE's density: common to every theta tried, apart from the
+  // streams the E-step's own estimates drew from.
+  e.sde_seed = mix_seed(seed ^ kEmSdeKey);
   for (size_t k = 0; k < e.series.size(); ++k) {
     SmoothOptions at = smoothing;
     at.filter.seed = series_seed(seed, static_cast<int64_t>(k));
@@ -77,6 +82,9 @@ std::vector<double> final_log_likelihoods(const MethodRun& run, const SmoothOpti
 } // namespace
 
 void check_monte_carlo_em_options(const OptimizeOptions& options) {
+  if (options.sde_estimates < 1 || options.sde_estimates > kMaxSdeEstimates)
+    throw Error(fmt::format("optimize --method em: --sde-estimates must be in [1, {}] (got {})",
+                            kMaxSdeEstimates, options.sde_estimates));
   if (options.max_iterations < kMonteCarloEmMinIterations)
     throw Error(fmt::format("optimize --method em with a particle E-step: --max-iterations must "
                             "be at least {} (the estimate averages the second half of the "
@@ -88,6 +96,10 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
                            const SmoothOptions& smoothing) {
   check_observations_read(run.info, *run.data);
   EmPoints e(*run.data);
+  if (run.info.sde && !run.info.transition_tractable) {
+    e.sde_estimates = options.sde_estimates;
+    e.pool = run.pool;
+  }
   EmSetup setup(run, options, e);
   const ParameterSpace& space = setup.space;
   const int64_t n = space.n_theta(), d = space.dimension(), steps = options.max_iterations;

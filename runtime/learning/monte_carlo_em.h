@@ -20,9 +20,12 @@ namespace ssm {
 
 // The fewest iterations: the average and the verdict need ten in the second half.
 inline constexpr int64_t kMonteCarloEmMinIterations = 20;
+// The key mixed into an iteration's seed for the M-step's estimates of an SDE's density.
+inline constexpr uint64_t kEmSdeKey = 0xE35D000000000000ull;
 
 // Refuses options Monte Carlo EM cannot run with (fewer than kMonteCarloEmMinIterations
-// iterations): em's check before any work, and run_monte_carlo_em itself. Throws ssm::Error.
+// iterations, --sde-estimates outside [1, kMaxSdeEstimates]): em's check before any work, and
+// run_monte_carlo_em itself. Throws ssm::Error.
 void check_monte_carlo_em_options(const OptimizeOptions& options);
 
 // From the parameters in run.fixed (then options.inits - 1 random starts around them, as

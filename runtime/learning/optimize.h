@@ -20,6 +20,8 @@ struct OptimizeOptions {
   int64_t max_iterations = 200;
   double tolerance = 1e-8; // on the gradient norm, relative to max(1, |x|) (LBFGSpp's epsilon_rel)
   bool map = false; // the posterior mode: add the log prior density (without the Jacobian, as Stan)
+  // em with an SDE transition: the estimates of each pair's density averaged in Q (sde_q_term.h).
+  int64_t sde_estimates = 32;
 };
 
 // L-BFGS from the parameters in run.fixed (its first n_theta values) with `smoother`, an exact

@@ -139,6 +139,8 @@ void update_from_block(const OnlineContext& ctx, const OnlineStep& s, int64_t jb
       check_terms(bterms, nf, nj * Nt, block.used.data(), 0, nj * Nt, s.back.t, ctx.info);
     }
   }
+  if (s.trace)
+    s.trace->record(s.back.t, jb, je, block.idx.data(), block.w.data());
   add_backward_sample_block(ctx.lay, s.D, ctx.N, jb, je, Nt, block.idx.data(), block.w.data(),
                             bterms, s.back.x_cur, ctx.stride, s.slot, s.tau_next, s.tau, step_q);
 }
@@ -259,7 +261,7 @@ std::unique_ptr<OnlineMethod> make_method(const OnlineContext& ctx) {
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data,
                            const SmoothOptions& opt, ThreadPool& pool,
-                           const OnlineObserver& observer) {
+                           const OnlineObserver& observer, BackwardTrace* trace) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t T = data.T, N = opt.filter.particles, ns = info.n_state;
   const StatLayout lay(info, opt.marginals);
@@ -310,7 +312,10 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                    D,
                    lay.nsum + t * lay.per_step, // where step t's quantities go
                    tau.data(),
-                   tau_next.data()};
+                   tau_next.data(),
+                   trace};
+      if (trace)
+        trace->keep_particles(t - 1, s.back.x_prev, stride);
       s.back.log_bound = method->log_bound(s.back.frame, t, s.back.x_prev);
       method->step(s);
       std::swap(tau, tau_next);
@@ -324,6 +329,10 @@ SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
       running_sums(ctx, w_prev, tau, sums);
       observer(pf, sums.data());
     }
+  }
+  if (trace && T > 0) {
+    trace->keep_particles(T - 1, pf.x(), stride);
+    trace->last_weights = w_prev;
   }
   store_estimates(ctx, T, D, w_prev, tau, r);
   r.log_likelihood = pf.result().log_likelihood;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "smoothing/backward_kernel.h"
+#include "smoothing/backward_trace.h"
 
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@ struct OnlineStep {
   int64_t D, slot;
   const double* tau;
   double* tau_next;
+  BackwardTrace* trace = nullptr; // keeps the step's draws (EM's E-step), when there is one
 };
 
 // One forward-only method: called once per step t > 0, it updates tau_next for all particles.

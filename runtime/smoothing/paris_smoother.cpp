@@ -159,6 +159,8 @@ private:
       drawn_score_terms(ctx_, s, jb, draws.pairs, draws.sde);
       sde = draws.sde.data();
     }
+    if (s.trace)
+      s.trace->record(s.back.t, jb, je, draws.idx.data(), nullptr);
     for (int64_t j = jb; j < je; ++j)
       add_backward_sample(ctx_, s, j, &draws.idx[(j - jb) * Nt], wk.data(), Nt, scratch,
                           sde ? sde + (j - jb) * Nt : nullptr, nj * Nt);

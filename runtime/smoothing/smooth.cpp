@@ -57,9 +57,15 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
   const Smoother& method = smoother(opt.method);
   const std::string& name = method.name;
   const bool smoothing = command == "smooth"; // else the smoother serves another subcommand
-  auto refuse = [&](const std::string& why) {
-    if (!smoothing)
+  auto refuse = [&](std::string why) {
+    if (!smoothing) { // advice to pick another method names the flag that picks it here
+      const std::string from = "(--method ", to = fmt::format("({} ", method_flag);
+      if (from != to)
+        for (size_t at = why.find(from); at != std::string::npos;
+             at = why.find(from, at + to.size()))
+          why.replace(at, from.size(), to);
       throw Error(fmt::format("{} {} {}: {}", command, method_flag, name, why));
+    }
     throw Error(fmt::format("smooth --method {}: {}; methods that apply to model '{}': {}", name,
                             why, info.name, fmt::join(applicable_methods(model, info), ", ")));
   };
@@ -189,10 +195,21 @@ std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInf
                                           const SmoothOptions& options, ThreadPool& pool,
                                           double& log_likelihood) {
   SmoothOptions opt = options;
-  opt.method = SmoothMethod::Ffbsi;
+  if (opt.method != SmoothMethod::Paris && opt.method != SmoothMethod::Bis)
+    opt.method = SmoothMethod::Ffbsi;
   if (opt.backward == BackwardSampling::Automatic)
     opt.backward = automatic_backward(model, info, opt);
-  return backward_trajectory_points(model, info, fixed, data, opt, pool, log_likelihood);
+  if (opt.method == SmoothMethod::Ffbsi)
+    return backward_trajectory_points(model, info, fixed, data, opt, pool, log_likelihood);
+  if (data.T == 0)
+    return {};
+  // paris's or bis's draws, kept through the pass; the statistics are only the moments.
+  opt.marginals = false;
+  BackwardTrace trace(opt.filter.particles, opt.backward_samples, info.n_state, data.T);
+  const SmoothResult r = smooth_online(model, info, fixed, data, opt, pool, {}, &trace);
+  log_likelihood = r.log_likelihood;
+  return trace_trajectories(trace, opt.trajectories > 0 ? opt.trajectories : opt.filter.particles,
+                            opt.filter.seed);
 }
 
 std::string smooth_csv(const ModelInfo& info, const SmoothResult& r) {

@@ -94,11 +94,12 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
                     const ObsData& data, const SmoothOptions& options, ThreadPool& pool,
                     const OnlineObserver& observer = {});
 
-// ffbsi's M trajectories (options.trajectories, default as many as particles) over a particle
-// filter run with options.filter, as each step's points of weight 1/M
-// (exact/weighted_points.h): the Monte Carlo E-step of EM (learning/monte_carlo_em.h).
-// `log_likelihood` receives the filter's estimate. The caller checks the options first
-// (check_smooth_method with ffbsi); throws ssm::Error when the filter fails.
+// M trajectories (options.trajectories, default as many as particles) over a particle filter
+// run with options.filter, as each step's points of weight 1/M (exact/weighted_points.h): the
+// Monte Carlo E-step of EM (learning/monte_carlo_em.h). With options.method paris or bis, picked
+// among that pass's backward draws (backward_trace.h: an SDE's estimated density); otherwise by
+// ffbsi. `log_likelihood` receives the filter's estimate. The caller checks the options first
+// (check_smooth_method with the method); throws ssm::Error when the filter fails.
 std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
                                           const std::vector<double>& fixed, const ObsData& data,
                                           const SmoothOptions& options, ThreadPool& pool,

@@ -4,6 +4,7 @@
 // core/results.h; the backward kernel is backward_kernel.h.)
 #pragma once
 
+#include "smoothing/backward_trace.h"
 #include "smoothing/smooth.h"
 
 #include <algorithm>
@@ -15,8 +16,10 @@
 namespace ssm {
 
 // Runtime random streams of the smoothers (kernel/rng.h counters (index, t, site, draw)).
-inline constexpr uint32_t kSiteBackward = 0xFFFF0002u;   // backward index draws
-inline constexpr uint32_t kSiteTrajectory = 0xFFFF0003u; // ffbsi: the final index of each path
+inline constexpr uint32_t kSiteBackward = 0xFFFF0002u; // backward index draws
+// ffbsi's and the kept draws' trajectories (backward_trace.h): draw 0 the final index of each
+// path, draw 1 (the trace's) the pick among a particle's draws at each step.
+inline constexpr uint32_t kSiteTrajectory = 0xFFFF0003u;
 
 // genealogy and fixed-lag (genealogy.cpp).
 SmoothResult smooth_genealogy(const ssm_model& model, const ModelInfo& info,
@@ -33,11 +36,12 @@ std::vector<StepPoints> backward_trajectory_points(const ssm_model& model, const
                                                    const SmoothOptions& options, ThreadPool& pool,
                                                    double& log_likelihood);
 // online, paris and bis (online_stats.cpp, then online_smoother.cpp, paris_smoother.cpp or
-// bis_smoother.cpp), with smooth()'s observer.
+// bis_smoother.cpp), with smooth()'s observer; with `trace` (paris and bis, sized for the run),
+// their backward draws are kept there too.
 SmoothResult smooth_online(const ssm_model& model, const ModelInfo& info,
                            const std::vector<double>& fixed, const ObsData& data,
                            const SmoothOptions& options, ThreadPool& pool,
-                           const OnlineObserver& observer);
+                           const OnlineObserver& observer, BackwardTrace* trace = nullptr);
 
 // Splits a smoother's wall time into the filter's steps and the rest.
 struct StepTimer {

@@ -47,6 +47,20 @@ inline LinearGaussianModel ou2_euler_model(double dt, int steps) {
   return m;
 }
 
+// The OU SDE observed every dt with noise sd r, in the state (x, 1) so that the mean mu enters
+// the transition matrix: x_t = a x_{t-1} + (1 - a) mu + N(0, s^2 (1 - a^2) / (2 kappa)).
+inline LinearGaussianModel ou_observed(double kappa, double mu, double s, double dt, double r) {
+  const double a = std::exp(-kappa * dt);
+  LinearGaussianModel m;
+  m.m0 = Eigen::Vector2d(0, 1);
+  m.P0 = Eigen::Vector2d(1, 0).asDiagonal();
+  m.A = Eigen::Matrix2d{{a, (1 - a) * mu}, {0, 1}};
+  m.Q = Eigen::Vector2d(s * s * (1 - a * a) / (2 * kappa), 0).asDiagonal();
+  m.B = Eigen::RowVector2d(1, 0);
+  m.R = Eigen::MatrixXd::Constant(1, 1, r * r);
+  return m;
+}
+
 // `score --json`'s estimate of each parameter's score within 4 of its standard errors of the
 // exact one (from `reference`, e.g. "Kalman"), that error below a tenth of max(1, |exact|) so
 // that the check has power.

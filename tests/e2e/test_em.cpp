@@ -622,9 +622,11 @@ double log_scale_average(const Table& path, const std::string& name, size_t from
 // iterates follow exact EM's path up to Monte Carlo noise (and a bias of order 1/N), so its
 // average over the second half is exact EM's average over the same iterations, within the
 // standard error that replicates with other seeds give.
-TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM on the Nile "
-          "local level model",
+TEST_CASE("optimize --method em --e-step ffbsi or paris: Monte Carlo EM follows exact EM on the "
+          "Nile local level model",
           "[em]") {
+  // paris's trajectories are picked among its backward draws (two per particle).
+  const std::string e_step = GENERATE(as<std::string>{}, "ffbsi", "paris");
   const std::string& exe = example_exe("nile");
   const std::string data = example_path("data/nile.csv");
   const std::vector<std::string> start = {"--param", "sigma_eps=115", "--param", "sigma_eta=45"};
@@ -651,7 +653,7 @@ TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM 
   std::map<std::string, std::vector<double>> estimates;
   for (int r = 0; r < replicates; ++r) {
     std::vector<std::string> args = {"--method",         "em",
-                                     "--e-step",         "ffbsi",
+                                     "--e-step",         e_step,
                                      "--data",           data,
                                      "--particles",      fmt::format("{}", particles),
                                      "--max-iterations", std::to_string(iterations),
@@ -675,7 +677,8 @@ TEST_CASE("optimize --method em --e-step ffbsi: Monte Carlo EM follows exact EM 
     for (double e : v)
       var += (e - mean) * (e - mean) / (replicates - 1);
     const double se = std::sqrt(var / replicates);
-    INFO(name << ": Monte Carlo EM " << mean << " (se " << se << "), exact EM " << target[name]);
+    INFO(e_step << ", " << name << ": Monte Carlo EM " << mean << " (se " << se << "), exact EM "
+                << target[name]);
     CHECK(se > 0);
     CHECK(std::abs(mean - target[name]) < 4 * se + bias.at(name));
   }

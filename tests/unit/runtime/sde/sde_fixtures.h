@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <numbers>
 #include <vector>
 
 namespace sde_fixtures {
@@ -126,6 +127,29 @@ struct Pairs {
       }
   }
 };
+
+// The Ornstein-Uhlenbeck SDE with gradient rows for the General Poisson estimator (sde_info(4)).
+// dX = k (mu - X) dt + s dW with theta = (k, mu): frame [k, mu, s, dt]; psi = (k^2 (mu - x)^2 /
+// s^2 - k) / 2, bounded below by -k / 2 and unbounded above; d drift / d(k, mu) = (mu - x, k),
+// d drift' / d(k, mu) = (-1, 0).
+inline void ou_gpe_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                         const double*, const int64_t*, const double* x, const double*,
+                         double* out) {
+  const double k = theta[0], mu = theta[1];
+  for (int64_t n = begin; n < end; ++n) {
+    const double row[] = {k * (mu - x[n]), -k,       theta[2],  theta[3], -k / 2, INFINITY,
+                          -INFINITY,       INFINITY, mu - x[n], k,        -1,     0};
+    for (int r = 0; r < 12; ++r)
+      out[r * stride + n] = row[r];
+  }
+}
+
+// Its transition density N(y; mu + (x - mu) e^{-k dt}, s^2 (1 - e^{-2 k dt}) / (2 k)).
+inline double ou_gpe_q(const std::vector<double>& f, const Point& x, const Point& y) {
+  const double a = std::exp(-f[0] * f[3]), var = f[2] * f[2] * (1 - a * a) / (2 * f[0]);
+  const double m = f[1] + (x[0] - f[1]) * a;
+  return std::exp(-(y[0] - m) * (y[0] - m) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
+}
 
 // q at the frame and its central differences in the frame's first K entries (an error near
 // 1e-10 for these smooth closed forms).

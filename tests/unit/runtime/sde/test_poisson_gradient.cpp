@@ -23,6 +23,8 @@ namespace {
 using sde_fixtures::check_gradient_unbiased;
 using sde_fixtures::exact_and_derivatives;
 using sde_fixtures::model_with;
+using sde_fixtures::ou_gpe_q;
+using sde_fixtures::ou_gpe_terms;
 using sde_fixtures::Point;
 using sde_fixtures::sde_info;
 
@@ -60,27 +62,6 @@ void tight_sine_terms(const double* theta, int64_t t, int64_t begin, int64_t end
   sine_terms(theta, t, begin, end, stride, xp, a, x, y, out);
   for (int64_t n = begin; n < end; ++n)
     out[5 * stride + n] = 0;
-}
-
-// dX = k (mu - X) dt + s dW with theta = (k, mu): frame [k, mu, s, dt]; psi = (k^2 (mu - x)^2 /
-// s^2 - k) / 2, bounded below by -k / 2 and unbounded above; d drift / d(k, mu) = (mu - x, k),
-// d drift' / d(k, mu) = (-1, 0).
-void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
-              const double*, const int64_t*, const double* x, const double*, double* out) {
-  const double k = theta[0], mu = theta[1];
-  for (int64_t n = begin; n < end; ++n) {
-    const double row[] = {k * (mu - x[n]), -k,       theta[2],  theta[3], -k / 2, INFINITY,
-                          -INFINITY,       INFINITY, mu - x[n], k,        -1,     0};
-    for (int r = 0; r < 12; ++r)
-      out[r * stride + n] = row[r];
-  }
-}
-
-// Its transition density N(y; mu + (x - mu) e^{-k dt}, s^2 (1 - e^{-2 k dt}) / (2 k)).
-double ou_q(const std::vector<double>& f, const Point& x, const Point& y) {
-  const double a = std::exp(-f[0] * f[3]), var = f[2] * f[2] * (1 - a * a) / (2 * f[0]);
-  const double m = f[1] + (x[0] - f[1]) * a;
-  return std::exp(-(y[0] - m) * (y[0] - m) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
 }
 
 // log q_theta(x, y) of the Sine diffusion over dt on a grid of [-4, 6] (x and y grid points).
@@ -211,14 +192,14 @@ TEST_CASE("General Poisson estimate's derivative: unbiased for the OU density's 
   // Q' = Q d log|Q| from single rounds, in (k, mu), for pairs near and far in psi's tail (where
   // estimates of either sign occur: the derivative of a signed estimate).
   const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_gpe_terms);
   ssm::PoissonEstimator estimator(model, sde_info(4));
   REQUIRE(estimator.gradient_size() == 2);
   CHECK_FALSE(estimator.exact_bridges(frame.data(), 3)); // gradient() cannot: no upper bound
   const std::vector<Point> x = {{0.3}, {1.5}, {-1.0}, {-2.5}}, y = {{-0.2}, {0.4}, {-1.6}, {-2.4}};
   std::vector<double> q;
   std::vector<std::vector<double>> dq;
-  exact_and_derivatives(ou_q, frame, 2, x, y, q, dq);
+  exact_and_derivatives(ou_gpe_q, frame, 2, x, y, q, dq);
   CHECK(check_gradient_unbiased(estimator, frame, x, y, q, dq, 40000, 0.05));
 }
 
@@ -228,11 +209,11 @@ TEST_CASE("General Poisson estimate's derivative: through Wald's sums, the weigh
   // Sets of 8 copies of a pair far in psi's tail, so that Wald's loop runs.
   const std::vector<double> frame = {0.8, 0.3, 0.6, 0.5};
   const Point x = {-2.5}, y = {-2.4};
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_gpe_terms);
   ssm::PoissonEstimator estimator(model, sde_info(4));
   std::vector<double> q;
   std::vector<std::vector<double>> dq;
-  exact_and_derivatives(ou_q, frame, 2, {x}, {y}, q, dq);
+  exact_and_derivatives(ou_gpe_q, frame, 2, {x}, {y}, q, dq);
   sde_fixtures::check_wald_gradient(estimator, frame, x, y, 8, 40000,
                                     {dq[0][0] / q[0], dq[0][1] / q[0]}, 0.05);
 }
