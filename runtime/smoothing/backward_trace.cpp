@@ -54,21 +54,7 @@ std::vector<StepPoints> trace_trajectories(const BackwardTrace& trace, int64_t M
                                                   static_cast<uint32_t>(t), kSiteTrajectory, 1));
       J[(t - 1) * M + m] = trace.idx[t][j * Nt + k];
     }
-  std::vector<StepPoints> steps(T);
-  for (int64_t t = 0; t < T; ++t) {
-    StepPoints& s = steps[t];
-    s.count = M;
-    s.weight.assign(M, 1.0 / static_cast<double>(M));
-    s.cur.resize(ns * M);
-    s.prev.assign(ns * M, NAN);
-    for (int64_t c = 0; c < ns; ++c)
-      for (int64_t m = 0; m < M; ++m) {
-        s.cur[c * M + m] = trace.x[t][c * N + J[t * M + m]];
-        if (t > 0)
-          s.prev[c * M + m] = trace.x[t - 1][c * N + J[(t - 1) * M + m]];
-      }
-  }
-  return steps;
+  return trajectory_steps(J, T, M, ns, N, [&](int64_t t) { return trace.x[t].data(); });
 }
 
 } // namespace ssm

@@ -134,21 +134,7 @@ std::vector<StepPoints> ffbsi_points(OfflinePass& p) {
   BoundRange bounds;
   const std::vector<int64_t> J =
       draw_trajectories(p, M, p.opt.backward == BackwardSampling::Rejection, counts, bounds);
-  std::vector<StepPoints> steps(T);
-  for (int64_t t = 0; t < T; ++t) {
-    StepPoints& s = steps[t];
-    s.count = M;
-    s.weight.assign(M, 1.0 / static_cast<double>(M));
-    s.cur.resize(ns * M);
-    s.prev.assign(ns * M, NAN);
-    for (int64_t c = 0; c < ns; ++c)
-      for (int64_t m = 0; m < M; ++m) {
-        s.cur[c * M + m] = p.sys.x_at(t, ns)[c * stride + J[t * M + m]];
-        if (t > 0)
-          s.prev[c * M + m] = p.sys.x_at(t - 1, ns)[c * stride + J[(t - 1) * M + m]];
-      }
-  }
-  return steps;
+  return trajectory_steps(J, T, M, ns, stride, [&](int64_t t) { return p.sys.x_at(t, ns); });
 }
 
 void ffbsi_pass(OfflinePass& p) {

@@ -125,4 +125,26 @@ int64_t draw_index(const std::vector<double>& cumulative, double u) {
   return std::min<int64_t>(it - cumulative.begin(), static_cast<int64_t>(cumulative.size()) - 1);
 }
 
+std::vector<StepPoints> trajectory_steps(const std::vector<int64_t>& J, int64_t T, int64_t M,
+                                         int64_t ns, int64_t stride,
+                                         const std::function<const double*(int64_t)>& x_at) {
+  std::vector<StepPoints> steps(T);
+  for (int64_t t = 0; t < T; ++t) {
+    StepPoints& s = steps[t];
+    s.count = M;
+    s.weight.assign(M, 1.0 / static_cast<double>(M));
+    s.cur.resize(ns * M);
+    s.prev.assign(ns * M, NAN);
+    const double* cur = x_at(t);
+    const double* prev = t > 0 ? x_at(t - 1) : nullptr;
+    for (int64_t c = 0; c < ns; ++c)
+      for (int64_t m = 0; m < M; ++m) {
+        s.cur[c * M + m] = cur[c * stride + J[t * M + m]];
+        if (prev)
+          s.prev[c * M + m] = prev[c * stride + J[(t - 1) * M + m]];
+      }
+  }
+  return steps;
+}
+
 } // namespace ssm

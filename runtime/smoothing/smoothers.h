@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ssm {
@@ -120,5 +121,11 @@ private:
 
 // Inverse-CDF draw from cumulative weights (cumulative.back() > 0) with u in (0, 1).
 int64_t draw_index(const std::vector<double>& cumulative, double u);
+
+// The points of M equally weighted trajectories, index J[t * M + m] at step t (T x M), through
+// each step's particles x_at(t) (component c of particle n at [c * stride + n]): EM's points.
+std::vector<StepPoints> trajectory_steps(const std::vector<int64_t>& J, int64_t T, int64_t M,
+                                         int64_t ns, int64_t stride,
+                                         const std::function<const double*(int64_t)>& x_at);
 
 } // namespace ssm

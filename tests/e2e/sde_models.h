@@ -61,6 +61,22 @@ inline LinearGaussianModel ou_observed(double kappa, double mu, double s, double
   return m;
 }
 
+// The source of model `name`: dX = kappa (mu - X) dt + 0.6 dW observed every 0.5 with noise 0.5,
+// from a diffuse prior (the filter cloud at t = 0 is wide beside the noise over dt); kappa and
+// mu are parameters (0.8, 0.5), ou_observed's model for a Kalman filter.
+inline std::string ou_sde_source(const std::string& name) {
+  return "model " + name + R"( {
+  param kappa : real(0, inf) = 0.8;
+  param mu : real = 0.5;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(kappa * (mu - x[t]), 0.6, 0.5, 400);
+  y[t] ~ normal(x[t], 0.5);
+}
+)";
+}
+
 // `score --json`'s estimate of each parameter's score within 4 of its standard errors of the
 // exact one (from `reference`, e.g. "Kalman"), that error below a tenth of max(1, |exact|) so
 // that the check has power.

@@ -21,19 +21,6 @@ using namespace e2e;
 
 namespace {
 
-// dX = kappa (mu - X) dt + 0.6 dW observed every 0.5 with noise 0.5.
-const char* const kOuEmSource = R"(
-model ou_sde_em {
-  param kappa : real(0, inf) = 0.8;
-  param mu : real = 0.5;
-  state x : real;
-  obs y : real;
-  x[0] ~ normal(0, 1);
-  x[t] ~ diffusion(kappa * (mu - x[t]), 0.6, 0.5, 400);
-  y[t] ~ normal(x[t], 0.5);
-}
-)";
-
 // The exact MLE of (kappa, mu) by Newton's method on the Kalman log-likelihood (central
 // differences), from (1, 0.5), and its standard errors from the observed information there.
 void exact_mle(const std::vector<Eigen::VectorXd>& y, Eigen::Vector2d& theta, Eigen::Vector2d& se) {
@@ -63,7 +50,7 @@ void exact_mle(const std::vector<Eigen::VectorXd>& y, Eigen::Vector2d& theta, Ei
 
 TEST_CASE("optimize --method em on an OU SDE: estimated densities reach the Kalman MLE",
           "[e2e][stat][sde][em]") {
-  const std::string& exe = model_exe("ou_sde_em", kOuEmSource);
+  const std::string& exe = model_exe("ou_sde_em", ou_sde_source("ou_sde_em"));
   const std::string data = scratch_path("ou-sde-em.csv");
   run_ok({exe, "simulate", "--T", "40", "--seed", "5", "--out", data});
   Eigen::Vector2d mle, se;

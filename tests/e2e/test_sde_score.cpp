@@ -24,19 +24,7 @@ using namespace e2e;
 
 namespace {
 
-// dX = kappa (mu - X) dt + 0.6 dW observed every 0.5 with noise 0.5, from a diffuse prior (the
-// filter cloud at t = 0 is wide beside the noise over dt).
-const char* const kOuSource = R"(
-model ou_sde_score {
-  param kappa : real(0, inf) = 0.8;
-  param mu : real = 0.5;
-  state x : real;
-  obs y : real;
-  x[0] ~ normal(0, 1);
-  x[t] ~ diffusion(kappa * (mu - x[t]), 0.6, 0.5, 400);
-  y[t] ~ normal(x[t], 0.5);
-}
-)";
+const std::string kOuSource = ou_sde_source("ou_sde_score");
 
 std::string simulate_ou(const std::string& exe) {
   const std::string data = scratch_path("ou-sde-score-sim.csv");
