@@ -80,6 +80,10 @@ public:
           steps[name] = how;
         j["m_step"] = steps;
       }
+      if (!r.e_step.empty())
+        j["e_step"] = r.e_step;
+      if (r.sde_estimates > 0)
+        j["sde_estimates"] = r.sde_estimates;
       if (r.log_likelihood_se != 0) // a particle filter's estimate (adam)
         j["log_likelihood_se"] = r.log_likelihood_se;
       add_random_weight_caveat(j, c.info,

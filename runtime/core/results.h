@@ -72,6 +72,10 @@ struct Optimum {
   // EM: how its M-step updated each learned parameter, {name, "closed form: RELATIONS"} or
   // {name, "numerical (L-BFGS): WHY"}; empty for other methods.
   std::vector<std::pair<std::string, std::string>> m_steps;
+  // EM: its E-step ("exact", or the particle smoother whose trajectories it took: "ffbsi",
+  // "paris", "bis"), and for an SDE transition the density estimates per pair in Q (else 0).
+  std::string e_step;
+  int64_t sde_estimates = 0;
   struct Start {
     double initial_objective = 0, objective = 0, log_likelihood = 0;
     bool converged = false;

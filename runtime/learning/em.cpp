@@ -124,6 +124,7 @@ Optimum run_em(const MethodRun& run, const OptimizeOptions& options) {
   const std::vector<double> u0 = space.unconstrain({given.data(), static_cast<size_t>(n)});
   Optimum best;
   best.map = options.map;
+  best.e_step = "exact";
   best.objective = -std::numeric_limits<double>::infinity();
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);

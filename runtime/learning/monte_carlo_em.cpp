@@ -111,6 +111,8 @@ Optimum run_monte_carlo_em(const MethodRun& run, const OptimizeOptions& options,
 
   Optimum best;
   best.map = options.map;
+  best.e_step = smooth_method_name(smoothing.method);
+  best.sde_estimates = e.sde_estimates;
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);
   setup.describe(best);

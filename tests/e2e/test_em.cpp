@@ -661,7 +661,7 @@ TEST_CASE("optimize --method em --e-step ffbsi or paris: Monte Carlo EM follows 
     args.insert(args.end(), start.begin(), start.end());
     const nlohmann::json j = optimize(exe, args);
     INFO(j.dump());
-    CHECK(j["method"] == "em");
+    CHECK(j["e_step"] == e_step);
     CHECK(j["m_step"]["sigma_eta"].get<std::string>().starts_with("closed form"));
     CHECK(j["iterations"] == iterations);
     CHECK(std::isfinite(j["log_likelihood"].get<double>()));

@@ -68,6 +68,8 @@ TEST_CASE("optimize --method em on an OU SDE: estimated densities reach the Kalm
           .out);
   INFO(j.dump());
   CHECK(j["method"] == "em");
+  CHECK(j["e_step"] == "bis"); // smooth's auto for these unbounded estimates
+  CHECK(j["sde_estimates"] == 32);
   CHECK(j["m_step"]["kappa"].get<std::string>().starts_with("numerical"));
   CHECK(j["converged"] == true); // the mean estimated score over the last 10 is within noise
   // Over seeds 1 to 3 the estimates' spread was 0.075 standard errors of the MLE (kappa) and
