@@ -21,7 +21,8 @@ namespace ssm {
 inline constexpr double kEmStepTolerance = 1e-10;
 inline constexpr int64_t kEmStepIterations = 100;
 // ... but with an SDE's estimated Q (piecewise smooth in theta), a generalised step: a few
-// iterations that raise Q, since the Monte Carlo E-step's noise dwarfs what more would gain.
+// iterations that raise Q, since the Monte Carlo E-step's noise dwarfs what more would gain (4
+// climbed less per E-step on the hares and lynx: bench/README.md).
 inline constexpr int64_t kSdeEmStepIterations = 10;
 
 // An E-step's result: per series (core/series.h: independent series add), the points of each
