@@ -446,8 +446,8 @@ void register_learning_methods(MethodRegistry& registry) {
                                     : "ffbsi"));
     if (!monte_carlo_e_step(run))
       return;
-    check_smooth_method(run.model, run.info, em_smoothing(*reg, run), "optimize --method em",
-                        "--e-step");
+    check_smooth_method(run.model, without_functionals(run.info), em_smoothing(*reg, run),
+                        "optimize --method em", "--e-step");
     check_monte_carlo_em_options(optimize_options(run));
   };
   em.optimize = [reg](const MethodRun& run) {

@@ -190,10 +190,18 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
                           smooth_method_name(opt.method)));
 }
 
-std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
+ModelInfo without_functionals(const ModelInfo& info) {
+  ModelInfo bare = info;
+  bare.functionals.clear();
+  bare.n_functional = 0;
+  return bare;
+}
+
+std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& model_info,
                                           const std::vector<double>& fixed, const ObsData& data,
                                           const SmoothOptions& options, ThreadPool& pool,
                                           double& log_likelihood) {
+  const ModelInfo info = without_functionals(model_info);
   SmoothOptions opt = options;
   if (opt.method != SmoothMethod::Paris && opt.method != SmoothMethod::Bis)
     opt.method = SmoothMethod::Ffbsi;

@@ -98,12 +98,16 @@ SmoothResult smooth(const ssm_model& model, const ModelInfo& info, const std::ve
 // run with options.filter, as each step's points of weight 1/M (exact/weighted_points.h): the
 // Monte Carlo E-step of EM (learning/monte_carlo_em.h). With options.method paris or bis, picked
 // among that pass's backward draws (backward_trace.h: an SDE's estimated density); otherwise by
-// ffbsi. `log_likelihood` receives the filter's estimate. The caller checks the options first
-// (check_smooth_method with the method); throws ssm::Error when the filter fails.
+// ffbsi. The model's functionals take no part (without_functionals). `log_likelihood` receives
+// the filter's estimate. The caller checks the options first (check_smooth_method with the
+// method and without_functionals(info)); throws ssm::Error when the filter fails.
 std::vector<StepPoints> trajectory_points(const ssm_model& model, const ModelInfo& info,
                                           const std::vector<double>& fixed, const ObsData& data,
                                           const SmoothOptions& options, ThreadPool& pool,
                                           double& log_likelihood);
+// The model as trajectory_points smooths it: no functionals (their kernel is never called), so
+// that a functional an online smoother cannot carry does not refuse paris or bis there.
+ModelInfo without_functionals(const ModelInfo& info);
 
 // CSV `t,mean_<col>,var_<col>...,<per-t functional columns>`, one row per time step (only when
 // the result has marginals).

@@ -727,6 +727,12 @@ TEST_CASE("optimize --method em --e-step ffbsi: the verdict, and what it refuses
   CHECK(p0[0] > 0);
   CHECK(p0[1] > 0);
   CHECK(std::abs(p0[0] + p0[1] - 1) < 1e-12);
+  // Its per-t functional (expected_count), which paris carries only with --marginals, does not
+  // refuse paris's E-step: EM's points smooth no functional.
+  const nlohmann::json hp =
+      optimize(hmm, {"--method", "em", "--data", counts, "--e-step", "paris", "--particles", "100",
+                     "--max-iterations", "20", "--fix", "weekly", "--fix", "rate"});
+  CHECK(hp["e_step"] == "paris");
 
   const std::string& lagged = model_exe("lag_two_nonlinear", kLagTwoNonlinear);
   const std::string sim = scratch_path("lag-two.csv");
