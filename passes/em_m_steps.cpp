@@ -299,28 +299,27 @@ public:
         (context.finite_state && context.finite_state->is_finite);
     // An SDE's density is estimated instead (paris's or bis's draws; Q's term from averaged
     // estimates, climbed with the estimates' gradient): sde-estimators says whether they apply.
-    const bool has_sde = context.density && std::ranges::any_of(context.density->relations,
-                                                                [](const RelationDensity& r) {
-                                                                  return r.dist == "diffusion";
-                                                                });
-    if (has_sde && !context.sde) // a pipeline that put em-m-steps first
-      create_sde_estimators()->run(model, context);
     if (context.density && !context.density->tractable && !exact_e_step)
       for (const RelationDensity& r : context.density->relations) {
-        if (r.kind == DensityKind::SampleOnly && r.dist == "diffusion" && context.sde &&
-            context.sde->why_not.empty() && context.sde->gradient_why_not.empty())
-          result.sde_relation = r.relation;
-        else if (r.kind == DensityKind::SampleOnly && r.dist == "diffusion" && context.sde &&
-                 result.unavailable.empty())
-          result.unavailable = fmt::format(
-              "the M-step climbs Q with the gradient of the SDE {}'s log density, "
-              "which the estimators do not give: {}",
-              r.relation,
-              context.sde->why_not.empty() ? context.sde->gradient_why_not : context.sde->why_not);
-        else if (r.kind == DensityKind::SampleOnly && result.unavailable.empty())
+        if (r.kind != DensityKind::SampleOnly)
+          continue;
+        if (r.dist == "diffusion" && !context.sde) // a pipeline that put em-m-steps first
+          create_sde_estimators()->run(model, context);
+        if (r.dist == "diffusion" && context.sde) {
+          const SdeEstimators& sde = *context.sde;
+          const std::string& why = sde.why_not.empty() ? sde.gradient_why_not : sde.why_not;
+          if (why.empty())
+            result.sde_relation = r.relation;
+          else if (result.unavailable.empty())
+            result.unavailable = fmt::format("the M-step climbs Q with the gradient of the SDE "
+                                             "{}'s log density, which the estimators do not "
+                                             "give: {}",
+                                             r.relation, why);
+        } else if (result.unavailable.empty()) {
           result.unavailable = fmt::format("its E-step evaluates the transition density, and "
                                            "{} is sample-only ({})",
                                            r.relation, r.sample_only_reason);
+        }
       }
     context.em_steps = std::move(result);
   }

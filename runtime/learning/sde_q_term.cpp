@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -27,11 +28,17 @@ double step_term(DensityEstimator& estimator, const ModelInfo& info, const doubl
   std::vector<double> log_base(P), factor(P), g(static_cast<size_t>(K) * P);
   // Per pair: the sums of the estimates and of their derivatives (over exp(log_base)).
   std::vector<double> sum(P, 0.0), dsum(static_cast<size_t>(K) * P, 0.0);
-  // Round r of pair p: the estimator's round r, pair id p (draws keyed by (seed, t, p)).
-  auto add_round = [&](int r) {
+  // Round r of pair p: the estimator's round r, pair id p (draws keyed by (seed, t, p)), added to
+  // the pairs `redraw` marks (all without it; a round's draws are keyed per pair, so the others'
+  // are computed and dropped).
+  std::vector<int64_t> count(P, 0);
+  auto add_round = [&](int r, const std::vector<char>* redraw) {
     estimator.single(frame, t, prev, cur, P, seed, 0, r, log_base.data(), factor.data(), nullptr,
                      K > 0 ? g.data() : nullptr);
     for (int64_t p = 0; p < P; ++p) {
+      if (redraw && !(*redraw)[p])
+        continue;
+      ++count[p];
       sum[p] += factor[p];
       for (int k = 0; k < K; ++k)
         dsum[k * P + p] += factor[p] * g[k * P + p]; // Q'_r / exp(log_base)
@@ -41,37 +48,25 @@ double step_term(DensityEstimator& estimator, const ModelInfo& info, const doubl
     throw Error(fmt::format("internal error: {} estimates per pair", R));
   int r = 0;
   for (; r < R; ++r)
-    add_round(r);
-  // Further rounds for the pairs whose sum is not positive (all pairs are redrawn: a round's
-  // draws are keyed per pair, so the others' extra terms are computed and dropped).
-  std::vector<int64_t> count(P, R);
-  // A pair still in need of a round: of positive weight, finite, its sum not positive.
-  auto needs_round = [&](int64_t p) {
-    return s.weight[p] != 0 && std::isfinite(log_base[p]) && !(sum[p] > 0);
-  };
-  for (bool pending = true; pending; ++r) {
-    pending = false;
-    for (int64_t p = 0; p < P; ++p)
-      pending |= needs_round(p);
+    add_round(r, nullptr);
+  // Further rounds for the pairs of positive weight whose sum is not positive.
+  std::vector<char> redraw(P);
+  for (;; ++r) {
+    bool pending = false;
+    for (int64_t p = 0; p < P; ++p) {
+      redraw[p] = s.weight[p] != 0 && std::isfinite(log_base[p]) && !(sum[p] > 0);
+      pending |= redraw[p] != 0;
+    }
     if (!pending)
       break;
-    if (r >= kMaxWaldRounds)
-      for (int64_t p = 0; p < P; ++p)
-        if (needs_round(p))
-          throw Error(fmt::format("optimize (em): at t={} the {} estimates of the density of "
-                                  "trajectory {}'s pair still sum to a nonpositive value after "
-                                  "{} rounds",
-                                  t, info.sde->relation, p, kMaxWaldRounds));
-    const std::vector<double> before = sum, dbefore = dsum;
-    add_round(r);
-    for (int64_t p = 0; p < P; ++p)
-      if (!(s.weight[p] != 0 && std::isfinite(log_base[p]) && !(before[p] > 0))) { // done
-        sum[p] = before[p];
-        for (int k = 0; k < K; ++k)
-          dsum[k * P + p] = dbefore[k * P + p];
-      } else {
-        ++count[p];
-      }
+    if (r >= kMaxWaldRounds) {
+      const auto p = std::find(redraw.begin(), redraw.end(), 1) - redraw.begin();
+      throw Error(fmt::format("optimize (em): at t={} the {} estimates of the density of "
+                              "trajectory {}'s pair still sum to a nonpositive value after {} "
+                              "rounds",
+                              t, info.sde->relation, p, kMaxWaldRounds));
+    }
+    add_round(r, &redraw);
   }
   // The log of the mean, not corrected for its bias (-Var / (2 n q^2) to first order): a
   // correction by the estimates' sample variance rewards the parameters whose estimates vary

@@ -91,4 +91,15 @@ TEST_CASE("optimize --method em on an OU SDE: estimated densities reach the Kalm
       run_process({exe, "optimize", "--method", "em", "--e-step", "exact", "--data", data});
   CHECK(exact.exit_code != 0);
   CHECK_THAT(exact.err, Catch::Contains("--e-step paris or bis"));
+  // More estimates per pair than Wald's bound of rounds leaves room for.
+  const ProcessResult many =
+      run_process({exe, "optimize", "--method", "em", "--sde-estimates", "501", "--data", data});
+  CHECK(many.exit_code != 0);
+  CHECK_THAT(many.err, Catch::Contains("--sde-estimates must be in [1, 500] (got 501)"));
+  // A coefficient that reads a parameter (G): no gradient of the estimates for the M-step.
+  const std::string& lv = example_exe("lotka_volterra_sde");
+  const ProcessResult no_gradient = run_process({lv, "optimize", "--method", "em", "--data", data});
+  CHECK(no_gradient.exit_code != 0);
+  CHECK_THAT(no_gradient.err, Catch::Contains("the M-step climbs Q with the gradient") &&
+                                  Catch::Contains("reads the parameter G"));
 }
