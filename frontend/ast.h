@@ -56,10 +56,22 @@ struct TypeSpec {
   Range range;
 };
 
+// `name = value`: a named argument of a distribution, or an option of a network.
+struct NamedArg {
+  Ident name;
+  ExprPtr value;
+};
+
+// `dist(a, b, name = c, ...)`: positional arguments, then named ones. resolve_named_arguments
+// (named_arguments.cpp) puts the named ones in their places before lowering: `args` is then in
+// the distribution's order, an optional argument left out before a given one as its default
+// (diffusion's steps before its psi_lower), and `named` is empty.
 struct DistCall {
   Ident name;
   std::vector<ExprPtr> args;
+  std::vector<NamedArg> named; // as written: a positional argument after a named one has no name
   Range range;
+  bool unresolved = false; // a named argument was reported wrong: lowering says nothing more
 };
 
 struct ConstDecl {
@@ -145,14 +157,10 @@ struct Lookahead {
 
 // `net name : mlp(inputs = 2, outputs = 64, hidden = [128, 128], activation = relu);`: a neural
 // network, called as a function in relations; its options are named, their values expressions.
-struct NetOption {
-  Ident name;
-  ExprPtr value;
-};
 struct NetDecl {
   Ident name;
   Ident kind; // mlp
-  std::vector<NetOption> options;
+  std::vector<NamedArg> options;
   Range range;
 };
 

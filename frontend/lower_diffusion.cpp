@@ -1,8 +1,9 @@
-// An SDE's transition, `x[t] ~ diffusion(drift, diffusion, dt[, steps])`: dX = drift(X) dt +
-// diffusion(X) dW from x[t-1] over dt, where the drift and the diffusion coefficient read x[t]
-// as the path's current value. Lowered to the IR relation diffusion(x[t-1], drift, diffusion, dt,
-// steps) (ir/dists.h) after the checks here: a real or vector state's transition only, the
-// arguments' shapes, positive constants, an invertible constant matrix, whole substeps.
+// An SDE's transition, `x[t] ~ diffusion(drift, diffusion, dt[, steps, psi_lower, psi_upper])`:
+// dX = drift(X) dt + diffusion(X) dW from x[t-1] over dt, where the drift and the diffusion
+// coefficient read x[t] as the path's current value. Lowered to the IR relation
+// diffusion(x[t-1], drift, diffusion, dt, steps, psi_lower, psi_upper) (ir/dists.h) after the
+// checks here: a real or vector state's transition only, the arguments' shapes, positive
+// constants, an invertible constant matrix, whole substeps, psi's bounds for a real state.
 #include "lowering.h"
 #include "messages.h"
 
@@ -31,7 +32,9 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
     error(r.target->range, fmt::format(msg::diffusion_state_type, decl.name, ir::type_str(decl)));
     return std::nullopt;
   }
-  if (call.args.size() != 3 && call.args.size() != 4) {
+  if (call.unresolved) // its named arguments were reported wrong
+    return std::nullopt;
+  if (call.args.size() < 3 || call.args.size() > 6) {
     error(call.range,
           fmt::format(msg::diffusion_argument_count,
                       call.args.size() == 1 ? "1 was" : fmt::format("{} were", call.args.size())));
@@ -46,9 +49,9 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
   std::optional<int> drift = lower(*call.args[0], s);
   std::optional<int> sigma = lower(*call.args[1], s);
   rel.path = false;
-  rel.sde_dt = true;
+  rel.sde_fixed = "dt";
   std::optional<int> dt = lower(*call.args[2], s);
-  rel.sde_dt = false;
+  rel.sde_fixed = nullptr;
   bool ok = drift && sigma && dt;
   if (drift && !(shape_of(s, *drift) == shape) && !shape_of(s, *drift).is_scalar()) {
     std::string allowed = shape.is_scalar() ? "real" : "real or " + shape.str();
@@ -107,7 +110,7 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
     ok = false;
   }
   long steps = ir::kDefaultDiffusionSteps;
-  if (call.args.size() == 4) {
+  if (call.args.size() >= 4) {
     const std::string what = fmt::format("the number of substeps of {}", target);
     std::optional<long> n = eval_int(*call.args[3], what);
     const long most = ir::max_diffusion_steps(d); // the draws of a path have 32-bit indices
@@ -116,7 +119,8 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
     ok = ok && n && *n >= 1 && *n <= most;
     steps = n.value_or(steps);
   }
-  if (!ok)
+  std::optional<std::vector<int>> psi = lower_psi_bounds(call, decl, s, target);
+  if (!ok || !psi)
     return std::nullopt;
 
   ir::Node from;
@@ -127,8 +131,55 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
   const int start = emit(s, std::move(from), r.target->range);
   rel.reads_state = true;
   const int count = emit_const(s, ir::Shape::scalar(), {static_cast<double>(steps)},
-                               call.args.size() == 4 ? call.args[3]->range : call.range);
-  return std::vector<int>{start, *drift, *sigma, *dt, count};
+                               call.args.size() >= 4 ? call.args[3]->range : call.range);
+  return std::vector<int>{start, *drift, *sigma, *dt, count, (*psi)[0], (*psi)[1]};
+}
+
+// psi_lower and psi_upper, the model's bounds of the General Poisson estimator's psi (the
+// sde-estimators pass intersects them with its own): reals that do not read the path, for a real
+// state; constants -inf and inf when left out.
+std::optional<std::vector<int>> Lowering::lower_psi_bounds(const ast::DistCall& call,
+                                                           const ir::VarDecl& decl, Scope& s,
+                                                           const std::string& target) {
+  const char* names[] = {"psi_lower", "psi_upper"};
+  const double unbounded[] = {-INFINITY, INFINITY};
+  std::vector<int> out;
+  std::vector<std::optional<double>> constants;
+  bool ok = true;
+  for (size_t k = 0; k < 2; ++k) {
+    if (call.args.size() <= 4 + k) {
+      out.push_back(emit_const(s, ir::Shape::scalar(), {unbounded[k]}, call.range));
+      constants.push_back(unbounded[k]);
+      continue;
+    }
+    const ast::Expr& e = *call.args[4 + k];
+    s.relation()->sde_fixed = names[k];
+    std::optional<int> id = lower(e, s);
+    s.relation()->sde_fixed = nullptr;
+    if (id && !shape_of(s, *id).is_scalar()) {
+      error(e.range,
+            fmt::format(msg::diffusion_psi_bound_shape, names[k], target, shape_of(s, *id).str()));
+      id.reset();
+    }
+    std::optional<double> value;
+    if (id)
+      if (auto v = constant_value(*s.block, *id))
+        value = (*v)[0];
+    if (id && !decl.shape.is_scalar()) {
+      error(e.range,
+            fmt::format(msg::diffusion_psi_bounds_vector, target, decl.name, ir::type_str(decl)));
+      id.reset();
+    }
+    ok = ok && id;
+    out.push_back(id.value_or(-1));
+    constants.push_back(value);
+  }
+  if (ok && constants[0] && constants[1] && *constants[0] > *constants[1]) {
+    error(call.args[4]->range,
+          fmt::format(msg::diffusion_psi_bounds_order, target, *constants[0], *constants[1]));
+    ok = false;
+  }
+  return ok ? std::optional(out) : std::nullopt;
 }
 
 } // namespace ssm::frontend::lowering

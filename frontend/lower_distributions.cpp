@@ -65,6 +65,13 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
     error(d.name.range, message);
     return std::nullopt;
   }
+  if (d.unresolved) // its named arguments were reported wrong
+    return std::nullopt;
+  if (info->dist == ir::Dist::Diffusion) { // in a prior, or a plate or simulator declaration
+    error(d.name.range, fmt::format(msg::diffusion_not_transition,
+                                    fmt::format("the distribution of {}", target_name)));
+    return std::nullopt;
+  }
   if (args.size() != info->arg_names.size()) {
     error(d.range, fmt::format(msg::dist_argument_count, signature(*info),
                                plural(info->arg_names.size(), "argument"),

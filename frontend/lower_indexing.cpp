@@ -348,8 +348,12 @@ std::optional<int> Lowering::lower_var_ref(const Expr& name, const Symbol& sym,
   // first-order, and gives observations x[t-k] as a hidden state at t.
   const bool path = offset == 0 && same_kind && rel.path && sym.index == rel.target_var;
   if (offset == 0 && same_kind && !functional && sym.index == rel.target_var && !path)
-    return fail(rel.sde_dt ? fmt::format(msg::diffusion_dt_reads_path, rel.target, ref)
-                           : fmt::format(msg::reads_own_target, rel.subject, ref));
+    return fail(rel.sde_fixed
+                    ? fmt::format(msg::diffusion_fixed_reads_path, rel.sde_fixed, rel.target, ref,
+                                  std::string_view(rel.sde_fixed) == "dt"
+                                      ? msg::diffusion_dt_reads_path
+                                      : msg::diffusion_bound_reads_path)
+                    : fmt::format(msg::reads_own_target, rel.subject, ref));
   if (offset == 0 && is_state && kind == ir::BlockKind::Lookahead)
     return fail(fmt::format(msg::lookahead_reads_current_state, rel.subject, ref, name.name));
   ir::Node n;

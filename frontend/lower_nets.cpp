@@ -36,7 +36,7 @@ void Lowering::define_net(const ast::NetDecl& d) {
   net.hidden = {64};
   net.loc = loc(d.name.range);
   std::set<std::string> seen;
-  for (const ast::NetOption& o : d.options) {
+  for (const ast::NamedArg& o : d.options) {
     const std::string& key = o.name.name;
     if (!seen.insert(key).second) {
       reject(o.name.range, fmt::format(msg::net_option_twice, key, name));

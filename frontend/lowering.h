@@ -79,8 +79,8 @@ struct RelationScope {
   bool reads_state = false; // some state, at any lag
   // Lowering an SDE's drift or diffusion: the target at lag 0 is the path's current value.
   bool path = false;
-  // Lowering an SDE's dt, which must not read the path.
-  bool sde_dt = false;
+  // Lowering an SDE's argument that must not read the path (dt, psi_lower, psi_upper): its name.
+  const char* sde_fixed = nullptr;
 };
 
 struct FunctionScope {
@@ -253,6 +253,9 @@ private:
   std::optional<std::vector<int>> lower_diffusion(const ast::Relation& r, const ir::VarDecl& decl,
                                                   ir::BlockKind kind, int state, Scope& s,
                                                   const std::string& target);
+  std::optional<std::vector<int>> lower_psi_bounds(const ast::DistCall& call,
+                                                   const ir::VarDecl& decl, Scope& s,
+                                                   const std::string& target);
   bool check_relation(const ast::Relation& r, const ir::VarDecl& decl, const ir::Block& block,
                       ir::VarKind target_kind, ir::Dist dist,
                       const std::vector<std::optional<int>>& args, const std::string& target);

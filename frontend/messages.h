@@ -187,7 +187,8 @@ inline constexpr char diffusion_not_transition[] =
     "(write the transition 'x[t] ~ diffusion(drift, diffusion, dt)')";
 inline constexpr char diffusion_state_type[] = "an SDE's state is real or a vector, but '{}' is {}";
 inline constexpr char diffusion_argument_count[] =
-    "diffusion takes 3 or 4 arguments (drift, diffusion, dt[, steps]), but {} given";
+    "diffusion takes 3 to 6 arguments (drift, diffusion, dt[, steps, psi_lower, psi_upper]), but "
+    "{} given";
 inline constexpr char diffusion_drift_shape[] =
     "the drift of {} must be {} (the state's shape), but it is {}";
 inline constexpr char diffusion_coefficient_shape[] =
@@ -200,16 +201,30 @@ inline constexpr char diffusion_matrix_singular[] =
 inline constexpr char diffusion_matrix_not_finite[] =
     "the diffusion matrix of {} must be finite, but its component [{}, {}] is {}";
 inline constexpr char diffusion_dt_shape[] = "dt of {} must be real, but it is {}";
-inline constexpr char diffusion_dt_reads_path[] =
-    "dt of {} reads {}, the path: the time between steps cannot depend on it";
+inline constexpr char diffusion_fixed_reads_path[] = "{} of {} reads {}, the path: {}";
+inline constexpr char diffusion_dt_reads_path[] = "the time between steps cannot depend on it";
+inline constexpr char diffusion_bound_reads_path[] =
+    "a bound over every value of the path cannot depend on it";
 inline constexpr char diffusion_dt_not_positive[] =
     "dt of {} (the time between x[t-1] and x[t]) must be positive, but it is {}";
+inline constexpr char diffusion_psi_bound_shape[] = "{} of {} must be real, but it is {}";
+inline constexpr char diffusion_psi_bounds_vector[] =
+    "psi's bounds of {} are for the General Poisson estimator, which needs a real state, but '{}' "
+    "is {}";
+inline constexpr char diffusion_psi_bounds_order[] =
+    "psi_lower of {} is {}, above its psi_upper {}";
 inline constexpr char diffusion_steps_range[] =
     "the number of Euler-Maruyama substeps of {} must be from 1 to {}, but it is {}";
 
 // ---- distributions (lower_distributions.cpp)
 
 inline constexpr char unknown_distribution[] = "unknown distribution '{}'";
+// ---- named arguments of distributions (named_arguments.cpp)
+inline constexpr char positional_after_named[] =
+    "a positional argument of {} cannot follow a named one: name it too";
+inline constexpr char unknown_argument[] = "{} has no argument '{}'";
+inline constexpr char argument_twice[] = "the argument '{}' of {} is given twice{}";
+inline constexpr char argument_missing[] = "{} needs the argument '{}'";
 inline constexpr char dist_argument_count[] = "{} takes {}, but {} given";
 inline constexpr char categorical_target_not_scalar[] =
     "categorical needs a single integer target, but '{}' is {}";

@@ -185,12 +185,28 @@ template <ast::TypeSpec::Kind K> struct make_type {
   }
 };
 
+// The arguments as written: positional ones (without a name) until the first named one, whose
+// list keeps what follows it for resolve_named_arguments to check.
 auto const make_dist = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
-  auto& args = boost::fusion::at_c<1>(attr);
+  auto& written = boost::fusion::at_c<1>(attr);
   const ast::Ident& id = boost::fusion::at_c<0>(attr);
-  x3::_val(ctx) =
-      ast::DistCall{id, args ? *args : std::vector<ast::ExprPtr>{}, {id.range.begin, end_of(ctx)}};
+  ast::DistCall call{id, {}, {}, {id.range.begin, end_of(ctx)}};
+  if (written)
+    for (ast::NamedArg& a : *written) {
+      if (a.name.name.empty() && call.named.empty())
+        call.args.push_back(std::move(a.value));
+      else
+        call.named.push_back(std::move(a));
+    }
+  x3::_val(ctx) = std::move(call);
+};
+auto const make_named_arg = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  x3::_val(ctx) = ast::NamedArg{boost::fusion::at_c<0>(attr), boost::fusion::at_c<1>(attr)};
+};
+auto const make_positional_arg = [](auto& ctx) {
+  x3::_val(ctx) = ast::NamedArg{{}, x3::_attr(ctx)};
 };
 
 auto const push_const = [](auto& ctx) {
@@ -285,10 +301,6 @@ auto const push_fn = [](auto& ctx) {
   state(ctx).model->fns.push_back(std::move(f));
 };
 
-auto const make_net_option = [](auto& ctx) {
-  auto& attr = x3::_attr(ctx);
-  x3::_val(ctx) = ast::NetOption{boost::fusion::at_c<0>(attr), boost::fusion::at_c<1>(attr)};
-};
 auto const push_net = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   ast::NetDecl n;
@@ -408,13 +420,15 @@ x3::rule<class type_r, ast::TypeSpec> const type = "type";
 x3::rule<class bounds_r, std::vector<ast::ExprPtr>> const bounds = "bounds";
 x3::rule<class int_range_r, std::vector<ast::ExprPtr>> const int_range = "bounds";
 x3::rule<class dist_r, ast::DistCall> const dist = "distribution";
+x3::rule<class dist_arg_r, ast::NamedArg> const dist_arg = "expression";
+x3::rule<class dist_args_r, std::vector<ast::NamedArg>> const dist_args = "expression";
 x3::rule<class target_r, ast::ExprPtr> const target = "relation";
 x3::rule<class let_r, ast::LetDecl> const let = "let";
 x3::rule<class fn_param_r, ast::FnParam> const fn_param = "parameter";
 x3::rule<class fn_params_r, std::vector<ast::FnParam>> const fn_params = "parameters";
 x3::rule<class fn_body_r, ast::FnDecl> const fn_body = "function body";
-x3::rule<class net_option_r, ast::NetOption> const net_option = "network option";
-x3::rule<class net_options_r, std::vector<ast::NetOption>> const net_options = "network options";
+x3::rule<class net_option_r, ast::NamedArg> const net_option = "network option";
+x3::rule<class net_options_r, std::vector<ast::NamedArg>> const net_options = "network options";
 x3::rule<class statement_r> const statement = "statement";
 x3::rule<class end_of_model_r> const end_of_model = "end of model";
 x3::rule<class model_r> const model = "model";
@@ -475,7 +489,11 @@ auto const type_def =
     (pos >> kw("cov_matrix") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::CovMatrix>{}] |
     (pos >> kw("simplex") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Simplex>{}];
 
-auto const dist_def = (ident > '(' > -expr_list > ')')[make_dist];
+// `name = value` (not `name == value`, an expression) or a value.
+auto const dist_arg_def =
+    (ident >> (x3::lit('=') >> !x3::lit('=')) > expr)[make_named_arg] | expr[make_positional_arg];
+auto const dist_args_def = dist_arg >> *(',' > dist_arg);
+auto const dist_def = (ident > '(' > -dist_args > ')')[make_dist];
 
 auto const target_def = ident[make_name] >> *bracket[make_index];
 
@@ -485,7 +503,7 @@ auto const let_def = (pos >> kw("let") > ident > '=' > expr > ';')[make_let];
 auto const fn_param_def = (ident > ':' > type)[make_fn_param];
 // After a comma, a parameter must follow: 'f(x : real, )' is reported at the ')'.
 auto const fn_params_def = fn_param >> *(',' > fn_param);
-auto const net_option_def = (ident > '=' > expr)[make_net_option];
+auto const net_option_def = (ident > '=' > expr)[make_named_arg];
 auto const net_options_def = net_option >> *(',' > net_option);
 auto const fn_body_def =
     ('=' > expr > ';')[fn_expr_body] | ('{' > *let > return_kw > expr > ';' > '}')[fn_block_body];
@@ -521,9 +539,9 @@ auto const model_def = x3::eps > kw_model > '{' > *statement > end_of_model > x3
 
 BOOST_SPIRIT_DEFINE(pos, ident, number, primary, postfix, power, unary, product, sum, comparison,
                     conjunction, disjunction, expr, comparison_op, and_op, or_op, expr_list, type,
-                    bounds, int_range, dist, target, let, fn_param, fn_body, string_literal,
-                    statement, end_of_model, kw_model, model, else_kw, return_kw, fn_params,
-                    net_option, net_options, index_item, index_list)
+                    bounds, int_range, dist, dist_arg, dist_args, target, let, fn_param, fn_body,
+                    string_literal, statement, end_of_model, kw_model, model, else_kw, return_kw,
+                    fn_params, net_option, net_options, index_item, index_list)
 
 } // namespace
 

@@ -39,14 +39,17 @@ enum class Dist {
   Multinomial,      // (n, p : vector[K]): counts of n draws, p normalised by its sum
   BernoulliLogit,   // (alpha): P(1) = logistic(alpha), exact for large |alpha| (Stan's)
   Dirac,            // (value): the target equals value; internal (lag augmentation), no density
-  // (from, drift, diffusion, dt, steps): X at dt of dX = drift(X) dt + diffusion(X) dW started at
-  // `from`, simulated by Euler-Maruyama in `steps` substeps. drift and diffusion read the target
-  // at lag 0 as the path's current value. Written diffusion(drift, diffusion, dt[, steps]) for
-  // x[t]: the frontend adds from = x[t-1]. No density: a transition that is sample-only.
+  // (from, drift, diffusion, dt, steps, psi_lower, psi_upper): X at dt of dX = drift(X) dt +
+  // diffusion(X) dW started at `from`, simulated by Euler-Maruyama in `steps` substeps. drift and
+  // diffusion read the target at lag 0 as the path's current value. Written diffusion(drift,
+  // diffusion, dt[, steps]) for x[t], optionally with psi_lower and psi_upper, the model's bounds
+  // of the General Poisson estimator's psi (constants -inf / inf when not given): the frontend adds
+  // from = x[t-1]. No density: a transition that is sample-only.
   Diffusion,
 };
 
-// diffusion(drift, diffusion, dt[, steps]): the substeps when none are given, and at most.
+// diffusion(drift, diffusion, dt[, steps, psi_lower, psi_upper]): the substeps when none are
+// given, and at most.
 inline constexpr int kDefaultDiffusionSteps = 20;
 inline constexpr int kMaxDiffusionSteps = 1000000;
 // For a state of `dim` components: the substeps' normal draws k * dim + i have 32-bit indices.
@@ -85,6 +88,10 @@ struct DistInfo {
   // A discrete distribution whose values are 0..n for its argument n (binomial, multinomial).
   int count_arg = -1;
   bool internal = false; // made by the compiler, not written in models (dirac)
+  // The leading arguments the frontend supplies, not written in models (diffusion's `from`).
+  int implicit_args = 0;
+  // The last defaults.size() arguments may be left out of a model's call: their values then.
+  std::vector<double> defaults;
 };
 
 namespace dists_detail {
@@ -109,6 +116,8 @@ struct Row {
   Row& support_from(int k) { return info.support_from = k, *this; }
   Row& count_arg(int k) { return info.count_arg = k, *this; }
   Row& internal() { return info.internal = true, *this; }
+  Row& implicit_args(int k) { return info.implicit_args = k, *this; }
+  Row& defaults(std::vector<double> values) { return info.defaults = std::move(values), *this; }
 };
 
 inline std::vector<DistInfo> make_table() {
@@ -154,8 +163,11 @@ inline std::vector<DistInfo> make_table() {
           .count_arg(0),
       Row(D::BernoulliLogit, "bernoulli_logit", {"alpha"}, {Any}, 0, 1).discrete(),
       Row(D::Dirac, "dirac", {"value"}, {Any}, -inf, inf).location(0).internal(),
-      Row(D::Diffusion, "diffusion", {"from", "drift", "diffusion", "dt", "steps"},
-          {Any, Any, Any, Positive, Count}, -inf, inf),
+      Row(D::Diffusion, "diffusion",
+          {"from", "drift", "diffusion", "dt", "steps", "psi_lower", "psi_upper"},
+          {Any, Any, Any, Positive, Count, Any, Any}, -inf, inf)
+          .implicit_args(1)
+          .defaults({kDefaultDiffusionSteps, -inf, inf}),
   };
   std::vector<DistInfo> table;
   for (Row& r : rows)

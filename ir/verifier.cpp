@@ -338,10 +338,10 @@ private:
       const Shape& arg = block_.nodes[a].shape;
       const bool square = shape.rank() == 1 && arg == Shape::matrix(shape.dims[0], shape.dims[0]);
       bool ok = rel.dist == Dist::Diffusion
-                    ? (k == 0   ? arg == shape
-                       : k == 3 ? arg.is_scalar()
-                       : k == 4 ? is_substep_count(block_.nodes[a], shape.size())
-                                : arg.is_scalar() || arg == shape || (k == 2 && square))
+                    ? (k == 0             ? arg == shape
+                       : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
+                       : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
+                                          : arg.is_scalar() || arg == shape || (k == 2 && square))
                 : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
                        (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))

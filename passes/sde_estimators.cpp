@@ -249,16 +249,25 @@ public:
     out.psi_lower = out.drift_lower = unbounded_below;
     out.psi_upper = out.drift_upper = unbounded_above;
 
+    // The model's bounds of psi (psi_lower, psi_upper): constants -inf and inf when not given.
+    const std::optional<int> given_lower = given_bound(b, block, rel.args[5]);
+    const std::optional<int> given_upper = given_bound(b, block, rel.args[6]);
+    out.psi_lower_given = given_lower.has_value();
+    out.psi_upper_given = given_upper.has_value();
     out.gpe_why_not = gpe_problem(out);
     if (out.gpe_why_not.empty()) {
       // psi over the real line: (alpha^2 / sigma^2 + alpha') / 2 at x = sigma u.
       const int a = alpha[0], sg = coefficient[0];
       const int psi = b.div(b.add(b.div(b.mul(a, a), b.mul(sg, sg)), jacobian[0]), b.constant(2));
       Bounds bounds(model, b);
-      const Interval i = bounds.of(psi);
+      Interval i = bounds.of(psi);
+      // The model's bounds and the compiler's hold together: the tighter of each pair.
+      i.lo = both_or_either(i.lo, given_lower, [&](int x, int y) { return b.call("max", {x, y}); });
+      i.hi = both_or_either(i.hi, given_upper, [&](int x, int y) { return b.call("min", {x, y}); });
       if (!i.lo)
         out.gpe_why_not = "psi = (drift^2 / diffusion^2 + drift') / 2 is not bounded below as far "
-                          "as the compiler can tell";
+                          "as the compiler can tell (psi_lower = ... in diffusion(...) gives a "
+                          "bound)";
       out.psi_lower = i.lo ? *i.lo : b.constant(-INFINITY);
       out.psi_upper = i.hi ? *i.hi : b.constant(INFINITY);
       out.psi_lower_text = ir::print_expr(model, out.arena, out.psi_lower);
@@ -306,6 +315,22 @@ public:
   }
 
 private:
+  // A bound of psi the model gives, in the arena; nullopt for the constant -inf or inf that
+  // stands for none.
+  static std::optional<int> given_bound(ExprBuilder& b, const ir::Block& block, int node) {
+    const ir::Node& n = block.nodes[node];
+    if (n.op == ir::Op::Const && std::isinf(n.values[0]))
+      return std::nullopt;
+    return b.element(b.import(block, node), 0);
+  }
+
+  template <class F>
+  static std::optional<int> both_or_either(std::optional<int> x, std::optional<int> y, F f) {
+    if (x && y)
+      return f(*x, *y);
+    return x ? x : y;
+  }
+
   // additive-functionals (which ran before) left only the genealogy smoothers for a transition
   // without a density; with an estimate of the SDE's density, bis (and paris where the
   // estimates are bounded) smooth an additive functional too, and, with --marginals, a quantity
@@ -479,6 +504,15 @@ bool SdeEstimators::estimates_bounded() const {
   return psi_bounded_above() && finite(drift_lower) && finite(drift_upper);
 }
 
+std::string SdeEstimators::psi_given_note() const {
+  if (!psi_lower_given && !psi_upper_given)
+    return {};
+  return fmt::format(" ({} from the model, checked at every point the estimates visit)",
+                     psi_lower_given && psi_upper_given ? "both bounds"
+                     : psi_lower_given                  ? "the lower bound"
+                                                        : "the upper bound");
+}
+
 std::string SdeEstimators::summary() const {
   std::string out = fmt::format("SDE {}: simulated by Euler-Maruyama in {} substeps; transition "
                                 "density estimators: ",
@@ -498,12 +532,15 @@ std::string SdeEstimators::report() const {
   if (!why_not.empty())
     return out;
   if (gpe_why_not.empty())
-    out += fmt::format("  gpe: psi in [{}, {}]: {}\n", psi_lower_text, psi_upper_text,
-                       psi_bounded_above()
-                           ? "positive estimates"
-                           : "estimates made positive by Wald's identity where one is not");
+    out += fmt::format(
+        "  gpe: psi in [{}, {}]{}: {}\n", psi_lower_text, psi_upper_text, psi_given_note(),
+        psi_bounded_above() ? "positive estimates"
+                            : "estimates made positive by Wald's identity where one is not");
   else
-    out += fmt::format("  gpe: no: {}\n", gpe_why_not);
+    out += fmt::format("  gpe: no: {}{}\n", gpe_why_not,
+                       psi_lower_given || psi_upper_given
+                           ? " (the model's psi_lower and psi_upper are not used)"
+                           : "");
   out += parametrix_why_not.empty()
              ? "  parametrix: signed estimates (Euler skeletons at renewal times), made positive "
                "by Wald's identity: unbiased up to one factor per set of pairs weighed together\n"

@@ -153,6 +153,10 @@ struct SdeEstimators {
   // a bound of the estimates, for rejection sampling from the backward kernel.
   int drift_lower = -1, drift_upper = -1;
   std::string psi_lower_text, psi_upper_text;
+  // The model gave psi_lower, resp. psi_upper (the bounds above are then the tighter of the
+  // model's and the compiler's): the runtime checks psi against them where it evaluates it.
+  bool psi_lower_given = false, psi_upper_given = false;
+  std::string psi_given_note() const; // " (... from the model, ...)" or empty
   // The parametrix estimator (Andersson & Kohatsu-Higa 2017; Fearnhead, Latuszynski, Roberts &
   // Sermaidis 2017): any SDE in scope. Its rows, last in `outputs`: sum_i d gamma_il / dx_i for
   // each l, then sum_il d^2 gamma_il / dx_i dx_l, gamma = sigma sigma^T (parametrix_rows = dim +

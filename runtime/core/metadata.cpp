@@ -415,6 +415,8 @@ const json* parse_structure(const json& root, ModelInfo& info) {
           sde.gpe_reason = r->get<std::string>();
         sde.gpe_positive = g->value("positive", false);
         sde.gpe_bounded = g->value("bounded", false);
+        sde.psi_lower_given = g->value("psi_lower_given", false);
+        sde.psi_upper_given = g->value("psi_upper_given", false);
       }
       if (auto g = e->find("gradient"); g != e->end() && g->is_object()) {
         sde.gradient_reason =

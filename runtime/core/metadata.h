@@ -207,6 +207,9 @@ struct ModelInfo {
     bool gpe_positive = false;
     // ... and the drift bounded: the estimates have a bound (paris's rejection sampling).
     bool gpe_bounded = false;
+    // The model gave psi_lower, resp. psi_upper (diffusion(..., psi_lower = ...)): a value of psi
+    // outside them is the model's error, which the estimator reports as such.
+    bool psi_lower_given = false, psi_upper_given = false;
     // The estimator of d/dtheta log q (the score's SDE term): empty reason when it applies; then
     // the diffusion_terms kernel has gradient_rows ((dim + 1) x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";

@@ -45,10 +45,29 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 }
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
-    : DensityEstimator(model, info, "General Poisson") {
+    : DensityEstimator(model, info, "General Poisson"), lower_given_(info.sde->psi_lower_given),
+      upper_given_(info.sde->psi_upper_given) {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
                             info.sde->gpe_reason));
+}
+
+void PoissonEstimator::check_psi(int64_t t, double value, double x) const {
+  const double slack =
+      1e-9 * (1 + std::fabs(lower_) + (std::isfinite(upper_) ? std::fabs(upper_) : 0));
+  const bool below = value<lower_ - slack, above = value> upper_ + slack;
+  if (!below && !above)
+    return;
+  const double bound = below ? lower_ : upper_;
+  if (below ? lower_given_ : upper_given_) // the tighter of the model's and the compiler's
+    throw Error(fmt::format("{}: psi = {:g} at x = {:g} is {} {:g}, the model's {}: the bound "
+                            "does not hold, and estimates that rely on it would be wrong",
+                            error_prefix(t), value, x, below ? "below" : "above", bound,
+                            below ? "psi_lower" : "psi_upper"));
+  throw Error(fmt::format("{}: psi = {:g} at x = {:g} is {} {:g}, the {} bound the compiler "
+                          "derived",
+                          error_prefix(t), value, x, below ? "below" : "above", bound,
+                          below ? "lower" : "upper"));
 }
 
 int64_t PoissonEstimator::panels_of(int64_t p) const {
@@ -178,6 +197,8 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
     for (int64_t q = 0; q < node_count(p); ++q)
       integral += node_weight(p, q) * terms_.drift(node_point(p, q));
+    for (int64_t e = f; e < f + kEndpoints; ++e)
+      check_psi(t, psi(e), points_[e]);
     const double d = v_[p] - u_[p];
     log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);
     if (std::isfinite(upper_)) {
@@ -254,6 +275,7 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
         throw Error(fmt::format("the General Poisson estimator for {} at t={}: psi is not finite "
                                 "at {} on a bridge from {} to {}",
                                 relation_, t, bridge_[j], x_[p], y_[p]));
+      check_psi(t, psi(j), bridge_[j]);
       sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
       l += std::log(std::fabs(f)) - log_lambda;
       for (int c = 0; c < K && f != 0; ++c)

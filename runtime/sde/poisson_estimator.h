@@ -86,6 +86,9 @@ private:
              uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
              EstimatorCounts* counts, double* dlog) override;
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
+  // psi's value at x, a point the estimates visit at step t, within [lower_, upper_]: an error
+  // otherwise (a bound the model gave that does not hold would make the estimates wrong).
+  void check_psi(int64_t t, double value, double x) const;
   // d psi / d theta_k at a point of the last evaluation, with a = the drift there.
   double psi_theta(int64_t point, int k) const;
   // After prepare()'s evaluation: (1 / s^2) int_x^y d drift / d theta_k for pair p, the gradient
@@ -100,6 +103,7 @@ private:
   double node_weight(int64_t p, int64_t q) const;
 
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
+  bool lower_given_ = false, upper_given_ = false; // by the model (psi_lower, psi_upper)
   std::vector<double> points_, c_, lambda_, u_, v_, x_, y_;
   std::vector<int64_t> first_node_;
   std::vector<double> times_, bridge_;

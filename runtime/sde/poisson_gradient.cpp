@@ -106,11 +106,7 @@ void PoissonEstimator::gradient(const double* frame, int64_t t, const double* pr
                                   relation_, t, bridge_[j], x_[p], y_[p]));
         // The thinning is exact only for psi within its bounds: outside them the accepted
         // bridges would have another law, silently.
-        const double slack = 1e-9 * (1 + std::fabs(lower_) + std::fabs(upper_));
-        if (phi < -slack || phi > lambda + slack)
-          throw Error(fmt::format("the gradient estimator for {} at t={}: psi = {} at {} is "
-                                  "outside the bounds [{}, {}] the compiler derived",
-                                  relation_, t, phi + lower_, bridge_[j], lower_, upper_));
+        check_psi(t, phi + lower_, bridge_[j]);
         accepted = accepted && phi < marks[mark];
       }
       if (!accepted) {

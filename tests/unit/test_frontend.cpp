@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <numbers>
 #include <random>
 #include <sstream>
@@ -618,4 +619,45 @@ TEST_CASE("sum, and zeros and ones of a matrix's shape", "[frontend]") {
   CHECK(diagnostics_of(model + "sum(zeros(2, 3, 4)), 1); }")
             .find("zeros(n) and zeros(rows, columns) take 1 or 2 arguments, but 3 were given") !=
         std::string::npos);
+}
+
+TEST_CASE("named arguments of distributions take their places; diffusion's optional ones their "
+          "defaults",
+          "[frontend]") {
+  const ir::Model m = compile(R"(model n {
+    param s : real(0, inf) = 2;
+    state x : real;
+    obs y : real;
+    x[0] ~ normal(sigma = 3, mu = 1);
+    x[t] ~ diffusion(-x[t], dt = 0.5, diffusion = s, psi_upper = 4);
+    y[t] ~ normal(x[t], sigma = 1);
+  })");
+  const ir::Relation& initial = m.initial.relations.at(0);
+  CHECK(arg(m.initial, initial, 0).values == std::vector<double>{1});
+  CHECK(arg(m.initial, initial, 1).values == std::vector<double>{3});
+  // diffusion(from, drift, diffusion, dt, steps, psi_lower, psi_upper): steps and psi_lower left
+  // out before psi_upper take their defaults.
+  const ir::Relation& sde = m.transition.relations.at(0);
+  REQUIRE(sde.args.size() == 7);
+  CHECK(arg(m.transition, sde, 2).op == Op::Param);
+  CHECK(arg(m.transition, sde, 3).values == std::vector<double>{0.5});
+  CHECK(arg(m.transition, sde, 4).values == std::vector<double>{20});
+  CHECK(arg(m.transition, sde, 5).values == std::vector<double>{-INFINITY});
+  CHECK(arg(m.transition, sde, 6).values == std::vector<double>{4});
+  const ir::Model positional = compile(R"(model p {
+    state x : real;
+    obs y : real;
+    x[0] ~ normal(0, 1);
+    x[t] ~ diffusion(-x[t], 1, 0.5, 10);
+    y[t] ~ normal(x[t], 1);
+  })");
+  const ir::Relation& plain = positional.transition.relations.at(0);
+  REQUIRE(plain.args.size() == 7);
+  CHECK(arg(positional.transition, plain, 4).values == std::vector<double>{10});
+  CHECK(arg(positional.transition, plain, 5).values == std::vector<double>{-INFINITY});
+  CHECK(arg(positional.transition, plain, 6).values == std::vector<double>{INFINITY});
+  // `name == value` is an expression, not a named argument.
+  CHECK(diagnostics_of("model e { param a = 1; state x : real; obs y : real; x[0] ~ normal(0, 1); "
+                       "x[t] ~ normal(x[t-1], a == 1); y[t] ~ normal(x[t], 1); }")
+            .find("has no argument") == std::string::npos);
 }

@@ -80,6 +80,17 @@ void nan_bounds_terms(const double* theta, int64_t t, int64_t begin, int64_t end
     out[4 * stride + n] = out[5 * stride + n] = NAN;
 }
 
+// As tanh_terms, with psi's bounds from the frame [dt, lower, upper] (as a model gives them).
+void tanh_given_terms(const double* theta, int64_t t, int64_t begin, int64_t end, int64_t stride,
+                      const double* xp, const int64_t* a, const double* x, const double* y,
+                      double* out) {
+  tanh_terms(theta, t, begin, end, stride, xp, a, x, y, out);
+  for (int64_t n = begin; n < end; ++n) {
+    out[4 * stride + n] = theta[1];
+    out[5 * stride + n] = theta[2];
+  }
+}
+
 double normal_pdf(double x, double mean, double var) {
   return std::exp(-(x - mean) * (x - mean) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
 }
@@ -224,6 +235,41 @@ TEST_CASE("General Poisson estimator: a zero coefficient, a bad dt or bounds nam
   ssm::ModelInfo no_gpe = sde_info();
   no_gpe.sde->gpe_reason = "the General Poisson estimator is implemented for scalar SDEs";
   CHECK_THROWS_WITH(ssm::PoissonEstimator(model, no_gpe), Catch::Contains("scalar SDEs"));
+}
+
+TEST_CASE("General Poisson estimator: psi's bounds from the model are used, and checked", "[sde]") {
+  // dX = tanh(X) dt + dW has psi = 1/2 everywhere: bounds [1/2, 1/2] make the Poisson rate 0 and
+  // every estimate the exact density phi_dt(y - x) cosh(y) / cosh(x) exp(-dt / 2).
+  const double dt = 0.7;
+  const ssm_model model = model_with(tanh_given_terms);
+  ssm::ModelInfo info = sde_info();
+  info.sde->psi_lower_given = info.sde->psi_upper_given = true;
+  ssm::PoissonEstimator estimator(model, info);
+  const std::vector<double> tight = {dt, 0.5, 0.5};
+  const std::vector<double> x = {0.0, 1.2, -2.0}, y = {0.5, 0.3, -1.1};
+  std::vector<double> log_q(x.size());
+  ssm::EstimatorCounts counts;
+  estimator.estimate(tight.data(), 2, x.data(), y.data(), 3, 1, 5, 0, log_q.data(), &counts);
+  CHECK(counts.bridge_points == 0);
+  for (size_t i = 0; i < x.size(); ++i)
+    CHECK(log_q[i] == Approx(std::log(normal_pdf(y[i], x[i], dt) * std::cosh(y[i]) /
+                                      std::cosh(x[i]) * std::exp(-dt / 2)))
+                          .epsilon(1e-10));
+  // A bound that psi crosses at a point the estimate visits is the model's error, at that step.
+  const std::vector<double> low_upper = {dt, 0.0, 0.3}, high_lower = {dt, 0.6, 1.0};
+  CHECK_THROWS_WITH(
+      estimator.estimate(low_upper.data(), 9, x.data(), y.data(), 3, 1, 5, 0, log_q.data()),
+      Catch::Contains("at t=9") && Catch::Contains("psi = 0.5") &&
+          Catch::Contains("above 0.3, the model's psi_upper"));
+  CHECK_THROWS_WITH(
+      estimator.estimate(high_lower.data(), 4, x.data(), y.data(), 3, 1, 5, 0, log_q.data()),
+      Catch::Contains("at t=4") && Catch::Contains("below 0.6, the model's psi_lower"));
+  // The same crossing of bounds the compiler derived says so.
+  ssm::ModelInfo derived = sde_info();
+  ssm::PoissonEstimator compiler_bounds(model, derived);
+  CHECK_THROWS_WITH(
+      compiler_bounds.estimate(low_upper.data(), 9, x.data(), y.data(), 3, 1, 5, 0, log_q.data()),
+      Catch::Contains("the upper bound the compiler derived"));
 }
 
 TEST_CASE("General Poisson estimator: its bound holds for every estimate", "[sde]") {
