@@ -3,7 +3,6 @@
 #include "frontend.h"
 
 #include "lower.h"
-#include "named_arguments.h"
 #include "parser.h"
 
 #include "core/text_encoding.h"
@@ -257,7 +256,6 @@ std::optional<ir::Model> compile_model(std::string_view source, const std::strin
   if (diags.has_errors())
     return std::nullopt;
   ast::Model merged = modules.merge(std::move(*ast));
-  resolve_named_arguments(merged, diags);
   std::optional<ir::Model> model = lower(merged, filename, diags, modules.graph());
   if (model)
     model->imported_files = modules.files();

@@ -12,13 +12,13 @@
 // Lowering (lowering.h, which says why); this file holds the driver, run().
 #include "lowering.h"
 #include "model_warnings.h"
+#include "named_arguments.h"
 
 namespace ssm::frontend {
 
 namespace lowering {
 
-std::optional<ir::Model> Lowering::run() {
-  int errors_before = diags_.error_count();
+std::optional<ir::Model> Lowering::run(int errors_before) {
   model_.kind = model_kind();
   declare_names();
   check_declaration_forms();
@@ -65,9 +65,11 @@ std::optional<ir::Model> Lowering::run() {
 
 } // namespace lowering
 
-std::optional<ir::Model> lower(const ast::Model& model, const std::string& filename,
+std::optional<ir::Model> lower(ast::Model& model, const std::string& filename,
                                DiagnosticEngine& diags, const FileGraph& files) {
-  return lowering::Lowering(model, filename, diags, files).run();
+  const int errors_before = diags.error_count();
+  resolve_named_arguments(model, diags); // its errors, as the lowering's, stop before warnings
+  return lowering::Lowering(model, filename, diags, files).run(errors_before);
 }
 
 } // namespace ssm::frontend

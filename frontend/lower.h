@@ -24,8 +24,9 @@ struct FileGraph {
   std::vector<std::vector<bool>> sees;
 };
 
-// Reports every independent error it finds; returns nullopt if there was any.
-std::optional<ir::Model> lower(const ast::Model& model, const std::string& filename,
+// Puts the named arguments of distribution calls in their places (named_arguments.h), then checks
+// and lowers. Reports every independent error it finds; returns nullopt if there was any.
+std::optional<ir::Model> lower(ast::Model& model, const std::string& filename,
                                DiagnosticEngine& diags, const FileGraph& files = {});
 
 } // namespace ssm::frontend

@@ -135,6 +135,21 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
   return std::vector<int>{start, *drift, *sigma, *dt, count, (*psi)[0], (*psi)[1]};
 }
 
+// The first state or observation (at any lag) that node `id` of the block reads, as written
+// ("x[t-1]"); empty when it reads none.
+std::string Lowering::state_or_observation_read(const ir::Block& block, int id) const {
+  const std::vector<bool> reached = ir::reached_from(block, {id});
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
+    const ir::Node& n = block.nodes[i];
+    if (!reached[i] || (n.op != ir::Op::State && n.op != ir::Op::Obs))
+      continue;
+    const std::string& name =
+        n.op == ir::Op::State ? model_.states[n.var].name : model_.obs[n.var].name;
+    return n.lag == 0 ? name + "[t]" : fmt::format("{}[t-{}]", name, n.lag);
+  }
+  return {};
+}
+
 // psi_lower and psi_upper, the model's bounds of the General Poisson estimator's psi (the
 // sde-estimators pass intersects them with its own): reals that do not read the path, for a real
 // state; constants -inf and inf when left out.
@@ -165,6 +180,11 @@ std::optional<std::vector<int>> Lowering::lower_psi_bounds(const ast::DistCall& 
     if (id)
       if (auto v = constant_value(*s.block, *id))
         value = (*v)[0];
+    if (id)
+      if (std::string read = state_or_observation_read(*s.block, *id); !read.empty()) {
+        error(e.range, fmt::format(msg::diffusion_psi_bound_reads, names[k], target, read));
+        id.reset();
+      }
     if (id && !decl.shape.is_scalar()) {
       error(e.range,
             fmt::format(msg::diffusion_psi_bounds_vector, target, decl.name, ir::type_str(decl)));
@@ -174,6 +194,12 @@ std::optional<std::vector<int>> Lowering::lower_psi_bounds(const ast::DistCall& 
     out.push_back(id.value_or(-1));
     constants.push_back(value);
   }
+  for (size_t k = 0; k < 2; ++k)
+    if (ok && constants[k] && *constants[k] == -unbounded[k]) { // psi_lower = inf
+      error(call.args[4 + k]->range,
+            fmt::format(msg::diffusion_psi_bound_infinite, names[k], target, *constants[k]));
+      ok = false;
+    }
   if (ok && constants[0] && constants[1] && *constants[0] > *constants[1]) {
     error(call.args[4]->range,
           fmt::format(msg::diffusion_psi_bounds_order, target, *constants[0], *constants[1]));

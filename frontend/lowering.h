@@ -166,7 +166,8 @@ public:
   }
 
   // The passes over the AST (lower.cpp).
-  std::optional<ir::Model> run();
+  // errors_before: the error count before this model's checks began (the named arguments').
+  std::optional<ir::Model> run(int errors_before);
 
 private:
   // ---- diagnostics
@@ -253,6 +254,7 @@ private:
   std::optional<std::vector<int>> lower_diffusion(const ast::Relation& r, const ir::VarDecl& decl,
                                                   ir::BlockKind kind, int state, Scope& s,
                                                   const std::string& target);
+  std::string state_or_observation_read(const ir::Block& block, int id) const;
   std::optional<std::vector<int>> lower_psi_bounds(const ast::DistCall& call,
                                                    const ir::VarDecl& decl, Scope& s,
                                                    const std::string& target);

@@ -208,9 +208,14 @@ inline constexpr char diffusion_bound_reads_path[] =
 inline constexpr char diffusion_dt_not_positive[] =
     "dt of {} (the time between x[t-1] and x[t]) must be positive, but it is {}";
 inline constexpr char diffusion_psi_bound_shape[] = "{} of {} must be real, but it is {}";
+inline constexpr char diffusion_psi_bound_reads[] =
+    "{} of {} reads {}: a bound of psi holds for every particle, so it may read parameters, "
+    "data, inputs and t only";
 inline constexpr char diffusion_psi_bounds_vector[] =
     "psi's bounds of {} are for the General Poisson estimator, which needs a real state, but '{}' "
     "is {}";
+inline constexpr char diffusion_psi_bound_infinite[] =
+    "{} of {} is {}, which no value of psi is within";
 inline constexpr char diffusion_psi_bounds_order[] =
     "psi_lower of {} is {}, above its psi_upper {}";
 inline constexpr char diffusion_steps_range[] =

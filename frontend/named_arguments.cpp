@@ -30,10 +30,16 @@ public:
     }
     const std::vector<std::string_view> names(info->arg_names.begin() + info->implicit_args,
                                               info->arg_names.end());
+    if (call.args.size() >= names.size()) { // too many: lowering reports the count
+      for (ast::NamedArg& a : call.named)
+        call.args.push_back(std::move(a.value));
+      call.named.clear();
+      return;
+    }
     const std::string signature = fmt::format("{}({})", info->name, fmt::join(names, ", "));
-    std::vector<ast::ExprPtr> placed(std::max(names.size(), call.args.size()));
+    std::vector<ast::ExprPtr> placed(names.size());
     std::copy(call.args.begin(), call.args.end(), placed.begin());
-    bool ok = call.args.size() <= names.size(); // else: too many, which lowering reports
+    bool ok = true;
     for (ast::NamedArg& a : call.named) {
       if (a.name.name.empty()) {
         error(a.value->range, fmt::format(msg::positional_after_named, info->name));

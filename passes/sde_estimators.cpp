@@ -172,14 +172,19 @@ private:
   std::map<int, Interval> memo_;
 };
 
-// The first state the node reads other than the path itself (x[t] of `state`), as a reason; empty
-// when it reads none.
+// The first state or observation the node reads other than the path itself (x[t] of `state`), as
+// a reason; empty when it reads none. (The estimators evaluate their terms at the path's points
+// alone: no particle's past is at hand.)
 std::string other_state(const ir::Model& model, const ir::Block& block, int node, int state) {
   const std::vector<bool> reached = ir::reached_from(block, {node});
   for (size_t i = 0; i < block.nodes.size(); ++i) {
     const ir::Node& n = block.nodes[i];
-    if (reached[i] && n.op == ir::Op::State && !(n.var == state && n.lag == 0))
-      return fmt::format("{}[{}]", ir::shown_state_name(model.states[n.var].name),
+    const bool other =
+        (n.op == ir::Op::State && !(n.var == state && n.lag == 0)) || n.op == ir::Op::Obs;
+    if (reached[i] && other)
+      return fmt::format("{}[{}]",
+                         n.op == ir::Op::Obs ? model.obs[n.var].name
+                                             : ir::shown_state_name(model.states[n.var].name),
                          n.lag == 0 ? "t" : fmt::format("t-{}", n.lag));
   }
   return {};
@@ -250,8 +255,8 @@ public:
     out.psi_upper = out.drift_upper = unbounded_above;
 
     // The model's bounds of psi (psi_lower, psi_upper): constants -inf and inf when not given.
-    const std::optional<int> given_lower = given_bound(b, block, rel.args[5]);
-    const std::optional<int> given_upper = given_bound(b, block, rel.args[6]);
+    const std::optional<int> given_lower = given_bound(b, block, rel.args[5], -INFINITY);
+    const std::optional<int> given_upper = given_bound(b, block, rel.args[6], INFINITY);
     out.psi_lower_given = given_lower.has_value();
     out.psi_upper_given = given_upper.has_value();
     out.gpe_why_not = gpe_problem(out);
@@ -315,11 +320,12 @@ public:
   }
 
 private:
-  // A bound of psi the model gives, in the arena; nullopt for the constant -inf or inf that
-  // stands for none.
-  static std::optional<int> given_bound(ExprBuilder& b, const ir::Block& block, int node) {
+  // A bound of psi the model gives, in the arena; nullopt for the constant that stands for none
+  // (-inf below, inf above: `none`).
+  static std::optional<int> given_bound(ExprBuilder& b, const ir::Block& block, int node,
+                                        double none) {
     const ir::Node& n = block.nodes[node];
-    if (n.op == ir::Op::Const && std::isinf(n.values[0]))
+    if (n.op == ir::Op::Const && n.values[0] == none)
       return std::nullopt;
     return b.element(b.import(block, node), 0);
   }
@@ -432,8 +438,9 @@ private:
         return fmt::format("the transition of {} is not the SDE's: the estimators need the SDE "
                            "to be the whole transition",
                            ir::shown_state_name(model.states[other.var].name) + "[t]");
-    const char* names[] = {"drift", "diffusion coefficient", "dt"};
-    for (int k = 1; k <= 3; ++k)
+    const char* names[] = {"drift",    "diffusion coefficient", "dt", "steps", "psi_lower",
+                           "psi_upper"};
+    for (int k : {1, 2, 3, 5, 6})
       if (std::string s = other_state(model, block, rel.args[k], rel.var); !s.empty())
         return fmt::format("the {} reads {}; the estimators need it to read only the path",
                            names[k - 1], s);
@@ -496,6 +503,10 @@ bool SdeEstimators::psi_bounded_above() const {
   return !(n.op == ir::Op::Const && std::isinf(n.values[0]));
 }
 
+bool SdeEstimators::exact_bridges() const {
+  return psi_bounded_above() && !psi_lower_given && !psi_upper_given;
+}
+
 bool SdeEstimators::estimates_bounded() const {
   const auto finite = [&](int node) {
     return node >= 0 &&
@@ -551,7 +562,7 @@ std::string SdeEstimators::report() const {
            "Lamperti transform: log coordinates for a coefficient diag(x) G) avoids it\n";
   if (!gradient_why_not.empty())
     out += fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
-  else if (gpe_why_not.empty() && psi_bounded_above())
+  else if (exact_bridges())
     out += "  gradient of log q (the score, by bis or paris): estimated without bias (exact "
            "bridges)\n";
   else
@@ -559,6 +570,10 @@ std::string SdeEstimators::report() const {
                        "derivative, weighed by the estimates (unbiased for the density's "
                        "derivative)\n",
                        gpe_why_not.empty() ? "General Poisson" : "parametrix");
+  if (gradient_why_not.empty() && gpe_why_not.empty() && psi_bounded_above() && !exact_bridges())
+    out += "    not by exact bridges: their rejection step needs psi within its bounds along "
+           "the whole path, which the runtime can check only where it evaluates psi, so it does "
+           "not rely on the model's bounds\n";
   if (gpe_why_not.empty() && psi_bounded_above())
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";

@@ -174,6 +174,10 @@ struct SdeEstimators {
   // by construction (no Wald's identity), which the random-weight filter needs for an unbiased
   // likelihood.
   bool psi_bounded_above() const;
+  // ... and both bounds the compiler's: the gradient's exact bridges (EA1) need psi within them
+  // along the whole path, which the runtime checks only where it evaluates psi, so a bound the
+  // model gives is not relied on there.
+  bool exact_bridges() const;
   // ... and the drift bounded too: the estimates have a bound (psi's and the drift's), which
   // paris's rejection sampling from the backward kernel needs.
   bool estimates_bounded() const;

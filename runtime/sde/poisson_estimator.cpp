@@ -60,11 +60,11 @@ void PoissonEstimator::check_psi(int64_t t, double value, double x) const {
     return;
   const double bound = below ? lower_ : upper_;
   if (below ? lower_given_ : upper_given_) // the tighter of the model's and the compiler's
-    throw Error(fmt::format("{}: psi = {:g} at x = {:g} is {} {:g}, the model's {}: the bound "
+    throw Error(fmt::format("{}: psi = {} at x = {} is {} {}, the model's {}: the bound "
                             "does not hold, and estimates that rely on it would be wrong",
                             error_prefix(t), value, x, below ? "below" : "above", bound,
                             below ? "psi_lower" : "psi_upper"));
-  throw Error(fmt::format("{}: psi = {:g} at x = {:g} is {} {:g}, the {} bound the compiler "
+  throw Error(fmt::format("{}: psi = {} at x = {} is {} {}, the {} bound the compiler "
                           "derived",
                           error_prefix(t), value, x, below ? "below" : "above", bound,
                           below ? "lower" : "upper"));
@@ -106,7 +106,7 @@ double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
 
 bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
-  return std::isfinite(upper_);
+  return std::isfinite(upper_) && !lower_given_ && !upper_given_;
 }
 
 void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {
@@ -197,7 +197,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
     double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
     for (int64_t q = 0; q < node_count(p); ++q)
       integral += node_weight(p, q) * terms_.drift(node_point(p, q));
-    for (int64_t e = f; e < f + kEndpoints; ++e)
+    for (int64_t e = f; e < first_node_[p + 1]; ++e) // the ends, the midpoint, the nodes
       check_psi(t, psi(e), points_[e]);
     const double d = v_[p] - u_[p];
     log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);

@@ -54,7 +54,9 @@ public:
   // Error when the model has no gradient rows (ModelInfo::Sde::gradient_reason).
   void gradient(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
                 uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts = nullptr);
-  // Whether gradient()'s exact bridges can be drawn at step t: psi bounded above there. Else
+  // Whether gradient()'s exact bridges can be drawn at step t: psi bounded above there, by the
+  // compiler's bounds alone (the rejection step needs psi within them along the whole path; a
+  // bound the model gives is checked only where psi is evaluated). Else
   // estimate()'s gradient, the derivative of the estimate itself with c and lambda held,
   //   d/dtheta log Q = (1 / s^2) int_x^y d drift/dtheta - sum_j psi'(w_j) / (c - psi(w_j))
   // (psi' its derivative in theta), is the one to use (by bis, which weighs by Q).

@@ -251,7 +251,8 @@ bool sde_estimates_bounded(const ModelInfo& info) {
 }
 
 bool sde_score_by_exact_bridges(const ModelInfo& info) {
-  return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_positive;
+  return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_positive &&
+         !info.sde->psi_lower_given && !info.sde->psi_upper_given;
 }
 
 Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
@@ -264,7 +265,8 @@ Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
                      info.sde ? info.sde->relation : "",
                      m == SmoothMethod::Paris
                          ? ", and paris adds them only from exact diffusion bridges (the General "
-                           "Poisson estimator with psi bounded above)"
+                           "Poisson estimator with psi bounded above by the compiler's bounds, "
+                           "not the model's psi_lower or psi_upper)"
                          : "");
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -117,4 +118,29 @@ TEST_CASE("diffusion: a bound of psi from the model that does not hold stops the
     CHECK_THAT(r.err, Catch::Contains(c.says) && Catch::Contains("at t=") &&
                           Catch::Contains("the bound does not hold"));
   }
+}
+
+TEST_CASE("diffusion: with a bound of psi from the model the score does not use exact bridges",
+          "[e2e][sde]") {
+  // Their rejection step needs psi within its bounds along the whole path, which no check at
+  // the visited points can promise: paris refuses the score, bis estimates it.
+  const std::string& exe = model_exe("sine_given_upper", R"(
+model sine_given_upper {
+  param theta : real = 0.7853981633974483;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(sin(x[t] - theta), 1, 0.5, psi_upper = 0.625);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  const std::string data = scratch_path("sine-given-upper-sim.csv");
+  run_ok({exe, "simulate", "--T", "10", "--seed", "3", "--out", data});
+  const ProcessResult paris = run_process({exe, "score", "--data", data, "--method", "paris"});
+  CHECK(paris.exit_code == 1);
+  CHECK_THAT(paris.err, Catch::Contains("not the model's psi_lower or psi_upper"));
+  const nlohmann::json bis = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--method", "bis", "--particles", "200", "--json"})
+          .out);
+  CHECK(std::isfinite(bis["score"]["theta"].get<double>()));
 }
