@@ -2,7 +2,7 @@
 """The SDE benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section 7.5.2, figures
 7.2 and 7.3, on this machine, and the random-weight filter against Euler-Maruyama.
 
-  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR] [--parts filters,7.2,7.3]
+  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR] [--parts filters,7.2,7.3,psi]
 
 The Sine model (examples/sine_sde.ssm: dX = sin(X - pi/4) dt + dW, Y_k = X_k + N(0, 1) every
 0.5 time units, 11 observations) is simulated once. The reference E[X_0 | Y_0:10] is exact up to
@@ -21,6 +21,8 @@ one fresh estimate, proposals from the filter weights or times the Euler density
 default for an SDE: indices drawn from the filter weights times the one-step Euler density) at
 small K and at K = N^0.5. Each row: the mean over replicates, its bias against the reference in
 standard errors, the replicates' standard deviation, and the median time of filter + smoother.
+Last (psi), the same model with the bound psi_upper = 0.625 given (the compiler's is 1): the
+filter, bis and paris's accept-reject with the same seeds, spread and time side by side.
 """
 import argparse
 import json
@@ -42,12 +44,13 @@ def run(cmd):
     return p.stdout
 
 
-def sine_transition(x, theta, dt, squarings):
-    """The Sine SDE's transition over dt on the grid x: the Euler kernel of step dt / 2^k (a
-    Gaussian sampled on the grid, rows normalised) raised to the power 2^k by squaring."""
+def euler_transition(x, drift, dt, squarings):
+    """An SDE dX = drift(X) dt + dW's transition over dt on the grid x: the Euler kernel of step
+    dt / 2^k (a Gaussian sampled on the grid, rows normalised) raised to the power 2^k by
+    squaring."""
     import numpy as np
     h = dt / 2 ** squarings
-    m = x + np.sin(x - theta) * h
+    m = x + drift(x) * h
     P = np.exp(-(x[None, :] - m[:, None]) ** 2 / (2 * h))
     P /= P.sum(1, keepdims=True)
     for _ in range(squarings):
@@ -55,14 +58,19 @@ def sine_transition(x, theta, dt, squarings):
     return P
 
 
-def grid_x0(y, theta=math.pi / 4, dt=0.5, r=1.0, points=400):
+def sine_drift(x, theta=math.pi / 4):
+    import numpy as np
+    return np.sin(x - theta)
+
+
+def grid_x0(y, drift=sine_drift, dt=0.5, r=1.0, points=400):
     """E[X_0 | y] by forward-backward on a grid (the module's docstring)."""
     import numpy as np
     y = np.asarray(y)
     x = np.linspace(y.min() - 6, y.max() + 6, points)
 
     def mean(squarings):
-        P = sine_transition(x, theta, dt, squarings)
+        P = euler_transition(x, drift, dt, squarings)
         g = [np.exp(-(v - x) ** 2 / (2 * r * r)) for v in y]
         alpha0 = np.exp(-x ** 2 / 2) * g[0]
         beta = np.ones(points)
@@ -114,8 +122,8 @@ def main():
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--replicates", type=int, default=30)
     ap.add_argument("--keep")
-    ap.add_argument("--parts", default="filters,7.2,7.3",
-                    help="comma-separated: filters, 7.2, 7.3 (default: all)")
+    ap.add_argument("--parts", default="filters,7.2,7.3,psi",
+                    help="comma-separated: filters, 7.2, 7.3, psi (default: all)")
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     work = a.keep or tempfile.mkdtemp(prefix="sde_bench_")
@@ -167,8 +175,86 @@ def main():
                 row(name, n, k, 30000 + n + k)
             k = round(n ** 0.5)
             row("K = N^0.5, Euler", n, k, 30000 + n + k, proposal="euler")
+    if "psi" in parts:
+        psi_bounds(a, exe, data, work, row)
     if not a.keep:
         shutil.rmtree(work)
+
+
+def psi_bounds(a, exe, data, work, row):
+    """The model's bound psi_upper = 0.625 (the sup of (sin^2 + cos) / 2) against the compiler's
+    1: the General Poisson estimator's Poisson rate (upper - lower) dt falls from 0.75 to 0.5625.
+    The same seeds for both models, so the rows differ by the bound alone."""
+    print("\npsi's upper bound: the compiler's (1) against the model's (0.625)")
+    source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
+    tight = os.path.join(work, "sine_sde_tight")
+    tight_source = source.replace("model sine_sde", "model sine_sde_tight").replace(
+        "theta), 1, 0.5)", "theta), 1, 0.5, psi_upper = 0.625)")
+    assert "psi_upper = 0.625)" in tight_source, "examples/sine_sde.ssm's diffusion changed"
+    with open(tight + ".ssm", "w") as f:
+        f.write(tight_source)
+    run([os.path.join(a.build, "bin", "ssmc"), "build", tight + ".ssm", "-o", tight])
+    for n in (1000, 10000):
+        loose_t = filter_row("random-weight, psi <= 1", exe, "random-weight", data, n,
+                             a.replicates, 100)
+        tight_t = filter_row("random-weight, psi <= 0.625", tight, "random-weight", data, n,
+                             a.replicates, 100)
+        print(f"{'':<30} time ratio: {loose_t / tight_t:.2f}")
+    for label, model in (("psi <= 1", exe), ("psi <= 0.625", tight)):
+        def row_of(name, n, k, seed0, method="bis", proposal="filter", extra=(), model=model):
+            vals, times = series(model, data, work, n, k, a.replicates, seed0, method, proposal,
+                                 extra)
+            print(f"{name + ', ' + label:<34} N={n:<5} K={k:<4} mean {statistics.mean(vals):.4f}  "
+                  f"sd {statistics.stdev(vals):.4f}  "
+                  f"median {1e3 * statistics.median(times):.1f} ms")
+        row_of("bis, Euler proposal", 100, 10, 21000, proposal="euler")
+        row_of("bis, Euler proposal", 1000, 32, 31000, proposal="euler")
+        row_of("paris (accept-reject)", 100, 10, 41000, "paris")
+    repelled(a, work)
+
+
+REPELLED = """model repelled{0} {{
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(x[t] / (1 + x[t]^2), 1, 0.5{1});
+  y[t] ~ normal(x[t], 1);
+}}
+"""
+
+
+def repelled(a, work):
+    """dX = X / (1 + X^2) dt + dW: psi = 1 / (2 (1 + X^2)^2), which the compiler cannot bound.
+    With psi_lower = 0, psi_upper = 0.5 from the model the General Poisson estimator applies
+    (positive estimates: the random-weight filter, bis weighing by them); without, only the
+    parametrix estimator does (signed, Wald), after the Euler bootstrap filter."""
+    print("\ndX = X / (1 + X^2) dt + dW: the model's bounds of psi against none")
+    exes = {}
+    for name, bounds in (("bounded", ", psi_lower = 0, psi_upper = 0.5"), ("free", "")):
+        path = os.path.join(work, "repelled_" + name)
+        with open(path + ".ssm", "w") as f:
+            f.write(REPELLED.format("_" + name, bounds))
+        run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+        exes[name] = path
+    data = os.path.join(work, "repelled.csv")
+    run([exes["bounded"], "simulate", "--T", "11", "--seed", "7", "--out", data])
+    with open(data) as f:
+        header = next(f).strip().split(",")
+        y = [float(line.split(",")[header.index("y")]) for line in f]
+    ref = grid_x0(y, drift=lambda x: x / (1 + x * x))
+    print(f"reference E[X_0 | Y] = {ref:.4f}")
+    filter_row("random-weight (gpe, bounds)", exes["bounded"], "random-weight", data, 1000,
+               a.replicates, 100)
+    filter_row("bootstrap, 20 Euler substeps", exes["free"], "bootstrap", data, 1000,
+               a.replicates, 100)
+    for label, exe in (("bis (gpe, the model's bounds)", exes["bounded"]),
+                       ("bis (parametrix)", exes["free"])):
+        for n, k in ((100, 10), (1000, 32)):
+            vals, times = series(exe, data, work, n, k, a.replicates, 51000 + n, "bis", "euler")
+            m, sd = statistics.mean(vals), statistics.stdev(vals)
+            print(f"{label:<34} N={n:<5} K={k:<4} mean {m:.4f}  "
+                  f"bias {(m - ref) / (sd / math.sqrt(len(vals))):+.1f} se  sd {sd:.4f}  "
+                  f"median {1e3 * statistics.median(times):.1f} ms")
 
 
 def filters(a, exe, data, work):

@@ -28,14 +28,14 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_sde_bench import run, sine_transition  # noqa: E402  the smoothing bench's
+from run_sde_bench import euler_transition, run, sine_drift  # noqa: E402  the smoothing bench's
 
 
 def grid_loglik(y, theta, squarings, dt=0.5, points=400):
     import numpy as np
     x = np.linspace(min(y) - 6, max(y) + 6, points)
     spacing = x[1] - x[0]
-    P = sine_transition(x, theta, dt, squarings)
+    P = euler_transition(x, lambda v: sine_drift(v, theta), dt, squarings)
     a = np.exp(-x ** 2 / 2) / math.sqrt(2 * math.pi) * spacing
     total = 0.0
     for t, v in enumerate(y):
