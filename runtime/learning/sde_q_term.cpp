@@ -25,30 +25,35 @@ double step_term(DensityEstimator& estimator, const ModelInfo& info, const doubl
   // the guide's).
   const double* prev = s.prev.data() + offset * P;
   const double* cur = s.cur.data() + offset * P;
-  std::vector<double> log_base(P), factor(P), g(static_cast<size_t>(K) * P);
+  std::vector<double> log_base(P);
   // Per pair: the sums of the estimates and of their derivatives (over exp(log_base)).
   std::vector<double> sum(P, 0.0), dsum(static_cast<size_t>(K) * P, 0.0);
   // Round r of pair p: the estimator's round r, pair id p (draws keyed by (seed, t, p)), added to
   // the pairs `redraw` marks (all without it; a round's draws are keyed per pair, so the others'
-  // are computed and dropped).
+  // are computed and dropped). The pairs are prepared once per call, for all its rounds.
   std::vector<int64_t> count(P, 0);
-  auto add_round = [&](int r, const std::vector<char>* redraw) {
-    estimator.single(frame, t, prev, cur, P, seed, 0, r, log_base.data(), factor.data(), nullptr,
-                     K > 0 ? g.data() : nullptr);
-    for (int64_t p = 0; p < P; ++p) {
-      if (redraw && !(*redraw)[p])
-        continue;
-      ++count[p];
-      sum[p] += factor[p];
-      for (int k = 0; k < K; ++k)
-        dsum[k * P + p] += factor[p] * g[k * P + p]; // Q'_r / exp(log_base)
-    }
+  auto add_rounds = [&](const std::vector<int>& rounds, const std::vector<char>* redraw) {
+    estimator.single_rounds(frame, t, prev, cur, P, seed, 0, rounds, K > 0,
+                            [&](int, const double* base, const double* factor, const double* g) {
+                              std::copy_n(base, P, log_base.begin());
+                              for (int64_t p = 0; p < P; ++p) {
+                                if (redraw && !(*redraw)[p])
+                                  continue;
+                                ++count[p];
+                                sum[p] += factor[p];
+                                for (int k = 0; k < K; ++k)
+                                  dsum[k * P + p] +=
+                                      factor[p] * g[k * P + p]; // Q'_r / exp(log_base)
+                              }
+                            });
   };
   if (R < 1 || R > kMaxSdeEstimates)
     throw Error(fmt::format("internal error: {} estimates per pair", R));
-  int r = 0;
-  for (; r < R; ++r)
-    add_round(r, nullptr);
+  std::vector<int> first(R);
+  for (int r = 0; r < R; ++r)
+    first[r] = r;
+  add_rounds(first, nullptr);
+  int r = static_cast<int>(R);
   // Further rounds for the pairs of positive weight whose sum is not positive.
   std::vector<char> redraw(P);
   for (;; ++r) {
@@ -66,7 +71,7 @@ double step_term(DensityEstimator& estimator, const ModelInfo& info, const doubl
                               "rounds",
                               t, info.sde->relation, p, kMaxWaldRounds));
     }
-    add_round(r, &redraw);
+    add_rounds({r}, &redraw);
   }
   // The log of the mean, not corrected for its bias (-Var / (2 n q^2) to first order): a
   // correction by the estimates' sample variance rewards the parameters whose estimates vary

@@ -105,6 +105,27 @@ void DensityEstimator::single(const double* frame, int64_t t, const double* prev
                               double* factor, EstimatorCounts* counts, double* grad) {
   check_ids(t, P, first_id);
   prepare_with_gradient(frame, t, prev, cur, P, grad != nullptr);
+  single_round(frame, t, P, seed, first_id, r, log_base, factor, counts, grad);
+}
+
+void DensityEstimator::single_rounds(const double* frame, int64_t t, const double* prev,
+                                     const double* cur, int64_t P, uint64_t seed, uint64_t first_id,
+                                     const std::vector<int>& rounds, bool gradient,
+                                     const RoundSink& take) {
+  check_ids(t, P, first_id);
+  prepare_with_gradient(frame, t, prev, cur, P, gradient);
+  const int K = gradient ? gradient_size() : 0;
+  std::vector<double> log_base(P), factor(P), grad(static_cast<size_t>(K) * P);
+  for (int r : rounds) {
+    single_round(frame, t, P, seed, first_id, r, log_base.data(), factor.data(), nullptr,
+                 gradient ? grad.data() : nullptr);
+    take(r, log_base.data(), factor.data(), gradient ? grad.data() : nullptr);
+  }
+}
+
+void DensityEstimator::single_round(const double* frame, int64_t t, int64_t P, uint64_t seed,
+                                    uint64_t first_id, int r, double* log_base, double* factor,
+                                    EstimatorCounts* counts, double* grad) {
   const int K = grad ? gradient_size() : 0;
   std::vector<double> log_abs(P, -INFINITY), sign(P, 0.0), dlog(static_cast<size_t>(P) * K, 0.0);
   round(frame, t, finite_pairs(), r, seed, first_id, log_abs.data(), sign.data(), counts,

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,16 @@ public:
   void single(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
               uint64_t seed, uint64_t first_id, int round, double* log_base, double* factor,
               EstimatorCounts* counts = nullptr, double* grad = nullptr);
+
+  // single() for each round of `rounds` over the same pairs, the pairs prepared once (their
+  // quadrature, frozen terms and the like cost more than a round of a General Poisson estimate):
+  // take(r, log_base, factor, grad) gets what single() would fill for round r (grad null unless
+  // `gradient`). The same values as single() round by round.
+  using RoundSink =
+      std::function<void(int r, const double* log_base, const double* factor, const double* grad)>;
+  void single_rounds(const double* frame, int64_t t, const double* prev, const double* cur,
+                     int64_t P, uint64_t seed, uint64_t first_id, const std::vector<int>& rounds,
+                     bool gradient, const RoundSink& take);
 
   // The theta components whose derivatives estimate() can give: 0 when the compiler derived no
   // gradient rows (ModelInfo::Sde::gradient_reason says why).
@@ -123,6 +134,10 @@ protected:
   bool with_gradient_ = false; // the last prepare() was for estimates with their gradient
 
 private:
+  // After prepare_with_gradient(): single()'s outputs for round r.
+  void single_round(const double* frame, int64_t t, int64_t P, uint64_t seed, uint64_t first_id,
+                    int r, double* log_base, double* factor, EstimatorCounts* counts, double* grad);
+
   std::string name_;
 };
 

@@ -328,3 +328,26 @@ TEST_CASE("Wald's loop over one set of pairs on a pool is estimate() with one se
     CHECK(pooled == serial);
   }
 }
+
+TEST_CASE("single_rounds prepares once and gives single()'s values round by round", "[sde]") {
+  const ssm_model model = model_with(ou_terms);
+  ssm::PoissonEstimator estimator(model, sde_info());
+  const std::vector<double> frame = {0.8, 0.6, 0.5}, prev = {0.1, -1.3, 2.0}, cur = {0.4, 0.2, 1.1};
+  const std::vector<int> rounds = {0, 3, 7};
+  std::vector<std::vector<double>> base, factor;
+  estimator.single_rounds(frame.data(), 5, prev.data(), cur.data(), 3, 17, 40, rounds, false,
+                          [&](int, const double* b, const double* f, const double* g) {
+                            CHECK(g == nullptr);
+                            base.emplace_back(b, b + 3);
+                            factor.emplace_back(f, f + 3);
+                          });
+  REQUIRE(base.size() == rounds.size());
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    std::vector<double> b(3), f(3);
+    estimator.single(frame.data(), 5, prev.data(), cur.data(), 3, 17, 40, rounds[i], b.data(),
+                     f.data());
+    CHECK(b == base[i]);
+    CHECK(f == factor[i]);
+  }
+  CHECK(factor[0] != factor[1]); // the rounds' draws differ
+}
