@@ -122,7 +122,9 @@ void check_smooth_method(const ssm_model& model, const ModelInfo& info, const Sm
                          "Metropolis-Hastings moves; bis needs no bound",
                          info.sde->relation,
                          info.sde->estimator == "gpe"
-                             ? "the compiler found none for psi and the drift"
+                             ? "psi or the drift has none: the drift's bounds come from "
+                               "the compiler, psi's from it or the model's psi_lower and "
+                               "psi_upper"
                              : "the parametrix estimator's are signed"));
   }
   // (After another filter than the bootstrap one, an SDE's chains start from proposals.)
