@@ -186,14 +186,7 @@ def psi_bounds(a, exe, data, work, row):
     1: the General Poisson estimator's Poisson rate (upper - lower) dt falls from 0.75 to 0.5625.
     The same seeds for both models, so the rows differ by the bound alone."""
     print("\npsi's upper bound: the compiler's (1) against the model's (0.625)")
-    source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
-    tight = os.path.join(work, "sine_sde_tight")
-    tight_source = source.replace("model sine_sde", "model sine_sde_tight").replace(
-        "theta), 1, 0.5)", "theta), 1, 0.5, psi_upper = 0.625)")
-    assert "psi_upper = 0.625)" in tight_source, "examples/sine_sde.ssm's diffusion changed"
-    with open(tight + ".ssm", "w") as f:
-        f.write(tight_source)
-    run([os.path.join(a.build, "bin", "ssmc"), "build", tight + ".ssm", "-o", tight])
+    tight = sine_variant(a, work, "tight", "psi_upper = 0.625")
     for n in (1000, 10000):
         loose_t = filter_row("random-weight, psi <= 1", exe, "random-weight", data, n,
                              a.replicates, 100)
@@ -257,16 +250,22 @@ def repelled(a, work):
                   f"median {1e3 * statistics.median(times):.1f} ms")
 
 
+def sine_variant(a, work, suffix, extra):
+    """examples/sine_sde.ssm with `extra` after diffusion(...)'s dt, built as sine_sde_SUFFIX."""
+    source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
+    path = os.path.join(work, "sine_sde_" + suffix)
+    variant = source.replace("model sine_sde", "model sine_sde_" + suffix).replace(
+        "theta), 1, 0.5)", f"theta), 1, 0.5, {extra})")
+    assert f"0.5, {extra})" in variant, "examples/sine_sde.ssm's diffusion changed"
+    with open(path + ".ssm", "w") as f:
+        f.write(variant)
+    run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+    return path
+
+
 def filters(a, exe, data, work):
     print("\nfilters: log-likelihood of the 11 observations")
-    source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
-    fine = os.path.join(work, "sine_sde_400")
-    fine_source = source.replace("model sine_sde", "model sine_sde_400").replace(
-        "theta), 1, 0.5)", "theta), 1, 0.5, 400)")
-    assert "0.5, 400)" in fine_source, "examples/sine_sde.ssm's diffusion changed"
-    with open(fine + ".ssm", "w") as f:
-        f.write(fine_source)
-    run([os.path.join(a.build, "bin", "ssmc"), "build", fine + ".ssm", "-o", fine])
+    fine = sine_variant(a, work, "400", "400")
     for n in (1000, 10000):
         rw = filter_row("random-weight", exe, "random-weight", data, n, a.replicates, 100)
         filter_row("bootstrap, 20 Euler substeps", exe, "bootstrap", data, n, a.replicates, 200)
