@@ -7,6 +7,8 @@
 #include "lowering.h"
 #include "messages.h"
 
+#include "ir/printer.h"
+
 #include <Eigen/Core>
 #include <Eigen/LU>
 
@@ -140,12 +142,9 @@ std::optional<std::vector<int>> Lowering::lower_diffusion(const ast::Relation& r
 std::string Lowering::state_or_observation_read(const ir::Block& block, int id) const {
   const std::vector<bool> reached = ir::reached_from(block, {id});
   for (size_t i = 0; i < block.nodes.size(); ++i) {
-    const ir::Node& n = block.nodes[i];
-    if (!reached[i] || (n.op != ir::Op::State && n.op != ir::Op::Obs))
-      continue;
-    const std::string& name =
-        n.op == ir::Op::State ? model_.states[n.var].name : model_.obs[n.var].name;
-    return n.lag == 0 ? name + "[t]" : fmt::format("{}[t-{}]", name, n.lag);
+    const ir::Op op = block.nodes[i].op;
+    if (reached[i] && (op == ir::Op::State || op == ir::Op::Obs))
+      return ir::print_expr(model_, block, static_cast<int>(i));
   }
   return {};
 }

@@ -22,20 +22,12 @@ public:
     if (call.named.empty())
       return;
     const ir::DistInfo* info = ir::find_dist(call.name.name);
-    if (!info || info->internal) { // lowering reports the unknown name; the values are checked
-      for (ast::NamedArg& a : call.named)
-        call.args.push_back(std::move(a.value));
-      call.named.clear();
-      return;
-    }
+    if (!info || info->internal) // lowering reports the unknown name; the values are checked
+      return keep_as_written(call);
     const std::vector<std::string_view> names(info->arg_names.begin() + info->implicit_args,
                                               info->arg_names.end());
-    if (call.args.size() >= names.size()) { // too many: lowering reports the count
-      for (ast::NamedArg& a : call.named)
-        call.args.push_back(std::move(a.value));
-      call.named.clear();
-      return;
-    }
+    if (call.args.size() >= names.size()) // too many: lowering reports the count
+      return keep_as_written(call);
     const std::string signature = fmt::format("{}({})", info->name, fmt::join(names, ", "));
     std::vector<ast::ExprPtr> placed(names.size());
     std::copy(call.args.begin(), call.args.end(), placed.begin());
@@ -79,15 +71,21 @@ public:
         if (!placed[k]) // left out before one that is given: its default, as if written
           placed[k] = default_value(info->defaults[k - required], call.range);
       call.args = std::move(placed);
+      call.named.clear();
     } else { // every value as written, to be checked as expressions
       call.unresolved = true;
-      for (ast::NamedArg& a : call.named)
-        call.args.push_back(std::move(a.value));
+      keep_as_written(call);
     }
-    call.named.clear();
   }
 
 private:
+  // The named values after the positional ones, in the order written, without their names.
+  static void keep_as_written(ast::DistCall& call) {
+    for (ast::NamedArg& a : call.named)
+      call.args.push_back(std::move(a.value));
+    call.named.clear();
+  }
+
   static ast::ExprPtr default_value(double value, ast::Range range) {
     auto e = std::make_shared<ast::Expr>();
     e->kind = ast::Expr::Kind::Number;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 
 namespace ssm {
 
@@ -50,8 +51,7 @@ double step_term(DensityEstimator& estimator, const ModelInfo& info, const doubl
   if (R < 1 || R > kMaxSdeEstimates)
     throw Error(fmt::format("internal error: {} estimates per pair", R));
   std::vector<int> first(R);
-  for (int r = 0; r < R; ++r)
-    first[r] = r;
+  std::iota(first.begin(), first.end(), 0);
   add_rounds(first, nullptr);
   int r = static_cast<int>(R);
   // Further rounds for the pairs of positive weight whose sum is not positive.

@@ -55,7 +55,8 @@ PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info
 void PoissonEstimator::check_psi(int64_t t, double value, double x) const {
   const double slack =
       1e-9 * (1 + std::fabs(lower_) + (std::isfinite(upper_) ? std::fabs(upper_) : 0));
-  const bool below = value<lower_ - slack, above = value> upper_ + slack;
+  const bool below = value < lower_ - slack;
+  const bool above = value > upper_ + slack;
   if (!below && !above)
     return;
   const double bound = below ? lower_ : upper_;
