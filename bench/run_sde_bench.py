@@ -2,7 +2,8 @@
 """The SDE benchmark (bench/README.md, "SDEs (issue 20)"): Martin (2022), section 7.5.2, figures
 7.2 and 7.3, on this machine, and the random-weight filter against Euler-Maruyama.
 
-  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR] [--parts filters,7.2,7.3,psi]
+  bench/run_sde_bench.py [BUILD_DIR] [--replicates 30] [--keep DIR]
+                         [--parts filters,7.2,7.3,psi,lamperti]
 
 The Sine model (examples/sine_sde.ssm: dX = sin(X - pi/4) dt + dW, Y_k = X_k + N(0, 1) every
 0.5 time units, 11 observations) is simulated once. The reference E[X_0 | Y_0:10] is exact up to
@@ -23,6 +24,9 @@ small K and at K = N^0.5. Each row: the mean over replicates, its bias against t
 standard errors, the replicates' standard deviation, and the median time of filter + smoother.
 Last (psi), the same model with the bound psi_upper = 0.625 given (the compiler's is 1): the
 filter, bis and paris's accept-reject with the same seeds, spread and time side by side.
+Then (lamperti) X = exp(Y), Y the Sine diffusion: the coefficient x reads the path, and the
+General Poisson estimator works in Lamperti's coordinate (quadrature and RK4) on the same data,
+against the Sine model itself (the SDE written in that coordinate by hand).
 """
 import argparse
 import json
@@ -63,8 +67,9 @@ def sine_drift(x, theta=math.pi / 4):
     return np.sin(x - theta)
 
 
-def grid_x0(y, drift=sine_drift, dt=0.5, r=1.0, points=400):
-    """E[X_0 | y] by forward-backward on a grid (the module's docstring)."""
+def grid_x0(y, drift=sine_drift, dt=0.5, r=1.0, points=400, of=None):
+    """E[X_0 | y] by forward-backward on a grid (the module's docstring); E[of(X_0) | y] with
+    `of` (an SDE written in other coordinates)."""
     import numpy as np
     y = np.asarray(y)
     x = np.linspace(y.min() - 6, y.max() + 6, points)
@@ -78,7 +83,7 @@ def grid_x0(y, drift=sine_drift, dt=0.5, r=1.0, points=400):
             beta = P @ (g[t] * beta)
             beta /= beta.sum()
         s = alpha0 * beta
-        return float((s * x).sum() / s.sum())
+        return float((s * (x if of is None else of(x))).sum() / s.sum())
 
     return 2 * mean(7) - mean(6)
 
@@ -122,8 +127,8 @@ def main():
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--replicates", type=int, default=30)
     ap.add_argument("--keep")
-    ap.add_argument("--parts", default="filters,7.2,7.3,psi",
-                    help="comma-separated: filters, 7.2, 7.3, psi (default: all)")
+    ap.add_argument("--parts", default="filters,7.2,7.3,psi,lamperti",
+                    help="comma-separated: filters, 7.2, 7.3, psi, lamperti (default: all)")
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     work = a.keep or tempfile.mkdtemp(prefix="sde_bench_")
@@ -177,6 +182,8 @@ def main():
             row("K = N^0.5, Euler", n, k, 30000 + n + k, proposal="euler")
     if "psi" in parts:
         psi_bounds(a, exe, data, work, row)
+    if "lamperti" in parts:
+        lamperti(a, data, work, y)
     if not a.keep:
         shutil.rmtree(work)
 
@@ -248,6 +255,65 @@ def repelled(a, work):
             print(f"{label:<34} N={n:<5} K={k:<4} mean {m:.4f}  "
                   f"bias {(m - ref) / (sd / math.sqrt(len(vals))):+.1f} se  sd {sd:.4f}  "
                   f"median {1e3 * statistics.median(times):.1f} ms")
+
+
+EXP_SINE = """model exp_sine {
+  param theta : real = 0.7853981633974483;
+  state x : real;
+  obs y : real;
+  x[0] ~ lognormal(0, 1);
+  x[t] ~ diffusion(drift = x[t] * (sin(log(x[t]) - theta) + 0.5), diffusion = x[t], dt = 0.5,
+                   psi_lower = -0.5, psi_upper = 0.625);
+  y[t] ~ normal(log(x[t]), 1);
+}
+"""
+
+
+def lamperti(a, data, work, y):
+    """X = exp(Y) with Y the Sine diffusion, by Ito dX = X (sin(log X - theta) + 1/2) dt + X dW,
+    observed through log X: the likelihood is the Sine model's, E[X_0 | Y] = E[exp(Y_0) | Y].
+    In Lamperti's coordinate (log x) psi is the Sine model's, in [-1/2, 5/8] (the model's bounds);
+    the Sine model with the same bounds is the SDE written there by hand. Same data, same seeds:
+    the rows differ by the quadrature and the RK4 walkers (and the parametrix estimator's
+    heavy tails where the General Poisson one is not chosen)."""
+    print("\nX = exp(Y): a coefficient that reads the path, in Lamperti's coordinate, against the "
+          "Sine model written there by hand")
+    path = os.path.join(work, "exp_sine")
+    with open(path + ".ssm", "w") as f:
+        f.write(EXP_SINE)
+    run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+    by_hand = sine_variant(a, work, "bounds", "psi_lower = -0.5, psi_upper = 0.625")
+    ref = grid_x0(y, of=lambda x: __import__("numpy").exp(x))
+    print(f"reference E[X_0 | Y] = {ref:.4f} (E[exp(Y_0) | Y] on the grid)")
+    for n in (1000, 10000):
+        hand_t = filter_row("random-weight, by hand (Y)", by_hand, "random-weight", data, n,
+                            a.replicates, 100)
+        lamp_t = filter_row("random-weight, Lamperti (X)", path, "random-weight", data, n,
+                            a.replicates, 100)
+        print(f"{'':<30} time ratio Lamperti / by hand: {lamp_t / hand_t:.2f}")
+    # bis's backward proposals: auto's, one Euler step (in u = log x for the Lamperti model), and
+    # the filter weights alone.
+    for n, k in ((100, 10), (1000, 32)):
+        times = {}
+        for label, exe, exact, proposal in (
+                ("bis, by hand (E[Y_0])", by_hand, None, "euler"),
+                ("bis, Lamperti (E[X_0])", path, ref, "euler"),
+                ("bis, Lamperti, filter draws", path, ref, "filter"),
+                ("bis, parametrix (E[X_0])", path, ref, "euler")):
+            extra = ["--estimator", "parametrix"] if "parametrix" in label else []
+            try:
+                vals, t = series(exe, data, work, n, k, a.replicates, 52000 + n, "bis", proposal,
+                                 extra)
+            except SystemExit as e:
+                print(f"{label:<30} N={n:<5} K={k:<4} stopped: {str(e).splitlines()[-1]}")
+                continue
+            m, sd = statistics.mean(vals), statistics.stdev(vals)
+            bias = f"bias {(m - exact) / (sd / math.sqrt(len(vals))):+.1f} se  " if exact else ""
+            times[label] = statistics.median(t)
+            print(f"{label:<30} N={n:<5} K={k:<4} mean {m:.4f}  {bias}sd {sd:.4f}  "
+                  f"median {1e3 * times[label]:.1f} ms")
+        print(f"{'':<30} time ratio Lamperti / by hand: "
+              f"{times['bis, Lamperti (E[X_0])'] / times['bis, by hand (E[Y_0])']:.2f}")
 
 
 def sine_variant(a, work, suffix, extra):

@@ -260,7 +260,19 @@ public:
     out.psi_lower_given = given_lower.has_value();
     out.psi_upper_given = given_upper.has_value();
     out.gpe_why_not = gpe_problem(out);
-    if (out.gpe_why_not.empty()) {
+    if (out.gpe_why_not.empty() && !out.coefficient_constant) {
+      // psi in Lamperti's coordinate, (b^2 + b') / 2 with b = drift / |s| - |s|' / 2, is not
+      // within the reach of the intervals below (quotients by the path): the model's bounds.
+      if (!given_lower)
+        out.gpe_why_not = "the diffusion coefficient reads the path, and psi in Lamperti's "
+                          "coordinate, (b^2 + b') / 2 with b = drift / |diffusion| - "
+                          "|diffusion|' / 2, has no lower bound from the model (psi_lower = ... "
+                          "in diffusion(...) gives one)";
+      out.psi_lower = given_lower ? *given_lower : b.constant(-INFINITY);
+      out.psi_upper = given_upper ? *given_upper : b.constant(INFINITY);
+      out.psi_lower_text = ir::print_expr(model, out.arena, out.psi_lower);
+      out.psi_upper_text = ir::print_expr(model, out.arena, out.psi_upper);
+    } else if (out.gpe_why_not.empty()) {
       // psi over the real line: (alpha^2 / sigma^2 + alpha') / 2 at x = sigma u.
       const int a = alpha[0], sg = coefficient[0];
       const int psi = b.div(b.add(b.div(b.mul(a, a), b.mul(sg, sg)), jacobian[0]), b.constant(2));
@@ -477,9 +489,6 @@ private:
     if (e.dim != 1)
       return "the General Poisson estimator is implemented for scalar SDEs (the drift of a vector "
              "one must be a gradient)";
-    if (!e.coefficient_constant)
-      return "the diffusion coefficient reads the path (a Lamperti transform with a numerical "
-             "integral is not implemented yet)";
     return {};
   }
 };
@@ -504,7 +513,7 @@ bool SdeEstimators::psi_bounded_above() const {
 }
 
 bool SdeEstimators::exact_bridges() const {
-  return psi_bounded_above() && !psi_lower_given && !psi_upper_given;
+  return psi_bounded_above() && !psi_lower_given && !psi_upper_given && coefficient_constant;
 }
 
 bool SdeEstimators::estimates_bounded() const {
@@ -542,24 +551,34 @@ std::string SdeEstimators::report() const {
   std::string out = summary() + "\n";
   if (!why_not.empty())
     return out;
-  if (gpe_why_not.empty())
+  if (gpe_why_not.empty()) {
     out += fmt::format(
         "  gpe: psi in [{}, {}]{}: {}\n", psi_lower_text, psi_upper_text, psi_given_note(),
         psi_bounded_above() ? "positive estimates"
                             : "estimates made positive by Wald's identity where one is not");
-  else
+    if (!coefficient_constant)
+      out += "    the diffusion coefficient reads the path: in Lamperti's coordinate, eta(x) = "
+             "int dx / |diffusion|, by quadrature, and bridge points taken back by RK4\n";
+  } else {
     out += fmt::format("  gpe: no: {}{}\n", gpe_why_not,
                        psi_lower_given || psi_upper_given
                            ? " (the model's psi_lower and psi_upper are not used)"
                            : "");
+  }
   out += parametrix_why_not.empty()
              ? "  parametrix: signed estimates (Euler skeletons at renewal times), made positive "
                "by Wald's identity: unbiased up to one factor per set of pairs weighed together\n"
              : fmt::format("  parametrix: no: {}\n", parametrix_why_not);
   if (parametrix_why_not.empty() && !coefficient_constant)
-    out += "    the diffusion coefficient reads the path: the estimates are heavy-tailed and "
-           "Wald's loop may not end; an SDE written where its coefficient is constant (a "
-           "Lamperti transform: log coordinates for a coefficient diag(x) G) avoids it\n";
+    out += fmt::format("    the diffusion coefficient reads the path: the estimates are "
+                       "heavy-tailed and Wald's loop may not end; {}\n",
+                       gpe_why_not.empty() ? "the General Poisson estimator (auto's choice) "
+                                             "avoids it"
+                       : dim == 1 ? "the General Poisson estimator, which psi_lower = ... in "
+                                    "diffusion(...) makes apply, avoids it"
+                                  : "an SDE written where its coefficient is constant (a "
+                                    "Lamperti transform: log coordinates for a coefficient "
+                                    "diag(x) G) avoids it");
   if (!gradient_why_not.empty())
     out += fmt::format("  gradient of log q: no: {}\n", gradient_why_not);
   else if (exact_bridges())
@@ -571,9 +590,11 @@ std::string SdeEstimators::report() const {
                        "derivative)\n",
                        gpe_why_not.empty() ? "General Poisson" : "parametrix");
   if (gradient_why_not.empty() && gpe_why_not.empty() && psi_bounded_above() && !exact_bridges())
-    out += "    not by exact bridges: their rejection step needs psi within its bounds along "
-           "the whole path, which the runtime can check only where it evaluates psi, so it does "
-           "not rely on the model's bounds\n";
+    out += coefficient_constant
+               ? "    not by exact bridges: their rejection step needs psi within its bounds along "
+                 "the whole path, which the runtime can check only where it evaluates psi, so it "
+                 "does not rely on the model's bounds\n"
+               : "    not by exact bridges: they are drawn for a constant coefficient only\n";
   if (gpe_why_not.empty() && psi_bounded_above())
     out += "  filter --method random-weight (auto's choice) weighs draws from a proposal by the "
            "estimates: no discretisation error; so does bis after it\n";

@@ -2,6 +2,7 @@
 #include "sde/euler_step.h"
 
 #include "core/error.h"
+#include "sde/lamperti.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
@@ -18,7 +19,79 @@ using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 } // namespace
 
 EulerStep::EulerStep(const ssm_model& model, const ModelInfo& info)
-    : terms_(model, info), relation_(info.sde->relation), dim_(info.sde->dim) {}
+    : terms_(model, info), relation_(info.sde->relation), dim_(info.sde->dim),
+      lamperti_(in_lamperti_coordinate(info)) {}
+
+void EulerStep::eta(const double* frame, int64_t t, const double* x, int64_t stride, int64_t n,
+                    double* out, double* log_s) {
+  from_.assign(n, reference_);
+  to_.resize(n);
+  std::vector<bool> skip(n);
+  for (int64_t i = 0; i < n; ++i) {
+    to_[i] = x[i * stride];
+    skip[i] = !std::isfinite(to_[i]);
+  }
+  quadrature_.build(terms_, frame, t, from_.data(), to_.data(), n, 1, 0.0, &skip);
+  std::vector<double>& points = quadrature_.points();
+  for (int64_t i = 0; i < n; ++i)
+    points[quadrature_.first(i)] = skip[i] ? 0.0 : to_[i]; // the leading slot: the point itself
+  terms_.evaluate(frame, t, points.data(), quadrature_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = log_s[i] = NAN;
+    if (skip[i] || quadrature_.outside(i))
+      continue;
+    double sum = 0;
+    bool ok = true;
+    for (int64_t q = 0; q < quadrature_.node_count(i) && ok; ++q) {
+      const double s = terms_.coefficient(quadrature_.node(i, q));
+      ok = std::isfinite(s) && s != 0 && (s > 0) == (quadrature_.sign(i) > 0);
+      sum += quadrature_.weight(i, q) / std::fabs(s);
+    }
+    const double s = std::fabs(terms_.coefficient(quadrature_.first(i)));
+    if (ok && std::isfinite(s) && s > 0) {
+      out[i] = sum;
+      log_s[i] = std::log(s);
+    }
+  }
+}
+
+void EulerStep::evaluate_lamperti(const double* frame, int64_t t, const double* x, int64_t P,
+                                  const char* who) {
+  terms_.evaluate(frame, t, x, P);
+  reference_ = NAN;
+  for (int64_t p = 0; p < P; ++p) {
+    finite_[p] = std::isfinite(x[p]);
+    if (!finite_[p])
+      continue;
+    if (std::isnan(reference_))
+      reference_ = x[p];
+    const double s = terms_.coefficient(p), dt = terms_.dt(p);
+    const double b = s != 0 && std::isfinite(s) ? lamperti_drift(terms_, p).b : NAN;
+    if (!(std::isfinite(dt) && dt > 0 && std::isfinite(b)))
+      throw Error(fmt::format("{}: at t={} the Euler step of {} in Lamperti's coordinate from {} "
+                              "has dt {} and drift {} there (the coefficient is {})",
+                              who, t, relation_, x[p], dt, b, s));
+    mean_[p] = b * dt; // eta(x) added below
+    chol_[p] = std::sqrt(dt);
+    log_norm_[p] = -std::log(chol_[p]) - 0.5 * std::log(2 * std::numbers::pi);
+  }
+  log_s_.resize(P);
+  std::vector<double> eta_x(P);
+  eta(frame, t, x, 1, P, eta_x.data(), log_s_.data());
+  for (int64_t p = 0; p < P; ++p) {
+    if (finite_[p] && std::isnan(eta_x[p])) // across a zero of the coefficient: no law
+      finite_[p] = 0;
+    if (finite_[p])
+      mean_[p] += eta_x[p];
+  }
+}
+
+void EulerStep::targets(const double* frame, int64_t t, const double* y, int64_t stride,
+                        int64_t n) {
+  target_eta_.resize(n);
+  target_log_s_.resize(n);
+  eta(frame, t, y, stride, n, target_eta_.data(), target_log_s_.data());
+}
 
 void EulerStep::evaluate(const double* frame, int64_t t, const double* x, int64_t P,
                          const char* who) {
@@ -29,6 +102,10 @@ void EulerStep::evaluate(const double* frame, int64_t t, const double* x, int64_
   chol_.resize(P * d * d);
   log_norm_.resize(P);
   finite_.assign(P, 1);
+  if (lamperti_) {
+    evaluate_lamperti(frame, t, x, P, who);
+    return;
+  }
   auto point = [&](int64_t p) {
     std::string out = d > 1 ? "(" : "";
     for (int c = 0; c < d; ++c)
@@ -67,8 +144,19 @@ void EulerStep::evaluate(const double* frame, int64_t t, const double* x, int64_
   }
 }
 
-void EulerStep::log_densities(const double* y, int64_t stride, double* out) const {
+void EulerStep::log_densities(const double* y, int64_t stride, double* out, int64_t target) const {
   const int d = dim_;
+  if (lamperti_) {
+    if (target < 0 || target >= static_cast<int64_t>(target_eta_.size()))
+      throw Error("internal error: an Euler density in Lamperti's coordinate without its target");
+    const double u = target_eta_[target], log_s = target_log_s_[target];
+    for (int64_t p = 0; p < P_; ++p) {
+      const double z = (u - mean_[p]) / chol_[p];
+      out[p] = finite_[p] && !std::isnan(u) ? -0.5 * z * z + log_norm_[p] - log_s
+                                            : -std::numeric_limits<double>::infinity();
+    }
+    return;
+  }
   if (d == 1) { // the common case, without the triangular solve's loops
     const double y0 = y[0];
     for (int64_t p = 0; p < P_; ++p) {
@@ -97,6 +185,8 @@ void EulerStep::log_densities(const double* y, int64_t stride, double* out) cons
 }
 
 double EulerStep::draw(int64_t p, const double* z, double* out, int64_t stride) const {
+  if (lamperti_)
+    throw Error("internal error: an Euler draw in Lamperti's coordinate (sde/lamperti.h draws)");
   const int d = dim_;
   const double *m = mean(p), *L = chol(p);
   double q = 0;

@@ -4,6 +4,8 @@
 #include "core/error.h"
 #include "kernel/distributions.h"
 #include "kernel/rng.h"
+#include "sde/lamperti.h"
+#include "sde/path_quadrature.h"
 
 #include <fmt/format.h>
 
@@ -15,20 +17,7 @@ namespace ssm {
 
 namespace {
 
-// 8-point Gauss-Legendre on [-1, 1]: exact for polynomials of degree 15 on each panel.
-constexpr double kNodes[] = {-0.9602898564975363, -0.7966664774136267, -0.5255324099163290,
-                             -0.1834346424956498, 0.1834346424956498,  0.5255324099163290,
-                             0.7966664774136267,  0.9602898564975363};
-constexpr double kWeights[] = {0.1012285362903763, 0.2223810344533745, 0.3137066458778873,
-                               0.3626837833783620, 0.3626837833783620, 0.3137066458778873,
-                               0.2223810344533745, 0.1012285362903763};
-constexpr int kNodesPerPanel = 8;
-constexpr int kMaxPanels = 1000;
 constexpr int kEndpoints = 3; // u, v and their midpoint: psi there sets c when psi is unbounded
-
-int panels(double u, double v) {
-  return static_cast<int>(std::clamp(std::ceil(std::fabs(v - u)), 1.0, double(kMaxPanels)));
-}
 
 } // namespace
 
@@ -46,7 +35,7 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
     : DensityEstimator(model, info, "General Poisson"), lower_given_(info.sde->psi_lower_given),
-      upper_given_(info.sde->psi_upper_given) {
+      upper_given_(info.sde->psi_upper_given), lamperti_(!info.sde->coefficient_constant) {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
                             info.sde->gpe_reason));
@@ -71,43 +60,50 @@ void PoissonEstimator::check_psi(int64_t t, double value, double x) const {
                           below ? "lower" : "upper"));
 }
 
-int64_t PoissonEstimator::panels_of(int64_t p) const {
-  return (first_node_[p + 1] - first_node_[p] - kEndpoints) / kNodesPerPanel;
+double PoissonEstimator::sigma_at(int64_t t, double s, double x, int64_t p) const {
+  if (!lamperti_)
+    return scale_;
+  if (!std::isfinite(s) || s == 0 || (s > 0) != (quadrature_.sign(p) > 0))
+    throw Error(fmt::format("{}: the diffusion coefficient is {} at x = {}, between the pair's "
+                            "{} and {}: the Lamperti transform needs it finite and of one sign",
+                            error_prefix(t), s, x, x_[p], y_[p]));
+  return std::fabs(s);
 }
 
-int64_t PoissonEstimator::node_count(int64_t p) const {
-  return panels_of(p) * kNodesPerPanel;
-}
-
-int64_t PoissonEstimator::node_point(int64_t p, int64_t q) const {
-  return first_node_[p] + kEndpoints + q;
-}
-
-double PoissonEstimator::node_weight(int64_t p, int64_t q) const {
-  return kWeights[q % kNodesPerPanel] * 0.5 * (y_[p] - x_[p]) / static_cast<double>(panels_of(p));
+UnitDrift PoissonEstimator::unit_drift(int64_t point) const {
+  if (lamperti_)
+    return lamperti_drift(terms_, point);
+  return {terms_.drift(point) / scale_, terms_.jacobian(point)}; // b(u) = a(s u) / s, a'(s u)
 }
 
 double PoissonEstimator::psi(int64_t point) const {
-  const double b = terms_.drift(point) / scale_; // b(u) = a(s u) / s, b'(u) = a'(s u)
-  return 0.5 * (b * b + terms_.jacobian(point));
+  const UnitDrift d = unit_drift(point);
+  return 0.5 * (d.b * d.b + d.db);
 }
 
 double PoissonEstimator::psi_theta(int64_t point, int k) const {
-  const double a = terms_.drift(point);
-  return a * terms_.drift_theta(point, k) / (scale_ * scale_) +
-         0.5 * terms_.divergence_theta(point, k);
+  // With s free of theta: b_theta = a_theta / |s|, b'_theta = a'_theta - a_theta |s|' / |s|.
+  const double a_theta = terms_.drift_theta(point, k);
+  const double s = lamperti_ ? std::fabs(terms_.coefficient(point)) : scale_;
+  const double ds = lamperti_ ? terms_.gamma_divergence(point, 0) / (2 * s) : 0.0;
+  const double b_theta = a_theta / s;
+  const double db_theta = terms_.divergence_theta(point, k) - a_theta * ds / s;
+  return unit_drift(point).b * b_theta + 0.5 * db_theta;
 }
 
 double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
-  double integral = 0;
-  for (int64_t q = 0; q < node_count(p); ++q)
-    integral += node_weight(p, q) * terms_.drift_theta(node_point(p, q), k);
-  return integral / (scale_ * scale_);
+  double integral = 0; // of a_theta / s^2 over [x, y]
+  for (int64_t q = 0; q < quadrature_.node_count(p); ++q) {
+    const int64_t e = quadrature_.node(p, q);
+    const double s = lamperti_ ? terms_.coefficient(e) : scale_;
+    integral += quadrature_.weight(p, q) * terms_.drift_theta(e, k) / (s * s);
+  }
+  return integral;
 }
 
 bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
-  return std::isfinite(upper_) && !lower_given_ && !upper_given_;
+  return std::isfinite(upper_) && !lower_given_ && !upper_given_ && !lamperti_;
 }
 
 void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {
@@ -120,7 +116,8 @@ void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) 
 
 double PoissonEstimator::log_bound(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
-  if (!(std::isfinite(upper_) && std::isfinite(drift_lower_) && std::isfinite(drift_upper_)))
+  if (lamperti_ ||
+      !(std::isfinite(upper_) && std::isfinite(drift_lower_) && std::isfinite(drift_upper_)))
     return INFINITY;
   const double m = std::max(std::fabs(drift_lower_), std::fabs(drift_upper_)) / scale_;
   return -lower_ * dt_ + 0.5 * m * m * dt_ - 0.5 * std::log(2 * std::numbers::pi * dt_) -
@@ -135,7 +132,7 @@ void PoissonEstimator::constants(const double* frame, int64_t t, double probe) {
   upper_ = terms_.psi_upper(0);
   drift_lower_ = terms_.drift_lower(0);
   drift_upper_ = terms_.drift_upper(0);
-  if (!(std::isfinite(scale_) && scale_ != 0))
+  if (!lamperti_ && !(std::isfinite(scale_) && scale_ != 0))
     throw Error(fmt::format("the diffusion coefficient of {} at t={} is {}: it must be finite and "
                             "not 0",
                             relation_, t, scale_));
@@ -150,13 +147,12 @@ void PoissonEstimator::constants(const double* frame, int64_t t, double probe) {
 
 void PoissonEstimator::prepare(const double* frame, int64_t t, const double* prev,
                                const double* cur, int64_t P) {
-  // The coefficient, dt and the bounds read no point: one evaluation gives them.
+  // dt and the bounds read no point (nor does a constant coefficient): one evaluation gives them.
   constants(frame, t, P > 0 ? prev[0] : 0.0);
 
   // Points: per pair, u, v, the midpoint, then the quadrature nodes of [x, y] (x-coordinates).
   // A pair with a non-finite end (a path that diverged) has density estimate 0: only its
   // endpoints, as 0, are evaluated, and it gets log q = -inf.
-  first_node_.assign(P + 1, 0);
   u_.resize(P);
   v_.resize(P);
   x_.resize(P);
@@ -165,43 +161,58 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   for (int64_t p = 0; p < P; ++p) {
     x_[p] = bad_[p] ? 0.0 : prev[p];
     y_[p] = bad_[p] ? 0.0 : cur[p];
-    u_[p] = x_[p] / scale_;
-    v_[p] = y_[p] / scale_;
-    const int n = bad_[p] ? 0 : panels(u_[p], v_[p]);
-    first_node_[p + 1] = first_node_[p] + kEndpoints + n * kNodesPerPanel;
   }
-  points_.resize(first_node_[P]);
+  quadrature_.build(terms_, frame, t, x_.data(), y_.data(), P, kEndpoints, lamperti_ ? 0.0 : scale_,
+                    &bad_);
+  std::vector<double>& points = quadrature_.points();
   for (int64_t p = 0; p < P; ++p) {
-    double* x = &points_[first_node_[p]];
+    // The path stays where the coefficient keeps the sign it has at x (Lamperti's coordinate
+    // spans the real line there): a pair across a zero of it, or out of its domain, has
+    // density 0, like a diverged one.
+    if (quadrature_.outside(p))
+      bad_[p] = true;
+    double* x = &points[quadrature_.first(p)];
     x[0] = x_[p];
     x[1] = y_[p];
     x[2] = 0.5 * (x_[p] + y_[p]);
-    const int64_t n = panels_of(p);
-    const double width = (y_[p] - x_[p]) / n;
-    for (int64_t k = 0; k < n; ++k)
-      for (int q = 0; q < kNodesPerPanel; ++q)
-        x[kEndpoints + k * kNodesPerPanel + q] = x_[p] + width * (k + 0.5 * (kNodes[q] + 1.0));
   }
-  terms_.evaluate(frame, t, points_.data(), first_node_[P]);
+  terms_.evaluate(frame, t, points.data(), quadrature_.size());
 
   log_base_.resize(P);
   c_.resize(P);
   lambda_.resize(P);
-  const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_) + std::log(scale_);
+  const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_);
   for (int64_t p = 0; p < P; ++p) {
     if (bad_[p]) { // no estimate to make: log q = -inf
       log_base_[p] = -INFINITY;
-      c_[p] = lambda_[p] = 0;
+      c_[p] = lambda_[p] = u_[p] = v_[p] = 0;
       continue;
     }
-    const int64_t f = first_node_[p];
-    double integral = 0; // of the drift a over [x, y]; B(v) - B(u) is it over s^2
-    for (int64_t q = 0; q < node_count(p); ++q)
-      integral += node_weight(p, q) * terms_.drift(node_point(p, q));
-    for (int64_t e = f; e < first_node_[p + 1]; ++e) // the ends, the midpoint, the nodes
-      check_psi(t, psi(e), points_[e]);
+    const int64_t f = quadrature_.first(p);
+    // v - u = int dz / |s| and int a / s^2 over [x, y]; with a constant coefficient,
+    // B(v) - B(u) is the latter, and u = x / s.
+    const double s_x = sigma_at(t, terms_.coefficient(f), x_[p], p);
+    const double s_y = sigma_at(t, terms_.coefficient(f + 1), y_[p], p);
+    double distance = 0, integral = 0;
+    for (int64_t q = 0; q < quadrature_.node_count(p); ++q) {
+      const int64_t e = quadrature_.node(p, q);
+      const double s = sigma_at(t, terms_.coefficient(e), points[e], p);
+      distance += quadrature_.weight(p, q) / s;
+      integral += quadrature_.weight(p, q) * terms_.drift(e) / (s * s);
+    }
+    if (lamperti_) { // the bridge runs from u = 0 at x; the Jacobian 1 / |s(y)|
+      u_[p] = 0;
+      v_[p] = distance;
+      integral += -0.5 * std::log(s_y / s_x) - std::log(s_y);
+    } else {
+      u_[p] = x_[p] / scale_;
+      v_[p] = y_[p] / scale_;
+      integral -= std::log(scale_);
+    }
+    for (int64_t e = f; e < quadrature_.first(p + 1); ++e) // the ends, the midpoint, the nodes
+      check_psi(t, psi(e), points[e]);
     const double d = v_[p] - u_[p];
-    log_base_[p] = -d * d / (2 * dt_) - log_norm + integral / (scale_ * scale_);
+    log_base_[p] = -d * d / (2 * dt_) - log_norm + integral;
     if (std::isfinite(upper_)) {
       c_[p] = upper_;
       lambda_[p] = upper_ - lower_;
@@ -211,12 +222,35 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       c_[p] = hi + std::max(1.0, hi - lo);
       lambda_[p] = c_[p] - lower_;
     }
+    // The estimate's derivative holds c and lambda: unbiased for q' where the estimate stays
+    // unbiased at every theta near, which needs lambda > 0 (with none there are no Poisson
+    // points, and exp(-c dt) is right only where psi = c, as with equal bounds of a constant
+    // psi). With a gradient, c rises until lambda dt is at least 1, so that psi < c strictly.
+    if (with_gradient_ && lambda_[p] * dt_ < 1) {
+      c_[p] += 1 / dt_ - lambda_[p];
+      lambda_[p] = 1 / dt_;
+    }
     log_base_[p] += (lambda_[p] - c_[p]) * dt_; // the Poisson part's constant factor
     if (!std::isfinite(log_base_[p]) || !(lambda_[p] >= 0))
       throw Error(fmt::format("the General Poisson estimator for {} at t={}: the drift or psi is "
                               "not finite between {} and {}",
                               relation_, t, x_[p], y_[p]));
   }
+}
+
+void PoissonEstimator::lamperti_inverse(const double* frame, int64_t t,
+                                        const std::vector<int64_t>& pairs) {
+  std::vector<double> start(pairs.size());
+  std::vector<int64_t> group(bridge_.size());
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    start[k] = x_[pairs[k]];
+    std::fill(group.begin() + bridge_first_[k], group.begin() + bridge_first_[k + 1],
+              static_cast<int64_t>(k));
+  }
+  const std::vector<double> w = bridge_;
+  ssm::lamperti_inverse(terms_, frame, t, start, group, w.data(), static_cast<int64_t>(w.size()),
+                        bridge_.data(),
+                        [&](int64_t k, double x, double s) { return sigma_at(t, s, x, pairs[k]); });
 }
 
 void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<int64_t>& pairs,
@@ -256,9 +290,11 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
       w = mean + std::sqrt(std::max(var, 0.0)) *
                      sample_std_normal_k(seed, id, ut, site + 2, static_cast<uint32_t>(j));
       s = times_[j];
-      bridge_[bridge_first_[k] + j] = w * scale_;
+      bridge_[bridge_first_[k] + j] = lamperti_ ? w : w * scale_;
     }
   }
+  if (lamperti_)
+    lamperti_inverse(frame, t, pairs);
   terms_.evaluate(frame, t, bridge_.data(), bridge_first_[n]);
   // In logarithms: a product of many factors below 1 would underflow. The derivative of
   // log|prod_j (c - psi_j)| is -sum_j psi_j' / (c - psi_j); a factor exactly 0 (probability 0)

@@ -1,11 +1,15 @@
 // The General Poisson estimator of the transition density (and of its log's gradient,
-// poisson_gradient.cpp) of a scalar SDE dX = a(X) dt + s dW
-// whose coefficient s does not read the path (Beskos, Papaspiliopoulos & Roberts 2006; Fearnhead,
-// Papaspiliopoulos & Roberts 2008; Martin 2022, appendix C.1.1). In u = x / s the SDE has unit
-// diffusion and drift b(u) = a(s u) / s, and by Girsanov
-//   q(x, y) = phi_dt(v - u) exp(B(v) - B(u)) E[exp(-int_0^dt psi(w_r) dr)] / s,
-// B' = b, psi = (b^2 + b') / 2, w a Brownian bridge from u to v. B(v) - B(u) is an integral of
-// the drift (Gauss-Legendre, to rounding); the expectation is estimated without bias by
+// poisson_gradient.cpp) of a scalar SDE dX = a(X) dt + s(X) dW (Beskos, Papaspiliopoulos &
+// Roberts 2006; Fearnhead, Papaspiliopoulos & Roberts 2008; Martin 2022, appendix C.1.1). In
+// Lamperti's coordinate u = eta(x), eta' = 1 / |s|, the SDE has unit diffusion and drift
+// b = a / |s| - |s|' / 2 (at x = eta^-1(u)), and by Girsanov
+//   q(x, y) = phi_dt(v - u) exp(B(v) - B(u)) E[exp(-int_0^dt psi(w_r) dr)] / |s(y)|,
+// B' = b, psi = (b^2 + b') / 2, w a Brownian bridge from u to v. For a constant coefficient,
+// u = x / s; for one that reads the path, v - u = int_x^y dz / |s| and
+// B(v) - B(u) = int_x^y a / s^2 dz - log(|s(y)| / |s(x)|) / 2 (Gauss-Legendre, graded where |s|
+// varies), and a bridge point is taken back to x by RK4 (sde/lamperti.h); for a constant one,
+// B(v) - B(u) is an integral of the drift (Gauss-Legendre, to rounding). The expectation is
+// estimated without bias by
 // exp((lambda - c) dt) prod_{j <= K} (c - psi(w_{U_j})) / lambda, K ~ Poisson(lambda dt), U_j
 // uniform on (0, dt), for any c and lambda > 0. With c >= sup psi the estimate is positive (the
 // compiler's bounds of psi, when finite: c = upper, lambda = upper - lower); otherwise c and
@@ -14,6 +18,8 @@
 #pragma once
 
 #include "sde/density_estimator.h"
+#include "sde/lamperti.h"
+#include "sde/path_quadrature.h"
 
 #include <cmath>
 #include <cstdint>
@@ -88,26 +94,28 @@ private:
              uint64_t seed, uint64_t first_id, double* log_abs, double* sign,
              EstimatorCounts* counts, double* dlog) override;
   double psi(int64_t point) const; // at a point of the last evaluation, in u coordinates
+  // In u coordinates at a point of the last evaluation: the drift b and its derivative b'.
+  UnitDrift unit_drift(int64_t point) const;
+  // |s| from s = s(x) on pair p's way (scale_ for a constant coefficient); an error when it is
+  // 0 or not finite, or of the other sign than s(x_p).
+  double sigma_at(int64_t t, double s, double x, int64_t p) const;
+  // The bridge_ points of round(), in u coordinates from u = 0 at x_p, taken to x coordinates.
+  void lamperti_inverse(const double* frame, int64_t t, const std::vector<int64_t>& pairs);
   // psi's value at x, a point the estimates visit at step t, within [lower_, upper_]: an error
   // otherwise (a bound the model gave that does not hold would make the estimates wrong).
   void check_psi(int64_t t, double value, double x) const;
   // d psi / d theta_k at a point of the last evaluation, with a = the drift there.
   double psi_theta(int64_t point, int k) const;
-  // After prepare()'s evaluation: (1 / s^2) int_x^y d drift / d theta_k for pair p, the gradient
+  // After prepare()'s evaluation: int_x^y (d drift / d theta_k) / s^2 for pair p, the gradient
   // of B(v) - B(u).
   double drift_integral_theta(int64_t p, int k) const;
-  // After prepare(): pair p's quadrature panels (0 for a diverged pair), from its points' count.
-  int64_t panels_of(int64_t p) const;
-  // Pair p's Gauss-Legendre nodes over [x, y]: their count, the point of node q in the last
-  // evaluation, and its weight (the integral of a function is sum_q weight * value).
-  int64_t node_count(int64_t p) const;
-  int64_t node_point(int64_t p, int64_t q) const;
-  double node_weight(int64_t p, int64_t q) const;
 
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
   bool lower_given_ = false, upper_given_ = false; // by the model (psi_lower, psi_upper)
-  std::vector<double> points_, c_, lambda_, u_, v_, x_, y_;
-  std::vector<int64_t> first_node_;
+  bool lamperti_ = false; // the coefficient reads the path: eta by quadrature
+  // Per pair: u, v and the midpoint, then the nodes of [x, y], evaluated in that order.
+  PathQuadrature quadrature_;
+  std::vector<double> c_, lambda_, u_, v_, x_, y_;
   std::vector<double> times_, bridge_;
   std::vector<int64_t> count_, bridge_first_;
 };

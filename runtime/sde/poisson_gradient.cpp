@@ -18,6 +18,10 @@ void PoissonEstimator::gradient(const double* frame, int64_t t, const double* pr
                                 const double* cur, int64_t P, uint64_t seed, uint64_t first_id,
                                 double* out, EstimatorCounts* counts) {
   require_gradient(t);
+  if (lamperti_)
+    throw Error(fmt::format("the gradient estimator for {} at t={}: exact bridges are drawn for a "
+                            "constant diffusion coefficient only; this one reads the path",
+                            relation_, t));
   const int K = gradient_size();
   check_ids(t, P, first_id);
   prepare(frame, t, prev, cur, P);

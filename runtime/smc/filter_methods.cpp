@@ -50,9 +50,7 @@ nlohmann::json filter_json(std::string_view name, const MethodRun& run, const Fi
                           run.info.sde->estimator == "gpe" ? "General Poisson" : "parametrix");
     if (!r.likelihood_caveat.empty())
       j["log_likelihood_caveat"] = r.likelihood_caveat;
-    j["proposal"] = run.model.proposal_sample
-                        ? "the model's proposal (one Euler step where y is missing)"
-                        : "one Euler-Maruyama step over dt";
+    j["proposal"] = random_weight_proposal_name(run.model, run.info);
   }
   return j;
 }

@@ -129,6 +129,10 @@ std::string random_weight_problem(const ssm_model& model, const ModelInfo& info)
 // Non-empty when the random-weight filter's estimates need Wald's identity (signed ones), so that
 // its log-likelihood is biased: why.
 std::string random_weight_likelihood_caveat(const ModelInfo& info);
+// What the random-weight filter draws from, for run summaries: the model's proposal, one Euler
+// step over dt, or (a scalar SDE with the General Poisson estimator, whose coefficient reads the
+// path) one Euler step in Lamperti's coordinate, taken back to the path's (sde/lamperti.h).
+std::string random_weight_proposal_name(const ssm_model& model, const ModelInfo& info);
 // Adds that caveat as "log_likelihood_caveat" to a run's JSON summary whose log-likelihood came
 // from the random-weight filter (`random_weight`), when there is one.
 void add_random_weight_caveat(nlohmann::json& summary, const ModelInfo& info, bool random_weight);

@@ -1,7 +1,10 @@
 // The random-weight filter's proposal (Fearnhead, Papaspiliopoulos, Roberts & Stuart 2010; Martin
 // 2022, section 7.4.1) for an SDE transition, whose density has no closed form: particles are drawn
 // from a law whose density is known -- the model's `proposal` when y_t is observed and the model
-// has one, else one Euler-Maruyama step over the whole dt -- and weighted by
+// has one, else one Euler-Maruyama step over the whole dt (in Lamperti's coordinate when the
+// General Poisson estimator works there: a coefficient that reads the path, whose Gaussian step
+// in x would reach where the path cannot and have lighter tails than the transition) -- and
+// weighted by
 // q^(x_{t-1}, x_t) g(y_t | x_t) / p(x_t | x_{t-1}), q^ an estimate of the transition density
 // (sde/density_estimator.h). With General Poisson estimates positive by construction (psi bounded
 // above) each weight is unbiased on its own: no discretisation error, and an unbiased likelihood
@@ -14,6 +17,7 @@
 #include "kernel/rng.h"
 #include "sde/density_estimator.h"
 #include "sde/euler_step.h"
+#include "sde/lamperti.h"
 #include "smc/filter.h"
 #include "smc/proposal.h"
 
@@ -22,6 +26,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 namespace ssm {
 
@@ -46,6 +51,13 @@ std::string random_weight_likelihood_caveat(const ModelInfo& info) {
                      info.sde->relation);
 }
 
+std::string random_weight_proposal_name(const ssm_model& model, const ModelInfo& info) {
+  const std::string euler = in_lamperti_coordinate(info)
+                                ? "one Euler-Maruyama step over dt in Lamperti's coordinate"
+                                : "one Euler-Maruyama step over dt";
+  return model.proposal_sample ? "the model's proposal (" + euler + " where y is missing)" : euler;
+}
+
 void add_random_weight_caveat(nlohmann::json& summary, const ModelInfo& info, bool random_weight) {
   if (!random_weight)
     return;
@@ -60,7 +72,8 @@ public:
   explicit RandomWeightProposal(const ProposalContext& ctx)
       : model_(ctx.model), info_(ctx.info), n_obs_(ctx.info.n_obs), seed_(ctx.opt.seed),
         estimator_seed_(mix_seed(ctx.opt.seed ^ kRandomWeightSeedKey)), logp_(ctx.stride, 0.0),
-        caveat_(random_weight_likelihood_caveat(ctx.info)) {
+        caveat_(random_weight_likelihood_caveat(ctx.info)),
+        lamperti_(in_lamperti_coordinate(ctx.info)) {
     if (std::string why = random_weight_problem(ctx.model, ctx.info); !why.empty())
       throw Error(fmt::format("filter --method random-weight: {}", why));
   }
@@ -75,6 +88,10 @@ public:
     if (guided_) {
       model_.proposal_sample(s.th, seed_, s.t, begin, end, s.stride, s.prev, s.ancestors, s.y,
                              s.cur, logp_.data());
+      return;
+    }
+    if (lamperti_) {
+      draw_lamperti(s, begin, end);
       return;
     }
     // One Euler-Maruyama step over dt from each particle's ancestor: a Gaussian draw,
@@ -120,6 +137,7 @@ public:
                               "derived (a wrong bound, or rounding at a tight one)",
                               s.t, info_.sde->relation));
     add(begin, end, log_q.data(), inc);
+    outside_support(s, begin, end, log_q.data(), nullptr);
   }
 
   // Signed estimates: Wald's identity over all N particles at once.
@@ -137,11 +155,16 @@ public:
     DensityEstimator::estimate_one_set(model_, info_, pool, s.th, s.t, from.data(), to.data(), N,
                                        estimator_seed_, 0, log_q.data());
     add(0, N, log_q.data(), inc);
+    outside_support(s, 0, N, log_q.data(), from.data());
   }
 
   std::string likelihood_caveat() const override { return caveat_; }
 
-  const char* drawn_by() const override { return guided_ ? "the proposal" : "the Euler proposal"; }
+  const char* drawn_by() const override {
+    return guided_     ? "the proposal"
+           : lamperti_ ? "the Lamperti-Euler proposal"
+                       : "the Euler proposal";
+  }
 
 private:
   // inc[n] += log q^ - log p for particles [begin, end); a draw the proposal says is impossible
@@ -150,6 +173,78 @@ private:
     for (int64_t n = begin; n < end; ++n)
       inc[n] += std::isinf(logp_[n]) && logp_[n] < 0 ? -std::numeric_limits<double>::infinity()
                                                      : log_q[n - begin] - logp_[n];
+  }
+
+  // One Euler step in Lamperti's coordinate from each ancestor x: w ~ N(b(x) dt, dt), the draw
+  // eta^-1(eta(x) + w), whose density is N(w; b dt, dt) / |s(draw)|.
+  void draw_lamperti(const ProposalStep& s, int64_t begin, int64_t end) {
+    const int64_t P = end - begin;
+    const std::vector<double> from = ancestors_of(s, begin, end);
+    DiffusionTerms terms(model_, info_); // per call: its buffers are the calling thread's
+    terms.evaluate(s.th, s.t, from.data(), P);
+    std::vector<double> start, w, mean, dt, sign;
+    std::vector<int64_t> group, index;
+    for (int64_t k = 0; k < P; ++k) {
+      const int64_t n = begin + k;
+      const double sigma = terms.coefficient(k);
+      if (!std::isfinite(from[k])) { // a path that diverged (weight 0): it stays so
+        s.cur[n] = NAN;
+        logp_[n] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      if (!std::isfinite(sigma) || sigma == 0)
+        throw Error(fmt::format("filter --method random-weight: at t={} the diffusion coefficient "
+                                "of {} is {} at {}: a step in Lamperti's coordinate needs it "
+                                "finite and not 0",
+                                s.t, info_.sde->relation, sigma, from[k]));
+      const double h = terms.dt(k), b = lamperti_drift(terms, k).b;
+      if (!(std::isfinite(h) && h > 0 && std::isfinite(b)))
+        throw Error(fmt::format("filter --method random-weight: at t={} dt of {} is {} and its "
+                                "drift in Lamperti's coordinate {} at {}",
+                                s.t, info_.sde->relation, h, b, from[k]));
+      const double z = sample_std_normal_k(seed_, static_cast<uint32_t>(n),
+                                           static_cast<uint32_t>(s.t), kSiteEulerProposal, 0);
+      group.push_back(static_cast<int64_t>(start.size()));
+      start.push_back(from[k]);
+      sign.push_back(sigma > 0 ? 1.0 : -1.0);
+      index.push_back(n);
+      mean.push_back(b * h);
+      dt.push_back(h);
+      w.push_back(b * h + std::sqrt(h) * z);
+    }
+    std::vector<double> to(w.size());
+    lamperti_inverse(terms, s.th, s.t, start, group, w.data(), static_cast<int64_t>(w.size()),
+                     to.data(), [&](int64_t g, double x, double sigma) {
+                       if (!std::isfinite(sigma) || sigma == 0 || sigma * sign[g] < 0)
+                         throw Error(fmt::format(
+                             "filter --method random-weight: at t={} the diffusion coefficient "
+                             "of {} is {} at {}, on the way from {} in Lamperti's coordinate: it "
+                             "must keep its sign",
+                             s.t, info_.sde->relation, sigma, x, start[g]));
+                       return std::fabs(sigma);
+                     });
+    terms.evaluate(s.th, s.t, to.data(), static_cast<int64_t>(to.size()));
+    for (size_t i = 0; i < to.size(); ++i) {
+      const double e = w[i] - mean[i];
+      s.cur[index[i]] = to[i];
+      logp_[index[i]] = -e * e / (2 * dt[i]) - 0.5 * std::log(2 * std::numbers::pi * dt[i]) -
+                        std::log(std::fabs(terms.coefficient(static_cast<int64_t>(i))));
+    }
+  }
+
+  // A draw whose density estimate is 0 although its ancestor is finite lies outside the SDE's
+  // support (across a zero of a coefficient that reads the path: the Euler proposal's Gaussian
+  // reaches where the path cannot): it becomes NaN, a diverged path, which later steps carry
+  // with weight 0 instead of evaluating the drift where it may not be defined. `from`: the
+  // ancestors as estimated (NaN: left out), or null for every ancestor finite.
+  void outside_support(const ProposalStep& s, int64_t begin, int64_t end, const double* log_q,
+                       const double* from) const {
+    const int d = info_.sde->dim;
+    for (int64_t n = begin; n < end; ++n)
+      if (log_q[n - begin] == -std::numeric_limits<double>::infinity() &&
+          !(from && std::isnan(from[n - begin])) && !std::isinf(logp_[n]))
+        for (int c = 0; c < d; ++c)
+          s.cur[c * s.stride + n] = NAN;
   }
 
   // The SDE's values (the whole state) at the ancestors of particles [begin, end), and at the
@@ -179,6 +274,7 @@ private:
   bool guided_ = false;      // this step draws from the model's proposal
   std::vector<double> logp_; // the proposal's log-density of each draw
   std::string caveat_;       // non-empty: Wald's identity over the step (why the likelihood is off)
+  bool lamperti_;            // Euler steps in Lamperti's coordinate (sde/lamperti.h)
 };
 
 } // namespace

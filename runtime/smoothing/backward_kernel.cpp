@@ -272,7 +272,7 @@ bool BackwardBlock::draw_by_euler(const EulerStep& euler, const BackwardDensity&
   euler_all.resize(N);
   cum.resize(N);
   euler.log_densities(s.x_cur + density.sde_offset() * density.stride() + j, density.stride(),
-                      euler_all.data());
+                      euler_all.data(), j);
   std::copy_n(euler_all.begin(), N, cum.begin());
   if (!(backward_weights(s.W, cum.data(), N) > 0)) // no particle with weight and an Euler law
     return false;                                  // (the caller draws from the filter weights)

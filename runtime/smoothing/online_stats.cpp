@@ -64,7 +64,8 @@ void add_backward_sample_block(const StatLayout& lay, int64_t D, int64_t N, int6
 
 EulerLaws::EulerLaws(const OnlineContext& ctx, bool moves) : ctx_(ctx) {
   // auto: Euler proposals for an estimated density, where the method takes proposals from the
-  // filter weights (bis; paris's Metropolis-Hastings moves, not its rejection sampling).
+  // filter weights (bis; paris's Metropolis-Hastings moves, not its rejection sampling). Where
+  // the estimator works in Lamperti's coordinate (sde/lamperti.h) the step is taken there.
   const BackwardProposal p = ctx.opt.backward_proposal;
   if (moves && (p == BackwardProposal::Euler ||
                 (p == BackwardProposal::Automatic && ctx.density.estimated())))
@@ -80,6 +81,8 @@ const EulerStep* EulerLaws::at(const OnlineStep& s, const char* who) {
     for (int64_t i = 0; i < N; ++i)
       from_[c * N + i] = s.back.W[i] > 0 ? s.back.x_prev[(off + c) * ctx_.stride + i] : NAN;
   step_->evaluate(s.back.frame, s.back.t, from_.data(), N, who);
+  if (step_->lamperti()) // the particles at t, whose densities bis asks for
+    step_->targets(s.back.frame, s.back.t, s.back.x_cur + off * ctx_.stride, 1, N);
   return &*step_;
 }
 

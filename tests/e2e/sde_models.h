@@ -1,12 +1,14 @@
 // What the SDE tests share: the linear-Gaussian models that Euler-Maruyama makes of an
 // Ornstein-Uhlenbeck SDE, exact references for the filters and smoothers of SDE transitions, and
-// the check of an estimated score against an exact one.
+// the check of an estimated score against an exact one, and of the filter and bis against a grid.
 #pragma once
 
 #include "kalman.h"
+#include "support.h"
 
 #include <Eigen/Core>
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -88,6 +90,9 @@ struct GridSde {
   std::function<double(double)> drift;
   double dt, r;
   std::vector<double> y;
+  // The quantity whose means are given, a function of the grid's value (an SDE written in other
+  // coordinates, X = f(Y), has the means of f(Y)).
+  std::function<double(double)> of = [](double v) { return v; };
 
   struct Pass {
     std::vector<double> filtering, smoothing; // means per t
@@ -115,6 +120,7 @@ private:
       }
     const int G = 400;
     const Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(G, lo - 6, hi + 6);
+    const Eigen::VectorXd fx = x.unaryExpr(of);
     const double h = dt / std::pow(2.0, squarings), spacing = x[1] - x[0];
     Eigen::MatrixXd P(G, G);
     for (int i = 0; i < G; ++i) {
@@ -143,19 +149,57 @@ private:
         alpha[t] = (alpha[t - 1] * P).cwiseProduct(g(t));
       out.log_likelihood += std::log(alpha[t].sum());
       alpha[t] /= alpha[t].sum();
-      out.filtering.push_back(alpha[t].dot(x.transpose()));
+      out.filtering.push_back(alpha[t].dot(fx.transpose()));
     }
     out.smoothing.resize(T);
     Eigen::VectorXd beta = Eigen::VectorXd::Ones(G);
     for (int t = T - 1; t >= 0; --t) {
       const Eigen::RowVectorXd s = alpha[t].cwiseProduct(beta.transpose());
-      out.smoothing[t] = s.dot(x.transpose()) / s.sum();
+      out.smoothing[t] = s.dot(fx.transpose()) / s.sum();
       beta = P * g(t).transpose().cwiseProduct(beta);
       beta /= beta.sum();
     }
     return out;
   }
 };
+
+// 8 runs each of `filter --method auto` (10000 particles, seeds 20 to 27) and `smooth --method
+// bis` (1000 particles, 100 backward samples, --marginals, seeds 50 to 57) of exe on data: the
+// log-likelihood's mean within 4 standard errors of the grid's, the means of x given y_0:t and
+// given y within 5 at every t. `check` sees each seed's filter and smoother runs.
+inline void
+check_filter_and_bis(const std::string& exe, const std::string& data, const GridSde::Pass& exact,
+                     const std::string& name,
+                     const std::function<void(const FilterRun&, const FilterRun&)>& check) {
+  const auto T = static_cast<int>(exact.filtering.size());
+  std::vector<double> loglik;
+  std::vector<std::vector<double>> filtering(T), smoothing(T);
+  for (int k = 0; k < 8; ++k) {
+    const FilterRun f = run_filter(exe,
+                                   {"--data", data, "--method", "auto", "--particles", "10000",
+                                    "--seed", std::to_string(20 + k)},
+                                   scratch_path(name + "-filter.csv"));
+    loglik.push_back(f.summary.at("log_likelihood").get<double>());
+    const FilterRun s =
+        run_smooth(exe,
+                   {"--data", data, "--method", "bis", "--particles", "1000", "--backward-samples",
+                    "100", "--marginals", "--seed", std::to_string(50 + k)},
+                   scratch_path(name + "-smooth.csv"));
+    check(f, s);
+    const std::vector<double> fm = f.table.column("mean_x"), sm = s.table.column("mean_x");
+    REQUIRE(fm.size() == static_cast<size_t>(T));
+    REQUIRE(sm.size() == static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t) {
+      filtering[t].push_back(fm[t]);
+      smoothing[t].push_back(sm[t]);
+    }
+  }
+  check_mean_close(loglik, exact.log_likelihood, 4, "log-likelihood");
+  for (int t = 0; t < T; ++t) {
+    check_mean_close(filtering[t], exact.filtering[t], 5, fmt::format("E[x_{} | y_0:{}]", t, t));
+    check_mean_close(smoothing[t], exact.smoothing[t], 5, fmt::format("E[x_{} | y]", t));
+  }
+}
 
 // `score --json`'s estimate of each parameter's score within 4 of its standard errors of the
 // exact one (from `reference`, e.g. "Kalman"), that error below a tenth of max(1, |exact|) so

@@ -64,35 +64,10 @@ TEST_CASE("diffusion: psi's bounds from the model make the General Poisson estim
   const std::string data = scratch_path("repelled-sim.csv");
   run_ok({exe, "simulate", "--T", "15", "--seed", "5", "--out", data});
   const GridSde::Pass exact = repelled_grid(read_table(data).column("y")).exact();
-  const auto T = static_cast<int>(exact.filtering.size());
-  std::vector<double> loglik;
-  std::vector<std::vector<double>> filtering(T), smoothing(T);
-  for (int k = 0; k < 8; ++k) {
-    const FilterRun f = run_filter(exe,
-                                   {"--data", data, "--method", "auto", "--particles", "10000",
-                                    "--seed", std::to_string(20 + k)},
-                                   scratch_path("repelled-filter.csv"));
+  check_filter_and_bis(exe, data, exact, "repelled", [](const FilterRun& f, const FilterRun& s) {
     CHECK(f.summary.at("method") == "random-weight");
-    loglik.push_back(f.summary.at("log_likelihood").get<double>());
-    const FilterRun s =
-        run_smooth(exe,
-                   {"--data", data, "--method", "bis", "--particles", "1000", "--backward-samples",
-                    "100", "--marginals", "--seed", std::to_string(50 + k)},
-                   scratch_path("repelled-smooth.csv"));
     CHECK(s.summary.at("filter") == "random-weight");
-    const std::vector<double> fm = f.table.column("mean_x"), sm = s.table.column("mean_x");
-    REQUIRE(fm.size() == static_cast<size_t>(T));
-    REQUIRE(sm.size() == static_cast<size_t>(T));
-    for (int t = 0; t < T; ++t) {
-      filtering[t].push_back(fm[t]);
-      smoothing[t].push_back(sm[t]);
-    }
-  }
-  check_mean_close(loglik, exact.log_likelihood, 4, "log-likelihood");
-  for (int t = 0; t < T; ++t) {
-    check_mean_close(filtering[t], exact.filtering[t], 5, fmt::format("E[x_{} | y_0:{}]", t, t));
-    check_mean_close(smoothing[t], exact.smoothing[t], 5, fmt::format("E[x_{} | y]", t));
-  }
+  });
 }
 
 TEST_CASE("diffusion: a bound of psi from the model that does not hold stops the run at its step",

@@ -128,6 +128,38 @@ struct Pairs {
   }
 };
 
+// R independent single estimates of each pair (step 3, seed 7): their mean within 4 standard
+// errors of `exact`, the standard error below `power` of it (a test with power). Returns the
+// estimates' counts.
+inline ssm::EstimatorCounts
+check_density_unbiased(ssm::DensityEstimator& estimator, const std::vector<double>& frame,
+                       const std::vector<Point>& x, const std::vector<Point>& y,
+                       const std::vector<double>& exact, int64_t R, double power) {
+  const auto K = static_cast<int64_t>(x.size());
+  Pairs pairs(x, y, R);
+  std::vector<double> log_base(pairs.P), factor(pairs.P);
+  ssm::EstimatorCounts counts;
+  estimator.single(frame.data(), 3, pairs.prev.data(), pairs.cur.data(), pairs.P, 7, 0, 0,
+                   log_base.data(), factor.data(), &counts);
+  for (int64_t k = 0; k < K; ++k) {
+    double sum = 0, sum2 = 0;
+    int64_t negative = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const double e = std::exp(log_base[r * K + k]) * factor[r * K + k];
+      sum += e;
+      sum2 += e * e;
+      negative += e < 0;
+    }
+    const auto Rd = static_cast<double>(R);
+    const double mean = sum / Rd, se = std::sqrt((sum2 / Rd - mean * mean) / (Rd - 1));
+    INFO(estimator.name() << ", pair " << k << ": mean " << mean << " (se " << se << "), exact "
+                          << exact[k] << ", " << negative << " negative of " << R);
+    CHECK(std::fabs(mean - exact[k]) <= 4 * se);
+    CHECK(se < power * exact[k]);
+  }
+  return counts;
+}
+
 // The Ornstein-Uhlenbeck SDE with gradient rows for the General Poisson estimator (sde_info(4)).
 // dX = k (mu - X) dt + s dW with theta = (k, mu): frame [k, mu, s, dt]; psi = (k^2 (mu - x)^2 /
 // s^2 - k) / 2, bounded below by -k / 2 and unbounded above; d drift / d(k, mu) = (mu - x, k),

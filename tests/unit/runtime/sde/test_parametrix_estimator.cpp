@@ -29,33 +29,13 @@ using sde_fixtures::Pairs;
 using sde_fixtures::Point;
 using namespace parametrix_fixtures;
 
-// R independent single estimates of each pair: their mean within 4 standard errors of `exact`,
-// the standard error below `power` of it.
+// sde_fixtures' check, and the estimates drew skeleton points.
 void check_unbiased(ssm::DensityEstimator& estimator, const std::vector<double>& frame,
                     const std::vector<Point>& x, const std::vector<Point>& y,
                     const std::vector<double>& exact, int R, double power) {
-  const auto K = static_cast<int64_t>(x.size());
-  Pairs pairs(x, y, R);
-  std::vector<double> log_base(pairs.P), factor(pairs.P);
-  ssm::EstimatorCounts counts;
-  estimator.single(frame.data(), 3, pairs.prev.data(), pairs.cur.data(), pairs.P, 7, 0, 0,
-                   log_base.data(), factor.data(), &counts);
+  const ssm::EstimatorCounts counts =
+      sde_fixtures::check_density_unbiased(estimator, frame, x, y, exact, R, power);
   CHECK(counts.skeleton_points > 0);
-  for (int64_t k = 0; k < K; ++k) {
-    double sum = 0, sum2 = 0;
-    int negative = 0;
-    for (int r = 0; r < R; ++r) {
-      const double e = std::exp(log_base[r * K + k]) * factor[r * K + k];
-      sum += e;
-      sum2 += e * e;
-      negative += e < 0;
-    }
-    const double mean = sum / R, se = std::sqrt((sum2 / R - mean * mean) / (R - 1));
-    INFO("pair " << k << ": mean " << mean << " (se " << se << "), exact " << exact[k] << ", "
-                 << negative << " negative of " << R);
-    CHECK(std::fabs(mean - exact[k]) <= 4 * se);
-    CHECK(se < power * exact[k]);
-  }
 }
 
 // The exact densities of the pairs at the frame.

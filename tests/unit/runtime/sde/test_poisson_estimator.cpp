@@ -95,31 +95,16 @@ double normal_pdf(double x, double mean, double var) {
   return std::exp(-(x - mean) * (x - mean) / (2 * var)) / std::sqrt(2 * std::numbers::pi * var);
 }
 
-// R independent single estimates of each pair: their mean within 4 standard errors of `exact`.
+// sde_fixtures' check, for scalar pairs (x[i], y[i]), the error below 5% of the density.
 void check_unbiased(ssm::PoissonEstimator& estimator, const std::vector<double>& frame,
                     const std::vector<double>& x, const std::vector<double>& y,
                     const std::vector<double>& exact, int R) {
-  const int64_t K = static_cast<int64_t>(x.size()), P = K * R;
-  std::vector<double> prev(P), cur(P), log_base(P), poisson(P);
-  for (int64_t p = 0; p < P; ++p) {
-    prev[p] = x[p % K];
-    cur[p] = y[p % K];
+  std::vector<sde_fixtures::Point> px, py;
+  for (size_t i = 0; i < x.size(); ++i) {
+    px.push_back({x[i]});
+    py.push_back({y[i]});
   }
-  estimator.single(frame.data(), 3, prev.data(), cur.data(), P, 7, 0, 0, log_base.data(),
-                   poisson.data());
-  for (int64_t k = 0; k < K; ++k) {
-    double sum = 0, sum2 = 0;
-    for (int r = 0; r < R; ++r) {
-      const double e = std::exp(log_base[r * K + k]) * poisson[r * K + k];
-      sum += e;
-      sum2 += e * e;
-    }
-    const double mean = sum / R, se = std::sqrt((sum2 / R - mean * mean) / (R - 1));
-    INFO("pair " << x[k] << " -> " << y[k] << ": mean " << mean << " (se " << se << "), exact "
-                 << exact[k]);
-    CHECK(std::fabs(mean - exact[k]) <= 4 * se);
-    CHECK(se < 0.05 * exact[k]); // a test with power: the estimator's noise is small
-  }
+  sde_fixtures::check_density_unbiased(estimator, frame, px, py, exact, R, 0.05);
 }
 
 } // namespace
