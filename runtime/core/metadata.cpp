@@ -417,6 +417,7 @@ const json* parse_structure(const json& root, ModelInfo& info) {
         sde.gpe_bounded = g->value("bounded", false);
         sde.psi_lower_given = g->value("psi_lower_given", false);
         sde.psi_upper_given = g->value("psi_upper_given", false);
+        sde.exact_bridges = g->value("exact_bridges", false);
       }
       if (auto g = e->find("gradient"); g != e->end() && g->is_object()) {
         sde.gradient_reason =

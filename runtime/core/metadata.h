@@ -210,6 +210,11 @@ struct ModelInfo {
     // The model gave psi_lower, resp. psi_upper (diffusion(..., psi_lower = ...)): a value of psi
     // outside them is the model's error, which the estimator reports as such.
     bool psi_lower_given = false, psi_upper_given = false;
+    // The score's SDE term can be estimated with exact bridges (EA1): psi bounded above by the
+    // compiler alone (the rejection step needs psi within its bounds along the whole path, which
+    // the runtime checks only where it evaluates psi), and a constant coefficient. Else the
+    // estimate's own derivative, weighed by bis. False for an older ssmc's metadata.
+    bool exact_bridges = false;
     // The estimator of d/dtheta log q (the score's SDE term): empty reason when it applies; then
     // the diffusion_terms kernel has gradient_rows ((dim + 1) x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";

@@ -35,7 +35,8 @@ std::string poisson_estimator_problem(const ssm_model& model, const ModelInfo& i
 
 PoissonEstimator::PoissonEstimator(const ssm_model& model, const ModelInfo& info)
     : DensityEstimator(model, info, "General Poisson"), lower_given_(info.sde->psi_lower_given),
-      upper_given_(info.sde->psi_upper_given), lamperti_(!info.sde->coefficient_constant) {
+      upper_given_(info.sde->psi_upper_given), lamperti_(!info.sde->coefficient_constant),
+      exact_bridges_(info.sde->exact_bridges) {
   if (!info.sde->gpe_reason.empty())
     throw Error(fmt::format("the General Poisson estimator does not apply to {}: {}", relation_,
                             info.sde->gpe_reason));
@@ -103,7 +104,7 @@ double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
 
 bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
-  return std::isfinite(upper_) && !lower_given_ && !upper_given_ && !lamperti_;
+  return std::isfinite(upper_) && exact_bridges_;
 }
 
 void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {

@@ -60,9 +60,8 @@ public:
   // Error when the model has no gradient rows (ModelInfo::Sde::gradient_reason).
   void gradient(const double* frame, int64_t t, const double* prev, const double* cur, int64_t P,
                 uint64_t seed, uint64_t first_id, double* out, EstimatorCounts* counts = nullptr);
-  // Whether gradient()'s exact bridges can be drawn at step t: psi bounded above there, by the
-  // compiler's bounds alone (the rejection step needs psi within them along the whole path; a
-  // bound the model gives is checked only where psi is evaluated). Else
+  // Whether gradient()'s exact bridges can be drawn at step t: the compiler said so
+  // (ModelInfo::Sde::exact_bridges) and psi's upper bound is finite there. Else
   // estimate()'s gradient, the derivative of the estimate itself with c and lambda held,
   //   d/dtheta log Q = (1 / s^2) int_x^y d drift/dtheta - sum_j psi'(w_j) / (c - psi(w_j))
   // (psi' its derivative in theta), is the one to use (by bis, which weighs by Q).
@@ -112,7 +111,8 @@ private:
 
   double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
   bool lower_given_ = false, upper_given_ = false; // by the model (psi_lower, psi_upper)
-  bool lamperti_ = false; // the coefficient reads the path: eta by quadrature
+  bool lamperti_ = false;      // the coefficient reads the path: eta by quadrature
+  bool exact_bridges_ = false; // ModelInfo::Sde::exact_bridges
   // Per pair: u, v and the midpoint, then the nodes of [x, y], evaluated in that order.
   PathQuadrature quadrature_;
   std::vector<double> c_, lambda_, u_, v_, x_, y_;

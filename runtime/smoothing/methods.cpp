@@ -251,8 +251,7 @@ bool sde_estimates_bounded(const ModelInfo& info) {
 }
 
 bool sde_score_by_exact_bridges(const ModelInfo& info) {
-  return info.sde && info.sde->estimator == "gpe" && info.sde->gpe_positive &&
-         !info.sde->psi_lower_given && !info.sde->psi_upper_given;
+  return info.sde && info.sde->estimator == "gpe" && info.sde->exact_bridges;
 }
 
 Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {

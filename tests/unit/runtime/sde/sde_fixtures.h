@@ -37,6 +37,7 @@ inline ssm::ModelInfo sde_info(int gradient_rows = 0) {
   sde.steps = 20;
   sde.coefficient_size = 1;
   sde.coefficient_constant = true;
+  sde.exact_bridges = true; // as the compiler says with its own bounds of psi
   sde.relation = "x[t]";
   sde.estimator = "gpe";
   if (gradient_rows > 0) {

@@ -132,6 +132,7 @@ TEST_CASE("General Poisson gradient: unbiased for the Sine diffusion against its
     };
     const double exact = 2 * derivative(7) - derivative(6);
     const std::vector<double> frame = {theta, c.dt, c.A};
+    CHECK(estimator.exact_bridges(frame.data(), 1)); // the compiler's flag, and psi bounded above
     const int64_t R = 20000;
     std::vector<double> prev(R, c.x), cur(R, c.y), g(R);
     ssm::EstimatorCounts counts;

@@ -86,6 +86,7 @@ ssm::ModelInfo lamperti_info() {
   info.sde->parametrix_reason.clear();
   info.sde->parametrix_rows = 2;
   info.sde->psi_lower_given = info.sde->psi_upper_given = true;
+  info.sde->exact_bridges = false;
   return info;
 }
 
