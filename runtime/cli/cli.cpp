@@ -231,9 +231,9 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
     app.add_option("--estimator", estimator,
                    fmt::format("The unbiased estimator of the density of the SDE {}: auto (gpe "
                                "where it applies, else parametrix), gpe (General Poisson: a "
-                               "scalar SDE whose coefficient does not read the path, psi "
-                               "bounded below), parametrix (any SDE; signed, "
-                               "made positive by Wald's identity)",
+                               "scalar SDE, psi bounded below; in Lamperti's coordinate "
+                               "where the coefficient reads the path), parametrix (any SDE; "
+                               "signed, made positive by Wald's identity)",
                                info.sde->relation))
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "gpe", "parametrix"}));
