@@ -300,7 +300,7 @@ public:
     out.outputs.push_back(out.psi_upper);
     out.outputs.push_back(out.drift_lower);
     out.outputs.push_back(out.drift_upper);
-    out.gradient_why_not = gradient_problem(model, block, rel);
+    out.gradient_why_not = gradient_problem(model, block, rel, out);
     if (out.gradient_why_not.empty()) {
       // d alpha_i / d theta_k from the block (row i K + k); d (div alpha) / d theta_k from the
       // Jacobian's trace in the arena.
@@ -321,6 +321,15 @@ public:
       out.outputs.insert(out.outputs.end(), drift_theta.begin(), drift_theta.end());
       out.outputs.insert(out.outputs.end(), divergence_theta.begin(), divergence_theta.end());
       out.gradient_rows = static_cast<int>(drift_theta.size() + divergence_theta.size());
+      if (reads_parameter(model, block, sigma)) {
+        // A scalar coefficient s(theta), constant in the path: d s / d theta_k, then drift''
+        // (psi's derivative along the bridge, whose points x = s w move with s).
+        for (int k = 0; k < K; ++k)
+          out.outputs.push_back(b.materialize(d.derivative(sigma, wrt[k])[0]));
+        out.outputs.push_back(
+            b.materialize(in_arena.derivative(jacobian[0], {ir::Op::State, rel.var, 0, 0})[0]));
+        out.coefficient_gradient_rows = K + 1;
+      }
     }
     // The parametrix estimator applies to every SDE in scope: its rows are the divergences of
     // gamma = sigma sigma^T that the Kolmogorov forward operator reads.
@@ -467,20 +476,37 @@ private:
     return out;
   }
 
-  // Why no estimator of the gradient of log q applies: each needs a coefficient and dt that do
-  // not move with the parameters (the estimates' draws, in the coordinates the coefficient
-  // sets, held fixed; the General Poisson one's Lamperti transform and bridges too).
+  // The first parameter the node reads, -1 for none.
+  static int parameter_read(const ir::Block& block, int node) {
+    const std::vector<bool> reached = ir::reached_from(block, {node});
+    for (size_t i = 0; i < block.nodes.size(); ++i)
+      if (reached[i] && block.nodes[i].op == ir::Op::Param)
+        return block.nodes[i].var;
+    return -1;
+  }
+  static bool reads_parameter(const ir::Model&, const ir::Block& block, int node) {
+    return parameter_read(block, node) >= 0;
+  }
+
+  // Why no estimator of the gradient of log q applies: dt must not move with the parameters
+  // (the estimates' draws are held fixed in time), nor the coefficient, except a scalar one
+  // that does not read the path under the General Poisson estimator, whose estimate's
+  // derivative follows the bridge's points x = s w as s moves.
   static std::string gradient_problem(const ir::Model& model, const ir::Block& block,
-                                      const ir::Relation& rel) {
+                                      const ir::Relation& rel, const SdeEstimators& e) {
     if (model.theta_size() == 0)
       return "the model has no parameters";
-    const char* names[] = {"diffusion coefficient", "dt"};
-    for (int k = 2; k <= 3; ++k) {
-      const std::vector<bool> reached = ir::reached_from(block, {rel.args[k]});
-      for (size_t i = 0; i < block.nodes.size(); ++i)
-        if (reached[i] && block.nodes[i].op == ir::Op::Param)
-          return fmt::format("the {} reads the parameter {} (the estimator needs it fixed)",
-                             names[k - 2], model.params[block.nodes[i].var].name);
+    if (const int k = parameter_read(block, rel.args[3]); k >= 0)
+      return fmt::format("dt reads the parameter {} (the estimators need it fixed)",
+                         model.params[k].name);
+    if (const int k = parameter_read(block, rel.args[2]); k >= 0) {
+      if (e.dim == 1 && e.coefficient_constant && e.gpe_why_not.empty())
+        return {};
+      return fmt::format(
+          "the diffusion coefficient reads the parameter {} (the General Poisson estimator's "
+          "derivative allows it for a scalar SDE whose coefficient does not read the path{})",
+          model.params[k].name,
+          e.dim == 1 && e.coefficient_constant ? ", where that estimator applies" : "");
     }
     return {};
   }
@@ -513,7 +539,8 @@ bool SdeEstimators::psi_bounded_above() const {
 }
 
 bool SdeEstimators::exact_bridges() const {
-  return psi_bounded_above() && !psi_lower_given && !psi_upper_given && coefficient_constant;
+  return psi_bounded_above() && !psi_lower_given && !psi_upper_given && coefficient_constant &&
+         coefficient_gradient_rows == 0;
 }
 
 bool SdeEstimators::estimates_bounded() const {
@@ -590,7 +617,10 @@ std::string SdeEstimators::report() const {
                        "derivative)\n",
                        gpe_why_not.empty() ? "General Poisson" : "parametrix");
   if (gradient_why_not.empty() && gpe_why_not.empty() && psi_bounded_above() && !exact_bridges())
-    out += coefficient_constant
+    out += coefficient_gradient_rows > 0
+               ? "    not by exact bridges: they hold the coefficient fixed, and it reads the "
+                 "parameters (the estimate's derivative follows its bridge points as it moves)\n"
+           : coefficient_constant
                ? "    not by exact bridges: their rejection step needs psi within its bounds along "
                  "the whole path, which the runtime can check only where it evaluates psi, so it "
                  "does not rely on the model's bounds\n"

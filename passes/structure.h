@@ -142,11 +142,12 @@ struct SdeEstimators {
   // rows.
   std::vector<int> outputs;
   std::string why_not; // no estimator can run (then no kernel): the model outside their scope
-  // The General Poisson estimator: a scalar SDE whose coefficient sigma does not read the path
-  // (the Lamperti transform is then a scaling u = x / sigma) and whose
-  // psi(u) = (a(u)^2 + a'(u)) / 2, a(u) = drift(sigma u) / sigma, is bounded below. Its bounds
-  // over the real line by interval arithmetic, as arena expressions of the parameters (and t,
-  // data, inputs): constants -inf / inf where unbounded.
+  // The General Poisson estimator: a scalar SDE whose psi is bounded below. With a coefficient
+  // sigma that does not read the path, the Lamperti transform is a scaling u = x / sigma and
+  // psi(u) = (a(u)^2 + a'(u)) / 2, a(u) = drift(sigma u) / sigma, whose bounds over the real line
+  // come by interval arithmetic, as arena expressions of the parameters (and t, data, inputs):
+  // constants -inf / inf where unbounded. With one that reads the path, the runtime works in
+  // Lamperti's coordinate numerically, and psi's bounds are the model's alone.
   std::string gpe_why_not;
   int psi_lower = -1, psi_upper = -1;
   // The drift's bounds over the real line (constants -inf / inf where unbounded): with psi's,
@@ -167,9 +168,12 @@ struct SdeEstimators {
   // General Poisson one's exact bridges, Martin 2022, appendix C.1, Proposition 2, or the
   // derivative of either estimate itself): with the coefficient and dt free of the parameters,
   // `outputs` end with d drift_i / d theta_k (row i K + k, K the theta size), then
-  // d (div drift) / d theta_k (gradient_rows = (dim + 1) K); else the reason.
+  // d (div drift) / d theta_k (gradient_rows = (dim + 1) K); else the reason. A scalar
+  // coefficient s(theta) that does not read the path adds d s / d theta_k and drift''
+  // (coefficient_gradient_rows = K + 1, before the parametrix rows), for the General Poisson
+  // estimate's derivative only (no exact bridges, no parametrix gradient).
   std::string gradient_why_not;
-  int gradient_rows = 0;
+  int gradient_rows = 0, coefficient_gradient_rows = 0;
   // Whether the compiler found psi bounded above: the General Poisson estimates are then positive
   // by construction (no Wald's identity), which the random-weight filter needs for an unbiased
   // likelihood.

@@ -346,7 +346,8 @@ json sde_json(const SdeEstimators& e) {
           {"gradient",
            {{"available", e.gradient_why_not.empty()},
             {"reason", string_or_null(e.gradient_why_not)},
-            {"rows", e.gradient_rows}}},
+            {"rows", e.gradient_rows},
+            {"coefficient_rows", e.coefficient_gradient_rows}}},
           {"loc", loc_json(e.loc)}};
 }
 

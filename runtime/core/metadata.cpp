@@ -423,6 +423,8 @@ const json* parse_structure(const json& root, ModelInfo& info) {
         sde.gradient_reason =
             g->value("available", false) ? "" : g->value("reason", "no reason given");
         sde.gradient_rows = sde.gradient_reason.empty() ? g->value("rows", 0) : 0;
+        sde.coefficient_gradient_rows =
+            sde.gradient_reason.empty() ? g->value("coefficient_rows", 0) : 0;
       }
       if (auto p = e->find("parametrix"); p != e->end() && p->is_object()) {
         sde.parametrix_reason =

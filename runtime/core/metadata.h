@@ -219,6 +219,9 @@ struct ModelInfo {
     // the diffusion_terms kernel has gradient_rows ((dim + 1) x theta size) more rows.
     std::string gradient_reason = "not described (a model built by an older ssmc)";
     int gradient_rows = 0;
+    // A scalar coefficient s(theta) constant in the path: d s / d theta_k and drift'' (theta
+    // size + 1 rows after the gradient rows), for the General Poisson estimate's derivative.
+    int coefficient_gradient_rows = 0;
     // The parametrix estimator (any SDE in scope): empty reason when it applies; then the kernel
     // has parametrix_rows (dim + 1) more rows, after the gradient rows.
     std::string parametrix_reason = "not described (a model built by an older ssmc)";

@@ -96,10 +96,10 @@ Refusal em_refusal(const ssm_model& model, const ModelInfo& info) {
     if (const std::string why = density_estimator_problem(model, info); !why.empty())
       return fmt::format("no estimator of the density of the SDE {} applies: {}",
                          info.sde->relation, why);
-    if (!info.sde->gradient_reason.empty())
+    if (const std::string why = density_gradient_problem(info); !why.empty())
       return fmt::format("the M-step climbs Q with the gradient of the SDE's log density, which "
-                         "the model does not give: {}",
-                         info.sde->gradient_reason);
+                         "the run's estimator cannot give: {}",
+                         why);
     return std::nullopt;
   }
   if (!info.transition_tractable)

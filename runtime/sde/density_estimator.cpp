@@ -295,6 +295,18 @@ std::unique_ptr<DensityEstimator> make_density_estimator(const ssm_model& model,
   return std::make_unique<ParametrixEstimator>(model, info);
 }
 
+std::string density_gradient_problem(const ModelInfo& info, const std::string& estimator) {
+  if (!info.sde)
+    return "the model has no SDE transition";
+  if (!info.sde->gradient_reason.empty())
+    return info.sde->gradient_reason;
+  const std::string& which = estimator.empty() ? info.sde->estimator : estimator;
+  if (which == "parametrix" && info.sde->coefficient_gradient_rows > 0)
+    return "the diffusion coefficient reads the parameters, which only the General Poisson "
+           "estimate's derivative follows (--estimator gpe)";
+  return {};
+}
+
 void choose_density_estimator(ModelInfo& info, const std::string& choice) {
   if (!info.sde || choice == "auto")
     return;

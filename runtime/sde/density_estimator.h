@@ -73,7 +73,9 @@ public:
 
   // The theta components whose derivatives estimate() can give: 0 when the compiler derived no
   // gradient rows (ModelInfo::Sde::gradient_reason says why).
-  int gradient_size() const { return terms_.gradient_size(); }
+  int gradient_size() const { return gradient_reason_.empty() ? terms_.gradient_size() : 0; }
+  // Why gradient_size() is 0 (the model's reason, or this estimator's).
+  const std::string& gradient_reason() const { return gradient_reason_; }
 
   // Whether the estimates at the last step were positive by construction (no Wald round needed,
   // hence each one unbiased on its own).
@@ -128,7 +130,8 @@ protected:
   DiffusionTerms terms_;
   std::string relation_;
   int dim_ = 1;
-  std::string gradient_reason_; // why the model has no gradient rows (ModelInfo::Sde)
+  // Why no gradient (ModelInfo::Sde's reason, or the estimator's own): empty when it has one.
+  std::string gradient_reason_;
   std::vector<double> log_base_, base_grad_;
   std::vector<bool> bad_;
   bool with_gradient_ = false; // the last prepare() was for estimates with their gradient
@@ -141,6 +144,11 @@ private:
   std::string name_;
 };
 
+// Why the estimator ("gpe" or "parametrix"; the run's, ModelInfo::Sde::estimator, by default)
+// cannot estimate the gradient of log q: the model's reason (ModelInfo::Sde::gradient_reason), or
+// the parametrix estimator's with a coefficient that reads the parameters (its skeletons hold the
+// coefficient fixed); empty when it can.
+std::string density_gradient_problem(const ModelInfo& info, const std::string& estimator = "");
 // Why the estimator a run uses (ModelInfo::Sde::estimator) cannot weigh the model's SDE
 // transition; empty when it can.
 std::string density_estimator_problem(const ssm_model& model, const ModelInfo& info);

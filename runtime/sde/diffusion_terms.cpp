@@ -28,7 +28,8 @@ DiffusionTerms::DiffusionTerms(const ssm_model& model, const ModelInfo& info) : 
     throw Error(fmt::format("internal error: {} gradient rows for a {}-dimensional SDE (a "
                             "multiple of {} expected)",
                             gradient_rows_, dim_, dim_ + 1));
-  first_parametrix_ = first_dt_ + 5 + gradient_rows_;
+  coefficient_gradient_rows_ = info.sde->coefficient_gradient_rows;
+  first_parametrix_ = first_dt_ + 5 + gradient_rows_ + coefficient_gradient_rows_;
   rows_ = first_parametrix_ + info.sde->parametrix_rows;
 }
 

@@ -48,6 +48,15 @@ public:
   double divergence_theta(int64_t p, int k) const {
     return row(first_dt_ + 5 + dim_ * gradient_size() + k, p);
   }
+  // With the coefficient's gradient rows (ModelInfo::Sde::coefficient_gradient_rows, a scalar
+  // coefficient constant in the path): d s / d theta_k, and drift'' (scalar SDE).
+  bool coefficient_reads_theta() const { return coefficient_gradient_rows_ > 0; }
+  double coefficient_theta(int64_t p, int k) const {
+    return row(first_dt_ + 5 + gradient_rows_ + k, p);
+  }
+  double drift_second(int64_t p) const {
+    return row(first_dt_ + 5 + gradient_rows_ + coefficient_gradient_rows_ - 1, p);
+  }
   // With the parametrix rows (ModelInfo::Sde::parametrix_rows), gamma = sigma sigma^T:
   // sum_i d gamma_il / dx_i, and sum_il d^2 gamma_il / dx_i dx_l.
   double gamma_divergence(int64_t p, int l) const { return row(first_parametrix_ + l, p); }
@@ -58,6 +67,7 @@ private:
 
   const ssm_model& model_;
   int dim_ = 0, first_dt_ = 0, rows_ = 0, gradient_rows_ = 0, first_parametrix_ = 0;
+  int coefficient_gradient_rows_ = 0;
   int64_t P_ = 0, offset_ = 0; // offset_: the SDE state's first component in the state
   std::vector<double> out_, points_;
 };

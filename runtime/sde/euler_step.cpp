@@ -63,14 +63,18 @@ void EulerStep::evaluate_lamperti(const double* frame, int64_t t, const double* 
     finite_[p] = std::isfinite(x[p]);
     if (!finite_[p])
       continue;
-    if (std::isnan(reference_))
-      reference_ = x[p];
     const double s = terms_.coefficient(p), dt = terms_.dt(p);
-    const double b = s != 0 && std::isfinite(s) ? lamperti_drift(terms_, p).b : NAN;
+    if (s == 0 || !std::isfinite(s)) { // at a zero of the coefficient: no law (density 0 there)
+      finite_[p] = 0;
+      continue;
+    }
+    const double b = lamperti_drift(terms_, p).b;
     if (!(std::isfinite(dt) && dt > 0 && std::isfinite(b)))
       throw Error(fmt::format("{}: at t={} the Euler step of {} in Lamperti's coordinate from {} "
                               "has dt {} and drift {} there (the coefficient is {})",
                               who, t, relation_, x[p], dt, b, s));
+    if (std::isnan(reference_))
+      reference_ = x[p];
     mean_[p] = b * dt; // eta(x) added below
     chol_[p] = std::sqrt(dt);
     log_norm_[p] = -std::log(chol_[p]) - 0.5 * std::log(2 * std::numbers::pi);

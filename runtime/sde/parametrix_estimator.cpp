@@ -33,6 +33,7 @@ ParametrixEstimator::ParametrixEstimator(const ssm_model& model, const ModelInfo
   if (info.sde->parametrix_rows != dim_ + 1)
     throw Error(fmt::format("internal error: {} parametrix rows for a {}-dimensional SDE",
                             info.sde->parametrix_rows, dim_));
+  gradient_reason_ = density_gradient_problem(info, "parametrix");
 }
 
 std::string ParametrixEstimator::ends_text(int64_t p) const {

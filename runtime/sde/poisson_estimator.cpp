@@ -65,8 +65,11 @@ double PoissonEstimator::sigma_at(int64_t t, double s, double x, int64_t p) cons
   if (!lamperti_)
     return scale_;
   if (!std::isfinite(s) || s == 0 || (s > 0) != (quadrature_.sign(p) > 0))
-    throw Error(fmt::format("{}: the diffusion coefficient is {} at x = {}, between the pair's "
-                            "{} and {}: the Lamperti transform needs it finite and of one sign",
+    throw Error(fmt::format("{}: the diffusion coefficient is {} at x = {}, reached from the "
+                            "pair {} -> {} in Lamperti's coordinate: it must be finite and keep "
+                            "its sign, and 1 / |coefficient| must not be integrable up to its "
+                            "zeros, so that the coordinate spans the real line (true of x, not "
+                            "of sqrt(x)); --estimator parametrix otherwise",
                             error_prefix(t), s, x, x_[p], y_[p]));
   return std::fabs(s);
 }
@@ -89,7 +92,30 @@ double PoissonEstimator::psi_theta(int64_t point, int k) const {
   const double ds = lamperti_ ? terms_.gamma_divergence(point, 0) / (2 * s) : 0.0;
   const double b_theta = a_theta / s;
   const double db_theta = terms_.divergence_theta(point, k) - a_theta * ds / s;
-  return unit_drift(point).b * b_theta + 0.5 * db_theta;
+  const UnitDrift d = unit_drift(point);
+  if (!terms_.coefficient_reads_theta())
+    return d.b * b_theta + 0.5 * db_theta;
+  // A constant s(theta): b = a / s also moves with s at a fixed x.
+  return d.b * (b_theta - d.b * scale_theta(point, k) / s) + 0.5 * db_theta;
+}
+
+double PoissonEstimator::scale_theta(int64_t point, int k) const {
+  return scale_sign_ * terms_.coefficient_theta(point, k); // d|s| / d theta_k
+}
+
+bool PoissonEstimator::crosses_zero(int64_t p) const {
+  for (int64_t e = quadrature_.first(p); e < quadrature_.first(p + 1); ++e) {
+    const double s = terms_.coefficient(e);
+    if (!std::isfinite(s) || s == 0 || (s > 0) != (quadrature_.sign(p) > 0))
+      return true;
+  }
+  return false;
+}
+
+double PoissonEstimator::psi_x(int64_t point) const {
+  // psi = ((a / s)^2 + a') / 2 as a function of x at a fixed theta (a constant s).
+  const double a = terms_.drift(point);
+  return a * terms_.jacobian(point) / (scale_ * scale_) + 0.5 * terms_.drift_second(point);
 }
 
 double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
@@ -108,11 +134,19 @@ bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
 }
 
 void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {
-  // c, lambda and the bridge (u, v fixed: s and dt do not read theta) are held: only B moves.
+  // c, lambda and the draws are held. With s free of theta only B moves; with a constant
+  // s(theta), u = x / s and v = y / s move too: d/dtheta of -(v - u)^2 / (2 dt) + A / s^2 -
+  // log s, A = int_x^y a, adds s_theta ((v - u)^2 / (s dt) - 2 A / s^3 - 1 / s).
   const int K = gradient_size();
   for (int64_t p : finite_pairs())
-    for (int k = 0; k < K; ++k)
+    for (int k = 0; k < K; ++k) {
       base_grad_[p * K + k] = drift_integral_theta(p, k);
+      if (terms_.coefficient_reads_theta()) {
+        const double d = v_[p] - u_[p], s = scale_;
+        base_grad_[p * K + k] += scale_theta(quadrature_.first(p), k) *
+                                 (d * d / (s * dt_) - 2 * drift_integral_[p] / (s * s * s) - 1 / s);
+      }
+    }
 }
 
 double PoissonEstimator::log_bound(const double* frame, int64_t t) {
@@ -137,6 +171,7 @@ void PoissonEstimator::constants(const double* frame, int64_t t, double probe) {
     throw Error(fmt::format("the diffusion coefficient of {} at t={} is {}: it must be finite and "
                             "not 0",
                             relation_, t, scale_));
+  scale_sign_ = scale_ < 0 ? -1.0 : 1.0;
   scale_ = std::fabs(scale_); // s dW and -s dW are the same process
   if (!(std::isfinite(dt_) && dt_ > 0))
     throw Error(fmt::format("dt of {} at t={} is {}: it must be positive", relation_, t, dt_));
@@ -182,6 +217,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   log_base_.resize(P);
   c_.resize(P);
   lambda_.resize(P);
+  drift_integral_.assign(P, 0.0);
   const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_);
   for (int64_t p = 0; p < P; ++p) {
     if (bad_[p]) { // no estimate to make: log q = -inf
@@ -190,6 +226,12 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       continue;
     }
     const int64_t f = quadrature_.first(p);
+    if (lamperti_ && crosses_zero(p)) { // between the pilot points: density 0 too
+      bad_[p] = true;
+      log_base_[p] = -INFINITY;
+      c_[p] = lambda_[p] = u_[p] = v_[p] = 0;
+      continue;
+    }
     // v - u = int dz / |s| and int a / s^2 over [x, y]; with a constant coefficient,
     // B(v) - B(u) is the latter, and u = x / s.
     const double s_x = sigma_at(t, terms_.coefficient(f), x_[p], p);
@@ -201,6 +243,7 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
       distance += quadrature_.weight(p, q) / s;
       integral += quadrature_.weight(p, q) * terms_.drift(e) / (s * s);
     }
+    drift_integral_[p] = integral * s_x * s_x; // int a, for a constant s's derivative
     if (lamperti_) { // the bridge runs from u = 0 at x; the Jacobian 1 / |s(y)|
       u_[p] = 0;
       v_[p] = distance;
@@ -276,6 +319,7 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
   }
   // The Brownian bridge from u to v at the sorted uniform times, point by point (x-coordinates).
   bridge_.resize(bridge_first_[n]);
+  bridge_deviation_.resize(bridge_first_[n]);
   for (int64_t k = 0; k < n; ++k) {
     const int64_t p = pairs[k], K = count_[k];
     const auto id = static_cast<uint32_t>(first_id + static_cast<uint64_t>(p));
@@ -292,6 +336,8 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
                      sample_std_normal_k(seed, id, ut, site + 2, static_cast<uint32_t>(j));
       s = times_[j];
       bridge_[bridge_first_[k] + j] = lamperti_ ? w : w * scale_;
+      // Its distance from the line from u to v, which a constant s(theta) scales in x.
+      bridge_deviation_[bridge_first_[k] + j] = w - (u_[p] + (v_[p] - u_[p]) * s / dt_);
     }
   }
   if (lamperti_)
@@ -316,8 +362,12 @@ void PoissonEstimator::round(const double* frame, int64_t t, const std::vector<i
       check_psi(t, psi(j), bridge_[j]);
       sg = f < 0 ? -sg : f > 0 ? sg : 0.0;
       l += std::log(std::fabs(f)) - log_lambda;
-      for (int c = 0; c < K && f != 0; ++c)
-        dlog[p * K + c] -= psi_theta(j, c) / f;
+      for (int c = 0; c < K && f != 0; ++c) {
+        double d_psi = psi_theta(j, c);
+        if (terms_.coefficient_reads_theta()) // the point x = s w moves: d x = s_theta deviation
+          d_psi += psi_x(j) * scale_theta(j, c) * bridge_deviation_[j];
+        dlog[p * K + c] -= d_psi / f;
+      }
     }
     for (int c = 0; c < K; ++c)
       if (!std::isfinite(dlog[p * K + c]))

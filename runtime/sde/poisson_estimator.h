@@ -12,9 +12,9 @@
 // estimated without bias by
 // exp((lambda - c) dt) prod_{j <= K} (c - psi(w_{U_j})) / lambda, K ~ Poisson(lambda dt), U_j
 // uniform on (0, dt), for any c and lambda > 0. With c >= sup psi the estimate is positive (the
-// compiler's bounds of psi, when finite: c = upper, lambda = upper - lower); otherwise c and
-// lambda come from psi near the pair, and Wald's identity makes the estimates positive
-// (density_estimator.h).
+// bounds of psi, when finite: c = upper, lambda = upper - lower; with a gradient, c rises until
+// lambda dt >= 1, see prepare()); otherwise c and lambda come from psi near the pair, and Wald's
+// identity makes the estimates positive (density_estimator.h).
 #pragma once
 
 #include "sde/density_estimator.h"
@@ -69,9 +69,10 @@ public:
 
   // The log of a bound of every estimate at step t, whatever the pair: with c = psi's upper
   // bound the Poisson factors are at most 1 and exp((lambda - c) dt) = exp(-lower dt), and
-  // phi_dt(v - u) exp(B(v) - B(u)) <= exp(M^2 dt / 2) / sqrt(2 pi dt), M = sup |drift| / s.
-  // inf when psi or the drift is unbounded. For rejection sampling from the backward kernel
-  // (pseudo-marginal PaRIS: a proposal accepted with probability q^ / bound is accepted with
+  // phi_dt(v - u) exp(B(v) - B(u)) <= exp(M^2 dt / 2) / sqrt(2 pi dt), M = sup |drift| / s
+  // (c raised for a gradient keeps exp((lambda - c) dt) and the factors' bound). inf when psi or
+  // the drift is unbounded, or in Lamperti's coordinate. For rejection sampling from the backward
+  // kernel (pseudo-marginal PaRIS: a proposal accepted with probability q^ / bound is accepted with
   // probability q / bound on average).
   double log_bound(const double* frame, int64_t t) override;
 
@@ -103,20 +104,29 @@ private:
   // psi's value at x, a point the estimates visit at step t, within [lower_, upper_]: an error
   // otherwise (a bound the model gave that does not hold would make the estimates wrong).
   void check_psi(int64_t t, double value, double x) const;
-  // d psi / d theta_k at a point of the last evaluation, with a = the drift there.
+  // d psi / d theta_k at a point (at its x) of the last evaluation.
   double psi_theta(int64_t point, int k) const;
+  // With a constant coefficient s(theta): d|s| / d theta_k, and d psi / dx at a fixed theta.
+  double scale_theta(int64_t point, int k) const;
+  double psi_x(int64_t point) const;
+  // For a coefficient that reads the path: whether it is 0, not finite or of the other sign at
+  // one of pair p's evaluated points (a zero between the quadrature's pilot points).
+  bool crosses_zero(int64_t p) const;
   // After prepare()'s evaluation: int_x^y (d drift / d theta_k) / s^2 for pair p, the gradient
   // of B(v) - B(u).
   double drift_integral_theta(int64_t p, int k) const;
 
-  double scale_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0, drift_upper_ = 0;
+  double scale_ = 1, scale_sign_ = 1, dt_ = 1, lower_ = 0, upper_ = 0, drift_lower_ = 0,
+         drift_upper_ = 0;
   bool lower_given_ = false, upper_given_ = false; // by the model (psi_lower, psi_upper)
   bool lamperti_ = false;      // the coefficient reads the path: eta by quadrature
   bool exact_bridges_ = false; // ModelInfo::Sde::exact_bridges
   // Per pair: u, v and the midpoint, then the nodes of [x, y], evaluated in that order.
   PathQuadrature quadrature_;
   std::vector<double> c_, lambda_, u_, v_, x_, y_;
+  std::vector<double> drift_integral_; // int_x^y a per pair (a constant s(theta)'s derivative)
   std::vector<double> times_, bridge_;
+  std::vector<double> bridge_deviation_; // each bridge point's w minus the line from u to v
   std::vector<int64_t> count_, bridge_first_;
 };
 

@@ -18,10 +18,11 @@ void PoissonEstimator::gradient(const double* frame, int64_t t, const double* pr
                                 const double* cur, int64_t P, uint64_t seed, uint64_t first_id,
                                 double* out, EstimatorCounts* counts) {
   require_gradient(t);
-  if (lamperti_)
+  if (lamperti_ || terms_.coefficient_reads_theta())
     throw Error(fmt::format("the gradient estimator for {} at t={}: exact bridges are drawn for a "
-                            "constant diffusion coefficient only; this one reads the path",
-                            relation_, t));
+                            "constant diffusion coefficient that does not read the parameters; "
+                            "this one reads the {}",
+                            relation_, t, lamperti_ ? "path" : "parameters"));
   const int K = gradient_size();
   check_ids(t, P, first_id);
   prepare(frame, t, prev, cur, P);

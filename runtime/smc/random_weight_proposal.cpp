@@ -133,8 +133,8 @@ public:
                               s.t, info_.sde->relation));
     if (counts.extra_rounds > 0)
       throw Error(fmt::format("filter --method random-weight: at t={} a General Poisson estimate "
-                              "of {} was not positive: psi exceeded the upper bound the compiler "
-                              "derived (a wrong bound, or rounding at a tight one)",
+                              "of {} was not positive: psi exceeded its upper bound (a wrong "
+                              "bound, or rounding at a tight one)",
                               s.t, info_.sde->relation));
     add(begin, end, log_q.data(), inc);
     outside_support(s, begin, end, log_q.data(), nullptr);
@@ -219,7 +219,8 @@ private:
                          throw Error(fmt::format(
                              "filter --method random-weight: at t={} the diffusion coefficient "
                              "of {} is {} at {}, on the way from {} in Lamperti's coordinate: it "
-                             "must keep its sign",
+                             "must keep its sign, and 1 / |coefficient| must not be integrable "
+                             "up to its zeros (the coordinate spans the real line)",
                              s.t, info_.sde->relation, sigma, x, start[g]));
                        return std::fabs(sigma);
                      });

@@ -120,7 +120,7 @@ void BackwardDensity::use_estimator(const ModelInfo& info) {
   if (info.functionals_lack_sde_term && estimator->gradient_size() == 0) // the compiler refuses
     throw Error(fmt::format("the score's term of the SDE transition {} needs the gradient of the "
                             "log density, which the model does not give: {}",
-                            info.sde->relation, info.sde->gradient_reason));
+                            info.sde->relation, estimator->gradient_reason()));
   info_ = &info;
   sde_offset_ = info.state.at(info.sde->state).offset;
 }

@@ -184,11 +184,13 @@ model ou_sde_bis {
   for (int t = 0; t < T; ++t)
     check_mean_close(rw_means[t], filtered.mean[t][0], 5,
                      fmt::format("random-weight E[x_{} | y_0:{}]", t, t));
-  // ... and the score is not derived: its estimator needs the coefficient free of the parameters
-  // (test_sde_score.cpp has this model with sigma fixed).
-  const ProcessResult score = run_process({exe, "score", "--data", data});
+  // ... and the score in sigma comes from the General Poisson estimate's derivative alone
+  // (test_sde_score.cpp checks it against Kalman's): the parametrix one's is refused.
+  const ProcessResult score =
+      run_process({exe, "score", "--data", data, "--estimator", "parametrix"});
   CHECK(score.exit_code != 0);
-  CHECK_THAT(score.err, Catch::Contains("reads the parameter sigma"));
+  CHECK_THAT(score.err, Catch::Contains("the diffusion coefficient reads the parameters") &&
+                            Catch::Contains("--estimator gpe"));
   // ... and paris's rejection sampling, which needs the estimates bounded, or exact draws.
   const ProcessResult rejection =
       run_process({exe, "smooth", "--data", data, "--method", "paris", "--backward", "rejection"});

@@ -93,6 +93,57 @@ TEST_CASE("diffusion: the score of an OU SDE by bis with the estimates' own deri
                            Catch::Contains("far apart"));
 }
 
+TEST_CASE("diffusion: the score in the diffusion coefficient's parameter (a constant s) agrees "
+          "with the Kalman score",
+          "[e2e][stat][sde]") {
+  // The estimate's derivative in s follows u = x / s, v = y / s and the bridge's points s w.
+  const double kappa = 0.8, mu = 0.5, s = 0.6, dt = 0.5, r = 0.5;
+  const std::string& exe = model_exe("ou_sde_scale", R"(
+model ou_sde_scale {
+  param kappa : real(0, inf) = 0.8;
+  param mu : real = 0.5;
+  param s : real(0, inf) = 0.6;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(kappa * (mu - x[t]), s, 0.5, 400);
+  y[t] ~ normal(x[t], 0.5);
+}
+)");
+  const std::string data = simulate_ou(exe);
+  const std::vector<Eigen::VectorXd> y = observations(read_table(data), {"y"});
+  const auto loglik = [&](double k, double m, double sd) {
+    return kalman_filter(ou_observed(k, m, sd, dt, r), y).log_likelihood;
+  };
+  const double h = 1e-5;
+  const double exact_kappa = (loglik(kappa + h, mu, s) - loglik(kappa - h, mu, s)) / (2 * h);
+  const double exact_mu = (loglik(kappa, mu + h, s) - loglik(kappa, mu - h, s)) / (2 * h);
+  const double exact_s = (loglik(kappa, mu, s + h) - loglik(kappa, mu, s - h)) / (2 * h);
+  const nlohmann::json structure =
+      nlohmann::json::parse(run_ok({ssmc_path(), "check", "--structure", "--format=json",
+                                    scratch_path("ou_sde_scale.ssm")})
+                                .out);
+  CHECK(structure["sde"]["gradient"]["coefficient_rows"] == 4); // d s / d theta (3), drift''
+  const nlohmann::json j =
+      nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--particles", "500",
+                                    "--replicates", "40", "--seed", "9", "--json"})
+                                .out);
+  CHECK(j["method"] == "bis");
+  check_score(j, {{"kappa", exact_kappa}, {"mu", exact_mu}}, "Kalman");
+  // s's estimates are noisier (each bridge point's move adds psi' s_theta (w - line) / (c -
+  // psi)): within 4 standard errors, the error below 0.15, which leaving that term out (0.77 off
+  // here) would fail.
+  const double score_s = j["score"]["s"].get<double>(), se_s = j["score_se"]["s"].get<double>();
+  INFO("s: score " << score_s << " (se " << se_s << "), Kalman " << exact_s);
+  CHECK(std::fabs(score_s - exact_s) < 4 * se_s);
+  CHECK(se_s < 0.15);
+  // The parametrix estimator's derivative holds the coefficient fixed: refused, with the reason.
+  const ProcessResult parametrix =
+      run_process({exe, "score", "--data", data, "--estimator", "parametrix"});
+  CHECK(parametrix.exit_code != 0);
+  CHECK_THAT(parametrix.err, Catch::Contains("only the General Poisson estimate's derivative"));
+}
+
 TEST_CASE("diffusion: bis's Euler proposal completes where draws from the filter weights stop "
           "Wald's loop, and agrees with the exact smoothing law",
           "[e2e][stat][sde]") {

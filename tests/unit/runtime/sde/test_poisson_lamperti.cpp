@@ -80,6 +80,19 @@ void transformed_ou_terms(const double* theta, int64_t, int64_t begin, int64_t e
   }
 }
 
+// A coefficient (x - 1.1)(x - 1.2), positive at the pilot points of [0, 2] but not between them;
+// no drift. Rows as transformed_ou_terms'.
+void two_zeros_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                     const double*, const int64_t*, const double* x, const double*, double* out) {
+  for (int64_t n = begin; n < end; ++n) {
+    const double s = (x[n] - 1.1) * (x[n] - 1.2), ds = 2 * x[n] - 2.3;
+    const double row[] = {0,        0, s, theta[2], theta[3], theta[4],   -INFINITY,
+                          INFINITY, 0, 0, 0,        0,        2 * s * ds, 2 * ds * ds + 4 * s};
+    for (int r = 0; r < 14; ++r)
+      out[r * stride + n] = row[r];
+  }
+}
+
 ssm::ModelInfo lamperti_info() {
   ssm::ModelInfo info = sde_fixtures::sde_info(4);
   info.sde->coefficient_constant = false;
@@ -137,6 +150,16 @@ TEST_CASE("General Poisson estimator, Lamperti's coordinate: exact for geometric
   CHECK(across[0] == -INFINITY);
   CHECK(across[1] == -INFINITY);
   CHECK(std::isfinite(across[2]));
+  // Two zeros between pilot points: the nodes see them, and the pair has density 0.
+  const ssm_model two_zeros = model_with(two_zeros_terms);
+  ssm::PoissonEstimator across_nodes(two_zeros, lamperti_info());
+  const std::vector<double> zero_from = {0.0, 0.0}, zero_to = {2.0, 0.5},
+                            zero_frame = {0, 0, 0.5, -10, 10};
+  std::vector<double> zero_q(2);
+  across_nodes.estimate(zero_frame.data(), 4, zero_from.data(), zero_to.data(), 2, 1, 3, 0,
+                        zero_q.data());
+  CHECK(zero_q[0] == -INFINITY);
+  CHECK(std::isfinite(zero_q[1]));
   // The gradient's exact bridges are for a constant coefficient.
   CHECK_FALSE(estimator.exact_bridges(frame.data(), 4));
   CHECK(estimator.log_bound(frame.data(), 4) == INFINITY);
