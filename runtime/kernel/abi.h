@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 9
+#define SSM_ABI_VERSION 10
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,

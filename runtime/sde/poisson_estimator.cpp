@@ -130,7 +130,7 @@ double PoissonEstimator::drift_integral_theta(int64_t p, int k) const {
 
 bool PoissonEstimator::exact_bridges(const double* frame, int64_t t) {
   constants(frame, t, 0.0);
-  return std::isfinite(upper_) && exact_bridges_;
+  return std::isfinite(upper_) && exact_bridges_ && !terms_.coefficient_reads_theta();
 }
 
 void PoissonEstimator::prepare_gradient(const double* /*frame*/, int64_t /*t*/) {

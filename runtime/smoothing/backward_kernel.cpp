@@ -119,7 +119,7 @@ void BackwardDensity::use_estimator(const ModelInfo& info) {
   const std::unique_ptr<DensityEstimator> estimator = make_density_estimator(model_, info);
   if (info.functionals_lack_sde_term && estimator->gradient_size() == 0) // the compiler refuses
     throw Error(fmt::format("the score's term of the SDE transition {} needs the gradient of the "
-                            "log density, which the model does not give: {}",
+                            "log density, which the run's estimator cannot give: {}",
                             info.sde->relation, estimator->gradient_reason()));
   info_ = &info;
   sde_offset_ = info.state.at(info.sde->state).offset;

@@ -265,7 +265,8 @@ Refusal sde_score_refusal(SmoothMethod m, const ModelInfo& info) {
                      m == SmoothMethod::Paris
                          ? ", and paris adds them only from exact diffusion bridges (the General "
                            "Poisson estimator with psi bounded above by the compiler's bounds, "
-                           "not the model's psi_lower or psi_upper)"
+                           "not the model's psi_lower or psi_upper, and a diffusion coefficient "
+                           "that reads neither the path nor the parameters)"
                          : "");
 }
 

@@ -118,7 +118,9 @@ void check_rows(const std::string& name, const std::string& source,
   const int d = sde["dim"], rows = sde["parametrix"]["rows"];
   REQUIRE(rows == d + 1);
   const int gradient =
-      sde["gradient"]["available"] == true ? sde["gradient"]["rows"].get<int>() : 0;
+      sde["gradient"]["available"] == true
+          ? sde["gradient"]["rows"].get<int>() + sde["gradient"]["coefficient_rows"].get<int>()
+          : 0;
   const int ncoef = coefficient_size(sde), first = d + d * d + ncoef + 1 + 4 + gradient;
   std::vector<std::string> args = {std::to_string(d), std::to_string(ncoef), std::to_string(first)};
   args.insert(args.end(), point.begin(), point.end());
@@ -183,7 +185,65 @@ void check_gradient_rows(const std::string& name, const std::string& source, int
                            all_move) == (d + 1) * K);
 }
 
+// argv: K (theta components), theta (K), the point (a scalar SDE). Prints the coefficient's
+// gradient rows (a scalar coefficient s(theta) constant in the path): each d s / d theta_k and
+// drift'', with the central differences of the coefficient's row in theta and of the Jacobian's
+// in x.
+const char* kCoefficientHarness = R"(
+#include "kernel/abi.h"
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+int main(int argc, char** argv) {
+  const ssm_model& m = ssm_model_table;
+  const int K = std::atoi(argv[1]);
+  std::vector<double> theta(K);
+  for (int k = 0; k < K; ++k) theta[k] = std::atof(argv[2 + k]);
+  const double x0 = std::atof(argv[2 + K]);
+  const int first = 1 + 1 + 1 + 1 + 4 + 2 * K, rows = first + K + 1 + 2;
+  auto terms = [&](const std::vector<double>& th, double x) {
+    std::vector<double> out(rows);
+    m.diffusion_terms(th.data(), 1, 0, 1, 1, nullptr, nullptr, &x, nullptr, out.data());
+    return out;
+  };
+  const std::vector<double> at = terms(theta, x0);
+  const double h = 1e-5;
+  for (int k = 0; k < K; ++k) {
+    std::vector<double> up = theta, down = theta;
+    up[k] += h;
+    down[k] -= h;
+    std::printf("coefficient %d %.12g %.12g\n", k, at[first + k],
+                (terms(up, x0)[2] - terms(down, x0)[2]) / (2 * h));
+  }
+  std::printf("drift'' 0 %.12g %.12g\n", at[first + K],
+              (terms(theta, x0 + h)[1] - terms(theta, x0 - h)[1]) / (2 * h));
+}
+)";
+
 } // namespace
+
+TEST_CASE("diffusion: a constant coefficient's derivatives in the parameters, and drift''",
+          "[e2e][sde]") {
+  // The rows the General Poisson estimate's derivative in s reads (gradient.coefficient_rows).
+  const auto [src, sde] = sde_model("terms_scale", R"(
+model terms_scale {
+  param theta : real = 0.785;
+  param s : real(0, inf) = 0.8;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(s * sin(x[t] - theta) + theta, 1.5 * s, 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  REQUIRE(sde["gradient"]["available"] == true);
+  REQUIRE(sde["gradient"]["coefficient_rows"] == 3);
+  CHECK(check_harness_rows("terms_scale",
+                           run_kernel_harness("terms_scale", src, kCoefficientHarness,
+                                              {"2", "0.785", "0.8", "0.6"}),
+                           1e-6, false) == 3); // d s / d theta is exactly 0
+}
 
 TEST_CASE("diffusion: the gradient rows are the drift's derivatives in the parameters",
           "[e2e][sde]") {
