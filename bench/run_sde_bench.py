@@ -232,9 +232,7 @@ def repelled(a, work):
     exes = {}
     for name, bounds in (("bounded", ", psi_lower = 0, psi_upper = 0.5"), ("free", "")):
         path = os.path.join(work, "repelled_" + name)
-        with open(path + ".ssm", "w") as f:
-            f.write(REPELLED.format("_" + name, bounds))
-        run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+        build_model(a, path, REPELLED.format("_" + name, bounds))
         exes[name] = path
     data = os.path.join(work, "repelled.csv")
     run([exes["bounded"], "simulate", "--T", "11", "--seed", "7", "--out", data])
@@ -279,9 +277,7 @@ def lamperti(a, data, work, y):
     print("\nX = exp(Y): a coefficient that reads the path, in Lamperti's coordinate, against the "
           "Sine model written there by hand")
     path = os.path.join(work, "exp_sine")
-    with open(path + ".ssm", "w") as f:
-        f.write(EXP_SINE)
-    run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+    build_model(a, path, EXP_SINE)
     by_hand = sine_variant(a, work, "bounds", "psi_lower = -0.5, psi_upper = 0.625")
     ref = grid_x0(y, of=lambda x: __import__("numpy").exp(x))
     print(f"reference E[X_0 | Y] = {ref:.4f} (E[exp(Y_0) | Y] on the grid)")
@@ -316,6 +312,13 @@ def lamperti(a, data, work, y):
               f"{times['bis, Lamperti (E[X_0])'] / times['bis, by hand (E[Y_0])']:.2f}")
 
 
+def build_model(a, path, source):
+    """Writes `source` to PATH.ssm and builds it as the executable PATH."""
+    with open(path + ".ssm", "w") as f:
+        f.write(source)
+    run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+
+
 def sine_variant(a, work, suffix, extra):
     """examples/sine_sde.ssm with `extra` after diffusion(...)'s dt, built as sine_sde_SUFFIX."""
     source = open(os.path.join(ROOT, "examples", "sine_sde.ssm")).read()
@@ -323,9 +326,7 @@ def sine_variant(a, work, suffix, extra):
     variant = source.replace("model sine_sde", "model sine_sde_" + suffix).replace(
         "theta), 1, 0.5)", f"theta), 1, 0.5, {extra})")
     assert f"0.5, {extra})" in variant, "examples/sine_sde.ssm's diffusion changed"
-    with open(path + ".ssm", "w") as f:
-        f.write(variant)
-    run([os.path.join(a.build, "bin", "ssmc"), "build", path + ".ssm", "-o", path])
+    build_model(a, path, variant)
     return path
 
 

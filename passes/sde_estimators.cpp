@@ -321,7 +321,7 @@ public:
       out.outputs.insert(out.outputs.end(), drift_theta.begin(), drift_theta.end());
       out.outputs.insert(out.outputs.end(), divergence_theta.begin(), divergence_theta.end());
       out.gradient_rows = static_cast<int>(drift_theta.size() + divergence_theta.size());
-      if (reads_parameter(model, block, sigma)) {
+      if (parameter_read(block, sigma) >= 0) {
         // A scalar coefficient s(theta), constant in the path: d s / d theta_k, then drift''
         // (psi's derivative along the bridge, whose points x = s w move with s).
         for (int k = 0; k < K; ++k)
@@ -483,9 +483,6 @@ private:
       if (reached[i] && block.nodes[i].op == ir::Op::Param)
         return block.nodes[i].var;
     return -1;
-  }
-  static bool reads_parameter(const ir::Model&, const ir::Block& block, int node) {
-    return parameter_read(block, node) >= 0;
   }
 
   // Why no estimator of the gradient of log q applies: dt must not move with the parameters

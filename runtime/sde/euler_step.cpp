@@ -38,20 +38,13 @@ void EulerStep::eta(const double* frame, int64_t t, const double* x, int64_t str
   terms_.evaluate(frame, t, points.data(), quadrature_.size());
   for (int64_t i = 0; i < n; ++i) {
     out[i] = log_s[i] = NAN;
-    if (skip[i] || quadrature_.outside(i))
+    if (skip[i] || quadrature_.outside(i) || quadrature_.crosses_zero(terms_, i))
       continue;
     double sum = 0;
-    bool ok = true;
-    for (int64_t q = 0; q < quadrature_.node_count(i) && ok; ++q) {
-      const double s = terms_.coefficient(quadrature_.node(i, q));
-      ok = std::isfinite(s) && s != 0 && (s > 0) == (quadrature_.sign(i) > 0);
-      sum += quadrature_.weight(i, q) / std::fabs(s);
-    }
-    const double s = std::fabs(terms_.coefficient(quadrature_.first(i)));
-    if (ok && std::isfinite(s) && s > 0) {
-      out[i] = sum;
-      log_s[i] = std::log(s);
-    }
+    for (int64_t q = 0; q < quadrature_.node_count(i); ++q)
+      sum += quadrature_.weight(i, q) / std::fabs(terms_.coefficient(quadrature_.node(i, q)));
+    out[i] = sum;
+    log_s[i] = std::log(std::fabs(terms_.coefficient(quadrature_.first(i))));
   }
 }
 

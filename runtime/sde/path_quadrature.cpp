@@ -55,7 +55,7 @@ void PathQuadrature::build(DiffusionTerms& terms, const double* frame, int64_t t
       const double s0 = terms.coefficient(i * kPilot);
       for (int k = 0; k < kPilot; ++k) {
         const double v = terms.coefficient(i * kPilot + k);
-        if (!std::isfinite(v) || v == 0 || (v > 0) != (s0 > 0))
+        if (!keeps_sign(v, s0))
           outside_[i] = 1;
         s[k] = std::fabs(v);
       }
@@ -103,6 +103,13 @@ void PathQuadrature::build(DiffusionTerms& terms, const double* frame, int64_t t
         }
     }
   }
+}
+
+bool PathQuadrature::crosses_zero(const DiffusionTerms& terms, int64_t i) const {
+  for (int64_t e = first_[i]; e < first_[i + 1]; ++e)
+    if (!keeps_sign(terms.coefficient(e), sign_[i]))
+      return true;
+  return false;
 }
 
 } // namespace ssm

@@ -9,10 +9,17 @@
 
 #include "sde/diffusion_terms.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 namespace ssm {
+
+// Whether a value s of the coefficient is finite, not 0 and of the sign `sign` has (that at an
+// interval's start): where Lamperti's coordinate is defined along the path.
+inline bool keeps_sign(double s, double sign) {
+  return std::isfinite(s) && s != 0 && (s > 0) == (sign > 0);
+}
 
 class PathQuadrature {
 public:
@@ -30,6 +37,10 @@ public:
   double weight(int64_t i, int64_t q) const { return weights_[node(i, q)]; }
   bool outside(int64_t i) const { return outside_[i] != 0; }
   double sign(int64_t i) const { return sign_[i]; } // of s at a[i] (0: outside, skipped)
+  // After the caller's evaluation of points() by `terms`: whether the coefficient fails
+  // keeps_sign at one of interval i's points, its leading slots included (a zero between the
+  // pilot points).
+  bool crosses_zero(const DiffusionTerms& terms, int64_t i) const;
   std::vector<double>& points() { return points_; } // the leading slots are the caller's
 
 private:

@@ -64,7 +64,7 @@ void PoissonEstimator::check_psi(int64_t t, double value, double x) const {
 double PoissonEstimator::sigma_at(int64_t t, double s, double x, int64_t p) const {
   if (!lamperti_)
     return scale_;
-  if (!std::isfinite(s) || s == 0 || (s > 0) != (quadrature_.sign(p) > 0))
+  if (!keeps_sign(s, quadrature_.sign(p)))
     throw Error(fmt::format("{}: the diffusion coefficient is {} at x = {}, reached from the "
                             "pair {} -> {} in Lamperti's coordinate: it must be finite and keep "
                             "its sign, and 1 / |coefficient| must not be integrable up to its "
@@ -101,15 +101,6 @@ double PoissonEstimator::psi_theta(int64_t point, int k) const {
 
 double PoissonEstimator::scale_theta(int64_t point, int k) const {
   return scale_sign_ * terms_.coefficient_theta(point, k); // d|s| / d theta_k
-}
-
-bool PoissonEstimator::crosses_zero(int64_t p) const {
-  for (int64_t e = quadrature_.first(p); e < quadrature_.first(p + 1); ++e) {
-    const double s = terms_.coefficient(e);
-    if (!std::isfinite(s) || s == 0 || (s > 0) != (quadrature_.sign(p) > 0))
-      return true;
-  }
-  return false;
 }
 
 double PoissonEstimator::psi_x(int64_t point) const {
@@ -220,18 +211,14 @@ void PoissonEstimator::prepare(const double* frame, int64_t t, const double* pre
   drift_integral_.assign(P, 0.0);
   const double log_norm = 0.5 * std::log(2 * std::numbers::pi * dt_);
   for (int64_t p = 0; p < P; ++p) {
-    if (bad_[p]) { // no estimate to make: log q = -inf
+    if (!bad_[p] && lamperti_ && quadrature_.crosses_zero(terms_, p))
+      bad_[p] = true; // a zero between the pilot points: density 0 too
+    if (bad_[p]) {    // no estimate to make: log q = -inf
       log_base_[p] = -INFINITY;
       c_[p] = lambda_[p] = u_[p] = v_[p] = 0;
       continue;
     }
     const int64_t f = quadrature_.first(p);
-    if (lamperti_ && crosses_zero(p)) { // between the pilot points: density 0 too
-      bad_[p] = true;
-      log_base_[p] = -INFINITY;
-      c_[p] = lambda_[p] = u_[p] = v_[p] = 0;
-      continue;
-    }
     // v - u = int dz / |s| and int a / s^2 over [x, y]; with a constant coefficient,
     // B(v) - B(u) is the latter, and u = x / s.
     const double s_x = sigma_at(t, terms_.coefficient(f), x_[p], p);

@@ -109,9 +109,6 @@ private:
   // With a constant coefficient s(theta): d|s| / d theta_k, and d psi / dx at a fixed theta.
   double scale_theta(int64_t point, int k) const;
   double psi_x(int64_t point) const;
-  // For a coefficient that reads the path: whether it is 0, not finite or of the other sign at
-  // one of pair p's evaluated points (a zero between the quadrature's pilot points).
-  bool crosses_zero(int64_t p) const;
   // After prepare()'s evaluation: int_x^y (d drift / d theta_k) / s^2 for pair p, the gradient
   // of B(v) - B(u).
   double drift_integral_theta(int64_t p, int k) const;

@@ -18,6 +18,7 @@
 #include "sde/density_estimator.h"
 #include "sde/euler_step.h"
 #include "sde/lamperti.h"
+#include "sde/path_quadrature.h"
 #include "smc/filter.h"
 #include "smc/proposal.h"
 
@@ -215,7 +216,7 @@ private:
     std::vector<double> to(w.size());
     lamperti_inverse(terms, s.th, s.t, start, group, w.data(), static_cast<int64_t>(w.size()),
                      to.data(), [&](int64_t g, double x, double sigma) {
-                       if (!std::isfinite(sigma) || sigma == 0 || sigma * sign[g] < 0)
+                       if (!keeps_sign(sigma, sign[g]))
                          throw Error(fmt::format(
                              "filter --method random-weight: at t={} the diffusion coefficient "
                              "of {} is {} at {}, on the way from {} in Lamperti's coordinate: it "
