@@ -8,7 +8,8 @@
 // Y on a grid (sde_models.h) within their Monte Carlo error. Without a lower bound of psi the
 // estimator does not apply, and says why. The score of geometric Brownian motion by bis agrees
 // with Kalman's on log x, and PMMH learns its coefficient's parameter as the exact-likelihood
-// chain does.
+// chain does. A coefficient whose coordinate does not span the real line (sqrt(x)) stops the run
+// with the step and the point.
 #include "sde_models.h"
 #include "support.h"
 
@@ -165,4 +166,35 @@ model log_gbm_pmmh {
     CHECK(std::fabs(a["mean"].get<double>() - b["mean"].get<double>()) < 4 * mcse);
     CHECK(a["mcse_mean"].get<double>() < 0.2 * b["sd"].get<double>()); // a test with power
   }
+}
+
+TEST_CASE("diffusion: a coefficient whose Lamperti coordinate does not span the real line stops "
+          "the run, naming the step and the point",
+          "[e2e][sde]") {
+  // sqrt(x): eta = 2 sqrt(x) stops at 0, so a step or a bridge in u can leave it; the estimators
+  // and the filter's proposal would need the coefficient where it is not defined.
+  const std::string& exe = model_exe("cir_lamperti", R"(
+model cir_lamperti {
+  state x : real;
+  obs y : real;
+  x[0] ~ lognormal(-1, 0.5);
+  x[t] ~ diffusion(drift = 0.5 - x[t], diffusion = sqrt(x[t]), dt = 0.5, psi_lower = -10,
+                   psi_upper = 10);
+  y[t] ~ normal(x[t], 0.3);
+}
+)");
+  const std::string data = scratch_path("cir-lamperti-sim.csv");
+  run_ok({exe, "simulate", "--T", "10", "--seed", "1", "--out", data});
+  const ProcessResult filter = run_process({exe, "filter", "--data", data, "--particles", "1000"});
+  INFO(filter.describe());
+  CHECK(filter.exit_code == 1);
+  CHECK_THAT(filter.err, Catch::Contains("at t=1") && Catch::Contains("Lamperti's coordinate") &&
+                             Catch::Contains("must not be integrable"));
+  const ProcessResult smooth = run_process({exe, "smooth", "--data", data, "--method", "bis",
+                                            "--filter", "bootstrap", "--particles", "200"});
+  INFO(smooth.describe());
+  CHECK(smooth.exit_code == 1);
+  CHECK_THAT(smooth.err, Catch::Contains("General Poisson estimator for x[t] at t=") &&
+                             Catch::Contains("must not be integrable") &&
+                             Catch::Contains("--estimator parametrix"));
 }
