@@ -44,7 +44,7 @@ Values KernelEmitter::euler_maruyama(const ir::Relation& rel, size_t r) {
   const std::vector<bool> path = reading_path(rel);
   const std::vector<bool> reached = ir::reached_from(block_, {drift_id, sigma_id});
   for (size_t i = 0; i < block_.nodes.size(); ++i)
-    if (reached[i] && !path[i])
+    if (reached[i] && !path[i] && !ode_rate_[i])
       get(static_cast<int>(i));
 
   llvm::BasicBlock* pre = b_.GetInsertBlock();

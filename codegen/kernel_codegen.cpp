@@ -13,6 +13,8 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+
 namespace ssm::codegen {
 
 namespace {
@@ -101,7 +103,12 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
     linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
   const bool gaussian = gaussian_moments_unsupported(model).empty();
   llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
-  llvm::Function* jacobian = gaussian && structure.derivatives
+  // The EKF's Jacobians, unless a relation has none (ode_rk4's sensitivities are not computed).
+  const bool jacobians =
+      structure.derivatives &&
+      std::none_of(structure.derivatives->relations.begin(), structure.derivatives->relations.end(),
+                   [](const passes::RelationDerivatives& r) { return r.no_derivative; });
+  llvm::Function* jacobian = gaussian && jacobians
                                  ? emit_gaussian_jacobian(model, *structure.derivatives, library)
                                  : nullptr;
   llvm::Function* proposal =

@@ -26,10 +26,12 @@ llvm::Function* KernelEmitter::emit(const char* name) {
   create_function(name);
   compute_varying();
   compute_needed();
-  // Preamble: everything that does not change from particle to particle.
+  ode_rate_ = ir::ode_rate_nodes(block_);
+  // Preamble: everything that does not change from particle to particle (an ode's rate has a
+  // value only inside its integration).
   cache_ = std::vector<Values>(block_.nodes.size());
   for (size_t i = 0; i < block_.nodes.size(); ++i)
-    if (!varying_[i] && needed_[i])
+    if (!varying_[i] && needed_[i] && !ode_rate_[i])
       get(static_cast<int>(i));
   for (const ir::Relation& rel : block_.relations)
     if (rel.dist == ir::Dist::MvNormal && !varying_[rel.args[1]])
@@ -185,6 +187,11 @@ const Values& KernelEmitter::get(int id) {
   if (!cache_[id].empty())
     return cache_[id];
   const ir::Node& node = block_.nodes[id];
+  if (node.op == ir::Op::Ode) { // its rate is evaluated inside the integration, not before
+    Values solution = runge_kutta(id);
+    cache_[id] = std::move(solution);
+    return cache_[id];
+  }
   std::vector<const Values*> args;
   for (int a : node.args)
     args.push_back(&get(a));
@@ -416,6 +423,10 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
     throw CodegenError("internal error: no kernels for latent variables yet");
   case ir::Op::Net: // passes/net_outputs.cpp makes every call a state
     throw CodegenError("internal error: a network call reached code generation");
+  case ir::Op::Ode: // get() integrates it (ode_integration.cpp)
+  case ir::Op::OdeTime:
+  case ir::Op::OdeState:
+    throw CodegenError("internal error: an ode's current time or value outside its rate");
   case ir::Op::Neg:
     for (size_t i = 0; i < size; ++i)
       out[i] = b_.CreateFNeg((*args[0])[i]);

@@ -134,6 +134,10 @@ protected:
   Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
                          const std::vector<const Values*>& args);
 
+  // ---- ODE integration (ode_integration.cpp) ----
+
+  Values runge_kutta(int id);
+
   // ---- an SDE's transition (diffusion_relation.cpp) ----
 
   Values euler_maruyama(const ir::Relation& rel, size_t r);
@@ -152,6 +156,7 @@ protected:
   Value* n32_ = nullptr;
   Value* ancestor_ = nullptr;
   std::vector<bool> varying_, needed_;
+  std::vector<bool> ode_rate_; // nodes that read an ode's current time or value
   std::vector<Values> cache_, preamble_cache_;
   std::map<int, Values> cholesky_, preamble_cholesky_;
   std::map<int, Values> current_; // lag-0 values of the variables this block samples or reads

@@ -13,5 +13,7 @@ inline constexpr int kMaxNesting = 500;
 inline constexpr long kMaxLag = 1000;
 // IR operations in one block: function calls are inlined, so calls of calls multiply.
 inline constexpr std::size_t kMaxBlockOperations = 100000;
+// Runge-Kutta steps of one ode_rk4 (each evaluates the rate 4 times, per draw).
+inline constexpr long kMaxOdeSteps = 10000000;
 
 } // namespace ssm::frontend

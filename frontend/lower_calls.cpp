@@ -16,6 +16,7 @@ const std::set<std::string> constructor_functions = {"zeros", "ones", "eye"};
 std::vector<std::string> builtin_function_names() {
   std::vector<std::string> names(constructor_functions.begin(), constructor_functions.end());
   names.emplace_back("sum");
+  names.emplace_back("ode_rk4");
   for (const ir::Builtin& f : ir::all_builtins())
     if (ir::find_callable(f.name))
       names.emplace_back(f.name);
@@ -39,6 +40,8 @@ std::optional<int> Lowering::lower_call(const Expr& e, Scope& s) {
     sym->used = true;
     return sym->kind == Symbol::Kind::Fn ? call_function(e, *sym, s) : call_net(e, *sym, s);
   }
+  if (fn == "ode_rk4")
+    return lower_ode(e, s);
   const ir::Builtin* info = ir::find_callable(fn);
   if (constructor_functions.count(fn)) {
     // zeros(n), ones(n): vectors; zeros(r, c), ones(r, c): matrices; eye(n).

@@ -99,7 +99,8 @@ std::optional<std::vector<double>> Lowering::constant_value(const ir::Block& blo
     const ir::Node& n = block.nodes[i];
     if (n.op == ir::Op::Param || n.op == ir::Op::State || n.op == ir::Op::Obs ||
         n.op == ir::Op::Time || n.op == ir::Op::Data || n.op == ir::Op::Input ||
-        n.op == ir::Op::Latent || n.op == ir::Op::Net)
+        n.op == ir::Op::Latent || n.op == ir::Op::Net || n.op == ir::Op::OdeTime ||
+        n.op == ir::Op::OdeState)
       return std::nullopt;
     if (!operands_done) {
       stack.emplace_back(i, true);

@@ -88,9 +88,12 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
   return emit(s, std::move(n), bracket.range);
 }
 
-// v[a:b]: components a, a+1, ..., b-1 of a vector, as a vector (constant a < b).
+// v[a:b]: components a, a+1, ..., b-1 of a vector, as a vector (constant a < b). A[a:b, j] and
+// A[i, a:b]: part of a column or of a row of a matrix, as a vector; A[a:b, c:d]: a block.
 std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s) {
   const ir::Shape shape = shape_of(s, base);
+  if (shape.rank() == 2 && bracket.args.size() == 3)
+    return apply_matrix_slice(base, bracket, s);
   const Expr& range = *bracket.args.back();
   if (shape.rank() != 1 || bracket.args.size() != 2 || range.kind != EKind::Slice) {
     error(bracket.range,
@@ -118,6 +121,53 @@ std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s
   }
   return emit_op(s, ir::Op::Build, ir::Shape::vector(static_cast<int>(parts.size())), parts,
                  bracket.range);
+}
+
+std::optional<int> Lowering::apply_matrix_slice(int base, const Expr& bracket, Scope& s) {
+  const ir::Shape shape = shape_of(s, base);
+  std::vector<std::pair<long, long>> spans; // [first, last) per dimension
+  std::vector<int> kept;                    // the sliced dimensions' lengths
+  for (int k = 0; k < 2; ++k) {
+    const Expr& ie = *bracket.args[k + 1];
+    const long dim = shape.dims[k];
+    if (ie.kind == EKind::Slice) {
+      std::optional<long> a = eval_int(*ie.args[0], "the start of a range");
+      std::optional<long> b = eval_int(*ie.args[1], "the end of a range");
+      if (!a || !b)
+        return std::nullopt;
+      if (*a < 0 || *b > dim || *a >= *b) {
+        error(ie.range, fmt::format(msg::slice_out_of_range, *a, *b, quote(*bracket.args[0]),
+                                    shape.str(), dim));
+        return std::nullopt;
+      }
+      spans.emplace_back(*a, *b);
+      kept.push_back(static_cast<int>(*b - *a));
+      continue;
+    }
+    std::optional<long> i = eval_int(ie, "an index");
+    if (!i)
+      return std::nullopt;
+    if (*i < 0 || *i >= dim) {
+      error(ie.range, fmt::format(msg::index_out_of_range, k == 0 ? "row index" : "column index",
+                                  *i, quote(*bracket.args[0]), shape.str(),
+                                  fmt::format(msg::valid_indices, dim - 1)));
+      return std::nullopt;
+    }
+    spans.emplace_back(*i, *i + 1);
+  }
+  std::vector<int> parts;
+  for (long i = spans[0].first; i < spans[0].second; ++i)
+    for (long j = spans[1].first; j < spans[1].second; ++j) {
+      ir::Node n;
+      n.op = ir::Op::Index;
+      n.args = {base};
+      n.index = {static_cast<int>(i), static_cast<int>(j)};
+      n.shape = ir::Shape::scalar();
+      parts.push_back(emit(s, std::move(n), bracket.range));
+    }
+  const ir::Shape result =
+      kept.size() == 2 ? ir::Shape::matrix(kept[0], kept[1]) : ir::Shape::vector(kept[0]);
+  return emit_op(s, ir::Op::Build, result, parts, bracket.range);
 }
 
 // The declaration of the integer variable that `node` reads (a state, latent, observation,

@@ -114,6 +114,8 @@ public:
   std::vector<std::pair<std::string, Range>> expanding;
   // Inside a function from an imported module: IR nodes take the call's location.
   std::optional<Range> call_site;
+  // Inside the rate of an ode_rk4, which cannot hold another.
+  int ode_rate = 0;
   // Inside a branch of a conditional, which may never be taken: a constant divisor of 0 or an
   // index range wider than the value there is a warning, not an error.
   int guarded = 0;
@@ -296,6 +298,9 @@ private:
   std::optional<int> lower_sum(const Expr& arg, Range range, Scope& s); // sum(arg): dot products
   std::vector<std::string> function_names(Range from) const;
 
+  // ---- ODE integration (lower_ode.cpp)
+  std::optional<int> lower_ode(const Expr& e, Scope& s);
+
   // ---- user functions (lower_functions.cpp)
   void define_fn(const ast::FnDecl& f);
   std::optional<ir::Shape> fn_type_shape(const ast::TypeSpec& t);
@@ -309,6 +314,7 @@ private:
   const ir::VarDecl* discrete_variable(const ir::Node& node) const;
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s);
   std::optional<int> apply_slice(int base, const Expr& bracket, Scope& s);
+  std::optional<int> apply_matrix_slice(int base, const Expr& bracket, Scope& s);
   std::optional<int> lower_index(const Expr& e, Scope& s);
   std::optional<int> lower_plate_ref(const Expr& name, const Symbol& sym,
                                      const std::vector<const Expr*>& chain, Scope& s);

@@ -361,6 +361,30 @@ inline constexpr char not_a_function[] = "'{}' is {}, not a function";
 inline constexpr char unknown_function_did_you_mean[] = "unknown function '{}'; did you mean '{}'?";
 inline constexpr char unknown_function[] = "unknown function '{}'; the functions are: {}";
 
+// ---- ODE integration (lower_ode.cpp)
+
+inline constexpr char ode_in_constant[] =
+    "ode_rk4 is solved when the model runs, so it cannot give {}";
+inline constexpr char ode_inside_rate[] =
+    "ode_rk4 inside the rate of another ode_rk4: integrate the two systems as one";
+inline constexpr char ode_rate_not_a_function[] =
+    "the first argument of ode_rk4 is the name of a function fn f(t : real, y : vector[n], ...) "
+    "-> vector[n], the rate dy/dt";
+inline constexpr char ode_start_not_vector[] =
+    "the start value of ode_rk4 must be a vector (vector[1] for one equation), but it is {}";
+inline constexpr char ode_times_shape[] =
+    "the times of ode_rk4 must be a real or a vector of reals, but they are {}";
+inline constexpr char ode_times_not_increasing[] =
+    "the times of ode_rk4 must be finite and increase strictly from the start time {} (here: "
+    "{})";
+inline constexpr char ode_step_not_positive[] =
+    "the step of ode_rk4 must be a positive finite number, but it is {}";
+inline constexpr char ode_too_many_steps[] =
+    "ode_rk4 would take {} steps of at most {}; at most {} are allowed";
+inline constexpr char ode_rate_signature[] =
+    "function '{}' must take ({}) and return {} to be the rate of this ode_rk4, but it takes "
+    "({}) and returns {}";
+
 // ---- user functions (lower_functions.cpp)
 
 inline constexpr char fn_duplicate_parameter[] = "function '{}' has two parameters named '{}'";

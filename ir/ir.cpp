@@ -84,6 +84,12 @@ std::string_view op_name(Op op) {
     return "latent";
   case Op::Net:
     return "net";
+  case Op::Ode:
+    return "ode";
+  case Op::OdeTime:
+    return "ode_time";
+  case Op::OdeState:
+    return "ode_state";
   }
   return "?";
 }
@@ -165,6 +171,18 @@ std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots
       for (int a : block.nodes[i].args)
         reached[a] = true;
   return reached;
+}
+
+std::vector<bool> ode_rate_nodes(const Block& block) {
+  std::vector<bool> rate(block.nodes.size(), false);
+  for (size_t i = 0; i < block.nodes.size(); ++i) {
+    const Node& n = block.nodes[i];
+    bool r = n.op == Op::OdeTime || n.op == Op::OdeState;
+    for (int a : n.args)
+      r = r || (n.op != Op::Ode && rate[a]);
+    rate[i] = r;
+  }
+  return rate;
 }
 
 NodeKey node_key(const Node& node) {

@@ -83,7 +83,17 @@ enum class Op {
   Net,      // var = network index; args = its inputs (variables), concatenated: the network's
             // output vector. The frontend makes them; passes/net_outputs.cpp replaces each by a
             // hidden state whose value the runtime computes, so no analysis or kernel sees one.
+  // ode_rk4: args = {y0, rate}, shape matrix[m, n]: row i is y(t_i) of dy/dt = rate(t, y), y(t0)
+  // = y0 : vector[n], by classical Runge-Kutta with fixed steps. values = {t0, t_1, ..., t_m}
+  // (constants, increasing), index = {k_1, ..., k_m}: the steps of each interval [t_{i-1}, t_i].
+  // The rate is a node of the same block that reads OdeTime and OdeState, the integration's
+  // current t and y: they have a value only while an Ode evaluates its rate (no Ode's rate reads
+  // another Ode), and nothing else reads them (ir::ode_rate_nodes, the verifier).
+  Ode,
+  OdeTime,  // the current time inside an Ode's rate: real
+  OdeState, // the current value inside an Ode's rate: vector[n]
 };
+inline constexpr Op kLastOp = Op::OdeState;
 
 std::string_view op_name(Op op);
 
@@ -152,6 +162,10 @@ struct Block {
 // The nodes of `block` that `roots` read, directly or through other nodes, and the roots
 // themselves: reached[i] for node i. SSA order makes this one backward pass.
 std::vector<bool> reached_from(const Block& block, const std::vector<int>& roots);
+
+// The nodes of `block` that read an Ode's current time or value (OdeTime, OdeState), directly or
+// through other nodes: the parts of Ode rates that must be evaluated inside the integration.
+std::vector<bool> ode_rate_nodes(const Block& block);
 
 // The values a scalar discrete relation of `block` can give its target, [lower, upper], as far
 // as its constant arguments show: the distribution's support in the table (bernoulli 0..1,

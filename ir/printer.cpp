@@ -68,6 +68,12 @@ std::string node_str(const Model& model, BlockKind kind, const Node& node) {
     return fmt::format("net {}({})", model.nets.at(node.var).name, operands(node.args));
   case Op::Index:
     return fmt::format("index {}[{}]", operands(node.args), fmt::join(node.index, ", "));
+  case Op::Ode: // ode %y0, %rate at [t0, t_1, ...] steps [k_1, ...]
+    return fmt::format("ode {} at [{}] steps [{}]", operands(node.args),
+                       fmt::join(node.values, ", "), fmt::join(node.index, ", "));
+  case Op::OdeTime:
+  case Op::OdeState:
+    return std::string(op_name(node.op));
   default:
     return fmt::format("{} {}", op_name(node.op), operands(node.args));
   }
@@ -297,6 +303,15 @@ private:
       return {fmt::format("{}({})", model_.nets.at(n.var).name, args(n)), 5};
     case Op::Index:
       return {fmt::format("{}[{}]", print(n.args[0], 5), fmt::join(n.index, ", ")), 5};
+    case Op::Ode: // the rate as a function of ode.t and ode.y
+      return {fmt::format("ode_rk4(ode.y' = {}, ode.y({}) = {}, at [{}])", print(n.args[1], 0),
+                          n.values[0], print(n.args[0], 0),
+                          fmt::join(n.values.begin() + 1, n.values.end(), ", ")),
+              5};
+    case Op::OdeTime:
+      return {"ode.t", 5};
+    case Op::OdeState:
+      return {"ode.y", 5};
     case Op::Build: {
       std::vector<std::pair<std::string, int>> elems;
       std::vector<bool> zero;

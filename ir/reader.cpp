@@ -342,6 +342,17 @@ private:
     fail(fmt::format("expected a shape (real, vector[n], matrix[r, c]), not '{}'", s), s);
   }
 
+  // "a, b, c": numbers separated by commas.
+  std::vector<double> parse_list(std::string_view s) const {
+    std::vector<double> values;
+    while (!trim(s).empty()) {
+      const size_t comma = s.find(',');
+      values.push_back(parse_double(s.substr(0, comma)));
+      s = comma == std::string_view::npos ? std::string_view() : s.substr(comma + 1);
+    }
+    return values;
+  }
+
   // A scalar, "[a, b]" or "[[a, b], [c, d]]": the brackets must nest as the shape says.
   std::vector<double> parse_values(std::string_view s, const Shape& shape) const {
     std::vector<double> values;
@@ -524,6 +535,17 @@ private:
       node.args = operands(rest.substr(open + 1, rest.size() - open - 2), block);
       break;
     }
+    case Op::Ode: { // "%y0, %rate at [t0, t_1, ...] steps [k_1, ...]"
+      const size_t at = rest.find(" at ["), steps = rest.find("] steps [");
+      if (at == std::string_view::npos || steps == std::string_view::npos || steps < at ||
+          rest.back() != ']')
+        fail("expected 'ode %y0, %rate at [t0, t1, ...] steps [k1, ...]'");
+      node.args = operands(rest.substr(0, at), block);
+      node.values = parse_list(rest.substr(at + 5, steps - at - 5));
+      for (double k : parse_list(rest.substr(steps + 9, rest.size() - steps - 10)))
+        node.index.push_back(static_cast<int>(k));
+      break;
+    }
     case Op::Index: {
       size_t open = rest.find('[');
       if (open == std::string_view::npos || rest.back() != ']')
@@ -546,7 +568,7 @@ private:
   }
 
   Op parse_op(std::string_view name) const {
-    for (int i = 0; i <= static_cast<int>(Op::Net); ++i)
+    for (int i = 0; i <= static_cast<int>(kLastOp); ++i)
       if (op_name(static_cast<Op>(i)) == name)
         return static_cast<Op>(i);
     fail(fmt::format("unknown op '{}'", name), name);

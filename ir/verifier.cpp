@@ -40,7 +40,23 @@ std::optional<Shape> result_shape(const Node& node, const std::vector<Shape>& ar
   case Op::Latent:
     return arity(0) ? std::optional(node.shape) : std::nullopt;
   case Op::Time:
+  case Op::OdeTime:
     return arity(0) ? std::optional(Shape::scalar()) : std::nullopt;
+  case Op::OdeState:
+    return arity(0) && node.shape.rank() == 1 ? std::optional(node.shape) : std::nullopt;
+  case Op::Ode: {
+    // {y0, rate}: vectors of one length n; times t0 < t_1 < ... < t_m, finite; a step count of
+    // at least 1 per interval.
+    const size_t m = node.index.size();
+    if (!arity(2) || args[0].rank() != 1 || !(args[1] == args[0]) || m == 0 ||
+        node.values.size() != m + 1)
+      return std::nullopt;
+    for (size_t i = 0; i < m; ++i)
+      if (!std::isfinite(node.values[i]) || !std::isfinite(node.values[i + 1]) ||
+          !(node.values[i] < node.values[i + 1]) || node.index[i] < 1)
+        return std::nullopt;
+    return Shape::matrix(static_cast<int>(m), args[0].dims[0]);
+  }
   case Op::Net: // the input size against the network's: verify() knows the model
     return args.empty() || node.shape.rank() != 1 ? std::nullopt : std::optional(node.shape);
   case Op::Neg:
@@ -110,6 +126,7 @@ public:
     std::set<Var> sampled;
     for (const Relation& rel : block_.relations)
       check_relation(rel, reads_now, sampled);
+    check_ode_rates();
   }
 
 private:
@@ -119,6 +136,33 @@ private:
   }
 
   using Var = std::pair<VarKind, int>;
+
+  // An Ode's current t and y have a value only inside its rate: what reads them is read by
+  // nothing but other such nodes and, as its rate, an Ode, whose start value does not read them
+  // (no Ode inside another's rate).
+  void check_ode_rates() {
+    const std::vector<bool> rate = ode_rate_nodes(block_);
+    for (size_t i = 0; i < block_.nodes.size(); ++i) {
+      const Node& node = block_.nodes[i];
+      for (size_t k = 0; k < node.args.size(); ++k) {
+        const int a = node.args[k];
+        if (a < 0 || a >= static_cast<int>(i) || !rate[a] || rate[i])
+          continue;
+        if (node.op != Op::Ode || k != 1)
+          fail("%{} = {} reads %{}, which reads an ode's current time or value", i,
+               op_name(node.op), a);
+      }
+    }
+    auto outside = [&](int id, std::string_view what) {
+      if (id >= 0 && id < static_cast<int>(rate.size()) && rate[id])
+        fail("{} %{} reads an ode's current time or value", what, id);
+    };
+    for (const Relation& rel : block_.relations)
+      for (int a : rel.args)
+        outside(a, "a relation's argument");
+    for (int o : block_.outputs)
+      outside(o, "output");
+  }
 
   // Plate and simulator blocks sample latents and observations; the others one kind.
   bool samples_latents() const {

@@ -157,6 +157,13 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
   }
   case ir::Op::Call:
     return call(n, node, wrt);
+  case ir::Op::OdeTime: // the integration's own variables: its Ode node answers for them
+  case ir::Op::OdeState:
+    return d;
+  case ir::Op::Ode:
+    if (all_zero(derivative(n.args[0], wrt)) && all_zero(derivative(n.args[1], wrt)))
+      return d;
+    throw NoDerivative("the derivatives of ode_rk4() (its sensitivities) are not computed yet");
   case ir::Op::Net: // passes/net_outputs.cpp makes every call a state first
     throw PassError("differentiation: a network call (the runtime differentiates networks)");
   }
@@ -379,39 +386,52 @@ public:
         r.relation = ir::relation_summary(fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
                                                       block == &model.initial ? "0" : "t"),
                                           rel.dist);
-        const int location = ir::dist_info(rel.dist).location;
-        if (location >= 0) {
-          const int rows = model.var_shape(rel.kind, rel.var).size();
-          r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);
-          for (size_t j = 0; j < states.size(); ++j) {
-            const std::vector<int> dj = from_block.derivative(rel.args[location], states[j]);
-            for (int i = 0; i < rows; ++i)
-              r.location_jacobian[static_cast<size_t>(i) * n + j] = dj.size() == 1 ? dj[0] : dj[i];
+        try {
+          const int location = ir::dist_info(rel.dist).location;
+          if (location >= 0) {
+            const int rows = model.var_shape(rel.kind, rel.var).size();
+            r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);
+            for (size_t j = 0; j < states.size(); ++j) {
+              const std::vector<int> dj = from_block.derivative(rel.args[location], states[j]);
+              for (int i = 0; i < rows; ++i)
+                r.location_jacobian[static_cast<size_t>(i) * n + j] =
+                    dj.size() == 1 ? dj[0] : dj[i];
+            }
           }
-        }
-        if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
-          r.log_density = *lp;
-          for (const Wrt& w : states)
-            r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
-          for (const Wrt& w : params)
-            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
-          add_to_score(model, rel, r.grad_params, b, terms);
-          std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
-          if (lag == 1)
-            for (size_t j = 0; j < current.size(); ++j)
-              at_t[j] = in_arena.derivative(*lp, current[j])[0];
-          add_to_score(model, rel, at_t, b, state_terms);
-        } else if (rel.dist == ir::Dist::Diffusion) {
-          result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
-        } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
+          if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
+            r.log_density = *lp;
+            for (const Wrt& w : states)
+              r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
+            for (const Wrt& w : params)
+              r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+            add_to_score(model, rel, r.grad_params, b, terms);
+            std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
+            if (lag == 1)
+              for (size_t j = 0; j < current.size(); ++j)
+                at_t[j] = in_arena.derivative(*lp, current[j])[0];
+            add_to_score(model, rel, at_t, b, state_terms);
+          } else if (rel.dist == ir::Dist::Diffusion) {
+            result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
+          } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
+            if (result.score_why_not.empty())
+              result.score_why_not =
+                  fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
+                              rel.dist == ir::Dist::Dirac
+                                  ? "a deterministic relation that reads a parameter (the score "
+                                    "would need the state's derivative in it, carried through "
+                                    "time: not supported yet)"
+                                  : r.why_not);
+          }
+        } catch (const NoDerivative& e) { // this relation has no gradients: the methods say why
+          r.location_jacobian.clear();
+          r.grad_state.clear();
+          r.grad_params.clear();
+          r.log_density = -1;
+          r.no_derivative = true;
+          r.why_not = e.what();
           if (result.score_why_not.empty())
             result.score_why_not =
-                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
-                            rel.dist == ir::Dist::Dirac
-                                ? "a deterministic relation that reads a parameter (the score "
-                                  "would need the state's derivative in it, carried through "
-                                  "time: not supported yet)"
-                                : r.why_not);
+                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block), r.why_not);
         }
         if (r.log_density < 0 && result.state_gradient_why_not.empty())
           result.state_gradient_why_not =

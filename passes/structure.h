@@ -207,6 +207,7 @@ struct RelationDerivatives {
   std::vector<int> grad_state;        // n_state
   std::vector<int> grad_params;       // theta size (Model::param_offset)
   std::string why_not;                // when there is no log-density formula
+  bool no_derivative = false;         // an operation without a derivative: no gradients at all
 };
 // The score terms: per theta component, the arena node of d/dtheta of log p(x[0]) + log p(y[0] |
 // x[0]) at t = 0, of log p(x[t] | x[t-1]) + log p(y[t] | x[t]) after (a missing observation adds
