@@ -13,8 +13,6 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <algorithm>
-
 namespace ssm::codegen {
 
 namespace {
@@ -104,10 +102,7 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   const bool gaussian = gaussian_moments_unsupported(model).empty();
   llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
   // The EKF's Jacobians, unless a relation has none (ode_rk4's sensitivities are not computed).
-  const bool jacobians =
-      structure.derivatives &&
-      std::none_of(structure.derivatives->relations.begin(), structure.derivatives->relations.end(),
-                   [](const passes::RelationDerivatives& r) { return r.no_derivative; });
+  const bool jacobians = structure.derivatives && structure.derivatives->jacobian_why_not.empty();
   llvm::Function* jacobian = gaussian && jacobians
                                  ? emit_gaussian_jacobian(model, *structure.derivatives, library)
                                  : nullptr;

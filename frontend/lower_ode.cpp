@@ -104,11 +104,14 @@ std::optional<int> Lowering::lower_ode(const Expr& e, Scope& s) {
   auto it = fn_signatures_.find(sym->index);
   if (!ok || !sym->valid || it == fn_signatures_.end())
     return std::nullopt;
+  for (const std::optional<int>& a : extra) // reported where it failed: no signature to check
+    if (!a)
+      return std::nullopt;
   const FnSignature& sig = it->second;
   // f(t : real, y : vector[n], args...) -> vector[n], the extra arguments' shapes as given.
   std::vector<ir::Shape> wanted = {ir::Shape::scalar(), state};
   for (const std::optional<int>& a : extra)
-    wanted.push_back(a ? shape_of(s, *a) : ir::Shape::scalar());
+    wanted.push_back(shape_of(s, *a));
   if (!(sig.params == wanted) || !(sig.result == state)) {
     std::vector<std::string> want_types, has_types;
     for (const ir::Shape& w : wanted)
@@ -119,9 +122,6 @@ std::optional<int> Lowering::lower_ode(const Expr& e, Scope& s) {
                                 state.str(), fmt::join(has_types, ", "), sig.result.str()));
     return std::nullopt;
   }
-  for (const std::optional<int>& a : extra)
-    if (!a)
-      return std::nullopt;
   if (s.block->nodes.size() + sig.body_operations > kMaxBlockOperations) {
     error(e.range, fmt::format(msg::inlining_too_large, f->name.name, sig.body_operations,
                                s.block->nodes.size(), kMaxBlockOperations));

@@ -64,7 +64,8 @@ inline constexpr char guide_reads_parameter[] =
 // ---- slices (lower_indexing.cpp)
 
 inline constexpr char slice_of_non_vector[] =
-    "a range a:b selects components of a vector, alone in its bracket, but {} is {}";
+    "a range a:b selects components of a vector, alone in its bracket (v[a:b]), or of a matrix "
+    "with a range or index for each dimension (A[a:b, j]), but {} is {}";
 inline constexpr char slice_out_of_range[] =
     "the range {}:{} of {} ({}) must satisfy 0 <= start < end <= {}";
 inline constexpr char slice_outside_index[] =

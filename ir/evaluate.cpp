@@ -91,6 +91,16 @@ std::vector<double> evaluate(const Node& node, const std::vector<std::vector<dou
       out[i] = at(args[0], i) != 0 ? at(args[1], i) : at(args[2], i);
     return out;
   }
+  case Op::Ode: {
+    // Constant operands: a rate that reads neither t nor y is a constant c, and every
+    // Runge-Kutta step adds h c: row i is y0 + (t_i - t0) c.
+    const size_t n = args[0].size();
+    std::vector<double> out;
+    for (size_t i = 1; i < node.values.size(); ++i)
+      for (size_t c = 0; c < n; ++c)
+        out.push_back(args[0][c] + (node.values[i] - node.values[0]) * at(args[1], c));
+    return out;
+  }
   default:
     throw std::logic_error("cannot evaluate a non-constant node");
   }

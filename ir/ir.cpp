@@ -179,7 +179,7 @@ std::vector<bool> ode_rate_nodes(const Block& block) {
     const Node& n = block.nodes[i];
     bool r = n.op == Op::OdeTime || n.op == Op::OdeState;
     for (int a : n.args)
-      r = r || (n.op != Op::Ode && rate[a]);
+      r = r || (n.op != Op::Ode && a >= 0 && a < static_cast<int>(i) && rate[a]);
     rate[i] = r;
   }
   return rate;

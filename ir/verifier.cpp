@@ -121,12 +121,15 @@ public:
   void run() {
     // lag-0 variables each node reads, transitively; a relation may only use those sampled earlier
     std::vector<std::set<Var>> reads_now(block_.nodes.size());
+    const size_t errors_before = errors_.size();
     for (size_t i = 0; i < block_.nodes.size(); ++i)
       check_node(static_cast<int>(i), reads_now);
+    const bool operands_ok = errors_.size() == errors_before;
     std::set<Var> sampled;
     for (const Relation& rel : block_.relations)
       check_relation(rel, reads_now, sampled);
-    check_ode_rates();
+    if (operands_ok) // its walks follow the operands
+      check_ode_rates();
   }
 
 private:
@@ -151,6 +154,21 @@ private:
         if (node.op != Op::Ode || k != 1)
           fail("%{} = {} reads %{}, which reads an ode's current time or value", i,
                op_name(node.op), a);
+      }
+      if (rate[i])
+        for (int a : node.args)
+          if (a >= 0 && a < static_cast<int>(i) && block_.nodes[a].op == Op::Ode)
+            fail("%{} = {}, part of an ode's rate, reads the ode %{}: no ode inside another's "
+                 "rate",
+                 i, op_name(node.op), a);
+      if (node.op == Op::Ode && node.args.size() == 2 && node.args[1] >= 0 &&
+          node.args[1] < static_cast<int>(i)) {
+        const std::vector<bool> reached = reached_from(block_, {node.args[1]});
+        for (size_t j = 0; j < i; ++j)
+          if (reached[j] && block_.nodes[j].op == Op::OdeState && node.shape.rank() == 2 &&
+              !(block_.nodes[j].shape == Shape::vector(node.shape.dims[1])))
+            fail("%{} = ode integrates a vector[{}], but its rate reads %{} = ode_state : {}", i,
+                 node.shape.dims[1], j, block_.nodes[j].shape.str());
       }
     }
     auto outside = [&](int id, std::string_view what) {

@@ -386,7 +386,7 @@ public:
         r.relation = ir::relation_summary(fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
                                                       block == &model.initial ? "0" : "t"),
                                           rel.dist);
-        try {
+        try { // the EKF's Jacobian of the location in the state
           const int location = ir::dist_info(rel.dist).location;
           if (location >= 0) {
             const int rows = model.var_shape(rel.kind, rel.var).size();
@@ -398,6 +398,13 @@ public:
                     dj.size() == 1 ? dj[0] : dj[i];
             }
           }
+        } catch (const NoDerivative& e) {
+          r.location_jacobian.clear();
+          if (result.jacobian_why_not.empty())
+            result.jacobian_why_not =
+                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block), e.what());
+        }
+        try { // the log-density's gradients
           if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
             r.log_density = *lp;
             for (const Wrt& w : states)
@@ -423,11 +430,9 @@ public:
                                   : r.why_not);
           }
         } catch (const NoDerivative& e) { // this relation has no gradients: the methods say why
-          r.location_jacobian.clear();
           r.grad_state.clear();
           r.grad_params.clear();
           r.log_density = -1;
-          r.no_derivative = true;
           r.why_not = e.what();
           if (result.score_why_not.empty())
             result.score_why_not =

@@ -465,6 +465,14 @@ private:
       if (std::string s = other_state(model, block, rel.args[k], rel.var); !s.empty())
         return fmt::format("the {} reads {}; the estimators need it to read only the path",
                            names[k - 1], s);
+    for (int k : {1, 2}) { // the estimators differentiate them
+      const std::vector<bool> reached = ir::reached_from(block, {rel.args[k]});
+      for (size_t i = 0; i < block.nodes.size(); ++i)
+        if (reached[i] && block.nodes[i].op == ir::Op::Ode)
+          return fmt::format("the {} solves an ODE (ode_rk4), whose derivatives the estimators "
+                             "need and which are not computed yet",
+                             names[k - 1]);
+    }
     return {};
   }
 

@@ -207,7 +207,6 @@ struct RelationDerivatives {
   std::vector<int> grad_state;        // n_state
   std::vector<int> grad_params;       // theta size (Model::param_offset)
   std::string why_not;                // when there is no log-density formula
-  bool no_derivative = false;         // an operation without a derivative: no gradients at all
 };
 // The score terms: per theta component, the arena node of d/dtheta of log p(x[0]) + log p(y[0] |
 // x[0]) at t = 0, of log p(x[t] | x[t-1]) + log p(y[t] | x[t]) after (a missing observation adds
@@ -217,6 +216,9 @@ struct RelationDerivatives {
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
   std::vector<RelationDerivatives> relations; // initial, transition, then observation
+  // Why a relation's location has no Jacobian in the state (an ode_rk4 that reads it): the EKF
+  // then has none; empty when every location's is computed.
+  std::string jacobian_why_not;
   std::vector<int> score_terms;
   std::string score_why_not;
   // The score terms leave out an SDE transition's term, d/dtheta log q, which has no closed

@@ -161,8 +161,49 @@ model ode_transition {
   }
   const ProcessResult ekf = run_process({exe, "filter", "--data", data, "--method", "ekf"});
   CHECK(ekf.exit_code != 0);
+  CHECK_THAT(ekf.err, Catch::Matchers::Contains("x[t] ~ normal (transition)") &&
+                          Catch::Matchers::Contains("ode_rk4"));
   const ProcessResult score = run_process({exe, "score", "--data", data});
   CHECK(score.exit_code != 0);
   CHECK_THAT(score.err,
              Catch::Matchers::Contains("ode_rk4") && Catch::Matchers::Contains("not computed yet"));
+}
+
+TEST_CASE("an ODE of constants folds to its exact solution; an SDE whose drift solves an ODE "
+          "builds, filters, and its estimators say why they do not apply",
+          "[e2e][ode]") {
+  // A rate that reads neither t nor y is a constant c: y(t) = y0 + c (t - t0), which the
+  // compiler folds (every Runge-Kutta step adds h c).
+  const std::string& folded = model_exe("ode_constant", R"(
+simulator ode_constant {
+  param theta ~ normal(0, 1);
+  fn constant_rate(time : real, y : vector[1], c : real) -> vector[1] = [c];
+  obs k = ode_rk4(constant_rate, [1], 0, [1, 2.5], 0.4, 2.0)[0:2, 0] + theta;
+}
+)");
+  const Table table = parse_table(run_ok({folded, "simulate", "--n", "5", "--seed", "2"}).out);
+  const std::vector<double> theta = table.column("theta");
+  for (size_t r = 0; r < theta.size(); ++r) {
+    CHECK(table.column("k[0]")[r] == Approx(3 + theta[r]).margin(1e-12));
+    CHECK(table.column("k[1]")[r] == Approx(6 + theta[r]).margin(1e-12));
+  }
+  const std::string& sde = model_exe("ode_in_drift", R"(
+model ode_in_drift {
+  param theta : real = 0.5;
+  state x : real;
+  obs y : real;
+  fn push(time : real, z : vector[1], c : real) -> vector[1] = [c * z[0]];
+  x[0] ~ normal(0, 1);
+  x[t] ~ diffusion(-theta * x[t] + ode_rk4(push, [1.0], 0, 1, 0.1, theta)[0, 0], 1, 0.5);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  const std::string data = scratch_path("ode-in-drift.csv");
+  write_file(data, "y\n0.1\n0.5\n-0.2\n");
+  const nlohmann::json filtered =
+      nlohmann::json::parse(run_ok({sde, "filter", "--data", data, "--json"}).out);
+  CHECK(std::isfinite(filtered["log_likelihood"].get<double>()));
+  const ProcessResult score = run_process({sde, "score", "--data", data});
+  CHECK(score.exit_code != 0);
+  CHECK_THAT(score.err, Catch::Matchers::Contains("the drift solves an ODE (ode_rk4)"));
 }

@@ -234,6 +234,12 @@ void check_output(const std::string& output, const BuildOptions& options, bool w
   ssm::check_output_path(output, inputs);
 }
 
+// A capability in the structure report: {"available": true}, or false with the reason.
+nlohmann::json availability(const std::string& why_not) {
+  return why_not.empty() ? nlohmann::json{{"available", true}}
+                         : nlohmann::json{{"available", false}, {"reason", why_not}};
+}
+
 // An optimised kernel module and the target machine it was optimised for.
 struct OptimizedModule {
   std::unique_ptr<llvm::Module> module;
@@ -250,10 +256,7 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   nlohmann::json structure = ssm::passes::structure_json(model, context);
   structure["report"] = model.simulation ? ssm::passes::structure_report(model, context)
                                          : ssm::passes::structure_summary(context);
-  const std::string not_gaussian = ssm::codegen::gaussian_moments_unsupported(model);
-  structure["gaussian_moments"] =
-      not_gaussian.empty() ? nlohmann::json{{"available", true}}
-                           : nlohmann::json{{"available", false}, {"reason", not_gaussian}};
+  structure["gaussian_moments"] = availability(ssm::codegen::gaussian_moments_unsupported(model));
   // The derivatives analysis: the Gaussian Jacobians (for a Gaussian model) and the score terms.
   std::optional<ssm::passes::Derivatives> derivatives;
   std::string no_score, no_guide;
@@ -263,6 +266,8 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
     try {
       ssm::passes::create_derivatives()->run(copy, scratch);
       derivatives = std::move(scratch.derivatives);
+      if (!derivatives->jacobian_why_not.empty()) // the EKF says why it does not apply
+        structure["gaussian_jacobian"] = availability(derivatives->jacobian_why_not);
       no_score = derivatives->score_why_not;
       if (no_score.empty()) // an SDE's term of the score is estimated at run time, or not
         no_score = ssm::passes::settle_sde_score(*derivatives, context.sde);
@@ -300,9 +305,7 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
   }
   const std::string no_prior =
       !derivatives ? "no derivatives analysis" : derivatives->prior_why_not;
-  structure["prior"] = no_prior.empty()
-                           ? nlohmann::json{{"available", true}}
-                           : nlohmann::json{{"available", false}, {"reason", no_prior}};
+  structure["prior"] = availability(no_prior);
   structure["score"] =
       no_score.empty() && derivatives
           ? nlohmann::json{{"available", true},
@@ -316,10 +319,7 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                              {"reason", no_guide.empty() ? "no derivatives analysis" : no_guide}};
   const std::string no_state_gradient =
       !derivatives ? no_score : derivatives->state_gradient_why_not;
-  structure["state_gradient"] =
-      no_state_gradient.empty()
-          ? nlohmann::json{{"available", true}}
-          : nlohmann::json{{"available", false}, {"reason", no_state_gradient}};
+  structure["state_gradient"] = availability(no_state_gradient);
   std::string metadata =
       ssm::codegen::model_metadata_json(model, structure.dump(), toolchain.libdir);
   ssm::codegen::generate_kernels(model, metadata,
