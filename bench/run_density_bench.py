@@ -6,14 +6,18 @@ on the targets of Argouarc'h (2024, ch. 4), each model fitted over SEEDS seeds, 
 
 1. image: the photograph ../shared/data/camera_128.pgm read as a density on [0, 1]^2 (a pixel with
    probability proportional to its intensity, then a uniform point in it); 30000 training points,
-   20000 test points. DIF (K = 32 location-scale maps, weights 2-64-64-32), RealNVP and MAF
+   20000 test points. DIF (K = 32 location-scale maps, weights 2-64-64-32), the classifier-based
+   energy model of the thesis's 2.1.4 (a 3 x 128 SiLU classifier against the data's Gaussian,
+   the thesis's 3 x 512 narrowed for time; figure 2.4; its samplers' C2ST against the test
+   points), RealNVP and MAF
    (8 layers, 64-64 networks), a full-covariance GMM of 49 components by EM (the thesis's 343
    parameters, counting 7 per component; 293 free parameters as ssmc counts them). Test mean log-likelihood and parameter counts; the true density's own test
    log-likelihood (piecewise constant, known exactly) is the ceiling. Each model's density is
    drawn as a PGM image beside the target (with --keep).
 2. toys: Orbits (7 modes on a ring of radius 2.5, covariance 0.04 I), TwoCircles, two moons:
    RealNVP of 4 layers against the same flow with a DIF of K = 2 between its 2nd and 3rd layers
-   (realnvp,dif,realnvp: the thesis's figure 4.12), test log-likelihood and the mass the fitted
+   (realnvp,dif,realnvp: the thesis's figure 4.12) and the energy model (3 x 32, figure 2.3, with
+   its samplers' C2ST), test log-likelihood and the mass the fitted
    density puts between the modes (over 4 sd from every mode; Orbits and moons).
 3. digits: the 8x8 digits dequantised and logit-transformed (lambda = 1e-6): a full-covariance
    Gaussian against a location-scale DIF, and a MAF against a DIF cascaded with the same MAF
@@ -85,6 +89,8 @@ def image_bench(build, work, seeds, keep):
         ("maf 8", ["--model", "maf", "--layers", "8", "--hidden", "64,64",
                    "--epochs", "60", "--lr", "3e-3"]),
         ("gmm K=49", ["--model", "gmm", "--components", "49"]),
+        ("energy 3x128", ["--model", "energy", "--hidden", "128,128,128", "--epochs", "60",
+                          "--lr", "1e-3"]),
     ]
     rows = []
     for name, args in models:
@@ -92,6 +98,7 @@ def image_bench(build, work, seeds, keep):
                             for s in range(1, seeds + 1)]))
     table("image (camera_128.pgm on [0, 1]^2; the true density's test log p: %.4f)" % ceiling,
           rows)
+    energy_samplers(build, work, rows[-1][1][0]["saved"], test, "image")
     if keep:
         grid = os.path.join(work, "grid.csv")
         targets.grid(128, 0.0, 1.0, grid)
@@ -112,7 +119,9 @@ def toy_bench(build, work, seeds, keep):
         models = [("realnvp 4", ["--model", "realnvp", "--layers", "4"] + common),
                   ("realnvp 2 + dif K=2 + realnvp 2",
                    ["--model", "realnvp,dif,realnvp", "--layers", "2", "--components", "2",
-                    "--no-init"] + common)]
+                    "--no-init"] + common),
+                  ("energy 3x32", ["--model", "energy", "--hidden", "32,32,32", "--epochs",
+                                   "300", "--patience", "50", "--lr", "3e-3"])]
         lo, hi = (-3.5, 3.5) if toy != "moons" else (-1.5, 2.5)
         grid = os.path.join(work, "grid.csv")
         targets.grid(200, lo, hi, grid)
@@ -127,14 +136,35 @@ def toy_bench(build, work, seeds, keep):
                 if toy != "twocircles":
                     r["between"] = targets.mass_between(lp, 200, lo, hi, toy)[0]
                 if keep and s == 1:
-                    targets.pgm(lp, 200, os.path.join(keep, "%s_%s.pgm" % (
-                        toy, "flow" if len(args) < len(models[1][1]) else "dif")))
+                    slug = ("energy" if name.startswith("energy") else
+                            "dif" if "dif" in name else "flow")
+                    targets.pgm(lp, 200, os.path.join(keep, "%s_%s.pgm" % (toy, slug)))
                 runs.append(r)
             rows.append((name, runs))
         extra = [] if toy == "twocircles" else [
             ("mass between modes (median)",
              lambda runs: "%.4f" % statistics.median(r["between"] for r in runs))]
         table(toy, rows, extra)
+        energy_samplers(build, work, rows[-1][1][0]["saved"], test, toy)
+
+
+def energy_samplers(build, work, saved, test, name):
+    """The energy model's samplers (Argouarc'h 2024, figure 2.3): 10^4 draws by each, their
+    acceptance (sir: the pool's effective size) and the C2ST against 10^4 test points."""
+    print("\n%s: the energy model's samplers, 10^4 draws each, C2ST against the test points"
+          % name)
+    for sampler in ("ar", "imh", "sir"):
+        draws = os.path.join(work, "%s_%s_draws.csv" % (name, sampler))
+        start = time.time()
+        out = subprocess.run([os.path.join(build, "bin", "ssmc"), "density", "sample", "--load",
+                              saved, "--sampler", sampler, "--n", "10000", "--seed", "3",
+                              "--out", draws], check=True, capture_output=True, text=True)
+        seconds = time.time() - start
+        c = subprocess.run([os.path.join(build, "bin", "ssmc"), "c2st", draws, test, "--json",
+                            "--max-draws", "10000", "--threads", str(os.cpu_count() or 1)],
+                           check=True, capture_output=True, text=True)
+        print("  %-4s c2st %.3f   %s   %.1f s" % (sampler, json.loads(c.stdout)["c2st"],
+                                                  out.stderr.strip().split(": ", 1)[-1], seconds))
 
 
 def digits_bench(build, work, seeds, keep):

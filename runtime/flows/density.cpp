@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "flows/dif.h"
+#include "flows/energy.h"
 #include "flows/flows.h"
 #include "flows/gmm.h"
 #include "kernel/special_functions.h"
@@ -70,7 +71,8 @@ std::string tensor_text(const torch::Tensor& t) {
 } // namespace
 
 const std::vector<std::string>& density_kinds() {
-  static const std::vector<std::string> kinds = {"dif", "gmm", "maf", "realnvp", "normal"};
+  static const std::vector<std::string> kinds = {"dif",     "gmm",    "maf",
+                                                 "realnvp", "normal", "energy"};
   return kinds;
 }
 
@@ -87,6 +89,9 @@ std::string describe(const DensitySpec& spec) {
         spec.single ? ", single" : "");
   else if (spec.kind == "maf" || spec.kind == "realnvp")
     text = fmt::format("{}(layers = {}, hidden = [{}]{})", spec.kind, spec.layers,
+                       fmt::join(spec.hidden, ", "), spec.single ? ", single" : "");
+  else if (spec.kind == "energy")
+    text = fmt::format("energy(classifier hidden = [{}], silu{}) over a Gaussian",
                        fmt::join(spec.hidden, ", "), spec.single ? ", single" : "");
   else
     text = "normal";
@@ -112,6 +117,12 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
     return std::make_shared<StandardNormalImpl>(spec);
   if (spec.kind == "gmm")
     return std::make_shared<GaussianMixtureImpl>(spec);
+  if (spec.kind == "energy") {
+    if (spec.base)
+      throw Error("an energy model stands alone: its instrumental law is a Gaussian fitted to "
+                  "the data, not another stage of --model");
+    return std::make_shared<EnergyImpl>(spec);
+  }
   if (spec.kind != "dif" && spec.kind != "maf" && spec.kind != "realnvp")
     throw Error(fmt::format("unknown density '{}' (expected {})", spec.kind,
                             fmt::join(density_kinds(), ", ")));

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/output.h"
 #include "flows/density.h"
+#include "flows/energy.h"
 #include "flows/training.h"
 
 #include <CLI/CLI.hpp>
@@ -171,8 +172,8 @@ int run(int argc, char** argv) {
                   "dif stages")
       ->delimiter(',');
   fit->add_option("--model", kinds,
-                  "dif, gmm, maf, realnvp or normal; a cascade outermost first (dif,maf: a DIF "
-                  "over a MAF)")
+                  "dif, gmm, maf, realnvp, normal or energy; a cascade outermost first (dif,maf: "
+                  "a DIF over a MAF)")
       ->delimiter(',')
       ->check(CLI::IsMember(density_kinds()));
   fit->add_option("--components", components, "K of each dif or gmm stage (default 8)")
@@ -196,8 +197,9 @@ int run(int argc, char** argv) {
   fit->add_option("--covariance", shared.covariance, "gmm: full (default) or diagonal")
       ->check(CLI::IsMember({"full", "diagonal"}));
   fit->add_option("--method", method,
-                  "auto (em for a gmm, ml otherwise), ml, gem (dif: the GEM surrogate), em")
-      ->check(CLI::IsMember({"auto", "ml", "gem", "em"}));
+                  "auto (em for a gmm, classify for an energy model, ml otherwise), ml, gem "
+                  "(dif: the GEM surrogate), em, classify")
+      ->check(CLI::IsMember({"auto", "ml", "gem", "em", "classify"}));
   fit->add_option("--epochs", options.epochs, "passes over the data (GEM: iterations)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   fit->add_option("--batch-size", options.batch_size, "rows per gradient step (default 512)")
@@ -228,6 +230,13 @@ int run(int argc, char** argv) {
                      "a conditional density's contexts: a CSV file with its context columns");
   sample->add_option("--seed", seed, "random seed (default 1)");
   sample->add_option("--out", out, "CSV file (default: standard output)");
+  std::string sampler;
+  sample
+      ->add_option(
+          "--sampler", sampler,
+          "an energy model's sampler, its Gaussian the instrumental law: ar (accept-reject, "
+          "default), imh (independent Metropolis-Hastings) or sir (importance resampling)")
+      ->check(CLI::IsMember(energy_samplers()));
 
   // logpdf
   auto* logpdf = app.add_subcommand("logpdf", "evaluate a fitted density at points");
@@ -249,7 +258,10 @@ int run(int argc, char** argv) {
     check_output_path(save, {data});
     options.seed = seed;
     options.init_from_mixture = !no_init;
-    options.method = method == "auto" ? (kinds[0] == "gmm" ? "em" : "ml") : method;
+    options.method = method != "auto"       ? method
+                     : kinds[0] == "gmm"    ? "em"
+                     : kinds[0] == "energy" ? "classify"
+                                            : "ml";
     EpochProgress progress;
     options.progress = std::ref(progress);
     options.warn = [](const std::string& message) {
@@ -320,13 +332,34 @@ int run(int argc, char** argv) {
   if (*sample) {
     check_output_path(out, {load, context_file});
     torch::manual_seed(seed);
+    auto* energy = dynamic_cast<EnergyImpl*>(model.density.get());
+    if (!sampler.empty() && !energy)
+      throw Error(fmt::format("--sampler: the density in {} ({}) is sampled directly; samplers "
+                              "are for an energy model",
+                              load, describe(model.density->spec())));
+    if (energy && !sampler.empty())
+      energy->sampler = sampler;
     if (model.context_columns.empty()) {
       if (!context_file.empty())
         throw Error(fmt::format("--context: the density in {} is not conditional", load));
       CsvOutput csv(out, model.columns);
-      for (int64_t done = 0; done < n; done += kSampleBlock)
+      int64_t proposals = 0;
+      double accepted = 0;
+      for (int64_t done = 0; done < n; done += kSampleBlock) {
         csv.rows(model.sample(std::min(kSampleBlock, n - done)));
+        if (energy)
+          proposals += energy->last.proposals, accepted += energy->last.accepted;
+      }
       csv.commit();
+      if (energy) { // what the sampler did, as the likelihood-free samplers report it
+        const std::string what =
+            energy->sampler == "sir"
+                ? fmt::format("effective sample size {:.0f} of a pool of {}", accepted, proposals)
+                : fmt::format("acceptance rate {:.4g} ({} proposals)",
+                              accepted / double(std::max<int64_t>(proposals, 1)), proposals);
+        std::fprintf(stderr, "%s sample: %s, %s\n", kProgram, energy->sampler.c_str(),
+                     what.c_str());
+      }
       return 0;
     }
     if (context_file.empty())

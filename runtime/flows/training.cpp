@@ -3,6 +3,7 @@
 #include "flows/training.h"
 #include "core/error.h"
 #include "flows/dif.h"
+#include "flows/energy.h"
 #include "flows/flows.h"
 #include "flows/gmm.h"
 
@@ -79,6 +80,41 @@ private:
   std::set<std::pair<int64_t, int64_t>> warned_;
 };
 
+// Early stopping: after each epoch, records the epoch's scores and keeps the weights of the best
+// validation score; says when to stop (`patience` epochs without a better one, given held-out
+// rows). restore() puts the best weights back.
+class BestEpoch {
+public:
+  BestEpoch(torch::nn::Module& module, const FitOptions& options, bool held_out)
+      : module_(module), options_(options), held_out_(held_out), state_(snapshot(module)) {}
+  bool stop_after(int64_t epoch, double train, double score, FitReport& report) {
+    report.epochs = epoch;
+    report.train_trace.push_back(train);
+    report.validation_trace.push_back(score);
+    if (options_.progress)
+      options_.progress(epoch, options_.epochs, train, score);
+    if (score > best_) {
+      best_ = score;
+      state_ = snapshot(module_);
+      report.best_epoch = epoch;
+      since_best_ = 0;
+    } else if (++since_best_ >= options_.patience && held_out_) {
+      report.stopped_early = true;
+      return true;
+    }
+    return false;
+  }
+  void restore_best() { restore(module_, state_); }
+
+private:
+  torch::nn::Module& module_;
+  const FitOptions& options_;
+  bool held_out_;
+  std::vector<torch::Tensor> state_;
+  double best_ = -INFINITY;
+  int64_t since_best_ = 0;
+};
+
 double mean_log_prob_standardised(DensityImpl& density, const Rows& data) {
   torch::NoGradGuard no_grad;
   double total = 0;
@@ -101,9 +137,7 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
   torch::optim::Adam adam(density.parameters(), torch::optim::AdamOptions(options.learning_rate));
   CollapseWatch watch(options);
   const int64_t n = train.size(), batch = std::max<int64_t>(1, options.batch_size);
-  double best = -INFINITY;
-  std::vector<torch::Tensor> best_state = snapshot(density);
-  int64_t since_best = 0;
+  BestEpoch best(density, options, validation.size() > 0);
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     auto order = torch::randperm(n, torch::kInt64);
     double total = 0;
@@ -118,25 +152,13 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
       adam.step();
       total -= value * double(rows.size());
     }
-    report.epochs = epoch;
-    report.train_trace.push_back(total / double(n));
     watch.check(density, epoch);
     const double score =
         validation.size() ? mean_log_prob_standardised(density, validation) : total / double(n);
-    report.validation_trace.push_back(score);
-    if (options.progress)
-      options.progress(epoch, options.epochs, total / double(n), score);
-    if (score > best) {
-      best = score;
-      best_state = snapshot(density);
-      report.best_epoch = epoch;
-      since_best = 0;
-    } else if (++since_best >= options.patience && validation.size()) {
-      report.stopped_early = true;
+    if (best.stop_after(epoch, total / double(n), score, report))
       break;
-    }
   }
-  restore(density, best_state);
+  best.restore_best();
 }
 
 // GEM (4.79) for the outermost DIF: the E-step freezes the responsibilities v_k(x_i) at θ_t; the
@@ -208,6 +230,58 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
   }
 }
 
+// The energy model (Argouarc'h 2024, 2.1.4): p0 the Gaussian with the training rows' mean and
+// covariance; the classifier trained by Adam on the binary cross-entropy of data rows (label 1)
+// against as many fresh draws of p0 (label 0) per minibatch; the weights kept those of the best
+// held-out log-likelihood, log p0 + logit r - log Z with Z estimated from a fixed pool of p0
+// draws; then Z from 2^18 draws, and accept-reject's bound from the training rows.
+void fit_classifier(EnergyImpl& energy, const Rows& train, const Rows& validation,
+                    const FitOptions& options, FitReport& report) {
+  const int64_t n = train.size(), d = energy.dim();
+  auto centred = train.x - train.x.mean(0);
+  auto cov = centred.t().mm(centred) / double(n) +
+             1e-9 * torch::eye(d, torch::TensorOptions().dtype(torch::kFloat64));
+  energy.set_instrumental(train.x.mean(0), cov);
+  torch::optim::Adam adam(energy.parameters(), torch::optim::AdamOptions(options.learning_rate));
+  const Rows& held_out = validation.size() ? validation : train;
+  const Rows seen = train.slice(0, std::min<int64_t>(n, 4096)); // the training score's rows
+  const torch::Tensor pool =
+      energy.instrumental_sample(std::max<int64_t>(held_out.size(), int64_t(1) << 16));
+  auto mean_log_p = [&](const Rows& rows) {
+    torch::NoGradGuard no_grad;
+    const double log_z =
+        torch::logsumexp(energy.logit(pool), 0).item<double>() - std::log(double(pool.size(0)));
+    return mean_log_prob_standardised(energy, rows) - log_z +
+           energy.log_normaliser(); // log_prob subtracts the stored log Z
+  };
+  const int64_t batch = std::max<int64_t>(1, options.batch_size);
+  BestEpoch best(energy, options, validation.size() > 0);
+  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+    auto order = torch::randperm(n, torch::kInt64);
+    for (int64_t start = 0, b = 1; start < n; start += batch, ++b) {
+      auto rows = train.select(order.slice(0, start, start + batch));
+      auto data = energy.logit(rows.x);
+      auto instrumental = energy.logit(energy.instrumental_sample(rows.size()));
+      auto loss = 0.5 * (torch::binary_cross_entropy_with_logits(data, torch::ones_like(data)) +
+                         torch::binary_cross_entropy_with_logits(instrumental,
+                                                                 torch::zeros_like(instrumental)));
+      if (!std::isfinite(loss.item<double>()))
+        throw Error(fmt::format("training: the classifier's loss is not finite at epoch {}, "
+                                "batch {} (try a smaller --lr)",
+                                epoch, b));
+      adam.zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(energy.parameters(), options.clip);
+      adam.step();
+    }
+    if (best.stop_after(epoch, mean_log_p(seen), mean_log_p(held_out), report))
+      break;
+  }
+  best.restore_best();
+  energy.estimate_normaliser(int64_t(1) << 18);
+  energy.set_bound(train.x);
+}
+
 } // namespace
 
 int64_t evaluation_rows(const DensityImpl& density) {
@@ -236,6 +310,9 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::
                             kind == "gmm" ? "em" : "ml"));
   if (options.method == "ml" && kind == "gmm")
     throw Error("--method ml fits a flow or a dif; a gmm is fitted by em");
+  if ((options.method == "classify") != (kind == "energy"))
+    throw Error(kind == "energy" ? "an energy model is fitted by classify (its classifier)"
+                                 : "--method classify fits an energy model");
   if (options.method == "em" && kind != "gmm")
     throw Error(fmt::format("--method em fits a gmm; a {} is fitted by ml{}", kind,
                             kind == "dif" ? " or gem" : ""));
@@ -297,7 +374,9 @@ FitReport fit_density(DensityModel& model, const torch::Tensor& x, const torch::
       fit_gmm_em(mixture, train_s.x, options.em_iterations);
       dif->init_from_mixture(mixture);
     }
-    if (dif && options.method == "gem")
+    if (auto* energy = dynamic_cast<EnergyImpl*>(&density))
+      fit_classifier(*energy, train_s, validation_s, options, report);
+    else if (dif && options.method == "gem")
       fit_gem(*dif, train_s, validation_s, options, report);
     else
       fit_maximum_likelihood(density, train_s, validation_s, options, report);

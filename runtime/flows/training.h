@@ -1,5 +1,6 @@
 // Fitting a density to data (density estimation): a mixture by EM; a flow or a DIF by maximum
-// likelihood with Adam on minibatches, a validation split and early stopping, or a DIF by the
+// likelihood with Adam on minibatches, a validation split and early stopping; an energy model by
+// training its classifier (data against instrumental draws); or a DIF by the
 // GEM surrogate (Argouarc'h 2024, 4.79: the responsibilities frozen at θ_t, gradient steps on
 // Σ_i Σ_k v_k(x_i) log h_k(x_i), each M-step accepted only where it raises the surrogate, so the
 // likelihood never decreases). A DIF starts from a diagonal mixture fitted by EM (4.3.8).
@@ -12,7 +13,7 @@
 namespace ssm::flows {
 
 struct FitOptions {
-  std::string method = "ml"; // ml, gem (dif), em (gmm)
+  std::string method = "ml"; // ml, gem (dif), em (gmm), classify (energy)
   int64_t epochs = 200;
   int64_t batch_size = 512;
   double learning_rate = 1e-3;
