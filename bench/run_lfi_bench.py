@@ -5,8 +5,9 @@ simulators compiled by ssmc against the sbibm tasks' reference posteriors and sb
   bench/run_lfi_bench.py [BUILD_DIR] [--budgets 1000,10000,100000] [--tasks two_moons,gaussian_linear]
                          [--variant b] [--hidden 64,64,64] [--keep DIR]
 
-1. Simulation throughput: `simulate --n 10^6` of examples/two_moons.ssm on 1 thread and on all
-   cores, against the same simulator written with NumPy, vectorised (median of 5 runs each).
+1. Simulation throughput: `simulate` of examples/two_moons.ssm (10^6 draws) and examples/sir.ssm
+   (10^5 draws, 320 Runge-Kutta steps each) on 1 thread and on all cores, against the same
+   simulators written with NumPy, vectorised over the draws (median of 5 runs each).
 2. For each task and simulation budget: `simulate --n BUDGET`, `nre` (by default NRE-B with 10
    atoms and a 3 x 64 SiLU classifier, as sbibm's NRE is SNRE-B; `--variant a --hidden 32,32,32`
    is the thesis's), `posterior --sampler ar --draws 10000` given the task's observation (accept-
@@ -14,7 +15,9 @@ simulators compiled by ssmc against the sbibm tasks' reference posteriors and sb
    `ssmc c2st` against 10000 reference draws, with the wall time of each step. The references:
    gaussian_linear (10-D) analytic, N(x_o / 2, 0.05 I); two_moons by rejection from the uniform
    prior with its exact likelihood (the density of the radius and the uniform angle, over the
-   Jacobian r). sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
+   Jacobian r); sir and lotka_volterra by tempered SMC (`posterior --ratio exact --sampler smc`,
+   10^4 draws, 20 moves per step) with their exact likelihoods; gaussian_mixture by rejection
+   (a component, then its normal around x_o, kept inside the prior's box). sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
    over 10 observations) are printed beside them.
 """
 import json
@@ -36,6 +39,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SBI_NRE = {"two_moons": (0.82, 0.76, 0.63), "gaussian_linear": (0.67, 0.56, 0.54),
            "slcp": (0.97, 0.95, 0.92)}
 BUDGETS = (1000, 10000, 100000)
+# How each task's posterior is sampled with the trained ratio: accept-reject (distinct draws)
+# where the posterior is not too narrow for it; Lotka-Volterra's accepts about 1 prior draw in
+# 10^6, so tempered SMC with 20 moves per step, as its reference.
+AR_SAMPLER = ["--sampler", "ar", "--bound-draws", "100000"]
+POSTERIOR_SAMPLER = {"lotka_volterra": ["--sampler", "smc", "--moves", "20"]}
 
 
 def run(args, json_out=True):
@@ -82,6 +90,23 @@ def two_moons_reference(x_o, n, rng):
     return np.concatenate(out)[:n]
 
 
+def gaussian_mixture_reference(x_o, n, rng):
+    """The posterior is 1/2 N(x_o, I) + 1/2 N(x_o, 0.01 I) cut to [-10, 10]^2: a component drawn
+    with probability 1/2, then its normal, kept when inside the box (the rejection weights each
+    component by its mass there, as the posterior does)."""
+    out = []
+    while sum(len(o) for o in out) < n:
+        sd = np.where(rng.uniform(size=n) < 0.5, 1.0, 0.1)[:, None]
+        theta = x_o + sd * rng.normal(size=(n, 2))
+        out.append(theta[np.all(np.abs(theta) <= 10, 1)])
+    return np.concatenate(out)[:n]
+
+
+def write_json(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f)
+
+
 def write_draws(path, draws):
     d = draws.shape[1]
     with open(path, "w") as f:
@@ -90,46 +115,89 @@ def write_draws(path, draws):
             f.write(",".join(repr(float(v)) for v in row) + "\n")
 
 
+def sir_numpy(n, rng):
+    """examples/sir.ssm in NumPy, vectorised over the draws: the same Runge-Kutta steps."""
+    big_n = 1e6
+    beta = rng.lognormal(math.log(0.4), 0.5, n)
+    gamma = rng.lognormal(math.log(0.125), 0.2, n)
+
+    def rate(y):
+        inf = beta * y[0] * y[1] / big_n
+        return np.stack([-inf, inf - gamma * y[1], gamma * y[1]])
+    y = np.stack([np.full(n, big_n - 1), np.ones(n), np.zeros(n)])
+    h, infected = 0.5, []
+    for _ in range(10):
+        for _ in range(32):  # 16 days in steps of 0.5
+            k1 = rate(y)
+            k2 = rate(y + h / 2 * k1)
+            k3 = rate(y + h / 2 * k2)
+            k4 = rate(y + h * k3)
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        infected.append(y[1] / big_n)
+    return rng.binomial(1000, np.clip(np.stack(infected, 1), 0, 1))
+
+
+SIMULATORS = (("two_moons", 1_000_000, two_moons_numpy), ("sir", 100_000, sir_numpy))
+
+
 def throughput(build, work):
-    src = os.path.join(ROOT, "examples", "two_moons.ssm")
-    exe = os.path.join(work, "two_moons")
-    run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
-    n = 1_000_000
-    cores = os.cpu_count() or 1
-    rates = {"ssmc 1 thread": [], "ssmc %d threads" % cores: [], "numpy": []}
-    rng = np.random.default_rng(1)
-    for rep in range(5):
-        for threads, key in ((1, "ssmc 1 thread"), (cores, "ssmc %d threads" % cores)):
-            j = run([exe, "simulate", "--n", str(n), "--threads", str(threads), "--seed",
-                     str(rep + 1), "--json"])
-            rates[key].append(n / j["elapsed_s"])
-        start = time.time()
-        two_moons_numpy(n, rng)
-        rates["numpy"].append(n / (time.time() - start))
-    print("\nSimulation throughput, two_moons, 10^6 draws (millions per second, median of 5)")
-    numpy_rate = statistics.median(rates["numpy"])
-    for key, values in rates.items():
-        m = statistics.median(values)
-        print("  %-18s %8.2f   x%.1f of NumPy" % (key, m / 1e6, m / numpy_rate))
-    return {k: statistics.median(v) for k, v in rates.items()}
+    """Draws per second of each simulator: ssmc on 1 and all cores, NumPy vectorised."""
+    out = {}
+    for task, n, numpy_simulator in SIMULATORS:
+        src = os.path.join(ROOT, "examples", task + ".ssm")
+        exe = os.path.join(work, task)
+        run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
+        cores = os.cpu_count() or 1
+        rates = {"ssmc 1 thread": [], "ssmc %d threads" % cores: [], "numpy": []}
+        rng = np.random.default_rng(1)
+        for rep in range(5):
+            for threads, key in ((1, "ssmc 1 thread"), (cores, "ssmc %d threads" % cores)):
+                j = run([exe, "simulate", "--n", str(n), "--threads", str(threads), "--seed",
+                         str(rep + 1), "--json"])
+                rates[key].append(n / j["elapsed_s"])
+            start = time.time()
+            numpy_simulator(n, rng)
+            rates["numpy"].append(n / (time.time() - start))
+        print("\nSimulation throughput, %s, %d draws (millions per second, median of 5)"
+              % (task, n))
+        numpy_rate = statistics.median(rates["numpy"])
+        for key, values in rates.items():
+            m = statistics.median(values)
+            print("  %-18s %8.3f   x%.1f of NumPy" % (key, m / 1e6, m / numpy_rate))
+        out[task] = {k: statistics.median(v) for k, v in rates.items()}
+    return out
 
 
 def task_run(build, work, task, budgets, rng, nre_args):
     src = os.path.join(ROOT, "examples", task + ".ssm")
     exe = os.path.join(work, task)
     run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
+    ref_path = os.path.join(work, task + "_reference.csv")
+    observed = os.path.join(work, task + "_xo.json")
     if task == "two_moons":
         x_o = np.array([0.0, 0.0])  # the crescent's centre: a bimodal posterior
-        reference = two_moons_reference(x_o, 10000, rng)
-    else:
-        x_o = run([exe, "simulate", "--n", "1", "--seed", "7"], json_out=False)
-        x_o = np.array([float(v) for v in x_o.splitlines()[1].split(",")[10:]])
-        reference = rng.normal(x_o / 2, math.sqrt(0.05), (10000, len(x_o)))
-    ref_path = os.path.join(work, task + "_reference.csv")
-    write_draws(ref_path, reference)
-    observed = os.path.join(work, task + "_xo.json")
-    with open(observed, "w") as f:
-        json.dump({"x": x_o.tolist()}, f)
+        write_draws(ref_path, two_moons_reference(x_o, 10000, rng))
+        observed_json = {"x": x_o.tolist()}
+    else:  # x_o simulated with seed 7
+        one = os.path.join(work, task + "_xo.csv")
+        sim = run([exe, "simulate", "--n", "1", "--seed", "7", "--json", "--out", one])
+        with open(one) as f:
+            row = dict(zip(f.readline().strip().split(","),
+                           (float(v) for v in f.readline().split(","))))
+        observed_json = {}
+        for column in sim["observations"]:  # x[0], x[1], ...: by name, in order
+            observed_json.setdefault(column.split("[")[0], []).append(row[column])
+        if task == "gaussian_linear":
+            x_o = np.array(observed_json["x"])
+            write_draws(ref_path, rng.normal(x_o / 2, math.sqrt(0.05), (10000, len(x_o))))
+        elif task == "gaussian_mixture":
+            x_o = np.array(observed_json["x"])
+            write_draws(ref_path, gaussian_mixture_reference(x_o, 10000, rng))
+        else:  # the exact likelihood, by tempered SMC: 10^4 nearly independent draws
+            write_json(observed, observed_json)
+            run([exe, "posterior", "--ratio", "exact", "--observed", observed, "--sampler", "smc",
+                 "--draws", "10000", "--moves", "20", "--seed", "9", "--out", ref_path, "--json"])
+    write_json(observed, observed_json)
     rows = []
     for i, budget in enumerate(budgets):
         pairs = os.path.join(work, "%s_%d.csv" % (task, budget))
@@ -140,8 +208,8 @@ def task_run(build, work, task, budgets, rng, nre_args):
         fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed", "3",
                             "--json"] + nre_args)
         p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", observed,
-                           "--sampler", "ar", "--draws", "10000", "--bound-draws", "100000",
-                           "--seed", "5", "--out", post, "--json"])
+                           "--draws", "10000", "--seed", "5", "--out", post, "--json"] +
+                          POSTERIOR_SAMPLER.get(task, AR_SAMPLER))
         c = run([os.path.join(build, "bin", "ssmc"), "c2st", post, ref_path, "--json",
                  "--threads", str(os.cpu_count() or 1)])
         sbi = SBI_NRE.get(task, (None,) * 3)[BUDGETS.index(budget)] if budget in BUDGETS else None
@@ -149,11 +217,11 @@ def task_run(build, work, task, budgets, rng, nre_args):
                      "mean_error": c["mean_error"], "simulate_s": t_sim, "nre_s": t_fit,
                      "epochs": fit["epochs"], "validation_loss": fit["validation_loss"],
                      "posterior_s": t_post, "acceptance": p["acceptance_rate"]})
-    print("\n%s: C2ST of nre %s + ar (10^4 draws) against the reference, sbi's NRE beside it"
-          % (task, " ".join(nre_args)))
+    print("\n%s: C2ST of nre %s + %s (10^4 draws) against the reference, sbi's NRE beside it"
+          % (task, " ".join(nre_args), POSTERIOR_SAMPLER.get(task, AR_SAMPLER)[1]))
     print("  %8s %7s %8s %10s %8s %7s %9s %8s %10s" % (
         "budget", "c2st", "sbi NRE", "mean err", "sim s", "nre s", "epochs", "post s",
-        "ar acc"))
+        "acceptance"))
     for r in rows:
         print("  %8d %7.3f %8s %10.3f %8.2f %7.1f %9d %8.2f %10.2g" % (
             r["budget"], r["c2st"], "-" if r["sbi_nre"] is None else "%.2f" % r["sbi_nre"],
