@@ -135,6 +135,9 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
   if (base_spec.kind == "gmm")
     throw Error("a gmm cannot be the base of a flow or a DIF: a DIF is the mixture's "
                 "generalisation (its components' weights vary)");
+  if (base_spec.kind == "energy")
+    throw Error("an energy model cannot be the base of a flow or a DIF: it stands alone (its "
+                "density is known only up to a constant that its own fit estimates)");
   auto base = make_density(base_spec);
   if (spec.kind == "dif")
     return std::make_shared<DifImpl>(spec, base);

@@ -14,8 +14,12 @@ namespace {
 
 // Rows per block of logits: bounds the classifier's activations.
 constexpr int64_t kBlock = 1 << 16;
-// Accept-reject gives up after this many proposals per requested draw.
-constexpr int64_t kMaxProposalsPerDraw = 100000;
+// Accept-reject gives up past this many proposals when it has accepted fewer than one in
+// kMinAcceptance of them.
+constexpr int64_t kMinProposals = 10000000;
+constexpr double kMinAcceptance = 1e-6;
+// SIR's pool: torch::multinomial draws from at most 2^24 categories.
+constexpr int64_t kMaxPool = int64_t(1) << 24;
 
 } // namespace
 
@@ -62,6 +66,14 @@ void EnergyImpl::set_instrumental(const torch::Tensor& mean, const torch::Tensor
   chol_.copy_(torch::linalg_cholesky(cov));
 }
 
+double EnergyImpl::log_mean_odds(const torch::Tensor& x) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> logits;
+  for (int64_t start = 0; start < x.size(0); start += kBlock)
+    logits.push_back(logit(x.slice(0, start, start + kBlock)));
+  return torch::logsumexp(torch::cat(logits), 0).item<double>() - std::log(double(x.size(0)));
+}
+
 void EnergyImpl::estimate_normaliser(int64_t draws) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> logits;
@@ -89,6 +101,8 @@ torch::Tensor EnergyImpl::sample(int64_t n, const torch::Tensor& context) {
     throw Error("an energy model is unconditional: no context");
   torch::NoGradGuard no_grad;
   last = {sampler, 0, 0};
+  if (n <= 0)
+    return torch::empty({0, dim()}, torch::kFloat64);
   if (sampler == "ar")
     return accept_reject(n);
   if (sampler == "imh")
@@ -99,13 +113,14 @@ torch::Tensor EnergyImpl::sample(int64_t n, const torch::Tensor& context) {
 }
 
 // Algorithm 2: a proposal x from p0 is kept with probability exp(logit(x) - log C̃); a proposal
-// whose logit exceeds log C̃ raises the bound for the proposals after it.
+// whose logit exceeds log C̃ raises the bound for itself and every proposal after it, in later
+// calls too (the bound is kept).
 torch::Tensor EnergyImpl::accept_reject(int64_t n) {
   std::vector<torch::Tensor> kept;
   int64_t have = 0;
   double cap = log_cap_.item<double>();
   while (have < n) {
-    if (last.proposals > kMaxProposalsPerDraw * std::max<int64_t>(n, 1))
+    if (last.proposals >= kMinProposals && double(have) < kMinAcceptance * double(last.proposals))
       throw Error(fmt::format("accept-reject: {} of {} proposals accepted; the energy model is "
                               "too far from its instrumental Gaussian for ar (use --sampler sir "
                               "or imh)",
@@ -123,6 +138,7 @@ torch::Tensor EnergyImpl::accept_reject(int64_t n) {
     last.proposals += m;
   }
   last.accepted = double(have);
+  log_cap_.fill_(cap);
   return torch::cat(kept).slice(0, 0, n);
 }
 
@@ -158,9 +174,10 @@ torch::Tensor EnergyImpl::independent_metropolis(int64_t n) {
   return out;
 }
 
-// A pool of 20 n instrumental draws, weighted by r / (1 - r), resampled multinomially.
+// A pool of 20 n instrumental draws (at most kMaxPool), weighted by r / (1 - r), resampled
+// multinomially.
 torch::Tensor EnergyImpl::importance_resampling(int64_t n) {
-  const int64_t pool = 20 * n;
+  const int64_t pool = std::min(20 * n, kMaxPool);
   std::vector<torch::Tensor> xs, ls;
   for (int64_t done = 0; done < pool; done += kBlock) {
     xs.push_back(instrumental_sample(std::min(kBlock, pool - done)));

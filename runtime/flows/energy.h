@@ -19,7 +19,7 @@
 namespace ssm::flows {
 
 // How sample() draws: "ar" (accept-reject), "imh" (one independent Metropolis-Hastings chain),
-// "sir" (a pool of 20 n instrumental draws resampled by their weights r / (1 - r)).
+// "sir" (a pool of 20 n instrumental draws, at most 2^24, resampled by their weights r / (1 - r)).
 const std::vector<std::string>& energy_samplers();
 
 // What the last sample() did: proposals made and accepted (sir: the pool, and its effective size).
@@ -46,6 +46,8 @@ public:
   void set_instrumental(const torch::Tensor& mean, const torch::Tensor& cov);
   // log Z, estimated from `draws` instrumental draws: log mean exp(logit).
   void estimate_normaliser(int64_t draws);
+  // log mean exp(logit) over the rows of x, in blocks, without gradients.
+  double log_mean_odds(const torch::Tensor& x);
   // log C̃: accept-reject's starting bound on log r / (1 - r), the largest logit over `x`.
   void set_bound(const torch::Tensor& x);
   double log_normaliser() const { return log_z_.item<double>(); }

@@ -245,12 +245,8 @@ void fit_classifier(EnergyImpl& energy, const Rows& train, const Rows& validatio
   torch::optim::Adam adam(energy.parameters(), torch::optim::AdamOptions(options.learning_rate));
   const Rows& held_out = validation.size() ? validation : train;
   const Rows seen = train.slice(0, std::min<int64_t>(n, 4096)); // the training score's rows
-  const torch::Tensor pool =
-      energy.instrumental_sample(std::max<int64_t>(held_out.size(), int64_t(1) << 16));
-  auto mean_log_p = [&](const Rows& rows) {
-    torch::NoGradGuard no_grad;
-    const double log_z =
-        torch::logsumexp(energy.logit(pool), 0).item<double>() - std::log(double(pool.size(0)));
+  const torch::Tensor pool = energy.instrumental_sample(int64_t(1) << 16); // fixed: Z per epoch
+  auto mean_log_p = [&](const Rows& rows, double log_z) {
     return mean_log_prob_standardised(energy, rows) - log_z +
            energy.log_normaliser(); // log_prob subtracts the stored log Z
   };
@@ -274,7 +270,8 @@ void fit_classifier(EnergyImpl& energy, const Rows& train, const Rows& validatio
       torch::nn::utils::clip_grad_norm_(energy.parameters(), options.clip);
       adam.step();
     }
-    if (best.stop_after(epoch, mean_log_p(seen), mean_log_p(held_out), report))
+    const double log_z = energy.log_mean_odds(pool);
+    if (best.stop_after(epoch, mean_log_p(seen, log_z), mean_log_p(held_out, log_z), report))
       break;
   }
   best.restore_best();

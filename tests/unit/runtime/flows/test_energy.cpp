@@ -172,4 +172,10 @@ TEST_CASE("an energy model fitted to a two-component mixture nears its true log-
   torch::NoGradGuard no_grad;
   CHECK(torch::equal(back.log_prob(test), model.log_prob(test)));
   CHECK(dynamic_cast<EnergyImpl&>(*back.density).log_normaliser() == energy.log_normaliser());
+
+  // It stands alone: not the base of a flow (whose likelihood would climb with its logit).
+  DensitySpec flow = spec;
+  flow.kind = "maf";
+  flow.base = std::make_shared<DensitySpec>(spec);
+  CHECK_THROWS_WITH(make_density(flow), Catch::Matchers::Contains("cannot be the base"));
 }
