@@ -101,7 +101,7 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
     linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
   const bool gaussian = gaussian_moments_unsupported(model).empty();
   llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
-  // The EKF's Jacobians, unless a relation has none (ode_rk4's sensitivities are not computed).
+  // The EKF's Jacobians, unless a relation's location has none (no derivative rule).
   const bool jacobians = structure.derivatives && structure.derivatives->jacobian_why_not.empty();
   llvm::Function* jacobian = gaussian && jacobians
                                  ? emit_gaussian_jacobian(model, *structure.derivatives, library)

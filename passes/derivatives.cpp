@@ -158,16 +158,97 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
   case ir::Op::Call:
     return call(n, node, wrt);
   case ir::Op::OdeTime: // the integration's own variables: its Ode node answers for them
-  case ir::Op::OdeState:
+    return d;
+  case ir::Op::OdeState: // a variable of the rate's Jacobian (ode_sensitivity)
+    if (wrt.op == ir::Op::OdeState && wrt.component < static_cast<int>(size))
+      d[wrt.component] = b_.constant(1);
     return d;
   case ir::Op::Ode:
-    if (all_zero(derivative(n.args[0], wrt)) && all_zero(derivative(n.args[1], wrt)))
-      return d;
-    throw NoDerivative("the derivatives of ode_rk4() (its sensitivities) are not computed yet");
+    return ode_sensitivity(n, wrt);
   case ir::Op::Net: // passes/net_outputs.cpp makes every call a state first
     throw PassError("differentiation: a network call (the runtime differentiates networks)");
   }
   return d;
+}
+
+// d y(t_i) / dw of y' = f(t, y), y(t0) = y0, by forward sensitivity: s = dy/dw solves
+// s' = J_y f s + df/dw, s(t0) = dy0/dw, integrated with y as one system [y, s] by the same
+// Runge-Kutta steps, so that s is exactly the derivative of the computed solution (differentiating
+// the steps and integrating the sensitivities commute for Runge-Kutta methods). The new system's
+// rate is built from f's copies in the arena with its current value z = [y, s] in place of y.
+std::vector<int> Differentiator::ode_sensitivity(const ir::Node& n, const Wrt& wrt) {
+  const int dim = from_.nodes[n.args[0]].shape.dims.at(0);
+  const int rows = n.shape.dims.at(0);
+  std::vector<int> d(static_cast<size_t>(rows) * dim, -1);
+  const std::vector<int> dy0 = derivative(n.args[0], wrt);
+  const std::vector<int> df = derivative(n.args[1], wrt); // y held fixed
+  if (all_zero(dy0) && all_zero(df))
+    return d;
+  // J[i][j] = d f_i / d y_j.
+  std::vector<std::vector<int>> jacobian(static_cast<size_t>(dim));
+  for (int j = 0; j < dim; ++j) {
+    const std::vector<int> column = derivative(n.args[1], {ir::Op::OdeState, 0, 0, j});
+    for (int i = 0; i < dim; ++i)
+      jacobian[static_cast<size_t>(i)].push_back(at(column, static_cast<size_t>(i)));
+  }
+  // The augmented system's current value z = [y, s] replaces the rate's y in every copy.
+  ir::Node z_node;
+  z_node.op = ir::Op::OdeState;
+  z_node.shape = ir::Shape::vector(2 * dim);
+  const int z = b_.raw(std::move(z_node));
+  std::vector<int> y_elems, s_elems;
+  for (int i = 0; i < dim; ++i) {
+    y_elems.push_back(b_.element(z, i));
+    s_elems.push_back(b_.element(z, dim + i));
+  }
+  const int y = b_.build(y_elems, ir::Shape::vector(dim));
+  std::map<int, int> copied;
+  auto on_z = [&](int id) { return id < 0 ? -1 : substitute_ode_state(id, dim, y, copied); };
+  std::vector<int> rate, start;
+  for (int i = 0; i < dim; ++i)
+    rate.push_back(on_z(value(n.args[1], i)));
+  for (int i = 0; i < dim; ++i) {
+    int ds = on_z(at(df, static_cast<size_t>(i)));
+    for (int j = 0; j < dim; ++j)
+      if (const int jij = jacobian[static_cast<size_t>(i)][static_cast<size_t>(j)]; jij >= 0)
+        ds = b_.add(ds, b_.mul(on_z(jij), s_elems[static_cast<size_t>(j)]));
+    rate.push_back(b_.materialize(ds));
+  }
+  for (int i = 0; i < dim; ++i)
+    start.push_back(value(n.args[0], i));
+  for (int i = 0; i < dim; ++i)
+    start.push_back(b_.materialize(at(dy0, static_cast<size_t>(i))));
+  ir::Node augmented = n;
+  augmented.args = {b_.build(start, ir::Shape::vector(2 * dim)),
+                    b_.build(rate, ir::Shape::vector(2 * dim))};
+  augmented.shape = ir::Shape::matrix(rows, 2 * dim);
+  const int solution = b_.raw(std::move(augmented));
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < dim; ++i)
+      d[static_cast<size_t>(r) * dim + i] = b_.element(solution, r * 2 * dim + dim + i);
+  return d;
+}
+
+// The arena expression `id` with every OdeState of length `dim` replaced by the node `y`.
+int Differentiator::substitute_ode_state(int id, int dim, int y, std::map<int, int>& copied) {
+  if (auto it = copied.find(id); it != copied.end())
+    return it->second;
+  ir::Node node = b_.arena().nodes.at(id); // a copy: the builder grows the arena
+  int result = id;
+  if (node.op == ir::Op::OdeState && node.shape == ir::Shape::vector(dim)) {
+    result = y;
+  } else if (!node.args.empty()) {
+    bool changed = false;
+    for (int& a : node.args) {
+      const int replaced = substitute_ode_state(a, dim, y, copied);
+      changed = changed || replaced != a;
+      a = replaced;
+    }
+    if (changed)
+      result = b_.raw(std::move(node));
+  }
+  copied[id] = result;
+  return result;
 }
 
 // The product rule, element by element: (A B)' = A' B + A B'.
@@ -225,7 +306,7 @@ std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wr
   if (f->piecewise_constant || (all_zero(da) && all_zero(db)))
     return d; // piecewise constant: zero almost everywhere
   if (!f->derivative)
-    throw PassError(fmt::format("differentiation: no derivative for {}() yet", n.fn));
+    throw NoDerivative(fmt::format("differentiation: no derivative for {}() yet", n.fn));
   BuilderOps ops(b_);
   if (f->shape != ir::FnShape::Elementwise) {
     ir::CallElements e;

@@ -22,7 +22,8 @@
 namespace ssm::passes {
 
 // One scalar input: component `component` of state/observation/parameter `var` (op State, Obs
-// or Param); `lag` for states and observations (1 = x[t-1]).
+// or Param); `lag` for states and observations (1 = x[t-1]). OdeState: a component of an ODE's
+// current value, inside its rate (ode_sensitivity's Jacobian).
 struct Wrt {
   ir::Op op = ir::Op::State;
   int var = 0;
@@ -32,8 +33,9 @@ struct Wrt {
   auto key() const { return std::tuple(static_cast<int>(op), var, lag, component); }
 };
 
-// An operation whose derivative is not computed (ode_rk4's sensitivities): the analysis records
-// why for the relation that needs it, and the methods that need it say so.
+// An operation without a derivative rule (a built-in function whose row in ir/builtins.h has
+// none): the analysis records why for the relation that needs it, and the methods that need it
+// say so, instead of failing the build.
 class NoDerivative : public PassError {
 public:
   using PassError::PassError;
@@ -44,7 +46,7 @@ public:
   // Differentiates nodes of `from` (a model block, or the builder's own arena).
   Differentiator(const ir::Block& from, ExprBuilder& builder) : from_(from), b_(builder) {}
   // d(node)/d(wrt): one arena scalar per component of the node (row-major), -1 where it is
-  // exactly zero. Throws NoDerivative for an operation without one (ode_rk4 of what wrt reads).
+  // exactly zero. Throws NoDerivative for an operation without a derivative rule.
   std::vector<int> derivative(int node, const Wrt& wrt);
   // The value of component `pos` of `node`, as an arena scalar.
   int value(int node, int pos);
@@ -60,6 +62,9 @@ private:
   std::vector<int> matmul(const ir::Node& n, const Wrt& wrt);
   std::vector<int> dyn_index(const ir::Node& n, const Wrt& wrt);
   std::vector<int> call(const ir::Node& n, int node, const Wrt& wrt);
+  // An ode_rk4's derivative: the solution of its forward sensitivity system.
+  std::vector<int> ode_sensitivity(const ir::Node& n, const Wrt& wrt);
+  int substitute_ode_state(int id, int dim, int y, std::map<int, int>& copied);
 };
 
 // log p(target | args) of a relation of `block`, as an arena expression whose target is the

@@ -216,8 +216,8 @@ struct RelationDerivatives {
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
   std::vector<RelationDerivatives> relations; // initial, transition, then observation
-  // Why a relation's location has no Jacobian in the state (an ode_rk4 that reads it): the EKF
-  // then has none; empty when every location's is computed.
+  // Why a relation's location has no Jacobian in the state (an operation without a derivative
+  // rule): the EKF then has none; empty when every location's is computed.
   std::string jacobian_why_not;
   std::vector<int> score_terms;
   std::string score_why_not;

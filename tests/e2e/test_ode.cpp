@@ -4,8 +4,10 @@
 // a rate of time alone is integrated exactly (Runge-Kutta is then Simpson's rule, exact for
 // cubics), over intervals of different step counts; and an ODE inside a transition, which makes
 // the model linear-Gaussian without the analysis seeing it, gives a bootstrap filter whose
-// filtering means agree with the Kalman filter's within their Monte Carlo error, while the EKF
-// and the score refuse with the reason.
+// filtering means agree with the Kalman filter's within their Monte Carlo error, an EKF whose
+// Jacobian (the ODE's forward sensitivity in its start) makes it that Kalman filter exactly, and
+// a score (sensitivities in the rate's parameter) within its standard errors of the Kalman
+// log-likelihood's derivative.
 #include "kalman.h"
 #include "support.h"
 
@@ -114,8 +116,8 @@ simulator ode_cubic {
     }
 }
 
-TEST_CASE("an ODE in a transition: the bootstrap filter agrees with the Kalman filter; the EKF and "
-          "the score say why they do not apply",
+TEST_CASE("an ODE in a transition: the bootstrap filter agrees with the Kalman filter, the EKF is "
+          "it, and the score is its derivative",
           "[e2e][ode][stat]") {
   // x[t] ~ N(z(1), q) with z' = -k z, z(0) = x[t-1], in 4 Runge-Kutta steps: z(1) = a x[t-1], a =
   // R(-k/4)^4, so the model is linear-Gaussian with that a.
@@ -131,8 +133,12 @@ model ode_transition {
   y[t] ~ normal(x[t], 1);
 }
 )");
-  const double m = -0.7 * 0.25;
-  const double a = std::pow(1 + m + m * m / 2 + m * m * m / 6 + m * m * m * m / 24, 4);
+  // The Runge-Kutta map of z' = -k z over one unit in 4 steps.
+  auto rk4_map = [](double k) {
+    const double m = -k * 0.25;
+    return std::pow(1 + m + m * m / 2 + m * m * m / 6 + m * m * m * m / 24, 4);
+  };
+  const double a = rk4_map(0.7);
   std::vector<Eigen::VectorXd> ys;
   std::string csv = "y\n";
   for (int t = 0; t < 25; ++t) {
@@ -159,14 +165,32 @@ model ode_transition {
                      se));
     CHECK(std::fabs(mean[t] - exact.mean[t][0]) < 4 * se);
   }
-  const ProcessResult ekf = run_process({exe, "filter", "--data", data, "--method", "ekf"});
-  CHECK(ekf.exit_code != 0);
-  CHECK_THAT(ekf.err, Catch::Matchers::Contains("x[t] ~ normal (transition)") &&
-                          Catch::Matchers::Contains("ode_rk4"));
-  const ProcessResult score = run_process({exe, "score", "--data", data});
-  CHECK(score.exit_code != 0);
-  CHECK_THAT(score.err,
-             Catch::Matchers::Contains("ode_rk4") && Catch::Matchers::Contains("not computed yet"));
+  // On a linear-Gaussian model the EKF is the Kalman filter: its Jacobian d z(1) / d x[t-1] is
+  // the ODE's sensitivity in its start, which must be a exactly.
+  const nlohmann::json ekf = nlohmann::json::parse(
+      run_ok({exe, "filter", "--data", data, "--method", "ekf", "--json"}).out);
+  CHECK(ekf["log_likelihood"].get<double>() == Approx(exact.log_likelihood).epsilon(1e-10));
+  // The score in k flows through the sensitivity in the rate's parameter; in q it does not.
+  // Against central differences of the Kalman log-likelihood, within 4 standard errors.
+  auto log_likelihood = [&](double k, double q) {
+    LinearGaussianModel m = lg;
+    m.A(0, 0) = rk4_map(k);
+    m.Q(0, 0) = q * q;
+    return kalman_filter(m, ys).log_likelihood;
+  };
+  const double eps = 1e-6;
+  const double exact_k =
+      (log_likelihood(0.7 + eps, 0.5) - log_likelihood(0.7 - eps, 0.5)) / (2 * eps);
+  const double exact_q =
+      (log_likelihood(0.7, 0.5 + eps) - log_likelihood(0.7, 0.5 - eps)) / (2 * eps);
+  const nlohmann::json score = nlohmann::json::parse(
+      run_ok({exe, "score", "--data", data, "--particles", "2000", "--seed", "3", "--json"}).out);
+  for (const auto& [name, truth] : {std::pair{"k", exact_k}, std::pair{"q", exact_q}}) {
+    const double got = score["score"][name].get<double>();
+    const double se = score["score_se"][name].get<double>();
+    INFO(fmt::format("score in {}: {} (se {}) against Kalman's {}", name, got, se, truth));
+    CHECK(std::fabs(got - truth) < 4 * se);
+  }
 }
 
 TEST_CASE("an ODE of constants folds to its exact solution; an SDE whose drift solves an ODE "
