@@ -163,8 +163,8 @@ std::vector<int> Differentiator::compute(const ir::Node& n, int node, const Wrt&
     if (wrt.op == ir::Op::OdeState && wrt.component < static_cast<int>(size))
       d[wrt.component] = b_.constant(1);
     return d;
-  case ir::Op::Ode:
-    return ode_sensitivity(n, wrt);
+  case ir::Op::Ode: // an ode inside another's rate (an extra argument) never reads its state
+    return wrt.op == ir::Op::OdeState ? d : ode_sensitivity(n, wrt);
   case ir::Op::Net: // passes/net_outputs.cpp makes every call a state first
     throw PassError("differentiation: a network call (the runtime differentiates networks)");
   }
@@ -237,7 +237,7 @@ int Differentiator::substitute_ode_state(int id, int dim, int y, std::map<int, i
   int result = id;
   if (node.op == ir::Op::OdeState && node.shape == ir::Shape::vector(dim)) {
     result = y;
-  } else if (!node.args.empty()) {
+  } else if (!node.args.empty() && node.op != ir::Op::Ode) { // another ode reads its own state
     bool changed = false;
     for (int& a : node.args) {
       const int replaced = substitute_ode_state(a, dim, y, copied);

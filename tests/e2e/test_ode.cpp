@@ -183,14 +183,39 @@ model ode_transition {
       (log_likelihood(0.7 + eps, 0.5) - log_likelihood(0.7 - eps, 0.5)) / (2 * eps);
   const double exact_q =
       (log_likelihood(0.7, 0.5 + eps) - log_likelihood(0.7, 0.5 - eps)) / (2 * eps);
-  const nlohmann::json score = nlohmann::json::parse(
-      run_ok({exe, "score", "--data", data, "--particles", "2000", "--seed", "3", "--json"}).out);
+  const nlohmann::json score =
+      nlohmann::json::parse(run_ok({exe, "score", "--data", data, "--particles", "2000",
+                                    "--replicates", "20", "--seed", "3", "--json"})
+                                .out);
   for (const auto& [name, truth] : {std::pair{"k", exact_k}, std::pair{"q", exact_q}}) {
     const double got = score["score"][name].get<double>();
     const double se = score["score_se"][name].get<double>();
     INFO(fmt::format("score in {}: {} (se {}) against Kalman's {}", name, got, se, truth));
     CHECK(std::fabs(got - truth) < 4 * se);
   }
+
+  // An ODE's solution as an extra argument of another's rate: z' = -k c z with c = w(1) of
+  // w' = 0.3 w, w(0) = 1, so a = R(-k c / 4)^4, c = R(0.3 / 4)^4. The inner ODE does not read the
+  // outer one's state: the EKF's Jacobian is a, and the EKF is again the Kalman filter.
+  const std::string& nested = model_exe("ode_argument", R"(
+model ode_argument {
+  param k : real(0, inf) = 0.7;
+  param q : real(0, inf) = 0.5;
+  state x : real;
+  obs y : real;
+  fn decay(time : real, z : vector[1], rate : real, scale : real) -> vector[1] = -rate * scale * z;
+  fn grow(time : real, w : vector[1]) -> vector[1] = 0.3 * w;
+  x[0] ~ normal(1, 1);
+  x[t] ~ normal(ode_rk4(decay, [x[t-1]], 0, 1, 0.25, k, ode_rk4(grow, [1.0], 0, 1, 0.25)[0, 0])[0, 0], q);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  LinearGaussianModel scaled = lg;
+  scaled.A(0, 0) = rk4_map(0.7 * rk4_map(-0.3));
+  const nlohmann::json nested_ekf = nlohmann::json::parse(
+      run_ok({nested, "filter", "--data", data, "--method", "ekf", "--json"}).out);
+  CHECK(nested_ekf["log_likelihood"].get<double>() ==
+        Approx(kalman_filter(scaled, ys).log_likelihood).epsilon(1e-10));
 }
 
 TEST_CASE("an ODE of constants folds to its exact solution; an SDE whose drift solves an ODE "
