@@ -52,15 +52,9 @@ Values KernelEmitter::euler_maruyama(const ir::Relation& rel, size_t r) {
   auto* done = llvm::BasicBlock::Create(ctx_, "euler.done", fn_);
   b_.CreateBr(body);
   b_.SetInsertPoint(body);
-  llvm::PHINode* k = b_.CreatePHI(b_.getInt32Ty(), 2, "substep");
-  k->addIncoming(b_.getInt32(0), pre);
-  std::vector<llvm::PHINode*> x(d);
-  Values now(d);
-  for (int i = 0; i < d; ++i) {
-    x[i] = b_.CreatePHI(b_.getDoubleTy(), 2, "path");
-    x[i]->addIncoming(from[i], pre);
-    now[i] = x[i];
-  }
+  const LoopPhis loop = open_loop(pre, from, "substep", "path");
+  Value* k = loop.counter;
+  const Values now = loop.current();
   // The drift and diffusion at the path's current value (load_state reads it from current_).
   auto forget_path = [&] {
     for (size_t i = 0; i < path.size(); ++i)
@@ -94,12 +88,7 @@ Values KernelEmitter::euler_maruyama(const ir::Relation& rel, size_t r) {
     Value* step = b_.CreateFAdd(b_.CreateFMul(component(drift, i), h), noise);
     next[i] = b_.CreateFAdd(now[i], step);
   }
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  Value* k_next = b_.CreateAdd(k, b_.getInt32(1), "substep.next", true, true);
-  k->addIncoming(k_next, latch);
-  for (int i = 0; i < d; ++i)
-    x[i]->addIncoming(next[i], latch);
-  b_.CreateCondBr(b_.CreateICmpSLT(k_next, b_.getInt32(steps)), body, done);
+  close_loop(loop, next, b_.getInt32(steps), body, done);
   b_.SetInsertPoint(done);
   forget_path(); // later relations read x[t] as drawn
   return next;

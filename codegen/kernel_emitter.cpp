@@ -140,6 +140,28 @@ void KernelEmitter::emit_output_stores() {
   b_.CreateRetVoid();
 }
 
+KernelEmitter::LoopPhis KernelEmitter::open_loop(llvm::BasicBlock* from, const Values& start,
+                                                 const char* counter, const char* value) {
+  LoopPhis loop;
+  loop.counter = b_.CreatePHI(b_.getInt32Ty(), 2, counter);
+  loop.counter->addIncoming(b_.getInt32(0), from);
+  for (Value* v : start) {
+    loop.values.push_back(b_.CreatePHI(b_.getDoubleTy(), 2, value));
+    loop.values.back()->addIncoming(v, from);
+  }
+  return loop;
+}
+
+void KernelEmitter::close_loop(const LoopPhis& loop, const Values& next, Value* count,
+                               llvm::BasicBlock* head, llvm::BasicBlock* exit) {
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  Value* counter_next = b_.CreateAdd(loop.counter, b_.getInt32(1), "", true, true);
+  loop.counter->addIncoming(counter_next, latch);
+  for (size_t c = 0; c < loop.values.size(); ++c)
+    loop.values[c]->addIncoming(next[c], latch);
+  b_.CreateCondBr(b_.CreateICmpSLT(counter_next, count), head, exit);
+}
+
 // &base[component * stride + particle]
 Value* KernelEmitter::element(Value* base, Value* component, Value* particle) {
   Value* index = b_.CreateAdd(b_.CreateMul(component, arg("stride")), particle);

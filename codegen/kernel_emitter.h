@@ -134,6 +134,22 @@ protected:
   Value* mvnormal_logpdf(const ir::Relation& rel, const Values& x,
                          const std::vector<const Values*>& args);
 
+  // ---- loops inside a particle's work (Euler substeps, Runge-Kutta steps) ----
+
+  // The phis at the head of a loop: an i32 counter from 0, and a double per start value, each
+  // entered from `from`; the back edges are added when the body is done (close_loop).
+  struct LoopPhis {
+    llvm::PHINode* counter = nullptr;
+    std::vector<llvm::PHINode*> values;
+    Values current() const { return Values(values.begin(), values.end()); }
+  };
+  LoopPhis open_loop(llvm::BasicBlock* from, const Values& start, const char* counter,
+                     const char* value);
+  // The back edges from the current block with the next values; branches back while the
+  // counter's next value is below `count`, else to `exit`.
+  void close_loop(const LoopPhis& loop, const Values& next, Value* count, llvm::BasicBlock* head,
+                  llvm::BasicBlock* exit);
+
   // ---- ODE integration (ode_integration.cpp) ----
 
   Values runge_kutta(int id);

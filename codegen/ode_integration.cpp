@@ -68,13 +68,8 @@ Values KernelEmitter::runge_kutta(int id) {
 
   // Over the intervals: i, and y at the interval's start.
   b_.SetInsertPoint(interval);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt32Ty(), 2, "ode.i");
-  i->addIncoming(b_.getInt32(0), before);
-  std::vector<llvm::PHINode*> y_start(n);
-  for (int c = 0; c < n; ++c) {
-    y_start[c] = b_.CreatePHI(b_.getDoubleTy(), 2, "ode.y0");
-    y_start[c]->addIncoming(start[c], before);
-  }
+  const LoopPhis over_intervals = open_loop(before, start, "ode.i", "ode.y0");
+  Value* i = over_intervals.counter;
   Value* t_from = load(from_table, b_.getDoubleTy(), i);
   Value* h = load(step_table, b_.getDoubleTy(), i);
   Value* k = load(count_table, b_.getInt32Ty(), i);
@@ -84,15 +79,9 @@ Values KernelEmitter::runge_kutta(int id) {
 
   // Over the interval's steps: j, and y at t_from + j h.
   b_.SetInsertPoint(steps);
-  llvm::PHINode* j = b_.CreatePHI(b_.getInt32Ty(), 2, "ode.j");
-  j->addIncoming(b_.getInt32(0), interval);
-  std::vector<llvm::PHINode*> y_phi(n);
-  Values y(n);
-  for (int c = 0; c < n; ++c) {
-    y_phi[c] = b_.CreatePHI(b_.getDoubleTy(), 2, "ode.y");
-    y_phi[c]->addIncoming(y_start[c], interval);
-    y[c] = y_phi[c];
-  }
+  const LoopPhis over_steps = open_loop(interval, over_intervals.current(), "ode.j", "ode.y");
+  Value* j = over_steps.counter;
+  const Values y = over_steps.current();
   Value* t = b_.CreateFAdd(t_from, b_.CreateFMul(b_.CreateSIToFP(j, b_.getDoubleTy()), h));
   Value* t_half = b_.CreateFAdd(t, half_h);
   Value* t_full = b_.CreateFAdd(t, h);
@@ -113,12 +102,7 @@ Values KernelEmitter::runge_kutta(int id) {
         b_.CreateFAdd(b_.CreateFAdd(component(k1, c), b_.CreateFAdd(mid, mid)), component(k4, c));
     next[c] = b_.CreateFAdd(y[c], b_.CreateFMul(sixth_h, sum));
   }
-  llvm::BasicBlock* step_latch = b_.GetInsertBlock();
-  Value* j_next = b_.CreateAdd(j, b_.getInt32(1), "ode.j.next", true, true);
-  j->addIncoming(j_next, step_latch);
-  for (int c = 0; c < n; ++c)
-    y_phi[c]->addIncoming(next[c], step_latch);
-  b_.CreateCondBr(b_.CreateICmpSLT(j_next, k), steps, interval_end);
+  close_loop(over_steps, next, k, steps, interval_end);
 
   // The interval's end: row i of the solution, and the next interval's start.
   b_.SetInsertPoint(interval_end);
@@ -126,11 +110,7 @@ Values KernelEmitter::runge_kutta(int id) {
   for (int c = 0; c < n; ++c)
     b_.CreateStore(next[c],
                    b_.CreateInBoundsGEP(b_.getDoubleTy(), rows, b_.CreateAdd(row, b_.getInt32(c))));
-  Value* i_next = b_.CreateAdd(i, b_.getInt32(1), "ode.i.next", true, true);
-  i->addIncoming(i_next, interval_end);
-  for (int c = 0; c < n; ++c)
-    y_start[c]->addIncoming(next[c], interval_end);
-  b_.CreateCondBr(b_.CreateICmpSLT(i_next, b_.getInt32(m)), interval, done);
+  close_loop(over_intervals, next, b_.getInt32(m), interval, done);
 
   b_.SetInsertPoint(done);
   for (size_t r = 0; r < reached.size(); ++r) // the rate has no value outside the loops
