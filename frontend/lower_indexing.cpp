@@ -89,7 +89,8 @@ std::optional<int> Lowering::apply_index(int base, const Expr& bracket, Scope& s
 }
 
 // v[a:b]: components a, a+1, ..., b-1 of a vector, as a vector (constant a < b). A[a:b, j] and
-// A[i, a:b]: part of a column or of a row of a matrix, as a vector; A[a:b, c:d]: a block.
+// A[i, a:b]: part of a column or of a row of a matrix, as a vector (the index j or i may be read
+// at run time); A[a:b, c:d]: a block.
 std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s) {
   const ir::Shape shape = shape_of(s, base);
   if (shape.rank() == 2 && bracket.args.size() == 3)
@@ -123,13 +124,50 @@ std::optional<int> Lowering::apply_slice(int base, const Expr& bracket, Scope& s
                  bracket.range);
 }
 
+// An index read at run time, `which` ("row index") of a value whose dimension is `dim`: a scalar,
+// and, when it is a discrete variable, one whose declared range fits.
+std::optional<int> Lowering::lower_run_time_index(const Expr& ie, int dim, const std::string& which,
+                                                  const Expr& bracket, const ir::Shape& whole,
+                                                  Scope& s) {
+  std::optional<int> i = lower(ie, s);
+  if (!i)
+    return std::nullopt;
+  if (!shape_of(s, *i).is_scalar()) {
+    error(ie.range, fmt::format(msg::dynamic_index_not_scalar, shape_of(s, *i).str()));
+    return std::nullopt;
+  }
+  if (const ir::VarDecl* decl = discrete_variable(s.block->nodes[*i]);
+      decl && std::isfinite(decl->lower) && std::isfinite(decl->upper) &&
+      (decl->lower < 0 || decl->upper >= dim)) {
+    const std::string valid =
+        dim == 0 ? "it has no elements" : fmt::format(msg::valid_indices, dim - 1);
+    std::string message =
+        fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
+                    ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid);
+    if (error_unless_guarded(s, ie.range, std::move(message)))
+      return std::nullopt;
+  }
+  return i;
+}
+
 std::optional<int> Lowering::apply_matrix_slice(int base, const Expr& bracket, Scope& s) {
   const ir::Shape shape = shape_of(s, base);
   std::vector<std::pair<long, long>> spans; // [first, last) per dimension
   std::vector<int> kept;                    // the sliced dimensions' lengths
+  int run_time = -1, run_time_dim = -1;     // an index read at run time, and its dimension
   for (int k = 0; k < 2; ++k) {
     const Expr& ie = *bracket.args[k + 1];
     const long dim = shape.dims[k];
+    if (ie.kind != EKind::Slice && !is_constant(ie, s)) {
+      std::optional<int> i = lower_run_time_index(
+          ie, static_cast<int>(dim), k == 0 ? "row index" : "column index", bracket, shape, s);
+      if (!i)
+        return std::nullopt;
+      run_time = *i;
+      run_time_dim = k;
+      spans.emplace_back(0, 1);
+      continue;
+    }
     if (ie.kind == EKind::Slice) {
       std::optional<long> a = eval_int(*ie.args[0], "the start of a range");
       std::optional<long> b = eval_int(*ie.args[1], "the end of a range");
@@ -155,15 +193,30 @@ std::optional<int> Lowering::apply_matrix_slice(int base, const Expr& bracket, S
     }
     spans.emplace_back(*i, *i + 1);
   }
+  auto index = [&](int from, std::vector<int> at, ir::Shape shape_at) {
+    ir::Node n;
+    n.op = ir::Op::Index;
+    n.args = {from};
+    n.index = std::move(at);
+    n.shape = std::move(shape_at);
+    return emit(s, std::move(n), bracket.range);
+  };
+  // A row read at run time (A[i, a:b]) is selected once; a column's entries row by row.
+  const int row = run_time_dim == 0 ? emit_op(s, ir::Op::DynIndex, ir::Shape::vector(shape.dims[1]),
+                                              {base, run_time}, bracket.range)
+                                    : -1;
   std::vector<int> parts;
   for (long i = spans[0].first; i < spans[0].second; ++i)
     for (long j = spans[1].first; j < spans[1].second; ++j) {
-      ir::Node n;
-      n.op = ir::Op::Index;
-      n.args = {base};
-      n.index = {static_cast<int>(i), static_cast<int>(j)};
-      n.shape = ir::Shape::scalar();
-      parts.push_back(emit(s, std::move(n), bracket.range));
+      const int r = static_cast<int>(i), c = static_cast<int>(j);
+      if (run_time_dim == 0)
+        parts.push_back(index(row, {c}, ir::Shape::scalar()));
+      else if (run_time_dim == 1)
+        parts.push_back(emit_op(s, ir::Op::DynIndex, ir::Shape::scalar(),
+                                {index(base, {r}, ir::Shape::vector(shape.dims[1])), run_time},
+                                bracket.range));
+      else
+        parts.push_back(index(base, {r, c}, ir::Shape::scalar()));
     }
   const ir::Shape result =
       kept.size() == 2 ? ir::Shape::matrix(kept[0], kept[1]) : ir::Shape::vector(kept[0]);
@@ -213,26 +266,10 @@ std::optional<int> Lowering::apply_dynamic_index(int base, const Expr& bracket, 
       value = emit(s, std::move(n), bracket.range);
       continue;
     }
-    std::optional<int> i = lower(ie, s);
+    const std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
+    std::optional<int> i = lower_run_time_index(ie, shape.dims[0], which, bracket, whole, s);
     if (!i)
       return std::nullopt;
-    if (!shape_of(s, *i).is_scalar()) {
-      error(ie.range, fmt::format(msg::dynamic_index_not_scalar, shape_of(s, *i).str()));
-      return std::nullopt;
-    }
-    // An index that is a discrete variable: its declared range must fit the value's.
-    if (const ir::VarDecl* decl = discrete_variable(s.block->nodes[*i]);
-        decl && std::isfinite(decl->lower) && std::isfinite(decl->upper) &&
-        (decl->lower < 0 || decl->upper >= shape.dims[0])) {
-      std::string which = whole.rank() == 1 ? "index" : k == 1 ? "row index" : "column index";
-      std::string valid = shape.dims[0] == 0 ? "it has no elements"
-                                             : fmt::format(msg::valid_indices, shape.dims[0] - 1);
-      std::string message =
-          fmt::format(msg::index_range_out_of_range, which, quote(ie), decl->name,
-                      ir::type_str(*decl), quote(*bracket.args[0]), whole.str(), valid);
-      if (error_unless_guarded(s, ie.range, std::move(message)))
-        return std::nullopt;
-    }
     value = emit_op(s, ir::Op::DynIndex,
                     ir::Shape{std::vector<int>(shape.dims.begin() + 1, shape.dims.end())},
                     {*value, *i}, bracket.range);

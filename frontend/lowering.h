@@ -315,6 +315,8 @@ private:
   std::optional<int> apply_dynamic_index(int base, const Expr& bracket, Scope& s);
   std::optional<int> apply_slice(int base, const Expr& bracket, Scope& s);
   std::optional<int> apply_matrix_slice(int base, const Expr& bracket, Scope& s);
+  std::optional<int> lower_run_time_index(const Expr& ie, int dim, const std::string& which,
+                                          const Expr& bracket, const ir::Shape& whole, Scope& s);
   std::optional<int> lower_index(const Expr& e, Scope& s);
   std::optional<int> lower_plate_ref(const Expr& name, const Symbol& sym,
                                      const std::vector<const Expr*>& chain, Scope& s);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 
 using namespace e2e;
 
@@ -472,4 +473,36 @@ TEST_CASE("sum of a vector state and of a matrix parameter in a compiled model: 
   CHECK(ga.summary["log_likelihood"].get<double>() ==
         Approx(gb.summary["log_likelihood"].get<double>()).epsilon(1e-12));
   CHECK(ga.summary["log_likelihood"].get<double>() != fa.summary["log_likelihood"].get<double>());
+}
+
+TEST_CASE("matrix ranges with an index read at run time take the column or row it names",
+          "[e2e][language]") {
+  // M's column c is [c + 1, c + 4], its row r's last two entries [3 r + 2, 3 r + 3]: each draw's
+  // observations must be those of one column and one row, and every column and row must occur.
+  const std::string& exe = model_exe("run_time_ranges", R"(
+simulator run_time_ranges {
+  const M = [[1, 2, 3], [4, 5, 6]];
+  param u ~ uniform(0, 1);
+  latent c ~ categorical([1, 1, 1]);
+  latent r ~ bernoulli(0.5);
+  obs column = M[0:2, c] + u;
+  obs row = M[r, 1:3] + u;
+}
+)");
+  const Table table = parse_table(run_ok({exe, "simulate", "--n", "300", "--seed", "4"}).out);
+  const std::vector<double> u = table.column("u");
+  std::set<int> columns, rows;
+  for (size_t i = 0; i < u.size(); ++i) {
+    const double top = table.column("column[0]")[i] - u[i];
+    const double bottom = table.column("column[1]")[i] - u[i];
+    const double first = table.column("row[0]")[i] - u[i];
+    const double second = table.column("row[1]")[i] - u[i];
+    INFO(fmt::format("draw {}: column [{}, {}], row [{}, {}]", i, top, bottom, first, second));
+    CHECK(std::fabs(bottom - top - 3) < 1e-12);
+    CHECK(std::fabs(second - first - 1) < 1e-12);
+    columns.insert(static_cast<int>(std::lround(top)) - 1);
+    rows.insert((static_cast<int>(std::lround(first)) - 2) / 3);
+  }
+  CHECK(columns == std::set<int>{0, 1, 2});
+  CHECK(rows == std::set<int>{0, 1});
 }
