@@ -101,9 +101,7 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
     linear_gaussian = emit_linear_gaussian(model, *structure.linear_gaussian, library);
   const bool gaussian = gaussian_moments_unsupported(model).empty();
   llvm::Function* moments = gaussian ? emit_gaussian_moments(model, library) : nullptr;
-  // The EKF's Jacobians, unless a relation's location has none (no derivative rule).
-  const bool jacobians = structure.derivatives && structure.derivatives->jacobian_why_not.empty();
-  llvm::Function* jacobian = gaussian && jacobians
+  llvm::Function* jacobian = gaussian && structure.derivatives
                                  ? emit_gaussian_jacobian(model, *structure.derivatives, library)
                                  : nullptr;
   llvm::Function* proposal =

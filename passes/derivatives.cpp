@@ -306,7 +306,7 @@ std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wr
   if (f->piecewise_constant || (all_zero(da) && all_zero(db)))
     return d; // piecewise constant: zero almost everywhere
   if (!f->derivative)
-    throw NoDerivative(fmt::format("differentiation: no derivative for {}() yet", n.fn));
+    throw PassError(fmt::format("differentiation: no derivative for {}() yet", n.fn));
   BuilderOps ops(b_);
   if (f->shape != ir::FnShape::Elementwise) {
     ir::CallElements e;
@@ -467,57 +467,39 @@ public:
         r.relation = ir::relation_summary(fmt::format("{}[{}]", model.var_name(rel.kind, rel.var),
                                                       block == &model.initial ? "0" : "t"),
                                           rel.dist);
-        try { // the EKF's Jacobian of the location in the state
-          const int location = ir::dist_info(rel.dist).location;
-          if (location >= 0) {
-            const int rows = model.var_shape(rel.kind, rel.var).size();
-            r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);
-            for (size_t j = 0; j < states.size(); ++j) {
-              const std::vector<int> dj = from_block.derivative(rel.args[location], states[j]);
-              for (int i = 0; i < rows; ++i)
-                r.location_jacobian[static_cast<size_t>(i) * n + j] =
-                    dj.size() == 1 ? dj[0] : dj[i];
-            }
+        const int location = ir::dist_info(rel.dist).location;
+        if (location >= 0) {
+          const int rows = model.var_shape(rel.kind, rel.var).size();
+          r.location_jacobian.assign(static_cast<size_t>(rows) * n, -1);
+          for (size_t j = 0; j < states.size(); ++j) {
+            const std::vector<int> dj = from_block.derivative(rel.args[location], states[j]);
+            for (int i = 0; i < rows; ++i)
+              r.location_jacobian[static_cast<size_t>(i) * n + j] = dj.size() == 1 ? dj[0] : dj[i];
           }
-        } catch (const NoDerivative& e) {
-          r.location_jacobian.clear();
-          if (result.jacobian_why_not.empty())
-            result.jacobian_why_not =
-                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block), e.what());
         }
-        try { // the log-density's gradients
-          if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
-            r.log_density = *lp;
-            for (const Wrt& w : states)
-              r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
-            for (const Wrt& w : params)
-              r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
-            add_to_score(model, rel, r.grad_params, b, terms);
-            std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
-            if (lag == 1)
-              for (size_t j = 0; j < current.size(); ++j)
-                at_t[j] = in_arena.derivative(*lp, current[j])[0];
-            add_to_score(model, rel, at_t, b, state_terms);
-          } else if (rel.dist == ir::Dist::Diffusion) {
-            result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
-          } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
-            if (result.score_why_not.empty())
-              result.score_why_not =
-                  fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
-                              rel.dist == ir::Dist::Dirac
-                                  ? "a deterministic relation that reads a parameter (the score "
-                                    "would need the state's derivative in it, carried through "
-                                    "time: not supported yet)"
-                                  : r.why_not);
-          }
-        } catch (const NoDerivative& e) { // this relation has no gradients: the methods say why
-          r.grad_state.clear();
-          r.grad_params.clear();
-          r.log_density = -1;
-          r.why_not = e.what();
+        if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
+          r.log_density = *lp;
+          for (const Wrt& w : states)
+            r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
+          for (const Wrt& w : params)
+            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+          add_to_score(model, rel, r.grad_params, b, terms);
+          std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
+          if (lag == 1)
+            for (size_t j = 0; j < current.size(); ++j)
+              at_t[j] = in_arena.derivative(*lp, current[j])[0];
+          add_to_score(model, rel, at_t, b, state_terms);
+        } else if (rel.dist == ir::Dist::Diffusion) {
+          result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
+        } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
           if (result.score_why_not.empty())
             result.score_why_not =
-                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block), r.why_not);
+                fmt::format("{} ({}): {}", r.relation, ir::block_name(r.block),
+                            rel.dist == ir::Dist::Dirac
+                                ? "a deterministic relation that reads a parameter (the score "
+                                  "would need the state's derivative in it, carried through "
+                                  "time: not supported yet)"
+                                : r.why_not);
         }
         if (r.log_density < 0 && result.state_gradient_why_not.empty())
           result.state_gradient_why_not =

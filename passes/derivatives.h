@@ -11,7 +11,6 @@
 #include "affine.h"
 #include "ir/ir.h"
 #include "pass.h"
-#include "pass_manager.h"
 
 #include <map>
 #include <optional>
@@ -33,20 +32,12 @@ struct Wrt {
   auto key() const { return std::tuple(static_cast<int>(op), var, lag, component); }
 };
 
-// An operation without a derivative rule (a built-in function whose row in ir/builtins.h has
-// none): the analysis records why for the relation that needs it, and the methods that need it
-// say so, instead of failing the build.
-class NoDerivative : public PassError {
-public:
-  using PassError::PassError;
-};
-
 class Differentiator {
 public:
   // Differentiates nodes of `from` (a model block, or the builder's own arena).
   Differentiator(const ir::Block& from, ExprBuilder& builder) : from_(from), b_(builder) {}
   // d(node)/d(wrt): one arena scalar per component of the node (row-major), -1 where it is
-  // exactly zero. Throws NoDerivative for an operation without a derivative rule.
+  // exactly zero. Throws PassError for an operation without a derivative (none in the language).
   std::vector<int> derivative(int node, const Wrt& wrt);
   // The value of component `pos` of `node`, as an arena scalar.
   int value(int node, int pos);

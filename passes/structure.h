@@ -216,9 +216,6 @@ struct RelationDerivatives {
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
   std::vector<RelationDerivatives> relations; // initial, transition, then observation
-  // Why a relation's location has no Jacobian in the state (an operation without a derivative
-  // rule): the EKF then has none; empty when every location's is computed.
-  std::string jacobian_why_not;
   std::vector<int> score_terms;
   std::string score_why_not;
   // The score terms leave out an SDE transition's term, d/dtheta log q, which has no closed

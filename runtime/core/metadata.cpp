@@ -440,9 +440,6 @@ const json* parse_structure(const json& root, ModelInfo& info) {
     if (auto g = st->find("gaussian_moments"); g != st->end() && g->is_object())
       info.not_gaussian_reason = g->value("reason", "");
   if (st != root.end() && st->is_object())
-    if (auto g = st->find("gaussian_jacobian"); g != st->end() && g->is_object())
-      info.no_jacobian_reason = g->value("reason", "");
-  if (st != root.end() && st->is_object())
     if (auto g = st->find("score"); g != st->end() && g->is_object()) {
       if (!g->value("available", true))
         info.no_score_reason = g->value("reason", "no reason given");

@@ -234,9 +234,6 @@ struct ModelInfo {
   std::optional<Sde> sde;
   // Why the model has no gaussian_moments kernel (the unscented Kalman filter needs it).
   std::string not_gaussian_reason;
-  // Why it has no gaussian_jacobian kernel though it is Gaussian (the EKF needs it): a location
-  // without a derivative in the state.
-  std::string no_jacobian_reason;
   // Why the model has no score_terms kernel (a relation without a log-density formula); empty
   // when it has one (or has no parameters).
   std::string no_score_reason;

@@ -282,9 +282,6 @@ FilterResult unscented_kalman_filter(const ssm_model& model, const ModelInfo& in
 
 FilterResult extended_kalman_filter(const ssm_model& model, const ModelInfo& info,
                                     const std::vector<double>& fixed, const ObsData& data) {
-  if (model.gaussian_moments && !model.gaussian_jacobian && !info.no_jacobian_reason.empty())
-    throw Error(fmt::format("filter --method {}: the model has no Jacobian ({})",
-                            kExtendedKalmanName, info.no_jacobian_reason));
   if (!model.gaussian_moments || !model.gaussian_jacobian)
     throw Error(fmt::format(
         "filter --method {}: the model is not Gaussian ({})", kExtendedKalmanName,

@@ -55,10 +55,9 @@ void register_exact_filters(MethodRegistry& registry) {
   registry.add(std::move(forward));
 
   Method ekf = exact_filter(kExtendedKalmanName, 6, extended_kalman_filter);
-  ekf.applies = [](const ssm_model& model, const ModelInfo& info) -> Refusal {
+  ekf.applies = [](const ssm_model& model, const ModelInfo&) -> Refusal {
     if (!model.gaussian_jacobian)
-      return info.no_jacobian_reason.empty() ? "the model table has no gaussian_jacobian kernel"
-                                             : info.no_jacobian_reason;
+      return "the model table has no gaussian_jacobian kernel";
     return std::nullopt;
   };
   registry.add(std::move(ekf));

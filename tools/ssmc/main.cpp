@@ -266,8 +266,6 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
     try {
       ssm::passes::create_derivatives()->run(copy, scratch);
       derivatives = std::move(scratch.derivatives);
-      if (!derivatives->jacobian_why_not.empty()) // the EKF says why it does not apply
-        structure["gaussian_jacobian"] = availability(derivatives->jacobian_why_not);
       no_score = derivatives->score_why_not;
       if (no_score.empty()) // an SDE's term of the score is estimated at run time, or not
         no_score = ssm::passes::settle_sde_score(*derivatives, context.sde);
