@@ -102,15 +102,37 @@ std::optional<int> Lowering::inline_body(const ast::FnDecl& f, const FnSignature
   return body;
 }
 
-std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Scope& s) {
-  const ast::FnDecl& f = ast_.fns[sym.index];
-  if (s.fn && order(f.name.range.begin) >= order(s.fn->fn->name.range.begin)) {
-    if (&f == s.fn->fn)
-      error(e.name_range, fmt::format(msg::fn_recursion, f.name.name));
-    else
-      error(e.name_range, fmt::format(msg::fn_calls_later_fn, f.name.name, s.fn->fn->name.name));
+bool Lowering::check_call_order(const ast::FnDecl& f, Range name, const Scope& s) {
+  if (!s.fn || order(f.name.range.begin) < order(s.fn->fn->name.range.begin))
+    return true;
+  if (&f == s.fn->fn)
+    error(name, fmt::format(msg::fn_recursion, f.name.name));
+  else
+    error(name, fmt::format(msg::fn_calls_later_fn, f.name.name, s.fn->fn->name.name));
+  return false;
+}
+
+std::optional<int> Lowering::expand_call(const ast::FnDecl& f, const FnSignature& sig,
+                                         const std::vector<int>& args, Range use, Scope& s) {
+  // Every call copies the body, and a body's calls copy theirs: stop before that explodes.
+  if (s.block->nodes.size() + sig.body_operations > kMaxBlockOperations) {
+    error(use, fmt::format(msg::inlining_too_large, f.name.name, sig.body_operations,
+                           s.block->nodes.size(), kMaxBlockOperations));
     return std::nullopt;
   }
+  std::optional<Range> outer_site = s.call_site;
+  if (!outer_site && imported(f.range))
+    s.call_site = use;
+  std::optional<int> result = expanding(s, fmt::format("function '{}'", f.name.name), use,
+                                        [&] { return inline_body(f, sig, args, s); });
+  s.call_site = outer_site;
+  return result;
+}
+
+std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Scope& s) {
+  const ast::FnDecl& f = ast_.fns[sym.index];
+  if (!check_call_order(f, e.name_range, s))
+    return std::nullopt;
   std::vector<std::optional<int>> args;
   for (const ast::ExprPtr& a : e.args)
     args.push_back(lower(*a, s));
@@ -144,19 +166,7 @@ std::optional<int> Lowering::call_function(const Expr& e, const Symbol& sym, Sco
   }
   if (!ok)
     return std::nullopt;
-  // Every call copies the body, and a body's calls copy theirs: stop before that explodes.
-  if (s.block->nodes.size() + sig.body_operations > kMaxBlockOperations) {
-    error(e.range, fmt::format(msg::inlining_too_large, f.name.name, sig.body_operations,
-                               s.block->nodes.size(), kMaxBlockOperations));
-    return std::nullopt;
-  }
-  std::optional<Range> outer_site = s.call_site;
-  if (!outer_site && imported(f.range))
-    s.call_site = e.range;
-  std::optional<int> result = expanding(s, fmt::format("function '{}'", f.name.name), e.range,
-                                        [&] { return inline_body(f, sig, ids, s); });
-  s.call_site = outer_site;
-  return result;
+  return expand_call(f, sig, ids, e.range, s);
 }
 
 } // namespace ssm::frontend::lowering

@@ -47,12 +47,7 @@ std::optional<int> Lowering::lower_ode(const Expr& e, Scope& s) {
   } else {
     sym->used = true;
     f = &ast_.fns[sym->index];
-    if (s.fn && order(f->name.range.begin) >= order(s.fn->fn->name.range.begin)) {
-      error(fe.range, f == s.fn->fn
-                          ? fmt::format(msg::fn_recursion, f->name.name)
-                          : fmt::format(msg::fn_calls_later_fn, f->name.name, s.fn->fn->name.name));
-      ok = false;
-    }
+    ok = check_call_order(*f, fe.range, s);
   }
   const std::optional<int> y0 = lower(*e.args[1], s);
   std::vector<std::optional<int>> extra;
@@ -122,19 +117,12 @@ std::optional<int> Lowering::lower_ode(const Expr& e, Scope& s) {
                                 state.str(), fmt::join(has_types, ", "), sig.result.str()));
     return std::nullopt;
   }
-  if (s.block->nodes.size() + sig.body_operations > kMaxBlockOperations) {
-    error(e.range, fmt::format(msg::inlining_too_large, f->name.name, sig.body_operations,
-                               s.block->nodes.size(), kMaxBlockOperations));
-    return std::nullopt;
-  }
-
   std::vector<int> bound = {emit_op(s, ir::Op::OdeTime, ir::Shape::scalar(), {}, e.range),
                             emit_op(s, ir::Op::OdeState, state, {}, e.range)};
   for (const std::optional<int>& a : extra)
     bound.push_back(*a);
   ++s.ode_rate;
-  std::optional<int> rate = expanding(s, fmt::format("function '{}'", f->name.name), e.range,
-                                      [&] { return inline_body(*f, sig, bound, s); });
+  std::optional<int> rate = expand_call(*f, sig, bound, e.range, s);
   --s.ode_rate;
   if (!rate)
     return std::nullopt;

@@ -306,6 +306,13 @@ private:
   std::optional<ir::Shape> fn_type_shape(const ast::TypeSpec& t);
   std::optional<int> inline_body(const ast::FnDecl& f, const FnSignature& sig,
                                  const std::vector<int>& args, Scope& s);
+  // Whether f, named at `name`, may be called here (a function body calls earlier functions
+  // only); reports why not.
+  bool check_call_order(const ast::FnDecl& f, Range name, const Scope& s);
+  // f's body inlined on `args` for the call at `use`: within the block's operation limit, an
+  // imported function's nodes at the call's location, errors inside noted at the use.
+  std::optional<int> expand_call(const ast::FnDecl& f, const FnSignature& sig,
+                                 const std::vector<int>& args, Range use, Scope& s);
   std::optional<int> call_function(const Expr& e, const Symbol& sym, Scope& s);
 
   // ---- indexing and time indices (lower_indexing.cpp)
