@@ -135,6 +135,12 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
   fails({"logpdf", "--load", saved, "--at", points}, 1, "no column 'y'");
   fails({"logpdf", "--load", saved, "--at", points}, 1, "density_bad.pt reads the columns x, y");
   fails({"logpdf", "--load", data, "--at", points}, 1, "is not a density saved by ssmc");
+  // The energy model: it stands alone, is fitted by classification, and only it takes a sampler.
+  fails({"fit", "--data", data, "--model", "maf,energy", "--save", saved}, 1,
+        "an energy model cannot be the base of a flow or a DIF");
+  fails({"fit", "--data", data, "--model", "energy", "--method", "ml", "--save", saved}, 1,
+        "an energy model is fitted by classify");
+  fails({"sample", "--load", saved, "--sampler", "ar"}, 1, "samplers are for an energy model");
 }
 
 TEST_CASE("ssmc density fits a conditional density with --context", "[density]") {
