@@ -379,6 +379,7 @@ public:
     const ir::Node& n = block_.nodes[id];
     if (n.op == ir::Op::Const) {
       piece.noise = Noise::Constant;
+      piece.noise_value = n.values.empty() ? 0 : n.values[0];
       return true;
     }
     const bool sqrt = n.op == ir::Op::Call && n.fn == "sqrt";

@@ -319,6 +319,7 @@ struct ConjugatePiece {
   std::vector<ReadSum> features;
   Noise noise = Noise::Constant;
   ThetaSlots noise_theta;  // sd, variance (per group or one), or the cov matrix's first component
+  double noise_value = 0;  // Constant: the sd
   std::vector<int> params; // the model parameters it reads
 };
 

@@ -409,6 +409,9 @@ json em_steps_json(const EmSteps& e) {
                       {"features", features},
                       {"noise", kNoises[static_cast<int>(p.noise)]},
                       {"noise_theta", p.noise_theta}});
+    if (p.family == ConjugatePiece::Family::Normal && p.noise == ConjugatePiece::Noise::Constant)
+      // its sd, for Gibbs's conditionals
+      pieces.back()["noise_value"] = p.noise_value;
   }
   json params = json::array();
   for (const EmSteps::Verdict& v : e.params)

@@ -153,6 +153,12 @@ void print_json(const Context& c, const nlohmann::json& j);
 // The same for a summary of a run on `data`: with several series, "series" lists their names.
 void print_json(const Context& c, nlohmann::json j, const ObsData& data);
 
+// The data file's observations (read_observations_file), with a warning when a plate model's
+// data has columns named as its latent variables and the method does not read them
+// (`reads_latents`: only sample's gibbs does): the others draw the latents as if the columns
+// were not there, which a covariate written as a latent makes wrong.
+ObsData read_data(const Context& c, const std::string& path, bool reads_latents = false);
+
 // Progress on standard error (--progress): by default on a terminal only, and only for runs long
 // enough to need it.
 class Progress {

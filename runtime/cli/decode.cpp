@@ -24,7 +24,7 @@ public:
   void run(const Context& c, const ParamValues& values) override {
     const Method& m = method(c);
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     MethodRun run = start(c);
     if (m.check)
       m.check(run);

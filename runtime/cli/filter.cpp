@@ -49,7 +49,7 @@ public:
     if (!c.model.init_sample || !c.model.transition_sample || !c.model.obs_logpdf)
       throw Error("the model table lacks a kernel needed by filter");
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     check_output_path(out_); // the file itself is created after filtering, as for simulate
     run.fixed = &theta;
     run.data = &data;

@@ -31,7 +31,7 @@ public:
     if (m.check)
       m.check(run);
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     check_output_path(out_);
     check_output_path(save_);
     run.fixed = &theta;

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 #include <unistd.h>
 
@@ -208,6 +209,25 @@ void write_output(const Context& c, const std::string& path, const std::string& 
 
 void warn(const Context& c, const std::string& message) {
   fmt::print(c.err, "{}: warning: {}\n", c.prog, message);
+}
+
+ObsData read_data(const Context& c, const std::string& path, bool reads_latents) {
+  ObsData data = read_observations_file(c.info, path);
+  if (reads_latents || c.info.step != "n" || c.info.n_state == 0)
+    return data;
+  std::ifstream in(path);
+  const CsvReader reader(in, path);
+  std::vector<std::string> given;
+  for (const VarInfo& v : c.info.state)
+    for (const std::string& name : column_names(v.name, v.shape))
+      if (std::find(reader.header().begin(), reader.header().end(), name) != reader.header().end())
+        given.push_back(name);
+  if (!given.empty())
+    warn(c, fmt::format("{} has column{} {} named as latent variables of the model: only `sample "
+                        "--method gibbs` reads them (labelled items, covariates); this method "
+                        "draws the latents of every item",
+                        path, given.size() > 1 ? "s" : "", fmt::join(given, ", ")));
+  return data;
 }
 
 void print_json(const Context& c, const nlohmann::json& j) {

@@ -41,7 +41,7 @@ public:
     if (m.check)
       m.check(run);
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     const std::vector<std::string> inputs = {data_, c.globals.params_file,
                                              c.globals.data_values_file};
     check_output_path(out_, inputs);

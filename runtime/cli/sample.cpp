@@ -1,9 +1,11 @@
-// `sample`: posterior draws of the parameters by the method --method names (PMMH), in Stan's
+// `sample`: posterior draws of the parameters by the method --method names (PMMH, SMC^2, Gibbs;
+// Gibbs adds the values it imputes as generated quantities), in Stan's
 // CSV layout (one file per chain, as CmdStan writes them), with a JSON summary: mean, sd,
 // quantiles, rank-normalised split-R-hat and bulk and tail ESS per parameter component.
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "learning/methods.h"
 
 #include <fmt/format.h>
 
@@ -28,7 +30,7 @@ public:
     if (m.check)
       m.check(run);
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_, m.name == kGibbsName);
     const int64_t chains = options_.integer("--chains");
     // FILE_1.csv ... are not --out itself: each is checked against the inputs here.
     for (int64_t k = 0; k < chains; ++k)
@@ -81,12 +83,17 @@ private:
     put("lp__,accept_stat__");
     for (const auto& [p, k] : columns)
       put(",{}", stan_name(p->name, p->shape, k));
+    for (const std::string& name : post.imputed_names)
+      put(",{}", name);
     put("\n# Adaptation terminated\n");
     const Posterior::Chain& ch = post.chains[chain];
     for (size_t i = 0; i < ch.theta.size(); ++i) {
       put("{},{}", format_double(ch.lp[i]), format_double(ch.accept_stat[i]));
       for (const auto& [p, k] : columns)
         put(",{}", format_double(ch.theta[i][p->offset + k]));
+      if (!post.imputed_names.empty())
+        for (double v : ch.imputed[i])
+          put(",{}", format_double(v));
       put("\n");
     }
     return fmt::to_string(csv);
@@ -104,6 +111,15 @@ private:
           draws.back().push_back(th[p->offset + k]);
       }
       summary[column_names(p->name, p->shape)[k]] = draw_summary_json(draws);
+    }
+    for (size_t k = 0; k < post.imputed_names.size(); ++k) { // gibbs's latent and missing values
+      std::vector<std::vector<double>> draws;
+      for (const Posterior::Chain& ch : post.chains) {
+        draws.emplace_back();
+        for (const std::vector<double>& v : ch.imputed)
+          draws.back().push_back(v[k]);
+      }
+      summary[post.imputed_names[k]] = draw_summary_json(draws);
     }
     nlohmann::json acceptance = nlohmann::json::array();
     for (const Posterior::Chain& ch : post.chains)

@@ -105,7 +105,7 @@ public:
     MethodRun run = start(c);
     select_functionals(c.info, options_.names("--functional"));
     const std::vector<double> theta = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     if (m.check)
       m.check(run); // before any work
     if (m.fits_to_data && data.series.count() > 1)

@@ -53,7 +53,7 @@ public:
     if (m.check)
       m.check(run);
     const std::vector<double> fixed = assemble_fixed(c, values);
-    const ObsData data = read_observations_file(c.info, data_);
+    const ObsData data = read_data(c, data_);
     const std::string save_guide = options_.word("--save-guide");
     const std::string save_nets = options_.word("--save-nets");
     check_output_path(out_);

@@ -552,6 +552,7 @@ void parse_em_steps(const json& root, ModelInfo& info) {
       piece.block = p.at("block").get<std::string>();
       piece.family = p.at("family").get<std::string>();
       piece.noise = p.at("noise").get<std::string>();
+      piece.noise_value = p.value("noise_value", 0.0);
       for (const json& r : p.at("target"))
         piece.target.push_back(read(r));
       if (!p.at("group").is_null())

@@ -114,6 +114,7 @@ struct EmPiece {
   std::vector<std::vector<int64_t>> matrix; // mvnormal: per target, each feature's coefficient
   std::vector<EmReadSum> features;          // mvnormal
   std::vector<int64_t> noise_theta;         // sd / variance per group (or one); cov: its first
+  double noise_value = 0;                   // constant: the sd (0 in older metadata)
 };
 struct EmStepsInfo {
   struct Verdict {

@@ -95,12 +95,18 @@ struct Optimum {
 struct Posterior {
   struct Chain {
     std::vector<std::vector<double>> theta; // per draw after warmup, n_theta values
-    std::vector<double> lp, accept_stat;    // log target on the unconstrained scale; min(1, ratio)
+    std::vector<double> lp, accept_stat;    // log target on the unconstrained scale (gibbs: the log
+                                            // posterior, no Jacobian); min(1, ratio)
     double acceptance_rate = 0;             // after warmup
+    std::vector<std::vector<double>> imputed; // per draw, as imputed_names (gibbs)
   };
   std::vector<Chain> chains;
   std::vector<std::string> learned; // the parameters sampled (the others were fixed)
-  std::string likelihood;           // the filter: "kalman", "bootstrap", ...
+  // Gibbs: the values drawn with the parameters besides them (the latent variables of items the
+  // data does not give, missing observations), named as Stan names generated quantities
+  // (`x.52`: item 52, 1-based; `z.3.2`: component 2 of item 3's vector z).
+  std::vector<std::string> imputed_names;
+  std::string likelihood; // the filter: "kalman", "bootstrap", ...
   bool exact_likelihood = false;
   int64_t particles = 0;         // of a particle filter
   double pilot_loglik_sd = 0;    // at the start, with `particles` (0: exact)

@@ -64,13 +64,13 @@ bool applies(const EmPiece& piece, const std::vector<int64_t>& read, int64_t t, 
 }
 
 // The group a point falls in: the value of the piece's group read, checked.
-int64_t group_of(const EmPiece& piece, const StepPoints& s, int64_t p, const double* y, int64_t t) {
+int64_t group_of(const EmPiece& piece, const StepPoints& s, int64_t p, const double* y, int64_t t,
+                 const std::string& context) {
   if (!piece.group)
     return 0;
   const double g = value(*piece.group, s, p, y);
   if (!(g >= 0 && g < static_cast<double>(piece.groups)) || g != std::floor(g))
-    throw Error(fmt::format("optimize (em): {} indexes a parameter with {} at t={}, outside "
-                            "0..{}",
+    throw Error(fmt::format("{}: {} indexes a parameter with {} at t={}, outside 0..{}", context,
                             piece.relation, g, t, piece.groups - 1));
   return static_cast<int64_t>(g);
 }
@@ -241,14 +241,13 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
       const double w = s.weight[p];
       if (!(w > 0))
         continue;
-      const int64_t group = group_of(piece, s, p, y, t);
+      const int64_t group = group_of(piece, s, p, y, t, context_);
       if (piece.family == "categorical") {
         const std::vector<int64_t>& row =
             piece.probabilities[piece.probabilities.size() == 1 ? 0 : group];
         const double v = value(piece.target[0], s, p, y);
         if (!(v >= 0 && v < static_cast<double>(row.size())) || v != std::floor(v))
-          throw Error(fmt::format("optimize (em): {} takes the value {} at t={}, outside "
-                                  "0..{}",
+          throw Error(fmt::format("{}: {} takes the value {} at t={}, outside 0..{}", context_,
                                   piece.relation, v, t, row.size() - 1));
         counts_[row[static_cast<size_t>(v)]] += w;
       } else if (piece.family == "poisson" || piece.family == "bernoulli") {
@@ -257,7 +256,7 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
         denominator_[c] += w * value(piece.exposure, s, p, y);
       } else if (piece.family == "normal") {
         const int64_t J = static_cast<int64_t>(g.coefficients.size());
-        psi = Eigen::VectorXd::Zero(J + 1);
+        psi.setZero(J + 1);
         for (const EmPiece::Coefficient& c : piece.coefficients) {
           const int64_t at =
               std::find(g.coefficients.begin(), g.coefficients.end(), slot(c.theta, group)) -

@@ -43,13 +43,29 @@ public:
   void add(int64_t t, const StepPoints& points, const double* y);
   void solve(std::vector<double>& theta) const;
 
-private:
-  struct Gaussian { // least-squares statistics: sum w psi psi' and sum w, per noise group
-    std::vector<int64_t> coefficients; // the theta components of the mean's coefficients
-    std::vector<Eigen::MatrixXd> moments;
+  // The statistics add() accumulated, for a sampler of the full conditionals (gibbs.cpp) rather
+  // than a maximiser: the pieces that update something; per normal or mvnormal piece, its
+  // moments; per theta component, a categorical's counts and a rate's numerator (sum w y) and
+  // denominator (sum w exposure).
+  struct Gaussian { // least-squares statistics: sum w psi psi' and sum w, per noise group; psi =
+                    // (features at the coefficients' slots, target - offset) for normal pieces,
+                    // (features, target - offset) for mvnormal ones
+    std::vector<int64_t> coefficients;    // the theta components of the mean's coefficients
+    std::vector<Eigen::MatrixXd> moments; // lower triangles
     std::vector<double> weight;
   };
+  const std::vector<int64_t>& active() const { return active_; }
+  const Gaussian& gaussian(int64_t piece) const { return normals_[piece]; }
+  double count(int64_t c) const { return counts_[c]; }
+  double numerator(int64_t c) const { return numerator_[c]; }
+  double denominator(int64_t c) const { return denominator_[c]; }
+  bool updated(int64_t c) const { return updated_[c]; }
+  // What heads add()'s errors ("optimize (em)" by default).
+  void set_context(std::string context) { context_ = std::move(context); }
+
+private:
   const ModelInfo& info_;
+  std::string context_ = "optimize (em)";
   std::vector<int64_t> active_;                         // the pieces that update something
   std::vector<bool> updated_;                           // per theta component
   std::vector<Gaussian> normals_;                       // per piece (empty for other families)

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "exact/finite_state.h"
 #include "learning/em.h"
+#include "learning/gibbs.h"
 #include "learning/information.h"
 #include "learning/monte_carlo_em.h"
 #include "learning/optimize.h"
@@ -238,6 +239,24 @@ void register_sampling(MethodRegistry& registry) {
     return sample_smc2(run, opt);
   };
   registry.add(std::move(smc2));
+
+  Method gibbs;
+  gibbs.name = kGibbsName;
+  gibbs.title = "Gibbs sampling of a plate model from conjugate full conditionals, with the "
+                "latent values the data does not give";
+  gibbs.task = Task::Sample;
+  gibbs.rank = 3;
+  gibbs.applies = gibbs_refusal;
+  gibbs.options = {"--fix", "--chains", "--warmup", "--iterations"};
+  gibbs.sample = [](const MethodRun& run) {
+    SampleOptions opt;
+    opt.fixed = run.options.names("--fix");
+    opt.chains = run.options.integer("--chains");
+    opt.warmup = run.options.integer("--warmup");
+    opt.iterations = run.options.integer("--iterations");
+    return sample_gibbs(run, opt);
+  };
+  registry.add(std::move(gibbs));
 }
 
 RmlOptions rml_options(const MethodRun& run) {

@@ -1,0 +1,340 @@
+// End-to-end tests of `sample --method gibbs` against exact answers: on the affine regression of
+// Argouarc'h (2024, ch. 3), the discriminative model's coefficients and predictive against the
+// Bayesian linear regression's closed form (and a Kolmogorov-Smirnov test of the predictive's
+// draws), the inverse-gamma conditional of its variance against the closed-form posterior, the
+// generative model's predictive against quadrature; a two-component Gaussian mixture's
+// parameters and labels against the posterior by enumeration of every labelling. Means within 4
+// Monte Carlo standard errors (from the bulk ESS), sds within 6%. Then the refusals.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+// The running example: y = x + N(0, 1), training labels x ~ N(0, 1), the label to predict x0 ~
+// N(7.5, 1) (outside the training labels' range: where the two predictives part).
+const char* kDiscriminative = R"(
+model affine_d {
+  param b0 ~ normal(0, 1) = 0;
+  param b1 ~ normal(0, 1) = 0.5;
+  param s2 : real(0, inf) ~ inverse_gamma(2, 1) = 0.5;
+  latent y[n] ~ normal(0, 10);
+  obs x[n] ~ normal(b1 * y[n] + b0, sqrt(s2));
+}
+)";
+
+const char* kGenerative = R"(
+model affine_g {
+  param b0 ~ normal(0, 1) = 0;
+  param b1 ~ normal(0, 1) = 1;
+  param s2 : real(0, inf) ~ inverse_gamma(2, 1) = 1;
+  latent x[n] ~ normal(7.5, 1);
+  obs y[n] ~ normal(b1 * x[n] + b0, sqrt(s2));
+}
+)";
+
+const char* kMixture = R"(
+model gmm2 {
+  const K = 2;
+  param w     : simplex[K] ~ dirichlet(ones(K)) = [0.5, 0.5];
+  param mu    : vector[K]  ~ normal([-2, 2], 1) = [-1, 1];
+  latent z[n] : int[0..K-1] ~ categorical(w);
+  obs    y[n] ~ normal(mu[z[n]], 1);
+}
+)";
+
+struct Affine {
+  std::vector<double> x, y;
+  double x0 = 0, y0 = 0;
+};
+
+Affine affine_data(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto normal = [&] { // Box-Muller on the engine's raw bits: the same numbers on every platform
+    const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1p-53,
+                 v = (static_cast<double>(rng() >> 11) + 0.5) * 0x1p-53;
+    return std::sqrt(-2 * std::log(u)) * std::cos(2 * std::numbers::pi * v);
+  };
+  Affine a;
+  for (int i = 0; i < n; ++i) {
+    a.x.push_back(normal());
+    a.y.push_back(a.x.back() + normal());
+  }
+  a.x0 = 7.5 + normal();
+  a.y0 = a.x0 + normal();
+  return a;
+}
+
+// Labelled rows, then the query with its label empty.
+std::string affine_csv(const Affine& a) {
+  std::string csv = "x,y\n";
+  for (size_t i = 0; i < a.x.size(); ++i)
+    csv += std::to_string(a.x[i]) + "," + std::to_string(a.y[i]) + "\n";
+  return csv + "," + std::to_string(a.y0) + "\n";
+}
+
+// The posterior of (b0, b1) under N(0, I) for the regression target = b0 + b1 feature + N(0, s2):
+// mean m and covariance S.
+struct Regression {
+  double m[2], S[2][2];
+};
+Regression regression(const std::vector<double>& feature, const std::vector<double>& target,
+                      double s2) {
+  double P[2][2] = {{1, 0}, {0, 1}}, r[2] = {0, 0};
+  for (size_t i = 0; i < feature.size(); ++i) {
+    const double f[2] = {1, feature[i]};
+    for (int a = 0; a < 2; ++a) {
+      r[a] += f[a] * target[i] / s2;
+      for (int b = 0; b < 2; ++b)
+        P[a][b] += f[a] * f[b] / s2;
+    }
+  }
+  const double det = P[0][0] * P[1][1] - P[0][1] * P[1][0];
+  Regression out;
+  out.S[0][0] = P[1][1] / det;
+  out.S[1][1] = P[0][0] / det;
+  out.S[0][1] = out.S[1][0] = -P[0][1] / det;
+  for (int a = 0; a < 2; ++a)
+    out.m[a] = out.S[a][0] * r[0] + out.S[a][1] * r[1];
+  return out;
+}
+
+void check_moments(const nlohmann::json& j, const std::string& name, double mean, double sd) {
+  const nlohmann::json& s = j["summary"][name];
+  INFO(name << ": " << s.dump() << " vs exact mean " << mean << ", sd " << sd);
+  CHECK(std::abs(s["mean"].get<double>() - mean) < 4 * s["mcse_mean"].get<double>());
+  CHECK(std::abs(s["sd"].get<double>() / sd - 1) < 0.06);
+  CHECK(s["rhat"].get<double>() < 1.01);
+}
+
+// sqrt(n) times the Kolmogorov-Smirnov distance of the draws from N(mean, sd^2).
+double ks_statistic(std::vector<double> draws, double mean, double sd) {
+  std::sort(draws.begin(), draws.end());
+  const double n = static_cast<double>(draws.size());
+  double d = 0;
+  for (size_t i = 0; i < draws.size(); ++i) {
+    const double F = 0.5 * std::erfc(-(draws[i] - mean) / (sd * std::sqrt(2.0)));
+    d = std::max({d, F - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - F});
+  }
+  return d * std::sqrt(n);
+}
+
+nlohmann::json gibbs(const std::string& exe, const std::string& data,
+                     std::vector<std::string> extra) {
+  std::vector<std::string> argv = {exe,    "sample",   "--method", "gibbs", "--data",
+                                   data,   "--json",   "--seed",   "3",     "--iterations",
+                                   "4000", "--warmup", "500"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+} // namespace
+
+TEST_CASE("gibbs: the discriminative predictive and coefficients are Bayesian linear "
+          "regression's",
+          "[sample][gibbs]") {
+  const std::string& exe = model_exe("affine_d", kDiscriminative);
+  const Affine a = affine_data(40, 1);
+  const std::string data = scratch_path("affine_d.csv");
+  write_file(data, affine_csv(a));
+  const std::string out = scratch_path("affine_d-draws.csv");
+  const nlohmann::json j = gibbs(exe, data, {"--fix", "s2", "--out", out});
+  CHECK(j["details"]["items_given"] == 41); // every row gives its covariate y
+  CHECK(j["details"]["observations_drawn"] == 1);
+  CHECK(j["details"]["conditionals"]["b1"] == "normal, jointly with b0");
+  // x | y: the regression of the labels on the observations; the predictive at y0 is Gaussian.
+  const Regression r = regression(a.y, a.x, 0.5);
+  check_moments(j, "b0", r.m[0], std::sqrt(r.S[0][0]));
+  check_moments(j, "b1", r.m[1], std::sqrt(r.S[1][1]));
+  const double mean = r.m[0] + r.m[1] * a.y0,
+               var = r.S[0][0] + 2 * a.y0 * r.S[0][1] + a.y0 * a.y0 * r.S[1][1] + 0.5;
+  check_moments(j, "x.41", mean, std::sqrt(var));
+  // The draws of chain 1, every 4th (ESS / N is near 1): the KS statistic at the 1% level.
+  std::string csv, text = read_file(scratch_path("affine_d-draws_1.csv"));
+  for (size_t at = 0, end; at < text.size(); at = end + 1) { // Stan's comment lines dropped
+    end = text.find('\n', at);
+    if (text[at] != '#')
+      csv += text.substr(at, end - at + 1);
+  }
+  const std::vector<double> x = parse_table(csv).column("x.41");
+  REQUIRE(x.size() == 4000);
+  std::vector<double> thinned;
+  for (size_t i = 0; i < x.size(); i += 4)
+    thinned.push_back(x[i]);
+  CHECK(ks_statistic(thinned, mean, std::sqrt(var)) < 1.63);
+}
+
+TEST_CASE("gibbs: a variance's inverse-gamma conditional gives its closed-form posterior",
+          "[sample][gibbs]") {
+  const std::string& exe = model_exe("affine_d", kDiscriminative);
+  const Affine a = affine_data(30, 2);
+  const std::string data = scratch_path("affine_d-var.csv");
+  write_file(data, affine_csv(a));
+  const nlohmann::json j = gibbs(exe, data, {"--fix", "b0", "--fix", "b1"});
+  CHECK(j["details"]["conditionals"]["s2"] == "inverse-gamma");
+  // The query's label is drawn with s2 and integrates out: s2 | D ~ IG(2 + n/2, 1 + SSR/2).
+  double ssr = 0;
+  for (size_t i = 0; i < a.x.size(); ++i)
+    ssr += std::pow(a.x[i] - 0.5 * a.y[i], 2);
+  const double shape = 2 + a.x.size() / 2.0, scale = 1 + ssr / 2;
+  check_moments(j, "s2", scale / (shape - 1), scale / (shape - 1) / std::sqrt(shape - 2));
+}
+
+TEST_CASE("gibbs: the generative predictive matches quadrature", "[sample][gibbs]") {
+  const std::string& exe = model_exe("affine_g", kGenerative);
+  const Affine a = affine_data(40, 3);
+  const std::string data = scratch_path("affine_g.csv");
+  write_file(data, affine_csv(a));
+  const nlohmann::json j = gibbs(exe, data, {"--fix", "s2"});
+  CHECK(j["likelihood"] == "kalman");
+  CHECK(j["details"]["items_drawn"] == 1);
+  // p(x0 | y0, D) is proportional to N(x0; 7.5, 1) N(y0; b(x0)' m, b(x0)' S b(x0) + 1) with
+  // b(x0) = (1, x0) and (m, S) the coefficients' posterior given the labelled items.
+  const Regression r = regression(a.x, a.y, 1.0);
+  double z = 0, m1 = 0, m2 = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const double x0 = -5 + 25.0 * (i + 0.5) / 20000;
+    const double mean = r.m[0] + r.m[1] * x0,
+                 var = r.S[0][0] + 2 * x0 * r.S[0][1] + x0 * x0 * r.S[1][1] + 1.0;
+    const double w =
+        std::exp(-0.5 * (x0 - 7.5) * (x0 - 7.5) - 0.5 * (a.y0 - mean) * (a.y0 - mean) / var) /
+        std::sqrt(var);
+    z += w;
+    m1 += w * x0;
+    m2 += w * x0 * x0;
+  }
+  check_moments(j, "x.41", m1 / z, std::sqrt(m2 / z - (m1 / z) * (m1 / z)));
+}
+
+TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
+          "[sample][gibbs]") {
+  const std::string& exe = model_exe("gmm2", kMixture);
+  const std::vector<double> y = {-2.1, -1.7, -2.5, 1.9, 2.4, 0.3};
+  const std::string data = scratch_path("gmm2.csv");
+  std::string csv = "y\n";
+  for (double v : y)
+    csv += std::to_string(v) + "\n";
+  write_file(data, csv);
+  const nlohmann::json j = gibbs(exe, data, {});
+  CHECK(j["likelihood"] == "forward");
+  CHECK(j["details"]["conditionals"]["w"] == "dirichlet");
+  // Every labelling z: p(z | y) from the Dirichlet-multinomial and each component's Gaussian
+  // marginal likelihood (prior N(m_k, 1), noise 1); given z, mu_k and w are conjugate.
+  const double prior_mean[2] = {-2, 2};
+  double total = 0, w0 = 0, mu[2] = {0, 0}, mu2[2] = {0, 0}, label[6] = {};
+  for (int z = 0; z < 64; ++z) {
+    double log_p = 0, count[2] = {0, 0}, mean[2], var[2];
+    for (int k = 0; k < 2; ++k) {
+      double n = 0, sum = 0, sum2 = 0;
+      for (int i = 0; i < 6; ++i)
+        if (((z >> i) & 1) == k) {
+          n += 1;
+          sum += y[i] - prior_mean[k];
+          sum2 += (y[i] - prior_mean[k]) * (y[i] - prior_mean[k]);
+        }
+      count[k] = n;
+      // N(r; 0, I + 11'): det = 1 + n, inverse I - 11' / (1 + n).
+      log_p += -0.5 *
+               (n * std::log(2 * std::numbers::pi) + std::log(1 + n) + sum2 - sum * sum / (1 + n));
+      var[k] = 1 / (1 + n);
+      mean[k] = prior_mean[k] + sum * var[k];
+    }
+    log_p += std::lgamma(1 + count[0]) + std::lgamma(1 + count[1]);
+    const double p = std::exp(log_p);
+    total += p;
+    w0 += p * (1 + count[0]) / 8;
+    for (int k = 0; k < 2; ++k) {
+      mu[k] += p * mean[k];
+      mu2[k] += p * (var[k] + mean[k] * mean[k]);
+    }
+    for (int i = 0; i < 6; ++i)
+      label[i] += p * ((z >> i) & 1);
+  }
+  for (int k = 0; k < 2; ++k)
+    check_moments(j, "mu[" + std::to_string(k) + "]", mu[k] / total,
+                  std::sqrt(mu2[k] / total - std::pow(mu[k] / total, 2)));
+  const double p0 = w0 / total;
+  const nlohmann::json& s = j["summary"]["w[0]"];
+  CHECK(std::abs(s["mean"].get<double>() - p0) < 4 * s["mcse_mean"].get<double>());
+  for (int i = 0; i < 6; ++i) {
+    const double p = label[i] / total;
+    const nlohmann::json& zi = j["summary"]["z." + std::to_string(i + 1)];
+    INFO("z." << i + 1 << ": " << zi.dump() << " vs P(z = 1) = " << p);
+    CHECK(std::abs(zi["mean"].get<double>() - p) < 4 * zi["mcse_mean"].get<double>() + 1e-3);
+  }
+}
+
+TEST_CASE("gibbs: refusals name what is missing", "[sample][gibbs]") {
+  const std::string& mixture = model_exe("gmm2", kMixture);
+  const std::string data = scratch_path("gmm2-bad.csv");
+  auto refused = [](const std::vector<std::string>& argv, const std::string& message) {
+    const ProcessResult r = run_process(argv);
+    INFO(r.describe());
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(message) != std::string::npos);
+  };
+  // A label outside the latent's values, on its line.
+  write_file(data, "y,z\n-2,0\n2,5\n");
+  refused({mixture, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "gmm2-bad.csv:3: column 'z': 5 is not a value of latent 'z' (integers 0..1)");
+  // Any other method warns that it ignores latent columns (and draws those latents).
+  write_file(data, "y,z\n-2,0\n2,1\n");
+  const ProcessResult filtered = run_process({mixture, "filter", "--data", data, "--json"});
+  CHECK(filtered.exit_code == 0);
+  CHECK(filtered.err.find("has column z named as latent variables of the model: only `sample "
+                          "--method gibbs` reads them") != std::string::npos);
+  write_file(data, "y\n-2\n2\n");
+  const std::string& generative = model_exe("affine_g_hn", R"(
+model affine_g_hn {
+  param b0 ~ normal(0, 1) = 0;
+  param b1 ~ normal(0, 1) = 1;
+  param sd : real(0, inf) ~ half_normal(1) = 1;
+  latent x[n] ~ normal(7.5, 1);
+  latent e[n] ~ normal(0, 1);
+  obs y[n] ~ normal(b1 * x[n] + b0 + e[n], sd);
+}
+)");
+  refused({generative, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "the prior of 'sd' is not inverse-gamma in the square of this sd");
+  // Labelled items give every latent value, or none.
+  write_file(data, "y,x\n-2,1\n2,\n");
+  refused({generative, "sample", "--method", "gibbs", "--data", data, "--json", "--fix", "sd"},
+          "gmm2-bad.csv:2: column 'x' is given but 'e' is not");
+  // A missing observation is drawn from its relation given the latents alone: refused where
+  // observations read each other (its draw would not condition on the others).
+  const std::string& chained = model_exe("obs_chain", R"(
+model obs_chain {
+  param b ~ normal(0, 1) = 0.5;
+  latent e[n] ~ normal(0, 1);
+  obs u[n] ~ normal(e[n], 1);
+  obs x[n] ~ normal(b * u[n], 1);
+}
+)");
+  write_file(data, "u,x,e\n0.5,1,0.2\n0.3,,0.1\n");
+  refused({chained, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "gmm2-bad.csv:3: column 'x' is missing, and the model's observations read each other");
+  // A time series is not a plate model.
+  const std::string& ar = model_exe("ar1_gibbs", R"(
+model ar1_gibbs {
+  param rho ~ normal(0, 1) = 0.5;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(rho * x[t-1], 1);
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  write_file(data, "y\n1\n2\n");
+  refused({ar, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "gibbs samples models over a plate");
+}
