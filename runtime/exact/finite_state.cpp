@@ -518,4 +518,48 @@ std::vector<StepPoints> pair_points(const ModelInfo& info, const PairMarginals& 
   return out;
 }
 
+std::vector<double> finite_path_draw(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data,
+                                     const std::function<double(int64_t)>& uniform,
+                                     double& log_likelihood) {
+  const Enumeration e(model, info, fixed, data);
+  const ForwardPass f = run_forward(e, info);
+  const int64_t K = e.K(), T = e.T(), n = info.n_state;
+  log_likelihood = 0;
+  for (double v : f.increment)
+    log_likelihood += v;
+  std::vector<double> path(static_cast<size_t>(T * n)), w(K), a;
+  int64_t next = 0;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    // x_t | x_{t+1}, y_{0:t} is proportional to alpha_t(i) p(x_{t+1} | x_t = i).
+    const double* alpha = &f.alpha[t * K];
+    if (t + 1 < T)
+      e.transition(t + 1, a);
+    double total = 0;
+    for (int64_t i = 0; i < K; ++i) {
+      w[i] = alpha[i];
+      if (t + 1 < T)
+        w[i] *= a[i * K + next] > -INFINITY ? std::exp(a[i * K + next]) : 0.0;
+      total += w[i];
+    }
+    if (!(total > 0))
+      throw Error(fmt::format("{}: no state at t={} leads to the state drawn at t={}", kForwardName,
+                              t, t + 1));
+    const double u = uniform(t) * total;
+    int64_t pick = K - 1;
+    double acc = 0;
+    for (int64_t i = 0; i < K; ++i)
+      if ((acc += w[i]) > u) {
+        pick = i;
+        break;
+      }
+    while (w[pick] <= 0) // rounding at the end of the sums: the last state with probability
+      --pick;
+    for (int64_t c = 0; c < n; ++c)
+      path[t * n + c] = e.space().values[c * K + pick];
+    next = pick;
+  }
+  return path;
+}
+
 } // namespace ssm

@@ -1,8 +1,9 @@
 // Exact inference for finite-state models (every state an integer with finite support) by
 // enumerating the joint state space: the forward algorithm (filtering, likelihood), forward-
-// backward smoothing with the model's functionals, and Viterbi and posterior decoding. Only the
-// model's ordinary kernels are used, evaluated on all states and all pairs of states at each step,
-// so transitions and emissions may depend on t, inputs and y[t-1].
+// backward smoothing with the model's functionals, Viterbi and posterior decoding, and draws of
+// the state path by backward sampling. Only the model's ordinary kernels are used, evaluated on
+// all states and all pairs of states at each step, so transitions and emissions may depend on t,
+// inputs and y[t-1].
 #pragma once
 
 #include "core/csv.h"
@@ -12,6 +13,7 @@
 #include "kernel/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ssm {
@@ -64,5 +66,14 @@ PairMarginals pair_marginals(const ssm_model& model, const ModelInfo& info,
 // The marginals as the E-step's weighted points of each step (exact/weighted_points.h): the
 // states with probability at t = 0, the pairs with probability after.
 std::vector<StepPoints> pair_points(const ModelInfo& info, const PairMarginals& m);
+
+// One draw of the whole state path from the exact smoothing distribution, by forward filtering
+// and backward sampling (the forward algorithm, then x_t | x_{t+1} proportional to alpha_t
+// times the transition): x_t's component c at [t * n_state + c], `uniform(t)` giving the draw
+// at t (the caller's random streams); the log-likelihood in `log_likelihood`.
+std::vector<double> finite_path_draw(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data,
+                                     const std::function<double(int64_t)>& uniform,
+                                     double& log_likelihood);
 
 } // namespace ssm

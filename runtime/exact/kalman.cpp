@@ -521,4 +521,36 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
   return r;
 }
 
+std::vector<double> kalman_path_draw(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data,
+                                     const std::function<double(int64_t, int64_t)>& normal,
+                                     double& log_likelihood) {
+  const Forward f = run_forward(model, info, fixed, data);
+  log_likelihood = f.result.log_likelihood;
+  const int64_t n = info.n_state, T = data.T;
+  std::vector<double> path(static_cast<size_t>(T * n));
+  VectorXd x, z(n);
+  auto draw = [&](const VectorXd& mean, const MatrixXd& cov, int64_t t) {
+    for (int64_t c = 0; c < n; ++c)
+      z[c] = normal(t, c);
+    return VectorXd(mean + square_root(cov) * z);
+  };
+  for (int64_t t = T - 1; t >= 0; --t) {
+    if (t == T - 1) {
+      x = draw(f.filt_mean[t], f.filt_cov[t], t);
+    } else {
+      // x_t | x_{t+1}, y_{0:t}: mean m_f + G (x_{t+1} - m_pred), covariance P_f - G F P_f, with
+      // the smoother's gain G = P_f F' P_pred^-1.
+      const MatrixXd rhs = f.F[t + 1] * f.filt_cov[t];
+      const MatrixXd G = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
+      const MatrixXd cov = f.filt_cov[t] - G * rhs;
+      x = draw(f.filt_mean[t] + G * (x - f.pred_mean[t + 1]), 0.5 * (cov + cov.transpose()), t);
+    }
+    if (!x.allFinite())
+      throw Error(fmt::format("{}: the path drawn at t={} is not finite", kKalmanName, t));
+    std::copy(x.data(), x.data() + n, path.begin() + t * n);
+  }
+  return path;
+}
+
 } // namespace ssm

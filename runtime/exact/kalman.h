@@ -1,7 +1,8 @@
 // Exact filtering and smoothing of linear-Gaussian models: the Kalman filter and the
-// Rauch-Tung-Striebel smoother, on the matrices that the compiled model's linear_gaussian kernel
-// computes at each step (docs/abi.md); and the unscented Kalman filter for nonlinear models with
-// Gaussian noise. Missing observation components (NaN) drop their rows.
+// Rauch-Tung-Striebel smoother and draws of the state path by backward sampling, on the matrices
+// that the compiled model's linear_gaussian kernel computes at each step (docs/abi.md); and the
+// unscented Kalman filter for nonlinear models with Gaussian noise. Missing observation components
+// (NaN) drop their rows.
 #pragma once
 
 #include "core/csv.h"
@@ -11,6 +12,7 @@
 #include "kernel/abi.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ssm {
@@ -53,5 +55,14 @@ SmoothResult smooth_rts(const ssm_model& model, const ModelInfo& info,
 std::vector<StepPoints> rts_points(const ssm_model& model, const ModelInfo& info,
                                    const std::vector<double>& fixed, const ObsData& data,
                                    double& log_likelihood);
+
+// One draw of the whole state path from the exact smoothing distribution, by forward filtering
+// and backward sampling (Carter & Kohn 1994; Frühwirth-Schnatter 1994): x_t's component c at
+// [t * n_state + c], `normal(t, c)` giving the standard normal draws (the caller's random
+// streams); the log-likelihood in `log_likelihood`.
+std::vector<double> kalman_path_draw(const ssm_model& model, const ModelInfo& info,
+                                     const std::vector<double>& fixed, const ObsData& data,
+                                     const std::function<double(int64_t, int64_t)>& normal,
+                                     double& log_likelihood);
 
 } // namespace ssm

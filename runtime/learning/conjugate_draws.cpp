@@ -43,8 +43,9 @@ double log_gamma_draw(double shape, uint64_t seed, uint32_t chain, uint32_t iter
 } // namespace
 
 ConjugateDraws::ConjugateDraws(const ssm_model& model, const ModelInfo& info,
-                               const ParameterSpace& space, const std::vector<double>& theta)
-    : model_(model), info_(info), stats_(info, space, false, {}) {
+                               const ParameterSpace& space, const std::vector<double>& theta,
+                               const std::vector<ObsData>& series)
+    : model_(model), info_(info), stats_(info, space, false, series) {
   stats_.set_context("sample (gibbs)");
   if (!stats_.numeric().empty()) {
     // The parameter at the root: another one may be listed only because it shares a piece with
@@ -357,7 +358,7 @@ void ConjugateDraws::draw_coefficients(std::vector<double>& theta, const ClosedF
   if (llt.info() != Eigen::Success || !P.allFinite())
     throw Error(fmt::format("sample (gibbs): the conditional precision of the coefficients is "
                             "not positive definite at iteration {} of chain {} (a noise variance "
-                            "of 0, or no item informs a coefficient with a flat prior)",
+                            "of 0, or no data informs a coefficient with a flat prior)",
                             iteration, chain + 1));
   Eigen::VectorXd z(J);
   for (Eigen::Index j = 0; j < J; ++j)

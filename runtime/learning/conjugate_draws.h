@@ -32,9 +32,11 @@ class ConjugateDraws {
 public:
   // Every learned parameter of `space` must have a conjugate piece and a prior of the matching
   // form at `theta` (parameters then data values): throws ssm::Error naming the first that does
-  // not, with why.
+  // not, with why. `series`: the data whose missing observations stay missing (a piece with
+  // partly missing observations at some step has no conjugate conditional); empty when every
+  // missing observation is drawn.
   ConjugateDraws(const ssm_model& model, const ModelInfo& info, const ParameterSpace& space,
-                 const std::vector<double>& theta);
+                 const std::vector<double>& theta, const std::vector<ObsData>& series);
 
   // Statistics to fill (reset(), then add() every step's completed values, as for the M-step):
   // one per chain, since chains run in parallel.

@@ -1,10 +1,11 @@
-// Gibbs sampling of plate models: see gibbs.h.
+// Gibbs sampling of plate models and time series: see gibbs.h.
 #include "learning/gibbs.h"
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/thread_pool.h"
 #include "exact/finite_state.h"
+#include "exact/kalman.h"
 #include "kernel/rng.h"
 #include "kernel/sampler_algorithms.h"
 #include "learning/conjugate_draws.h"
@@ -254,6 +255,32 @@ private:
   }
 };
 
+// The start of a chain: the given values for the first, dispersed ones on the unconstrained
+// scale for the others (as pmmh's), so that R-hat can see a chain that has not mixed.
+std::vector<double> chain_start(const MethodRun& run, const ParameterSpace& space, uint32_t chain) {
+  std::vector<double> theta = *run.fixed;
+  if (chain > 0) {
+    const size_t n = static_cast<size_t>(space.n_theta());
+    std::vector<double> u = space.unconstrain({theta.data(), n});
+    for (size_t k = 0; k < u.size(); ++k)
+      u[k] += philox_u01(run.seed, chain, 0, kSiteInit, static_cast<uint32_t>(k)) - 0.5;
+    space.constrain(u, {theta.data(), n});
+  }
+  return theta;
+}
+
+// lp__ (the log posterior of theta up to a constant: the log prior plus `log_likelihood`),
+// theta and the imputed values, as a kept draw.
+void keep(const ModelInfo& info, const ssm_model& model, const std::vector<double>& theta,
+          double log_likelihood, Posterior::Chain& out, std::vector<double>& prior) {
+  prior.assign(1 + static_cast<size_t>(info.n_theta), 0.0);
+  model.prior_logpdf(theta.data(), prior.data());
+  out.theta.emplace_back(theta.begin(), theta.begin() + info.n_theta);
+  out.lp.push_back(prior[0] + log_likelihood);
+  out.accept_stat.push_back(1.0);
+  out.imputed.emplace_back();
+}
+
 Posterior::Chain run_chain(const Setup& s, uint32_t chain,
                            const std::function<void(int64_t, int64_t)>& progress) {
   const MethodRun& run = s.run;
@@ -262,14 +289,7 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
   const Items& items = s.items;
   const int64_t d = info.n_state, m = info.n_obs;
   const uint64_t seed = run.seed;
-  std::vector<double> theta = *run.fixed;
-  if (chain > 0) { // dispersed starts on the unconstrained scale, as pmmh's
-    const size_t n = static_cast<size_t>(s.space.n_theta());
-    std::vector<double> u = s.space.unconstrain({theta.data(), n});
-    for (size_t k = 0; k < u.size(); ++k)
-      u[k] += philox_u01(seed, chain, 0, kSiteInit, static_cast<uint32_t>(k)) - 0.5;
-    s.space.constrain(u, {theta.data(), n});
-  }
+  std::vector<double> theta = chain_start(run, s.space, chain);
   std::vector<double> x = items.latents, y = data.y, ybuf(static_cast<size_t>(m)), prior;
   FreeItems free_items(run.model, info, s.finite);
   ClosedFormMStep stats = s.draws.statistics();
@@ -295,22 +315,18 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
       y[static_cast<size_t>(t * m + c)] = ybuf[static_cast<size_t>(c)];
     }
     if (i > s.opt.warmup) {
-      // lp__: log p(theta) + log p(free items' observations | theta) + the given items' log
-      // p(latents, observations | theta): the log posterior of theta up to a constant.
-      prior.assign(1 + static_cast<size_t>(info.n_theta), 0.0);
-      run.model.prior_logpdf(theta.data(), prior.data());
-      double lp = prior[0] + log_likelihood;
+      // The likelihood: the free items' observations, and the given items' latents and
+      // observations.
+      double ll = log_likelihood;
       for (int64_t t : items.given) {
         double a = 0, b = 0;
         if (d > 0)
           run.model.init_logpdf(f, 0, 1, 1, x.data() + t * d, &a);
         run.model.obs_logpdf(f, t, 0, 1, 1, x.data() + t * d, data.at(t), &b);
-        lp += a + b;
+        ll += a + b;
       }
-      out.theta.emplace_back(theta.begin(), theta.begin() + info.n_theta);
-      out.lp.push_back(lp);
-      out.accept_stat.push_back(1.0);
-      std::vector<double>& imputed = out.imputed.emplace_back();
+      keep(info, run.model, theta, ll, out, prior);
+      std::vector<double>& imputed = out.imputed.back();
       for (const Items::Imputed& v : items.imputed)
         imputed.push_back(v.obs ? y[static_cast<size_t>(v.item * m + v.c)]
                                 : x[static_cast<size_t>(v.item * d + v.c)]);
@@ -329,12 +345,135 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
   return out;
 }
 
+// A time series: each sweep draws every series' state path from its exact smoothing law
+// (forward filtering, backward sampling), then the parameters given the paths and the
+// observations (a missing one leaves its pieces out at its step: it is marginalised).
+struct SeriesSetup {
+  const MethodRun& run;
+  const ParameterSpace& space;
+  const SampleOptions& opt;
+  const ConjugateDraws& draws;
+  const std::vector<ObsData>& series;
+  const std::vector<int64_t>& first_row; // of each series in the data
+  bool finite = false;
+};
+
+Posterior::Chain run_series_chain(const SeriesSetup& s, uint32_t chain,
+                                  const std::function<void(int64_t, int64_t)>& progress) {
+  const MethodRun& run = s.run;
+  const ModelInfo& info = run.info;
+  const int64_t d = info.n_state;
+  const uint64_t seed = run.seed;
+  std::vector<double> theta = chain_start(run, s.space, chain), prior;
+  std::vector<std::vector<double>> paths(s.series.size());
+  ClosedFormMStep stats = s.draws.statistics();
+  Posterior::Chain out;
+  const int64_t total = s.opt.warmup + s.opt.iterations;
+  StepPoints one;
+  one.count = 1;
+  one.weight = {1.0};
+  for (int64_t i = 1; i <= total; ++i) {
+    const auto it = static_cast<uint32_t>(i);
+    double log_likelihood = 0;
+    for (size_t k = 0; k < s.series.size(); ++k) {
+      const auto row = static_cast<uint32_t>(s.first_row[k]);
+      double ll = 0;
+      paths[k] = s.finite ? finite_path_draw(
+                                run.model, info, theta, s.series[k],
+                                [&](int64_t t) {
+                                  return philox_u01(seed, chain, it, kSiteLatent,
+                                                    row + static_cast<uint32_t>(t));
+                                },
+                                ll)
+                          : kalman_path_draw(
+                                run.model, info, theta, s.series[k],
+                                [&](int64_t t, int64_t c) {
+                                  return detail::std_normal_at(seed, chain, it, kSiteLatent,
+                                                               (row + static_cast<uint32_t>(t)) *
+                                                                       static_cast<uint32_t>(d) +
+                                                                   static_cast<uint32_t>(c));
+                                },
+                                ll);
+      log_likelihood += ll;
+    }
+    if (i > s.opt.warmup) {
+      keep(info, run.model, theta, log_likelihood, out, prior);
+      for (const std::vector<double>& path : paths)
+        out.imputed.back().insert(out.imputed.back().end(), path.begin(), path.end());
+    }
+    stats.reset();
+    for (size_t k = 0; k < s.series.size(); ++k)
+      for (int64_t t = 0; t < s.series[k].T; ++t) {
+        const auto at = paths[k].begin() + t * d;
+        if (t == 0)
+          one.prev.assign(static_cast<size_t>(d), std::nan(""));
+        else
+          one.prev.assign(at - d, at);
+        one.cur.assign(at, at + d);
+        stats.add(t, one, s.series[k].at(t));
+      }
+    s.draws.draw(theta, stats, seed, chain, it);
+    if (progress)
+      progress(i, total);
+  }
+  out.acceptance_rate = 1;
+  return out;
+}
+
+Posterior sample_series(const MethodRun& run, const SampleOptions& opt,
+                        const ParameterSpace& space) {
+  const ModelInfo& info = run.info;
+  const ObsData& data = *run.data;
+  const bool finite = enumerable(info); // else linear-Gaussian: gibbs_refusal checked
+  // A missing observation that another relation reads: the statistics would drop its piece at
+  // that step, though the other relation's density still depends on its parameters.
+  const std::vector<int64_t>& read = info.em_steps.observations_read;
+  for (int64_t t = 0; t < data.T; ++t)
+    for (int64_t c : read)
+      if (std::isnan(data.at(t)[c]))
+        throw Error(fmt::format("{}:{}: column '{}' is missing, and another relation reads it: "
+                                "the parameters' conditionals would not be exact (gibbs "
+                                "marginalises a missing observation of a time series only when "
+                                "nothing else reads it)",
+                                data.source, data.line(t), obs_columns(info)[c]));
+  std::vector<ObsData> series;
+  std::vector<int64_t> first_row;
+  const bool several = !data.series.start.empty();
+  for (int64_t k = 0; k < data.series.count(); ++k) {
+    series.push_back(several ? data.one_series(k) : data);
+    first_row.push_back(several ? data.series.start[k] : 0);
+  }
+  const ConjugateDraws draws(run.model, info, space, *run.fixed, series);
+  Posterior post;
+  post.likelihood = finite ? "forward" : "kalman";
+  post.exact_likelihood = true;
+  post.warmup = opt.warmup;
+  post.iterations = opt.iterations;
+  for (const LearnedParam& p : space.learned())
+    post.learned.push_back(info.params[p.index].name);
+  for (int64_t t = 0; t < data.T; ++t) // the rows of the data, 1-based as Stan's indices
+    for (const VarInfo& v : info.state)
+      for (int64_t c = 0; c < v.size; ++c)
+        post.imputed_names.push_back(imputed_name(v, t, c));
+  nlohmann::json conditionals = nlohmann::json::object();
+  for (const auto& [name, what] : draws.conditionals())
+    conditionals[name] = what;
+  post.details = {{"conditionals", conditionals},
+                  {"series", series.size()},
+                  {"steps", data.T},
+                  {"states", "the state path, drawn by forward filtering and backward sampling"}};
+  const SeriesSetup setup{run, space, opt, draws, series, first_row, finite};
+  post.chains.resize(static_cast<size_t>(opt.chains));
+  run_independent(opt.chains, run.threads, [&](int64_t c) {
+    post.chains[static_cast<size_t>(c)] =
+        run_series_chain(setup, static_cast<uint32_t>(c), c == 0 ? run.progress : nullptr);
+  });
+  return post;
+}
+
 } // namespace
 
 Refusal gibbs_refusal(const ssm_model& model, const ModelInfo& info) {
-  if (info.step != "n")
-    return "gibbs samples models over a plate (static latent-variable models); this one is a "
-           "time series";
   if (Refusal why = networks_refusal(info))
     return why;
   if (!info.net_calls.empty()) // a guide's: their outputs sit in the state beside the latents
@@ -343,6 +482,9 @@ Refusal gibbs_refusal(const ssm_model& model, const ModelInfo& info) {
     return "the model's metadata has no em-m-steps analysis (built by an older ssmc)";
   if (!model.prior_logpdf)
     return fmt::format("the compiler derived no prior density: {}", info.no_prior_reason);
+  if (info.step != "n" && !enumerable(info) && !(info.linear_gaussian && model.linear_gaussian))
+    return "gibbs draws a time series' state path exactly, which needs finite or "
+           "linear-Gaussian states (`info` says why this model's are neither); sample by pmmh";
   return std::nullopt;
 }
 
@@ -351,12 +493,15 @@ Posterior sample_gibbs(const MethodRun& run, const SampleOptions& opt) {
   if (Refusal why = gibbs_refusal(run.model, info))
     throw Error(fmt::format("sample --method gibbs: {}", *why));
   for (const VarInfo& v : info.state)
-    if (v.hidden)
-      throw Error(fmt::format("sample --method gibbs: the model has a derived state '{}', which "
-                              "gibbs does not draw yet",
-                              v.name));
+    if (v.hidden) // x@lag2: a copy of x[t-2] that makes the state first-order
+      throw Error(fmt::format("sample --method gibbs: the model reads '{}' at a lag beyond 1, "
+                              "carried in a hidden copy of the state, which gibbs does not draw "
+                              "yet; sample by pmmh",
+                              v.name.substr(0, v.name.find('@'))));
   const ParameterSpace space = sampled_parameters(run, opt.fixed);
-  const ConjugateDraws draws(run.model, info, space, *run.fixed);
+  if (info.step != "n")
+    return sample_series(run, opt, space);
+  const ConjugateDraws draws(run.model, info, space, *run.fixed, {});
   const Items items = split_items(info, *run.data);
   const bool finite = enumerable(info);
   if (!items.free.empty() && info.n_state > 0 && !finite &&

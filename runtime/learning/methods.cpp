@@ -149,12 +149,18 @@ Optimum run_adam(const MethodRun& run) {
   return maximize_stochastic(smoother, at, optimize_options(run), adam);
 }
 
-Posterior run_pmmh(const MethodRun& run) {
+// What every MCMC method of `sample` reads: --fix, --chains, --warmup, --iterations.
+SampleOptions chain_options(const MethodRun& run) {
   SampleOptions opt;
   opt.fixed = run.options.names("--fix");
   opt.chains = run.options.integer("--chains");
   opt.warmup = run.options.integer("--warmup");
   opt.iterations = run.options.integer("--iterations");
+  return opt;
+}
+
+Posterior run_pmmh(const MethodRun& run) {
+  SampleOptions opt = chain_options(run);
   opt.particles = run.options.integer("--particles");
   opt.filter = run.options.word("--filter");
   return sample_pmmh(run, opt);
@@ -242,20 +248,13 @@ void register_sampling(MethodRegistry& registry) {
 
   Method gibbs;
   gibbs.name = kGibbsName;
-  gibbs.title = "Gibbs sampling of a plate model from conjugate full conditionals, with the "
-                "latent values the data does not give";
+  gibbs.title = "Gibbs sampling from conjugate full conditionals, with the latent values the "
+                "data does not give (plate models; time series with exact path draws)";
   gibbs.task = Task::Sample;
   gibbs.rank = 3;
   gibbs.applies = gibbs_refusal;
   gibbs.options = {"--fix", "--chains", "--warmup", "--iterations"};
-  gibbs.sample = [](const MethodRun& run) {
-    SampleOptions opt;
-    opt.fixed = run.options.names("--fix");
-    opt.chains = run.options.integer("--chains");
-    opt.warmup = run.options.integer("--warmup");
-    opt.iterations = run.options.integer("--iterations");
-    return sample_gibbs(run, opt);
-  };
+  gibbs.sample = [](const MethodRun& run) { return sample_gibbs(run, chain_options(run)); };
   registry.add(std::move(gibbs));
 }
 

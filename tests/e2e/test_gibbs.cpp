@@ -3,8 +3,10 @@
 // Bayesian linear regression's closed form (and a Kolmogorov-Smirnov test of the predictive's
 // draws), the inverse-gamma conditional of its variance against the closed-form posterior, the
 // generative model's predictive against quadrature; a two-component Gaussian mixture's
-// parameters and labels against the posterior by enumeration of every labelling. Means within 4
-// Monte Carlo standard errors (from the bulk ESS), sds within 6%. Then the refusals.
+// parameters and labels against the posterior by enumeration of every labelling; a local level
+// model's variances (its state path by forward filtering and backward sampling) against
+// quadrature. Means within 4 Monte Carlo standard errors (from the bulk ESS), sds within 6%. Then
+// the refusals.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -274,6 +276,141 @@ TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
   }
 }
 
+// A local level model with inverse-gamma priors on both variances: the classic data-augmentation
+// Gibbs sampler of a dynamic linear model (the state path by forward filtering and backward
+// sampling, then each variance), against the posterior by quadrature with the Kalman likelihood.
+const char* kLocalLevel = R"(
+model local_level {
+  param v_eta : real(0, inf) ~ inverse_gamma(3, 2) = 1;
+  param v_eps : real(0, inf) ~ inverse_gamma(3, 2) = 1;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 10);
+  x[t] ~ normal(x[t-1], sqrt(v_eta));
+  y[t] ~ normal(x[t], sqrt(v_eps));
+}
+)";
+
+double local_level_loglik(const std::vector<double>& y, double v_eta, double v_eps) {
+  double m = 0, P = 100, ll = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0)
+      P += v_eta;
+    if (std::isnan(y[t]))
+      continue;
+    const double S = P + v_eps, e = y[t] - m;
+    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + e * e / S);
+    m += P / S * e;
+    P -= P * P / S;
+  }
+  return ll;
+}
+
+TEST_CASE("gibbs: a local level model's variances match quadrature", "[sample][gibbs]") {
+  const std::string& exe = model_exe("local_level", kLocalLevel);
+  const std::string data = scratch_path("local_level.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "4", "--out", data});
+  std::vector<double> y = read_table(data).column("y");
+  y[20] = std::nan(""); // a missing observation is marginalised
+  std::string csv = "y\n";
+  for (double v : y)
+    csv += std::isnan(v) ? std::string("\n") : std::to_string(v) + "\n";
+  write_file(data, csv);
+  // The midpoint rule on (0, 4] x (0, 4] under the IG(3, 2) priors.
+  const int n = 300;
+  std::vector<double> lp(n * n);
+  double top = -INFINITY;
+  auto log_prior = [](double v) { return -4 * std::log(v) - 2 / v; };
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double a = 4.0 * (i + 0.5) / n, b = 4.0 * (j + 0.5) / n;
+      lp[i * n + j] = local_level_loglik(y, a, b) + log_prior(a) + log_prior(b);
+      top = std::max(top, lp[i * n + j]);
+    }
+  double z = 0, a1 = 0, a2 = 0, b1 = 0, b2 = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double a = 4.0 * (i + 0.5) / n, b = 4.0 * (j + 0.5) / n;
+      const double w = std::exp(lp[i * n + j] - top);
+      z += w;
+      a1 += w * a;
+      a2 += w * a * a;
+      b1 += w * b;
+      b2 += w * b * b;
+    }
+  const nlohmann::json j = gibbs(exe, data, {});
+  CHECK(j["likelihood"] == "kalman");
+  CHECK(j["details"]["conditionals"]["v_eta"] == "inverse-gamma");
+  check_moments(j, "v_eta", a1 / z, std::sqrt(a2 / z - a1 * a1 / z / z));
+  check_moments(j, "v_eps", b1 / z, std::sqrt(b2 / z - b1 * b1 / z / z));
+  CHECK(j["summary"].contains("x.60")); // the state path, as generated quantities
+}
+
+// A two-state HMM of counts with a fixed transition matrix: the state path by the forward
+// algorithm and backward sampling, the rates from their gamma conditionals, the initial
+// probabilities from their Dirichlet one; against enumeration of the 64 paths.
+TEST_CASE("gibbs: an HMM's rates and paths match enumeration", "[sample][gibbs]") {
+  const std::string& exe = model_exe("hmm_gibbs", R"(
+model hmm_gibbs {
+  param P : matrix[2, 2] = [[0.9, 0.1], [0.4, 0.6]];
+  param p0 : simplex[2] ~ dirichlet([1, 1]) = [0.5, 0.5];
+  param lambda : vector[2] ~ gamma([2, 8], [1, 1]) = [2, 8];
+  state z : int[0..1];
+  obs y : int;
+  z[0] ~ categorical(p0);
+  z[t] ~ categorical(P[z[t-1]]);
+  y[t] ~ poisson(lambda[z[t]]);
+}
+)");
+  const std::vector<int> y = {1, 0, 2, 9, 7, 10};
+  const std::string data = scratch_path("hmm_gibbs.csv");
+  std::string csv = "y\n";
+  for (int v : y)
+    csv += std::to_string(v) + "\n";
+  write_file(data, csv);
+  const nlohmann::json j = gibbs(exe, data, {"--fix", "P"});
+  CHECK(j["likelihood"] == "forward");
+  CHECK(j["details"]["conditionals"]["lambda"] == "gamma");
+  // p(z | y) is proportional to (1/2) prod P[z_t-1, z_t] (p0 integrated under Dirichlet(1, 1))
+  // times each state's gamma-Poisson marginal; given z the rates are gamma, p0 Dirichlet.
+  const double P[2][2] = {{0.9, 0.1}, {0.4, 0.6}}, a[2] = {2, 8}, b[2] = {1, 1};
+  double total = 0, m1[2] = {}, m2[2] = {}, p00 = 0, ones[6] = {};
+  for (int z = 0; z < 64; ++z) {
+    auto state = [&](int t) { return (z >> t) & 1; };
+    double log_p = std::log(0.5), S[2] = {}, n[2] = {};
+    for (int t = 0; t < 6; ++t) {
+      if (t > 0)
+        log_p += std::log(P[state(t - 1)][state(t)]);
+      S[state(t)] += y[t];
+      n[state(t)] += 1;
+    }
+    for (int k = 0; k < 2; ++k)
+      log_p += a[k] * std::log(b[k]) - std::lgamma(a[k]) + std::lgamma(a[k] + S[k]) -
+               (a[k] + S[k]) * std::log(b[k] + n[k]);
+    const double p = std::exp(log_p);
+    total += p;
+    for (int k = 0; k < 2; ++k) {
+      const double shape = a[k] + S[k], rate = b[k] + n[k];
+      m1[k] += p * shape / rate;
+      m2[k] += p * shape * (shape + 1) / (rate * rate);
+    }
+    p00 += p * (1.0 + (state(0) == 0)) / 3;
+    for (int t = 0; t < 6; ++t)
+      ones[t] += p * state(t);
+  }
+  for (int k = 0; k < 2; ++k)
+    check_moments(j, "lambda[" + std::to_string(k) + "]", m1[k] / total,
+                  std::sqrt(m2[k] / total - std::pow(m1[k] / total, 2)));
+  const nlohmann::json& s = j["summary"]["p0[0]"];
+  CHECK(std::abs(s["mean"].get<double>() - p00 / total) < 4 * s["mcse_mean"].get<double>());
+  for (int t = 0; t < 6; ++t) {
+    const nlohmann::json& zt = j["summary"]["z." + std::to_string(t + 1)];
+    INFO("z." << t + 1 << ": " << zt.dump() << " vs P(z = 1) = " << ones[t] / total);
+    CHECK(std::abs(zt["mean"].get<double>() - ones[t] / total) <
+          4 * zt["mcse_mean"].get<double>() + 1e-3);
+  }
+}
+
 TEST_CASE("gibbs: refusals name what is missing", "[sample][gibbs]") {
   const std::string& mixture = model_exe("gmm2", kMixture);
   const std::string data = scratch_path("gmm2-bad.csv");
@@ -323,18 +460,18 @@ model obs_chain {
   write_file(data, "u,x,e\n0.5,1,0.2\n0.3,,0.1\n");
   refused({chained, "sample", "--method", "gibbs", "--data", data, "--json"},
           "gmm2-bad.csv:3: column 'x' is missing, and the model's observations read each other");
-  // A time series is not a plate model.
-  const std::string& ar = model_exe("ar1_gibbs", R"(
-model ar1_gibbs {
-  param rho ~ normal(0, 1) = 0.5;
+  // A time series whose states are neither finite nor linear-Gaussian has no exact path draw.
+  const std::string& sv = model_exe("sv_gibbs", R"(
+model sv_gibbs {
+  param mu ~ normal(0, 1) = 0;
   state x : real;
   obs y : real;
-  x[0] ~ normal(0, 1);
-  x[t] ~ normal(rho * x[t-1], 1);
-  y[t] ~ normal(x[t], 1);
+  x[0] ~ normal(mu, 1);
+  x[t] ~ normal(0.9 * x[t-1] + mu, 0.3);
+  y[t] ~ normal(0, exp(x[t] / 2));
 }
 )");
   write_file(data, "y\n1\n2\n");
-  refused({ar, "sample", "--method", "gibbs", "--data", data, "--json"},
-          "gibbs samples models over a plate");
+  refused({sv, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "needs finite or linear-Gaussian states");
 }
