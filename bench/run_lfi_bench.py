@@ -16,8 +16,10 @@ simulators compiled by ssmc against the sbibm tasks' reference posteriors and sb
    gaussian_linear (10-D) analytic, N(x_o / 2, 0.05 I); two_moons by rejection from the uniform
    prior with its exact likelihood (the density of the radius and the uniform angle, over the
    Jacobian r); sir and lotka_volterra by tempered SMC (`posterior --ratio exact --sampler smc`,
-   10^4 draws, 20 moves per step) with their exact likelihoods; gaussian_mixture by rejection
-   (a component, then its normal around x_o, kept inside the prior's box). sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
+   10^4 draws, 20 moves per step) with their exact likelihoods, slcp's too, then its four
+   mirror-image modes given equal mass by random sign flips; gaussian_mixture by rejection
+   (a component, then its normal around x_o, kept inside the prior's box); bernoulli_glm by
+   random-walk Metropolis on its exact posterior given the sufficient statistics. sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
    over 10 observations) are printed beside them.
 """
 import json
@@ -43,7 +45,12 @@ BUDGETS = (1000, 10000, 100000)
 # where the posterior is not too narrow for it; Lotka-Volterra's accepts about 1 prior draw in
 # 10^6, so tempered SMC with 20 moves per step, as its reference.
 AR_SAMPLER = ["--sampler", "ar", "--bound-draws", "100000"]
-POSTERIOR_SAMPLER = {"lotka_volterra": ["--sampler", "smc", "--moves", "20"]}
+POSTERIOR_SAMPLER = {"lotka_volterra": ["--sampler", "smc", "--moves", "20"],
+                     "slcp": ["--sampler", "smc", "--moves", "20"],
+                     "bernoulli_glm": ["--sampler", "smc", "--moves", "20"]}
+# Options every run of a task's executable takes: bernoulli_glm's design matrix.
+TASK_ARGS = {"bernoulli_glm": ["--data-file",
+                               os.path.join(ROOT, "examples", "data", "bernoulli_glm.json")]}
 
 
 def run(args, json_out=True):
@@ -105,6 +112,65 @@ def gaussian_mixture_reference(x_o, n, rng):
 def write_json(path, value):
     with open(path, "w") as f:
         json.dump(value, f)
+
+
+def read_draws(path):
+    with open(path) as f:
+        lines = [line for line in f if not line.startswith("#")]
+    header = lines[0].strip().split(",")
+    return header, np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
+
+
+def symmetrise_slcp(path, rng):
+    """SLCP's likelihood reads theta[2] and theta[3] only squared and its prior is symmetric, so
+    its posterior has four modes of equal mass, mirror images of each other. Tempered SMC finds
+    all four with uneven mass; flipping the two signs of each draw at random makes the masses
+    exact and keeps each mode's shape."""
+    header, draws = read_draws(path)
+    columns = [header.index("theta.3"), header.index("theta.4")]
+    for c in columns:
+        draws[:, c] = np.abs(draws[:, c]) * rng.choice([-1.0, 1.0], len(draws))
+    write_draws(path, draws[:, [header.index("theta.%d" % (k + 1)) for k in range(5)]])
+
+
+def bernoulli_glm_reference(x_o, n, rng):
+    """The Bernoulli GLM's posterior given its sufficient statistics x = X'y: the likelihood is
+    exp(theta'x - sum_i log(1 + exp(X_i theta))), whatever the spikes behind x. sbibm samples it
+    by Polya-Gamma Gibbs; here 100 random-walk Metropolis chains run side by side, with the
+    Laplace approximation's covariance (scaled by 2.38^2 / 10) as the step, 2000 warmup steps,
+    then every 25th of the next 2500 steps (sbibm's thinning)."""
+    with open(os.path.join(ROOT, "examples", "data", "bernoulli_glm.json")) as f:
+        X = np.array(json.load(f)["X"])
+    M = 9
+    D = np.eye(M) - np.diag(np.ones(M - 1), -1)
+    F = D @ D + np.diag(np.sqrt(np.arange(M) / M))
+    B = np.zeros((10, 10))
+    B[0, 0] = 0.5
+    B[1:, 1:] = F.T @ F
+
+    def log_post(theta):  # theta: chains x 10
+        psi = theta @ X.T
+        return theta @ x_o - np.logaddexp(0, psi).sum(1) - 0.5 * np.einsum("ci,ij,cj->c", theta,
+                                                                            B, theta)
+    mode = np.zeros(10)
+    for _ in range(50):  # Newton on the log posterior
+        p = 1 / (1 + np.exp(-(X @ mode)))
+        grad = X.T @ (0 - p) + x_o - B @ mode
+        H = X.T @ (X * (p * (1 - p))[:, None]) + B
+        mode = mode + np.linalg.solve(H, grad)
+    L = np.linalg.cholesky(np.linalg.inv(H) * 2.38 ** 2 / 10)
+    chains = n // 100
+    theta = mode + rng.standard_normal((100, 10)) @ np.linalg.cholesky(np.linalg.inv(H)).T
+    lp = log_post(theta)
+    out = []
+    for step in range(2000 + 25 * chains):
+        proposal = theta + rng.standard_normal((100, 10)) @ L.T
+        lp_new = log_post(proposal)
+        accept = np.log(rng.uniform(size=100)) < lp_new - lp
+        theta[accept], lp[accept] = proposal[accept], lp_new[accept]
+        if step >= 2000 and (step - 2000) % 25 == 24:
+            out.append(theta.copy())
+    return np.concatenate(out)[:n]
 
 
 def write_draws(path, draws):
@@ -173,6 +239,7 @@ def task_run(build, work, task, budgets, rng, nre_args):
     exe = os.path.join(work, task)
     run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
     ref_path = os.path.join(work, task + "_reference.csv")
+    extra = TASK_ARGS.get(task, [])
     observed = os.path.join(work, task + "_xo.json")
     if task == "two_moons":
         x_o = np.array([0.0, 0.0])  # the crescent's centre: a bimodal posterior
@@ -180,7 +247,7 @@ def task_run(build, work, task, budgets, rng, nre_args):
         observed_json = {"x": x_o.tolist()}
     else:  # x_o simulated with seed 7
         one = os.path.join(work, task + "_xo.csv")
-        sim = run([exe, "simulate", "--n", "1", "--seed", "7", "--json", "--out", one])
+        sim = run([exe, "simulate", "--n", "1", "--seed", "7", "--json", "--out", one] + extra)
         with open(one) as f:
             row = dict(zip(f.readline().strip().split(","),
                            (float(v) for v in f.readline().split(","))))
@@ -190,26 +257,32 @@ def task_run(build, work, task, budgets, rng, nre_args):
         if task == "gaussian_linear":
             x_o = np.array(observed_json["x"])
             write_draws(ref_path, rng.normal(x_o / 2, math.sqrt(0.05), (10000, len(x_o))))
+        elif task == "bernoulli_glm":
+            x_o = np.array(observed_json["x"])
+            write_draws(ref_path, bernoulli_glm_reference(x_o, 10000, rng))
         elif task == "gaussian_mixture":
             x_o = np.array(observed_json["x"])
             write_draws(ref_path, gaussian_mixture_reference(x_o, 10000, rng))
         else:  # the exact likelihood, by tempered SMC: 10^4 nearly independent draws
             write_json(observed, observed_json)
             run([exe, "posterior", "--ratio", "exact", "--observed", observed, "--sampler", "smc",
-                 "--draws", "10000", "--moves", "20", "--seed", "9", "--out", ref_path, "--json"])
+                 "--draws", "10000", "--moves", "20", "--seed", "9", "--out", ref_path, "--json"] +
+                extra)
+            if task == "slcp":
+                symmetrise_slcp(ref_path, rng)
     write_json(observed, observed_json)
     rows = []
     for i, budget in enumerate(budgets):
         pairs = os.path.join(work, "%s_%d.csv" % (task, budget))
         ratio = os.path.join(work, "%s_%d.ratio" % (task, budget))
         post = os.path.join(work, "%s_%d_post.csv" % (task, budget))
-        _, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out", pairs],
-                         json_out=False)
+        _, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out", pairs] +
+                         extra, json_out=False)
         fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed", "3",
-                            "--json"] + nre_args)
+                            "--json"] + nre_args + extra)
         p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", observed,
                            "--draws", "10000", "--seed", "5", "--out", post, "--json"] +
-                          POSTERIOR_SAMPLER.get(task, AR_SAMPLER))
+                          POSTERIOR_SAMPLER.get(task, AR_SAMPLER) + extra)
         c = run([os.path.join(build, "bin", "ssmc"), "c2st", post, ref_path, "--json",
                  "--threads", str(os.cpu_count() or 1)])
         sbi = SBI_NRE.get(task, (None,) * 3)[BUDGETS.index(budget)] if budget in BUDGETS else None
