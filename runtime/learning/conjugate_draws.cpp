@@ -40,6 +40,11 @@ double log_gamma_draw(double shape, uint64_t seed, uint32_t chain, uint32_t iter
   return g;
 }
 
+// The theta component of a normal piece's noise (its sd or variance) in noise group `grp`.
+int64_t noise_slot(const EmPiece& piece, size_t grp) {
+  return piece.noise_theta.size() > 1 ? piece.noise_theta[grp] : piece.noise_theta[0];
+}
+
 } // namespace
 
 ConjugateDraws::ConjugateDraws(const ssm_model& model, const ModelInfo& info,
@@ -64,6 +69,7 @@ ConjugateDraws::ConjugateDraws(const ssm_model& model, const ModelInfo& info,
   for (int64_t k : stats_.active()) {
     const EmPiece& piece = em.pieces[k];
     if (piece.family == "normal") {
+      normal_pieces_.push_back(k);
       bool learned_coefficient = false;
       for (int64_t c : stats_.gaussian(k).coefficients)
         if (stats_.updated(c)) {
@@ -318,11 +324,8 @@ void ConjugateDraws::draw_coefficients(std::vector<double>& theta, const ClosedF
   Eigen::MatrixXd P;
   Eigen::VectorXd linear;
   gaussian_prior(theta, P, linear);
-  const EmStepsInfo& em = info_.em_steps;
-  for (int64_t k : stats_.active()) {
-    const EmPiece& piece = em.pieces[k];
-    if (piece.family != "normal")
-      continue;
+  for (int64_t k : normal_pieces_) {
+    const EmPiece& piece = info_.em_steps.pieces[k];
     const ClosedFormMStep::Gaussian& gs = stats.gaussian(k);
     const auto Jk = static_cast<Eigen::Index>(gs.coefficients.size());
     std::vector<Eigen::Index> index(Jk, -1); // into the block; -1: a fixed coefficient
@@ -336,9 +339,8 @@ void ConjugateDraws::draw_coefficients(std::vector<double>& theta, const ClosedF
     for (size_t grp = 0; grp < gs.moments.size(); ++grp) {
       double variance = piece.noise_value * piece.noise_value; // a constant sd
       if (piece.noise == "sd" || piece.noise == "variance") {
-        const int64_t slot =
-            piece.noise_theta.size() > 1 ? piece.noise_theta[grp] : piece.noise_theta[0];
-        variance = piece.noise == "sd" ? theta[slot] * theta[slot] : theta[slot];
+        const double v = theta[noise_slot(piece, grp)];
+        variance = piece.noise == "sd" ? v * v : v;
       }
       const Eigen::MatrixXd M(gs.moments[grp].selfadjointView<Eigen::Lower>());
       for (Eigen::Index a = 0; a < Jk; ++a) {
@@ -372,26 +374,20 @@ void ConjugateDraws::draw_coefficients(std::vector<double>& theta, const ClosedF
 
 void ConjugateDraws::draw(std::vector<double>& theta, const ClosedFormMStep& stats, uint64_t seed,
                           uint32_t chain, uint32_t iteration) const {
-  const EmStepsInfo& em = info_.em_steps;
   // Noises given the coefficients: the residual sums of squares of every piece that shares one.
   for (const Noise& noise : noises_) {
     double ssr = 0, n = 0;
-    for (int64_t k : stats_.active()) {
-      const EmPiece& piece = em.pieces[k];
-      if (piece.family != "normal")
-        continue;
-      const ClosedFormMStep::Gaussian& gs = stats.gaussian(k);
-      const auto Jk = static_cast<Eigen::Index>(gs.coefficients.size());
-      Eigen::VectorXd c(Jk + 1);
-      for (Eigen::Index a = 0; a < Jk; ++a)
-        c[a] = -theta[gs.coefficients[a]];
-      c[Jk] = 1;
+    for (int64_t k : normal_pieces_) {
+      const EmPiece& piece = info_.em_steps.pieces[k];
       if (piece.noise != "sd" && piece.noise != "variance")
         continue;
+      const ClosedFormMStep::Gaussian& gs = stats.gaussian(k);
+      Eigen::VectorXd c(gs.coefficients.size() + 1); // (-beta, 1)
+      for (size_t a = 0; a < gs.coefficients.size(); ++a)
+        c[static_cast<Eigen::Index>(a)] = -theta[gs.coefficients[a]];
+      c[c.size() - 1] = 1;
       for (size_t grp = 0; grp < gs.moments.size(); ++grp) {
-        const int64_t slot =
-            piece.noise_theta.size() > 1 ? piece.noise_theta[grp] : piece.noise_theta[0];
-        if (slot != noise.slot)
+        if (noise_slot(piece, grp) != noise.slot)
           continue;
         ssr += c.dot(Eigen::MatrixXd(gs.moments[grp].selfadjointView<Eigen::Lower>()) * c);
         n += gs.weight[grp];

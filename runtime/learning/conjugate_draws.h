@@ -64,6 +64,7 @@ private:
   const ModelInfo& info_;
   ClosedFormMStep stats_; // the pieces' layout; draw() reads a chain's own statistics
   std::vector<Noise> noises_;
+  std::vector<int64_t> normal_pieces_;            // the active pieces of the normal family
   std::vector<int64_t> coefficients_;             // the Gaussian block, theta components
   std::vector<std::vector<int64_t>> categorical_; // Dirichlet rows
   std::vector<int64_t> bernoulli_, poisson_;      // rate components
