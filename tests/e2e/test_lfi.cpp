@@ -5,7 +5,8 @@
 // size, and a Kolmogorov-Smirnov test); neural ratio estimation (NRE-A and NRE-B) on
 // gaussian_linear comes within a few hundredths of the Bayes-optimal validation loss, which the
 // test computes with the exact ratio, and its posterior close to the analytic one (C2ST, moments);
-// the C2ST itself; draws independent of --threads; bad input.
+// the C2ST itself; draws independent of --threads; the Bernoulli GLM's summaries against the
+// moments its design matrix implies; bad input.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -174,6 +175,44 @@ TEST_CASE("simulate: a simulator's draws do not depend on --threads, and follow 
     CHECK(std::fabs(cov / std::sqrt(kPriorVar * kNoiseVar)) < 4 / std::sqrt(n));
     CHECK(std::fabs(sample_variance(x) - (kPriorVar + kNoiseVar)) <
           4 * (kPriorVar + kNoiseVar) * std::sqrt(2 / n));
+  }
+}
+
+// sbibm's Bernoulli GLM: given theta, x = Xt y with y_i ~ Bernoulli(logistic(X_i theta)), so
+// E[x_k | theta] = sum_i logistic(X_i theta) X[i, k] and Var[x_k | theta] = sum_i p_i (1 - p_i)
+// X[i, k]^2. Over 4000 draws, the mean standardised residual of the spike count and of two
+// spike-triggered sums is within 4 standard errors of 0 and its variance near 1: the design
+// matrix, the vector latent and the summary are what the task says.
+TEST_CASE("simulate: the Bernoulli GLM's summaries have the moments its design matrix implies",
+          "[lfi]") {
+  const std::string exe = example_exe("bernoulli_glm");
+  const std::string file = example_path("data/bernoulli_glm.json");
+  const nlohmann::json design = nlohmann::json::parse(read_file(file));
+  const std::vector<std::vector<double>> X = design["X"].get<std::vector<std::vector<double>>>();
+  REQUIRE(X.size() == 100);
+  const Table t =
+      parse_table(run_ok({exe, "simulate", "--n", "4000", "--seed", "3", "--data-file", file}).out);
+  std::vector<std::vector<double>> theta;
+  for (int j = 0; j < 10; ++j)
+    theta.push_back(t.column(fmt::format("theta[{}]", j)));
+  for (int k : {0, 1, 5}) {
+    const std::vector<double> x = t.column(fmt::format("x[{}]", k));
+    std::vector<double> z(x.size());
+    for (size_t d = 0; d < x.size(); ++d) {
+      double mean = 0, var = 0;
+      for (const std::vector<double>& row : X) {
+        double psi = 0;
+        for (int j = 0; j < 10; ++j)
+          psi += row[j] * theta[j][d];
+        const double p = 1 / (1 + std::exp(-psi));
+        mean += p * row[k];
+        var += p * (1 - p) * row[k] * row[k];
+      }
+      z[d] = (x[d] - mean) / std::sqrt(std::max(var, 1e-12));
+    }
+    INFO("x[" << k << "]");
+    CHECK(std::fabs(sample_mean(z)) < 4 / std::sqrt(static_cast<double>(z.size())));
+    CHECK(std::fabs(sample_variance(z) - 1) < 0.1);
   }
 }
 
