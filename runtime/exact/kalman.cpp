@@ -25,14 +25,10 @@ using Eigen::MatrixXd;
 using Eigen::VectorXd;
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// The eight matrices of one step, read from the kernel's output.
-struct Step {
-  VectorXd m0, c, d;
-  MatrixXd P0, F, Q, H, R;
-};
+} // namespace
 
-Step read_step(const ssm_model& model, const double* frame, int64_t t, int64_t n, int64_t m,
-               std::vector<double>& buffer) {
+LinearGaussianStep linear_gaussian_step(const ssm_model& model, const double* frame, int64_t t,
+                                        int64_t n, int64_t m, std::vector<double>& buffer) {
   buffer.assign(n + 3 * n * n + n + m * n + m + m * m, NAN);
   model.linear_gaussian(frame, t, buffer.data());
   const double* p = buffer.data();
@@ -46,7 +42,7 @@ Step read_step(const ssm_model& model, const double* frame, int64_t t, int64_t n
     p += r * c;
     return a;
   };
-  Step s;
+  LinearGaussianStep s;
   s.m0 = vec(n);
   s.P0 = mat(n, n);
   s.F = mat(n, n);
@@ -57,6 +53,8 @@ Step read_step(const ssm_model& model, const double* frame, int64_t t, int64_t n
   s.R = mat(m, m);
   return s;
 }
+
+namespace {
 
 // The Gaussian update of (mean, cov) by the observed components of y, given the predicted
 // observation yhat, its covariance S and the cross-covariance C = Cov(x, y); returns the
@@ -132,6 +130,16 @@ struct Forward {
   std::vector<MatrixXd> F; // F of each step (F[t] maps x_{t-1} to x_t; F[0] unused)
 };
 
+// The smoother's gain of x_t on x_{t+1}, G = P_f F' P_pred^-1, from P_pred G' = F P_f: a
+// complete orthogonal decomposition, so a singular predicted covariance is handled. RTS and the
+// backward sampling of a path both condition x_t on x_{t+1} through it.
+MatrixXd smoother_gain(const Forward& f, int64_t t) {
+  return f.pred_cov[t + 1]
+      .completeOrthogonalDecomposition()
+      .solve(f.F[t + 1] * f.filt_cov[t])
+      .transpose();
+}
+
 Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::vector<double>& fixed,
                     const ObsData& data) {
   if (!model.linear_gaussian)
@@ -153,7 +161,8 @@ Forward run_forward(const ssm_model& model, const ModelInfo& info, const std::ve
   MatrixXd cov;
   for (int64_t t = 0; t < T; ++t) {
     require_previous_obs(info, data, t);
-    const Step s = read_step(model, frames.data() + t * info.n_frame, t, n, m, buffer);
+    const LinearGaussianStep s =
+        linear_gaussian_step(model, frames.data() + t * info.n_frame, t, n, m, buffer);
     if (t == 0) {
       mean = s.m0;
       cov = s.P0;
@@ -350,9 +359,7 @@ Smoothed rts(const ssm_model& model, const ModelInfo& info, const std::vector<do
     s.cov[T - 1] = f.filt_cov[T - 1];
   }
   for (int64_t t = T - 2; t >= 0; --t) {
-    // G = P_f F' P_pred^-1, from P_pred G' = F P_f.
-    const MatrixXd rhs = f.F[t + 1] * f.filt_cov[t];
-    s.gain[t] = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
+    s.gain[t] = smoother_gain(f, t);
     s.mean[t] = f.filt_mean[t] + s.gain[t] * (s.mean[t + 1] - f.pred_mean[t + 1]);
     s.cov[t] =
         f.filt_cov[t] + s.gain[t] * (s.cov[t + 1] - f.pred_cov[t + 1]) * s.gain[t].transpose();
@@ -539,11 +546,9 @@ std::vector<double> kalman_path_draw(const ssm_model& model, const ModelInfo& in
     if (t == T - 1) {
       x = draw(f.filt_mean[t], f.filt_cov[t], t);
     } else {
-      // x_t | x_{t+1}, y_{0:t}: mean m_f + G (x_{t+1} - m_pred), covariance P_f - G F P_f, with
-      // the smoother's gain G = P_f F' P_pred^-1.
-      const MatrixXd rhs = f.F[t + 1] * f.filt_cov[t];
-      const MatrixXd G = f.pred_cov[t + 1].completeOrthogonalDecomposition().solve(rhs).transpose();
-      const MatrixXd cov = f.filt_cov[t] - G * rhs;
+      // x_t | x_{t+1}, y_{0:t}: mean m_f + G (x_{t+1} - m_pred), covariance P_f - G F P_f.
+      const MatrixXd G = smoother_gain(f, t);
+      const MatrixXd cov = f.filt_cov[t] - G * (f.F[t + 1] * f.filt_cov[t]);
       x = draw(f.filt_mean[t] + G * (x - f.pred_mean[t + 1]), 0.5 * (cov + cov.transpose()), t);
     }
     if (!x.allFinite())

@@ -11,11 +11,23 @@
 #include "exact/weighted_points.h"
 #include "kernel/abi.h"
 
+#include <Eigen/Core>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace ssm {
+
+// The eight matrices the linear_gaussian kernel writes for step t (docs/abi.md), read from
+// `frame` (that step's) through `buffer`: x_0 ~ N(m0, P0), x_t = F x_{t-1} + c + N(0, Q),
+// y_t = H x_t + d + N(0, R).
+struct LinearGaussianStep {
+  Eigen::VectorXd m0, c, d;
+  Eigen::MatrixXd P0, F, Q, H, R;
+};
+LinearGaussianStep linear_gaussian_step(const ssm_model& model, const double* frame, int64_t t,
+                                        int64_t n, int64_t m, std::vector<double>& buffer);
 
 // Runs the Kalman filter on data.T steps. `fixed` is the parameters followed by the data values.
 // The FilterResult has the filtering means and variances, the log-likelihood and its increments;

@@ -117,13 +117,6 @@ ConjugateDraws::ConjugateDraws(const ssm_model& model, const ModelInfo& info,
           rates.push_back(c);
     }
   }
-  for (int64_t c : coefficients_) {
-    const ParamInfo& p = *info.param_of_component(c);
-    if (p.lower || p.upper)
-      throw Error(fmt::format("sample --method gibbs: coefficient {} is bounded, and its "
-                              "Gaussian full conditional would leave the bounds",
-                              component(c)));
-  }
   // Each form checked at the starting values, so that a model it does not fit is refused before
   // any chain runs; draw() checks them again wherever the chain goes.
   for (const Noise& n : noises_)

@@ -39,6 +39,12 @@ std::string imputed_name(const VarInfo& v, int64_t item, int64_t k) {
   return name;
 }
 
+// Whether gibbs can draw the latents (a plate's) or the state path (a time series') exactly:
+// finite states to enumerate, or linear-Gaussian ones for the Kalman filter.
+bool exact_latents(const ssm_model& model, const ModelInfo& info) {
+  return enumerable(info) || (info.linear_gaussian && model.linear_gaussian);
+}
+
 // The data's items, split by whether the data gives their latent values.
 struct Items {
   int64_t T = 0;
@@ -192,16 +198,10 @@ private:
   double draw_gaussian(const double* frame, const Items& items, const ObsData& data, uint64_t seed,
                        uint32_t chain, uint32_t iteration, std::vector<double>& x) {
     const int64_t n = info_.n_state, m = info_.n_obs;
-    buffer_.assign(n + 3 * n * n + n + m * n + m + m * m, std::nan(""));
-    model_.linear_gaussian(frame, 0, buffer_.data());
-    using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const double* p = buffer_.data();
-    const Eigen::VectorXd m0 = Eigen::Map<const Eigen::VectorXd>(p, n);
-    const Eigen::MatrixXd P0 = Eigen::Map<const RowMajor>(p + n, n, n);
-    p += n + 3 * n * n + n; // past m0, P0, F, c, Q: an item's prior is the initial one
-    const Eigen::MatrixXd H = Eigen::Map<const RowMajor>(p, m, n);
-    const Eigen::VectorXd dm = Eigen::Map<const Eigen::VectorXd>(p + m * n, m);
-    const Eigen::MatrixXd R = Eigen::Map<const RowMajor>(p + m * n + m, m, m);
+    // An item's prior is the initial distribution (plate items' transitions copy it).
+    const LinearGaussianStep s = linear_gaussian_step(model_, frame, 0, n, m, buffer_);
+    const Eigen::VectorXd &m0 = s.m0, &dm = s.d;
+    const Eigen::MatrixXd &P0 = s.P0, &H = s.H, &R = s.R;
     std::map<std::vector<bool>, Update> updates;
     double total = 0;
     Eigen::VectorXd z(n), e;
@@ -345,6 +345,35 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
   return out;
 }
 
+// What every gibbs posterior says before its chains run: the learned parameters, the warmup and
+// iterations, and each parameter's conditional (the caller adds its own details).
+Posterior gibbs_posterior(const ModelInfo& info, const ParameterSpace& space,
+                          const SampleOptions& opt, const ConjugateDraws& draws) {
+  Posterior post;
+  post.exact_likelihood = true;
+  post.warmup = opt.warmup;
+  post.iterations = opt.iterations;
+  for (const LearnedParam& p : space.learned())
+    post.learned.push_back(info.params[p.index].name);
+  nlohmann::json conditionals = nlohmann::json::object();
+  for (const auto& [name, what] : draws.conditionals())
+    conditionals[name] = what;
+  post.details = {{"conditionals", conditionals}};
+  return post;
+}
+
+// Runs `opt.chains` chains, `chain(c, progress)` each, in parallel on the run's threads; chain 1
+// reports progress.
+template <class Chain>
+void run_chains(const MethodRun& run, const SampleOptions& opt, Posterior& post,
+                const Chain& chain) {
+  post.chains.resize(static_cast<size_t>(opt.chains));
+  run_independent(opt.chains, run.threads, [&](int64_t c) {
+    post.chains[static_cast<size_t>(c)] =
+        chain(static_cast<uint32_t>(c), c == 0 ? run.progress : nullptr);
+  });
+}
+
 // A time series: each sweep draws every series' state path from its exact smoothing law
 // (forward filtering, backward sampling), then the parameters given the paths and the
 // observations (a missing one leaves its pieces out at its step: it is marginalised).
@@ -444,29 +473,18 @@ Posterior sample_series(const MethodRun& run, const SampleOptions& opt,
     first_row.push_back(several ? data.series.start[k] : 0);
   }
   const ConjugateDraws draws(run.model, info, space, *run.fixed, series);
-  Posterior post;
+  Posterior post = gibbs_posterior(info, space, opt, draws);
   post.likelihood = finite ? "forward" : "kalman";
-  post.exact_likelihood = true;
-  post.warmup = opt.warmup;
-  post.iterations = opt.iterations;
-  for (const LearnedParam& p : space.learned())
-    post.learned.push_back(info.params[p.index].name);
   for (int64_t t = 0; t < data.T; ++t) // the rows of the data, 1-based as Stan's indices
     for (const VarInfo& v : info.state)
       for (int64_t c = 0; c < v.size; ++c)
         post.imputed_names.push_back(imputed_name(v, t, c));
-  nlohmann::json conditionals = nlohmann::json::object();
-  for (const auto& [name, what] : draws.conditionals())
-    conditionals[name] = what;
-  post.details = {{"conditionals", conditionals},
-                  {"series", series.size()},
-                  {"steps", data.T},
-                  {"states", "the state path, drawn by forward filtering and backward sampling"}};
+  post.details["series"] = series.size();
+  post.details["steps"] = data.T;
+  post.details["states"] = "the state path, drawn by forward filtering and backward sampling";
   const SeriesSetup setup{run, space, opt, draws, series, first_row, finite};
-  post.chains.resize(static_cast<size_t>(opt.chains));
-  run_independent(opt.chains, run.threads, [&](int64_t c) {
-    post.chains[static_cast<size_t>(c)] =
-        run_series_chain(setup, static_cast<uint32_t>(c), c == 0 ? run.progress : nullptr);
+  run_chains(run, opt, post, [&](uint32_t c, const auto& progress) {
+    return run_series_chain(setup, c, progress);
   });
   return post;
 }
@@ -482,7 +500,7 @@ Refusal gibbs_refusal(const ssm_model& model, const ModelInfo& info) {
     return "the model's metadata has no em-m-steps analysis (built by an older ssmc)";
   if (!model.prior_logpdf)
     return fmt::format("the compiler derived no prior density: {}", info.no_prior_reason);
-  if (info.step != "n" && !enumerable(info) && !(info.linear_gaussian && model.linear_gaussian))
+  if (info.step != "n" && !exact_latents(model, info))
     return "gibbs draws a time series' state path exactly, which needs finite or "
            "linear-Gaussian states (`info` says why this model's are neither); sample by pmmh";
   return std::nullopt;
@@ -504,23 +522,17 @@ Posterior sample_gibbs(const MethodRun& run, const SampleOptions& opt) {
   const ConjugateDraws draws(run.model, info, space, *run.fixed, {});
   const Items items = split_items(info, *run.data);
   const bool finite = enumerable(info);
-  if (!items.free.empty() && info.n_state > 0 && !finite &&
-      !(info.linear_gaussian && run.model.linear_gaussian))
+  if (!items.free.empty() && info.n_state > 0 && !exact_latents(run.model, info))
     throw Error(fmt::format("sample --method gibbs: {} items do not give their latent values "
                             "(the first on line {} of {}), and gibbs draws them exactly only "
                             "when the latents are finite or linear-Gaussian (`info` says why "
                             "this model's are neither); give them, or sample by pmmh",
                             items.free.size(), run.data->line(items.free[0]), run.data->source));
 
-  Posterior post;
+  Posterior post = gibbs_posterior(info, space, opt, draws);
   post.likelihood = items.free.empty() || info.n_state == 0 ? "none: every latent value given"
                     : finite                                ? "forward"
                                                             : "kalman";
-  post.exact_likelihood = true;
-  post.warmup = opt.warmup;
-  post.iterations = opt.iterations;
-  for (const LearnedParam& p : space.learned())
-    post.learned.push_back(info.params[p.index].name);
   auto var_of = [](const std::vector<VarInfo>& vars, int64_t c) -> const VarInfo& {
     return *std::find_if(vars.begin(), vars.end(),
                          [&](const VarInfo& v) { return c >= v.offset && c < v.offset + v.size; });
@@ -530,20 +542,13 @@ Posterior sample_gibbs(const MethodRun& run, const SampleOptions& opt) {
     post.imputed_names.push_back(imputed_name(var, v.item, v.c - var.offset));
   }
 
-  nlohmann::json conditionals = nlohmann::json::object();
-  for (const auto& [name, what] : draws.conditionals())
-    conditionals[name] = what;
-  post.details = {{"conditionals", conditionals},
-                  {"items", items.T},
-                  {"items_given", items.given.size()},
-                  {"items_drawn", items.free.size()},
-                  {"observations_drawn", items.missing.size()}};
+  post.details["items"] = items.T;
+  post.details["items_given"] = items.given.size();
+  post.details["items_drawn"] = items.free.size();
+  post.details["observations_drawn"] = items.missing.size();
   const Setup setup{run, space, opt, draws, items, finite};
-  post.chains.resize(static_cast<size_t>(opt.chains));
-  run_independent(opt.chains, run.threads, [&](int64_t c) {
-    post.chains[static_cast<size_t>(c)] =
-        run_chain(setup, static_cast<uint32_t>(c), c == 0 ? run.progress : nullptr);
-  });
+  run_chains(run, opt, post,
+             [&](uint32_t c, const auto& progress) { return run_chain(setup, c, progress); });
   return post;
 }
 

@@ -474,4 +474,28 @@ model sv_gibbs {
   write_file(data, "y\n1\n2\n");
   refused({sv, "sample", "--method", "gibbs", "--data", data, "--json"},
           "needs finite or linear-Gaussian states");
+  // A lag beyond 1 lives in a hidden copy of the state, which gibbs does not draw.
+  const std::string& ar2 = model_exe("ar2_gibbs", R"(
+model ar2_gibbs {
+  param v : real(0, inf) ~ inverse_gamma(2, 1) = 1;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.5 * x[t-2], sqrt(v));
+  y[t] ~ normal(x[t], 1);
+}
+)");
+  refused({ar2, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "the model reads 'x' at a lag beyond 1");
+  // A bounded coefficient: the compiler's conjugate pieces leave it out (its Gaussian conditional
+  // would leave the bounds).
+  const std::string& bounded = model_exe("bounded_gibbs", R"(
+model bounded_gibbs {
+  param b : real(0, inf) ~ half_normal(1) = 1;
+  latent z[n] ~ normal(0, 1);
+  obs y[n] ~ normal(b + z[n], 1);
+}
+)");
+  refused({bounded, "sample", "--method", "gibbs", "--data", data, "--json"},
+          "parameter 'b' has no conjugate full conditional: y[t] ~ normal at 5:3: it is bounded");
 }
