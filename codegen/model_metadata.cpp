@@ -124,6 +124,10 @@ json guide(const ir::Model& model) {
                          {"offset", model.state_offset(rel.var)},
                          {"size", model.states[rel.var].shape.size()},
                          {"arguments", args}});
+    if (rel.dist == ir::Dist::Dif) // its sizes, constants (ir/verifier.cpp)
+      for (size_t k = 1; k < rel.args.size(); ++k)
+        relations.back()[std::string(ir::dist_info(rel.dist).arg_names[k])] =
+            static_cast<int64_t>(model.guide.nodes[rel.args[k]].values.at(0));
   }
   json inputs = json::array();
   std::set<int> observations; // read directly or by the guide's networks

@@ -67,6 +67,11 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   }
   if (d.unresolved) // its named arguments were reported wrong
     return std::nullopt;
+  if (info->guide_only) { // lower_guides.cpp lowers a guide's own family before this check
+    error(d.name.range, fmt::format(msg::guide_only_family, info->name, info->name,
+                                    fmt::format("the distribution of {}", target_name)));
+    return std::nullopt;
+  }
   if (info->dist == ir::Dist::Diffusion) { // in a prior, or a plate or simulator declaration
     error(d.name.range, fmt::format(msg::diffusion_not_transition,
                                     fmt::format("the distribution of {}", target_name)));

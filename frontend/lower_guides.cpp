@@ -7,6 +7,8 @@
 #include "lowering.h"
 #include "messages.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 namespace ssm::frontend::lowering {
@@ -51,6 +53,10 @@ void Lowering::add_guide(const ast::Relation& r) {
 
   Scope s(model_.guide, RelationScope(ir::BlockKind::Guide, fmt::format(msg::guide_subject, name),
                                       ir::VarKind::Latent, sym->index, name));
+  if (r.dist.name.name == ir::dist_info(ir::Dist::Dif).name) {
+    add_dif_guide(r, decl, s);
+    return;
+  }
   std::vector<std::optional<int>> args;
   std::vector<std::optional<ir::Shape>> shapes;
   for (const ast::ExprPtr& a : r.dist.args) {
@@ -69,7 +75,8 @@ void Lowering::add_guide(const ast::Relation& r) {
   if (!family) {
     error(r.dist.name.range, fmt::format(msg::guide_family, ir::dist_info(*dist).name, name,
                                          decl.integer ? "categorical, bernoulli or bernoulli_logit"
-                                         : decl.shape.rank() == 1 ? "normal or mvnormal_chol"
+                                         : decl.shape.rank() == 1 ? "normal, mvnormal_chol or dif"
+                                         : decl.shape.rank() == 0 ? "normal or dif"
                                                                   : "normal"));
     return;
   }
@@ -91,6 +98,62 @@ void Lowering::add_guide(const ast::Relation& r) {
   rel.loc = loc(r.range);
   for (const auto& a : args)
     rel.args.push_back(*a);
+  model_.guide.relations.push_back(std::move(rel));
+}
+
+// `guide z[n] ~ dif(context[, components, width])`: a conditional Discretely Indexed Flow over a
+// continuous latent (runtime/vi/guide.h). The context is lowered as any guide argument; the
+// number of maps and the networks' width are constants, kept as constant arguments.
+void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Scope& s) {
+  const std::string name = decl.name + "[n]";
+  if (r.dist.unresolved)
+    return;
+  if (decl.integer || decl.shape.rank() > 1) {
+    error(r.target->range, fmt::format(msg::dif_guide_target, name, ir::type_str(decl)));
+    return;
+  }
+  const ir::DistInfo& info = ir::dist_info(ir::Dist::Dif);
+  const auto& args = r.dist.args;
+  if (args.empty() || args.size() > info.arg_names.size()) {
+    error(r.dist.range,
+          fmt::format(msg::dist_argument_count,
+                      fmt::format("dif({})", fmt::join(info.arg_names, ", ")),
+                      fmt::format("1 to {} arguments", info.arg_names.size()),
+                      args.size() == 1 ? "1 was" : fmt::format("{} were", args.size())));
+    return;
+  }
+  const std::optional<int> context = lower(*args[0], s);
+  if (!context)
+    return;
+  const ir::Shape shape = shape_of(s, *context);
+  if (shape.rank() > 1) {
+    error(args[0]->range, fmt::format(msg::dif_context_shape, shape.str()));
+    return;
+  }
+  ir::Relation rel;
+  rel.kind = ir::VarKind::Latent;
+  rel.var = static_cast<int>(&decl - model_.latents.data());
+  rel.dist = ir::Dist::Dif;
+  rel.loc = loc(r.range);
+  rel.args.push_back(*context);
+  const int most[] = {ir::kMaxDifComponents, ir::kMaxDifWidth};
+  for (size_t k = 1; k < info.arg_names.size(); ++k) {
+    double value = info.defaults[k - 1];
+    if (k < args.size()) {
+      const std::string what = fmt::format("the {} of the guide of {}", info.arg_names[k], name);
+      const std::optional<long> n = eval_int(*args[k], what);
+      if (!n)
+        return;
+      if (*n < 1 || *n > most[k - 1]) {
+        error(args[k]->range, fmt::format(msg::dif_option_constant, info.arg_names[k], most[k - 1],
+                                          fmt::format(", but it is {}", *n)));
+        return;
+      }
+      value = static_cast<double>(*n);
+    }
+    rel.args.push_back(emit_const(s, ir::Shape::scalar(), {value},
+                                  k < args.size() ? args[k]->range : r.dist.range));
+  }
   model_.guide.relations.push_back(std::move(rel));
 }
 

@@ -344,6 +344,7 @@ private:
 
   // ---- guides (lower_guides.cpp)
   void add_guide(const ast::Relation& r);
+  void add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Scope& s);
 
   // ---- completeness and order (lower_ordering.cpp)
   const PendingRelation* relation_for(ir::BlockKind kind, int var) const;

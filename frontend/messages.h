@@ -51,6 +51,14 @@ inline constexpr char guide_subject[] = "the guide of {}";
 inline constexpr char guide_family[] =
     "a guide cannot be {} for {}: its family is {} (the distributions whose draws vi can "
     "differentiate or enumerate)";
+inline constexpr char guide_only_family[] =
+    "{} is a variational family: only a guide can be one ('guide z[n] ~ {}(...)'), not {}";
+inline constexpr char dif_guide_target[] =
+    "a dif guide is for a continuous latent (real or a vector), but {} is {}";
+inline constexpr char dif_context_shape[] =
+    "the context of a dif guide is real or a vector (what q(z[n] | context) reads), but it is {}";
+inline constexpr char dif_option_constant[] =
+    "the {} of a dif guide must be a constant whole number from 1 to {}{}";
 inline constexpr char guide_discrete_values[] =
     "the guide of {0} gives probabilities to the values 0..{2} ({3}), but {0} is {1}: a discrete "
     "guide gives every value of its latent variable a probability";

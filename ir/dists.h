@@ -46,7 +46,18 @@ enum class Dist {
   // of the General Poisson estimator's psi (constants -inf / inf when not given): the frontend adds
   // from = x[t-1]. No density: a transition that is sample-only.
   Diffusion,
+  // (context, components, width): a Discretely Indexed Flow over a continuous latent, conditional
+  // on `context` (Argouarc'h 2024, 4.3.11): K location-scale maps whose weights and offsets are
+  // networks of `width` units. A guide family only (`vi`, runtime/vi/guide.h): no kernel
+  // evaluates or draws it.
+  Dif,
 };
+
+// dif(context[, components, width]): the defaults, and the largest values accepted.
+inline constexpr int kDefaultDifComponents = 8;
+inline constexpr int kDefaultDifWidth = 32;
+inline constexpr int kMaxDifComponents = 256;
+inline constexpr int kMaxDifWidth = 4096;
 
 // diffusion(drift, diffusion, dt[, steps, psi_lower, psi_upper]): the substeps when none are
 // given, and at most.
@@ -87,7 +98,8 @@ struct DistInfo {
   int support_from = -1;
   // A discrete distribution whose values are 0..n for its argument n (binomial, multinomial).
   int count_arg = -1;
-  bool internal = false; // made by the compiler, not written in models (dirac)
+  bool internal = false;   // made by the compiler, not written in models (dirac)
+  bool guide_only = false; // a variational family of `guide` statements (dif), not a model's
   // The leading arguments the frontend supplies, not written in models (diffusion's `from`).
   int implicit_args = 0;
   // The last defaults.size() arguments may be left out of a model's call: their values then.
@@ -116,6 +128,7 @@ struct Row {
   Row& support_from(int k) { return info.support_from = k, *this; }
   Row& count_arg(int k) { return info.count_arg = k, *this; }
   Row& internal() { return info.internal = true, *this; }
+  Row& guide_only() { return info.guide_only = true, *this; }
   Row& implicit_args(int k) { return info.implicit_args = k, *this; }
   Row& defaults(std::vector<double> values) { return info.defaults = std::move(values), *this; }
 };
@@ -168,6 +181,10 @@ inline std::vector<DistInfo> make_table() {
           {Any, Any, Any, Positive, Count, Any, Any}, -inf, inf)
           .implicit_args(1)
           .defaults({kDefaultDiffusionSteps, -inf, inf}),
+      Row(D::Dif, "dif", {"context", "components", "width"}, {Any, Count, Count}, -inf, inf)
+          .joint()
+          .guide_only()
+          .defaults({kDefaultDifComponents, kDefaultDifWidth}),
   };
   std::vector<DistInfo> table;
   for (Row& r : rows)

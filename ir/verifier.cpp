@@ -361,13 +361,15 @@ private:
     if (block_.kind == BlockKind::Guide) { // the families vi draws from (frontend/lower_guides.cpp)
       const bool family = rel.dist == Dist::Normal || rel.dist == Dist::MvNormalChol ||
                           rel.dist == Dist::Categorical || rel.dist == Dist::Bernoulli ||
-                          rel.dist == Dist::BernoulliLogit;
+                          rel.dist == Dist::BernoulliLogit || rel.dist == Dist::Dif;
       if (!family)
         fail("the guide of {} is {}, which vi does not draw from", target,
              dist_info(rel.dist).name);
       if (rel.kind == VarKind::State && model_.net_call_of(rel.var))
         fail("the guide draws {}, a network's output", target);
     }
+    if (dist_info(rel.dist).guide_only && block_.kind != BlockKind::Guide)
+      fail("{} ~ {} outside a guide", target, dist_info(rel.dist).name);
     if (rel.dist == Dist::Diffusion &&
         !(rel.kind == VarKind::State &&
           (block_.kind == BlockKind::Transition || block_.kind == BlockKind::Proposal)))
@@ -399,16 +401,18 @@ private:
         fail("{} ~ {}: the bound {} is not a constant", target, info.name, info.arg_names[k]);
       const Shape& arg = block_.nodes[a].shape;
       const bool square = shape.rank() == 1 && arg == Shape::matrix(shape.dims[0], shape.dims[0]);
-      bool ok = rel.dist == Dist::Diffusion
-                    ? (k == 0             ? arg == shape
-                       : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
-                       : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
-                                          : arg.is_scalar() || arg == shape || (k == 2 && square))
-                : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
-                    ? (shape.rank() == 1 &&
-                       (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
-                : rel.dist == Dist::Dirichlet
-                    ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+      bool ok =
+          rel.dist == Dist::Diffusion
+              ? (k == 0             ? arg == shape
+                 : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
+                 : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
+                                    : arg.is_scalar() || arg == shape || (k == 2 && square))
+          : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
+              ? (shape.rank() == 1 &&
+                 (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+          : rel.dist == Dist::Dif // a context, then the constant sizes
+              ? (k == 0 ? arg.rank() <= 1 : arg.is_scalar() && block_.nodes[a].op == Op::Const)
+              : rel.dist == Dist::Dirichlet ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
                 : rel.dist == Dist::Multinomial
                     ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
                 : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1

@@ -583,6 +583,8 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {false, nullptr, nullptr, "a deterministic relation (dirac) has no density"};
   case D::Diffusion:
     return {false, nullptr, nullptr, "an SDE's transition (diffusion) has no closed-form density"};
+  case D::Dif:
+    return {false, nullptr, nullptr, "a guide's dif is evaluated by vi's LibTorch code"};
   }
   return {};
 }

@@ -302,11 +302,17 @@ void parse_guide(const json& root, ModelInfo& info) {
     rel.size = get_int(r, "size", ctx);
     if (rel.offset < 0 || rel.offset + rel.size > info.n_state)
       bad(ctx + ": its latent does not fit the state");
-    const bool two = rel.dist == "normal" || rel.dist == "mvnormal_chol";
-    const size_t arity = two ? 2 : 1;
-    if (!two && rel.dist != "categorical" && rel.dist != "bernoulli" &&
+    const bool two = rel.dist == "normal" || rel.dist == "mvnormal_chol", dif = rel.dist == "dif";
+    const size_t arity = dif ? 3 : two ? 2 : 1;
+    if (!two && !dif && rel.dist != "categorical" && rel.dist != "bernoulli" &&
         rel.dist != "bernoulli_logit")
       bad(ctx + ": a guide cannot be '" + rel.dist + "'");
+    if (dif) {
+      rel.components = get_int(r, "components", ctx);
+      rel.width = get_int(r, "width", ctx);
+      if (rel.components < 1 || rel.width < 1)
+        bad(ctx + ": a dif needs at least one component and one unit");
+    }
     for (const json& a : field(r, "arguments", ctx)) {
       GuideInfo::Relation::Argument arg{get_int(a, "offset", ctx), get_int(a, "size", ctx)};
       if (arg.offset != at)

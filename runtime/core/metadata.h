@@ -135,8 +135,10 @@ struct EmStepsInfo {
 // components are the columns of the arguments' Jacobian that follows them.
 struct GuideInfo {
   struct Relation {
-    std::string latent, dist;     // normal, mvnormal_chol, categorical, bernoulli, bernoulli_logit
-    int64_t offset = 0, size = 0; // the latent's components in the state
+    // normal, mvnormal_chol, dif, categorical, bernoulli, bernoulli_logit
+    std::string latent, dist;
+    int64_t offset = 0, size = 0;      // the latent's components in the state
+    int64_t components = 0, width = 0; // dif: its maps, and its networks' hidden units
     struct Argument {
       int64_t offset = 0, size = 0;
     };

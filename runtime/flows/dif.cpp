@@ -90,17 +90,27 @@ torch::Tensor DifImpl::sample(int64_t n, const torch::Tensor& context) {
   return unmap(pick(m) + torch::exp(pick(log_s)) * z, k.squeeze(1), context);
 }
 
+std::pair<torch::Tensor, torch::Tensor> DifImpl::transport(const torch::Tensor& z,
+                                                           const torch::Tensor& context) {
+  const int64_t m = z.size(0), K = spec().components, d = dim();
+  auto [loc, log_s] = maps(context); // [m or 1, K, d]
+  auto y = loc + torch::exp(log_s) * z.unsqueeze(1);
+  auto component = torch::arange(K, torch::kInt64).repeat({m});
+  auto repeated = context.defined() ? context.repeat_interleave(K, 0) : torch::Tensor();
+  auto x = unmap(y.reshape({m * K, d}), component, repeated).reshape({m, K, d});
+  return {x, log_weights(z, context)};
+}
+
 torch::Tensor DifImpl::expectation(int64_t n, const Integrand& f) {
   if (context_maps_)
     throw Error("the expectation of a conditional DIF needs its context");
   const int64_t K = spec().components, d = dim();
   return base_->expectation(n, [&](const torch::Tensor& z) {
-    // Σ_k w_k(z) f(m_k + s_k ⊙ z): the index summed, not drawn.
+    // Σ_k w_k(z) f(T_k^{-1}(z)): the index summed, not drawn.
     const int64_t m = z.size(0);
-    auto y = means.unsqueeze(0) + torch::exp(log_scales).unsqueeze(0) * z.unsqueeze(1);
-    auto x = unmap(y.reshape({m * K, d}), torch::arange(K, torch::kInt64).repeat({m}), {});
-    auto values = f(x).reshape({m, K});
-    return (torch::exp(log_weights(z, {})) * values).sum(1);
+    auto [x, log_w] = transport(z, {});
+    auto values = f(x.reshape({m * K, d})).reshape({m, K});
+    return (torch::exp(log_w) * values).sum(1);
   });
 }
 

@@ -29,6 +29,12 @@ public:
   torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
   // Unconditional only.
   torch::Tensor expectation(int64_t n, const Integrand& f) override;
+  // Each base point z ([m, d]) carried by every map, given the context ([m, c], undefined
+  // without one): the points T_k^{-1}(z) ([m, K, d]) and log w_k(z) ([m, K]), differentiable in
+  // the weights and z. E_p[f] = E_z[Σ_k w_k(z) f(T_k^{-1}(z))]: the Rao-Blackwellised draws of
+  // expectation() and of a variational guide (vi/guide.h).
+  std::pair<torch::Tensor, torch::Tensor> transport(const torch::Tensor& z,
+                                                    const torch::Tensor& context);
   // log[w_k(T_k(x)) q(T_k(x)) |det J_{T_k}(x)|]: [n, K]; their logsumexp is log p(x) and their
   // softmax the responsibilities v_k(x) (4.70).
   torch::Tensor component_terms(const torch::Tensor& x, const torch::Tensor& context = {});

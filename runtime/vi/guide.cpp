@@ -162,7 +162,28 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
       if (declared)
         plan.estimators.back().why +=
             fmt::format("; its family: the model's guide ({})", rel->dist);
+      const bool dif = declared && rel->dist == "dif";
+      if (dif) {
+        if (plan.estimators.back().estimator != kReparamName)
+          throw Error(fmt::format("vi: the dif guide of '{}' is drawn through its maps "
+                                  "(reparameterisation), but its estimator is {} ({})",
+                                  v.name, plan.estimators.back().estimator,
+                                  plan.estimators.back().why));
+        if (options.family != kMeanFieldName)
+          throw Error(fmt::format("vi: '{}' has a dif guide, which --method {} cannot hold "
+                                  "beside its own family: use --method {}",
+                                  v.name, options.family, kMeanFieldName));
+        plan.difs.push_back({v.name, {}, rel->components, rel->width});
+        plan.estimators.back().why = fmt::format(
+            "continuous, its family the model's guide (dif): a draw eps of N(0, I) carried by "
+            "each of the {} maps, z = T_k^-1(eps) weighted by w_k(eps) (Rao-Blackwellised), the "
+            "gradient through the model's compiled state gradient",
+            rel->components);
+      }
       for (int64_t k = 0; k < v.size; ++k) {
+        plan.continuous_dif.push_back(dif ? static_cast<int>(plan.difs.size()) - 1 : -1);
+        if (dif)
+          plan.difs.back().columns.push_back(static_cast<int64_t>(plan.continuous.size()));
         plan.continuous_declared.push_back(declared);
         plan.continuous.push_back(v.offset + k);
         plan.continuous_columns.push_back(cols[k]);
@@ -174,9 +195,25 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
   }
   if (plan.estimators.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
+  // The difs' maps above the discrete values on the enumeration axis.
+  plan.discrete_enumeration = plan.enumeration;
+  for (GuidePlan::Dif& d : plan.difs) {
+    d.radix = plan.enumeration;
+    if (static_cast<double>(plan.enumeration) * static_cast<double>(d.components) > 1e6)
+      throw Error(fmt::format(
+          "vi: the dif guide of '{}' would evaluate the model at {} points "
+          "per draw (its {} maps times the enumerated values before it)",
+          d.latent, static_cast<double>(plan.enumeration) * static_cast<double>(d.components),
+          d.components));
+    plan.enumeration *= d.components;
+  }
   plan.dense = options.family == kFullRankName ||
                std::any_of(info.guide.relations.begin(), info.guide.relations.end(),
                            [](const GuideInfo::Relation& r) { return r.dist == "mvnormal_chol"; });
+  if (plan.dense && !plan.difs.empty())
+    throw Error(fmt::format("vi: a guide's mvnormal_chol makes the continuous latents one "
+                            "Gaussian, which cannot hold the dif guide of '{}'",
+                            plan.difs.front().latent));
   if (plan.dense && !plan.continuous.empty() &&
       std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
                          std::not_equal_to<>()) != plan.continuous_score.end())
@@ -198,7 +235,8 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
              const VariationalOptions& options, uint64_t seed)
     : plan_(plan), n_state_(info.n_state), items_(data.T),
       continuous_(static_cast<int64_t>(plan.continuous.size())),
-      fullrank_(options.family == kFullRankName) {
+      fullrank_(options.family == kFullRankName), single_(options.single), seed_(seed),
+      load_guide_(options.load_guide) {
   // The prior's moments, from draws of the initial kernel (items share their prior).
   constexpr int64_t S = 512;
   std::vector<double> x(S * std::max<int64_t>(1, info.n_state));
@@ -224,6 +262,8 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
       log_sd[j] = std::log(sd);
     }
   }
+  prior_mean_ = mean;
+  prior_log_sd_ = log_sd;
   std::vector<std::vector<double>> logits;
   for (const GuidePlan::Discrete& d : plan.discrete) {
     std::vector<double> count(d.values, 1.0); // add-one: no value starts impossible
@@ -299,9 +339,10 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
 
 std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u) const {
   std::vector<torch::Tensor> z;
-  torch::Tensor log_det = torch::zeros({u.size(0), u.size(1)}, torch::kFloat64);
+  std::vector<int64_t> leading(u.sizes().begin(), u.sizes().end() - 1);
+  torch::Tensor log_det = torch::zeros(leading, torch::kFloat64);
   for (int64_t c = 0; c < continuous_; ++c) {
-    const torch::Tensor uc = u.select(2, c);
+    const torch::Tensor uc = u.select(-1, c);
     const double lo = plan_.continuous_lower[c], hi = plan_.continuous_upper[c];
     if (lo > -INFINITY && hi < INFINITY) {
       z.push_back(lo + (hi - lo) * torch::sigmoid(uc));
@@ -313,7 +354,7 @@ std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u)
       z.push_back(uc);
     }
   }
-  return {torch::stack(z, 2), log_det};
+  return {torch::stack(z, -1), log_det};
 }
 
 void Guide::declare(const GuideInfo& guide, Arguments arguments) {
@@ -324,13 +365,16 @@ void Guide::declare(const GuideInfo& guide, Arguments arguments) {
   declared_slots_.clear();
   for (const GuideInfo::Relation& r : guide.relations) {
     DeclaredSlot slot;
-    if (r.dist == "normal" || r.dist == "mvnormal_chol") {
+    if (r.dist == "normal" || r.dist == "mvnormal_chol" || r.dist == "dif") {
       std::vector<int64_t> columns;
       for (int64_t k = 0; k < r.size; ++k)
         columns.push_back(
             std::find(plan_.continuous.begin(), plan_.continuous.end(), r.offset + k) -
             plan_.continuous.begin());
       slot.columns = torch::tensor(columns, torch::kInt64);
+      for (size_t j = 0; j < plan_.difs.size(); ++j)
+        if (r.dist == "dif" && plan_.difs[j].latent == r.latent)
+          slot.dif = static_cast<int>(j);
     } else {
       for (size_t j = 0; j < plan_.discrete.size(); ++j)
         if (plan_.discrete[j].component == r.offset)
@@ -338,6 +382,14 @@ void Guide::declare(const GuideInfo& guide, Arguments arguments) {
     }
     declared_slots_.push_back(slot);
   }
+  difs_.assign(plan_.difs.size(), nullptr);
+  dif_shift_.assign(plan_.difs.size(), {});
+  dif_scale_.assign(plan_.difs.size(), {});
+  for (size_t i = 0; i < guide.relations.size(); ++i)
+    if (declared_slots_[i].dif >= 0)
+      start_dif(static_cast<size_t>(declared_slots_[i].dif), guide.relations[i]);
+  if (!load_guide_.empty() && !difs_.empty())
+    load_difs(load_guide_);
 }
 
 bool Guide::fitted_per_item() const {
@@ -360,6 +412,12 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
   for (size_t i = 0; i < declared_->relations.size(); ++i) {
     const GuideInfo::Relation& r = declared_->relations[i];
     const DeclaredSlot& slot = declared_slots_[i];
+    if (r.dist == "dif") {
+      const size_t j = static_cast<size_t>(slot.dif);
+      const GuideInfo::Relation::Argument& a = r.arguments.at(0);
+      l.contexts[j] = (args.narrow(1, a.offset, a.size) - dif_shift_[j]) / dif_scale_[j];
+      continue;
+    }
     if (r.dist == "normal") {
       l.mu = l.mu.index_copy(1, slot.columns, argument(r, 0, r.size));
       l.log_sd = l.log_sd.index_copy(1, slot.columns, argument(r, 1, r.size).log());
@@ -401,6 +459,7 @@ Guide::Local Guide::local(const torch::Tensor& idx) const {
   Local l = own_local(idx);
   if (plan_.dense && !l.lower.defined()) // a declared mvnormal_chol fills its block
     l.lower = torch::zeros({idx.numel(), continuous_, continuous_}, torch::kFloat64);
+  l.contexts.resize(difs_.size());
   if (declared_)
     apply_declared(l, idx);
   return l;
@@ -491,16 +550,30 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
         d.log_q_score = lq;
     } else {
       const torch::Tensor s = score.to(torch::kFloat64);
-      d.log_q_sampled = d.log_q_sampled + lq.sum(2);
-      d.log_q_sticking = d.log_q_sticking + (lq * s + lq_held * (1 - s)).sum(2);
+      // The Gaussian's components: a dif's are its own (dif_points).
+      const torch::Tensor own = torch::tensor(std::vector<int64_t>(plan_.continuous_dif.begin(),
+                                                                   plan_.continuous_dif.end()))
+                                    .lt(0)
+                                    .to(torch::kFloat64);
+      d.log_q_sampled = d.log_q_sampled + (lq * own).sum(2);
+      d.log_q_sticking = d.log_q_sticking + ((lq * s + lq_held * (1 - s)) * own).sum(2);
       if (any_score)
         d.log_q_score = (lq * s).sum(2);
     }
-    // The draws so far are on the unconstrained scale: map bounded components into their support.
-    const auto [constrained, log_det] = constrain(z);
-    d.log_q_sampled = d.log_q_sampled - log_det;
-    d.log_q_sticking = d.log_q_sticking - log_det;
-    continuous = constrained.unsqueeze(2).expand({I, K, E, C});
+    if (difs_.empty()) {
+      // The draws so far are on the unconstrained scale: map bounded components into their
+      // support.
+      const auto [constrained, log_det] = constrain(z);
+      d.log_q_sampled = d.log_q_sampled - log_det;
+      d.log_q_sticking = d.log_q_sticking - log_det;
+      continuous = constrained.unsqueeze(2).expand({I, K, E, C});
+    } else { // the points vary along E: so does the log-Jacobian
+      const DifPoints p = dif_points(z, eps, params);
+      const auto [constrained, log_det] = constrain(p.u);
+      d.log_q_point = p.log_q - log_det;
+      d.log_point_weights = p.log_weights;
+      continuous = constrained;
+    }
   }
 
   // Discrete components: sampled ones by inverse CDF, enumerated ones in mixed radix over E.
@@ -563,6 +636,8 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     component[g.component] =
         (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
   }
+  if (d.log_point_weights.defined())
+    d.weights = d.weights * d.log_point_weights.exp();
   // [I, K, E, D], in a few operations (the state may be wide: a network's outputs, which the
   // model's networks fill in, stay 0 here).
   d.z = torch::zeros({I, K, E, n_state_}, opts);

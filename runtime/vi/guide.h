@@ -2,12 +2,14 @@
 // components (mean-field, or full-rank with a Cholesky factor, the guide's own or a declared
 // mvnormal_chol's), a categorical over each discrete
 // one, with parameters of each item's own or computed from its observations by an encoder network
-// (amortized); the gradient estimator each latent variable's part of the objective gets; draws
+// (amortized), and a declared `dif` guide's Discretely Indexed Flow (flows/dif.h) conditional on
+// its context; the gradient estimator each latent variable's part of the objective gets; draws
 // from the guide as LibTorch tensors whose graph reaches its parameters.
 #pragma once
 
 #include "core/csv.h"
 #include "core/results.h"
+#include "flows/dif.h"
 #include "kernel/abi.h"
 #include "nn/mlp.h"
 #include "vi/variational.h"
@@ -25,6 +27,7 @@ namespace ssm {
 inline constexpr uint32_t kSiteContinuous = 0;      // + the continuous component c
 inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + the discrete component j
 inline constexpr uint32_t kSiteGumbel = 1u << 25;   // + the discrete component j
+inline constexpr uint32_t kSiteDifStart = 1u << 26; // + the dif guide j: its maps' first locations
 inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
 
 // Which latent components the guide treats how.
@@ -39,6 +42,18 @@ struct GuidePlan {
   // Whether a component's mean and sd come from the model's guide (`guide z[n] ~ normal(m, s)`,
   // its arguments on the unconstrained scale), rather than from the guide's own parameters.
   std::vector<bool> continuous_declared;
+  // A declared `dif(context, components, width)` guide: a conditional Discretely Indexed Flow
+  // over its latent's continuous components (on the unconstrained scale), drawn Rao-Blackwellised
+  // (Argouarc'h 2024, 4.76): one base draw eps per draw k, carried by each of its maps, each
+  // image weighted by w_j(eps). Its maps fill the enumeration axis E, above the discrete values:
+  // map j of the point e is (e / radix) % components.
+  struct Dif {
+    std::string latent;
+    std::vector<int64_t> columns; // among the continuous components
+    int64_t components = 0, width = 0, radix = 1;
+  };
+  std::vector<Dif> difs;
+  std::vector<int> continuous_dif; // per continuous component: its dif's index, or -1
   struct Discrete {
     int64_t component = 0;
     std::string column;
@@ -48,7 +63,9 @@ struct GuidePlan {
     bool declared = false;  // its probabilities come from the model's guide (`guide z[n] ~ ...`)
   };
   std::vector<Discrete> discrete;
-  int64_t enumeration = 1; // joint values of the enumerated components
+  int64_t enumeration = 1; // points per draw: joint values of the enumerated components, times
+                           // each dif's maps
+  int64_t discrete_enumeration = 1; // joint values of the enumerated discrete components
   // A Cholesky factor couples the continuous components (--method fullrank, or a guide's
   // mvnormal_chol): one Gaussian over all of them, with one estimator.
   bool dense = false;
@@ -80,8 +97,13 @@ struct GuideDraws {
   torch::Tensor log_q_score;      // [I, K]: the part of log q_sampled that the score function
                                   // differentiates (undefined when no latent uses it)
   // [I, K, E]: the weights of the enumerated values in the ELBO: q of the enumerated latents,
-  // times, for gumbel ones while training, each draw's relaxed one-hot (q at evaluation).
+  // times, for gumbel ones while training, each draw's relaxed one-hot (q at evaluation); times
+  // the dif guides' weights of their maps.
   torch::Tensor weights;
+  // [I, K, E], with a dif guide only (else undefined): log q of every continuous component at
+  // each point (its dif's density, the bounded components' log-Jacobians), and the log weights
+  // of the dif maps that made it.
+  torch::Tensor log_q_point, log_point_weights;
 };
 
 // How a draw weighs the gumbel latents' values: a relaxed one-hot at `temperature` (0: their
@@ -112,20 +134,29 @@ public:
   bool bounded(int64_t c) const {
     return plan_.continuous_lower[c] > -INFINITY || plan_.continuous_upper[c] < INFINITY;
   }
+  // Whether moments() cannot give component c's mean and sd (a bounded component's, a dif's),
+  // which the caller estimates from draws.
+  bool moments_from_draws(int64_t c) const { return bounded(c) || plan_.continuous_dif[c] >= 0; }
 
   bool amortized() const { return !encoder_.is_empty(); }
   // The model's guide (`guide z[n] ~ ...`): `arguments(items)` gives its relations' arguments
   // for those items ([I, GuideInfo::n_arguments], differentiable in its networks), which replace
   // the guide's own parameters for the latents it covers.
   using Arguments = std::function<torch::Tensor(const std::vector<int64_t>&)>;
+  // Builds the dif guides (or reads them from options.load_guide).
   void declare(const GuideInfo& guide, Arguments arguments);
+  // The dif guides' weights, which every item shares: trained as networks (--net-learning-rate).
+  std::vector<torch::Tensor> network_parameters() const;
+  std::vector<std::string> network_parameter_names() const;
   // Whether some latent's guide has parameters of each item's own (fitted per item: held-out
   // items need fitting too), rather than from networks every item shares.
   bool fitted_per_item() const;
-  // An amortized guide: its encoder's bytes (nn/mlp.h), and the encoder of `other` applied to
-  // this guide's items (held-out items).
-  std::string save() const { return encoder_->save(); }
-  void share_encoder(const Guide& other) { encoder_ = other.encoder_; }
+  // Whether the guide has networks that serve other items (an encoder, dif guides): save() gives
+  // them as bytes (--save-guide: nn/mlp.h's encoder, or an archive of the dif guides), and
+  // share_networks applies those of `other` to this guide's items (held-out items).
+  bool saves() const { return amortized() || !difs_.empty(); }
+  std::string save() const;
+  void share_networks(const Guide& other);
 
 private:
   // The guide's parameters of items `idx`: means and log sds [I, C], logits per discrete
@@ -134,6 +165,7 @@ private:
   struct Local {
     torch::Tensor mu, log_sd, lower;
     std::vector<torch::Tensor> logits;
+    std::vector<torch::Tensor> contexts; // per dif guide: [I, c], standardised
   };
   Local local(const torch::Tensor& idx) const;
   Local own_local(const torch::Tensor& idx) const; // the guide's own parameters alone
@@ -145,10 +177,27 @@ private:
   static torch::Tensor cholesky(const Local& l); // [I, C, C] (dense plans)
   void start_encoder(const ObsData& data, const VariationalOptions& options,
                      const std::vector<double>& start);
+  // A dif guide's maps start around the prior: locations at draws of it, scales its sd / sqrt(2)
+  // (the mixture's spread then near the prior's), constant weights; its context standardised by
+  // the items' means and sds.
+  void start_dif(size_t j, const GuideInfo::Relation& r);
+  void load_difs(const std::string& path);
+  // The dif guides' points for draws eps ([I, K, C]) and contexts: the unconstrained components
+  // with the difs' columns filled ([I, K, E, C], from u [I, K, C]), and log q and the log weights
+  // of the difs' points ([I, K, E]).
+  struct DifPoints {
+    torch::Tensor u, log_q, log_weights;
+  };
+  DifPoints dif_points(const torch::Tensor& u, const torch::Tensor& eps, const Local& l) const;
 
   const GuidePlan& plan_;
   int64_t n_state_ = 0, items_ = 0, continuous_ = 0;
-  bool fullrank_ = false;
+  bool fullrank_ = false, single_ = false;
+  uint64_t seed_ = 0;
+  std::string load_guide_;
+  std::vector<double> prior_mean_, prior_log_sd_;     // per continuous component, unconstrained
+  std::vector<std::shared_ptr<flows::DifImpl>> difs_; // per plan_.difs
+  std::vector<torch::Tensor> dif_shift_, dif_scale_;  // each dif's context standardisation
   torch::Tensor mu_, log_sd_, lower_; // [N, C], [N, C], [N, C, C] (strictly lower part used)
   std::vector<torch::Tensor> logits_; // per discrete component: [N, values]
   mutable nn::Mlp encoder_{nullptr};  // amortized: observations -> (mu, log_sd, logits)
@@ -157,7 +206,8 @@ private:
   Arguments arguments_;
   struct DeclaredSlot {
     torch::Tensor columns; // normal, mvnormal_chol: its columns among the continuous components
-    size_t discrete = 0;   // else: its index among the discrete ones
+    size_t discrete = 0;   // categorical, bernoulli: its index among the discrete ones
+    int dif = -1;          // dif: its index among plan_.difs
   };
   std::vector<DeclaredSlot> declared_slots_; // per declared relation: see declare()
 };

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ssm {
 
 namespace {
@@ -134,13 +136,13 @@ void add_options(MethodRegistry& registry) {
                            .choices = {"tanh", "relu", "silu", "gelu"}});
   registry.add_option(vi, {.flag = "--save-guide",
                            .help = "amortized: write the trained encoder (LibTorch's archive), "
-                                   "which --load-guide reads",
+                                   "which --load-guide reads; meanfield: the model's dif guides",
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
   registry.add_option(vi, {.flag = "--load-guide",
-                           .help = "amortized: start from this saved encoder (with "
-                                   "--iterations 0: only evaluate it)",
+                           .help = "amortized: start from this saved encoder, meanfield: from "
+                                   "these dif guides (with --iterations 0: only evaluate them)",
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
@@ -189,7 +191,10 @@ Method family(const char* name, const char* title, int rank) {
                "--baseline",      "--kl-warmup",         "--fix",       "--eval-samples",
                "--test",          "--net-learning-rate", "--save-nets", "--load-nets"};
   if (std::string_view(name) == kAmortizedName)
-    for (const char* o : {"--hidden", "--activation", "--save-guide", "--load-guide"})
+    for (const char* o : {"--hidden", "--activation"})
+      m.options.push_back(o);
+  if (std::string_view(name) != kFullRankName) // amortized's encoder, or a model's dif guides
+    for (const char* o : {"--save-guide", "--load-guide"})
       m.options.push_back(o);
   m.applies = variational_refusal;
   m.check = [amortized = std::string_view(name) == kAmortizedName](const MethodRun& run) {
@@ -206,10 +211,13 @@ Method family(const char* name, const char* title, int rank) {
     for (const char* flag : {"--save-nets", "--load-nets"})
       if (run.info.nets.empty() && !run.options.word(flag).empty())
         throw Error(fmt::format("vi: {}: model '{}' declares no networks", flag, run.info.name));
+    const bool dif = std::any_of(run.info.guide.relations.begin(), run.info.guide.relations.end(),
+                                 [](const GuideInfo::Relation& r) { return r.dist == "dif"; });
     for (const char* flag : {"--save-guide", "--load-guide"})
-      if (!amortized && !run.options.word(flag).empty())
-        throw Error(fmt::format("vi: {} needs --method {}: the other guides have parameters per "
-                                "item, which do not carry over to other items",
+      if (!amortized && !dif && !run.options.word(flag).empty())
+        throw Error(fmt::format("vi: {} needs --method {} or a dif guide in the model: the "
+                                "other guides have parameters per item, which do not carry over "
+                                "to other items",
                                 flag, kAmortizedName));
   };
   const std::string family_name = name;

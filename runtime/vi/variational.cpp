@@ -145,8 +145,13 @@ struct VariationalProblem::Impl {
     return p;
   }
   // The weights of the model's networks (at --net-learning-rate), trained with the parameters.
+  // The dif guides' weights with them.
   std::vector<torch::Tensor> net_parameters() const {
-    return space ? nets->parameters() : std::vector<torch::Tensor>{};
+    if (!space)
+      return {};
+    std::vector<torch::Tensor> p = nets->parameters(), g = guide.network_parameters();
+    p.insert(p.end(), g.begin(), g.end());
+    return p;
   }
   std::vector<torch::Tensor> parameters() const {
     std::vector<torch::Tensor> p = own_parameters(), w = net_parameters();
@@ -166,17 +171,23 @@ struct VariationalProblem::Impl {
     const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
     const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
     const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]
+    // A dif guide's log q and log weights at each point (0 without one).
+    const bool points = d.log_q_point.defined();
+    const torch::Tensor log_q_point = points ? d.log_q_point : torch::zeros_like(logp);
+    const torch::Tensor log_point_w = points ? d.log_point_weights : torch::zeros_like(logp);
     // The ELBO's terms, with log q of the reparameterised components held at the guide's
     // parameters (the same values; the gradient "sticks the landing": guide.h).
-    const torch::Tensor f =
-        logp - d.log_q_sticking.unsqueeze(2) - d.log_q_enumerated.unsqueeze(1); // [I, K, E]
+    const torch::Tensor f = logp - d.log_q_sticking.unsqueeze(2) - d.log_q_enumerated.unsqueeze(1) -
+                            log_q_point; // [I, K, E]
     Terms t;
     t.theta = th.detach();
     const torch::Tensor value_k = (d.weights * f).sum(2); // [I, K]
     t.value_k = value_k.detach();
     t.elbo = value_k.mean(1);
     if (opt.objective == "iwae" || with_kl) { // not needed to train on the ELBO
-      const torch::Tensor log_w = torch::logsumexp(logp, 2) - log_q_k;
+      // The enumerated latents summed in p; a dif's maps weighted by w / q (Rao-Blackwellised:
+      // an unbiased estimate of p(x) still, so the bound holds).
+      const torch::Tensor log_w = torch::logsumexp(logp + log_point_w - log_q_point, 2) - log_q_k;
       t.log_w = log_w.detach();
       t.iwae = torch::logsumexp(log_w, 1) - std::log(static_cast<double>(K));
     }
@@ -189,21 +200,21 @@ struct VariationalProblem::Impl {
       // IWAE sums the enumerated latents exactly, so their categoricals are not in it: they are
       // trained on the ELBO given the other draws (its gradient in their logits only), which
       // makes them the posterior of the enumerated latents that the bounds and `prob_` report.
-      if (E > 1)
-        t.surrogate = t.surrogate +
-                      (q_e.unsqueeze(1) * (logp.detach() - d.log_q_sticking.detach().unsqueeze(2) -
-                                           d.log_q_enumerated.unsqueeze(1)))
-                          .sum(2)
-                          .mean(1);
+      if (plan.discrete_enumeration > 1)
+        t.surrogate = t.surrogate + (q_e.unsqueeze(1) * log_point_w.detach().exp() *
+                                     (logp.detach() - d.log_q_sticking.detach().unsqueeze(2) -
+                                      d.log_q_enumerated.unsqueeze(1) - log_q_point.detach()))
+                                        .sum(2)
+                                        .mean(1);
     } else {
       // E[log p(x | z)] - beta KL(q || p(z)) = E[log p(x, z) - (1 - beta) log p(z) - beta log q].
       torch::Tensor annealed = value_k;
       if (beta < 1) {
         const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
-        annealed =
-            (d.weights * (logp - (1 - beta) * lp -
-                          beta * (d.log_q_sticking.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1))))
-                .sum(2);
+        annealed = (d.weights * (logp - (1 - beta) * lp -
+                                 beta * (d.log_q_sticking.unsqueeze(2) +
+                                         d.log_q_enumerated.unsqueeze(1) + log_q_point)))
+                       .sum(2);
       }
       t.surrogate = annealed.mean(1);
       if (d.log_q_score.defined()) { // REINFORCE: (f - b) * d log q, b a baseline
@@ -214,9 +225,17 @@ struct VariationalProblem::Impl {
     if (with_kl) {
       torch::NoGradGuard no_grad;
       const torch::Tensor lp = density.log_prior(flat, items, th).view({I, K, E});
-      const torch::Tensor g = log_q_k.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1) - lp;
-      t.kl = (q_e.unsqueeze(1) * g).sum(2).mean(1);
-      if (!plan.continuous.empty()) {
+      const torch::Tensor g =
+          log_q_k.unsqueeze(2) + d.log_q_enumerated.unsqueeze(1) + log_q_point - lp;
+      const torch::Tensor q = q_e.unsqueeze(1) * log_point_w.exp(); // [I, K, E], sums to 1 in E
+      t.kl = (q * g).sum(2).mean(1);
+      if (points) { // the points vary along E: their moments under q
+        const torch::Tensor z =
+            d.z.index_select(3, torch::tensor(plan.continuous, torch::kInt64)); // [I, K, E, C]
+        const torch::Tensor m1 = (q.unsqueeze(3) * z).sum(2), m2 = (q.unsqueeze(3) * z * z).sum(2);
+        t.z_mean = m1.mean(1);
+        t.z_sd = (m2.mean(1) - t.z_mean.pow(2)).clamp_min(0).sqrt();
+      } else if (!plan.continuous.empty()) {
         const torch::Tensor z = d.z.select(2, 0).index_select(
             2, torch::tensor(plan.continuous, torch::kInt64)); // [I, K, C]
         t.z_mean = z.mean(1);
@@ -471,7 +490,7 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
   // A bounded component's mean and sd on its own scale, from the draws.
   const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
   for (int64_t c = 0; c < C; ++c)
-    if (p.guide.bounded(c))
+    if (p.guide.moments_from_draws(c))
       for (int64_t n = 0; n < N; ++n) {
         b.guide[n][2 * c] = z_mean[n * C + c];
         b.guide[n][2 * c + 1] = z_sd[n * C + c];
@@ -523,7 +542,7 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (!fit.failure.empty())
     return fit;
   fit.train = evaluate(p);
-  if (p.guide.amortized())
+  if (p.guide.saves())
     fit.guide_state = p.guide.save();
   if (!options.test_file.empty()) {
     const ObsData test = read_observations_file(run.info, options.test_file);
@@ -531,9 +550,9 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
-    q.nets = p.nets;         // the trained networks
-    if (p.guide.amortized()) // the trained encoder, applied to the held-out items
-      q.guide.share_encoder(p.guide);
+    q.nets = p.nets;     // the trained networks
+    if (p.guide.saves()) // the trained encoder or difs, applied to the held-out items
+      q.guide.share_networks(p.guide);
     if (q.guide.fitted_per_item()) { // a guide of their own per item
       VariationalFit ignored;
       std::vector<double> unused;
@@ -580,9 +599,12 @@ std::vector<std::string> VariationalProblem::parameter_names() const {
   if (impl_->learns())
     for (const std::string& name : impl_->space->coordinate_names())
       names.push_back(name);
-  if (impl_->space)
+  if (impl_->space) {
     for (const std::string& name : impl_->nets->parameter_names())
       names.push_back(name);
+    for (const std::string& name : impl_->guide.network_parameter_names())
+      names.push_back(name);
+  }
   return names;
 }
 
