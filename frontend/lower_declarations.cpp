@@ -343,6 +343,8 @@ void Lowering::add_prior(const ast::VarDecl& v, int param, const ir::Shape& shap
   Scope s(model_.prior,
           RelationScope(ir::BlockKind::Prior, fmt::format("the prior of '{}'", v.name.name),
                         ir::VarKind::Param, param, v.name.name));
+  if (refuse_guide_only(d, v.name.name))
+    return;
   std::vector<std::optional<int>> args;
   std::vector<std::optional<ir::Shape>> shapes;
   for (const ast::ExprPtr& a : d.args) {

@@ -47,6 +47,15 @@ std::string signature(const ir::DistInfo& info) {
 } // namespace
 
 // Checks a distribution call against its target; arguments that failed to lower are nullopt.
+bool Lowering::refuse_guide_only(const ast::DistCall& d, const std::string& target_name) {
+  const ir::DistInfo* info = ir::find_dist(d.name.name);
+  if (!info || !info->guide_only)
+    return false;
+  error(d.name.range, fmt::format(msg::guide_only_family, info->name, info->name,
+                                  fmt::format("the distribution of {}", target_name)));
+  return true;
+}
+
 std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
                                              const std::vector<std::optional<ir::Shape>>& args,
                                              const ir::Shape& target,
@@ -67,11 +76,8 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   }
   if (d.unresolved) // its named arguments were reported wrong
     return std::nullopt;
-  if (info->guide_only) { // lower_guides.cpp lowers a guide's own family before this check
-    error(d.name.range, fmt::format(msg::guide_only_family, info->name, info->name,
-                                    fmt::format("the distribution of {}", target_name)));
+  if (refuse_guide_only(d, target_name)) // lower_guides.cpp lowers a guide's own family first
     return std::nullopt;
-  }
   if (info->dist == ir::Dist::Diffusion) { // in a prior, or a plate or simulator declaration
     error(d.name.range, fmt::format(msg::diffusion_not_transition,
                                     fmt::format("the distribution of {}", target_name)));

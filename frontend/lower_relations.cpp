@@ -121,7 +121,7 @@ void Lowering::add_relation(const ast::Relation& r) {
       args.assign(lowered->begin(), lowered->end());
       ok = true;
     }
-  } else {
+  } else if (!refuse_guide_only(r.dist, target)) {
     std::vector<std::optional<ir::Shape>> shapes;
     for (const ast::ExprPtr& a : r.dist.args) {
       args.push_back(lower(*a, s));
@@ -245,7 +245,7 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
     p.ok = id.has_value();
     p.rel.dist = ir::Dist::Dirac;
     p.rel.args = {id.value_or(-1)};
-  } else {
+  } else if (!refuse_guide_only(*v.prior, target)) {
     std::vector<std::optional<int>> args;
     std::vector<std::optional<ir::Shape>> shapes;
     for (const ast::ExprPtr& a : v.prior->args) {

@@ -239,6 +239,9 @@ private:
   std::optional<int> call_net(const Expr& e, Symbol& sym, Scope& s);
 
   // ---- distributions (lower_distributions.cpp)
+  // A variational family (dif) outside a guide: reported, before its arguments are lowered
+  // (which would report what a guide may read and a model's relation may not).
+  bool refuse_guide_only(const ast::DistCall& d, const std::string& target_name);
   std::optional<ir::Dist> check_dist(const ast::DistCall& d,
                                      const std::vector<std::optional<ir::Shape>>& args,
                                      const ir::Shape& target, const std::string& target_name,

@@ -56,7 +56,7 @@ enum class Dist {
 // dif(context[, components, width]): the defaults, and the largest values accepted.
 inline constexpr int kDefaultDifComponents = 8;
 inline constexpr int kDefaultDifWidth = 32;
-inline constexpr int kMaxDifComponents = 256;
+inline constexpr int kMaxDifComponents = 64; // its density costs components^2 per point
 inline constexpr int kMaxDifWidth = 4096;
 
 // diffusion(drift, diffusion, dt[, steps, psi_lower, psi_upper]): the substeps when none are

@@ -367,6 +367,12 @@ private:
              dist_info(rel.dist).name);
       if (rel.kind == VarKind::State && model_.net_call_of(rel.var))
         fail("the guide draws {}, a network's output", target);
+      if (rel.dist == Dist::Dif) {
+        const VarDecl& v =
+            rel.kind == VarKind::State ? model_.states[rel.var] : model_.latents[rel.var];
+        if (v.shape.rank() > 1 || v.integer)
+          fail("the dif guide of {} is not for a real or a vector", target);
+      }
     }
     if (dist_info(rel.dist).guide_only && block_.kind != BlockKind::Guide)
       fail("{} ~ {} outside a guide", target, dist_info(rel.dist).name);
@@ -401,28 +407,36 @@ private:
         fail("{} ~ {}: the bound {} is not a constant", target, info.name, info.arg_names[k]);
       const Shape& arg = block_.nodes[a].shape;
       const bool square = shape.rank() == 1 && arg == Shape::matrix(shape.dims[0], shape.dims[0]);
-      bool ok =
-          rel.dist == Dist::Diffusion
-              ? (k == 0             ? arg == shape
-                 : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
-                 : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
-                                    : arg.is_scalar() || arg == shape || (k == 2 && square))
-          : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
-              ? (shape.rank() == 1 &&
-                 (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
-          : rel.dist == Dist::Dif // a context, then the constant sizes
-              ? (k == 0 ? arg.rank() <= 1 : arg.is_scalar() && block_.nodes[a].op == Op::Const)
-              : rel.dist == Dist::Dirichlet ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
-                : rel.dist == Dist::Multinomial
-                    ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
-                : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
-                                                : (arg.is_scalar() || arg == shape);
+      bool ok = rel.dist == Dist::Diffusion
+                    ? (k == 0             ? arg == shape
+                       : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
+                       : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
+                                          : arg.is_scalar() || arg == shape || (k == 2 && square))
+                : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
+                    ? (shape.rank() == 1 &&
+                       (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+                : rel.dist == Dist::Dif // a context, then the constant sizes
+                    ? (k == 0 ? arg.rank() <= 1
+                              : is_whole_constant(block_.nodes[a], 1,
+                                                  k == 1 ? kMaxDifComponents : kMaxDifWidth))
+                    : rel.dist == Dist::Dirichlet
+                          ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                      : rel.dist == Dist::Multinomial
+                          ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
+                      : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                      : (arg.is_scalar() || arg == shape);
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
   }
 
   // The number of Euler-Maruyama substeps of a diffusion: a constant whole number >= 1.
+  // A constant whole number in [lo, hi] (a dif's sizes).
+  static bool is_whole_constant(const Node& n, double lo, double hi) {
+    return n.op == Op::Const && n.shape.is_scalar() && n.values.size() == 1 &&
+           n.values[0] == std::floor(n.values[0]) && n.values[0] >= lo && n.values[0] <= hi;
+  }
+
   static bool is_substep_count(const Node& n, int dim) {
     return n.op == Op::Const && n.values.size() == 1 && n.values[0] >= 1 &&
            n.values[0] <= static_cast<double>(max_diffusion_steps(dim)) &&

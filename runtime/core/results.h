@@ -173,7 +173,7 @@ struct VariationalFit {
   std::vector<TracePoint> trace;
   int64_t iterations = 0;
   double train_seconds = 0; // the training loop's wall time
-  std::string guide_state;  // an amortized guide's encoder, as bytes for --save-guide
+  std::string guide_state;  // an amortized guide's encoder or a model's dif guides (--save-guide)
   // The model's networks (`net` declarations) by name, as bytes for --save-nets: after a failure,
   // those of the last finite iteration.
   std::string nets_state;

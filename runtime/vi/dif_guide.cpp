@@ -1,6 +1,6 @@
-// A model's `dif` guides (vi/guide.h): their construction around the prior, their
-// Rao-Blackwellised points for a batch of draws, their weights as networks, and the archive that
-// --save-guide writes and --load-guide reads.
+// A model's `dif` guides (vi/guide.h): their part of the guide's plan, their construction around
+// the prior, their Rao-Blackwellised points for a batch of draws, their weights as networks, and
+// the archive that --save-guide writes and --load-guide reads.
 #include "core/error.h"
 #include "kernel/distributions.h"
 #include "vi/guide.h"
@@ -13,6 +13,47 @@
 #include <sstream>
 
 namespace ssm {
+
+void plan_dif(GuidePlan& plan, const VarInfo& v, const GuideInfo::Relation& rel,
+              const VariationalOptions& options) {
+  if (plan.estimators.back().estimator != kReparamName)
+    throw Error(fmt::format("vi: the dif guide of '{}' is drawn through its maps "
+                            "(reparameterisation), but its estimator is {} ({})",
+                            v.name, plan.estimators.back().estimator, plan.estimators.back().why));
+  if (options.family != kMeanFieldName)
+    throw Error(fmt::format("vi: '{}' has a dif guide, which --method {} cannot hold "
+                            "beside its own family: use --method {}",
+                            v.name, options.family, kMeanFieldName));
+  plan.difs.push_back({v.name, {}, rel.components, rel.width});
+  plan.estimators.back().why = fmt::format(
+      "continuous, its family the model's guide (dif): a draw eps of N(0, I) carried by "
+      "each of the {} maps, z = T_k^-1(eps) weighted by w_k(eps) (Rao-Blackwellised), the "
+      "gradient through the model's compiled state gradient",
+      rel.components);
+}
+
+void place_difs(GuidePlan& plan, const VariationalOptions& options) {
+  // The IWAE bound leaves a map of negligible weight unconstrained (its term p / q does not
+  // shrink with its weight), free to drift where the model's density vanishes.
+  if (!plan.difs.empty() && options.objective != "elbo")
+    throw Error(fmt::format("vi: the dif guide of '{}' trains on the ELBO, the Rao-Blackwellised "
+                            "KL of Argouarc'h (2024, 4.76): the {} bound holds none of its maps "
+                            "near the posterior once its weight is small. Use --objective elbo "
+                            "(the {} bound is reported all the same)",
+                            plan.difs.front().latent, options.objective, options.objective));
+  // The difs' maps above the discrete values on the enumeration axis.
+  plan.discrete_enumeration = plan.enumeration;
+  for (GuidePlan::Dif& d : plan.difs) {
+    d.radix = plan.enumeration;
+    if (static_cast<double>(plan.enumeration) * static_cast<double>(d.components) > 1e6)
+      throw Error(fmt::format(
+          "vi: the dif guide of '{}' would evaluate the model at {} points "
+          "per draw (its {} maps times the enumerated values before it)",
+          d.latent, static_cast<double>(plan.enumeration) * static_cast<double>(d.components),
+          d.components));
+    plan.enumeration *= d.components;
+  }
+}
 
 void Guide::start_dif(size_t j, const GuideInfo::Relation& r) {
   const GuidePlan::Dif& plan = plan_.difs[j];
@@ -27,6 +68,8 @@ void Guide::start_dif(size_t j, const GuideInfo::Relation& r) {
   spec.single = single_;
   spec.base = std::make_shared<flows::DensitySpec>();
   spec.base->dim = d;
+  // Its networks' initial weights from --seed (LibTorch's generator, as the model's networks).
+  torch::manual_seed(seed_ ^ (0x9e3779b97f4a7c15ULL * (j + 1)));
   difs_[j] = std::dynamic_pointer_cast<flows::DifImpl>(flows::make_density(spec));
   torch::NoGradGuard no_grad;
   std::vector<double> means(K * d), log_scales(K * d);
@@ -81,11 +124,19 @@ Guide::DifPoints Guide::dif_points(const torch::Tensor& u, const torch::Tensor& 
   return p;
 }
 
+namespace {
+// A dif's maps (its own locations and log-scales), which the guide trains as its parameters.
+bool is_map(const std::string& key) {
+  return key == "means" || key == "log_scales";
+}
+} // namespace
+
 std::vector<torch::Tensor> Guide::network_parameters() const {
   std::vector<torch::Tensor> p;
   for (const auto& dif : difs_)
-    for (const torch::Tensor& t : dif->parameters())
-      p.push_back(t);
+    for (const auto& t : dif->named_parameters())
+      if (!is_map(t.key()))
+        p.push_back(t.value());
   return p;
 }
 
@@ -93,8 +144,9 @@ std::vector<std::string> Guide::network_parameter_names() const {
   std::vector<std::string> names;
   for (size_t j = 0; j < difs_.size(); ++j)
     for (const auto& p : difs_[j]->named_parameters())
-      for (int64_t k = 0; k < p.value().numel(); ++k)
-        names.push_back(fmt::format("dif.{}.{}[{}]", plan_.difs[j].latent, p.key(), k));
+      if (!is_map(p.key()))
+        for (int64_t k = 0; k < p.value().numel(); ++k)
+          names.push_back(fmt::format("dif.{}.{}[{}]", plan_.difs[j].latent, p.key(), k));
   return names;
 }
 
@@ -112,8 +164,9 @@ std::string Guide::save() const {
   for (size_t j = 0; j < difs_.size(); ++j) {
     const flows::DensitySpec& spec = difs_[j]->spec();
     torch::serialize::OutputArchive one;
-    one.write("sizes", torch::tensor(std::vector<int64_t>{spec.dim, spec.components,
-                                                          spec.hidden.at(0), spec.context}));
+    one.write("sizes",
+              torch::tensor(std::vector<int64_t>{spec.dim, spec.components, spec.hidden.at(0),
+                                                 spec.context, spec.single ? 1 : 0}));
     one.write("shift", dif_shift_[j]);
     one.write("scale", dif_scale_[j]);
     torch::serialize::OutputArchive weights;
@@ -127,17 +180,22 @@ std::string Guide::save() const {
 }
 
 void Guide::load_difs(const std::string& path) {
-  torch::serialize::InputArchive archive;
   try {
-    archive.load_from(path);
-    torch::Tensor format;
-    if (!archive.try_read("ssmc_dif_guide", format) || format.item<int64_t>() != kDifGuideFormat)
-      throw Error(fmt::format("vi: {} is not a dif guide saved by this version of ssmc "
-                              "(--save-guide)",
-                              path));
-  } catch (const c10::Error&) {
-    throw Error(fmt::format("vi: {} is not a guide saved by ssmc (--save-guide)", path));
+    read_difs(path);
+  } catch (const c10::Error& e) { // not an archive, or one without an entry read here
+    throw Error(fmt::format("vi: {} is not a guide saved by ssmc (--save-guide): {}", path,
+                            e.what_without_backtrace()));
   }
+}
+
+void Guide::read_difs(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  torch::Tensor format;
+  if (!archive.try_read("ssmc_dif_guide", format) || format.item<int64_t>() != kDifGuideFormat)
+    throw Error(fmt::format("vi: {} is not a dif guide saved by this version of ssmc "
+                            "(--save-guide)",
+                            path));
   torch::NoGradGuard no_grad;
   for (size_t j = 0; j < difs_.size(); ++j) {
     const flows::DensitySpec& spec = difs_[j]->spec();
@@ -147,12 +205,14 @@ void Guide::load_difs(const std::string& path) {
       throw Error(fmt::format("vi: {} has no dif guide of '{}'", path, name));
     torch::Tensor sizes, shift, scale;
     one.read("sizes", sizes);
-    const std::vector<int64_t> want = {spec.dim, spec.components, spec.hidden.at(0), spec.context};
+    const std::vector<int64_t> want = {spec.dim, spec.components, spec.hidden.at(0), spec.context,
+                                       spec.single ? 1 : 0};
+    sizes = sizes.to(torch::kInt64).contiguous();
     const std::vector<int64_t> have(sizes.data_ptr<int64_t>(),
                                     sizes.data_ptr<int64_t>() + sizes.numel());
     if (have != want)
       throw Error(fmt::format("vi: the dif guide of '{}' in {} has (dimension, components, "
-                              "width, context) = ({}); this model's has ({})",
+                              "width, context, single precision) = ({}); this run's has ({})",
                               name, path, fmt::join(have, ", "), fmt::join(want, ", ")));
     one.read("shift", dif_shift_[j]);
     one.read("scale", dif_scale_[j]);

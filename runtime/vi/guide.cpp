@@ -163,23 +163,8 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
         plan.estimators.back().why +=
             fmt::format("; its family: the model's guide ({})", rel->dist);
       const bool dif = declared && rel->dist == "dif";
-      if (dif) {
-        if (plan.estimators.back().estimator != kReparamName)
-          throw Error(fmt::format("vi: the dif guide of '{}' is drawn through its maps "
-                                  "(reparameterisation), but its estimator is {} ({})",
-                                  v.name, plan.estimators.back().estimator,
-                                  plan.estimators.back().why));
-        if (options.family != kMeanFieldName)
-          throw Error(fmt::format("vi: '{}' has a dif guide, which --method {} cannot hold "
-                                  "beside its own family: use --method {}",
-                                  v.name, options.family, kMeanFieldName));
-        plan.difs.push_back({v.name, {}, rel->components, rel->width});
-        plan.estimators.back().why = fmt::format(
-            "continuous, its family the model's guide (dif): a draw eps of N(0, I) carried by "
-            "each of the {} maps, z = T_k^-1(eps) weighted by w_k(eps) (Rao-Blackwellised), the "
-            "gradient through the model's compiled state gradient",
-            rel->components);
-      }
+      if (dif)
+        plan_dif(plan, v, *rel, options);
       for (int64_t k = 0; k < v.size; ++k) {
         plan.continuous_dif.push_back(dif ? static_cast<int>(plan.difs.size()) - 1 : -1);
         if (dif)
@@ -195,18 +180,7 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
   }
   if (plan.estimators.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
-  // The difs' maps above the discrete values on the enumeration axis.
-  plan.discrete_enumeration = plan.enumeration;
-  for (GuidePlan::Dif& d : plan.difs) {
-    d.radix = plan.enumeration;
-    if (static_cast<double>(plan.enumeration) * static_cast<double>(d.components) > 1e6)
-      throw Error(fmt::format(
-          "vi: the dif guide of '{}' would evaluate the model at {} points "
-          "per draw (its {} maps times the enumerated values before it)",
-          d.latent, static_cast<double>(plan.enumeration) * static_cast<double>(d.components),
-          d.components));
-    plan.enumeration *= d.components;
-  }
+  place_difs(plan, options);
   plan.dense = options.family == kFullRankName ||
                std::any_of(info.guide.relations.begin(), info.guide.relations.end(),
                            [](const GuideInfo::Relation& r) { return r.dist == "mvnormal_chol"; });
@@ -653,7 +627,12 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
 std::vector<torch::Tensor> Guide::parameters() const {
   if (amortized())
     return encoder_->parameters();
+  // The dif guides' maps, as the guide's own parameters (their networks: network_parameters).
   std::vector<torch::Tensor> p;
+  for (const auto& dif : difs_) {
+    p.push_back(dif->means);
+    p.push_back(dif->log_scales);
+  }
   // The model's guide covers every latent: its networks are the model's.
   if (declared_ && !fitted_per_item())
     return p;
@@ -676,7 +655,11 @@ std::vector<std::string> Guide::parameter_names() const {
         names.push_back(fmt::format("encoder.{}[{}]", p.key(), k));
     return names;
   }
-  if (declared_ && !fitted_per_item()) // as parameters()
+  for (size_t j = 0; j < difs_.size(); ++j) // as parameters()
+    for (const char* what : {"means", "log_scales"})
+      for (int64_t k = 0; k < difs_[j]->means.numel(); ++k)
+        names.push_back(fmt::format("dif.{}.{}[{}]", plan_.difs[j].latent, what, k));
+  if (declared_ && !fitted_per_item())
     return names;
   const int64_t C = continuous_;
   if (C > 0) {

@@ -77,6 +77,11 @@ struct GuidePlan {
 // continuous one). Throws ssm::Error for an estimator that cannot apply, naming those that can.
 GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
                      const VariationalOptions& options);
+// plan_guide's part for dif guides: a latent's (its estimator must be reparam, the family
+// meanfield), then their maps' places on the enumeration axis and the objective (the ELBO).
+void plan_dif(GuidePlan& plan, const VarInfo& v, const GuideInfo::Relation& rel,
+              const VariationalOptions& options);
+void place_difs(GuidePlan& plan, const VariationalOptions& options);
 
 // The items' observations as a [T, n_obs] tensor, for a network that reads them (`who`, as a
 // message names it: "the encoder"). Throws ssm::Error naming the line of a missing one.
@@ -182,6 +187,7 @@ private:
   // the items' means and sds.
   void start_dif(size_t j, const GuideInfo::Relation& r);
   void load_difs(const std::string& path);
+  void read_difs(const std::string& path); // load_difs without its reading of LibTorch's errors
   // The dif guides' points for draws eps ([I, K, C]) and contexts: the unconstrained components
   // with the difs' columns filled ([I, K, E, C], from u [I, K, C]), and log q and the log weights
   // of the difs' points ([I, K, E]).

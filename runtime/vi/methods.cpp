@@ -148,16 +148,17 @@ void add_options(MethodRegistry& registry) {
                            .show_default = false});
   registry.add_option(vi, {.flag = "--net-learning-rate",
                            .help = "Adam's step size for the weights of the model's networks "
-                                   "(`net` declarations)",
+                                   "(`net` declarations) and of its dif guides' networks",
                            .default_value = d.net_learning_rate,
                            .type_name = "RATE"});
-  registry.add_option(vi, {.flag = "--precision",
-                           .help = "The networks' arithmetic (the model's `net`s, the amortized "
-                                   "encoder, a learned baseline): double, or single (float32, "
-                                   "about twice as fast); the model's kernels compute in double "
-                                   "either way",
-                           .default_value = std::string("double"),
-                           .choices = {"double", "single"}});
+  registry.add_option(
+      vi, {.flag = "--precision",
+           .help = "The networks' arithmetic (the model's `net`s, the amortized "
+                   "encoder, a dif guide's, a learned baseline): double, or single (float32, "
+                   "about twice as fast); the model's kernels compute in double "
+                   "either way",
+           .default_value = std::string("double"),
+           .choices = {"double", "single"}});
   registry.add_option(vi, {.flag = "--save-nets",
                            .help = "Write the model's trained networks (LibTorch's archive, "
                                    "one entry per `net`), which --load-nets reads",

@@ -455,7 +455,11 @@ VariationalFit::Bounds evaluate(VariationalProblem::Impl& p) {
   VariationalFit::Bounds b;
   const int64_t N = p.data.T, K = p.opt.eval_samples;
   b.samples = K;
-  const int64_t per_item = K * p.plan.enumeration * std::max<int64_t>(1, p.run.info.n_state);
+  int64_t per_item = K * p.plan.enumeration * std::max<int64_t>(1, p.run.info.n_state);
+  // A dif's density at its M points per draw runs its weight network on M^2 rows.
+  for (const GuidePlan::Dif& d : p.plan.difs)
+    per_item += K * d.components * d.components *
+                (2 * d.width + d.components + 2 * static_cast<int64_t>(d.columns.size()));
   const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 22) / per_item);
   std::vector<double> z_mean, z_sd; // [n * C + c]
   for (int64_t first = 0; first < N; first += chunk) {
