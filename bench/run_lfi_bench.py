@@ -3,7 +3,7 @@
 simulators compiled by ssmc against the sbibm tasks' reference posteriors and sbi's NRE figures.
 
   bench/run_lfi_bench.py [BUILD_DIR] [--budgets 1000,10000,100000] [--tasks two_moons,gaussian_linear]
-                         [--variant b] [--hidden 64,64,64] [--keep DIR]
+                         [--variant b] [--hidden 64,64,64] [--npe] [--keep DIR]
 
 1. Simulation throughput: `simulate` of examples/two_moons.ssm (10^6 draws) and examples/sir.ssm
    (10^5 draws, 320 Runge-Kutta steps each) on 1 thread and on all cores, against the same
@@ -21,6 +21,10 @@ simulators compiled by ssmc against the sbibm tasks' reference posteriors and sb
    (a component, then its normal around x_o, kept inside the prior's box); bernoulli_glm by
    random-walk Metropolis on its exact posterior given the sufficient statistics. sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
    over 10 observations) are printed beside them.
+3. With --npe, beside NRE at each budget, neural posterior estimation by a conditional DIF on the
+   same pairs (`ssmc density fit --model dif --columns THETA --context X`, its default 8 maps
+   and 64 x 64 networks, then `ssmc density sample --context` at the observation, 10^4 draws),
+   against the same reference: q(theta | x) needs no posterior sampler.
 """
 import json
 import math
@@ -234,7 +238,33 @@ def throughput(build, work):
     return out
 
 
-def task_run(build, work, task, budgets, rng, nre_args):
+def npe_run(build, work, task, budget, pairs, observed_json, sim_json, ref_path):
+    """NPE with a conditional DIF on the pairs: C2ST, fit and sampling times."""
+    ssmc = os.path.join(build, "bin", "ssmc")
+    saved = os.path.join(work, "%s_%d.npe" % (task, budget))
+    context = os.path.join(work, "%s_xo_context.csv" % task)
+    post = os.path.join(work, "%s_%d_npe.csv" % (task, budget))
+    names = sim_json["observations"]
+    values = [v for key in observed_json for v in observed_json[key]]
+    with open(context, "w") as f:
+        f.write(",".join(names) + "\n" + ",".join(repr(v) for v in values) + "\n")
+    fit, t_fit = timed([ssmc, "density", "fit", "--data", pairs, "--model", "dif",
+                        "--columns"] + sim_json["parameters"] + ["--context"] + names +
+                       ["--save", saved, "--seed", "3"])
+    _, t_sample = timed([ssmc, "density", "sample", "--load", saved, "--context", context,
+                         "--n", "10000", "--seed", "5", "--out", post], json_out=False)
+    with open(post) as f:  # the draws without the context's columns, which repeat x_o
+        header = f.readline().strip().split(",")
+        keep = [header.index(name) for name in sim_json["parameters"]]
+        rows = [line.strip().split(",") for line in f]
+    with open(post, "w") as f:
+        f.write(",".join(sim_json["parameters"]) + "\n")
+        f.writelines(",".join(row[k] for k in keep) + "\n" for row in rows)
+    c = run([ssmc, "c2st", post, ref_path, "--json", "--threads", str(os.cpu_count() or 1)])
+    return {"c2st": c["c2st"], "fit_s": t_fit, "sample_s": t_sample, "epochs": fit.get("epochs")}
+
+
+def task_run(build, work, task, budgets, rng, nre_args, npe=False):
     src = os.path.join(ROOT, "examples", task + ".ssm")
     exe = os.path.join(work, task)
     run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
@@ -276,8 +306,8 @@ def task_run(build, work, task, budgets, rng, nre_args):
         pairs = os.path.join(work, "%s_%d.csv" % (task, budget))
         ratio = os.path.join(work, "%s_%d.ratio" % (task, budget))
         post = os.path.join(work, "%s_%d_post.csv" % (task, budget))
-        _, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out", pairs] +
-                         extra, json_out=False)
+        sim_json, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out",
+                                 pairs, "--json"] + extra)
         fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed", "3",
                             "--json"] + nre_args + extra)
         p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", observed,
@@ -290,6 +320,9 @@ def task_run(build, work, task, budgets, rng, nre_args):
                      "mean_error": c["mean_error"], "simulate_s": t_sim, "nre_s": t_fit,
                      "epochs": fit["epochs"], "validation_loss": fit["validation_loss"],
                      "posterior_s": t_post, "acceptance": p["acceptance_rate"]})
+        if npe:
+            rows[-1]["npe"] = npe_run(build, work, task, budget, pairs, observed_json, sim_json,
+                                      ref_path)
     print("\n%s: C2ST of nre %s + %s (10^4 draws) against the reference, sbi's NRE beside it"
           % (task, " ".join(nre_args), POSTERIOR_SAMPLER.get(task, AR_SAMPLER)[1]))
     print("  %8s %7s %8s %10s %8s %7s %9s %8s %10s" % (
@@ -300,6 +333,12 @@ def task_run(build, work, task, budgets, rng, nre_args):
             r["budget"], r["c2st"], "-" if r["sbi_nre"] is None else "%.2f" % r["sbi_nre"],
             r["mean_error"], r["simulate_s"], r["nre_s"], r["epochs"], r["posterior_s"],
             r["acceptance"]))
+    if npe:
+        print("  NPE (conditional DIF, 8 maps) on the same pairs:")
+        print("  %8s %7s %8s %9s %8s" % ("budget", "c2st", "nre c2st", "fit s", "sample s"))
+        for r in rows:
+            print("  %8d %7.3f %8.3f %9.1f %8.2f" % (r["budget"], r["npe"]["c2st"], r["c2st"],
+                                                    r["npe"]["fit_s"], r["npe"]["sample_s"]))
     return rows
 
 
@@ -308,6 +347,7 @@ def main():
     budgets = list(BUDGETS)
     tasks = ["gaussian_linear", "two_moons"]
     keep = None
+    npe = False
     nre_args = ["--variant", "b", "--hidden", "64,64,64"]
     args = sys.argv[1:]
     while args:
@@ -320,6 +360,8 @@ def main():
             nre_args[1] = args.pop(0)
         elif a == "--hidden":
             nre_args[3] = args.pop(0)
+        elif a == "--npe":
+            npe = True
         elif a == "--keep":
             keep = args.pop(0)
         else:
@@ -330,7 +372,7 @@ def main():
     rng = np.random.default_rng(2024)
     results = {"throughput": throughput(build, work)}
     for task in tasks:
-        results[task] = task_run(build, work, task, budgets, rng, nre_args)
+        results[task] = task_run(build, work, task, budgets, rng, nre_args, npe)
     print("load average after:", os.getloadavg())
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
