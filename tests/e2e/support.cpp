@@ -246,4 +246,34 @@ void check_standard_normal(const std::vector<double>& z, const std::string& what
   CHECK(std::abs(lag / ((n - 1) * v)) <= 4 / std::sqrt(n));
 }
 
+GridPosterior grid_posterior(const std::function<double(double, double)>& log_density, double a_lo,
+                             double a_hi, double b_lo, double b_hi, int n) {
+  auto a_at = [&](int i) { return a_lo + (a_hi - a_lo) * (i + 0.5) / n; };
+  auto b_at = [&](int j) { return b_lo + (b_hi - b_lo) * (j + 0.5) / n; };
+  std::vector<double> lp(static_cast<size_t>(n) * n);
+  double top = -INFINITY;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      lp[i * n + j] = log_density(a_at(i), b_at(j));
+      top = std::max(top, lp[i * n + j]);
+    }
+  double z = 0, a1 = 0, a2 = 0, b1 = 0, b2 = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const double a = a_at(i), b = b_at(j), w = std::exp(lp[i * n + j] - top);
+      z += w;
+      a1 += w * a;
+      a2 += w * a * a;
+      b1 += w * b;
+      b2 += w * b * b;
+    }
+  GridPosterior g;
+  g.mean_a = a1 / z;
+  g.sd_a = std::sqrt(a2 / z - g.mean_a * g.mean_a);
+  g.mean_b = b1 / z;
+  g.sd_b = std::sqrt(b2 / z - g.mean_b * g.mean_b);
+  g.log_integral = top + std::log(z) + std::log((a_hi - a_lo) / n) + std::log((b_hi - b_lo) / n);
+  return g;
+}
+
 } // namespace e2e

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,5 +68,14 @@ double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
 // the test's message under `what`.
 void check_mean_close(const std::vector<double>& v, double exact, double z,
                       const std::string& what);
+
+// A two-parameter posterior by the midpoint rule on n x n cells of the box [a_lo, a_hi] x
+// [b_lo, b_hi], from its unnormalised log density: each parameter's mean and sd, and the log of
+// the density's integral over the box.
+struct GridPosterior {
+  double mean_a = 0, sd_a = 0, mean_b = 0, sd_b = 0, log_integral = 0;
+};
+GridPosterior grid_posterior(const std::function<double(double, double)>& log_density, double a_lo,
+                             double a_hi, double b_lo, double b_hi, int n);
 
 } // namespace e2e

@@ -317,32 +317,15 @@ TEST_CASE("gibbs: a local level model's variances match quadrature", "[sample][g
     csv += std::isnan(v) ? std::string("\n") : std::to_string(v) + "\n";
   write_file(data, csv);
   // The midpoint rule on (0, 4] x (0, 4] under the IG(3, 2) priors.
-  const int n = 300;
-  std::vector<double> lp(n * n);
-  double top = -INFINITY;
   auto log_prior = [](double v) { return -4 * std::log(v) - 2 / v; };
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const double a = 4.0 * (i + 0.5) / n, b = 4.0 * (j + 0.5) / n;
-      lp[i * n + j] = local_level_loglik(y, a, b) + log_prior(a) + log_prior(b);
-      top = std::max(top, lp[i * n + j]);
-    }
-  double z = 0, a1 = 0, a2 = 0, b1 = 0, b2 = 0;
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const double a = 4.0 * (i + 0.5) / n, b = 4.0 * (j + 0.5) / n;
-      const double w = std::exp(lp[i * n + j] - top);
-      z += w;
-      a1 += w * a;
-      a2 += w * a * a;
-      b1 += w * b;
-      b2 += w * b * b;
-    }
+  const GridPosterior g = grid_posterior(
+      [&](double a, double b) { return local_level_loglik(y, a, b) + log_prior(a) + log_prior(b); },
+      0, 4, 0, 4, 300);
   const nlohmann::json j = gibbs(exe, data, {});
   CHECK(j["likelihood"] == "kalman");
   CHECK(j["details"]["conditionals"]["v_eta"] == "inverse-gamma");
-  check_moments(j, "v_eta", a1 / z, std::sqrt(a2 / z - a1 * a1 / z / z));
-  check_moments(j, "v_eps", b1 / z, std::sqrt(b2 / z - b1 * b1 / z / z));
+  check_moments(j, "v_eta", g.mean_a, g.sd_a);
+  check_moments(j, "v_eps", g.mean_b, g.sd_b);
   CHECK(j["summary"].contains("x.60")); // the state path, as generated quantities
 }
 

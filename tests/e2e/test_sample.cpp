@@ -55,34 +55,16 @@ struct Moments {
 // The posterior's means and sds by the midpoint rule on a 400 x 400 grid: rho in (-1, 1) under
 // its uniform prior, sigma in (0, 3) under half_normal(1) (the mass beyond 3 is negligible here).
 Moments quadrature(const std::vector<double>& y) {
-  const int n = 400;
-  std::vector<double> lp(n * n);
-  double top = -INFINITY;
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const double rho = -1 + 2 * (i + 0.5) / n, sigma = 3 * (j + 0.5) / n;
-      lp[i * n + j] = kalman_loglik(y, rho, sigma) - sigma * sigma / 2;
-      top = std::max(top, lp[i * n + j]);
-    }
-  double z = 0, r1 = 0, r2 = 0, s1 = 0, s2 = 0;
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      const double rho = -1 + 2 * (i + 0.5) / n, sigma = 3 * (j + 0.5) / n;
-      const double w = std::exp(lp[i * n + j] - top);
-      z += w;
-      r1 += w * rho;
-      r2 += w * rho * rho;
-      s1 += w * sigma;
-      s2 += w * sigma * sigma;
-    }
+  const GridPosterior g = grid_posterior(
+      [&](double rho, double sigma) { return kalman_loglik(y, rho, sigma) - sigma * sigma / 2; },
+      -1, 1, 0, 3, 400);
   Moments m;
-  // uniform(-1, 1) has density 1/2, half_normal(1) sqrt(2 / pi) exp(-sigma^2 / 2); cells 2/n x 3/n.
-  m.log_evidence = top + std::log(z) + std::log(0.5) + 0.5 * std::log(2 / std::numbers::pi) +
-                   std::log(2.0 / n) + std::log(3.0 / n);
-  m.mean_rho = r1 / z;
-  m.sd_rho = std::sqrt(r2 / z - m.mean_rho * m.mean_rho);
-  m.mean_sigma = s1 / z;
-  m.sd_sigma = std::sqrt(s2 / z - m.mean_sigma * m.mean_sigma);
+  // uniform(-1, 1) has density 1/2, half_normal(1) sqrt(2 / pi) exp(-sigma^2 / 2).
+  m.log_evidence = g.log_integral + std::log(0.5) + 0.5 * std::log(2 / std::numbers::pi);
+  m.mean_rho = g.mean_a;
+  m.sd_rho = g.sd_a;
+  m.mean_sigma = g.mean_b;
+  m.sd_sigma = g.sd_b;
   return m;
 }
 
