@@ -1,4 +1,5 @@
-// MCMC diagnostics after Vehtari et al. (2021): see diagnostics.h.
+// MCMC diagnostics after Vehtari et al. (2021), and importance weights' (PSIS's k̂): see
+// diagnostics.h.
 #include "learning/diagnostics.h"
 #include "core/error.h"
 
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace ssm {
@@ -170,6 +172,76 @@ DrawSummary summarize_draws(const Chains& chains) {
   s.ess_tail = std::min(indicator(s.q5), indicator(s.q95));
   s.mcse_mean = s.sd / std::sqrt(s.ess_bulk);
   return s;
+}
+
+double pareto_khat(const std::vector<double>& log_weights) {
+  std::vector<double> lw;
+  for (double v : log_weights)
+    lw.push_back(std::isfinite(v) ? v : -std::numeric_limits<double>::infinity());
+  std::sort(lw.begin(), lw.end());
+  const auto n = static_cast<double>(lw.size());
+  const auto tail = static_cast<size_t>(std::min(std::ceil(0.2 * n), std::ceil(3 * std::sqrt(n))));
+  if (tail < 5 || tail >= lw.size())
+    return NAN;
+  const double top = lw.back(), cutoff = lw[lw.size() - tail - 1];
+  if (!std::isfinite(top))
+    return NAN;
+  std::vector<double> x; // the excesses, ascending, on the scale of the largest weight
+  for (size_t i = lw.size() - tail; i < lw.size(); ++i)
+    x.push_back(std::exp(lw[i] - top) - std::exp(cutoff - top));
+  const auto m = static_cast<double>(x.size());
+  if (!(x.back() > 0) || !(x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1] > 0))
+    return NAN;
+  // The profile likelihood of θ = -k / σ on Zhang & Stephens's grid, averaged under it.
+  const int grid = 30 + static_cast<int>(std::floor(std::sqrt(m)));
+  const double prior = 3, quartile = x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1];
+  std::vector<double> theta(grid), log_lik(grid);
+  auto mean_log1p = [&](double t) {
+    double sum = 0;
+    for (double v : x)
+      sum += std::log1p(-t * v);
+    return sum / m;
+  };
+  for (int j = 0; j < grid; ++j) {
+    theta[j] = 1 / x.back() + (1 - std::sqrt(grid / (j + 0.5))) / (prior * quartile);
+    const double k = mean_log1p(theta[j]);
+    log_lik[j] = m * (std::log(-theta[j] / k) - k - 1);
+  }
+  const double top_lik = *std::max_element(log_lik.begin(), log_lik.end());
+  double total = 0, theta_hat = 0;
+  for (int j = 0; j < grid; ++j) {
+    const double w = std::exp(log_lik[j] - top_lik);
+    total += w;
+    theta_hat += w * theta[j];
+  }
+  theta_hat /= total;
+  const double k = mean_log1p(theta_hat);
+  return (m * k + 10 * 0.5) / (m + 10);
+}
+
+ImportanceDiagnostics importance_diagnostics(const std::vector<double>& log_weights) {
+  ImportanceDiagnostics d;
+  double top = -std::numeric_limits<double>::infinity();
+  for (double v : log_weights)
+    if (std::isfinite(v))
+      top = std::max(top, v);
+  const auto n = static_cast<double>(log_weights.size());
+  double sum = 0, sum2 = 0;
+  for (double v : log_weights)
+    if (std::isfinite(v)) {
+      const double w = std::exp(v - top);
+      sum += w;
+      sum2 += w * w;
+    }
+  if (!(sum > 0))
+    return {-std::numeric_limits<double>::infinity(), NAN, 0, NAN};
+  const double mean = sum / n;
+  d.log_mean_weight = top + std::log(mean);
+  const double var = std::max(0.0, sum2 / n - mean * mean) * n / std::max(1.0, n - 1);
+  d.log_mean_weight_se = std::sqrt(var / n) / mean;
+  d.ess = sum * sum / sum2;
+  d.pareto_k = pareto_khat(log_weights);
+  return d;
 }
 
 } // namespace ssm

@@ -59,3 +59,50 @@ TEST_CASE("chains that disagree have R-hat far above 1", "[diagnostics]") {
     x *= 3;
   CHECK(ssm::summarize_draws(wide).rhat > 1.05);
 }
+
+namespace {
+
+// n draws of log w, w from a generalised Pareto distribution of shape xi and scale 1.
+std::vector<double> pareto_log_weights(int n, double xi, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<double> lw;
+  for (int i = 0; i < n; ++i)
+    lw.push_back(std::log((std::pow(1 - uniform(rng), -xi) - 1) / xi));
+  return lw;
+}
+
+} // namespace
+
+TEST_CASE("Pareto k-hat recovers the shape of a generalised Pareto tail", "[diagnostics]") {
+  // 20 replicates of 20,000 draws: each fits ceil(3 sqrt(20000)) = 425 excesses, whose estimate's
+  // sd is about (1 + k) / sqrt(425) ~ 0.08; their mean's, 0.02. The prior shrinks k towards 0.5 by
+  // 10/435.
+  for (const double xi : {0.3, 0.7, 1.2}) {
+    double mean = 0;
+    for (unsigned r = 0; r < 20; ++r)
+      mean += ssm::pareto_khat(pareto_log_weights(20000, xi, 100 + r)) / 20;
+    const double shrunk = (425 * xi + 5) / 435;
+    CHECK(mean == Approx(shrunk).margin(0.07));
+  }
+}
+
+TEST_CASE("importance diagnostics of log-normal weights", "[diagnostics]") {
+  // log w ~ N(0, s^2): E[w] = exp(s^2 / 2) and Kish's ESS n / E[w^2] * E[w]^2 = n exp(-s^2); a
+  // tail this light has k-hat near 0.
+  const double s = 0.5;
+  const int n = 40000;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0.0, s);
+  std::vector<double> lw;
+  for (int i = 0; i < n; ++i)
+    lw.push_back(normal(rng));
+  lw.push_back(-INFINITY); // a draw where the target is 0: a weight of 0
+  const ssm::ImportanceDiagnostics d = ssm::importance_diagnostics(lw);
+  const double exact = s * s / 2 + std::log(double(n) / (n + 1));
+  CHECK(d.log_mean_weight == Approx(exact).margin(4 * d.log_mean_weight_se));
+  CHECK(d.log_mean_weight_se == Approx(std::sqrt((std::exp(s * s) - 1) / n)).epsilon(0.05));
+  CHECK(d.ess == Approx(n * std::exp(-s * s)).epsilon(0.03));
+  CHECK(d.pareto_k < 0.3);
+  CHECK(std::isnan(ssm::pareto_khat({0.0, 1.0, 2.0}))); // too few draws for a tail
+}
