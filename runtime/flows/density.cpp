@@ -6,6 +6,7 @@
 #include "flows/dif.h"
 #include "flows/energy.h"
 #include "flows/flows.h"
+#include "flows/gaussian.h"
 #include "flows/gmm.h"
 #include "kernel/special_functions.h"
 
@@ -71,8 +72,8 @@ std::string tensor_text(const torch::Tensor& t) {
 } // namespace
 
 const std::vector<std::string>& density_kinds() {
-  static const std::vector<std::string> kinds = {"dif",     "gmm",    "maf",
-                                                 "realnvp", "normal", "energy"};
+  static const std::vector<std::string> kinds = {"dif",    "gmm",    "maf",     "realnvp",
+                                                 "normal", "energy", "gaussian"};
   return kinds;
 }
 
@@ -90,6 +91,8 @@ std::string describe(const DensitySpec& spec) {
   else if (spec.kind == "maf" || spec.kind == "realnvp")
     text = fmt::format("{}(layers = {}, hidden = [{}]{})", spec.kind, spec.layers,
                        fmt::join(spec.hidden, ", "), spec.single ? ", single" : "");
+  else if (spec.kind == "gaussian")
+    text = fmt::format("gaussian({} covariance)", spec.covariance);
   else if (spec.kind == "energy")
     text = fmt::format("energy(classifier hidden = [{}], silu{}) over a Gaussian",
                        fmt::join(spec.hidden, ", "), spec.single ? ", single" : "");
@@ -117,6 +120,8 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
     return std::make_shared<StandardNormalImpl>(spec);
   if (spec.kind == "gmm")
     return std::make_shared<GaussianMixtureImpl>(spec);
+  if (spec.kind == "gaussian")
+    return std::make_shared<GaussianImpl>(spec);
   if (spec.kind == "energy") {
     if (spec.base)
       throw Error("an energy model stands alone: its instrumental law is a Gaussian fitted to "
@@ -132,9 +137,10 @@ std::shared_ptr<DensityImpl> make_density(const DensitySpec& spec) {
   base_spec.dim = spec.dim;
   base_spec.context = spec.context;
   base_spec.single = spec.single;
-  if (base_spec.kind == "gmm")
-    throw Error("a gmm cannot be the base of a flow or a DIF: a DIF is the mixture's "
-                "generalisation (its components' weights vary)");
+  if (base_spec.kind == "gmm" || base_spec.kind == "gaussian")
+    throw Error(fmt::format("a {} cannot be the base of a flow or a DIF: their maps hold its "
+                            "location and scale, over N(0, I)",
+                            base_spec.kind));
   if (base_spec.kind == "energy")
     throw Error("an energy model cannot be the base of a flow or a DIF: it stands alone (its "
                 "density is known only up to a constant that its own fit estimates)");
@@ -153,8 +159,8 @@ torch::Tensor StandardNormalImpl::sample(int64_t n, const torch::Tensor&) {
 }
 
 torch::Tensor DensityImpl::expectation(int64_t, const Integrand&) {
-  throw Error(fmt::format("a {} has no reparameterised expectation (a dif, maf, realnvp or normal "
-                          "has)",
+  throw Error(fmt::format("a {} has no reparameterised expectation (a dif, gmm, gaussian, maf, "
+                          "realnvp or normal has)",
                           spec_.kind));
 }
 
@@ -179,13 +185,15 @@ torch::Tensor DensityModel::sample(int64_t n, const torch::Tensor& context) cons
 int64_t DensityModel::parameter_count() const {
   if (auto* gmm = dynamic_cast<GaussianMixtureImpl*>(density.get()))
     return gmm->free_parameter_count();
+  if (auto* g = dynamic_cast<GaussianImpl*>(density.get())) // the lower triangle, not the square
+    return g->dim() + (g->spec().covariance == "full" ? g->dim() * (g->dim() + 1) / 2 : g->dim());
   int64_t count = 0;
   for (const auto& p : density->parameters())
     count += p.numel();
   return count;
 }
 
-void save_density_model(const DensityModel& model, const std::string& path) {
+std::string density_model_bytes(const DensityModel& model) {
   torch::serialize::OutputArchive archive;
   archive.write("format", torch::tensor(kFormatVersion));
   archive.write("spec", text_tensor(spec_json(model.density->spec()).dump()));
@@ -202,8 +210,12 @@ void save_density_model(const DensityModel& model, const std::string& path) {
   archive.write("density", weights);
   std::ostringstream bytes;
   archive.save_to(bytes);
+  return bytes.str();
+}
+
+void save_density_model(const DensityModel& model, const std::string& path) {
   OutputFile out(path);
-  out.write(bytes.str());
+  out.write(density_model_bytes(model));
   out.commit();
 }
 

@@ -97,6 +97,8 @@ struct DensityModel {
 // archive format; and reads it back. load_density_model throws ssm::Error naming the file when it
 // is not a density saved by ssmc.
 void save_density_model(const DensityModel& model, const std::string& path);
+// The bytes save_density_model writes, for a caller that writes the file itself.
+std::string density_model_bytes(const DensityModel& model);
 DensityModel load_density_model(const std::string& path);
 
 } // namespace ssm::flows

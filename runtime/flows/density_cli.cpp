@@ -138,7 +138,7 @@ DensitySpec model_spec(const std::vector<std::string>& kinds,
     spec->kind = *it;
     if (*it == "dif" || *it == "gmm")
       spec->components = components.size() == 1 ? components[0] : components[size_t(--stage)];
-    if ((*it == "gmm" || *it == "normal") && it != kinds.rbegin())
+    if ((*it == "gmm" || *it == "normal" || *it == "gaussian") && it != kinds.rbegin())
       throw Error(fmt::format("--model: a {} can only be the last stage of a cascade", *it));
     spec->base = inner;
     inner = spec;
@@ -172,8 +172,8 @@ int run(int argc, char** argv) {
                   "dif stages")
       ->delimiter(',');
   fit->add_option("--model", kinds,
-                  "dif, gmm, maf, realnvp, normal or energy; a cascade outermost first (dif,maf: "
-                  "a DIF over a MAF)")
+                  "dif, gmm, maf, realnvp, normal, gaussian or energy; a cascade outermost first "
+                  "(dif,maf: a DIF over a MAF)")
       ->delimiter(',')
       ->check(CLI::IsMember(density_kinds()));
   fit->add_option("--components", components, "K of each dif or gmm stage (default 8)")
@@ -194,7 +194,7 @@ int run(int argc, char** argv) {
                   "the networks' arithmetic: double (default) or single (float32, about twice as "
                   "fast); densities, maps and mixtures stay in double")
       ->check(CLI::IsMember({"double", "single"}));
-  fit->add_option("--covariance", shared.covariance, "gmm: full (default) or diagonal")
+  fit->add_option("--covariance", shared.covariance, "gmm, gaussian: full (default) or diagonal")
       ->check(CLI::IsMember({"full", "diagonal"}));
   fit->add_option("--method", method,
                   "auto (em for a gmm, classify for an energy model, ml otherwise), ml, gem "

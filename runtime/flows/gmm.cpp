@@ -15,12 +15,18 @@ GaussianMixtureImpl::GaussianMixtureImpl(const DensitySpec& spec) : DensityImpl(
   scale_tril = register_parameter("scale_tril", torch::eye(d, f64).repeat({K, 1, 1}));
 }
 
+torch::Tensor GaussianMixtureImpl::cholesky() const {
+  return spec().covariance == "diagonal" ? torch::diag_embed(torch::diagonal(scale_tril, 0, 1, 2))
+                                         : scale_tril.tril();
+}
+
 torch::Tensor GaussianMixtureImpl::component_log_prob(const torch::Tensor& x) {
   const int64_t d = dim();
+  const torch::Tensor L = cholesky();
   // y = L_k^{-1} (x - μ_k) for every k: [K, d, n].
   auto diff = (x.unsqueeze(0) - means.unsqueeze(1)).transpose(1, 2);
-  auto y = torch::linalg_solve_triangular(scale_tril, diff, /*upper=*/false);
-  auto log_det = torch::log(torch::diagonal(scale_tril, 0, 1, 2).abs()).sum(1);        // [K]
+  auto y = torch::linalg_solve_triangular(L, diff, /*upper=*/false);
+  auto log_det = torch::log(torch::diagonal(L, 0, 1, 2).abs()).sum(1);                 // [K]
   auto lp = -0.5 * y.pow(2).sum(1) - log_det.unsqueeze(1) - double(d) * kLogSqrtTwoPi; // [K, n]
   return (lp + torch::log_softmax(log_weights, 0).unsqueeze(1)).transpose(0, 1);
 }
@@ -33,7 +39,16 @@ torch::Tensor GaussianMixtureImpl::sample(int64_t n, const torch::Tensor&) {
   torch::NoGradGuard no_grad;
   auto k = torch::multinomial(torch::softmax(log_weights, 0), n, /*replacement=*/true);
   auto z = torch::randn({n, dim(), 1}, torch::kFloat64);
-  return means.index_select(0, k) + torch::matmul(scale_tril.index_select(0, k), z).squeeze(2);
+  return means.index_select(0, k) + torch::matmul(cholesky().index_select(0, k), z).squeeze(2);
+}
+
+torch::Tensor GaussianMixtureImpl::expectation(int64_t n, const Integrand& f) {
+  const int64_t K = spec().components, d = dim();
+  auto eps = torch::randn({n, d}, torch::kFloat64);
+  // x[i, k] = μ_k + L_k ε_i: [n, K, d].
+  auto x = means.unsqueeze(0) + torch::einsum("kij,nj->nki", {cholesky(), eps});
+  auto values = f(x.reshape({n * K, d})).reshape({n, K});
+  return (torch::softmax(log_weights, 0).unsqueeze(0) * values).sum(1);
 }
 
 int64_t GaussianMixtureImpl::free_parameter_count() const {

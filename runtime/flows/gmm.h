@@ -15,6 +15,13 @@ public:
   // A mixture reads no context.
   torch::Tensor log_prob(const torch::Tensor& x, const torch::Tensor& context) override;
   torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
+  // Rao-Blackwellised over the components, as a DIF's (4.76 with constant weights): each base
+  // draw ε is carried by every component, x_k = μ_k + L_k ε, and weighted by π_k; differentiable
+  // in the weights, means and scales (a Gaussian or a mixture as a variational family).
+  torch::Tensor expectation(int64_t n, const Integrand& f) override;
+  // L_k as the density reads it: the lower triangle of scale_tril (its diagonal for a diagonal
+  // mixture), so that a gradient step cannot give a diagonal mixture a full covariance.
+  torch::Tensor cholesky() const;
   // log π_k + log N(x; μ_k, Σ_k): [n, K].
   torch::Tensor component_log_prob(const torch::Tensor& x);
   // Free parameters: K - 1 weights, K·d means and K·d(d+1)/2 (full) or K·d (diagonal) covariance
