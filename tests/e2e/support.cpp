@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <sstream>
 
 #ifndef SSM_E2E_SSMC
@@ -33,6 +35,8 @@ std::string example_path(const std::string& relative) {
 std::string scratch_path(const std::string& name) {
   static const fs::path dir = [] {
     fs::path d = SSM_E2E_SCRATCH;
+    if (const char* shard = std::getenv("SSM_E2E_SHARD")) // ctest's shards run side by side
+      d += std::string("-") + shard;
     fs::remove_all(d); // executables of an earlier run must not be reused
     fs::create_directories(d);
     return d;
@@ -244,6 +248,24 @@ void check_standard_normal(const std::vector<double>& z, const std::string& what
   CHECK(std::abs(m) <= 4 / std::sqrt(n));
   CHECK(std::abs(v - 1) <= 4 * std::sqrt(2 / n));
   CHECK(std::abs(lag / ((n - 1) * v)) <= 4 / std::sqrt(n));
+}
+
+double scalar_kalman_loglik(const std::vector<double>& y, double a, double q, double c, double r,
+                            double p0) {
+  double m = 0, P = p0, ll = 0;
+  for (size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      m *= a;
+      P = a * a * P + q;
+    }
+    if (std::isnan(y[t]))
+      continue;
+    const double S = c * c * P + r, e = y[t] - c * m, gain = P * c / S;
+    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + e * e / S);
+    m += gain * e;
+    P -= gain * c * P;
+  }
+  return ll;
 }
 
 GridPosterior grid_posterior(const std::function<double(double, double)>& log_density, double a_lo,

@@ -19,7 +19,8 @@ const std::string& ssmc_path();
 std::string run_kernel_harness(const std::string& name, const std::string& source_path,
                                const char* harness, const std::vector<std::string>& args);
 std::string example_path(const std::string& relative); // under examples/
-// A fresh per-run scratch directory (emptied at the first call of the run); returns scratch/name.
+// A fresh per-run scratch directory (emptied at the first call of the run; a ctest shard, named by
+// SSM_E2E_SHARD, has its own); returns scratch/name.
 std::string scratch_path(const std::string& name);
 
 // Compiles examples/NAME.ssm with ssmc into the scratch directory, once per run, and returns the
@@ -68,6 +69,12 @@ double sample_variance(const std::vector<double>& v); // unbiased (n - 1)
 // the test's message under `what`.
 void check_mean_close(const std::vector<double>& v, double exact, double z,
                       const std::string& what);
+
+// log p(y) of the scalar linear-Gaussian model x_0 ~ N(0, p0), x_t = a x_{t-1} + N(0, q),
+// y_t = c x_t + N(0, r) (q, r variances) by a Kalman filter written for the tests; a NaN
+// observation is missing.
+double scalar_kalman_loglik(const std::vector<double>& y, double a, double q, double c, double r,
+                            double p0);
 
 // A two-parameter posterior by the midpoint rule on n x n cells of the box [a_lo, a_hi] x
 // [b_lo, b_hi], from its unnormalised log density: each parameter's mean and sd, and the log of

@@ -292,18 +292,7 @@ model local_level {
 )";
 
 double local_level_loglik(const std::vector<double>& y, double v_eta, double v_eps) {
-  double m = 0, P = 100, ll = 0;
-  for (size_t t = 0; t < y.size(); ++t) {
-    if (t > 0)
-      P += v_eta;
-    if (std::isnan(y[t]))
-      continue;
-    const double S = P + v_eps, e = y[t] - m;
-    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + e * e / S);
-    m += P / S * e;
-    P -= P * P / S;
-  }
-  return ll;
+  return scalar_kalman_loglik(y, 1, v_eta, 1, v_eps, 100);
 }
 
 TEST_CASE("gibbs: a local level model's variances match quadrature", "[sample][gibbs]") {

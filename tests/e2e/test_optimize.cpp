@@ -24,18 +24,9 @@ using namespace e2e;
 
 namespace {
 
-// The local level model's log-likelihood by a Kalman filter written here.
+// The local level model's log-likelihood (a diffuse start).
 double local_level_loglik(const std::vector<double>& y, double var_eps, double var_eta) {
-  double m = 0, P = 1e10, ll = 0;
-  for (size_t t = 0; t < y.size(); ++t) {
-    if (t > 0)
-      P += var_eta;
-    const double S = P + var_eps, v = y[t] - m;
-    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + v * v / S);
-    m += P / S * v;
-    P -= P * P / S;
-  }
-  return ll;
+  return scalar_kalman_loglik(y, 1, var_eta, 1, var_eps, 1e10);
 }
 
 // Nelder-Mead on f over R^2 (a minimiser), from x0 with initial steps of 0.5.

@@ -25,18 +25,7 @@ using Point = std::array<double, 3>; // (a, q, r)
 // N(0, r^2)) by a scalar Kalman filter.
 double lgssm1_loglik(const std::vector<double>& y, const Point& p) {
   const auto [a, q, r] = p;
-  double m = 0, P = 1, ll = 0;
-  for (size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) {
-      m *= a;
-      P = a * a * P + q * q;
-    }
-    const double S = P + r * r, v = y[t] - m;
-    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + v * v / S);
-    m += P / S * v;
-    P -= P * P / S;
-  }
-  return ll;
+  return scalar_kalman_loglik(y, a, q * q, 1, r * r, 1);
 }
 
 // (atanh a, log q, log r) and back: Nelder-Mead moves on an unconstrained scale.

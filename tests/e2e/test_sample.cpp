@@ -33,18 +33,7 @@ model ar1n {
 )";
 
 double kalman_loglik(const std::vector<double>& y, double rho, double sigma) {
-  double m = 0, P = 1, ll = 0;
-  for (size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) {
-      m *= rho;
-      P = rho * rho * P + sigma * sigma;
-    }
-    const double S = P + 0.25, e = y[t] - m;
-    ll += -0.5 * (std::log(2 * std::numbers::pi * S) + e * e / S);
-    m += P / S * e;
-    P -= P * P / S;
-  }
-  return ll;
+  return scalar_kalman_loglik(y, rho, sigma * sigma, 1, 0.25, 1);
 }
 
 struct Moments {
