@@ -249,7 +249,7 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
                              cli::add_score,    cli::add_optimize, cli::add_rml,    cli::add_sample,
                              cli::add_vi,       cli::add_info};
   for (Add add : adds)
-    if (std::unique_ptr<cli::Command> command = add(app, c)) // vi: plate models only
+    if (std::unique_ptr<cli::Command> command = add(app, c))
       commands.push_back(std::move(command));
 
   try {

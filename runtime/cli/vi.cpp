@@ -1,11 +1,14 @@
-// `vi`: variational inference for a plate model by the guide family --method names (the vi
-// room's methods, which load LibTorch when they run: vi/loader.h): the trained parameters and the
-// bounds on log p(x) as JSON, per item as CSV (--out), the parameters as a --params file
-// (--save).
+// `vi`: variational inference by the family --method names (the vi room's methods, which load
+// LibTorch when they run: vi/loader.h). For a plate model, a guide per item: the trained
+// parameters and the bounds on log p(x) as JSON, per item as CSV (--out), the parameters as a
+// --params file (--save). For a state-space model, a density fitted to its parameters'
+// posterior: draws in Stan's CSV layout as CmdStan's `variational` writes them (--out), the ELBO,
+// the draws' summaries and importance diagnostics as JSON, the draws' means as a --params file.
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/output.h"
 #include "core/series.h"
+#include "learning/diagnostics.h"
 #include "vi/variational.h"
 
 #include <fmt/format.h>
@@ -52,6 +55,8 @@ public:
     MethodRun run = start(c);
     if (m.check)
       m.check(run);
+    if (c.info.step != "n")
+      return run_parameters(c, values, m, run);
     const std::vector<double> fixed = assemble_fixed(c, values);
     const ObsData data = read_data(c, data_);
     const std::string save_guide = options_.word("--save-guide");
@@ -117,6 +122,123 @@ public:
 private:
   std::string save_;
 
+  // A state-space model: a density fitted to its parameters' posterior, and draws from it.
+  void run_parameters(const Context& c, const ParamValues& values, const Method& m,
+                      MethodRun& run) {
+    const std::vector<double> fixed = assemble_fixed(c, values);
+    const ObsData data = read_data(c, data_);
+    const std::string save_guide = options_.word("--save-guide");
+    check_output_path(out_);
+    check_output_path(save_);
+    check_output_path(save_guide);
+    run.fixed = &fixed;
+    run.data = &data;
+    const auto start_time = std::chrono::steady_clock::now();
+    const ParameterVariationalFit fit = run_method(c, run, "vi", m.vi_parameters);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+    std::vector<std::pair<const ParamInfo*, int64_t>> columns;
+    for (const std::string& name : fit.learned) {
+      const ParamInfo* p = c.info.find_param(name);
+      for (int64_t k = 0; k < p->size; ++k)
+        columns.push_back({p, k});
+    }
+    if (!save_.empty()) { // the draws' means, whole (fixed parameters at their values)
+      std::vector<double> mean = fit.theta.front();
+      for (auto& [p, k] : columns) {
+        double sum = 0;
+        for (const std::vector<double>& th : fit.theta)
+          sum += th[p->offset + k];
+        mean[p->offset + k] = sum / static_cast<double>(fit.theta.size());
+      }
+      write_output(c, save_, params_json(c.info, mean).dump(2) + "\n");
+    }
+    if (!save_guide.empty())
+      write_output(c, save_guide, fit.guide_state);
+    if (write_csv())
+      write_output(c, out_, draws_csv(c, m, fit, columns));
+    for (const std::string& w : fit.warnings)
+      warn(c, w);
+    if (json_)
+      print_json(c, parameters_json(c, m, fit, columns, elapsed), data);
+  }
+
+  // CmdStan's variational output: lp__ 0, log_p__ and log_g__ per draw, the first row the mean.
+  // The ELBO is a comment above the header, where CmdStan's readers skip comments.
+  std::string draws_csv(const Context& c, const Method& m, const ParameterVariationalFit& fit,
+                        const std::vector<std::pair<const ParamInfo*, int64_t>>& columns) const {
+    fmt::memory_buffer csv;
+    auto put = [&]<typename... A>(fmt::format_string<A...> f, A&&... args) {
+      fmt::format_to(std::back_inserter(csv), f, std::forward<A>(args)...);
+    };
+    put("# model = {}\n# method = variational\n#   variational\n#     algorithm = {} ({})\n",
+        c.info.name, m.name, fit.family);
+    put("#     iter = {}\n#     grad_samples = {}\n#     elbo_samples = {}\n", fit.iterations,
+        options_.integer("--samples"), fit.eval_samples);
+    put("#     output_samples = {}\n#     likelihood = {}, exact\n", fit.theta.size(),
+        fit.likelihood);
+    put("# random\n#   seed = {}\n# data\n#   file = {}\n", c.globals.seed, data_);
+    put("# ELBO = {} (se {})\n", format_double(fit.elbo), format_double(fit.elbo_se));
+    put("lp__,log_p__,log_g__");
+    for (const auto& [p, k] : columns)
+      put(",{}", stan_name(p->name, p->shape, k));
+    // CmdStan's two lines between the header and the mean, which its readers expect; eta is
+    // Adam's step size here.
+    put("\n# Stepsize adaptation complete.\n# eta = {}\n0,0,0",
+        format_double(options_.real("--learning-rate")));
+    for (const auto& [p, k] : columns)
+      put(",{}", format_double(fit.mean_theta[p->offset + k]));
+    put("\n");
+    for (size_t i = 0; i < fit.theta.size(); ++i) {
+      put("0,{},{}", format_double(fit.log_p[i]), format_double(fit.log_q[i]));
+      for (const auto& [p, k] : columns)
+        put(",{}", format_double(fit.theta[i][p->offset + k]));
+      put("\n");
+    }
+    return fmt::to_string(csv);
+  }
+
+  static nlohmann::json
+  parameters_json(const Context& c, const Method& m, const ParameterVariationalFit& fit,
+                  const std::vector<std::pair<const ParamInfo*, int64_t>>& cols, double elapsed) {
+    nlohmann::json summary = nlohmann::json::object();
+    for (const auto& [p, k] : cols) {
+      std::vector<double> draws;
+      for (const std::vector<double>& th : fit.theta)
+        draws.push_back(th[p->offset + k]);
+      summary[column_names(p->name, p->shape)[k]] = draw_summary_json({draws});
+    }
+    std::vector<double> log_w(fit.log_p.size());
+    for (size_t i = 0; i < log_w.size(); ++i)
+      log_w[i] = fit.log_p[i] - fit.log_q[i];
+    const ImportanceDiagnostics is = importance_diagnostics(log_w);
+    nlohmann::json trace = nlohmann::json::array();
+    for (const ParameterVariationalFit::TracePoint& p : fit.trace)
+      trace.push_back({p.iteration, p.elbo});
+    auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; };
+    return {{"model", c.info.name},
+            {"method", m.name},
+            {"family", fit.family},
+            {"family_parameters", fit.family_parameters},
+            {"learned", fit.learned},
+            {"likelihood", fit.likelihood},
+            {"elbo", fit.elbo},
+            {"elbo_se", number(fit.elbo_se)},
+            {"elbo_samples", fit.eval_samples},
+            {"draws", fit.theta.size()},
+            {"summary", summary},
+            {"log_evidence", number(is.log_mean_weight)},
+            {"log_evidence_se", number(is.log_mean_weight_se)},
+            {"importance_ess", is.ess},
+            {"pareto_k", number(is.pareto_k)},
+            {"iterations", fit.iterations},
+            {"trace", trace},
+            {"warnings", fit.warnings},
+            {"train_s", fit.train_seconds},
+            {"elapsed_s", elapsed},
+            {"threads", c.globals.threads}};
+  }
+
   // The exact log-likelihood at the trained parameters where a filter gives it (Kalman, the
   // forward algorithm): what the bounds are bounds on.
   static std::optional<double> exact_log_likelihood(const Context& c, const MethodRun& vi_run,
@@ -157,10 +279,15 @@ private:
 } // namespace
 
 std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c) {
-  if (variational_refusal(c.model, c.info))
-    return nullptr; // a state-space model
   CLI::App* sub = app.add_subcommand(
-      "vi", fmt::format("Variational inference for a model over a plate: a guide q(z_n) per item "
+      "vi",
+      variational_refusal(c.model, c.info)
+          ? fmt::format("Variational inference of the parameters: a density q fitted to their "
+                        "posterior by Adam on the ELBO (an exact likelihood); {}. CSV: draws in "
+                        "Stan's layout, as CmdStan's variational; JSON: the ELBO, the draws' "
+                        "summaries and their importance diagnostics (log evidence, Pareto k)",
+                        c.registry.method_list(Task::Vi))
+          : fmt::format("Variational inference for a model over a plate: a guide q(z_n) per item "
                         "and the parameters trained by Adam on the ELBO or the IWAE bound; {}. "
                         "JSON: the parameters, the bounds per item averaged and the estimators "
                         "chosen; CSV: per item n, elbo, kl, iwae and the guide's moments",

@@ -145,6 +145,8 @@ struct Method {
   std::function<Optimum(const MethodRun&)> optimize;
   std::function<Posterior(const MethodRun&)> sample;
   std::function<VariationalFit(const MethodRun&)> vi;
+  // `vi` on a model that is not over a plate: variational inference of its parameters.
+  std::function<ParameterVariationalFit(const MethodRun&)> vi_parameters;
   std::function<RecursiveFit(const MethodRun&, const ParameterTrace&)> rml;
   std::function<nlohmann::json(const MethodRun&, const FilterResult&)> filter_json;
   std::function<nlohmann::json(const MethodRun&, const SmoothResult&)> smooth_json;

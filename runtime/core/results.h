@@ -186,6 +186,36 @@ struct VariationalFit {
   std::string test_failure;
 };
 
+// Variational inference of the parameters (`vi` on a state-space model with an exact likelihood):
+// a density q(u) fitted to the posterior of the learned parameters on their unconstrained space
+// (runtime/vi/parameter_vi.h), and draws from it, as CmdStan's `variational` gives them.
+struct ParameterVariationalFit {
+  std::string family;                   // what q is: "dif(K = 8, hidden = [64]) over normal"
+  int64_t family_parameters = 0;        // q's trained weights
+  std::vector<std::string> learned;     // the parameters q is over (the others fixed)
+  std::vector<std::string> coordinates; // q's coordinates: the unconstrained parameters
+  std::string likelihood;               // the exact smoother behind the likelihood: rts, ...
+  // ELBO = E_q[log p(y, θ(u)) |J(u)| - log q(u)] = log p(y) - KL(q || posterior), on
+  // eval_samples fresh base draws (Rao-Blackwellised over a mixture's or a DIF's components).
+  double elbo = 0, elbo_se = 0;
+  int64_t eval_samples = 0;
+  // The draws: the whole parameter vector per draw (n_theta values), and log p(y, θ) |J| and
+  // log q at each, as CmdStan's log_p__ and log_g__; mean_theta the parameters at the mean of
+  // the unconstrained draws (CmdStan's first row).
+  std::vector<std::vector<double>> theta;
+  std::vector<double> log_p, log_q;
+  std::vector<double> mean_theta;
+  struct TracePoint {
+    int64_t iteration = 0;
+    double elbo = 0; // the training objective, averaged since the last point
+  };
+  std::vector<TracePoint> trace;
+  int64_t iterations = 0;
+  double train_seconds = 0;
+  std::string guide_state; // q as `ssmc density` saves a density (--save-guide)
+  std::vector<std::string> warnings;
+};
+
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp
 // (variational by vsmooth/methods.cpp).
 enum class SmoothMethod {

@@ -5,6 +5,7 @@
 #include "learning/em.h"
 #include "learning/gibbs.h"
 #include "learning/information.h"
+#include "learning/log_posterior.h"
 #include "learning/monte_carlo_em.h"
 #include "learning/optimize.h"
 #include "learning/pmmh.h"
@@ -19,16 +20,6 @@
 namespace ssm {
 
 namespace {
-
-// Why the score of the model is not exact, or nullopt: lbfgs needs an exact gradient.
-Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
-  if (Refusal why = score_refusal(model, info))
-    return why;
-  if (!(info.linear_gaussian && model.linear_gaussian) && !info.finite_state)
-    return "the likelihood is not exact (the model is neither linear-Gaussian nor finite-state; "
-           "see `info`)";
-  return std::nullopt;
-}
 
 OptimizeOptions optimize_options(const MethodRun& run) {
   OptimizeOptions opt;

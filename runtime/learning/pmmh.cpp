@@ -167,19 +167,21 @@ Posterior::Chain run_chain(const Target& target, const ParameterSpace& space,
 
 } // namespace
 
-ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::string>& fixed) {
+ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::string>& fixed,
+                                  const std::string& who) {
   const ModelInfo& info = run.info;
   ParameterSpace space(info, fixed);
   if (space.dimension() == 0)
-    throw Error("sample: no parameter to sample (every parameter is fixed or has no value)");
+    throw Error(
+        fmt::format("{}: no parameter to infer (every parameter is fixed or has no value)", who));
   if (!run.model.prior_logpdf)
-    throw Error(fmt::format("sample: the compiler derived no prior density for model '{}': {}",
+    throw Error(fmt::format("{}: the compiler derived no prior density for model '{}': {}", who,
                             info.name, info.no_prior_reason));
   for (const LearnedParam& p : space.learned())
     if (info.params[p.index].prior.empty())
-      throw Error(fmt::format("sample: parameter '{}' has no prior; give it one (`param {} ~ "
+      throw Error(fmt::format("{}: parameter '{}' has no prior; give it one (`param {} ~ "
                               "...`) or keep it at its value with --fix {}",
-                              info.params[p.index].name, info.params[p.index].name,
+                              who, info.params[p.index].name, info.params[p.index].name,
                               info.params[p.index].name));
   return space;
 }

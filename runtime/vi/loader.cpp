@@ -14,10 +14,9 @@ namespace {
 constexpr RuntimeModule kVariationalModule{"libssm_vi.so", "SSMC_VI_LIBRARY",
                                            "the variational runtime", kVariationalLayoutSymbol};
 
-VariationalFitFn fit_function(const ModelInfo& info, int threads) {
+template <class Fn> Fn fit_function(const ModelInfo& info, int threads, const char* symbol) {
   void* handle = open_runtime_module(info, threads, kVariationalModule, variational_layout());
-  return reinterpret_cast<VariationalFitFn>(
-      runtime_module_symbol(handle, kVariationalModule, kVariationalFitSymbol));
+  return reinterpret_cast<Fn>(runtime_module_symbol(handle, kVariationalModule, symbol));
 }
 
 } // namespace
@@ -25,16 +24,29 @@ VariationalFitFn fit_function(const ModelInfo& info, int threads) {
 std::string variational_layout() {
   // The build time of this file, which the executable and the module each link, tells a module
   // rebuilt since the executable was linked even where the sizes agree.
-  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; data {}; built {} {}",
+  return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; parameter options {}; "
+                     "parameter fit {}; data {}; built {} {}",
                      SSM_ABI_VERSION, sizeof(MethodRun), sizeof(ModelInfo),
-                     sizeof(VariationalOptions), sizeof(VariationalFit), sizeof(ObsData), __DATE__,
-                     __TIME__);
+                     sizeof(VariationalOptions), sizeof(VariationalFit),
+                     sizeof(ParameterVariationalOptions), sizeof(ParameterVariationalFit),
+                     sizeof(ObsData), __DATE__, __TIME__);
 }
 
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {
   VariationalFit fit;
   std::string error;
-  if (fit_function(run.info, run.threads)(&run, &options, &fit, &error) != 0)
+  if (fit_function<VariationalFitFn>(run.info, run.threads,
+                                     kVariationalFitSymbol)(&run, &options, &fit, &error) != 0)
+    throw Error(error);
+  return fit;
+}
+
+ParameterVariationalFit
+fit_parameter_variational_loaded(const MethodRun& run, const ParameterVariationalOptions& options) {
+  ParameterVariationalFit fit;
+  std::string error;
+  if (fit_function<ParameterFitFn>(run.info, run.threads, kParameterFitSymbol)(&run, &options, &fit,
+                                                                               &error) != 0)
     throw Error(error);
   return fit;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/method_registry.h"
+#include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
 #include <string>
@@ -17,13 +18,20 @@ namespace ssm {
 // and why) or was built by another ssmc.
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options);
 
+// fit_parameter_variational, run by the same module.
+ParameterVariationalFit
+fit_parameter_variational_loaded(const MethodRun& run, const ParameterVariationalOptions& options);
+
 // What the module exports (extern "C"): its build's layout, and the fit.
 inline constexpr const char* kVariationalLayoutSymbol = "ssm_vi_layout";
 inline constexpr const char* kVariationalFitSymbol = "ssm_vi_fit";
+inline constexpr const char* kParameterFitSymbol = "ssm_vi_fit_parameters";
 using VariationalLayoutFn = const char* (*)();
 // Returns 0 and fills `out`, or 1 with the error's message in `error`.
 using VariationalFitFn = int (*)(const MethodRun* run, const VariationalOptions* options,
                                  VariationalFit* out, std::string* error);
+using ParameterFitFn = int (*)(const MethodRun* run, const ParameterVariationalOptions* options,
+                               ParameterVariationalFit* out, std::string* error);
 
 // A text that differs between builds whose types the module and the executable could disagree
 // on: the ABI version and the sizes of what crosses between them.

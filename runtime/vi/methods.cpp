@@ -1,7 +1,9 @@
 // The variational methods' registration: see methods.h.
 #include "vi/methods.h"
 #include "core/error.h"
+#include "learning/log_posterior.h"
 #include "vi/loader.h"
+#include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
 #include <fmt/format.h>
@@ -43,6 +45,63 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   return o;
 }
 
+ParameterVariationalOptions parameter_options(const MethodRun& run, const std::string& family) {
+  ParameterVariationalOptions o;
+  o.family = family;
+  o.components = run.options.integer("--components");
+  o.layers = run.options.integer("--layers");
+  o.hidden = parse_layer_widths(run.options.word("--hidden"), "vi");
+  o.samples = run.options.integer("--samples");
+  o.iterations = run.options.integer("--iterations");
+  o.learning_rate = run.options.real("--learning-rate");
+  o.net_learning_rate = run.options.real("--net-learning-rate");
+  o.clip = run.options.real("--clip");
+  o.schedule = run.options.word("--schedule");
+  o.eval_samples = run.options.integer("--eval-samples");
+  o.draws = run.options.integer("--draws");
+  o.fixed = run.options.names("--fix");
+  o.load_guide = run.options.word("--load-guide");
+  o.single = run.options.word("--precision") == "single";
+  return o;
+}
+
+// The flag of a plate model's fit that means nothing for the parameters' (given a value other
+// than its default), or nullptr.
+const char* plate_flag_given(const OptionValues& options) {
+  const VariationalOptions d;
+  if (options.word("--objective") != d.objective)
+    return "--objective";
+  if (!options.names("--estimator").empty())
+    return "--estimator";
+  if (options.integer("--batch-size") != d.batch_size)
+    return "--batch-size";
+  if (options.integer("--kl-warmup") != d.kl_warmup)
+    return "--kl-warmup";
+  if (options.word("--baseline") != d.baseline)
+    return "--baseline";
+  if (options.real("--temperature") != d.temperature)
+    return "--temperature";
+  if (options.real("--temperature-decay") != d.temperature_decay)
+    return "--temperature-decay";
+  if (options.real("--temperature-min") != d.temperature_min)
+    return "--temperature-min";
+  if (options.toggle("--straight-through"))
+    return "--straight-through";
+  for (const char* flag : {"--test", "--save-nets", "--load-nets"})
+    if (!options.word(flag).empty())
+      return flag;
+  return nullptr;
+}
+
+// Refuses the flags of a plate model's fit, by name, on a state-space model.
+void refuse_plate_flags(const MethodRun& run) {
+  if (const char* flag = plate_flag_given(run.options))
+    throw Error(fmt::format("vi: {} serves the guides of a model over a plate; model '{}' is a "
+                            "state-space model, whose vi fits a density to its parameters' "
+                            "posterior",
+                            flag, run.info.name));
+}
+
 void add_options(MethodRegistry& registry) {
   const VariationalOptions d;
   const Task vi = Task::Vi;
@@ -52,7 +111,8 @@ void add_options(MethodRegistry& registry) {
                            .default_value = d.objective,
                            .choices = {"elbo", "iwae"}});
   registry.add_option(vi, {.flag = "--samples",
-                           .help = "K: draws from the guide per item and iteration",
+                           .help = "K: draws from the guide per item and iteration (a model's "
+                                   "parameters: base draws from q per iteration)",
                            .default_value = d.samples,
                            .check = MethodOption::Check::Positive,
                            .type_name = "K"});
@@ -121,34 +181,57 @@ void add_options(MethodRegistry& registry) {
                            .type_name = "NAME"});
   registry.add_option(vi, {.flag = "--eval-samples",
                            .help = "Draws per item of the reported bounds (the IWAE bound with "
-                                   "this many draws estimates log p(x))",
+                                   "this many draws estimates log p(x)); a model's parameters: "
+                                   "base draws of the reported ELBO",
                            .default_value = d.eval_samples,
                            .check = MethodOption::Check::Positive,
                            .type_name = "K"});
   registry.add_option(vi, {.flag = "--hidden",
                            .help = "amortized: the encoder's hidden layers, widths separated by "
-                                   "commas",
+                                   "commas; dif, maf, realnvp: their networks'",
                            .default_value = std::string("64"),
                            .type_name = "WIDTHS"});
+  const ParameterVariationalOptions p;
+  registry.add_option(vi, {.flag = "--components",
+                           .help = "gmm, dif (a model's parameters): the mixture's or the flow's "
+                                   "number of components",
+                           .default_value = p.components,
+                           .check = MethodOption::Check::Positive,
+                           .type_name = "K"});
+  registry.add_option(vi, {.flag = "--layers",
+                           .help = "maf, realnvp (a model's parameters): the flow's layers",
+                           .default_value = p.layers,
+                           .check = MethodOption::Check::Positive,
+                           .type_name = "L"});
+  registry.add_option(vi, {.flag = "--draws",
+                           .help = "A model's parameters: the draws from the fitted density "
+                                   "written to --out (Stan's CSV, as CmdStan's variational)",
+                           .default_value = p.draws,
+                           .check = MethodOption::Check::Positive,
+                           .type_name = "N"});
   registry.add_option(vi, {.flag = "--activation",
                            .help = "amortized: the encoder's activation",
                            .default_value = d.activation,
                            .choices = {"tanh", "relu", "silu", "gelu"}});
   registry.add_option(vi, {.flag = "--save-guide",
                            .help = "amortized: write the trained encoder (LibTorch's archive), "
-                                   "which --load-guide reads; meanfield: the model's dif guides",
+                                   "which --load-guide reads; meanfield: the model's dif guides; "
+                                   "a model's parameters: the fitted density (as `ssmc density` "
+                                   "saves one)",
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
   registry.add_option(vi, {.flag = "--load-guide",
                            .help = "amortized: start from this saved encoder, meanfield: from "
-                                   "these dif guides (with --iterations 0: only evaluate them)",
+                                   "these dif guides, a model's parameters: from this density "
+                                   "(with --iterations 0: only evaluate them)",
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
   registry.add_option(vi, {.flag = "--net-learning-rate",
                            .help = "Adam's step size for the weights of the model's networks "
-                                   "(`net` declarations) and of its dif guides' networks",
+                                   "(`net` declarations), of its dif guides' networks and of a "
+                                   "parameters' density's (dif, maf, realnvp)",
                            .default_value = d.net_learning_rate,
                            .type_name = "RATE"});
   registry.add_option(
@@ -180,7 +263,9 @@ void add_options(MethodRegistry& registry) {
                            .show_default = false});
 }
 
-Method family(const char* name, const char* title, int rank) {
+// A plate model's guide family (meanfield, fullrank, amortized); the first two also fit a
+// density to a state-space model's parameters (`parameters`).
+Method family(const char* name, const char* title, int rank, bool parameters) {
   Method m;
   m.name = name;
   m.title = title;
@@ -190,18 +275,36 @@ Method family(const char* name, const char* title, int rank) {
   m.options = {"--objective",     "--samples",           "--estimator", "--iterations",
                "--learning-rate", "--batch-size",        "--clip",      "--schedule",
                "--baseline",      "--kl-warmup",         "--fix",       "--eval-samples",
-               "--test",          "--net-learning-rate", "--save-nets", "--load-nets"};
+               "--test",          "--net-learning-rate", "--save-nets", "--load-nets",
+               "--precision"};
   if (std::string_view(name) == kAmortizedName)
     for (const char* o : {"--hidden", "--activation"})
       m.options.push_back(o);
-  if (std::string_view(name) != kFullRankName) // amortized's encoder, or a model's dif guides
+  if (std::string_view(name) != kFullRankName || parameters) // amortized's encoder, dif guides, q
     for (const char* o : {"--save-guide", "--load-guide"})
       m.options.push_back(o);
-  m.applies = variational_refusal;
-  m.check = [amortized = std::string_view(name) == kAmortizedName](const MethodRun& run) {
-    if (Refusal why = variational_refusal(run.model, run.info))
+  if (parameters)
+    m.options.push_back("--draws");
+  m.applies = [parameters](const ssm_model& model, const ModelInfo& info) -> Refusal {
+    if (info.step == "n" || !parameters)
+      return variational_refusal(model, info);
+    return parameter_variational_refusal(model, info);
+  };
+  m.check = [amortized = std::string_view(name) == kAmortizedName,
+             applies = m.applies](const MethodRun& run) {
+    if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
-    for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
+    if (run.options.integer("--iterations") < 0)
+      throw Error("vi: --iterations must be 0 or more");
+    if (run.info.step != "n") {
+      refuse_plate_flags(run);
+      return;
+    }
+    if (run.options.integer("--draws") != ParameterVariationalOptions{}.draws)
+      throw Error(fmt::format("vi: --draws serves a state-space model's parameters; model '{}' "
+                              "is over a plate, whose vi writes each item's guide (--out)",
+                              run.info.name));
+    for (const char* flag : {"--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
     for (const char* flag : {"--temperature", "--temperature-min"})
@@ -225,23 +328,82 @@ Method family(const char* name, const char* title, int rank) {
   m.vi = [family_name](const MethodRun& run) {
     return fit_variational_loaded(run, variational_options(run, family_name));
   };
+  if (parameters)
+    m.vi_parameters = [family_name](const MethodRun& run) {
+      return fit_parameter_variational_loaded(run, parameter_options(run, family_name));
+    };
+  return m;
+}
+
+// A family that only a model's parameters have (gmm, dif, maf, realnvp).
+Method parameter_family(const char* name, const char* title) {
+  Method m;
+  m.name = name;
+  m.title = title;
+  m.task = Task::Vi;
+  m.rank = 10;
+  m.note = "a model's parameters";
+  m.options = {"--samples",    "--iterations", "--learning-rate", "--clip",
+               "--schedule",   "--fix",        "--eval-samples",  "--net-learning-rate",
+               "--save-guide", "--load-guide", "--draws",         "--precision"};
+  const std::string_view n = name;
+  if (n == "gmm" || n == "dif")
+    m.options.push_back("--components");
+  if (n != "gmm")
+    m.options.push_back("--hidden");
+  if (n == "maf" || n == "realnvp")
+    m.options.push_back("--layers");
+  m.applies = [family = std::string(name)](const ssm_model& model,
+                                           const ModelInfo& info) -> Refusal {
+    if (info.step == "n")
+      return family == "dif" ? "a plate model's latent variables take a dif guide in the model "
+                               "(`guide z[n] ~ dif(...)`: language.md); this family serves a "
+                               "state-space model's parameters"
+                             : "this family serves a state-space model's parameters";
+    return parameter_variational_refusal(model, info);
+  };
+  m.check = [applies = m.applies](const MethodRun& run) {
+    if (Refusal why = applies(run.model, run.info))
+      throw Error(fmt::format("vi: {}", *why));
+    if (run.options.integer("--iterations") < 0)
+      throw Error("vi: --iterations must be 0 or more");
+    refuse_plate_flags(run);
+  };
+  m.vi_parameters = [family = std::string(name)](const MethodRun& run) {
+    return fit_parameter_variational_loaded(run, parameter_options(run, family));
+  };
   return m;
 }
 
 } // namespace
 
+Refusal parameter_variational_refusal(const ssm_model& model, const ModelInfo& info) {
+  if (Refusal why = exact_score_refusal(model, info))
+    return fmt::format("variational inference of a state-space model's parameters needs an "
+                       "exact likelihood and score: {}; sample --method pmmh or smc2 draws from "
+                       "the posterior with a particle filter's",
+                       *why);
+  return std::nullopt;
+}
+
 void register_variational_methods(MethodRegistry& registry) {
   add_options(registry);
   registry.add(family(kMeanFieldName,
-                      "a Gaussian per continuous latent component, a categorical per discrete one",
-                      0));
+                      "a Gaussian per continuous latent component, a categorical per discrete "
+                      "one; for a model's parameters, a diagonal Gaussian",
+                      0, true));
   registry.add(family(kFullRankName,
-                      "a Gaussian with a full covariance over the continuous latents of an item",
-                      1));
+                      "a Gaussian with a full covariance over the continuous latents of an item, "
+                      "or over a model's parameters",
+                      1, true));
   registry.add(family(kAmortizedName,
                       "mean-field, its parameters computed from the item's observations by an "
                       "MLP encoder, as a VAE's",
-                      2));
+                      2, false));
+  registry.add(parameter_family("gmm", "a Gaussian mixture of --components"));
+  registry.add(parameter_family("dif", "a Discretely Indexed Flow of --components maps"));
+  registry.add(parameter_family("maf", "a masked autoregressive flow"));
+  registry.add(parameter_family("realnvp", "a RealNVP flow of affine couplings"));
 }
 
 } // namespace ssm

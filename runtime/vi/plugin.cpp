@@ -1,7 +1,9 @@
 // The entry points of libssm_vi.so, the module that executables load when `vi` runs
-// (vi/loader.h): the fit, with errors returned as text rather than thrown across the module's
-// boundary, and the layout of the types that cross it.
+// (vi/loader.h): the fits (of a plate model's guides, of a model's parameters), with errors
+// returned as text rather than thrown across the module's boundary, and the layout of the types
+// that cross it.
 #include "vi/loader.h"
+#include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
 #include <c10/util/Exception.h>
@@ -14,18 +16,33 @@ extern "C" __attribute__((visibility("default"))) const char* ssm_vi_layout() {
   return layout.c_str();
 }
 
-extern "C" __attribute__((visibility("default"))) int
-ssm_vi_fit(const ssm::MethodRun* run, const ssm::VariationalOptions* options,
-           ssm::VariationalFit* out, std::string* error) {
+namespace {
+
+// Runs `fit`, with errors returned as text.
+template <class Fit> int guarded(std::string* error, Fit&& fit) {
   try {
-    *out = ssm::fit_variational(*run, *options);
+    fit();
     return 0;
   } catch (const std::bad_alloc&) {
-    *error = "vi: out of memory (try a smaller --batch-size or --eval-samples)";
+    *error = "vi: out of memory (try a smaller --batch-size, --eval-samples, --samples or --draws)";
   } catch (const c10::Error& e) { // LibTorch's own: its message without the C++ backtrace
     *error = std::string("vi: internal error in LibTorch: ") + e.what_without_backtrace();
   } catch (const std::exception& e) {
     *error = e.what();
   }
   return 1;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int
+ssm_vi_fit(const ssm::MethodRun* run, const ssm::VariationalOptions* options,
+           ssm::VariationalFit* out, std::string* error) {
+  return guarded(error, [&] { *out = ssm::fit_variational(*run, *options); });
+}
+
+extern "C" __attribute__((visibility("default"))) int
+ssm_vi_fit_parameters(const ssm::MethodRun* run, const ssm::ParameterVariationalOptions* options,
+                      ssm::ParameterVariationalFit* out, std::string* error) {
+  return guarded(error, [&] { *out = ssm::fit_parameter_variational(*run, *options); });
 }

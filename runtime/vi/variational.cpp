@@ -8,6 +8,7 @@
 #include "core/frame.h"
 #include "kernel/distributions.h"
 #include "learning/parameter_space.h"
+#include "nn/adam_schedule.h"
 #include "nn/compiled_density.h"
 #include "nn/compiled_guide.h"
 #include "nn/model_networks.h"
@@ -339,12 +340,6 @@ std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_
   return {order.second.begin() + first, order.second.begin() + std::min(N, first + batch)};
 }
 
-// Scales each group's learning rate to `factor` times its starting value.
-void set_learning_rate(torch::optim::Adam& adam, const std::vector<double>& base, double factor) {
-  for (size_t k = 0; k < adam.param_groups().size(); ++k)
-    static_cast<torch::optim::AdamOptions&>(adam.param_groups()[k].options()).lr(base[k] * factor);
-}
-
 // Trains the problem's parameters with Adam: the trace, and the failure message (empty when every
 // objective was finite). `theta_good`: the parameters of the last finite objective.
 std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<double>& theta_good,
@@ -431,9 +426,7 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       torch::nn::utils::clip_grad_norm_(params, opt.clip);
     adam.step();
     if (opt.schedule == "cosine")
-      set_learning_rate(adam, rates,
-                        0.5 * (1 + std::cos(M_PI * static_cast<double>(step + 1) /
-                                            static_cast<double>(opt.iterations))));
+      nn::set_learning_rate(adam, rates, nn::cosine_factor(step + 1, opt.iterations));
     sum += value;
     ++count;
     if ((step + 1) % every == 0 || step + 1 == opt.iterations) {

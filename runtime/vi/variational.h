@@ -74,8 +74,9 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
 // Why variational inference does not apply to the model, or nullopt.
 inline Refusal variational_refusal(const ssm_model&, const ModelInfo& info) {
   if (info.step != "n")
-    return "the model is not over a plate (variational inference serves static latent-variable "
-           "models; variational smoothing of state-space models is not available yet)";
+    return "the model is not over a plate (this family serves static latent-variable models; a "
+           "state-space model's parameters take meanfield, fullrank, gmm, dif, maf or realnvp, "
+           "and its states smooth --method variational)";
   return std::nullopt;
 }
 

@@ -198,10 +198,13 @@ TEST_CASE("vi: refusals name what applies; a diverging run names its iteration",
   CHECK(std::isfinite(double(p["psi"])));
 }
 
-TEST_CASE("vi: only plate models have it; ssmc run loads it as the executable does", "[vi]") {
+TEST_CASE("vi: a state-space model needs an exact likelihood; ssmc run loads it as the "
+          "executable does",
+          "[vi]") {
   const std::string& sv = example_exe("sv");
   ProcessResult r = run_process({sv, "vi", "--data", "x.csv"});
-  CHECK(r.exit_code == 2); // no such subcommand
+  CHECK(r.exit_code == 1); // its parameters' variational inference needs an exact likelihood
+  CHECK(r.err.find("needs an exact likelihood and score") != std::string::npos);
   const std::string& mix = model_exe("mix", kMixture);
   const std::string data = scratch_path("mix_jit.csv");
   run_ok({mix, "simulate", "--T", "30", "--out", data});

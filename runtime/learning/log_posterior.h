@@ -1,0 +1,51 @@
+// The exact log posterior density of a model's learned parameters on their unconstrained space,
+// with its gradient: log p(y | θ(u)) + log p(θ(u)) + log |det J(u)|, the likelihood and its score
+// from the exact smoother of the score model (Kalman and RTS, or forward-backward: score.h), the
+// prior from the compiler's prior_logpdf kernel. What variational inference of the parameters
+// targets (vi/parameter_vi.h); sample's PMMH targets the same density with an estimated likelihood.
+#pragma once
+
+#include "core/method_registry.h"
+#include "learning/parameter_space.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ssm {
+
+// Why the likelihood of the model and its score are not exact (neither linear-Gaussian nor
+// finite-state, or no score terms), or nullopt.
+Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info);
+
+class ExactLogPosterior {
+public:
+  // The parameters learned are every one with a value or a prior minus `fixed`; each needs a
+  // prior. Throws ssm::Error, prefixed by `who`, for a model without an exact likelihood, without
+  // a prior density, or a learned parameter without a prior (naming it). run.data, run.fixed and
+  // run.registry must be set.
+  ExactLogPosterior(const MethodRun& run, const std::vector<std::string>& fixed,
+                    const std::string& who);
+  ~ExactLogPosterior();
+  ExactLogPosterior(const ExactLogPosterior&) = delete;
+  ExactLogPosterior& operator=(const ExactLogPosterior&) = delete;
+
+  const ParameterSpace& space() const { return space_; }
+  const std::string& smoother() const; // "rts", "forward-backward"
+  // The unconstrained point of the run's parameter values (where a fit may start).
+  std::vector<double> start() const;
+  // The density at n points (n x dimension, row-major) into values[n] and gradients (n x
+  // dimension), on the run's pool. A point where the likelihood or the prior is not finite, or
+  // whose parameters overflow, gets -inf and a zero gradient.
+  void evaluate(int64_t n, const double* u, double* values, double* gradients) const;
+  // The whole parameter vector (n_theta values) at the unconstrained point u.
+  std::vector<double> theta(std::span<const double> u) const;
+
+private:
+  struct Impl;
+  ParameterSpace space_;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ssm

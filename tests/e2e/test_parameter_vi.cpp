@@ -1,0 +1,214 @@
+// End-to-end tests of `vi` on state-space models: a density fitted to the posterior of the
+// parameters, against quadrature with a Kalman likelihood written here. A local level model's two
+// noise scales (a correlated posterior): the full-rank Gaussian's ELBO within a few hundredths of
+// log p(y), its moments the posterior's, and the importance-weighted log evidence of the draws
+// equal to log p(y) for both Gaussians. A coefficient whose sign the data cannot tell (a
+// posterior with two modes): a Gaussian's ELBO falls short by log 2, a DIF's does not, and its
+// draws fall on both sides; its saved density reads back. The refusals.
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+const char* kLevel = R"(
+model level_vi {
+  param q ~ half_normal(1) = 1;
+  param r ~ half_normal(1) = 1;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(x[t-1], q);
+  y[t] ~ normal(x[t], r);
+}
+)";
+
+// y_t = b x_t + noise with x symmetric: b and -b explain the data equally.
+const char* kSignFlip = R"(
+model signflip {
+  param b ~ normal(0, 1) = 0.5;
+  param phi = 0.8;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(phi * x[t-1], 1);
+  y[t] ~ normal(b * x[t], 0.5);
+}
+)";
+
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  return nlohmann::json::parse(run_ok(argv).out);
+}
+
+// A Stan CSV file without its comment lines.
+Table read_stan_csv(const std::string& path) {
+  std::string text, line;
+  std::istringstream in(read_file(path));
+  while (std::getline(in, line))
+    if (!line.starts_with("#"))
+      text += line + "\n";
+  return parse_table(text);
+}
+
+double half_normal_log_density(double s) {
+  return 0.5 * std::log(2 / std::numbers::pi) - s * s / 2;
+}
+
+} // namespace
+
+TEST_CASE("vi of a state-space model's parameters: Gaussians against quadrature", "[vi][params]") {
+  const std::string& exe = model_exe("level_vi", kLevel);
+  const std::string data = scratch_path("level_vi.csv");
+  run_ok({exe, "simulate", "--T", "100", "--seed", "5", "--param", "q=0.4", "--param", "r=0.6",
+          "--out", data});
+  const std::vector<double> y = read_table(data).column("y");
+  // q and r in (0, 3): the prior's mass beyond 3 and the likelihood there are negligible.
+  const GridPosterior g = grid_posterior(
+      [&](double q, double r) {
+        return scalar_kalman_loglik(y, 1, q * q, 1, r * r, 1) + half_normal_log_density(q) +
+               half_normal_log_density(r);
+      },
+      0, 3, 0, 3, 300);
+  const double log_z = g.log_integral;
+  for (const char* family : {"fullrank", "meanfield"}) {
+    INFO(family);
+    const std::string out = scratch_path(std::string("level_vi_") + family + ".csv");
+    const nlohmann::json j =
+        run_json({exe, "vi", "--data", data, "--method", family, "--samples", "4", "--iterations",
+                  "1500", "--schedule", "cosine", "--out", out, "--json", "--seed", "3"});
+    CAPTURE(j.dump(), log_z, g.mean_a, g.sd_a, g.mean_b, g.sd_b);
+    CHECK(j["likelihood"] == "rts");
+    CHECK(j["learned"] == nlohmann::json({"q", "r"}));
+    const double elbo = j["elbo"], elbo_se = j["elbo_se"];
+    CHECK(elbo <= log_z + 4 * elbo_se); // a bound
+    // The draws reweighted by p / q estimate log p(y) whatever q's shape.
+    CHECK(j["pareto_k"].is_number());
+    CHECK(std::abs(double(j["log_evidence"]) - log_z) < 4 * double(j["log_evidence_se"]) + 0.01);
+    if (std::string(family) == "fullrank") {
+      CHECK(log_z - elbo < 0.05);
+      const nlohmann::json& s = j["summary"];
+      CHECK(std::abs(double(s["q"]["mean"]) - g.mean_a) < 0.15 * g.sd_a);
+      CHECK(std::abs(double(s["r"]["mean"]) - g.mean_b) < 0.15 * g.sd_b);
+      CHECK(double(s["q"]["sd"]) == Approx(g.sd_a).epsilon(0.15));
+      CHECK(double(s["r"]["sd"]) == Approx(g.sd_b).epsilon(0.15));
+    }
+    // CmdStan's layout: the mean first (lp__, log_p__, log_g__ 0), then 1000 draws.
+    const Table t = read_stan_csv(out);
+    CHECK(t.header == std::vector<std::string>{"lp__", "log_p__", "log_g__", "q", "r"});
+    REQUIRE(t.rows.size() == 1001);
+    CHECK(t.rows[0][1] == "0");
+    CHECK(std::stod(t.rows[1][1]) < 0);
+  }
+}
+
+TEST_CASE("vi of a state-space model's parameters: a DIF holds both modes a Gaussian cannot",
+          "[vi][params][dif]") {
+  const std::string& exe = model_exe("signflip", kSignFlip);
+  const std::string data = scratch_path("signflip.csv");
+  run_ok({exe, "simulate", "--T", "60", "--seed", "2", "--param", "b=1", "--out", data});
+  const std::vector<double> y = read_table(data).column("y");
+  // The posterior of b on (-4, 4) by the midpoint rule: log p(y), E|b| and sd|b|.
+  constexpr int kCells = 8000;
+  std::vector<double> log_f(kCells);
+  double top = -INFINITY;
+  for (int i = 0; i < kCells; ++i) {
+    const double b = -4 + 8 * (i + 0.5) / kCells;
+    log_f[i] = scalar_kalman_loglik(y, 0.8, 1, b, 0.25, 1) - b * b / 2 - 0.5 * std::log(2 * M_PI);
+    top = std::max(top, log_f[i]);
+  }
+  double z = 0, m1 = 0, m2 = 0;
+  for (int i = 0; i < kCells; ++i) {
+    const double b = std::abs(-4 + 8 * (i + 0.5) / kCells), w = std::exp(log_f[i] - top);
+    z += w;
+    m1 += w * b;
+    m2 += w * b * b;
+  }
+  const double log_z = top + std::log(z * 8 / kCells), mean_abs = m1 / z,
+               sd_abs = std::sqrt(m2 / z - mean_abs * mean_abs);
+
+  const std::string guide = scratch_path("signflip_dif.pt"), out = scratch_path("signflip.csv.out");
+  const std::vector<std::string> common = {exe,      "vi",         "--data",    data,
+                                           "--fix",  "phi",        "--samples", "4",
+                                           "--json", "--schedule", "cosine",    "--iterations"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = common;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_json(argv);
+  };
+  const nlohmann::json gauss = with({"1000", "--method", "meanfield", "--seed", "7"});
+  const nlohmann::json dif =
+      with({"2000", "--method", "dif", "--components", "8", "--hidden", "16", "--net-learning-rate",
+            "0.01", "--save-guide", guide, "--out", out, "--seed", "7"});
+  CAPTURE(gauss.dump(), dif.dump(), log_z, mean_abs, sd_abs);
+  // The Gaussian sits on one mode: its KL to the posterior is log 2 (the modes barely overlap).
+  CHECK(log_z - double(gauss["elbo"]) == Approx(std::log(2.0)).margin(0.1));
+  CHECK(double(dif["elbo"]) <= log_z + 4 * double(dif["elbo_se"]));
+  CHECK(log_z - double(dif["elbo"]) < 0.1); // about 0.04 after 2000 iterations
+  CHECK(std::abs(double(dif["log_evidence"]) - log_z) < 4 * double(dif["log_evidence_se"]) + 0.01);
+  CHECK(dif["family"] == "dif(K = 8, hidden = [16]) over normal");
+  const std::vector<double> b = read_stan_csv(out).column("b");
+  REQUIRE(b.size() == 1001);
+  double positive = 0, abs_mean = 0;
+  for (size_t i = 1; i < b.size(); ++i) { // row 0 is q's mean
+    positive += b[i] > 0 ? 1e-3 : 0;
+    abs_mean += std::abs(b[i]) * 1e-3;
+  }
+  CHECK(std::abs(positive - 0.5) < 4 * 0.5 / std::sqrt(1000.0));
+  CHECK(std::abs(abs_mean - mean_abs) < 4 * sd_abs / std::sqrt(1000.0) + 0.01);
+
+  // The saved density reads back: evaluated without training, the same ELBO within its errors.
+  const nlohmann::json back = with({"0", "--method", "dif", "--components", "8", "--hidden", "16",
+                                    "--load-guide", guide, "--seed", "8"});
+  CHECK(std::abs(double(back["elbo"]) - double(dif["elbo"])) <
+        4 * std::hypot(double(back["elbo_se"]), double(dif["elbo_se"])));
+  const ProcessResult other = run_process({exe, "vi", "--data", data, "--fix", "phi", "--method",
+                                           "dif", "--components", "4", "--load-guide", guide});
+  CHECK(other.exit_code == 1);
+  CHECK(other.err.find("holds a dif(K = 8, hidden = [16]) over normal, and --method dif with these "
+                       "options is a dif(K = 4, hidden = [64]) over normal") != std::string::npos);
+}
+
+TEST_CASE("vi of a state-space model's parameters: the refusals", "[vi][params]") {
+  const std::string& exe = model_exe("signflip", kSignFlip);
+  const std::string data = scratch_path("signflip_refusals.csv");
+  run_ok({exe, "simulate", "--T", "20", "--seed", "2", "--out", data});
+  auto refused = [&](std::vector<std::string> extra, const std::string& message) {
+    std::vector<std::string> argv = {exe, "vi", "--data", data, "--iterations", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const ProcessResult r = run_process(argv);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(message) != std::string::npos);
+  };
+  refused({}, "vi: parameter 'phi' has no prior; give it one (`param phi ~ ...`) or keep it at "
+              "its value with --fix phi");
+  refused({"--fix", "phi", "--objective", "iwae"},
+          "vi: --objective serves the guides of a model over a plate; model 'signflip' is a "
+          "state-space model");
+  refused({"--fix", "phi", "--method", "amortized"}, "the model is not over a plate");
+  const std::string& nonlinear = model_exe("square_obs", R"(
+model square_obs {
+  param s ~ half_normal(1) = 1;
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.5 * x[t-1], s);
+  y[t] ~ normal(x[t] * x[t], 1);
+}
+)");
+  const ProcessResult r = run_process({nonlinear, "vi", "--data", data});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("needs an exact likelihood and score: the likelihood is not exact") !=
+        std::string::npos);
+  CHECK(r.err.find("sample --method pmmh or smc2") != std::string::npos);
+}
