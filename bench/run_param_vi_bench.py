@@ -22,6 +22,7 @@ are those of its draws (4 chains of --pmmh iterations after as many warm-up).
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,9 @@ VAR3_TRUTH = ["--param", "A=[[0.7, 0.2, 0], [-0.2, 0.6, 0.1], [0, 0.3, 0.5]]", "
 
 FAMILIES = [
     ("meanfield", ["--method", "meanfield"]),
+    ("meanfield+PSIS", ["--method", "meanfield", "--psis-resample"]),
     ("fullrank", ["--method", "fullrank"]),
+    ("fullrank+PSIS", ["--method", "fullrank", "--psis-resample"]),
     ("gmm K=4", ["--method", "gmm", "--components", "4"]),
     ("dif K=8", ["--method", "dif", "--components", "8", "--hidden", "16",
                  "--net-learning-rate", "0.01"]),
@@ -160,6 +163,14 @@ def errors(draws, moments):
 
 
 def main():
+    work = tempfile.mkdtemp(prefix="ssmc-param-vi-")
+    try:
+        run(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work):
     args = sys.argv[1:]
     build_dir = args[0] if args and not args[0].startswith("--") else os.path.join(ROOT, "build")
     option = lambda name, default: int(args[args.index(name) + 1]) if name in args else default
@@ -167,7 +178,6 @@ def main():
                                  option("--pmmh", 4000))
     reference_iterations = option("--reference", 100000)
     ssmc = os.path.join(build_dir, "bin", "ssmc")
-    work = tempfile.mkdtemp(prefix="ssmc-param-vi-")
     nile = os.path.join(work, "nile")
     subprocess.run([ssmc, "build", os.path.join(ROOT, "examples", "nile.ssm"), "-o", nile],
                    check=True)
@@ -194,7 +204,7 @@ def main():
               lambda y: reference(var3, var3_data, work, reference_iterations))]
     print(f"vi: {iterations} iterations, 4 base draws each, cosine schedule; PMMH: 4 chains of "
           f"{pmmh}; {repeats} seeds, medians; errors in posterior sds")
-    print(f"{'model':9} {'method':10} {'KL':>7} {'logZ err':>9} {'k-hat':>6} {'mean err':>9} "
+    print(f"{'model':9} {'method':14} {'KL':>7} {'logZ err':>9} {'k-hat':>6} {'mean err':>9} "
           f"{'sd err':>7} {'P(b>0)':>7} {'wall s':>7}")
     for name, exe, data, extra, exact in cases:
         y = np.genfromtxt(data, delimiter=",", names=True)["y"] if name != "var3" else None
@@ -223,7 +233,7 @@ def main():
                                  j["pareto_k"] if j["pareto_k"] is not None else np.nan) +
                                 errors(draws, moments) + (wall,))
             med = [statistics.median(c) for c in zip(*rows)]
-            print(f"{name:9} {label:10} {med[0]:7.3f} {med[1]:9.3f} {med[2]:6.2f} {med[3]:9.3f} "
+            print(f"{name:9} {label:14} {med[0]:7.3f} {med[1]:9.3f} {med[2]:6.2f} {med[3]:9.3f} "
                   f"{med[4]:7.3f} {med[5]:7.2f} {med[6]:7.1f}", flush=True)
 
 

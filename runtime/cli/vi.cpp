@@ -9,17 +9,22 @@
 #include "core/output.h"
 #include "core/series.h"
 #include "learning/diagnostics.h"
+#include "smc/resample.h"
 #include "vi/variational.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
 namespace ssm::cli {
 
 namespace {
+
+// The random stream of --psis-resample's draws (kernel/rng.h's site), apart from q's own.
+constexpr uint32_t kResampleSite = 0x5053;
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? NAN : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -134,7 +139,14 @@ private:
     run.fixed = &fixed;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
-    const ParameterVariationalFit fit = run_method(c, run, "vi", m.vi_parameters);
+    ParameterVariationalFit fit = run_method(c, run, "vi", m.vi_parameters);
+    std::vector<double> log_w(fit.log_p.size());
+    for (size_t i = 0; i < log_w.size(); ++i)
+      log_w[i] = fit.log_p[i] - fit.log_q[i];
+    const ImportanceDiagnostics is = importance_diagnostics(log_w); // of q's own draws
+    const bool resampled = options_.toggle("--psis-resample").value_or(false);
+    if (resampled)
+      psis_resample(fit, log_w, run.seed, is.pareto_k);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
     std::vector<std::pair<const ParamInfo*, int64_t>> columns;
@@ -143,13 +155,16 @@ private:
       for (int64_t k = 0; k < p->size; ++k)
         columns.push_back({p, k});
     }
-    if (!save_.empty()) { // the draws' means, whole (fixed parameters at their values)
-      std::vector<double> mean = fit.theta.front();
+    if (!save_.empty()) { // the draws' means (over those that did not overflow), fixed ones kept
+      std::vector<double> mean = fit.mean_theta;
       for (auto& [p, k] : columns) {
-        double sum = 0;
+        double sum = 0, count = 0;
         for (const std::vector<double>& th : fit.theta)
-          sum += th[p->offset + k];
-        mean[p->offset + k] = sum / static_cast<double>(fit.theta.size());
+          if (std::isfinite(th[p->offset + k])) {
+            sum += th[p->offset + k];
+            ++count;
+          }
+        mean[p->offset + k] = sum / count;
       }
       write_output(c, save_, params_json(c.info, mean).dump(2) + "\n");
     }
@@ -160,7 +175,39 @@ private:
     for (const std::string& w : fit.warnings)
       warn(c, w);
     if (json_)
-      print_json(c, parameters_json(c, m, fit, columns, elapsed), data);
+      print_json(c, parameters_json(c, m, fit, columns, is, resampled, elapsed), data);
+  }
+
+  // Replaces q's draws by as many drawn from them with their Pareto-smoothed importance weights
+  // (multinomially, as Stan's Pathfinder resamples), so that they follow the posterior where q's
+  // tails cover it (k-hat below 0.7; a warning otherwise).
+  static void psis_resample(ParameterVariationalFit& fit, const std::vector<double>& log_w,
+                            uint64_t seed, double pareto_k) {
+    const std::vector<double> smoothed = psis_log_weights(log_w);
+    const double top = *std::max_element(smoothed.begin(), smoothed.end());
+    if (!std::isfinite(top))
+      throw Error("vi --psis-resample: the log posterior is not finite at any draw");
+    std::vector<double> w(smoothed.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = std::exp(smoothed[i] - top);
+    const auto n = static_cast<int64_t>(w.size());
+    std::vector<int64_t> pick(w.size());
+    resample(Resampling::Multinomial, w.data(), n, seed, 0, kResampleSite, pick.data());
+    std::vector<std::vector<double>> theta;
+    std::vector<double> log_p, log_q;
+    for (int64_t i : pick) {
+      theta.push_back(fit.theta[i]);
+      log_p.push_back(fit.log_p[i]);
+      log_q.push_back(fit.log_q[i]);
+    }
+    fit.theta = std::move(theta);
+    fit.log_p = std::move(log_p);
+    fit.log_q = std::move(log_q);
+    if (!(pareto_k < 0.7))
+      fit.warnings.push_back(fmt::format("--psis-resample: Pareto k-hat is {:.2f} (0.7 or more): "
+                                         "q misses part of the posterior, and the resampled "
+                                         "draws do not follow it",
+                                         pareto_k));
   }
 
   // CmdStan's variational output: lp__ 0, log_p__ and log_g__ per draw, the first row the mean.
@@ -200,7 +247,8 @@ private:
 
   static nlohmann::json
   parameters_json(const Context& c, const Method& m, const ParameterVariationalFit& fit,
-                  const std::vector<std::pair<const ParamInfo*, int64_t>>& cols, double elapsed) {
+                  const std::vector<std::pair<const ParamInfo*, int64_t>>& cols,
+                  const ImportanceDiagnostics& is, bool resampled, double elapsed) {
     nlohmann::json summary = nlohmann::json::object();
     for (const auto& [p, k] : cols) {
       std::vector<double> draws;
@@ -208,10 +256,6 @@ private:
         draws.push_back(th[p->offset + k]);
       summary[column_names(p->name, p->shape)[k]] = draw_summary_json({draws});
     }
-    std::vector<double> log_w(fit.log_p.size());
-    for (size_t i = 0; i < log_w.size(); ++i)
-      log_w[i] = fit.log_p[i] - fit.log_q[i];
-    const ImportanceDiagnostics is = importance_diagnostics(log_w);
     nlohmann::json trace = nlohmann::json::array();
     for (const ParameterVariationalFit::TracePoint& p : fit.trace)
       trace.push_back({p.iteration, p.elbo});
@@ -226,6 +270,7 @@ private:
             {"elbo_se", number(fit.elbo_se)},
             {"elbo_samples", fit.eval_samples},
             {"draws", fit.theta.size()},
+            {"psis_resample", resampled},
             {"summary", summary},
             {"log_evidence", number(is.log_mean_weight)},
             {"log_evidence_se", number(is.log_mean_weight_se)},

@@ -174,27 +174,46 @@ DrawSummary summarize_draws(const Chains& chains) {
   return s;
 }
 
-double pareto_khat(const std::vector<double>& log_weights) {
-  std::vector<double> lw;
-  for (double v : log_weights)
-    lw.push_back(std::isfinite(v) ? v : -std::numeric_limits<double>::infinity());
-  std::sort(lw.begin(), lw.end());
-  const auto n = static_cast<double>(lw.size());
-  const auto tail = static_cast<size_t>(std::min(std::ceil(0.2 * n), std::ceil(3 * std::sqrt(n))));
-  if (tail < 5 || tail >= lw.size())
-    return NAN;
-  const double top = lw.back(), cutoff = lw[lw.size() - tail - 1];
-  if (!std::isfinite(top))
-    return NAN;
+namespace {
+
+// The tail PSIS fits: the indices of the largest min(n / 5, 3 sqrt(n)) log weights (ascending),
+// the cutoff (the next largest) and the largest, and the generalised Pareto fit to the weights'
+// excesses over the cutoff on the scale of the largest: k (with PSIS's prior) and sigma. No fit
+// (k NaN) with fewer than 5 excesses or a constant tail.
+struct TailFit {
+  std::vector<size_t> tail;
+  double cutoff = 0, top = 0, k = NAN, sigma = NAN;
+};
+
+TailFit fit_tail(const std::vector<double>& log_weights) {
+  TailFit f;
+  const size_t n = log_weights.size();
+  auto finite = [&](size_t i) {
+    return std::isfinite(log_weights[i]) ? log_weights[i]
+                                         : -std::numeric_limits<double>::infinity();
+  };
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return finite(a) < finite(b); });
+  const auto tail = static_cast<size_t>(std::min(std::ceil(0.2 * static_cast<double>(n)),
+                                                 std::ceil(3 * std::sqrt(static_cast<double>(n)))));
+  if (tail < 5 || tail >= n)
+    return f;
+  f.tail.assign(order.end() - static_cast<std::ptrdiff_t>(tail), order.end());
+  f.top = finite(order.back());
+  f.cutoff = finite(order[n - tail - 1]);
+  if (!std::isfinite(f.top))
+    return f;
   std::vector<double> x; // the excesses, ascending, on the scale of the largest weight
-  for (size_t i = lw.size() - tail; i < lw.size(); ++i)
-    x.push_back(std::exp(lw[i] - top) - std::exp(cutoff - top));
+  for (size_t i : f.tail)
+    x.push_back(std::exp(finite(i) - f.top) - std::exp(f.cutoff - f.top));
   const auto m = static_cast<double>(x.size());
-  if (!(x.back() > 0) || !(x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1] > 0))
-    return NAN;
+  const double quartile = x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1];
+  if (!(x.back() > 0) || !(quartile > 0))
+    return f;
   // The profile likelihood of θ = -k / σ on Zhang & Stephens's grid, averaged under it.
   const int grid = 30 + static_cast<int>(std::floor(std::sqrt(m)));
-  const double prior = 3, quartile = x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1];
+  const double prior = 3;
   std::vector<double> theta(grid), log_lik(grid);
   auto mean_log1p = [&](double t) {
     double sum = 0;
@@ -216,7 +235,35 @@ double pareto_khat(const std::vector<double>& log_weights) {
   }
   theta_hat /= total;
   const double k = mean_log1p(theta_hat);
-  return (m * k + 10 * 0.5) / (m + 10);
+  f.sigma = -k / theta_hat;
+  f.k = (m * k + 10 * 0.5) / (m + 10);
+  return f;
+}
+
+} // namespace
+
+double pareto_khat(const std::vector<double>& log_weights) {
+  return fit_tail(log_weights).k;
+}
+
+std::vector<double> psis_log_weights(const std::vector<double>& log_weights) {
+  std::vector<double> out = log_weights;
+  for (double& v : out)
+    if (!std::isfinite(v))
+      v = -std::numeric_limits<double>::infinity();
+  const TailFit f = fit_tail(log_weights);
+  if (!std::isfinite(f.k) || !(f.sigma > 0))
+    return out;
+  const auto m = static_cast<double>(f.tail.size());
+  for (size_t i = 0; i < f.tail.size(); ++i) {
+    // The GPD's quantile at (i + 1/2) / m above the cutoff, no larger than the largest weight.
+    const double p = (static_cast<double>(i) + 0.5) / m;
+    const double excess = std::abs(f.k) < 1e-12 ? -f.sigma * std::log1p(-p)
+                                                : f.sigma * std::expm1(-f.k * std::log1p(-p)) / f.k;
+    const double smoothed = f.top + std::log(excess + std::exp(f.cutoff - f.top));
+    out[f.tail[i]] = std::min(smoothed, f.top);
+  }
+  return out;
 }
 
 ImportanceDiagnostics importance_diagnostics(const std::vector<double>& log_weights) {

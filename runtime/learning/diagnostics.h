@@ -39,4 +39,10 @@ ImportanceDiagnostics importance_diagnostics(const std::vector<double>& log_weig
 // than 5 excesses (under 21 draws) or when the tail is constant.
 double pareto_khat(const std::vector<double>& log_weights);
 
+// Pareto-smoothed importance sampling (Vehtari et al. 2024): the log weights with the tail that
+// pareto_khat fits replaced by the fitted distribution's quantiles at (i - 1/2) / M (in the
+// tail's order), none above the largest raw weight; the others as given (a non-finite one -inf).
+// Unchanged when no tail can be fitted.
+std::vector<double> psis_log_weights(const std::vector<double>& log_weights);
+
 } // namespace ssm

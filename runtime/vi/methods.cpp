@@ -209,6 +209,12 @@ void add_options(MethodRegistry& registry) {
                            .default_value = p.draws,
                            .check = MethodOption::Check::Positive,
                            .type_name = "N"});
+  registry.add_option(vi, {.flag = "--psis-resample",
+                           .help = "A model's parameters: replace the draws by as many drawn "
+                                   "from them with their Pareto-smoothed importance weights "
+                                   "(as Stan's Pathfinder), which follow the posterior where "
+                                   "Pareto k-hat is below 0.7",
+                           .default_value = std::optional<bool>{}});
   registry.add_option(vi, {.flag = "--activation",
                            .help = "amortized: the encoder's activation",
                            .default_value = d.activation,
@@ -284,7 +290,8 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
     for (const char* o : {"--save-guide", "--load-guide"})
       m.options.push_back(o);
   if (parameters)
-    m.options.push_back("--draws");
+    for (const char* o : {"--draws", "--psis-resample"})
+      m.options.push_back(o);
   m.applies = [parameters](const ssm_model& model, const ModelInfo& info) -> Refusal {
     if (info.step == "n" || !parameters)
       return variational_refusal(model, info);
@@ -300,10 +307,14 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
       refuse_plate_flags(run);
       return;
     }
-    if (run.options.integer("--draws") != ParameterVariationalOptions{}.draws)
-      throw Error(fmt::format("vi: --draws serves a state-space model's parameters; model '{}' "
-                              "is over a plate, whose vi writes each item's guide (--out)",
-                              run.info.name));
+    const char* parameters_flag =
+        run.options.integer("--draws") != ParameterVariationalOptions{}.draws ? "--draws"
+        : run.options.toggle("--psis-resample")                               ? "--psis-resample"
+                                                                              : nullptr;
+    if (parameters_flag)
+      throw Error(fmt::format("vi: {} serves a state-space model's parameters; model '{}' is "
+                              "over a plate, whose vi writes each item's guide (--out)",
+                              parameters_flag, run.info.name));
     for (const char* flag : {"--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
@@ -343,9 +354,9 @@ Method parameter_family(const char* name, const char* title) {
   m.task = Task::Vi;
   m.rank = 10;
   m.note = "a model's parameters";
-  m.options = {"--samples",    "--iterations", "--learning-rate", "--clip",
-               "--schedule",   "--fix",        "--eval-samples",  "--net-learning-rate",
-               "--save-guide", "--load-guide", "--draws",         "--precision"};
+  m.options = {"--samples", "--iterations",   "--learning-rate",     "--clip",       "--schedule",
+               "--fix",     "--eval-samples", "--net-learning-rate", "--save-guide", "--load-guide",
+               "--draws",   "--precision",    "--psis-resample"};
   const std::string_view n = name;
   if (n == "gmm" || n == "dif")
     m.options.push_back("--components");

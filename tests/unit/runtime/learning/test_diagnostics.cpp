@@ -1,10 +1,13 @@
 // Unit tests of the MCMC diagnostics (learning/diagnostics.h) on chains with known answers:
 // independent draws (R-hat 1, ESS the number of draws), an AR(1) chain (ESS n (1 - phi) / (1 +
-// phi)), chains that disagree (R-hat far above 1), and the summary's quantiles.
+// phi)), chains that disagree (R-hat far above 1), and the summary's quantiles; importance
+// weights: k-hat of generalised Pareto tails, the log mean weight and ESS of log-normal weights,
+// Pareto smoothing's lower error on a light-tailed proposal.
 #include "learning/diagnostics.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -105,4 +108,48 @@ TEST_CASE("importance diagnostics of log-normal weights", "[diagnostics]") {
   CHECK(d.ess == Approx(n * std::exp(-s * s)).epsilon(0.03));
   CHECK(d.pareto_k < 0.3);
   CHECK(std::isnan(ssm::pareto_khat({0.0, 1.0, 2.0}))); // too few draws for a tail
+}
+
+TEST_CASE("Pareto-smoothed importance weights: the tail smoothed, the bulk kept, less error",
+          "[diagnostics]") {
+  // Target N(0, 1), proposal N(0, 0.7^2): the weights' tail is heavy (k about 0.6). E[x^2] = 1.
+  const double s = 0.7;
+  const int n = 2000, replicates = 200;
+  double raw_sq = 0, psis_sq = 0, psis_mean = 0;
+  for (int r = 0; r < replicates; ++r) {
+    std::mt19937_64 rng(1000 + r);
+    std::normal_distribution<double> normal(0.0, s);
+    std::vector<double> x(n), lw(n);
+    for (int i = 0; i < n; ++i) {
+      x[i] = normal(rng);
+      lw[i] = -0.5 * x[i] * x[i] + 0.5 * x[i] * x[i] / (s * s) + std::log(s);
+    }
+    const std::vector<double> smoothed = ssm::psis_log_weights(lw);
+    // Below the tail's cutoff nothing moves; the tail stays below the largest raw weight.
+    const double top = *std::max_element(lw.begin(), lw.end());
+    int moved = 0;
+    for (int i = 0; i < n; ++i)
+      moved += smoothed[i] != lw[i];
+    CHECK(moved <= 135); // ceil(3 sqrt(2000)) = 135 tail weights
+    CHECK(*std::max_element(smoothed.begin(), smoothed.end()) <= top);
+    auto estimate = [&](const std::vector<double>& l) {
+      double num = 0, den = 0;
+      for (int i = 0; i < n; ++i) {
+        const double w = std::exp(l[i] - top);
+        num += w * x[i] * x[i];
+        den += w;
+      }
+      return num / den;
+    };
+    const double a = estimate(lw), b = estimate(smoothed);
+    raw_sq += (a - 1) * (a - 1) / replicates;
+    psis_sq += (b - 1) * (b - 1) / replicates;
+    psis_mean += b / replicates;
+  }
+  INFO("RMSE raw " << std::sqrt(raw_sq) << ", PSIS " << std::sqrt(psis_sq) << "; PSIS mean "
+                   << psis_mean);
+  CHECK(psis_sq < raw_sq);                             // smoothing lowers the error
+  CHECK(std::abs(psis_mean - 1) < std::sqrt(psis_sq)); // its bias is within its spread
+  const std::vector<double> flat(100, 0.5); // equal weights: no tail to fit, nothing changes
+  CHECK(ssm::psis_log_weights(flat) == flat);
 }
