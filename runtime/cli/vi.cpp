@@ -185,8 +185,11 @@ private:
                             uint64_t seed, double pareto_k) {
     const std::vector<double> smoothed = psis_log_weights(log_w);
     const double top = *std::max_element(smoothed.begin(), smoothed.end());
-    if (!std::isfinite(top))
-      throw Error("vi --psis-resample: the log posterior is not finite at any draw");
+    if (!std::isfinite(top)) { // q's draws are kept, and so are its other outputs
+      fit.warnings.push_back("--psis-resample: the log posterior is not finite at any draw; the "
+                             "draws are q's own");
+      return;
+    }
     std::vector<double> w(smoothed.size());
     for (size_t i = 0; i < w.size(); ++i)
       w[i] = std::exp(smoothed[i] - top);
@@ -203,7 +206,11 @@ private:
     fit.theta = std::move(theta);
     fit.log_p = std::move(log_p);
     fit.log_q = std::move(log_q);
-    if (!(pareto_k < 0.7))
+    if (std::isnan(pareto_k))
+      fit.warnings.push_back("--psis-resample: Pareto k-hat could not be estimated (under 21 "
+                             "finite weights, or a constant tail); the draws were resampled with "
+                             "their raw weights");
+    else if (!(pareto_k < 0.7))
       fit.warnings.push_back(fmt::format("--psis-resample: Pareto k-hat is {:.2f} (0.7 or more): "
                                          "q misses part of the posterior, and the resampled "
                                          "draws do not follow it",

@@ -187,26 +187,24 @@ struct TailFit {
 
 TailFit fit_tail(const std::vector<double>& log_weights) {
   TailFit f;
-  const size_t n = log_weights.size();
-  auto finite = [&](size_t i) {
-    return std::isfinite(log_weights[i]) ? log_weights[i]
-                                         : -std::numeric_limits<double>::infinity();
-  };
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t(0));
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return finite(a) < finite(b); });
+  // The finite weights only (a draw of weight 0 is never in the tail, never given one).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < log_weights.size(); ++i)
+    if (std::isfinite(log_weights[i]))
+      order.push_back(i);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return log_weights[a] < log_weights[b]; });
+  const size_t n = order.size();
   const auto tail = static_cast<size_t>(std::min(std::ceil(0.2 * static_cast<double>(n)),
                                                  std::ceil(3 * std::sqrt(static_cast<double>(n)))));
   if (tail < 5 || tail >= n)
     return f;
   f.tail.assign(order.end() - static_cast<std::ptrdiff_t>(tail), order.end());
-  f.top = finite(order.back());
-  f.cutoff = finite(order[n - tail - 1]);
-  if (!std::isfinite(f.top))
-    return f;
+  f.top = log_weights[order.back()];
+  f.cutoff = log_weights[order[n - tail - 1]];
   std::vector<double> x; // the excesses, ascending, on the scale of the largest weight
   for (size_t i : f.tail)
-    x.push_back(std::exp(finite(i) - f.top) - std::exp(f.cutoff - f.top));
+    x.push_back(std::exp(log_weights[i] - f.top) - std::exp(f.cutoff - f.top));
   const auto m = static_cast<double>(x.size());
   const double quartile = x[static_cast<size_t>(std::floor(m / 4 + 0.5)) - 1];
   if (!(x.back() > 0) || !(quartile > 0))

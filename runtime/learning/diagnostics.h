@@ -34,14 +34,16 @@ struct ImportanceDiagnostics {
 ImportanceDiagnostics importance_diagnostics(const std::vector<double>& log_weights);
 
 // The shape k̂ of a generalised Pareto distribution fitted to the largest min(n / 5, 3 sqrt(n))
-// weights' excesses over the next one, by Zhang & Stephens's (2009) empirical Bayes estimate with
-// PSIS's weakly informative prior (k̂ shrunk towards 0.5 as by 10 observations). NaN with fewer
-// than 5 excesses (under 21 draws) or when the tail is constant.
+// of the n finite weights' excesses over the next one, by Zhang & Stephens's (2009) empirical
+// Bayes estimate with PSIS's weakly informative prior (k̂ shrunk towards 0.5 as by 10
+// observations). NaN with fewer than 5 excesses (under 21 finite weights) or when the tail is
+// constant.
 double pareto_khat(const std::vector<double>& log_weights);
 
 // Pareto-smoothed importance sampling (Vehtari et al. 2024): the log weights with the tail that
 // pareto_khat fits replaced by the fitted distribution's quantiles at (i - 1/2) / M (in the
-// tail's order), none above the largest raw weight; the others as given (a non-finite one -inf).
+// tail's order), none above the largest raw weight; the others as given (a non-finite one -inf,
+// never smoothed).
 // Unchanged when no tail can be fitted.
 std::vector<double> psis_log_weights(const std::vector<double>& log_weights);
 

@@ -85,7 +85,7 @@ const char* plate_flag_given(const OptionValues& options) {
     return "--temperature-decay";
   if (options.real("--temperature-min") != d.temperature_min)
     return "--temperature-min";
-  if (options.toggle("--straight-through"))
+  if (options.toggle("--straight-through").value_or(false))
     return "--straight-through";
   for (const char* flag : {"--test", "--save-nets", "--load-nets"})
     if (!options.word(flag).empty())
@@ -309,7 +309,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
     }
     const char* parameters_flag =
         run.options.integer("--draws") != ParameterVariationalOptions{}.draws ? "--draws"
-        : run.options.toggle("--psis-resample")                               ? "--psis-resample"
+        : run.options.toggle("--psis-resample").value_or(false)               ? "--psis-resample"
                                                                               : nullptr;
     if (parameters_flag)
       throw Error(fmt::format("vi: {} serves a state-space model's parameters; model '{}' is "
