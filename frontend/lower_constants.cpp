@@ -72,8 +72,10 @@ std::optional<double> Lowering::eval_real(const Expr& e, const std::string& what
 
 void Lowering::define_const(const ast::ConstDecl& c) {
   Symbol* sym = declared(c.name);
+  defining_const_ = &c;
   std::optional<ConstValue> v =
       eval_const(*c.value, fmt::format(msg::what_constant_value, c.name.name), &c);
+  defining_const_ = nullptr;
   if (!sym)
     return;
   if (!v) {

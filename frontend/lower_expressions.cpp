@@ -220,7 +220,8 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     return emit(s, std::move(n), e.range);
   }
   case Symbol::Kind::Const:
-    if (const ast::ConstDecl* defining = s.constant() ? s.constant()->defining : nullptr;
+    if (const ast::ConstDecl* defining =
+            s.constant() && s.constant()->defining ? s.constant()->defining : defining_const_;
         defining && order(sym->range.begin) >= order(defining->name.range.begin)) {
       if (sym->range.begin == defining->name.range.begin)
         error(e.range, fmt::format(msg::constant_self_reference, e.name));
@@ -231,6 +232,10 @@ std::optional<int> Lowering::lower_name(const Expr& e, Scope& s) {
     }
     if (!sym->valid)
       return std::nullopt;
+    if (sym->index < 0 || sym->index >= static_cast<int>(consts_.size())) { // no value yet
+      error(e.range, fmt::format(msg::constant_self_reference, e.name));
+      return std::nullopt;
+    }
     return emit_const(s, consts_[sym->index].shape, consts_[sym->index].values, e.range);
   case Symbol::Kind::Param: {
     if (s.constant()) {

@@ -365,6 +365,9 @@ private:
   ir::Model model_;
   std::map<std::string, Symbol> symbols_;
   std::vector<ConstValue> consts_;
+  // The constant whose value define_const is evaluating: a dimension or an index evaluated inside
+  // that value (`const d = sum(zeros(d))`) reads its constants against it too.
+  const ast::ConstDecl* defining_const_ = nullptr;
   std::map<std::pair<ir::BlockKind, int>, const ast::Relation*> first_relation_;
   std::set<std::pair<int, const ir::Block*>> failed_lets_;
   std::map<int, FnSignature> fn_signatures_;
