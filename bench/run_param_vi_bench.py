@@ -95,12 +95,16 @@ def log_half_normal(s, scale):
     return 0.5 * np.log(2 / np.pi) - np.log(scale) - 0.5 * (s / scale) ** 2
 
 
-def nile_exact(y):
+def observations(data):
+    return np.genfromtxt(data, delimiter=",", names=True)["y"]
+
+
+def nile_exact(data):
     """The Nile posterior on a 600 x 600 grid of (sigma_eps, sigma_eta): log p(y), means, sds."""
     eps = np.linspace(0, 300, 601)[1:] - 0.25
     eta = np.linspace(0, 200, 601)[1:] - 1 / 6
     E, H = np.meshgrid(eps, eta, indexing="ij")
-    log_f = (kalman_loglik(y, 1.0, H * H, 1.0, E * E, 1000.0, 500.0 ** 2) +
+    log_f = (kalman_loglik(observations(data), 1.0, H * H, 1.0, E * E, 1000.0, 500.0 ** 2) +
              log_half_normal(E, 500) + log_half_normal(H, 200))
     top = log_f.max()
     w = np.exp(log_f - top)
@@ -113,16 +117,28 @@ def nile_exact(y):
     return top + np.log(z * cell), moments
 
 
-def signflip_exact(y):
+def signflip_exact(data):
     """The posterior of b on (-4, 4): log p(y), and the mean and sd of |b|."""
     b = np.linspace(-4, 4, 16001)
-    log_f = kalman_loglik(y, 0.8, 1.0, b, 0.25, 0.0, 1.0) - 0.5 * b * b - 0.5 * np.log(2 * np.pi)
+    log_f = kalman_loglik(observations(data), 0.8, 1.0, b, 0.25, 0.0, 1.0) - 0.5 * b * b - 0.5 * np.log(2 * np.pi)
     top = log_f.max()
     w = np.exp(log_f - top)
     z = w.sum()
     mean = (w * np.abs(b)).sum() / z
     return top + np.log(z * (b[1] - b[0])), {
         "|b|": (mean, np.sqrt((w * b * b).sum() / z - mean * mean))}
+
+
+def simulated(ssmc, work, name, source, simulate):
+    """Builds the model `source` as work/NAME and simulates work/NAME.csv with `simulate`'s
+    arguments: the executable and the data."""
+    path = os.path.join(work, name + ".ssm")
+    with open(path, "w") as f:
+        f.write(source)
+    exe, data = os.path.join(work, name), os.path.join(work, name + ".csv")
+    subprocess.run([ssmc, "build", path, "-o", exe], check=True)
+    subprocess.run([exe, "simulate", "--out", data] + simulate, check=True, capture_output=True)
+    return exe, data
 
 
 def reference(exe, data, work, iterations):
@@ -181,34 +197,19 @@ def run(work):
     nile = os.path.join(work, "nile")
     subprocess.run([ssmc, "build", os.path.join(ROOT, "examples", "nile.ssm"), "-o", nile],
                    check=True)
-    source = os.path.join(work, "signflip.ssm")
-    with open(source, "w") as f:
-        f.write(SIGNFLIP)
-    signflip = os.path.join(work, "signflip")
-    subprocess.run([ssmc, "build", source, "-o", signflip], check=True)
-    signflip_data = os.path.join(work, "signflip.csv")
-    subprocess.run([signflip, "simulate", "--T", "60", "--seed", "2", "--param", "b=1", "--out",
-                    signflip_data], check=True, capture_output=True)
-    nile_data = os.path.join(ROOT, "examples", "data", "nile.csv")
-    source = os.path.join(work, "var3.ssm")
-    with open(source, "w") as f:
-        f.write(VAR3)
-    var3 = os.path.join(work, "var3")
-    subprocess.run([ssmc, "build", source, "-o", var3], check=True)
-    var3_data = os.path.join(work, "var3.csv")
-    subprocess.run([var3, "simulate", "--T", "200", "--seed", "4", "--out", var3_data] + VAR3_TRUTH,
-                   check=True, capture_output=True)
-    cases = [("nile", nile, nile_data, [], lambda y: nile_exact(y)),
-             ("signflip", signflip, signflip_data, ["--fix", "phi"], lambda y: signflip_exact(y)),
+    signflip, signflip_data = simulated(ssmc, work, "signflip", SIGNFLIP,
+                                        ["--T", "60", "--seed", "2", "--param", "b=1"])
+    var3, var3_data = simulated(ssmc, work, "var3", VAR3, ["--T", "200", "--seed", "4"] + VAR3_TRUTH)
+    cases = [("nile", nile, os.path.join(ROOT, "examples", "data", "nile.csv"), [], nile_exact),
+             ("signflip", signflip, signflip_data, ["--fix", "phi"], signflip_exact),
              ("var3", var3, var3_data, [],
-              lambda y: reference(var3, var3_data, work, reference_iterations))]
+              lambda data: reference(var3, data, work, reference_iterations))]
     print(f"vi: {iterations} iterations, 4 base draws each, cosine schedule; PMMH: 4 chains of "
           f"{pmmh}; {repeats} seeds, medians; errors in posterior sds")
     print(f"{'model':9} {'method':14} {'KL':>7} {'logZ err':>9} {'k-hat':>6} {'mean err':>9} "
           f"{'sd err':>7} {'P(b>0)':>7} {'wall s':>7}")
     for name, exe, data, extra, exact in cases:
-        y = np.genfromtxt(data, delimiter=",", names=True)["y"] if name != "var3" else None
-        log_z, moments = exact(y)
+        log_z, moments = exact(data)
         runs = [(label, ["vi"] + flags + ["--samples", "4", "--iterations", str(iterations),
                                           "--schedule", "cosine"]) for label, flags in FAMILIES]
         runs.append(("pmmh", ["sample", "--iterations", str(pmmh), "--warmup", str(pmmh)]))

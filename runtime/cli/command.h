@@ -133,6 +133,10 @@ std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);
 std::string stan_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k);
 // A simulator's parameters' columns by Stan's names (its first states: lfi/simulator.h).
 std::vector<std::string> simulator_stan_columns(const ModelInfo& info);
+// The components of the parameters named, (parameter, component) in order: the columns of
+// draws in Stan's CSV layout (`sample`, `vi` on a model's parameters).
+std::vector<std::pair<const ParamInfo*, int64_t>>
+param_components(const ModelInfo& info, const std::vector<std::string>& names);
 // A scalar's draws summarised (learning/diagnostics.h) as `sample` and `posterior` print it: mean,
 // sd, q5, q50, q95, rhat, ess_bulk, ess_tail, mcse_mean.
 nlohmann::json draw_summary_json(const std::vector<std::vector<double>>& chains);

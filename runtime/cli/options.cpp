@@ -179,6 +179,17 @@ std::vector<std::string> simulator_stan_columns(const ModelInfo& info) {
   return out;
 }
 
+std::vector<std::pair<const ParamInfo*, int64_t>>
+param_components(const ModelInfo& info, const std::vector<std::string>& names) {
+  std::vector<std::pair<const ParamInfo*, int64_t>> out;
+  for (const std::string& name : names) {
+    const ParamInfo* p = info.find_param(name);
+    for (int64_t k = 0; k < p->size; ++k)
+      out.push_back({p, k});
+  }
+  return out;
+}
+
 nlohmann::json draw_summary_json(const std::vector<std::vector<double>>& chains) {
   const DrawSummary s = summarize_draws(chains);
   return {{"mean", s.mean},

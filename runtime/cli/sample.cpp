@@ -42,7 +42,8 @@ public:
     const Posterior post = run_method(c, run, "sample", m.sample);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
-    const std::vector<std::pair<const ParamInfo*, int64_t>> columns = sampled(c.info, post);
+    const std::vector<std::pair<const ParamInfo*, int64_t>> columns =
+        param_components(c.info, post.learned);
     if (!out_.empty())
       for (size_t k = 0; k < post.chains.size(); ++k)
         write_output(c, chain_path(out_, k, post.chains.size()), stan_csv(c, m, post, k, columns));
@@ -53,18 +54,6 @@ public:
   }
 
 private:
-  // The sampled components: (parameter, component) in the order of the CSV's columns.
-  static std::vector<std::pair<const ParamInfo*, int64_t>> sampled(const ModelInfo& info,
-                                                                   const Posterior& post) {
-    std::vector<std::pair<const ParamInfo*, int64_t>> out;
-    for (const std::string& name : post.learned) {
-      const ParamInfo* p = info.find_param(name);
-      for (int64_t k = 0; k < p->size; ++k)
-        out.push_back({p, k});
-    }
-    return out;
-  }
-
   std::string stan_csv(const Context& c, const Method& m, const Posterior& post, size_t chain,
                        const std::vector<std::pair<const ParamInfo*, int64_t>>& columns) const {
     fmt::memory_buffer csv;

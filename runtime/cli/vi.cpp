@@ -149,12 +149,8 @@ private:
       psis_resample(fit, log_w, run.seed, is.pareto_k);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
-    std::vector<std::pair<const ParamInfo*, int64_t>> columns;
-    for (const std::string& name : fit.learned) {
-      const ParamInfo* p = c.info.find_param(name);
-      for (int64_t k = 0; k < p->size; ++k)
-        columns.push_back({p, k});
-    }
+    const std::vector<std::pair<const ParamInfo*, int64_t>> columns =
+        param_components(c.info, fit.learned);
     if (!save_.empty()) { // the draws' means (over those that did not overflow), fixed ones kept
       std::vector<double> mean = fit.mean_theta;
       for (auto& [p, k] : columns) {

@@ -93,8 +93,11 @@ const char* plate_flag_given(const OptionValues& options) {
   return nullptr;
 }
 
-// Refuses the flags of a plate model's fit, by name, on a state-space model.
-void refuse_plate_flags(const MethodRun& run) {
+// The checks of a run on a state-space model's parameters, once the family applies: the step
+// count, and the flags of a plate model's fit refused by name.
+void check_parameter_run(const MethodRun& run) {
+  if (run.options.integer("--iterations") < 0)
+    throw Error("vi: --iterations must be 0 or more");
   if (const char* flag = plate_flag_given(run.options))
     throw Error(fmt::format("vi: {} serves the guides of a model over a plate; model '{}' is a "
                             "state-space model, whose vi fits a density to its parameters' "
@@ -301,12 +304,8 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
              applies = m.applies](const MethodRun& run) {
     if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
-    if (run.options.integer("--iterations") < 0)
-      throw Error("vi: --iterations must be 0 or more");
-    if (run.info.step != "n") {
-      refuse_plate_flags(run);
-      return;
-    }
+    if (run.info.step != "n")
+      return check_parameter_run(run);
     const char* parameters_flag =
         run.options.integer("--draws") != ParameterVariationalOptions{}.draws ? "--draws"
         : run.options.toggle("--psis-resample").value_or(false)               ? "--psis-resample"
@@ -315,7 +314,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
       throw Error(fmt::format("vi: {} serves a state-space model's parameters; model '{}' is "
                               "over a plate, whose vi writes each item's guide (--out)",
                               parameters_flag, run.info.name));
-    for (const char* flag : {"--kl-warmup", "--batch-size"})
+    for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
     for (const char* flag : {"--temperature", "--temperature-min"})
@@ -376,9 +375,7 @@ Method parameter_family(const char* name, const char* title) {
   m.check = [applies = m.applies](const MethodRun& run) {
     if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
-    if (run.options.integer("--iterations") < 0)
-      throw Error("vi: --iterations must be 0 or more");
-    refuse_plate_flags(run);
+    check_parameter_run(run);
   };
   m.vi_parameters = [family = std::string(name)](const MethodRun& run) {
     return fit_parameter_variational_loaded(run, parameter_options(run, family));
