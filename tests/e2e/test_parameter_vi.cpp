@@ -219,6 +219,37 @@ TEST_CASE("vi of a state-space model's parameters: the refusals", "[vi][params]"
           "vi: --objective serves the guides of a model over a plate; model 'signflip' is a "
           "state-space model");
   refused({"--fix", "phi", "--method", "amortized"}, "the model is not over a plate");
+  // A parameter kept at its value that has a prior: its density stays in the target, said aloud.
+  const std::string& level = model_exe("level_vi", kLevel);
+  const std::string level_data = scratch_path("level_vi_fix.csv");
+  run_ok({level, "simulate", "--T", "20", "--seed", "2", "--out", level_data});
+  const ProcessResult fixed = run_process(
+      {level, "vi", "--data", level_data, "--fix", "q", "--iterations", "1", "--draws", "50"});
+  CHECK(fixed.exit_code == 0);
+  CHECK(fixed.err.find("warning: --fix q: its prior density at its value is a factor of the "
+                       "target, so the ELBO and log_evidence estimate log p(y, q)") !=
+        std::string::npos);
+  // The parameters' flags on a plate model, whose vi fits a guide per item.
+  const std::string& plate = model_exe("plate_vi_flags", R"(
+model plate_vi_flags {
+  param s ~ half_normal(1) = 1;
+  latent z[n] ~ normal(0, 1);
+  obs x[n] ~ normal(z[n], s);
+}
+)");
+  const std::string items = scratch_path("plate_vi_flags.csv");
+  run_ok({plate, "simulate", "--T", "10", "--seed", "1", "--out", items});
+  for (const char* flag : {"--draws", "--psis-resample"}) {
+    std::vector<std::string> argv = {plate, "vi", "--data", items, "--iterations", "1", flag};
+    if (std::string(flag) == "--draws")
+      argv.push_back("10");
+    const ProcessResult r = run_process(argv);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(std::string("vi: ") + flag +
+                     " serves a state-space model's parameters; model 'plate_vi_flags' is over a "
+                     "plate") != std::string::npos);
+  }
   const std::string& nonlinear = model_exe("square_obs", R"(
 model square_obs {
   param s ~ half_normal(1) = 1;
