@@ -13,8 +13,10 @@ for several K, against the exact log p(x) by quadrature; REPEATS data sets each,
 Per run: the gap log p(x) - ELBO and log p(x) - IWAE (per item, nats; the gap of the ELBO is
 the KL from the guide to the posterior), and the training time (the JSON's train_s).
 """
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,6 +84,7 @@ def main():
              if "--components" in args else [2, 4, 8])
     ssmc = os.path.join(build_dir, "bin", "ssmc")
     work = tempfile.mkdtemp(prefix="ssmc-dif-guide-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # also after an error
     families = [("meanfield", "", ["--method", "meanfield"]),
                 ("amortized", "", ["--method", "amortized", "--hidden", "64"])]
     families += [(f"dif K={k}", f"guide z[n] ~ dif(x[n], components = {k});", []) for k in sizes]

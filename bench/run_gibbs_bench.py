@@ -11,8 +11,10 @@ Per run: the posterior means (the two samplers target the same posterior, so the
 within their Monte Carlo errors), the smallest bulk ESS over the two variances, the sampler's
 time (the JSON's elapsed_s) and ESS per second, whose ratio is the figure of merit.
 """
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,7 @@ def main():
     repeats = option("--repeats", 5)
     iterations = option("--iterations", 4000)
     work = tempfile.mkdtemp(prefix="ssmc-gibbs-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # also after an error
     source = os.path.join(work, "nile_ig.ssm")
     with open(source, "w") as f:
         f.write(MODEL)

@@ -22,11 +22,13 @@ N((y0 + 7.5) / 2, 1/2) (3.5):
   summary's diagnostics) against the same sampler vectorised in NumPy (Algorithm 4, as the
   thesis's code writes it), with the two predictive means side by side.
 """
+import atexit
 import csv
 import json
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -143,6 +145,7 @@ def main():
     iterations = option("--iterations", 2000)
     warmup, chains = 500, 4
     work = tempfile.mkdtemp(prefix="ssmc-predictive-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)  # also after an error
     exes = {}
     for kind in ("generative", "discriminative"):
         exes[kind] = os.path.join(work, kind)

@@ -69,3 +69,59 @@ build(imports-again TRUE)
 file(WRITE ${cache}/inner.ssm "module inner {\n  fn inner_step(x : real) -> real = 0.8 * x;\n}\n")
 build(inner-edited FALSE)
 build(inner-edited-again TRUE)
+
+# The size cap (SSMC_CACHE_SIZE): a store past it evicts the least recently used entries, and a
+# hit counts as a use. Three variants of one model; the cap holds two of them.
+set(lru ${cache}/lru)
+function(lru_build name expect_hit)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env SSMC_CACHE_DIR=${lru} SSMC_CACHE_SIZE=${cap}
+                          ${SSMC} build ${cache}/${name}.ssm -o ${cache}/${name} --time-passes
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  string(FIND "${err}" "cache hit" hit)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "build ${name} failed: ${err}")
+  elseif(expect_hit AND hit EQUAL -1)
+    message(FATAL_ERROR "build ${name}: expected a cache hit\n${err}")
+  elseif(NOT expect_hit AND NOT hit EQUAL -1)
+    message(FATAL_ERROR "build ${name}: expected a cache miss (evicted)\n${err}")
+  endif()
+endfunction()
+foreach(name a b c)
+  string(REPLACE "model sv {" "model sv {\n  param unused_${name} = 1;" variant "${model}")
+  file(WRITE ${cache}/${name}.ssm "${variant}")
+endforeach()
+set(cap 0)
+lru_build(a FALSE)
+file(GLOB first_entry ${lru}/*)
+list(FILTER first_entry EXCLUDE REGEX "\\.messages$")
+file(SIZE ${first_entry} entry_size)
+math(EXPR cap "${entry_size} * 5 / 2")
+lru_build(b FALSE)
+lru_build(a TRUE)  # a is now the more recently used
+lru_build(c FALSE) # over the cap: b goes
+lru_build(a TRUE)
+lru_build(c TRUE)
+lru_build(b FALSE) # over the cap again: a, used before c, goes
+lru_build(c TRUE)
+lru_build(a FALSE)
+
+# ssmc cache reports the entries (two fit under the cap) and --clear removes them.
+function(cache_info expect)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env SSMC_CACHE_DIR=${lru} SSMC_CACHE_SIZE=${cap}
+                          ${SSMC} cache ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "${expect}")
+    message(FATAL_ERROR "ssmc cache ${ARGN}: expected '${expect}' (status ${rc})\n${out}${err}")
+  endif()
+endfunction()
+cache_info("directory  ${lru}\nentries    2\n")
+cache_info("removed 2 entries.*entries    0\nsize       0 bytes\n" --clear)
+lru_build(c FALSE)
+
+# A size that is not one is an error naming the variable, not a silent default.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env SSMC_CACHE_DIR=${lru} SSMC_CACHE_SIZE=5gigs
+                        ${SSMC} build ${cache}/a.ssm -o ${cache}/bad-size
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "SSMC_CACHE_SIZE is '5gigs'")
+  message(FATAL_ERROR "expected status 1 and the SSMC_CACHE_SIZE error, got ${rc}:\n${err}")
+endif()

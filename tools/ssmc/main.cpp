@@ -598,6 +598,26 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
 
 } // namespace
 
+// `ssmc cache [--clear]`.
+int cache(bool clear) {
+  const std::optional<ssm::tools::BuildCache> cache = ssm::tools::BuildCache::open();
+  if (!cache) {
+    const char* enabled = std::getenv("SSMC_CACHE");
+    fmt::print("the compile cache is off ({})\n",
+               enabled ? fmt::format("SSMC_CACHE={}", enabled)
+                       : std::string("no directory: set SSMC_CACHE_DIR or HOME"));
+    return 0;
+  }
+  if (clear)
+    fmt::print("removed {} entries from {}\n", cache->clear(), cache->directory());
+  const ssm::tools::BuildCache::Usage usage = cache->usage();
+  fmt::print("directory  {}\nentries    {}\nsize       {}\nlimit      {}\n", cache->directory(),
+             usage.entries, ssm::tools::format_size(usage.bytes),
+             cache->size_limit() ? ssm::tools::format_size(cache->size_limit())
+                                 : std::string("none (SSMC_CACHE_SIZE=0)"));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   ssm::install_cleanup_handlers(); // an interrupted build leaves no temporary file
   if (argc > 1)                    // density, c2st: their own command line, in their module
@@ -669,6 +689,11 @@ int main(int argc, char** argv) {
   add_plugin_option(opt_cmd, opt_options.plugins);
 
   auto* passes_cmd = app.add_subcommand("passes", "list the available passes");
+  bool clear_cache = false;
+  auto* cache_cmd = app.add_subcommand(
+      "cache", "show where the compile cache is, its size and limit (SSMC_CACHE_SIZE); --clear "
+               "empties it (see docs/compiler.md)");
+  cache_cmd->add_flag("--clear", clear_cache, "remove every entry");
   // Only listed here: run_module_command takes their command line before this parser.
   app.add_subcommand("density", "density estimation on data: fit, sample, logpdf (a DIF, a GMM, "
                                 "MAF, RealNVP; see ssmc density --help)");
@@ -684,11 +709,11 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    const std::optional<std::string> guess =
-        ssm::closest_name(argv[1], {"build", "run", "check", "opt", "passes", "density", "c2st"});
+    const std::optional<std::string> guess = ssm::closest_name(
+        argv[1], {"build", "run", "check", "opt", "passes", "cache", "density", "c2st"});
     fmt::print(std::cerr, "ssmc: error: unknown command '{}'{} (see ssmc --help)\n", argv[1],
                guess ? fmt::format("; did you mean '{}'?", *guess)
-                     : ": expected build, run, check, opt, passes, density or c2st");
+                     : ": expected build, run, check, opt, passes, cache, density or c2st");
     return 2;
   }
   try {
@@ -726,6 +751,8 @@ int main(int argc, char** argv) {
         fmt::print("{:<18} {}\n", name, ssm::passes::create_pass(name)->description());
       return 0;
     }
+    if (*cache_cmd)
+      return cache(clear_cache);
   } catch (const Failure& f) {
     if (!f.message.empty())
       fmt::print(std::cerr, "ssmc: error: {}\n", f.message);
