@@ -482,4 +482,19 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   return out;
 }
 
+std::string declared_inputs_report(const ir::Model& model) {
+  auto list = [](const std::vector<ir::VarDecl>& vars) {
+    std::vector<std::string> items;
+    for (const ir::VarDecl& v : vars)
+      items.push_back(fmt::format("{} : {}", v.name, ir::type_str(v)));
+    return fmt::format("{}", fmt::join(items, ", "));
+  };
+  std::string out;
+  if (!model.inputs.empty())
+    out += fmt::format("inputs (--inputs FILE.csv): {}\n", list(model.inputs));
+  if (!model.data.empty())
+    out += fmt::format("data items (--data-file FILE.json): {}\n", list(model.data));
+  return out;
+}
+
 } // namespace ssm::passes

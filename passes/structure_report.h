@@ -26,6 +26,10 @@ std::string structure_report(const ir::Model& model, const PassContext& context)
 // plate model made into items (passes/plate_items.cpp) has "items": "n".
 nlohmann::json structure_json(const ir::Model& model, const PassContext& context);
 
+// "inputs (--inputs FILE.csv): u : real\ndata items (--data-file FILE.json): n : int\n": what
+// the executable will ask for besides the observations (`ssmc check`); empty when nothing.
+std::string declared_inputs_report(const ir::Model& model);
+
 // What a plate model or a simulator is, its relations and what they read: `ssmc check` of such a
 // model, before a plate model is made into items. For a simulator, also that the state-space
 // analyses do not apply. Empty for a state-space model.

@@ -250,4 +250,23 @@ std::string file_identity(const std::string& path) {
   return fmt::format("{}:{}", size, mtime);
 }
 
+int show_cache(bool clear) {
+  const std::optional<BuildCache> cache = BuildCache::open();
+  if (!cache) {
+    const char* enabled = std::getenv("SSMC_CACHE");
+    fmt::print("the compile cache is off ({})\n",
+               enabled ? fmt::format("SSMC_CACHE={}", enabled)
+                       : std::string("no directory: set SSMC_CACHE_DIR or HOME"));
+    return 0;
+  }
+  if (clear)
+    fmt::print("removed {} entries from {}\n", cache->clear(), cache->directory());
+  const BuildCache::Usage usage = cache->usage();
+  fmt::print("directory  {}\nentries    {}\nsize       {}\nlimit      {}\n", cache->directory(),
+             usage.entries, format_size(usage.bytes),
+             cache->size_limit() ? format_size(cache->size_limit())
+                                 : std::string("none (SSMC_CACHE_SIZE=0)"));
+  return 0;
+}
+
 } // namespace ssm::tools

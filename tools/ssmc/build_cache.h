@@ -65,6 +65,10 @@ std::optional<std::uint64_t> parse_size(const std::string& text);
 // 1.5 GiB, 231.4 MiB, 812 bytes.
 std::string format_size(std::uint64_t bytes);
 
+// `ssmc cache [--clear]`: prints the directory, the entries, their size and the cap (after
+// removing every entry, with `clear`), or that the cache is off; returns the exit status.
+int show_cache(bool clear);
+
 // "size:mtime" of a file, or "missing": a cheap identity that changes when the file is rebuilt.
 std::string file_identity(const std::string& path);
 

@@ -8,6 +8,7 @@
 //   ssmc opt FILE.ir --passes=... [-o OUT] [--print-after=P] [--time-passes]
 //                    [--load-pass=PLUGIN.so]...
 //   ssmc passes [--load-pass=PLUGIN.so]...
+//   ssmc cache [--clear]                 (the compile cache: build_cache.h)
 //   ssmc density fit|sample|logpdf ...   (density estimation on data: module_commands.h)
 //   ssmc c2st A.csv B.csv [--json]       (the classifier two-sample test: module_commands.h)
 //
@@ -462,23 +463,6 @@ int run(const BuildOptions& options, const std::vector<std::string>& args) {
   return ssm_main(table, static_cast<int>(strings.size()), argv.data());
 }
 
-// "inputs: u : real\ndata items: n : int, w : vector[2]\n", what the executable will ask for
-// besides the observations.
-std::string declared_inputs_and_data(const ssm::ir::Model& model) {
-  auto list = [](const std::vector<ssm::ir::VarDecl>& vars) {
-    std::vector<std::string> items;
-    for (const ssm::ir::VarDecl& v : vars)
-      items.push_back(fmt::format("{} : {}", v.name, ssm::ir::type_str(v)));
-    return fmt::format("{}", fmt::join(items, ", "));
-  };
-  std::string out;
-  if (!model.inputs.empty())
-    out += fmt::format("inputs (--inputs FILE.csv): {}\n", list(model.inputs));
-  if (!model.data.empty())
-    out += fmt::format("data items (--data-file FILE.json): {}\n", list(model.data));
-  return out;
-}
-
 int check(const std::string& input, bool full_structure, BuildOptions options,
           const std::string& format) {
   load_plugins(options.plugins);
@@ -525,7 +509,7 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
              "value(s)\n{}{}",
              model.name, model.state_size(), model.obs_size(), model.theta_size(),
-             declared_inputs_and_data(model),
+             ssm::passes::declared_inputs_report(model),
              full_structure ? ssm::passes::structure_report(model, context)
                             : ssm::passes::structure_summary(context));
   return 0;
@@ -597,26 +581,6 @@ void add_pipeline_options(CLI::App* cmd, BuildOptions& options) {
 }
 
 } // namespace
-
-// `ssmc cache [--clear]`.
-int cache(bool clear) {
-  const std::optional<ssm::tools::BuildCache> cache = ssm::tools::BuildCache::open();
-  if (!cache) {
-    const char* enabled = std::getenv("SSMC_CACHE");
-    fmt::print("the compile cache is off ({})\n",
-               enabled ? fmt::format("SSMC_CACHE={}", enabled)
-                       : std::string("no directory: set SSMC_CACHE_DIR or HOME"));
-    return 0;
-  }
-  if (clear)
-    fmt::print("removed {} entries from {}\n", cache->clear(), cache->directory());
-  const ssm::tools::BuildCache::Usage usage = cache->usage();
-  fmt::print("directory  {}\nentries    {}\nsize       {}\nlimit      {}\n", cache->directory(),
-             usage.entries, ssm::tools::format_size(usage.bytes),
-             cache->size_limit() ? ssm::tools::format_size(cache->size_limit())
-                                 : std::string("none (SSMC_CACHE_SIZE=0)"));
-  return 0;
-}
 
 int main(int argc, char** argv) {
   ssm::install_cleanup_handlers(); // an interrupted build leaves no temporary file
@@ -752,7 +716,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*cache_cmd)
-      return cache(clear_cache);
+      return ssm::tools::show_cache(clear_cache);
   } catch (const Failure& f) {
     if (!f.message.empty())
       fmt::print(std::cerr, "ssmc: error: {}\n", f.message);
