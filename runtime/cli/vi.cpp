@@ -66,16 +66,23 @@ public:
     const ObsData data = read_data(c, data_);
     const std::string save_guide = options_.word("--save-guide");
     const std::string save_nets = options_.word("--save-nets");
+    const std::string param_draws = options_.word("--param-draws");
     check_output_path(out_);
     check_output_path(save_);
     check_output_path(save_guide);
     check_output_path(save_nets);
+    check_output_path(param_draws);
     run.fixed = &fixed;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
-    const VariationalFit fit = run_method(c, run, "vi", m.vi);
+    VariationalFit fit = run_method(c, run, "vi", m.vi); // theta: the draws' mean, if drawn
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+    // --param-guide: the parameters' draws, their diagnostics, and (--save) their means.
+    std::optional<ParameterDraws> drawn;
+    if (fit.parameters) {
+      drawn = parameter_draws(c, *fit.parameters, run.seed);
+    }
     const nlohmann::json params = params_json(c.info, fit.theta);
     if (!save_.empty()) // after a failure too: the last finite iteration's parameters
       write_output(c, save_, params.dump(2) + "\n");
@@ -95,6 +102,14 @@ public:
       write_output(c, save_guide, fit.guide_state);
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
+    if (drawn) {
+      if (!param_draws.empty())
+        write_output(
+            c, param_draws,
+            draws_csv(c, options_.word("--param-guide"), 1, *fit.parameters, drawn->columns));
+      for (const std::string& w : fit.parameters->warnings)
+        warn(c, w);
+    }
     if (json_) {
       nlohmann::json estimators = nlohmann::json::object();
       for (const VariationalFit::Estimator& e : fit.estimators)
@@ -118,6 +133,9 @@ public:
         j["log_likelihood"] = *ll / static_cast<double>(data.T);
       if (fit.test)
         j["test"] = bounds_json(*fit.test);
+      if (drawn)
+        j["parameters"] =
+            parameters_json(c, options_.word("--param-guide"), *fit.parameters, *drawn, elapsed);
       print_json(c, j);
     }
     if (!fit.test_failure.empty()) // after the training's outputs, which stand
@@ -140,38 +158,59 @@ private:
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
     ParameterVariationalFit fit = run_method(c, run, "vi", m.vi_parameters);
-    std::vector<double> log_w(fit.log_p.size());
-    for (size_t i = 0; i < log_w.size(); ++i)
-      log_w[i] = fit.log_p[i] - fit.log_q[i];
-    const ImportanceDiagnostics is = importance_diagnostics(log_w); // of q's own draws
-    const bool resampled = options_.toggle("--psis-resample").value_or(false);
-    if (resampled)
-      psis_resample(fit, log_w, run.seed, is.pareto_k);
+    const ParameterDraws drawn = parameter_draws(c, fit, run.seed);
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
-    const std::vector<std::pair<const ParamInfo*, int64_t>> columns =
-        param_components(c.info, fit.learned);
-    if (!save_.empty()) { // the draws' means (over those that did not overflow), fixed ones kept
-      std::vector<double> mean = fit.mean_theta;
-      for (auto& [p, k] : columns) {
-        double sum = 0, count = 0;
-        for (const std::vector<double>& th : fit.theta)
-          if (std::isfinite(th[p->offset + k])) {
-            sum += th[p->offset + k];
-            ++count;
-          }
-        mean[p->offset + k] = sum / count;
-      }
-      write_output(c, save_, params_json(c.info, mean).dump(2) + "\n");
-    }
+    if (!save_.empty())
+      write_output(c, save_, params_json(c.info, draws_mean(fit, drawn.columns)).dump(2) + "\n");
     if (!save_guide.empty())
       write_output(c, save_guide, fit.guide_state);
     if (write_csv())
-      write_output(c, out_, draws_csv(c, m, fit, columns));
+      write_output(c, out_,
+                   draws_csv(c, m.name, options_.integer("--samples"), fit, drawn.columns));
     for (const std::string& w : fit.warnings)
       warn(c, w);
     if (json_)
-      print_json(c, parameters_json(c, m, fit, columns, is, resampled, elapsed), data);
+      print_json(c, parameters_json(c, m.name, fit, drawn, elapsed), data);
+  }
+
+  // The parameters' draws' columns and importance diagnostics (of q's own draws), after
+  // --psis-resample when given.
+  struct ParameterDraws {
+    std::vector<std::pair<const ParamInfo*, int64_t>> columns;
+    ImportanceDiagnostics is;
+    bool resampled = false;
+  };
+  ParameterDraws parameter_draws(const Context& c, ParameterVariationalFit& fit,
+                                 uint64_t seed) const {
+    ParameterDraws d;
+    std::vector<double> log_w(fit.log_p.size());
+    for (size_t i = 0; i < log_w.size(); ++i)
+      log_w[i] = fit.log_p[i] - fit.log_q[i];
+    d.is = importance_diagnostics(log_w);
+    d.resampled = options_.toggle("--psis-resample").value_or(false);
+    if (d.resampled)
+      psis_resample(fit, log_w, seed, d.is.pareto_k);
+    d.columns = param_components(c.info, fit.learned);
+    return d;
+  }
+
+  // The whole parameter vector at the draws' means (over those that did not overflow), the
+  // fixed parameters at their values.
+  static std::vector<double>
+  draws_mean(const ParameterVariationalFit& fit,
+             const std::vector<std::pair<const ParamInfo*, int64_t>>& columns) {
+    std::vector<double> mean = fit.mean_theta;
+    for (auto& [p, k] : columns) {
+      double sum = 0, count = 0;
+      for (const std::vector<double>& th : fit.theta)
+        if (std::isfinite(th[p->offset + k])) {
+          sum += th[p->offset + k];
+          ++count;
+        }
+      mean[p->offset + k] = sum / count;
+    }
+    return mean;
   }
 
   // Replaces q's draws by as many drawn from them with their Pareto-smoothed importance weights
@@ -215,18 +254,19 @@ private:
 
   // CmdStan's variational output: lp__ 0, log_p__ and log_g__ per draw, the first row the mean.
   // The ELBO is a comment above the header, where CmdStan's readers skip comments.
-  std::string draws_csv(const Context& c, const Method& m, const ParameterVariationalFit& fit,
+  std::string draws_csv(const Context& c, const std::string& family, int64_t grad_samples,
+                        const ParameterVariationalFit& fit,
                         const std::vector<std::pair<const ParamInfo*, int64_t>>& columns) const {
     fmt::memory_buffer csv;
     auto put = [&]<typename... A>(fmt::format_string<A...> f, A&&... args) {
       fmt::format_to(std::back_inserter(csv), f, std::forward<A>(args)...);
     };
     put("# model = {}\n# method = variational\n#   variational\n#     algorithm = {} ({})\n",
-        c.info.name, m.name, fit.family);
+        c.info.name, family, fit.family);
     put("#     iter = {}\n#     grad_samples = {}\n#     elbo_samples = {}\n", fit.iterations,
-        options_.integer("--samples"), fit.eval_samples);
-    put("#     output_samples = {}\n#     likelihood = {}, exact\n", fit.theta.size(),
-        fit.likelihood);
+        grad_samples, fit.eval_samples);
+    put("#     output_samples = {}\n#     likelihood = {}{}\n", fit.theta.size(), fit.likelihood,
+        fit.likelihood.starts_with("estimated") ? "" : ", exact");
     put("# random\n#   seed = {}\n# data\n#   file = {}\n", c.globals.seed, data_);
     put("# ELBO = {} (se {})\n", format_double(fit.elbo), format_double(fit.elbo_se));
     put("lp__,log_p__,log_g__");
@@ -248,12 +288,12 @@ private:
     return fmt::to_string(csv);
   }
 
-  static nlohmann::json
-  parameters_json(const Context& c, const Method& m, const ParameterVariationalFit& fit,
-                  const std::vector<std::pair<const ParamInfo*, int64_t>>& cols,
-                  const ImportanceDiagnostics& is, bool resampled, double elapsed) {
+  static nlohmann::json parameters_json(const Context& c, const std::string& family,
+                                        const ParameterVariationalFit& fit,
+                                        const ParameterDraws& drawn, double elapsed) {
+    const ImportanceDiagnostics& is = drawn.is;
     nlohmann::json summary = nlohmann::json::object();
-    for (const auto& [p, k] : cols) {
+    for (const auto& [p, k] : drawn.columns) {
       std::vector<double> draws;
       for (const std::vector<double>& th : fit.theta)
         draws.push_back(th[p->offset + k]);
@@ -264,7 +304,7 @@ private:
       trace.push_back({p.iteration, p.elbo});
     auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; };
     return {{"model", c.info.name},
-            {"method", m.name},
+            {"method", family},
             {"family", fit.family},
             {"family_parameters", fit.family_parameters},
             {"learned", fit.learned},
@@ -273,7 +313,7 @@ private:
             {"elbo_se", number(fit.elbo_se)},
             {"elbo_samples", fit.eval_samples},
             {"draws", fit.theta.size()},
-            {"psis_resample", resampled},
+            {"psis_resample", drawn.resampled},
             {"summary", summary},
             {"log_evidence", number(is.log_mean_weight)},
             {"log_evidence_se", number(is.log_mean_weight_se)},
@@ -336,7 +376,8 @@ std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c) {
                         "summaries and their importance diagnostics (log evidence, Pareto k)",
                         c.registry.method_list(Task::Vi))
           : fmt::format("Variational inference for a model over a plate: a guide q(z_n) per item "
-                        "and the parameters trained by Adam on the ELBO or the IWAE bound; {}. "
+                        "and the parameters (point estimates, or with --param-guide a density "
+                        "over them) trained by Adam on the ELBO or the IWAE bound; {}. "
                         "JSON: the parameters, the bounds per item averaged and the estimators "
                         "chosen; CSV: per item n, elbo, kl, iwae and the guide's moments",
                         c.registry.method_list(Task::Vi)));

@@ -142,6 +142,37 @@ struct RecursiveFit {
 using ParameterTrace =
     std::function<void(int64_t k, int64_t series, int64_t t, double step, const double* theta)>;
 
+// Variational inference of the parameters (`vi` on a state-space model with an exact likelihood,
+// or on a plate model with --param-guide): a density q(u) fitted to the posterior of the learned
+// parameters on their unconstrained space (runtime/vi/parameter_vi.h), and draws from it, as
+// CmdStan's `variational` gives them.
+struct ParameterVariationalFit {
+  std::string family;                   // what q is: "dif(K = 8, hidden = [64]) over normal"
+  int64_t family_parameters = 0;        // q's trained weights
+  std::vector<std::string> learned;     // the parameters q is over (the others fixed)
+  std::vector<std::string> coordinates; // q's coordinates: the unconstrained parameters
+  std::string likelihood; // the exact smoother behind the likelihood (rts, ...), or its estimate
+  // ELBO = E_q[log p(y, θ(u)) |J(u)| - log q(u)] = log p(y) - KL(q || posterior), on
+  // eval_samples fresh base draws (Rao-Blackwellised over a mixture's or a DIF's components).
+  double elbo = 0, elbo_se = 0;
+  int64_t eval_samples = 0;
+  // The draws: the whole parameter vector per draw (n_theta values), and log p(y, θ) |J| and
+  // log q at each, as CmdStan's log_p__ and log_g__; mean_theta the parameters at the mean of
+  // the unconstrained draws (CmdStan's first row).
+  std::vector<std::vector<double>> theta;
+  std::vector<double> log_p, log_q;
+  std::vector<double> mean_theta;
+  struct TracePoint {
+    int64_t iteration = 0;
+    double elbo = 0; // the training objective, averaged since the last point
+  };
+  std::vector<TracePoint> trace;
+  int64_t iterations = 0;
+  double train_seconds = 0;
+  std::string guide_state; // q as `ssmc density` saves a density (--save-guide)
+  std::vector<std::string> warnings;
+};
+
 // A variational fit (`vi`): the model's parameters after training and, per item, the bounds on
 // log p(x_n) that the trained guide gives, with the guide's moments (runtime/vi).
 struct VariationalFit {
@@ -184,36 +215,10 @@ struct VariationalFit {
   std::string failure;
   // Not empty when fitting the held-out items' guides failed (the training's results stand).
   std::string test_failure;
-};
-
-// Variational inference of the parameters (`vi` on a state-space model with an exact likelihood):
-// a density q(u) fitted to the posterior of the learned parameters on their unconstrained space
-// (runtime/vi/parameter_vi.h), and draws from it, as CmdStan's `variational` gives them.
-struct ParameterVariationalFit {
-  std::string family;                   // what q is: "dif(K = 8, hidden = [64]) over normal"
-  int64_t family_parameters = 0;        // q's trained weights
-  std::vector<std::string> learned;     // the parameters q is over (the others fixed)
-  std::vector<std::string> coordinates; // q's coordinates: the unconstrained parameters
-  std::string likelihood;               // the exact smoother behind the likelihood: rts, ...
-  // ELBO = E_q[log p(y, θ(u)) |J(u)| - log q(u)] = log p(y) - KL(q || posterior), on
-  // eval_samples fresh base draws (Rao-Blackwellised over a mixture's or a DIF's components).
-  double elbo = 0, elbo_se = 0;
-  int64_t eval_samples = 0;
-  // The draws: the whole parameter vector per draw (n_theta values), and log p(y, θ) |J| and
-  // log q at each, as CmdStan's log_p__ and log_g__; mean_theta the parameters at the mean of
-  // the unconstrained draws (CmdStan's first row).
-  std::vector<std::vector<double>> theta;
-  std::vector<double> log_p, log_q;
-  std::vector<double> mean_theta;
-  struct TracePoint {
-    int64_t iteration = 0;
-    double elbo = 0; // the training objective, averaged since the last point
-  };
-  std::vector<TracePoint> trace;
-  int64_t iterations = 0;
-  double train_seconds = 0;
-  std::string guide_state; // q as `ssmc density` saves a density (--save-guide)
-  std::vector<std::string> warnings;
+  // --param-guide: q over the learned parameters, fitted jointly with the items' guides; its
+  // draws' log_p is an estimate of log p(x, θ) |J| (each item's IWAE weight with `samples`
+  // draws), and theta above is the parameters at q's mean.
+  std::optional<ParameterVariationalFit> parameters;
 };
 
 // The smoothing methods; their names and applicability are registered by smoothing/methods.cpp

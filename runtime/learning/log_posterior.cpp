@@ -22,11 +22,26 @@ Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
   return std::nullopt;
 }
 
+double LogPrior::evaluate(std::span<const double> u, double* gradient) const {
+  const int64_t n_theta = space_.n_theta();
+  std::vector<double> fixed = fixed_;
+  space_.constrain(u, {fixed.data(), static_cast<size_t>(n_theta)});
+  std::vector<double> prior(1 + static_cast<size_t>(n_theta));
+  model_.prior_logpdf(fixed.data(), prior.data());
+  if (gradient) {
+    const std::vector<double> g =
+        space_.gradient(u, std::vector<double>(prior.begin() + 1, prior.end()), true);
+    std::copy(g.begin(), g.end(), gradient);
+  }
+  return prior[0] + space_.log_jacobian(u);
+}
+
 struct ExactLogPosterior::Impl {
   ScoreModel score;
   const Method* smoother = nullptr;
   OptionValues smooth_defaults;
   MethodRun run; // the caller's, for its data, parameter values and pool
+  LogPrior prior;
   // One single-threaded pool per chunk of points: the smoother runs on a pool of its own, while
   // the run's pool spreads the chunks.
   std::vector<std::unique_ptr<ThreadPool>> pools;
@@ -37,7 +52,12 @@ ExactLogPosterior::ExactLogPosterior(const MethodRun& run, const std::vector<std
     : space_(sampled_parameters(run, fixed, who)) {
   if (Refusal why = exact_score_refusal(run.model, run.info))
     throw Error(fmt::format("{}: {}", who, *why));
-  impl_ = std::make_unique<Impl>(Impl{score_model(run.model, run.info), nullptr, {}, run, {}});
+  impl_ = std::make_unique<Impl>(Impl{score_model(run.model, run.info),
+                                      nullptr,
+                                      {},
+                                      run,
+                                      LogPrior(run.model, space_, *run.fixed),
+                                      {}});
   impl_->smoother = &run.registry->choose(Task::Smooth, impl_->score.model, impl_->score.info);
   if (impl_->smoother->particles)
     throw Error(fmt::format("{}: no exact smoother applies to the score of model '{}'", who,
@@ -84,13 +104,11 @@ void ExactLogPosterior::evaluate(int64_t n, const double* u, double* values,
       at.data = p.run.data;
       at.pool = &pool;
       const ScoreResult s = estimate_score(*p.smoother, at, 1);
-      std::vector<double> prior(1 + static_cast<size_t>(n_theta));
-      p.run.model.prior_logpdf(fixed.data(), prior.data());
-      std::vector<double> grad_theta = s.score;
-      for (int64_t k = 0; k < n_theta; ++k)
-        grad_theta[k] += prior[1 + k];
-      const double value = s.log_likelihood + prior[0] + space_.log_jacobian(ui);
-      const std::vector<double> g = space_.gradient(ui, grad_theta, true);
+      std::vector<double> g = space_.gradient(ui, s.score, false);
+      std::vector<double> prior_gradient(static_cast<size_t>(d));
+      const double value = s.log_likelihood + p.prior.evaluate(ui, prior_gradient.data());
+      for (int64_t k = 0; k < d; ++k)
+        g[k] += prior_gradient[k];
       if (!std::isfinite(value) ||
           !std::all_of(g.begin(), g.end(), [](double x) { return std::isfinite(x); }))
         return;

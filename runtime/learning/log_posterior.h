@@ -19,6 +19,24 @@ namespace ssm {
 // finite-state, or no score terms), or nullopt.
 Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info);
 
+// The prior on the unconstrained space, log p(θ(u)) + log |det J(u)|, and its gradient in u, from
+// the compiler's prior_logpdf kernel and the parameter space: one factor of ExactLogPosterior,
+// and of the joint target of a plate model's parameters and latents (vi/variational.h).
+class LogPrior {
+public:
+  // `fixed`: the parameters then the data values (the learned ones are overwritten per point).
+  LogPrior(const ssm_model& model, const ParameterSpace& space, std::vector<double> fixed)
+      : model_(model), space_(space), fixed_(std::move(fixed)) {}
+  // The value at u; its gradient in u into `gradient` (space.dimension() values) when not null.
+  // Throws ssm::Error when θ(u) overflows.
+  double evaluate(std::span<const double> u, double* gradient) const;
+
+private:
+  const ssm_model& model_;
+  const ParameterSpace& space_;
+  std::vector<double> fixed_;
+};
+
 class ExactLogPosterior {
 public:
   // The parameters learned are every one with a value or a prior minus `fixed`; each needs a

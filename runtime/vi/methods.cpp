@@ -14,6 +14,10 @@ namespace ssm {
 
 namespace {
 
+constexpr const char* kDefaultHidden = "64";
+
+ParameterVariationalOptions parameter_options(const MethodRun& run, const std::string& family);
+
 VariationalOptions variational_options(const MethodRun& run, const std::string& family) {
   VariationalOptions o;
   o.family = family;
@@ -42,6 +46,13 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.net_learning_rate = run.options.real("--net-learning-rate");
   o.load_nets = run.options.word("--load-nets");
   o.single = run.options.word("--precision") == "single";
+  if (const std::string q = run.options.word("--param-guide"); q != "none") {
+    o.parameter_guide = parameter_options(run, q);
+    o.parameter_guide->samples = 1; // --samples is each item's draws
+    if (family == kAmortizedName)   // --hidden is the encoder's
+      o.parameter_guide->hidden = ParameterVariationalOptions{}.hidden;
+    o.parameter_guide->load_guide.clear(); // --load-guide is the items' guides'
+  }
   return o;
 }
 
@@ -87,10 +98,31 @@ const char* plate_flag_given(const OptionValues& options) {
     return "--temperature-min";
   if (options.toggle("--straight-through").value_or(false))
     return "--straight-through";
-  for (const char* flag : {"--test", "--save-nets", "--load-nets"})
+  for (const char* flag : {"--test", "--save-nets", "--load-nets", "--param-draws"})
     if (!options.word(flag).empty())
       return flag;
+  if (options.word("--param-guide") != "none")
+    return "--param-guide";
   return nullptr;
+}
+
+// --components, --layers and --hidden given to a family of the parameters' density that has no
+// such size (`via` names the flag that chose it). Every family lists the three, so that this says
+// which families read each (--hidden also sizes amortized's encoder: `encoder`).
+void check_family_sizes(const OptionValues& options, const std::string& family, const char* via,
+                        bool encoder = false) {
+  const ParameterVariationalOptions d;
+  if (options.integer("--components") != d.components && family != "gmm" && family != "dif")
+    throw Error(fmt::format("vi: --components does not apply to {} {} (it applies to gmm, dif)",
+                            via, family));
+  if (options.integer("--layers") != d.layers && family != "maf" && family != "realnvp")
+    throw Error(fmt::format("vi: --layers does not apply to {} {} (it applies to maf, realnvp)",
+                            via, family));
+  if (options.word("--hidden") != kDefaultHidden && !encoder && family != "dif" &&
+      family != "maf" && family != "realnvp")
+    throw Error(fmt::format("vi: --hidden does not apply to {} {} (it applies to dif, maf, "
+                            "realnvp, and to --method amortized's encoder)",
+                            via, family));
 }
 
 // The checks of a run on a state-space model's parameters, once the family applies: the step
@@ -184,15 +216,16 @@ void add_options(MethodRegistry& registry) {
                            .type_name = "NAME"});
   registry.add_option(vi, {.flag = "--eval-samples",
                            .help = "Draws per item of the reported bounds (the IWAE bound with "
-                                   "this many draws estimates log p(x)); a model's parameters: "
-                                   "base draws of the reported ELBO",
+                                   "this many draws estimates log p(x)); a state-space model's "
+                                   "parameters: base draws of the reported ELBO (a plate "
+                                   "model's joint ELBO takes --draws)",
                            .default_value = d.eval_samples,
                            .check = MethodOption::Check::Positive,
                            .type_name = "K"});
   registry.add_option(vi, {.flag = "--hidden",
                            .help = "amortized: the encoder's hidden layers, widths separated by "
                                    "commas; dif, maf, realnvp: their networks'",
-                           .default_value = std::string("64"),
+                           .default_value = std::string(kDefaultHidden),
                            .type_name = "WIDTHS"});
   const ParameterVariationalOptions p;
   registry.add_option(vi, {.flag = "--components",
@@ -207,8 +240,10 @@ void add_options(MethodRegistry& registry) {
                            .check = MethodOption::Check::Positive,
                            .type_name = "L"});
   registry.add_option(vi, {.flag = "--draws",
-                           .help = "A model's parameters: the draws from the fitted density "
-                                   "written to --out (Stan's CSV, as CmdStan's variational)",
+                           .help = "A model's parameters: the draws from the fitted density, "
+                                   "written to --out (Stan's CSV, as CmdStan's variational; a "
+                                   "plate model's, with --param-guide, to --param-draws), whose "
+                                   "importance weights estimate log p(x)",
                            .default_value = p.draws,
                            .check = MethodOption::Check::Positive,
                            .type_name = "N"});
@@ -218,6 +253,22 @@ void add_options(MethodRegistry& registry) {
                                    "(as Stan's Pathfinder), which follow the posterior where "
                                    "Pareto k-hat is below 0.7",
                            .default_value = std::optional<bool>{}});
+  registry.add_option(
+      vi, {.flag = "--param-guide",
+           .help = "A plate model's parameters: none (point estimates, trained "
+                   "with the guides: variational EM), or the family of a density "
+                   "q(θ) fitted to their posterior jointly with the items' guides "
+                   "(each learned parameter needs a prior): meanfield, fullrank, "
+                   "gmm, dif, maf, realnvp",
+           .default_value = std::string("none"),
+           .type_name = "FAMILY",
+           .choices = {"none", "meanfield", "fullrank", "gmm", "dif", "maf", "realnvp"}});
+  registry.add_option(vi, {.flag = "--param-draws",
+                           .help = "--param-guide: write the parameters' draws here (Stan's CSV, "
+                                   "as CmdStan's variational; --out keeps each item's guide)",
+                           .default_value = std::string(),
+                           .type_name = "FILE.csv",
+                           .show_default = false});
   registry.add_option(vi, {.flag = "--activation",
                            .help = "amortized: the encoder's activation",
                            .default_value = d.activation,
@@ -287,33 +338,57 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
                "--test",          "--net-learning-rate", "--save-nets", "--load-nets",
                "--precision"};
   if (std::string_view(name) == kAmortizedName)
-    for (const char* o : {"--hidden", "--activation"})
-      m.options.push_back(o);
+    m.options.push_back("--activation");
   if (std::string_view(name) != kFullRankName || parameters) // amortized's encoder, dif guides, q
     for (const char* o : {"--save-guide", "--load-guide"})
       m.options.push_back(o);
-  if (parameters)
-    for (const char* o : {"--draws", "--psis-resample"})
-      m.options.push_back(o);
+  // --param-guide's, on a plate model; --draws and --psis-resample also a state-space model's.
+  for (const char* o : {"--param-guide", "--param-draws", "--draws", "--psis-resample",
+                        "--components", "--layers", "--hidden"})
+    m.options.push_back(o);
   m.applies = [parameters](const ssm_model& model, const ModelInfo& info) -> Refusal {
     if (info.step == "n" || !parameters)
       return variational_refusal(model, info);
     return parameter_variational_refusal(model, info);
   };
-  m.check = [amortized = std::string_view(name) == kAmortizedName,
-             applies = m.applies](const MethodRun& run) {
+  m.check = [amortized = std::string_view(name) == kAmortizedName, applies = m.applies,
+             family_name = std::string(name)](const MethodRun& run) {
     if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
-    if (run.info.step != "n")
+    if (run.info.step != "n") {
+      check_family_sizes(run.options, family_name, "--method");
       return check_parameter_run(run);
-    const char* parameters_flag =
-        run.options.integer("--draws") != ParameterVariationalOptions{}.draws ? "--draws"
-        : run.options.toggle("--psis-resample").value_or(false)               ? "--psis-resample"
-                                                                              : nullptr;
-    if (parameters_flag)
-      throw Error(fmt::format("vi: {} serves a state-space model's parameters; model '{}' is "
-                              "over a plate, whose vi writes each item's guide (--out)",
-                              parameters_flag, run.info.name));
+    }
+    if (const std::string q = run.options.word("--param-guide"); q != "none") {
+      check_family_sizes(run.options, q, "--param-guide", amortized);
+      // A learned baseline's network steps at each use: a mixture's or a DIF's components would
+      // each serve the same draws, the later ones a baseline that has seen them.
+      if ((q == "gmm" || q == "dif") && run.options.word("--baseline") == "learned")
+        throw Error(fmt::format("vi: --baseline learned with --param-guide {}: the baseline "
+                                "would see the draws it serves (each of q's components "
+                                "evaluates the same ones); use --baseline average, or another "
+                                "family",
+                                q));
+    } else {
+      if (!amortized && run.options.word("--hidden") != kDefaultHidden)
+        throw Error(fmt::format("vi: --hidden sizes --method amortized's encoder, or the "
+                                "networks of --param-guide dif, maf, realnvp; model '{}' has "
+                                "neither here",
+                                run.info.name));
+      const ParameterVariationalOptions d;
+      const char* parameters_flag =
+          run.options.integer("--draws") != d.draws               ? "--draws"
+          : run.options.toggle("--psis-resample").value_or(false) ? "--psis-resample"
+          : run.options.integer("--components") != d.components   ? "--components"
+          : run.options.integer("--layers") != d.layers           ? "--layers"
+          : !run.options.word("--param-draws").empty()            ? "--param-draws"
+                                                                  : nullptr;
+      if (parameters_flag)
+        throw Error(fmt::format("vi: {} serves a density over the parameters; model '{}' is over "
+                                "a plate, whose parameters are point estimates unless "
+                                "--param-guide names a family for them",
+                                parameters_flag, run.info.name));
+    }
     for (const char* flag : {"--iterations", "--kl-warmup", "--batch-size"})
       if (run.options.integer(flag) < 0)
         throw Error(fmt::format("vi: {} must be 0 or more", flag));
@@ -353,16 +428,10 @@ Method parameter_family(const char* name, const char* title) {
   m.task = Task::Vi;
   m.rank = 10;
   m.note = "a model's parameters";
-  m.options = {"--samples", "--iterations",   "--learning-rate",     "--clip",       "--schedule",
-               "--fix",     "--eval-samples", "--net-learning-rate", "--save-guide", "--load-guide",
-               "--draws",   "--precision",    "--psis-resample"};
-  const std::string_view n = name;
-  if (n == "gmm" || n == "dif")
-    m.options.push_back("--components");
-  if (n != "gmm")
-    m.options.push_back("--hidden");
-  if (n == "maf" || n == "realnvp")
-    m.options.push_back("--layers");
+  m.options = {"--samples",       "--iterations", "--learning-rate", "--clip",
+               "--schedule",      "--fix",        "--eval-samples",  "--net-learning-rate",
+               "--save-guide",    "--load-guide", "--draws",         "--precision",
+               "--psis-resample", "--components", "--layers",        "--hidden"};
   m.applies = [family = std::string(name)](const ssm_model& model,
                                            const ModelInfo& info) -> Refusal {
     if (info.step == "n")
@@ -372,9 +441,10 @@ Method parameter_family(const char* name, const char* title) {
                              : "this family serves a state-space model's parameters";
     return parameter_variational_refusal(model, info);
   };
-  m.check = [applies = m.applies](const MethodRun& run) {
+  m.check = [applies = m.applies, family = std::string(name)](const MethodRun& run) {
     if (Refusal why = applies(run.model, run.info))
       throw Error(fmt::format("vi: {}", *why));
+    check_family_sizes(run.options, family, "--method");
     check_parameter_run(run);
   };
   m.vi_parameters = [family = std::string(name)](const MethodRun& run) {

@@ -8,9 +8,11 @@
 #pragma once
 
 #include "core/method_registry.h"
+#include "vi/parameter_vi.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +65,10 @@ struct VariationalOptions {
   std::string load_nets;
   // Every network (the model's, the encoder, a learned baseline) in float32 (else float64).
   bool single = false;
+  // --param-guide: the learned parameters get a density q(θ) of this family (their posterior,
+  // with their priors), trained jointly with the items' guides on the ELBO of p(x, z, θ), instead
+  // of point estimates. Its iterations, learning rates, clip and schedule are the ones above.
+  std::optional<ParameterVariationalOptions> parameter_guide;
 };
 
 // Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the

@@ -1,0 +1,182 @@
+// The density over a model's learned parameters: see parameter_guide.h.
+#include "vi/parameter_guide.h"
+#include "core/error.h"
+#include "flows/dif.h"
+#include "flows/gaussian.h"
+#include "flows/gmm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ssm {
+
+namespace {
+
+// value_and_gradient's autograd function: `evaluate` computes the values and their gradients at
+// once, and backward hands the gradients on.
+struct ValueAndGradientFunction : torch::autograd::Function<ValueAndGradientFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& u,
+                               const BatchEvaluation* evaluate) {
+    const torch::Tensor points = u.detach().to(torch::kFloat64).contiguous();
+    const int64_t m = points.size(0);
+    auto values = torch::empty({m}, torch::kFloat64);
+    auto gradients = torch::zeros_like(points);
+    (*evaluate)(m, points.data_ptr<double>(), values.data_ptr<double>(),
+                gradients.data_ptr<double>());
+    ctx->save_for_backward({gradients});
+    return values;
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grad_output) {
+    return {grad_output[0].unsqueeze(1) * ctx->get_saved_variables()[0], torch::Tensor()};
+  }
+};
+
+std::vector<double> row(const torch::Tensor& t, int64_t i) {
+  const torch::Tensor r = t[i].contiguous();
+  return {r.data_ptr<double>(), r.data_ptr<double>() + r.numel()};
+}
+
+} // namespace
+
+void describe_parameters(ParameterVariationalFit& fit, const ModelInfo& info,
+                         const ParameterSpace& space) {
+  for (const LearnedParam& p : space.learned())
+    fit.learned.push_back(info.params[p.index].name);
+  fit.coordinates = space.coordinate_names();
+  for (const ParamInfo& p : info.params)
+    if (!p.prior.empty() && !space.find(p.name))
+      fit.warnings.push_back(fmt::format("--fix {}: its prior density at its value is a factor of "
+                                         "the target, so the ELBO and log_evidence estimate log "
+                                         "p(y, {}) rather than log p(y)",
+                                         p.name, p.name));
+}
+
+flows::DensitySpec parameter_family_spec(const ParameterVariationalOptions& o, int64_t dim) {
+  flows::DensitySpec spec;
+  spec.dim = dim;
+  spec.hidden = o.hidden;
+  spec.layers = o.layers;
+  spec.single = o.single;
+  if (o.family == "meanfield" || o.family == "fullrank") {
+    spec.kind = "gaussian";
+    spec.covariance = o.family == "meanfield" ? "diagonal" : "full";
+  } else if (o.family == "gmm") {
+    spec.kind = "gmm";
+    spec.components = o.components;
+  } else if (o.family == "dif") {
+    spec.kind = "dif";
+    spec.components = o.components;
+  } else if (o.family == "maf" || o.family == "realnvp") {
+    spec.kind = o.family;
+  } else {
+    throw Error(fmt::format("vi: no family '{}' for the parameters (expected {})", o.family,
+                            fmt::join(kParameterFamilies, ", ")));
+  }
+  return spec;
+}
+
+flows::DensityModel make_parameter_guide(const ParameterVariationalOptions& o,
+                                         const std::vector<std::string>& coordinates,
+                                         const std::vector<double>& start) {
+  const auto d = static_cast<int64_t>(coordinates.size());
+  const flows::DensitySpec spec = parameter_family_spec(o, d);
+  if (!o.load_guide.empty()) {
+    flows::DensityModel q = flows::load_density_model(o.load_guide);
+    if (q.columns != coordinates)
+      throw Error(fmt::format("vi: --load-guide {}: its coordinates are {}, and the learned "
+                              "parameters' are {}",
+                              o.load_guide, fmt::join(q.columns, ", "),
+                              fmt::join(coordinates, ", ")));
+    if (flows::describe(q.density->spec()) != flows::describe(spec))
+      throw Error(fmt::format("vi: --load-guide {} holds a {}, and --method {} with these options "
+                              "is a {}",
+                              o.load_guide, flows::describe(q.density->spec()), o.family,
+                              flows::describe(spec)));
+    return q;
+  }
+  flows::DensityModel q;
+  q.columns = coordinates;
+  q.shift = torch::tensor(start, torch::kFloat64);
+  q.scale = torch::ones({d}, torch::kFloat64);
+  q.density = flows::make_density(spec);
+  return q;
+}
+
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>>
+parameter_groups(flows::DensityImpl& density) {
+  std::vector<torch::Tensor> own;
+  for (const auto& m : density.modules(/*include_self=*/true)) {
+    if (dynamic_cast<flows::GaussianMixtureImpl*>(m.get()) ||
+        dynamic_cast<flows::GaussianImpl*>(m.get()))
+      for (const torch::Tensor& p : m->parameters(false))
+        own.push_back(p);
+    if (auto* dif = dynamic_cast<flows::DifImpl*>(m.get())) {
+      own.push_back(dif->means);
+      own.push_back(dif->log_scales);
+    }
+  }
+  std::vector<torch::Tensor> nets;
+  for (const torch::Tensor& p : density.parameters())
+    if (std::none_of(own.begin(), own.end(), [&](const torch::Tensor& o) { return o.is_same(p); }))
+      nets.push_back(p);
+  return {own, nets};
+}
+
+torch::Tensor value_and_gradient(const torch::Tensor& u, const BatchEvaluation& evaluate) {
+  return ValueAndGradientFunction::apply(u, &evaluate);
+}
+
+torch::Tensor log_prior(const torch::Tensor& u, const LogPrior& prior) {
+  const int64_t d = u.size(1);
+  return value_and_gradient(u, [&](int64_t m, const double* points, double* values,
+                                   double* gradients) {
+    for (int64_t i = 0; i < m; ++i) {
+      double* g = gradients + i * d;
+      double value = -std::numeric_limits<double>::infinity();
+      try {
+        value = prior.evaluate({points + i * d, static_cast<size_t>(d)}, g);
+      } catch (const std::exception&) { // θ(u) overflows: -inf (std::exception: as in
+                                        // log_posterior.cpp, ssm::Error is the executable's type)
+      }
+      if (!std::isfinite(value))
+        std::fill(g, g + d, 0.0);
+      values[i] = value;
+    }
+  });
+}
+
+void record_parameter_draws(
+    ParameterVariationalFit& fit, const torch::Tensor& u, const torch::Tensor& log_q,
+    const torch::Tensor& log_p,
+    const std::function<std::vector<double>(std::span<const double>)>& theta, int64_t n_theta) {
+  const torch::Tensor lq = log_q.detach().to(torch::kFloat64).contiguous();
+  const torch::Tensor lp = log_p.detach().to(torch::kFloat64).contiguous();
+  const int64_t n = u.size(0);
+  fit.log_q.assign(lq.data_ptr<double>(), lq.data_ptr<double>() + n);
+  fit.log_p.assign(lp.data_ptr<double>(), lp.data_ptr<double>() + n);
+  // A draw whose parameters overflow (far out on a log or logit scale) is a row of NaN, as its
+  // log_p is -inf: the warning below counts both.
+  const auto theta_at = [&](const std::vector<double>& point) {
+    try {
+      return theta(point);
+    } catch (const std::exception&) {
+      return std::vector<double>(static_cast<size_t>(n_theta), NAN);
+    }
+  };
+  fit.theta.clear();
+  for (int64_t i = 0; i < n; ++i)
+    fit.theta.push_back(theta_at(row(u, i)));
+  fit.mean_theta = theta_at(row(u.mean(0, /*keepdim=*/true), 0));
+  const auto bad =
+      std::count_if(fit.log_p.begin(), fit.log_p.end(), [](double v) { return !std::isfinite(v); });
+  if (bad > 0)
+    fit.warnings.push_back(fmt::format("the log posterior is not finite at {} of the {} draws "
+                                       "(parameters that overflow, or a likelihood that fails)",
+                                       bad, n));
+}
+
+} // namespace ssm

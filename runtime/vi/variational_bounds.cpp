@@ -1,0 +1,129 @@
+// The bounds of a plate model's variational fit, per item and (--param-guide) over the
+// parameters' draws: see variational_problem.h.
+#include "vi/variational_problem.h"
+
+#include <numeric>
+
+namespace ssm {
+
+int64_t items_per_chunk(const VariationalProblem::Impl& p, int64_t K) {
+  int64_t per_item = K * p.plan.enumeration * std::max<int64_t>(1, p.run.info.n_state);
+  // A dif's density at its M points per draw runs its weight network on M^2 rows.
+  for (const GuidePlan::Dif& d : p.plan.difs)
+    per_item += K * d.components * d.components *
+                (2 * d.width + d.components + 2 * static_cast<int64_t>(d.columns.size()));
+  return std::max<int64_t>(1, (int64_t{1} << 22) / per_item);
+}
+
+VariationalFit::Bounds evaluate_bounds(VariationalProblem::Impl& p) {
+  torch::NoGradGuard no_grad;
+  VariationalFit::Bounds b;
+  const int64_t N = p.data.T, K = p.opt.eval_samples;
+  b.samples = K;
+  const int64_t chunk = items_per_chunk(p, K);
+  std::vector<double> z_mean, z_sd; // [n * C + c]
+  for (int64_t first = 0; first < N; first += chunk) {
+    std::vector<int64_t> items(std::min(chunk, N - first));
+    std::iota(items.begin(), items.end(), first);
+    // Draws of their own: the steps after training's.
+    const ObjectiveTerms t = p.terms(items, K, p.opt.iterations + 1 + first / chunk, true);
+    // Monte Carlo standard errors: of a mean of K draws, and of log of the mean of the weights
+    // by the delta method, sd(w) / (sqrt(K) mean(w)) (0 with one draw).
+    const double k = static_cast<double>(K);
+    const torch::Tensor elbo_se =
+        K > 1 ? t.value_k.std(1) / std::sqrt(k) : torch::zeros_like(t.elbo);
+    const torch::Tensor w = (t.log_w - std::get<0>(t.log_w.max(1, true))).exp();
+    const torch::Tensor iwae_se =
+        K > 1 ? w.std(1) / (std::sqrt(k) * w.mean(1)) : torch::zeros_like(t.elbo);
+    if (t.z_mean.defined())
+      for (const auto& [out, v] : {std::pair{&z_mean, t.z_mean}, {&z_sd, t.z_sd}}) {
+        const std::vector<double> vals = to_vector(v);
+        out->insert(out->end(), vals.begin(), vals.end());
+      }
+    for (const auto& [out, v] : {std::pair{&b.elbo, t.elbo},
+                                 {&b.iwae, t.iwae},
+                                 {&b.kl, t.kl},
+                                 {&b.elbo_se, elbo_se},
+                                 {&b.iwae_se, iwae_se}}) {
+      const std::vector<double> vals = to_vector(v);
+      out->insert(out->end(), vals.begin(), vals.end());
+    }
+  }
+  b.guide_columns = p.guide.columns();
+  b.guide = p.guide.moments();
+  // A bounded component's mean and sd on its own scale, from the draws.
+  const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
+  for (int64_t c = 0; c < C; ++c)
+    if (p.guide.moments_from_draws(c))
+      for (int64_t n = 0; n < N; ++n) {
+        b.guide[n][2 * c] = z_mean[n * C + c];
+        b.guide[n][2 * c + 1] = z_sd[n * C + c];
+      }
+  return b;
+}
+
+ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t first_step) {
+  torch::NoGradGuard no_grad;
+  const flows::DensityModel& q = *p.q_theta;
+  const ParameterVariationalOptions& o = *p.opt.parameter_guide;
+  const int64_t N = p.data.T, J = o.draws, n_theta = p.run.info.n_theta;
+  ParameterVariationalFit fit;
+  describe_parameters(fit, p.run.info, *p.space);
+  fit.likelihood = fmt::format("estimated: per item, the mean of {} importance weight{} of the "
+                               "items' guides",
+                               p.opt.samples, p.opt.samples == 1 ? "" : "s");
+  fit.family = flows::describe(q.density->spec());
+  fit.family_parameters = q.parameter_count();
+  const int64_t chunk = items_per_chunk(p, p.opt.samples);
+  const torch::Tensor u = q.sample(J).to(torch::kFloat64).contiguous();
+  const torch::Tensor log_q = q.log_prob(u);
+  auto log_p = torch::empty({J}, torch::kFloat64);
+  std::vector<double> elbo(J);
+  for (int64_t j = 0; j < J; ++j) {
+    double lp = -INFINITY, e = -INFINITY;
+    try { // θ that overflows, far out on a log or logit scale: -inf
+      const std::vector<double> point = to_vector(u[j]);
+      const double prior = p.prior->evaluate(point, nullptr);
+      const torch::Tensor theta = p.theta_at(u[j]);
+      double iwae = 0, elbo_items = 0;
+      for (int64_t first = 0; first < N; first += chunk) {
+        std::vector<int64_t> items(std::min(chunk, N - first));
+        std::iota(items.begin(), items.end(), first);
+        // Each draw's latents from steps of its own, after training's and the bounds'.
+        const ObjectiveTerms t =
+            p.terms(items, p.opt.samples,
+                    first_step + j * ((N + chunk - 1) / chunk) + first / chunk, true, 1, {}, theta);
+        iwae += t.iwae.sum().item<double>();
+        elbo_items += t.elbo.sum().item<double>();
+      }
+      lp = iwae + prior;
+      e = elbo_items + prior - log_q[j].item<double>();
+    } catch (const Error&) {
+    }
+    log_p.data_ptr<double>()[j] = lp;
+    elbo[j] = std::isnan(e) ? -INFINITY : e;
+  }
+  double mean = 0;
+  for (double e : elbo)
+    mean += e / static_cast<double>(J);
+  double var = 0;
+  for (double e : elbo)
+    var += (e - mean) * (e - mean) / static_cast<double>(std::max<int64_t>(1, J - 1));
+  fit.elbo = mean;
+  fit.elbo_se = J > 1 && std::isfinite(mean) ? std::sqrt(var / static_cast<double>(J)) : NAN;
+  fit.eval_samples = J;
+  std::vector<double> base = p.fixed;
+  record_parameter_draws(
+      fit, u, log_q, log_p,
+      [&](std::span<const double> point) {
+        std::vector<double> theta = base;
+        p.space->constrain(point, {theta.data(), static_cast<size_t>(n_theta)});
+        theta.resize(static_cast<size_t>(n_theta));
+        return theta;
+      },
+      n_theta);
+  fit.guide_state = flows::density_model_bytes(q);
+  return fit;
+}
+
+} // namespace ssm
