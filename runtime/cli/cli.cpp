@@ -29,9 +29,10 @@ std::string program_name(int argc, char** argv) {
 }
 
 // Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
-// --load-nets, --pairs, --observed, --ratio) against every file it writes (--out, --save,
-// --save-guide, --save-nets, --online-out): one spelling of an input as an output, or two outputs
-// that are one file, is refused before anything runs.
+// --load-nets, --pairs, --observed, --ratio, --prior) against every file it writes (--out,
+// --save, --save-guide, --save-nets, --online-out, --param-draws, --save-param-guide): one
+// spelling of an input as an output, or two outputs that are one file, is refused before anything
+// runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
   std::vector<std::string> inputs, outputs;
   auto collect = [&](const CLI::App& a) {
@@ -39,11 +40,13 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
       if (o->count() > 0)
         for (const char* name :
              {"data", "inputs", "params", "data-file", "test", "load-guide", "load-nets", "pairs",
-              "observed", "ratio", "out", "save", "save-guide", "save-nets", "online-out"})
+              "observed", "ratio", "prior", "out", "save", "save-guide", "save-nets", "online-out",
+              "param-draws", "save-param-guide"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
             const bool output = n == "out" || n == "save" || n == "save-guide" ||
-                                n == "save-nets" || n == "online-out";
+                                n == "save-nets" || n == "online-out" || n == "param-draws" ||
+                                n == "save-param-guide";
             for (const std::string& value : o->results())
               (output ? outputs : inputs).push_back(value);
           }

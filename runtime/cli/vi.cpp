@@ -67,11 +67,13 @@ public:
     const std::string save_guide = options_.word("--save-guide");
     const std::string save_nets = options_.word("--save-nets");
     const std::string param_draws = options_.word("--param-draws");
+    const std::string save_param_guide = options_.word("--save-param-guide");
     check_output_path(out_);
     check_output_path(save_);
     check_output_path(save_guide);
     check_output_path(save_nets);
     check_output_path(param_draws);
+    check_output_path(save_param_guide);
     run.fixed = &fixed;
     run.data = &data;
     const auto start_time = std::chrono::steady_clock::now();
@@ -103,6 +105,8 @@ public:
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
     if (drawn) {
+      if (!save_param_guide.empty())
+        write_output(c, save_param_guide, fit.parameters->guide_state);
       if (!param_draws.empty())
         write_output(
             c, param_draws,

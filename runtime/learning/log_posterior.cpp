@@ -47,9 +47,25 @@ struct ExactLogPosterior::Impl {
   std::vector<std::unique_ptr<ThreadPool>> pools;
 };
 
+namespace {
+
+// The learned parameters, with their priors checked when the target includes them.
+ParameterSpace learned_space(const MethodRun& run, const std::vector<std::string>& fixed,
+                             const std::string& who, bool with_prior) {
+  if (with_prior)
+    return sampled_parameters(run, fixed, who);
+  ParameterSpace space(run.info, fixed);
+  if (space.dimension() == 0)
+    throw Error(
+        fmt::format("{}: no parameter to infer (every parameter is fixed or has no value)", who));
+  return space;
+}
+
+} // namespace
+
 ExactLogPosterior::ExactLogPosterior(const MethodRun& run, const std::vector<std::string>& fixed,
-                                     const std::string& who)
-    : space_(sampled_parameters(run, fixed, who)) {
+                                     const std::string& who, bool with_prior)
+    : space_(learned_space(run, fixed, who, with_prior)), with_prior_(with_prior) {
   if (Refusal why = exact_score_refusal(run.model, run.info))
     throw Error(fmt::format("{}: {}", who, *why));
   impl_ = std::make_unique<Impl>(Impl{score_model(run.model, run.info),
@@ -105,10 +121,13 @@ void ExactLogPosterior::evaluate(int64_t n, const double* u, double* values,
       at.pool = &pool;
       const ScoreResult s = estimate_score(*p.smoother, at, 1);
       std::vector<double> g = space_.gradient(ui, s.score, false);
-      std::vector<double> prior_gradient(static_cast<size_t>(d));
-      const double value = s.log_likelihood + p.prior.evaluate(ui, prior_gradient.data());
-      for (int64_t k = 0; k < d; ++k)
-        g[k] += prior_gradient[k];
+      double value = s.log_likelihood;
+      if (with_prior_) {
+        std::vector<double> prior_gradient(static_cast<size_t>(d));
+        value += p.prior.evaluate(ui, prior_gradient.data());
+        for (int64_t k = 0; k < d; ++k)
+          g[k] += prior_gradient[k];
+      }
       if (!std::isfinite(value) ||
           !std::all_of(g.begin(), g.end(), [](double x) { return std::isfinite(x); }))
         return;

@@ -42,9 +42,10 @@ public:
   // The parameters learned are every one with a value or a prior minus `fixed`; each needs a
   // prior. Throws ssm::Error, prefixed by `who`, for a model without an exact likelihood, without
   // a prior density, or a learned parameter without a prior (naming it). run.data, run.fixed and
-  // run.registry must be set.
+  // run.registry must be set. Without `with_prior`, the density is the likelihood alone, log p(y |
+  // θ(u)) (the caller brings a prior on u: vi --prior), and no prior is needed.
   ExactLogPosterior(const MethodRun& run, const std::vector<std::string>& fixed,
-                    const std::string& who);
+                    const std::string& who, bool with_prior = true);
   ~ExactLogPosterior();
   ExactLogPosterior(const ExactLogPosterior&) = delete;
   ExactLogPosterior& operator=(const ExactLogPosterior&) = delete;
@@ -63,6 +64,7 @@ public:
 private:
   struct Impl;
   ParameterSpace space_;
+  bool with_prior_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -73,6 +73,7 @@ ParameterVariationalOptions parameter_options(const MethodRun& run, const std::s
   o.fixed = run.options.names("--fix");
   o.load_guide = run.options.word("--load-guide");
   o.single = run.options.word("--precision") == "single";
+  o.prior = run.options.word("--prior");
   return o;
 }
 
@@ -98,7 +99,8 @@ const char* plate_flag_given(const OptionValues& options) {
     return "--temperature-min";
   if (options.toggle("--straight-through").value_or(false))
     return "--straight-through";
-  for (const char* flag : {"--test", "--save-nets", "--load-nets", "--param-draws"})
+  for (const char* flag :
+       {"--test", "--save-nets", "--load-nets", "--param-draws", "--save-param-guide"})
     if (!options.word(flag).empty())
       return flag;
   if (options.word("--param-guide") != "none")
@@ -269,6 +271,21 @@ void add_options(MethodRegistry& registry) {
                            .default_value = std::string(),
                            .type_name = "FILE.csv",
                            .show_default = false});
+  registry.add_option(vi, {.flag = "--save-param-guide",
+                           .help = "--param-guide: write the fitted density over the parameters "
+                                   "(as `ssmc density fit` saves one, over their unconstrained "
+                                   "coordinates), which --prior reads",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
+  registry.add_option(vi, {.flag = "--prior",
+                           .help = "A model's parameters: a density over their unconstrained "
+                                   "coordinates (saved by --save-guide or `ssmc density fit`) "
+                                   "that replaces their priors in the model, as a posterior "
+                                   "becomes the next data's prior",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
   registry.add_option(vi, {.flag = "--activation",
                            .help = "amortized: the encoder's activation",
                            .default_value = d.activation,
@@ -344,7 +361,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
       m.options.push_back(o);
   // --param-guide's, on a plate model; --draws and --psis-resample also a state-space model's.
   for (const char* o : {"--param-guide", "--param-draws", "--draws", "--psis-resample",
-                        "--components", "--layers", "--hidden"})
+                        "--components", "--layers", "--hidden", "--prior", "--save-param-guide"})
     m.options.push_back(o);
   m.applies = [parameters](const ssm_model& model, const ModelInfo& info) -> Refusal {
     if (info.step == "n" || !parameters)
@@ -382,6 +399,8 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
           : run.options.integer("--components") != d.components   ? "--components"
           : run.options.integer("--layers") != d.layers           ? "--layers"
           : !run.options.word("--param-draws").empty()            ? "--param-draws"
+          : !run.options.word("--prior").empty()                  ? "--prior"
+          : !run.options.word("--save-param-guide").empty()       ? "--save-param-guide"
                                                                   : nullptr;
       if (parameters_flag)
         throw Error(fmt::format("vi: {} serves a density over the parameters; model '{}' is over "
@@ -428,10 +447,10 @@ Method parameter_family(const char* name, const char* title) {
   m.task = Task::Vi;
   m.rank = 10;
   m.note = "a model's parameters";
-  m.options = {"--samples",       "--iterations", "--learning-rate", "--clip",
-               "--schedule",      "--fix",        "--eval-samples",  "--net-learning-rate",
-               "--save-guide",    "--load-guide", "--draws",         "--precision",
-               "--psis-resample", "--components", "--layers",        "--hidden"};
+  m.options = {"--samples", "--iterations",   "--learning-rate",     "--clip",       "--schedule",
+               "--fix",     "--eval-samples", "--net-learning-rate", "--save-guide", "--load-guide",
+               "--draws",   "--precision",    "--psis-resample",     "--components", "--layers",
+               "--hidden",  "--prior"};
   m.applies = [family = std::string(name)](const ssm_model& model,
                                            const ModelInfo& info) -> Refusal {
     if (info.step == "n")

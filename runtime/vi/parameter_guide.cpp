@@ -6,6 +6,7 @@
 #include "flows/gmm.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,12 +44,12 @@ std::vector<double> row(const torch::Tensor& t, int64_t i) {
 } // namespace
 
 void describe_parameters(ParameterVariationalFit& fit, const ModelInfo& info,
-                         const ParameterSpace& space) {
+                         const ParameterSpace& space, bool model_priors) {
   for (const LearnedParam& p : space.learned())
     fit.learned.push_back(info.params[p.index].name);
   fit.coordinates = space.coordinate_names();
   for (const ParamInfo& p : info.params)
-    if (!p.prior.empty() && !space.find(p.name))
+    if (model_priors && !p.prior.empty() && !space.find(p.name))
       fit.warnings.push_back(fmt::format("--fix {}: its prior density at its value is a factor of "
                                          "the target, so the ELBO and log_evidence estimate log "
                                          "p(y, {}) rather than log p(y)",
@@ -147,6 +148,51 @@ torch::Tensor log_prior(const torch::Tensor& u, const LogPrior& prior) {
       values[i] = value;
     }
   });
+}
+
+ParameterPrior::ParameterPrior(const std::string& path,
+                               const std::vector<std::string>& coordinates) {
+  flows::DensityModel q = flows::load_density_model(path);
+  if (!q.context_columns.empty())
+    throw Error(fmt::format("vi: --prior {}: a conditional density (its context {}); a prior "
+                            "has no context",
+                            path, fmt::join(q.context_columns, ", ")));
+  std::vector<std::string> sorted_file = q.columns, sorted_ours = coordinates;
+  std::sort(sorted_file.begin(), sorted_file.end());
+  std::sort(sorted_ours.begin(), sorted_ours.end());
+  if (sorted_file != sorted_ours)
+    throw Error(fmt::format("vi: --prior {}: its columns are {}, and the learned parameters' "
+                            "unconstrained coordinates are {}",
+                            path, fmt::join(q.columns, ", "), fmt::join(coordinates, ", ")));
+  // u's column k is the file's column order[k]: the file's point is u with its columns permuted.
+  std::vector<int64_t> order(q.columns.size());
+  for (size_t k = 0; k < q.columns.size(); ++k)
+    order[k] =
+        std::find(coordinates.begin(), coordinates.end(), q.columns[k]) - coordinates.begin();
+  order_ = torch::tensor(order, torch::kInt64);
+  for (torch::Tensor p : q.density->parameters())
+    p.set_requires_grad(false);
+  density_ = std::move(q);
+}
+
+torch::Tensor ParameterPrior::operator()(const torch::Tensor& u) const {
+  if (!density_)
+    return log_prior(u, *model_);
+  return density_->log_prob(u.index_select(1, order_)).to(torch::kFloat64);
+}
+
+double ParameterPrior::value(std::span<const double> u) const {
+  if (!density_) {
+    try {
+      return model_->evaluate(u, nullptr);
+    } catch (const std::exception&) { // θ(u) overflows (as log_prior)
+      return -std::numeric_limits<double>::infinity();
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor point =
+      torch::tensor(std::vector<double>(u.begin(), u.end()), torch::kFloat64).unsqueeze(0);
+  return (*this)(point).item<double>();
 }
 
 void record_parameter_draws(

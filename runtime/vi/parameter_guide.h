@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -20,10 +21,10 @@
 
 namespace ssm {
 
-// The learned parameters' names and coordinates, and a warning per parameter kept by --fix that
-// has a prior: its density at its value stays a factor of the target.
+// The learned parameters' names and coordinates, and (with the model's priors in the target) a
+// warning per parameter kept by --fix that has a prior: its density at its value stays a factor.
 void describe_parameters(ParameterVariationalFit& fit, const ModelInfo& info,
-                         const ParameterSpace& space);
+                         const ParameterSpace& space, bool model_priors);
 
 // q's spec for the family and its options. Throws ssm::Error for a family with no such name.
 flows::DensitySpec parameter_family_spec(const ParameterVariationalOptions& o, int64_t dim);
@@ -49,6 +50,28 @@ torch::Tensor value_and_gradient(const torch::Tensor& u, const BatchEvaluation& 
 // log p(θ(u)) + log |J(u)| at each row of u ([m, d]), differentiable in u. A row whose
 // parameters overflow gets -inf and no gradient.
 torch::Tensor log_prior(const torch::Tensor& u, const LogPrior& prior);
+
+// The prior of the unconstrained coordinates u: the model's (log p(θ(u)) + log |J(u)|, by
+// LogPrior), or the density of --prior over u itself, its weights fixed.
+class ParameterPrior {
+public:
+  // The model's prior; `model` must outlive this.
+  explicit ParameterPrior(const LogPrior* model) : model_(model) {}
+  // The density saved in `path`, whose columns must be `coordinates` (in any order: they are
+  // matched by name), else ssm::Error naming both.
+  ParameterPrior(const std::string& path, const std::vector<std::string>& coordinates);
+
+  bool from_file() const { return density_.has_value(); }
+  // At each row of u ([m, d]), differentiable in u.
+  torch::Tensor operator()(const torch::Tensor& u) const;
+  // At one point; -inf where θ(u) overflows.
+  double value(std::span<const double> u) const;
+
+private:
+  const LogPrior* model_ = nullptr;
+  std::optional<flows::DensityModel> density_;
+  torch::Tensor order_; // the file's columns in the coordinates' order
+};
 
 // Fills fit's draws from q: u ([n, d]), log q and the target's log p at each; `theta` maps a
 // point to the whole parameter vector (throwing where it overflows: that draw is a row of NaN).

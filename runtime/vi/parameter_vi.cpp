@@ -18,28 +18,35 @@ namespace ssm {
 
 namespace {
 
+// The target: the exact log posterior, or (--prior) the exact likelihood and the prior's file.
+struct Target {
+  const ExactLogPosterior& posterior;
+  const std::optional<ParameterPrior>& prior; // --prior: its density at u
+
+  // At each row of u ([m, d]), differentiable in u.
+  torch::Tensor operator()(const torch::Tensor& u) const {
+    // The exact smoother computes the value and its gradient at once.
+    const torch::Tensor value = value_and_gradient(
+        u, [&](int64_t m, const double* points, double* values, double* gradients) {
+          posterior.evaluate(m, points, values, gradients);
+        });
+    return prior ? value + (*prior)(u) : value;
+  }
+};
+
 // The Rao-Blackwellised terms log q(u) - log p(y, θ(u)) |J(u)|, one per base draw: their mean
 // is KL(q || posterior) - log p(y).
-torch::Tensor kl_terms(const flows::DensityModel& q, const ExactLogPosterior& target, int64_t n) {
+torch::Tensor kl_terms(const flows::DensityModel& q, const Target& target, int64_t n) {
   const torch::Tensor log_scale = torch::log(q.scale).sum();
   return flows::reverse_kl_terms(
-      *q.density,
-      [&](const torch::Tensor& v) {
-        const torch::Tensor u = v * q.scale + q.shift;
-        // The exact smoother computes the value and its gradient at once.
-        return value_and_gradient(
-                   u, [&](int64_t m, const double* points, double* values,
-                          double* gradients) { target.evaluate(m, points, values, gradients); }) +
-               log_scale;
-      },
+      *q.density, [&](const torch::Tensor& v) { return target(v * q.scale + q.shift) + log_scale; },
       n);
 }
 
 // Trains q by Adam on the mean of kl_terms; fills the trace. Throws ssm::Error at a non-finite
 // objective, naming the iteration.
-void train(const flows::DensityModel& q, const ExactLogPosterior& target,
-           const ParameterVariationalOptions& o, const MethodRun& run,
-           ParameterVariationalFit& fit) {
+void train(const flows::DensityModel& q, const Target& target, const ParameterVariationalOptions& o,
+           const MethodRun& run, ParameterVariationalFit& fit) {
   auto [own, nets] = parameter_groups(*q.density);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   std::vector<double> rates;
@@ -94,14 +101,18 @@ ParameterVariationalFit fit_parameter_variational(const MethodRun& run,
                                                   const ParameterVariationalOptions& o) {
   if (Refusal why = parameter_variational_refusal(run.model, run.info))
     throw Error(fmt::format("vi: {}", *why));
-  const ExactLogPosterior target(run, o.fixed, "vi");
-  const ParameterSpace& space = target.space();
+  const ExactLogPosterior posterior(run, o.fixed, "vi", o.prior.empty());
+  const ParameterSpace& space = posterior.space();
   torch::set_num_threads(1); // the smoother's evaluations take the run's threads
   torch::manual_seed(run.seed);
   ParameterVariationalFit fit;
-  describe_parameters(fit, run.info, space);
-  fit.likelihood = target.smoother();
-  flows::DensityModel q = make_parameter_guide(o, fit.coordinates, target.start());
+  describe_parameters(fit, run.info, space, o.prior.empty());
+  std::optional<ParameterPrior> prior;
+  if (!o.prior.empty())
+    prior.emplace(o.prior, fit.coordinates);
+  const Target target{posterior, prior};
+  fit.likelihood = posterior.smoother();
+  flows::DensityModel q = make_parameter_guide(o, fit.coordinates, posterior.start());
   fit.family = flows::describe(q.density->spec());
   fit.family_parameters = q.parameter_count();
 
@@ -120,13 +131,9 @@ ParameterVariationalFit fit_parameter_variational(const MethodRun& run,
   fit.elbo_se =
       o.eval_samples > 1 ? terms.std().item<double>() / std::sqrt(double(o.eval_samples)) : NAN;
   const torch::Tensor u = q.sample(o.draws);
-  auto log_p = torch::empty({o.draws}, torch::kFloat64);
-  auto gradients = torch::empty_like(u);
-  target.evaluate(o.draws, u.contiguous().data_ptr<double>(), log_p.data_ptr<double>(),
-                  gradients.data_ptr<double>());
   record_parameter_draws(
-      fit, u, q.log_prob(u), log_p,
-      [&](std::span<const double> point) { return target.theta(point); }, space.n_theta());
+      fit, u, q.log_prob(u), target(u),
+      [&](std::span<const double> point) { return posterior.theta(point); }, space.n_theta());
   fit.guide_state = flows::density_model_bytes(q);
   return fit;
 }

@@ -36,7 +36,11 @@ struct ParameterVariationalOptions {
   int64_t draws = 1000;              // draws written
   std::vector<std::string> fixed;    // --fix
   std::string load_guide;            // a q saved by --save-guide to start from
-  bool single = false;               // the networks in float32
+  // --prior: a density over the learned parameters' unconstrained coordinates (saved by
+  // --save-guide or `ssmc density fit`) that replaces their priors in the model: yesterday's
+  // posterior as today's prior.
+  std::string prior;
+  bool single = false; // the networks in float32
 };
 
 // Why variational inference of the parameters does not apply to the model, or nullopt

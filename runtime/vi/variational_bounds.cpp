@@ -68,7 +68,7 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
   const ParameterVariationalOptions& o = *p.opt.parameter_guide;
   const int64_t N = p.data.T, J = o.draws, n_theta = p.run.info.n_theta;
   ParameterVariationalFit fit;
-  describe_parameters(fit, p.run.info, *p.space);
+  describe_parameters(fit, p.run.info, *p.space, !p.prior->from_file());
   fit.likelihood = fmt::format("estimated: per item, the mean of {} importance weight{} of the "
                                "items' guides",
                                p.opt.samples, p.opt.samples == 1 ? "" : "s");
@@ -83,7 +83,7 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
     double lp = -INFINITY, e = -INFINITY;
     try { // θ that overflows, far out on a log or logit scale: -inf
       const std::vector<double> point = to_vector(u[j]);
-      const double prior = p.prior->evaluate(point, nullptr);
+      const double prior = p.prior->value(point);
       const torch::Tensor theta = p.theta_at(u[j]);
       double iwae = 0, elbo_items = 0;
       for (int64_t first = 0; first < N; first += chunk) {

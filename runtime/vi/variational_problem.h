@@ -87,7 +87,8 @@ struct VariationalProblem::Impl {
   torch::Tensor u, u_scale; // may be empty
   // --param-guide: q over the learned parameters' unconstrained coordinates, and their prior.
   std::optional<flows::DensityModel> q_theta;
-  std::optional<LogPrior> prior;
+  std::optional<LogPrior> model_prior;
+  std::optional<ParameterPrior> prior; // the model's, or --prior's density
   torch::Tensor baseline; // [N]: per item, a moving average of its ELBO (score estimators)
   torch::Tensor has_base; // [N] bool
   // --baseline learned: the network, its optimiser, the items' observations it reads.
@@ -101,12 +102,24 @@ struct VariationalProblem::Impl {
         density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed),
         nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets, o.single)) {
     if (learn && o.parameter_guide) {
-      space.emplace(sampled_parameters(r, o.fixed, "vi --param-guide"));
+      const std::string& prior_file = o.parameter_guide->prior;
+      if (prior_file.empty())
+        space.emplace(sampled_parameters(r, o.fixed, "vi --param-guide"));
+      else
+        space.emplace(r.info, o.fixed);
+      if (space->dimension() == 0)
+        throw Error("vi --param-guide: no parameter to infer (every parameter is fixed or has no "
+                    "value)");
       if (!r.model.score_terms)
         throw Error(fmt::format("vi --param-guide: model '{}' has no score terms ({}), so its "
                                 "parameters cannot be trained",
                                 r.info.name, r.info.no_score_reason));
-      prior.emplace(r.model, *space, f);
+      if (prior_file.empty()) {
+        model_prior.emplace(r.model, *space, f);
+        prior.emplace(&*model_prior);
+      } else {
+        prior.emplace(prior_file, space->coordinate_names());
+      }
       q_theta =
           make_parameter_guide(*o.parameter_guide, space->coordinate_names(),
                                space->unconstrain({f.data(), static_cast<size_t>(r.info.n_theta)}));
@@ -306,7 +319,7 @@ struct VariationalProblem::Impl {
         const torch::Tensor surrogate = t.surrogate.sum(); // the objective's value, its gradient
         items_part.push_back(scale * (surrogate + (objective - surrogate).detach()));
       }
-      return torch::stack(items_part) + log_prior(u, *prior) + log_scale;
+      return torch::stack(items_part) + (*prior)(u) + log_scale;
     };
     JointStep j;
     j.loss = flows::reverse_kl_terms(*q.density, log_target, opt.parameter_guide->samples).mean();

@@ -10,6 +10,7 @@
 #include "support.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -60,6 +61,11 @@ Table read_stan_csv(const std::string& path) {
     if (!line.starts_with("#"))
       text += line + "\n";
   return parse_table(text);
+}
+
+// "param q ~ half_normal(1) = 1;" in kLevel.
+std::string fmt_param(const char* name) {
+  return std::string("param ") + name + " ~ half_normal(1) = 1;";
 }
 
 double half_normal_log_density(double s) {
@@ -200,6 +206,50 @@ TEST_CASE("vi of a state-space model's parameters: a DIF holds both modes a Gaus
   CHECK(other.exit_code == 1);
   CHECK(other.err.find("holds a dif(K = 8, hidden = [16]) over normal, and --method dif with these "
                        "options is a dif(K = 4, hidden = [64]) over normal") != std::string::npos);
+}
+
+// --prior on a state-space model: a standard normal density over (log q, log r) is the model's
+// prior when q and r are lognormal(0, 1); with it, the model whose priors are half-normal targets
+// that posterior (the file's density replaces the model's priors, it does not multiply them).
+TEST_CASE("vi --prior: a density file as the prior of a state-space model's parameters",
+          "[vi][params]") {
+  const std::string& half = model_exe("level_vi", kLevel);
+  std::string lognormal = kLevel;
+  for (const char* p : {"q", "r"})
+    lognormal.replace(lognormal.find(fmt_param(p)), fmt_param(p).size(),
+                      std::string("param ") + p + " ~ lognormal(0, 1) = 1;");
+  lognormal.replace(lognormal.find("level_vi"), 8, "level_ln");
+  const std::string& ln = model_exe("level_ln", lognormal);
+  const std::string data = scratch_path("level_prior.csv");
+  run_ok({half, "simulate", "--T", "60", "--seed", "3", "--param", "q=0.5", "--param", "r=0.7",
+          "--out", data});
+  // Means 0 and sds 1 over the (q, r) grid of signs, uncorrelated: N(0, I) (to 1e-4 in the sd).
+  std::string points = "q,r\n";
+  for (int i = 0; i < 10000; ++i)
+    points += std::string(i % 2 == 0 ? "1" : "-1") + "," + ((i / 2) % 2 == 0 ? "1" : "-1") + "\n";
+  const std::string points_file = scratch_path("std_normal.csv"),
+                    prior = scratch_path("std_normal.pt");
+  write_file(points_file, points);
+  run_ok(
+      {ssmc_path(), "density", "fit", "--data", points_file, "--model", "normal", "--save", prior});
+  const std::vector<std::string> common = {
+      "vi",           "--data", data,         "--method", "fullrank", "--samples", "4",
+      "--iterations", "1500",   "--schedule", "cosine",   "--json",   "--seed",    "5"};
+  std::vector<std::string> a = {ln}, b = {half};
+  a.insert(a.end(), common.begin(), common.end());
+  b.insert(b.end(), common.begin(), common.end());
+  b.insert(b.end(), {"--prior", prior});
+  const nlohmann::json model_prior = run_json(a), file_prior = run_json(b);
+  CAPTURE(model_prior.dump(), file_prior.dump());
+  CHECK(std::abs(double(model_prior["log_evidence"]) - double(file_prior["log_evidence"])) <
+        4 * std::hypot(double(model_prior["log_evidence_se"]),
+                       double(file_prior["log_evidence_se"])) +
+            0.01);
+  for (const char* p : {"q", "r"}) {
+    const double sd = model_prior["summary"][p]["sd"];
+    CHECK(std::abs(double(model_prior["summary"][p]["mean"]) -
+                   double(file_prior["summary"][p]["mean"])) < 0.15 * sd);
+  }
 }
 
 TEST_CASE("vi of a state-space model's parameters: the refusals", "[vi][params]") {
@@ -375,6 +425,79 @@ model plate_mean {
     CHECK(std::abs(z_mean[i] - (mean + 4 * x[i]) / 5) < 0.05);
   const nlohmann::json params = nlohmann::json::parse(read_file(saved));
   CHECK(double(params["mu"]) == Approx(double(mu["mean"])).margin(1e-9));
+
+  // --prior: a density of mu from a file replaces the model's N(0, 10^2). `ssmc density fit
+  // --model normal` on points 2.5 and 3.5 alternating is N(3, 0.5^2) (to 1e-4 in the sd); the
+  // closed form is the one above with prior precision 4 about 3.
+  std::string points = "mu\n";
+  for (int i = 0; i < 10000; ++i)
+    points += i % 2 == 0 ? "2.5\n" : "3.5\n";
+  const std::string prior_points = scratch_path("plate_mean_prior.csv"),
+                    prior_file = scratch_path("plate_mean_prior.pt");
+  write_file(prior_points, points);
+  run_ok({ssmc_path(), "density", "fit", "--data", prior_points, "--model", "normal", "--save",
+          prior_file});
+  const double precision4 = 4 + 0.8 * n, mean4 = (4 * 3 + sum / 1.25) / precision4;
+  double log_z4 = log_normal(mean4, 3, 0.25) + 0.5 * std::log(2 * M_PI / precision4);
+  for (double v : x)
+    log_z4 += log_normal(v, mean4, 1.25);
+  const double kl4 = 0.5 * std::log((4 + n) / precision4);
+  const nlohmann::json with_prior = run_json(
+      {exe, "vi", "--data", data, "--param-guide", "meanfield", "--samples", "4", "--iterations",
+       "1500", "--schedule", "cosine", "--prior", prior_file, "--json", "--seed", "2"});
+  const nlohmann::json& p4 = with_prior["parameters"];
+  CAPTURE(p4.dump(), log_z4, mean4, kl4);
+  CHECK(std::abs(double(p4["elbo"]) - (log_z4 - kl4)) < 4 * double(p4["elbo_se"]) + 0.05);
+  CHECK(std::abs(double(p4["log_evidence"]) - log_z4) < 4 * double(p4["log_evidence_se"]) + 0.02);
+  const double sd_q4 = 1 / std::sqrt(4 + n);
+  CHECK(std::abs(double(p4["summary"]["mu"]["mean"]) - mean4) < 0.2 * sd_q4);
+  CHECK(double(p4["summary"]["mu"]["sd"]) == Approx(sd_q4).epsilon(0.1));
+  // Sequential updating: the posterior of the first 25 items, saved, is the prior of the last 25.
+  // Given q_A = N(m_A, s_A^2) (its draws' moments), the mean-field fit of the last 25 has the
+  // closed form above with that prior: mean (m_A / s_A^2 + Σ x / 1.25) / (1 / s_A^2 + 0.8 · 25),
+  // sd 1 / sqrt(1 / s_A^2 + 25).
+  std::string first = "x\n", last = "x\n";
+  double sum_last = 0;
+  for (int i = 0; i < kItems; ++i) {
+    (i < kItems / 2 ? first : last) += fmt::format("{:.17g}\n", x[i]);
+    if (i >= kItems / 2)
+      sum_last += x[i];
+  }
+  const std::string first_file = scratch_path("plate_mean_a.csv"),
+                    last_file = scratch_path("plate_mean_b.csv"),
+                    posterior_a = scratch_path("plate_mean_a.pt");
+  write_file(first_file, first);
+  write_file(last_file, last);
+  const std::vector<std::string> fit = {"--param-guide", "meanfield", "--samples",  "4",
+                                        "--iterations",  "1500",      "--schedule", "cosine",
+                                        "--json",        "--seed",    "3"};
+  std::vector<std::string> fit_a = {exe,        "vi", "--data", first_file, "--save-param-guide",
+                                    posterior_a};
+  fit_a.insert(fit_a.end(), fit.begin(), fit.end());
+  std::vector<std::string> fit_b = {exe, "vi", "--data", last_file, "--prior", posterior_a};
+  fit_b.insert(fit_b.end(), fit.begin(), fit.end());
+  const nlohmann::json a = run_json(fit_a)["parameters"], b = run_json(fit_b)["parameters"];
+  const double m_a = a["summary"]["mu"]["mean"], s_a = a["summary"]["mu"]["sd"];
+  const double half = kItems / 2, precision_b = 1 / (s_a * s_a) + 0.8 * half;
+  const double mean_b = (m_a / (s_a * s_a) + sum_last / 1.25) / precision_b,
+               sd_b = 1 / std::sqrt(1 / (s_a * s_a) + half);
+  CAPTURE(a.dump(), b.dump(), mean_b, sd_b);
+  CHECK(std::abs(double(b["summary"]["mu"]["mean"]) - mean_b) < 0.25 * sd_b);
+  CHECK(double(b["summary"]["mu"]["sd"]) == Approx(sd_b).epsilon(0.1));
+
+  // A density over other coordinates is refused, naming both.
+  const std::string other = scratch_path("plate_mean_other.csv"),
+                    other_file = scratch_path("plate_mean_other.pt");
+  write_file(other, "sigma\n1\n2\n3\n");
+  run_ok(
+      {ssmc_path(), "density", "fit", "--data", other, "--model", "normal", "--save", other_file});
+  const ProcessResult wrong = run_process({exe, "vi", "--data", data, "--param-guide", "meanfield",
+                                           "--prior", other_file, "--iterations", "1"});
+  CAPTURE(wrong.err);
+  CHECK(wrong.exit_code == 1);
+  CHECK(wrong.err.find("--prior " + other_file +
+                       ": its columns are sigma, and the learned parameters' unconstrained "
+                       "coordinates are mu") != std::string::npos);
 }
 
 // The eight schools (examples/schools.ssm, non-centred): two parameters, tau's on the log scale
