@@ -4,6 +4,7 @@
 by quadrature, beside PMMH (`sample`, the peer a user would run instead), REPEATS seeds, medians.
 
   bench/run_schools_bench.py [BUILD_DIR] [--repeats 3] [--iterations 3000] [--items 400]
+                             [--batches 4]
 
 - schools: the eight schools (examples/schools.ssm, examples/data/schools.csv), non-centred
   (eta[n] ~ N(0, 1), theta = mu + tau eta) and centred (theta[n] ~ N(mu, tau)); mu ~ N(0, 5^2),
@@ -15,6 +16,8 @@ error of the importance-weighted log evidence, Pareto k-hat, the errors of the p
 and sds of mu and tau in units of the posterior sd (the worst of the two), and the wall time.
 The exact log p(x) and moments come from p(y | mu, tau) = prod N(y_n; mu, sigma_n^2 + tau^2) on a
 grid. PMMH: `sample`'s 4 chains of 4000 iterations after 1000 of warm-up, its bootstrap filter.
+Then sequential updating: the --items schools in --batches batches, each fitted with the previous
+batch's q as its prior (--save-param-guide, --prior), the last draws against the posterior of all.
 """
 import atexit
 import json
@@ -101,6 +104,7 @@ def main():
     option = lambda name, default: int(args[args.index(name) + 1]) if name in args else default
     repeats, iterations, items = (option("--repeats", 3), option("--iterations", 3000),
                                   option("--items", 400))
+    batches = option("--batches", 4)
     ssmc = os.path.join(build_dir, "bin", "ssmc")
     work = tempfile.mkdtemp(prefix="ssmc-schools-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)  # also after an error
@@ -157,6 +161,41 @@ def main():
                 med = [statistics.median(c) for c in zip(*rows)]
                 print(f"{case:11} {model:11} {label:16} {med[0]:7.3f} {med[1]:9.3f} "
                       f"{med[2]:6.2f} {med[3]:9.3f} {med[4]:7.3f} {med[5]:7.1f}", flush=True)
+    sequential(exes["noncentred"], many, batches, iterations, repeats, work)
+
+
+def sequential(exe, data, batches, iterations, repeats, work):
+    """The items in `batches` batches, each fitted with the previous batch's q as its prior
+    (--save-param-guide, --prior): the final draws against the exact posterior of all items."""
+    _, moments = exact(data)
+    with open(data) as f:
+        header, *rows = f.read().splitlines()
+    size = (len(rows) + batches - 1) // batches
+    files = []
+    for b in range(batches):
+        files.append(os.path.join(work, f"batch{b}.csv"))
+        with open(files[-1], "w") as f:
+            f.write("\n".join([header] + rows[b * size:(b + 1) * size]) + "\n")
+    print(f"\nsequential updating: {len(rows)} schools in {batches} batches, each fitted with the "
+          f"previous one's q as its prior; errors of the last batch's draws against the posterior "
+          f"of all")
+    print(f"{'method':16} {'mean err':>9} {'sd err':>7} {'wall s':>7}")
+    for label, flags in FAMILIES[1:4:2]:  # fullrank, dif
+        errs = []
+        for r in range(repeats):
+            prior, start = [], time.perf_counter()
+            for b, batch in enumerate(files):
+                saved = os.path.join(work, f"q{b}_{r}.pt")
+                draws = os.path.join(work, f"seq{b}_{r}.csv")
+                subprocess.run([exe, "vi", "--data", batch, "--param-guide", label.split()[0],
+                                "--samples", "4", "--iterations", str(iterations), "--schedule",
+                                "cosine", "--seed", str(r + 1), "--save-param-guide", saved,
+                                "--param-draws", draws] + flags + prior,
+                               check=True, capture_output=True, text=True)
+                prior = ["--prior", saved]
+            errs.append(errors(read_draws(draws, 1), moments) + (time.perf_counter() - start,))
+        med = [statistics.median(c) for c in zip(*errs)]
+        print(f"{label:16} {med[0]:9.3f} {med[1]:7.3f} {med[2]:7.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -256,15 +256,16 @@ void add_options(MethodRegistry& registry) {
                                    "Pareto k-hat is below 0.7",
                            .default_value = std::optional<bool>{}});
   registry.add_option(
-      vi, {.flag = "--param-guide",
-           .help = "A plate model's parameters: none (point estimates, trained "
-                   "with the guides: variational EM), or the family of a density "
-                   "q(θ) fitted to their posterior jointly with the items' guides "
-                   "(each learned parameter needs a prior): meanfield, fullrank, "
-                   "gmm, dif, maf, realnvp",
-           .default_value = std::string("none"),
-           .type_name = "FAMILY",
-           .choices = {"none", "meanfield", "fullrank", "gmm", "dif", "maf", "realnvp"}});
+      vi,
+      {.flag = "--param-guide",
+       .help = "A plate model's parameters: none (point estimates, trained "
+               "with the guides: variational EM), or the family of a density "
+               "q(θ) fitted to their posterior jointly with the items' guides "
+               "(each learned parameter needs a prior, or --prior a file): meanfield, fullrank, "
+               "gmm, dif, maf, realnvp",
+       .default_value = std::string("none"),
+       .type_name = "FAMILY",
+       .choices = {"none", "meanfield", "fullrank", "gmm", "dif", "maf", "realnvp"}});
   registry.add_option(vi, {.flag = "--param-draws",
                            .help = "--param-guide: write the parameters' draws here (Stan's CSV, "
                                    "as CmdStan's variational; --out keeps each item's guide)",

@@ -164,7 +164,7 @@ ParameterPrior::ParameterPrior(const std::string& path,
     throw Error(fmt::format("vi: --prior {}: its columns are {}, and the learned parameters' "
                             "unconstrained coordinates are {}",
                             path, fmt::join(q.columns, ", "), fmt::join(coordinates, ", ")));
-  // u's column k is the file's column order[k]: the file's point is u with its columns permuted.
+  // The file's column k is u's column order[k]: the file's point is u.index_select(1, order).
   std::vector<int64_t> order(q.columns.size());
   for (size_t k = 0; k < q.columns.size(); ++k)
     order[k] =

@@ -57,8 +57,8 @@ class ParameterPrior {
 public:
   // The model's prior; `model` must outlive this.
   explicit ParameterPrior(const LogPrior* model) : model_(model) {}
-  // The density saved in `path`, whose columns must be `coordinates` (in any order: they are
-  // matched by name), else ssm::Error naming both.
+  // The density saved in `path`, whose columns must be `coordinates` in any order (the file's
+  // column named c reads u's coordinate c), else ssm::Error naming both.
   ParameterPrior(const std::string& path, const std::vector<std::string>& coordinates);
 
   bool from_file() const { return density_.has_value(); }
