@@ -74,6 +74,7 @@ ParameterVariationalOptions parameter_options(const MethodRun& run, const std::s
   o.load_guide = run.options.word("--load-guide");
   o.single = run.options.word("--precision") == "single";
   o.prior = run.options.word("--prior");
+  o.laplace_start = run.options.toggle("--laplace-start").value_or(false);
   return o;
 }
 
@@ -137,6 +138,9 @@ void check_parameter_run(const MethodRun& run) {
                             "state-space model, whose vi fits a density to its parameters' "
                             "posterior",
                             flag, run.info.name));
+  if (run.options.toggle("--laplace-start").value_or(false) &&
+      !run.options.word("--load-guide").empty())
+    throw Error("vi: --laplace-start and --load-guide both choose where q starts; give one");
 }
 
 void add_options(MethodRegistry& registry) {
@@ -272,6 +276,13 @@ void add_options(MethodRegistry& registry) {
                            .default_value = std::string(),
                            .type_name = "FILE.csv",
                            .show_default = false});
+  registry.add_option(vi, {.flag = "--laplace-start",
+                           .help = "A state-space model's parameters: start q at the mode of their "
+                                   "log posterior (L-BFGS), scaled by the Laplace approximation "
+                                   "(the inverse of its negative Hessian: a full-rank Gaussian "
+                                   "starts there exactly), instead of at the parameters' values "
+                                   "with unit scales",
+                           .default_value = std::optional<bool>{}});
   registry.add_option(vi, {.flag = "--save-param-guide",
                            .help = "--param-guide: write the fitted density over the parameters "
                                    "(as `ssmc density fit` saves one, over their unconstrained "
@@ -364,6 +375,8 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
   for (const char* o : {"--param-guide", "--param-draws", "--draws", "--psis-resample",
                         "--components", "--layers", "--hidden", "--prior", "--save-param-guide"})
     m.options.push_back(o);
+  if (parameters) // a state-space model's only (checked below)
+    m.options.push_back("--laplace-start");
   m.applies = [parameters](const ssm_model& model, const ModelInfo& info) -> Refusal {
     if (info.step == "n" || !parameters)
       return variational_refusal(model, info);
@@ -377,6 +390,11 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
       check_family_sizes(run.options, family_name, "--method");
       return check_parameter_run(run);
     }
+    if (run.options.toggle("--laplace-start").value_or(false))
+      throw Error(fmt::format("vi: --laplace-start needs the parameters' exact log posterior (a "
+                              "state-space model's); model '{}' is over a plate, whose "
+                              "likelihood is estimated through the items' guides",
+                              run.info.name));
     if (const std::string q = run.options.word("--param-guide"); q != "none") {
       check_family_sizes(run.options, q, "--param-guide", amortized);
       // A learned baseline's network steps at each use: a mixture's or a DIF's components would
@@ -451,7 +469,7 @@ Method parameter_family(const char* name, const char* title) {
   m.options = {"--samples", "--iterations",   "--learning-rate",     "--clip",       "--schedule",
                "--fix",     "--eval-samples", "--net-learning-rate", "--save-guide", "--load-guide",
                "--draws",   "--precision",    "--psis-resample",     "--components", "--layers",
-               "--hidden",  "--prior"};
+               "--hidden",  "--prior",        "--laplace-start"};
   m.applies = [family = std::string(name)](const ssm_model& model,
                                            const ModelInfo& info) -> Refusal {
     if (info.step == "n")

@@ -7,12 +7,20 @@
 #include "nn/adam_schedule.h"
 #include "vi/parameter_guide.h"
 
+#include "flows/gaussian.h"
+
+#include <Eigen/Dense>
+#include <LBFGS.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace ssm {
 
@@ -95,6 +103,113 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
   }
 }
 
+// The target and its gradients at the rows of u ([m, d]): rows' values [m] and gradients [m, d].
+std::pair<torch::Tensor, torch::Tensor> values_and_gradients(const Target& target,
+                                                             const torch::Tensor& u) {
+  torch::AutoGradMode enabled(true);
+  const torch::Tensor points = u.detach().clone().set_requires_grad(true);
+  const torch::Tensor values = target(points);
+  values.sum().backward();
+  return {values.detach(), points.grad().detach()};
+}
+
+// --laplace-start: the mode of the target on the unconstrained space by L-BFGS from `start`, and
+// the inverse of the negative Hessian there (central differences of the exact gradient, one batch
+// of 2d points). nullopt, with the reason in `why`, when the search fails or the Hessian is not
+// negative definite.
+struct Laplace {
+  Eigen::VectorXd mode;
+  Eigen::MatrixXd covariance;
+};
+std::optional<Laplace> laplace(const Target& target, const std::vector<double>& start,
+                               std::string& why) {
+  const auto d = static_cast<Eigen::Index>(start.size());
+  // The best point evaluated: where a line search that throws leaves the search.
+  Eigen::VectorXd best = Eigen::Map<const Eigen::VectorXd>(start.data(), d), best_gradient(d);
+  double best_value = std::numeric_limits<double>::infinity();
+  auto negative = [&](const Eigen::VectorXd& u, Eigen::VectorXd& gradient) {
+    const torch::Tensor point =
+        torch::tensor(std::vector<double>(u.data(), u.data() + d), torch::kFloat64)
+            .reshape({1, static_cast<int64_t>(d)});
+    const auto [value, g] = values_and_gradients(target, point);
+    const double v = value.item<double>();
+    if (!std::isfinite(v)) { // the line search steps back from it
+      gradient.setZero();
+      return std::numeric_limits<double>::infinity();
+    }
+    for (Eigen::Index k = 0; k < d; ++k)
+      gradient[k] = -g[0][k].item<double>();
+    if (-v < best_value) {
+      best_value = -v;
+      best = u;
+      best_gradient = gradient;
+    }
+    return -v;
+  };
+  LBFGSpp::LBFGSParam<double> param;
+  param.max_iterations = 500;
+  param.epsilon_rel = 1e-8;
+  LBFGSpp::LBFGSSolver<double> solver(param);
+  Eigen::VectorXd u = best;
+  double value = 0;
+  try {
+    solver.minimize(negative, u, value);
+  } catch (const std::exception& e) { // a line search that found no better point: near enough?
+    if (!std::isfinite(best_value) || best_gradient.norm() > 1e-3 * std::max(1.0, best.norm())) {
+      why = fmt::format("the search for the mode stopped ({})", e.what());
+      return std::nullopt;
+    }
+  }
+  u = best;
+  if (!std::isfinite(best_value)) {
+    why = "the log posterior is not finite at the end of the search";
+    return std::nullopt;
+  }
+  // H[:, i] = (g(u + h e_i) - g(u - h e_i)) / 2h.
+  torch::Tensor points = torch::empty({2 * d, d}, torch::kFloat64);
+  std::vector<double> steps(d);
+  for (Eigen::Index i = 0; i < d; ++i) {
+    steps[i] = 1e-4 * std::max(1.0, std::abs(u[i]));
+    for (int sign : {0, 1})
+      for (Eigen::Index k = 0; k < d; ++k)
+        points[2 * i + sign][k] = u[k] + (k == i ? (sign == 0 ? steps[i] : -steps[i]) : 0.0);
+  }
+  const torch::Tensor g = values_and_gradients(target, points).second.contiguous();
+  Eigen::MatrixXd hessian(d, d);
+  for (Eigen::Index i = 0; i < d; ++i)
+    for (Eigen::Index k = 0; k < d; ++k)
+      hessian(k, i) =
+          (g[2 * i][k].item<double>() - g[2 * i + 1][k].item<double>()) / (2 * steps[i]);
+  const Eigen::MatrixXd information = -0.5 * (hessian + hessian.transpose());
+  const Eigen::LLT<Eigen::MatrixXd> llt(information);
+  if (llt.info() != Eigen::Success || !information.allFinite()) {
+    why = "the Hessian at the mode is not negative definite";
+    return std::nullopt;
+  }
+  return Laplace{u, llt.solve(Eigen::MatrixXd::Identity(d, d))};
+}
+
+// q centred at the mode with the Laplace approximation's marginal sds as its scales (every
+// family then starts near N(mode, diag)), and a full-rank Gaussian with its correlations.
+void start_at(flows::DensityModel& q, const Laplace& l) {
+  torch::NoGradGuard no_grad;
+  const Eigen::Index d = l.mode.size();
+  const Eigen::VectorXd sd = l.covariance.diagonal().cwiseSqrt();
+  q.shift = torch::tensor(std::vector<double>(l.mode.data(), l.mode.data() + d), torch::kFloat64);
+  q.scale = torch::tensor(std::vector<double>(sd.data(), sd.data() + d), torch::kFloat64);
+  auto* gaussian = dynamic_cast<flows::GaussianImpl*>(q.density.get());
+  if (!gaussian || q.density->spec().covariance != "full")
+    return;
+  const Eigen::MatrixXd correlation =
+      sd.cwiseInverse().asDiagonal() * l.covariance * sd.cwiseInverse().asDiagonal();
+  const Eigen::MatrixXd factor = correlation.llt().matrixL();
+  for (Eigen::Index i = 0; i < d; ++i) {
+    gaussian->log_diag[i] = std::log(factor(i, i));
+    for (Eigen::Index k = 0; k < i; ++k)
+      gaussian->lower[i][k] = factor(i, k);
+  }
+}
+
 } // namespace
 
 ParameterVariationalFit fit_parameter_variational(const MethodRun& run,
@@ -113,6 +228,17 @@ ParameterVariationalFit fit_parameter_variational(const MethodRun& run,
   const Target target{posterior, prior};
   fit.likelihood = posterior.smoother();
   flows::DensityModel q = make_parameter_guide(o, fit.coordinates, posterior.start());
+  if (o.laplace_start) {
+    if (run.progress_phase)
+      run.progress_phase("the Laplace start");
+    std::string why;
+    if (const std::optional<Laplace> l = laplace(target, posterior.start(), why))
+      start_at(q, *l);
+    else
+      fit.warnings.push_back(fmt::format("--laplace-start: {}; q starts at the parameters' "
+                                         "values with unit scales",
+                                         why));
+  }
   fit.family = flows::describe(q.density->spec());
   fit.family_parameters = q.parameter_count();
 

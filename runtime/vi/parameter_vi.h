@@ -40,6 +40,9 @@ struct ParameterVariationalOptions {
   // --save-guide or `ssmc density fit`) that replaces their priors in the model: yesterday's
   // posterior as today's prior.
   std::string prior;
+  // --laplace-start: q starts at the mode of the log posterior (L-BFGS) with the Laplace
+  // approximation's scales, instead of at the parameters' values with unit scales.
+  bool laplace_start = false;
   bool single = false; // the networks in float32
 };
 
