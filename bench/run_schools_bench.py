@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from run_param_vi_bench import read_draws  # a Stan CSV's columns, q's mean row skipped
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CENTRED = """
@@ -70,15 +72,6 @@ def exact(data):
         mean = (w * grid).sum()
         moments[name] = (mean, np.sqrt((w * grid * grid).sum() - mean * mean))
     return log_z, moments
-
-
-def read_draws(path, skip):
-    """A Stan CSV's columns, without comments; `skip` rows dropped (vi's first row is q's mean)."""
-    with open(path) as f:
-        lines = [line for line in f if not line.startswith("#")]
-    names = lines[0].strip().split(",")
-    rows = np.array([[float(v) for v in line.split(",")] for line in lines[1 + skip:]])
-    return {n: rows[:, i] for i, n in enumerate(names)}
 
 
 def errors(draws, moments):
