@@ -119,7 +119,7 @@ std::pair<torch::Tensor, torch::Tensor> values_and_gradients(const Target& targe
 // negative definite.
 struct Laplace {
   Eigen::VectorXd mode;
-  Eigen::MatrixXd covariance;
+  Eigen::MatrixXd covariance, information; // Σ and Σ^{-1}
 };
 std::optional<Laplace> laplace(const Target& target, const std::vector<double>& start,
                                std::string& why) {
@@ -146,23 +146,43 @@ std::optional<Laplace> laplace(const Target& target, const std::vector<double>& 
     }
     return -v;
   };
-  LBFGSpp::LBFGSParam<double> param;
-  param.max_iterations = 500;
-  param.epsilon_rel = 1e-8;
-  LBFGSpp::LBFGSSolver<double> solver(param);
-  Eigen::VectorXd u = best;
-  double value = 0;
-  try {
-    solver.minimize(negative, u, value);
-  } catch (const std::exception& e) { // a line search that found no better point: near enough?
-    if (!std::isfinite(best_value) || best_gradient.norm() > 1e-3 * std::max(1.0, best.norm())) {
-      why = fmt::format("the search for the mode stopped ({})", e.what());
+  {
+    Eigen::VectorXd unused(d);
+    if (!std::isfinite(negative(best, unused))) {
+      why = "the log posterior is not finite at the parameters' values";
       return std::nullopt;
     }
   }
-  u = best;
-  if (!std::isfinite(best_value)) {
-    why = "the log posterior is not finite at the end of the search";
+  // Strong Wolfe steps keep the curvature pairs positive (an Armijo step may not, and LBFGSpp then
+  // throws at an uphill direction); after a throw the search restarts from the best point with a
+  // fresh memory, as optimize's does, while that improves.
+  LBFGSpp::LBFGSParam<double> param;
+  param.max_iterations = 500;
+  param.epsilon_rel = 1e-8;
+  param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
+  std::string stopped;
+  for (int restart = 0; restart < 5; ++restart) {
+    LBFGSpp::LBFGSSolver<double> solver(param);
+    Eigen::VectorXd u = best;
+    double value = 0;
+    const double before = best_value;
+    try {
+      if (solver.minimize(negative, u, value) < param.max_iterations) {
+        stopped.clear();
+        break;
+      }
+      stopped = fmt::format("no convergence in {} iterations", param.max_iterations);
+    } catch (const std::exception& e) {
+      stopped = e.what();
+    }
+    if (!(best_value < before))
+      break;
+  }
+  // Converged, or stopped where the gradient is small all the same.
+  const Eigen::VectorXd u = best;
+  if (!stopped.empty() && best_gradient.norm() > 1e-3 * std::max(1.0, u.norm())) {
+    why = fmt::format("the search for the mode stopped ({}) where the gradient's norm is {:.3g}",
+                      stopped, best_gradient.norm());
     return std::nullopt;
   }
   // H[:, i] = (g(u + h e_i) - g(u - h e_i)) / 2h.
@@ -174,7 +194,12 @@ std::optional<Laplace> laplace(const Target& target, const std::vector<double>& 
       for (Eigen::Index k = 0; k < d; ++k)
         points[2 * i + sign][k] = u[k] + (k == i ? (sign == 0 ? steps[i] : -steps[i]) : 0.0);
   }
-  const torch::Tensor g = values_and_gradients(target, points).second.contiguous();
+  const auto [around, gradients] = values_and_gradients(target, points);
+  if (!torch::isfinite(around).all().item<bool>()) {
+    why = "the log posterior is not finite next to the mode";
+    return std::nullopt;
+  }
+  const torch::Tensor g = gradients.contiguous();
   Eigen::MatrixXd hessian(d, d);
   for (Eigen::Index i = 0; i < d; ++i)
     for (Eigen::Index k = 0; k < d; ++k)
@@ -186,19 +211,24 @@ std::optional<Laplace> laplace(const Target& target, const std::vector<double>& 
     why = "the Hessian at the mode is not negative definite";
     return std::nullopt;
   }
-  return Laplace{u, llt.solve(Eigen::MatrixXd::Identity(d, d))};
+  return Laplace{u, llt.solve(Eigen::MatrixXd::Identity(d, d)), information};
 }
 
 // q centred at the mode with the Laplace approximation's marginal sds as its scales (every
-// family then starts near N(mode, diag)), and a full-rank Gaussian with its correlations.
+// family then starts near N(mode, diag)), and a full-rank Gaussian with its correlations. A
+// diagonal Gaussian takes 1 / sqrt(Σ^{-1}_ii) instead: the best diagonal Gaussian under the ELBO
+// for a Gaussian target (the marginal sds are wider, by far when the correlations are strong).
 void start_at(flows::DensityModel& q, const Laplace& l) {
   torch::NoGradGuard no_grad;
   const Eigen::Index d = l.mode.size();
-  const Eigen::VectorXd sd = l.covariance.diagonal().cwiseSqrt();
+  auto* gaussian = dynamic_cast<flows::GaussianImpl*>(q.density.get());
+  const bool diagonal = gaussian && q.density->spec().covariance != "full";
+  const Eigen::VectorXd sd =
+      diagonal ? Eigen::VectorXd(l.information.diagonal().cwiseSqrt().cwiseInverse())
+               : Eigen::VectorXd(l.covariance.diagonal().cwiseSqrt());
   q.shift = torch::tensor(std::vector<double>(l.mode.data(), l.mode.data() + d), torch::kFloat64);
   q.scale = torch::tensor(std::vector<double>(sd.data(), sd.data() + d), torch::kFloat64);
-  auto* gaussian = dynamic_cast<flows::GaussianImpl*>(q.density.get());
-  if (!gaussian || q.density->spec().covariance != "full")
+  if (!gaussian || diagonal)
     return;
   const Eigen::MatrixXd correlation =
       sd.cwiseInverse().asDiagonal() * l.covariance * sd.cwiseInverse().asDiagonal();

@@ -259,7 +259,8 @@ TEST_CASE("vi --prior: a density file as the prior of a state-space model's para
 // --laplace-start on a posterior that is exactly Gaussian (an initial level and a drift of a
 // linear-Gaussian model, under Gaussian priors): the full-rank Gaussian starts at the posterior
 // itself, so without a step of training log p - log q is the same at every draw (the ELBO's se 0,
-// every draw's weight equal) and the ELBO is log p(y). On the local level model's scales, whose
+// every draw's weight equal) and the ELBO is log p(y); the mean-field Gaussian starts at its
+// optimum. On the local level model's scales, whose
 // posterior is not Gaussian, it starts closer: after 30 steps its ELBO is above the default
 // start's.
 TEST_CASE("vi --laplace-start: exact on a Gaussian posterior, closer elsewhere", "[vi][params]") {
@@ -284,6 +285,16 @@ model drift_vi {
   CHECK(double(j["importance_ess"]) > 999.9);
   CHECK(double(j["elbo"]) == Approx(double(j["log_evidence"])).margin(1e-5));
   CHECK(j["warnings"].empty());
+  // The mean-field Gaussian starts at the best diagonal Gaussian (scales 1 / sqrt of the
+  // information's diagonal): training does not raise its ELBO.
+  const nlohmann::json untrained = run_json({exe, "vi", "--data", data, "--method", "meanfield",
+                                             "--laplace-start", "--iterations", "0", "--json"});
+  const nlohmann::json trained =
+      run_json({exe, "vi", "--data", data, "--method", "meanfield", "--samples", "4",
+                "--iterations", "2000", "--schedule", "cosine", "--json"});
+  CAPTURE(untrained.dump(), trained.dump());
+  CHECK(std::abs(double(untrained["elbo"]) - double(trained["elbo"])) <
+        4 * std::hypot(double(untrained["elbo_se"]), double(trained["elbo_se"])) + 0.005);
 
   const std::string& level = model_exe("level_vi", kLevel);
   const std::string level_data = scratch_path("level_laplace.csv");
