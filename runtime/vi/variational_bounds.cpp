@@ -103,14 +103,10 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
     log_p.data_ptr<double>()[j] = lp;
     elbo[j] = std::isnan(e) ? -INFINITY : e;
   }
-  double mean = 0;
-  for (double e : elbo)
-    mean += e / static_cast<double>(J);
-  double var = 0;
-  for (double e : elbo)
-    var += (e - mean) * (e - mean) / static_cast<double>(std::max<int64_t>(1, J - 1));
-  fit.elbo = mean;
-  fit.elbo_se = J > 1 && std::isfinite(mean) ? std::sqrt(var / static_cast<double>(J)) : NAN;
+  // As the state-space path's: the mean of the draws' terms and its standard error.
+  const torch::Tensor terms = torch::tensor(elbo, torch::kFloat64);
+  fit.elbo = terms.mean().item<double>();
+  fit.elbo_se = J > 1 ? terms.std().item<double>() / std::sqrt(static_cast<double>(J)) : NAN;
   fit.eval_samples = J;
   std::vector<double> base = p.fixed;
   record_parameter_draws(
