@@ -9,6 +9,7 @@
 #include "core/params.h"
 #include "core/thread_pool.h"
 #include "kernel/abi.h"
+#include "learning/prior_density.h"
 
 #include <CLI/CLI.hpp>
 
@@ -124,6 +125,11 @@ protected:
   bool json_ = false;
   OptionValues options_;
 };
+
+// --prior's density (sample, optimize --map), over the coordinates of the parameters that
+// --fix leaves learned, read by the vi module (which holds LibTorch); null when not given.
+// Throws ssm::Error, prefixed by `who`, for a file that cannot be read or whose columns differ.
+std::unique_ptr<PriorDensity> read_prior(const MethodRun& run, const std::string& who);
 
 // The fixed part of the kernels' frame: parameters, then data values.
 std::vector<double> assemble_fixed(const Context& c, const ParamValues& values);

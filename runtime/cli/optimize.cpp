@@ -36,6 +36,12 @@ public:
     check_output_path(save_);
     run.fixed = &theta;
     run.data = &data;
+    if (!options_.word("--prior").empty() && !options_.toggle("--map").value_or(false))
+      throw Error(fmt::format("optimize: --prior {} is the prior of the posterior mode: give "
+                              "--map with it",
+                              options_.word("--prior")));
+    const std::unique_ptr<PriorDensity> prior = read_prior(run, "optimize");
+    run.prior = prior.get();
     const auto start_time = std::chrono::steady_clock::now();
     const Optimum r = run_method(c, run, "optimize", m.optimize);
     const double elapsed =

@@ -3,6 +3,8 @@
 #include "cli/command.h"
 #include "core/output.h"
 #include "learning/diagnostics.h"
+#include "learning/parameter_space.h"
+#include "vi/loader.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -149,6 +151,16 @@ MethodRun TaskCommand::start(const Context& c, const ssm_model& model,
   MethodRun run{model, info, options_, c.globals.seed, automatic, c.globals.threads};
   run.registry = &c.registry;
   return run;
+}
+
+std::unique_ptr<PriorDensity> read_prior(const MethodRun& run, const std::string& who) {
+  const std::string& path = run.options.word("--prior");
+  if (path.empty())
+    return nullptr;
+  const ParameterSpace space(run.info, run.options.names("--fix"));
+  if (space.dimension() == 0) // the method says there is nothing to infer
+    return nullptr;
+  return load_prior_density_loaded(run, path, space.coordinate_names(), who);
 }
 
 std::vector<double> assemble_fixed(const Context& c, const ParamValues& values) {

@@ -38,6 +38,8 @@ public:
                         {data_, c.globals.params_file, c.globals.data_values_file});
     run.fixed = &theta;
     run.data = &data;
+    const std::unique_ptr<PriorDensity> prior = read_prior(run, "sample");
+    run.prior = prior.get();
     const auto start_time = std::chrono::steady_clock::now();
     const Posterior post = run_method(c, run, "sample", m.sample);
     const double elapsed =

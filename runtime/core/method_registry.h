@@ -76,6 +76,7 @@ private:
 };
 
 class MethodRegistry;
+class PriorDensity; // learning/prior_density.h
 
 // Everything a method needs: its checks, the model and options; its entry point, the data too.
 struct MethodRun {
@@ -94,6 +95,9 @@ struct MethodRun {
   const MethodRegistry* registry = nullptr; // the methods a refusal may point to
   // The caller reads only the log-likelihood (PMMH): a filter may skip its per-step outputs.
   bool likelihood_only = false;
+  // --prior: a density over the learned parameters' unconstrained coordinates that replaces
+  // their priors in the model (sample, optimize --map); may be null.
+  const PriorDensity* prior = nullptr;
 
   // The particle filter `auto` would choose for this model: what a refusal of an exact method
   // suggests instead ("auto" without a registry).

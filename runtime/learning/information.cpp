@@ -1,5 +1,6 @@
 // The observed information by central differences of the exact score: see information.h.
 #include "learning/information.h"
+#include "learning/log_posterior.h"
 #include "learning/score.h"
 
 #include <Eigen/Cholesky>
@@ -12,19 +13,12 @@ namespace {
 
 constexpr double kRelativeStep = 1e-5; // central differences: error ~ step^2
 
-// The exact score (plus the log prior's gradient with `map`) at `fixed`: n_theta values.
+// The exact score at `fixed`: n_theta values.
 std::vector<double> gradient_at(const Method& smoother, const MethodRun& run,
-                                const std::vector<double>& fixed, bool map) {
+                                const std::vector<double>& fixed) {
   MethodRun at = run;
   at.fixed = &fixed;
-  std::vector<double> g = estimate_score(smoother, at, 1).score;
-  if (map && run.model.prior_logpdf) {
-    std::vector<double> prior(1 + g.size());
-    run.model.prior_logpdf(fixed.data(), prior.data());
-    for (size_t c = 0; c < g.size(); ++c)
-      g[c] += prior[1 + c];
-  }
-  return g;
+  return estimate_score(smoother, at, 1).score;
 }
 
 } // namespace
@@ -39,8 +33,8 @@ Eigen::MatrixXd observed_information(const Method& smoother, const MethodRun& ru
     const double h = kRelativeStep * std::max(1.0, std::abs(plus[c]));
     plus[c] += h;
     minus[c] -= h;
-    const std::vector<double> gp = gradient_at(smoother, run, plus, false);
-    const std::vector<double> gm = gradient_at(smoother, run, minus, false);
+    const std::vector<double> gp = gradient_at(smoother, run, plus);
+    const std::vector<double> gm = gradient_at(smoother, run, minus);
     for (Eigen::Index i = 0; i < n; ++i)
       info(i, j) = -(gp[components[i]] - gm[components[i]]) / (2 * h);
   }
@@ -52,6 +46,19 @@ std::vector<double> standard_errors(const Method& smoother, const MethodRun& run
   const int64_t n = space.n_theta(), d = space.dimension();
   const auto nt = static_cast<size_t>(n);
   const std::vector<double> u0 = space.unconstrain({run.fixed->data(), nt});
+  // The gradient in u of the log-likelihood, plus with `map` the log prior density of θ.
+  const LogPrior prior(run.model, space, *run.fixed, run.prior);
+  const bool with_prior = map && (run.prior || run.model.prior_logpdf);
+  const auto gradient_in_u = [&](const std::vector<double>& u, const std::vector<double>& theta) {
+    std::vector<double> g = space.gradient(u, gradient_at(smoother, run, theta), false);
+    if (with_prior) {
+      std::vector<double> prior_gradient(g.size());
+      prior.theta_density(u, prior_gradient.data());
+      for (size_t i = 0; i < g.size(); ++i)
+        g[i] += prior_gradient[i];
+    }
+    return g;
+  };
   // The Hessian on the unconstrained scale, and d theta / d u, by central differences in u.
   Eigen::MatrixXd hessian(d, d), jacobian(n, d);
   for (int64_t j = 0; j < d; ++j) {
@@ -62,9 +69,7 @@ std::vector<double> standard_errors(const Method& smoother, const MethodRun& run
     std::vector<double> plus = *run.fixed, minus = *run.fixed;
     space.constrain(up, {plus.data(), nt});
     space.constrain(um, {minus.data(), nt});
-    const std::vector<double> gp = space.gradient(up, gradient_at(smoother, run, plus, map), false);
-    const std::vector<double> gm =
-        space.gradient(um, gradient_at(smoother, run, minus, map), false);
+    const std::vector<double> gp = gradient_in_u(up, plus), gm = gradient_in_u(um, minus);
     for (int64_t i = 0; i < d; ++i)
       hessian(i, j) = (gp[i] - gm[i]) / (2 * h);
     for (int64_t c = 0; c < n; ++c)

@@ -22,7 +22,8 @@ Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info) {
   return std::nullopt;
 }
 
-double LogPrior::evaluate(std::span<const double> u, double* gradient) const {
+double LogPrior::model_density(std::span<const double> u, double* gradient,
+                               bool with_jacobian) const {
   const int64_t n_theta = space_.n_theta();
   std::vector<double> fixed = fixed_;
   space_.constrain(u, {fixed.data(), static_cast<size_t>(n_theta)});
@@ -30,10 +31,33 @@ double LogPrior::evaluate(std::span<const double> u, double* gradient) const {
   model_.prior_logpdf(fixed.data(), prior.data());
   if (gradient) {
     const std::vector<double> g =
-        space_.gradient(u, std::vector<double>(prior.begin() + 1, prior.end()), true);
+        space_.gradient(u, std::vector<double>(prior.begin() + 1, prior.end()), with_jacobian);
     std::copy(g.begin(), g.end(), gradient);
   }
-  return prior[0] + space_.log_jacobian(u);
+  return prior[0] + (with_jacobian ? space_.log_jacobian(u) : 0.0);
+}
+
+double LogPrior::file_density(std::span<const double> u, double* gradient) const {
+  std::vector<double> theta = fixed_; // θ(u) must exist, as for the model's priors
+  space_.constrain(u, {theta.data(), static_cast<size_t>(space_.n_theta())});
+  return file_->log_density(u, gradient);
+}
+
+double LogPrior::evaluate(std::span<const double> u, double* gradient) const {
+  return file_ ? file_density(u, gradient) : model_density(u, gradient, true);
+}
+
+double LogPrior::theta_density(std::span<const double> u, double* gradient) const {
+  if (!file_)
+    return model_density(u, gradient, false);
+  const double value = file_density(u, gradient);
+  if (gradient) {
+    const std::vector<double> jacobian =
+        space_.gradient(u, std::vector<double>(static_cast<size_t>(space_.n_theta()), 0.0), true);
+    for (size_t i = 0; i < jacobian.size(); ++i)
+      gradient[i] -= jacobian[i];
+  }
+  return value - space_.log_jacobian(u);
 }
 
 struct ExactLogPosterior::Impl {
@@ -72,7 +96,7 @@ ExactLogPosterior::ExactLogPosterior(const MethodRun& run, const std::vector<std
                                       nullptr,
                                       {},
                                       run,
-                                      LogPrior(run.model, space_, *run.fixed),
+                                      LogPrior(run.model, space_, *run.fixed, run.prior),
                                       {}});
   impl_->smoother = &run.registry->choose(Task::Smooth, impl_->score.model, impl_->score.info);
   if (impl_->smoother->particles)

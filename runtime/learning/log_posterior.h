@@ -7,6 +7,7 @@
 
 #include "core/method_registry.h"
 #include "learning/parameter_space.h"
+#include "learning/prior_density.h"
 
 #include <memory>
 #include <span>
@@ -20,21 +21,32 @@ namespace ssm {
 Refusal exact_score_refusal(const ssm_model& model, const ModelInfo& info);
 
 // The prior on the unconstrained space, log p(θ(u)) + log |det J(u)|, and its gradient in u, from
-// the compiler's prior_logpdf kernel and the parameter space: one factor of ExactLogPosterior,
-// and of the joint target of a plate model's parameters and latents (vi/variational.h).
+// the compiler's prior_logpdf kernel and the parameter space, or a --prior density π(u) in its
+// place: one factor of ExactLogPosterior, of PMMH's and SMC²'s targets, of optimize --map's
+// objective, and of the joint target of a plate model's parameters and latents (vi/variational.h).
 class LogPrior {
 public:
   // `fixed`: the parameters then the data values (the learned ones are overwritten per point).
-  LogPrior(const ssm_model& model, const ParameterSpace& space, std::vector<double> fixed)
-      : model_(model), space_(space), fixed_(std::move(fixed)) {}
-  // The value at u; its gradient in u into `gradient` (space.dimension() values) when not null.
-  // Throws ssm::Error when θ(u) overflows.
+  // `file`: a density of u that replaces the model's priors (run.prior); may be null.
+  LogPrior(const ssm_model& model, const ParameterSpace& space, std::vector<double> fixed,
+           const PriorDensity* file = nullptr)
+      : model_(model), space_(space), fixed_(std::move(fixed)), file_(file) {}
+  // The density of u at u; its gradient in u into `gradient` (space.dimension() values) when
+  // not null. Throws ssm::Error when θ(u) overflows.
   double evaluate(std::span<const double> u, double* gradient) const;
+  // The density of θ at θ(u), log p(θ(u)), with its gradient in u: what a posterior mode
+  // maximises (no Jacobian, as Stan's optimize); with a file, log π(u) − log |det J(u)|. Throws
+  // as evaluate.
+  double theta_density(std::span<const double> u, double* gradient) const;
 
 private:
+  double model_density(std::span<const double> u, double* gradient, bool with_jacobian) const;
+  double file_density(std::span<const double> u, double* gradient) const;
+
   const ssm_model& model_;
   const ParameterSpace& space_;
   std::vector<double> fixed_;
+  const PriorDensity* file_;
 };
 
 class ExactLogPosterior {

@@ -48,6 +48,7 @@ Optimum with_exact_score(const MethodRun& run, const char* method, const Entry& 
   at.fixed = run.fixed;
   at.data = run.data;
   at.pool = run.pool;
+  at.prior = run.prior;
   const OptimizeOptions options = optimize_options(run);
   Optimum best = entry(smoother, at, options);
   std::vector<double> fixed = *run.fixed;
@@ -133,11 +134,32 @@ Optimum run_adam(const MethodRun& run) {
   at.fixed = run.fixed;
   at.data = run.data;
   at.pool = run.pool;
+  at.prior = run.prior;
   at.progress = run.progress; // per step (maximize_stochastic), not per smoother pass
   const Method& smoother = run.registry->choose(Task::Smooth, sm.model, sm.info, true);
   AdamOptions adam;
   adam.learning_rate = run.options.real("--learning-rate");
   return maximize_stochastic(smoother, at, optimize_options(run), adam);
+}
+
+// --prior, for `task`: the command reads its density file (cli/command.h, read_prior) and hands
+// it to the methods as MethodRun::prior.
+void add_prior_option(MethodRegistry& registry, Task task, const std::string& what) {
+  registry.add_option(task, {.flag = "--prior",
+                             .help = "A density over the learned parameters' unconstrained "
+                                     "coordinates (saved by vi --save-guide or `ssmc density "
+                                     "fit`) that replaces their priors in the model" +
+                                     what,
+                             .default_value = std::string(),
+                             .type_name = "FILE.pt",
+                             .show_default = false});
+}
+
+// A method that reads no --prior refuses one, rather than ignore it when `auto` chose it.
+void refuse_prior(const MethodRun& run, const std::string& who, const std::string& instead) {
+  if (const std::string& file = run.options.word("--prior"); !file.empty())
+    throw Error(fmt::format("{}: --prior {} is not read by this method ({}); {}", who, file,
+                            "its updates use the model's priors in closed form", instead));
 }
 
 // What every MCMC method of `sample` reads: --fix, --chains, --warmup, --iterations.
@@ -193,13 +215,15 @@ void register_sampling(MethodRegistry& registry) {
                                "(pmmh), 100 at the start (smc2, which doubles them when its "
                                "moves' acceptance collapses)",
                        .default_value = defaults.particles});
+  add_prior_option(registry, Task::Sample, "");
   Method pmmh;
   pmmh.name = kPmmhName;
   pmmh.title = "particle marginal Metropolis-Hastings";
   pmmh.task = Task::Sample;
   pmmh.rank = 1;
   pmmh.auto_help = "{}";
-  pmmh.options = {"--fix", "--chains", "--warmup", "--iterations", "--filter", "--particles"};
+  pmmh.options = {"--fix",    "--chains",    "--warmup", "--iterations",
+                  "--filter", "--particles", "--prior"};
   pmmh.sample = run_pmmh;
   registry.add(std::move(pmmh));
 
@@ -219,7 +243,8 @@ void register_sampling(MethodRegistry& registry) {
   smc2.title = "SMC^2: a particle filter per parameter particle, with the log evidence";
   smc2.task = Task::Sample;
   smc2.rank = 2;
-  smc2.options = {"--fix", "--chains", "--filter", "--particles", "--theta-particles", "--moves"};
+  smc2.options = {"--fix",   "--chains", "--filter", "--particles", "--theta-particles",
+                  "--moves", "--prior"};
   smc2.sample = [](const MethodRun& run) {
     Smc2Options opt;
     opt.fixed = run.options.names("--fix");
@@ -245,6 +270,9 @@ void register_sampling(MethodRegistry& registry) {
   gibbs.rank = 3;
   gibbs.applies = gibbs_refusal;
   gibbs.options = {"--fix", "--chains", "--warmup", "--iterations"};
+  gibbs.check = [](const MethodRun& run) {
+    refuse_prior(run, "sample --method gibbs", "--method pmmh or smc2 read it");
+  };
   gibbs.sample = [](const MethodRun& run) { return sample_gibbs(run, chain_options(run)); };
   registry.add(std::move(gibbs));
 }
@@ -386,6 +414,7 @@ void register_learning_methods(MethodRegistry& registry) {
                                "as Stan's optimize)",
                        .default_value = std::optional<bool>{},
                        .show_default = false});
+  add_prior_option(registry, Task::Optimize, " (with --map)");
   Method lbfgs;
   lbfgs.name = kLbfgsName;
   lbfgs.title = "L-BFGS with the exact score";
@@ -393,7 +422,7 @@ void register_learning_methods(MethodRegistry& registry) {
   lbfgs.task = Task::Optimize;
   lbfgs.rank = 1;
   lbfgs.auto_help = "{} for an exact likelihood";
-  lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map"};
+  lbfgs.options = {"--fix", "--inits", "--max-iterations", "--tolerance", "--map", "--prior"};
   lbfgs.applies = exact_score_refusal;
   lbfgs.check = [](const MethodRun& run) {
     if (Refusal why = exact_score_refusal(run.model, run.info))
@@ -445,6 +474,8 @@ void register_learning_methods(MethodRegistry& registry) {
   em.check = [reg](const MethodRun& run) {
     if (Refusal why = em_refusal(run.model, run.info))
       throw Error(fmt::format("optimize ({}): {}", kEmName, *why));
+    refuse_prior(run, fmt::format("optimize ({})", kEmName),
+                 fmt::format("--method {} or {} read it", kLbfgsName, kAdamName));
     if (run.options.word("--e-step") == "exact")
       if (Refusal why = exact_em_refusal(run.info))
         throw Error(fmt::format("optimize --method {} --e-step exact: {} (--e-step {} runs "
@@ -482,7 +513,7 @@ void register_learning_methods(MethodRegistry& registry) {
   adam.rank = 2;
   adam.auto_help = "else {} for a model with a score";
   adam.particles = true;
-  adam.options = {"--fix", "--inits", "--max-iterations", "--map", "--learning-rate"};
+  adam.options = {"--fix", "--inits", "--max-iterations", "--map", "--learning-rate", "--prior"};
   for (const std::string& flag : smoothing)
     if (flag != "--trajectories")
       adam.options.push_back(flag);

@@ -2,6 +2,7 @@
 #include "learning/optimize.h"
 #include "core/error.h"
 #include "kernel/rng.h"
+#include "learning/log_posterior.h"
 #include "learning/parameter_space.h"
 #include "learning/score.h"
 
@@ -29,10 +30,10 @@ constexpr int kMaxRestarts = 10;
 // -f and its gradient at an unconstrained point, recording every evaluation.
 class Objective {
 public:
-  Objective(const ObjectiveFunction& f, const MethodRun& run, const ParameterSpace& space,
-            std::vector<double> theta, Optimum& out, int64_t start, bool map)
-      : f_(f), run_(run), space_(space), full_(std::move(theta)), out_(out), start_(start),
-        map_(map) {}
+  // `prior`: with --map, the log prior density of θ added to the objective; else null.
+  Objective(const ObjectiveFunction& f, const ParameterSpace& space, std::vector<double> theta,
+            Optimum& out, int64_t start, const LogPrior* prior)
+      : f_(f), space_(space), full_(std::move(theta)), out_(out), start_(start), prior_(prior) {}
 
   double operator()(const Eigen::VectorXd& u, Eigen::VectorXd& grad) {
     const int64_t n = space_.n_theta();
@@ -52,20 +53,18 @@ public:
       return std::numeric_limits<double>::infinity();
     }
     double objective = v.value;
-    std::vector<double> grad_theta = std::move(v.gradient);
-    if (map_) { // log prior and its gradient, from the compiler's kernel
-      std::vector<double> prior(1 + static_cast<size_t>(n));
-      run_.model.prior_logpdf(fixed.data(), prior.data());
-      objective += prior[0];
-      for (int64_t k = 0; k < n; ++k)
-        grad_theta[k] += prior[1 + k];
+    const std::span<const double> at{u.data(), static_cast<size_t>(u.size())};
+    std::vector<double> g = space_.gradient(at, v.gradient, false);
+    if (prior_) { // log p(θ) and its gradient in u
+      std::vector<double> prior_gradient(g.size());
+      objective += prior_->theta_density(at, prior_gradient.data());
+      for (size_t i = 0; i < g.size(); ++i)
+        g[i] += prior_gradient[i];
       if (!std::isfinite(objective)) {
         grad.setZero();
         return std::numeric_limits<double>::infinity();
       }
     }
-    const std::vector<double> g =
-        space_.gradient({u.data(), static_cast<size_t>(u.size())}, grad_theta, false);
     double norm2 = 0;
     for (size_t i = 0; i < g.size(); ++i) {
       grad[static_cast<Eigen::Index>(i)] = -g[i];
@@ -78,12 +77,11 @@ public:
 
 private:
   const ObjectiveFunction& f_;
-  const MethodRun& run_;
   const ParameterSpace& space_;
   std::vector<double> full_; // parameters then data values
   Optimum& out_;
   int64_t start_;
-  bool map_;
+  const LogPrior* prior_;
 };
 
 } // namespace
@@ -210,7 +208,9 @@ ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions&
   ParameterSpace space(run.info, options.fixed);
   if (space.dimension() == 0)
     throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
-  if (options.map && !run.model.prior_logpdf)
+  if (run.prior && !options.map) // the command line says so before reading the file
+    throw Error("optimize: a --prior density is the prior of --map");
+  if (options.map && !run.model.prior_logpdf && !run.prior)
     throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
                             "'{}': {}",
                             run.info.name, run.info.no_prior_reason));
@@ -238,11 +238,12 @@ Optimum maximize(const ObjectiveFunction& objective, const MethodRun& run,
   for (const LearnedParam& p : space.learned())
     best.learned.push_back(run.info.params[p.index].name);
   Optimum record; // the path of every start
+  const LogPrior prior(run.model, space, given, run.prior);
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
     const std::vector<double> uk = start_point(u0, run.seed, k);
     Eigen::VectorXd u =
         Eigen::Map<const Eigen::VectorXd>(uk.data(), static_cast<Eigen::Index>(uk.size()));
-    Objective f(objective, run, space, given, record, k, options.map);
+    Objective f(objective, space, given, record, k, options.map ? &prior : nullptr);
     const StartOutcome o = run_start(solver, f, u, space, given, record, options);
     best.starts.push_back(o.start);
     if (o.best && o.best->objective > best.objective) {

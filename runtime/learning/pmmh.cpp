@@ -5,6 +5,7 @@
 #include "core/thread_pool.h"
 #include "kernel/rng.h"
 #include "kernel/sampler_algorithms.h"
+#include "learning/log_posterior.h"
 #include "learning/parameter_space.h"
 
 #include <Eigen/Cholesky>
@@ -27,7 +28,8 @@ class Target {
 public:
   Target(const MethodRun& run, const Method& filter, const OptionValues& filter_options,
          const ParameterSpace& space)
-      : run_(run), filter_(filter), options_(filter_options), space_(space) {}
+      : run_(run), filter_(filter), options_(filter_options), space_(space),
+        prior_(run.model, space, *run.fixed, run.prior) {}
 
   // log-likelihood (estimate) + log prior + log-Jacobian at u; theta (parameters then data)
   // receives the constrained point. -inf where the likelihood or prior is not finite.
@@ -40,11 +42,10 @@ public:
     } catch (const Error&) {
       return -std::numeric_limits<double>::infinity();
     }
-    std::vector<double> prior(1 + n);
-    run_.model.prior_logpdf(theta.data(), prior.data());
-    const double ll = loglik(theta, seed, pool);
-    const double lp =
-        ll + prior[0] + space_.log_jacobian({u.data(), static_cast<size_t>(u.size())});
+    const double log_prior = prior_.evaluate({u.data(), static_cast<size_t>(u.size())}, nullptr);
+    if (!std::isfinite(log_prior)) // outside the prior's support: no filter to run
+      return -std::numeric_limits<double>::infinity();
+    const double lp = loglik(theta, seed, pool) + log_prior;
     return std::isfinite(lp) ? lp : -std::numeric_limits<double>::infinity();
   }
 
@@ -67,6 +68,7 @@ private:
   const Method& filter_;
   const OptionValues& options_;
   const ParameterSpace& space_;
+  const LogPrior prior_;
 };
 
 // The particle count whose log-likelihood estimates at theta have a standard deviation near
@@ -174,6 +176,8 @@ ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::s
   if (space.dimension() == 0)
     throw Error(
         fmt::format("{}: no parameter to infer (every parameter is fixed or has no value)", who));
+  if (run.prior) // --prior: its density replaces the model's priors
+    return space;
   if (!run.model.prior_logpdf)
     throw Error(fmt::format("{}: the compiler derived no prior density for model '{}': {}", who,
                             info.name, info.no_prior_reason));

@@ -29,8 +29,8 @@ inline constexpr double kTargetLoglikSd = 1.2;
 Posterior sample_pmmh(const MethodRun& run, const SampleOptions& options);
 
 // The sampled parameters (every one with a value, minus `fixed`), each of which must have a
-// prior, with the compiler's prior density: throws ssm::Error, prefixed by `who`, naming what is
-// missing.
+// prior, with the compiler's prior density, unless run.prior replaces them: throws ssm::Error,
+// prefixed by `who`, naming what is missing.
 ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::string>& fixed,
                                   const std::string& who = "sample");
 

@@ -4,6 +4,7 @@
 #include "core/thread_pool.h"
 #include "kernel/rng.h"
 #include "kernel/sampler_algorithms.h"
+#include "learning/log_posterior.h"
 #include "learning/parameter_space.h"
 #include "learning/pmmh.h"
 #include "smc/filter.h"
@@ -31,6 +32,7 @@ constexpr uint32_t kSiteStart = 0x5332, kSiteResampleTheta = 0x5333, kSiteMove =
 // the unconstrained scale, importance-weighted to the prior (priors are compiled as densities,
 // not samplers). Cauchy tails are heavier than those of the priors on that scale (Gaussian,
 // logistic, exponential for a log-transformed scale parameter), so the weights are bounded.
+// A --prior density is a sampler: the particles are its draws, of equal weights.
 constexpr double kStartScale = 2;
 // Below this acceptance rate of a move step the filters' particle count doubles, up to
 // kMaxParticleFactor times the starting count.
@@ -54,6 +56,7 @@ double log_sum_exp(const std::vector<double>& v) {
 struct Setting {
   const MethodRun& run;
   const ParameterSpace& space;
+  const LogPrior& prior;
   std::vector<ObsData> series; // the data's series, in order
   FilterOptions filter;        // particles set per filter
   int64_t steps = 0;           // observations over all series
@@ -131,9 +134,26 @@ public:
     const int64_t M = opt_.theta_particles, d = s_.space.dimension();
     std::vector<ThetaParticle> p(M);
     std::vector<double> logw(M);
+    std::vector<double> draws;
+    if (s_.run.prior) {
+      std::string error;
+      draws =
+          s_.run.prior->sample(M, mix_seed(seed_ ^ (uint64_t{kSiteStart} << 32 | chain_)), error);
+      if (draws.size() != static_cast<size_t>(M * d))
+        throw Error(fmt::format("sample --method smc2: --prior {}: drawing the starting "
+                                "parameter particles failed: {}",
+                                s_.run.prior->path(), error));
+    }
     for (int64_t i = 0; i < M; ++i) {
       p[i].u = u0;
       double log_q = 0;
+      if (s_.run.prior) {
+        std::copy_n(draws.begin() + i * d, d, p[i].u.begin());
+        p[i].log_prior = log_prior(p[i].u);
+        p[i].filters = fresh(p[i].u);
+        logw[i] = std::isfinite(p[i].log_prior) ? 0 : p[i].log_prior;
+        continue;
+      }
       for (int64_t k = 0; k < d; ++k) {
         const double z =
             std::tan(std::numbers::pi * (philox_u01(seed_, chain_, static_cast<uint32_t>(i),
@@ -230,19 +250,15 @@ private:
     return mix_seed(seed_ ^ mix_seed((uint64_t{chain_} << 44) + ++filters_made_));
   }
 
-  // log prior density + log-Jacobian at u; -inf outside the support's finite region.
+  // log prior density + log-Jacobian at u (or --prior's density of u); -inf outside the
+  // support's finite region.
   double log_prior(const std::vector<double>& u) const {
-    std::vector<double> fixed = *s_.run.fixed;
-    const auto n = static_cast<size_t>(s_.space.n_theta());
     try {
-      s_.space.constrain(u, {fixed.data(), n});
-    } catch (const Error&) {
+      const double lp = s_.prior.evaluate(u, nullptr);
+      return std::isfinite(lp) ? lp : -std::numeric_limits<double>::infinity();
+    } catch (const Error&) { // θ(u) overflows
       return -std::numeric_limits<double>::infinity();
     }
-    std::vector<double> prior(1 + n);
-    s_.run.model.prior_logpdf(fixed.data(), prior.data());
-    const double lp = prior[0] + s_.space.log_jacobian(u);
-    return std::isfinite(lp) ? lp : -std::numeric_limits<double>::infinity();
   }
 
   // Filters for the parameters at u that have assimilated nothing yet.
@@ -404,9 +420,11 @@ Posterior sample_smc2(const MethodRun& run, const Smc2Options& opt) {
                             "likelihood estimate, and {}",
                             filter->name, *why));
 
+  const LogPrior prior(run.model, space, *run.fixed, run.prior);
   Setting setting{
       run,
       space,
+      prior,
       {},
       particle_filter_options(filter->name, registry.default_options(Task::Filter), run.seed),
       0};

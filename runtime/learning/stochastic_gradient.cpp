@@ -2,6 +2,7 @@
 // stochastic_gradient.h.
 #include "learning/stochastic_gradient.h"
 #include "core/error.h"
+#include "learning/log_posterior.h"
 #include "learning/parameter_space.h"
 #include "learning/score.h"
 
@@ -36,6 +37,7 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
     best.learned.push_back(run.info.params[p.index].name);
   std::vector<Optimum::Evaluation> path;
   std::vector<AveragedStart> starts;
+  const LogPrior prior(run.model, space, given, run.prior);
   for (int64_t k = 0; k < std::max<int64_t>(options.inits, 1); ++k) {
     AveragedStart out;
     std::vector<double> u = start_point(u0, run.seed, k);
@@ -59,15 +61,13 @@ Optimum maximize_stochastic(const Method& smoother, const MethodRun& run,
         break;
       }
       double objective = s.log_likelihood;
-      std::vector<double> grad_theta = std::move(s.score);
-      if (options.map) {
-        std::vector<double> prior(1 + nt);
-        run.model.prior_logpdf(fixed.data(), prior.data());
-        objective += prior[0];
-        for (int64_t c = 0; c < n; ++c)
-          grad_theta[c] += prior[1 + c];
+      std::vector<double> g = space.gradient(u, s.score, false);
+      if (options.map) { // log p(θ) and its gradient in u
+        std::vector<double> prior_gradient(g.size());
+        objective += prior.theta_density(u, prior_gradient.data());
+        for (size_t i = 0; i < g.size(); ++i)
+          g[i] += prior_gradient[i];
       }
-      const std::vector<double> g = space.gradient(u, grad_theta, false);
       double norm2 = 0;
       bool finite = std::isfinite(objective);
       for (double gi : g) {
@@ -187,10 +187,19 @@ void finish_averaged_starts(
     best.log_likelihood_se = NAN;
   }
   best.objective = best.log_likelihood;
-  if (options.map) {
+  if (options.map && !run.prior) {
     std::vector<double> prior(1 + static_cast<size_t>(run.info.n_theta));
     run.model.prior_logpdf(fixed.data(), prior.data());
     best.objective += prior[0];
+  } else if (options.map) { // the file's density of θ, at the estimate's unconstrained point
+    const ParameterSpace space(run.info, options.fixed);
+    const LogPrior prior(run.model, space, fixed, run.prior);
+    try {
+      best.objective += prior.theta_density(
+          space.unconstrain({fixed.data(), static_cast<size_t>(space.n_theta())}), nullptr);
+    } catch (const Error&) { // the estimate on its support's edge, where u is infinite
+      best.objective = -std::numeric_limits<double>::infinity();
+    }
   }
   for (size_t k = 0; k < starts.size(); ++k)
     if (&starts[k] == chosen)

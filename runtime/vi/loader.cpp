@@ -51,4 +51,18 @@ fit_parameter_variational_loaded(const MethodRun& run, const ParameterVariationa
   return fit;
 }
 
+std::unique_ptr<PriorDensity> load_prior_density_loaded(const MethodRun& run,
+                                                        const std::string& path,
+                                                        const std::vector<std::string>& coordinates,
+                                                        const std::string& who) {
+  PriorDensity* density = nullptr;
+  std::string error;
+  if (fit_function<LoadPriorFn>(run.info, run.threads, kLoadPriorSymbol)(&path, &coordinates, &who,
+                                                                         &density, &error) != 0)
+    throw Error(error.starts_with(who + ":") // the flows room's own do not name the option
+                    ? error
+                    : fmt::format("{}: --prior {}: {}", who, path, error));
+  return std::unique_ptr<PriorDensity>(density);
+}
+
 } // namespace ssm

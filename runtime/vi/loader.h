@@ -6,10 +6,13 @@
 #pragma once
 
 #include "core/method_registry.h"
+#include "learning/prior_density.h"
 #include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace ssm {
 
@@ -22,7 +25,15 @@ VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOpt
 ParameterVariationalFit
 fit_parameter_variational_loaded(const MethodRun& run, const ParameterVariationalOptions& options);
 
-// What the module exports (extern "C"): its build's layout, and the fit.
+// A --prior density file (sample, optimize --map) read by the same module, over the learned
+// parameters' unconstrained coordinates `coordinates` (its columns matched by name). Throws
+// ssm::Error, prefixed by `who`, naming the file and why.
+std::unique_ptr<PriorDensity> load_prior_density_loaded(const MethodRun& run,
+                                                        const std::string& path,
+                                                        const std::vector<std::string>& coordinates,
+                                                        const std::string& who);
+
+// What the module exports (extern "C"): its build's layout, the fits and the prior's reading.
 inline constexpr const char* kVariationalLayoutSymbol = "ssm_vi_layout";
 inline constexpr const char* kVariationalFitSymbol = "ssm_vi_fit";
 inline constexpr const char* kParameterFitSymbol = "ssm_vi_fit_parameters";
@@ -32,6 +43,10 @@ using VariationalFitFn = int (*)(const MethodRun* run, const VariationalOptions*
                                  VariationalFit* out, std::string* error);
 using ParameterFitFn = int (*)(const MethodRun* run, const ParameterVariationalOptions* options,
                                ParameterVariationalFit* out, std::string* error);
+inline constexpr const char* kLoadPriorSymbol = "ssm_vi_load_prior";
+// Returns 0 and sets *out to a density the caller owns, or 1 with the error's message.
+using LoadPriorFn = int (*)(const std::string* path, const std::vector<std::string>* coordinates,
+                            const std::string* who, PriorDensity** out, std::string* error);
 
 // A text that differs between builds whose types the module and the executable could disagree
 // on: the ABI version and the sizes of what crosses between them.

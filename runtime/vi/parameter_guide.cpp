@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 namespace ssm {
 
@@ -150,20 +151,20 @@ torch::Tensor log_prior(const torch::Tensor& u, const LogPrior& prior) {
   });
 }
 
-ParameterPrior::ParameterPrior(const std::string& path,
-                               const std::vector<std::string>& coordinates) {
+ParameterPrior::ParameterPrior(const std::string& path, const std::vector<std::string>& coordinates,
+                               const std::string& who) {
   flows::DensityModel q = flows::load_density_model(path);
   if (!q.context_columns.empty())
-    throw Error(fmt::format("vi: --prior {}: a conditional density (its context {}); a prior "
+    throw Error(fmt::format("{}: --prior {}: a conditional density (its context {}); a prior "
                             "has no context",
-                            path, fmt::join(q.context_columns, ", ")));
+                            who, path, fmt::join(q.context_columns, ", ")));
   std::vector<std::string> sorted_file = q.columns, sorted_ours = coordinates;
   std::sort(sorted_file.begin(), sorted_file.end());
   std::sort(sorted_ours.begin(), sorted_ours.end());
   if (sorted_file != sorted_ours)
-    throw Error(fmt::format("vi: --prior {}: its columns are {}, and the learned parameters' "
+    throw Error(fmt::format("{}: --prior {}: its columns are {}, and the learned parameters' "
                             "unconstrained coordinates are {}",
-                            path, fmt::join(q.columns, ", "), fmt::join(coordinates, ", ")));
+                            who, path, fmt::join(q.columns, ", "), fmt::join(coordinates, ", ")));
   // The file's column k is u's column order[k]: the file's point is u.index_select(1, order).
   std::vector<int64_t> order(q.columns.size());
   for (size_t k = 0; k < q.columns.size(); ++k)
@@ -193,6 +194,85 @@ double ParameterPrior::value(std::span<const double> u) const {
   const torch::Tensor point =
       torch::tensor(std::vector<double>(u.begin(), u.end()), torch::kFloat64).unsqueeze(0);
   return (*this)(point).item<double>();
+}
+
+torch::Tensor ParameterPrior::sample(int64_t n) const {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = density_->sample(n).to(torch::kFloat64); // the file's column order
+  return torch::empty_like(x).index_copy_(1, order_, x);
+}
+
+namespace {
+
+class FilePrior final : public PriorDensity {
+public:
+  // The density is evaluated once here, at u = 0 with its gradient, so that a file LibTorch
+  // cannot evaluate fails now, with LibTorch's message, not as a point of density 0 later.
+  FilePrior(const std::string& path, const std::vector<std::string>& coordinates,
+            const std::string& who)
+      : prior_(path, coordinates, who), path_(path) {
+    const torch::Tensor origin =
+        torch::zeros({1, static_cast<int64_t>(coordinates.size())}, torch::kFloat64)
+            .set_requires_grad(true);
+    const torch::Tensor value = prior_(origin).sum();
+    torch::autograd::grad({value}, {origin});
+  }
+
+  // Errors stay on this side of the module's boundary: a point the density cannot evaluate is
+  // a point of density 0.
+  double log_density(std::span<const double> u, double* gradient) const override {
+    try {
+      torch::Tensor point =
+          torch::tensor(std::vector<double>(u.begin(), u.end()), torch::kFloat64).unsqueeze(0);
+      if (!gradient) {
+        torch::NoGradGuard no_grad;
+        return prior_(point).item<double>();
+      }
+      point.set_requires_grad(true);
+      const torch::Tensor value = prior_(point).sum();
+      const double v = value.item<double>();
+      std::fill(gradient, gradient + u.size(), 0.0);
+      if (!std::isfinite(v))
+        return v;
+      const torch::Tensor g = torch::autograd::grad({value}, {point})[0].contiguous();
+      std::copy_n(g.data_ptr<double>(), u.size(), gradient);
+      return v;
+    } catch (const std::exception&) {
+      if (gradient)
+        std::fill(gradient, gradient + u.size(), 0.0);
+      return -std::numeric_limits<double>::infinity();
+    }
+  }
+
+  // Under a lock: the draws come from torch's default generator, seeded here.
+  std::vector<double> sample(int64_t n, uint64_t seed, std::string& error) const override {
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    try {
+      torch::manual_seed(seed);
+      const torch::Tensor u = prior_.sample(n).contiguous();
+      return {u.data_ptr<double>(), u.data_ptr<double>() + u.numel()};
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return {};
+  }
+
+  const std::string& path() const override { return path_; }
+
+private:
+  ParameterPrior prior_;
+  std::string path_;
+};
+
+} // namespace
+
+std::unique_ptr<PriorDensity> load_prior_density(const std::string& path,
+                                                 const std::vector<std::string>& coordinates,
+                                                 const std::string& who) {
+  return std::make_unique<FilePrior>(path, coordinates, who);
 }
 
 void record_parameter_draws(

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,20 +59,29 @@ public:
   // The model's prior; `model` must outlive this.
   explicit ParameterPrior(const LogPrior* model) : model_(model) {}
   // The density saved in `path`, whose columns must be `coordinates` in any order (the file's
-  // column named c reads u's coordinate c), else ssm::Error naming both.
-  ParameterPrior(const std::string& path, const std::vector<std::string>& coordinates);
+  // column named c reads u's coordinate c), else ssm::Error prefixed by `who` naming both.
+  ParameterPrior(const std::string& path, const std::vector<std::string>& coordinates,
+                 const std::string& who = "vi");
 
   bool from_file() const { return density_.has_value(); }
   // At each row of u ([m, d]), differentiable in u.
   torch::Tensor operator()(const torch::Tensor& u) const;
   // At one point; -inf where θ(u) overflows.
   double value(std::span<const double> u) const;
+  // n draws of u ([n, d], float64) from the file's density, by torch's default generator.
+  torch::Tensor sample(int64_t n) const;
 
 private:
   const LogPrior* model_ = nullptr;
   std::optional<flows::DensityModel> density_;
   torch::Tensor order_; // the file's columns in the coordinates' order
 };
+
+// The density saved in `path` as the learning room's PriorDensity (sample's and optimize's
+// --prior, through vi/loader.h): ParameterPrior's, one point at a time, its gradient by autograd.
+std::unique_ptr<PriorDensity> load_prior_density(const std::string& path,
+                                                 const std::vector<std::string>& coordinates,
+                                                 const std::string& who);
 
 // Fills fit's draws from q: u ([n, d]), log q and the target's log p at each; `theta` maps a
 // point to the whole parameter vector (throwing where it overflows: that draw is a row of NaN).

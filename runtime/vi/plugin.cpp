@@ -1,8 +1,10 @@
 // The entry points of libssm_vi.so, the module that executables load when `vi` runs
-// (vi/loader.h): the fits (of a plate model's guides, of a model's parameters), with errors
+// (vi/loader.h): the fits (of a plate model's guides, of a model's parameters) and the reading of
+// a --prior density file (for sample and optimize), with errors
 // returned as text rather than thrown across the module's boundary, and the layout of the types
 // that cross it.
 #include "vi/loader.h"
+#include "vi/parameter_guide.h"
 #include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
@@ -45,4 +47,18 @@ extern "C" __attribute__((visibility("default"))) int
 ssm_vi_fit_parameters(const ssm::MethodRun* run, const ssm::ParameterVariationalOptions* options,
                       ssm::ParameterVariationalFit* out, std::string* error) {
   return guarded(error, [&] { *out = ssm::fit_parameter_variational(*run, *options); });
+}
+
+extern "C" __attribute__((visibility("default"))) int
+ssm_vi_load_prior(const std::string* path, const std::vector<std::string>* coordinates,
+                  const std::string* who, ssm::PriorDensity** out, std::string* error) {
+  try {
+    *out = ssm::load_prior_density(*path, *coordinates, *who).release();
+    return 0;
+  } catch (const c10::Error& e) {
+    *error = std::string("internal error in LibTorch: ") + e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return 1;
 }
