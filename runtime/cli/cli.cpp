@@ -29,7 +29,7 @@ std::string program_name(int argc, char** argv) {
 }
 
 // Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
-// --load-nets, --pairs, --observed, --ratio, --prior) against every file it writes (--out,
+// --load-nets, --pairs, --observed, --ratio, --prior, --from) against every file it writes (--out,
 // --save, --save-guide, --save-nets, --online-out, --param-draws, --save-param-guide): one
 // spelling of an input as an output, or two outputs that are one file, is refused before anything
 // runs.
@@ -40,8 +40,8 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
       if (o->count() > 0)
         for (const char* name :
              {"data", "inputs", "params", "data-file", "test", "load-guide", "load-nets", "pairs",
-              "observed", "ratio", "prior", "out", "save", "save-guide", "save-nets", "online-out",
-              "param-draws", "save-param-guide"})
+              "observed", "ratio", "prior", "from", "out", "save", "save-guide", "save-nets",
+              "online-out", "param-draws", "save-param-guide"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
             const bool output = n == "out" || n == "save" || n == "save-guide" ||
@@ -69,7 +69,8 @@ void refuse_networks_outside_vi(const CLI::App& app, const ModelInfo& info) {
   if (!info.density_calls_networks()) // a guide's networks serve vi alone
     return;
   for (const CLI::App* sub : app.get_subcommands())
-    if (sub->get_name() != "vi" && sub->get_name() != "info") {
+    if (sub->get_name() != "vi" && sub->get_name() != "info" && sub->get_name() != "unconstrain" &&
+        sub->get_name() != "constrain") {
       std::vector<std::string> names;
       for (const NetInfo& n : info.nets)
         names.push_back(n.name);
@@ -248,9 +249,10 @@ int run_cli(const ssm_model* model, int argc, char** argv, std::FILE* out, std::
       info.simulation
           ? std::vector<Add>{cli::add_simulate_pairs, cli::add_nre, cli::add_posterior,
                              cli::add_abc, cli::add_info}
-          : std::vector<Add>{cli::add_simulate, cli::add_filter,   cli::add_smooth, cli::add_decode,
-                             cli::add_score,    cli::add_optimize, cli::add_rml,    cli::add_sample,
-                             cli::add_vi,       cli::add_info};
+          : std::vector<Add>{cli::add_simulate,    cli::add_filter,    cli::add_smooth,
+                             cli::add_decode,      cli::add_score,     cli::add_optimize,
+                             cli::add_rml,         cli::add_sample,    cli::add_vi,
+                             cli::add_unconstrain, cli::add_constrain, cli::add_info};
   for (Add add : adds)
     if (std::unique_ptr<cli::Command> command = add(app, c))
       commands.push_back(std::move(command));

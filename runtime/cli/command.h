@@ -71,6 +71,9 @@ std::unique_ptr<Command> add_sample(CLI::App& app, const Context& c);
 // Null for a model it does not serve (a state-space model).
 std::unique_ptr<Command> add_vi(CLI::App& app, const Context& c);
 std::unique_ptr<Command> add_info(CLI::App& app, const Context& c);
+// transform.cpp: draws of the parameters to their unconstrained coordinates, and back.
+std::unique_ptr<Command> add_unconstrain(CLI::App& app, const Context& c);
+std::unique_ptr<Command> add_constrain(CLI::App& app, const Context& c);
 // A simulator's subcommands: simulate_pairs.cpp (its `simulate`), nre.cpp, posterior.cpp,
 // abc.cpp.
 std::unique_ptr<Command> add_simulate_pairs(CLI::App& app, const Context& c);

@@ -4,10 +4,12 @@
 // r ~ lognormal(0, 1): with it, the model whose priors are half-normal gives the mode, the
 // standard errors and the PMMH chains of the model with lognormal priors (one target, one seed),
 // SMC², which starts from the file's draws, the log evidence and moments of quadrature; and the
-// refusals.
+// refusals. `unconstrain` and `constrain` map draws to those coordinates and back, and one series'
+// posterior so made into a prior gives, with a second series, the posterior of both.
 #include "support.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -43,6 +45,10 @@ model level_lognormal {
   y[t] ~ normal(x[t], r);
 }
 )";
+
+std::string number(double x) {
+  return fmt::format("{:.17g}", x);
+}
 
 nlohmann::json run_json(const std::vector<std::string>& argv) {
   return nlohmann::json::parse(run_ok(argv).out);
@@ -176,4 +182,85 @@ TEST_CASE("--prior refusals: without --map, methods that do not read it, other c
       {"sample", "--fix", "q"}, 1,
       "sample: --prior " + s.prior +
           ": its columns are r, q, and the learned parameters' unconstrained coordinates are r");
+}
+
+TEST_CASE("unconstrain and constrain: draws to the coordinates of a --prior density and back",
+          "[prior]") {
+  const Setup& s = setup();
+  // A Stan CSV: comment lines skipped, lp__ ignored, columns matched by name; q = e^0.5 and r = 1
+  // are u = (0.5, 0) on the log scale.
+  const std::string draws = scratch_path("prior_file_draws.csv"),
+                    u = scratch_path("prior_file_u.csv");
+  write_file(draws, "# model = level_half\n# id = 1\nlp__,r,q\n-3," + std::string("1,") +
+                        number(std::exp(0.5)) + "\n-4,2,0.25\n# Elapsed\n");
+  run_ok({s.half, "unconstrain", "--from", draws, "--out", u});
+  const Table t = read_table(u);
+  CHECK(t.header == std::vector<std::string>{"q", "r"});
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.column("q")[0] == Approx(0.5).margin(1e-12));
+  CHECK(t.column("r")[0] == Approx(0).margin(1e-12));
+  CHECK(t.column("q")[1] == Approx(std::log(0.25)).margin(1e-12));
+  CHECK(t.column("r")[1] == Approx(std::log(2)).margin(1e-12));
+  const Table back = parse_table(run_ok({s.half, "constrain", "--from", u}).out);
+  CHECK(back.column("q")[1] == Approx(0.25).epsilon(1e-12));
+  CHECK(back.column("r")[1] == Approx(2).epsilon(1e-12));
+
+  // A value outside the support names the file's own line; a missing parameter names it.
+  write_file(draws, "# comment\nq,r\n1,1\n-1,1\n");
+  const ProcessResult outside = run_process({s.half, "unconstrain", "--from", draws});
+  CHECK(outside.exit_code == 1);
+  CHECK(outside.err.find(draws + ":4: parameter 'q' = -1 is not inside") != std::string::npos);
+  write_file(draws, "q\n1\n");
+  const ProcessResult missing = run_process({s.half, "unconstrain", "--from", draws});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find(draws + ": no column 'r'") != std::string::npos);
+  // The output is never one of the draws.
+  const ProcessResult same = run_process({s.half, "unconstrain", "--from", draws, "--out", draws});
+  CHECK(same.exit_code != 0);
+  CHECK(read_file(draws) == "q\n1\n");
+}
+
+// Sequential updating: the posterior of one series, its draws unconstrained and fitted by a
+// Gaussian, as the prior of a second series gives the posterior of both (the series are
+// independent given the parameters; the Gaussian on the log scale is the one approximation).
+TEST_CASE("sample --prior: one series' posterior as the next one's prior gives both's posterior",
+          "[sample][prior]") {
+  const Setup& s = setup();
+  std::string both = "series,y\n";
+  std::vector<std::string> one;
+  for (int k = 0; k < 2; ++k) {
+    const std::string sim = scratch_path(fmt::format("prior_chain_sim{}.csv", k));
+    run_ok({s.half, "simulate", "--T", "60", "--seed", std::to_string(11 + k), "--param", "q=0.5",
+            "--param", "r=0.7", "--out", sim});
+    std::string ys = "y\n";
+    for (double y : read_table(sim).column("y")) {
+      ys += number(y) + "\n";
+      both += fmt::format("s{},{}\n", k, number(y));
+    }
+    one.push_back(scratch_path(fmt::format("prior_chain_y{}.csv", k)));
+    write_file(one.back(), ys);
+  }
+  const std::string both_file = scratch_path("prior_chain_both.csv");
+  write_file(both_file, both);
+  const std::string first = scratch_path("prior_chain_first.csv");
+  run_ok({s.lognormal, "sample", "--data", one[0], "--out", first, "--iterations", "2500", "--seed",
+          "1"});
+  std::vector<std::string> unconstrain = {s.lognormal, "unconstrain"};
+  for (int c = 1; c <= 4; ++c)
+    unconstrain.insert(unconstrain.end(),
+                       {"--from", scratch_path(fmt::format("prior_chain_first_{}.csv", c))});
+  const std::string u = scratch_path("prior_chain_u.csv"), fitted = scratch_path("prior_chain.pt");
+  unconstrain.insert(unconstrain.end(), {"--out", u});
+  run_ok(unconstrain);
+  run_ok({ssmc_path(), "density", "fit", "--data", u, "--model", "normal", "--save", fitted});
+  const nlohmann::json chained = run_json({s.half, "sample", "--data", one[1], "--prior", fitted,
+                                           "--json", "--iterations", "2500", "--seed", "2"});
+  const nlohmann::json joint = run_json({s.lognormal, "sample", "--data", both_file, "--json",
+                                         "--iterations", "2500", "--seed", "2"});
+  for (const char* p : {"q", "r"}) {
+    const nlohmann::json &a = chained["summary"][p], &b = joint["summary"][p];
+    INFO(p << ": chained " << a.dump() << ", joint " << b.dump());
+    CHECK(std::abs(double(a["mean"]) - double(b["mean"])) < 0.15 * double(b["sd"]));
+    CHECK(double(a["sd"]) == Approx(double(b["sd"])).epsilon(0.1));
+  }
 }
