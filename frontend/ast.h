@@ -87,7 +87,7 @@ struct VarDecl {
   enum class Kind { Param, State, Obs, Data, Input, Latent };
   Kind kind = Kind::Param;
   Ident name;
-  std::optional<Ident> plate; // latent/obs: the plate index, `n` in z[n]
+  std::optional<Ident> plate; // input/latent/obs: the plate index, `n` in z[n]
   std::optional<TypeSpec> type;
   std::optional<DistCall> prior; // param: its prior; latent/obs: its distribution
   ExprPtr default_value;         // param: its default; obs: its deterministic value. May be null

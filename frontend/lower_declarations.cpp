@@ -63,7 +63,12 @@ void Lowering::check_declaration_forms() {
       // Each simulation draws its own parameters into the kernels' state, which holds reals and
       // vectors (passes/simulator_draws.cpp).
       reject(v.type->range, fmt::format(msg::simulator_matrix_parameter, name));
-    if (v.kind == VK::State || v.kind == VK::Input) {
+    if (v.kind == VK::Input && plate) { // a covariate per item: input x[n]
+      if (!v.plate)
+        reject(v.name.range, fmt::format(msg::plate_input_index_missing, name, name));
+      else if (v.plate->name != "n")
+        reject(v.plate->range, fmt::format(msg::plate_index_not_n, name));
+    } else if (v.kind == VK::State || v.kind == VK::Input) {
       if (plate || simulator) {
         no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));
         ok = false;

@@ -273,8 +273,11 @@ std::optional<int> Lowering::lower_unindexed_var(const Expr& e, const Symbol& sy
     return std::nullopt;
   if (s.kind() == ir::BlockKind::Simulator && sym.kind == Symbol::Kind::Obs)
     return lower_static_ref(e, sym, s);
-  if (s.kind() == ir::BlockKind::Plate && sym.kind == Symbol::Kind::Obs) {
-    error(e.range, fmt::format(msg::obs_without_plate_index, e.name));
+  if ((s.kind() == ir::BlockKind::Plate || s.kind() == ir::BlockKind::Guide) &&
+      (sym.kind == Symbol::Kind::Obs || sym.kind == Symbol::Kind::Input)) {
+    error(e.range, sym.kind == Symbol::Kind::Obs
+                       ? fmt::format(msg::obs_without_plate_index, e.name)
+                       : fmt::format(msg::plate_input_without_index, e.name));
     return std::nullopt;
   }
   if (!sym.valid)

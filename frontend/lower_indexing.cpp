@@ -288,7 +288,8 @@ std::optional<int> Lowering::lower_index(const Expr& e, Scope& s) {
   if (base->kind == EKind::Name) {
     Symbol* sym = lookup(base->name, base->range);
     if (sym && (s.kind() == ir::BlockKind::Plate || s.kind() == ir::BlockKind::Guide) &&
-        (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs)) {
+        (sym->kind == Symbol::Kind::Latent || sym->kind == Symbol::Kind::Obs ||
+         sym->kind == Symbol::Kind::Input)) {
       sym->used = true;
       return lower_plate_ref(*base, *sym, chain, s);
     }
@@ -318,7 +319,7 @@ std::optional<int> Lowering::lower_index(const Expr& e, Scope& s) {
   return value;
 }
 
-// z[n][components...] for a latent variable or observation z of a plate model.
+// z[n][components...] for a latent variable, observation or input z of a plate model.
 std::optional<int> Lowering::lower_plate_ref(const Expr& name, const Symbol& sym,
                                              const std::vector<const Expr*>& chain, Scope& s) {
   const Expr& first = *chain[0];

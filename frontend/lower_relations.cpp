@@ -268,6 +268,15 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
 
 // z[n] (plate) or a (simulator): a latent variable or an observation of the current item.
 std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, Scope& s) {
+  if (sym.kind == Symbol::Kind::Input) { // the item's covariate: the step's input
+    if (!sym.valid)
+      return std::nullopt;
+    ir::Node n;
+    n.op = ir::Op::Input;
+    n.var = sym.index;
+    n.shape = model_.inputs[sym.index].shape;
+    return emit(s, std::move(n), e.range);
+  }
   const bool latent = sym.kind == Symbol::Kind::Latent;
   const std::string& name = latent ? model_.latents[sym.index].name : model_.obs[sym.index].name;
   RelationScope& rel = *s.relation(); // the plate or simulator block

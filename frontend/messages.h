@@ -127,6 +127,10 @@ inline constexpr char plate_index_in_simulator[] =
     "a simulator draws one sample and has no plate: write '{} {} ~ ...;'";
 inline constexpr char plate_index_missing[] =
     "{} '{}' in a model over the plate n needs the plate index: write '{} {}[n] ~ ...;'";
+inline constexpr char plate_input_index_missing[] =
+    "input '{}' in a model over the plate n is a covariate per item: write 'input {}[n] : TYPE;'";
+inline constexpr char plate_input_without_index[] =
+    "input '{0}' is the item's covariate here: write {0}[n]";
 inline constexpr char time_series_obs_with_relation[] =
     "an observation of a time series is declared as 'obs {0} : TYPE;' with a relation "
     "'{0}[t] ~ ...;'; 'obs {0} ~ ...' and 'obs {0} = ...' are for plate models (obs "

@@ -241,8 +241,20 @@ template <ast::VarDecl::Kind K> struct push_var {
   }
 };
 
-// `latent NAME [n] : TYPE ~ DIST;` and `obs NAME [n] : TYPE (~ DIST | = EXPR);`: which parts a
-// model or a simulator allows is checked in lower.cpp, where the messages can say why.
+// `input NAME [n] : TYPE;`, `latent NAME [n] : TYPE ~ DIST;` and `obs NAME [n] : TYPE (~ DIST |
+// = EXPR);`: which parts a model or a simulator allows is checked in lower.cpp, where the
+// messages can say why.
+auto const push_input = [](auto& ctx) {
+  auto& attr = x3::_attr(ctx);
+  ast::VarDecl d;
+  d.kind = ast::VarDecl::Kind::Input;
+  d.name = boost::fusion::at_c<1>(attr);
+  d.plate = to_std(boost::fusion::at_c<2>(attr));
+  d.type = to_std(boost::fusion::at_c<3>(attr));
+  d.range = {boost::fusion::at_c<0>(attr), end_of(ctx)};
+  state(ctx).model->vars.push_back(std::move(d));
+};
+
 auto const push_latent = [](auto& ctx) {
   auto& attr = x3::_attr(ctx);
   ast::VarDecl d;
@@ -519,7 +531,7 @@ auto const statement_def =
     (pos >> kw("functional") > ident > '=' > x3::matches[kw("sum_t")] > expr >
      ';')[push_functional] |
     (pos >> kw("data") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Data>{}] |
-    (pos >> kw("input") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::Input>{}] |
+    (pos >> kw("input") > ident > -plate_index > -(':' > type) > ';')[push_input] |
     (pos >> kw("param") > ident > -(':' > type) > -('~' > dist) > -('=' > expr) > ';')[push_param] |
     (pos >> kw("state") > ident > ':' > type > ';')[push_var<ast::VarDecl::Kind::State>{}] |
     (pos >> kw("obs") > ident > -plate_index > -(':' > type) > -('~' > dist) > -('=' > expr) >

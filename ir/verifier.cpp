@@ -289,14 +289,15 @@ private:
   // A guide reads the item's observations, data and network outputs (hidden states), so that its
   // arguments are known before any latent value is drawn.
   void check_guide_reference(int id, const Node& node) {
-    if (node.op == Op::Data) {
-      if (node.var < 0 || node.var >= static_cast<int>(model_.data.size()))
-        fail("%{} refers to data {} of {}", id, node.var, model_.data.size());
+    if (node.op == Op::Data || node.op == Op::Input) { // constants of the item
+      const size_t count = node.op == Op::Data ? model_.data.size() : model_.inputs.size();
+      if (node.var < 0 || node.var >= static_cast<int>(count))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, count);
       return;
     }
     const bool network = node.op == Op::State && node.var >= 0 && model_.net_call_of(node.var);
     if (!(node.op == Op::Obs || network) || node.lag != 0) {
-      fail("%{} = {}: a guide reads observations, data and network outputs at lag 0", id,
+      fail("%{} = {}: a guide reads observations, data, inputs and network outputs at lag 0", id,
            op_name(node.op));
       return;
     }
@@ -334,6 +335,14 @@ private:
       else if (!(node.shape == (node.op == Op::Param ? model_.params[node.var].shape
                                                      : model_.data[node.var].shape)))
         fail("%{} has the wrong shape for {} {}", id, op_name(node.op), node.var);
+      return;
+    }
+    if (node.op == Op::Input && block_.kind != BlockKind::Simulator) { // an item's covariate
+      if (node.var < 0 || node.var >= static_cast<int>(model_.inputs.size()))
+        fail("%{} refers to input {} of {}", id, node.var, model_.inputs.size());
+      else if (node.lag != 0)
+        fail("%{} reads an input at lag {}, which the {} block cannot", id, node.lag,
+             block_name(block_.kind));
       return;
     }
     if (node.op != Op::Latent && node.op != Op::Obs) {

@@ -12,27 +12,25 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cmath>
 
 namespace ssm::cli {
 
 namespace {
 
-// A CSV file of draws, its `#` comment lines (Stan's) skipped; `lines` are the file's own.
+// A CSV file of draws, its `#` comment lines (Stan's) skipped. A file `vi` wrote (CmdStan's
+// variational layout: log_p__ and log_g__ columns) starts with the mean of q, which is no draw.
 CsvTable read_draws(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("cannot read draws file '{}'", path));
-  std::string text, line;
-  std::vector<int64_t> file_line; // per line kept
-  for (int64_t n = 1; std::getline(in, line); ++n)
-    if (!line.starts_with("#")) {
-      text += line + "\n";
-      file_line.push_back(n);
-    }
-  CsvTable table = parse_csv(text, path);
-  for (int64_t& l : table.lines)
-    l = file_line[static_cast<size_t>(l - 1)];
+  CsvTable table = read_csv(path, true);
+  const auto has = [&](const char* name) {
+    return std::find(table.header.begin(), table.header.end(), name) != table.header.end();
+  };
+  if (has("log_p__") && has("log_g__") && !table.rows.empty()) {
+    table.rows.erase(table.rows.begin());
+    table.lines.erase(table.lines.begin());
+  }
+  if (table.rows.empty())
+    throw Error(fmt::format("{}: no draws (a header and no rows)", path));
   return table;
 }
 
@@ -62,9 +60,10 @@ public:
       : Command(app), to_unconstrained_(to_unconstrained) {
     app->add_option("--from", draws_,
                     to_unconstrained
-                        ? "Draws of the parameters: Stan CSV files (sample --out, vi "
-                          "--param-draws; `#` lines skipped) or CSV with Stan's or ssmc's "
-                          "names (sigma, mu.2 or mu[1]); repeatable, rows appended"
+                        ? "Draws of the parameters: Stan CSV files (sample --out, vi --out or "
+                          "--param-draws; `#` lines and vi's first row, q's mean, skipped) or CSV "
+                          "with Stan's or ssmc's names (sigma, mu.2 or mu[1]); repeatable, rows "
+                          "appended"
                         : "Draws of the unconstrained coordinates (`ssmc density sample`), "
                           "columns named as unconstrain writes them; repeatable")
         ->required()
@@ -82,7 +81,7 @@ public:
       throw Error(fmt::format("{}: no parameter is learned (every parameter is fixed or has no "
                               "value or prior)",
                               app_->get_name()));
-    check_output_path(out_, draws_);
+    check_output_path(out_);
     // Only the learned components are read or written: the others may stay 0.
     const std::vector<double> given(static_cast<size_t>(c.info.n_theta), 0.0);
     // The columns read and written: the learned components by Stan's name (ssmc's accepted
@@ -109,6 +108,7 @@ public:
     const std::vector<std::string>& written = to_unconstrained_ ? coordinate_columns : stan_columns;
 
     std::string csv = fmt::format("{}\n", fmt::join(written, ","));
+    int64_t skipped = 0;
     const auto n = static_cast<size_t>(space.n_theta());
     for (const std::string& path : draws_) {
       const CsvTable table = read_draws(path);
@@ -117,9 +117,16 @@ public:
           to_unconstrained_ ? "a learned parameter's component" : "an unconstrained coordinate");
       for (size_t r = 0; r < table.rows.size(); ++r) {
         std::vector<double> point(at.size());
+        size_t missing = 0;
         for (size_t k = 0; k < at.size(); ++k)
-          if (!parse_cell(table.rows[r][at[k]], point[k], path, table.lines[r],
-                          table.header[at[k]]))
+          missing += !parse_cell(table.rows[r][at[k]], point[k], path, table.lines[r],
+                                 table.header[at[k]]);
+        if (missing == at.size()) { // vi's row for a draw whose parameters overflow
+          ++skipped;
+          continue;
+        }
+        for (size_t k = 0; k < at.size(); ++k)
+          if (std::isnan(point[k]))
             throw Error(fmt::format("{}:{}: column '{}': a missing value", path, table.lines[r],
                                     table.header[at[k]]));
         std::vector<double> out;
@@ -152,6 +159,10 @@ public:
         csv += '\n';
       }
     }
+    if (skipped > 0)
+      warn(c, fmt::format("{}: {} row{} without values (draws whose parameters overflow) "
+                          "skipped",
+                          app_->get_name(), skipped, skipped == 1 ? "" : "s"));
     write_output(c, out_, csv);
   }
 

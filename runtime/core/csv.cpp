@@ -40,7 +40,8 @@ bool iequals(std::string_view a, std::string_view b) {
 
 } // namespace
 
-CsvReader::CsvReader(std::istream& in, std::string source) : in_(in), source_(std::move(source)) {
+CsvReader::CsvReader(std::istream& in, std::string source, bool comment_lines)
+    : in_(in), source_(std::move(source)), comment_lines_(comment_lines) {
   // No UTF-8 text starts with these bytes; UTF-16 and UTF-32 files (byte-order marks FF FE,
   // FE FF, 00 00 FE FF) and many binary ones do.
   if (const int first = in_.peek(); first == 0xFF || first == 0xFE || first == 0)
@@ -61,15 +62,15 @@ CsvReader::CsvReader(std::istream& in, std::string source) : in_(in), source_(st
   for (size_t k = 0; k < header_.size(); ++k)
     for (size_t i = 0, n = 0; i < header_[k].size(); i += n)
       if ((n = utf8_sequence_length(header_[k], i)) == 0)
-        throw Error(fmt::format("{}:1: not a UTF-8 text file (column {} of the header has the byte "
-                                "0x{:02X}, which starts no UTF-8 character: Latin-1 or another "
-                                "encoding? save it as UTF-8)",
-                                source_, k + 1, static_cast<unsigned char>(header_[k][i])));
+        throw Error(fmt::format("{}:{}: not a UTF-8 text file (column {} of the header has the "
+                                "byte 0x{:02X}, which starts no UTF-8 character: Latin-1 or "
+                                "another encoding? save it as UTF-8)",
+                                source_, start, k + 1, static_cast<unsigned char>(header_[k][i])));
   for (size_t i = 0; i < header_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (!header_[i].empty() && header_[i] == header_[j])
-        throw Error(
-            fmt::format("{}:1: column '{}' appears twice in the header", source_, header_[i]));
+        throw Error(fmt::format("{}:{}: column '{}' appears twice in the header", source_, start,
+                                header_[i]));
 }
 
 int CsvReader::get() {
@@ -84,12 +85,20 @@ int CsvReader::get() {
 
 bool CsvReader::read_record(std::vector<std::string>& fields, int64_t& start_line) {
   fields.clear();
-  if (in_.peek() == std::char_traits<char>::eof())
+  const int eof = std::char_traits<char>::eof();
+  while (comment_lines_ && in_.peek() == '#') { // a comment line: skipped, counted
+    int c = get();
+    while (c != eof && c != '\n' && c != '\r')
+      c = get();
+    if (c == '\r' && in_.peek() == '\n')
+      get();
+    ++line_;
+  }
+  if (in_.peek() == eof)
     return false;
   start_line = line_;
   std::string field;
   bool quoted_field = false;
-  const int eof = std::char_traits<char>::eof();
   auto finish_field = [&] {
     fields.push_back(quoted_field ? field : std::string(trim(field)));
     field.clear();
@@ -190,8 +199,8 @@ bool CsvReader::next_pending(std::vector<std::string>& fields, int64_t& line) {
 
 namespace {
 
-CsvTable read_table(std::istream& in, const std::string& source) {
-  CsvReader reader(in, source);
+CsvTable read_table(std::istream& in, const std::string& source, bool comment_lines = false) {
+  CsvReader reader(in, source, comment_lines);
   CsvTable table;
   table.source = source;
   table.header = reader.header();
@@ -218,9 +227,9 @@ CsvTable parse_csv(std::string_view text, const std::string& source) {
   return read_table(in, source);
 }
 
-CsvTable read_csv(const std::string& path) {
+CsvTable read_csv(const std::string& path, bool comment_lines) {
   std::ifstream in = open_input(path);
-  return read_table(in, path);
+  return read_table(in, path, comment_lines);
 }
 
 bool parse_cell(std::string_view cell, double& value, const std::string& source, int64_t line,

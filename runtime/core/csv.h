@@ -27,7 +27,9 @@ struct CsvTable {
 // ssm::Error `SOURCE:LINE: ...`.
 class CsvReader {
 public:
-  CsvReader(std::istream& in, std::string source);
+  // `comment_lines`: lines that start with `#` (Stan CSV's) are skipped wherever a row may
+  // start, and still counted in the lines that errors name.
+  CsvReader(std::istream& in, std::string source, bool comment_lines = false);
   const std::vector<std::string>& header() const { return header_; }
   const std::string& source() const { return source_; }
   // The next data row and the file line where it starts; false at the end.
@@ -39,6 +41,7 @@ private:
   int get();
   std::istream& in_;
   std::string source_;
+  bool comment_lines_ = false;
   std::vector<std::string> header_;
   int64_t line_ = 1;
   // A run of blank lines waits for the row after it; in a single-column file each is a missing
@@ -53,8 +56,9 @@ private:
 // lines at the end are ignored; every other row must have as many fields as the header. Throws
 // ssm::Error `SOURCE:LINE: ...`.
 CsvTable parse_csv(std::string_view text, const std::string& source);
-// Reads and parses a file. Throws ssm::Error if it cannot be read.
-CsvTable read_csv(const std::string& path);
+// Reads and parses a file (with `comment_lines`, as CsvReader's). Throws ssm::Error if it cannot
+// be read.
+CsvTable read_csv(const std::string& path, bool comment_lines = false);
 
 // Parses one cell: returns false for a missing value (empty, `NA`, `NaN`, any case); throws
 // ssm::Error `SOURCE:LINE: column 'c': cannot parse 'abc' as a number` otherwise.

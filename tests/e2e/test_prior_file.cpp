@@ -214,10 +214,28 @@ TEST_CASE("unconstrain and constrain: draws to the coordinates of a --prior dens
   const ProcessResult missing = run_process({s.half, "unconstrain", "--from", draws});
   CHECK(missing.exit_code == 1);
   CHECK(missing.err.find(draws + ": no column 'r'") != std::string::npos);
+  // vi's layout: its first row, q's mean, is no draw; a row without values (a draw whose
+  // parameters overflow) is skipped with a warning; comment lines count in the lines named.
+  write_file(draws, "# method = variational\nlp__,log_p__,log_g__,q,r\n0,0,0,1,1\n# between\n"
+                    "0,-1,-1,1,2\n0,-inf,-1,NA,NA\n0,-1,-1,-1,2\n");
+  const ProcessResult vi_rows = run_process({s.half, "unconstrain", "--from", draws});
+  CHECK(vi_rows.exit_code == 1);
+  CHECK(vi_rows.err.find(draws + ":7: parameter 'q' = -1 is not inside") != std::string::npos);
+  write_file(draws, "# method = variational\nlp__,log_p__,log_g__,q,r\n0,0,0,1,1\n# between\n"
+                    "0,-1,-1,1,2\n0,-inf,-1,NA,NA\n");
+  const ProcessResult vi_ok = run_process({s.half, "unconstrain", "--from", draws});
+  CHECK(vi_ok.exit_code == 0);
+  const Table vi_u = parse_table(vi_ok.out);
+  REQUIRE(vi_u.rows.size() == 1);
+  CHECK(vi_u.column("q")[0] == Approx(0).margin(1e-12));
+  CHECK(vi_u.column("r")[0] == Approx(std::log(2.0)).epsilon(1e-12));
+  CHECK(vi_ok.err.find("1 row without values (draws whose parameters overflow) skipped") !=
+        std::string::npos);
   // The output is never one of the draws.
+  const std::string before = read_file(draws);
   const ProcessResult same = run_process({s.half, "unconstrain", "--from", draws, "--out", draws});
   CHECK(same.exit_code != 0);
-  CHECK(read_file(draws) == "q\n1\n");
+  CHECK(read_file(draws) == before);
 }
 
 // Sequential updating: the posterior of one series, its draws unconstrained and fitted by a

@@ -1,0 +1,197 @@
+// End-to-end tests of covariates per item in plate models (`input x[n]`): a regression whose
+// items' latent means are linear in a covariate, y_n = z_n + N(0, 0.5²), z_n ~ N(a + b x_n, s²),
+// so that y_n ~ N(a + b x_n, s² + 0.25). Against closed forms: the log-likelihood (`filter`, by
+// Kalman), the maximum likelihood estimate (least squares, `optimize`), each item's posterior
+// mean (`smooth`), and the ELBO of `vi`'s Gaussian guides, which hold the exact posterior.
+// `simulate` reads the covariates from --inputs. (The declaration errors: golden/diagnostics.)
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+using namespace e2e;
+
+namespace {
+
+const char* kRegression = R"(
+model plate_regression {
+  param a ~ normal(0, 10) = 0;
+  param b ~ normal(0, 10) = 0;
+  param s ~ half_normal(2) = 1;
+  input x[n];
+  latent z[n] ~ normal(a + b * x[n], s);
+  obs y[n] ~ normal(z[n], 0.5);
+}
+)";
+
+struct Items {
+  std::string exe, data;
+  std::vector<double> x, y;
+};
+
+// 200 items at covariates spread over [-2, 2], simulated at a = 1, b = -0.7, s = 0.8.
+const Items& items() {
+  static const Items d = [] {
+    Items d{model_exe("plate_regression", kRegression), scratch_path("plate_inputs.csv"), {}, {}};
+    std::string xs = "x\n";
+    for (int i = 0; i < 200; ++i)
+      xs += fmt::format("{}\n", -2 + 4.0 * i / 199);
+    const std::string inputs = scratch_path("plate_inputs_x.csv");
+    write_file(inputs, xs);
+    run_ok({d.exe, "simulate", "--T", "200", "--inputs", inputs, "--seed", "4", "--param", "a=1",
+            "--param", "b=-0.7", "--param", "s=0.8", "--out", d.data});
+    const Table t = read_table(d.data);
+    d.x = t.column("x");
+    d.y = t.column("y");
+    return d;
+  }();
+  return d;
+}
+
+double exact_loglik(const Items& d, double a, double b, double s) {
+  const double v = s * s + 0.25;
+  double ll = 0;
+  for (size_t i = 0; i < d.y.size(); ++i) {
+    const double r = d.y[i] - a - b * d.x[i];
+    ll += -0.5 * (std::log(2 * std::numbers::pi * v) + r * r / v);
+  }
+  return ll;
+}
+
+} // namespace
+
+TEST_CASE("plate inputs: simulate reads the covariates; filter's log-likelihood is exact",
+          "[plate][inputs]") {
+  const Items& d = items();
+  REQUIRE(d.x.size() == 200);
+  CHECK(d.x[0] == Approx(-2));
+  CHECK(d.x[199] == Approx(2));
+  // The simulated items follow the regression: the least-squares slope near -0.7.
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    mx += d.x[i] / 200;
+    my += d.y[i] / 200;
+  }
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    sxy += (d.x[i] - mx) * (d.y[i] - my);
+    sxx += (d.x[i] - mx) * (d.x[i] - mx);
+  }
+  CHECK(sxy / sxx == Approx(-0.7).margin(0.15));
+  const nlohmann::json f =
+      nlohmann::json::parse(run_ok({d.exe, "filter", "--data", d.data, "--param", "a=0.5",
+                                    "--param", "b=0.3", "--param", "s=1.2", "--json"})
+                                .out);
+  CHECK(double(f["log_likelihood"]) == Approx(exact_loglik(d, 0.5, 0.3, 1.2)).epsilon(1e-10));
+}
+
+TEST_CASE("plate inputs: optimize gives least squares; smooth each item's posterior",
+          "[plate][inputs]") {
+  const Items& d = items();
+  // Maximum likelihood: (a, b) by least squares, s² + 0.25 the mean squared residual.
+  const double n = static_cast<double>(d.x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    mx += d.x[i] / n;
+    my += d.y[i] / n;
+  }
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    sxy += (d.x[i] - mx) * (d.y[i] - my);
+    sxx += (d.x[i] - mx) * (d.x[i] - mx);
+  }
+  const double b = sxy / sxx, a = my - b * mx;
+  double rss = 0;
+  for (size_t i = 0; i < d.x.size(); ++i)
+    rss += std::pow(d.y[i] - a - b * d.x[i], 2);
+  const double s = std::sqrt(rss / n - 0.25);
+  const nlohmann::json o =
+      nlohmann::json::parse(run_ok({d.exe, "optimize", "--data", d.data, "--json"}).out);
+  CAPTURE(o.dump());
+  CHECK(double(o["params"]["a"]) == Approx(a).epsilon(1e-5));
+  CHECK(double(o["params"]["b"]) == Approx(b).epsilon(1e-5));
+  CHECK(double(o["params"]["s"]) == Approx(s).epsilon(1e-5));
+  CHECK(double(o["log_likelihood"]) == Approx(exact_loglik(d, a, b, s)).epsilon(1e-9));
+
+  // Each item's posterior mean: the prior mean a + b x and y weighted by their precisions.
+  const std::string out = scratch_path("plate_inputs_smooth.csv");
+  run_ok({d.exe, "smooth", "--data", d.data, "--param", "a=1", "--param", "b=-0.7", "--param",
+          "s=0.8", "--out", out});
+  const std::vector<double> mean = read_table(out).column("mean_z");
+  REQUIRE(mean.size() == d.y.size());
+  const double w = 0.64 / (0.64 + 0.25);
+  for (size_t i = 0; i < d.y.size(); i += 37)
+    CHECK(mean[i] == Approx(w * d.y[i] + (1 - w) * (1 - 0.7 * d.x[i])).epsilon(1e-9));
+}
+
+TEST_CASE("plate inputs: vi's Gaussian guides reach the exact log-likelihood",
+          "[plate][inputs][vi]") {
+  const Items& d = items();
+  // One scalar latent per item with a Gaussian posterior: the mean-field guide holds it, so the
+  // trained ELBO (per item, as the log-likelihood vi reports) is the log-likelihood but for the
+  // Monte Carlo error of its estimate and the guides' last steps.
+  const nlohmann::json v = nlohmann::json::parse(run_ok({d.exe,
+                                                         "vi",
+                                                         "--data",
+                                                         d.data,
+                                                         "--param",
+                                                         "a=1",
+                                                         "--param",
+                                                         "b=-0.7",
+                                                         "--param",
+                                                         "s=0.8",
+                                                         "--fix",
+                                                         "a",
+                                                         "--fix",
+                                                         "b",
+                                                         "--fix",
+                                                         "s",
+                                                         "--iterations",
+                                                         "1500",
+                                                         "--learning-rate",
+                                                         "0.05",
+                                                         "--json",
+                                                         "--seed",
+                                                         "3"})
+                                                     .out);
+  CAPTURE(v.dump());
+  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  CHECK(double(v["log_likelihood"]) == Approx(exact).epsilon(1e-9));
+  CHECK(std::abs(double(v["elbo"]) - exact) < 0.01 + 4 * double(v["elbo_se"]));
+}
+
+TEST_CASE("plate inputs: a guide reads the covariate; the exact posterior's ELBO is log p(y)",
+          "[plate][inputs][vi]") {
+  const Items& d = items();
+  // The posterior of z_n given y_n: N(w y_n + (1 - w)(a + b x_n), 0.8² 0.5² / 0.89) with
+  // w = 0.8² / 0.89 at a = 1, b = -0.7, s = 0.8. With it as the guide every draw's weight is
+  // p(y_n): the ELBO is the log-likelihood, without Monte Carlo error.
+  const double w = 0.64 / 0.89, sd = std::sqrt(0.64 * 0.25 / 0.89);
+  const std::string source = fmt::format(R"(
+model plate_regression_guided {{
+  param a ~ normal(0, 10) = 1;
+  param b ~ normal(0, 10) = -0.7;
+  param s ~ half_normal(2) = 0.8;
+  input x[n];
+  latent z[n] ~ normal(a + b * x[n], s);
+  obs y[n] ~ normal(z[n], 0.5);
+  guide z[n] ~ normal({0:.17g} * y[n] + {1:.17g} * (1 - 0.7 * x[n]), {2:.17g});
+}}
+)",
+                                         w, 1 - w, sd);
+  const std::string& exe = model_exe("plate_regression_guided", source);
+  const nlohmann::json v =
+      nlohmann::json::parse(run_ok({exe, "vi", "--data", d.data, "--fix", "a", "--fix", "b",
+                                    "--fix", "s", "--iterations", "0", "--json"})
+                                .out);
+  CAPTURE(v.dump());
+  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  CHECK(double(v["elbo"]) == Approx(exact).epsilon(1e-9));
+  CHECK(double(v["elbo_se"]) < 1e-9);
+}
