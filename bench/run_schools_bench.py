@@ -4,7 +4,7 @@
 by quadrature, beside PMMH (`sample`, the peer a user would run instead), REPEATS seeds, medians.
 
   bench/run_schools_bench.py [BUILD_DIR] [--repeats 3] [--iterations 3000] [--items 400]
-                             [--batches 4]
+                             [--batches 4] [--sequential-only]
 
 - schools: the eight schools (examples/schools.ssm, examples/data/schools.csv), non-centred
   (eta[n] ~ N(0, 1), theta = mu + tau eta) and centred (theta[n] ~ N(mu, tau)); mu ~ N(0, 5^2),
@@ -17,7 +17,9 @@ and sds of mu and tau in units of the posterior sd (the worst of the two), and t
 The exact log p(x) and moments come from p(y | mu, tau) = prod N(y_n; mu, sigma_n^2 + tau^2) on a
 grid. PMMH: `sample`'s 4 chains of 4000 iterations after 1000 of warm-up, its bootstrap filter.
 Then sequential updating: the --items schools in --batches batches, each fitted with the previous
-batch's q as its prior (--save-param-guide, --prior), the last draws against the posterior of all.
+batch's q as its prior (--save-param-guide, --prior), or sampled by PMMH with a density fitted to
+the previous batch's draws as its prior (unconstrain, ssmc density fit, --prior), the last draws
+against the posterior of all.
 """
 import atexit
 import json
@@ -39,8 +41,8 @@ CENTRED = """
 model schools_centred {
   param mu ~ normal(0, 5) = 0;
   param tau ~ half_normal(5) = 5;
+  input sigma[n];
   latent theta[n] ~ normal(mu, tau);
-  obs sigma[n] ~ uniform(0, 100);
   obs y[n] ~ normal(theta[n], sigma[n]);
 }
 """
@@ -62,7 +64,7 @@ def exact(data):
         v = sn * sn + t * t
         log_f += -0.5 * np.log(2 * np.pi * v) - (yn - m) ** 2 / (2 * v)
     log_f += (-0.5 * np.log(2 * np.pi * 25) - m * m / 50 + np.log(2) -
-              0.5 * np.log(2 * np.pi * 25) - t * t / 50 + len(y) * np.log(1 / 100))
+              0.5 * np.log(2 * np.pi * 25) - t * t / 50)
     top = log_f.max()
     w = np.exp(log_f - top)
     log_z = top + np.log(w.sum() * (mu[1] - mu[0]) * (tau[1] - tau[0]))
@@ -116,6 +118,8 @@ def main():
     simulate_many(many, items)
     cases = [("schools", schools, ["noncentred", "centred"]), (f"many ({items})", many,
                                                               ["noncentred"])]
+    if "--sequential-only" in args:  # the updating rows alone
+        cases = []
     print(f"vi: {iterations} iterations, --samples 4 per item, cosine schedule, 1000 draws; "
           f"PMMH: 4 chains of 4000; {repeats} seeds, medians; errors in posterior sds")
     print(f"{'data':11} {'model':11} {'method':16} {'KL':>7} {'logZ err':>9} {'k-hat':>6} "
@@ -154,12 +158,14 @@ def main():
                 med = [statistics.median(c) for c in zip(*rows)]
                 print(f"{case:11} {model:11} {label:16} {med[0]:7.3f} {med[1]:9.3f} "
                       f"{med[2]:6.2f} {med[3]:9.3f} {med[4]:7.3f} {med[5]:7.1f}", flush=True)
-    sequential(exes["noncentred"], many, batches, iterations, repeats, work)
+    sequential(exes["noncentred"], ssmc, many, batches, iterations, repeats, work)
 
 
-def sequential(exe, data, batches, iterations, repeats, work):
+def sequential(exe, ssmc, data, batches, iterations, repeats, work):
     """The items in `batches` batches, each fitted with the previous batch's q as its prior
-    (--save-param-guide, --prior): the final draws against the exact posterior of all items."""
+    (--save-param-guide, --prior), or sampled by PMMH with the previous batch's draws, mapped
+    to the unconstrained scale and fitted by `ssmc density fit`, as its prior (unconstrain,
+    --prior): the final draws against the exact posterior of all items."""
     _, moments = exact(data)
     with open(data) as f:
         header, *rows = f.read().splitlines()
@@ -187,6 +193,29 @@ def sequential(exe, data, batches, iterations, repeats, work):
                                check=True, capture_output=True, text=True)
                 prior = ["--prior", saved]
             errs.append(errors(read_draws(draws, 1), moments) + (time.perf_counter() - start,))
+        med = [statistics.median(c) for c in zip(*errs)]
+        print(f"{label:16} {med[0]:9.3f} {med[1]:7.3f} {med[2]:7.1f}", flush=True)
+    for label, fit in (("PMMH, gaussian", ["--model", "gaussian"]),
+                       ("PMMH, gmm K=4", ["--model", "gmm", "--components", "4"])):
+        errs = []
+        for r in range(repeats):
+            prior, start = [], time.perf_counter()
+            for b, batch in enumerate(files):
+                out = os.path.join(work, f"pmmh{b}_{r}.csv")
+                subprocess.run([exe, "sample", "--data", batch, "--iterations", "4000", "--warmup",
+                                "1000", "--seed", str(r + 1), "--out", out] + prior,
+                               check=True, capture_output=True, text=True)
+                chains = [out.replace(".csv", f"_{c}.csv") for c in (1, 2, 3, 4)]
+                u, saved = os.path.join(work, f"u{b}_{r}.csv"), os.path.join(work, f"p{b}_{r}.pt")
+                subprocess.run([exe, "unconstrain", "--out", u] +
+                               [a for c in chains for a in ("--from", c)],
+                               check=True, capture_output=True, text=True)
+                subprocess.run([ssmc, "density", "fit", "--data", u, "--save", saved, "--seed",
+                                str(r + 1)] + fit, check=True, capture_output=True, text=True)
+                prior = ["--prior", saved]
+            last = [read_draws(c, 0) for c in chains]
+            draws = {k: np.concatenate([c[k] for c in last]) for k in last[0]}
+            errs.append(errors(draws, moments) + (time.perf_counter() - start,))
         med = [statistics.median(c) for c in zip(*errs)]
         print(f"{label:16} {med[0]:9.3f} {med[1]:7.3f} {med[2]:7.1f}", flush=True)
 

@@ -130,7 +130,7 @@ std::string print(const Model& model) {
       out += fmt::format(" = {}", values_str(*p.default_value, p.shape));
     out += "\n";
   }
-  // Latents and observations of a plate model have one value per item: `obs x[n] : real`.
+  // Latents, observations and inputs of a plate model have one value per item: `obs x[n] : real`.
   const bool per_item = model.kind == ModelKind::Plate;
   auto decl = [&](std::string_view what, const VarDecl& v, bool plate = false) {
     out += fmt::format("{} {}{} : {}\n", what, v.name, plate ? "[n]" : "", type_str(v));
@@ -144,7 +144,7 @@ std::string print(const Model& model) {
   for (const VarDecl& d : model.data)
     decl("data", d);
   for (const VarDecl& u : model.inputs)
-    decl("input", u);
+    decl("input", u, per_item);
   for (const NetDecl& n : model.nets)
     out +=
         fmt::format("net {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {})\n",

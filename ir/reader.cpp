@@ -92,8 +92,8 @@ public:
         auto [name, type, value] = declaration(line.substr(kind.size() + 1));
         if (value)
           fail("a variable has no value");
-        // A plate model's latents and observations are written per item, `z[n]`.
-        bool per_item = kind == "latent" || kind == "obs";
+        // A plate model's latents, observations and inputs are written per item, `z[n]`.
+        bool per_item = kind == "latent" || kind == "obs" || kind == "input";
         if (per_item && model.kind == ModelKind::Plate) {
           if (name.size() < 4 || name.substr(name.size() - 3) != "[n]")
             fail(fmt::format("expected '{}[n]' in a plate model", name));

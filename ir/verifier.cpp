@@ -572,8 +572,10 @@ std::vector<std::string> verify(const Model& model) {
     const Block& own = model.kind == ModelKind::Plate ? model.plate : model.simulator;
     check_all_sampled(model, own, VarKind::Latent, model.latents.size(), errors);
     check_all_sampled(model, own, VarKind::Obs, model.obs.size(), errors);
-    if (!model.states.empty() || !model.inputs.empty() || !model.functionals.empty())
-      errors.push_back("a model without time has states, inputs or functionals");
+    if (!model.states.empty() || !model.functionals.empty())
+      errors.push_back("a model without time has states or functionals");
+    if (model.kind == ModelKind::Simulator && !model.inputs.empty()) // a plate's are per item
+      errors.push_back("a simulator has inputs");
     model.for_each_block([&](const Block& block) {
       bool empty = block.nodes.empty() && block.relations.empty() && block.outputs.empty();
       const bool guide = block.kind == BlockKind::Guide && model.kind == ModelKind::Plate;
