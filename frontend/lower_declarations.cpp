@@ -12,12 +12,12 @@
 namespace ssm::frontend::lowering {
 
 // A simulator; a model over a plate when it declares a latent variable or an observation with a
-// plate index (latent z[n], obs x[n]); else a state-space model.
+// plate index (latent z[n], obs x[n]); else a state-space model (where `input u[n]` is an error).
 ir::ModelKind Lowering::model_kind() const {
   if (ast_.is_simulator)
     return ir::ModelKind::Simulator;
-  for (const ast::VarDecl& v : ast_.vars)
-    if (v.kind == ast::VarDecl::Kind::Latent || v.plate)
+  for (const ast::VarDecl& v : ast_.vars) // an input's index alone does not make one
+    if (v.kind == ast::VarDecl::Kind::Latent || (v.plate && v.kind != ast::VarDecl::Kind::Input))
       return ir::ModelKind::Plate;
   return ir::ModelKind::StateSpace;
 }
@@ -68,6 +68,8 @@ void Lowering::check_declaration_forms() {
         reject(v.name.range, fmt::format(msg::plate_input_index_missing, name, name));
       else if (v.plate->name != "n")
         reject(v.plate->range, fmt::format(msg::plate_index_not_n, name));
+    } else if (v.kind == VK::Input && v.plate && !simulator) {
+      reject(v.plate->range, fmt::format(msg::time_series_input_with_plate_index, name));
     } else if (v.kind == VK::State || v.kind == VK::Input) {
       if (plate || simulator) {
         no_time(v.range, fmt::format("{} '{}'", kind_name(var_symbol_kind(v.kind)), name));

@@ -290,9 +290,11 @@ private:
   // arguments are known before any latent value is drawn.
   void check_guide_reference(int id, const Node& node) {
     if (node.op == Op::Data || node.op == Op::Input) { // constants of the item
-      const size_t count = node.op == Op::Data ? model_.data.size() : model_.inputs.size();
-      if (node.var < 0 || node.var >= static_cast<int>(count))
-        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, count);
+      const auto& decls = node.op == Op::Data ? model_.data : model_.inputs;
+      if (node.var < 0 || node.var >= static_cast<int>(decls.size()))
+        fail("%{} refers to {} {} of {}", id, op_name(node.op), node.var, decls.size());
+      else if (!(node.shape == decls[node.var].shape) || node.lag != 0)
+        fail("%{} reads {} {} with the wrong shape or at a lag", id, op_name(node.op), node.var);
       return;
     }
     const bool network = node.op == Op::State && node.var >= 0 && model_.net_call_of(node.var);
@@ -340,6 +342,8 @@ private:
     if (node.op == Op::Input && block_.kind != BlockKind::Simulator) { // an item's covariate
       if (node.var < 0 || node.var >= static_cast<int>(model_.inputs.size()))
         fail("%{} refers to input {} of {}", id, node.var, model_.inputs.size());
+      else if (!(node.shape == model_.inputs[node.var].shape))
+        fail("%{} has the wrong shape for input {}", id, node.var);
       else if (node.lag != 0)
         fail("%{} reads an input at lag {}, which the {} block cannot", id, node.lag,
              block_name(block_.kind));

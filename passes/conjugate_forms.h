@@ -103,12 +103,14 @@ public:
       return std::nullopt;
     case ir::Op::State:
     case ir::Op::Obs:
+    case ir::Op::Input:
       if (!n.shape.is_scalar())
         return std::nullopt;
       return component(n, 0);
     case ir::Op::Index: {
       const ir::Node& base = block_.nodes[n.args[0]];
-      if (!n.shape.is_scalar() || (base.op != ir::Op::State && base.op != ir::Op::Obs))
+      if (!n.shape.is_scalar() ||
+          (base.op != ir::Op::State && base.op != ir::Op::Obs && base.op != ir::Op::Input))
         return std::nullopt;
       return component(base, ir::index_offset(base.shape, n.index));
     }
@@ -158,6 +160,7 @@ public:
       return out;
     case ir::Op::State:
     case ir::Op::Obs:
+    case ir::Op::Input: // dot(w, x[n]) with a covariate vector: a regression's features
       for (int k = 0; k < size; ++k) {
         auto r = component(n, k);
         if (!r)
@@ -403,10 +406,16 @@ private:
   const ir::Model& model_;
   const ir::Block& block_;
 
-  // Component k of a state or observation node, where the E-step's points hold it.
+  // Component k of a state, observation or input node, where the E-step's points (or, for an
+  // input, the step's covariates) hold it.
   std::optional<ReadSum> component(const ir::Node& n, int k) {
     PointRead r;
-    if (n.op == ir::Op::State) {
+    if (n.op == ir::Op::Input) {
+      if (n.lag != 0)
+        return std::nullopt;
+      r.input = true;
+      r.offset = model_.input_offset(n.var) - model_.input_offset(0) + k;
+    } else if (n.op == ir::Op::State) {
       const bool allowed = block_.kind == ir::BlockKind::Transition ? n.lag <= 1 : n.lag == 0;
       if (!allowed)
         return std::nullopt;

@@ -182,7 +182,11 @@ public:
     std::vector<std::vector<std::pair<int, Role>>> uses(n);
     std::vector<std::string> reason(n);
     std::vector<bool> read(n, false);
-    for (const ir::Block* block : {&model.initial, &model.transition, &model.observation})
+    for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
+      // A plate model's items (plate-items): its transition copies the initial relations, which
+      // hold at every item: one piece each, its block the plate.
+      if (model.items && block == &model.transition)
+        continue;
       for (const ir::Relation& rel : block->relations) {
         const std::vector<bool> reached = ir::reached_from(*block, rel.args);
         std::set<int> params;
@@ -224,9 +228,12 @@ public:
         }
         if (piece) { // every parameter it reads, so that one without a role demotes the rest
           piece->params.assign(params.begin(), params.end());
+          if (model.items && block == &model.initial)
+            piece->block = ir::BlockKind::Plate;
           result.pieces.push_back(std::move(*piece));
         }
       }
+    }
     // Roles across pieces: coefficients and matrices belong to one piece; the other roles may be
     // shared by pieces of one family (a mixture's weights in x[0] and x[t], a noise sd shared by
     // several observations) when no piece indexes them per group.

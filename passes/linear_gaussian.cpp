@@ -104,13 +104,18 @@ private:
     v.text = ir::print_expr(model_, arena, node);
     if (arena.nodes[node].op == ir::Op::Const)
       v.value = arena.nodes[node].values;
-    bool time = reads(arena, node, ir::Op::Time), data = reads(arena, node, ir::Op::Obs);
-    if (time || data) {
+    const bool time = reads(arena, node, ir::Op::Time), data = reads(arena, node, ir::Op::Obs),
+               input = reads(arena, node, ir::Op::Input);
+    if (time || data || input) {
       result_.time_varying = true;
-      result_.notes.push_back(fmt::format("{} depends on {}", v.name,
-                                          time && data ? "t and past observations"
-                                          : time       ? "t"
-                                                       : "past observations"));
+      std::vector<std::string> on;
+      if (time)
+        on.push_back("t");
+      if (data)
+        on.push_back("past observations");
+      if (input)
+        on.push_back("inputs");
+      result_.notes.push_back(fmt::format("{} depends on {}", v.name, fmt::join(on, " and ")));
     }
     result_.matrices.push_back(std::move(v));
   }

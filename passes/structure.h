@@ -44,7 +44,7 @@ struct SymbolicValue {
 // once the language has them, on inputs and past observations, never on a state.
 struct LinearGaussian {
   bool is_linear_gaussian = false;
-  bool time_varying = false; // some matrix reads t or past observations
+  bool time_varying = false; // some matrix reads t, past observations or inputs
   std::vector<std::string> state_names, obs_names;
   // Arenas of the matrices' expressions, one per model block (each prints with its time indices).
   ir::Block initial{ir::BlockKind::Initial, {}, {}, {}};
@@ -268,11 +268,14 @@ struct AdditiveFunctionals {
 // em-m-steps: the relations whose parameters EM's M-step updates in closed form, from expected
 // sufficient statistics, and for each parameter whether it is one of them and why not. A piece
 // is read by the runtime (runtime/learning/closed_form.h) at the E-step's weighted points: the
-// state at t and t-1 and the observation at t, so every quantity it needs is a `ReadSum` of them.
+// state at t and t-1, the observation and the inputs at t, so every quantity it needs is a
+// `ReadSum` of them.
 struct PointRead {
-  bool obs = false; // an observation component (at t), else a state component
-  int offset = 0;   // the component: Model::state_offset / obs_offset plus its position
-  int lag = 0;      // states: 0 for x[t], 1 for x[t-1]
+  bool obs = false;   // an observation component (at t)
+  int offset = 0;     // the component: Model::state_offset / obs_offset / the input's position
+                      // among the inputs, plus its position
+  int lag = 0;        // states: 0 for x[t], 1 for x[t-1]
+  bool input = false; // an input component (at t: a covariate); neither: a state component
   bool operator==(const PointRead&) const = default;
 };
 // constant + sum of coefficient * read.

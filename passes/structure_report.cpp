@@ -83,14 +83,20 @@ StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
       rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
   r.loc = rel.loc;
   const std::vector<bool> reached = ir::reached_from(block, rel.args);
-  std::set<std::pair<int, int>> vars; // (0 latent | 1 obs | 2 network, index): declaration order
+  // (0 latent | 1 obs | 2 network | 3 input, index): declaration order
+  std::set<std::pair<int, int>> vars;
   std::set<int> params;
   for (size_t i = 0; i < block.nodes.size(); ++i) {
     if (!reached[i])
       continue;
     const ir::Node& node = block.nodes[i];
-    if (node.op == ir::Op::Latent || node.op == ir::Op::Obs || node.op == ir::Op::Net)
-      vars.insert({node.op == ir::Op::Latent ? 0 : node.op == ir::Op::Obs ? 1 : 2, node.var});
+    if (node.op == ir::Op::Latent || node.op == ir::Op::Obs || node.op == ir::Op::Net ||
+        node.op == ir::Op::Input)
+      vars.insert({node.op == ir::Op::Latent ? 0
+                   : node.op == ir::Op::Obs  ? 1
+                   : node.op == ir::Op::Net  ? 2
+                                             : 3,
+                   node.var});
     else if (node.op == ir::Op::Param)
       params.insert(node.var);
   }
@@ -98,7 +104,9 @@ StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
   for (const auto& [kind, var] : vars)
     r.reads.push_back(
         kind == 2 ? "network " + model.nets[var].name
-                  : model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) + item);
+        : kind == 3
+            ? "input " + model.inputs[var].name + item
+            : model.var_name(kind == 0 ? ir::VarKind::Latent : ir::VarKind::Obs, var) + item);
   for (int p : params)
     r.params.push_back(model.params[p].name);
   return r;
@@ -367,13 +375,17 @@ json functionals_json(const AdditiveFunctionals& a) {
 }
 
 json point_read_json(const PointRead& r) {
-  return json::array({r.obs ? "obs" : "state", r.offset, r.lag});
+  return json::array({r.obs ? "obs" : r.input ? "input" : "state", r.offset, r.lag});
 }
 
 json read_sum_json(const ReadSum& r) {
   json terms = json::array();
   for (const auto& [coef, read] : r.terms)
-    terms.push_back({coef, read.obs ? "obs" : "state", read.offset, read.lag});
+    terms.push_back({coef,
+                     read.obs     ? "obs"
+                     : read.input ? "input"
+                                  : "state",
+                     read.offset, read.lag});
   return {{"constant", r.constant}, {"terms", terms}};
 }
 
@@ -490,7 +502,11 @@ std::string declared_inputs_report(const ir::Model& model) {
     return fmt::format("{}", fmt::join(items, ", "));
   };
   std::string out;
-  if (!model.inputs.empty())
+  const bool per_item = model.items || model.kind == ir::ModelKind::Plate;
+  if (!model.inputs.empty() && per_item)
+    out += fmt::format("covariates per item (columns of --data; simulate: --inputs FILE.csv): {}\n",
+                       list(model.inputs));
+  else if (!model.inputs.empty())
     out += fmt::format("inputs (--inputs FILE.csv): {}\n", list(model.inputs));
   if (!model.data.empty())
     out += fmt::format("data items (--data-file FILE.json): {}\n", list(model.data));

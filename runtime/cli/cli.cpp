@@ -89,7 +89,9 @@ std::string params_footer(const ModelInfo& info) {
       "after the subcommand.\n"
       "Results are bit-identical for every --threads value with the same --seed.\n";
   if (!info.inputs.empty()) {
-    s += "\nInputs of this model (--inputs FILE.csv, a value per time step):\n";
+    s += info.step == "n" ? "\nCovariates per item of this model (columns of --data; simulate: "
+                            "--inputs FILE.csv):\n"
+                          : "\nInputs of this model (--inputs FILE.csv, a value per time step):\n";
     for (const VarInfo& v : info.inputs)
       s += fmt::format("  {} : {}\n", v.name, cli::type_string(v));
   }

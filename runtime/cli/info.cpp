@@ -116,7 +116,10 @@ void print_variables(const Context& c) {
     fmt::print(c.out, "  {} : {}{}\n", v.name, type_string(v),
                v.joint && v.size > 1 ? " (joint: all or none of its columns may be missing)" : "");
   if (!info.inputs.empty()) {
-    fmt::print(c.out, "inputs (--inputs FILE.csv, a value per time step):\n");
+    fmt::print(c.out, "{}\n",
+               info.step == "n"
+                   ? "covariates per item (columns of --data; simulate: --inputs FILE.csv):"
+                   : "inputs (--inputs FILE.csv, a value per time step):");
     for (const VarInfo& v : info.inputs)
       fmt::print(c.out, "  {} : {}\n", v.name, type_string(v));
   }

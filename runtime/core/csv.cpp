@@ -379,8 +379,8 @@ ObsData read_rows(const ModelInfo& info, const std::string& source,
       double v = 0;
       if (!parse_cell(fields[in_index[k]], v, source, line, in_cols[k]))
         throw Error(fmt::format("{}:{}: input column '{}' is empty: inputs are needed at every "
-                                "time step",
-                                source, line, in_cols[k]));
+                                "{}",
+                                source, line, in_cols[k], info.step == "n" ? "item" : "time step"));
       check_integer_cell(in_int[k], v, source, line, in_cols[k], "input");
       data.u.push_back(v);
     }

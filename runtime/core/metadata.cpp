@@ -537,10 +537,13 @@ void parse_em_steps(const json& root, ModelInfo& info) {
   };
   auto read = [&](const json& v) {
     EmRead r;
-    r.obs = v.at(0).get<std::string>() == "obs";
+    const std::string kind = v.at(0).get<std::string>();
+    r.obs = kind == "obs";
+    r.input = kind == "input";
     r.offset = v.at(1).get<int64_t>();
     r.lag = v.at(2).get<int>();
-    if (r.offset < 0 || r.offset >= (r.obs ? info.n_obs : info.n_state) || r.lag < 0 || r.lag > 1)
+    const int64_t size = r.obs ? info.n_obs : r.input ? info.n_inputs : info.n_state;
+    if (r.offset < 0 || r.offset >= size || r.lag < 0 || r.lag > 1)
       bad(ctx + ": a read out of range");
     return r;
   };
@@ -593,7 +596,8 @@ void parse_em_steps(const json& root, ModelInfo& info) {
       if (!gaussian && piece.family != "categorical" && piece.family != "poisson" &&
           piece.family != "bernoulli")
         bad(ctx + ": an unknown family '" + piece.family + "'");
-      if (piece.block != "initial" && piece.block != "transition" && piece.block != "observation")
+      if (piece.block != "initial" && piece.block != "transition" && piece.block != "observation" &&
+          piece.block != "plate")
         bad(ctx + ": an unknown block '" + piece.block + "'");
       if (piece.noise != "constant" && piece.noise != "sd" && piece.noise != "variance" &&
           piece.noise != "cov")

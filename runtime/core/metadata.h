@@ -87,8 +87,9 @@ struct NetCallInfo {
 // of the model whose parameters have a closed-form update, read at the E-step's weighted points
 // (a state component at t or t-1, an observation component at t), and each parameter's verdict.
 struct EmRead {
-  bool obs = false;
-  int64_t offset = 0; // into the state or the observation vector
+  bool obs = false;   // an observation component at t
+  bool input = false; // else an input component at t (a covariate), else a state component
+  int64_t offset = 0; // into the state, the observation or the input vector
   int lag = 0;        // states: 0 for x[t], 1 for x[t-1]
 };
 struct EmReadSum { // constant + sum of coefficient * read

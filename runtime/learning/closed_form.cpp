@@ -15,16 +15,24 @@ namespace ssm {
 
 namespace {
 
-double value(const EmRead& r, const StepPoints& s, int64_t p, const double* y) {
+// What a piece reads at one step besides its points: the observations and the inputs at t.
+struct StepValues {
+  const double* y;
+  const double* u; // null without inputs
+};
+
+double value(const EmRead& r, const StepPoints& s, int64_t p, const StepValues& at) {
   if (r.obs)
-    return y[r.offset];
+    return at.y[r.offset];
+  if (r.input)
+    return at.u[r.offset];
   return (r.lag == 1 ? s.prev : s.cur)[r.offset * s.count + p];
 }
 
-double value(const EmReadSum& r, const StepPoints& s, int64_t p, const double* y) {
+double value(const EmReadSum& r, const StepPoints& s, int64_t p, const StepValues& at) {
   double v = r.constant;
   for (const auto& [coef, read] : r.terms)
-    v += coef * value(read, s, p, y);
+    v += coef * value(read, s, p, at);
   return v;
 }
 
@@ -56,6 +64,8 @@ std::vector<int64_t> observations_read(const EmPiece& piece) {
 // Whether the piece has a term at step t: initial pieces at t = 0, transition ones after,
 // observation ones wherever what they read (`read`, observations_read's) is observed.
 bool applies(const EmPiece& piece, const std::vector<int64_t>& read, int64_t t, const double* y) {
+  if (piece.block == "plate") // a plate model's latent relation: every item
+    return true;
   if (piece.block == "initial")
     return t == 0;
   if (piece.block == "transition")
@@ -64,11 +74,11 @@ bool applies(const EmPiece& piece, const std::vector<int64_t>& read, int64_t t, 
 }
 
 // The group a point falls in: the value of the piece's group read, checked.
-int64_t group_of(const EmPiece& piece, const StepPoints& s, int64_t p, const double* y, int64_t t,
-                 const std::string& context) {
+int64_t group_of(const EmPiece& piece, const StepPoints& s, int64_t p, const StepValues& at,
+                 int64_t t, const std::string& context) {
   if (!piece.group)
     return 0;
-  const double g = value(*piece.group, s, p, y);
+  const double g = value(*piece.group, s, p, at);
   if (!(g >= 0 && g < static_cast<double>(piece.groups)) || g != std::floor(g))
     throw Error(fmt::format("{}: {} indexes a parameter with {} at t={}, outside 0..{}", context,
                             piece.relation, g, t, piece.groups - 1));
@@ -230,7 +240,8 @@ void ClosedFormMStep::reset() {
   }
 }
 
-void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
+void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y, const double* u) {
+  const StepValues step{y, u};
   Eigen::VectorXd psi;
   for (int64_t k : active_) {
     const EmPiece& piece = info_.em_steps.pieces[k];
@@ -241,19 +252,19 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
       const double w = s.weight[p];
       if (!(w > 0))
         continue;
-      const int64_t group = group_of(piece, s, p, y, t, context_);
+      const int64_t group = group_of(piece, s, p, step, t, context_);
       if (piece.family == "categorical") {
         const std::vector<int64_t>& row =
             piece.probabilities[piece.probabilities.size() == 1 ? 0 : group];
-        const double v = value(piece.target[0], s, p, y);
+        const double v = value(piece.target[0], s, p, step);
         if (!(v >= 0 && v < static_cast<double>(row.size())) || v != std::floor(v))
           throw Error(fmt::format("{}: {} takes the value {} at t={}, outside 0..{}", context_,
                                   piece.relation, v, t, row.size() - 1));
         counts_[row[static_cast<size_t>(v)]] += w;
       } else if (piece.family == "poisson" || piece.family == "bernoulli") {
         const int64_t c = slot(piece.rate, group);
-        numerator_[c] += w * value(piece.target[0], s, p, y);
-        denominator_[c] += w * value(piece.exposure, s, p, y);
+        numerator_[c] += w * value(piece.target[0], s, p, step);
+        denominator_[c] += w * value(piece.exposure, s, p, step);
       } else if (piece.family == "normal") {
         const int64_t J = static_cast<int64_t>(g.coefficients.size());
         psi.setZero(J + 1);
@@ -261,9 +272,9 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
           const int64_t at =
               std::find(g.coefficients.begin(), g.coefficients.end(), slot(c.theta, group)) -
               g.coefficients.begin();
-          psi[at] += value(c.feature, s, p, y);
+          psi[at] += value(c.feature, s, p, step);
         }
-        psi[J] = value(piece.target[0], s, p, y) - value(piece.offset[0], s, p, y);
+        psi[J] = value(piece.target[0], s, p, step) - value(piece.offset[0], s, p, step);
         const int64_t noise_group = g.moments.size() > 1 ? group : 0;
         g.moments[noise_group].selfadjointView<Eigen::Lower>().rankUpdate(psi, w);
         g.weight[noise_group] += w;
@@ -272,9 +283,9 @@ void ClosedFormMStep::add(int64_t t, const StepPoints& s, const double* y) {
                       d = static_cast<int64_t>(piece.target.size());
         psi.resize(K + d);
         for (int64_t j = 0; j < K; ++j)
-          psi[j] = value(piece.features[j], s, p, y);
+          psi[j] = value(piece.features[j], s, p, step);
         for (int64_t i = 0; i < d; ++i)
-          psi[K + i] = value(piece.target[i], s, p, y) - value(piece.offset[i], s, p, y);
+          psi[K + i] = value(piece.target[i], s, p, step) - value(piece.offset[i], s, p, step);
         g.moments[0].selfadjointView<Eigen::Lower>().rankUpdate(psi, w);
         g.weight[0] += w;
       }

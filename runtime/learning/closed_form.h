@@ -40,7 +40,8 @@ public:
   // One M-step: reset(), add() the points of every step of every series, then solve() writes
   // the update of the parameters it updates into theta (the others are read from it).
   void reset();
-  void add(int64_t t, const StepPoints& points, const double* y);
+  // y: the observations at t; u: the inputs at t (null without inputs).
+  void add(int64_t t, const StepPoints& points, const double* y, const double* u);
   void solve(std::vector<double>& theta) const;
 
   // The statistics add() accumulated, for a sampler of the full conditionals (gibbs.cpp) rather

@@ -121,7 +121,7 @@ bool EmPoints::m_step(const MethodRun& run, const std::optional<ScoreModel>& sm,
   closed.reset();
   for (size_t k = 0; k < series.size(); ++k)
     for (int64_t t = 0; t < series[k].T; ++t)
-      closed.add(t, points[k][t], series[k].at(t));
+      closed.add(t, points[k][t], series[k].at(t), series[k].inputs_at(t));
   closed.solve(theta);
   const std::span<const double> learned{theta.data(), static_cast<size_t>(space.n_theta())};
   bool shrunk = false;

@@ -335,7 +335,7 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
     stats.reset();
     for (int64_t t = 0; t < items.T; ++t) {
       one.cur.assign(x.begin() + t * d, x.begin() + (t + 1) * d);
-      stats.add(t, one, &y[static_cast<size_t>(t * m)]);
+      stats.add(t, one, &y[static_cast<size_t>(t * m)], data.inputs_at(t));
     }
     s.draws.draw(theta, stats, seed, chain, it);
     if (progress)
@@ -439,7 +439,7 @@ Posterior::Chain run_series_chain(const SeriesSetup& s, uint32_t chain,
         else
           one.prev.assign(at - d, at);
         one.cur.assign(at, at + d);
-        stats.add(t, one, s.series[k].at(t));
+        stats.add(t, one, s.series[k].at(t), s.series[k].inputs_at(t));
       }
     s.draws.draw(theta, stats, seed, chain, it);
     if (progress)
@@ -500,6 +500,9 @@ Refusal gibbs_refusal(const ssm_model& model, const ModelInfo& info) {
     return "the model's metadata has no em-m-steps analysis (built by an older ssmc)";
   if (!model.prior_logpdf)
     return fmt::format("the compiler derived no prior density: {}", info.no_prior_reason);
+  if (info.step == "n" && info.n_inputs > 0)
+    return "gibbs draws a plate model's free items from one prior shared by all of them, and "
+           "covariates (input x[n]) give each item its own: not supported yet; sample by pmmh";
   if (info.step != "n" && !exact_latents(model, info))
     return "gibbs draws a time series' state path exactly, which needs finite or "
            "linear-Gaussian states (`info` says why this model's are neither); sample by pmmh";

@@ -211,11 +211,18 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
       continuous_(static_cast<int64_t>(plan.continuous.size())),
       fullrank_(options.family == kFullRankName), single_(options.single), seed_(seed),
       load_guide_(options.load_guide) {
-  // The prior's moments, from draws of the initial kernel (items share their prior).
+  // The prior's moments, from draws of the initial kernel: items share their prior, unless
+  // covariates (input x[n]) give each its own, when the draws cycle through the items' inputs
+  // (a start pooled over the items).
   constexpr int64_t S = 512;
   std::vector<double> x(S * std::max<int64_t>(1, info.n_state));
   Frame frame(info, fixed);
-  model.init_sample(frame.step(nullptr, nullptr), seed ^ 0x5eed, 0, S, S, x.data());
+  if (info.n_inputs == 0 || data.T == 0)
+    model.init_sample(frame.step(nullptr, nullptr), seed ^ 0x5eed, 0, S, S, x.data());
+  else
+    for (int64_t n = 0; n < S; ++n)
+      model.init_sample(frame.step(data.inputs_at(n % data.T), nullptr), seed ^ 0x5eed, n, n + 1, S,
+                        x.data());
   const int64_t C = continuous_;
   std::vector<double> mean(C, 0.0), log_sd(C, 0.0);
   for (int64_t j = 0; j < C; ++j) {

@@ -1,7 +1,8 @@
 // End-to-end tests of covariates per item in plate models (`input x[n]`): a regression whose
 // items' latent means are linear in a covariate, y_n = z_n + N(0, 0.5²), z_n ~ N(a + b x_n, s²),
 // so that y_n ~ N(a + b x_n, s² + 0.25). Against closed forms: the log-likelihood (`filter`, by
-// Kalman), the maximum likelihood estimate (least squares, `optimize`), each item's posterior
+// Kalman), the maximum likelihood estimate (least squares, `optimize`, and EM's closed-form
+// M-steps), each item's posterior
 // mean (`smooth`), and the ELBO of `vi`'s Gaussian guides, which hold the exact posterior.
 // `simulate` reads the covariates from --inputs. (The declaration errors: golden/diagnostics.)
 #include "support.h"
@@ -89,6 +90,19 @@ TEST_CASE("plate inputs: simulate reads the covariates; filter's log-likelihood 
                                     "--param", "b=0.3", "--param", "s=1.2", "--json"})
                                 .out);
   CHECK(double(f["log_likelihood"]) == Approx(exact_loglik(d, 0.5, 0.3, 1.2)).epsilon(1e-10));
+  // The covariate in what the model says of itself, and in what its relations read.
+  CHECK(run_ok({d.exe, "info"}).out.find("covariates per item (columns of --data") !=
+        std::string::npos);
+  const std::string source = scratch_path("plate_regression.ssm");
+  const std::string check = run_ok({ssmc_path(), "check", source}).out;
+  CHECK(check.find("z[n]       ~ normal        reads input x[n]; params a, b, s") !=
+        std::string::npos);
+  // An encoder of the observations alone could not follow the covariate: refused.
+  const ProcessResult amortized =
+      run_process({d.exe, "vi", "--data", d.data, "--method", "amortized", "--json"});
+  CHECK(amortized.exit_code == 1);
+  CHECK(amortized.err.find("the encoder reads an item's observations, not its covariates") !=
+        std::string::npos);
 }
 
 TEST_CASE("plate inputs: optimize gives least squares; smooth each item's posterior",
@@ -118,6 +132,23 @@ TEST_CASE("plate inputs: optimize gives least squares; smooth each item's poster
   CHECK(double(o["params"]["b"]) == Approx(b).epsilon(1e-5));
   CHECK(double(o["params"]["s"]) == Approx(s).epsilon(1e-5));
   CHECK(double(o["log_likelihood"]) == Approx(exact_loglik(d, a, b, s)).epsilon(1e-9));
+  // EM: the coefficients of the covariate in closed form (least squares on the smoothed
+  // latents), to the same estimate.
+  const nlohmann::json em =
+      nlohmann::json::parse(run_ok({d.exe, "optimize", "--method", "em", "--data", d.data, "--json",
+                                    "--max-iterations", "500", "--tolerance", "1e-12"})
+                                .out);
+  CAPTURE(em.dump());
+  for (const char* p : {"a", "b", "s"})
+    CHECK(std::string(em["m_step"][p]).starts_with("closed form"));
+  CHECK(double(em["params"]["a"]) == Approx(a).epsilon(1e-4));
+  CHECK(double(em["params"]["b"]) == Approx(b).epsilon(1e-4));
+  CHECK(double(em["params"]["s"]) == Approx(s).epsilon(1e-4));
+  // Gibbs draws the free items from one shared prior: covariates are refused, by name.
+  const ProcessResult gibbs =
+      run_process({d.exe, "sample", "--method", "gibbs", "--data", d.data, "--json"});
+  CHECK(gibbs.exit_code == 1);
+  CHECK(gibbs.err.find("covariates (input x[n]) give each item its own") != std::string::npos);
 
   // Each item's posterior mean: the prior mean a + b x and y weighted by their precisions.
   const std::string out = scratch_path("plate_inputs_smooth.csv");

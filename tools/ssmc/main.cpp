@@ -499,9 +499,9 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
     return 0;
   }
   if (plate) {
-    fmt::print("{}as a state-space model whose steps are the items (its latents the state, n the "
-               "step):\n{}",
-               heading,
+    fmt::print("{}{}as a state-space model whose steps are the items (its latents the state, n "
+               "the step):\n{}",
+               heading, ssm::passes::declared_inputs_report(model),
                full_structure ? ssm::passes::structure_report(model, context)
                               : ssm::passes::structure_summary(context));
     return 0;
