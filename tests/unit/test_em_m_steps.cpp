@@ -70,7 +70,8 @@ model hmm {
   v = em_verdicts(gmm, &e);
   for (const char* p : {"w", "mu", "sigma"})
     CHECK(v[p].closed_form);
-  CHECK(v["w"].pieces.size() == 2); // z[0] and z[t]: the items
+  REQUIRE(v["w"].pieces.size() == 1); // z[n]: one piece at every item
+  CHECK(e.pieces.at(v["w"].pieces.at(0)).block == ir::BlockKind::Plate);
   const passes::ConjugatePiece& mixture = e.pieces.at(v["mu"].pieces.at(0));
   CHECK(mixture.family == Family::Normal);
   CHECK(mixture.noise == Noise::Sd);
