@@ -60,6 +60,20 @@ double LogPrior::theta_density(std::span<const double> u, double* gradient) cons
   return value - space_.log_jacobian(u);
 }
 
+double LogPrior::theta_density_at(std::span<const double> theta) const {
+  const auto n_theta = static_cast<size_t>(space_.n_theta());
+  if (!file_) {
+    std::vector<double> prior(1 + n_theta);
+    model_.prior_logpdf(theta.data(), prior.data());
+    return prior[0];
+  }
+  try {
+    return theta_density(space_.unconstrain(theta.first(n_theta)), nullptr);
+  } catch (const Error&) {
+    return -std::numeric_limits<double>::infinity();
+  }
+}
+
 struct ExactLogPosterior::Impl {
   ScoreModel score;
   const Method* smoother = nullptr;

@@ -38,6 +38,10 @@ public:
   // maximises (no Jacobian, as Stan's optimize); with a file, log π(u) − log |det J(u)|. Throws
   // as evaluate.
   double theta_density(std::span<const double> u, double* gradient) const;
+  // The same at θ itself (its learned components; the rest of `theta` is not read), for an
+  // estimate that is a θ, not a u: -inf where a file's u does not exist (θ on its support's
+  // edge).
+  double theta_density_at(std::span<const double> theta) const;
 
 private:
   double model_density(std::span<const double> u, double* gradient, bool with_jacobian) const;

@@ -147,24 +147,21 @@ public:
     for (int64_t i = 0; i < M; ++i) {
       p[i].u = u0;
       double log_q = 0;
-      if (s_.run.prior) {
+      if (s_.run.prior)
         std::copy_n(draws.begin() + i * d, d, p[i].u.begin());
-        p[i].log_prior = log_prior(p[i].u);
-        p[i].filters = fresh(p[i].u);
-        logw[i] = std::isfinite(p[i].log_prior) ? 0 : p[i].log_prior;
-        continue;
-      }
-      for (int64_t k = 0; k < d; ++k) {
-        const double z =
-            std::tan(std::numbers::pi * (philox_u01(seed_, chain_, static_cast<uint32_t>(i),
-                                                    kSiteStart, static_cast<uint32_t>(k)) -
-                                         0.5));
-        p[i].u[k] += kStartScale * z;
-        log_q += -std::log(std::numbers::pi * kStartScale * (1 + z * z));
-      }
+      else
+        for (int64_t k = 0; k < d; ++k) {
+          const double z =
+              std::tan(std::numbers::pi * (philox_u01(seed_, chain_, static_cast<uint32_t>(i),
+                                                      kSiteStart, static_cast<uint32_t>(k)) -
+                                           0.5));
+          p[i].u[k] += kStartScale * z;
+          log_q += -std::log(std::numbers::pi * kStartScale * (1 + z * z));
+        }
       p[i].log_prior = log_prior(p[i].u);
       p[i].filters = fresh(p[i].u);
-      logw[i] = p[i].log_prior - log_q;
+      // The prior's own draws weigh equally (q is the prior).
+      logw[i] = s_.run.prior && std::isfinite(p[i].log_prior) ? 0 : p[i].log_prior - log_q;
     }
     Outcome out;
     // The starting importance sampling's normalising constant: the mean of its weights.

@@ -187,19 +187,9 @@ void finish_averaged_starts(
     best.log_likelihood_se = NAN;
   }
   best.objective = best.log_likelihood;
-  if (options.map && !run.prior) {
-    std::vector<double> prior(1 + static_cast<size_t>(run.info.n_theta));
-    run.model.prior_logpdf(fixed.data(), prior.data());
-    best.objective += prior[0];
-  } else if (options.map) { // the file's density of θ, at the estimate's unconstrained point
+  if (options.map) {
     const ParameterSpace space(run.info, options.fixed);
-    const LogPrior prior(run.model, space, fixed, run.prior);
-    try {
-      best.objective += prior.theta_density(
-          space.unconstrain({fixed.data(), static_cast<size_t>(space.n_theta())}), nullptr);
-    } catch (const Error&) { // the estimate on its support's edge, where u is infinite
-      best.objective = -std::numeric_limits<double>::infinity();
-    }
+    best.objective += LogPrior(run.model, space, fixed, run.prior).theta_density_at(fixed);
   }
   for (size_t k = 0; k < starts.size(); ++k)
     if (&starts[k] == chosen)

@@ -222,13 +222,12 @@ public:
   // a point of density 0.
   double log_density(std::span<const double> u, double* gradient) const override {
     try {
-      torch::Tensor point =
-          torch::tensor(std::vector<double>(u.begin(), u.end()), torch::kFloat64).unsqueeze(0);
-      if (!gradient) {
-        torch::NoGradGuard no_grad;
-        return prior_(point).item<double>();
-      }
-      point.set_requires_grad(true);
+      if (!gradient)
+        return prior_.value(u);
+      const torch::Tensor point =
+          torch::tensor(std::vector<double>(u.begin(), u.end()), torch::kFloat64)
+              .unsqueeze(0)
+              .set_requires_grad(true);
       const torch::Tensor value = prior_(point).sum();
       const double v = value.item<double>();
       std::fill(gradient, gradient + u.size(), 0.0);
