@@ -307,28 +307,31 @@ private:
     for (const ParameterVariationalFit::TracePoint& p : fit.trace)
       trace.push_back({p.iteration, p.elbo});
     auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; };
-    return {{"model", c.info.name},
-            {"method", family},
-            {"family", fit.family},
-            {"family_parameters", fit.family_parameters},
-            {"learned", fit.learned},
-            {"likelihood", fit.likelihood},
-            {"elbo", fit.elbo},
-            {"elbo_se", number(fit.elbo_se)},
-            {"elbo_samples", fit.eval_samples},
-            {"draws", fit.theta.size()},
-            {"psis_resample", drawn.resampled},
-            {"summary", summary},
-            {"log_evidence", number(is.log_mean_weight)},
-            {"log_evidence_se", number(is.log_mean_weight_se)},
-            {"importance_ess", is.ess},
-            {"pareto_k", number(is.pareto_k)},
-            {"iterations", fit.iterations},
-            {"trace", trace},
-            {"warnings", fit.warnings},
-            {"train_s", fit.train_seconds},
-            {"elapsed_s", elapsed},
-            {"threads", c.globals.threads}};
+    nlohmann::json out = {{"model", c.info.name},
+                          {"method", family},
+                          {"family", fit.family},
+                          {"family_parameters", fit.family_parameters},
+                          {"learned", fit.learned},
+                          {"likelihood", fit.likelihood},
+                          {"elbo", fit.elbo},
+                          {"elbo_se", number(fit.elbo_se)},
+                          {"elbo_samples", fit.eval_samples},
+                          {"draws", fit.theta.size()},
+                          {"psis_resample", drawn.resampled},
+                          {"summary", summary},
+                          {"log_evidence", number(is.log_mean_weight)},
+                          {"log_evidence_se", number(is.log_mean_weight_se)},
+                          {"importance_ess", is.ess},
+                          {"pareto_k", number(is.pareto_k)},
+                          {"iterations", fit.iterations},
+                          {"trace", trace},
+                          {"warnings", fit.warnings},
+                          {"train_s", fit.train_seconds},
+                          {"elapsed_s", elapsed},
+                          {"threads", c.globals.threads}};
+    if (!fit.item_guide.empty())
+      out["item_guide"] = fit.item_guide;
+    return out;
   }
 
   // The exact log-likelihood at the trained parameters where a filter gives it (Kalman, the

@@ -152,6 +152,8 @@ struct ParameterVariationalFit {
   std::vector<std::string> learned;     // the parameters q is over (the others fixed)
   std::vector<std::string> coordinates; // q's coordinates: the unconstrained parameters
   std::string likelihood; // the exact smoother behind the likelihood (rts, ...), or its estimate
+  // A plate model's (--param-guide): its items' guides, "linear" (q(z_n | θ)) or "independent".
+  std::string item_guide;
   // ELBO = E_q[log p(y, θ(u)) |J(u)| - log q(u)] = log p(y) - KL(q || posterior), on
   // eval_samples fresh base draws (Rao-Blackwellised over a mixture's or a DIF's components).
   double elbo = 0, elbo_se = 0;

@@ -1,4 +1,5 @@
-// The default guide of a plate model and its estimators: see guide.h.
+// The default guide of a plate model: its start, draws, parameters and moments (see guide.h;
+// which latent gets which estimator: guide_plan.cpp).
 #include "vi/guide.h"
 #include "core/error.h"
 #include "core/frame.h"
@@ -17,192 +18,9 @@ namespace ssm {
 namespace {
 
 constexpr double kHalfLog2Pi = 0.91893853320467274178;
-constexpr int64_t kMaxDiscreteValues = 10000;
 constexpr double kTinyProbability = 1e-300; // a declared guide's probabilities stay above it
 
-const std::vector<std::string>& estimator_names() {
-  static const std::vector<std::string> names = {kReparamName, kScoreName, kEnumerateName,
-                                                 kGumbelName};
-  return names;
-}
-
-// --estimator's values: a default (`auto` or an estimator) and NAME=ESTIMATOR overrides.
-std::pair<std::string, std::map<std::string, std::string>>
-parse_estimators(const ModelInfo& info, const std::vector<std::string>& values) {
-  std::string all = "auto";
-  std::map<std::string, std::string> one;
-  auto check = [](const std::string& e) {
-    if (e != "auto" &&
-        std::find(estimator_names().begin(), estimator_names().end(), e) == estimator_names().end())
-      throw Error(fmt::format("vi: unknown estimator '{}' (expected auto, {})", e,
-                              fmt::join(estimator_names(), ", ")));
-  };
-  for (const std::string& v : values) {
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos) {
-      check(v);
-      all = v;
-      continue;
-    }
-    const std::string name = v.substr(0, eq), e = v.substr(eq + 1);
-    check(e);
-    bool known = false;
-    std::vector<std::string> latents;
-    for (const VarInfo& s : info.state)
-      if (!s.hidden) {
-        known = known || s.name == name;
-        latents.push_back(s.name);
-      }
-    if (!known)
-      throw Error(fmt::format("vi: --estimator {}: the model has no latent variable '{}' (its "
-                              "latent variables: {})",
-                              v, name, fmt::join(latents, ", ")));
-    one[name] = e;
-  }
-  return {all, one};
-}
-
-// A discrete latent variable's estimator and why; `enumeration` grows by its values.
-VariationalFit::Estimator discrete_estimator(const VarInfo& v, const std::string& asked,
-                                             int64_t& enumeration) {
-  const std::string type = integer_type(v);
-  if (asked == kReparamName)
-    throw Error(fmt::format("vi: the reparameterisation estimator cannot apply to '{}' ({}, "
-                            "discrete): use {}, {} or {}",
-                            v.name, type, kEnumerateName, kScoreName, kGumbelName));
-  if (!std::isfinite(v.lower) || !std::isfinite(v.upper) ||
-      v.upper - v.lower + 1 > kMaxDiscreteValues)
-    throw Error(fmt::format("vi: the latent '{}' is {}: the guide's categorical needs a finite "
-                            "range of at most {} values (declare it int[lo..hi])",
-                            v.name, type, kMaxDiscreteValues));
-  const int64_t values = static_cast<int64_t>(v.upper - v.lower) + 1;
-  double joint = static_cast<double>(enumeration);
-  for (int64_t k = 0; k < v.size; ++k)
-    joint *= static_cast<double>(values);
-  if (asked == kEnumerateName || asked == kGumbelName ||
-      (asked == "auto" && joint <= kMaxEnumeration)) {
-    if (joint > 1e6)
-      throw Error(fmt::format("vi: {} '{}' would evaluate the model at {} joint values of the "
-                              "discrete latents: use --estimator {}={}",
-                              asked == kGumbelName ? "relaxing" : "enumerating", v.name, joint,
-                              v.name, kScoreName));
-    enumeration = static_cast<int64_t>(joint);
-    if (asked == kGumbelName)
-      return {v.name, kGumbelName,
-              fmt::format("asked for: {} values, the model at each, weighted by a relaxed draw",
-                          values)};
-    return {v.name, kEnumerateName,
-            asked == "auto" ? fmt::format("{}: {} values, summed over exactly", type, values)
-                            : "asked for"};
-  }
-  return {v.name, kScoreName,
-          asked == "auto"
-              ? fmt::format("{}: enumerating it would make {} joint values (more than {})", type,
-                            joint, kMaxEnumeration)
-              : "asked for"};
-}
-
-VariationalFit::Estimator continuous_estimator(const ssm_model& model, const ModelInfo& info,
-                                               const VarInfo& v, const std::string& asked) {
-  if (asked == kEnumerateName)
-    throw Error(fmt::format("vi: enumeration cannot apply to '{}' (continuous): use {} or {}",
-                            v.name, kReparamName, kScoreName));
-  if (asked == kScoreName)
-    return {v.name, kScoreName, "asked for"};
-  if (!model.state_gradient) {
-    if (asked == kReparamName)
-      throw Error(fmt::format("vi: the reparameterisation estimator needs the gradient of the "
-                              "log joint density in '{}', which model '{}' lacks ({}): use {}",
-                              v.name, info.name, info.no_state_gradient_reason, kScoreName));
-    return {v.name, kScoreName,
-            fmt::format("continuous, but the model has no state gradient ({})",
-                        info.no_state_gradient_reason)};
-  }
-  const bool bounded = v.lower > -INFINITY || v.upper < INFINITY;
-  return {v.name, kReparamName,
-          asked == "auto"
-              ? fmt::format("continuous: z = {}, the gradient through the model's compiled state "
-                            "gradient",
-                            bounded ? "mu + sd * eps mapped into its support" : "mu + sd * eps")
-              : "asked for"};
-}
-
 } // namespace
-
-GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
-                     const VariationalOptions& options) {
-  const auto [all, one] = parse_estimators(info, options.estimators);
-  GuidePlan plan;
-  for (const VarInfo& v : info.state) {
-    if (v.hidden)
-      continue;
-    const auto it = one.find(v.name);
-    const std::string asked = it == one.end() ? all : it->second;
-    const std::vector<std::string> cols = column_names(v.name, v.shape);
-    const auto rel = std::find_if(info.guide.relations.begin(), info.guide.relations.end(),
-                                  [&](const GuideInfo::Relation& r) { return r.latent == v.name; });
-    const bool declared = rel != info.guide.relations.end();
-    if (declared && options.family == kFullRankName && !v.integer)
-      throw Error(fmt::format("vi: --method {} covers every continuous latent with one Gaussian, "
-                              "but '{}' has a guide of its own: use --method {}",
-                              kFullRankName, v.name, kMeanFieldName));
-    if (v.integer) {
-      plan.estimators.push_back(discrete_estimator(v, asked, plan.enumeration));
-      if (declared)
-        plan.estimators.back().why +=
-            fmt::format("; its family: the model's guide ({})", rel->dist);
-      const std::string& chosen = plan.estimators.back().estimator;
-      const bool gumbel = chosen == kGumbelName, enumerate = gumbel || chosen == kEnumerateName;
-      for (int64_t k = 0; k < v.size; ++k)
-        plan.discrete.push_back({v.offset + k, cols[k], static_cast<int64_t>(v.lower),
-                                 static_cast<int64_t>(v.upper - v.lower) + 1, enumerate, gumbel,
-                                 declared});
-    } else {
-      plan.estimators.push_back(continuous_estimator(model, info, v, asked));
-      if (declared)
-        plan.estimators.back().why +=
-            fmt::format("; its family: the model's guide ({})", rel->dist);
-      const bool dif = declared && rel->dist == "dif";
-      if (dif)
-        plan_dif(plan, v, *rel, options);
-      for (int64_t k = 0; k < v.size; ++k) {
-        plan.continuous_dif.push_back(dif ? static_cast<int>(plan.difs.size()) - 1 : -1);
-        if (dif)
-          plan.difs.back().columns.push_back(static_cast<int64_t>(plan.continuous.size()));
-        plan.continuous_declared.push_back(declared);
-        plan.continuous.push_back(v.offset + k);
-        plan.continuous_columns.push_back(cols[k]);
-        plan.continuous_score.push_back(plan.estimators.back().estimator == kScoreName);
-        plan.continuous_lower.push_back(v.lower);
-        plan.continuous_upper.push_back(v.upper);
-      }
-    }
-  }
-  if (plan.estimators.empty())
-    throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
-  place_difs(plan, options);
-  plan.dense = options.family == kFullRankName ||
-               std::any_of(info.guide.relations.begin(), info.guide.relations.end(),
-                           [](const GuideInfo::Relation& r) { return r.dist == "mvnormal_chol"; });
-  if (plan.dense && !plan.difs.empty())
-    throw Error(fmt::format("vi: a guide's mvnormal_chol makes the continuous latents one "
-                            "Gaussian, which cannot hold the dif guide of '{}'",
-                            plan.difs.front().latent));
-  if (plan.dense && !plan.continuous.empty() &&
-      std::adjacent_find(plan.continuous_score.begin(), plan.continuous_score.end(),
-                         std::not_equal_to<>()) != plan.continuous_score.end())
-    throw Error(options.family == kFullRankName
-                    ? "vi: the full-rank guide needs one estimator for all continuous latents"
-                    : "vi: a guide's mvnormal_chol makes the continuous latents one Gaussian, "
-                      "which needs one estimator for all of them");
-  const bool gumbel = std::any_of(plan.discrete.begin(), plan.discrete.end(),
-                                  [](const GuidePlan::Discrete& g) { return g.gumbel; });
-  if (gumbel && options.objective != "elbo")
-    throw Error(fmt::format("vi: the {} estimator serves the ELBO (the IWAE bound sums over the "
-                            "values of a latent it evaluates at each, which is {})",
-                            kGumbelName, kEnumerateName));
-  return plan;
-}
 
 Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
              const std::vector<double>& fixed, const ObsData& data,
@@ -436,14 +254,41 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
   }
 }
 
-Guide::Local Guide::local(const torch::Tensor& idx) const {
+Guide::Local Guide::local(const torch::Tensor& idx, const torch::Tensor& given) const {
   Local l = own_local(idx);
   if (plan_.dense && !l.lower.defined()) // a declared mvnormal_chol fills its block
     l.lower = torch::zeros({idx.numel(), continuous_, continuous_}, torch::kFloat64);
   l.contexts.resize(difs_.size());
   if (declared_)
     apply_declared(l, idx);
+  if (given.defined() && conditional()) {
+    const torch::Tensor mask = own_gaussian_.view({1, continuous_, 1});
+    const torch::Tensor v = given.reshape({-1, 1}).to(torch::kFloat64); // [d, 1]
+    const torch::Tensor a = gain_mu_.index_select(0, idx) * mask;       // [I, C, d]
+    const torch::Tensor b = gain_log_sd_.index_select(0, idx) * mask;
+    l.mu_held = l.mu.detach() + torch::matmul(a.detach(), v).squeeze(2);
+    l.log_sd_held = l.log_sd.detach() + torch::matmul(b.detach(), v).squeeze(2);
+    l.mu = l.mu + torch::matmul(a, v).squeeze(2);
+    l.log_sd = l.log_sd + torch::matmul(b, v).squeeze(2);
+  }
   return l;
+}
+
+bool Guide::condition_on(int64_t dimension) {
+  std::vector<double> own(continuous_, 0.0);
+  bool any = false;
+  for (int64_t c = 0; c < continuous_; ++c)
+    if (!plan_.continuous_declared[c] && !plan_.continuous_score[c]) {
+      own[c] = 1;
+      any = true;
+    }
+  if (!any || dimension <= 0)
+    return false;
+  own_gaussian_ = torch::tensor(own, torch::kFloat64);
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  gain_mu_ = torch::zeros({items_, continuous_, dimension}, opts).set_requires_grad(true);
+  gain_log_sd_ = torch::zeros({items_, continuous_, dimension}, opts).set_requires_grad(true);
+  return true;
 }
 
 Guide::Local Guide::own_local(const torch::Tensor& idx) const {
@@ -474,12 +319,12 @@ torch::Tensor Guide::cholesky(const Local& l) {
 }
 
 GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
-                       Relaxation relax) const {
+                       Relaxation relax, const torch::Tensor& given) const {
   const int64_t I = static_cast<int64_t>(items.size()), C = continuous_,
                 Dd = static_cast<int64_t>(plan_.discrete.size()), E = plan_.enumeration;
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor idx = torch::tensor(items, torch::kInt64);
-  const Local params = local(idx);
+  const Local params = local(idx, given);
   GuideDraws d;
   d.log_q_sampled = torch::zeros({I, K}, opts);
   d.log_q_sticking = torch::zeros({I, K}, opts);
@@ -512,11 +357,18 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     if (any_score) // the score function differentiates log q only: no path through the draw
       z = torch::where(score, z.detach(), z);
     // log q(z) with the guide's parameters as given (`held`: constant, for sticking the landing).
+    // Conditional on a draw, what is held is the guide's parameters, not the draw (local()).
+    const bool given_path = params.mu_held.defined();
+    const torch::Tensor mu_held = given_path ? params.mu_held.unsqueeze(1) : mu.detach();
+    const torch::Tensor log_sd_held = given_path ? params.log_sd_held : log_sd.detach();
     auto log_q = [&](bool held) {
-      const torch::Tensor m = held ? mu.detach() : mu, s = held ? log_sd.detach() : log_sd;
+      const torch::Tensor m = held ? mu_held : mu, s = held ? log_sd_held : log_sd;
       if (plan_.dense) {
+        const torch::Tensor L_held =
+            given_path ? torch::tril(params.lower.detach(), -1) + torch::diag_embed(s.exp())
+                       : L.detach();
         const torch::Tensor u =
-            torch::linalg_solve_triangular(held ? L.detach() : L, (z - m).transpose(1, 2), false);
+            torch::linalg_solve_triangular(held ? L_held : L, (z - m).transpose(1, 2), false);
         return torch::Tensor(-0.5 * u.pow(2).sum(1) - s.sum(1, true) -
                              static_cast<double>(C) * kHalfLog2Pi); // [I, K]
       }
@@ -651,6 +503,10 @@ std::vector<torch::Tensor> Guide::parameters() const {
   }
   for (const torch::Tensor& l : logits_)
     p.push_back(l);
+  if (conditional()) {
+    p.push_back(gain_mu_);
+    p.push_back(gain_log_sd_);
+  }
   return p;
 }
 
@@ -685,6 +541,12 @@ std::vector<std::string> Guide::parameter_names() const {
     for (int64_t n = 0; n < items_; ++n)
       for (int64_t v = 0; v < g.values; ++v)
         names.push_back(fmt::format("logit[n={}]:{}={}", n, g.column, g.lower + v));
+  if (conditional())
+    for (const char* what : {"gain_mu", "gain_log_sd"})
+      for (int64_t n = 0; n < items_; ++n)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t k = 0; k < gain_mu_.size(2); ++k)
+            names.push_back(fmt::format("{}[n={}]:{},{}", what, n, plan_.continuous_columns[c], k));
   return names;
 }
 

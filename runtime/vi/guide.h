@@ -12,6 +12,7 @@
 #include "flows/dif.h"
 #include "kernel/abi.h"
 #include "nn/mlp.h"
+#include "vi/guide_plan.h"
 #include "vi/variational.h"
 
 #include <torch/torch.h>
@@ -29,59 +30,6 @@ inline constexpr uint32_t kSiteDiscrete = 1u << 24; // + the discrete component 
 inline constexpr uint32_t kSiteGumbel = 1u << 25;   // + the discrete component j
 inline constexpr uint32_t kSiteDifStart = 1u << 26; // + the dif guide j: its maps' first locations
 inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
-
-// Which latent components the guide treats how.
-struct GuidePlan {
-  std::vector<int64_t> continuous; // state components
-  std::vector<std::string> continuous_columns;
-  std::vector<bool> continuous_score; // estimated by the score function rather than reparam
-  // The support of each continuous component ([-inf, inf] when unbounded): the guide's Gaussian
-  // is on the unconstrained scale u, and z = lower + exp(u), upper - exp(u) or lower + (upper -
-  // lower) logistic(u), with the log-Jacobian in log q.
-  std::vector<double> continuous_lower, continuous_upper;
-  // Whether a component's mean and sd come from the model's guide (`guide z[n] ~ normal(m, s)`,
-  // its arguments on the unconstrained scale), rather than from the guide's own parameters.
-  std::vector<bool> continuous_declared;
-  // A declared `dif(context, components, width)` guide: a conditional Discretely Indexed Flow
-  // over its latent's continuous components (on the unconstrained scale), drawn Rao-Blackwellised
-  // (Argouarc'h 2024, 4.76): one base draw eps per draw k, carried by each of its maps, each
-  // image weighted by w_j(eps). Its maps fill the enumeration axis E, above the discrete values:
-  // map j of the point e is (e / radix) % components.
-  struct Dif {
-    std::string latent;
-    std::vector<int64_t> columns; // among the continuous components
-    int64_t components = 0, width = 0, radix = 1;
-  };
-  std::vector<Dif> difs;
-  std::vector<int> continuous_dif; // per continuous component: its dif's index, or -1
-  struct Discrete {
-    int64_t component = 0;
-    std::string column;
-    int64_t lower = 0, values = 0;
-    bool enumerate = false; // summed over exactly; else sampled (score function)
-    bool gumbel = false;    // enumerated too, but weighted by a relaxed draw while training
-    bool declared = false;  // its probabilities come from the model's guide (`guide z[n] ~ ...`)
-  };
-  std::vector<Discrete> discrete;
-  int64_t enumeration = 1; // points per draw: joint values of the enumerated components, times
-                           // each dif's maps
-  int64_t discrete_enumeration = 1; // joint values of the enumerated discrete components
-  // A Cholesky factor couples the continuous components (--method fullrank, or a guide's
-  // mvnormal_chol): one Gaussian over all of them, with one estimator.
-  bool dense = false;
-  std::vector<VariationalFit::Estimator> estimators;
-};
-
-// Resolves --estimator per latent variable (auto: enumerate a discrete latent while the joint
-// enumeration stays within kMaxEnumeration values, else the score function; reparameterise a
-// continuous one). Throws ssm::Error for an estimator that cannot apply, naming those that can.
-GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
-                     const VariationalOptions& options);
-// plan_guide's part for dif guides: a latent's (its estimator must be reparam, the family
-// meanfield), then their maps' places on the enumeration axis and the objective (the ELBO).
-void plan_dif(GuidePlan& plan, const VarInfo& v, const GuideInfo::Relation& rel,
-              const VariationalOptions& options);
-void place_difs(GuidePlan& plan, const VariationalOptions& options);
 
 // The items' observations as a [T, n_obs] tensor, for a network that reads them (`who`, as a
 // message names it: "the encoder"). Throws ssm::Error naming the line of a missing one.
@@ -127,8 +75,17 @@ public:
         const std::vector<double>& fixed, const ObsData& data, const VariationalOptions& options,
         uint64_t seed);
 
+  // `given` ([d], with --item-guide linear): the standardised coordinates of the parameters'
+  // draw that the items' Gaussians are conditional on (undefined: at 0).
   GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
-                  Relaxation relax = {}) const;
+                  Relaxation relax = {}, const torch::Tensor& given = {}) const;
+  // --item-guide linear: each item's Gaussian becomes conditional on the parameters' draw v
+  // ([d] standardised unconstrained coordinates), q(z_n | v) with mean mu_n + A_n v and log sd
+  // log_sd_n + B_n v over the components of the guide's own Gaussian (not a model's guide's),
+  // A_n, B_n starting at 0 (the independent guide). Returns false when no component has a
+  // Gaussian of the guide's own (nothing to condition), else true.
+  bool condition_on(int64_t dimension);
+  bool conditional() const { return gain_mu_.defined(); }
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
   // Per item: a mean and an sd per continuous component, then a probability per value of each
@@ -169,10 +126,13 @@ private:
   // [I, C, C] (its diagonal is exp(log_sd)).
   struct Local {
     torch::Tensor mu, log_sd, lower;
+    // Conditional on a draw (condition_on): mu and log_sd with the guide's parameters held
+    // constant but not the draw, for sticking the landing (undefined: mu's and log_sd's detach).
+    torch::Tensor mu_held, log_sd_held;
     std::vector<torch::Tensor> logits;
     std::vector<torch::Tensor> contexts; // per dif guide: [I, c], standardised
   };
-  Local local(const torch::Tensor& idx) const;
+  Local local(const torch::Tensor& idx, const torch::Tensor& given = {}) const;
   Local own_local(const torch::Tensor& idx) const; // the guide's own parameters alone
   // Replaces the declared latents' parameters in `l` by those the model's guide gives.
   void apply_declared(Local& l, const torch::Tensor& idx) const;
@@ -204,10 +164,12 @@ private:
   std::vector<double> prior_mean_, prior_log_sd_;     // per continuous component, unconstrained
   std::vector<std::shared_ptr<flows::DifImpl>> difs_; // per plan_.difs
   std::vector<torch::Tensor> dif_shift_, dif_scale_;  // each dif's context standardisation
-  torch::Tensor mu_, log_sd_, lower_; // [N, C], [N, C], [N, C, C] (strictly lower part used)
-  std::vector<torch::Tensor> logits_; // per discrete component: [N, values]
-  mutable nn::Mlp encoder_{nullptr};  // amortized: observations -> (mu, log_sd, logits)
-  torch::Tensor inputs_;              // amortized: [N, n_obs], the items' observations
+  torch::Tensor mu_, log_sd_, lower_;   // [N, C], [N, C], [N, C, C] (strictly lower part used)
+  std::vector<torch::Tensor> logits_;   // per discrete component: [N, values]
+  torch::Tensor gain_mu_, gain_log_sd_; // condition_on: [N, C, d] (A_n, B_n)
+  torch::Tensor own_gaussian_;          // condition_on: [C], 1 where the guide's own Gaussian
+  mutable nn::Mlp encoder_{nullptr};    // amortized: observations -> (mu, log_sd, logits)
+  torch::Tensor inputs_;                // amortized: [N, n_obs], the items' observations
   const GuideInfo* declared_ = nullptr;
   Arguments arguments_;
   struct DeclaredSlot {

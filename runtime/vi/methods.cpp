@@ -46,6 +46,7 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.net_learning_rate = run.options.real("--net-learning-rate");
   o.load_nets = run.options.word("--load-nets");
   o.single = run.options.word("--precision") == "single";
+  o.item_guide = run.options.word("--item-guide");
   if (const std::string q = run.options.word("--param-guide"); q != "none") {
     o.parameter_guide = parameter_options(run, q);
     o.parameter_guide->samples = 1; // --samples is each item's draws
@@ -104,6 +105,8 @@ const char* plate_flag_given(const OptionValues& options) {
        {"--test", "--save-nets", "--load-nets", "--param-draws", "--save-param-guide"})
     if (!options.word(flag).empty())
       return flag;
+  if (options.word("--item-guide") != d.item_guide)
+    return "--item-guide";
   if (options.word("--param-guide") != "none")
     return "--param-guide";
   return nullptr;
@@ -270,6 +273,14 @@ void add_options(MethodRegistry& registry) {
        .default_value = std::string("none"),
        .type_name = "FAMILY",
        .choices = {"none", "meanfield", "fullrank", "gmm", "dif", "maf", "realnvp"}});
+  registry.add_option(
+      vi, {.flag = "--item-guide",
+           .help = "--param-guide: each item's Gaussian given the parameters' draw, its mean and "
+                   "log sd affine in their coordinates: q(θ) Π q(z_n | θ) (linear), or "
+                   "independent of it: q(θ) Π q(z_n), narrower than the posterior when the items "
+                   "depend on θ (independent); auto: linear, except for --method amortized",
+           .default_value = std::string("auto"),
+           .choices = {"auto", "linear", "independent"}});
   registry.add_option(vi, {.flag = "--param-draws",
                            .help = "--param-guide: write the parameters' draws here (Stan's CSV, "
                                    "as CmdStan's variational; --out keeps each item's guide)",
@@ -372,8 +383,9 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
     for (const char* o : {"--save-guide", "--load-guide"})
       m.options.push_back(o);
   // --param-guide's, on a plate model; --draws and --psis-resample also a state-space model's.
-  for (const char* o : {"--param-guide", "--param-draws", "--draws", "--psis-resample",
-                        "--components", "--layers", "--hidden", "--prior", "--save-param-guide"})
+  for (const char* o :
+       {"--param-guide", "--param-draws", "--draws", "--psis-resample", "--components", "--layers",
+        "--hidden", "--prior", "--save-param-guide", "--item-guide"})
     m.options.push_back(o);
   if (parameters) // a state-space model's only (checked below)
     m.options.push_back("--laplace-start");
@@ -403,6 +415,12 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
                               run.info.name));
     if (const std::string q = run.options.word("--param-guide"); q != "none") {
       check_family_sizes(run.options, q, "--param-guide", amortized);
+      if (amortized && run.options.word("--item-guide") == "linear")
+        throw Error(fmt::format("vi: --item-guide linear with --method {}: its gains would be "
+                                "parameters of each item's own, which the encoder's items "
+                                "(mini-batches, held-out ones) do not have; use meanfield or "
+                                "fullrank",
+                                kAmortizedName));
       // A learned baseline's network steps at each use: a mixture's or a DIF's components would
       // each serve the same draws, the later ones a baseline that has seen them.
       if ((q == "gmm" || q == "dif") && run.options.word("--baseline") == "learned")
@@ -426,6 +444,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
           : !run.options.word("--param-draws").empty()            ? "--param-draws"
           : !run.options.word("--prior").empty()                  ? "--prior"
           : !run.options.word("--save-param-guide").empty()       ? "--save-param-guide"
+          : run.options.word("--item-guide") != "auto"            ? "--item-guide"
                                                                   : nullptr;
       if (parameters_flag)
         throw Error(fmt::format("vi: {} serves a density over the parameters; model '{}' is over "

@@ -226,6 +226,8 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
         v /= count;
       std::copy(mean.begin(), mean.end(), p.fixed.begin());
       fit.theta = mean;
+      if (p.items_conditional) // the items' bounds: their guides given θ̄
+        p.items_given = p.standardised(torch::tensor(p.space->unconstrain(mean), torch::kFloat64));
     }
   }
   fit.train = evaluate_bounds(p);

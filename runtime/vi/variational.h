@@ -69,6 +69,10 @@ struct VariationalOptions {
   // with their priors), trained jointly with the items' guides on the ELBO of p(x, z, θ), instead
   // of point estimates. Its iterations, learning rates, clip and schedule are the ones above.
   std::optional<ParameterVariationalOptions> parameter_guide;
+  // --item-guide, with parameter_guide: whether each item's Gaussian is conditional on the
+  // parameters' draw (linear: mean and log sd affine in its coordinates) or independent of it;
+  // auto is linear where the items' guides have parameters of their own.
+  std::string item_guide = "auto";
 };
 
 // Trains the guide (and the learned parameters) on run.data from run.fixed, then evaluates the

@@ -51,8 +51,18 @@ VariationalFit::Bounds evaluate_bounds(VariationalProblem::Impl& p) {
   }
   b.guide_columns = p.guide.columns();
   b.guide = p.guide.moments();
-  // A bounded component's mean and sd on its own scale, from the draws.
+  // A bounded component's mean and sd on its own scale, from the draws; every component's
+  // marginal over θ's draws when the guides are conditional on them.
   const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
+  if (p.item_mean.defined()) {
+    const std::vector<double> m = to_vector(p.item_mean), s = to_vector(p.item_sd);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        b.guide[n][2 * c] = m[n * C + c];
+        b.guide[n][2 * c + 1] = s[n * C + c];
+      }
+    return b;
+  }
   for (int64_t c = 0; c < C; ++c)
     if (p.guide.moments_from_draws(c))
       for (int64_t n = 0; n < N; ++n) {
@@ -70,8 +80,10 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
   ParameterVariationalFit fit;
   describe_parameters(fit, p.run.info, *p.space, !p.prior->from_file());
   fit.likelihood = fmt::format("estimated: per item, the mean of {} importance weight{} of the "
-                               "items' guides",
-                               p.opt.samples, p.opt.samples == 1 ? "" : "s");
+                               "items' guides{}",
+                               p.opt.samples, p.opt.samples == 1 ? "" : "s",
+                               p.items_conditional ? " q(z_n | θ)" : "");
+  fit.item_guide = p.items_conditional ? "linear" : "independent";
   fit.family = flows::describe(q.density->spec());
   fit.family_parameters = q.parameter_count();
   const int64_t chunk = items_per_chunk(p, p.opt.samples);
@@ -79,22 +91,40 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
   const torch::Tensor log_q = q.log_prob(u);
   auto log_p = torch::empty({J}, torch::kFloat64);
   std::vector<double> elbo(J);
+  // Conditional guides: each item's first and second moments summed over the draws, and the
+  // number of draws behind them.
+  const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
+  const bool moments = p.items_conditional && C > 0;
+  torch::Tensor m1 = torch::zeros({N, C}, torch::kFloat64), m2 = torch::zeros_like(m1);
+  int64_t moment_draws = 0;
   for (int64_t j = 0; j < J; ++j) {
     double lp = -INFINITY, e = -INFINITY;
     try { // θ that overflows, far out on a log or logit scale: -inf
       const std::vector<double> point = to_vector(u[j]);
       const double prior = p.prior->value(point);
-      const torch::Tensor theta = p.theta_at(u[j]);
+      const torch::Tensor theta = p.theta_at(u[j]), given = p.standardised(u[j]);
       double iwae = 0, elbo_items = 0;
+      torch::Tensor draw_m1 = torch::zeros_like(m1), draw_m2 = torch::zeros_like(m2);
       for (int64_t first = 0; first < N; first += chunk) {
         std::vector<int64_t> items(std::min(chunk, N - first));
         std::iota(items.begin(), items.end(), first);
         // Each draw's latents from steps of its own, after training's and the bounds'.
-        const ObjectiveTerms t =
-            p.terms(items, p.opt.samples,
-                    first_step + j * ((N + chunk - 1) / chunk) + first / chunk, true, 1, {}, theta);
+        const ObjectiveTerms t = p.terms(items, p.opt.samples,
+                                         first_step + j * ((N + chunk - 1) / chunk) + first / chunk,
+                                         true, 1, {}, theta, given);
         iwae += t.iwae.sum().item<double>();
         elbo_items += t.elbo.sum().item<double>();
+        if (moments) { // E[z²] from the draws' mean and sd (K - 1 in its denominator)
+          const double K = static_cast<double>(p.opt.samples);
+          const int64_t I = static_cast<int64_t>(items.size());
+          draw_m1.narrow(0, first, I).copy_(t.z_mean);
+          draw_m2.narrow(0, first, I).copy_(t.z_sd.pow(2) * ((K - 1) / K) + t.z_mean.pow(2));
+        }
+      }
+      if (moments && std::isfinite(iwae)) {
+        m1 += draw_m1;
+        m2 += draw_m2;
+        ++moment_draws;
       }
       lp = iwae + prior;
       e = elbo_items + prior - log_q[j].item<double>();
@@ -102,6 +132,14 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
     }
     log_p.data_ptr<double>()[j] = lp;
     elbo[j] = std::isnan(e) ? -INFINITY : e;
+  }
+  if (moment_draws > 0) { // the law of total variance over θ's draws and each item's
+    const double n = static_cast<double>(moment_draws * p.opt.samples);
+    p.item_mean = m1 / static_cast<double>(moment_draws);
+    p.item_sd =
+        ((m2 / static_cast<double>(moment_draws) - p.item_mean.pow(2)) * (n / std::max(1.0, n - 1)))
+            .clamp_min(0)
+            .sqrt();
   }
   // As the state-space path's: the mean of the draws' terms and its standard error.
   const torch::Tensor terms = torch::tensor(elbo, torch::kFloat64);

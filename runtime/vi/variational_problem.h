@@ -89,6 +89,13 @@ struct VariationalProblem::Impl {
   std::optional<flows::DensityModel> q_theta;
   std::optional<LogPrior> model_prior;
   std::optional<ParameterPrior> prior; // the model's, or --prior's density
+  // --param-guide: the items' guides conditional on θ's draw (--item-guide linear), and the
+  // draw (q's standardised coordinates) they are evaluated at when terms() is given none.
+  bool items_conditional = false;
+  torch::Tensor items_given;
+  // --item-guide linear: each item's marginal moments over q(θ) q(z_n | θ) ([N, C]: mean, sd of
+  // the continuous components), from evaluate_parameters' draws, for the reported guide.
+  torch::Tensor item_mean, item_sd;
   torch::Tensor baseline; // [N]: per item, a moving average of its ELBO (score estimators)
   torch::Tensor has_base; // [N] bool
   // --baseline learned: the network, its optimiser, the items' observations it reads.
@@ -123,6 +130,13 @@ struct VariationalProblem::Impl {
       q_theta =
           make_parameter_guide(*o.parameter_guide, space->coordinate_names(),
                                space->unconstrain({f.data(), static_cast<size_t>(r.info.n_theta)}));
+      if (o.item_guide == "linear" || (o.item_guide == "auto" && o.family != kAmortizedName)) {
+        items_conditional = guide.condition_on(space->dimension());
+        if (!items_conditional && o.item_guide == "linear")
+          throw Error("vi --item-guide linear: no latent has a Gaussian of the guide's own to "
+                      "condition on the parameters (the model's guide covers them, or they are "
+                      "discrete or score-estimated)");
+      }
     } else if (learn) {
       space.emplace(r.info, o.fixed);
       if (space->dimension() > 0 && !r.model.score_terms)
@@ -168,6 +182,10 @@ struct VariationalProblem::Impl {
   torch::Tensor theta_at(const torch::Tensor& point) const {
     return ConstrainFunction::apply(point.contiguous(), &*space, &fixed);
   }
+  // --param-guide: u's coordinates standardised as q's base (what conditional guides read).
+  torch::Tensor standardised(const torch::Tensor& point) const {
+    return (point - q_theta->shift) / q_theta->scale;
+  }
 
   // The guide's parameters and the learned parameters' coordinates, or q's own parameters (at
   // --learning-rate).
@@ -203,9 +221,13 @@ struct VariationalProblem::Impl {
   // The terms at `items` with K draws each, from the draws of `step`, at the parameters `at`
   // (default: theta()).
   // `beta` < 1 (KL annealing): the ELBO's surrogate weighs its KL term by beta.
+  // `given`: the parameters' draw the items' guides are conditional on (q's standardised
+  // coordinates; default: items_given).
   ObjectiveTerms terms(const std::vector<int64_t>& items, int64_t K, int64_t step, bool with_kl,
-                       double beta = 1, Relaxation relax = {}, const torch::Tensor& at = {}) {
-    const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed, relax);
+                       double beta = 1, Relaxation relax = {}, const torch::Tensor& at = {},
+                       const torch::Tensor& given = {}) {
+    const GuideDraws d = guide.draw(items, K, static_cast<uint32_t>(step), run.seed, relax,
+                                    given.defined() ? given : items_given);
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = at.defined() ? at : theta();
     // The networks' outputs in their slots: the kernels read them as states.
@@ -314,7 +336,7 @@ struct VariationalProblem::Impl {
         const torch::Tensor th = theta_at(u[i]);
         if (!first.defined())
           first = th.detach();
-        const ObjectiveTerms t = terms(items, opt.samples, step, false, beta, relax, th);
+        const ObjectiveTerms t = terms(items, opt.samples, step, false, beta, relax, th, v[i]);
         const torch::Tensor objective = (opt.objective == "iwae" ? t.iwae : t.elbo).sum();
         const torch::Tensor surrogate = t.surrogate.sum(); // the objective's value, its gradient
         items_part.push_back(scale * (surrogate + (objective - surrogate).detach()));
