@@ -93,7 +93,7 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
     logits_.push_back(torch::tensor(l, opts).repeat({N, 1}).set_requires_grad(true));
 }
 
-torch::Tensor item_observations(const ObsData& data, const std::string& who) {
+torch::Tensor item_features(const ObsData& data, const std::string& who) {
   const int64_t M = data.n_obs;
   for (int64_t t = 0; t < data.T; ++t)
     for (int64_t k = 0; k < M; ++k)
@@ -101,7 +101,10 @@ torch::Tensor item_observations(const ObsData& data, const std::string& who) {
         throw Error(fmt::format("vi: {} line {}: a missing observation; {} reads every "
                                 "observation of an item",
                                 data.source, data.line(t), who));
-  return torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+  const torch::Tensor y = torch::tensor(data.y, torch::kFloat64).view({data.T, M});
+  if (data.n_inputs == 0)
+    return y;
+  return torch::cat({y, torch::tensor(data.u, torch::kFloat64).view({data.T, data.n_inputs})}, 1);
 }
 
 torch::Tensor guide_observations(const ObsData& data, const GuideInfo& guide) {
@@ -118,17 +121,16 @@ torch::Tensor guide_observations(const ObsData& data, const GuideInfo& guide) {
 
 void Guide::start_encoder(const ObsData& data, const VariationalOptions& options,
                           const std::vector<double>& start) {
-  const int64_t M = data.n_obs;
-  inputs_ = item_observations(data, fmt::format("the {} guide's encoder", kAmortizedName));
-  const int64_t outputs = static_cast<int64_t>(start.size());
+  inputs_ = item_features(data, fmt::format("the {} guide's encoder", kAmortizedName));
+  const int64_t M = inputs_.size(1), outputs = static_cast<int64_t>(start.size());
   if (!options.load_guide.empty()) {
     encoder_ = nn::load_mlp(options.load_guide);
     encoder_->set_precision(options.single);
     if (encoder_->spec().inputs != M || encoder_->spec().outputs != outputs)
-      throw Error(fmt::format("vi: the guide in {} maps {} observations to {} outputs; this "
-                              "model's amortized guide maps {} to {}",
+      throw Error(fmt::format("vi: the guide in {} maps {} inputs to {} outputs; this model's "
+                              "amortized guide maps {} (its observations{}) to {}",
                               options.load_guide, encoder_->spec().inputs, encoder_->spec().outputs,
-                              M, outputs));
+                              M, data.n_inputs > 0 ? " and covariates" : "", outputs));
     return;
   }
   encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation, options.single});

@@ -31,9 +31,10 @@ inline constexpr uint32_t kSiteGumbel = 1u << 25;   // + the discrete component 
 inline constexpr uint32_t kSiteDifStart = 1u << 26; // + the dif guide j: its maps' first locations
 inline constexpr uint32_t kSiteBatchOrder = 1u << 30;
 
-// The items' observations as a [T, n_obs] tensor, for a network that reads them (`who`, as a
-// message names it: "the encoder"). Throws ssm::Error naming the line of a missing one.
-torch::Tensor item_observations(const ObsData& data, const std::string& who);
+// What a network reads of each item (the encoder, a learned baseline: `who`, as a message names
+// it): its observations, then its covariates (input x[n]), as a [T, n_obs + n_inputs] tensor.
+// Throws ssm::Error naming the line of a missing observation.
+torch::Tensor item_features(const ObsData& data, const std::string& who);
 // The same for the model's guide, which needs only the observations it reads present.
 torch::Tensor guide_observations(const ObsData& data, const GuideInfo& guide);
 
@@ -169,7 +170,7 @@ private:
   torch::Tensor gain_mu_, gain_log_sd_; // condition_on: [N, C, d] (A_n, B_n)
   torch::Tensor own_gaussian_;          // condition_on: [C], 1 where the guide's own Gaussian
   mutable nn::Mlp encoder_{nullptr};    // amortized: observations -> (mu, log_sd, logits)
-  torch::Tensor inputs_;                // amortized: [N, n_obs], the items' observations
+  torch::Tensor inputs_;                // amortized: [N, n_obs + n_inputs] (item_features)
   const GuideInfo* declared_ = nullptr;
   Arguments arguments_;
   struct DeclaredSlot {

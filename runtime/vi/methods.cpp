@@ -402,12 +402,6 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
       check_family_sizes(run.options, family_name, "--method");
       return check_parameter_run(run);
     }
-    if (amortized && run.info.n_inputs > 0)
-      throw Error(fmt::format("vi --method {}: the encoder reads an item's observations, not its "
-                              "covariates (input x[n]), so it could not follow a posterior "
-                              "that moves with them: not supported yet; use meanfield or "
-                              "fullrank, whose guides are per item",
-                              kAmortizedName));
     if (run.options.toggle("--laplace-start").value_or(false))
       throw Error(fmt::format("vi: --laplace-start needs the parameters' exact log posterior (a "
                               "state-space model's); model '{}' is over a plate, whose "

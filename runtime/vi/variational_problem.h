@@ -404,11 +404,11 @@ struct VariationalProblem::Impl {
     return old.unsqueeze(1);
   }
 
-  // The learned baseline's network: the item's observations (standardised) through one hidden
-  // layer of 64 tanh units, starting at 0 (the average baseline alone).
+  // The learned baseline's network: the item's observations and covariates (standardised)
+  // through one hidden layer of 64 tanh units, starting at 0 (the average baseline alone).
   void start_learned_baseline() {
-    const int64_t M = data.n_obs;
-    baseline_inputs = item_observations(data, "the learned baseline (--baseline learned)");
+    baseline_inputs = item_features(data, "the learned baseline (--baseline learned)");
+    const int64_t M = baseline_inputs.size(1);
     learned_baseline = nn::Mlp(nn::MlpSpec{M, 1, {64}, "tanh", opt.single});
     learned_baseline->set_standardisation(baseline_inputs.mean(0), baseline_inputs.std(0));
     learned_baseline->start_at({0.0});

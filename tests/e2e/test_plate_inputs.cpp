@@ -97,12 +97,6 @@ TEST_CASE("plate inputs: simulate reads the covariates; filter's log-likelihood 
   const std::string check = run_ok({ssmc_path(), "check", source}).out;
   CHECK(check.find("z[n]       ~ normal        reads input x[n]; params a, b, s") !=
         std::string::npos);
-  // An encoder of the observations alone could not follow the covariate: refused.
-  const ProcessResult amortized =
-      run_process({d.exe, "vi", "--data", d.data, "--method", "amortized", "--json"});
-  CHECK(amortized.exit_code == 1);
-  CHECK(amortized.err.find("the encoder reads an item's observations, not its covariates") !=
-        std::string::npos);
 }
 
 TEST_CASE("plate inputs: optimize gives least squares; smooth each item's posterior",
@@ -194,6 +188,25 @@ TEST_CASE("plate inputs: vi's Gaussian guides reach the exact log-likelihood",
   CAPTURE(v.dump());
   const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
   CHECK(double(v["log_likelihood"]) == Approx(exact).epsilon(1e-9));
+  CHECK(std::abs(double(v["elbo"]) - exact) < 0.01 + 4 * double(v["elbo_se"]));
+}
+
+TEST_CASE("plate inputs: the amortized encoder reads the covariate", "[plate][inputs][vi]") {
+  const Items& d = items();
+  // The posterior mean of z_n, w y_n + (1 - w)(1 - 0.7 x_n), moves with x_n at a given y_n: an
+  // encoder of [y_n, x_n] can follow it, and its ELBO reaches the log-likelihood but for the
+  // encoder's approximation (one tanh layer; measured 3e-5 nats per item). Reading y_n alone
+  // (as before covariates reached it) leaves (1 - w) 0.7 (x_n - E[x | y_n]) of the mean out:
+  // 0.075 nats per item short, measured.
+  const nlohmann::json v = nlohmann::json::parse(
+      run_ok({d.exe, "vi", "--data", d.data, "--method", "amortized", "--param", "a=1", "--param",
+              "b=-0.7", "--param", "s=0.8", "--fix", "a", "--fix", "b", "--fix", "s",
+              "--iterations", "2000", "--samples", "4", "--schedule", "cosine", "--json", "--seed",
+              "3"})
+          .out);
+  CAPTURE(v.dump());
+  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  CHECK(double(v["elbo"]) <= exact + 4 * double(v["elbo_se"]));
   CHECK(std::abs(double(v["elbo"]) - exact) < 0.01 + 4 * double(v["elbo_se"]));
 }
 
