@@ -199,10 +199,10 @@ TEST_CASE("plate inputs: the amortized encoder reads the covariate", "[plate][in
   // (as before covariates reached it) leaves (1 - w) 0.7 (x_n - E[x | y_n]) of the mean out:
   // 0.075 nats per item short, measured.
   const nlohmann::json v = nlohmann::json::parse(
-      run_ok({d.exe, "vi", "--data", d.data, "--method", "amortized", "--param", "a=1", "--param",
-              "b=-0.7", "--param", "s=0.8", "--fix", "a", "--fix", "b", "--fix", "s",
-              "--iterations", "2000", "--samples", "4", "--schedule", "cosine", "--json", "--seed",
-              "3"})
+      run_ok({d.exe,   "vi",         "--data", d.data,    "--method",     "amortized", "--param",
+              "a=1",   "--param",    "b=-0.7", "--param", "s=0.8",        "--fix",     "a",
+              "--fix", "b",          "--fix",  "s",       "--iterations", "2000",      "--samples",
+              "4",     "--schedule", "cosine", "--json",  "--seed",       "3"})
           .out);
   CAPTURE(v.dump());
   const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
