@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -130,20 +131,25 @@ struct Setup {
   bool finite = false;
 };
 
+// The frame of item t: its covariates' (input x[n]) when the model has them, else the one
+// frame every item shares.
+using ItemFrame = std::function<const double*(int64_t t)>;
+
 // The free items' latents given theta, each from its exact conditional, and log p(their
-// observations | theta). Items are independent and share the latents' prior, so each conditional
-// is one Bayes update of it: for linear-Gaussian latents a Kalman update, whose gain and
-// covariance are shared by the items that observe the same components (only the mean is per
-// item); for finite ones the prior times each state's likelihood.
+// observations | theta). Items are independent, so each conditional is one Bayes update of the
+// item's prior: for linear-Gaussian latents a Kalman update, for finite ones the prior times
+// each state's likelihood. Without covariates the items share the prior, and the Kalman gain
+// and covariance are shared by the items that observe the same components (only the mean is
+// per item); with covariates each item's prior and update are its own.
 class FreeItems {
 public:
   FreeItems(const ssm_model& model, const ModelInfo& info, bool finite)
-      : model_(model), info_(info), finite_(finite) {
+      : model_(model), info_(info), finite_(finite), per_item_(info.n_inputs > 0) {
     if (finite)
       states_ = enumerate_states(info);
   }
 
-  double draw(const double* frame, const Items& items, const ObsData& data, uint64_t seed,
+  double draw(const ItemFrame& frame, const Items& items, const ObsData& data, uint64_t seed,
               uint32_t chain, uint32_t iteration, std::vector<double>& x) {
     return finite_ ? draw_finite(frame, items, data, seed, chain, iteration, x)
                    : draw_gaussian(frame, items, data, seed, chain, iteration, x);
@@ -152,18 +158,23 @@ public:
 private:
   const ssm_model& model_;
   const ModelInfo& info_;
-  bool finite_;
+  bool finite_, per_item_;
   StateSpace states_;
   std::vector<double> buffer_, log_prior_, log_lik_;
 
-  double draw_finite(const double* frame, const Items& items, const ObsData& data, uint64_t seed,
-                     uint32_t chain, uint32_t iteration, std::vector<double>& x) {
+  double draw_finite(const ItemFrame& item_frame, const Items& items, const ObsData& data,
+                     uint64_t seed, uint32_t chain, uint32_t iteration, std::vector<double>& x) {
     const int64_t K = states_.size, d = info_.n_state;
     log_prior_.resize(K);
     log_lik_.resize(K);
-    model_.init_logpdf(frame, 0, K, K, states_.values.data(), log_prior_.data());
+    if (!per_item_ && !items.free.empty())
+      model_.init_logpdf(item_frame(items.free[0]), 0, K, K, states_.values.data(),
+                         log_prior_.data());
     double total = 0;
     for (int64_t t : items.free) {
+      const double* frame = item_frame(t);
+      if (per_item_)
+        model_.init_logpdf(frame, 0, K, K, states_.values.data(), log_prior_.data());
       model_.obs_logpdf(frame, t, 0, K, K, states_.values.data(), data.at(t), log_lik_.data());
       double top = -std::numeric_limits<double>::infinity();
       for (int64_t k = 0; k < K; ++k)
@@ -195,17 +206,23 @@ private:
     double log_det = 0;
   };
 
-  double draw_gaussian(const double* frame, const Items& items, const ObsData& data, uint64_t seed,
-                       uint32_t chain, uint32_t iteration, std::vector<double>& x) {
+  double draw_gaussian(const ItemFrame& item_frame, const Items& items, const ObsData& data,
+                       uint64_t seed, uint32_t chain, uint32_t iteration, std::vector<double>& x) {
     const int64_t n = info_.n_state, m = info_.n_obs;
     // An item's prior is the initial distribution (plate items' transitions copy it).
-    const LinearGaussianStep s = linear_gaussian_step(model_, frame, 0, n, m, buffer_);
+    LinearGaussianStep s;
+    if (!per_item_ && !items.free.empty())
+      s = linear_gaussian_step(model_, item_frame(items.free[0]), 0, n, m, buffer_);
     const Eigen::VectorXd &m0 = s.m0, &dm = s.d;
     const Eigen::MatrixXd &P0 = s.P0, &H = s.H, &R = s.R;
     std::map<std::vector<bool>, Update> updates;
     double total = 0;
     Eigen::VectorXd z(n), e;
     for (int64_t t : items.free) {
+      if (per_item_) { // the item's own prior and observation model: its own update
+        s = linear_gaussian_step(model_, item_frame(t), 0, n, m, buffer_);
+        updates.clear();
+      }
       const double* y = data.at(t);
       std::vector<bool> seen(static_cast<size_t>(m));
       std::vector<Eigen::Index> rows;
@@ -302,16 +319,20 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
   for (int64_t i = 1; i <= total; ++i) {
     const auto it = static_cast<uint32_t>(i);
     Frame frame(info, theta);
-    const double* f = frame.step(nullptr, nullptr);
+    const double* shared = frame.step(nullptr, nullptr);
+    const ItemFrame item_frame = [&](int64_t t) {
+      return info.n_inputs > 0 ? frame.step(data.inputs_at(t), nullptr) : shared;
+    };
     // The free items' latents given theta.
     const double log_likelihood =
-        items.free.empty() || d == 0 ? 0 : free_items.draw(f, items, data, seed, chain, it, x);
+        items.free.empty() || d == 0 ? 0
+                                     : free_items.draw(item_frame, items, data, seed, chain, it, x);
     // Missing observations given the latents.
     const uint64_t obs_seed = mix_seed(seed ^ mix_seed((static_cast<uint64_t>(chain) << 40) + it));
     for (size_t k = 0; k < items.missing.size(); ++k) {
       const auto [t, c] = items.missing[k];
       if (k == 0 || items.missing[k - 1].first != t)
-        run.model.obs_sample(f, obs_seed, t, 0, 1, 1, x.data() + t * d, ybuf.data());
+        run.model.obs_sample(item_frame(t), obs_seed, t, 0, 1, 1, x.data() + t * d, ybuf.data());
       y[static_cast<size_t>(t * m + c)] = ybuf[static_cast<size_t>(c)];
     }
     if (i > s.opt.warmup) {
@@ -320,6 +341,7 @@ Posterior::Chain run_chain(const Setup& s, uint32_t chain,
       double ll = log_likelihood;
       for (int64_t t : items.given) {
         double a = 0, b = 0;
+        const double* f = item_frame(t);
         if (d > 0)
           run.model.init_logpdf(f, 0, 1, 1, x.data() + t * d, &a);
         run.model.obs_logpdf(f, t, 0, 1, 1, x.data() + t * d, data.at(t), &b);
@@ -500,9 +522,6 @@ Refusal gibbs_refusal(const ssm_model& model, const ModelInfo& info) {
     return "the model's metadata has no em-m-steps analysis (built by an older ssmc)";
   if (!model.prior_logpdf)
     return fmt::format("the compiler derived no prior density: {}", info.no_prior_reason);
-  if (info.step == "n" && info.n_inputs > 0)
-    return "gibbs draws a plate model's free items from one prior shared by all of them, and "
-           "covariates (input x[n]) give each item its own: not supported yet; sample by pmmh";
   if (info.step != "n" && !exact_latents(model, info))
     return "gibbs draws a time series' state path exactly, which needs finite or "
            "linear-Gaussian states (`info` says why this model's are neither); sample by pmmh";

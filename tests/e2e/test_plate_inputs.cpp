@@ -14,6 +14,7 @@
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace e2e;
@@ -138,11 +139,42 @@ TEST_CASE("plate inputs: optimize gives least squares; smooth each item's poster
   CHECK(double(em["params"]["a"]) == Approx(a).epsilon(1e-4));
   CHECK(double(em["params"]["b"]) == Approx(b).epsilon(1e-4));
   CHECK(double(em["params"]["s"]) == Approx(s).epsilon(1e-4));
-  // Gibbs draws the free items from one shared prior: covariates are refused, by name.
-  const ProcessResult gibbs =
-      run_process({d.exe, "sample", "--method", "gibbs", "--data", d.data, "--json"});
-  CHECK(gibbs.exit_code == 1);
-  CHECK(gibbs.err.find("covariates (input x[n]) give each item its own") != std::string::npos);
+  // Gibbs, each free item drawn from its own conditional (its prior reads x_n), s kept at 0.8:
+  // (a, b) is Bayesian linear regression with known variance v = 0.89 and prior N(0, 100 I),
+  // precision Λ = XᵀX / v + I / 100, mean Λ⁻¹ Xᵀy / v; z_n's posterior mean is w y_n + (1 - w)
+  // (E[a] + E[b] x_n). The data without its z column, so that every item's latent is drawn.
+  std::string unlabelled = "x,y\n";
+  double sx = 0, sxx_ = 0, sy = 0, sxy_ = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    unlabelled += fmt::format("{:.17g},{:.17g}\n", d.x[i], d.y[i]);
+    sx += d.x[i];
+    sxx_ += d.x[i] * d.x[i];
+    sy += d.y[i];
+    sxy_ += d.x[i] * d.y[i];
+  }
+  const std::string xy = scratch_path("plate_inputs_xy.csv");
+  write_file(xy, unlabelled);
+  const double v = 0.89, l00 = n / v + 0.01, l01 = sx / v, l11 = sxx_ / v + 0.01;
+  const double det = l00 * l11 - l01 * l01, r0 = sy / v, r1 = sxy_ / v;
+  const double post_a = (l11 * r0 - l01 * r1) / det, post_b = (l00 * r1 - l01 * r0) / det;
+  const double sd_a = std::sqrt(l11 / det), sd_b = std::sqrt(l00 / det);
+  const nlohmann::json g = nlohmann::json::parse(
+      run_ok({d.exe, "sample", "--method", "gibbs", "--data", xy, "--fix", "s", "--param", "s=0.8",
+              "--iterations", "4000", "--json", "--seed", "1"})
+          .out);
+  const nlohmann::json& gs = g["summary"];
+  CAPTURE(gs["a"].dump(), gs["b"].dump(), post_a, post_b, sd_a, sd_b);
+  CHECK(g["details"]["items_drawn"] == 200);
+  for (const auto& [name, mean, sd] : {std::tuple{"a", post_a, sd_a}, {"b", post_b, sd_b}}) {
+    CHECK(std::abs(double(gs[name]["mean"]) - mean) < 4 * double(gs[name]["mcse_mean"]));
+    CHECK(double(gs[name]["sd"]) == Approx(sd).epsilon(0.05));
+  }
+  const double w0 = 0.64 / 0.89;
+  for (int i : {1, 100, 200}) {
+    const nlohmann::json& z = gs[fmt::format("z.{}", i)];
+    const double expected = w0 * d.y[i - 1] + (1 - w0) * (post_a + post_b * d.x[i - 1]);
+    CHECK(std::abs(double(z["mean"]) - expected) < 4 * double(z["mcse_mean"]));
+  }
 
   // Each item's posterior mean: the prior mean a + b x and y weighted by their precisions.
   const std::string out = scratch_path("plate_inputs_smooth.csv");
