@@ -564,11 +564,11 @@ std::vector<std::string> Guide::columns() const {
   return cols;
 }
 
-std::vector<std::vector<double>> Guide::moments() const {
+std::vector<std::vector<double>> Guide::moments(const torch::Tensor& given) const {
   torch::NoGradGuard no_grad;
   const int64_t C = continuous_;
   const torch::Tensor all = torch::arange(items_, torch::kInt64);
-  const Local l = local(all);
+  const Local l = local(all, given);
   const torch::Tensor mu = l.mu.contiguous();
   const torch::Tensor sd = (plan_.dense ? cholesky(l).pow(2).sum(2).sqrt() // sqrt(diag(L L^T))
                                         : l.log_sd.exp())

@@ -93,7 +93,8 @@ public:
   // discrete one (a bounded component's mean and sd: those of its Gaussian on the unconstrained
   // scale, which bounds() replaces by estimates from draws).
   std::vector<std::string> columns() const;
-  std::vector<std::vector<double>> moments() const;
+  // `given`: the parameters' draw conditional guides are at (draw()'s; undefined: at 0).
+  std::vector<std::vector<double>> moments(const torch::Tensor& given = {}) const;
   bool bounded(int64_t c) const {
     return plan_.continuous_lower[c] > -INFINITY || plan_.continuous_upper[c] < INFINITY;
   }

@@ -50,7 +50,7 @@ VariationalFit::Bounds evaluate_bounds(VariationalProblem::Impl& p) {
     }
   }
   b.guide_columns = p.guide.columns();
-  b.guide = p.guide.moments();
+  b.guide = p.guide.moments(p.items_given);
   // A bounded component's mean and sd on its own scale, from the draws; every component's
   // marginal over θ's draws when the guides are conditional on them.
   const int64_t C = static_cast<int64_t>(p.plan.continuous.size());
@@ -114,11 +114,10 @@ ParameterVariationalFit evaluate_parameters(VariationalProblem::Impl& p, int64_t
                                          true, 1, {}, theta, given);
         iwae += t.iwae.sum().item<double>();
         elbo_items += t.elbo.sum().item<double>();
-        if (moments) { // E[z²] from the draws' mean and sd (K - 1 in its denominator)
-          const double K = static_cast<double>(p.opt.samples);
+        if (moments) {
           const int64_t I = static_cast<int64_t>(items.size());
           draw_m1.narrow(0, first, I).copy_(t.z_mean);
-          draw_m2.narrow(0, first, I).copy_(t.z_sd.pow(2) * ((K - 1) / K) + t.z_mean.pow(2));
+          draw_m2.narrow(0, first, I).copy_(t.z_square);
         }
       }
       if (moments && std::isfinite(iwae)) {

@@ -61,6 +61,7 @@ struct ObjectiveTerms {
   torch::Tensor value_k;        // [I, K]: each draw's ELBO value (detached)
   torch::Tensor log_w;          // [I, K]: each draw's log importance weight
   torch::Tensor z_mean, z_sd;   // [I, C]: the continuous components' draws' moments (with kl)
+  torch::Tensor z_square;       // [I, C]: their mean square (with kl)
   torch::Tensor theta;          // the parameters the terms were computed at (detached)
 };
 
@@ -298,11 +299,13 @@ struct VariationalProblem::Impl {
             d.z.index_select(3, torch::tensor(plan.continuous, torch::kInt64)); // [I, K, E, C]
         const torch::Tensor m1 = (q.unsqueeze(3) * z).sum(2), m2 = (q.unsqueeze(3) * z * z).sum(2);
         t.z_mean = m1.mean(1);
-        t.z_sd = (m2.mean(1) - t.z_mean.pow(2)).clamp_min(0).sqrt();
+        t.z_square = m2.mean(1);
+        t.z_sd = (t.z_square - t.z_mean.pow(2)).clamp_min(0).sqrt();
       } else if (!plan.continuous.empty()) {
         const torch::Tensor z = d.z.select(2, 0).index_select(
             2, torch::tensor(plan.continuous, torch::kInt64)); // [I, K, C]
         t.z_mean = z.mean(1);
+        t.z_square = z.pow(2).mean(1);
         t.z_sd = K > 1 ? z.std(1) : torch::zeros_like(t.z_mean);
       }
     }
