@@ -505,7 +505,10 @@ Values KernelEmitter::load_state(const ir::Node& node) {
   if (node.lag > 1 || (node.lag > 0 && block_.kind == ir::BlockKind::Observation))
     throw CodegenError("internal error: a past state the kernel cannot read reached code "
                        "generation (the augment-lags transform carries it in the state)");
-  bool sampled_here = samples() && block_.kind != ir::BlockKind::Observation;
+  // A network's output is no block's draw: every kernel reads it from the state, where the
+  // runtime writes it (nn/model_networks.h; a sampling kernel's caller fills the slot too).
+  bool sampled_here =
+      samples() && block_.kind != ir::BlockKind::Observation && !model_.net_call_of(node.var);
   if (node.lag == 0 && sampled_here)
     return current_.at(node.var); // the verifier guarantees it was sampled earlier
   Value* base = arg(node.lag == 0 ? "x" : "x_prev");

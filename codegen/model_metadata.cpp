@@ -74,7 +74,7 @@ std::string const_str(const ir::Node& node) {
 
 // The networks and their calls (passes/net_outputs.cpp): what the runtime applies, to what, and
 // where the output goes. An argument's offset is into the state for a state, into the frame for a
-// parameter or a data item.
+// parameter or a data item, into the item's inputs for a covariate.
 json nets(const ir::Model& model) {
   json out = json::array();
   for (const ir::NetDecl& n : model.nets)
@@ -101,6 +101,10 @@ json net_argument(const ir::Model& model, const ir::Node& a) {
   else if (a.op == ir::Op::Obs) // a guide's network: the offset is into the item's observations
     arg.update(
         {{"kind", "obs"}, {"name", model.obs[a.var].name}, {"offset", model.obs_offset(a.var)}});
+  else if (a.op == ir::Op::Input) // a covariate: the offset is into the item's inputs
+    arg.update({{"kind", "input"},
+                {"name", model.inputs[a.var].name},
+                {"offset", model.input_offset(a.var) - model.input_offset(0)}});
   else
     arg.update(
         {{"kind", "data"}, {"name", model.data[a.var].name}, {"offset", model.data_offset(a.var)}});

@@ -113,13 +113,9 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
     // The runtime gathers the network's inputs from the values it holds: variables, not
     // expressions of them (their gradient would need kernels of their own).
     const bool guide = s.kind() == ir::BlockKind::Guide;
-    if (a.op == ir::Op::Input) {
-      error(e.args[k]->range,
-            fmt::format(msg::net_argument_input, net.name, model_.inputs[a.var].name));
-      return std::nullopt;
-    }
-    if (guide ? a.op != ir::Op::Obs && a.op != ir::Op::Data
-              : a.op != ir::Op::Latent && a.op != ir::Op::Param && a.op != ir::Op::Data) {
+    if (guide ? a.op != ir::Op::Obs && a.op != ir::Op::Data && a.op != ir::Op::Input
+              : a.op != ir::Op::Latent && a.op != ir::Op::Param && a.op != ir::Op::Data &&
+                    a.op != ir::Op::Input) {
       error(e.args[k]->range, fmt::format(msg::net_argument_not_variable, net.name));
       return std::nullopt;
     }

@@ -129,9 +129,6 @@ inline constexpr char plate_index_missing[] =
     "{} '{}' in a model over the plate n needs the plate index: write '{} {}[n] ~ ...;'";
 inline constexpr char plate_input_index_missing[] =
     "input '{}' in a model over the plate n is a covariate per item: write 'input {}[n] : TYPE;'";
-inline constexpr char net_argument_input[] =
-    "network '{}' cannot read the covariate '{}' yet (its arguments are latent variables, "
-    "parameters and data items, or in a guide observations and data items)";
 inline constexpr char time_series_input_with_plate_index[] =
     "an input of a time series has one value per step, read as {0}[t]: declare it 'input {0} : "
     "TYPE;'";

@@ -152,10 +152,11 @@ std::string print(const Model& model) {
   for (const NetCall& c : model.net_calls) {
     std::vector<std::string> args;
     for (const Node& a : c.args)
-      args.push_back(a.op == Op::Param  ? model.params.at(a.var).name
-                     : a.op == Op::Data ? model.data.at(a.var).name
-                     : a.op == Op::Obs  ? model.obs.at(a.var).name
-                                        : model.states.at(a.var).name);
+      args.push_back(a.op == Op::Param   ? model.params.at(a.var).name
+                     : a.op == Op::Data  ? model.data.at(a.var).name
+                     : a.op == Op::Obs   ? model.obs.at(a.var).name
+                     : a.op == Op::Input ? model.inputs.at(a.var).name
+                                         : model.states.at(a.var).name);
     out += fmt::format("netcall {} = {}({})\n", model.states.at(c.state).name,
                        model.nets.at(c.net).name, fmt::join(args, ", "));
   }

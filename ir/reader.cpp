@@ -208,7 +208,8 @@ private:
     return net;
   }
 
-  // "STATE = NET(ARG, ...)": arguments are parameters, data items or states, by name.
+  // "STATE = NET(ARG, ...)": arguments are parameters, data items, observations, inputs or
+  // states, by name.
   NetCall net_call(const Model& model, std::string_view rest) const {
     const size_t eq = rest.find('='), open = rest.find('(');
     if (eq == std::string_view::npos || open == std::string_view::npos || rest.back() != ')')
@@ -238,6 +239,9 @@ private:
       } else if ((leaf.var = named(model.obs)) >= 0) { // a guide's network reads observations
         leaf.op = Op::Obs;
         leaf.shape = model.obs[leaf.var].shape;
+      } else if ((leaf.var = named(model.inputs)) >= 0) { // a covariate
+        leaf.op = Op::Input;
+        leaf.shape = model.inputs[leaf.var].shape;
       } else {
         leaf.op = Op::State;
         leaf.var = find_var(model.states, arg, "state");

@@ -279,11 +279,20 @@ private:
         (vk == VarKind::State && (!lookahead || node.lag == 1)) ||
         (vk == VarKind::Obs && (kind == BlockKind::Observation || kind == BlockKind::Functional ||
                                 proposal || lookahead || node.lag == 1));
-    if (!allowed || node.lag < 0 || node.lag > max_lag)
+    if (!allowed || node.lag < 0 || node.lag > max_lag) {
       fail("%{} reads {} at lag {}, which the {} block cannot", id, model_.var_name(vk, node.var),
            node.lag, block_name(kind));
-    else if (node.lag == 0 && samples(vk))
-      reads_now.insert({vk, node.var});
+    } else if (node.lag == 0 && samples(vk)) {
+      // A network's output is computed from its arguments: reading it reads the states among
+      // them (covariates, parameters and data are known before anything is drawn).
+      if (const NetCall* call = vk == VarKind::State ? model_.net_call_of(node.var) : nullptr) {
+        for (const Node& a : call->args)
+          if (a.op == Op::State)
+            reads_now.insert({VarKind::State, a.var});
+      } else {
+        reads_now.insert({vk, node.var});
+      }
+    }
   }
 
   // A guide reads the item's observations, data and network outputs (hidden states), so that its
@@ -519,7 +528,7 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
     for (const Node& a : c.args) {
       size += a.shape.size();
       if (!(a.op == Op::Param || a.op == Op::Data ||
-            ((a.op == Op::State || a.op == Op::Obs) && a.lag == 0)))
+            ((a.op == Op::State || a.op == Op::Obs || a.op == Op::Input) && a.lag == 0)))
         errors.push_back(fmt::format("net call {}: an argument is {}", model.states[c.state].name,
                                      op_name(a.op)));
     }

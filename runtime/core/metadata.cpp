@@ -273,8 +273,11 @@ void parse_nets(const json& root, ModelInfo& info) {
       arg.name = get_string(a, "name", ctx);
       arg.offset = get_int(a, "offset", ctx);
       arg.size = get_int(a, "size", ctx);
-      if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data" && arg.kind != "obs")
+      if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data" && arg.kind != "obs" &&
+          arg.kind != "input")
         bad(ctx + ": an argument of kind '" + arg.kind + "'");
+      if (arg.kind == "input" && (arg.offset < 0 || arg.offset + arg.size > info.n_inputs))
+        bad(ctx + ": its covariate '" + arg.name + "' is not among the inputs");
       inputs += arg.size;
       call.arguments.push_back(std::move(arg));
     }

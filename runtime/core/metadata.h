@@ -71,7 +71,8 @@ struct NetInfo {
 std::string net_declaration(const NetInfo& net);
 struct NetCallInfo {
   struct Argument {
-    std::string kind; // state | param | data | obs (a guide's network: an offset into y)
+    std::string kind; // state | param | data | obs (a guide's network: an offset into y) |
+                      // input (a covariate: an offset into the item's inputs)
     std::string name;
     int64_t offset = 0, size = 0;
   };

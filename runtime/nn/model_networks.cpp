@@ -66,8 +66,8 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
 }
 
 torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tensor& z,
-                                     const torch::Tensor& obs, const torch::Tensor& theta,
-                                     const std::vector<double>& fixed) {
+                                     const torch::Tensor& obs, const torch::Tensor& covariates,
+                                     const torch::Tensor& theta, const std::vector<double>& fixed) {
   const int64_t R = z.defined() ? z.size(0) : obs.size(0);
   std::vector<torch::Tensor> inputs;
   for (const NetCallInfo::Argument& a : call.arguments) {
@@ -75,6 +75,12 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
       inputs.push_back(z.narrow(1, a.offset, a.size));
     } else if (a.kind == "obs") {
       inputs.push_back(obs.narrow(1, a.offset, a.size));
+    } else if (a.kind == "input") {
+      if (!covariates.defined())
+        throw Error(fmt::format("internal error: network '{}' reads the covariate '{}', which "
+                                "its caller did not give",
+                                info_.nets[call.net].name, a.name));
+      inputs.push_back(covariates.narrow(1, a.offset, a.size).to(torch::kFloat64));
     } else {
       const torch::Tensor v =
           a.kind == "param" ? theta.narrow(0, a.offset, a.size)
@@ -88,16 +94,23 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
 }
 
 torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& theta,
-                                   const std::vector<double>& fixed) {
+                                   const std::vector<double>& fixed,
+                                   const torch::Tensor& covariates) {
   if (info_.net_calls.empty())
     return z;
   const int64_t I = z.size(0), S = z.size(1), D = z.size(2);
   const torch::Tensor rows = z.reshape({I * S, D});
+  // Each item's covariates on each of its S rows.
+  const torch::Tensor row_covariates =
+      covariates.defined()
+          ? covariates.unsqueeze(1).expand({I, S, covariates.size(1)}).reshape({I * S, -1})
+          : torch::Tensor();
   torch::Tensor out = z;
   for (const NetCallInfo& call : info_.net_calls) {
     if (call.for_guide())
       continue;
-    const torch::Tensor y = forward(call, rows, {}, theta, fixed).view({I, S, call.size});
+    const torch::Tensor y =
+        forward(call, rows, {}, row_covariates, theta, fixed).view({I, S, call.size});
     const torch::Tensor slots = torch::arange(call.offset, call.offset + call.size, torch::kInt64);
     out = out.index_copy(2, slots, y);
   }
@@ -105,12 +118,13 @@ torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& 
 }
 
 torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
-                                          const std::vector<double>& fixed) {
+                                          const std::vector<double>& fixed,
+                                          const torch::Tensor& covariates) {
   std::vector<torch::Tensor> outputs;
   for (const GuideInfo::Input& input : info_.guide.inputs)
     for (const NetCallInfo& call : info_.net_calls)
       if (call.state == input.state)
-        outputs.push_back(forward(call, {}, obs, theta, fixed).to(torch::kFloat64));
+        outputs.push_back(forward(call, {}, obs, covariates, theta, fixed).to(torch::kFloat64));
   if (outputs.empty())
     return torch::zeros({obs.size(0), 0}, torch::kFloat64);
   return torch::cat(outputs, 1);

@@ -26,15 +26,17 @@ public:
 
   bool empty() const { return nets_.empty(); }
   // z: [I, S, D] values of the state (the slots of the calls' outputs are replaced); theta:
-  // [n_theta]; fixed: the frame's fixed part (parameters then data values). Returns z with every
-  // call's output in its slot, but for the calls that read observations (a guide's: see
-  // guide_inputs).
+  // [n_theta]; fixed: the frame's fixed part (parameters then data values); covariates: the
+  // items' inputs [I, n_inputs] (undefined when the model has none). Returns z with every call's
+  // output in its slot, but for the calls that read observations (a guide's: see guide_inputs).
   torch::Tensor apply(const torch::Tensor& z, const torch::Tensor& theta,
-                      const std::vector<double>& fixed);
+                      const std::vector<double>& fixed, const torch::Tensor& covariates = {});
   // The network outputs a declared guide reads (GuideInfo::inputs, in order) for items whose
-  // observations are `obs` ([I, n_obs]): [I, GuideInfo::n_inputs].
+  // observations are `obs` ([I, n_obs]) and covariates `covariates` ([I, n_inputs]):
+  // [I, GuideInfo::n_inputs].
   torch::Tensor guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
-                             const std::vector<double>& fixed);
+                             const std::vector<double>& fixed,
+                             const torch::Tensor& covariates = {});
 
   std::vector<torch::Tensor> parameters() const;
   // `NET.layers.K.weight[i]` per scalar of parameters(), in order.
@@ -44,9 +46,11 @@ public:
 
 private:
   // Call `call` on R rows: its state arguments from `z` ([R, D]), its observation arguments from
-  // `obs` ([R, n_obs]), parameters and data broadcast. [R, outputs].
+  // `obs` ([R, n_obs]), its covariates from `covariates` ([R, n_inputs]), parameters and data
+  // broadcast. [R, outputs].
   torch::Tensor forward(const NetCallInfo& call, const torch::Tensor& z, const torch::Tensor& obs,
-                        const torch::Tensor& theta, const std::vector<double>& fixed);
+                        const torch::Tensor& covariates, const torch::Tensor& theta,
+                        const std::vector<double>& fixed);
 
   const ModelInfo& info_;
   std::vector<Mlp> nets_;

@@ -82,6 +82,12 @@ struct VariationalProblem::Impl {
   // items' observations its networks read.
   std::optional<nn::CompiledGuide> declared;
   torch::Tensor guide_observations; // [N, n_obs]
+  torch::Tensor item_covariates;    // [N, n_inputs] (input x[n]) for networks that read them
+  torch::Tensor covariates_of(const std::vector<int64_t>& items) const {
+    return item_covariates.defined()
+               ? item_covariates.index_select(0, torch::tensor(items, torch::kInt64))
+               : torch::Tensor();
+  }
   // The learned parameters' unconstrained coordinates are u * u_scale, u_scale = max(1, |start|):
   // Adam's steps in u are then relative to each coordinate's size (a mean of 1000 moves by tens,
   // a log-scale by hundredths), where steps in the coordinates themselves would all be alike.
@@ -157,13 +163,15 @@ struct VariationalProblem::Impl {
     }
     baseline = torch::zeros({d.T}, torch::kFloat64);
     has_base = torch::zeros({d.T}, torch::kBool);
+    if (d.n_inputs > 0)
+      item_covariates = torch::tensor(d.u, torch::kFloat64).view({d.T, d.n_inputs});
     if (!r.info.guide.empty()) {
       declared.emplace(r.model, r.info, d, f);
       guide_observations = ssm::guide_observations(d, r.info.guide);
       guide.declare(r.info.guide, [this](const std::vector<int64_t>& items) {
         const torch::Tensor idx = torch::tensor(items, torch::kInt64);
-        const torch::Tensor inputs =
-            nets->guide_inputs(guide_observations.index_select(0, idx), {}, fixed);
+        const torch::Tensor inputs = nets->guide_inputs(guide_observations.index_select(0, idx), {},
+                                                        fixed, covariates_of(items));
         return declared->arguments(inputs, items);
       });
     }
@@ -232,7 +240,8 @@ struct VariationalProblem::Impl {
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = at.defined() ? at : theta();
     // The networks' outputs in their slots: the kernels read them as states.
-    const torch::Tensor flat = nets->apply(d.z.reshape({I, K * E, D}), th, fixed);
+    const torch::Tensor flat =
+        nets->apply(d.z.reshape({I, K * E, D}), th, fixed, covariates_of(items));
     const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
     const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
     const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]

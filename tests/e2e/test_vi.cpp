@@ -260,8 +260,8 @@ TEST_CASE("vi --method amortized: an encoder that can be exact is, on held-out i
   ProcessResult r =
       run_process({fa2, "vi", "--method", "amortized", "--data", items2, "--load-guide", guide});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("maps 3 observations to 2 outputs; this model's amortized guide maps 4 to 4") !=
-        std::string::npos);
+  CHECK(r.err.find("maps 3 inputs to 2 outputs; this model's amortized guide maps 4 (its "
+                   "observations) to 4") != std::string::npos);
   r = run_process({exe, "vi", "--method", "amortized", "--data", train, "--load-guide", train});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("is not a network saved by ssmc") != std::string::npos);
