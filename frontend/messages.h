@@ -29,8 +29,9 @@ inline constexpr char net_without_arguments[] = "network '{}' takes {} inputs, b
 inline constexpr char net_in_function[] =
     "network '{}' is called in a function: call it in the model's relations";
 inline constexpr char net_argument_not_variable[] =
-    "an argument of network '{}' must be a latent variable, a parameter or a data item (in a "
-    "guide: an observation or a data item), not an expression: the runtime applies the network "
+    "an argument of network '{}' must be a latent variable, a covariate, a parameter or a data "
+    "item (in a guide: an observation, a covariate or a data item), not an expression: the "
+    "runtime applies the network "
     "to values it holds";
 inline constexpr char net_input_size[] =
     "network '{}' takes {} inputs, but its arguments have {} ({})";

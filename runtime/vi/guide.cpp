@@ -24,7 +24,8 @@ constexpr double kTinyProbability = 1e-300; // a declared guide's probabilities 
 
 Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
              const std::vector<double>& fixed, const ObsData& data,
-             const VariationalOptions& options, uint64_t seed)
+             const VariationalOptions& options, uint64_t seed, int64_t given_dimension,
+             nn::ModelNetworks* nets)
     : plan_(plan), n_state_(info.n_state), items_(data.T),
       continuous_(static_cast<int64_t>(plan.continuous.size())),
       fullrank_(options.family == kFullRankName), single_(options.single), seed_(seed),
@@ -34,6 +35,25 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
   // (a start pooled over the items).
   constexpr int64_t S = 512;
   std::vector<double> x(S * std::max<int64_t>(1, info.n_state));
+  if (nets && !nets->empty()) { // the networks' outputs, which the draws read from the state
+    torch::NoGradGuard no_grad;
+    torch::Tensor covariates;
+    if (info.n_inputs > 0 && data.T > 0)
+      covariates = torch::tensor(data.u, torch::kFloat64)
+                       .view({data.T, info.n_inputs})
+                       .index_select(0, torch::arange(S, torch::kInt64).remainder(data.T));
+    const torch::Tensor theta = torch::tensor(
+        std::vector<double>(fixed.begin(), fixed.begin() + info.n_theta), torch::kFloat64);
+    const torch::Tensor z =
+        nets->apply(torch::zeros({S, 1, info.n_state}, torch::kFloat64), theta, fixed, covariates)
+            .to(torch::kFloat64)
+            .contiguous();
+    for (const NetCallInfo& call : info.net_calls)
+      if (!call.for_guide())
+        for (int64_t c = call.offset; c < call.offset + call.size; ++c)
+          for (int64_t n = 0; n < S; ++n)
+            x[c * S + n] = z.data_ptr<double>()[n * info.n_state + c];
+  }
   Frame frame(info, fixed);
   if (info.n_inputs == 0 || data.T == 0)
     model.init_sample(frame.step(nullptr, nullptr), seed ^ 0x5eed, 0, S, S, x.data());
@@ -75,22 +95,37 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
       c = std::log(c);
     logits.push_back(count);
   }
+  // The components a conditional guide conditions: its own Gaussians' (a model's guide's and the
+  // score function's draws are not differentiable in the draw's path).
+  std::vector<double> own(C, 0.0);
+  for (int64_t c = 0; c < C; ++c)
+    own[c] = !plan.continuous_declared[c] && !plan.continuous_score[c] ? 1.0 : 0.0;
+  if (given_dimension > 0 && std::find(own.begin(), own.end(), 1.0) != own.end()) {
+    given_ = given_dimension;
+    own_gaussian_ = torch::tensor(own, torch::kFloat64);
+  }
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t N = items_;
   if (options.family == kAmortizedName) {
     std::vector<double> start = mean;
     start.insert(start.end(), log_sd.begin(), log_sd.end());
     for (const std::vector<double>& l : logits)
       start.insert(start.end(), l.begin(), l.end());
+    base_outputs_ = static_cast<int64_t>(start.size());
+    start.resize(start.size() + 2 * C * given_, 0.0); // the gains, from 0
     start_encoder(data, options, start);
     return;
   }
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-  const int64_t N = items_;
   mu_ = torch::tensor(mean, opts).repeat({N, 1}).set_requires_grad(true);
   log_sd_ = torch::tensor(log_sd, opts).repeat({N, 1}).set_requires_grad(true);
   if (fullrank_)
     lower_ = torch::zeros({N, C, C}, opts).set_requires_grad(true);
   for (const std::vector<double>& l : logits)
     logits_.push_back(torch::tensor(l, opts).repeat({N, 1}).set_requires_grad(true));
+  if (conditional()) {
+    gain_mu_ = torch::zeros({N, C, given_}, opts).set_requires_grad(true);
+    gain_log_sd_ = torch::zeros({N, C, given_}, opts).set_requires_grad(true);
+  }
 }
 
 torch::Tensor item_features(const ObsData& data, const std::string& who) {
@@ -127,10 +162,15 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
     encoder_ = nn::load_mlp(options.load_guide);
     encoder_->set_precision(options.single);
     if (encoder_->spec().inputs != M || encoder_->spec().outputs != outputs)
-      throw Error(fmt::format("vi: the guide in {} maps {} inputs to {} outputs; this model's "
-                              "amortized guide maps {} (its observations{}) to {}",
-                              options.load_guide, encoder_->spec().inputs, encoder_->spec().outputs,
-                              M, data.n_inputs > 0 ? " and covariates" : "", outputs));
+      throw Error(fmt::format(
+          "vi: the guide in {} maps {} inputs to {} outputs; this model's amortized guide maps {} "
+          "(its observations{}) to {}{}",
+          options.load_guide, encoder_->spec().inputs, encoder_->spec().outputs, M,
+          data.n_inputs > 0 ? " and covariates" : "", outputs,
+          given_ > 0 ? fmt::format(" (its means and sds, and {} gains given the parameters' "
+                                   "draw: --item-guide linear)",
+                                   outputs - base_outputs_)
+                     : ""));
     return;
   }
   encoder_ = nn::Mlp(nn::MlpSpec{M, outputs, options.hidden, options.activation, options.single});
@@ -266,31 +306,14 @@ Guide::Local Guide::local(const torch::Tensor& idx, const torch::Tensor& given) 
   if (given.defined() && conditional()) {
     const torch::Tensor mask = own_gaussian_.view({1, continuous_, 1});
     const torch::Tensor v = given.reshape({-1, 1}).to(torch::kFloat64); // [d, 1]
-    const torch::Tensor a = gain_mu_.index_select(0, idx) * mask;       // [I, C, d]
-    const torch::Tensor b = gain_log_sd_.index_select(0, idx) * mask;
+    const torch::Tensor a = l.gain_mu * mask;                           // [I, C, d]
+    const torch::Tensor b = l.gain_log_sd * mask;
     l.mu_held = l.mu.detach() + torch::matmul(a.detach(), v).squeeze(2);
     l.log_sd_held = l.log_sd.detach() + torch::matmul(b.detach(), v).squeeze(2);
     l.mu = l.mu + torch::matmul(a, v).squeeze(2);
     l.log_sd = l.log_sd + torch::matmul(b, v).squeeze(2);
   }
   return l;
-}
-
-bool Guide::condition_on(int64_t dimension) {
-  std::vector<double> own(continuous_, 0.0);
-  bool any = false;
-  for (int64_t c = 0; c < continuous_; ++c)
-    if (!plan_.continuous_declared[c] && !plan_.continuous_score[c]) {
-      own[c] = 1;
-      any = true;
-    }
-  if (!any || dimension <= 0)
-    return false;
-  own_gaussian_ = torch::tensor(own, torch::kFloat64);
-  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-  gain_mu_ = torch::zeros({items_, continuous_, dimension}, opts).set_requires_grad(true);
-  gain_log_sd_ = torch::zeros({items_, continuous_, dimension}, opts).set_requires_grad(true);
-  return true;
 }
 
 Guide::Local Guide::own_local(const torch::Tensor& idx) const {
@@ -305,6 +328,11 @@ Guide::Local Guide::own_local(const torch::Tensor& idx) const {
       l.logits.push_back(out.narrow(1, at, d.values));
       at += d.values;
     }
+    if (conditional()) {
+      const int64_t I = idx.numel();
+      l.gain_mu = out.narrow(1, base_outputs_, C * given_).reshape({I, C, given_});
+      l.gain_log_sd = out.narrow(1, base_outputs_ + C * given_, C * given_).reshape({I, C, given_});
+    }
     return l;
   }
   l.mu = mu_.index_select(0, idx);
@@ -313,6 +341,10 @@ Guide::Local Guide::own_local(const torch::Tensor& idx) const {
     l.lower = lower_.index_select(0, idx);
   for (const torch::Tensor& t : logits_)
     l.logits.push_back(t.index_select(0, idx));
+  if (conditional()) {
+    l.gain_mu = gain_mu_.index_select(0, idx);
+    l.gain_log_sd = gain_log_sd_.index_select(0, idx);
+  }
   return l;
 }
 
@@ -505,7 +537,7 @@ std::vector<torch::Tensor> Guide::parameters() const {
   }
   for (const torch::Tensor& l : logits_)
     p.push_back(l);
-  if (conditional()) {
+  if (gain_mu_.defined()) {
     p.push_back(gain_mu_);
     p.push_back(gain_log_sd_);
   }
@@ -543,7 +575,7 @@ std::vector<std::string> Guide::parameter_names() const {
     for (int64_t n = 0; n < items_; ++n)
       for (int64_t v = 0; v < g.values; ++v)
         names.push_back(fmt::format("logit[n={}]:{}={}", n, g.column, g.lower + v));
-  if (conditional())
+  if (gain_mu_.defined())
     for (const char* what : {"gain_mu", "gain_log_sd"})
       for (int64_t n = 0; n < items_; ++n)
         for (int64_t c = 0; c < C; ++c)

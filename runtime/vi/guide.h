@@ -12,6 +12,7 @@
 #include "flows/dif.h"
 #include "kernel/abi.h"
 #include "nn/mlp.h"
+#include "nn/model_networks.h"
 #include "vi/guide_plan.h"
 #include "vi/variational.h"
 
@@ -72,21 +73,24 @@ public:
   // Starts at the prior: each item's Gaussian has the prior's mean and sd (from draws of the
   // initial kernel), each categorical the prior's frequencies; an amortized guide's encoder
   // outputs them whatever the item (or is read from options.load_guide).
+  // `given_dimension` > 0 (--item-guide linear): each item's Gaussian is conditional on the
+  // parameters' draw v ([given_dimension] standardised unconstrained coordinates), q(z_n | v)
+  // with mean mu_n + A_n v and log sd log_sd_n + B_n v over the components of the guide's own
+  // Gaussian (not a model's guide's, nor score-estimated ones); A_n, B_n are parameters of each
+  // item's own, or outputs of the amortized encoder, starting at 0 (the independent guide).
+  // `nets`: the model's networks, whose outputs the prior's draws read (a latent's prior that
+  // calls one); they are computed at the start's parameters before the draws.
   Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& info,
         const std::vector<double>& fixed, const ObsData& data, const VariationalOptions& options,
-        uint64_t seed);
+        uint64_t seed, int64_t given_dimension = 0, nn::ModelNetworks* nets = nullptr);
 
   // `given` ([d], with --item-guide linear): the standardised coordinates of the parameters'
   // draw that the items' Gaussians are conditional on (undefined: at 0).
   GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
                   Relaxation relax = {}, const torch::Tensor& given = {}) const;
-  // --item-guide linear: each item's Gaussian becomes conditional on the parameters' draw v
-  // ([d] standardised unconstrained coordinates), q(z_n | v) with mean mu_n + A_n v and log sd
-  // log_sd_n + B_n v over the components of the guide's own Gaussian (not a model's guide's),
-  // A_n, B_n starting at 0 (the independent guide). Returns false when no component has a
-  // Gaussian of the guide's own (nothing to condition), else true.
-  bool condition_on(int64_t dimension);
-  bool conditional() const { return gain_mu_.defined(); }
+  // Whether the items' Gaussians are conditional on a draw (some component has a Gaussian of the
+  // guide's own to condition).
+  bool conditional() const { return given_ > 0; }
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameter_names() const;
   // Per item: a mean and an sd per continuous component, then a probability per value of each
@@ -128,8 +132,10 @@ private:
   // [I, C, C] (its diagonal is exp(log_sd)).
   struct Local {
     torch::Tensor mu, log_sd, lower;
-    // Conditional on a draw (condition_on): mu and log_sd with the guide's parameters held
-    // constant but not the draw, for sticking the landing (undefined: mu's and log_sd's detach).
+    // Conditional guides: the gains A, B ([I, C, d], own_local), and after local() mu and log_sd
+    // with the guide's parameters held constant but not the draw, for sticking the landing
+    // (undefined: mu's and log_sd's detach).
+    torch::Tensor gain_mu, gain_log_sd;
     torch::Tensor mu_held, log_sd_held;
     std::vector<torch::Tensor> logits;
     std::vector<torch::Tensor> contexts; // per dif guide: [I, c], standardised
@@ -168,8 +174,10 @@ private:
   std::vector<torch::Tensor> dif_shift_, dif_scale_;  // each dif's context standardisation
   torch::Tensor mu_, log_sd_, lower_;   // [N, C], [N, C], [N, C, C] (strictly lower part used)
   std::vector<torch::Tensor> logits_;   // per discrete component: [N, values]
-  torch::Tensor gain_mu_, gain_log_sd_; // condition_on: [N, C, d] (A_n, B_n)
-  torch::Tensor own_gaussian_;          // condition_on: [C], 1 where the guide's own Gaussian
+  int64_t given_ = 0;                   // d of a conditional guide, else 0
+  int64_t base_outputs_ = 0;            // amortized: the encoder's outputs before the gains
+  torch::Tensor gain_mu_, gain_log_sd_; // conditional, per item: [N, C, d] (A_n, B_n)
+  torch::Tensor own_gaussian_;          // conditional: [C], 1 where the guide's own Gaussian
   mutable nn::Mlp encoder_{nullptr};    // amortized: observations -> (mu, log_sd, logits)
   torch::Tensor inputs_;                // amortized: [N, n_obs + n_inputs] (item_features)
   const GuideInfo* declared_ = nullptr;

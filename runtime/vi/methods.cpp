@@ -278,7 +278,8 @@ void add_options(MethodRegistry& registry) {
            .help = "--param-guide: each item's Gaussian given the parameters' draw, its mean and "
                    "log sd affine in their coordinates: q(θ) Π q(z_n | θ) (linear), or "
                    "independent of it: q(θ) Π q(z_n), narrower than the posterior when the items "
-                   "depend on θ (independent); auto: linear, except for --method amortized",
+                   "depend on θ (independent); auto: linear (the amortized encoder then outputs "
+                   "the gains too)",
            .default_value = std::string("auto"),
            .choices = {"auto", "linear", "independent"}});
   registry.add_option(vi, {.flag = "--param-draws",
@@ -409,12 +410,6 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
                               run.info.name));
     if (const std::string q = run.options.word("--param-guide"); q != "none") {
       check_family_sizes(run.options, q, "--param-guide", amortized);
-      if (amortized && run.options.word("--item-guide") == "linear")
-        throw Error(fmt::format("vi: --item-guide linear with --method {}: its gains would be "
-                                "parameters of each item's own, which the encoder's items "
-                                "(mini-batches, held-out ones) do not have; use meanfield or "
-                                "fullrank",
-                                kAmortizedName));
       // A learned baseline's network steps at each use: a mixture's or a DIF's components would
       // each serve the same draws, the later ones a baseline that has seen them.
       if ((q == "gmm" || q == "dif") && run.options.word("--baseline") == "learned")

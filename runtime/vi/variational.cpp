@@ -242,6 +242,7 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     q.nets = p.nets;     // the trained networks
     if (p.guide.saves()) // the trained encoder or difs, applied to the held-out items
       q.guide.share_networks(p.guide);
+    q.items_given = p.items_given;   // a conditional encoder's items: given θ̄'s draw
     if (q.guide.fitted_per_item()) { // a guide of their own per item
       VariationalFit ignored;
       std::vector<double> unused;

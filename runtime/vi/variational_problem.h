@@ -75,9 +75,10 @@ struct VariationalProblem::Impl {
   std::vector<double> fixed; // parameters then data values; the learned ones are overwritten
   std::optional<ParameterSpace> space;
   nn::CompiledDensity density;
-  Guide guide;
-  // The model's networks (shared with the held-out items' problem, which keeps them).
+  // The model's networks (shared with the held-out items' problem, which keeps them); before the
+  // guide, whose start reads their outputs.
   std::shared_ptr<nn::ModelNetworks> nets;
+  Guide guide;
   // The model's own guide (`guide z[n] ~ ...`), when it has one: its compiled arguments, and the
   // items' observations its networks read.
   std::optional<nn::CompiledGuide> declared;
@@ -113,8 +114,10 @@ struct VariationalProblem::Impl {
   Impl(const MethodRun& r, const VariationalOptions& o, const ObsData& d,
        const std::vector<double>& f, bool learn)
       : run(r), opt(o), data(d), plan(plan_guide(r.model, r.info, o)), fixed(f),
-        density(r.model, r.info, d, f), guide(plan, r.model, r.info, f, d, o, r.seed),
-        nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets, o.single)) {
+        density(r.model, r.info, d, f),
+        nets(std::make_shared<nn::ModelNetworks>(r.info, r.seed, o.load_nets, o.single)),
+        guide(plan, r.model, r.info, f, d, o, r.seed, items_given_dimension(r, o, learn),
+              nets.get()) {
     if (learn && o.parameter_guide) {
       const std::string& prior_file = o.parameter_guide->prior;
       if (prior_file.empty())
@@ -137,13 +140,11 @@ struct VariationalProblem::Impl {
       q_theta =
           make_parameter_guide(*o.parameter_guide, space->coordinate_names(),
                                space->unconstrain({f.data(), static_cast<size_t>(r.info.n_theta)}));
-      if (o.item_guide == "linear" || (o.item_guide == "auto" && o.family != kAmortizedName)) {
-        items_conditional = guide.condition_on(space->dimension());
-        if (!items_conditional && o.item_guide == "linear")
-          throw Error("vi --item-guide linear: no latent has a Gaussian of the guide's own to "
-                      "condition on the parameters (the model's guide covers them, or they are "
-                      "discrete or score-estimated)");
-      }
+      items_conditional = guide.conditional();
+      if (!items_conditional && o.item_guide == "linear")
+        throw Error("vi --item-guide linear: no latent has a Gaussian of the guide's own to "
+                    "condition on the parameters (the model's guide covers them, or they are "
+                    "discrete or score-estimated)");
     } else if (learn) {
       space.emplace(r.info, o.fixed);
       if (space->dimension() > 0 && !r.model.score_terms)
@@ -175,6 +176,20 @@ struct VariationalProblem::Impl {
         return declared->arguments(inputs, items);
       });
     }
+  }
+
+  // The dimension of the parameters' draw that the items' guides are conditional on
+  // (--item-guide linear, or auto, under --param-guide), or 0. The held-out items' problem
+  // (learn false) has conditional guides too when an encoder serves them: it shares the trained
+  // one, gains included, and evaluates it at θ̄'s draw (items_given).
+  static int64_t items_given_dimension(const MethodRun& r, const VariationalOptions& o,
+                                       bool learn) {
+    if (!o.parameter_guide || o.item_guide == "independent" ||
+        (!learn && o.family != kAmortizedName))
+      return 0;
+    if (!o.parameter_guide->prior.empty())
+      return ParameterSpace(r.info, o.fixed).dimension();
+    return sampled_parameters(r, o.fixed, "vi --param-guide").dimension();
   }
 
   // Point estimates of the parameters (without --param-guide).
