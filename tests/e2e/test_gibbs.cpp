@@ -276,6 +276,67 @@ TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
   }
 }
 
+// The same mixture with each item's label prior read from its covariate: P(z_n = 1) =
+// logistic(2 x_n), so each free item's labels are drawn from a prior of its own. By enumeration
+// of the 2^6 labellings, as above, with the Bernoulli prior per item in place of w's.
+TEST_CASE("gibbs: labels whose prior reads a covariate match enumeration", "[sample][gibbs]") {
+  const std::string& exe = model_exe("gmm_covariate", R"(
+model gmm_covariate {
+  param mu    : vector[2] ~ normal([-2, 2], 1) = [-1, 1];
+  input x[n];
+  latent z[n] : int[0..1] ~ bernoulli(logistic(2 * x[n]));
+  obs    y[n] ~ normal(mu[z[n]], 1);
+}
+)");
+  const std::vector<double> y = {-2.1, -1.7, 0.1, 1.9, 2.4, 0.3}, x = {-1, -0.5, 1.5, 1, 0, -1.5};
+  const std::string data = scratch_path("gmm_covariate.csv");
+  std::string csv = "x,y\n";
+  for (size_t i = 0; i < y.size(); ++i)
+    csv += std::to_string(x[i]) + "," + std::to_string(y[i]) + "\n";
+  write_file(data, csv);
+  const nlohmann::json j = gibbs(exe, data, {});
+  CHECK(j["likelihood"] == "forward");
+  const double prior_mean[2] = {-2, 2};
+  double total = 0, mu[2] = {0, 0}, mu2[2] = {0, 0}, label[6] = {};
+  for (int z = 0; z < 64; ++z) {
+    double log_p = 0, mean[2], var[2];
+    for (int i = 0; i < 6; ++i) {
+      const double p1 = 1 / (1 + std::exp(-2 * x[i]));
+      log_p += std::log(((z >> i) & 1) ? p1 : 1 - p1);
+    }
+    for (int k = 0; k < 2; ++k) {
+      double n = 0, sum = 0, sum2 = 0;
+      for (int i = 0; i < 6; ++i)
+        if (((z >> i) & 1) == k) {
+          n += 1;
+          sum += y[i] - prior_mean[k];
+          sum2 += (y[i] - prior_mean[k]) * (y[i] - prior_mean[k]);
+        }
+      log_p += -0.5 *
+               (n * std::log(2 * std::numbers::pi) + std::log(1 + n) + sum2 - sum * sum / (1 + n));
+      var[k] = 1 / (1 + n);
+      mean[k] = prior_mean[k] + sum * var[k];
+    }
+    const double p = std::exp(log_p);
+    total += p;
+    for (int k = 0; k < 2; ++k) {
+      mu[k] += p * mean[k];
+      mu2[k] += p * (var[k] + mean[k] * mean[k]);
+    }
+    for (int i = 0; i < 6; ++i)
+      label[i] += p * ((z >> i) & 1);
+  }
+  for (int k = 0; k < 2; ++k)
+    check_moments(j, "mu[" + std::to_string(k) + "]", mu[k] / total,
+                  std::sqrt(mu2[k] / total - std::pow(mu[k] / total, 2)));
+  for (int i = 0; i < 6; ++i) {
+    const double p = label[i] / total;
+    const nlohmann::json& zi = j["summary"]["z." + std::to_string(i + 1)];
+    INFO("z." << i + 1 << ": " << zi.dump() << " vs P(z = 1) = " << p);
+    CHECK(std::abs(zi["mean"].get<double>() - p) < 4 * zi["mcse_mean"].get<double>() + 1e-3);
+  }
+}
+
 // A local level model with inverse-gamma priors on both variances: the classic data-augmentation
 // Gibbs sampler of a dynamic linear model (the state path by forward filtering and backward
 // sampling, then each variance), against the posterior by quadrature with the Kalman likelihood.

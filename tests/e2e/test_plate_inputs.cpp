@@ -67,6 +67,25 @@ double exact_loglik(const Items& d, double a, double b, double s) {
   return ll;
 }
 
+// The least-squares line of y on x, and the mean of y.
+struct Line {
+  double a = 0, b = 0, mean_y = 0;
+};
+Line least_squares(const Items& d) {
+  const double n = static_cast<double>(d.x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    mx += d.x[i] / n;
+    my += d.y[i] / n;
+  }
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < d.x.size(); ++i) {
+    sxy += (d.x[i] - mx) * (d.y[i] - my);
+    sxx += (d.x[i] - mx) * (d.x[i] - mx);
+  }
+  return {my - sxy / sxx * mx, sxy / sxx, my};
+}
+
 } // namespace
 
 TEST_CASE("plate inputs: simulate reads the covariates; filter's log-likelihood is exact",
@@ -76,17 +95,7 @@ TEST_CASE("plate inputs: simulate reads the covariates; filter's log-likelihood 
   CHECK(d.x[0] == Approx(-2));
   CHECK(d.x[199] == Approx(2));
   // The simulated items follow the regression: the least-squares slope near -0.7.
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    mx += d.x[i] / 200;
-    my += d.y[i] / 200;
-  }
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    sxy += (d.x[i] - mx) * (d.y[i] - my);
-    sxx += (d.x[i] - mx) * (d.x[i] - mx);
-  }
-  CHECK(sxy / sxx == Approx(-0.7).margin(0.15));
+  CHECK(least_squares(d).b == Approx(-0.7).margin(0.15));
   const nlohmann::json f =
       nlohmann::json::parse(run_ok({d.exe, "filter", "--data", d.data, "--param", "a=0.5",
                                     "--param", "b=0.3", "--param", "s=1.2", "--json"})
@@ -106,17 +115,7 @@ TEST_CASE("plate inputs: optimize gives least squares; smooth each item's poster
   const Items& d = items();
   // Maximum likelihood: (a, b) by least squares, s² + 0.25 the mean squared residual.
   const double n = static_cast<double>(d.x.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    mx += d.x[i] / n;
-    my += d.y[i] / n;
-  }
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    sxy += (d.x[i] - mx) * (d.y[i] - my);
-    sxx += (d.x[i] - mx) * (d.x[i] - mx);
-  }
-  const double b = sxy / sxx, a = my - b * mx;
+  const auto [a, b, my] = least_squares(d);
   double rss = 0;
   for (size_t i = 0; i < d.x.size(); ++i)
     rss += std::pow(d.y[i] - a - b * d.x[i], 2);
@@ -259,17 +258,7 @@ model plate_neural_regression {
 }
 )");
   const double n = static_cast<double>(d.x.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    mx += d.x[i] / n;
-    my += d.y[i] / n;
-  }
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < d.x.size(); ++i) {
-    sxy += (d.x[i] - mx) * (d.y[i] - my);
-    sxx += (d.x[i] - mx) * (d.x[i] - mx);
-  }
-  const double b = sxy / sxx, a = my - b * mx;
+  const auto [a, b, my] = least_squares(d);
   const double best = exact_loglik(d, a, b, 0.8) / n, flat = exact_loglik(d, my, 0, 0.8) / n;
   const nlohmann::json v = nlohmann::json::parse(
       run_ok({exe, "vi", "--data", d.data, "--iterations", "3000", "--net-learning-rate", "0.02",
@@ -279,6 +268,52 @@ model plate_neural_regression {
   CHECK(best - flat > 0.2); // what the covariate is worth
   CHECK(double(v["elbo"]) <= best + 4 * double(v["elbo_se"]));
   CHECK(std::abs(double(v["elbo"]) - best) < 0.01 + 4 * double(v["elbo_se"]));
+}
+
+TEST_CASE("plate inputs: a guide's network reads the covariate", "[plate][inputs][vi][networks]") {
+  const Items& d = items();
+  // The posterior mean w y_n + (1 - w)(1 - 0.7 x_n) is affine in (y_n, x_n): a guide whose mean
+  // is an affine network of both, at the posterior's sd, holds it once trained, and the ELBO
+  // reaches the log-likelihood (at a = 1, b = -0.7, s = 0.8, fixed).
+  const double sd = std::sqrt(0.64 * 0.25 / 0.89);
+  const std::string& exe = model_exe("plate_regression_guide_net", fmt::format(R"(
+model plate_regression_guide_net {{
+  param a ~ normal(0, 10) = 1;
+  param b ~ normal(0, 10) = -0.7;
+  param s ~ half_normal(2) = 0.8;
+  net posterior_mean : mlp(inputs = 2, outputs = 1, hidden = none);
+  input x[n];
+  latent z[n] ~ normal(a + b * x[n], s);
+  obs y[n] ~ normal(z[n], 0.5);
+  guide z[n] ~ normal(posterior_mean(y[n], x[n])[0], {:.17g});
+}}
+)",
+                                                                               sd));
+  const nlohmann::json v = nlohmann::json::parse(run_ok({exe,
+                                                         "vi",
+                                                         "--data",
+                                                         d.data,
+                                                         "--fix",
+                                                         "a",
+                                                         "--fix",
+                                                         "b",
+                                                         "--fix",
+                                                         "s",
+                                                         "--iterations",
+                                                         "3000",
+                                                         "--net-learning-rate",
+                                                         "0.02",
+                                                         "--samples",
+                                                         "4",
+                                                         "--schedule",
+                                                         "cosine",
+                                                         "--json",
+                                                         "--seed",
+                                                         "3"})
+                                                     .out);
+  CAPTURE(v.dump());
+  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  CHECK(std::abs(double(v["elbo"]) - exact) < 0.005 + 4 * double(v["elbo_se"]));
 }
 
 TEST_CASE("plate inputs: a guide reads the covariate; the exact posterior's ELBO is log p(y)",
