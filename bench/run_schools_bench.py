@@ -125,7 +125,7 @@ def main():
         cases = []
     print(f"vi: {iterations} iterations, --samples 4 per item, cosine schedule, 1000 draws; "
           f"PMMH: 4 chains of 4000; {repeats} seeds, medians; errors in posterior sds")
-    print(f"{'data':11} {'model':11} {'method':16} {'KL':>7} {'logZ err':>9} {'k-hat':>6} "
+    print(f"{'data':11} {'model':11} {'method':22} {'KL':>7} {'logZ err':>9} {'k-hat':>6} "
           f"{'mean err':>9} {'sd err':>7} {'wall s':>7}")
     for case, data, models in cases:
         log_z, moments = exact(data)
@@ -138,6 +138,10 @@ def main():
                                                "--schedule", "cosine", "--psis-resample"]))
             # The schools' guides independent of θ: q(θ) Π q(z_n), the default before.
             runs.insert(2, ("meanfield indep", runs[0][1] + ["--item-guide", "independent"]))
+            # The amortized encoder's schools' guides, given θ and (its default) independent.
+            runs.insert(3, ("meanfield amortized", runs[0][1] + ["--method", "amortized",
+                                                               "--item-guide", "linear"]))
+            runs.insert(4, ("meanfield amort. indep", runs[0][1] + ["--method", "amortized"]))
             runs.append(("pmmh", ["sample", "--iterations", "4000", "--warmup", "1000"]))
             for label, command in runs:
                 rows = []
@@ -161,7 +165,7 @@ def main():
                                      q["pareto_k"] if q["pareto_k"] is not None else np.nan) +
                                     errors(read_draws(out, 1), moments) + (wall,))
                 med = [statistics.median(c) for c in zip(*rows)]
-                print(f"{case:11} {model:11} {label:16} {med[0]:7.3f} {med[1]:9.3f} "
+                print(f"{case:11} {model:11} {label:22} {med[0]:7.3f} {med[1]:9.3f} "
                       f"{med[2]:6.2f} {med[3]:9.3f} {med[4]:7.3f} {med[5]:7.1f}", flush=True)
     sequential(exes["noncentred"], ssmc, many, batches, iterations, repeats, work)
 

@@ -278,8 +278,9 @@ void add_options(MethodRegistry& registry) {
            .help = "--param-guide: each item's Gaussian given the parameters' draw, its mean and "
                    "log sd affine in their coordinates: q(θ) Π q(z_n | θ) (linear), or "
                    "independent of it: q(θ) Π q(z_n), narrower than the posterior when the items "
-                   "depend on θ (independent); auto: linear (the amortized encoder then outputs "
-                   "the gains too)",
+                   "depend on θ (independent); auto: linear for meanfield and fullrank, "
+                   "independent for amortized (whose encoder outputs the gains with "
+                   "--item-guide linear)",
            .default_value = std::string("auto"),
            .choices = {"auto", "linear", "independent"}});
   registry.add_option(vi, {.flag = "--param-draws",

@@ -184,7 +184,10 @@ struct VariationalProblem::Impl {
   // one, gains included, and evaluates it at θ̄'s draw (items_given).
   static int64_t items_given_dimension(const MethodRun& r, const VariationalOptions& o,
                                        bool learn) {
+    // auto: linear for the per-item families; an encoder's gains train less reliably on few
+    // items (bench/README.md), so amortized takes them when asked.
     if (!o.parameter_guide || o.item_guide == "independent" ||
+        (o.item_guide == "auto" && o.family == kAmortizedName) ||
         (!learn && o.family != kAmortizedName))
       return 0;
     if (!o.parameter_guide->prior.empty())
