@@ -93,6 +93,14 @@ ProcessResult run_ok(const std::vector<std::string>& argv) {
   return r;
 }
 
+nlohmann::json run_json(const std::vector<std::string>& argv) {
+  const ProcessResult r = run_ok(argv);
+  nlohmann::json j;
+  INFO(r.describe());
+  REQUIRE_NOTHROW(j = nlohmann::json::parse(r.out));
+  return j;
+}
+
 int Table::column_index(const std::string& name) const {
   for (size_t j = 0; j < header.size(); ++j)
     if (header[j] == name)
@@ -156,6 +164,15 @@ Table parse_table(const std::string& text) {
 
 Table read_table(const std::string& path) {
   return parse_table(read_file(path));
+}
+
+Table read_stan_csv(const std::string& path) {
+  std::string text, line;
+  std::istringstream in(read_file(path));
+  while (std::getline(in, line))
+    if (!line.starts_with("#"))
+      text += line + "\n";
+  return parse_table(text);
 }
 
 void write_table(const std::string& path, const Table& table) {

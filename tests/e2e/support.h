@@ -31,6 +31,8 @@ const std::string& model_exe(const std::string& name, const std::string& source)
 
 // Runs the command and fails the current test (with its output) unless it exits with 0.
 ProcessResult run_ok(const std::vector<std::string>& argv);
+// run_ok's standard output as JSON (a --json run); fails the test, with the output, if it is not.
+nlohmann::json run_json(const std::vector<std::string>& argv);
 
 // A CSV file as strings; cells are not quoted in anything the tests read.
 struct Table {
@@ -43,6 +45,8 @@ struct Table {
 };
 Table parse_table(const std::string& text);
 Table read_table(const std::string& path);
+// A Stan CSV file (`sample --out`, `vi --param-draws`) without its comment lines.
+Table read_stan_csv(const std::string& path);
 void write_table(const std::string& path, const Table& table);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& text);

@@ -73,10 +73,6 @@ std::string items(const std::string& name, int count, int seed) {
   return path;
 }
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 } // namespace
 
 TEST_CASE("dif guides: a bimodal posterior's ELBO reaches log p(x) where a Gaussian cannot; the "

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numbers>
 #include <random>
 #include <string>
@@ -218,6 +219,74 @@ TEST_CASE("gibbs: the generative predictive matches quadrature", "[sample][gibbs
   check_moments(j, "x.41", m1 / z, std::sqrt(m2 / z - (m1 / z) * (m1 / z)));
 }
 
+namespace {
+
+// The posterior of a two-component mixture of unit-noise Gaussians with means mu_k ~ N(m_k, 1),
+// m = (-2, 2), by enumeration of the labellings z of the six items (bit i: item i's label):
+// p(z | y) ∝ p(z) Π_k N(r_k; 0, I + 11') (r_k the residuals of component k's items from m_k;
+// det 1 + n_k, inverse I - 11' / (1 + n_k)), and given z each mu_k is conjugate.
+// `log_label_prior(z, counts)` is log p(z); `visit(p, counts)` sees each labelling's unnormalised
+// posterior weight. The moments of mu and P(z_i = 1), normalised.
+struct MixturePosterior {
+  double total = 0, mu_mean[2] = {}, mu_sd[2] = {}, label[6] = {};
+};
+MixturePosterior
+enumerate_labellings(const std::vector<double>& y,
+                     const std::function<double(int z, const double* counts)>& log_label_prior,
+                     const std::function<void(double p, const double* counts)>& visit = {}) {
+  const double prior_mean[2] = {-2, 2};
+  MixturePosterior out;
+  double mu[2] = {0, 0}, mu2[2] = {0, 0};
+  for (int z = 0; z < 64; ++z) {
+    double log_p = 0, count[2] = {0, 0}, mean[2], var[2];
+    for (int k = 0; k < 2; ++k) {
+      double n = 0, sum = 0, sum2 = 0;
+      for (int i = 0; i < 6; ++i)
+        if (((z >> i) & 1) == k) {
+          n += 1;
+          sum += y[i] - prior_mean[k];
+          sum2 += (y[i] - prior_mean[k]) * (y[i] - prior_mean[k]);
+        }
+      count[k] = n;
+      log_p += -0.5 *
+               (n * std::log(2 * std::numbers::pi) + std::log(1 + n) + sum2 - sum * sum / (1 + n));
+      var[k] = 1 / (1 + n);
+      mean[k] = prior_mean[k] + sum * var[k];
+    }
+    const double p = std::exp(log_p + log_label_prior(z, count));
+    out.total += p;
+    if (visit)
+      visit(p, count);
+    for (int k = 0; k < 2; ++k) {
+      mu[k] += p * mean[k];
+      mu2[k] += p * (var[k] + mean[k] * mean[k]);
+    }
+    for (int i = 0; i < 6; ++i)
+      out.label[i] += p * ((z >> i) & 1);
+  }
+  for (int k = 0; k < 2; ++k) {
+    out.mu_mean[k] = mu[k] / out.total;
+    out.mu_sd[k] = std::sqrt(mu2[k] / out.total - out.mu_mean[k] * out.mu_mean[k]);
+  }
+  for (double& l : out.label)
+    l /= out.total;
+  return out;
+}
+
+// The draws' moments of mu and of each label against the enumeration.
+void check_mixture(const nlohmann::json& j, const MixturePosterior& e) {
+  for (int k = 0; k < 2; ++k)
+    check_moments(j, "mu[" + std::to_string(k) + "]", e.mu_mean[k], e.mu_sd[k]);
+  for (int i = 0; i < 6; ++i) {
+    const nlohmann::json& zi = j["summary"]["z." + std::to_string(i + 1)];
+    INFO("z." << i + 1 << ": " << zi.dump() << " vs P(z = 1) = " << e.label[i]);
+    CHECK(std::abs(zi["mean"].get<double>() - e.label[i]) <
+          4 * zi["mcse_mean"].get<double>() + 1e-3);
+  }
+}
+
+} // namespace
+
 TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
           "[sample][gibbs]") {
   const std::string& exe = model_exe("gmm2", kMixture);
@@ -230,55 +299,24 @@ TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
   const nlohmann::json j = gibbs(exe, data, {});
   CHECK(j["likelihood"] == "forward");
   CHECK(j["details"]["conditionals"]["w"] == "dirichlet");
-  // Every labelling z: p(z | y) from the Dirichlet-multinomial and each component's Gaussian
-  // marginal likelihood (prior N(m_k, 1), noise 1); given z, mu_k and w are conjugate.
-  const double prior_mean[2] = {-2, 2};
-  double total = 0, w0 = 0, mu[2] = {0, 0}, mu2[2] = {0, 0}, label[6] = {};
-  for (int z = 0; z < 64; ++z) {
-    double log_p = 0, count[2] = {0, 0}, mean[2], var[2];
-    for (int k = 0; k < 2; ++k) {
-      double n = 0, sum = 0, sum2 = 0;
-      for (int i = 0; i < 6; ++i)
-        if (((z >> i) & 1) == k) {
-          n += 1;
-          sum += y[i] - prior_mean[k];
-          sum2 += (y[i] - prior_mean[k]) * (y[i] - prior_mean[k]);
-        }
-      count[k] = n;
-      // N(r; 0, I + 11'): det = 1 + n, inverse I - 11' / (1 + n).
-      log_p += -0.5 *
-               (n * std::log(2 * std::numbers::pi) + std::log(1 + n) + sum2 - sum * sum / (1 + n));
-      var[k] = 1 / (1 + n);
-      mean[k] = prior_mean[k] + sum * var[k];
-    }
-    log_p += std::lgamma(1 + count[0]) + std::lgamma(1 + count[1]);
-    const double p = std::exp(log_p);
-    total += p;
-    w0 += p * (1 + count[0]) / 8;
-    for (int k = 0; k < 2; ++k) {
-      mu[k] += p * mean[k];
-      mu2[k] += p * (var[k] + mean[k] * mean[k]);
-    }
-    for (int i = 0; i < 6; ++i)
-      label[i] += p * ((z >> i) & 1);
-  }
-  for (int k = 0; k < 2; ++k)
-    check_moments(j, "mu[" + std::to_string(k) + "]", mu[k] / total,
-                  std::sqrt(mu2[k] / total - std::pow(mu[k] / total, 2)));
-  const double p0 = w0 / total;
+  // Every labelling z: p(z) from the Dirichlet-multinomial (w ~ Dirichlet(1, 1)); given z, w is
+  // conjugate too: E[w_0 | z] = (1 + n_0) / 8.
+  double w0 = 0;
+  const MixturePosterior e = enumerate_labellings(
+      y,
+      [](int, const double* count) {
+        return std::lgamma(1 + count[0]) + std::lgamma(1 + count[1]);
+      },
+      [&](double p, const double* count) { w0 += p * (1 + count[0]) / 8; });
+  check_mixture(j, e);
+  const double p0 = w0 / e.total;
   const nlohmann::json& s = j["summary"]["w[0]"];
   CHECK(std::abs(s["mean"].get<double>() - p0) < 4 * s["mcse_mean"].get<double>());
-  for (int i = 0; i < 6; ++i) {
-    const double p = label[i] / total;
-    const nlohmann::json& zi = j["summary"]["z." + std::to_string(i + 1)];
-    INFO("z." << i + 1 << ": " << zi.dump() << " vs P(z = 1) = " << p);
-    CHECK(std::abs(zi["mean"].get<double>() - p) < 4 * zi["mcse_mean"].get<double>() + 1e-3);
-  }
 }
 
 // The same mixture with each item's label prior read from its covariate: P(z_n = 1) =
 // logistic(2 x_n), so each free item's labels are drawn from a prior of its own. By enumeration
-// of the 2^6 labellings, as above, with the Bernoulli prior per item in place of w's.
+// of the 2^6 labellings, with the Bernoulli prior per item in place of w's.
 TEST_CASE("gibbs: labels whose prior reads a covariate match enumeration", "[sample][gibbs]") {
   const std::string& exe = model_exe("gmm_covariate", R"(
 model gmm_covariate {
@@ -296,45 +334,15 @@ model gmm_covariate {
   write_file(data, csv);
   const nlohmann::json j = gibbs(exe, data, {});
   CHECK(j["likelihood"] == "forward");
-  const double prior_mean[2] = {-2, 2};
-  double total = 0, mu[2] = {0, 0}, mu2[2] = {0, 0}, label[6] = {};
-  for (int z = 0; z < 64; ++z) {
-    double log_p = 0, mean[2], var[2];
+  const MixturePosterior e = enumerate_labellings(y, [&](int z, const double*) {
+    double log_prior = 0;
     for (int i = 0; i < 6; ++i) {
       const double p1 = 1 / (1 + std::exp(-2 * x[i]));
-      log_p += std::log(((z >> i) & 1) ? p1 : 1 - p1);
+      log_prior += std::log(((z >> i) & 1) ? p1 : 1 - p1);
     }
-    for (int k = 0; k < 2; ++k) {
-      double n = 0, sum = 0, sum2 = 0;
-      for (int i = 0; i < 6; ++i)
-        if (((z >> i) & 1) == k) {
-          n += 1;
-          sum += y[i] - prior_mean[k];
-          sum2 += (y[i] - prior_mean[k]) * (y[i] - prior_mean[k]);
-        }
-      log_p += -0.5 *
-               (n * std::log(2 * std::numbers::pi) + std::log(1 + n) + sum2 - sum * sum / (1 + n));
-      var[k] = 1 / (1 + n);
-      mean[k] = prior_mean[k] + sum * var[k];
-    }
-    const double p = std::exp(log_p);
-    total += p;
-    for (int k = 0; k < 2; ++k) {
-      mu[k] += p * mean[k];
-      mu2[k] += p * (var[k] + mean[k] * mean[k]);
-    }
-    for (int i = 0; i < 6; ++i)
-      label[i] += p * ((z >> i) & 1);
-  }
-  for (int k = 0; k < 2; ++k)
-    check_moments(j, "mu[" + std::to_string(k) + "]", mu[k] / total,
-                  std::sqrt(mu2[k] / total - std::pow(mu[k] / total, 2)));
-  for (int i = 0; i < 6; ++i) {
-    const double p = label[i] / total;
-    const nlohmann::json& zi = j["summary"]["z." + std::to_string(i + 1)];
-    INFO("z." << i + 1 << ": " << zi.dump() << " vs P(z = 1) = " << p);
-    CHECK(std::abs(zi["mean"].get<double>() - p) < 4 * zi["mcse_mean"].get<double>() + 1e-3);
-  }
+    return log_prior;
+  });
+  check_mixture(j, e);
 }
 
 // A local level model with inverse-gamma priors on both variances: the classic data-augmentation

@@ -88,10 +88,6 @@ const std::string kTwoFactorFullRank = two_factor_model(
 const std::string kTwoFactorMeanField =
     two_factor_model("twofactor_diag", "guide z[n] ~ normal(enc(x[n])[0:2], exp(enc(x[n])[2:4]));");
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 std::string simulated(const std::string& name, const std::string& source, int items, int seed) {
   const std::string path = scratch_path(name + "_items.csv");
   if (!file_exists(path))

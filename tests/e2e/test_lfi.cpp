@@ -51,10 +51,6 @@ std::string observed_file() {
   return path;
 }
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 double normal_cdf(double x, double mean, double var) {
   return 0.5 * std::erfc(-(x - mean) / std::sqrt(2 * var));
 }

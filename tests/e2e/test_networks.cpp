@@ -42,10 +42,6 @@ const std::string kFactorNet = decoder_model("famnet", "none", "tanh");
 const std::string kTanhNet = decoder_model("tanhnet", "[8]", "tanh");
 const std::string kReluNet = decoder_model("relunet", "[16]", "relu"); // for a mismatched file
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 // 200 items of the factor model, written once.
 std::string factor_items() {
   const std::string path = scratch_path("fam_items.csv");

@@ -15,7 +15,6 @@
 
 #include <cmath>
 #include <numbers>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -48,20 +47,6 @@ model signflip {
   y[t] ~ normal(b * x[t], 0.5);
 }
 )";
-
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
-// A Stan CSV file without its comment lines.
-Table read_stan_csv(const std::string& path) {
-  std::string text, line;
-  std::istringstream in(read_file(path));
-  while (std::getline(in, line))
-    if (!line.starts_with("#"))
-      text += line + "\n";
-  return parse_table(text);
-}
 
 // "param q ~ half_normal(1) = 1;" in kLevel.
 std::string fmt_param(const char* name) {

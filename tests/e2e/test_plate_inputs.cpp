@@ -67,6 +67,20 @@ double exact_loglik(const Items& d, double a, double b, double s) {
   return ll;
 }
 
+// `vi` with the parameters kept at the simulation's a = 1, b = -0.7, s = 0.8, and the exact
+// log-likelihood per item there, which its bounds are compared with.
+nlohmann::json vi_at_truth(const std::string& exe, const Items& d,
+                           const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {exe,       "vi",     "--data",  d.data,  "--param", "a=1",
+                                   "--param", "b=-0.7", "--param", "s=0.8", "--fix",   "a",
+                                   "--fix",   "b",      "--fix",   "s",     "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return run_json(argv);
+}
+double exact_at_truth(const Items& d) {
+  return exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+}
+
 // The least-squares line of y on x, and the mean of y.
 struct Line {
   double a = 0, b = 0, mean_y = 0;
@@ -193,32 +207,10 @@ TEST_CASE("plate inputs: vi's Gaussian guides reach the exact log-likelihood",
   // One scalar latent per item with a Gaussian posterior: the mean-field guide holds it, so the
   // trained ELBO (per item, as the log-likelihood vi reports) is the log-likelihood but for the
   // Monte Carlo error of its estimate and the guides' last steps.
-  const nlohmann::json v = nlohmann::json::parse(run_ok({d.exe,
-                                                         "vi",
-                                                         "--data",
-                                                         d.data,
-                                                         "--param",
-                                                         "a=1",
-                                                         "--param",
-                                                         "b=-0.7",
-                                                         "--param",
-                                                         "s=0.8",
-                                                         "--fix",
-                                                         "a",
-                                                         "--fix",
-                                                         "b",
-                                                         "--fix",
-                                                         "s",
-                                                         "--iterations",
-                                                         "1500",
-                                                         "--learning-rate",
-                                                         "0.05",
-                                                         "--json",
-                                                         "--seed",
-                                                         "3"})
-                                                     .out);
+  const nlohmann::json v =
+      vi_at_truth(d.exe, d, {"--iterations", "1500", "--learning-rate", "0.05", "--seed", "3"});
   CAPTURE(v.dump());
-  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  const double exact = exact_at_truth(d);
   CHECK(double(v["log_likelihood"]) == Approx(exact).epsilon(1e-9));
   CHECK(std::abs(double(v["elbo"]) - exact) < 0.01 + 4 * double(v["elbo_se"]));
 }
@@ -230,14 +222,11 @@ TEST_CASE("plate inputs: the amortized encoder reads the covariate", "[plate][in
   // encoder's approximation (one tanh layer; measured 3e-5 nats per item). Reading y_n alone
   // (as before covariates reached it) leaves (1 - w) 0.7 (x_n - E[x | y_n]) of the mean out:
   // 0.075 nats per item short, measured.
-  const nlohmann::json v = nlohmann::json::parse(
-      run_ok({d.exe,   "vi",         "--data", d.data,    "--method",     "amortized", "--param",
-              "a=1",   "--param",    "b=-0.7", "--param", "s=0.8",        "--fix",     "a",
-              "--fix", "b",          "--fix",  "s",       "--iterations", "2000",      "--samples",
-              "4",     "--schedule", "cosine", "--json",  "--seed",       "3"})
-          .out);
+  const nlohmann::json v = vi_at_truth(d.exe, d,
+                                       {"--method", "amortized", "--iterations", "2000",
+                                        "--samples", "4", "--schedule", "cosine", "--seed", "3"});
   CAPTURE(v.dump());
-  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  const double exact = exact_at_truth(d);
   CHECK(double(v["elbo"]) <= exact + 4 * double(v["elbo_se"]));
   CHECK(std::abs(double(v["elbo"]) - exact) < 0.01 + 4 * double(v["elbo_se"]));
 }
@@ -289,30 +278,11 @@ model plate_regression_guide_net {{
 }}
 )",
                                                                                sd));
-  const nlohmann::json v = nlohmann::json::parse(run_ok({exe,
-                                                         "vi",
-                                                         "--data",
-                                                         d.data,
-                                                         "--fix",
-                                                         "a",
-                                                         "--fix",
-                                                         "b",
-                                                         "--fix",
-                                                         "s",
-                                                         "--iterations",
-                                                         "3000",
-                                                         "--net-learning-rate",
-                                                         "0.02",
-                                                         "--samples",
-                                                         "4",
-                                                         "--schedule",
-                                                         "cosine",
-                                                         "--json",
-                                                         "--seed",
-                                                         "3"})
-                                                     .out);
+  const nlohmann::json v = vi_at_truth(exe, d,
+                                       {"--iterations", "3000", "--net-learning-rate", "0.02",
+                                        "--samples", "4", "--schedule", "cosine", "--seed", "3"});
   CAPTURE(v.dump());
-  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  const double exact = exact_at_truth(d);
   CHECK(std::abs(double(v["elbo"]) - exact) < 0.005 + 4 * double(v["elbo_se"]));
 }
 
@@ -336,12 +306,9 @@ model plate_regression_guided {{
 )",
                                          w, 1 - w, sd);
   const std::string& exe = model_exe("plate_regression_guided", source);
-  const nlohmann::json v =
-      nlohmann::json::parse(run_ok({exe, "vi", "--data", d.data, "--fix", "a", "--fix", "b",
-                                    "--fix", "s", "--iterations", "0", "--json"})
-                                .out);
+  const nlohmann::json v = vi_at_truth(exe, d, {"--iterations", "0"});
   CAPTURE(v.dump());
-  const double exact = exact_loglik(d, 1, -0.7, 0.8) / static_cast<double>(d.y.size());
+  const double exact = exact_at_truth(d);
   CHECK(double(v["elbo"]) == Approx(exact).epsilon(1e-9));
   CHECK(double(v["elbo_se"]) < 1e-9);
 }

@@ -12,29 +12,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace e2e;
-
-namespace {
-
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
-// A Stan CSV file without its comment lines.
-Table read_stan_csv(const std::string& path) {
-  std::string text, line;
-  std::istringstream in(read_file(path));
-  while (std::getline(in, line))
-    if (!line.starts_with("#"))
-      text += line + "\n";
-  return parse_table(text);
-}
-
-} // namespace
 
 // z_n ~ N(mu, 1), x_n ~ N(z_n, 0.5^2), mu ~ N(0, 10^2): the joint of (mu, z) is Gaussian with
 // precision Λ (Λ_mu,mu = 0.01 + N, Λ_mu,z_n = -1, Λ_z_n,z_n = 5). A fully factorised Gaussian's

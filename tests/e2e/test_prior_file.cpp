@@ -50,10 +50,6 @@ std::string number(double x) {
   return fmt::format("{:.17g}", x);
 }
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 double lognormal_log_density(double x, double mu, double sigma) {
   const double z = (std::log(x) - mu) / sigma;
   return -z * z / 2 - std::log(x * sigma * std::sqrt(2 * std::numbers::pi));

@@ -58,14 +58,6 @@ const std::string& stdlib_exe(const std::string& name) {
   return built.emplace(name, exe).first->second;
 }
 
-json run_json(const std::vector<std::string>& argv) {
-  ProcessResult r = run_ok(argv);
-  json j;
-  INFO(r.describe());
-  REQUIRE_NOTHROW(j = json::parse(r.out));
-  return j;
-}
-
 // Parameter name -> current (default) value, from `info --json`.
 std::map<std::string, json> param_values(const json& info) {
   std::map<std::string, json> values;

@@ -46,10 +46,6 @@ const char* kMixture = R"(model mix {
 }
 )";
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 // Simulated items of a model, written once per name.
 std::string items_of(const std::string& exe, const std::string& name, int n, int seed) {
   const std::string path = scratch_path(name + ".csv");

@@ -31,10 +31,6 @@ const char* kModel = R"(model vs_lg2 {
 }
 )";
 
-nlohmann::json run_json(const std::vector<std::string>& argv) {
-  return nlohmann::json::parse(run_ok(argv).out);
-}
-
 // The largest |mean difference| and |variance ratio - 1| between two smooth CSVs.
 std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path) {
   const Table a = read_table(a_path), b = read_table(b_path);
