@@ -506,7 +506,7 @@ Values KernelEmitter::load_state(const ir::Node& node) {
     throw CodegenError("internal error: a past state the kernel cannot read reached code "
                        "generation (the augment-lags transform carries it in the state)");
   // A network's output is no block's draw: every kernel reads it from the state, where the
-  // runtime writes it (nn/model_networks.h; before a sampling kernel, vi's guide start computes
+  // runtime writes it (vi/model_networks.h; before a sampling kernel, vi's guide start computes
   // it, at zeros for arguments that are states drawn by the same kernel).
   bool sampled_here =
       samples() && block_.kind != ir::BlockKind::Observation && !model_.net_call_of(node.var);

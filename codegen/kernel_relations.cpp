@@ -44,6 +44,12 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
     case ir::Dist::Diffusion:
       drawn = euler_maruyama(rel, r);
       break;
+    case ir::Dist::Density: // a learned density: its base N(0, I), which a guide's start reads
+      for (int i = 0; i < size; ++i)
+        drawn.push_back(library_call(
+            "ssm_sample_std_normal_k",
+            {arg("seed"), n32_, t32_, b_.getInt32(site_id(block_.kind, r, 0)), b_.getInt32(i)}));
+      break;
     default:
       drawn = sample_independent(rel, r, args, size);
     }
@@ -90,6 +96,8 @@ Value* KernelEmitter::emit_relation(size_t r, Value* logpdf) {
     }
     return logpdf;
   }
+  if (rel.dist == ir::Dist::Density) // the network's log p of the target (vi computes it)
+    return b_.CreateFAdd(logpdf, component(*args[0], 0));
   if (rel.dist == ir::Dist::Categorical) {
     Value* lp = categorical_logpdf(x[0], *args[0]);
     return b_.CreateFAdd(logpdf, skip_missing ? unless_missing(x[0], lp) : lp);

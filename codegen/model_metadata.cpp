@@ -77,13 +77,13 @@ std::string const_str(const ir::Node& node) {
 // parameter or a data item, into the item's inputs for a covariate.
 json nets(const ir::Model& model) {
   json out = json::array();
-  for (const ir::NetDecl& n : model.nets)
-    out.push_back({{"name", n.name},
-                   {"kind", n.kind},
-                   {"inputs", n.inputs},
-                   {"outputs", n.outputs},
-                   {"hidden", n.hidden},
-                   {"activation", n.activation}});
+  for (const ir::NetDecl& n : model.nets) {
+    json net = {{"name", n.name},       {"kind", n.kind},     {"inputs", n.inputs},
+                {"outputs", n.outputs}, {"hidden", n.hidden}, {"activation", n.activation}};
+    if (n.density()) // a density over vector[dim], given inputs - dim context values
+      net.update({{"dim", n.dim}, {"components", n.components}, {"layers", n.layers}});
+    out.push_back(std::move(net));
+  }
   return out;
 }
 

@@ -65,7 +65,9 @@ struct NamedArg {
 // `dist(a, b, name = c, ...)`: positional arguments, then named ones. resolve_named_arguments
 // (named_arguments.cpp) puts the named ones in their places before lowering: `args` is then in
 // the distribution's order, an optional argument left out before a given one as its default
-// (diffusion's steps before its psi_lower), and `named` is empty.
+// (diffusion's steps before its psi_lower), and `named` is empty. For a name that is no
+// distribution's (a density network's, or a misspelling) the values are appended to `args` as
+// written and `named` keeps the names, their values moved out.
 struct DistCall {
   Ident name;
   std::vector<ExprPtr> args;

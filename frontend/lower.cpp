@@ -24,10 +24,10 @@ std::optional<ir::Model> Lowering::run(int errors_before) {
   check_declaration_forms();
   for (const ast::ConstDecl& c : ast_.consts)
     define_const(c);
+  for (const ast::NetDecl& n : ast_.nets) // before the priors, which may name one (an error)
+    define_net(n);
   for (const ast::VarDecl& v : ast_.vars)
     define_var(v);
-  for (const ast::NetDecl& n : ast_.nets)
-    define_net(n);
   for (const ast::FnDecl& f : ast_.fns)
     define_fn(f);
   for (const ast::Relation& r : ast_.relations)

@@ -63,6 +63,12 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   const ir::DistInfo* info = ir::find_dist(d.name.name);
   if (info && info->internal)
     info = nullptr;
+  if (const Symbol* net = info ? nullptr : density_net(d.name.name)) {
+    const ir::NetDecl& decl = model_.nets[net->index];
+    error(d.name.range,
+          fmt::format(msg::density_net_not_latent, decl.name, decl.kind, target_name));
+    return std::nullopt;
+  }
   if (!info) {
     std::vector<std::string> names;
     for (const ir::DistInfo& known : ir::all_dists())

@@ -57,6 +57,10 @@ void Lowering::add_guide(const ast::Relation& r) {
     add_dif_guide(r, decl, s);
     return;
   }
+  if (density_net(r.dist.name.name)) {
+    error(r.dist.name.range, fmt::format(msg::density_net_in_guide, r.dist.name.name));
+    return;
+  }
   std::vector<std::optional<int>> args;
   std::vector<std::optional<ir::Shape>> shapes;
   for (const ast::ExprPtr& a : r.dist.args) {

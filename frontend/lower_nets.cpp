@@ -6,6 +6,7 @@
 #include "messages.h"
 
 #include <algorithm>
+#include <map>
 
 namespace ssm::frontend::lowering {
 
@@ -13,6 +14,15 @@ namespace {
 
 // The activations of runtime/nn/mlp.cpp (mlp_activations), which checks them again.
 const std::vector<std::string> activations = {"tanh", "relu", "silu", "gelu"};
+
+// The options each kind takes: an mlp maps inputs to outputs; a density (runtime/flows, built
+// by runtime/vi/model_networks.cpp) is over vector[dim], given `context` values for a dif.
+const std::map<std::string, std::vector<std::string>> kind_options = {
+    {"mlp", {"inputs", "outputs", "hidden", "activation"}},
+    {"dif", {"dim", "context", "components", "hidden"}},
+    {"maf", {"dim", "layers", "hidden"}},
+    {"realnvp", {"dim", "layers", "hidden"}},
+};
 
 } // namespace
 
@@ -28,13 +38,21 @@ void Lowering::define_net(const ast::NetDecl& d) {
   };
   if (model_.kind != ir::ModelKind::Plate)
     reject(d.name.range, fmt::format(msg::net_outside_plate_model, name));
-  if (d.kind.name != "mlp")
+  const auto known = kind_options.find(d.kind.name);
+  if (known == kind_options.end())
     reject(d.kind.range, fmt::format(msg::net_unknown_kind, d.kind.name));
   ir::NetDecl net;
   net.name = name;
   net.kind = d.kind.name;
-  net.hidden = {64};
+  const bool density = known != kind_options.end() && d.kind.name != "mlp";
+  net.hidden = density ? std::vector<int>{32, 32} : std::vector<int>{64};
+  if (density) {
+    net.outputs = 1; // log p(target | context)
+    net.components = d.kind.name == "dif" ? ir::kDefaultDifComponents : 0;
+    net.layers = d.kind.name == "dif" ? 0 : 5;
+  }
   net.loc = loc(d.name.range);
+  int context = 0;
   std::set<std::string> seen;
   for (const ast::NamedArg& o : d.options) {
     const std::string& key = o.name.name;
@@ -43,11 +61,31 @@ void Lowering::define_net(const ast::NetDecl& d) {
       continue;
     }
     const std::string what = fmt::format("option '{}' of network '{}'", key, name);
-    if (key == "inputs" || key == "outputs") {
+    if (known != kind_options.end() &&
+        std::find(known->second.begin(), known->second.end(), key) == known->second.end()) {
+      reject(o.name.range,
+             fmt::format(msg::net_unknown_option, key, name, fmt::join(known->second, ", ")));
+    } else if (key == "inputs" || key == "outputs" || key == "dim" || key == "context" ||
+               key == "components" || key == "layers") {
       std::optional<int> n = eval_dimension(*o.value, what);
-      if (n && *n == 0)
+      if (n && *n == 0 && key != "context")
         reject(o.value->range, fmt::format(msg::net_size_zero, what));
-      (key == "inputs" ? net.inputs : net.outputs) = n.value_or(0);
+      if (n && key == "components" && *n > ir::kMaxDifComponents)
+        reject(o.value->range,
+               fmt::format(msg::net_components_too_many, what, ir::kMaxDifComponents));
+      const int v = n.value_or(0);
+      if (key == "inputs")
+        net.inputs = v;
+      else if (key == "outputs")
+        net.outputs = v;
+      else if (key == "dim")
+        net.dim = v;
+      else if (key == "context")
+        context = v;
+      else if (key == "components")
+        net.components = v;
+      else
+        net.layers = v;
       ok = ok && n.has_value();
     } else if (key == "hidden") {
       net.hidden.clear();
@@ -73,13 +111,18 @@ void Lowering::define_net(const ast::NetDecl& d) {
                fmt::format(msg::net_unknown_activation, name, fmt::join(activations, ", ")));
       else
         net.activation = o.value->name;
-    } else {
-      reject(o.name.range, fmt::format(msg::net_unknown_option, key, name));
     }
   }
-  for (const char* required : {"inputs", "outputs"})
-    if (!seen.count(required))
+  for (const char* required :
+       density ? std::vector<const char*>{"dim"} : std::vector<const char*>{"inputs", "outputs"})
+    if (known != kind_options.end() && !seen.count(required))
       reject(d.name.range, fmt::format(msg::net_option_missing, name, required));
+  if (density)
+    net.inputs = net.dim + context; // the call's arguments: the target, then the context
+  if (net.kind == "realnvp" && seen.count("dim") && net.dim == 1)
+    reject(d.name.range, fmt::format(msg::realnvp_one_dimension, name));
+  if (ir::find_dist(name)) // `z[n] ~ NAME()` would be ambiguous
+    reject(d.name.range, fmt::format(msg::net_named_as_distribution, name));
   sym->index = static_cast<int>(model_.nets.size());
   sym->valid = ok;
   model_.nets.push_back(std::move(net));
@@ -98,6 +141,10 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
   if (!sym.valid || std::any_of(args.begin(), args.end(), [](auto& a) { return !a; }))
     return std::nullopt;
   const ir::NetDecl& net = model_.nets[sym.index];
+  if (net.density()) {
+    error(e.range, fmt::format(msg::density_net_called, net.name, net.kind));
+    return std::nullopt;
+  }
   if (args.empty()) {
     error(e.range, fmt::format(msg::net_without_arguments, net.name, net.inputs));
     return std::nullopt;
@@ -129,6 +176,75 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
     return std::nullopt;
   }
   return emit(s, std::move(node), e.range);
+}
+
+Symbol* Lowering::density_net(const std::string& name) {
+  Symbol* sym = lookup(name);
+  return sym && sym->kind == Symbol::Kind::Net && sym->index >= 0 &&
+                 model_.nets[sym->index].density()
+             ? sym
+             : nullptr;
+}
+
+// `z[n] ~ NET(context...)` with NET a density: z's relation is density(NET(z[n], context...)),
+// the network's log p of its target given the context, which the runtime computes (vi).
+std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& sym, int latent,
+                                                Scope& s, const std::string& target) {
+  sym.used = true;
+  const ir::NetDecl& net = model_.nets[sym.index];
+  const ir::VarDecl& decl = model_.latents[latent];
+  bool ok = sym.valid;
+  for (const ast::NamedArg& a : d.named)
+    error(a.name.range, fmt::format(msg::density_net_named_argument, net.name, a.name.name));
+  if (!d.named.empty())
+    return std::nullopt;
+  if (decl.integer || decl.shape.rank() > 1 || decl.shape.size() != net.dim) {
+    error(d.name.range,
+          fmt::format(msg::density_net_target, net.name,
+                      net.dim == 1 ? std::string("a real") : fmt::format("vector[{}]", net.dim),
+                      target, decl.integer ? "an int" : decl.shape.str()));
+    ok = false;
+  }
+  ir::Node call;
+  call.op = ir::Op::Net;
+  call.var = sym.index;
+  call.shape = ir::Shape::vector(1);
+  ir::Node self; // the target, read by the network itself (not by the relation's arguments)
+  self.op = ir::Op::Latent;
+  self.var = latent;
+  self.shape = decl.shape;
+  call.args.push_back(emit(s, std::move(self), d.name.range));
+  int size = 0;
+  std::vector<std::string> shapes;
+  std::vector<const ast::ExprPtr*> context;
+  for (const ast::ExprPtr& a : d.args) // named arguments' values too (named_arguments.cpp)
+    context.push_back(&a);
+  for (const ast::ExprPtr* a : context) {
+    const std::optional<int> id = lower(**a, s);
+    if (!id) {
+      ok = false;
+      continue;
+    }
+    const ir::Node& n = s.block->nodes[*id];
+    if (n.op != ir::Op::Latent && n.op != ir::Op::Param && n.op != ir::Op::Data &&
+        n.op != ir::Op::Input) {
+      error((*a)->range, fmt::format(msg::net_argument_not_variable, net.name));
+      ok = false;
+      continue;
+    }
+    size += n.shape.size();
+    shapes.push_back(n.shape.str());
+    call.args.push_back(*id);
+  }
+  if (ok && size != net.inputs - net.dim) {
+    error(d.range,
+          fmt::format(msg::density_net_context_size, net.name, net.inputs - net.dim, size,
+                      shapes.empty() ? "none" : fmt::format("{}", fmt::join(shapes, ", "))));
+    ok = false;
+  }
+  if (!ok)
+    return std::nullopt;
+  return emit(s, std::move(call), d.range);
 }
 
 } // namespace ssm::frontend::lowering

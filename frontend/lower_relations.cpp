@@ -245,6 +245,11 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
     p.ok = id.has_value();
     p.rel.dist = ir::Dist::Dirac;
     p.rel.args = {id.value_or(-1)};
+  } else if (Symbol* net = latent && plate ? density_net(v.prior->name.name) : nullptr) {
+    const std::optional<int> id = lower_density_call(*v.prior, *net, sym->index, s, target);
+    p.ok = id.has_value();
+    p.rel.dist = ir::Dist::Density;
+    p.rel.args = {id.value_or(-1)};
   } else if (!refuse_guide_only(*v.prior, target)) {
     std::vector<std::optional<int>> args;
     std::vector<std::optional<ir::Shape>> shapes;

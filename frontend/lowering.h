@@ -237,6 +237,10 @@ private:
   // ---- networks (lower_nets.cpp)
   void define_net(const ast::NetDecl& d);
   std::optional<int> call_net(const Expr& e, Symbol& sym, Scope& s);
+  // A network of a density kind named `name`, or null.
+  Symbol* density_net(const std::string& name);
+  std::optional<int> lower_density_call(const ast::DistCall& d, Symbol& sym, int latent, Scope& s,
+                                        const std::string& target);
 
   // ---- distributions (lower_distributions.cpp)
   // A variational family (dif) outside a guide: reported, before its arguments are lowered

@@ -18,12 +18,12 @@ namespace ssm::frontend::msg {
 inline constexpr char net_outside_plate_model[] =
     "network '{}' in a model that is not over a plate: networks are available in plate models "
     "(latent z[n], obs x[n]) for now";
-inline constexpr char net_unknown_kind[] = "unknown kind of network '{}'; known: mlp";
+inline constexpr char net_unknown_kind[] =
+    "unknown kind of network '{}'; known: mlp, and the densities dif, maf, realnvp";
 inline constexpr char net_option_twice[] = "option '{}' is given twice for network '{}'";
 inline constexpr char net_size_zero[] = "{} must be at least 1";
 inline constexpr char net_unknown_activation[] = "unknown activation for network '{}'; known: {}";
-inline constexpr char net_unknown_option[] =
-    "unknown option '{}' of network '{}'; known: inputs, outputs, hidden, activation";
+inline constexpr char net_unknown_option[] = "unknown option '{}' of network '{}'; known: {}";
 inline constexpr char net_option_missing[] = "network '{}' needs the option '{}'";
 inline constexpr char net_without_arguments[] = "network '{}' takes {} inputs, but none were given";
 inline constexpr char net_in_function[] =
@@ -35,6 +35,27 @@ inline constexpr char net_argument_not_variable[] =
     "to values it holds";
 inline constexpr char net_input_size[] =
     "network '{}' takes {} inputs, but its arguments have {} ({})";
+inline constexpr char density_net_called[] =
+    "network '{0}' is a density ({1}): it is the distribution of a latent variable, written "
+    "z[n] ~ {0}(...), not a function";
+inline constexpr char density_net_not_latent[] =
+    "network '{}' is a density ({}): it is the distribution of a plate model's latent variable "
+    "only, not of '{}'";
+inline constexpr char density_net_named_argument[] =
+    "the density network '{}' takes its context by position: it has no argument '{}'";
+inline constexpr char density_net_target[] = "network '{}' is a density over {}, but {} is {}";
+inline constexpr char density_net_in_guide[] =
+    "network '{}' is a density (a latent's distribution in the model): a guide's families are "
+    "normal, mvnormal_chol, dif, categorical, bernoulli and bernoulli_logit";
+inline constexpr char net_components_too_many[] =
+    "{} is at most {} (a dif's density costs components^2 network rows per point)";
+inline constexpr char realnvp_one_dimension[] =
+    "network '{}' is a realnvp over 1 dimension: its coupling layers split the dimensions in "
+    "two, so it needs dim of at least 2 (a dif with one component is a Gaussian)";
+inline constexpr char net_named_as_distribution[] =
+    "network '{}' has a distribution's name: rename it";
+inline constexpr char density_net_context_size[] =
+    "network '{}' reads a context of {} values, but its arguments have {} ({})";
 
 // ---- guides (lower_guides.cpp)
 

@@ -22,8 +22,10 @@ public:
     if (call.named.empty())
       return;
     const ir::DistInfo* info = ir::find_dist(call.name.name);
-    if (!info || info->internal) // lowering reports the unknown name; the values are checked
-      return keep_as_written(call);
+    if (!info || info->internal) { // lowering reports the unknown name, or a density network's
+      keep_as_written(call);       // named arguments: their names stay, their values are args
+      return;
+    }
     const std::vector<std::string_view> names(info->arg_names.begin() + info->implicit_args,
                                               info->arg_names.end());
     if (call.args.size() >= names.size()) // too many: lowering reports the count
@@ -83,7 +85,7 @@ private:
   static void keep_as_written(ast::DistCall& call) {
     for (ast::NamedArg& a : call.named)
       call.args.push_back(std::move(a.value));
-    call.named.clear();
+    std::erase_if(call.named, [](const ast::NamedArg& a) { return a.name.name.empty(); });
   }
 
   static ast::ExprPtr default_value(double value, ast::Range range) {

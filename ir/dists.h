@@ -51,6 +51,12 @@ enum class Dist {
   // networks of `width` units. A guide family only (`vi`, runtime/vi/guide.h): no kernel
   // evaluates or draws it.
   Dif,
+  // (log_density): a learned density of the target, a `net` of a density kind (dif, maf,
+  // realnvp) applied to the target and its context, whose output is log p(target | context):
+  // written `z[n] ~ NET(context...)` (frontend/lower_nets.cpp). Its log-density is that argument,
+  // which vi's LibTorch code computes (passes/net_outputs.cpp makes the call a hidden state); its
+  // sampler draws the flows' base N(0, I), which only a guide's start reads.
+  Density,
 };
 
 // dif(context[, components, width]): the defaults, and the largest values accepted.
@@ -185,6 +191,7 @@ inline std::vector<DistInfo> make_table() {
           .joint()
           .guide_only()
           .defaults({kDefaultDifComponents, kDefaultDifWidth}),
+      Row(D::Density, "density", {"log_density"}, {Any}, -inf, inf).joint().internal(),
   };
   std::vector<DistInfo> table;
   for (Row& r : rows)

@@ -248,13 +248,18 @@ struct FunctionalDecl {
 
 // `net NAME : mlp(...)`: a multilayer perceptron from `inputs` to `outputs` reals, with hidden
 // layers of the given widths and activation; its weights are trained by the runtime (LibTorch).
+// `net NAME : dif(...)` (maf, realnvp): a density over vector[dim] given `inputs - dim` context
+// values, whose one output is log p(target | context) (a relation's Dist::Density): a dif's
+// `components` maps, a flow's `layers`, networks of the `hidden` widths.
 struct NetDecl {
   std::string name;
   std::string kind = "mlp";
   int inputs = 0, outputs = 0;
   std::vector<int> hidden;
   std::string activation = "tanh";
+  int dim = 0, components = 0, layers = 0; // densities only
   SourceLoc loc;
+  bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
 };
 
 // A network's output as the model's kernels see it (passes/net_outputs.cpp): the hidden state

@@ -202,6 +202,12 @@ private:
         net.outputs = parse_int(value);
       else if (key == "activation")
         net.activation = std::string(value);
+      else if (key == "dim")
+        net.dim = parse_int(value);
+      else if (key == "components")
+        net.components = parse_int(value);
+      else if (key == "layers")
+        net.layers = parse_int(value);
       else if (key != "hidden")
         fail(fmt::format("unknown network option '{}'", key), key);
     }

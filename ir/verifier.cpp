@@ -396,6 +396,8 @@ private:
           fail("the dif guide of {} is not for a real or a vector", target);
       }
     }
+    if (rel.dist == Dist::Density && !density_call_of_target(rel))
+      fail("{} ~ density does not read a density network's output on {}", target, target);
     if (dist_info(rel.dist).guide_only && block_.kind != BlockKind::Guide)
       fail("{} ~ {} outside a guide", target, dist_info(rel.dist).name);
     if (rel.dist == Dist::Diffusion &&
@@ -415,7 +417,9 @@ private:
         return;
       }
       // An SDE's drift and diffusion read its own x[t]: the path's current value.
-      const bool path = rel.dist == Dist::Diffusion && (k == 1 || k == 2);
+      // A learned density's network reads its own target (its log p is of that value).
+      const bool path = (rel.dist == Dist::Diffusion && (k == 1 || k == 2)) ||
+                        (rel.dist == Dist::Density && k == 0);
       for (const Var& v : reads_now[a])
         if ((!sampled.count(v) && !(block_.kind == BlockKind::Prior && !has_relation(v))) ||
             (v == Var{rel.kind, rel.var} && !path))
@@ -437,19 +441,44 @@ private:
                 : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
                     ? (shape.rank() == 1 &&
                        (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
-                : rel.dist == Dist::Dif // a context, then the constant sizes
-                    ? (k == 0 ? arg.rank() <= 1
-                              : is_whole_constant(block_.nodes[a], 1,
-                                                  k == 1 ? kMaxDifComponents : kMaxDifWidth))
-                    : rel.dist == Dist::Dirichlet
-                          ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
-                      : rel.dist == Dist::Multinomial
-                          ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
-                      : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
-                                                      : (arg.is_scalar() || arg == shape);
+                : rel.dist == Dist::Density // the network's log p: one value
+                    ? arg == Shape::vector(1)
+                    : rel.dist == Dist::Dif // a context, then the constant sizes
+                          ? (k == 0 ? arg.rank() <= 1
+                                    : is_whole_constant(block_.nodes[a], 1,
+                                                        k == 1 ? kMaxDifComponents : kMaxDifWidth))
+                          : rel.dist == Dist::Dirichlet
+                                ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                            : rel.dist == Dist::Multinomial
+                                ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
+                            : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                            : (arg.is_scalar() || arg == shape);
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
+  }
+
+  // A learned density's relation reads the output of a density network's call whose first
+  // argument is its own target: the call (before net-outputs hoists it), or its hidden state.
+  bool density_call_of_target(const Relation& rel) const {
+    if (rel.args.size() != 1 || rel.args[0] < 0 ||
+        rel.args[0] >= static_cast<int>(block_.nodes.size()))
+      return false;
+    const Node& a = block_.nodes[rel.args[0]];
+    auto is_target = [&](const Node& n) {
+      return n.var == rel.var && n.lag == 0 &&
+             ((n.op == Op::Latent && rel.kind == VarKind::Latent) ||
+              (n.op == Op::State && rel.kind == VarKind::State));
+    };
+    auto density = [&](int net) {
+      return net >= 0 && net < static_cast<int>(model_.nets.size()) && model_.nets[net].density();
+    };
+    if (a.op == Op::Net)
+      return density(a.var) && !a.args.empty() && a.args[0] >= 0 &&
+             a.args[0] < static_cast<int>(block_.nodes.size()) &&
+             is_target(block_.nodes[a.args[0]]);
+    const NetCall* call = a.op == Op::State ? model_.net_call_of(a.var) : nullptr;
+    return call && density(call->net) && !call->args.empty() && is_target(call->args[0]);
   }
 
   // The number of Euler-Maruyama substeps of a diffusion: a constant whole number >= 1.

@@ -526,6 +526,15 @@ int multinomial_log_density(LogDensityTerms& f, int, int) {
   return b.materialize(lp);
 }
 
+// density(log_density): a learned density's log p is its argument, the network's output
+// (vi computes it: passes/net_outputs.cpp); the compiler knows no bound of it.
+int density_log_density(LogDensityTerms& f, int, int) {
+  return f.b.materialize(f.arg(0, 0));
+}
+ComponentBound density_bound(BoundTerms&, const Args&, int) {
+  return {-1, true, {}, "a learned density (a network's) has no bound the compiler knows"};
+}
+
 } // namespace
 
 DistFormulas distribution_formulas(ir::Dist dist) {
@@ -585,6 +594,8 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {false, nullptr, nullptr, "an SDE's transition (diffusion) has no closed-form density"};
   case D::Dif:
     return {false, nullptr, nullptr, "a guide's dif is evaluated by vi's LibTorch code"};
+  case D::Density:
+    return {true, density_log_density, density_bound};
   }
   return {};
 }

@@ -30,7 +30,8 @@ std::string program_name(int argc, char** argv) {
 
 // Every file the run reads (--data, --inputs, --params, --data-file, --test, --load-guide,
 // --load-nets, --pairs, --observed, --ratio, --prior, --from) against every file it writes (--out,
-// --save, --save-guide, --save-nets, --online-out, --param-draws, --save-param-guide): one
+// --save, --save-guide, --save-nets, --save-density, --online-out, --param-draws,
+// --save-param-guide): one
 // spelling of an input as an output, or two outputs that are one file, is refused before anything
 // runs.
 void check_outputs_are_not_inputs(const CLI::App& app) {
@@ -39,14 +40,15 @@ void check_outputs_are_not_inputs(const CLI::App& app) {
     for (const CLI::Option* o : a.get_options())
       if (o->count() > 0)
         for (const char* name :
-             {"data", "inputs", "params", "data-file", "test", "load-guide", "load-nets", "pairs",
-              "observed", "ratio", "prior", "from", "out", "save", "save-guide", "save-nets",
-              "online-out", "param-draws", "save-param-guide"})
+             {"data",       "inputs",       "params",     "data-file",   "test",
+              "load-guide", "load-nets",    "pairs",      "observed",    "ratio",
+              "prior",      "from",         "out",        "save",        "save-guide",
+              "save-nets",  "save-density", "online-out", "param-draws", "save-param-guide"})
           if (o->check_lname(name)) {
             const std::string_view n = name;
             const bool output = n == "out" || n == "save" || n == "save-guide" ||
-                                n == "save-nets" || n == "online-out" || n == "param-draws" ||
-                                n == "save-param-guide";
+                                n == "save-nets" || n == "save-density" || n == "online-out" ||
+                                n == "param-draws" || n == "save-param-guide";
             for (const std::string& value : o->results())
               (output ? outputs : inputs).push_back(value);
           }

@@ -66,6 +66,7 @@ public:
     const ObsData data = read_data(c, data_);
     const std::string save_guide = options_.word("--save-guide");
     const std::string save_nets = options_.word("--save-nets");
+    check_output_path(options_.word("--save-density")); // written by the vi module
     const std::string param_draws = options_.word("--param-draws");
     const std::string save_param_guide = options_.word("--save-param-guide");
     check_output_path(out_);

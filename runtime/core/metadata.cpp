@@ -248,6 +248,11 @@ void parse_nets(const json& root, ModelInfo& info) {
         bad("net " + net.name + ": 'hidden' must be an array");
       for (const json& w : hidden)
         net.hidden.push_back(w.get<int64_t>());
+      net.dim = n.value("dim", int64_t{0});
+      net.components = n.value("components", int64_t{0});
+      net.layers = n.value("layers", int64_t{0});
+      if (net.density() && (net.dim < 1 || net.dim > net.inputs || net.outputs != 1))
+        bad("net " + net.name + ": a density's dimension, inputs and output do not fit");
       info.nets.push_back(std::move(net));
     }
   }

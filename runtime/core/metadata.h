@@ -65,6 +65,10 @@ struct NetInfo {
   int64_t inputs = 0, outputs = 0;
   std::vector<int64_t> hidden;
   std::string activation;
+  // A density (dif, maf, realnvp): over vector[dim], given inputs - dim context values; its one
+  // output is log p(target | context).
+  int64_t dim = 0, components = 0, layers = 0;
+  bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
 };
 // "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
 // hidden layer), as the language writes the declaration.

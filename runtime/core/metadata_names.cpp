@@ -8,11 +8,16 @@
 namespace ssm {
 
 std::string net_declaration(const NetInfo& net) {
+  const std::string hidden =
+      net.hidden.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(net.hidden, ", "));
+  if (net.kind == "dif")
+    return fmt::format("dif(dim = {}, context = {}, components = {}, hidden = {})", net.dim,
+                       net.inputs - net.dim, net.components, hidden);
+  if (net.density())
+    return fmt::format("{}(dim = {}, layers = {}, hidden = {})", net.kind, net.dim, net.layers,
+                       hidden);
   return fmt::format("{}(inputs = {}, outputs = {}, hidden = {}, activation = {})", net.kind,
-                     net.inputs, net.outputs,
-                     net.hidden.empty() ? std::string("none")
-                                        : fmt::format("[{}]", fmt::join(net.hidden, ", ")),
-                     net.activation);
+                     net.inputs, net.outputs, hidden, net.activation);
 }
 
 std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {

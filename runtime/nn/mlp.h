@@ -41,7 +41,7 @@ public:
 
   // The network's spec, parameters and buffers as bytes (LibTorch's archive format).
   std::string save() const;
-  // The same into an archive (one entry of a larger archive: nn/model_networks.h).
+  // The same into an archive (one entry of a larger archive: vi/model_networks.h).
   void write(torch::serialize::OutputArchive& archive) const;
 
 private:

@@ -12,8 +12,8 @@
 #include "flows/dif.h"
 #include "kernel/abi.h"
 #include "nn/mlp.h"
-#include "nn/model_networks.h"
 #include "vi/guide_plan.h"
+#include "vi/model_networks.h"
 #include "vi/variational.h"
 
 #include <torch/torch.h>

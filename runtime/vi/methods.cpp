@@ -7,6 +7,7 @@
 #include "vi/variational.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -45,6 +46,7 @@ VariationalOptions variational_options(const MethodRun& run, const std::string& 
   o.load_guide = run.options.word("--load-guide");
   o.net_learning_rate = run.options.real("--net-learning-rate");
   o.load_nets = run.options.word("--load-nets");
+  o.save_density = run.options.word("--save-density");
   o.single = run.options.word("--precision") == "single";
   o.item_guide = run.options.word("--item-guide");
   if (const std::string q = run.options.word("--param-guide"); q != "none") {
@@ -101,8 +103,8 @@ const char* plate_flag_given(const OptionValues& options) {
     return "--temperature-min";
   if (options.toggle("--straight-through").value_or(false))
     return "--straight-through";
-  for (const char* flag :
-       {"--test", "--save-nets", "--load-nets", "--param-draws", "--save-param-guide"})
+  for (const char* flag : {"--test", "--save-nets", "--load-nets", "--save-density",
+                           "--param-draws", "--save-param-guide"})
     if (!options.word(flag).empty())
       return flag;
   if (options.word("--item-guide") != d.item_guide)
@@ -350,6 +352,14 @@ void add_options(MethodRegistry& registry) {
                            .default_value = std::string(),
                            .type_name = "FILE.pt",
                            .show_default = false});
+  registry.add_option(vi, {.flag = "--save-density",
+                           .help = "Write the model's learned density (the `net` of kind dif, "
+                                   "maf or realnvp that is a latent's distribution) after "
+                                   "training, as a file of `ssmc density` (sample, logpdf) and "
+                                   "--prior",
+                           .default_value = std::string(),
+                           .type_name = "FILE.pt",
+                           .show_default = false});
   registry.add_option(vi, {.flag = "--load-nets",
                            .help = "Start the model's networks from this file of --save-nets "
                                    "(with --iterations 0: only evaluate them)",
@@ -378,7 +388,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
                "--learning-rate", "--batch-size",        "--clip",      "--schedule",
                "--baseline",      "--kl-warmup",         "--fix",       "--eval-samples",
                "--test",          "--net-learning-rate", "--save-nets", "--load-nets",
-               "--precision"};
+               "--precision",     "--save-density"};
   if (std::string_view(name) == kAmortizedName)
     m.options.push_back("--activation");
   if (std::string_view(name) != kFullRankName || parameters) // amortized's encoder, dif guides, q
@@ -453,6 +463,19 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
     for (const char* flag : {"--save-nets", "--load-nets"})
       if (run.info.nets.empty() && !run.options.word(flag).empty())
         throw Error(fmt::format("vi: {}: model '{}' declares no networks", flag, run.info.name));
+    if (!run.options.word("--save-density").empty()) {
+      std::vector<std::string> densities;
+      for (const NetInfo& net : run.info.nets)
+        if (net.density())
+          densities.push_back(net.name);
+      if (densities.size() != 1)
+        throw Error(fmt::format(
+            "vi: --save-density writes a model's one learned density; model '{}' declares {}",
+            run.info.name,
+            densities.empty() ? std::string("none")
+                              : fmt::format("{} ({}: --save-nets saves them all)", densities.size(),
+                                            fmt::join(densities, ", "))));
+    }
     const bool dif = std::any_of(run.info.guide.relations.begin(), run.info.guide.relations.end(),
                                  [](const GuideInfo::Relation& r) { return r.dist == "dif"; });
     for (const char* flag : {"--save-guide", "--load-guide"})

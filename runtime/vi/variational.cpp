@@ -203,6 +203,10 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
     fit.nets_state = p.nets->save();
   if (!fit.failure.empty())
     return fit;
+  if (!options.save_density.empty())
+    for (const NetInfo& net : run.info.nets)
+      if (net.density()) // methods.cpp checked there is one
+        flows::save_density_model(p.nets->density_model(net.name), options.save_density);
   if (p.q_theta) { // the items' bounds below are then at θ of q's mean
     if (run.progress_phase)
       run.progress_phase("drawing the parameters");

@@ -63,6 +63,9 @@ struct VariationalOptions {
   // The model's networks: their learning rate, and a file of trained ones to start from.
   double net_learning_rate = 1e-3;
   std::string load_nets;
+  // --save-density: where the model's one learned density (a latent's `dif`, `maf`, `realnvp`)
+  // goes after training, as a file of `ssmc density` (its columns the latent's).
+  std::string save_density;
   // Every network (the model's, the encoder, a learned baseline) in float32 (else float64).
   bool single = false;
   // --param-guide: the learned parameters get a density q(θ) of this family (their posterior,

@@ -11,8 +11,8 @@
 #include "learning/pmmh.h"
 #include "nn/compiled_density.h"
 #include "nn/compiled_guide.h"
-#include "nn/model_networks.h"
 #include "vi/guide.h"
+#include "vi/model_networks.h"
 #include "vi/parameter_guide.h"
 #include "vi/variational.h"
 

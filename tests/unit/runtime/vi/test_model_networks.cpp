@@ -1,4 +1,4 @@
-// Where the compiled densities meet a model's network (nn/model_networks.h): the objective's
+// Where the compiled densities meet a model's network (vi/model_networks.h): the objective's
 // gradient in the network's weights and in a parameter that enters only through the network,
 // against central finite differences of the objective at the same draws. The model is written by
 // hand as the compiler would lower it (passes/net_outputs.cpp): the state holds z and the slots of

@@ -1,9 +1,10 @@
 // A model's networks: see model_networks.h.
-#include "nn/model_networks.h"
+#include "vi/model_networks.h"
 #include "core/error.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace ssm::nn {
@@ -15,6 +16,57 @@ MlpSpec declared_spec(const NetInfo& net, bool single) {
     throw Error(fmt::format("network '{}' is a '{}', which this runtime does not know", net.name,
                             net.kind));
   return MlpSpec{net.inputs, net.outputs, net.hidden, net.activation, single};
+}
+
+// A density declaration's flows spec: over vector[dim], given inputs - dim context values, on a
+// standard normal base.
+flows::DensitySpec density_spec(const NetInfo& net, bool single) {
+  flows::DensitySpec spec;
+  spec.kind = net.kind;
+  spec.dim = net.dim;
+  spec.context = net.inputs - net.dim;
+  spec.components = std::max<int64_t>(1, net.components);
+  spec.layers = std::max<int64_t>(1, net.layers);
+  spec.hidden = net.hidden;
+  spec.single = single;
+  return spec;
+}
+
+// Reads a density's weights from its entry in a file of save(): the declaration it was saved under
+// must be the model's (Module::load would take tensors of any shape, and leave out layers the
+// declaration does not ask for), and each tensor keeps the dtype of the run's --precision.
+void load_density(flows::DensityImpl& density, torch::serialize::InputArchive& archive,
+                  const std::string& path, const NetInfo& net) {
+  torch::serialize::InputArchive entry;
+  c10::IValue declared;
+  try {
+    archive.read(net.name, entry);
+    entry.read("declaration", declared);
+  } catch (const c10::Error&) {
+    throw Error(
+        fmt::format("{} holds no density '{}' (it was saved from another model?)", path, net.name));
+  }
+  const std::string want = net_declaration(net);
+  if (!declared.isString() || declared.toStringRef() != want)
+    throw Error(fmt::format("{}: density '{}' was saved as {}, but the model declares {}", path,
+                            net.name, declared.isString() ? declared.toStringRef() : "?", want));
+  std::vector<torch::Dtype> dtypes;
+  for (const torch::Tensor& t : density.parameters())
+    dtypes.push_back(t.scalar_type());
+  for (const torch::Tensor& t : density.buffers())
+    dtypes.push_back(t.scalar_type());
+  try {
+    density.load(entry);
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("{}: density '{}' could not be read ({})", path, net.name,
+                            e.what_without_backtrace()));
+  }
+  size_t k = 0;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor t : density.parameters())
+    t.set_data(t.to(dtypes.at(k++)));
+  for (torch::Tensor t : density.buffers())
+    t.set_data(t.to(dtypes.at(k++)));
 }
 
 } // namespace
@@ -39,9 +91,17 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     }
   }
   for (const NetInfo& net : info.nets) {
+    if (net.density()) {
+      Network n;
+      n.density = flows::make_density(density_spec(net, single));
+      if (!load_path.empty())
+        load_density(*n.density, archive, load_path, net);
+      nets_.push_back(std::move(n));
+      continue;
+    }
     const MlpSpec spec = declared_spec(net, single);
     if (load_path.empty()) {
-      nets_.emplace_back(spec);
+      nets_.push_back({Mlp(spec), nullptr});
       continue;
     }
     Mlp loaded = nullptr;
@@ -61,8 +121,12 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
       throw Error(fmt::format("{}: network '{}' was saved as {}, but the model declares {}",
                               load_path, net.name, describe(got), describe(spec)));
     loaded->set_precision(single);
-    nets_.push_back(loaded);
+    nets_.push_back({loaded, nullptr});
   }
+}
+
+torch::nn::Module& ModelNetworks::Network::module() const {
+  return mlp ? static_cast<torch::nn::Module&>(*mlp.ptr()) : *density;
 }
 
 torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tensor& z,
@@ -90,7 +154,14 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
       inputs.push_back(v.view({1, a.size}).expand({R, a.size}));
     }
   }
-  return nets_[call.net]->forward(torch::cat(inputs, 1));
+  const torch::Tensor x = torch::cat(inputs, 1);
+  Network& net = nets_[call.net];
+  if (net.mlp)
+    return net.mlp->forward(x);
+  // A density: log p of the target (the first argument) given the context (the others).
+  const int64_t dim = net.density->dim(), c = x.size(1) - dim;
+  return net.density->log_prob(x.narrow(1, 0, dim), c > 0 ? x.narrow(1, dim, c) : torch::Tensor())
+      .unsqueeze(1);
 }
 
 torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& theta,
@@ -130,10 +201,45 @@ torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch:
   return torch::cat(outputs, 1);
 }
 
+flows::DensityModel ModelNetworks::density_model(const std::string& name) const {
+  for (const NetCallInfo& call : info_.net_calls) {
+    const NetInfo& net = info_.nets[call.net];
+    if (net.name != name || !net.density())
+      continue;
+    flows::DensityModel m;
+    for (size_t a = 0; a < call.arguments.size(); ++a) {
+      const NetCallInfo::Argument& arg = call.arguments[a];
+      std::vector<int64_t> shape = {arg.size};
+      for (const std::vector<VarInfo>* vars : {&info_.state, &info_.inputs, &info_.data})
+        for (const VarInfo& v : *vars)
+          if (v.name == arg.name)
+            shape = v.shape;
+      for (const ParamInfo& p : info_.params)
+        if (p.name == arg.name)
+          shape = p.shape;
+      const std::vector<std::string> cols = column_names(arg.name, shape);
+      std::vector<std::string>& to = a == 0 ? m.columns : m.context_columns;
+      to.insert(to.end(), cols.begin(), cols.end());
+    }
+    const auto d = static_cast<int64_t>(m.columns.size()),
+               c = static_cast<int64_t>(m.context_columns.size());
+    m.shift = torch::zeros({d}, torch::kFloat64);
+    m.scale = torch::ones({d}, torch::kFloat64);
+    if (c > 0) {
+      m.context_shift = torch::zeros({c}, torch::kFloat64);
+      m.context_scale = torch::ones({c}, torch::kFloat64);
+    }
+    m.density = nets_[call.net].density;
+    return m;
+  }
+  throw Error(
+      fmt::format("internal error: model '{}' has no call of a density '{}'", info_.name, name));
+}
+
 std::vector<torch::Tensor> ModelNetworks::parameters() const {
   std::vector<torch::Tensor> p;
-  for (const Mlp& net : nets_)
-    for (const torch::Tensor& t : net->parameters())
+  for (const Network& net : nets_)
+    for (const torch::Tensor& t : net.module().parameters())
       p.push_back(t);
   return p;
 }
@@ -141,7 +247,7 @@ std::vector<torch::Tensor> ModelNetworks::parameters() const {
 std::vector<std::string> ModelNetworks::parameter_names() const {
   std::vector<std::string> names;
   for (size_t k = 0; k < nets_.size(); ++k)
-    for (const auto& item : nets_[k]->named_parameters())
+    for (const auto& item : nets_[k].module().named_parameters())
       for (int64_t i = 0; i < item.value().numel(); ++i)
         names.push_back(fmt::format("{}.{}[{}]", info_.nets[k].name, item.key(), i));
   return names;
@@ -151,7 +257,12 @@ std::string ModelNetworks::save() const {
   torch::serialize::OutputArchive archive;
   for (size_t k = 0; k < nets_.size(); ++k) {
     torch::serialize::OutputArchive entry;
-    nets_[k]->write(entry);
+    if (nets_[k].mlp) {
+      nets_[k].mlp->write(entry);
+    } else { // with its declaration, which load_density checks
+      nets_[k].density->save(entry);
+      entry.write("declaration", c10::IValue(net_declaration(info_.nets[k])));
+    }
     archive.write(info_.nets[k].name, entry);
   }
   std::ostringstream out;

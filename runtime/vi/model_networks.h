@@ -1,12 +1,15 @@
-// The networks a model declares (`net NAME : mlp(...)`) and the calls of them that the compiler
-// turned into hidden states (passes/net_outputs.cpp): this class holds the networks' weights,
-// applies each call to the values of its arguments and writes the outputs into those states'
-// slots, differentiably, so that the gradient the compiled kernels give for a slot
-// (nn/compiled_density.h) flows on through the network to its weights and its arguments. It also
-// saves all the networks to one file, and starts them from one.
+// The networks a model declares (`net NAME : mlp(...)`, and the densities `dif(...)`, `maf(...)`,
+// `realnvp(...)` that are latents' distributions) and the calls of them that the compiler turned
+// into hidden states (passes/net_outputs.cpp): this class holds the networks' weights, applies
+// each call to the values of its arguments (a density: log p of its first argument given the
+// rest) and writes the outputs into those states' slots, differentiably, so that the gradient the
+// compiled kernels give for a slot (nn/compiled_density.h) flows on through the network to its
+// weights and its arguments. It also saves all the networks to one file, and starts them from
+// one. The vi module's: a density is a flows room's (runtime/flows).
 #pragma once
 
 #include "core/metadata.h"
+#include "flows/density.h"
 #include "nn/mlp.h"
 
 #include <torch/torch.h>
@@ -39,6 +42,10 @@ public:
                              const torch::Tensor& covariates = {});
 
   std::vector<torch::Tensor> parameters() const;
+  // The model's density `name` (a `dif`, `maf` or `realnvp` declaration) as a file of `ssmc
+  // density`: its columns the latent's (its context's, those of the call's other arguments), in
+  // their own units (no standardisation).
+  flows::DensityModel density_model(const std::string& name) const;
   // `NET.layers.K.weight[i]` per scalar of parameters(), in order.
   std::vector<std::string> parameter_names() const;
   // All networks by name, in LibTorch's archive format.
@@ -52,8 +59,14 @@ private:
                         const torch::Tensor& covariates, const torch::Tensor& theta,
                         const std::vector<double>& fixed);
 
+  // One of the two is set: an mlp, or a density over its first `dim` inputs given the rest.
+  struct Network {
+    Mlp mlp{nullptr};
+    std::shared_ptr<flows::DensityImpl> density;
+    torch::nn::Module& module() const;
+  };
   const ModelInfo& info_;
-  std::vector<Mlp> nets_;
+  std::vector<Network> nets_;
 };
 
 } // namespace ssm::nn
