@@ -10,7 +10,10 @@ learned by `vi` as the distribution of the latent z[n] : vector[2], REPEATS seed
 Per law of z (a Gaussian: a one-component dif; a dif with K maps; maf; realnvp): the ELBO and
 the IWAE bound per item (a lower bound of the data's likelihood under the learned law), against
 the exact log-likelihood per item of the law that made the data (x ~ sum_k N(m_k, (0.04 + s^2) I)
-/ 7), and the wall time of training. The items' guides are mean-field Gaussians, one per item.
+/ 7); the learned law itself (`vi --save-density`, then `ssmc density logpdf`) at 5000 fresh
+draws of z from the true law, against the true law's own mean log-density there (the KL from the
+truth to the learned law, up to Monte Carlo error); its parameter count; the wall time of
+training. The items' guides are mean-field Gaussians, one per item.
 """
 import atexit
 import json
@@ -39,11 +42,20 @@ def orbits_centres():
     return 2.5 * np.stack([np.cos(angles), np.sin(angles)], 1)
 
 
+def draw_z(rng, items):
+    return orbits_centres()[rng.integers(0, 7, items)] + 0.2 * rng.standard_normal((items, 2))
+
+
 def simulate(items, noise, seed):
     rng = np.random.default_rng(seed)
-    centres = orbits_centres()
-    z = centres[rng.integers(0, 7, items)] + 0.2 * rng.standard_normal((items, 2))
-    return z + noise * rng.standard_normal((items, 2))
+    return draw_z(rng, items) + noise * rng.standard_normal((items, 2))
+
+
+def truth_logpdf(z):
+    d2 = ((z[:, None, :] - orbits_centres()[None, :, :]) ** 2).sum(2)
+    log_terms = -0.5 * d2 / 0.04 - np.log(2 * np.pi * 0.04) - np.log(7)
+    top = log_terms.max(1)
+    return top + np.log(np.exp(log_terms - top[:, None]).sum(1))
 
 
 def truth_loglik(x, noise):
@@ -78,6 +90,10 @@ def main():
         subprocess.run([ssmc, "build", source, "-o", exes[label]], check=True)
     rows = {label: [] for label, _, _ in LAWS}
     truths = []
+    fresh = draw_z(np.random.default_rng(12345), 5000)
+    fresh_csv = os.path.join(work, "fresh_z.csv")
+    np.savetxt(fresh_csv, fresh, delimiter=",", header="z[0],z[1]", comments="", fmt="%.10g")
+    fresh_truth = float(truth_logpdf(fresh).mean())
     for seed in range(1, repeats + 1):
         x = simulate(items, noise, seed)
         data = os.path.join(work, f"items{seed}.csv")
@@ -86,22 +102,32 @@ def main():
         truths.append(truth_loglik(x, noise))
         for label, _, rate in LAWS:
             start = time.time()
+            density = os.path.join(work, "density.pt")
             out = subprocess.run([exes[label], "vi", "--data", data, "--iterations", iterations,
                                   "--net-learning-rate", rate, "--schedule", "cosine",
-                                  "--eval-samples", "200", "--seed", str(seed), "--json"],
+                                  "--eval-samples", "200", "--seed", str(seed), "--json",
+                                  "--save-density", density],
                                  check=True, capture_output=True, text=True).stdout
+            seconds = time.time() - start
             j = json.loads(out)
-            rows[label].append((j["elbo"], j["iwae"], time.time() - start))
+            e = json.loads(subprocess.run([ssmc, "density", "logpdf", "--load", density, "--at",
+                                           fresh_csv, "--json"], check=True, capture_output=True,
+                                          text=True).stdout)
+            os.remove(density)
+            rows[label].append((j["elbo"], j["iwae"], fresh_truth - e["mean_logpdf"],
+                                e["parameters"], seconds))
     truth = statistics.median(truths)
     print(f"Orbits through noise sd {noise}: {items} items, {repeats} seeds, medians; "
           f"the true law's log-likelihood {truth:.3f} per item")
-    print(f"{'law of z':<22} {'ELBO':>8} {'IWAE':>8} {'truth - IWAE':>13} {'time s':>8}")
+    print(f"the true law's mean log-density at 5000 fresh draws of z: {fresh_truth:.3f}")
+    print(f"{'law of z':<22} {'ELBO':>8} {'IWAE':>8} {'truth - IWAE':>13} {'KL(z) est':>10} "
+          f"{'params':>7} {'time s':>8}")
     for label, _, _ in LAWS:
         r = rows[label]
-        gaps = [t - iwae for t, (_, iwae, _) in zip(truths, r)]
-        print(f"{label:<22} {statistics.median(e for e, _, _ in r):8.3f} "
-              f"{statistics.median(i for _, i, _ in r):8.3f} {statistics.median(gaps):13.3f} "
-              f"{statistics.median(t for _, _, t in r):8.1f}")
+        gaps = [t - row[1] for t, row in zip(truths, r)]
+        med = [statistics.median(row[k] for row in r) for k in range(5)]
+        print(f"{label:<22} {med[0]:8.3f} {med[1]:8.3f} {statistics.median(gaps):13.3f} "
+              f"{med[2]:10.3f} {int(med[3]):7d} {med[4]:8.1f}")
 
 
 if __name__ == "__main__":

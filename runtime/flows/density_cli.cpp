@@ -245,7 +245,9 @@ int run(int argc, char** argv) {
   logpdf->add_option("--load", load, "a density written by fit --save")->required();
   logpdf->add_option("--at", at, "CSV file of points, columns matched by name")->required();
   logpdf->add_option("--out", out, "CSV file of log p, one row per point");
-  logpdf->add_flag("--json", json, "print {\"mean_logpdf\", \"se\", \"n\"} on standard output");
+  logpdf->add_flag("--json", json,
+                   "print {\"mean_logpdf\", \"se\", \"n\", \"model\", \"parameters\"} on "
+                   "standard output");
 
   try {
     app.parse(argc, argv);
@@ -408,7 +410,8 @@ int run(int argc, char** argv) {
     nlohmann::ordered_json j = {{"mean_logpdf", mean},
                                 {"se", se},
                                 {"n", lp.numel()},
-                                {"model", describe(model.density->spec())}};
+                                {"model", describe(model.density->spec())},
+                                {"parameters", model.parameter_count()}};
     std::printf("%s\n", j.dump(2).c_str());
   }
   return 0;
