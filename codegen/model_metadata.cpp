@@ -81,7 +81,8 @@ json nets(const ir::Model& model) {
     json net = {{"name", n.name},       {"kind", n.kind},     {"inputs", n.inputs},
                 {"outputs", n.outputs}, {"hidden", n.hidden}, {"activation", n.activation}};
     if (n.density()) // a density over vector[dim], given inputs - dim context values
-      net.update({{"dim", n.dim}, {"components", n.components}, {"layers", n.layers}});
+      net.update(
+          {{"dim", n.dim}, {"components", n.components}, {"layers", n.layers}, {"maps", n.maps}});
     out.push_back(std::move(net));
   }
   return out;

@@ -105,9 +105,10 @@ void Lowering::add_guide(const ast::Relation& r) {
   model_.guide.relations.push_back(std::move(rel));
 }
 
-// `guide z[n] ~ dif(context[, components, width])`: a conditional Discretely Indexed Flow over a
-// continuous latent (runtime/vi/guide.h). The context is lowered as any guide argument; the
-// number of maps and the networks' width are constants, kept as constant arguments.
+// `guide z[n] ~ dif(context[, components, width, layers])`: a conditional Discretely Indexed Flow
+// over a continuous latent (runtime/vi/guide.h). The context is lowered as any guide argument; the
+// number of maps, the networks' width and the maps' flow layers are constants, kept as constant
+// arguments.
 void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Scope& s) {
   const std::string name = decl.name + "[n]";
   if (r.dist.unresolved)
@@ -140,7 +141,7 @@ void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Sc
   rel.dist = ir::Dist::Dif;
   rel.loc = loc(r.range);
   rel.args.push_back(*context);
-  const int most[] = {ir::kMaxDifComponents, ir::kMaxDifWidth};
+  const int most[] = {ir::kMaxDifComponents, ir::kMaxDifWidth, ir::kMaxDifLayers};
   for (size_t k = 1; k < info.arg_names.size(); ++k) {
     double value = info.defaults[k - 1];
     if (k < args.size()) {
@@ -148,9 +149,10 @@ void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Sc
       const std::optional<long> n = eval_int(*args[k], what);
       if (!n)
         return;
-      if (*n < 1 || *n > most[k - 1]) {
-        error(args[k]->range, fmt::format(msg::dif_option_constant, info.arg_names[k], most[k - 1],
-                                          fmt::format(", but it is {}", *n)));
+      const int least = info.arg_names[k] == "layers" ? 0 : 1;
+      if (*n < least || *n > most[k - 1]) {
+        error(args[k]->range, fmt::format(msg::dif_option_constant, info.arg_names[k], least,
+                                          most[k - 1], fmt::format(", but it is {}", *n)));
         return;
       }
       value = static_cast<double>(*n);

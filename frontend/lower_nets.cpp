@@ -14,12 +14,14 @@ namespace {
 
 // The activations of runtime/nn/mlp.cpp (mlp_activations), which checks them again.
 const std::vector<std::string> activations = {"tanh", "relu", "silu", "gelu"};
+// A dif's maps (runtime/flows/dif.h): location-scale, or flow layers before it.
+const std::vector<std::string> dif_maps = {"affine", "maf", "realnvp"};
 
 // The options each kind takes: an mlp maps inputs to outputs; a density (runtime/flows, built
 // by runtime/vi/model_networks.cpp) is over vector[dim], given `context` values for a dif.
 const std::map<std::string, std::vector<std::string>> kind_options = {
     {"mlp", {"inputs", "outputs", "hidden", "activation"}},
-    {"dif", {"dim", "context", "components", "hidden"}},
+    {"dif", {"dim", "context", "components", "maps", "layers", "hidden"}},
     {"maf", {"dim", "layers", "hidden"}},
     {"realnvp", {"dim", "layers", "hidden"}},
 };
@@ -104,6 +106,12 @@ void Lowering::define_net(const ast::NetDecl& d) {
         ok = ok && n.has_value();
         net.hidden.push_back(n.value_or(1));
       }
+    } else if (key == "maps") {
+      if (o.value->kind != EKind::Name ||
+          std::find(dif_maps.begin(), dif_maps.end(), o.value->name) == dif_maps.end())
+        reject(o.value->range, fmt::format(msg::net_unknown_maps, name, fmt::join(dif_maps, ", ")));
+      else
+        net.maps = o.value->name;
     } else if (key == "activation") {
       if (o.value->kind != EKind::Name ||
           std::find(activations.begin(), activations.end(), o.value->name) == activations.end())
@@ -119,7 +127,11 @@ void Lowering::define_net(const ast::NetDecl& d) {
       reject(d.name.range, fmt::format(msg::net_option_missing, name, required));
   if (density)
     net.inputs = net.dim + context; // the call's arguments: the target, then the context
-  if (net.kind == "realnvp" && seen.count("dim") && net.dim == 1)
+  if (net.kind == "dif" && !seen.count("maps") && seen.count("layers"))
+    reject(d.name.range, fmt::format(msg::dif_layers_without_maps, name));
+  if (net.kind == "dif" && net.maps != "affine" && !seen.count("layers"))
+    net.layers = 5; // as `ssmc density fit --maps`
+  if ((net.kind == "realnvp" || net.maps == "realnvp") && seen.count("dim") && net.dim == 1)
     reject(d.name.range, fmt::format(msg::realnvp_one_dimension, name));
   if (ir::find_dist(name)) // `z[n] ~ NAME()` would be ambiguous
     reject(d.name.range, fmt::format(msg::net_named_as_distribution, name));

@@ -50,8 +50,12 @@ inline constexpr char density_net_in_guide[] =
 inline constexpr char net_components_too_many[] =
     "{} is at most {} (a dif's density costs components^2 network rows per point)";
 inline constexpr char realnvp_one_dimension[] =
-    "network '{}' is a realnvp over 1 dimension: its coupling layers split the dimensions in "
+    "network '{}' has coupling layers (realnvp) over 1 dimension: they split the dimensions in "
     "two, so it needs dim of at least 2 (a dif with one component is a Gaussian)";
+inline constexpr char net_unknown_maps[] = "unknown maps for network '{}'; known: {}";
+inline constexpr char dif_layers_without_maps[] =
+    "network '{}': `layers` counts a dif's flow maps, which `maps = maf` or `maps = realnvp` "
+    "asks for (its maps are location-scale without them)";
 inline constexpr char net_named_as_distribution[] =
     "network '{}' has a distribution's name: rename it";
 inline constexpr char density_net_context_size[] =
@@ -80,7 +84,7 @@ inline constexpr char dif_guide_target[] =
 inline constexpr char dif_context_shape[] =
     "the context of a dif guide is real or a vector (what q(z[n] | context) reads), but it is {}";
 inline constexpr char dif_option_constant[] =
-    "the {} of a dif guide must be a constant whole number from 1 to {}{}";
+    "the {} of a dif guide must be a constant whole number from {} to {}{}";
 inline constexpr char guide_discrete_values[] =
     "the guide of {0} gives probabilities to the values 0..{2} ({3}), but {0} is {1}: a discrete "
     "guide gives every value of its latent variable a probability";

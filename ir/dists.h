@@ -46,10 +46,11 @@ enum class Dist {
   // of the General Poisson estimator's psi (constants -inf / inf when not given): the frontend adds
   // from = x[t-1]. No density: a transition that is sample-only.
   Diffusion,
-  // (context, components, width): a Discretely Indexed Flow over a continuous latent, conditional
-  // on `context` (Argouarc'h 2024, 4.3.11): K location-scale maps whose weights and offsets are
-  // networks of `width` units. A guide family only (`vi`, runtime/vi/guide.h): no kernel
-  // evaluates or draws it.
+  // (context, components, width, layers): a Discretely Indexed Flow over a continuous latent,
+  // conditional on `context` (Argouarc'h 2024, 4.3.11): K location-scale maps whose weights and
+  // offsets are networks of `width` units, each map after `layers` MAF layers that read the
+  // component (4.3.8; 0: location-scale only). A guide family only (`vi`, runtime/vi/guide.h): no
+  // kernel evaluates or draws it.
   Dif,
   // (log_density): a learned density of the target, a `net` of a density kind (dif, maf,
   // realnvp) applied to the target and its context, whose output is log p(target | context):
@@ -59,11 +60,13 @@ enum class Dist {
   Density,
 };
 
-// dif(context[, components, width]): the defaults, and the largest values accepted.
+// dif(context[, components, width, layers]): the defaults, and the largest values accepted.
 inline constexpr int kDefaultDifComponents = 8;
 inline constexpr int kDefaultDifWidth = 32;
+inline constexpr int kDefaultDifLayers = 0;
 inline constexpr int kMaxDifComponents = 64; // its density costs components^2 per point
 inline constexpr int kMaxDifWidth = 4096;
+inline constexpr int kMaxDifLayers = 16;
 
 // diffusion(drift, diffusion, dt[, steps, psi_lower, psi_upper]): the substeps when none are
 // given, and at most.
@@ -187,10 +190,11 @@ inline std::vector<DistInfo> make_table() {
           {Any, Any, Any, Positive, Count, Any, Any}, -inf, inf)
           .implicit_args(1)
           .defaults({kDefaultDiffusionSteps, -inf, inf}),
-      Row(D::Dif, "dif", {"context", "components", "width"}, {Any, Count, Count}, -inf, inf)
+      Row(D::Dif, "dif", {"context", "components", "width", "layers"}, {Any, Count, Count, Count},
+          -inf, inf)
           .joint()
           .guide_only()
-          .defaults({kDefaultDifComponents, kDefaultDifWidth}),
+          .defaults({kDefaultDifComponents, kDefaultDifWidth, kDefaultDifLayers}),
       Row(D::Density, "density", {"log_density"}, {Any}, -inf, inf).joint().internal(),
   };
   std::vector<DistInfo> table;

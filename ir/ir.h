@@ -258,6 +258,7 @@ struct NetDecl {
   std::vector<int> hidden;
   std::string activation = "tanh";
   int dim = 0, components = 0, layers = 0; // densities only
+  std::string maps = "affine";             // a dif's maps: affine, or maf or realnvp layers
   SourceLoc loc;
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
 };

@@ -208,6 +208,8 @@ private:
         net.components = parse_int(value);
       else if (key == "layers")
         net.layers = parse_int(value);
+      else if (key == "maps")
+        net.maps = std::string(value);
       else if (key != "hidden")
         fail(fmt::format("unknown network option '{}'", key), key);
     }

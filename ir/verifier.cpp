@@ -433,26 +433,28 @@ private:
         fail("{} ~ {}: the bound {} is not a constant", target, info.name, info.arg_names[k]);
       const Shape& arg = block_.nodes[a].shape;
       const bool square = shape.rank() == 1 && arg == Shape::matrix(shape.dims[0], shape.dims[0]);
-      bool ok = rel.dist == Dist::Diffusion
-                    ? (k == 0             ? arg == shape
-                       : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
-                       : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
-                                          : arg.is_scalar() || arg == shape || (k == 2 && square))
-                : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
-                    ? (shape.rank() == 1 &&
-                       (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
-                : rel.dist == Dist::Density // the network's log p: one value
-                    ? arg == Shape::vector(1)
-                    : rel.dist == Dist::Dif // a context, then the constant sizes
-                          ? (k == 0 ? arg.rank() <= 1
-                                    : is_whole_constant(block_.nodes[a], 1,
-                                                        k == 1 ? kMaxDifComponents : kMaxDifWidth))
-                          : rel.dist == Dist::Dirichlet
-                                ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
-                            : rel.dist == Dist::Multinomial
-                                ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
-                            : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
-                                                            : (arg.is_scalar() || arg == shape);
+      bool ok =
+          rel.dist == Dist::Diffusion
+              ? (k == 0             ? arg == shape
+                 : k == 3 || k >= 5 ? arg.is_scalar() // dt, psi's bounds
+                 : k == 4           ? is_substep_count(block_.nodes[a], shape.size())
+                                    : arg.is_scalar() || arg == shape || (k == 2 && square))
+          : rel.dist == Dist::MvNormal || rel.dist == Dist::MvNormalChol
+              ? (shape.rank() == 1 &&
+                 (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
+          : rel.dist == Dist::Density // the network's log p: one value
+              ? arg == Shape::vector(1)
+              : rel.dist == Dist::Dif // a context, then the constant sizes
+                    ? (k == 0   ? arg.rank() <= 1
+                       : k == 3 ? is_whole_constant(block_.nodes[a], 0, kMaxDifLayers)
+                                : is_whole_constant(block_.nodes[a], 1,
+                                                    k == 1 ? kMaxDifComponents : kMaxDifWidth))
+                    : rel.dist == Dist::Dirichlet
+                          ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                      : rel.dist == Dist::Multinomial
+                          ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
+                      : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                      : (arg.is_scalar() || arg == shape);
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }

@@ -251,6 +251,7 @@ void parse_nets(const json& root, ModelInfo& info) {
       net.dim = n.value("dim", int64_t{0});
       net.components = n.value("components", int64_t{0});
       net.layers = n.value("layers", int64_t{0});
+      net.maps = n.value("maps", std::string("affine"));
       if (net.density() && (net.dim < 1 || net.dim > net.inputs || net.outputs != 1))
         bad("net " + net.name + ": a density's dimension, inputs and output do not fit");
       info.nets.push_back(std::move(net));
@@ -311,13 +312,16 @@ void parse_guide(const json& root, ModelInfo& info) {
     if (rel.offset < 0 || rel.offset + rel.size > info.n_state)
       bad(ctx + ": its latent does not fit the state");
     const bool two = rel.dist == "normal" || rel.dist == "mvnormal_chol", dif = rel.dist == "dif";
-    const size_t arity = dif ? 3 : two ? 2 : 1;
+    const size_t arity = dif ? 4 : two ? 2 : 1;
     if (!two && !dif && rel.dist != "categorical" && rel.dist != "bernoulli" &&
         rel.dist != "bernoulli_logit")
       bad(ctx + ": a guide cannot be '" + rel.dist + "'");
     if (dif) {
       rel.components = get_int(r, "components", ctx);
       rel.width = get_int(r, "width", ctx);
+      rel.layers = r.value("layers", int64_t{0});
+      if (rel.layers < 0)
+        bad(ctx + ": a dif's layers must be 0 or more");
       if (rel.components < 1 || rel.width < 1)
         bad(ctx + ": a dif needs at least one component and one unit");
     }

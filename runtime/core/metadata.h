@@ -68,6 +68,7 @@ struct NetInfo {
   // A density (dif, maf, realnvp): over vector[dim], given inputs - dim context values; its one
   // output is log p(target | context).
   int64_t dim = 0, components = 0, layers = 0;
+  std::string maps = "affine"; // a dif's: affine, or maf or realnvp layers
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
 };
 // "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
@@ -145,6 +146,7 @@ struct GuideInfo {
     std::string latent, dist;
     int64_t offset = 0, size = 0;      // the latent's components in the state
     int64_t components = 0, width = 0; // dif: its maps, and its networks' hidden units
+    int64_t layers = 0;                // dif: the MAF layers of each map (0: location-scale)
     struct Argument {
       int64_t offset = 0, size = 0;
     };

@@ -11,8 +11,12 @@ std::string net_declaration(const NetInfo& net) {
   const std::string hidden =
       net.hidden.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(net.hidden, ", "));
   if (net.kind == "dif")
-    return fmt::format("dif(dim = {}, context = {}, components = {}, hidden = {})", net.dim,
-                       net.inputs - net.dim, net.components, hidden);
+    return fmt::format("dif(dim = {}, context = {}, components = {}, {}hidden = {})", net.dim,
+                       net.inputs - net.dim, net.components,
+                       net.maps == "affine"
+                           ? std::string()
+                           : fmt::format("maps = {}, layers = {}, ", net.maps, net.layers),
+                       hidden);
   if (net.density())
     return fmt::format("{}(dim = {}, layers = {}, hidden = {})", net.kind, net.dim, net.layers,
                        hidden);

@@ -24,7 +24,7 @@ void plan_dif(GuidePlan& plan, const VarInfo& v, const GuideInfo::Relation& rel,
     throw Error(fmt::format("vi: '{}' has a dif guide, which --method {} cannot hold "
                             "beside its own family: use --method {}",
                             v.name, options.family, kMeanFieldName));
-  plan.difs.push_back({v.name, {}, rel.components, rel.width});
+  plan.difs.push_back({v.name, {}, rel.components, rel.width, 1, rel.layers});
   plan.estimators.back().why = fmt::format(
       "continuous, its family the model's guide (dif): a draw eps of N(0, I) carried by "
       "each of the {} maps, z = T_k^-1(eps) weighted by w_k(eps) (Rao-Blackwellised), the "
@@ -65,6 +65,10 @@ void Guide::start_dif(size_t j, const GuideInfo::Relation& r) {
   spec.components = K;
   spec.hidden = {plan.width, plan.width};
   spec.context = context.size;
+  if (plan.layers > 0) { // flow maps (4.3.8), starting as the identity
+    spec.maps = "maf";
+    spec.layers = plan.layers;
+  }
   spec.single = single_;
   spec.base = std::make_shared<flows::DensitySpec>();
   spec.base->dim = d;
@@ -152,8 +156,11 @@ std::vector<std::string> Guide::network_parameter_names() const {
 
 namespace {
 // The archive of a guide's difs (--save-guide): its format, then per dif, by latent, its sizes
-// (dimension, maps, width, context), context standardisation and weights.
-constexpr int64_t kDifGuideFormat = 1;
+// (dimension, maps, width, context, precision, flow layers), context standardisation and weights.
+constexpr int64_t kDifGuideFormat = 2;
+int64_t map_layers(const flows::DensitySpec& spec) {
+  return spec.maps == "affine" ? 0 : spec.layers;
+}
 } // namespace
 
 std::string Guide::save() const {
@@ -164,9 +171,9 @@ std::string Guide::save() const {
   for (size_t j = 0; j < difs_.size(); ++j) {
     const flows::DensitySpec& spec = difs_[j]->spec();
     torch::serialize::OutputArchive one;
-    one.write("sizes",
-              torch::tensor(std::vector<int64_t>{spec.dim, spec.components, spec.hidden.at(0),
-                                                 spec.context, spec.single ? 1 : 0}));
+    one.write("sizes", torch::tensor(std::vector<int64_t>{spec.dim, spec.components,
+                                                          spec.hidden.at(0), spec.context,
+                                                          spec.single ? 1 : 0, map_layers(spec)}));
     one.write("shift", dif_shift_[j]);
     one.write("scale", dif_scale_[j]);
     torch::serialize::OutputArchive weights;
@@ -205,14 +212,15 @@ void Guide::read_difs(const std::string& path) {
       throw Error(fmt::format("vi: {} has no dif guide of '{}'", path, name));
     torch::Tensor sizes, shift, scale;
     one.read("sizes", sizes);
-    const std::vector<int64_t> want = {spec.dim, spec.components, spec.hidden.at(0), spec.context,
-                                       spec.single ? 1 : 0};
+    const std::vector<int64_t> want = {spec.dim,     spec.components,     spec.hidden.at(0),
+                                       spec.context, spec.single ? 1 : 0, map_layers(spec)};
     sizes = sizes.to(torch::kInt64).contiguous();
     const std::vector<int64_t> have(sizes.data_ptr<int64_t>(),
                                     sizes.data_ptr<int64_t>() + sizes.numel());
     if (have != want)
       throw Error(fmt::format("vi: the dif guide of '{}' in {} has (dimension, components, "
-                              "width, context, single precision) = ({}); this run's has ({})",
+                              "width, context, single precision, layers) = ({}); this run's has "
+                              "({})",
                               name, path, fmt::join(have, ", "), fmt::join(want, ", ")));
     one.read("shift", dif_shift_[j]);
     one.read("scale", dif_scale_[j]);

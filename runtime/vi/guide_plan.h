@@ -35,6 +35,7 @@ struct GuidePlan {
     std::string latent;
     std::vector<int64_t> columns; // among the continuous components
     int64_t components = 0, width = 0, radix = 1;
+    int64_t layers = 0; // MAF layers before each location-scale map (0: none)
   };
   std::vector<Dif> difs;
   std::vector<int> continuous_dif; // per continuous component: its dif's index, or -1

@@ -64,6 +64,7 @@ ParameterVariationalOptions parameter_options(const MethodRun& run, const std::s
   o.family = family;
   o.components = run.options.integer("--components");
   o.layers = run.options.integer("--layers");
+  o.maps = run.options.word("--maps");
   o.hidden = parse_layer_widths(run.options.word("--hidden"), "vi");
   o.samples = run.options.integer("--samples");
   o.iterations = run.options.integer("--iterations");
@@ -123,8 +124,13 @@ void check_family_sizes(const OptionValues& options, const std::string& family, 
   if (options.integer("--components") != d.components && family != "gmm" && family != "dif")
     throw Error(fmt::format("vi: --components does not apply to {} {} (it applies to gmm, dif)",
                             via, family));
-  if (options.integer("--layers") != d.layers && family != "maf" && family != "realnvp")
-    throw Error(fmt::format("vi: --layers does not apply to {} {} (it applies to maf, realnvp)",
+  if (options.word("--maps") != d.maps && family != "dif")
+    throw Error(fmt::format("vi: --maps does not apply to {} {} (it applies to dif)", via, family));
+  const bool dif_layers = family == "dif" && options.word("--maps") != "affine";
+  if (options.integer("--layers") != d.layers && family != "maf" && family != "realnvp" &&
+      !dif_layers)
+    throw Error(fmt::format("vi: --layers does not apply to {} {} (it applies to maf, realnvp, "
+                            "and dif with --maps maf or realnvp)",
                             via, family));
   if (options.word("--hidden") != kDefaultHidden && !encoder && family != "dif" &&
       family != "maf" && family != "realnvp")
@@ -245,8 +251,15 @@ void add_options(MethodRegistry& registry) {
                            .default_value = p.components,
                            .check = MethodOption::Check::Positive,
                            .type_name = "K"});
+  registry.add_option(vi, {.flag = "--maps",
+                           .help = "dif (a model's parameters): its maps, location-scale "
+                                   "(affine), or --layers MAF or coupling layers before it that "
+                                   "read the component (Argouarc'h 2024, 4.3.8)",
+                           .default_value = p.maps,
+                           .choices = {"affine", "maf", "realnvp"}});
   registry.add_option(vi, {.flag = "--layers",
-                           .help = "maf, realnvp (a model's parameters): the flow's layers",
+                           .help = "maf, realnvp (a model's parameters): the flow's layers; "
+                                   "dif with --maps maf or realnvp: its maps' layers",
                            .default_value = p.layers,
                            .check = MethodOption::Check::Positive,
                            .type_name = "L"});
@@ -397,7 +410,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
   // --param-guide's, on a plate model; --draws and --psis-resample also a state-space model's.
   for (const char* o :
        {"--param-guide", "--param-draws", "--draws", "--psis-resample", "--components", "--layers",
-        "--hidden", "--prior", "--save-param-guide", "--item-guide"})
+        "--maps", "--hidden", "--prior", "--save-param-guide", "--item-guide"})
     m.options.push_back(o);
   if (parameters) // a state-space model's only (checked below)
     m.options.push_back("--laplace-start");
@@ -441,6 +454,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
           : run.options.toggle("--psis-resample").value_or(false) ? "--psis-resample"
           : run.options.integer("--components") != d.components   ? "--components"
           : run.options.integer("--layers") != d.layers           ? "--layers"
+          : run.options.word("--maps") != d.maps                  ? "--maps"
           : !run.options.word("--param-draws").empty()            ? "--param-draws"
           : !run.options.word("--prior").empty()                  ? "--prior"
           : !run.options.word("--save-param-guide").empty()       ? "--save-param-guide"
@@ -504,10 +518,11 @@ Method parameter_family(const char* name, const char* title) {
   m.task = Task::Vi;
   m.rank = 10;
   m.note = "a model's parameters";
-  m.options = {"--samples", "--iterations",   "--learning-rate",     "--clip",       "--schedule",
-               "--fix",     "--eval-samples", "--net-learning-rate", "--save-guide", "--load-guide",
-               "--draws",   "--precision",    "--psis-resample",     "--components", "--layers",
-               "--hidden",  "--prior",        "--laplace-start"};
+  m.options = {"--samples",       "--iterations", "--learning-rate", "--clip",
+               "--schedule",      "--fix",        "--eval-samples",  "--net-learning-rate",
+               "--save-guide",    "--load-guide", "--draws",         "--precision",
+               "--psis-resample", "--components", "--layers",        "--maps",
+               "--hidden",        "--prior",      "--laplace-start"};
   m.applies = [family = std::string(name)](const ssm_model& model,
                                            const ModelInfo& info) -> Refusal {
     if (info.step == "n")

@@ -27,6 +27,7 @@ flows::DensitySpec density_spec(const NetInfo& net, bool single) {
   spec.context = net.inputs - net.dim;
   spec.components = std::max<int64_t>(1, net.components);
   spec.layers = std::max<int64_t>(1, net.layers);
+  spec.maps = net.kind == "dif" ? net.maps : "affine";
   spec.hidden = net.hidden;
   spec.single = single;
   return spec;

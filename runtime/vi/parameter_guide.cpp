@@ -72,6 +72,7 @@ flows::DensitySpec parameter_family_spec(const ParameterVariationalOptions& o, i
   } else if (o.family == "dif") {
     spec.kind = "dif";
     spec.components = o.components;
+    spec.maps = o.maps;
   } else if (o.family == "maf" || o.family == "realnvp") {
     spec.kind = o.family;
   } else {

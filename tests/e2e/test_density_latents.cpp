@@ -184,6 +184,17 @@ TEST_CASE("density latents: a dif learns a bimodal law of z from noisy observati
   const double elbo = j["elbo"];
   CHECK(elbo > truth - 0.05);
   CHECK(double(j["iwae"]) > elbo - 1e-9);
+  // With flow maps (two MAF layers that read the component before each location-scale): the
+  // same.
+  const nlohmann::json f = run_json(
+      {model_exe("deconv_bimodal_maps",
+                 learned("deconv_bimodal_maps",
+                         "dif(dim = 1, components = 2, maps = maf, layers = 2, hidden = [16])",
+                         "prior()")),
+       "vi", "--data", data, "--iterations", "2000", "--net-learning-rate", "0.03", "--schedule",
+       "cosine", "--eval-samples", "1000", "--json"});
+  CAPTURE(f.dump());
+  CHECK(double(f["elbo"]) > truth - 0.05);
 }
 
 TEST_CASE("density latents: a conditional dif reading a covariate reaches least squares",

@@ -142,6 +142,25 @@ TEST_CASE("dif guides: a bimodal posterior's ELBO reaches log p(x) where a Gauss
   CAPTURE(back.dump());
   const double se = std::hypot(double(j["elbo_se"]), double(back["elbo_se"]));
   CHECK(std::abs(double(back["elbo"]) - elbo) < 5 * se);
+
+  // Maps that are flow layers (4.3.8: two MAF layers that read the component, then the
+  // location-scale): fewer components reach log p(x) as well, and read back.
+  const std::string layered = scratch_path("bimodal_dif_layers_guide.pt");
+  const std::string& exe = model_exe(
+      "bimodal_dif_layers",
+      bimodal_model("bimodal_dif_layers", "guide z[n] ~ dif(x[n], components = 4, layers = 2);"));
+  argv = {exe,    "vi",         "--iterations", "1000",         "--net-learning-rate",
+          "0.01", "--schedule", "cosine",       "--save-guide", layered};
+  argv.insert(argv.end(), common.begin(), common.end());
+  const nlohmann::json f = run_json(argv);
+  CAPTURE(f.dump());
+  CHECK(double(f["elbo"]) <= log_p + 4 * double(f["elbo_se"]));
+  CHECK(log_p - double(f["elbo"]) < 0.015);
+  argv = {exe, "vi", "--iterations", "0", "--load-guide", layered};
+  argv.insert(argv.end(), common.begin(), common.end());
+  const nlohmann::json f_back = run_json(argv);
+  CHECK(std::abs(double(f_back["elbo"]) - double(f["elbo"])) <
+        5 * std::hypot(double(f["elbo_se"]), double(f_back["elbo_se"])));
 }
 
 // A discrete latent beside a bounded one with a dif guide: k ~ Bernoulli(0.4), s ~ Gamma(4, 2),
@@ -235,6 +254,9 @@ TEST_CASE("dif guides: bad guides and bad saved guides are refused with their re
                "but it is 0");
   check_source("dif_data_width", bimodal_model("m", "guide z[n] ~ dif(x[n], 4, x[n]);"),
                "the width of the guide of z[n]");
+  check_source("dif_many_layers", bimodal_model("m", "guide z[n] ~ dif(x[n], layers = 17);"),
+               "the layers of a dif guide must be a constant whole number from 0 to 16, but it is "
+               "17");
   check_source("dif_discrete",
                "model m {\n  latent k[n] : int[0..1] ~ bernoulli(0.5);\n  obs x[n] ~ normal(k[n], "
                "1);\n  guide k[n] ~ dif(x[n]);\n}\n",
@@ -265,8 +287,8 @@ TEST_CASE("dif guides: bad guides and bad saved guides are refused with their re
                    "--load-guide", saved});
   CAPTURE(r.err);
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("(dimension, components, width, context, single precision) = (1, 3, 32, 1, 0); "
-                   "this run's has (1, 8, 32, 1, 0)") != std::string::npos);
+  CHECK(r.err.find("(dimension, components, width, context, single precision, layers) = (1, 3, "
+                   "32, 1, 0, 0); this run's has (1, 8, 32, 1, 0, 0)") != std::string::npos);
   r = run_process({model_exe("bimodal_dif", kDif), "vi", "--data", train, "--iterations", "0",
                    "--load-guide", train});
   CHECK(r.exit_code == 1);
