@@ -157,6 +157,10 @@ void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Sc
       }
       value = static_cast<double>(*n);
     }
+    if (info.arg_names[k] == "layers" && value > 0 && decl.shape.size() == 1) {
+      error(args[k]->range, fmt::format(msg::dif_guide_layers_one_dimension, name));
+      return;
+    }
     rel.args.push_back(emit_const(s, ir::Shape::scalar(), {value},
                                   k < args.size() ? args[k]->range : r.dist.range));
   }

@@ -55,6 +55,7 @@ void Lowering::define_net(const ast::NetDecl& d) {
   }
   net.loc = loc(d.name.range);
   int context = 0;
+  bool maps_known = true;
   std::set<std::string> seen;
   for (const ast::NamedArg& o : d.options) {
     const std::string& key = o.name.name;
@@ -75,6 +76,8 @@ void Lowering::define_net(const ast::NetDecl& d) {
       if (n && key == "components" && *n > ir::kMaxDifComponents)
         reject(o.value->range,
                fmt::format(msg::net_components_too_many, what, ir::kMaxDifComponents));
+      if (n && key == "layers" && *n > ir::kMaxDifLayers)
+        reject(o.value->range, fmt::format(msg::net_layers_too_many, what, ir::kMaxDifLayers));
       const int v = n.value_or(0);
       if (key == "inputs")
         net.inputs = v;
@@ -108,10 +111,12 @@ void Lowering::define_net(const ast::NetDecl& d) {
       }
     } else if (key == "maps") {
       if (o.value->kind != EKind::Name ||
-          std::find(dif_maps.begin(), dif_maps.end(), o.value->name) == dif_maps.end())
+          std::find(dif_maps.begin(), dif_maps.end(), o.value->name) == dif_maps.end()) {
         reject(o.value->range, fmt::format(msg::net_unknown_maps, name, fmt::join(dif_maps, ", ")));
-      else
+        maps_known = false; // no further errors about them
+      } else {
         net.maps = o.value->name;
+      }
     } else if (key == "activation") {
       if (o.value->kind != EKind::Name ||
           std::find(activations.begin(), activations.end(), o.value->name) == activations.end())
@@ -127,11 +132,13 @@ void Lowering::define_net(const ast::NetDecl& d) {
       reject(d.name.range, fmt::format(msg::net_option_missing, name, required));
   if (density)
     net.inputs = net.dim + context; // the call's arguments: the target, then the context
-  if (net.kind == "dif" && !seen.count("maps") && seen.count("layers"))
+  if (net.kind == "dif" && maps_known && net.maps == "affine" && seen.count("layers"))
     reject(d.name.range, fmt::format(msg::dif_layers_without_maps, name));
   if (net.kind == "dif" && net.maps != "affine" && !seen.count("layers"))
     net.layers = 5; // as `ssmc density fit --maps`
-  if ((net.kind == "realnvp" || net.maps == "realnvp") && seen.count("dim") && net.dim == 1)
+  if (net.kind == "dif" && net.maps != "affine" && seen.count("dim") && net.dim == 1)
+    reject(d.name.range, fmt::format(msg::flow_maps_one_dimension, name));
+  else if (net.kind == "realnvp" && seen.count("dim") && net.dim == 1)
     reject(d.name.range, fmt::format(msg::realnvp_one_dimension, name));
   if (ir::find_dist(name)) // `z[n] ~ NAME()` would be ambiguous
     reject(d.name.range, fmt::format(msg::net_named_as_distribution, name));

@@ -50,12 +50,20 @@ inline constexpr char density_net_in_guide[] =
 inline constexpr char net_components_too_many[] =
     "{} is at most {} (a dif's density costs components^2 network rows per point)";
 inline constexpr char realnvp_one_dimension[] =
-    "network '{}' has coupling layers (realnvp) over 1 dimension: they split the dimensions in "
+    "network '{}' is a realnvp over 1 dimension: its coupling layers split the dimensions in "
     "two, so it needs dim of at least 2 (a dif with one component is a Gaussian)";
 inline constexpr char net_unknown_maps[] = "unknown maps for network '{}'; known: {}";
 inline constexpr char dif_layers_without_maps[] =
     "network '{}': `layers` counts a dif's flow maps, which `maps = maf` or `maps = realnvp` "
     "asks for (its maps are location-scale without them)";
+inline constexpr char flow_maps_one_dimension[] =
+    "network '{}' is a dif over 1 dimension with flow maps: a flow layer over one dimension is "
+    "an affine map of the component, which its location-scale maps already are; use maps = "
+    "affine";
+inline constexpr char net_layers_too_many[] = "{} is at most {}";
+inline constexpr char dif_guide_layers_one_dimension[] =
+    "the dif guide of {} has flow layers over 1 dimension: a flow layer over one dimension is an "
+    "affine map of the component, which its location-scale maps already are; leave layers at 0";
 inline constexpr char net_named_as_distribution[] =
     "network '{}' has a distribution's name: rename it";
 inline constexpr char density_net_context_size[] =

@@ -26,11 +26,11 @@ struct GuidePlan {
   // Whether a component's mean and sd come from the model's guide (`guide z[n] ~ normal(m, s)`,
   // its arguments on the unconstrained scale), rather than from the guide's own parameters.
   std::vector<bool> continuous_declared;
-  // A declared `dif(context, components, width)` guide: a conditional Discretely Indexed Flow
-  // over its latent's continuous components (on the unconstrained scale), drawn Rao-Blackwellised
-  // (Argouarc'h 2024, 4.76): one base draw eps per draw k, carried by each of its maps, each
-  // image weighted by w_j(eps). Its maps fill the enumeration axis E, above the discrete values:
-  // map j of the point e is (e / radix) % components.
+  // A declared `dif(context, components, width, layers)` guide: a conditional Discretely Indexed
+  // Flow over its latent's continuous components (on the unconstrained scale), drawn
+  // Rao-Blackwellised (Argouarc'h 2024, 4.76): one base draw eps per draw k, carried by each of its
+  // maps, each image weighted by w_j(eps). Its maps fill the enumeration axis E, above the discrete
+  // values: map j of the point e is (e / radix) % components.
   struct Dif {
     std::string latent;
     std::vector<int64_t> columns; // among the continuous components

@@ -73,6 +73,11 @@ flows::DensitySpec parameter_family_spec(const ParameterVariationalOptions& o, i
     spec.kind = "dif";
     spec.components = o.components;
     spec.maps = o.maps;
+    if (o.maps != "affine" && dim < 2)
+      throw Error(fmt::format("vi: --maps {} over one learned parameter: a flow layer over one "
+                              "dimension is an affine map of the component, which the dif's "
+                              "location-scale maps already are; use --maps affine",
+                              o.maps));
   } else if (o.family == "maf" || o.family == "realnvp") {
     spec.kind = o.family;
   } else {
