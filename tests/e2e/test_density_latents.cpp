@@ -38,18 +38,24 @@ double gaussian_best(const std::vector<double>& x) {
 }
 
 // Draws the items of a model without networks (simulate refuses the learned one) once, and keeps
-// their observations (a column named as the learned model's latent would draw a warning).
-std::string items(const std::string& name, const std::string& source, const char* seed) {
+// their observations x and covariate c (a column named as the learned model's latent would draw
+// a warning). `extra`: more arguments of simulate (its --inputs).
+std::string items(const std::string& name, const std::string& source, const char* seed,
+                  const std::vector<std::string>& extra = {}) {
   const std::string path = scratch_path(name + "_items.csv");
   if (file_exists(path))
     return path;
   const std::string all = scratch_path(name + "_simulated.csv");
-  run_ok({model_exe(name, source), "simulate", "--T", "200", "--seed", seed, "--out", all});
+  std::vector<std::string> argv = {
+      model_exe(name, source), "simulate", "--T", "200", "--seed", seed, "--out", all};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  run_ok(argv);
   const Table simulated = read_table(all);
   Table kept;
   std::vector<size_t> columns;
   for (size_t k = 0; k < simulated.header.size(); ++k)
-    if (simulated.header[k] == "n" || simulated.header[k].rfind("x", 0) == 0) {
+    if (simulated.header[k] == "n" || simulated.header[k] == "c" ||
+        simulated.header[k].rfind("x", 0) == 0) {
       columns.push_back(k);
       kept.header.push_back(simulated.header[k]);
     }
@@ -250,19 +256,8 @@ TEST_CASE("density latents: a conditional dif reading a covariate reaches least 
   for (int n = 0; n < 200; ++n)
     t.rows.push_back({std::to_string(n), std::to_string(-1 + 2.0 * n / 199)});
   write_table(inputs, t);
-  const std::string data = scratch_path("deconv_regression_items.csv");
-  if (!file_exists(data)) {
-    const std::string all = scratch_path("deconv_regression_simulated.csv");
-    run_ok({model_exe("deconv_regression_truth", kRegressionTruth), "simulate", "--T", "200",
-            "--seed", "6", "--inputs", inputs, "--out", all});
-    const Table simulated = read_table(all);
-    Table kept;
-    kept.header = {"n", "c", "x"};
-    for (const std::vector<std::string>& row : simulated.rows)
-      kept.rows.push_back({row[simulated.column_index("n")], row[simulated.column_index("c")],
-                           row[simulated.column_index("x")]});
-    write_table(data, kept);
-  }
+  const std::string data =
+      items("deconv_regression_truth", kRegressionTruth, "6", {"--inputs", inputs});
   const Table items = read_table(data);
   const std::vector<double> x = items.column("x"), c = items.column("c");
   // Least squares of x on c: x ~ N(a + b c, v), the best law of z being N(a + b c, v - 0.25).
