@@ -33,6 +33,8 @@ json variables(const std::vector<ir::VarDecl>& decls, int offset, const ir::Bloc
               {"size", decls[i].shape.size()}};
     if (data)
       v["type"] = ir::type_name(decls[i]);
+    if (decls[i].constraint == ir::Constraint::Sequence) // its slot holds its length
+      v["sequence"] = true;
     if (decls[i].integer) {
       v["integer"] = {bound(decls[i].lower), bound(decls[i].upper)};
     } else if (decls[i].bounded()) { // real(lo, hi) data
@@ -83,6 +85,9 @@ json nets(const ir::Model& model) {
     if (n.density()) // a density over vector[dim], given inputs - dim context values
       net.update(
           {{"dim", n.dim}, {"components", n.components}, {"layers", n.layers}, {"maps", n.maps}});
+    if (n.over_sequences()) // reads a sequence (its first input), then inputs - 1 context values
+      net.update(
+          {{"vocab", n.vocab}, {"embedding", n.embedding}, {"layers", n.layers}, {"cell", n.cell}});
     out.push_back(std::move(net));
   }
   return out;
@@ -101,7 +106,9 @@ json net_argument(const ir::Model& model, const ir::Node& a) {
                 {"offset", model.param_offset(a.var)}});
   else if (a.op == ir::Op::Obs) // a guide's network: the offset is into the item's observations
     arg.update(
-        {{"kind", "obs"}, {"name", model.obs[a.var].name}, {"offset", model.obs_offset(a.var)}});
+        {{"kind", model.obs[a.var].constraint == ir::Constraint::Sequence ? "sequence" : "obs"},
+         {"name", model.obs[a.var].name},
+         {"offset", model.obs_offset(a.var)}});
   else if (a.op == ir::Op::Input) // a covariate: the offset is into the item's inputs
     arg.update({{"kind", "input"},
                 {"name", model.inputs[a.var].name},

@@ -48,8 +48,8 @@ struct Expr {
 
 struct TypeSpec {
   // Int: int[lo..hi] (bounds in `bounds`), or int without bounds. Real may carry bounds too:
-  // real(lo, hi). Simplex: simplex[K].
-  enum class Kind { Real, Int, Vector, Matrix, CovMatrix, Simplex };
+  // real(lo, hi). Simplex: simplex[K]. Sequence: sequence[V], tokens in 0..V-1 of any number.
+  enum class Kind { Real, Int, Vector, Matrix, CovMatrix, Simplex, Sequence };
   Kind kind = Kind::Real;
   std::vector<ExprPtr> dims;
   std::vector<ExprPtr> bounds; // lo, hi (either may be null for an open side)

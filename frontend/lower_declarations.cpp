@@ -136,6 +136,12 @@ std::optional<ir::Shape> Lowering::type_shape(const ast::TypeSpec& t) {
     return ir::Shape::vector(dims[0]);
   case ast::TypeSpec::Kind::Int:
     return ir::Shape::scalar();
+  case ast::TypeSpec::Kind::Sequence: // one slot: its length (the tokens are the runtime's)
+    if (dims[0] < 1) {
+      error(t.range, msg::empty_vocabulary);
+      return std::nullopt;
+    }
+    return ir::Shape::scalar();
   }
   return std::nullopt;
 }
@@ -188,6 +194,15 @@ void Lowering::define_var(const ast::VarDecl& v) {
     if (tk == TK::CovMatrix && v.kind != VK::Param && v.kind != VK::Data) {
       error(v.type->range, fmt::format(msg::cov_matrix_misplaced, a_kind(var_symbol_kind(v.kind))));
       shape.reset();
+    } else if (tk == TK::Sequence && (v.kind != VK::Obs || model_.kind != ir::ModelKind::Plate)) {
+      error(v.type->range,
+            fmt::format(msg::sequence_misplaced,
+                        v.kind != VK::Obs ? a_kind(var_symbol_kind(v.kind))
+                        : model_.kind == ir::ModelKind::Simulator
+                            ? std::string("a simulator's observation")
+                            : std::string("an observation of a model over time (a time series "
+                                          "is its own sequence)")));
+      shape.reset();
     } else if (tk == TK::Simplex && v.kind != VK::Param && v.kind != VK::Data) {
       error(v.type->range, fmt::format(msg::simplex_misplaced, a_kind(var_symbol_kind(v.kind))));
       shape.reset();
@@ -234,9 +249,16 @@ void Lowering::define_var(const ast::VarDecl& v) {
     var->integer = tk == TK::Int;
     var->lower = lower;
     var->upper = upper;
-    var->constraint = tk == TK::CovMatrix ? ir::Constraint::CovMatrix
-                      : tk == TK::Simplex ? ir::Constraint::Simplex
-                                          : ir::Constraint::None;
+    var->constraint = tk == TK::CovMatrix  ? ir::Constraint::CovMatrix
+                      : tk == TK::Simplex  ? ir::Constraint::Simplex
+                      : tk == TK::Sequence ? ir::Constraint::Sequence
+                                           : ir::Constraint::None;
+    if (tk == TK::Sequence) { // tokens 0..V-1
+      var->integer = true;
+      var->lower = 0;
+      var->upper =
+          static_cast<double>(eval_dimension(*v.type->dims[0], "a dimension").value_or(1)) - 1;
+    }
     return;
   }
   ir::ParamDecl& p = model_.params[sym->index];

@@ -66,7 +66,9 @@ std::optional<ir::Dist> Lowering::check_dist(const ast::DistCall& d,
   if (const Symbol* net = info ? nullptr : density_net(d.name.name)) {
     const ir::NetDecl& decl = model_.nets[net->index];
     error(d.name.range,
-          fmt::format(msg::density_net_not_latent, decl.name, decl.kind, target_name));
+          decl.density()
+              ? fmt::format(msg::density_net_not_latent, decl.name, decl.kind, target_name)
+              : fmt::format(msg::sequence_net_misplaced, decl.name, decl.kind, target_name));
     return std::nullopt;
   }
   if (!info) {

@@ -52,10 +52,11 @@ void Lowering::define_fn(const ast::FnDecl& f) {
 
 std::optional<ir::Shape> Lowering::fn_type_shape(const ast::TypeSpec& t) {
   if (!t.bounds.empty() || t.kind == ast::TypeSpec::Kind::CovMatrix ||
-      t.kind == ast::TypeSpec::Kind::Simplex) {
+      t.kind == ast::TypeSpec::Kind::Simplex || t.kind == ast::TypeSpec::Kind::Sequence) {
     std::string what = !t.bounds.empty()                          ? "bounds"
                        : t.kind == ast::TypeSpec::Kind::CovMatrix ? "cov_matrix"
-                                                                  : "simplex";
+                       : t.kind == ast::TypeSpec::Kind::Simplex   ? "simplex"
+                                                                  : "sequence";
     error(t.range, fmt::format(msg::fn_type_not_plain, what, what == "bounds" ? "are" : "is"));
     return std::nullopt;
   }

@@ -57,8 +57,11 @@ void Lowering::add_guide(const ast::Relation& r) {
     add_dif_guide(r, decl, s);
     return;
   }
-  if (density_net(r.dist.name.name)) {
-    error(r.dist.name.range, fmt::format(msg::density_net_in_guide, r.dist.name.name));
+  if (const Symbol* net = density_net(r.dist.name.name)) {
+    const ir::NetDecl& decl = model_.nets[net->index];
+    error(r.dist.name.range,
+          decl.density() ? fmt::format(msg::density_net_in_guide, decl.name)
+                         : fmt::format(msg::sequence_net_misplaced, decl.name, decl.kind, name));
     return;
   }
   std::vector<std::optional<int>> args;

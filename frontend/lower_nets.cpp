@@ -1,6 +1,8 @@
 // Networks: `net NAME : mlp(inputs = I, outputs = O, hidden = [...], activation = A);` declares
-// a multilayer perceptron, and `NAME(a, b, ...)` in a relation applies it to variables. The
-// compiler checks the sizes; the runtime evaluates and trains the network (LibTorch), and
+// a multilayer perceptron, and `NAME(a, b, ...)` in a relation applies it to variables; `rnn`
+// reads a sequence (an observation `sequence[V]`) first. The densities (dif, maf, realnvp over a
+// latent vector; rnn_lm over a sequence) are relations' distributions instead. The compiler
+// checks the sizes; the runtime evaluates and trains the network (LibTorch), and
 // passes/net_outputs.cpp turns each call into a hidden state that the kernels read.
 #include "lowering.h"
 #include "messages.h"
@@ -16,6 +18,8 @@ namespace {
 const std::vector<std::string> activations = {"tanh", "relu", "silu", "gelu"};
 // A dif's maps (runtime/flows/dif.h): location-scale, or flow layers before it.
 const std::vector<std::string> dif_maps = {"affine", "maf", "realnvp"};
+// The recurrent cells of runtime/nn/recurrent.h.
+const std::vector<std::string> cells = {"lstm", "gru"};
 
 // The options each kind takes: an mlp maps inputs to outputs; a density (runtime/flows, built
 // by runtime/vi/model_networks.cpp) is over vector[dim], given `context` values for a dif.
@@ -24,6 +28,8 @@ const std::map<std::string, std::vector<std::string>> kind_options = {
     {"dif", {"dim", "context", "components", "maps", "layers", "hidden"}},
     {"maf", {"dim", "layers", "hidden"}},
     {"realnvp", {"dim", "layers", "hidden"}},
+    {"rnn", {"vocab", "outputs", "context", "embedding", "hidden", "layers", "cell"}},
+    {"rnn_lm", {"vocab", "context", "embedding", "hidden", "layers", "cell"}},
 };
 
 } // namespace
@@ -46,12 +52,19 @@ void Lowering::define_net(const ast::NetDecl& d) {
   ir::NetDecl net;
   net.name = name;
   net.kind = d.kind.name;
-  const bool density = known != kind_options.end() && d.kind.name != "mlp";
+  const bool recurrent = net.over_sequences();
+  const bool density = known != kind_options.end() && d.kind.name != "mlp" && !recurrent;
   net.hidden = density ? std::vector<int>{32, 32} : std::vector<int>{64};
   if (density) {
     net.outputs = 1; // log p(target | context)
     net.components = d.kind.name == "dif" ? ir::kDefaultDifComponents : 0;
     net.layers = d.kind.name == "dif" ? 0 : 5;
+  }
+  if (recurrent) { // Kim, Wiseman & Rush (2018)'s sizes, at the scale of characters
+    net.embedding = 32;
+    net.layers = 1;
+    if (net.kind == "rnn_lm")
+      net.outputs = 1; // log p(sequence | context)
   }
   net.loc = loc(d.name.range);
   int context = 0;
@@ -69,7 +82,7 @@ void Lowering::define_net(const ast::NetDecl& d) {
       reject(o.name.range,
              fmt::format(msg::net_unknown_option, key, name, fmt::join(known->second, ", ")));
     } else if (key == "inputs" || key == "outputs" || key == "dim" || key == "context" ||
-               key == "components" || key == "layers") {
+               key == "components" || key == "layers" || key == "vocab" || key == "embedding") {
       std::optional<int> n = eval_dimension(*o.value, what);
       if (n && *n == 0 && key != "context")
         reject(o.value->range, fmt::format(msg::net_size_zero, what));
@@ -79,7 +92,11 @@ void Lowering::define_net(const ast::NetDecl& d) {
       if (n && key == "layers" && *n > ir::kMaxDifLayers)
         reject(o.value->range, fmt::format(msg::net_layers_too_many, what, ir::kMaxDifLayers));
       const int v = n.value_or(0);
-      if (key == "inputs")
+      if (key == "vocab")
+        net.vocab = v;
+      else if (key == "embedding")
+        net.embedding = v;
+      else if (key == "inputs")
         net.inputs = v;
       else if (key == "outputs")
         net.outputs = v;
@@ -94,8 +111,11 @@ void Lowering::define_net(const ast::NetDecl& d) {
       ok = ok && n.has_value();
     } else if (key == "hidden") {
       net.hidden.clear();
-      if (o.value->kind == EKind::Name && o.value->name == "none")
+      if (o.value->kind == EKind::Name && o.value->name == "none") {
+        if (recurrent)
+          reject(o.value->range, fmt::format(msg::rnn_hidden_one_width, name, net.kind));
         continue; // no hidden layer: an affine map
+      }
       std::vector<const ast::Expr*> widths;
       if (o.value->kind == EKind::List)
         for (const ast::ExprPtr& w : o.value->args)
@@ -109,6 +129,14 @@ void Lowering::define_net(const ast::NetDecl& d) {
         ok = ok && n.has_value();
         net.hidden.push_back(n.value_or(1));
       }
+      if (recurrent && widths.size() != 1)
+        reject(o.value->range, fmt::format(msg::rnn_hidden_one_width, name, net.kind));
+    } else if (key == "cell") {
+      if (o.value->kind != EKind::Name ||
+          std::find(cells.begin(), cells.end(), o.value->name) == cells.end())
+        reject(o.value->range, fmt::format(msg::net_unknown_cell, name, fmt::join(cells, ", ")));
+      else
+        net.cell = o.value->name;
     } else if (key == "maps") {
       if (o.value->kind != EKind::Name ||
           std::find(dif_maps.begin(), dif_maps.end(), o.value->name) == dif_maps.end()) {
@@ -126,12 +154,18 @@ void Lowering::define_net(const ast::NetDecl& d) {
         net.activation = o.value->name;
     }
   }
-  for (const char* required :
-       density ? std::vector<const char*>{"dim"} : std::vector<const char*>{"inputs", "outputs"})
-    if (known != kind_options.end() && !seen.count(required))
-      reject(d.name.range, fmt::format(msg::net_option_missing, name, required));
+  const std::vector<const char*> required = density             ? std::vector{"dim"}
+                                            : net.kind == "rnn" ? std::vector{"vocab", "outputs"}
+                                            : net.kind == "rnn_lm"
+                                                ? std::vector{"vocab"}
+                                                : std::vector{"inputs", "outputs"};
+  for (const char* option : required)
+    if (known != kind_options.end() && !seen.count(option))
+      reject(d.name.range, fmt::format(msg::net_option_missing, name, option));
   if (density)
     net.inputs = net.dim + context; // the call's arguments: the target, then the context
+  if (recurrent)
+    net.inputs = 1 + context; // the sequence (its one slot: its length), then the context
   if (net.kind == "dif" && maps_known && net.maps == "affine" && seen.count("layers"))
     reject(d.name.range, fmt::format(msg::dif_layers_without_maps, name));
   if (net.kind == "dif" && net.maps != "affine" && !seen.count("layers"))
@@ -155,13 +189,16 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
     return std::nullopt;
   }
   std::vector<std::optional<int>> args;
+  ++s.net_argument; // a sequence may be read here (an rnn's first argument)
   for (const ast::ExprPtr& a : e.args)
     args.push_back(lower(*a, s));
+  --s.net_argument;
   if (!sym.valid || std::any_of(args.begin(), args.end(), [](auto& a) { return !a; }))
     return std::nullopt;
   const ir::NetDecl& net = model_.nets[sym.index];
-  if (net.density()) {
-    error(e.range, fmt::format(msg::density_net_called, net.name, net.kind));
+  if (net.distribution()) {
+    error(e.range, net.density() ? fmt::format(msg::density_net_called, net.name, net.kind)
+                                 : fmt::format(msg::sequence_net_called, net.name, net.kind));
     return std::nullopt;
   }
   if (args.empty()) {
@@ -176,6 +213,22 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
   node.shape = ir::Shape::vector(net.outputs);
   for (size_t k = 0; k < args.size(); ++k) {
     const ir::Node& a = s.block->nodes[*args[k]];
+    const bool sequence =
+        a.op == ir::Op::Obs && model_.obs[a.var].constraint == ir::Constraint::Sequence;
+    const std::string arg_name = sequence ? model_.obs[a.var].name + "[n]" : std::string();
+    if (sequence && (net.kind != "rnn" || k > 0)) { // only an rnn reads one, first
+      error(e.args[k]->range, fmt::format(msg::sequence_argument, net.name, net.kind, arg_name));
+      return std::nullopt;
+    }
+    if (net.kind == "rnn" && k == 0 && !sequence) {
+      error(e.args[k]->range, fmt::format(msg::rnn_first_argument, net.name, net.inputs - 1));
+      return std::nullopt;
+    }
+    if (sequence && model_.obs[a.var].upper + 1 != net.vocab) {
+      error(e.args[k]->range, fmt::format(msg::sequence_vocabulary, net.name, net.vocab, arg_name,
+                                          type_str(model_.obs[a.var])));
+      return std::nullopt;
+    }
     // The runtime gathers the network's inputs from the values it holds: variables, not
     // expressions of them (their gradient would need kernels of their own).
     const bool guide = s.kind() == ir::BlockKind::Guide;
@@ -200,24 +253,33 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
 Symbol* Lowering::density_net(const std::string& name) {
   Symbol* sym = lookup(name);
   return sym && sym->kind == Symbol::Kind::Net && sym->index >= 0 &&
-                 model_.nets[sym->index].density()
+                 model_.nets[sym->index].distribution()
              ? sym
              : nullptr;
 }
 
-// `z[n] ~ NET(context...)` with NET a density: z's relation is density(NET(z[n], context...)),
-// the network's log p of its target given the context, which the runtime computes (vi).
-std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& sym, int latent,
-                                                Scope& s, const std::string& target) {
+// `z[n] ~ NET(context...)` with NET a density (or `c[n] ~ LM(context...)`, an rnn_lm over the
+// sequence c): the relation is density(NET(target, context...)), the network's log p of its
+// target given the context, which the runtime computes (vi).
+std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& sym,
+                                                ir::VarKind kind, int var, Scope& s,
+                                                const std::string& target) {
   sym.used = true;
   const ir::NetDecl& net = model_.nets[sym.index];
-  const ir::VarDecl& decl = model_.latents[latent];
+  const bool latent = kind == ir::VarKind::Latent;
+  const ir::VarDecl& decl = latent ? model_.latents[var] : model_.obs[var];
   bool ok = sym.valid;
   for (const ast::NamedArg& a : d.named)
     error(a.name.range, fmt::format(msg::density_net_named_argument, net.name, a.name.name));
   if (!d.named.empty())
     return std::nullopt;
-  if (decl.integer || decl.shape.rank() > 1 || decl.shape.size() != net.dim) {
+  if (net.over_sequences()) { // the caller gives a sequence
+    if (decl.upper + 1 != net.vocab) {
+      error(d.name.range,
+            fmt::format(msg::sequence_vocabulary, net.name, net.vocab, target, type_str(decl)));
+      ok = false;
+    }
+  } else if (decl.integer || decl.shape.rank() > 1 || decl.shape.size() != net.dim) {
     error(d.name.range,
           fmt::format(msg::density_net_target, net.name,
                       net.dim == 1 ? std::string("a real") : fmt::format("vector[{}]", net.dim),
@@ -229,8 +291,8 @@ std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& 
   call.var = sym.index;
   call.shape = ir::Shape::vector(1);
   ir::Node self; // the target, read by the network itself (not by the relation's arguments)
-  self.op = ir::Op::Latent;
-  self.var = latent;
+  self.op = latent ? ir::Op::Latent : ir::Op::Obs;
+  self.var = var;
   self.shape = decl.shape;
   call.args.push_back(emit(s, std::move(self), d.name.range));
   int size = 0;
@@ -255,9 +317,10 @@ std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& 
     shapes.push_back(n.shape.str());
     call.args.push_back(*id);
   }
-  if (ok && size != net.inputs - net.dim) {
+  const int context_size = net.over_sequences() ? net.inputs - 1 : net.inputs - net.dim;
+  if (ok && size != context_size) {
     error(d.range,
-          fmt::format(msg::density_net_context_size, net.name, net.inputs - net.dim, size,
+          fmt::format(msg::density_net_context_size, net.name, context_size, size,
                       shapes.empty() ? "none" : fmt::format("{}", fmt::join(shapes, ", "))));
     ok = false;
   }

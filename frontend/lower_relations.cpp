@@ -245,11 +245,20 @@ void Lowering::add_static_relation(const ast::VarDecl& v) {
     p.ok = id.has_value();
     p.rel.dist = ir::Dist::Dirac;
     p.rel.args = {id.value_or(-1)};
-  } else if (Symbol* net = latent && plate ? density_net(v.prior->name.name) : nullptr) {
-    const std::optional<int> id = lower_density_call(*v.prior, *net, sym->index, s, target);
+  } else if (Symbol* net = plate ? density_net(v.prior->name.name) : nullptr;
+             net && (latent ? model_.nets[net->index].density()
+                            : decl.constraint == ir::Constraint::Sequence &&
+                                  model_.nets[net->index].over_sequences())) {
+    // A latent's density over vectors, or a sequence's rnn_lm.
+    const std::optional<int> id =
+        lower_density_call(*v.prior, *net, p.rel.kind, sym->index, s, target);
     p.ok = id.has_value();
     p.rel.dist = ir::Dist::Density;
     p.rel.args = {id.value_or(-1)};
+  } else if (decl.constraint == ir::Constraint::Sequence) {
+    error(v.prior->name.range,
+          fmt::format(msg::sequence_distribution, target, decl.upper + 1, v.prior->name.name));
+    p.ok = false;
   } else if (!refuse_guide_only(*v.prior, target)) {
     std::vector<std::optional<int>> args;
     std::vector<std::optional<ir::Shape>> shapes;
@@ -299,6 +308,11 @@ std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, 
   }
   if (kind == rel.target_kind && sym.index == rel.target_var) {
     error(e.range, fmt::format(msg::reads_own_target, rel.subject, ref));
+    return std::nullopt;
+  }
+  if (!latent && model_.obs[sym.index].constraint == ir::Constraint::Sequence &&
+      (s.net_argument == 0 || rel.kind != ir::BlockKind::Guide)) {
+    error(e.range, fmt::format(msg::sequence_outside_network, ref));
     return std::nullopt;
   }
   ir::Node n;

@@ -119,6 +119,8 @@ public:
   // Inside a branch of a conditional, which may never be taken: a constant divisor of 0 or an
   // index range wider than the value there is a warning, not an error.
   int guarded = 0;
+  // Inside a network call's arguments: where an observation that is a sequence may be read.
+  int net_argument = 0;
 
 private:
   std::variant<ConstantScope, RelationScope> purpose_;
@@ -239,8 +241,8 @@ private:
   std::optional<int> call_net(const Expr& e, Symbol& sym, Scope& s);
   // A network of a density kind named `name`, or null.
   Symbol* density_net(const std::string& name);
-  std::optional<int> lower_density_call(const ast::DistCall& d, Symbol& sym, int latent, Scope& s,
-                                        const std::string& target);
+  std::optional<int> lower_density_call(const ast::DistCall& d, Symbol& sym, ir::VarKind kind,
+                                        int var, Scope& s, const std::string& target);
 
   // ---- distributions (lower_distributions.cpp)
   // A variational family (dif) outside a guide: reported, before its arguments are lowered

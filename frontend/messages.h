@@ -19,7 +19,7 @@ inline constexpr char net_outside_plate_model[] =
     "network '{}' in a model that is not over a plate: networks are available in plate models "
     "(latent z[n], obs x[n]) for now";
 inline constexpr char net_unknown_kind[] =
-    "unknown kind of network '{}'; known: mlp, and the densities dif, maf, realnvp";
+    "unknown kind of network '{}'; known: mlp, rnn, and the densities dif, maf, realnvp, rnn_lm";
 inline constexpr char net_option_twice[] = "option '{}' is given twice for network '{}'";
 inline constexpr char net_size_zero[] = "{} must be at least 1";
 inline constexpr char net_unknown_activation[] = "unknown activation for network '{}'; known: {}";
@@ -66,6 +66,23 @@ inline constexpr char dif_guide_layers_one_dimension[] =
     "affine map of the component, which its location-scale maps already are; leave layers at 0";
 inline constexpr char net_named_as_distribution[] =
     "network '{}' has a distribution's name: rename it";
+inline constexpr char net_unknown_cell[] = "unknown cell for network '{}'; known: {}";
+inline constexpr char rnn_hidden_one_width[] =
+    "network '{}' is an {}: its hidden is one width (`layers` stacks recurrent layers of it)";
+inline constexpr char sequence_net_called[] =
+    "network '{0}' is a density over sequences ({1}): it is the distribution of an observation "
+    "that is a sequence, written c[n] ~ {0}(...), not a function";
+inline constexpr char sequence_net_misplaced[] =
+    "network '{}' is a density over sequences ({}): it is the distribution of an observation "
+    "that is a sequence (obs c[n] : sequence[V]) only, not of '{}'";
+inline constexpr char sequence_argument[] =
+    "network '{}' is an {}: it cannot read the sequence {} (an rnn reads one, as its first "
+    "argument)";
+inline constexpr char rnn_first_argument[] =
+    "network '{}' is an rnn: its first argument is an observation that is a sequence (obs c[n] : "
+    "sequence[V], read in a guide), then {} context values";
+inline constexpr char sequence_vocabulary[] =
+    "network '{}' reads sequences of {} tokens, but {} is a {}";
 inline constexpr char density_net_context_size[] =
     "network '{}' reads a context of {} values, but its arguments have {} ({})";
 
@@ -187,6 +204,16 @@ inline constexpr char bounds_out_of_order[] =
     "the lower bound ({}) must be {} the upper bound ({})";
 inline constexpr char cov_matrix_misplaced[] =
     "cov_matrix is a parameter or data type; use matrix[n, n] for {}";
+inline constexpr char empty_vocabulary[] = "a sequence needs a vocabulary of at least one token";
+inline constexpr char sequence_misplaced[] =
+    "sequence is the type of a plate model's observation (obs c[n] : sequence[V], its tokens "
+    "0..V-1), not of {}";
+inline constexpr char sequence_distribution[] =
+    "{0} is a sequence: its distribution is a network over sequences (net NAME : "
+    "rnn_lm(vocab = {1}, ...), then {0} ~ NAME(...)), not '{2}'";
+inline constexpr char sequence_outside_network[] =
+    "{} is a sequence: only networks read it (an rnn's first argument, in a guide; its "
+    "distribution, an rnn_lm)";
 inline constexpr char simplex_misplaced[] =
     "simplex is a parameter or data type; use vector[n] for {}";
 inline constexpr char integer_parameter[] =

@@ -499,7 +499,8 @@ auto const type_def =
     (pos >> kw("matrix") > '[' > expr > ',' > expr >
      ']')[make_type<ast::TypeSpec::Kind::Matrix>{}] |
     (pos >> kw("cov_matrix") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::CovMatrix>{}] |
-    (pos >> kw("simplex") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Simplex>{}];
+    (pos >> kw("simplex") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Simplex>{}] |
+    (pos >> kw("sequence") > '[' > expr > ']')[make_type<ast::TypeSpec::Kind::Sequence>{}];
 
 // `name = value` (not `name == value`, an expression) or a value.
 auto const dist_arg_def =

@@ -264,6 +264,8 @@ std::string_view param_type_name(ParamType type) {
 }
 
 std::string type_str(const VarDecl& v) {
+  if (v.constraint == Constraint::Sequence)
+    return fmt::format("sequence[{}]", v.upper + 1);
   if (v.integer)
     return v.bounded() ? fmt::format("int[{}..{}]", v.lower, v.upper) : "int";
   if (v.constraint == Constraint::CovMatrix)
@@ -277,6 +279,8 @@ std::string type_str(const VarDecl& v) {
 }
 
 std::string_view type_name(const VarDecl& v) {
+  if (v.constraint == Constraint::Sequence)
+    return "sequence";
   if (v.integer)
     return "int";
   if (v.constraint == Constraint::CovMatrix)

@@ -196,7 +196,9 @@ struct ParamDecl {
 
 // What a data item's value must be besides its shape: a simplex[n] is a vector[n] of non-negative
 // components that sum to 1, a cov_matrix[n] a symmetric positive-definite matrix[n, n].
-enum class Constraint { None, Simplex, CovMatrix };
+// Sequence: an observation of a plate model that is a sequence of tokens in [lower, upper] (its
+// one slot holds the sequence's length; networks read the tokens: runtime/vi/model_networks.h).
+enum class Constraint { None, Simplex, CovMatrix, Sequence };
 
 // A state, observation, data item or input. `integer` values are whole numbers in [lower, upper]
 // (int[lo..hi]); a finite range makes a discrete state's support finite. A data item may also be
@@ -210,7 +212,7 @@ struct VarDecl {
   bool integer = false;
   double lower = -INFINITY;
   double upper = INFINITY;
-  Constraint constraint = Constraint::None; // data only
+  Constraint constraint = Constraint::None; // data (a sequence: a plate model's obs)
 
   bool bounded() const { return lower > -INFINITY || upper < INFINITY; }
 
@@ -257,10 +259,21 @@ struct NetDecl {
   int inputs = 0, outputs = 0;
   std::vector<int> hidden;
   std::string activation = "tanh";
-  int dim = 0, components = 0, layers = 0; // densities only
+  int dim = 0, components = 0, layers = 0; // densities only (and an rnn's layers)
   std::string maps = "affine";             // a dif's maps: affine, or maf or realnvp layers
+  // Networks over sequences of tokens 0..vocab-1 (an observation's `sequence[vocab]`): `rnn`
+  // reads one (its first argument) and gives `outputs` values; `rnn_lm` is a density over them,
+  // log p(sequence | context), an observation's distribution. `embedding` wide token vectors,
+  // `layers` recurrent layers of `hidden[0]` units, of a `cell` (gru or lstm); `inputs` counts the
+  // context values.
+  int vocab = 0, embedding = 0;
+  std::string cell = "lstm";
   SourceLoc loc;
+  // A density over vector[dim] of the flows room (the distribution of a latent).
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
+  bool over_sequences() const { return kind == "rnn" || kind == "rnn_lm"; }
+  // Written as a relation's distribution, not called: a density over vectors or sequences.
+  bool distribution() const { return density() || kind == "rnn_lm"; }
 };
 
 // A network's output as the model's kernels see it (passes/net_outputs.cpp): the hidden state

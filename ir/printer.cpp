@@ -146,12 +146,14 @@ std::string print(const Model& model) {
   for (const VarDecl& u : model.inputs)
     decl("input", u, per_item);
   for (const NetDecl& n : model.nets)
-    out += fmt::format("net {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {}{})\n",
-                       n.name, n.kind, n.inputs, n.outputs, fmt::join(n.hidden, ", "), n.activation,
-                       n.density() ? fmt::format(", dim = {}, components = {}, layers = {}{}",
-                                                 n.dim, n.components, n.layers,
-                                                 n.kind == "dif" ? ", maps = " + n.maps : "")
-                                   : "");
+    out += fmt::format(
+        "net {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {}{})\n", n.name,
+        n.kind, n.inputs, n.outputs, fmt::join(n.hidden, ", "), n.activation,
+        n.density() ? fmt::format(", dim = {}, components = {}, layers = {}{}", n.dim, n.components,
+                                  n.layers, n.kind == "dif" ? ", maps = " + n.maps : "")
+        : n.over_sequences() ? fmt::format(", vocab = {}, embedding = {}, layers = {}, cell = {}",
+                                           n.vocab, n.embedding, n.layers, n.cell)
+                             : "");
   for (const NetCall& c : model.net_calls) {
     std::vector<std::string> args;
     for (const Node& a : c.args)

@@ -210,6 +210,12 @@ private:
         net.layers = parse_int(value);
       else if (key == "maps")
         net.maps = std::string(value);
+      else if (key == "vocab")
+        net.vocab = parse_int(value);
+      else if (key == "embedding")
+        net.embedding = parse_int(value);
+      else if (key == "cell")
+        net.cell = std::string(value);
       else if (key != "hidden")
         fail(fmt::format("unknown network option '{}'", key), key);
     }
@@ -314,10 +320,15 @@ private:
   }
 
   // A variable's type: a shape, "int" / "int[lo..hi]", or (data) "real(lo, hi)", "simplex[n]",
-  // "cov_matrix[n]".
+  // "cov_matrix[n]", or (a plate model's obs) "sequence[V]".
   VarDecl var_decl(const std::string& name, std::string_view type) const {
     VarDecl v{name, Shape::scalar(), {}};
-    if (!type.empty() && type.back() == ')') {
+    if (starts_with(type, "sequence[") && type.back() == ']') {
+      v.constraint = Constraint::Sequence;
+      v.integer = true;
+      v.lower = 0;
+      v.upper = parse_int(type.substr(9, type.size() - 10)) - 1;
+    } else if (!type.empty() && type.back() == ')') {
       v.shape = parse_shape(strip_bounds(type, v.lower, v.upper));
     } else if (auto [constraint, shape] = constrained(type); constraint != Constraint::None) {
       v.constraint = constraint;

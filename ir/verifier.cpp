@@ -398,6 +398,9 @@ private:
     }
     if (rel.dist == Dist::Density && !density_call_of_target(rel))
       fail("{} ~ density does not read a density network's output on {}", target, target);
+    if (rel.kind == VarKind::Obs && rel.var >= 0 && rel.var < static_cast<int>(model_.obs.size()) &&
+        model_.obs[rel.var].constraint == Constraint::Sequence && rel.dist != Dist::Density)
+      fail("{} is a sequence, but its distribution is {}", target, dist_info(rel.dist).name);
     if (dist_info(rel.dist).guide_only && block_.kind != BlockKind::Guide)
       fail("{} ~ {} outside a guide", target, dist_info(rel.dist).name);
     if (rel.dist == Dist::Diffusion &&
@@ -470,10 +473,17 @@ private:
     auto is_target = [&](const Node& n) {
       return n.var == rel.var && n.lag == 0 &&
              ((n.op == Op::Latent && rel.kind == VarKind::Latent) ||
-              (n.op == Op::State && rel.kind == VarKind::State));
+              (n.op == Op::State && rel.kind == VarKind::State) ||
+              (n.op == Op::Obs && rel.kind == VarKind::Obs));
     };
+    // A latent's (a state's) density is over vectors; an observation's, over its sequence.
     auto density = [&](int net) {
-      return net >= 0 && net < static_cast<int>(model_.nets.size()) && model_.nets[net].density();
+      if (net < 0 || net >= static_cast<int>(model_.nets.size()))
+        return false;
+      return rel.kind == VarKind::Obs
+                 ? model_.nets[net].kind == "rnn_lm" &&
+                       model_.obs.at(rel.var).constraint == Constraint::Sequence
+                 : model_.nets[net].density();
     };
     if (a.op == Op::Net)
       return density(a.var) && !a.args.empty() && a.args[0] >= 0 &&
@@ -528,6 +538,15 @@ void check_all_sampled(const Model& model, const Block& block, VarKind kind, siz
 // state is a vector of the output's size and its arguments are leaves.
 void check_nets(const Model& model, std::vector<std::string>& errors) {
   const int nets = static_cast<int>(model.nets.size());
+  for (const NetDecl& d : model.nets)
+    if (d.over_sequences() &&
+        (d.vocab < 1 || d.embedding < 1 || d.layers < 1 || d.hidden.size() != 1 ||
+         d.hidden[0] < 1 || (d.cell != "lstm" && d.cell != "gru") || d.inputs < 1 ||
+         (d.kind == "rnn_lm" && d.outputs != 1)))
+      errors.push_back(fmt::format("net {}: an {} needs vocab, embedding, layers and one hidden "
+                                   "width of at least 1, a cell lstm or gru, and its sequence "
+                                   "among its inputs",
+                                   d.name, d.kind));
   auto check_call = [&](std::string_view where, int net, int input_size, const Shape& output) {
     if (net < 0 || net >= nets) {
       errors.push_back(fmt::format("{}: network {} of {}", where, net, nets));
@@ -566,9 +585,10 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
     check_call(fmt::format("net call {}", model.states[c.state].name), c.net, size,
                model.states[c.state].shape);
     // A call that reads observations is the guide's: the model's kernels would read a slot
-    // that the runtime never fills.
-    const bool reads_obs =
-        std::any_of(c.args.begin(), c.args.end(), [](const Node& a) { return a.op == Op::Obs; });
+    // that the runtime never fills. The runtime holds the tokens of sequences for every call.
+    const bool reads_obs = std::any_of(c.args.begin(), c.args.end(), [&](const Node& a) {
+      return a.op == Op::Obs && model.obs.at(a.var).constraint != Constraint::Sequence;
+    });
     if (reads_obs && !model.guide_only_state(c.state))
       errors.push_back(fmt::format("net call {} reads observations, but a block other than the "
                                    "guide reads its output",
@@ -587,15 +607,19 @@ std::vector<std::string> verify(const Model& model) {
   auto check_decls = [&](std::string_view what, const std::vector<VarDecl>& decls) {
     for (const VarDecl& v : decls) {
       const bool data = what == "data";
-      if (v.constraint != Constraint::None && !data)
+      const bool sequence = v.constraint == Constraint::Sequence;
+      if (v.constraint != Constraint::None && !data && !(sequence && what == "obs"))
         errors.push_back(fmt::format("{} {}: only data can be {}", what, v.name, type_name(v)));
+      if (sequence && (what != "obs" || !v.integer || v.lower != 0 || !(v.upper >= 0)))
+        errors.push_back(fmt::format("{} {}: a sequence must be an observation's, of tokens 0..V-1",
+                                     what, v.name));
       if (v.constraint == Constraint::CovMatrix &&
           (v.shape.rank() != 2 || v.shape.dims[0] != v.shape.dims[1]))
         errors.push_back(
             fmt::format("{} {}: a cov_matrix of shape {}", what, v.name, v.shape.str()));
       if (v.constraint == Constraint::Simplex && v.shape.rank() != 1)
         errors.push_back(fmt::format("{} {}: a simplex of shape {}", what, v.name, v.shape.str()));
-      if (v.integer && (!v.shape.is_scalar() || v.constraint != Constraint::None))
+      if (v.integer && (!v.shape.is_scalar() || (v.constraint != Constraint::None && !sequence)))
         errors.push_back(fmt::format("{} {}: an integer of shape {}", what, v.name, v.shape.str()));
       if (v.bounded() && !v.integer && !(data && v.shape.is_scalar()))
         errors.push_back(fmt::format("{} {}: bounds ({}, {}) on {}", what, v.name, v.lower, v.upper,

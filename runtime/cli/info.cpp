@@ -228,6 +228,8 @@ std::string type_string(const VarInfo& v) {
   auto bound = [](double b) {
     return std::isfinite(b) ? fmt::format("{}", b) : std::string(b < 0 ? "-inf" : "inf");
   };
+  if (v.sequence) // tokens 0..V-1, one per row of the item
+    return fmt::format("sequence[{}]", bound(v.upper + 1));
   const bool bounded = std::isfinite(v.lower) || std::isfinite(v.upper);
   std::string scalar = "real";
   if (v.integer)

@@ -90,6 +90,14 @@ struct ObsData {
   int64_t n_inputs = 0;
   std::vector<double> u; // inputs, u[t * n_inputs + k], never missing
   SeriesLayout series;   // the `series` column's series (empty: one)
+  // A plate model's observations that are sequences (VarInfo::sequence), once its rows are
+  // gathered into items (core/sequence_items.h): per such observation, every item's tokens end to
+  // end, item n's in [start[n], start[n + 1]).
+  struct Sequences {
+    std::string name;
+    std::vector<int64_t> tokens, start;
+  };
+  std::vector<Sequences> sequences;
   const double* at(int64_t t) const { return y.data() + t * n_obs; }
   const double* inputs_at(int64_t t) const { return n_inputs ? u.data() + t * n_inputs : nullptr; }
   int64_t line(int64_t t) const { return lines.empty() ? t + 2 : lines[t]; }

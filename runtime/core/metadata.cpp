@@ -153,6 +153,7 @@ std::vector<VarInfo> parse_vars(const json& root, const char* key, int64_t n_tot
     if (is_obs) {
       auto it = v.find("joint");
       var.joint = it != v.end() && it->is_boolean() && it->get<bool>();
+      var.sequence = v.value("sequence", false);
     }
     if (auto it = v.find("integer"); it != v.end()) {
       if (!it->is_array() || it->size() != 2)
@@ -252,8 +253,17 @@ void parse_nets(const json& root, ModelInfo& info) {
       net.components = n.value("components", int64_t{0});
       net.layers = n.value("layers", int64_t{0});
       net.maps = n.value("maps", std::string("affine"));
+      net.vocab = n.value("vocab", int64_t{0});
+      net.embedding = n.value("embedding", int64_t{0});
+      net.cell = n.value("cell", std::string("lstm"));
       if (net.density() && (net.dim < 1 || net.dim > net.inputs || net.outputs != 1))
         bad("net " + net.name + ": a density's dimension, inputs and output do not fit");
+      if (net.over_sequences() &&
+          (net.vocab < 1 || net.embedding < 1 || net.layers < 1 || net.inputs < 1 ||
+           net.hidden.size() != 1 || (net.cell != "lstm" && net.cell != "gru")))
+        bad("net " + net.name +
+            ": a network over sequences needs a vocabulary, an embedding, "
+            "layers of one width and a cell (lstm or gru)");
       info.nets.push_back(std::move(net));
     }
   }
@@ -280,8 +290,11 @@ void parse_nets(const json& root, ModelInfo& info) {
       arg.offset = get_int(a, "offset", ctx);
       arg.size = get_int(a, "size", ctx);
       if (arg.kind != "state" && arg.kind != "param" && arg.kind != "data" && arg.kind != "obs" &&
-          arg.kind != "input")
+          arg.kind != "input" && arg.kind != "sequence")
         bad(ctx + ": an argument of kind '" + arg.kind + "'");
+      if ((arg.kind == "sequence") !=
+          (info.nets[call.net].over_sequences() && call.arguments.empty()))
+        bad(ctx + ": a network over sequences reads one sequence, first");
       if (arg.kind == "input" && (arg.offset < 0 || arg.offset + arg.size > info.n_inputs))
         bad(ctx + ": its covariate '" + arg.name + "' is not among the inputs");
       inputs += arg.size;

@@ -29,6 +29,10 @@ struct VarInfo {
   // States only: a copy the compiler added to carry x[t-k], k >= 2 (named `x@lagK`); after the
   // model's own states, and never shown.
   bool hidden = false;
+  // A plate model's observations only: a sequence of tokens in [lower, upper] (`sequence[V]`),
+  // one per row of its item (the rows a `series` column groups: core/sequence_items.h); its one
+  // slot holds the sequence's length, and networks read the tokens.
+  bool sequence = false;
 };
 
 // A `functional` of the model: components [offset, offset + size) of the functional_terms
@@ -69,7 +73,13 @@ struct NetInfo {
   // output is log p(target | context).
   int64_t dim = 0, components = 0, layers = 0;
   std::string maps = "affine"; // a dif's: affine, or maf or realnvp layers
+  // rnn (an encoder) and rnn_lm (a density, log p(sequence | context)) read a sequence of tokens
+  // 0..vocab-1, their first input, then inputs - 1 context values: `layers` recurrent layers of
+  // hidden[0] units of a `cell` (lstm or gru) over `embedding`-wide token vectors.
+  int64_t vocab = 0, embedding = 0;
+  std::string cell = "lstm";
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
+  bool over_sequences() const { return kind == "rnn" || kind == "rnn_lm"; }
 };
 // "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
 // hidden layer), as the language writes the declaration.
@@ -77,7 +87,8 @@ std::string net_declaration(const NetInfo& net);
 struct NetCallInfo {
   struct Argument {
     std::string kind; // state | param | data | obs (a guide's network: an offset into y) |
-                      // input (a covariate: an offset into the item's inputs)
+                      // input (a covariate: an offset into the item's inputs) | sequence (an
+                      // observation's tokens; offset: its slot in y)
     std::string name;
     int64_t offset = 0, size = 0;
   };

@@ -20,6 +20,12 @@ std::string net_declaration(const NetInfo& net) {
   if (net.density())
     return fmt::format("{}(dim = {}, layers = {}, hidden = {})", net.kind, net.dim, net.layers,
                        hidden);
+  if (net.over_sequences())
+    return fmt::format("{}(vocab = {}, {}context = {}, embedding = {}, hidden = {}, layers = {}, "
+                       "cell = {})",
+                       net.kind, net.vocab,
+                       net.kind == "rnn" ? fmt::format("outputs = {}, ", net.outputs) : "",
+                       net.inputs - 1, net.embedding, hidden, net.layers, net.cell);
   return fmt::format("{}(inputs = {}, outputs = {}, hidden = {}, activation = {})", net.kind,
                      net.inputs, net.outputs, hidden, net.activation);
 }

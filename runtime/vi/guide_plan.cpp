@@ -174,7 +174,9 @@ GuidePlan plan_guide(const ssm_model& model, const ModelInfo& info,
       }
     }
   }
-  if (plan.estimators.empty())
+  // Without latents, the model's networks are what vi trains (a language model: by maximum
+  // likelihood, the ELBO being log p itself).
+  if (plan.estimators.empty() && info.nets.empty())
     throw Error(fmt::format("vi: model '{}' has no latent variables to infer", info.name));
   place_difs(plan, options);
   plan.dense = options.family == kFullRankName ||

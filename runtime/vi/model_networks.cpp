@@ -33,40 +33,56 @@ flows::DensitySpec density_spec(const NetInfo& net, bool single) {
   return spec;
 }
 
-// Reads a density's weights from its entry in a file of save(): the declaration it was saved under
-// must be the model's (Module::load would take tensors of any shape, and leave out layers the
-// declaration does not ask for), and each tensor keeps the dtype of the run's --precision.
-void load_density(flows::DensityImpl& density, torch::serialize::InputArchive& archive,
-                  const std::string& path, const NetInfo& net) {
+RecurrentSpec recurrent_spec(const NetInfo& net, bool single) {
+  RecurrentSpec spec;
+  spec.language_model = net.kind == "rnn_lm";
+  spec.vocab = net.vocab;
+  spec.context = net.inputs - 1; // the sequence, then the context
+  spec.outputs = net.outputs;
+  spec.embedding = net.embedding;
+  spec.hidden = net.hidden.at(0);
+  spec.layers = net.layers;
+  spec.cell = net.cell;
+  spec.single = single;
+  return spec;
+}
+
+// Reads a density's (or a recurrent network's) weights from its entry in a file of save(): the
+// declaration it was saved under must be the model's (Module::load would take tensors of any
+// shape, and leave out layers the declaration does not ask for), and each tensor keeps the dtype
+// of the run's --precision.
+void load_declared(torch::nn::Module& module, torch::serialize::InputArchive& archive,
+                   const std::string& path, const NetInfo& net) {
+  const char* what = net.density() ? "density" : "network";
   torch::serialize::InputArchive entry;
   c10::IValue declared;
   try {
     archive.read(net.name, entry);
     entry.read("declaration", declared);
   } catch (const c10::Error&) {
-    throw Error(
-        fmt::format("{} holds no density '{}' (it was saved from another model?)", path, net.name));
+    throw Error(fmt::format("{} holds no {} '{}' (it was saved from another model?)", path, what,
+                            net.name));
   }
   const std::string want = net_declaration(net);
   if (!declared.isString() || declared.toStringRef() != want)
-    throw Error(fmt::format("{}: density '{}' was saved as {}, but the model declares {}", path,
+    throw Error(fmt::format("{}: {} '{}' was saved as {}, but the model declares {}", path, what,
                             net.name, declared.isString() ? declared.toStringRef() : "?", want));
   std::vector<torch::Dtype> dtypes;
-  for (const torch::Tensor& t : density.parameters())
+  for (const torch::Tensor& t : module.parameters())
     dtypes.push_back(t.scalar_type());
-  for (const torch::Tensor& t : density.buffers())
+  for (const torch::Tensor& t : module.buffers())
     dtypes.push_back(t.scalar_type());
   try {
-    density.load(entry);
+    module.load(entry);
   } catch (const c10::Error& e) {
-    throw Error(fmt::format("{}: density '{}' could not be read ({})", path, net.name,
+    throw Error(fmt::format("{}: {} '{}' could not be read ({})", path, what, net.name,
                             e.what_without_backtrace()));
   }
   size_t k = 0;
   torch::NoGradGuard no_grad;
-  for (torch::Tensor t : density.parameters())
+  for (torch::Tensor t : module.parameters())
     t.set_data(t.to(dtypes.at(k++)));
-  for (torch::Tensor t : density.buffers())
+  for (torch::Tensor t : module.buffers())
     t.set_data(t.to(dtypes.at(k++)));
 }
 
@@ -92,11 +108,14 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     }
   }
   for (const NetInfo& net : info.nets) {
-    if (net.density()) {
+    if (net.density() || net.over_sequences()) {
       Network n;
-      n.density = flows::make_density(density_spec(net, single));
+      if (net.density())
+        n.density = flows::make_density(density_spec(net, single));
+      else
+        n.recurrent = Recurrent(recurrent_spec(net, single));
       if (!load_path.empty())
-        load_density(*n.density, archive, load_path, net);
+        load_declared(n.module(), archive, load_path, net);
       nets_.push_back(std::move(n));
       continue;
     }
@@ -127,16 +146,83 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
 }
 
 torch::nn::Module& ModelNetworks::Network::module() const {
-  return mlp ? static_cast<torch::nn::Module&>(*mlp.ptr()) : *density;
+  if (mlp)
+    return *mlp.ptr();
+  if (recurrent)
+    return *recurrent.ptr();
+  return *density;
 }
+
+SequenceBatch SequenceBatch::select(const torch::Tensor& rows) const {
+  SequenceBatch out;
+  out.names = names;
+  for (size_t k = 0; k < names.size(); ++k) {
+    const torch::Tensor lengths_k = lengths[k].index_select(0, rows);
+    const int64_t L = rows.numel() > 0 ? lengths_k.max().item<int64_t>() : 1;
+    out.tokens.push_back(tokens[k].index_select(0, rows).narrow(1, 0, L));
+    out.lengths.push_back(lengths_k);
+  }
+  return out;
+}
+
+SequenceBatch sequence_batch(const ObsData& data) {
+  SequenceBatch out;
+  for (const ObsData::Sequences& s : data.sequences) {
+    const int64_t items = static_cast<int64_t>(s.start.size()) - 1;
+    int64_t longest = 1;
+    for (int64_t n = 0; n < items; ++n)
+      longest = std::max(longest, s.start[n + 1] - s.start[n]);
+    torch::Tensor tokens = torch::zeros({items, longest}, torch::kInt64),
+                  lengths = torch::zeros({items}, torch::kInt64);
+    auto t = tokens.accessor<int64_t, 2>();
+    auto l = lengths.accessor<int64_t, 1>();
+    for (int64_t n = 0; n < items; ++n) {
+      l[n] = s.start[n + 1] - s.start[n];
+      for (int64_t i = 0; i < l[n]; ++i)
+        t[n][i] = s.tokens[s.start[n] + i];
+    }
+    out.names.push_back(s.name);
+    out.tokens.push_back(tokens);
+    out.lengths.push_back(lengths);
+  }
+  return out;
+}
+
+namespace {
+
+// The index of sequence `name` in `sequences`, or -1.
+int64_t sequence_index(const SequenceBatch& sequences, const std::string& name) {
+  for (size_t k = 0; k < sequences.names.size(); ++k)
+    if (sequences.names[k] == name)
+      return static_cast<int64_t>(k);
+  return -1;
+}
+
+bool reads_sequence(const NetCallInfo& call) {
+  return !call.arguments.empty() && call.arguments[0].kind == "sequence";
+}
+
+} // namespace
 
 torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tensor& z,
                                      const torch::Tensor& obs, const torch::Tensor& covariates,
-                                     const torch::Tensor& theta, const std::vector<double>& fixed) {
-  const int64_t R = z.defined() ? z.size(0) : obs.size(0);
+                                     const torch::Tensor& theta, const std::vector<double>& fixed,
+                                     const SequenceBatch& sequences) {
+  int64_t R = z.defined() ? z.size(0) : obs.size(0);
+  int64_t sequence = -1;
+  if (reads_sequence(call)) {
+    sequence = sequence_index(sequences, call.arguments[0].name);
+    if (sequence < 0)
+      throw Error(fmt::format("internal error: network '{}' reads the sequence '{}', which its "
+                              "caller did not give",
+                              info_.nets[call.net].name, call.arguments[0].name));
+    R = sequences.tokens[sequence].size(0);
+  }
   std::vector<torch::Tensor> inputs;
   for (const NetCallInfo::Argument& a : call.arguments) {
-    if (a.kind == "state") {
+    if (a.kind == "sequence") {
+      continue; // the recurrent network's own input, below
+    } else if (a.kind == "state") {
       inputs.push_back(z.narrow(1, a.offset, a.size));
     } else if (a.kind == "obs") {
       inputs.push_back(obs.narrow(1, a.offset, a.size));
@@ -155,8 +241,11 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
       inputs.push_back(v.view({1, a.size}).expand({R, a.size}));
     }
   }
-  const torch::Tensor x = torch::cat(inputs, 1);
   Network& net = nets_[call.net];
+  if (net.recurrent)
+    return net.recurrent->forward(sequences.tokens[sequence], sequences.lengths[sequence],
+                                  inputs.empty() ? torch::Tensor() : torch::cat(inputs, 1));
+  const torch::Tensor x = torch::cat(inputs, 1);
   if (net.mlp)
     return net.mlp->forward(x);
   // A density: log p of the target (the first argument) given the context (the others).
@@ -167,7 +256,8 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
 
 torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& theta,
                                    const std::vector<double>& fixed,
-                                   const torch::Tensor& covariates) {
+                                   const torch::Tensor& covariates,
+                                   const SequenceBatch* sequences) {
   if (info_.net_calls.empty())
     return z;
   const int64_t I = z.size(0), S = z.size(1), D = z.size(2);
@@ -177,12 +267,28 @@ torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& 
       covariates.defined()
           ? covariates.unsqueeze(1).expand({I, S, covariates.size(1)}).reshape({I * S, -1})
           : torch::Tensor();
+  // Each item's sequences on each of its S rows.
+  const SequenceBatch row_sequences =
+      sequences == nullptr || sequences->empty()
+          ? SequenceBatch()
+          : sequences->select(torch::arange(I, torch::kInt64).repeat_interleave(S));
   torch::Tensor out = z;
   for (const NetCallInfo& call : info_.net_calls) {
-    if (call.for_guide())
+    if (call.for_guide() || (reads_sequence(call) && sequences == nullptr))
       continue;
-    const torch::Tensor y =
-        forward(call, rows, {}, row_covariates, theta, fixed).view({I, S, call.size});
+    // A call that reads no state has one value per item, whatever its draws: computed once
+    // (a language model of the item's sequence alone runs once, not once per draw).
+    const bool per_item = std::none_of(call.arguments.begin(), call.arguments.end(),
+                                       [](const auto& a) { return a.kind == "state"; });
+    torch::Tensor y;
+    if (per_item)
+      y = forward(call, z.select(1, 0), {}, covariates, theta, fixed,
+                  sequences == nullptr ? SequenceBatch() : *sequences)
+              .view({I, 1, call.size})
+              .expand({I, S, call.size});
+    else
+      y = forward(call, rows, {}, row_covariates, theta, fixed, row_sequences)
+              .view({I, S, call.size});
     const torch::Tensor slots = torch::arange(call.offset, call.offset + call.size, torch::kInt64);
     out = out.index_copy(2, slots, y);
   }
@@ -191,12 +297,14 @@ torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& 
 
 torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
                                           const std::vector<double>& fixed,
-                                          const torch::Tensor& covariates) {
+                                          const torch::Tensor& covariates,
+                                          const SequenceBatch& sequences) {
   std::vector<torch::Tensor> outputs;
   for (const GuideInfo::Input& input : info_.guide.inputs)
     for (const NetCallInfo& call : info_.net_calls)
       if (call.state == input.state)
-        outputs.push_back(forward(call, {}, obs, covariates, theta, fixed).to(torch::kFloat64));
+        outputs.push_back(
+            forward(call, {}, obs, covariates, theta, fixed, sequences).to(torch::kFloat64));
   if (outputs.empty())
     return torch::zeros({obs.size(0), 0}, torch::kFloat64);
   return torch::cat(outputs, 1);
@@ -260,8 +368,8 @@ std::string ModelNetworks::save() const {
     torch::serialize::OutputArchive entry;
     if (nets_[k].mlp) {
       nets_[k].mlp->write(entry);
-    } else { // with its declaration, which load_density checks
-      nets_[k].density->save(entry);
+    } else { // with its declaration, which load_declared checks
+      nets_[k].module().save(entry);
       entry.write("declaration", c10::IValue(net_declaration(info_.nets[k])));
     }
     archive.write(info_.nets[k].name, entry);

@@ -1,16 +1,19 @@
-// The networks a model declares (`net NAME : mlp(...)`, and the densities `dif(...)`, `maf(...)`,
-// `realnvp(...)` that are latents' distributions) and the calls of them that the compiler turned
-// into hidden states (passes/net_outputs.cpp): this class holds the networks' weights, applies
-// each call to the values of its arguments (a density: log p of its first argument given the
-// rest) and writes the outputs into those states' slots, differentiably, so that the gradient the
-// compiled kernels give for a slot (nn/compiled_density.h) flows on through the network to its
-// weights and its arguments. It also saves all the networks to one file, and starts them from
-// one. The vi module's: a density is a flows room's (runtime/flows).
+// The networks a model declares (`net NAME : mlp(...)`, `rnn(...)` over a sequence, and the
+// densities `dif(...)`, `maf(...)`, `realnvp(...)` that are latents' distributions and
+// `rnn_lm(...)` that is a sequence's) and the calls of them that the compiler turned into hidden
+// states (passes/net_outputs.cpp): this class holds the networks' weights, applies each call to the
+// values of its arguments (a density: log p of its first argument given the rest) and writes the
+// outputs into those states' slots, differentiably, so that the gradient the compiled kernels give
+// for a slot (nn/compiled_density.h) flows on through the network to its weights and its arguments.
+// It also saves all the networks to one file, and starts them from one. The vi module's: a density
+// is a flows room's (runtime/flows).
 #pragma once
 
+#include "core/csv.h"
 #include "core/metadata.h"
 #include "flows/density.h"
 #include "nn/mlp.h"
+#include "nn/recurrent.h"
 
 #include <torch/torch.h>
 
@@ -19,6 +22,18 @@
 #include <vector>
 
 namespace ssm::nn {
+
+// The tokens of items' sequences: per observation that is a sequence (by name), tokens [R, L]
+// (int64, 0 past each row's end) and lengths [R].
+struct SequenceBatch {
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> tokens, lengths;
+  bool empty() const { return names.empty(); }
+  // Rows `rows` ([R'] int64) of this batch, trimmed to the longest of them.
+  SequenceBatch select(const torch::Tensor& rows) const;
+};
+// Every item's sequences (ObsData::sequences), in item order.
+SequenceBatch sequence_batch(const ObsData& data);
 
 class ModelNetworks {
 public:
@@ -30,16 +45,19 @@ public:
   bool empty() const { return nets_.empty(); }
   // z: [I, S, D] values of the state (the slots of the calls' outputs are replaced); theta:
   // [n_theta]; fixed: the frame's fixed part (parameters then data values); covariates: the
-  // items' inputs [I, n_inputs] (undefined when the model has none). Returns z with every call's
-  // output in its slot, but for the calls that read observations (a guide's: see guide_inputs).
+  // items' inputs [I, n_inputs] (undefined when the model has none); sequences: the items'
+  // sequences, or null to leave out the calls that read one (the guide's start, whose draws do
+  // not read their outputs). Returns z with every call's output in its slot, but for the calls
+  // that read observations (a guide's: see guide_inputs).
   torch::Tensor apply(const torch::Tensor& z, const torch::Tensor& theta,
-                      const std::vector<double>& fixed, const torch::Tensor& covariates = {});
+                      const std::vector<double>& fixed, const torch::Tensor& covariates = {},
+                      const SequenceBatch* sequences = nullptr);
   // The network outputs a declared guide reads (GuideInfo::inputs, in order) for items whose
   // observations are `obs` ([I, n_obs]) and covariates `covariates` ([I, n_inputs]):
   // [I, GuideInfo::n_inputs].
   torch::Tensor guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
-                             const std::vector<double>& fixed,
-                             const torch::Tensor& covariates = {});
+                             const std::vector<double>& fixed, const torch::Tensor& covariates = {},
+                             const SequenceBatch& sequences = {});
 
   std::vector<torch::Tensor> parameters() const;
   // The model's density `name` (a `dif`, `maf` or `realnvp` declaration) as a file of `ssmc
@@ -53,16 +71,18 @@ public:
 
 private:
   // Call `call` on R rows: its state arguments from `z` ([R, D]), its observation arguments from
-  // `obs` ([R, n_obs]), its covariates from `covariates` ([R, n_inputs]), parameters and data
-  // broadcast. [R, outputs].
+  // `obs` ([R, n_obs]), its covariates from `covariates` ([R, n_inputs]), its sequence from
+  // `sequences` (R rows), parameters and data broadcast. [R, outputs].
   torch::Tensor forward(const NetCallInfo& call, const torch::Tensor& z, const torch::Tensor& obs,
                         const torch::Tensor& covariates, const torch::Tensor& theta,
-                        const std::vector<double>& fixed);
+                        const std::vector<double>& fixed, const SequenceBatch& sequences);
 
-  // One of the two is set: an mlp, or a density over its first `dim` inputs given the rest.
+  // One of the three is set: an mlp, a density over its first `dim` inputs given the rest, or a
+  // recurrent network over a sequence (given the rest).
   struct Network {
     Mlp mlp{nullptr};
     std::shared_ptr<flows::DensityImpl> density;
+    Recurrent recurrent{nullptr};
     torch::nn::Module& module() const;
   };
   const ModelInfo& info_;

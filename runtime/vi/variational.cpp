@@ -6,6 +6,7 @@
 // parameters' unconstrained coordinates (with --param-guide, q(θ)'s weights), and whose model part
 // is the compiled log joint density (nn/compiled_density.h).
 #include "vi/variational.h"
+#include "core/sequence_items.h"
 #include "nn/adam_schedule.h"
 #include "vi/variational_problem.h"
 
@@ -158,20 +159,25 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   return "";
 }
 
-// Items that are sequences (a series column) are not served yet.
-void require_single_items(const ObsData& data) {
-  if (data.series.count() > 1)
-    throw Error(fmt::format("vi: {} has a series column: items that are sequences are not "
-                            "supported by vi yet",
-                            data.source));
+// The items of `rows`: one per row, or, for a model whose observation is a sequence, one per
+// series of rows (core/sequence_items.h). A series column in a model without sequences is an
+// error: its items are not sequences.
+ObsData items_of(const ModelInfo& info, const ObsData& rows) {
+  if (!has_sequences(info) && rows.series.count() > 1)
+    throw Error(fmt::format("vi: {} has a series column, but no observation of model '{}' is a "
+                            "sequence (obs c[n] : sequence[V]): its items are its rows",
+                            rows.source, info.name));
+  return gather_sequence_items(info, rows);
 }
 
 } // namespace
 
-VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& options) {
-  if (Refusal why = variational_refusal(run.model, run.info))
+VariationalFit fit_variational(const MethodRun& given, const VariationalOptions& options) {
+  if (Refusal why = variational_refusal(given.model, given.info))
     throw Error(fmt::format("vi: {}", *why));
-  require_single_items(*run.data);
+  const ObsData items = items_of(given.info, *given.data);
+  MethodRun run = given;
+  run.data = &items;
   torch::set_num_threads(std::max(1, run.threads));
   VariationalFit fit;
   fit.objective = options.objective;
@@ -238,8 +244,7 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
   if (p.guide.saves())
     fit.guide_state = p.guide.save();
   if (!options.test_file.empty()) {
-    const ObsData test = read_observations_file(run.info, options.test_file);
-    require_single_items(test);
+    const ObsData test = items_of(run.info, read_observations_file(run.info, options.test_file));
     std::vector<double> fixed = *run.fixed;
     std::copy(fit.theta.begin(), fit.theta.end(), fixed.begin());
     VariationalProblem::Impl q(run, options, test, fixed, false);
@@ -262,6 +267,8 @@ VariationalFit fit_variational(const MethodRun& run, const VariationalOptions& o
 
 VariationalProblem::VariationalProblem(const MethodRun& run, const VariationalOptions& options)
     : impl_(std::make_unique<Impl>(run, options, *run.data, *run.fixed, true)) {
+  if (has_sequences(run.info)) // its data would need gathering into items, as fit_variational's
+    throw Error("VariationalProblem: items that are sequences are not served");
   if (options.parameter_guide)
     throw Error("VariationalProblem: --param-guide is not served (its parameters are q's)");
 }

@@ -12,6 +12,15 @@ int64_t items_per_chunk(const VariationalProblem::Impl& p, int64_t K) {
   for (const GuidePlan::Dif& d : p.plan.difs)
     per_item += K * d.components * d.components *
                 (2 * d.width + d.components + 2 * static_cast<int64_t>(d.columns.size()));
+  // A recurrent network runs on each row's longest sequence: its states and its outputs.
+  int64_t longest = 0;
+  for (const torch::Tensor& lengths : p.item_sequences.lengths)
+    longest = std::max(longest, lengths.numel() > 0 ? lengths.max().item<int64_t>() : 0);
+  for (const NetInfo& net : p.run.info.nets)
+    if (net.over_sequences())
+      per_item += K * p.plan.enumeration * longest *
+                  (net.embedding + net.inputs +
+                   (net.cell == "gru" ? 4 : 6) * net.hidden.at(0) * net.layers + net.vocab);
   return std::max<int64_t>(1, (int64_t{1} << 22) / per_item);
 }
 

@@ -89,6 +89,11 @@ struct VariationalProblem::Impl {
                ? item_covariates.index_select(0, torch::tensor(items, torch::kInt64))
                : torch::Tensor();
   }
+  nn::SequenceBatch item_sequences; // the items' sequences (observations `sequence[V]`)
+  nn::SequenceBatch sequences_of(const std::vector<int64_t>& items) const {
+    return item_sequences.empty() ? item_sequences
+                                  : item_sequences.select(torch::tensor(items, torch::kInt64));
+  }
   // The learned parameters' unconstrained coordinates are u * u_scale, u_scale = max(1, |start|):
   // Adam's steps in u are then relative to each coordinate's size (a mean of 1000 moves by tens,
   // a log-scale by hundredths), where steps in the coordinates themselves would all be alike.
@@ -166,13 +171,15 @@ struct VariationalProblem::Impl {
     has_base = torch::zeros({d.T}, torch::kBool);
     if (d.n_inputs > 0)
       item_covariates = torch::tensor(d.u, torch::kFloat64).view({d.T, d.n_inputs});
+    item_sequences = nn::sequence_batch(d);
     if (!r.info.guide.empty()) {
       declared.emplace(r.model, r.info, d, f);
       guide_observations = ssm::guide_observations(d, r.info.guide);
       guide.declare(r.info.guide, [this](const std::vector<int64_t>& items) {
         const torch::Tensor idx = torch::tensor(items, torch::kInt64);
-        const torch::Tensor inputs = nets->guide_inputs(guide_observations.index_select(0, idx), {},
-                                                        fixed, covariates_of(items));
+        const torch::Tensor inputs =
+            nets->guide_inputs(guide_observations.index_select(0, idx), {}, fixed,
+                               covariates_of(items), sequences_of(items));
         return declared->arguments(inputs, items);
       });
     }
@@ -258,8 +265,9 @@ struct VariationalProblem::Impl {
     const int64_t I = static_cast<int64_t>(items.size()), E = d.z.size(2), D = run.info.n_state;
     const torch::Tensor th = at.defined() ? at : theta();
     // The networks' outputs in their slots: the kernels read them as states.
+    const nn::SequenceBatch sequences = sequences_of(items);
     const torch::Tensor flat =
-        nets->apply(d.z.reshape({I, K * E, D}), th, fixed, covariates_of(items));
+        nets->apply(d.z.reshape({I, K * E, D}), th, fixed, covariates_of(items), &sequences);
     const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
     const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
     const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]
