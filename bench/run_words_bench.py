@@ -4,6 +4,7 @@ are sequences"): the 1000 training and 300 held-out words of examples/data/words
 
   bench/run_words_bench.py [BUILD_DIR] [--repeats 3]
 
+- examples/char_mixture.ssm: a mixture of 3 categoricals (a class per word) by exact EM, and
 - examples/char_hmm.ssm: a 5-state HMM by exact EM (Baum-Welch), the held-out words' exact
   log-likelihood by the forward algorithm;
 - examples/char_lm.ssm: an LSTM language model (`rnn_lm`, 64 units) trained by `vi` (maximum
@@ -44,17 +45,19 @@ def main():
     work = tempfile.mkdtemp(prefix="ssmc-words-")
     try:
         exes = {}
-        for name in ("char_hmm", "char_lm", "word_vae"):
+        for name in ("char_mixture", "char_hmm", "char_lm", "word_vae"):
             exes[name] = os.path.join(work, name)
             subprocess.run([ssmc, "build", os.path.join(ROOT, "examples", name + ".ssm"), "-o",
                             exes[name]], check=True, capture_output=True)
-        saved = os.path.join(work, "hmm.json")
-        fit = run_json([exes["char_hmm"], "optimize", "--method", "em", "--data", TRAIN, "--json",
-                        "--save", saved])
-        held = run_json([exes["char_hmm"], "filter", "--data", TEST, "--params", saved, "--json"])
         print(f"{'model':<34} {'train':>8} {'held-out':>9} {'KL':>7} {'IWAE':>8} {'time s':>7}")
-        print(f"{'char_hmm (5 states, exact EM)':<34} {fit['log_likelihood'] / 1000:8.2f} "
-              f"{held['log_likelihood'] / 300:9.2f} {'':>7} {'':>8} {fit['elapsed_s']:7.1f}")
+        for name, label in (("char_mixture", "char_mixture (3 classes, exact EM)"),
+                            ("char_hmm", "char_hmm (5 states, exact EM)")):
+            saved = os.path.join(work, name + ".json")
+            fit = run_json([exes[name], "optimize", "--method", "em", "--data", TRAIN, "--json",
+                            "--save", saved])
+            held = run_json([exes[name], "filter", "--data", TEST, "--params", saved, "--json"])
+            print(f"{label:<34} {fit['log_likelihood'] / 1000:8.2f} "
+                  f"{held['log_likelihood'] / 300:9.2f} {'':>7} {'':>8} {fit['elapsed_s']:7.1f}")
         common = ["--data", TRAIN, "--test", TEST, "--batch-size", "100",
                   "--net-learning-rate", "0.01", "--json"]
         for epochs in (5, 10, 20, 40):
