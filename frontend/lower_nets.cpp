@@ -28,6 +28,7 @@ const std::map<std::string, std::vector<std::string>> kind_options = {
     {"dif", {"dim", "context", "components", "maps", "layers", "hidden"}},
     {"maf", {"dim", "layers", "hidden"}},
     {"realnvp", {"dim", "layers", "hidden"}},
+    {"embedding", {"vocab", "dim"}},
     {"rnn", {"vocab", "outputs", "context", "embedding", "hidden", "layers", "cell"}},
     {"rnn_lm", {"vocab", "context", "embedding", "hidden", "layers", "cell"}},
 };
@@ -53,7 +54,9 @@ void Lowering::define_net(const ast::NetDecl& d) {
   net.name = name;
   net.kind = d.kind.name;
   const bool recurrent = net.over_sequences();
-  const bool density = known != kind_options.end() && d.kind.name != "mlp" && !recurrent;
+  const bool embedding = net.kind == "embedding"; // a vector per token: dim outputs of 1 input
+  const bool density =
+      known != kind_options.end() && d.kind.name != "mlp" && !recurrent && !embedding;
   net.hidden = density ? std::vector<int>{32, 32} : std::vector<int>{64};
   if (density) {
     net.outputs = 1; // log p(target | context)
@@ -154,11 +157,11 @@ void Lowering::define_net(const ast::NetDecl& d) {
         net.activation = o.value->name;
     }
   }
-  const std::vector<const char*> required = density             ? std::vector{"dim"}
-                                            : net.kind == "rnn" ? std::vector{"vocab", "outputs"}
-                                            : net.kind == "rnn_lm"
-                                                ? std::vector{"vocab"}
-                                                : std::vector{"inputs", "outputs"};
+  const std::vector<const char*> required = density                ? std::vector{"dim"}
+                                            : net.kind == "rnn"    ? std::vector{"vocab", "outputs"}
+                                            : net.kind == "rnn_lm" ? std::vector{"vocab"}
+                                            : embedding            ? std::vector{"vocab", "dim"}
+                                                        : std::vector{"inputs", "outputs"};
   for (const char* option : required)
     if (known != kind_options.end() && !seen.count(option))
       reject(d.name.range, fmt::format(msg::net_option_missing, name, option));
@@ -166,6 +169,12 @@ void Lowering::define_net(const ast::NetDecl& d) {
     net.inputs = net.dim + context; // the call's arguments: the target, then the context
   if (recurrent)
     net.inputs = 1 + context; // the sequence (its one slot: its length), then the context
+  if (embedding) {            // the token, an int; its vector
+    net.inputs = 1;
+    net.outputs = net.dim;
+    net.dim = 0;
+    net.hidden.clear();
+  }
   if (net.kind == "dif" && maps_known && net.maps == "affine" && seen.count("layers"))
     reject(d.name.range, fmt::format(msg::dif_layers_without_maps, name));
   if (net.kind == "dif" && net.maps != "affine" && !seen.count("layers"))
@@ -237,6 +246,19 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
                     a.op != ir::Op::Input) {
       error(e.args[k]->range, fmt::format(msg::net_argument_not_variable, net.name));
       return std::nullopt;
+    }
+    if (net.kind == "embedding") { // a token: an int variable within the vocabulary
+      const ir::VarDecl* v = a.op == ir::Op::Latent  ? &model_.latents[a.var]
+                             : a.op == ir::Op::Obs   ? &model_.obs[a.var]
+                             : a.op == ir::Op::Input ? &model_.inputs[a.var]
+                             : a.op == ir::Op::Data  ? &model_.data[a.var]
+                                                     : nullptr;
+      if (!v || !v->integer || !a.shape.is_scalar() || !(v->lower >= 0) ||
+          !(v->upper <= net.vocab - 1)) {
+        error(e.args[k]->range, fmt::format(msg::embedding_argument, net.name, net.vocab - 1,
+                                            v ? type_str(*v) : std::string("a parameter")));
+        return std::nullopt;
+      }
     }
     size += a.shape.size();
     shapes.push_back(a.shape.str());

@@ -19,7 +19,8 @@ inline constexpr char net_outside_plate_model[] =
     "network '{}' in a model that is not over a plate: networks are available in plate models "
     "(latent z[n], obs x[n]) for now";
 inline constexpr char net_unknown_kind[] =
-    "unknown kind of network '{}'; known: mlp, rnn, and the densities dif, maf, realnvp, rnn_lm";
+    "unknown kind of network '{}'; known: mlp, embedding, rnn, and the densities dif, maf, "
+    "realnvp, rnn_lm";
 inline constexpr char net_option_twice[] = "option '{}' is given twice for network '{}'";
 inline constexpr char net_size_zero[] = "{} must be at least 1";
 inline constexpr char net_unknown_activation[] = "unknown activation for network '{}'; known: {}";
@@ -67,6 +68,9 @@ inline constexpr char dif_guide_layers_one_dimension[] =
 inline constexpr char net_named_as_distribution[] =
     "network '{}' has a distribution's name: rename it";
 inline constexpr char net_unknown_cell[] = "unknown cell for network '{}'; known: {}";
+inline constexpr char embedding_argument[] =
+    "network '{}' embeds the tokens of int[0..{}]: its one argument is an int variable within "
+    "them, not {}";
 inline constexpr char rnn_hidden_one_width[] =
     "network '{}' is an {}: its hidden is one width (`layers` stacks recurrent layers of it)";
 inline constexpr char sequence_net_called[] =

@@ -272,6 +272,7 @@ struct NetDecl {
   // A density over vector[dim] of the flows room (the distribution of a latent).
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
   bool over_sequences() const { return kind == "rnn" || kind == "rnn_lm"; }
+  // `embedding`: a learned vector of `outputs` values per token 0..vocab-1, its one input.
   // Written as a relation's distribution, not called: a density over vectors or sequences.
   bool distribution() const { return density() || kind == "rnn_lm"; }
 };

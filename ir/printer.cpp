@@ -153,7 +153,8 @@ std::string print(const Model& model) {
                                   n.layers, n.kind == "dif" ? ", maps = " + n.maps : "")
         : n.over_sequences() ? fmt::format(", vocab = {}, embedding = {}, layers = {}, cell = {}",
                                            n.vocab, n.embedding, n.layers, n.cell)
-                             : "");
+        : n.kind == "embedding" ? fmt::format(", vocab = {}", n.vocab)
+                                : "");
   for (const NetCall& c : model.net_calls) {
     std::vector<std::string> args;
     for (const Node& a : c.args)

@@ -82,6 +82,15 @@ StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
   r.dist =
       rel.dist == ir::Dist::Dirac ? "deterministic" : std::string(ir::dist_info(rel.dist).name);
   r.loc = rel.loc;
+  // A learned density (a dif of a latent, an rnn_lm of a sequence): shown by its network, whose
+  // call reads the target itself; the relation reads the call's other arguments.
+  int density_net = -1;
+  if (rel.dist == ir::Dist::Density && rel.args.size() == 1 && rel.args[0] >= 0 &&
+      block.nodes.at(rel.args[0]).op == ir::Op::Net) {
+    density_net = block.nodes[rel.args[0]].var;
+    r.dist =
+        fmt::format("{} ({})", model.nets.at(density_net).name, model.nets.at(density_net).kind);
+  }
   const std::vector<bool> reached = ir::reached_from(block, rel.args);
   // (0 latent | 1 obs | 2 network | 3 input, index): declaration order
   std::set<std::pair<int, int>> vars;
@@ -101,6 +110,10 @@ StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
       params.insert(node.var);
   }
   std::string item = model.kind == ir::ModelKind::Plate ? "[n]" : "";
+  if (density_net >= 0) {
+    vars.erase({2, density_net});
+    vars.erase({rel.kind == ir::VarKind::Latent ? 0 : 1, rel.var});
+  }
   for (const auto& [kind, var] : vars)
     r.reads.push_back(
         kind == 2 ? "network " + model.nets[var].name

@@ -264,6 +264,8 @@ void parse_nets(const json& root, ModelInfo& info) {
         bad("net " + net.name +
             ": a network over sequences needs a vocabulary, an embedding, "
             "layers of one width and a cell (lstm or gru)");
+      if (net.kind == "embedding" && (net.vocab < 1 || net.inputs != 1 || net.outputs < 1))
+        bad("net " + net.name + ": an embedding maps one token of its vocabulary to a vector");
       info.nets.push_back(std::move(net));
     }
   }

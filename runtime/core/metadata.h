@@ -80,6 +80,7 @@ struct NetInfo {
   std::string cell = "lstm";
   bool density() const { return kind == "dif" || kind == "maf" || kind == "realnvp"; }
   bool over_sequences() const { return kind == "rnn" || kind == "rnn_lm"; }
+  // `embedding`: a learned vector of `outputs` values per token 0..vocab-1 (its one input).
 };
 // "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
 // hidden layer), as the language writes the declaration.

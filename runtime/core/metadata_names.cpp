@@ -20,6 +20,8 @@ std::string net_declaration(const NetInfo& net) {
   if (net.density())
     return fmt::format("{}(dim = {}, layers = {}, hidden = {})", net.kind, net.dim, net.layers,
                        hidden);
+  if (net.kind == "embedding")
+    return fmt::format("embedding(vocab = {}, dim = {})", net.vocab, net.outputs);
   if (net.over_sequences())
     return fmt::format("{}(vocab = {}, {}context = {}, embedding = {}, hidden = {}, layers = {}, "
                        "cell = {})",

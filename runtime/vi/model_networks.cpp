@@ -108,12 +108,16 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     }
   }
   for (const NetInfo& net : info.nets) {
-    if (net.density() || net.over_sequences()) {
+    if (net.density() || net.over_sequences() || net.kind == "embedding") {
       Network n;
-      if (net.density())
+      if (net.density()) {
         n.density = flows::make_density(density_spec(net, single));
-      else
+      } else if (net.over_sequences()) {
         n.recurrent = Recurrent(recurrent_spec(net, single));
+      } else {
+        n.embedding = torch::nn::Embedding(net.vocab, net.outputs);
+        n.embedding->to(single ? torch::kFloat32 : torch::kFloat64);
+      }
       if (!load_path.empty())
         load_declared(n.module(), archive, load_path, net);
       nets_.push_back(std::move(n));
@@ -150,6 +154,8 @@ torch::nn::Module& ModelNetworks::Network::module() const {
     return *mlp.ptr();
   if (recurrent)
     return *recurrent.ptr();
+  if (embedding)
+    return *embedding.ptr();
   return *density;
 }
 
@@ -246,6 +252,8 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
     return net.recurrent->forward(sequences.tokens[sequence], sequences.lengths[sequence],
                                   inputs.empty() ? torch::Tensor() : torch::cat(inputs, 1));
   const torch::Tensor x = torch::cat(inputs, 1);
+  if (net.embedding) // the token's row (the frontend checked its range)
+    return net.embedding->forward(x.round().to(torch::kInt64).view({-1})).to(torch::kFloat64);
   if (net.mlp)
     return net.mlp->forward(x);
   // A density: log p of the target (the first argument) given the context (the others).

@@ -1,4 +1,5 @@
-// The networks a model declares (`net NAME : mlp(...)`, `rnn(...)` over a sequence, and the
+// The networks a model declares (`net NAME : mlp(...)`, `embedding(...)` of a token, `rnn(...)`
+// over a sequence, and the
 // densities `dif(...)`, `maf(...)`, `realnvp(...)` that are latents' distributions and
 // `rnn_lm(...)` that is a sequence's) and the calls of them that the compiler turned into hidden
 // states (passes/net_outputs.cpp): this class holds the networks' weights, applies each call to the
@@ -77,12 +78,13 @@ private:
                         const torch::Tensor& covariates, const torch::Tensor& theta,
                         const std::vector<double>& fixed, const SequenceBatch& sequences);
 
-  // One of the three is set: an mlp, a density over its first `dim` inputs given the rest, or a
-  // recurrent network over a sequence (given the rest).
+  // One of the four is set: an mlp, a density over its first `dim` inputs given the rest, a
+  // recurrent network over a sequence (given the rest), or an embedding of a token.
   struct Network {
     Mlp mlp{nullptr};
     std::shared_ptr<flows::DensityImpl> density;
     Recurrent recurrent{nullptr};
+    torch::nn::Embedding embedding{nullptr};
     torch::nn::Module& module() const;
   };
   const ModelInfo& info_;
