@@ -46,10 +46,21 @@ MlpImpl::MlpImpl(const MlpSpec& spec) : spec_(spec) {
   sd_ = register_buffer("sd", torch::ones({spec.inputs}, torch::kFloat64));
 }
 
+bool MlpImpl::standardises() const {
+  // Read from the buffers themselves, which a load may have replaced: a few dozen doubles.
+  const double *m = mean_.data_ptr<double>(), *s = sd_.data_ptr<double>();
+  for (int64_t k = 0; k < mean_.numel(); ++k)
+    if (m[k] != 0 || s[k] != 1)
+      return true;
+  return false;
+}
+
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  // A model's own networks read their inputs as they are: two operations fewer each way.
+  const torch::Tensor input = standardises() ? (x - mean_) / sd_ : x;
   if (!spec_.single)
-    return layers_->forward((x - mean_) / sd_);
-  return layers_->forward(((x - mean_) / sd_).to(torch::kFloat32)).to(torch::kFloat64);
+    return layers_->forward(input);
+  return layers_->forward(input.to(torch::kFloat32)).to(torch::kFloat64);
 }
 
 void MlpImpl::set_standardisation(const torch::Tensor& mean, const torch::Tensor& sd) {

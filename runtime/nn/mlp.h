@@ -45,6 +45,8 @@ public:
   void write(torch::serialize::OutputArchive& archive) const;
 
 private:
+  bool standardises() const; // mean or sd other than 0 and 1
+
   MlpSpec spec_;
   torch::nn::Sequential layers_;
   torch::Tensor mean_, sd_;

@@ -178,10 +178,18 @@ void Guide::start_encoder(const ObsData& data, const VariationalOptions& options
   encoder_->start_at(start);
 }
 
+bool Guide::bounded() const {
+  const auto finite = [](double b) { return std::isfinite(b); };
+  return std::any_of(plan_.continuous_lower.begin(), plan_.continuous_lower.end(), finite) ||
+         std::any_of(plan_.continuous_upper.begin(), plan_.continuous_upper.end(), finite);
+}
+
 std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u) const {
-  std::vector<torch::Tensor> z;
   std::vector<int64_t> leading(u.sizes().begin(), u.sizes().end() - 1);
   torch::Tensor log_det = torch::zeros(leading, torch::kFloat64);
+  if (!bounded()) // the identity, without a select and a stack per component to differentiate
+    return {u, log_det};
+  std::vector<torch::Tensor> z;
   for (int64_t c = 0; c < continuous_; ++c) {
     const torch::Tensor uc = u.select(-1, c);
     const double lo = plan_.continuous_lower[c], hi = plan_.continuous_upper[c];
@@ -213,6 +221,9 @@ void Guide::declare(const GuideInfo& guide, Arguments arguments) {
             std::find(plan_.continuous.begin(), plan_.continuous.end(), r.offset + k) -
             plan_.continuous.begin());
       slot.columns = torch::tensor(columns, torch::kInt64);
+      slot.all_columns = static_cast<int64_t>(columns.size()) == continuous_;
+      for (size_t k = 0; k < columns.size(); ++k)
+        slot.all_columns = slot.all_columns && columns[k] == static_cast<int64_t>(k);
       for (size_t j = 0; j < plan_.difs.size(); ++j)
         if (r.dist == "dif" && plan_.difs[j].latent == r.latent)
           slot.dif = static_cast<int>(j);
@@ -259,21 +270,30 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
       l.contexts[j] = (args.narrow(1, a.offset, a.size) - dif_shift_[j]) / dif_scale_[j];
       continue;
     }
+    // The relation's columns of an item's mean or log sd set to `v`: the whole of it when they
+    // are all the columns (one operation fewer each way per step, as a VAE's guide is).
+    auto set = [&](torch::Tensor& to, const torch::Tensor& v) {
+      if (slot.all_columns)
+        to = v;
+      else
+        to = (to.defined() ? to : torch::zeros({I, continuous_}, torch::kFloat64))
+                 .index_copy(1, slot.columns, v);
+    };
     if (r.dist == "normal") {
-      l.mu = l.mu.index_copy(1, slot.columns, argument(r, 0, r.size));
-      l.log_sd = l.log_sd.index_copy(1, slot.columns, argument(r, 1, r.size).log());
+      set(l.mu, argument(r, 0, r.size));
+      set(l.log_sd, argument(r, 1, r.size).log());
       continue;
     }
     if (r.dist == "mvnormal_chol") { // mean, then the factor L [k, k], row-major
       const int64_t k = r.size;
-      l.mu = l.mu.index_copy(1, slot.columns, argument(r, 0, k));
+      set(l.mu, argument(r, 0, k));
       const torch::Tensor L = argument(r, 1, k * k).reshape({I, k, k});
       // Only the lower triangle is read, as the model's mvnormal_chol does. A negative diagonal
       // entry flips its column: L S (S the signs) has the same L L^T and a positive diagonal.
       const torch::Tensor diag = L.diagonal(0, 1, 2);                                // [I, k]
       const torch::Tensor sign = torch::ones_like(diag).masked_fill(diag < 0, -1.0); // constant
       const torch::Tensor factor = torch::tril(L, -1) * sign.unsqueeze(1); // column j times s_j
-      l.log_sd = l.log_sd.index_copy(1, slot.columns, diag.abs().log());
+      set(l.log_sd, diag.abs().log());
       const torch::Tensor rows = slot.columns.unsqueeze(1).expand({k, k});
       const torch::Tensor cols = slot.columns.unsqueeze(0).expand({k, k});
       l.lower = l.lower.clone(); // written in place below; autograd records the write
@@ -297,7 +317,17 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
 }
 
 Guide::Local Guide::local(const torch::Tensor& idx, const torch::Tensor& given) const {
-  Local l = own_local(idx);
+  // The model's guide that covers every latent with a Gaussian or a discrete law leaves nothing
+  // of the guide's own to select (a dif guide's draws start from the guide's own Gaussian).
+  Local l;
+  if (declared_ && !amortized() && !fitted_per_item() && difs_.empty()) {
+    const auto I = idx.numel();
+    l.mu = torch::zeros({I, continuous_}, torch::kFloat64);
+    l.log_sd = torch::zeros({I, continuous_}, torch::kFloat64);
+    l.logits.resize(plan_.discrete.size());
+  } else {
+    l = own_local(idx);
+  }
   if (plan_.dense && !l.lower.defined()) // a declared mvnormal_chol fills its block
     l.lower = torch::zeros({idx.numel(), continuous_, continuous_}, torch::kFloat64);
   l.contexts.resize(difs_.size());
@@ -353,7 +383,7 @@ torch::Tensor Guide::cholesky(const Local& l) {
 }
 
 GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
-                       Relaxation relax, const torch::Tensor& given) const {
+                       Relaxation relax, const torch::Tensor& given, bool sampled_path) const {
   const int64_t I = static_cast<int64_t>(items.size()), C = continuous_,
                 Dd = static_cast<int64_t>(plan_.discrete.size()), E = plan_.enumeration;
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
@@ -409,12 +439,17 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
       return torch::Tensor(-0.5 * ((z - m) / s.exp().unsqueeze(1)).pow(2) - s.unsqueeze(1) -
                            kHalfLog2Pi); // [I, K, C]
     };
-    const torch::Tensor lq = log_q(false), lq_held = log_q(true);
-    if (plan_.dense) { // one estimator for all components (plan_guide)
+    const torch::Tensor lq_held = log_q(true);
+    const torch::Tensor lq = sampled_path || any_score ? log_q(false) : lq_held;
+    const bool plain = !any_score && difs_.empty(); // every component reparameterised, Gaussian
+    if (plan_.dense) {                              // one estimator for all components (plan_guide)
       d.log_q_sampled = d.log_q_sampled + lq;
       d.log_q_sticking = d.log_q_sticking + (any_score ? lq : lq_held);
       if (any_score)
         d.log_q_score = lq;
+    } else if (plain) {
+      d.log_q_sampled = lq.sum(2);
+      d.log_q_sticking = lq_held.sum(2);
     } else {
       const torch::Tensor s = score.to(torch::kFloat64);
       // The Gaussian's components: a dif's are its own (dif_points).
@@ -431,8 +466,10 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
       // The draws so far are on the unconstrained scale: map bounded components into their
       // support.
       const auto [constrained, log_det] = constrain(z);
-      d.log_q_sampled = d.log_q_sampled - log_det;
-      d.log_q_sticking = d.log_q_sticking - log_det;
+      if (bounded()) {
+        d.log_q_sampled = d.log_q_sampled - log_det;
+        d.log_q_sticking = d.log_q_sticking - log_det;
+      }
       continuous = constrained.unsqueeze(2).expand({I, K, E, C});
     } else { // the points vary along E: so does the log-Jacobian
       const DifPoints p = dif_points(z, eps, params);

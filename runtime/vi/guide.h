@@ -85,9 +85,12 @@ public:
         uint64_t seed, int64_t given_dimension = 0, nn::ModelNetworks* nets = nullptr);
 
   // `given` ([d], with --item-guide linear): the standardised coordinates of the parameters'
-  // draw that the items' Gaussians are conditional on (undefined: at 0).
+  // draw that the items' Gaussians are conditional on (undefined: at 0). `sampled_path`: whether
+  // log_q_sampled must carry its gradient (the IWAE bound's); without it, it is log_q_sticking
+  // (the same values), which saves the ELBO's steps a second log q.
   GuideDraws draw(const std::vector<int64_t>& items, int64_t K, uint32_t step, uint64_t seed,
-                  Relaxation relax = {}, const torch::Tensor& given = {}) const;
+                  Relaxation relax = {}, const torch::Tensor& given = {},
+                  bool sampled_path = true) const;
   // Whether the items' Gaussians are conditional on a draw (some component has a Gaussian of the
   // guide's own to condition).
   bool conditional() const { return given_ > 0; }
@@ -147,6 +150,7 @@ private:
   // z of the continuous components from their unconstrained draws u ([I, K, C]), and
   // log |dz/du| summed over the components ([I, K]).
   std::pair<torch::Tensor, torch::Tensor> constrain(const torch::Tensor& u) const;
+  bool bounded() const;                          // some continuous component has a finite bound
   static torch::Tensor cholesky(const Local& l); // [I, C, C] (dense plans)
   void start_encoder(const ObsData& data, const VariationalOptions& options,
                      const std::vector<double>& start);
@@ -183,9 +187,10 @@ private:
   const GuideInfo* declared_ = nullptr;
   Arguments arguments_;
   struct DeclaredSlot {
-    torch::Tensor columns; // normal, mvnormal_chol: its columns among the continuous components
-    size_t discrete = 0;   // categorical, bernoulli: its index among the discrete ones
-    int dif = -1;          // dif: its index among plan_.difs
+    torch::Tensor columns;    // normal, mvnormal_chol: its columns among the continuous components
+    bool all_columns = false; // they are all the continuous components, in order
+    size_t discrete = 0;      // categorical, bernoulli: its index among the discrete ones
+    int dif = -1;             // dif: its index among plan_.difs
   };
   std::vector<DeclaredSlot> declared_slots_; // per declared relation: see declare()
 };

@@ -251,7 +251,7 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
   if (net.recurrent)
     return net.recurrent->forward(sequences.tokens[sequence], sequences.lengths[sequence],
                                   inputs.empty() ? torch::Tensor() : torch::cat(inputs, 1));
-  const torch::Tensor x = torch::cat(inputs, 1);
+  const torch::Tensor x = inputs.size() == 1 ? inputs[0] : torch::cat(inputs, 1);
   if (net.embedding) // the token's row (the frontend checked its range)
     return net.embedding->forward(x.round().to(torch::kInt64).view({-1})).to(torch::kFloat64);
   if (net.mlp)

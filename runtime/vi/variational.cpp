@@ -120,7 +120,7 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       restore_weights();
       return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
     }
-    if (!std::isfinite(value) || !torch::isfinite(loss).all().item<bool>()) {
+    if (!std::isfinite(value) || !std::isfinite(loss.item<double>())) {
       restore_weights();
       if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
         return fmt::format(
@@ -136,8 +136,9 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     last_finite = value;
     last_finite_step = step;
     theta_good = to_vector(theta);
-    for (size_t k = 0; k < weights.size(); ++k)
-      weights_good[k] = weights[k].detach().clone();
+    for (size_t k = 0; k < weights.size(); ++k) // into the same memory after the first step
+      weights_good[k] = weights_good[k].defined() ? weights_good[k].copy_(weights[k].detach())
+                                                  : weights[k].detach().clone();
     adam.zero_grad();
     loss.backward();
     if (opt.clip > 0)
