@@ -71,13 +71,13 @@ void refuse_networks_outside_vi(const CLI::App& app, const ModelInfo& info) {
   if (!info.density_calls_networks()) // a guide's networks serve vi alone
     return;
   for (const CLI::App* sub : app.get_subcommands())
-    if (sub->get_name() != "vi" && sub->get_name() != "info" && sub->get_name() != "unconstrain" &&
-        sub->get_name() != "constrain") {
+    if (sub->get_name() != "vi" && sub->get_name() != "simulate" && sub->get_name() != "info" &&
+        sub->get_name() != "unconstrain" && sub->get_name() != "constrain") {
       std::vector<std::string> names;
       for (const NetInfo& n : info.nets)
         names.push_back(n.name);
-      throw Error(fmt::format("model '{}' calls networks ({}): only 'vi' evaluates and trains "
-                              "them so far, so '{}' is not available for it",
+      throw Error(fmt::format("model '{}' calls networks ({}): only 'vi' and 'simulate' "
+                              "evaluate them so far, so '{}' is not available for it",
                               info.name, fmt::join(names, ", "), sub->get_name()));
     }
 }

@@ -58,4 +58,63 @@ torch::Tensor RecurrentImpl::forward(const torch::Tensor& tokens, const torch::T
   return torch::where(real, each, torch::zeros_like(each)).sum(1, true).to(torch::kFloat64);
 }
 
+std::pair<torch::Tensor, torch::Tensor>
+RecurrentImpl::sample(const torch::Tensor& context, int64_t R, int64_t max_length, int64_t end,
+                      const std::function<double(int64_t, int64_t)>& uniform) {
+  torch::NoGradGuard no_grad;
+  const torch::Dtype dtype = spec_.single ? torch::kFloat32 : torch::kFloat64;
+  const torch::Tensor ctx = context.defined() && context.size(1) > 0
+                                ? context.to(dtype).unsqueeze(1) // [R, 1, context]
+                                : torch::Tensor();
+  torch::Tensor tokens = torch::zeros({R, max_length}, torch::kInt64);
+  torch::Tensor lengths = torch::full({R}, max_length, torch::kInt64);
+  int64_t* tok = tokens.data_ptr<int64_t>();
+  int64_t* len = lengths.data_ptr<int64_t>();
+  std::vector<bool> done(static_cast<size_t>(R), false);
+  torch::Tensor previous = torch::full({R, 1}, spec_.vocab, torch::kInt64); // the start symbol
+  torch::Tensor h; // the GRU's state, or the LSTM's (h, c)
+  std::tuple<torch::Tensor, torch::Tensor> hc;
+  bool started = false;
+  for (int64_t t = 0; t < max_length; ++t) {
+    torch::Tensor input = embed_->forward(previous); // [R, 1, E]
+    if (ctx.defined())
+      input = torch::cat({input, ctx}, 2);
+    torch::Tensor out;
+    if (gru_) {
+      auto [o, state] = started ? gru_->forward(input, h) : gru_->forward(input);
+      out = o;
+      h = state;
+    } else {
+      auto [o, state] = started ? lstm_->forward(input, hc) : lstm_->forward(input);
+      out = o;
+      hc = state;
+    }
+    started = true;
+    const torch::Tensor p =
+        torch::softmax(out_->forward(out.squeeze(1)).to(torch::kFloat64), 1).contiguous();
+    const double* pp = p.data_ptr<double>();
+    int64_t* prev = previous.data_ptr<int64_t>();
+    bool all_done = true;
+    for (int64_t r = 0; r < R; ++r) {
+      if (done[r])
+        continue;
+      const double u = uniform(r, t);
+      int64_t v = 0;
+      for (double acc = pp[r * spec_.vocab]; acc < u && v + 1 < spec_.vocab;)
+        acc += pp[r * spec_.vocab + ++v];
+      tok[r * max_length + t] = v;
+      prev[r] = v;
+      if (v == end) {
+        done[r] = true;
+        len[r] = t + 1;
+      } else {
+        all_done = false;
+      }
+    }
+    if (all_done)
+      break;
+  }
+  return {tokens, lengths};
+}
+
 } // namespace ssm::nn

@@ -10,7 +10,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 
 namespace ssm::nn {
 
@@ -29,6 +31,13 @@ public:
   // rnn: [R, outputs]. rnn_lm: log p of each row's tokens, [R, 1]. Both float64.
   torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& lengths,
                         const torch::Tensor& context);
+  // rnn_lm: R sequences drawn token by token, each token from p(. | the tokens before, context),
+  // the uniform behind row r's token at position t from `uniform(r, t)` (inverse CDF), so that
+  // draws depend on the caller's streams alone. A row ends after `end` (if >= 0) or at
+  // `max_length` tokens. Returns the tokens [R, L] (0 past each row's end) and lengths [R].
+  std::pair<torch::Tensor, torch::Tensor>
+  sample(const torch::Tensor& context, int64_t R, int64_t max_length, int64_t end,
+         const std::function<double(int64_t, int64_t)>& uniform);
   const RecurrentSpec& spec() const { return spec_; }
 
 private:

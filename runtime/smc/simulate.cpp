@@ -78,4 +78,41 @@ std::string simulation_csv(const ModelInfo& info, const Simulation& sim) {
   return fmt::to_string(out);
 }
 
+std::string sequence_simulation_csv(const ModelInfo& info, const Simulation& sim,
+                                    const std::vector<ObsData::Sequences>& sequences) {
+  if (sequences.size() != 1)
+    throw Error(fmt::format("simulate: model '{}' has {} observations that are sequences; the "
+                            "long format holds one",
+                            info.name, sequences.size()));
+  const ObsData::Sequences& seq = sequences[0];
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "series,t");
+  const std::vector<std::string> cols = state_columns(info), obs = obs_columns(info);
+  for (const auto& c : cols)
+    fmt::format_to(std::back_inserter(out), ",{}", c);
+  int64_t token_column = -1;
+  for (const VarInfo& v : info.obs)
+    if (v.sequence && v.name == seq.name)
+      token_column = v.offset;
+  for (const auto& c : obs)
+    fmt::format_to(std::back_inserter(out), ",{}", c);
+  for (const auto& c : input_columns(info))
+    fmt::format_to(std::back_inserter(out), ",{}", c);
+  out.push_back('\n');
+  for (int64_t n = 0; n < sim.T; ++n)
+    for (int64_t p = seq.start[n]; p < seq.start[n + 1]; ++p) {
+      fmt::format_to(std::back_inserter(out), "{},{}", n, p - seq.start[n]);
+      for (size_t c = 0; c < cols.size(); ++c)
+        fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.x[n * sim.n_state + c]));
+      for (int64_t k = 0; k < sim.n_obs; ++k)
+        fmt::format_to(std::back_inserter(out), ",{}",
+                       k == token_column ? fmt::format("{}", seq.tokens[p])
+                                         : format_double(sim.y[n * sim.n_obs + k]));
+      for (int64_t k = 0; k < sim.n_inputs; ++k)
+        fmt::format_to(std::back_inserter(out), ",{}", format_double(sim.u[n * sim.n_inputs + k]));
+      out.push_back('\n');
+    }
+  return fmt::to_string(out);
+}
+
 } // namespace ssm

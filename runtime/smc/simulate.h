@@ -28,4 +28,10 @@ Simulation simulate(const ssm_model& model, const ModelInfo& info, const std::ve
 // the methods as it stands.
 std::string simulation_csv(const ModelInfo& info, const Simulation& sim);
 
+// A plate model's simulated items (the rows of `sim`) whose observation is a sequence, in the
+// long format its data is read in (core/sequence_items.h): `series` the item, `t` the token's
+// position, one row per token with the item's other columns repeated. One sequence observation.
+std::string sequence_simulation_csv(const ModelInfo& info, const Simulation& sim,
+                                    const std::vector<ObsData::Sequences>& sequences);
+
 } // namespace ssm

@@ -25,11 +25,12 @@ std::string variational_layout() {
   // The build time of this file, which the executable and the module each link, tells a module
   // rebuilt since the executable was linked even where the sizes agree.
   return fmt::format("abi {}; run {}; model info {}; options {}; fit {}; parameter options {}; "
-                     "parameter fit {}; data {}; built {} {}",
+                     "parameter fit {}; data {}; simulation {} {}; built {} {}",
                      SSM_ABI_VERSION, sizeof(MethodRun), sizeof(ModelInfo),
                      sizeof(VariationalOptions), sizeof(VariationalFit),
                      sizeof(ParameterVariationalOptions), sizeof(ParameterVariationalFit),
-                     sizeof(ObsData), __DATE__, __TIME__);
+                     sizeof(ObsData), sizeof(NetworkSimulationOptions), sizeof(NetworkSimulation),
+                     __DATE__, __TIME__);
 }
 
 VariationalFit fit_variational_loaded(const MethodRun& run, const VariationalOptions& options) {
@@ -49,6 +50,16 @@ fit_parameter_variational_loaded(const MethodRun& run, const ParameterVariationa
                                                                                &error) != 0)
     throw Error(error);
   return fit;
+}
+
+NetworkSimulation simulate_networks_loaded(const MethodRun& run,
+                                           const NetworkSimulationOptions& options) {
+  NetworkSimulation out;
+  std::string error;
+  if (fit_function<SimulateFn>(run.info, run.threads, kSimulateSymbol)(&run, &options, &out,
+                                                                       &error) != 0)
+    throw Error(error);
+  return out;
 }
 
 std::unique_ptr<PriorDensity> load_prior_density_loaded(const MethodRun& run,

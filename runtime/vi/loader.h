@@ -7,6 +7,7 @@
 
 #include "core/method_registry.h"
 #include "learning/prior_density.h"
+#include "smc/simulate.h"
 #include "vi/parameter_vi.h"
 #include "vi/variational.h"
 
@@ -33,6 +34,22 @@ std::unique_ptr<PriorDensity> load_prior_density_loaded(const MethodRun& run,
                                                         const std::vector<std::string>& coordinates,
                                                         const std::string& who);
 
+// `simulate` of a model whose relations call networks (vi/network_simulation.h).
+struct NetworkSimulationOptions {
+  int64_t items = 0;     // --T
+  std::string load_nets; // --load-nets (empty: the networks' initialisation under the seed)
+  // A language model's sequence ends after the token `end` (--end; -1: none) or at max_length
+  // tokens (--length).
+  int64_t max_length = 0, end = -1;
+  const ObsData* inputs = nullptr; // --inputs: the items' covariates
+};
+struct NetworkSimulation {
+  Simulation simulation;                     // one row per item (t: the item)
+  std::vector<ObsData::Sequences> sequences; // the items' sequences, per such observation
+};
+NetworkSimulation simulate_networks_loaded(const MethodRun& run,
+                                           const NetworkSimulationOptions& options);
+
 // What the module exports (extern "C"): its build's layout, the fits and the prior's reading.
 inline constexpr const char* kVariationalLayoutSymbol = "ssm_vi_layout";
 inline constexpr const char* kVariationalFitSymbol = "ssm_vi_fit";
@@ -47,6 +64,10 @@ inline constexpr const char* kLoadPriorSymbol = "ssm_vi_load_prior";
 // Returns 0 and sets *out to a density the caller owns, or 1 with the error's message.
 using LoadPriorFn = int (*)(const std::string* path, const std::vector<std::string>* coordinates,
                             const std::string* who, PriorDensity** out, std::string* error);
+
+inline constexpr const char* kSimulateSymbol = "ssm_vi_simulate";
+using SimulateFn = int (*)(const MethodRun* run, const NetworkSimulationOptions* options,
+                           NetworkSimulation* out, std::string* error);
 
 // A text that differs between builds whose types the module and the executable could disagree
 // on: the ABI version and the sizes of what crosses between them.

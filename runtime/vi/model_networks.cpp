@@ -224,6 +224,27 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
                               info_.nets[call.net].name, call.arguments[0].name));
     R = sequences.tokens[sequence].size(0);
   }
+  const std::vector<torch::Tensor> inputs = arguments_of(call, z, obs, covariates, theta, fixed, R);
+  Network& net = nets_[call.net];
+  if (net.recurrent)
+    return net.recurrent->forward(sequences.tokens[sequence], sequences.lengths[sequence],
+                                  inputs.empty() ? torch::Tensor() : torch::cat(inputs, 1));
+  const torch::Tensor x = inputs.size() == 1 ? inputs[0] : torch::cat(inputs, 1);
+  if (net.embedding) // the token's row (the frontend checked its range)
+    return net.embedding->forward(x.round().to(torch::kInt64).view({-1})).to(torch::kFloat64);
+  if (net.mlp)
+    return net.mlp->forward(x);
+  // A density: log p of the target (the first argument) given the context (the others).
+  const int64_t dim = net.density->dim(), c = x.size(1) - dim;
+  return net.density->log_prob(x.narrow(1, 0, dim), c > 0 ? x.narrow(1, dim, c) : torch::Tensor())
+      .unsqueeze(1);
+}
+
+std::vector<torch::Tensor>
+ModelNetworks::arguments_of(const NetCallInfo& call, const torch::Tensor& z,
+                            const torch::Tensor& obs, const torch::Tensor& covariates,
+                            const torch::Tensor& theta, const std::vector<double>& fixed,
+                            int64_t R) const {
   std::vector<torch::Tensor> inputs;
   for (const NetCallInfo::Argument& a : call.arguments) {
     if (a.kind == "sequence") {
@@ -247,19 +268,30 @@ torch::Tensor ModelNetworks::forward(const NetCallInfo& call, const torch::Tenso
       inputs.push_back(v.view({1, a.size}).expand({R, a.size}));
     }
   }
-  Network& net = nets_[call.net];
-  if (net.recurrent)
-    return net.recurrent->forward(sequences.tokens[sequence], sequences.lengths[sequence],
-                                  inputs.empty() ? torch::Tensor() : torch::cat(inputs, 1));
-  const torch::Tensor x = inputs.size() == 1 ? inputs[0] : torch::cat(inputs, 1);
-  if (net.embedding) // the token's row (the frontend checked its range)
-    return net.embedding->forward(x.round().to(torch::kInt64).view({-1})).to(torch::kFloat64);
-  if (net.mlp)
-    return net.mlp->forward(x);
-  // A density: log p of the target (the first argument) given the context (the others).
-  const int64_t dim = net.density->dim(), c = x.size(1) - dim;
-  return net.density->log_prob(x.narrow(1, 0, dim), c > 0 ? x.narrow(1, dim, c) : torch::Tensor())
-      .unsqueeze(1);
+  return inputs;
+}
+
+SequenceBatch
+ModelNetworks::sample_sequences(const torch::Tensor& z, const torch::Tensor& theta,
+                                const std::vector<double>& fixed, const torch::Tensor& covariates,
+                                int64_t max_length, int64_t end,
+                                const std::function<double(int64_t, int64_t, int64_t)>& uniform) {
+  SequenceBatch out;
+  for (const NetCallInfo& call : info_.net_calls) {
+    Network& net = nets_[call.net];
+    if (!reads_sequence(call) || !net.recurrent || !net.recurrent->spec().language_model)
+      continue;
+    const int64_t k = static_cast<int64_t>(out.names.size()), R = z.size(0);
+    const std::vector<torch::Tensor> context =
+        arguments_of(call, z, {}, covariates, theta, fixed, R);
+    auto [tokens, lengths] = net.recurrent->sample(
+        context.empty() ? torch::Tensor() : torch::cat(context, 1), R, max_length, end,
+        [&](int64_t r, int64_t t) { return uniform(k, r, t); });
+    out.names.push_back(call.arguments[0].name);
+    out.tokens.push_back(tokens);
+    out.lengths.push_back(lengths);
+  }
+  return out;
 }
 
 torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& theta,

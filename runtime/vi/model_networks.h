@@ -19,6 +19,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ public:
                              const std::vector<double>& fixed, const torch::Tensor& covariates = {},
                              const SequenceBatch& sequences = {});
 
+  // `simulate`: a draw of each sequence that a language model (rnn_lm) is the distribution of,
+  // per row of z ([R, D]: the items' states, the calls' outputs in their slots), its context
+  // read as apply() reads it; the uniform behind sequence k's token t of row r is
+  // uniform(k, r, t). Rows end after the token `end` (if >= 0) or at max_length tokens.
+  SequenceBatch sample_sequences(const torch::Tensor& z, const torch::Tensor& theta,
+                                 const std::vector<double>& fixed, const torch::Tensor& covariates,
+                                 int64_t max_length, int64_t end,
+                                 const std::function<double(int64_t, int64_t, int64_t)>& uniform);
+
   std::vector<torch::Tensor> parameters() const;
   // The model's density `name` (a `dif`, `maf` or `realnvp` declaration) as a file of `ssmc
   // density`: its columns the latent's (its context's, those of the call's other arguments), in
@@ -78,6 +88,11 @@ private:
                         const torch::Tensor& covariates, const torch::Tensor& theta,
                         const std::vector<double>& fixed, const SequenceBatch& sequences);
 
+  // The values of the call's arguments but a sequence, each [R, size] (forward()'s).
+  std::vector<torch::Tensor> arguments_of(const NetCallInfo& call, const torch::Tensor& z,
+                                          const torch::Tensor& obs, const torch::Tensor& covariates,
+                                          const torch::Tensor& theta,
+                                          const std::vector<double>& fixed, int64_t R) const;
   // One of the four is set: an mlp, a density over its first `dim` inputs given the rest, a
   // recurrent network over a sequence (given the rest), or an embedding of a token.
   struct Network {

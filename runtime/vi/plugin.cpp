@@ -1,9 +1,10 @@
 // The entry points of libssm_vi.so, the module that executables load when `vi` runs
-// (vi/loader.h): the fits (of a plate model's guides, of a model's parameters) and the reading of
-// a --prior density file (for sample and optimize), with errors
+// (vi/loader.h): the fits (of a plate model's guides, of a model's parameters), the reading of
+// a --prior density file (for sample and optimize) and `simulate` with networks, with errors
 // returned as text rather than thrown across the module's boundary, and the layout of the types
 // that cross it.
 #include "vi/loader.h"
+#include "vi/network_simulation.h"
 #include "vi/parameter_guide.h"
 #include "vi/parameter_vi.h"
 #include "vi/variational.h"
@@ -21,14 +22,16 @@ extern "C" __attribute__((visibility("default"))) const char* ssm_vi_layout() {
 namespace {
 
 // Runs `fit`, with errors returned as text.
-template <class Fit> int guarded(std::string* error, Fit&& fit) {
+template <class Fit> int guarded(std::string* error, Fit&& fit, const std::string& who = "vi") {
   try {
     fit();
     return 0;
   } catch (const std::bad_alloc&) {
-    *error = "vi: out of memory (try a smaller --batch-size, --eval-samples, --samples or --draws)";
+    *error = who == "vi" ? "vi: out of memory (try a smaller --batch-size, --eval-samples, "
+                           "--samples or --draws)"
+                         : who + ": out of memory (try a smaller --T)";
   } catch (const c10::Error& e) { // LibTorch's own: its message without the C++ backtrace
-    *error = std::string("vi: internal error in LibTorch: ") + e.what_without_backtrace();
+    *error = who + ": internal error in LibTorch: " + e.what_without_backtrace();
   } catch (const std::exception& e) {
     *error = e.what();
   }
@@ -47,6 +50,13 @@ extern "C" __attribute__((visibility("default"))) int
 ssm_vi_fit_parameters(const ssm::MethodRun* run, const ssm::ParameterVariationalOptions* options,
                       ssm::ParameterVariationalFit* out, std::string* error) {
   return guarded(error, [&] { *out = ssm::fit_parameter_variational(*run, *options); });
+}
+
+extern "C" __attribute__((visibility("default"))) int
+ssm_vi_simulate(const ssm::MethodRun* run, const ssm::NetworkSimulationOptions* options,
+                ssm::NetworkSimulation* out, std::string* error) {
+  return guarded(
+      error, [&] { *out = ssm::simulate_networks(*run, *options); }, "simulate");
 }
 
 extern "C" __attribute__((visibility("default"))) int

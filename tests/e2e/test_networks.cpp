@@ -141,7 +141,7 @@ TEST_CASE("networks: a diverging run keeps its last finite networks; other comma
   CHECK(std::isfinite(double(back["elbo"])));
   r = run_process({exe, "filter", "--data", data});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("model 'tanhnet' calls networks (decoder): only 'vi' evaluates and trains "
+  CHECK(r.err.find("model 'tanhnet' calls networks (decoder): only 'vi' and 'simulate' evaluate "
                    "them so far") != std::string::npos);
   const std::string info = run_ok({exe, "info"}).out;
   CHECK(info.find("network decoder : mlp(inputs = 2, outputs = 4, hidden = [8], activation = "
@@ -202,4 +202,63 @@ TEST_CASE("networks: an embedding of a mixture's component gives its mean, and r
   // maximum, and within 0.01 nats per item of it once trained.
   CHECK(double(j["iwae"]) <= best + 1e-6);
   CHECK(best - double(j["iwae"]) < 0.01);
+}
+
+TEST_CASE("networks: simulate draws the items through the networks, a latent's prior at the "
+          "network's output of another latent",
+          "[networks][simulate]") {
+  // g is trained as a regression of b on a (input a[n]), then read by a model where a and b are
+  // latents: b's prior reads g(a), y reads b. The fitting model then scores the simulated (a, b)
+  // through the same network: each item's log-likelihood gives |b - g(a)|, which must be
+  // N(0, 0.2^2) if simulate drew b at g of the a it drew (a draw of b before g(a) is computed
+  // reads g = 0, off by g(a) ~ 1).
+  const std::string net =
+      "  net g : mlp(inputs = 1, outputs = 1, hidden = [8], activation = tanh);\n";
+  const std::string& fit = model_exe("chain_fit", "model chain_fit {\n" + net + R"(  input  a[n];
+  obs    b[n] ~ normal(g(a[n])[0], 0.2);
+}
+)");
+  const std::string& sim =
+      model_exe("chain_sim", "model chain_sim {\n" + net + R"(  latent a[n] ~ normal(0, 1);
+  latent b[n] ~ normal(g(a[n])[0], 0.2);
+  obs    y[n] ~ normal(b[n], 0.5);
+}
+)");
+  std::string csv = "a,b\n";
+  for (int n = 0; n < 400; ++n) {
+    const double a = -2.5 + 5.0 * n / 399;
+    csv += std::to_string(a) + "," + std::to_string(std::sin(2 * a)) + "\n";
+  }
+  const std::string train = scratch_path("chain_train.csv"), nets = scratch_path("chain_nets.pt");
+  write_file(train, csv);
+  run_ok({fit, "vi", "--data", train, "--iterations", "300", "--net-learning-rate", "0.05",
+          "--save-nets", nets});
+  const int N = 4000;
+  const std::string drawn = scratch_path("chain_draws.csv");
+  run_ok({sim, "simulate", "--T", std::to_string(N), "--load-nets", nets, "--seed", "4", "--out",
+          drawn});
+  const Table t = read_table(drawn);
+  const std::vector<double> a = t.column("a"), b = t.column("b"), y = t.column("y");
+  REQUIRE(a.size() == static_cast<size_t>(N));
+  check_standard_normal(a, "a");
+  std::vector<double> noise(N);
+  for (int n = 0; n < N; ++n)
+    noise[n] = (y[n] - b[n]) / 0.5;
+  check_standard_normal(noise, "(y - b) / 0.5");
+  const std::string scored = scratch_path("chain_scored.csv");
+  run_ok({fit, "vi", "--data", drawn, "--iterations", "0", "--load-nets", nets, "--eval-samples",
+          "1", "--out", scored});
+  const std::vector<double> ll = read_table(scored).column("elbo");
+  REQUIRE(ll.size() == static_cast<size_t>(N));
+  // log N(b; g(a), 0.2) = -((b - g(a)) / 0.2)^2 / 2 - log(0.2 sqrt(2 pi)): the mean of the
+  // squared standardised residuals is 1 within 4 of its standard errors, sqrt(2 / N).
+  double square = 0;
+  for (double l : ll)
+    square += -2 * (l + std::log(0.2 * std::sqrt(2 * M_PI)));
+  CHECK(std::abs(square / N - 1) < 4 * std::sqrt(2.0 / N));
+  // The same seed, the same items.
+  const std::string again = scratch_path("chain_draws_again.csv");
+  run_ok({sim, "simulate", "--T", std::to_string(N), "--load-nets", nets, "--seed", "4", "--out",
+          again});
+  CHECK(read_file(again) == read_file(drawn));
 }

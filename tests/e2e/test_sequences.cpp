@@ -329,3 +329,82 @@ TEST_CASE("sequences: bad data is refused with its file and line", "[vi][sequenc
   CHECK(p.err.find("has a series column, but no observation of model 'seq_plain' is a sequence") !=
         std::string::npos);
 }
+
+TEST_CASE("sequences: simulate draws a language model's sequences with the probabilities the "
+          "model gives them",
+          "[sequences][simulate]") {
+  // A language model trained briefly on chain A (any weights would do: the sampler is checked
+  // against the model's own probabilities, which vi computes from the same file).
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int>> train;
+  for (int n = 0; n < 300; ++n)
+    train.push_back(draw_sequence(kChainA, rng));
+  const std::string& exe = model_exe("seq_lm", kLm);
+  const std::string nets = scratch_path("lm_sim_nets.pt");
+  run_ok({exe, "vi", "--data", write_items("lm_sim_train.csv", train), "--iterations", "100",
+          "--net-learning-rate", "0.05", "--save-nets", nets});
+  // Every sequence the sampler can give with --end 3 --length 3: ended at 1, 2 or 3 tokens, or
+  // cut at 3 tokens without the end (whose probability is that of its prefix, which is what the
+  // model gives a sequence of 3 tokens). Their probabilities sum to 1.
+  std::vector<std::vector<int>> cells = {{3}};
+  for (int a = 0; a < 3; ++a) {
+    cells.push_back({a, 3});
+    for (int b = 0; b < 3; ++b) {
+      cells.push_back({a, b, 3});
+      for (int c = 0; c < 3; ++c)
+        cells.push_back({a, b, c});
+    }
+  }
+  const std::string per_item = scratch_path("lm_sim_cells_out.csv");
+  run_ok({exe, "vi", "--data", write_items("lm_sim_cells.csv", cells), "--iterations", "0",
+          "--load-nets", nets, "--eval-samples", "1", "--out", per_item});
+  const std::vector<double> log_p = read_table(per_item).column("elbo");
+  REQUIRE(log_p.size() == cells.size());
+  double total = 0;
+  for (double l : log_p)
+    total += std::exp(l);
+  CHECK(std::abs(total - 1) < 1e-9);
+
+  const int N = 20000;
+  const std::string drawn = scratch_path("lm_sim_draws.csv");
+  run_ok({exe, "simulate", "--T", std::to_string(N), "--load-nets", nets, "--end", "3", "--length",
+          "3", "--seed", "9", "--out", drawn});
+  // Long format, as the data: one row per token, `series` the item, `t` its position.
+  const Table t = read_table(drawn);
+  const std::vector<double> series = t.column("series"), position = t.column("t"),
+                            token = t.column("c");
+  std::vector<std::vector<int>> items(N);
+  for (size_t r = 0; r < series.size(); ++r) {
+    const auto n = static_cast<size_t>(series[r]);
+    REQUIRE(n < items.size());
+    CHECK(position[r] == static_cast<double>(items[n].size()));
+    items[n].push_back(static_cast<int>(token[r]));
+  }
+  std::vector<double> count(cells.size(), 0);
+  for (const auto& s : items) {
+    const auto at = std::find(cells.begin(), cells.end(), s);
+    REQUIRE(at != cells.end()); // nothing outside the cells: ends and cuts where asked
+    count[static_cast<size_t>(at - cells.begin())] += 1;
+  }
+  // Pearson's chi-square over the 40 cells (39 degrees of freedom: 72.1 is its 0.999 quantile),
+  // and each cell within 4.5 binomial sds.
+  double chi2 = 0;
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const double p = std::exp(log_p[k]), expected = N * p;
+    CAPTURE(k, p, count[k]);
+    CHECK(std::abs(count[k] - expected) <= 4.5 * std::sqrt(expected * (1 - p)) + 1);
+    chi2 += std::pow(count[k] - expected, 2) / std::max(expected, 1e-12);
+  }
+  CHECK(chi2 < 72.1);
+  // The same seed draws the same sequences whatever the thread count.
+  const std::string again = scratch_path("lm_sim_draws_again.csv");
+  run_ok({exe, "simulate", "--T", std::to_string(N), "--load-nets", nets, "--end", "3", "--length",
+          "3", "--seed", "9", "--threads", "1", "--out", again});
+  CHECK(read_file(again) == read_file(drawn));
+  // What simulate refuses: a token the model does not have; --end on a model without sequences.
+  ProcessResult r = run_process(
+      {exe, "simulate", "--T", "3", "--load-nets", nets, "--end", "4", "--length", "3"});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("simulate --end 4: not a token of the language model 'lm' (0..3)") !=
+        std::string::npos);
+}
