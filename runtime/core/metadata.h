@@ -333,7 +333,8 @@ std::vector<IntegerRange> integer_ranges(const std::vector<VarInfo>& vars);
 // "simulate: at t=3 the model drew z = 4, outside its declared range int[0..1]; ...": `who`
 // names the method, `where` what drew it ("particle 17 of the proposal"; empty: the model).
 std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
-                                 int64_t t, const std::string& where = "");
+                                 int64_t t, const std::string& where = "",
+                                 const std::string& step = "t"); // `step`: the index's name
 // The first of particles [begin, end) of `x` (structure of arrays, component c of particle n at
 // x[c * stride + n]) whose value of some range's component is outside it or NaN: {n, index into
 // ranges}, or {-1, -1} when none is.

@@ -124,11 +124,11 @@ std::pair<int64_t, int> first_outside(const std::vector<IntegerRange>& ranges, c
 }
 
 std::string out_of_range_message(const std::string& who, const IntegerRange& range, double value,
-                                 int64_t t, const std::string& where) {
-  return fmt::format("{}: at t={} {}drew {} = {}, outside its declared range {}; declare the "
+                                 int64_t t, const std::string& where, const std::string& step) {
+  return fmt::format("{}: at {}={} {}drew {} = {}, outside its declared range {}; declare the "
                      "whole support of its distribution (as in int[0..inf]) or use a "
                      "distribution that stays within the range",
-                     who, t, where.empty() ? "the model " : where + " ", range.name, value,
+                     who, step, t, where.empty() ? "the model " : where + " ", range.name, value,
                      range.type);
 }
 

@@ -57,7 +57,9 @@ bool MlpImpl::standardises() const {
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   // A model's own networks read their inputs as they are: two operations fewer each way.
-  const torch::Tensor input = standardises() ? (x - mean_) / sd_ : x;
+  const torch::Tensor input = standardises()                       ? (x - mean_) / sd_
+                              : x.scalar_type() == torch::kFloat64 ? x
+                                                                   : x.to(torch::kFloat64);
   if (!spec_.single)
     return layers_->forward(input);
   return layers_->forward(input.to(torch::kFloat32)).to(torch::kFloat64);

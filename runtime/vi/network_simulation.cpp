@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace ssm {
@@ -54,6 +55,7 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
                               "(0..{})",
                               o.end, net.name, net.vocab - 1));
   torch::NoGradGuard no_grad;
+  torch::set_num_threads(std::max(1, run.threads));
   nn::ModelNetworks nets(info, run.seed, o.load_nets);
   const std::vector<double>& fixed = *run.fixed;
   const torch::Tensor theta = torch::tensor(
@@ -71,12 +73,29 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
   // draws depend on (seed, item, site) alone, so a latent whose prior reads no output is the same
   // in every pass, and after one pass more than the depth of the calls' chain every draw reads
   // the outputs of the draws it depends on.
+  // A pass before the last may draw a latent that reads an output not computed yet (0) out of
+  // its support: it is moved into it, only for the networks to read, and drawn again.
   std::vector<double> x(static_cast<size_t>(D * N), 0.0); // x[c * N + n]
   torch::Tensor states;                                   // [N, D]
   const int64_t calls = std::count_if(info.net_calls.begin(), info.net_calls.end(),
                                       [](const NetCallInfo& c) { return !c.for_guide(); });
+  const std::vector<IntegerRange> state_ranges = integer_ranges(info.state);
   for (int64_t pass = 0; pass <= calls; ++pass) {
     draw_latents(run, frame, o.inputs, N, x);
+    if (pass == calls) {
+      if (const auto [n, r] = first_outside(state_ranges, x.data(), 0, N, N); r >= 0)
+        throw Error(out_of_range_message("simulate", state_ranges[r],
+                                         x[state_ranges[r].component * N + n], n, "", info.step));
+    } else {
+      for (double& v : x)
+        if (!std::isfinite(v))
+          v = 0;
+      for (const IntegerRange& range : state_ranges)
+        for (int64_t n = 0; n < N; ++n) {
+          double& v = x[range.component * N + n];
+          v = std::clamp(v, range.lower, range.upper);
+        }
+    }
     states = nets.apply(torch::tensor(x, torch::kFloat64).view({D, N}).t().reshape({N, 1, D}),
                         theta, fixed, covariates)
                  .view({N, D})
@@ -91,11 +110,7 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
   std::vector<VarInfo> checked_obs;
   std::copy_if(info.obs.begin(), info.obs.end(), std::back_inserter(checked_obs),
                [](const VarInfo& v) { return !v.sequence; });
-  const std::vector<IntegerRange> state_ranges = integer_ranges(info.state),
-                                  obs_ranges = integer_ranges(checked_obs);
-  if (const auto [n, r] = first_outside(state_ranges, x.data(), 0, N, N); r >= 0)
-    throw Error(
-        out_of_range_message("simulate", state_ranges[r], x[state_ranges[r].component * N + n], n));
+  const std::vector<IntegerRange> obs_ranges = integer_ranges(checked_obs);
 
   // The observations: the kernels' draws, then the language models' sequences.
   std::vector<double> y(static_cast<size_t>(n_obs * N), 0.0); // y[k * N + n]
@@ -131,8 +146,8 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
     out.sequences.push_back(std::move(s));
   }
   if (const auto [n, r] = first_outside(obs_ranges, y.data(), 0, N, N); r >= 0)
-    throw Error(
-        out_of_range_message("simulate", obs_ranges[r], y[obs_ranges[r].component * N + n], n));
+    throw Error(out_of_range_message("simulate", obs_ranges[r], y[obs_ranges[r].component * N + n],
+                                     n, "", info.step));
 
   // Items as rows, as the time-series simulation's are.
   Simulation& sim = out.simulation;
