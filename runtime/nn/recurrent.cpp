@@ -72,24 +72,18 @@ RecurrentImpl::sample(const torch::Tensor& context, int64_t R, int64_t max_lengt
   int64_t* len = lengths.data_ptr<int64_t>();
   std::vector<bool> done(static_cast<size_t>(R), false);
   torch::Tensor previous = torch::full({R, 1}, spec_.vocab, torch::kInt64); // the start symbol
-  torch::Tensor h; // the GRU's state, or the LSTM's (h, c)
-  std::tuple<torch::Tensor, torch::Tensor> hc;
-  bool started = false;
+  // The GRU's state, or the LSTM's (h, c): none (zeros) before the first token.
+  torch::Tensor h;
+  torch::optional<std::tuple<torch::Tensor, torch::Tensor>> hc;
   for (int64_t t = 0; t < max_length; ++t) {
     torch::Tensor input = embed_->forward(previous); // [R, 1, E]
     if (ctx.defined())
       input = torch::cat({input, ctx}, 2);
     torch::Tensor out;
-    if (gru_) {
-      auto [o, state] = started ? gru_->forward(input, h) : gru_->forward(input);
-      out = o;
-      h = state;
-    } else {
-      auto [o, state] = started ? lstm_->forward(input, hc) : lstm_->forward(input);
-      out = o;
-      hc = state;
-    }
-    started = true;
+    if (gru_)
+      std::tie(out, h) = gru_->forward(input, h);
+    else
+      std::tie(out, hc) = lstm_->forward(input, hc);
     const torch::Tensor p =
         torch::softmax(out_->forward(out.squeeze(1)).to(torch::kFloat64), 1).contiguous();
     const double* pp = p.data_ptr<double>();

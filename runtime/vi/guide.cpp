@@ -44,15 +44,7 @@ Guide::Guide(const GuidePlan& plan, const ssm_model& model, const ModelInfo& inf
                        .index_select(0, torch::arange(S, torch::kInt64).remainder(data.T));
     const torch::Tensor theta = torch::tensor(
         std::vector<double>(fixed.begin(), fixed.begin() + info.n_theta), torch::kFloat64);
-    const torch::Tensor z =
-        nets->apply(torch::zeros({S, 1, info.n_state}, torch::kFloat64), theta, fixed, covariates)
-            .to(torch::kFloat64)
-            .contiguous();
-    for (const NetCallInfo& call : info.net_calls)
-      if (!call.for_guide())
-        for (int64_t c = call.offset; c < call.offset + call.size; ++c)
-          for (int64_t n = 0; n < S; ++n)
-            x[c * S + n] = z.data_ptr<double>()[n * info.n_state + c];
+    nets->apply_in_place(x, S, theta, fixed, covariates); // at states of zeros
   }
   Frame frame(info, fixed);
   if (info.n_inputs == 0 || data.T == 0)

@@ -335,6 +335,26 @@ torch::Tensor ModelNetworks::apply(const torch::Tensor& z, const torch::Tensor& 
   return out;
 }
 
+torch::Tensor ModelNetworks::apply_in_place(std::vector<double>& x, int64_t R,
+                                            const torch::Tensor& theta,
+                                            const std::vector<double>& fixed,
+                                            const torch::Tensor& covariates) {
+  const int64_t D = info_.n_state;
+  const torch::Tensor states =
+      apply(torch::tensor(x, torch::kFloat64).view({D, R}).t().reshape({R, 1, D}), theta, fixed,
+            covariates)
+          .view({R, D})
+          .to(torch::kFloat64)
+          .contiguous();
+  const double* s = states.data_ptr<double>();
+  for (const NetCallInfo& call : info_.net_calls)
+    if (!call.for_guide())
+      for (int64_t c = call.offset; c < call.offset + call.size; ++c)
+        for (int64_t n = 0; n < R; ++n)
+          x[c * R + n] = s[n * D + c];
+  return states;
+}
+
 torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch::Tensor& theta,
                                           const std::vector<double>& fixed,
                                           const torch::Tensor& covariates,

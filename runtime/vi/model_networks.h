@@ -54,6 +54,12 @@ public:
   torch::Tensor apply(const torch::Tensor& z, const torch::Tensor& theta,
                       const std::vector<double>& fixed, const torch::Tensor& covariates = {},
                       const SequenceBatch* sequences = nullptr);
+  // apply() to R states held as a sampling kernel holds them (x[c * R + n], D components each),
+  // the model's calls' outputs written back into x, where the kernels read them. Returns the
+  // states with the outputs, [R, D].
+  torch::Tensor apply_in_place(std::vector<double>& x, int64_t R, const torch::Tensor& theta,
+                               const std::vector<double>& fixed,
+                               const torch::Tensor& covariates = {});
   // The network outputs a declared guide reads (GuideInfo::inputs, in order) for items whose
   // observations are `obs` ([I, n_obs]) and covariates `covariates` ([I, n_inputs]):
   // [I, GuideInfo::n_inputs].

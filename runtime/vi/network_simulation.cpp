@@ -96,15 +96,7 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
           v = std::clamp(v, range.lower, range.upper);
         }
     }
-    states = nets.apply(torch::tensor(x, torch::kFloat64).view({D, N}).t().reshape({N, 1, D}),
-                        theta, fixed, covariates)
-                 .view({N, D})
-                 .contiguous();
-    for (const NetCallInfo& call : info.net_calls)
-      if (!call.for_guide())
-        for (int64_t c = call.offset; c < call.offset + call.size; ++c)
-          for (int64_t n = 0; n < N; ++n)
-            x[c * N + n] = states.data_ptr<double>()[n * D + c];
+    states = nets.apply_in_place(x, N, theta, fixed, covariates);
   }
   // A sequence's slot holds its length, not a token: its tokens are drawn in range.
   std::vector<VarInfo> checked_obs;
