@@ -261,4 +261,12 @@ TEST_CASE("networks: simulate draws the items through the networks, a latent's p
   run_ok({sim, "simulate", "--T", std::to_string(N), "--load-nets", nets, "--seed", "4", "--out",
           again});
   CHECK(read_file(again) == read_file(drawn));
+  // The flags of networks and sequences, where there are none.
+  ProcessResult r = run_process({sim, "simulate", "--T", "3", "--length", "3"});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("simulate --length: model 'chain_sim' has no observation that is a sequence") !=
+        std::string::npos);
+  r = run_process({model_exe("fam", kFactorMean), "simulate", "--T", "3", "--load-nets", nets});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("simulate --load-nets: model 'fam' calls no networks") != std::string::npos);
 }
