@@ -354,11 +354,15 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
       why = formulas.none;
       return std::nullopt;
     }
-    const int lp = formulas.log_density(f, x, i);
+    int lp = formulas.log_density(f, x, i);
     if (lp < 0) {
       why = fmt::format("no log-density formula for {} yet", ir::dist_info(rel.dist).name);
       return std::nullopt;
     }
+    // A missing component of a vector observation adds nothing, as in the density kernels (a
+    // whole missing observation is add_to_score's); its derivatives then are 0, not NaN.
+    if (rel.kind == ir::VarKind::Obs && shape.size() > 1)
+      lp = b.select(b.call("ne", {x, x}), -1, lp);
     total = b.add(total, lp);
   }
   return b.materialize(total);

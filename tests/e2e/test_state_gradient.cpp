@@ -1,7 +1,8 @@
 // The compiled state_gradient kernel (kernel/abi.h) against central finite differences of the
 // compiled log-density kernels: a harness written here is linked with the object `ssmc build
 // --emit=obj` writes and prints, per model, per step kind and per state component, the kernel's
-// value and the difference quotient of log p(x_t | x_{t-1}) + log p(y_t | x_t) (initial at t = 0).
+// value and the difference quotient of log p(x_t | x_{t-1}) + log p(y_t | x_t) (initial at t = 0),
+// with the observation present, missing, and missing in its first component only.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -27,9 +28,8 @@ int main(int argc, char** argv) {
   std::vector<double> theta(nt), x(ns), prev(ns), y(no);
   for (int k = 0; k < nt; ++k) theta[k] = std::atof(argv[4 + k]);
   for (int c = 0; c < ns; ++c) { x[c] = 0.3 + 0.1 * c; prev[c] = 0.2 - 0.05 * c; }
-  for (int k = 0; k < no; ++k) y[k] = 0.4 + 0.2 * k;
-  for (int missing = 0; missing < 2; ++missing) {
-    if (missing) for (double& v : y) v = NAN;
+  for (int missing = 0; missing < 3; ++missing) { // none, all, the first component
+    for (int k = 0; k < no; ++k) y[k] = missing == 1 || (missing == 2 && k == 0) ? NAN : 0.4 + 0.2 * k;
     for (int t = 0; t < 2; ++t) {
       auto logp = [&](const std::vector<double>& at) {
         double a = 0, b = 0;
@@ -74,7 +74,7 @@ void check_model(const std::string& name, const std::string& source, int n_state
     CHECK(kernel == Approx(quotient).epsilon(1e-6).margin(1e-6));
     ++lines;
   }
-  CHECK(lines == 4 * n_state);
+  CHECK(lines == 6 * n_state);
 }
 
 } // namespace
