@@ -96,6 +96,15 @@ llvm::Function* emit_obs_logpdf(const ir::Model& model, llvm::Module& module) {
   return ObsLogpdfEmitter(model, module).emit("ssm_obs_logpdf");
 }
 
+// A plate model's transition block is its latents' prior (passes/plate_items.cpp).
+llvm::Function* emit_item_prior_logpdf(const ir::Model& model, llvm::Module& module) {
+  return TransitionLogpdfEmitter(model, module).emit("ssm_item_prior_logpdf", true);
+}
+
+llvm::Function* emit_item_obs_logpdf(const ir::Model& model, llvm::Module& module) {
+  return ObsLogpdfEmitter(model, module).emit("ssm_item_obs_logpdf", true);
+}
+
 llvm::Function* emit_transition_log_bound(const ir::Model& model, const ir::Block& arena, int bound,
                                           llvm::Module& module) {
   return TransitionLogBoundEmitter(model, module, arena, bound).emit("ssm_transition_log_bound");

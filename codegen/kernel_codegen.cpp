@@ -13,9 +13,17 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <iterator>
+
 namespace ssm::codegen {
 
 namespace {
+
+// The item layout's kernels of a plate model (abi.h), null where there is none.
+struct ItemKernels {
+  llvm::Function *prior_logpdf = nullptr, *obs_logpdf = nullptr, *state_gradient = nullptr,
+                 *score_terms = nullptr, *guide_args = nullptr;
+};
 
 void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* log_bound, llvm::Function* linear_gaussian,
@@ -23,7 +31,7 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
                       llvm::Function* score_terms, llvm::Function* prior_logpdf,
                       llvm::Function* state_gradient, llvm::Function* guide_args,
-                      llvm::Function* diffusion_terms) {
+                      llvm::Function* diffusion_terms, const ItemKernels& items) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -40,6 +48,9 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
   // Optional kernels: a null pointer when the model's structure does not provide them.
   auto* f64 = llvm::PointerType::getUnqual(b.getDoubleTy());
   auto* i64 = b.getInt64Ty();
+  auto* item_kernel = llvm::PointerType::getUnqual(llvm::FunctionType::get(
+      b.getVoidTy(), {f64, llvm::PointerType::getUnqual(i64), i64, i64, i64, f64, f64, f64, f64},
+      false));
   llvm::Type* optional[] = {
       llvm::PointerType::getUnqual(llvm::FunctionType::get(
           b.getVoidTy(), {f64, i64, i64, i64, i64, f64, f64}, false)), // transition_log_bound
@@ -60,11 +71,20 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
           llvm::FunctionType::get(b.getVoidTy(), {f64, f64}, false)), // prior_logpdf
       module.getFunction("ssm_functional_terms")->getType(),          // state_gradient
       module.getFunction("ssm_functional_terms")->getType(),          // guide_args
-      module.getFunction("ssm_functional_terms")->getType()};         // diffusion_terms
-  llvm::Function* given[] = {log_bound,       linear_gaussian, gaussian_moments, gaussian_jacobian,
-                             proposal_sample, lookahead,       score_terms,      prior_logpdf,
-                             state_gradient,  guide_args,      diffusion_terms};
-  for (int k = 0; k < 11; ++k) {
+      module.getFunction("ssm_functional_terms")->getType(),          // diffusion_terms
+      item_kernel,
+      item_kernel,
+      item_kernel,
+      item_kernel,
+      item_kernel};
+  llvm::Function* given[] = {log_bound,         linear_gaussian,      gaussian_moments,
+                             gaussian_jacobian, proposal_sample,      lookahead,
+                             score_terms,       prior_logpdf,         state_gradient,
+                             guide_args,        diffusion_terms,      items.prior_logpdf,
+                             items.obs_logpdf,  items.state_gradient, items.score_terms,
+                             items.guide_args};
+  static_assert(std::size(given) == std::size(optional));
+  for (size_t k = 0; k < std::size(given); ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
     fields.push_back(given[k] ? static_cast<llvm::Constant*>(given[k])
                               : llvm::ConstantPointerNull::get(type));
@@ -126,8 +146,20 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
   llvm::Function* diffusion = structure.sde && structure.sde->why_not.empty()
                                   ? emit_diffusion_terms(model, *structure.sde, library)
                                   : nullptr;
+  // A plate model's kernels again in the item layout, one call over a batch of items (vi).
+  ItemKernels items;
+  if (model.items) {
+    items.prior_logpdf = emit_item_prior_logpdf(model, library);
+    items.obs_logpdf = emit_item_obs_logpdf(model, library);
+    if (state_gradient)
+      items.state_gradient = emit_item_state_gradient(model, *structure.derivatives, library);
+    if (score)
+      items.score_terms = emit_item_score_terms(model, *structure.derivatives, library);
+    if (guide_args)
+      items.guide_args = emit_item_guide_arguments(model, *structure.derivatives, library);
+  }
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score, prior, state_gradient, guide_args, diffusion);
+                   lookahead, score, prior, state_gradient, guide_args, diffusion, items);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

@@ -3,7 +3,9 @@
 #include "kernel_emitter.h"
 
 #include <fmt/format.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 
 #include <cmath>
@@ -22,7 +24,8 @@ KernelEmitter::KernelEmitter(const ir::Model& model, llvm::Module& module, const
     : model_(model), module_(module), ctx_(module.getContext()), block_(block),
       outputs_(std::move(outputs)), b_(ctx_) {}
 
-llvm::Function* KernelEmitter::emit(const char* name) {
+llvm::Function* KernelEmitter::emit(const char* name, bool items) {
+  items_ = items;
   create_function(name);
   compute_varying();
   compute_needed();
@@ -38,7 +41,10 @@ llvm::Function* KernelEmitter::emit(const char* name) {
       cholesky(rel.args[1]);
   preamble_cache_ = cache_;
   preamble_cholesky_ = cholesky_;
-  emit_body();
+  if (items_)
+    emit_loop(false); // no ancestors: x_prev is x
+  else
+    emit_body();
   return fn_;
 }
 
@@ -56,8 +62,14 @@ std::vector<KernelParam> KernelEmitter::particle_parameters(std::vector<KernelPa
   return params;
 }
 
+std::vector<KernelParam> KernelEmitter::item_parameters() {
+  return {{"theta", f64_ptr()}, {"items", i64_ptr()},  {"begin", i64()},
+          {"end", i64()},       {"stride", i64()},     {"x", f64_ptr()},
+          {"y", f64_ptr()},     {"inputs", f64_ptr()}, {"out", f64_ptr()}};
+}
+
 void KernelEmitter::create_function(const char* name) {
-  const std::vector<KernelParam> params = parameters();
+  const std::vector<KernelParam> params = items_ ? item_parameters() : parameters();
   std::vector<llvm::Type*> types;
   for (auto& p : params)
     types.push_back(p.second);
@@ -89,6 +101,7 @@ void KernelEmitter::emit_loop(bool gather) {
   auto* pre = b_.GetInsertBlock();
   auto* body = llvm::BasicBlock::Create(ctx_, gather ? "loop.gather" : "loop", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+  const size_t first_inner_block = fn_->size(); // blocks of the particle's work come after
   b_.CreateCondBr(b_.CreateICmpSLT(arg("begin"), arg("end")), body, exit);
 
   b_.SetInsertPoint(body);
@@ -96,6 +109,11 @@ void KernelEmitter::emit_loop(bool gather) {
   n->addIncoming(arg("begin"), pre);
   n_ = n;
   n32_ = b_.CreateTrunc(n, b_.getInt32Ty(), "n32");
+  if (items_) {
+    item_ = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("items"), n),
+                          "item");
+    t32_ = b_.CreateTrunc(item_, b_.getInt32Ty(), "t32");
+  }
   ancestor_ =
       gather ? static_cast<Value*>(b_.CreateLoad(
                    b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n)))
@@ -107,9 +125,45 @@ void KernelEmitter::emit_loop(bool gather) {
 
   auto* next = b_.CreateAdd(n, b_.getInt64(1), "n.next", true, true);
   n->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(b_.CreateICmpSLT(next, arg("end")), body, exit);
+  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, arg("end")), body, exit);
+  std::vector<llvm::BasicBlock*> blocks{body};
+  size_t index = 0;
+  for (llvm::BasicBlock& block : *fn_)
+    if (index++ >= first_inner_block)
+      blocks.push_back(&block);
+  mark_parallel(blocks, latch);
   b_.SetInsertPoint(exit);
   b_.CreateRetVoid();
+}
+
+// Particles are independent: iteration n writes only particle n's slots ([c * stride + n], the
+// runtime's stride covers every particle) and reads the others' inputs only (x_prev, theta, y).
+// The loop vectoriser cannot see that when a particle writes several components: the distance
+// between out[c * stride + n] and out[d * stride + n] is symbolic, and checking every pair at run
+// time exceeds its limit, so a kernel with many outputs (a state gradient) stayed scalar. The
+// kernel's own accesses to its arguments are put in an access group that the loop declares
+// parallel. Anything else that touches memory (an ODE's rows on the stack, what an inlined
+// library function reads) stays outside the group, and then LLVM treats the loop as it would
+// without the annotation.
+void KernelEmitter::mark_parallel(const std::vector<llvm::BasicBlock*>& blocks,
+                                  llvm::BranchInst* latch) {
+  llvm::MDNode* group = llvm::MDNode::getDistinct(ctx_, {});
+  for (llvm::BasicBlock* block : blocks)
+    for (llvm::Instruction& inst : *block) {
+      const Value* pointer = nullptr;
+      if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst))
+        pointer = load->getPointerOperand();
+      else if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst))
+        pointer = store->getPointerOperand();
+      if (pointer && llvm::isa<llvm::Argument>(llvm::getUnderlyingObject(pointer)))
+        inst.setMetadata(llvm::LLVMContext::MD_access_group, group);
+    }
+  llvm::Metadata* parallel[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), group};
+  llvm::TempMDTuple placeholder = llvm::MDNode::getTemporary(ctx_, {});
+  llvm::Metadata* loop_id[] = {placeholder.get(), llvm::MDNode::get(ctx_, parallel)};
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, loop_id);
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
 }
 
 void KernelEmitter::emit_particle() {
@@ -175,8 +229,11 @@ void KernelEmitter::compute_varying() {
   for (size_t i = 0; i < block_.nodes.size(); ++i) {
     const ir::Node& node = block_.nodes[i];
     // y[t] varies in the observation sampler only; y[t-1], data and inputs are in the frame.
+    // In the item layout, each particle has its own t, y and inputs.
     bool v = node.op == ir::Op::State ||
-             (node.op == ir::Op::Obs && node.lag == 0 && samples_observations());
+             (node.op == ir::Op::Obs && node.lag == 0 && samples_observations()) ||
+             (items_ && (node.op == ir::Op::Time || node.op == ir::Op::Input ||
+                         (node.op == ir::Op::Obs && node.lag == 0)));
     for (int a : node.args)
       v = v || varying_[a];
     varying_[i] = v;
@@ -417,6 +474,13 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
   case ir::Op::Data:
     return frame_values(model_.data_offset(node.var), size);
   case ir::Op::Input:
+    if (items_) {
+      const int offset = model_.input_offset(node.var) - model_.input_offset(0);
+      for (size_t i = 0; i < size; ++i)
+        out[i] =
+            b_.CreateLoad(b_.getDoubleTy(), element(arg("inputs"), b_.getInt64(offset + i), n_));
+      return out;
+    }
     return frame_values(model_.input_offset(node.var), size);
   case ir::Op::Select:
     for (size_t i = 0; i < size; ++i)
@@ -436,7 +500,7 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
     return out;
   }
   case ir::Op::Time:
-    return {b_.CreateSIToFP(arg("t"), b_.getDoubleTy())};
+    return {b_.CreateSIToFP(items_ ? item_ : arg("t"), b_.getDoubleTy())};
   case ir::Op::State:
     return load_state(node);
   case ir::Op::Obs:
@@ -512,7 +576,7 @@ Values KernelEmitter::load_state(const ir::Node& node) {
       samples() && block_.kind != ir::BlockKind::Observation && !model_.net_call_of(node.var);
   if (node.lag == 0 && sampled_here)
     return current_.at(node.var); // the verifier guarantees it was sampled earlier
-  Value* base = arg(node.lag == 0 ? "x" : "x_prev");
+  Value* base = arg(node.lag == 0 || items_ ? "x" : "x_prev");
   Value* particle = node.lag == 0 ? n_ : ancestor_;
   int offset = model_.state_offset(node.var);
   Values out(node.shape.size());
@@ -532,12 +596,19 @@ Values KernelEmitter::load_state_at_x_in(const ir::Node& node) {
 }
 
 Values KernelEmitter::load_obs(const ir::Node& node) {
+  if (node.lag == 1 && items_)
+    throw CodegenError("internal error: an item kernel reads a previous observation");
   if (node.lag == 1)
     return frame_values(model_.previous_obs_offset(node.var), node.shape.size());
   if (samples_observations())
     return current_.at(node.var);
   int offset = model_.obs_offset(node.var);
   Values out(node.shape.size());
+  if (items_) {
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = b_.CreateLoad(b_.getDoubleTy(), element(arg("y"), b_.getInt64(offset + i), n_));
+    return out;
+  }
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = b_.CreateLoad(b_.getDoubleTy(),
                            b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("y"), offset + i));

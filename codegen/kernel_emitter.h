@@ -39,8 +39,11 @@ class KernelEmitter {
 public:
   virtual ~KernelEmitter() = default;
 
-  // Creates the kernel `name` in the module and emits its body.
-  llvm::Function* emit(const char* name);
+  // Creates the kernel `name` in the module and emits its body. `items`: the item layout of a
+  // plate model's kernel (runtime/kernel/abi.h, ssm_item_kernel_fn): each particle is an item
+  // with its own time (items[n]), observation and inputs, read per particle like the state, so
+  // one call vectorises across a batch of items; x_prev is x (items are independent).
+  llvm::Function* emit(const char* name, bool items = false);
 
 protected:
   using Value = llvm::Value;
@@ -73,11 +76,15 @@ protected:
 
   // theta, seed (a sampler's), t (past the initial block), begin, end, stride, then `rest`.
   std::vector<KernelParam> particle_parameters(std::vector<KernelParam> rest);
+  // The item layout's: theta, items, begin, end, stride, x, y, inputs, out.
+  std::vector<KernelParam> item_parameters();
   llvm::Type* f64_ptr() { return llvm::PointerType::getUnqual(b_.getDoubleTy()); }
   llvm::Type* i64() { return b_.getInt64Ty(); }
   llvm::Type* i64_ptr() { return llvm::PointerType::getUnqual(b_.getInt64Ty()); }
   Value* arg(const std::string& name) const;
   void emit_loop(bool gather);
+  // Declares the loop ending in `latch` free of dependences between particles (see the .cpp).
+  void mark_parallel(const std::vector<llvm::BasicBlock*>& blocks, llvm::BranchInst* latch);
   // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
   void emit_loops_with_ancestors();
   // The outputs (-1: zero) stored one after another in `out`; no loop.
@@ -167,7 +174,9 @@ protected:
   llvm::IRBuilder<> b_;
   llvm::Function* fn_ = nullptr;
   std::map<std::string, llvm::Argument*> args_;
+  bool items_ = false; // the item layout (emit)
   Value* t32_ = nullptr;
+  Value* item_ = nullptr; // the item layout's t of the current particle (i64)
   Value* n_ = nullptr;
   Value* n32_ = nullptr;
   Value* ancestor_ = nullptr;

@@ -28,6 +28,10 @@ llvm::Function* emit_proposal_sample(const ir::Model& model, llvm::Module& modul
 llvm::Function* emit_init_logpdf(const ir::Model& model, llvm::Module& module);
 llvm::Function* emit_transition_logpdf(const ir::Model& model, llvm::Module& module);
 llvm::Function* emit_obs_logpdf(const ir::Model& model, llvm::Module& module);
+// A plate model's kernels in the item layout (abi.h, ssm_item_kernel_fn): the latents' prior (the
+// transition block) and the observation's log-density.
+llvm::Function* emit_item_prior_logpdf(const ir::Model& model, llvm::Module& module);
+llvm::Function* emit_item_obs_logpdf(const ir::Model& model, llvm::Module& module);
 // The log of node `bound` of the density analysis' `arena`, per particle at t-1.
 llvm::Function* emit_transition_log_bound(const ir::Model& model, const ir::Block& arena, int bound,
                                           llvm::Module& module);
@@ -47,6 +51,14 @@ llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Deriv
 // ssm_state_gradient: as ssm_functional_terms, of the derivatives analysis's state gradient.
 llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
                                     llvm::Module& module);
+// The same three in the item layout (ssm_item_score_terms, ssm_item_state_gradient,
+// ssm_item_guide_args).
+llvm::Function* emit_item_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
+                                      llvm::Module& module);
+llvm::Function* emit_item_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
+                                         llvm::Module& module);
+llvm::Function* emit_item_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
+                                          llvm::Module& module);
 
 // ssm_diffusion_terms: as ssm_functional_terms, of an SDE transition's terms at the points x.
 llvm::Function* emit_diffusion_terms(const ir::Model& model, const passes::SdeEstimators& sde,

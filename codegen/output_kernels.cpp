@@ -68,7 +68,8 @@ namespace {
 
 // A functional-terms kernel over the derivatives' arena with `outputs` (-1: zero).
 llvm::Function* emit_arena_terms(const ir::Model& model, const passes::Derivatives& derivs,
-                                 std::vector<int> outputs, llvm::Module& module, const char* name) {
+                                 std::vector<int> outputs, llvm::Module& module, const char* name,
+                                 bool items = false) {
   ir::Block arena = derivs.arena; // plus a zero for the components without a term
   const int zero = static_cast<int>(arena.nodes.size());
   ir::Node z;
@@ -76,7 +77,7 @@ llvm::Function* emit_arena_terms(const ir::Model& model, const passes::Derivativ
   arena.nodes.push_back(z);
   for (int& id : outputs)
     id = id < 0 ? zero : id;
-  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit(name);
+  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit(name, items);
 }
 
 } // namespace
@@ -94,6 +95,23 @@ llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Deriva
 llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
                                      llvm::Module& module) {
   return emit_arena_terms(model, derivs, derivs.guide_arguments, module, "ssm_guide_args");
+}
+
+llvm::Function* emit_item_score_terms(const ir::Model& model, const passes::Derivatives& derivs,
+                                      llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.score_terms, module, "ssm_item_score_terms", true);
+}
+
+llvm::Function* emit_item_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
+                                         llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.state_gradient, module, "ssm_item_state_gradient",
+                          true);
+}
+
+llvm::Function* emit_item_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
+                                          llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.guide_arguments, module, "ssm_item_guide_args",
+                          true);
 }
 
 llvm::Function* emit_diffusion_terms(const ir::Model& model, const passes::SdeEstimators& sde,

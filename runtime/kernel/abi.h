@@ -12,9 +12,9 @@
 //     elements, in the order and at the offsets given by the metadata), followed by the data
 //     items, the inputs at time t and the observation at t-1 (see docs/abi.md); the runtime fills
 //     the time-dependent part before each step;
-//   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles; a
-//   NaN
-//     component is a missing observation and contributes nothing to the log-density;
+//   - y is the observation at time t as a dense vector of n_obs doubles shared by all particles
+//     (the item layout's kernels, below, read one per particle); a NaN component is a missing
+//     observation and contributes nothing to the log-density;
 //   - random draws come from Philox4x32-10 keyed by `seed` with counter (n, t, site, draw) (see
 //     kernel/rng.h), so results do not depend on how particles are split across threads.
 #pragma once
@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 10
+#define SSM_ABI_VERSION 11
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -105,6 +105,17 @@ typedef void (*ssm_lookahead_fn)(const double* theta, int64_t t, int64_t begin, 
 
 typedef void (*ssm_prior_logpdf_fn)(const double* theta, double* out);
 
+// A plate model's kernel in the item layout: particle n is an item of its own, item items[n] (the
+// step t it stands for), with its state x[c*stride+n], its observation y[k*stride+n] and its
+// inputs inputs[k*stride+n] (null when the model has none); x_prev is x (items are
+// independent: passes/plate_items.cpp). It computes what the kernel of the same name without
+// `item_` computes at t = items[n], into out as that kernel lays it out (out[n], or
+// out[k*stride+n]). One call covers a batch of items, vectorised across them, where the step
+// layout takes a call per item whose draws share its observation.
+typedef void (*ssm_item_kernel_fn)(const double* theta, const int64_t* items, int64_t begin,
+                                   int64_t end, int64_t stride, const double* x, const double* y,
+                                   const double* inputs, double* out);
+
 typedef struct ssm_model {
   uint32_t abi_version;      // SSM_ABI_VERSION
   const char* metadata_json; // see docs/abi.md
@@ -140,6 +151,14 @@ typedef struct ssm_model {
   // row-major), the diffusion coefficient (1, dim or dim x dim, as written) and dt; x_prev and y
   // unused; may be null.
   ssm_functional_terms_fn diffusion_terms;
+  // A plate model's kernels in the item layout (ssm_item_kernel_fn), null for a model over time
+  // or where the step layout's kernel is null: the latents' prior log p(x_n) (the transition
+  // block), log p(y_n | x_n), and the state gradient, score terms and guide arguments as above.
+  ssm_item_kernel_fn item_prior_logpdf;
+  ssm_item_kernel_fn item_obs_logpdf;
+  ssm_item_kernel_fn item_state_gradient;
+  ssm_item_kernel_fn item_score_terms;
+  ssm_item_kernel_fn item_guide_args;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -2,6 +2,7 @@
 #include "nn/compiled_density.h"
 #include "core/error.h"
 #include "core/frame.h"
+#include "nn/item_batch.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -57,11 +58,15 @@ CompiledDensity::Evaluation CompiledDensity::evaluate(const torch::Tensor& z_in,
   if (want_grad_theta && P > 0 && !model_.score_terms)
     throw Error(fmt::format("internal error: model '{}' has no score terms kernel ({})", info_.name,
                             info_.no_score_reason));
-  // The kernels read structure-of-arrays doubles: component c of value s at x[c * S + s].
-  const torch::Tensor z = z_in.detach().to(torch::kFloat64).permute({0, 2, 1}).contiguous();
   const torch::Tensor theta = theta_in.detach().to(torch::kFloat64).contiguous();
   std::vector<double> fixed = fixed_;
   std::copy(theta.data_ptr<double>(), theta.data_ptr<double>() + P, fixed.begin());
+  if (model_.item_prior_logpdf && model_.item_obs_logpdf &&
+      (!want_grad_z || model_.item_state_gradient) && (!want_grad_theta || model_.item_score_terms))
+    return evaluate_items(z_in, items, fixed, want_grad_z, want_grad_theta, prior_only);
+
+  // The kernels read structure-of-arrays doubles: component c of value s at x[c * S + s].
+  const torch::Tensor z = z_in.detach().to(torch::kFloat64).permute({0, 2, 1}).contiguous();
 
   Evaluation e;
   e.value = torch::empty({I, S}, torch::kFloat64);
@@ -104,6 +109,50 @@ CompiledDensity::Evaluation CompiledDensity::evaluate(const torch::Tensor& z_in,
     e.grad_z = e.grad_z.permute({0, 2, 1});
   if (want_grad_theta)
     e.grad_theta = e.grad_theta.permute({0, 2, 1});
+  return e;
+}
+
+CompiledDensity::Evaluation CompiledDensity::evaluate_items(const torch::Tensor& z_in,
+                                                            const std::vector<int64_t>& items,
+                                                            const std::vector<double>& fixed,
+                                                            bool want_grad_z, bool want_grad_theta,
+                                                            bool prior_only) const {
+  const int64_t I = z_in.size(0), S = z_in.size(1), D = z_in.size(2), P = info_.n_theta, N = I * S;
+  // One particle per (item, draw), p = i * S + s: states, observations and inputs all
+  // structure-of-arrays over the N particles (component c of particle p at [c * N + p]).
+  const torch::Tensor z = z_in.detach().to(torch::kFloat64).reshape({N, D}).t().contiguous();
+  const ItemBatch batch = item_batch(data_, items, S, prior_only);
+  Evaluation e;
+  const torch::Tensor prior = torch::empty({N}, torch::kFloat64);
+  const torch::Tensor obs = torch::empty({N}, torch::kFloat64);
+  if (want_grad_z)
+    e.grad_z = torch::empty({D, N}, torch::kFloat64);
+  if (want_grad_theta)
+    e.grad_theta = torch::empty({P, N}, torch::kFloat64);
+  const double* zs = z.data_ptr<double>();
+  double* lp = prior.data_ptr<double>();
+  double* lo = obs.data_ptr<double>();
+  double* gz = want_grad_z ? e.grad_z.data_ptr<double>() : nullptr;
+  double* gt = want_grad_theta && P > 0 ? e.grad_theta.data_ptr<double>() : nullptr;
+  const Frame frame(info_, fixed); // its inputs and previous observation are not read here
+  const double* f = frame.values();
+  const int64_t* t = batch.steps.data();
+  const double* y = batch.obs.data();
+  const double* u = batch.inputs.empty() ? nullptr : batch.inputs.data();
+  for_item_blocks(N, [&](int64_t begin, int64_t end) {
+    model_.item_prior_logpdf(f, t, begin, end, N, zs, y, u, lp);
+    if (!prior_only)
+      model_.item_obs_logpdf(f, t, begin, end, N, zs, y, u, lo);
+    if (gz)
+      model_.item_state_gradient(f, t, begin, end, N, zs, y, u, gz);
+    if (gt)
+      model_.item_score_terms(f, t, begin, end, N, zs, y, u, gt);
+  });
+  e.value = (prior_only ? prior : prior + obs).view({I, S});
+  if (want_grad_z)
+    e.grad_z = e.grad_z.t().view({I, S, D});
+  if (want_grad_theta)
+    e.grad_theta = e.grad_theta.t().view({I, S, P});
   return e;
 }
 

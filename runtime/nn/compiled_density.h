@@ -49,6 +49,12 @@ public:
                       bool prior_only) const;
 
 private:
+  // evaluate with the item layout's kernels (kernel/abi.h): one call over the batch, vectorised
+  // across its items, where the step layout's take a call per item. `fixed` holds theta.
+  Evaluation evaluate_items(const torch::Tensor& z, const std::vector<int64_t>& items,
+                            const std::vector<double>& fixed, bool want_grad_z,
+                            bool want_grad_theta, bool prior_only) const;
+
   const ssm_model& model_;
   const ModelInfo& info_;
   const ObsData& data_;

@@ -2,6 +2,7 @@
 #include "nn/compiled_guide.h"
 #include "core/error.h"
 #include "core/frame.h"
+#include "nn/item_batch.h"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -73,14 +74,24 @@ std::pair<torch::Tensor, torch::Tensor> CompiledGuide::evaluate(const torch::Ten
   const torch::Tensor out = torch::empty({A + J, I}, torch::kFloat64);
   const double* xs = x.data_ptr<double>();
   double* o = out.data_ptr<double>();
-  at::parallel_for(0, I, 1, [&](int64_t begin, int64_t end) {
-    Frame frame(info_, fixed_);
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = items[i];
-      const double* f = frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
-      model_.guide_args(f, t, i, i + 1, I, xs, nullptr, xs, data_.at(t), o);
-    }
-  });
+  if (model_.item_guide_args) { // one call over the batch, vectorised across its items
+    const ItemBatch batch = item_batch(data_, items, 1, false);
+    const Frame frame(info_, fixed_); // its inputs are not read in the item layout
+    const double* u = batch.inputs.empty() ? nullptr : batch.inputs.data();
+    for_item_blocks(I, [&](int64_t begin, int64_t end) {
+      model_.item_guide_args(frame.values(), batch.steps.data(), begin, end, I, xs,
+                             batch.obs.data(), u, o);
+    });
+  } else {
+    at::parallel_for(0, I, 1, [&](int64_t begin, int64_t end) {
+      Frame frame(info_, fixed_);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t t = items[i];
+        const double* f = frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
+        model_.guide_args(f, t, i, i + 1, I, xs, nullptr, xs, data_.at(t), o);
+      }
+    });
+  }
   torch::Tensor jacobian;
   if (want_jacobian)
     jacobian = out.narrow(0, A, J).t(); // [I, J]

@@ -188,8 +188,8 @@ TEST_CASE("sequences: an rnn encoder in a guide learns the exact posterior of a 
   const std::string out = scratch_path("code_guide.csv");
   const nlohmann::json j =
       run_json({model_exe("seq_code", counting), "vi", "--data", write_items("code.csv", items, x),
-                "--iterations", "800", "--samples", "2", "--net-learning-rate", "0.02", "--out",
-                out, "--json"});
+                "--iterations", "800", "--samples", "2", "--net-learning-rate", "0.02",
+                "--schedule", "cosine", "--out", out, "--json"});
   CAPTURE(j.dump());
   const Table t = read_table(out);
   const std::vector<double> mean = t.column("mean_z"), sd = t.column("sd_z");

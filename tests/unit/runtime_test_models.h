@@ -130,49 +130,29 @@ inline const char* kAr2Meta = R"json({"name":"ar2d","source":"tests/ar2d.ssm","n
 
 inline ssm_model ar1_model() {
   using K = ArKernels<1>;
-  return ssm_model{SSM_ABI_VERSION,
-                   kAr1Meta,
-                   K::init_sample,
-                   K::init_logpdf,
-                   K::transition_sample,
-                   K::transition_logpdf,
-                   K::obs_logpdf,
-                   K::obs_sample,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr};
+  ssm_model m{}; // the optional kernels null
+  m.abi_version = SSM_ABI_VERSION;
+  m.metadata_json = kAr1Meta;
+  m.init_sample = K::init_sample;
+  m.init_logpdf = K::init_logpdf;
+  m.transition_sample = K::transition_sample;
+  m.transition_logpdf = K::transition_logpdf;
+  m.obs_logpdf = K::obs_logpdf;
+  m.obs_sample = K::obs_sample;
+  return m;
 }
 inline ssm_model ar2_model() {
   using K = ArKernels<2>;
-  return ssm_model{SSM_ABI_VERSION,
-                   kAr2Meta,
-                   K::init_sample,
-                   K::init_logpdf,
-                   K::transition_sample,
-                   K::transition_logpdf,
-                   K::obs_logpdf,
-                   K::obs_sample,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr,
-                   nullptr};
+  ssm_model m{}; // the optional kernels null
+  m.abi_version = SSM_ABI_VERSION;
+  m.metadata_json = kAr2Meta;
+  m.init_sample = K::init_sample;
+  m.init_logpdf = K::init_logpdf;
+  m.transition_sample = K::transition_sample;
+  m.transition_logpdf = K::transition_logpdf;
+  m.obs_logpdf = K::obs_logpdf;
+  m.obs_sample = K::obs_sample;
+  return m;
 }
 inline ssm_model ar1_uniform_obs_model() {
   ssm_model m = ar1_model();
