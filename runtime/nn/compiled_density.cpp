@@ -58,9 +58,11 @@ CompiledDensity::Evaluation CompiledDensity::evaluate(const torch::Tensor& z_in,
   if (want_grad_theta && P > 0 && !model_.score_terms)
     throw Error(fmt::format("internal error: model '{}' has no score terms kernel ({})", info_.name,
                             info_.no_score_reason));
-  const torch::Tensor theta = theta_in.detach().to(torch::kFloat64).contiguous();
   std::vector<double> fixed = fixed_;
-  std::copy(theta.data_ptr<double>(), theta.data_ptr<double>() + P, fixed.begin());
+  if (P > 0) { // (forward runs without autograd: no detach)
+    const torch::Tensor theta = theta_in.to(torch::kFloat64).contiguous();
+    std::copy(theta.data_ptr<double>(), theta.data_ptr<double>() + P, fixed.begin());
+  }
   if (model_.item_prior_logpdf && model_.item_obs_logpdf &&
       (!want_grad_z || model_.item_state_gradient) && (!want_grad_theta || model_.item_score_terms))
     return evaluate_items(z_in, items, fixed, want_grad_z, want_grad_theta, prior_only);
@@ -120,7 +122,7 @@ CompiledDensity::Evaluation CompiledDensity::evaluate_items(const torch::Tensor&
   const int64_t I = z_in.size(0), S = z_in.size(1), D = z_in.size(2), P = info_.n_theta, N = I * S;
   // One particle per (item, draw), p = i * S + s: states, observations and inputs all
   // structure-of-arrays over the N particles (component c of particle p at [c * N + p]).
-  const torch::Tensor z = z_in.detach().to(torch::kFloat64).reshape({N, D}).t().contiguous();
+  const torch::Tensor z = z_in.to(torch::kFloat64).reshape({N, D}).t().contiguous();
   const ItemBatch batch = item_batch(data_, items, S, prior_only);
   Evaluation e;
   const torch::Tensor prior = torch::empty({N}, torch::kFloat64);

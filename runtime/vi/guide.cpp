@@ -177,10 +177,10 @@ bool Guide::bounded() const {
 }
 
 std::pair<torch::Tensor, torch::Tensor> Guide::constrain(const torch::Tensor& u) const {
+  if (!bounded()) // the identity, without a select and a stack per component to differentiate
+    return {u, torch::Tensor()};
   std::vector<int64_t> leading(u.sizes().begin(), u.sizes().end() - 1);
   torch::Tensor log_det = torch::zeros(leading, torch::kFloat64);
-  if (!bounded()) // the identity, without a select and a stack per component to differentiate
-    return {u, log_det};
   std::vector<torch::Tensor> z;
   for (int64_t c = 0; c < continuous_; ++c) {
     const torch::Tensor uc = u.select(-1, c);
@@ -251,7 +251,8 @@ void Guide::apply_declared(Local& l, const torch::Tensor& idx) const {
   const int64_t I = idx.numel();
   auto argument = [&](const GuideInfo::Relation& r, size_t k, int64_t size) {
     const GuideInfo::Relation::Argument& a = r.arguments.at(k);
-    return args.narrow(1, a.offset, a.size).expand({I, size}); // a real broadcasts
+    const torch::Tensor v = args.narrow(1, a.offset, a.size);
+    return a.size == size ? v : v.expand({I, size}); // a real broadcasts
   };
   for (size_t i = 0; i < declared_->relations.size(); ++i) {
     const GuideInfo::Relation& r = declared_->relations[i];
@@ -313,9 +314,11 @@ Guide::Local Guide::local(const torch::Tensor& idx, const torch::Tensor& given) 
   // of the guide's own to select (a dif guide's draws start from the guide's own Gaussian).
   Local l;
   if (declared_ && !amortized() && !fitted_per_item() && difs_.empty()) {
-    const auto I = idx.numel();
-    l.mu = torch::zeros({I, continuous_}, torch::kFloat64);
-    l.log_sd = torch::zeros({I, continuous_}, torch::kFloat64);
+    // apply_declared sets every continuous component (or they are none)
+    if (continuous_ == 0) {
+      l.mu = torch::zeros({idx.numel(), 0}, torch::kFloat64);
+      l.log_sd = l.mu;
+    }
     l.logits.resize(plan_.discrete.size());
   } else {
     l = own_local(idx);
@@ -381,9 +384,8 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor idx = torch::tensor(items, torch::kInt64);
   const Local params = local(idx, given);
-  GuideDraws d;
-  d.log_q_sampled = torch::zeros({I, K}, opts);
-  d.log_q_sticking = torch::zeros({I, K}, opts);
+  GuideDraws d; // log_q_sampled and log_q_sticking: undefined until a term adds to them
+  auto add = [](torch::Tensor& to, const torch::Tensor& v) { to = to.defined() ? to + v : v; };
   std::vector<torch::Tensor> component(n_state_); // the discrete ones, each [I, K, E]
   torch::Tensor continuous;                       // [I, K, E, C]
 
@@ -398,18 +400,21 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
                                                        static_cast<uint32_t>(k));
     const torch::Tensor mu = params.mu.unsqueeze(1); // [I, 1, C]
     const torch::Tensor log_sd = params.log_sd;
-    torch::Tensor L, z;
+    torch::Tensor L, z, sd; // sd: [I, 1, C], the diagonal guide's
     if (plan_.dense) {
       L = cholesky(params);
       z = mu + torch::matmul(eps, L.transpose(1, 2));
     } else {
-      z = mu + eps * log_sd.exp().unsqueeze(1);
+      sd = log_sd.exp().unsqueeze(1);
+      z = mu + eps * sd;
     }
-    const torch::Tensor score = torch::tensor(std::vector<int64_t>(plan_.continuous_score.begin(),
-                                                                   plan_.continuous_score.end()))
-                                    .to(torch::kBool);
     const bool any_score = std::any_of(plan_.continuous_score.begin(), plan_.continuous_score.end(),
                                        [](bool s) { return s; });
+    const torch::Tensor score =
+        any_score ? torch::tensor(std::vector<int64_t>(plan_.continuous_score.begin(),
+                                                       plan_.continuous_score.end()))
+                        .to(torch::kBool)
+                  : torch::Tensor();
     if (any_score) // the score function differentiates log q only: no path through the draw
       z = torch::where(score, z.detach(), z);
     // log q(z) with the guide's parameters as given (`held`: constant, for sticking the landing).
@@ -428,29 +433,30 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
         return torch::Tensor(-0.5 * u.pow(2).sum(1) - s.sum(1, true) -
                              static_cast<double>(C) * kHalfLog2Pi); // [I, K]
       }
-      return torch::Tensor(-0.5 * ((z - m) / s.exp().unsqueeze(1)).pow(2) - s.unsqueeze(1) -
+      const torch::Tensor scale = given_path ? s.exp().unsqueeze(1) : held ? sd.detach() : sd;
+      return torch::Tensor(-0.5 * ((z - m) / scale).pow(2) - s.unsqueeze(1) -
                            kHalfLog2Pi); // [I, K, C]
     };
     const torch::Tensor lq_held = log_q(true);
     const torch::Tensor lq = sampled_path || any_score ? log_q(false) : lq_held;
     const bool plain = !any_score && difs_.empty(); // every component reparameterised, Gaussian
     if (plan_.dense) {                              // one estimator for all components (plan_guide)
-      d.log_q_sampled = d.log_q_sampled + lq;
-      d.log_q_sticking = d.log_q_sticking + (any_score ? lq : lq_held);
+      add(d.log_q_sampled, lq);
+      add(d.log_q_sticking, any_score ? lq : lq_held);
       if (any_score)
         d.log_q_score = lq;
     } else if (plain) {
-      d.log_q_sampled = lq.sum(2);
       d.log_q_sticking = lq_held.sum(2);
+      d.log_q_sampled = lq.is_same(lq_held) ? d.log_q_sticking : lq.sum(2);
     } else {
-      const torch::Tensor s = score.to(torch::kFloat64);
+      const torch::Tensor s = any_score ? score.to(torch::kFloat64) : torch::Tensor();
       // The Gaussian's components: a dif's are its own (dif_points).
       const torch::Tensor own = torch::tensor(std::vector<int64_t>(plan_.continuous_dif.begin(),
                                                                    plan_.continuous_dif.end()))
                                     .lt(0)
                                     .to(torch::kFloat64);
-      d.log_q_sampled = d.log_q_sampled + (lq * own).sum(2);
-      d.log_q_sticking = d.log_q_sticking + ((lq * s + lq_held * (1 - s)) * own).sum(2);
+      add(d.log_q_sampled, (lq * own).sum(2));
+      add(d.log_q_sticking, ((any_score ? lq * s + lq_held * (1 - s) : lq_held) * own).sum(2));
       if (any_score)
         d.log_q_score = (lq * s).sum(2);
     }
@@ -466,7 +472,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     } else { // the points vary along E: so does the log-Jacobian
       const DifPoints p = dif_points(z, eps, params);
       const auto [constrained, log_det] = constrain(p.u);
-      d.log_q_point = p.log_q - log_det;
+      d.log_q_point = log_det.defined() ? p.log_q - log_det : p.log_q;
       d.log_point_weights = p.log_weights;
       continuous = constrained;
     }
@@ -526,16 +532,27 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
         ch[i * K + k] = v;
       }
     const torch::Tensor lq = log_p.gather(1, chosen); // [I, K]
-    d.log_q_sampled = d.log_q_sampled + lq;
-    d.log_q_sticking = d.log_q_sticking + lq;
+    add(d.log_q_sampled, lq);
+    add(d.log_q_sticking, lq);
     d.log_q_score = d.log_q_score.defined() ? d.log_q_score + lq : lq;
     component[g.component] =
         (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
   }
   if (d.log_point_weights.defined())
     d.weights = d.weights * d.log_point_weights.exp();
+  if (!d.log_q_sampled.defined()) { // no term: every latent enumerated (or none)
+    d.log_q_sampled = torch::zeros({I, K}, opts);
+    d.log_q_sticking = d.log_q_sampled;
+  }
   // [I, K, E, D], in a few operations (the state may be wide: a network's outputs, which the
   // model's networks fill in, stay 0 here).
+  bool leading = Dd == 0; // the continuous components first, in order: padded in one operation
+  for (int64_t c = 0; c < C && leading; ++c)
+    leading = plan_.continuous[c] == c;
+  if (leading && C > 0) {
+    d.z = C == n_state_ ? continuous : torch::constant_pad_nd(continuous, {0, n_state_ - C});
+    return d;
+  }
   d.z = torch::zeros({I, K, E, n_state_}, opts);
   if (C > 0)
     d.z = d.z.index_copy(3, torch::tensor(plan_.continuous, torch::kInt64), continuous);

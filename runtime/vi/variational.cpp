@@ -8,6 +8,7 @@
 #include "vi/variational.h"
 #include "core/sequence_items.h"
 #include "nn/adam_schedule.h"
+#include "nn/gradient_step.h"
 #include "vi/variational_problem.h"
 
 #include <fmt/format.h>
@@ -70,13 +71,8 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   torch::optim::Adam adam(groups, torch::optim::AdamOptions(opt.learning_rate));
   // The networks' weights at the last finite objective, restored after a failure.
   const std::vector<torch::Tensor> weights = p.net_parameters();
-  std::vector<torch::Tensor> weights_good(weights.size());
-  auto restore_weights = [&] {
-    torch::NoGradGuard no_grad;
-    for (size_t k = 0; k < weights.size(); ++k)
-      if (weights_good[k].defined())
-        weights[k].copy_(weights_good[k]);
-  };
+  nn::Checkpoint weights_good(weights);
+  auto restore_weights = [&] { weights_good.restore(); };
   const int64_t every = std::max<int64_t>(1, opt.iterations / 100);
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
@@ -102,25 +98,36 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     const double scale = static_cast<double>(N) / static_cast<double>(items.size());
     // The loss, whose gradient the step follows, the objective per item, the parameters.
     torch::Tensor loss, theta;
-    double value = NAN;
+    double value = NAN, loss_value = NAN;
     try { // a parameter sent out of range by the last step
       if (p.q_theta) {
         const VariationalProblem::Impl::JointStep j = p.joint_step(items, step, beta, relax, scale);
         loss = j.loss;
         value = j.value;
+        loss_value = loss.item<double>();
         theta = j.theta;
       } else {
         const ObjectiveTerms t = p.terms(items, opt.samples, step, false, beta, relax);
         const torch::Tensor objective = opt.objective == "iwae" ? t.iwae : t.elbo;
-        value = objective.detach().mean().item<double>();
-        loss = -t.surrogate.sum() * scale;
+        const torch::Tensor total = t.surrogate.sum();
+        loss = total * -scale;
+        // The ELBO's surrogate is the ELBO itself (the sticking-the-landing gradient): its sum
+        // gives both, in one reading.
+        if (objective.is_same(t.surrogate)) {
+          const double sum = total.item<double>();
+          value = sum / static_cast<double>(items.size());
+          loss_value = sum * -scale;
+        } else {
+          value = objective.detach().mean().item<double>();
+          loss_value = loss.item<double>();
+        }
         theta = t.theta;
       }
     } catch (const Error& e) {
       restore_weights();
       return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
     }
-    if (!std::isfinite(value) || !std::isfinite(loss.item<double>())) {
+    if (!std::isfinite(value) || !std::isfinite(loss_value)) {
       restore_weights();
       if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
         return fmt::format(
@@ -136,13 +143,11 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     last_finite = value;
     last_finite_step = step;
     theta_good = to_vector(theta);
-    for (size_t k = 0; k < weights.size(); ++k) // into the same memory after the first step
-      weights_good[k] = weights_good[k].defined() ? weights_good[k].copy_(weights[k].detach())
-                                                  : weights[k].detach().clone();
-    adam.zero_grad();
+    weights_good.take();
+    nn::clear_gradients(params);
     loss.backward();
     if (opt.clip > 0)
-      torch::nn::utils::clip_grad_norm_(params, opt.clip);
+      nn::clip_gradients(params, opt.clip);
     adam.step();
     if (opt.schedule == "cosine")
       nn::set_learning_rate(adam, rates, nn::cosine_factor(step + 1, opt.iterations));

@@ -50,6 +50,8 @@ struct ConstrainFunction : torch::autograd::Function<ConstrainFunction> {
 };
 
 inline std::vector<double> to_vector(const torch::Tensor& t) {
+  if (t.numel() == 0) // a model without parameters, at every step: no operations
+    return {};
   const torch::Tensor c = t.detach().to(torch::kFloat64).contiguous();
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
@@ -270,17 +272,20 @@ struct VariationalProblem::Impl {
     const torch::Tensor flat =
         nets->apply(d.z.reshape({I, K * E, D}), th, fixed, covariates_of(items), &sequences);
     const torch::Tensor logp = density.log_joint(flat, items, th).view({I, K, E});
-    const torch::Tensor log_q_k = d.log_q_sampled;      // [I, K]
-    const torch::Tensor q_e = d.log_q_enumerated.exp(); // [I, E]
-    // A dif guide's log q and log weights at each point (0 without one).
+    const torch::Tensor log_q_k = d.log_q_sampled; // [I, K]
+    // Without discrete latents or a dif guide (E = 1, weights 1, log q of the points 0), in as
+    // few operations as a hand-written VAE's step: what only the others need is not computed.
     const bool points = d.log_q_point.defined();
-    const torch::Tensor log_q_point = points ? d.log_q_point : torch::zeros_like(logp);
-    const torch::Tensor log_point_w = points ? d.log_point_weights : torch::zeros_like(logp);
+    const bool plain = !points && plan.discrete.empty();
+    const bool bounds = opt.objective == "iwae" || with_kl;
+    const bool general = !plain || bounds || beta < 1;
+    const torch::Tensor q_e = general ? d.log_q_enumerated.exp() : torch::Tensor(); // [I, E]
+    // A dif guide's log q and log weights at each point (0 without one).
+    const torch::Tensor log_q_point =
+        points ? d.log_q_point : (general ? torch::zeros_like(logp) : torch::Tensor());
+    const torch::Tensor log_point_w = points ? d.log_point_weights : log_q_point;
     // The ELBO's terms, with log q of the reparameterised components held at the guide's
     // parameters (the same values; the gradient "sticks the landing": guide.h).
-    // Without discrete latents or a dif guide (E = 1, weights 1, log q of the points 0), in as
-    // few operations as a hand-written VAE's step.
-    const bool plain = !points && plan.discrete.empty();
     const torch::Tensor value_k = // [I, K]
         plain ? logp.select(2, 0) - d.log_q_sticking
               : (d.weights * (logp - d.log_q_sticking.unsqueeze(2) -
@@ -290,7 +295,7 @@ struct VariationalProblem::Impl {
     t.theta = th.detach();
     t.value_k = value_k.detach();
     t.elbo = value_k.mean(1);
-    if (opt.objective == "iwae" || with_kl) { // not needed to train on the ELBO
+    if (bounds) { // not needed to train on the ELBO
       // The enumerated latents summed in p; a dif's maps weighted by w / q (Rao-Blackwellised:
       // an unbiased estimate of p(x) still, so the bound holds).
       const torch::Tensor log_w = torch::logsumexp(logp + log_point_w - log_q_point, 2) - log_q_k;
@@ -322,7 +327,7 @@ struct VariationalProblem::Impl {
                                          d.log_q_enumerated.unsqueeze(1) + log_q_point)))
                        .sum(2);
       }
-      t.surrogate = annealed.mean(1);
+      t.surrogate = beta < 1 ? annealed.mean(1) : t.elbo; // the same values: one operation
       if (d.log_q_score.defined()) { // REINFORCE: (f - b) * d log q, b a baseline
         const torch::Tensor v = annealed.detach(), b = baseline_for(items, v);
         t.surrogate = t.surrogate + ((v - b) * d.log_q_score).mean(1);
