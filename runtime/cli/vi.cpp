@@ -69,6 +69,10 @@ public:
     check_output_path(options_.word("--save-density")); // written by the vi module
     const std::string param_draws = options_.word("--param-draws");
     const std::string save_param_guide = options_.word("--save-param-guide");
+    const std::string test_out = options_.word("--test-out");
+    if (!test_out.empty() && options_.word("--test").empty())
+      throw Error("vi: --test-out writes the held-out items' rows: give them with --test FILE");
+    check_output_path(test_out);
     check_output_path(out_);
     check_output_path(save_);
     check_output_path(save_guide);
@@ -105,6 +109,8 @@ public:
       write_output(c, save_guide, fit.guide_state);
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
+    if (!test_out.empty() && fit.test)
+      write_output(c, test_out, items_csv(c.info, *fit.test));
     if (drawn) {
       if (!save_param_guide.empty())
         write_output(c, save_param_guide, fit.parameters->guide_state);
@@ -134,6 +140,15 @@ public:
                           {"train_s", fit.train_seconds},
                           {"elapsed_s", elapsed}};
       j.update(bounds_json(fit.train));
+      if (!fit.network_weights.empty()) {
+        nlohmann::json w = nlohmann::json::object();
+        for (const auto& [net, count] : fit.network_weights)
+          w[net] = count;
+        j["weights"] = w; // each network's number of weights
+      }
+      if (std::any_of(fit.estimators.begin(), fit.estimators.end(),
+                      [](const VariationalFit::Estimator& e) { return e.estimator == "gumbel"; }))
+        j["temperature"] = fit.temperature; // where the annealing ended
       if (const std::optional<double> ll = exact_log_likelihood(c, run, fit.theta, fixed, data))
         j["log_likelihood"] = *ll / static_cast<double>(data.T);
       if (fit.test)

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -212,6 +213,10 @@ struct VariationalFit {
   std::string nets_state;
   std::string objective; // elbo | iwae
   int64_t samples = 0;   // of the training objective
+  // The model's networks (`net`) and their numbers of weights, in declaration order.
+  std::vector<std::pair<std::string, int64_t>> network_weights;
+  // The gumbel estimator's relaxation temperature at the last iteration (its annealing's end).
+  double temperature = NAN;
   // Not empty when training stopped at a non-finite objective: the message naming the iteration;
   // theta then holds the parameters of the last finite one, and the bounds are empty.
   std::string failure;

@@ -104,7 +104,7 @@ const char* plate_flag_given(const OptionValues& options) {
     return "--temperature-min";
   if (options.toggle("--straight-through").value_or(false))
     return "--straight-through";
-  for (const char* flag : {"--test", "--save-nets", "--load-nets", "--save-density",
+  for (const char* flag : {"--test", "--test-out", "--save-nets", "--load-nets", "--save-density",
                            "--param-draws", "--save-param-guide"})
     if (!options.word(flag).empty())
       return flag;
@@ -386,6 +386,12 @@ void add_options(MethodRegistry& registry) {
                            .default_value = std::string(),
                            .type_name = "FILE.csv",
                            .show_default = false});
+  registry.add_option(vi, {.flag = "--test-out",
+                           .help = "Write the held-out items' bounds and guides, one row per "
+                                   "item as --out writes the training items' (needs --test)",
+                           .default_value = std::string(),
+                           .type_name = "FILE.csv",
+                           .show_default = false});
 }
 
 // A plate model's guide family (meanfield, fullrank, amortized); the first two also fit a
@@ -397,11 +403,11 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
   m.task = Task::Vi;
   m.rank = rank;
   m.auto_help = rank == 0 ? "{}" : "";
-  m.options = {"--objective",     "--samples",           "--estimator", "--iterations",
-               "--learning-rate", "--batch-size",        "--clip",      "--schedule",
-               "--baseline",      "--kl-warmup",         "--fix",       "--eval-samples",
-               "--test",          "--net-learning-rate", "--save-nets", "--load-nets",
-               "--precision",     "--save-density"};
+  m.options = {
+      "--objective",  "--samples",      "--estimator", "--iterations",  "--learning-rate",
+      "--batch-size", "--clip",         "--schedule",  "--baseline",    "--kl-warmup",
+      "--fix",        "--eval-samples", "--test",      "--test-out",    "--net-learning-rate",
+      "--save-nets",  "--load-nets",    "--precision", "--save-density"};
   if (std::string_view(name) == kAmortizedName)
     m.options.push_back("--activation");
   if (std::string_view(name) != kFullRankName || parameters) // amortized's encoder, dif guides, q

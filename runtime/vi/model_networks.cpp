@@ -420,6 +420,17 @@ std::vector<torch::Tensor> ModelNetworks::parameters() const {
   return p;
 }
 
+std::vector<int64_t> ModelNetworks::weights() const {
+  std::vector<int64_t> counts;
+  for (const Network& net : nets_) {
+    int64_t n = 0;
+    for (const torch::Tensor& t : net.module().parameters())
+      n += t.numel();
+    counts.push_back(n);
+  }
+  return counts;
+}
+
 std::vector<std::string> ModelNetworks::parameter_names() const {
   std::vector<std::string> names;
   for (size_t k = 0; k < nets_.size(); ++k)

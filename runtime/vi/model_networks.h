@@ -77,6 +77,8 @@ public:
                                  const std::function<double(int64_t, int64_t, int64_t)>& uniform);
 
   std::vector<torch::Tensor> parameters() const;
+  // Each network's number of weights, in declaration order.
+  std::vector<int64_t> weights() const;
   // The model's density `name` (a `dif`, `maf` or `realnvp` declaration) as a file of `ssmc
   // density`: its columns the latent's (its context's, those of the call's other arguments), in
   // their own units (no standardisation).

@@ -49,6 +49,18 @@ std::vector<int64_t> batch_items(int64_t N, int64_t batch, int64_t step, uint64_
   return {order.second.begin() + first, order.second.begin() + std::min(N, first + batch)};
 }
 
+// The items of a batch as a message names them: "items n = 3, 17, 40, 41, 52 and 95 more" (n as
+// in --out's rows).
+std::string batch_description(const std::vector<int64_t>& items) {
+  constexpr size_t kShown = 5;
+  std::string s = items.size() == 1 ? "item n = " : "items n = ";
+  for (size_t k = 0; k < std::min(items.size(), kShown); ++k)
+    s += fmt::format("{}{}", k == 0 ? "" : ", ", items[k]);
+  if (items.size() > kShown)
+    s += fmt::format(" and {} more", items.size() - kShown);
+  return s;
+}
+
 // Trains the problem's parameters with Adam: the trace, and the failure message (empty when every
 // objective was finite). `theta_good`: the parameters of the last finite objective.
 std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<double>& theta_good,
@@ -95,6 +107,7 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
         std::max(std::min(opt.temperature_min, opt.temperature),
                  opt.temperature * std::exp(-opt.temperature_decay * static_cast<double>(step))),
         opt.straight_through};
+    fit.temperature = relax.temperature;
     const double scale = static_cast<double>(N) / static_cast<double>(items.size());
     // The loss, whose gradient the step follows, the objective per item, the parameters.
     torch::Tensor loss, theta;
@@ -125,7 +138,8 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
       }
     } catch (const Error& e) {
       restore_weights();
-      return fmt::format("vi: at iteration {}: {}; {}", step, e.what(), last_good());
+      return fmt::format("vi: at iteration {} (its batch: {}): {}; {}", step,
+                         batch_description(items), e.what(), last_good());
     }
     if (!std::isfinite(value) || !std::isfinite(loss_value)) {
       restore_weights();
@@ -137,8 +151,8 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
             "covers a discrete latent's whole declared range (a binomial narrower than its "
             "int[lo..hi] is not served yet)",
             opt.objective, value, step);
-      return fmt::format("vi: the {} is {} at iteration {} (a batch of {} items); {}",
-                         opt.objective, value, step, items.size(), last_good());
+      return fmt::format("vi: the {} is {} at iteration {} (its batch: {}); {}", opt.objective,
+                         value, step, batch_description(items), last_good());
     }
     last_finite = value;
     last_finite_step = step;
@@ -205,6 +219,9 @@ VariationalFit fit_variational(const MethodRun& given, const VariationalOptions&
       fit.learned.push_back(run.info.params[l.index].name);
   for (const NetInfo& net : run.info.nets)
     fit.learned.push_back(net.name);
+  const std::vector<int64_t> weights = p.nets->weights();
+  for (size_t k = 0; k < weights.size(); ++k)
+    fit.network_weights.emplace_back(run.info.nets[k].name, weights[k]);
   std::vector<double> theta_good;
   const auto start = std::chrono::steady_clock::now();
   fit.failure = train(p, fit, theta_good, run.progress);

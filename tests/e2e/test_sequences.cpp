@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -407,4 +408,44 @@ TEST_CASE("sequences: simulate draws a language model's sequences with the proba
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("simulate --end 4: not a token of the language model 'lm' (0..3)") !=
         std::string::npos);
+}
+
+TEST_CASE("sequences: a recurrent network's layers are stacked cells, each with its weights",
+          "[vi][sequences]") {
+  // A cell of H units over inputs of width W has G * H * (W + H + 2) weights (G = 4 gates for
+  // an LSTM, 3 for a GRU; two bias vectors): each layer above the first adds G * H * (2 H + 2),
+  // to the language model and to the encoder alike.
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<int>> items;
+  for (int n = 0; n < 20; ++n)
+    items.push_back(draw_sequence(kChainA, rng));
+  const int64_t H = 6;
+  for (const auto& [cell, gates] : {std::pair{"lstm", 4}, std::pair{"gru", 3}}) {
+    std::map<std::string, std::vector<int64_t>> weights;
+    for (int layers : {1, 2, 3}) {
+      const std::string name = fmt::format("seq_layers_{}_{}", cell, layers);
+      const std::string source = fmt::format(R"(model {} {{
+  net lm : rnn_lm(vocab = 4, embedding = 3, hidden = {}, layers = {}, cell = {});
+  net enc : rnn(vocab = 4, outputs = 2, embedding = 3, hidden = {}, layers = {}, cell = {});
+  latent z[n] ~ normal(0, 1);
+  obs c[n] : sequence[4] ~ lm();
+  obs x[n] ~ normal(z[n], 1);
+  guide z[n] ~ normal(enc(c[n])[0], exp(enc(c[n])[1]));
+}}
+)",
+                                             name, H, layers, cell, H, layers, cell);
+      const std::string data = write_items(name + ".csv", items, std::vector<double>(20, 0.5));
+      const nlohmann::json j = run_json({model_exe(name, source), "vi", "--data", data,
+                                         "--iterations", "0", "--eval-samples", "2", "--json"});
+      CAPTURE(j.dump());
+      REQUIRE(j.contains("weights"));
+      for (const char* net : {"lm", "enc"})
+        weights[net].push_back(int64_t(j["weights"][net]));
+    }
+    for (const char* net : {"lm", "enc"}) {
+      INFO(cell << " " << net);
+      CHECK(weights[net][1] - weights[net][0] == gates * H * (2 * H + 2));
+      CHECK(weights[net][2] - weights[net][1] == gates * H * (2 * H + 2));
+    }
+  }
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -142,10 +143,11 @@ TEST_CASE("vi: held-out items get a guide of their own and their bounds", "[vi]"
   const std::string& exe = model_exe("fa1", kFactor1);
   const std::string train = items_of(exe, "fa1_items", 40, 3);
   const std::string test = items_of(exe, "fa1_test", 20, 4);
-  const std::string saved = scratch_path("fa1_fit.json"), per_item = scratch_path("fa1_vi.csv");
+  const std::string saved = scratch_path("fa1_fit.json"), per_item = scratch_path("fa1_vi.csv"),
+                    per_test = scratch_path("fa1_vi_test.csv");
   const nlohmann::json j =
       run_json({exe, "vi", "--data", train, "--test", test, "--iterations", "1500", "--schedule",
-                "cosine", "--save", saved, "--out", per_item, "--json"});
+                "cosine", "--save", saved, "--out", per_item, "--test-out", per_test, "--json"});
   CAPTURE(j.dump());
   CHECK(j["learned"].size() == 3);
   REQUIRE(j.contains("test"));
@@ -159,6 +161,58 @@ TEST_CASE("vi: held-out items get a guide of their own and their bounds", "[vi]"
   CHECK(t.header == std::vector<std::string>{"n", "elbo", "elbo_se", "kl", "iwae", "iwae_se",
                                              "mean_z", "sd_z"});
   CHECK(t.rows.size() == 40);
+  // The held-out items' rows, whose means are the JSON's held-out bounds.
+  const Table h = read_table(per_test);
+  CHECK(h.header == t.header);
+  REQUIRE(h.rows.size() == 20);
+  for (const char* bound : {"elbo", "kl", "iwae"}) {
+    const std::vector<double> v = h.column(bound);
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / 20;
+    CHECK(mean == Approx(double(j["test"][bound])).epsilon(1e-12));
+  }
+  const ProcessResult r = run_process({exe, "vi", "--data", train, "--test-out", per_test});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--test-out writes the held-out items' rows: give them with --test FILE") !=
+        std::string::npos);
+}
+
+TEST_CASE("vi: auto chooses an estimator per latent and says why; gumbel's temperature anneals",
+          "[vi]") {
+  // A continuous latent, a two-valued one and one whose enumeration with it would take 600 joint
+  // values: reparameterised, enumerated, and the score function.
+  const std::string& exe = model_exe("autoest", R"(model autoest {
+  latent u[n] ~ normal(0, 1);
+  latent b[n] : int[0..1] ~ bernoulli(0.5);
+  latent k[n] : int[0..299] ~ binomial(299, 0.3);
+  obs y[n] ~ normal(u[n] + b[n] + k[n] / 30.0, 1);
+}
+)");
+  const std::string data = scratch_path("autoest.csv");
+  run_ok({exe, "simulate", "--T", "20", "--out", data});
+  const nlohmann::json j =
+      run_json({exe, "vi", "--data", data, "--iterations", "5", "--eval-samples", "2", "--json"});
+  CAPTURE(j.dump());
+  const nlohmann::json& e = j["estimators"];
+  CHECK(e["u"]["estimator"] == "reparam");
+  CHECK(e["u"]["why"] == "continuous: z = mu + sd * eps, the gradient through the model's "
+                         "compiled state gradient");
+  CHECK(e["b"]["estimator"] == "enumerate");
+  CHECK(e["b"]["why"] == "int[0..1]: 2 values, summed over exactly");
+  CHECK(e["k"]["estimator"] == "score");
+  CHECK(e["k"]["why"] == "int[0..299]: enumerating it would make 600 joint values (more than 256)");
+  CHECK_FALSE(j.contains("temperature"));
+  // Gumbel-softmax's temperature, tau exp(-R i) at the last iteration i, floored at the minimum.
+  const std::string& mix = model_exe("mix", kMixture);
+  const std::string items = scratch_path("mix_gumbel.csv");
+  run_ok({mix, "simulate", "--T", "30", "--out", items});
+  for (const auto& [iterations, expected] :
+       {std::pair{"100", 2 * std::exp(-0.01 * 99)}, std::pair{"300", 0.3}}) {
+    const nlohmann::json g =
+        run_json({mix, "vi", "--data", items, "--estimator", "gumbel", "--temperature", "2",
+                  "--temperature-decay", "0.01", "--temperature-min", "0.3", "--iterations",
+                  iterations, "--eval-samples", "2", "--json"});
+    CHECK(double(g["temperature"]) == Approx(expected).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("vi: refusals name what applies; a diverging run names its iteration", "[vi]") {
@@ -188,6 +242,7 @@ TEST_CASE("vi: refusals name what applies; a diverging run names its iteration",
   CAPTURE(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("at iteration") != std::string::npos);
+  CHECK(r.err.find("(its batch: items n = 0, 1, 2, 3, 4 and 35 more)") != std::string::npos);
   CHECK(r.err.find("the last finite elbo was") != std::string::npos);
   REQUIRE(file_exists(saved));
   const nlohmann::json p = nlohmann::json::parse(read_file(saved));
