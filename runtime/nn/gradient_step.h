@@ -15,7 +15,7 @@ namespace ssm::nn {
 // here gets a gradient at every step).
 inline void clear_gradients(const std::vector<torch::Tensor>& params) {
   for (const torch::Tensor& p : params)
-    const_cast<torch::Tensor&>(p).mutable_grad().reset();
+    p.mutable_grad().reset();
 }
 
 // Scales the gradients so that their joint 2-norm is at most `max_norm`, as clip_grad_norm_ does

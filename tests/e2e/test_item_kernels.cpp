@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 
 using namespace e2e;
 
@@ -142,4 +143,100 @@ TEST_CASE("item kernels: a batch of items in one call computes what the step lay
     // libmvec's vector exp and log1p against libm's scalar ones: a few units in the last place
     CHECK(result[kernel].second < 1e-13);
   }
+}
+
+namespace {
+
+// The guide's arguments' Jacobian in the network outputs it reads (guide_args' rows after the
+// arguments, at the metadata's structure.guide.jacobian pairs) against central differences of
+// its argument rows in each state component; prints "a s difference" for every argument a and
+// state component s, then "J a c value" for every Jacobian entry (input component c).
+const char* kGuideHarness = R"(
+#include "kernel/abi.h"
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+int main(int argc, char** argv) {
+  const ssm_model& m = ssm_model_table;
+  const int ns = std::atoi(argv[1]), no = std::atoi(argv[2]), na = std::atoi(argv[3]);
+  std::vector<std::pair<int, int>> pairs; // from the metadata's "jacobian":[[a,c],...]
+  const char* at = std::strstr(m.metadata_json, "\"jacobian\":[");
+  if (!at) { std::printf("no jacobian\n"); return 0; }
+  at += std::strlen("\"jacobian\":[");
+  int a = 0, c = 0, used = 0;
+  while (std::sscanf(at, "[%d,%d]%n", &a, &c, &used) == 2) {
+    pairs.push_back({a, c});
+    at += used;
+    if (*at == ',') ++at;
+  }
+  std::vector<double> x(ns), y(no);
+  for (int s = 0; s < ns; ++s) x[s] = 0.3 - 0.17 * s;
+  for (int k = 0; k < no; ++k) y[k] = 0.5 + 0.25 * k;
+  const int rows = na + static_cast<int>(pairs.size());
+  auto args = [&](const std::vector<double>& at) {
+    std::vector<double> out(rows);
+    m.guide_args(nullptr, 0, 0, 1, 1, at.data(), nullptr, at.data(), y.data(), out.data());
+    return out;
+  };
+  const double h = 1e-6;
+  for (int s = 0; s < ns; ++s) {
+    std::vector<double> up = x, down = x;
+    up[s] += h; down[s] -= h;
+    const std::vector<double> u = args(up), d = args(down);
+    for (int k = 0; k < na; ++k) std::printf("%d %d %.17g\n", k, s, (u[k] - d[k]) / (2 * h));
+  }
+  const std::vector<double> out = args(x);
+  for (size_t j = 0; j < pairs.size(); ++j)
+    std::printf("J %d %d %.17g\n", pairs[j].first, pairs[j].second, out[na + j]);
+}
+)";
+
+} // namespace
+
+TEST_CASE("item kernels: the guide's Jacobian in its networks' outputs is the derivative of its "
+          "arguments",
+          "[codegen][vi]") {
+  // The guide reads the encoder's three outputs through nonlinear, mixed expressions; its state
+  // is z (components 0, 1), then the encoder's outputs (2, 3, 4: input components 0, 1, 2).
+  const char* model = R"(model guide_jacobian {
+  net enc : mlp(inputs = 2, outputs = 3, hidden = [4]);
+  latent z[n] : vector[2] ~ normal(0, 1);
+  obs x[n] : vector[2] ~ normal(z[n], 1);
+  guide z[n] ~ normal(tanh(enc(x[n])[0:2]) * 2 + enc(x[n])[2], exp(enc(x[n])[2] * enc(x[n])[0]));
+}
+)";
+  const std::string src = scratch_path("guide_jacobian.ssm");
+  write_file(src, model);
+  // 5 state components, 2 observation components, 3 arguments (2 means, the sd).
+  std::istringstream out(run_kernel_harness("guide_jacobian", src, kGuideHarness, {"5", "2", "3"}));
+  std::map<std::pair<int, int>, double> difference, jacobian;
+  std::string first;
+  while (out >> first) {
+    int a = 0, c = 0;
+    double v = 0;
+    if (first == "J") {
+      out >> a >> c >> v;
+      jacobian[{a, c}] = v;
+    } else {
+      a = std::stoi(first);
+      out >> c >> v;
+      difference[{a, c}] = v;
+    }
+  }
+  REQUIRE(difference.size() == 15);
+  REQUIRE(jacobian.size() >= 4); // each mean reads its own output and the third; the sd two
+  for (int a = 0; a < 3; ++a)
+    for (int s = 0; s < 5; ++s) {
+      INFO("argument " << a << ", state component " << s);
+      const double d = difference.at({a, s});
+      if (s < 2) { // the latents: the guide does not read them
+        CHECK(d == 0);
+        continue;
+      }
+      const auto j = jacobian.find({a, s - 2});
+      CHECK((j == jacobian.end() ? 0.0 : j->second) == Approx(d).epsilon(1e-6).margin(1e-8));
+    }
 }

@@ -128,31 +128,25 @@ inline const char* kAr2Meta = R"json({"name":"ar2d","source":"tests/ar2d.ssm","n
    "upper":null,"prior":"half_normal(1)"}],
  "structure":""})json";
 
-inline ssm_model ar1_model() {
-  using K = ArKernels<1>;
-  ssm_model m{}; // the optional kernels null
+// The AR(K) test model's table: its kernels, the optional ones null.
+template <int K> ssm_model ar_model(const char* metadata) {
+  using Kernels = ArKernels<K>;
+  ssm_model m{};
   m.abi_version = SSM_ABI_VERSION;
-  m.metadata_json = kAr1Meta;
-  m.init_sample = K::init_sample;
-  m.init_logpdf = K::init_logpdf;
-  m.transition_sample = K::transition_sample;
-  m.transition_logpdf = K::transition_logpdf;
-  m.obs_logpdf = K::obs_logpdf;
-  m.obs_sample = K::obs_sample;
+  m.metadata_json = metadata;
+  m.init_sample = Kernels::init_sample;
+  m.init_logpdf = Kernels::init_logpdf;
+  m.transition_sample = Kernels::transition_sample;
+  m.transition_logpdf = Kernels::transition_logpdf;
+  m.obs_logpdf = Kernels::obs_logpdf;
+  m.obs_sample = Kernels::obs_sample;
   return m;
 }
+inline ssm_model ar1_model() {
+  return ar_model<1>(kAr1Meta);
+}
 inline ssm_model ar2_model() {
-  using K = ArKernels<2>;
-  ssm_model m{}; // the optional kernels null
-  m.abi_version = SSM_ABI_VERSION;
-  m.metadata_json = kAr2Meta;
-  m.init_sample = K::init_sample;
-  m.init_logpdf = K::init_logpdf;
-  m.transition_sample = K::transition_sample;
-  m.transition_logpdf = K::transition_logpdf;
-  m.obs_logpdf = K::obs_logpdf;
-  m.obs_sample = K::obs_sample;
-  return m;
+  return ar_model<2>(kAr2Meta);
 }
 inline ssm_model ar1_uniform_obs_model() {
   ssm_model m = ar1_model();
