@@ -239,11 +239,12 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
       return std::nullopt;
     }
     // The runtime gathers the network's inputs from the values it holds: variables, not
-    // expressions of them (their gradient would need kernels of their own).
+    // expressions of them (their gradient would need kernels of their own). It holds every
+    // item's sequences, so an rnn reads one in the model's relations too (text as a covariate).
     const bool guide = s.kind() == ir::BlockKind::Guide;
     if (guide ? a.op != ir::Op::Obs && a.op != ir::Op::Data && a.op != ir::Op::Input
               : a.op != ir::Op::Latent && a.op != ir::Op::Param && a.op != ir::Op::Data &&
-                    a.op != ir::Op::Input) {
+                    a.op != ir::Op::Input && !sequence) {
       error(e.args[k]->range, fmt::format(msg::net_argument_not_variable, net.name));
       return std::nullopt;
     }

@@ -311,7 +311,7 @@ std::optional<int> Lowering::lower_static_ref(const Expr& e, const Symbol& sym, 
     return std::nullopt;
   }
   if (!latent && model_.obs[sym.index].constraint == ir::Constraint::Sequence &&
-      (s.net_argument == 0 || rel.kind != ir::BlockKind::Guide)) {
+      s.net_argument == 0) {
     error(e.range, fmt::format(msg::sequence_outside_network, ref));
     return std::nullopt;
   }

@@ -84,7 +84,7 @@ inline constexpr char sequence_argument[] =
     "argument)";
 inline constexpr char rnn_first_argument[] =
     "network '{}' is an rnn: its first argument is an observation that is a sequence (obs c[n] : "
-    "sequence[V], read in a guide), then {} context values";
+    "sequence[V], read in a guide or an observation's relation), then {} context values";
 inline constexpr char sequence_vocabulary[] =
     "network '{}' reads sequences of {} tokens, but {} is a {}";
 inline constexpr char density_net_context_size[] =
@@ -216,8 +216,8 @@ inline constexpr char sequence_distribution[] =
     "{0} is a sequence: its distribution is a network over sequences (net NAME : "
     "rnn_lm(vocab = {1}, ...), then {0} ~ NAME(...)), not '{2}'";
 inline constexpr char sequence_outside_network[] =
-    "{} is a sequence: only networks read it (an rnn's first argument, in a guide; its "
-    "distribution, an rnn_lm)";
+    "{} is a sequence: only networks read it (an rnn's first argument, in a guide or in an "
+    "observation's relation; its distribution, an rnn_lm)";
 inline constexpr char simplex_misplaced[] =
     "simplex is a parameter or data type; use vector[n] for {}";
 inline constexpr char integer_parameter[] =

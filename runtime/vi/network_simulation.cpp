@@ -49,6 +49,12 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
                               "drawing from a learned density in simulate is not served yet "
                               "(`ssmc density sample` draws from one saved by vi --save-density)",
                               info.nets[call.net].name, info.nets[call.net].kind));
+  for (const NetCallInfo& call : info.net_calls) // sequences are drawn after the other values
+    if (!call.for_guide() && info.nets[call.net].kind == "rnn")
+      throw Error(fmt::format("simulate: the network '{}' reads the sequence {}[n] in the "
+                              "model's relations; simulate draws sequences last, after the "
+                              "observations that would read it: not served yet",
+                              info.nets[call.net].name, call.arguments[0].name));
   for (const NetInfo& net : info.nets)
     if (net.kind == "rnn_lm" && o.end >= net.vocab)
       throw Error(fmt::format("simulate --end {}: not a token of the language model '{}' "

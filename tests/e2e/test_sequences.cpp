@@ -449,3 +449,63 @@ TEST_CASE("sequences: a recurrent network's layers are stacked cells, each with 
     }
   }
 }
+
+TEST_CASE("sequences: an rnn reads a sequence in an observation's relation (text as a covariate)",
+          "[vi][sequences]") {
+  // x is the number of 1s in the item's sequence less 1, with noise of sd 0.5. A model whose x
+  // reads an rnn of the sequence, and one whose x has a constant mean, share the sequence's
+  // language model, which trains the same in both (declared first: the same start; no clipping
+  // to couple it to the rest): the difference of their log-likelihoods is x's alone. With the
+  // encoder counting, it is 2 (var(x) - mean((x - count + 1)^2)) nats per item (sd 0.5), which
+  // the data give exactly.
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> noise(0, 0.5);
+  std::vector<std::vector<int>> items;
+  std::vector<double> x;
+  double residual = 0;
+  for (int n = 0; n < 300; ++n) {
+    items.push_back(draw_sequence(kChainA, rng));
+    const double mean =
+        static_cast<double>(std::count(items.back().begin(), items.back().end(), 1)) - 1;
+    x.push_back(mean + noise(rng));
+    residual += std::pow(x.back() - mean, 2);
+  }
+  residual /= 300;
+  const double x_mean = std::accumulate(x.begin(), x.end(), 0.0) / 300;
+  double variance = 0;
+  for (double v : x)
+    variance += std::pow(v - x_mean, 2) / 300;
+  const double gain = 2 * (variance - residual);
+  const std::string data = write_items("text_covariate.csv", items, x);
+  const char* with_text = R"(model seq_text {
+  net lm : rnn_lm(vocab = 4, embedding = 4, hidden = 8, cell = gru);
+  net enc : rnn(vocab = 4, outputs = 1, embedding = 4, hidden = 16, cell = gru);
+  obs c[n] : sequence[4] ~ lm();
+  obs x[n] ~ normal(enc(c[n])[0], 0.5);
+}
+)";
+  const char* without = R"(model seq_no_text {
+  net lm : rnn_lm(vocab = 4, embedding = 4, hidden = 8, cell = gru);
+  param m = 0;
+  obs c[n] : sequence[4] ~ lm();
+  obs x[n] ~ normal(m, 0.5);
+}
+)";
+  std::vector<double> elbo;
+  for (const auto& [name, source] : {std::pair{"seq_text", with_text}, {"seq_no_text", without}}) {
+    const nlohmann::json j =
+        run_json({model_exe(name, source), "vi", "--data", data, "--iterations", "600",
+                  "--schedule", "cosine", "--clip", "0", "--net-learning-rate", "0.02",
+                  "--learning-rate", "0.05", "--eval-samples", "1", "--json"});
+    CAPTURE(j.dump());
+    elbo.push_back(double(j["elbo"]));
+  }
+  INFO("gain " << elbo[0] - elbo[1] << " against " << gain);
+  CHECK(gain > 1); // the sequences carry x's mean
+  CHECK(elbo[0] - elbo[1] == Approx(gain).epsilon(0.05));
+  // simulate draws the sequences after the observations that would read them: refused
+  const ProcessResult r = run_process({model_exe("seq_text", with_text), "simulate", "--T", "3"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("simulate: the network 'enc' reads the sequence c[n] in the model's "
+                   "relations") != std::string::npos);
+}
