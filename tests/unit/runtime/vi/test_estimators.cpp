@@ -8,6 +8,7 @@
 #include "core/csv.h"
 #include "core/metadata.h"
 #include "kernel/distributions.h"
+#include "vi/guide_plan.h"
 #include "vi/variational.h"
 
 #include <catch2/catch.hpp>
@@ -395,4 +396,22 @@ TEST_CASE("vi: the IWAE gradient by VIMCO (score function) agrees with the repar
           4 * std::hypot(g[0].sd[k], g[1].sd[k]) / std::sqrt(kDraws) + 1e-12);
   }
   CHECK(g[0].objective == Approx(g[1].objective).epsilon(0.01));
+}
+
+TEST_CASE("vi: auto takes the score function for a continuous latent when the model has no state "
+          "gradient, and reparam is refused with what applies",
+          "[vi]") {
+  ssm_model m = table(false);
+  m.state_gradient = nullptr; // as a model with a relation that has no log-density formula
+  const ssm::ModelInfo info = ssm::parse_metadata(m.metadata_json);
+  ssm::VariationalOptions o;
+  const ssm::GuidePlan plan = ssm::plan_guide(m, info, o);
+  REQUIRE(plan.estimators.size() == 1);
+  CHECK(plan.estimators[0].estimator == ssm::kScoreName);
+  CHECK(plan.estimators[0].why.rfind("continuous, but the model has no state gradient (", 0) == 0);
+  o.estimators = {ssm::kReparamName};
+  CHECK_THROWS_WITH(ssm::plan_guide(m, info, o),
+                    Catch::Contains("the reparameterisation estimator needs the gradient of the "
+                                    "log joint density in 'z'") &&
+                        Catch::Contains("use score"));
 }
