@@ -4,7 +4,6 @@
 #include "core/frame.h"
 #include "nn/item_batch.h"
 
-#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 namespace ssm::nn {
@@ -40,7 +39,7 @@ struct GuideArgumentsFunction : torch::autograd::Function<GuideArgumentsFunction
 CompiledGuide::CompiledGuide(const ssm_model& model, const ModelInfo& info, const ObsData& data,
                              std::vector<double> fixed)
     : model_(model), info_(info), data_(data), fixed_(std::move(fixed)) {
-  if (!info.guide.empty() && !model.guide_args)
+  if (!info.guide.empty() && !model.item_guide_args) // the item layout's, which vi calls
     throw Error(fmt::format("model '{}' declares a guide, but its arguments were not compiled "
                             "({})",
                             info.name, info.guide.why_not));
@@ -74,24 +73,14 @@ std::pair<torch::Tensor, torch::Tensor> CompiledGuide::evaluate(const torch::Ten
   const torch::Tensor out = torch::empty({A + J, I}, torch::kFloat64);
   const double* xs = x.data_ptr<double>();
   double* o = out.data_ptr<double>();
-  if (model_.item_guide_args) { // one call over the batch, vectorised across its items
-    const ItemBatch batch = item_batch(data_, items, 1, false);
-    const Frame frame(info_, fixed_); // its inputs are not read in the item layout
-    const double* u = batch.inputs.empty() ? nullptr : batch.inputs.data();
-    for_item_blocks(I, [&](int64_t begin, int64_t end) {
-      model_.item_guide_args(frame.values(), batch.steps.data(), begin, end, I, xs,
-                             batch.obs.data(), u, o);
-    });
-  } else {
-    at::parallel_for(0, I, 1, [&](int64_t begin, int64_t end) {
-      Frame frame(info_, fixed_);
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t t = items[i];
-        const double* f = frame.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
-        model_.guide_args(f, t, i, i + 1, I, xs, nullptr, xs, data_.at(t), o);
-      }
-    });
-  }
+  // One call over the batch, vectorised across its items (the item layout).
+  const ItemBatch batch = item_batch(data_, items, 1, false);
+  const Frame frame(info_, fixed_); // its inputs are not read in the item layout
+  const double* u = batch.inputs.empty() ? nullptr : batch.inputs.data();
+  for_item_blocks(I, [&](int64_t begin, int64_t end) {
+    model_.item_guide_args(frame.values(), batch.steps.data(), begin, end, I, xs, batch.obs.data(),
+                           u, o);
+  });
   torch::Tensor jacobian;
   if (want_jacobian)
     jacobian = out.narrow(0, A, J).t(); // [I, J]

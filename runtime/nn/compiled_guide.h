@@ -19,7 +19,7 @@ namespace ssm::nn {
 class CompiledGuide {
 public:
   // `fixed`: the parameters, then the data values (the frame's fixed part). Throws ssm::Error
-  // when the model has a guide but no guide_args kernel.
+  // when the model has a guide but no guide_args kernel (in the item layout).
   CompiledGuide(const ssm_model& model, const ModelInfo& info, const ObsData& data,
                 std::vector<double> fixed);
 

@@ -9,7 +9,6 @@ ItemBatch item_batch(const ObsData& data, const std::vector<int64_t>& items, int
                      bool missing_obs) {
   ItemBatch b;
   const int64_t N = static_cast<int64_t>(items.size()) * draws, O = data.n_obs, U = data.n_inputs;
-  b.particles = N;
   b.steps.resize(N);
   b.obs.assign(O * N, NAN);
   b.inputs.resize(U * N);

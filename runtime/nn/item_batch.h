@@ -14,10 +14,9 @@
 
 namespace ssm::nn {
 
-struct ItemBatch {
-  int64_t particles = 0;
+struct ItemBatch {            // over N = items x draws particles
   std::vector<int64_t> steps; // the step of each particle's item
-  std::vector<double> obs;    // component k of particle p at [k * particles + p]
+  std::vector<double> obs;    // component k of particle p at [k * N + p]
   std::vector<double> inputs; // the same; empty when the model has no inputs
 };
 

@@ -534,7 +534,7 @@ GuideDraws Guide::draw(const std::vector<int64_t>& items, int64_t K, uint32_t st
     const torch::Tensor lq = log_p.gather(1, chosen); // [I, K]
     add(d.log_q_sampled, lq);
     add(d.log_q_sticking, lq);
-    d.log_q_score = d.log_q_score.defined() ? d.log_q_score + lq : lq;
+    add(d.log_q_score, lq);
     component[g.component] =
         (chosen.to(torch::kFloat64) + static_cast<double>(g.lower)).unsqueeze(2).expand({I, K, E});
   }

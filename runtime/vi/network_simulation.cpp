@@ -43,18 +43,19 @@ NetworkSimulation simulate_networks(const MethodRun& run, const NetworkSimulatio
                          : fmt::format("model '{}' has inputs: give their values for each item "
                                        "with --inputs FILE.csv",
                                        info.name));
-  for (const NetCallInfo& call : info.net_calls)
-    if (info.nets[call.net].density())
+  for (const NetCallInfo& call : info.net_calls) {
+    const NetInfo& net = info.nets[call.net];
+    if (net.density())
       throw Error(fmt::format("simulate: the network '{}' is the distribution of a latent ({}); "
                               "drawing from a learned density in simulate is not served yet "
                               "(`ssmc density sample` draws from one saved by vi --save-density)",
-                              info.nets[call.net].name, info.nets[call.net].kind));
-  for (const NetCallInfo& call : info.net_calls) // sequences are drawn after the other values
-    if (!call.for_guide() && info.nets[call.net].kind == "rnn")
+                              net.name, net.kind));
+    if (!call.for_guide() && net.kind == "rnn") // sequences are drawn after the other values
       throw Error(fmt::format("simulate: the network '{}' reads the sequence {}[n] in the "
                               "model's relations; simulate draws sequences last, after the "
                               "observations that would read it: not served yet",
-                              info.nets[call.net].name, call.arguments[0].name));
+                              net.name, call.arguments[0].name));
+  }
   for (const NetInfo& net : info.nets)
     if (net.kind == "rnn_lm" && o.end >= net.vocab)
       throw Error(fmt::format("simulate --end {}: not a token of the language model '{}' "

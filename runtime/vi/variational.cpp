@@ -84,7 +84,6 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   // The networks' weights at the last finite objective, restored after a failure.
   const std::vector<torch::Tensor> weights = p.net_parameters();
   nn::Checkpoint weights_good(weights);
-  auto restore_weights = [&] { weights_good.restore(); };
   const int64_t every = std::max<int64_t>(1, opt.iterations / 100);
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
@@ -137,12 +136,12 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
         theta = t.theta;
       }
     } catch (const Error& e) {
-      restore_weights();
+      weights_good.restore();
       return fmt::format("vi: at iteration {} (its batch: {}): {}; {}", step,
                          batch_description(items), e.what(), last_good());
     }
     if (!std::isfinite(value) || !std::isfinite(loss_value)) {
-      restore_weights();
+      weights_good.restore();
       if (step == 0 || value == -INFINITY) // the model's density is 0 at the guide's draws
         return fmt::format(
             "vi: the {} is {} at iteration {}: the model's density is 0 (or not a number) at the "
