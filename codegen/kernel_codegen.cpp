@@ -31,7 +31,8 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
                       llvm::Function* proposal_sample, llvm::Function* lookahead,
                       llvm::Function* score_terms, llvm::Function* prior_logpdf,
                       llvm::Function* state_gradient, llvm::Function* guide_args,
-                      llvm::Function* diffusion_terms, const ItemKernels& items) {
+                      llvm::Function* diffusion_terms, const ItemKernels& items,
+                      llvm::Function* prev_state_gradient) {
   auto& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* metadata = b.CreateGlobalString(metadata_json, "ssm_metadata_json", 0, &module);
@@ -76,13 +77,14 @@ void emit_model_table(const std::string& metadata_json, llvm::Module& module,
       item_kernel,
       item_kernel,
       item_kernel,
-      item_kernel};
+      item_kernel,
+      module.getFunction("ssm_functional_terms")->getType()}; // prev_state_gradient
   llvm::Function* given[] = {log_bound,         linear_gaussian,      gaussian_moments,
                              gaussian_jacobian, proposal_sample,      lookahead,
                              score_terms,       prior_logpdf,         state_gradient,
                              guide_args,        diffusion_terms,      items.prior_logpdf,
                              items.obs_logpdf,  items.state_gradient, items.score_terms,
-                             items.guide_args};
+                             items.guide_args,  prev_state_gradient};
   static_assert(std::size(given) == std::size(optional));
   for (size_t k = 0; k < std::size(given); ++k) {
     auto* type = llvm::cast<llvm::PointerType>(optional[k]);
@@ -139,6 +141,10 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       structure.derivatives && !structure.derivatives->state_gradient.empty()
           ? emit_state_gradient(model, *structure.derivatives, library)
           : nullptr;
+  llvm::Function* prev_state_gradient =
+      state_gradient && !structure.derivatives->prev_state_gradient.empty()
+          ? emit_prev_state_gradient(model, *structure.derivatives, library)
+          : nullptr;
   llvm::Function* guide_args =
       structure.derivatives && !structure.derivatives->guide_arguments.empty()
           ? emit_guide_arguments(model, *structure.derivatives, library)
@@ -159,7 +165,8 @@ void generate_kernels(const ir::Model& model, const std::string& metadata_json,
       items.guide_args = emit_item_guide_arguments(model, *structure.derivatives, library);
   }
   emit_model_table(metadata_json, library, log_bound, linear_gaussian, moments, jacobian, proposal,
-                   lookahead, score, prior, state_gradient, guide_args, diffusion, items);
+                   lookahead, score, prior, state_gradient, guide_args, diffusion, items,
+                   prev_state_gradient);
 
   std::string problems;
   llvm::raw_string_ostream os(problems);

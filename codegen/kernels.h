@@ -51,6 +51,9 @@ llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Deriv
 // ssm_state_gradient: as ssm_functional_terms, of the derivatives analysis's state gradient.
 llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
                                     llvm::Module& module);
+// ssm_prev_state_gradient: the same, of its gradient in x[t-1] (a model over time).
+llvm::Function* emit_prev_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
+                                         llvm::Module& module);
 // The same three in the item layout (ssm_item_score_terms, ssm_item_state_gradient,
 // ssm_item_guide_args).
 llvm::Function* emit_item_score_terms(const ir::Model& model, const passes::Derivatives& derivs,

@@ -92,6 +92,12 @@ llvm::Function* emit_state_gradient(const ir::Model& model, const passes::Deriva
   return emit_arena_terms(model, derivs, derivs.state_gradient, module, "ssm_state_gradient");
 }
 
+llvm::Function* emit_prev_state_gradient(const ir::Model& model, const passes::Derivatives& derivs,
+                                         llvm::Module& module) {
+  return emit_arena_terms(model, derivs, derivs.prev_state_gradient, module,
+                          "ssm_prev_state_gradient");
+}
+
 llvm::Function* emit_guide_arguments(const ir::Model& model, const passes::Derivatives& derivs,
                                      llvm::Module& module) {
   return emit_arena_terms(model, derivs, derivs.guide_arguments, module, "ssm_guide_args");

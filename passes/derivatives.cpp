@@ -449,11 +449,15 @@ public:
         params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
     // Per block, the sum of its relations' parameter gradients: initial, transition, observation;
     // and of their gradients in x[t].
-    std::map<ir::BlockKind, std::vector<int>> score, state_grad;
-    std::vector<Wrt> current; // x[t]
+    std::map<ir::BlockKind, std::vector<int>> score, state_grad, prev_grad;
+    std::vector<Wrt> current, previous; // x[t], x[t-1]
     for (size_t s = 0; s < model.states.size(); ++s)
-      for (int c = 0; c < model.states[s].shape.size(); ++c)
+      for (int c = 0; c < model.states[s].shape.size(); ++c) {
         current.push_back({ir::Op::State, static_cast<int>(s), 0, c});
+        previous.push_back({ir::Op::State, static_cast<int>(s), 1, c});
+      }
+    // A plate model's items have no x[t-1].
+    const bool over_time = !model.items;
     for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
       const int lag = block == &model.transition ? 1 : 0;
       Differentiator from_block(*block, b), in_arena(result.arena, b);
@@ -465,6 +469,8 @@ public:
       terms.assign(n_theta, -1);
       std::vector<int>& state_terms = state_grad[block->kind];
       state_terms.assign(n, -1);
+      std::vector<int>& prev_terms = prev_grad[block->kind];
+      prev_terms.assign(n, -1);
       for (const ir::Relation& rel : block->relations) {
         RelationDerivatives r;
         r.block = block->kind;
@@ -493,6 +499,13 @@ public:
             for (size_t j = 0; j < current.size(); ++j)
               at_t[j] = in_arena.derivative(*lp, current[j])[0];
           add_to_score(model, rel, at_t, b, state_terms);
+          if (over_time && block != &model.initial) { // x[t-1]: the transition's own lag
+            std::vector<int> at_prev = r.grad_state;
+            if (lag == 0)
+              for (size_t j = 0; j < previous.size(); ++j)
+                at_prev[j] = in_arena.derivative(*lp, previous[j])[0];
+            add_to_score(model, rel, at_prev, b, prev_terms);
+          }
         } else if (rel.dist == ir::Dist::Diffusion) {
           result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
         } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {
@@ -514,8 +527,11 @@ public:
         result.relations.push_back(std::move(r));
       }
     }
-    if (result.state_gradient_why_not.empty())
+    if (result.state_gradient_why_not.empty()) {
       result.state_gradient = step_terms(state_grad, n, b);
+      if (over_time)
+        result.prev_state_gradient = step_terms(prev_grad, n, b);
+    }
     prior_terms(model, b, params, result);
     if (result.score_why_not.empty())
       result.score_terms = step_terms(score, n_theta, b);

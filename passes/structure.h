@@ -231,6 +231,10 @@ struct Derivatives {
   // relation has no log-density formula or is deterministic (a dirac has no density in x[t]).
   std::vector<int> state_gradient;
   std::string state_gradient_why_not;
+  // A model over time's gradient of the same step log-densities in x[t-1] (0 at t = 0), beside
+  // the state gradient and present with it: with it, the gradient of log p(x_{0:T}, y_{0:T}) in
+  // every x[t], which pathwise gradients through trajectories need. Empty for a plate model.
+  std::vector<int> prev_state_gradient;
   // A plate model's guide (its `guide` relations, in order): the scalar components of every
   // argument of every relation, row-major, then the entries of their Jacobian with respect to
   // the components of the network outputs the guide reads that are not identically zero, at

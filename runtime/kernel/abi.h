@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define SSM_ABI_VERSION 11
+#define SSM_ABI_VERSION 12
 
 // x[c*stride+n] ~ p(x_0)
 typedef void (*ssm_init_sample_fn)(const double* theta, uint64_t seed, int64_t begin, int64_t end,
@@ -159,6 +159,10 @@ typedef struct ssm_model {
   ssm_item_kernel_fn item_state_gradient;
   ssm_item_kernel_fn item_score_terms;
   ssm_item_kernel_fn item_guide_args;
+  // A model over time's gradient of the same step log-densities as state_gradient in x_{t-1}
+  // (0 at t = 0), present with state_gradient: with it, the gradient of log p(x_{0:T}, y_{0:T})
+  // in every x_t (pathwise variational gradients through trajectories); null for a plate model.
+  ssm_functional_terms_fn prev_state_gradient;
 } ssm_model;
 
 // Runs the generated executable's command line against a model table. Returns the exit code.

@@ -88,6 +88,19 @@ torch::Tensor ModelDensities::functionals(int64_t t, const torch::Tensor& prev,
   return torch::tensor(out, f64()).view({nf, K}).t();
 }
 
+std::pair<torch::Tensor, torch::Tensor>
+ModelDensities::gradient(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const {
+  const int64_t K = x.size(0), p = x.size(1);
+  const std::vector<double> xs = to_soa(x);
+  const std::vector<double> ps = t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(prev);
+  std::vector<double> gx(p * K), gp(p * K);
+  model_.state_gradient(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
+                        gx.data());
+  model_.prev_state_gradient(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
+                             gp.data());
+  return {torch::tensor(gx, f64()).view({p, K}).t(), torch::tensor(gp, f64()).view({p, K}).t()};
+}
+
 LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
                                const std::vector<double>& fixed, const ObsData& data,
                                int64_t steps) {
@@ -123,7 +136,7 @@ LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
 
 torch::Tensor closed_form_elbo(const GuidePass& q, const LinearGaussian& lg,
                                const torch::Tensor& y) {
-  const int64_t T = y.size(0), p = q.smooth_mean.size(1);
+  const int64_t T = y.size(0);
   const torch::Tensor& ms = q.smooth_mean;
   const torch::Tensor& Ps = q.smooth_cov;
   std::vector<torch::Tensor> terms(T);
@@ -140,14 +153,9 @@ torch::Tensor closed_form_elbo(const GuidePass& q, const LinearGaussian& lg,
                             F.matmul(Ps.index({Slice(0, T - 1)})).matmul(Ft) - FC -
                             FC.transpose(1, 2);
     const torch::Tensor trans = expected_log_gaussian(r, V, lg.Q.index({Slice(1, T)}));
-    const torch::Tensor entropy =
-        0.5 * (static_cast<double>(p) * (kLog2Pi + 1) +
-               2 * torch::log(torch::diagonal(q.noise_chol, 0, -2, -1)).sum(-1));
     for (int64_t t = 1; t < T; ++t)
-      terms[t] = trans[t - 1] + entropy[t - 1];
+      terms[t] = trans[t - 1];
   }
-  terms[T - 1] =
-      terms[T - 1] + 0.5 * (static_cast<double>(p) * (kLog2Pi + 1) + torch::logdet(q.cov[T - 1]));
   // Observations, by their observed components.
   const torch::Tensor seen = ~torch::isnan(y);
   const torch::Tensor complete = seen.all(1);
@@ -169,7 +177,67 @@ torch::Tensor closed_form_elbo(const GuidePass& q, const LinearGaussian& lg,
       terms[t] = terms[t] + expected_log_gaussian(e, H.matmul(Ps[t]).matmul(H.t()), R);
     }
   }
-  return torch::stack(terms);
+  return torch::stack(terms) + entropy_terms(q);
+}
+
+torch::Tensor entropy_terms(const GuidePass& q) {
+  const int64_t T = q.mean.size(0), p = q.mean.size(1);
+  const double gaussian = 0.5 * static_cast<double>(p) * (kLog2Pi + 1); // H(N(0, I_p))
+  const torch::Tensor last = gaussian + 0.5 * torch::logdet(q.cov[T - 1]);
+  if (T == 1)
+    return last.view({1});
+  const torch::Tensor backward =
+      gaussian + torch::log(torch::diagonal(q.noise_chol, 0, -2, -1)).sum(-1); // [T-1]
+  return torch::cat({torch::zeros({1}, f64()), backward.index({Slice(0, T - 2)}),
+                     (backward[T - 2] + last).view({1})});
+}
+
+PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,
+                           torch::Generator& gen) {
+  const int64_t T = q.mean.size(0), p = q.mean.size(1);
+  std::vector<torch::Tensor> x(T); // x[t]: [K, p], a function of the guide's parameters
+  x[T - 1] = q.mean[T - 1] +
+             torch::randn({K, p}, gen, f64()).matmul(torch::linalg_cholesky(q.cov[T - 1]).t());
+  for (int64_t t = T - 1; t >= 1; --t)
+    x[t - 1] = x[t].matmul(q.gain[t - 1].t()) + q.offset[t - 1] +
+               torch::randn({K, p}, gen, f64()).matmul(q.noise_chol[t - 1].t());
+  // The model at the draws, no gradient through it: each step's log-densities and their gradient
+  // in x_t (the step's own and the next step's in its x_{t-1}).
+  std::vector<torch::Tensor> log_p(T), grad(T);
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t t = T - 1; t >= 0; --t) {
+      const torch::Tensor cur = x[t].detach(), prev = t > 0 ? x[t - 1].detach() : cur;
+      log_p[t] = t > 0 ? model.transition(t, prev, cur, false) + model.observation(t, cur)
+                       : model.initial(cur);
+      auto [at_t, at_prev] = model.gradient(t, prev, cur);
+      grad[t] = grad[t].defined() ? grad[t] + at_t : at_t;
+      if (t > 0)
+        grad[t - 1] = at_prev;
+    }
+  }
+  // log q at the draws by steps ([T, K]), the guide's parameters held fixed: -log q_{t-1|t} at t,
+  // and log q_{T-1} at T - 1 too.
+  const torch::Tensor xs = torch::stack(x); // [T, K, p]
+  std::vector<torch::Tensor> rows{torch::zeros({K}, f64())};
+  if (T > 1) {
+    using torch::indexing::Slice;
+    const torch::Tensor next = xs.index({Slice(1, T)}), prev = xs.index({Slice(0, T - 1)});
+    const torch::Tensor mean = next.matmul(q.gain.detach().transpose(1, 2)) +
+                               q.offset.detach().unsqueeze(1); // [T-1, K, p]
+    const torch::Tensor back =
+        gaussian_log_density(prev, mean, q.noise_chol.detach().unsqueeze(1)); // [T-1, K]
+    for (const torch::Tensor& row : back.unbind(0))
+      rows.push_back(row);
+  }
+  rows.back() = rows.back() + gaussian_log_density(xs[T - 1], q.mean[T - 1].detach(),
+                                                   torch::linalg_cholesky(q.cov[T - 1]).detach());
+  const torch::Tensor log_q = torch::stack(rows); // [T, K]
+  PathwiseStep step;
+  step.per_step = (torch::stack(log_p) - log_q.detach()).mean(1);
+  torch::Tensor pathwise = (torch::stack(grad) * xs).sum();
+  step.surrogate = (pathwise - log_q.sum()) / static_cast<double>(K);
+  return step;
 }
 
 ScoreStep score_step(const GuidePass& q, const ModelDensities& model, int64_t N,

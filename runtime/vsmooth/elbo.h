@@ -1,7 +1,8 @@
 // The ELBO of a backward guide (backward_guide.h) for a state-space model, the objective of
-// `smooth --method variational`: in closed form for a linear-Gaussian model, and by the
-// score-function recursions of Chagneux (2023, 4.10-4.12) for any model with densities; and
-// trajectories drawn from the guide, which estimate the ELBO and the model's functionals.
+// `smooth --method variational`: in closed form for a linear-Gaussian model, by the
+// score-function recursions of Chagneux (2023, 4.10-4.12) for any model with densities, and by
+// trajectories of the guide differentiated through (pathwise) for a model with state gradients;
+// and trajectories drawn from the guide, which estimate the ELBO and the model's functionals.
 #pragma once
 
 #include "core/csv.h"
@@ -32,6 +33,12 @@ public:
   // [I, J].
   torch::Tensor transition(int64_t t, const torch::Tensor& prev, const torch::Tensor& x,
                            bool pairs) const;
+  // The gradient of the step's log-densities (log p(x_0) + log p(y_0 | x_0) at t = 0, log p(x_t |
+  // x_{t-1}) + log p(y_t | x_t) after) at (prev[k], x[k]) in x_t and in x_{t-1} (zero at t = 0):
+  // [K, p] each. Needs has_gradient().
+  std::pair<torch::Tensor, torch::Tensor> gradient(int64_t t, const torch::Tensor& prev,
+                                                   const torch::Tensor& x) const;
+  bool has_gradient() const { return model_.state_gradient && model_.prev_state_gradient; }
   // The functionals' terms at (prev[k], x[k], y_t) (prev unread at t = 0): [K, n_functional].
   torch::Tensor functionals(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const;
   int64_t n_functional() const { return info_.n_functional; }
@@ -63,6 +70,28 @@ LinearGaussian linear_gaussian(const ssm_model& model, const ModelInfo& info,
 // `q` needs its smoothing marginals.
 torch::Tensor closed_form_elbo(const GuidePass& q, const LinearGaussian& model,
                                const torch::Tensor& y);
+
+// The entropy of the guide by steps, [T]: of q_{t-1|t} at t >= 1, plus that of q_{T-1} at T - 1.
+// Their sum is H(q), in closed form and differentiable.
+torch::Tensor entropy_terms(const GuidePass& q);
+
+// One draw of the pathwise estimate (Chagneux 2023, 4.3.1, by backward trajectory sampling): K
+// trajectories of the guide drawn by reparameterisation, x_{T-1} = m + L eps and x_{t-1} = gain
+// x_t + offset + noise_chol eps, so that each is a differentiable function of the guide's
+// parameters; the model's gradient of log p(x_{0:T-1}, y) in each x_t at them (the compiled
+// state gradients) gives the surrogate (1/K) sum_k [sum_t <grad_t^k, x_t^k> - log q(x^k)], the
+// guide's parameters held fixed in log q so that only the draws carry its gradient ("sticking the
+// landing", Roeder et al. 2017): its gradient is an unbiased estimate of the ELBO's, and at the
+// exact guide, where log p(x, y) - log q(x) does not depend on x, it is exactly 0.
+struct PathwiseStep {
+  torch::Tensor surrogate; // its gradient estimates the ELBO's
+  // The ELBO's terms by steps, estimated by the K draws ([T]): the mean of each step's log p
+  // minus log q_{t-1|t} (and log q_{T-1} at T - 1); their sum is the mean of log p(x, y) - log
+  // q(x).
+  torch::Tensor per_step;
+};
+PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,
+                           torch::Generator& gen);
 
 // One draw of the score-function estimate, offline: N draws xi_t^i from each q_t, the backward
 // weights and the recursion (4.7) for H_t^i over them, then a surrogate whose gradient is (4.12),

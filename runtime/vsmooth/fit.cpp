@@ -1,8 +1,9 @@
 // Fitting the backward guide by its ELBO, and what the fitted guide reports: see fit.h. The
-// ELBO's gradient is either exact (the closed form of a linear-Gaussian model, differentiated by
-// autograd through the guide's whole recursion) or the score-function estimate of the chapter's
-// recursions (4.10-4.12), which evaluates only the model's compiled log-densities at draws from
-// q_t.
+// ELBO's gradient is exact (the closed form of a linear-Gaussian model, differentiated by
+// autograd through the guide's whole recursion), the pathwise estimate (trajectories of the guide
+// differentiated through, the model's compiled state gradients at them), or the score-function
+// estimate of the chapter's recursions (4.10-4.12), which evaluates only the model's compiled
+// log-densities at draws from q_t.
 #include "vsmooth/fit.h"
 #include "core/error.h"
 #include "core/frame.h"
@@ -291,12 +292,19 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       per_step = closed_form_elbo(guide->run(y, true), lg, y);
       return -per_step.sum() / static_cast<double>(T);
     }
+    if (o.gradient == "pathwise") {
+      PathwiseStep s = pathwise_step(guide->run(y, false), densities, o.samples, gen);
+      per_step = s.per_step;
+      return -s.surrogate / static_cast<double>(T);
+    }
     ScoreStep s = score_step(guide->run(y, false), densities, o.samples, gen);
     per_step = s.per_step;
     return -s.surrogate / static_cast<double>(T);
   };
+  // The closed form's and the pathwise estimate's terms add up to the ELBO; the score
+  // recursion's are the running ELBO L_t, whose last is the whole series'.
   auto elbo_of = [&](const torch::Tensor& per_step) {
-    return analytic ? per_step.sum().item<double>() : per_step[T - 1].item<double>();
+    return o.gradient == "score" ? per_step[T - 1].item<double>() : per_step.sum().item<double>();
   };
 
   VariationalSmoothFit fit;

@@ -52,9 +52,11 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
   o.clip = v.real("--clip");
   o.marginals = !o.online || v.toggle("--marginals").value_or(false);
   o.gradient = v.word("--gradient");
-  if (o.gradient == "auto")
-    o.gradient =
-        !o.online && run.info.linear_gaussian && run.model.linear_gaussian ? "analytic" : "score";
+  if (o.gradient == "auto") // the exact gradient, else the one of least variance that applies
+    o.gradient = o.online                                                    ? "score"
+                 : run.info.linear_gaussian && run.model.linear_gaussian     ? "analytic"
+                 : run.model.state_gradient && run.model.prev_state_gradient ? "pathwise"
+                                                                             : "score";
   o.encoder = v.word("--encoder"); // auto is resolved by the fit, which may load a guide
   o.hidden = parse_layer_widths(v.word("--hidden"), "smooth");
   o.init = v.word("--init");
@@ -93,14 +95,24 @@ void check(const MethodRun& run) {
   if (o.gradient == "score" && o.samples < 2)
     throw Error("smooth --method variational --gradient score: --samples must be at least 2 (the "
                 "recursions' baselines are means over the other draws)");
-  if (o.gradient == "score" && o.optimizer == "lbfgs")
-    throw Error("smooth --method variational: --optimizer lbfgs needs the ELBO itself, and "
-                "--gradient score gives a noisy estimate of its gradient: use adam");
+  if (o.gradient == "pathwise" && !(run.model.state_gradient && run.model.prev_state_gradient))
+    throw Error(fmt::format("smooth --method variational --gradient pathwise: it differentiates "
+                            "the model's log-density in the states, and the model has no state "
+                            "gradient ({}); use --gradient score",
+                            run.info.no_state_gradient_reason.empty()
+                                ? "its kernels predate it: rebuild the model"
+                                : run.info.no_state_gradient_reason));
+  if (o.gradient != "analytic" && o.optimizer == "lbfgs")
+    throw Error(fmt::format("smooth --method variational: --optimizer lbfgs needs the ELBO "
+                            "itself, and --gradient {} gives a noisy estimate of its gradient: "
+                            "use adam",
+                            o.gradient));
   if (o.online) {
     if (o.gradient != "score")
-      throw Error("smooth --method variational --online: the online recursions are the "
-                  "score-function ones; --gradient analytic differentiates the whole series' "
-                  "closed form (use --gradient score, or drop --online)");
+      throw Error(fmt::format("smooth --method variational --online: the online recursions are "
+                              "the score-function ones; --gradient {} differentiates the whole "
+                              "series (use --gradient score, or drop --online)",
+                              o.gradient));
     if (o.epochs < 0)
       throw Error("smooth --method variational --online: --epochs must be 0 or more");
     if (run.options.integer("--iterations") >= 0)
@@ -168,11 +180,14 @@ void add_options(MethodRegistry& registry) {
   const Task smooth = Task::Smooth;
   registry.add_option(smooth, {.flag = "--gradient",
                                .help = "The ELBO's gradient: analytic (its closed form, "
-                                       "linear-Gaussian models), score (the score-function "
-                                       "recursions, any model with densities) or auto",
+                                       "linear-Gaussian models), pathwise (trajectories of the "
+                                       "guide differentiated through; models with a state "
+                                       "gradient), score (the score-function recursions, any "
+                                       "model with densities) or auto (the first that applies; "
+                                       "score with --online)",
                                .users_in_help = true,
                                .default_value = d.gradient,
-                               .choices = {"auto", "analytic", "score"}});
+                               .choices = {"auto", "analytic", "pathwise", "score"}});
   registry.add_option(smooth, {.flag = "--encoder",
                                .help = "How y[t] enters the guide: linear (a Kalman update with "
                                        "learned B, d, R), mlp (a network of y[t]), or auto "
@@ -222,7 +237,8 @@ void add_options(MethodRegistry& registry) {
                                .default_value = d.learning_rate,
                                .type_name = "RATE"});
   registry.add_option(smooth, {.flag = "--samples",
-                               .help = "--gradient score: draws from q_t per time step (N)",
+                               .help = "--gradient score: draws from q_t per time step (N); "
+                                       "pathwise: trajectories per gradient step",
                                .default_value = d.samples,
                                .check = MethodOption::Check::Positive});
   registry.add_option(smooth, {.flag = "--draws",

@@ -17,8 +17,10 @@ namespace ssm {
 
 struct VariationalSmoothOptions {
   // "analytic": the ELBO in closed form (linear-Gaussian models) and its exact gradient by
-  // automatic differentiation; "score": the score-function recursions of the chapter (4.10-4.12),
-  // which need only the model's log-densities; "auto": analytic where it applies.
+  // automatic differentiation; "pathwise": trajectories of the guide drawn by reparameterisation
+  // and differentiated through, with the model's compiled state gradients at them; "score": the
+  // score-function recursions of the chapter (4.10-4.12), which need only the model's
+  // log-densities; "auto": the first of the three that applies (score with --online).
   std::string gradient = "auto";
   // How the observations enter q_t's natural parameters, eta_t = eta_{t|t-1} + e(y_t):
   // "linear" (e(y) = (B' R^-1 (y - d), -B' R^-1 B / 2), a Kalman update: the family holds the
@@ -39,7 +41,7 @@ struct VariationalSmoothOptions {
   std::string optimizer = "auto";
   int64_t iterations = -1;  // -1: 200 for lbfgs, 2000 for adam
   double learning_rate = 0; // 0: 1 for lbfgs, 1e-2 for adam
-  int64_t samples = 16;     // score: draws from q_t per time step (N)
+  int64_t samples = 16;     // score: draws from q_t per time step (N); pathwise: trajectories
   int64_t draws = 1000;     // trajectories from q for the functionals and the ELBO's error
   double tolerance = 1e-12; // lbfgs: stops when the ELBO per step changes less than this
   std::string load_guide;   // start from this guide (and train --iterations more)

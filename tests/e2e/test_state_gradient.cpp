@@ -2,7 +2,8 @@
 // compiled log-density kernels: a harness written here is linked with the object `ssmc build
 // --emit=obj` writes and prints, per model, per step kind and per state component, the kernel's
 // value and the difference quotient of log p(x_t | x_{t-1}) + log p(y_t | x_t) (initial at t = 0),
-// with the observation present, missing, and missing in its first component only.
+// with the observation present, missing, and missing in its first component only; and the same
+// of the prev_state_gradient kernel, in x_{t-1} (0 at t = 0).
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -45,7 +46,22 @@ int main(int argc, char** argv) {
         const double h = 1e-6;
         std::vector<double> up = x, down = x;
         up[c] += h; down[c] -= h;
-        std::printf("%d %d %d %.17g %.17g\n", missing, t, c, g[c], (logp(up) - logp(down)) / (2 * h));
+        std::printf("%d %d 0 %d %.17g %.17g\n", missing, t, c, g[c], (logp(up) - logp(down)) / (2 * h));
+      }
+      // In x[t-1]: the transition's (nothing at t = 0).
+      if (!m.prev_state_gradient) { std::printf("no prev\n"); return 0; }
+      m.prev_state_gradient(theta.data(), t, 0, 1, 1, t == 0 ? nan_prev.data() : prev.data(),
+                            nullptr, x.data(), y.data(), g.data());
+      for (int c = 0; c < ns; ++c) {
+        const double h = 1e-6, keep = prev[c];
+        double quotient = 0;
+        if (t > 0) {
+          prev[c] = keep + h; const double up = logp(x);
+          prev[c] = keep - h; const double down = logp(x);
+          quotient = (up - down) / (2 * h);
+        }
+        prev[c] = keep;
+        std::printf("%d %d 1 %d %.17g %.17g\n", missing, t, c, g[c], quotient);
       }
     }
   }
@@ -67,19 +83,20 @@ std::string run_harness(const std::string& name, const std::string& source, int 
 void check_model(const std::string& name, const std::string& source, int n_state, int n_obs,
                  const std::vector<std::string>& theta) {
   std::istringstream out(run_harness(name, source, n_state, n_obs, theta));
-  int missing = 0, t = 0, c = 0, lines = 0;
+  int missing = 0, t = 0, wrt = 0, c = 0, lines = 0;
   double kernel = 0, quotient = 0;
-  while (out >> missing >> t >> c >> kernel >> quotient) {
-    INFO(name << ": missing " << missing << ", t " << t << ", component " << c);
+  while (out >> missing >> t >> wrt >> c >> kernel >> quotient) {
+    INFO(name << ": missing " << missing << ", t " << t << ", in x[t" << (wrt ? "-1" : "")
+              << "], component " << c);
     CHECK(kernel == Approx(quotient).epsilon(1e-6).margin(1e-6));
     ++lines;
   }
-  CHECK(lines == 6 * n_state);
+  CHECK(lines == 12 * n_state); // 3 missing patterns x 2 steps x (x[t], x[t-1])
 }
 
 } // namespace
 
-TEST_CASE("the state gradient kernel is the derivative of the step's log-densities",
+TEST_CASE("the state gradient kernels are the derivatives of the step's log-densities",
           "[state-gradient][codegen]") {
   // Stochastic volatility: a nonlinear observation scale.
   check_model("sg_sv", R"(

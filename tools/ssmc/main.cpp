@@ -280,13 +280,15 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
                                size, kMaxScoreOperations);
         derivatives->score_terms.clear();
       }
-      if (const int64_t size = derivatives->size(derivatives->state_gradient);
+      if (const int64_t size = std::max(derivatives->size(derivatives->state_gradient),
+                                        derivatives->size(derivatives->prev_state_gradient));
           derivatives->state_gradient_why_not.empty() && size > kMaxScoreOperations) {
         derivatives->state_gradient_why_not =
             fmt::format("its state gradient has {} operations written element by element, more "
                         "than the {} compiled",
                         size, kMaxScoreOperations);
         derivatives->state_gradient.clear();
+        derivatives->prev_state_gradient.clear();
       }
       // vi has no other way to a declared guide: a larger limit, for the encoders of wide latents.
       constexpr int64_t kMaxGuideOperations = 10 * kMaxScoreOperations;
