@@ -192,15 +192,39 @@ torch::Tensor entropy_terms(const GuidePass& q) {
                      (backward[T - 2] + last).view({1})});
 }
 
-PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,
-                           torch::Generator& gen) {
+torch::Tensor draw_trajectories(const GuidePass& q, int64_t K, torch::Generator& gen) {
   const int64_t T = q.mean.size(0), p = q.mean.size(1);
-  std::vector<torch::Tensor> x(T); // x[t]: [K, p], a function of the guide's parameters
+  std::vector<torch::Tensor> x(T); // x[t]: [K, p]
   x[T - 1] = q.mean[T - 1] +
              torch::randn({K, p}, gen, f64()).matmul(torch::linalg_cholesky(q.cov[T - 1]).t());
   for (int64_t t = T - 1; t >= 1; --t)
     x[t - 1] = x[t].matmul(q.gain[t - 1].t()) + q.offset[t - 1] +
                torch::randn({K, p}, gen, f64()).matmul(q.noise_chol[t - 1].t());
+  return torch::stack(x);
+}
+
+std::vector<double> ModelDensities::parameter_gradient(const torch::Tensor& x) const {
+  const int64_t T = x.size(0), K = x.size(1), n = info_.n_theta;
+  std::vector<double> sum(n, 0.0), out(n * K);
+  for (int64_t t = 0; t < T; ++t) {
+    const std::vector<double> xs = to_soa(x[t]);
+    const std::vector<double> ps = t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(x[t - 1]);
+    model_.score_terms(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
+                       out.data());
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t k = 0; k < K; ++k)
+        sum[c] += out[c * K + k];
+  }
+  for (double& v : sum)
+    v /= static_cast<double>(K);
+  return sum;
+}
+
+PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,
+                           torch::Generator& gen) {
+  const int64_t T = q.mean.size(0);
+  const torch::Tensor xs = draw_trajectories(q, K, gen); // [T, K, p], with the guide's gradient
+  const std::vector<torch::Tensor> x = xs.unbind(0);
   // The model at the draws, no gradient through it: each step's log-densities and their gradient
   // in x_t (the step's own and the next step's in its x_{t-1}).
   std::vector<torch::Tensor> log_p(T), grad(T);
@@ -218,7 +242,6 @@ PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int6
   }
   // log q at the draws by steps ([T, K]), the guide's parameters held fixed: -log q_{t-1|t} at t,
   // and log q_{T-1} at T - 1 too.
-  const torch::Tensor xs = torch::stack(x); // [T, K, p]
   std::vector<torch::Tensor> rows{torch::zeros({K}, f64())};
   if (T > 1) {
     using torch::indexing::Slice;
@@ -234,6 +257,7 @@ PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int6
                                                    torch::linalg_cholesky(q.cov[T - 1]).detach());
   const torch::Tensor log_q = torch::stack(rows); // [T, K]
   PathwiseStep step;
+  step.draws = xs.detach();
   step.per_step = (torch::stack(log_p) - log_q.detach()).mean(1);
   torch::Tensor pathwise = (torch::stack(grad) * xs).sum();
   step.surrogate = (pathwise - log_q.sum()) / static_cast<double>(K);

@@ -42,6 +42,11 @@ public:
   // The functionals' terms at (prev[k], x[k], y_t) (prev unread at t = 0): [K, n_functional].
   torch::Tensor functionals(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const;
   int64_t n_functional() const { return info_.n_functional; }
+  // The gradient of log p(x_{0:T-1}, y) in the parameters (the score terms summed over t),
+  // averaged over trajectories x ([T, K, p]): n_theta values. Needs the score_terms kernel.
+  std::vector<double> parameter_gradient(const torch::Tensor& x) const;
+  // The parameters (n_theta values) of every later evaluation: joint learning moves them.
+  void set_parameters(const std::vector<double>& theta) { frame_.set_parameters(theta.data()); }
 
 private:
   const double* frame(int64_t t) const {
@@ -85,6 +90,7 @@ torch::Tensor entropy_terms(const GuidePass& q);
 // exact guide, where log p(x, y) - log q(x) does not depend on x, it is exactly 0.
 struct PathwiseStep {
   torch::Tensor surrogate; // its gradient estimates the ELBO's
+  torch::Tensor draws;     // the trajectories, detached: [T, K, p]
   // The ELBO's terms by steps, estimated by the K draws ([T]): the mean of each step's log p
   // minus log q_{t-1|t} (and log q_{T-1} at T - 1); their sum is the mean of log p(x, y) - log
   // q(x).
@@ -105,6 +111,11 @@ struct ScoreStep {
 };
 ScoreStep score_step(const GuidePass& q, const ModelDensities& model, int64_t N,
                      torch::Generator& gen);
+
+// K trajectories drawn from q by backward sampling, reparameterised (x_{T-1} = m + L eps, x_{t-1} =
+// gain x_t + offset + noise_chol eps), so that in grad mode they carry the guide's gradient:
+// [T, K, p].
+torch::Tensor draw_trajectories(const GuidePass& q, int64_t K, torch::Generator& gen);
 
 // What K trajectories drawn from q by backward sampling say, accumulated step by step (memory
 // O(K p), not O(K T p)): log p(x, y) - log q(x) per draw ([K]; its mean estimates the ELBO), the

@@ -7,8 +7,10 @@
 #include "vsmooth/fit.h"
 #include "core/error.h"
 #include "core/frame.h"
+#include "core/params.h"
 #include "exact/kalman.h"
 #include "kernel/rng.h"
+#include "learning/parameter_space.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
 #include "vsmooth/online.h"
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace ssm::vsmooth {
@@ -194,8 +197,8 @@ int64_t first_bad_step(BackwardGuide& guide, const torch::Tensor& y) {
 // functionals by the same trajectories.
 SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
                               const ModelDensities& densities, const LinearGaussian& lg,
-                              const MethodRun& run, const VariationalSmoothOptions& o,
-                              torch::Generator& gen) {
+                              const MethodRun& run, const std::vector<double>& fixed,
+                              const VariationalSmoothOptions& o, torch::Generator& gen) {
   const ModelInfo& info = run.info;
   const int64_t T = y.size(0), p = info.n_state;
   const GuidePass q = guide->run(y, true);
@@ -231,8 +234,7 @@ SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
   d["elbo_se"] = se_of(est.log_weight);
   if (lg.F.defined()) {
     const double closed = closed_form_elbo(q, lg, y).sum().item<double>();
-    const double log_likelihood =
-        kalman_filter(run.model, info, *run.fixed, *run.data).log_likelihood;
+    const double log_likelihood = kalman_filter(run.model, info, fixed, *run.data).log_likelihood;
     d["elbo"] = closed;
     d["elbo_se"] = 0.0;
     d["elbo_mc"] = elbo_mc; // the trajectories' estimate, a check of the closed form
@@ -272,34 +274,71 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   torch::set_num_threads(std::max(1, o.threads));
   const torch::Tensor y =
       torch::from_blob(const_cast<double*>(data.y.data()), {T, data.n_obs}, f64()).clone();
+  // The parameters and data values the kernels read; with --learn-params the parameters move.
+  std::vector<double> fixed = *run.fixed;
   // A linear-Gaussian model's matrices: every step's for the closed form and the marginals'
   // report, else the first two (to start from), so that online memory does not grow with T.
   LinearGaussian lg;
+  const int64_t lg_steps = o.gradient == "analytic" || o.marginals ? T : 2;
   if (info.linear_gaussian && run.model.linear_gaussian)
-    lg = linear_gaussian(run.model, info, *run.fixed, data,
-                         o.gradient == "analytic" || o.marginals ? T : 2);
+    lg = linear_gaussian(run.model, info, fixed, data, lg_steps);
   BackwardGuide guide = starting_guide(run, o, y, lg);
   const auto start = std::chrono::steady_clock::now(); // training's clock, after the start
   const bool analytic = o.gradient == "analytic";
-  const ModelDensities densities(run.model, info, *run.fixed, data);
+  ModelDensities densities(run.model, info, fixed, data);
   torch::Generator gen = at::detail::createCPUGenerator(o.seed);
+
+  // --learn-params: the learned parameters' unconstrained point u, moved by Adam beside the
+  // guide; the gradient in them is E_q[grad_theta log p(x, y)] (q does not depend on them), the
+  // score terms' mean over trajectories of the guide.
+  std::optional<ParameterSpace> space;
+  torch::Tensor u, good_u;
+  std::vector<double> theta_gradient;
+  const auto n_theta = static_cast<size_t>(info.n_theta);
+  if (o.learn_params) {
+    space.emplace(info, o.fixed);
+    u = torch::tensor(space->unconstrain({fixed.data(), n_theta}), f64()).requires_grad_(true);
+    good_u = u.detach().clone();
+  }
+  auto u_values = [&] {
+    const torch::Tensor c = u.detach().contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  auto move_parameters = [&] { // to u, wherever the model is read
+    space->constrain(u_values(), {fixed.data(), n_theta});
+    densities.set_parameters(fixed);
+    if (lg.F.defined())
+      lg = linear_gaussian(run.model, info, fixed, data, lg_steps);
+  };
 
   // One evaluation: the loss to minimise (-ELBO / T, or the score surrogate's negative) and the
   // per-step terms: the closed form's, which add up to the ELBO, or the recursion's estimates of
   // L_t, whose last is the ELBO's.
+  // With --learn-params and autograd on, also the parameters' gradient (theta_gradient), at the
+  // pathwise estimate's trajectories or at --samples new ones.
   auto evaluate = [&](torch::Tensor& per_step) {
+    const GuidePass q = guide->run(y, analytic);
+    torch::Tensor loss, draws;
     if (analytic) {
-      per_step = closed_form_elbo(guide->run(y, true), lg, y);
-      return -per_step.sum() / static_cast<double>(T);
-    }
-    if (o.gradient == "pathwise") {
-      PathwiseStep s = pathwise_step(guide->run(y, false), densities, o.samples, gen);
+      per_step = closed_form_elbo(q, lg, y);
+      loss = -per_step.sum() / static_cast<double>(T);
+    } else if (o.gradient == "pathwise") {
+      PathwiseStep s = pathwise_step(q, densities, o.samples, gen);
       per_step = s.per_step;
-      return -s.surrogate / static_cast<double>(T);
+      draws = s.draws;
+      loss = -s.surrogate / static_cast<double>(T);
+    } else {
+      ScoreStep s = score_step(q, densities, o.samples, gen);
+      per_step = s.per_step;
+      loss = -s.surrogate / static_cast<double>(T);
     }
-    ScoreStep s = score_step(guide->run(y, false), densities, o.samples, gen);
-    per_step = s.per_step;
-    return -s.surrogate / static_cast<double>(T);
+    if (space && torch::GradMode::is_enabled()) {
+      torch::NoGradGuard no_grad;
+      if (!draws.defined())
+        draws = draw_trajectories(q, o.samples, gen);
+      theta_gradient = densities.parameter_gradient(draws);
+    }
+    return loss;
   };
   // The closed form's and the pathwise estimate's terms add up to the ELBO; the score
   // recursion's are the running ELBO L_t, whose last is the whole series'.
@@ -313,6 +352,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   int64_t done = 0, evaluations = 0, rejected = 0;
   auto fail = [&](int64_t iteration, const torch::Tensor& per_step, const std::string& why) {
     restore(guide, good);
+    if (space) {
+      torch::NoGradGuard no_grad;
+      u.copy_(good_u);
+      move_parameters();
+    }
     int64_t t = first_bad_step(guide, y);
     if (t < 0 && per_step.defined())
       t = first_non_finite(per_step);
@@ -386,7 +430,14 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     done = static_cast<int64_t>(trace.size());
   } else {
     // The ELBO's gradient over the whole series at each step.
-    torch::optim::Adam optimizer(guide->parameters(), torch::optim::AdamOptions(o.learning_rate));
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(guide->parameters(),
+                        std::make_unique<torch::optim::AdamOptions>(o.learning_rate));
+    if (space)
+      groups.emplace_back(std::vector<torch::Tensor>{u},
+                          std::make_unique<torch::optim::AdamOptions>(
+                              o.param_learning_rate > 0 ? o.param_learning_rate : o.learning_rate));
+    torch::optim::Adam optimizer(std::move(groups), torch::optim::AdamOptions(o.learning_rate));
     for (int64_t it = 0; it < o.iterations; ++it) {
       optimizer.zero_grad();
       ++evaluations;
@@ -404,7 +455,20 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       good = snapshot(guide);
       loss.backward();
       torch::nn::utils::clip_grad_norm_(guide->parameters(), 100.0);
+      if (space) {
+        good_u = u.detach().clone();
+        const std::vector<double> g = space->gradient(u_values(), theta_gradient, false);
+        u.mutable_grad() = torch::tensor(g, f64()) / -static_cast<double>(T);
+      }
       optimizer.step();
+      if (space) {
+        try {
+          move_parameters();
+        } catch (const Error& e) {
+          fail(it, torch::Tensor(), fmt::format("the parameters left their space ({})", e.what()));
+          break;
+        }
+      }
       trace.push_back(elbo_of(per_step.detach()));
       done = it + 1;
       if (o.progress)
@@ -423,14 +487,18 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     }
   }
   fit.guide = guide->save();
+  if (space)
+    fit.theta.assign(fixed.begin(), fixed.begin() + static_cast<int64_t>(n_theta));
   if (!fit.failure.empty())
     return fit;
   const auto fitted = std::chrono::steady_clock::now();
 
   torch::NoGradGuard no_grad;
   SmoothResult& r = fit.result;
-  r = o.marginals ? report_marginals(guide, y, densities, lg, run, o, gen)
+  r = o.marginals ? report_marginals(guide, y, densities, lg, run, fixed, o, gen)
                   : report_online(online, run);
+  if (space) // the learned parameters, as a --params file has them
+    r.details["params"] = params_json(info, fixed);
   nlohmann::json details = {
       {"gradient", o.gradient},           {"init", o.load_guide.empty() ? o.init : "load"},
       {"encoder", guide->spec().encoder}, {"family", guide->spec().diagonal ? "diagonal" : "full"},
@@ -438,8 +506,16 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       {"evaluations", evaluations},       {"rejected_evaluations", rejected}};
   if (o.marginals)
     details["draws"] = o.draws;
-  if (!analytic)
+  if (!analytic || space)
     details["samples"] = o.samples;
+  if (space) {
+    std::vector<std::string> learned;
+    for (const LearnedParam& l : space->learned())
+      learned.push_back(info.params[l.index].name);
+    details["learned"] = learned;
+    details["param_learning_rate"] =
+        o.param_learning_rate > 0 ? o.param_learning_rate : o.learning_rate;
+  }
   if (o.online) {
     details["training"] = o.epochs == 0 ? "none" : o.epochs == 1 ? "streaming" : "epochs";
     details["epochs"] = o.epochs;

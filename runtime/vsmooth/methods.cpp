@@ -2,7 +2,9 @@
 // module that fits the guide (variational_smoother.h). LibTorch-free: linked into every executable.
 #include "core/error.h"
 #include "core/output.h"
+#include "core/params.h"
 #include "core/runtime_module.h"
+#include "learning/parameter_space.h"
 #include "smoothing/smooth.h"
 #include "vsmooth/variational_smoother.h"
 
@@ -51,6 +53,9 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
   o.step_decay = v.real("--step-decay");
   o.clip = v.real("--clip");
   o.marginals = !o.online || v.toggle("--marginals").value_or(false);
+  o.learn_params = v.toggle("--learn-params").value_or(false);
+  o.fixed = v.names("--fix");
+  o.param_learning_rate = v.real("--param-learning-rate");
   o.gradient = v.word("--gradient");
   if (o.gradient == "auto") // the exact gradient, else the one of least variance that applies
     o.gradient = o.online                                                    ? "score"
@@ -62,8 +67,8 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
   o.init = v.word("--init");
   o.family = v.word("--family");
   o.optimizer = v.word("--optimizer");
-  if (o.optimizer == "auto")
-    o.optimizer = o.gradient == "analytic" ? "lbfgs" : "adam";
+  if (o.optimizer == "auto") // the parameters' gradient is always a Monte Carlo estimate
+    o.optimizer = o.gradient == "analytic" && !o.learn_params ? "lbfgs" : "adam";
   o.iterations = v.integer("--iterations");
   if (o.online)
     o.iterations = 0; // updates are per observation
@@ -149,7 +154,34 @@ void check(const MethodRun& run) {
       (o.step_hold != d.step_hold || o.step_decay != d.step_decay || o.clip != d.clip))
     throw Error("smooth --method variational: --step-hold, --step-decay and --clip are "
                 "--online --optimizer sgd's");
+  if (o.learn_params) {
+    if (o.online)
+      throw Error("smooth --method variational --learn-params: the parameters are learned "
+                  "offline, with whole-series steps (drop --online)");
+    if (o.optimizer == "lbfgs")
+      throw Error("smooth --method variational --learn-params: the parameters' gradient is a "
+                  "Monte Carlo estimate over trajectories of the guide, which L-BFGS cannot "
+                  "use: use adam");
+    if (!run.model.score_terms)
+      throw Error(fmt::format("smooth --method variational --learn-params: the parameters' "
+                              "gradient is the model's score terms at trajectories of the guide, "
+                              "and the model has none ({})",
+                              run.info.no_score_reason));
+    if (o.param_learning_rate < 0)
+      throw Error("smooth: --param-learning-rate must be positive (0: --learning-rate's)");
+    const ParameterSpace space(run.info, o.fixed); // an unknown --fix name is an error here
+    if (space.dimension() == 0)
+      throw Error("smooth --method variational --learn-params: no parameter is left to learn "
+                  "(each is fixed by --fix, or has neither a value nor a prior)");
+    if (run.fixed) // a value outside its support, named (else the fit names it)
+      space.unconstrain({run.fixed->data(), static_cast<size_t>(run.info.n_theta)});
+  } else if (!o.fixed.empty() || o.param_learning_rate != d.param_learning_rate ||
+             !run.options.word("--save").empty()) {
+    throw Error("smooth --method variational: --fix, --param-learning-rate and --save are "
+                "--learn-params's");
+  }
   check_output_path(run.options.word("--save-guide"), {o.load_guide});
+  check_output_path(run.options.word("--save"), {o.load_guide});
   check_output_path(o.online_out, {o.load_guide});
 }
 
@@ -166,6 +198,12 @@ SmoothResult smooth_variational(const MethodRun& run) {
   if (!save.empty() && !fit.guide.empty()) { // after a failure too: the last finite guide
     OutputFile out(save);
     out.write(fit.guide);
+    out.commit();
+  }
+  const std::string& save_params = run.options.word("--save");
+  if (!save_params.empty() && !fit.theta.empty()) { // as a --params file; the last finite too
+    OutputFile out(save_params);
+    out.write(params_json(run.info, fit.theta).dump(2) + "\n");
     out.commit();
   }
   if (!fit.failure.empty())
@@ -277,6 +315,27 @@ void add_options(MethodRegistry& registry) {
                                .users_in_help = true,
                                .default_value = std::string(),
                                .type_name = "FILE"});
+  registry.add_option(smooth, {.flag = "--learn-params",
+                               .help = "Learn the model's parameters with the guide, by the "
+                                       "ELBO (variational EM; default: smooth under the "
+                                       "parameters given)",
+                               .users_in_help = true,
+                               .default_value = std::optional<bool>()});
+  registry.add_option(smooth, {.flag = "--fix",
+                               .help = "--learn-params: keep this parameter at its value "
+                                       "(repeatable)",
+                               .default_value = std::vector<std::string>{},
+                               .type_name = "NAME"});
+  registry.add_option(smooth, {.flag = "--param-learning-rate",
+                               .help = "--learn-params: Adam's step for the parameters (0: "
+                                       "--learning-rate's)",
+                               .default_value = d.param_learning_rate,
+                               .type_name = "RATE"});
+  registry.add_option(smooth, {.flag = "--save",
+                               .help = "--learn-params: write the learned parameters to this "
+                                       "file (a --params file)",
+                               .default_value = std::string(),
+                               .type_name = "FILE.json"});
   registry.add_option(smooth, {.flag = "--save-guide",
                                .help = "Write the trained guide to this file",
                                .users_in_help = true,
@@ -310,10 +369,14 @@ void register_variational_smoother(MethodRegistry& registry) {
   m.note = "LibTorch";
   m.rank = 100; // never auto's choice: it trains a guide
   m.applies = variational_applies;
-  m.options = {"--family",     "--init",       "--gradient",      "--encoder", "--hidden",
-               "--optimizer",  "--iterations", "--learning-rate", "--samples", "--draws",
-               "--save-guide", "--load-guide", "--online",        "--epochs",  "--online-out",
-               "--step-hold",  "--step-decay", "--clip"};
+  m.options = {"--family",       "--init",          "--gradient",
+               "--encoder",      "--hidden",        "--optimizer",
+               "--iterations",   "--learning-rate", "--samples",
+               "--draws",        "--save-guide",    "--load-guide",
+               "--online",       "--epochs",        "--online-out",
+               "--step-hold",    "--step-decay",    "--clip",
+               "--learn-params", "--fix",           "--param-learning-rate",
+               "--save"};
   // --marginals and --functional are the smooth task's own options, read by every smoother.
   m.check = check;
   m.fits_to_data = true;

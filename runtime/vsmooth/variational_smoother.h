@@ -55,6 +55,14 @@ struct VariationalSmoothOptions {
   int64_t step_hold = 100;
   double step_decay = 0.6, clip = 1;
   std::string online_out;
+  // Learn the model's parameters with the guide (Chagneux 2023, 4.2: the ELBO as a surrogate of
+  // the log-likelihood; variational EM): every parameter with a value or a prior but those in
+  // `fixed`, on the unconstrained space of the learning methods, by Adam at
+  // param_learning_rate (0: learning_rate); the gradient in them is the score terms' mean over
+  // --samples trajectories of the guide.
+  bool learn_params = false;
+  std::vector<std::string> fixed;
+  double param_learning_rate = 0;
   // The guide's smoothing marginals (and per-t functionals) over the whole series after
   // training: always offline; with --online only when asked (--marginals), as their memory
   // grows with T.
@@ -69,6 +77,9 @@ struct VariationalSmoothFit {
   SmoothResult result; // the guide's marginals and the functionals under it; details: the fit
   std::string guide;   // the trained guide, for --save-guide (LibTorch's archive format)
   std::string failure; // non-empty when training stopped on a non-finite ELBO
+  // With learn_params: the parameters learned (n_theta values; the fixed ones as given), those
+  // of the last finite iteration after a failure.
+  std::vector<double> theta;
 };
 
 // The fit, run by the module: SSMC_VSMOOTH_LIBRARY if set, else libssm_vsmooth.so in the model's
