@@ -4,13 +4,15 @@
 
   bench/run_vsmooth_bench.py [BUILD_DIR] [--runs 2] [--T 500] [--analytic-iterations 1000]
                              [--score-iterations 1000] [--learning-rate 1e-2] [--samples 2]
-                             [--family diagonal] [--keep DIR]
+                             [--family diagonal] [--gradients analytic,pathwise,score]
+                             [--keep DIR]
 
 The model is examples/lgssm.ssm (p = q = 10) with the thesis code's parameters: A = diag(U(0.9,
 1)), B with entries U(0, 1), Q = R = 0.01 I, x_0 ~ N(0, Q). For each run (its own parameters,
 series of T steps and guide seed): `smooth --method rts` (the exact marginals) and `smooth --method
-variational` with the closed-form gradient (L-BFGS) and with the score-function recursions (Adam,
---samples N draws per step, as the thesis's N = 2), in the thesis code's family by default
+variational` with the closed-form gradient (L-BFGS), the pathwise gradient through backward
+trajectories of the guide and the score-function recursions (both Adam, --samples N trajectories
+or draws per step, as the thesis's N = 2, for --score-iterations steps), in the thesis code's family by default
 (diagonal A, Q, R and prior covariance; --family full for ours). The guide starts as the thesis's code starts
 it: the exact smoother of another model drawn from the same law (A, B random, covariances 0.01 I),
 written by `--iterations 0 --save-guide` under those parameters and read by `--load-guide` (by
@@ -32,7 +34,8 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-THESIS = {"analytic": (0.003, 37.1), "score": (0.007, 89.5)}  # RMSE, ms per gradient step
+THESIS = {"analytic": (0.003, 37.1), "pathwise": (0.005, 50.5),
+          "score": (0.007, 89.5)}  # RMSE, ms per gradient step
 
 
 def run(cmd):
@@ -84,6 +87,7 @@ def main():
     ap.add_argument("--learning-rate", type=float, default=1e-2)
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--family", default="diagonal")
+    ap.add_argument("--gradients", default="analytic,pathwise,score")
     ap.add_argument("--keep")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="vsmooth_bench_")
@@ -91,16 +95,17 @@ def main():
     exe = os.path.join(work, "lgssm")
     run([os.path.join(a.build, "bin", "ssmc"), "build", os.path.join(ROOT, "examples", "lgssm.ssm"),
          "-o", exe])
-    results = {"analytic": [], "score": []}
+    gradients = a.gradients.split(",")
+    results = {g: [] for g in gradients}
     for r in range(a.runs):
         rng = np.random.default_rng(100 + r)
         pfile, data, exact, start = setup_run(exe, work, r, rng, a.T, a.family)
-        for gradient in ("analytic", "score"):
+        for gradient in gradients:
             out = os.path.join(work, f"{gradient}{r}.csv")
             cmd = [exe, "--threads", "1", "smooth", "--data", data, "--params", pfile, "--method",
                    "variational", "--load-guide", start, "--gradient", gradient, "--seed",
                    str(r + 1), "--json", "--out", out]
-            if gradient == "score":
+            if gradient != "analytic":
                 cmd += ["--samples", str(a.samples), "--iterations", str(a.score_iterations),
                         "--learning-rate", str(a.learning_rate)]
             else:

@@ -108,15 +108,12 @@ public:
     const ObsData data = read_data(c, data_);
     if (m.check)
       m.check(run); // before any work
-    if (m.fits_to_data && data.series.count() > 1)
-      throw Error(fmt::format("smooth --method {}: the data has {} series, and the method fits one "
-                              "guide to one series: give one series per run",
-                              m.name, data.series.count()));
     check_output_path(out_);
     run.fixed = &theta;
     run.data = &data;
-    const SmoothResult r = run_method(
-        c, run, "smooth", [&](const MethodRun& one) { return smooth_each_series(m, one); });
+    const SmoothResult r = run_method(c, run, "smooth", [&](const MethodRun& one) {
+      return m.fits_to_data ? m.smooth(one) : smooth_each_series(m, one);
+    });
     if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
     const std::optional<std::string> low_acceptance = acceptance_warning(r);

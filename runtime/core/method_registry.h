@@ -140,7 +140,7 @@ struct Method {
   std::function<void(const MethodRun&)> check;
   // A method that fits something of its own to the data (the variational smoother's guide):
   // other commands that run its task's methods (score's smoothers) refuse it, and its task
-  // refuses data with several series (its fit would be per series, its file the last one's).
+  // gives it every series at once (one fit over them all; it combines its results itself).
   bool fits_to_data = false;
   // The entry point of its task, and its part of the JSON summary.
   std::function<FilterResult(const MethodRun&)> filter;

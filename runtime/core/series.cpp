@@ -56,24 +56,26 @@ FilterResult filter_each_series(const Method& method, const MethodRun& run) {
 }
 
 SmoothResult smooth_each_series(const Method& method, const MethodRun& run) {
-  return each_series<SmoothResult>(run, method.smooth, [](SmoothResult& t, const SmoothResult& r) {
-    t.T += r.T;
-    t.log_likelihood += r.log_likelihood;
-    append(t.mean, r.mean);
-    append(t.var, r.var);
-    append(t.lag_one_cov, r.lag_one_cov); // block 0 of each series is zero: no covariance across
-    for (size_t f = 0; f < t.functionals.size(); ++f) {
-      FunctionalEstimate& a = t.functionals[f];
-      const FunctionalEstimate& b = r.functionals[f];
-      for (size_t i = 0; i < a.total.size(); ++i)
-        a.total[i] += b.total[i];
-      append(a.per_t, b.per_t);
-      for (size_t i = 0; i < a.se.size() && i < b.se.size(); ++i)
-        a.se[i] = std::hypot(a.se[i], b.se[i]);
-    }
-    t.filter_s += r.filter_s;
-    t.smooth_s += r.smooth_s;
-  });
+  return each_series<SmoothResult>(run, method.smooth, add_series_result);
+}
+
+void add_series_result(SmoothResult& t, const SmoothResult& r) {
+  t.T += r.T;
+  t.log_likelihood += r.log_likelihood;
+  append(t.mean, r.mean);
+  append(t.var, r.var);
+  append(t.lag_one_cov, r.lag_one_cov); // block 0 of each series is zero: no covariance across
+  for (size_t f = 0; f < t.functionals.size(); ++f) {
+    FunctionalEstimate& a = t.functionals[f];
+    const FunctionalEstimate& b = r.functionals[f];
+    for (size_t i = 0; i < a.total.size(); ++i)
+      a.total[i] += b.total[i];
+    append(a.per_t, b.per_t);
+    for (size_t i = 0; i < a.se.size() && i < b.se.size(); ++i)
+      a.se[i] = std::hypot(a.se[i], b.se[i]);
+  }
+  t.filter_s += r.filter_s;
+  t.smooth_s += r.smooth_s;
 }
 
 Decoding decode_each_series(const Method& method, const MethodRun& run) {

@@ -17,6 +17,9 @@ uint64_t series_seed(uint64_t seed, int64_t k);
 
 FilterResult filter_each_series(const Method& method, const MethodRun& run);
 SmoothResult smooth_each_series(const Method& method, const MethodRun& run);
+// Folds the next series' smoothing result into `total` (what smooth_each_series does between
+// series; the caller sets total.series): for a method that fits all series at once.
+void add_series_result(SmoothResult& total, const SmoothResult& next);
 Decoding decode_each_series(const Method& method, const MethodRun& run);
 
 } // namespace ssm

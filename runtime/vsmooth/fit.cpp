@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/params.h"
+#include "core/series.h"
 #include "exact/kalman.h"
 #include "kernel/rng.h"
 #include "learning/parameter_space.h"
@@ -197,8 +198,9 @@ int64_t first_bad_step(BackwardGuide& guide, const torch::Tensor& y) {
 // functionals by the same trajectories.
 SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
                               const ModelDensities& densities, const LinearGaussian& lg,
-                              const MethodRun& run, const std::vector<double>& fixed,
-                              const VariationalSmoothOptions& o, torch::Generator& gen) {
+                              const MethodRun& run, const ObsData& data,
+                              const std::vector<double>& fixed, const VariationalSmoothOptions& o,
+                              torch::Generator& gen) {
   const ModelInfo& info = run.info;
   const int64_t T = y.size(0), p = info.n_state;
   const GuidePass q = guide->run(y, true);
@@ -234,7 +236,7 @@ SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
   d["elbo_se"] = se_of(est.log_weight);
   if (lg.F.defined()) {
     const double closed = closed_form_elbo(q, lg, y).sum().item<double>();
-    const double log_likelihood = kalman_filter(run.model, info, fixed, *run.data).log_likelihood;
+    const double log_likelihood = kalman_filter(run.model, info, fixed, data).log_likelihood;
     d["elbo"] = closed;
     d["elbo_se"] = 0.0;
     d["elbo_mc"] = elbo_mc; // the trajectories' estimate, a check of the closed form
@@ -243,6 +245,20 @@ SmoothResult report_marginals(BackwardGuide& guide, const torch::Tensor& y,
     d["kl"] = log_likelihood - closed;
   }
   return r;
+}
+
+// Several series' reports as one: marginals one after another, functionals, ELBOs and
+// log-likelihoods added (standard errors in quadrature), as the series are independent.
+void add_series_report(SmoothResult& total, const SmoothResult& r) {
+  add_series_result(total, r);
+  nlohmann::json& t = total.details;
+  const nlohmann::json& d = r.details;
+  for (const char* key : {"elbo", "elbo_mc", "log_likelihood", "kl"})
+    if (t.contains(key))
+      t[key] = t[key].get<double>() + d.at(key).get<double>();
+  for (const char* key : {"elbo_se", "elbo_mc_se"})
+    if (t.contains(key))
+      t[key] = std::hypot(t[key].get<double>(), d.at(key).get<double>());
 }
 
 // What an online run (without --marginals) says: the last pass's estimates of the ELBO and the
@@ -268,24 +284,51 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
                                               const VariationalSmoothOptions& o) {
   const ModelInfo& info = run.info;
   const ObsData& data = *run.data;
-  const int64_t T = data.T;
+  const int64_t T = data.T; // all series'
   if (T < 1)
     throw Error("smooth --method variational: the data has no time step");
+  const int64_t n_series = std::max<int64_t>(1, data.series.count());
+  if (o.online && n_series > 1)
+    throw Error(fmt::format("smooth --method variational --online: the data has {} series, and "
+                            "the online recursions read one stream: give one series per run (or "
+                            "train offline, one guide over all of them)",
+                            n_series));
   torch::set_num_threads(std::max(1, o.threads));
-  const torch::Tensor y =
-      torch::from_blob(const_cast<double*>(data.y.data()), {T, data.n_obs}, f64()).clone();
   // The parameters and data values the kernels read; with --learn-params the parameters move.
   std::vector<double> fixed = *run.fixed;
   // A linear-Gaussian model's matrices: every step's for the closed form and the marginals'
   // report, else the first two (to start from), so that online memory does not grow with T.
-  LinearGaussian lg;
+  const bool linear = info.linear_gaussian && run.model.linear_gaussian;
   const int64_t lg_steps = o.gradient == "analytic" || o.marginals ? T : 2;
-  if (info.linear_gaussian && run.model.linear_gaussian)
-    lg = linear_gaussian(run.model, info, fixed, data, lg_steps);
-  BackwardGuide guide = starting_guide(run, o, y, lg);
+  // Each series under the one guide (the guide is amortised: its prior, transition and encoder
+  // serve every series), with the model's densities at its own frames.
+  struct Series {
+    std::unique_ptr<ObsData> own; // a series of several (data.one_series)
+    const ObsData* data = nullptr;
+    torch::Tensor y; // [T_k, m], NaN where missing
+    std::unique_ptr<ModelDensities> densities;
+    LinearGaussian lg;
+  };
+  std::vector<Series> series(n_series);
+  for (int64_t k = 0; k < n_series; ++k) {
+    Series& s = series[k];
+    if (n_series > 1)
+      s.own = std::make_unique<ObsData>(data.one_series(k));
+    s.data = n_series > 1 ? s.own.get() : &data;
+    s.y = torch::from_blob(const_cast<double*>(s.data->y.data()), {s.data->T, s.data->n_obs}, f64())
+              .clone();
+    s.densities = std::make_unique<ModelDensities>(run.model, info, fixed, *s.data);
+    if (linear)
+      s.lg = linear_gaussian(run.model, info, fixed, *s.data, lg_steps);
+  }
+  std::vector<torch::Tensor> all_y;
+  for (const Series& s : series)
+    all_y.push_back(s.y);
+  MethodRun first = run; // the start's simulation reads the first series' frames
+  first.data = series[0].data;
+  BackwardGuide guide = starting_guide(first, o, torch::cat(all_y), series[0].lg);
   const auto start = std::chrono::steady_clock::now(); // training's clock, after the start
   const bool analytic = o.gradient == "analytic";
-  ModelDensities densities(run.model, info, fixed, data);
   torch::Generator gen = at::detail::createCPUGenerator(o.seed);
 
   // --learn-params: the learned parameters' unconstrained point u, moved by Adam beside the
@@ -306,70 +349,100 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   };
   auto move_parameters = [&] { // to u, wherever the model is read
     space->constrain(u_values(), {fixed.data(), n_theta});
-    densities.set_parameters(fixed);
-    if (lg.F.defined())
-      lg = linear_gaussian(run.model, info, fixed, data, lg_steps);
+    for (Series& s : series) {
+      s.densities->set_parameters(fixed);
+      if (linear)
+        s.lg = linear_gaussian(run.model, info, fixed, *s.data, lg_steps);
+    }
   };
 
-  // One evaluation: the loss to minimise (-ELBO / T, or the score surrogate's negative) and the
-  // per-step terms: the closed form's, which add up to the ELBO, or the recursion's estimates of
-  // L_t, whose last is the ELBO's.
+  // One evaluation over every series: the loss to minimise (-ELBO / T, or the score surrogate's
+  // negative) and each series' per-step terms: the closed form's and the pathwise estimate's,
+  // which add up to its ELBO, or the score recursion's estimates of L_t, whose last is its ELBO.
   // With --learn-params and autograd on, also the parameters' gradient (theta_gradient), at the
   // pathwise estimate's trajectories or at --samples new ones.
-  auto evaluate = [&](torch::Tensor& per_step) {
-    const GuidePass q = guide->run(y, analytic);
-    torch::Tensor loss, draws;
-    if (analytic) {
-      per_step = closed_form_elbo(q, lg, y);
-      loss = -per_step.sum() / static_cast<double>(T);
-    } else if (o.gradient == "pathwise") {
-      PathwiseStep s = pathwise_step(q, densities, o.samples, gen);
-      per_step = s.per_step;
-      draws = s.draws;
-      loss = -s.surrogate / static_cast<double>(T);
-    } else {
-      ScoreStep s = score_step(q, densities, o.samples, gen);
-      per_step = s.per_step;
-      loss = -s.surrogate / static_cast<double>(T);
+  using PerStep = std::vector<torch::Tensor>;
+  auto evaluate = [&](PerStep& per_step) {
+    per_step.assign(n_series, torch::Tensor());
+    torch::Tensor loss = torch::zeros({}, f64());
+    if (space)
+      theta_gradient.assign(n_theta, 0.0);
+    for (int64_t k = 0; k < n_series; ++k) {
+      Series& s = series[k];
+      const GuidePass q = guide->run(s.y, analytic);
+      torch::Tensor draws;
+      if (analytic) {
+        per_step[k] = closed_form_elbo(q, s.lg, s.y);
+        loss = loss - per_step[k].sum();
+      } else if (o.gradient == "pathwise") {
+        PathwiseStep step = pathwise_step(q, *s.densities, o.samples, gen);
+        per_step[k] = step.per_step;
+        draws = step.draws;
+        loss = loss - step.surrogate;
+      } else {
+        ScoreStep step = score_step(q, *s.densities, o.samples, gen);
+        per_step[k] = step.per_step;
+        loss = loss - step.surrogate;
+      }
+      if (space && torch::GradMode::is_enabled()) {
+        torch::NoGradGuard no_grad;
+        if (!draws.defined())
+          draws = draw_trajectories(q, o.samples, gen);
+        const std::vector<double> g = s.densities->parameter_gradient(draws);
+        for (size_t c = 0; c < n_theta; ++c)
+          theta_gradient[c] += g[c];
+      }
     }
-    if (space && torch::GradMode::is_enabled()) {
-      torch::NoGradGuard no_grad;
-      if (!draws.defined())
-        draws = draw_trajectories(q, o.samples, gen);
-      theta_gradient = densities.parameter_gradient(draws);
-    }
-    return loss;
+    return loss / static_cast<double>(T);
   };
-  // The closed form's and the pathwise estimate's terms add up to the ELBO; the score
-  // recursion's are the running ELBO L_t, whose last is the whole series'.
-  auto elbo_of = [&](const torch::Tensor& per_step) {
-    return o.gradient == "score" ? per_step[T - 1].item<double>() : per_step.sum().item<double>();
+  // The ELBO over all series.
+  auto elbo_of = [&](const PerStep& per_step) {
+    double sum = 0;
+    for (const torch::Tensor& v : per_step)
+      sum += o.gradient == "score" ? v[v.size(0) - 1].item<double>() : v.sum().item<double>();
+    return sum;
+  };
+  // The first series and step whose term is not finite, or (-1, -1).
+  auto non_finite = [&](const PerStep& per_step) {
+    for (int64_t k = 0; k < static_cast<int64_t>(per_step.size()); ++k)
+      if (per_step[k].defined())
+        if (const int64_t t = first_non_finite(per_step[k].detach()); t >= 0)
+          return std::pair{k, t};
+    return std::pair<int64_t, int64_t>{-1, -1};
   };
 
   VariationalSmoothFit fit;
   std::vector<double> trace;
   std::vector<torch::Tensor> good = snapshot(guide);
   int64_t done = 0, evaluations = 0, rejected = 0;
-  auto fail = [&](int64_t iteration, const torch::Tensor& per_step, const std::string& why) {
+  auto fail = [&](int64_t iteration, const PerStep& per_step, const std::string& why) {
     restore(guide, good);
     if (space) {
       torch::NoGradGuard no_grad;
       u.copy_(good_u);
       move_parameters();
     }
-    int64_t t = first_bad_step(guide, y);
-    if (t < 0 && per_step.defined())
-      t = first_non_finite(per_step);
+    // Where: the guide's own recursion first, else the ELBO's terms.
+    std::pair<int64_t, int64_t> at{-1, -1};
+    for (int64_t k = 0; k < n_series && at.first < 0; ++k)
+      if (const int64_t t = first_bad_step(guide, series[k].y); t >= 0)
+        at = {k, t};
+    if (at.first < 0)
+      at = non_finite(per_step);
+    const auto [k, t] = at;
     fit.failure = fmt::format(
         "smooth --method variational: {} at iteration {}{}; training stopped (the guide is "
         "Gaussian: a log-density of the model that is -inf somewhere in the state, as one with "
         "bounded support, makes the ELBO -inf)",
         why, iteration,
-        t >= 0 ? fmt::format(", first at t={} ({})", t, data_row_text(info, data, t)) : "");
+        t >= 0 ? fmt::format(", first at t={}{} ({})", t,
+                             n_series > 1 ? fmt::format(" of series {}", data.series.names[k]) : "",
+                             data_row_text(info, *series[k].data, t))
+               : "");
   };
   OnlineTraining online;
   if (o.online) {
-    online = train_online(guide, densities, y, run, o, !o.marginals, gen);
+    online = train_online(guide, *series[0].densities, series[0].y, run, o, !o.marginals, gen);
     done = evaluations = online.updates;
     trace = online.epoch_elbo;
     fit.failure = online.failure;
@@ -381,7 +454,8 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     bool stalled = false;
     auto closure = [&]() -> torch::Tensor {
       ++evaluations;
-      torch::Tensor per_step, loss;
+      PerStep per_step;
+      torch::Tensor loss;
       bool ok = true;
       try {
         loss = evaluate(per_step);
@@ -402,7 +476,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
         best = loss.item<double>();
         good = snapshot(guide);
       }
-      trace.push_back(elbo_of(per_step.detach()));
+      trace.push_back(elbo_of(per_step));
       if (o.progress)
         o.progress(std::min<int64_t>(evaluations, o.iterations), o.iterations);
       return loss.detach();
@@ -420,7 +494,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       optimizer.step(closure);
       restore(guide, good); // the best point evaluated
       if (trace.empty()) {
-        fail(0, torch::Tensor(), "the ELBO of the starting guide is not finite");
+        fail(0, PerStep(), "the ELBO of the starting guide is not finite");
         break;
       }
       if (!stalled || evaluations == before)
@@ -441,14 +515,15 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     for (int64_t it = 0; it < o.iterations; ++it) {
       optimizer.zero_grad();
       ++evaluations;
-      torch::Tensor per_step, loss;
+      PerStep per_step;
+      torch::Tensor loss;
       try {
         loss = evaluate(per_step);
       } catch (const c10::LinAlgError&) {
-        fail(it, torch::Tensor(), "a covariance of the guide stopped being positive definite");
+        fail(it, PerStep(), "a covariance of the guide stopped being positive definite");
         break;
       }
-      if (!torch::isfinite(loss).item<bool>() || first_non_finite(per_step) >= 0) {
+      if (!torch::isfinite(loss).item<bool>() || non_finite(per_step).first >= 0) {
         fail(it, per_step, "the ELBO is not finite");
         break;
       }
@@ -465,11 +540,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
         try {
           move_parameters();
         } catch (const Error& e) {
-          fail(it, torch::Tensor(), fmt::format("the parameters left their space ({})", e.what()));
+          fail(it, PerStep(), fmt::format("the parameters left their space ({})", e.what()));
           break;
         }
       }
-      trace.push_back(elbo_of(per_step.detach()));
+      trace.push_back(elbo_of(per_step));
       done = it + 1;
       if (o.progress)
         o.progress(it + 1, o.iterations);
@@ -477,13 +552,13 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   }
   if (fit.failure.empty() && !o.online && o.optimizer != "lbfgs" && done > 0) {
     // The last step's guide has not been evaluated yet.
-    torch::Tensor per_step;
+    PerStep per_step;
     try {
       torch::NoGradGuard no_grad;
-      if (!torch::isfinite(evaluate(per_step)).item<bool>() || first_non_finite(per_step) >= 0)
+      if (!torch::isfinite(evaluate(per_step)).item<bool>() || non_finite(per_step).first >= 0)
         fail(done, per_step, "the ELBO is not finite");
     } catch (const c10::LinAlgError&) {
-      fail(done, torch::Tensor(), "a covariance of the guide stopped being positive definite");
+      fail(done, PerStep(), "a covariance of the guide stopped being positive definite");
     }
   }
   fit.guide = guide->save();
@@ -495,8 +570,21 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
 
   torch::NoGradGuard no_grad;
   SmoothResult& r = fit.result;
-  r = o.marginals ? report_marginals(guide, y, densities, lg, run, fixed, o, gen)
-                  : report_online(online, run);
+  if (!o.marginals) {
+    r = report_online(online, run);
+  } else {
+    for (int64_t k = 0; k < n_series; ++k) {
+      const Series& s = series[k];
+      SmoothResult one =
+          report_marginals(guide, s.y, *s.densities, s.lg, run, *s.data, fixed, o, gen);
+      if (k == 0)
+        r = std::move(one);
+      else
+        add_series_report(r, one);
+    }
+    if (n_series > 1)
+      r.series = data.series;
+  }
   if (space) // the learned parameters, as a --params file has them
     r.details["params"] = params_json(info, fixed);
   nlohmann::json details = {

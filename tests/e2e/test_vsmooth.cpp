@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -283,6 +284,43 @@ TEST_CASE("the model's parameters learned with the guide reach the maximum likel
       CHECK(kalman["log_likelihood"].get<double>() == Approx(got).epsilon(1e-12));
     }
   }
+}
+
+// Several series (a `series` column) share one guide, trained on all of them: each series'
+// marginals are its exact smoother's and the ELBO is the sum of their log-likelihoods.
+TEST_CASE("one guide is fitted to several series", "[vsmooth]") {
+  const Setup s = setup("vs_series", 50, 9, true);
+  Table two = read_table(s.data);
+  two.header.insert(two.header.begin(), "series");
+  for (size_t r = 0; r < two.rows.size(); ++r)
+    two.rows[r].insert(two.rows[r].begin(), r < 30 ? "first" : "second");
+  const std::string data = scratch_path("vs_series_two.csv");
+  write_table(data, two);
+  const std::string rts = scratch_path("vs_series_rts.csv"), out = scratch_path("vs_series_q.csv");
+  const nlohmann::json exact =
+      run_json({s.exe, "smooth", "--data", data, "--method", "rts", "--json", "--out", rts});
+  const nlohmann::json j =
+      run_json({s.exe, "smooth", "--data", data, "--method", "variational", "--init", "random",
+                "--seed", "5", "--draws", "4000", "--json", "--out", out});
+  INFO(j.dump());
+  CHECK(j["T"] == 50);
+  const double ll = exact["log_likelihood"];
+  CHECK(j["log_likelihood"].get<double>() == Approx(ll).epsilon(1e-12));
+  CHECK(j["elbo"].get<double>() <= ll + 1e-9);
+  CHECK(ll - j["elbo"].get<double>() < 1e-4);
+  const auto [mean_gap, var_gap] = marginal_gaps(out, rts);
+  CHECK(mean_gap < 1e-3);
+  CHECK(var_gap < 1e-3);
+  // The CSV names each row's series, as the other smoothers' do.
+  const Table q = read_table(out), r = read_table(rts);
+  REQUIRE(q.header.size() <= r.header.size()); // rts adds lag-one covariances
+  CHECK(std::equal(q.header.begin(), q.header.end(), r.header.begin()));
+  const int qs = q.column_index("series"), rs = r.column_index("series");
+  REQUIRE(qs >= 0);
+  REQUIRE(q.rows.size() == r.rows.size());
+  for (size_t i = 0; i < q.rows.size(); ++i)
+    CHECK(q.rows[i][qs] == r.rows[i][rs]);
+  check_functionals(j, exact);
 }
 
 TEST_CASE("a saved guide reproduces its marginals and smooths new data", "[vsmooth]") {
@@ -591,14 +629,14 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   const std::string twice = scratch_path("vs_twice.csv");
   refused(s.exe, s.data, {"--online", "--online-out", twice, "--save-guide", twice},
           "two outputs of the run are that file");
-  // One guide per run: several series are refused.
+  // The online recursions read one stream.
   Table two = read_table(s.data);
   two.header.insert(two.header.begin(), "series");
   for (size_t r = 0; r < two.rows.size(); ++r)
     two.rows[r].insert(two.rows[r].begin(), r < 5 ? "a" : "b");
   const std::string series = scratch_path("vs_two_series.csv");
   write_table(series, two);
-  refused(s.exe, series, {}, "the data has 2 series");
+  refused(s.exe, series, {"--online"}, "the data has 2 series, and the online recursions read");
   // score runs smoothers for Fisher's identity; the guide is not one.
   const ProcessResult p =
       run_process({s.exe, "score", "--data", s.data, "--method", "variational"});
