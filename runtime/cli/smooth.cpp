@@ -106,11 +106,11 @@ public:
     select_functionals(c.info, options_.names("--functional"));
     const std::vector<double> theta = assemble_fixed(c, values);
     const ObsData data = read_data(c, data_);
+    run.fixed = &theta;
+    run.data = &data;
     if (m.check)
       m.check(run); // before any work
     check_output_path(out_);
-    run.fixed = &theta;
-    run.data = &data;
     const SmoothResult r = run_method(c, run, "smooth", [&](const MethodRun& one) {
       return m.fits_to_data ? m.smooth(one) : smooth_each_series(m, one);
     });

@@ -295,7 +295,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
                             n_series));
   torch::set_num_threads(std::max(1, o.threads));
   // The parameters and data values the kernels read; with --learn-params the parameters move.
-  std::vector<double> fixed = *run.fixed;
+  std::vector<double> fixed = *run.fixed; // not o.fixed, the names --fix keeps
   // A linear-Gaussian model's matrices: every step's for the closed form and the marginals'
   // report, else the first two (to start from), so that online memory does not grow with T.
   const bool linear = info.linear_gaussian && run.model.linear_gaussian;
@@ -582,7 +582,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       else
         add_series_report(r, one);
     }
-    if (n_series > 1)
+    if (!data.series.start.empty()) // as smooth_each_series: the CSV names the series
       r.series = data.series;
   }
   if (space) // the learned parameters, as a --params file has them

@@ -6,7 +6,8 @@
 
 namespace ssm::vsmooth {
 
-// Fits the guide (or starts from --load-guide's) on one series, offline or online, and reports
+// Fits the guide (or starts from --load-guide's) on every series of the data (online: on one),
+// with --learn-params the model's parameters too, and reports
 // it: the guide's smoothing marginals, the functionals and the ELBO by trajectories drawn from
 // it, and for a linear-Gaussian model the ELBO in closed form and the exact log-likelihood; or,
 // online without --marginals, the recursion's own estimates. A non-finite ELBO stops training

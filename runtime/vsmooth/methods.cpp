@@ -120,6 +120,11 @@ void check(const MethodRun& run) {
                               o.gradient));
     if (o.epochs < 0)
       throw Error("smooth --method variational --online: --epochs must be 0 or more");
+    if (run.data && run.data->series.count() > 1)
+      throw Error(fmt::format("smooth --method variational --online: the data has {} series, "
+                              "and the online recursions read one stream: give one series per "
+                              "run (or train offline, one guide over all of them)",
+                              run.data->series.count()));
     if (run.options.integer("--iterations") >= 0)
       throw Error("smooth --method variational --online: there is one update per observation; "
                   "--epochs sets the passes over the series, not --iterations");
@@ -173,9 +178,9 @@ void check(const MethodRun& run) {
     if (space.dimension() == 0)
       throw Error("smooth --method variational --learn-params: no parameter is left to learn "
                   "(each is fixed by --fix, or has neither a value nor a prior)");
-    if (run.fixed) // a value outside its support, named (else the fit names it)
+    if (run.fixed) // a value outside its support, named
       space.unconstrain({run.fixed->data(), static_cast<size_t>(run.info.n_theta)});
-  } else if (!o.fixed.empty() || o.param_learning_rate != d.param_learning_rate ||
+  } else if (!o.fixed.empty() || run.options.real("--param-learning-rate") != 0 ||
              !run.options.word("--save").empty()) {
     throw Error("smooth --method variational: --fix, --param-learning-rate and --save are "
                 "--learn-params's");
@@ -206,10 +211,14 @@ SmoothResult smooth_variational(const MethodRun& run) {
     out.write(params_json(run.info, fit.theta).dump(2) + "\n");
     out.commit();
   }
-  if (!fit.failure.empty())
-    throw Error(save.empty() ? fit.failure
-                             : fmt::format("{}; the guide of the last finite iteration is in {}",
-                                           fit.failure, save));
+  if (!fit.failure.empty()) {
+    std::string message = fit.failure;
+    if (!save.empty())
+      message += fmt::format("; the guide of the last finite iteration is in {}", save);
+    if (!save_params.empty() && !fit.theta.empty())
+      message += fmt::format("; its parameters are in {}", save_params);
+    throw Error(message);
+  }
   return std::move(fit.result);
 }
 

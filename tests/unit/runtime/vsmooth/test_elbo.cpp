@@ -358,6 +358,22 @@ TEST_CASE("vsmooth: the pathwise gradient by backward trajectories agrees with t
   CHECK(step.per_step.sum().item<double>() == Approx(rts.log_likelihood).epsilon(1e-9));
   for (double g : gradient_of(f.guide, step.surrogate))
     CHECK(std::abs(g) < 1e-8);
+
+  // T = 1: the guide is q_0 alone, the ELBO log p(x_0) + log p(y_0 | x_0) - log q_0.
+  ssm::ObsData one;
+  one.T = 1;
+  one.n_obs = 2;
+  one.y = {0.3, -0.4};
+  const torch::Tensor y1 = torch::tensor(one.y, torch::kFloat64).view({1, 2});
+  BackwardGuide single{GuideSpec{2, 2, "linear", {}}, y1, 1};
+  set_to_model(single);
+  const ssm::vsmooth::ModelDensities at_one(f.model, f.info, f.fixed, one);
+  const auto first = ssm::vsmooth::pathwise_step(single->run(y1, false), at_one, 4, gen);
+  REQUIRE(first.per_step.size(0) == 1);
+  CHECK(first.per_step[0].item<double>() ==
+        Approx(ssm::smooth_rts(f.model, f.info, f.fixed, one).log_likelihood).epsilon(1e-9));
+  for (double g : gradient_of(single, first.surrogate))
+    CHECK(std::abs(g) < 1e-8);
 }
 
 // The online recursion carries the Jacobian of q_t in the parameters forward, so that its
