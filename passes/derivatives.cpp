@@ -450,12 +450,10 @@ public:
     // Per block, the sum of its relations' parameter gradients: initial, transition, observation;
     // and of their gradients in x[t].
     std::map<ir::BlockKind, std::vector<int>> score, state_grad, prev_grad;
-    std::vector<Wrt> current, previous; // x[t], x[t-1]
+    std::vector<Wrt> current; // x[t]
     for (size_t s = 0; s < model.states.size(); ++s)
-      for (int c = 0; c < model.states[s].shape.size(); ++c) {
+      for (int c = 0; c < model.states[s].shape.size(); ++c)
         current.push_back({ir::Op::State, static_cast<int>(s), 0, c});
-        previous.push_back({ir::Op::State, static_cast<int>(s), 1, c});
-      }
     // A plate model's items have no x[t-1].
     const bool over_time = !model.items;
     for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
@@ -499,13 +497,10 @@ public:
             for (size_t j = 0; j < current.size(); ++j)
               at_t[j] = in_arena.derivative(*lp, current[j])[0];
           add_to_score(model, rel, at_t, b, state_terms);
-          if (over_time && block != &model.initial) { // x[t-1]: the transition's own lag
-            std::vector<int> at_prev = r.grad_state;
-            if (lag == 0)
-              for (size_t j = 0; j < previous.size(); ++j)
-                at_prev[j] = in_arena.derivative(*lp, previous[j])[0];
-            add_to_score(model, rel, at_prev, b, prev_terms);
-          }
+          // In x[t-1], the transition's own lag: an observation that reads x[t-1] reads a hidden
+          // copy at lag 0 (augment-lags), whose dirac leaves the model without a state gradient.
+          if (over_time && lag == 1)
+            add_to_score(model, rel, r.grad_state, b, prev_terms);
         } else if (rel.dist == ir::Dist::Diffusion) {
           result.score_lacks_sde_term = true; // estimated at run time, or no score (ssmc main)
         } else if (rel.dist != ir::Dist::Dirac || reads_parameter(rel, from_block, params)) {

@@ -27,6 +27,11 @@ torch::Tensor expected_log_gaussian(const torch::Tensor& r, const torch::Tensor&
   return -0.5 * (static_cast<double>(r.size(-1)) * kLog2Pi + log_det + quad + trace);
 }
 
+// x_{t-1} as the kernels read it beside x_t's `xs`: NaN at t = 0, where no term may read it.
+std::vector<double> prev_soa(int64_t t, const torch::Tensor& prev, const std::vector<double>& xs) {
+  return t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(prev);
+}
+
 } // namespace
 
 ModelDensities::ModelDensities(const ssm_model& model, const ModelInfo& info,
@@ -81,7 +86,7 @@ torch::Tensor ModelDensities::functionals(int64_t t, const torch::Tensor& prev,
                                           const torch::Tensor& x) const {
   const int64_t K = x.size(0), nf = info_.n_functional;
   const std::vector<double> xs = to_soa(x);
-  const std::vector<double> ps = t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(prev);
+  const std::vector<double> ps = prev_soa(t, prev, xs);
   std::vector<double> out(nf * K);
   model_.functional_terms(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
                           out.data());
@@ -92,7 +97,7 @@ std::pair<torch::Tensor, torch::Tensor>
 ModelDensities::gradient(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const {
   const int64_t K = x.size(0), p = x.size(1);
   const std::vector<double> xs = to_soa(x);
-  const std::vector<double> ps = t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(prev);
+  const std::vector<double> ps = prev_soa(t, prev, xs);
   std::vector<double> gx(p * K), gp(p * K);
   model_.state_gradient(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
                         gx.data());
@@ -208,7 +213,7 @@ std::vector<double> ModelDensities::parameter_gradient(const torch::Tensor& x) c
   std::vector<double> sum(n, 0.0), out(n * K);
   for (int64_t t = 0; t < T; ++t) {
     const std::vector<double> xs = to_soa(x[t]);
-    const std::vector<double> ps = t == 0 ? std::vector<double>(xs.size(), NAN) : to_soa(x[t - 1]);
+    const std::vector<double> ps = prev_soa(t, x[std::max<int64_t>(t - 1, 0)], xs);
     model_.score_terms(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
                        out.data());
     for (int64_t c = 0; c < n; ++c)

@@ -287,12 +287,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   const int64_t T = data.T; // all series'
   if (T < 1)
     throw Error("smooth --method variational: the data has no time step");
-  const int64_t n_series = std::max<int64_t>(1, data.series.count());
-  if (o.online && n_series > 1)
-    throw Error(fmt::format("smooth --method variational --online: the data has {} series, and "
-                            "the online recursions read one stream: give one series per run (or "
-                            "train offline, one guide over all of them)",
-                            n_series));
+  const int64_t n_series = std::max<int64_t>(1, data.series.count()); // online: 1 (check())
   torch::set_num_threads(std::max(1, o.threads));
   // The parameters and data values the kernels read; with --learn-params the parameters move.
   std::vector<double> fixed = *run.fixed; // not o.fixed, the names --fix keeps
