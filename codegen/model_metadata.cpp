@@ -167,6 +167,30 @@ json guide(const ir::Model& model) {
           {"observations", reads}};
 }
 
+// A state-space model's guide (`guide x[t] ~ backward(...)`): its state, its encoder (a network
+// by index into "nets", or linear) and the observations the encoder reads, in order.
+json backward_guide(const ir::Model& model) {
+  const ir::Relation& rel = model.guide.relations.at(0);
+  const ir::Node& enc = model.guide.nodes.at(rel.args.at(0));
+  json reads = json::array();
+  for (int a : enc.op == ir::Op::Net ? enc.args : std::vector<int>{rel.args[0]}) {
+    const int o = model.guide.nodes.at(a).var;
+    reads.push_back({{"name", model.obs[o].name},
+                     {"offset", model.obs_offset(o)},
+                     {"size", model.obs[o].shape.size()}});
+  }
+  json g = {{"state", model.states[rel.var].name},
+            {"encoder", enc.op == ir::Op::Net ? "mlp" : "linear"},
+            {"observations", reads},
+            {"where", fmt::format("{}:{}:{}",
+                                  rel.loc.file == 0 ? model.source_file
+                                                    : model.imported_files.at(rel.loc.file - 1),
+                                  rel.loc.line, rel.loc.col)}};
+  if (enc.op == ir::Op::Net)
+    g["net"] = enc.var;
+  return g;
+}
+
 json net_calls(const ir::Model& model) {
   json out = json::array();
   for (const ir::NetCall& c : model.net_calls) {
@@ -266,7 +290,9 @@ std::string model_metadata_json(const ir::Model& model, const std::string& struc
     meta["nets"] = nets(model);
     meta["net_calls"] = net_calls(model);
   }
-  if (!model.guide.relations.empty())
+  if (!model.guide.relations.empty() && !model.items)
+    meta["backward_guide"] = backward_guide(model);
+  else if (!model.guide.relations.empty())
     meta["guide"] = guide(model);
   if (!runtime_dir.empty())
     meta["runtime_dir"] = runtime_dir;

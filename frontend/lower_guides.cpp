@@ -3,7 +3,10 @@
 // observations, data, constants and networks of the observations (an encoder: amortised
 // inference), never the model's parameters or other latent variables, so that q is a family of
 // its own whose arguments the compiler evaluates, with their derivatives, before any latent value
-// is drawn (the derivatives analysis, passes/derivatives.cpp).
+// is drawn (the derivatives analysis, passes/derivatives.cpp). And `guide x[t] ~ backward(...)`,
+// the backward-factorised Gaussian family of a state-space model's state that smooth --method
+// variational fits (runtime/vsmooth), with its encoder: a network of the observations at t, or
+// one observation.
 #include "lowering.h"
 #include "messages.h"
 
@@ -14,9 +17,12 @@
 namespace ssm::frontend::lowering {
 
 void Lowering::add_guide(const ast::Relation& r) {
-  if (model_.kind != ir::ModelKind::Plate) {
-    error(r.range, model_.kind == ir::ModelKind::Simulator ? msg::guide_in_simulator
-                                                           : msg::guide_outside_plate_model);
+  if (model_.kind == ir::ModelKind::Simulator) {
+    error(r.range, msg::guide_in_simulator);
+    return;
+  }
+  if (model_.is_state_space()) {
+    add_state_guide(r);
     return;
   }
   const Expr& target = *r.target;
@@ -167,6 +173,159 @@ void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Sc
     rel.args.push_back(emit_const(s, ir::Shape::scalar(), {value},
                                   k < args.size() ? args[k]->range : r.dist.range));
   }
+  model_.guide.relations.push_back(std::move(rel));
+}
+
+// `guide x[t] ~ backward(NET(y[t], ...))` or `backward(y[t])`: the encoder's form is fixed (the
+// runtime applies the network to the observations' columns itself, no kernel reads it), so it is
+// lowered here rather than as an expression: an Obs node per observation read, and a Net node
+// over them. The checks are those the runtime's guide relies on: one real or vector state, a
+// network of the observations' size whose outputs are a natural mean and a precision per state
+// component.
+void Lowering::add_state_guide(const ast::Relation& r) {
+  const Expr& target = *r.target;
+  const Expr* base = &target;
+  while (base->kind == EKind::Index)
+    base = base->args[0].get();
+  Symbol* sym = lookup(base->name);
+  if (!sym) {
+    unknown_name(base->range, base->name);
+    return;
+  }
+  if (sym->kind != Symbol::Kind::State) {
+    error(target.range, fmt::format(msg::state_guide_for_non_state, base->name));
+    return;
+  }
+  if (target.kind != EKind::Index || target.args.size() != 2 ||
+      target.args[0]->kind != EKind::Name || target.args[1]->kind != EKind::Name ||
+      target.args[1]->name != "t") {
+    error(target.range, fmt::format(msg::state_guide_target_form, base->name));
+    return;
+  }
+  sym->used = true;
+  if (!sym->valid)
+    return;
+  const ir::VarDecl& decl = model_.states[sym->index];
+  const std::string name = decl.name + "[t]";
+  auto key = std::pair(ir::BlockKind::Guide, sym->index);
+  if (auto it = first_relation_.find(key); it != first_relation_.end()) {
+    error(target.range, fmt::format(msg::second_relation, name, "guide"));
+    note(it->second->target->range, fmt::format(msg::first_relation_here, "guide", name));
+    return;
+  }
+  first_relation_.emplace(key, &r);
+  if (r.dist.name.name != ir::dist_info(ir::Dist::Backward).name) {
+    error(r.dist.name.range,
+          fmt::format(msg::state_guide_family, r.dist.name.name, decl.name, decl.name));
+    return;
+  }
+  if (model_.states.size() > 1) {
+    std::vector<std::string> names;
+    for (const ir::VarDecl& v : model_.states)
+      names.push_back(v.name);
+    error(target.range, fmt::format(msg::state_guide_several_states, fmt::join(names, ", ")));
+    return;
+  }
+  if (decl.integer || decl.shape.rank() > 1) {
+    error(target.range, fmt::format(msg::state_guide_integer, name, decl.name, ir::type_str(decl)));
+    return;
+  }
+  for (const ast::NamedArg& a : r.dist.named)
+    error(a.name.range, fmt::format(msg::state_guide_encoder));
+  if (r.dist.args.size() != 1) {
+    if (r.dist.named.empty())
+      error(r.dist.range,
+            fmt::format(msg::dist_argument_count, "backward(encoder)", "1 argument",
+                        r.dist.args.size() == 0 ? "none was"
+                                                : fmt::format("{} were", r.dist.args.size())));
+    return;
+  }
+  // An observation at t, as an Obs node of the guide block.
+  auto observation = [&](const Expr& e) -> std::optional<int> {
+    const Expr* b = &e;
+    while (b->kind == EKind::Index)
+      b = b->args[0].get();
+    const Symbol* o = b->kind == EKind::Name ? lookup(b->name) : nullptr;
+    const bool at_t = e.kind == EKind::Index && e.args.size() == 2 &&
+                      e.args[0]->kind == EKind::Name && e.args[1]->kind == EKind::Name &&
+                      e.args[1]->name == "t";
+    if (!o || o->kind != Symbol::Kind::Obs || !at_t ||
+        model_.obs[o->index].constraint == ir::Constraint::Sequence) {
+      if (b->kind == EKind::Name && !lookup(b->name))
+        unknown_name(b->range, b->name);
+      else
+        error(e.range,
+              fmt::format(msg::state_guide_reads, name,
+                          b->kind == EKind::Name ? b->name : std::string("an expression")));
+      return std::nullopt;
+    }
+    const ir::VarDecl& obs = model_.obs[o->index];
+    ir::Node node;
+    node.op = ir::Op::Obs;
+    node.var = o->index;
+    node.shape = obs.shape;
+    node.loc = loc(e.range);
+    return model_.guide.add(std::move(node));
+  };
+  const Expr& encoder = *r.dist.args[0];
+  std::optional<int> arg;
+  if (encoder.kind == EKind::Index) {
+    arg = observation(encoder);
+  } else if (encoder.kind == EKind::Call) {
+    Symbol* net = lookup(encoder.name);
+    if (!net || net->kind != Symbol::Kind::Net) {
+      error(encoder.range, msg::state_guide_encoder);
+      return;
+    }
+    net->used = true;
+    if (net->index < 0 || !net->valid)
+      return; // its declaration was rejected
+    const ir::NetDecl& decl_net = model_.nets[net->index];
+    if (decl_net.kind != "mlp") {
+      error(encoder.range, fmt::format(msg::state_guide_net_kind, decl_net.name, decl_net.kind));
+      return;
+    }
+    ir::Node call;
+    call.op = ir::Op::Net;
+    call.var = net->index;
+    call.shape = ir::Shape::vector(decl_net.outputs);
+    call.loc = loc(encoder.range);
+    int size = 0;
+    std::vector<std::string> shapes;
+    for (const ast::ExprPtr& a : encoder.args) {
+      std::optional<int> o = observation(*a);
+      if (!o)
+        return;
+      const ir::Shape& shape = model_.guide.nodes[*o].shape;
+      size += shape.size();
+      shapes.push_back(shape.str());
+      call.args.push_back(*o);
+    }
+    if (encoder.args.empty() || size != decl_net.inputs) {
+      error(encoder.range, fmt::format(msg::net_input_size, decl_net.name, decl_net.inputs, size,
+                                       fmt::join(shapes, ", ")));
+      return;
+    }
+    const int p = decl.shape.size();
+    if (decl_net.outputs != 2 * p) {
+      error(encoder.range, fmt::format(msg::state_guide_net_outputs, decl_net.name,
+                                       decl_net.outputs, name, ir::type_str(decl), 2 * p, p));
+      diags_.note(decl_net.loc, fmt::format(msg::net_declared_here, decl_net.name));
+      return;
+    }
+    arg = model_.guide.add(std::move(call));
+  } else {
+    error(encoder.range, msg::state_guide_encoder);
+    return;
+  }
+  if (!arg)
+    return;
+  ir::Relation rel;
+  rel.kind = ir::VarKind::State;
+  rel.var = sym->index;
+  rel.dist = ir::Dist::Backward;
+  rel.loc = loc(r.range);
+  rel.args.push_back(*arg);
   model_.guide.relations.push_back(std::move(rel));
 }
 

@@ -45,8 +45,8 @@ void Lowering::define_net(const ast::NetDecl& d) {
     error(r, std::move(message));
     ok = false;
   };
-  if (model_.kind != ir::ModelKind::Plate)
-    reject(d.name.range, fmt::format(msg::net_outside_plate_model, name));
+  if (model_.kind == ir::ModelKind::Simulator)
+    reject(d.name.range, fmt::format(msg::net_in_simulator, name));
   const auto known = kind_options.find(d.kind.name);
   if (known == kind_options.end())
     reject(d.kind.range, fmt::format(msg::net_unknown_kind, d.kind.name));
@@ -195,6 +195,12 @@ std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
     return std::nullopt; // its declaration was rejected
   if (s.fn) {
     error(e.range, fmt::format(msg::net_in_function, e.name));
+    return std::nullopt;
+  }
+  if (model_.is_state_space()) { // its guide's encoder is lowered by add_state_guide
+    const RelationScope* rel = s.relation();
+    error(e.range, fmt::format(msg::net_in_state_space_relation, e.name,
+                               rel ? rel->subject : std::string("a relation")));
     return std::nullopt;
   }
   std::vector<std::optional<int>> args;

@@ -354,6 +354,7 @@ private:
   // ---- guides (lower_guides.cpp)
   void add_guide(const ast::Relation& r);
   void add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Scope& s);
+  void add_state_guide(const ast::Relation& r);
 
   // ---- completeness and order (lower_ordering.cpp)
   const PendingRelation* relation_for(ir::BlockKind kind, int var) const;

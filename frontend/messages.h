@@ -15,9 +15,12 @@ namespace ssm::frontend::msg {
 
 // ---- networks (lower_nets.cpp)
 
-inline constexpr char net_outside_plate_model[] =
-    "network '{}' in a model that is not over a plate: networks are available in plate models "
-    "(latent z[n], obs x[n]) for now";
+inline constexpr char net_in_simulator[] =
+    "network '{}' in a simulator: networks are available in plate models (latent z[n], obs x[n]) "
+    "and as the encoder of a state-space model's guide for now";
+inline constexpr char net_in_state_space_relation[] =
+    "not supported yet: network '{0}' called in {1}; a state-space model's networks serve its "
+    "guide (guide x[t] ~ backward({0}(y[t])))";
 inline constexpr char net_unknown_kind[] =
     "unknown kind of network '{}'; known: mlp, embedding, rnn, and the densities dif, maf, "
     "realnvp, rnn_lm";
@@ -92,9 +95,34 @@ inline constexpr char density_net_context_size[] =
 
 // ---- guides (lower_guides.cpp)
 
-inline constexpr char guide_outside_plate_model[] =
-    "a guide gives the variational family of a latent variable of a plate model (latent z[n]); "
-    "a state-space model's particle filter takes a 'proposal' instead";
+// A state-space model's guide: the backward family of smooth --method variational.
+inline constexpr char state_guide_for_non_state[] =
+    "'{}' is not a state: a state-space model's guide gives the variational family of its state "
+    "(guide x[t] ~ backward(...))";
+inline constexpr char state_guide_target_form[] =
+    "the target of a state-space model's guide is written {}[t]";
+inline constexpr char state_guide_family[] =
+    "a state-space model's guide is backward(ENCODER), the backward-factorised Gaussian family of "
+    "smooth --method variational, not {}: 'guide {}[t] ~ backward(NET(y[t]))' with a network "
+    "encoder, 'guide {}[t] ~ backward(y[t])' with a linear one (a particle filter's own "
+    "distribution for a state is a 'proposal')";
+inline constexpr char state_guide_several_states[] =
+    "not supported yet: a guide in a model with several states ({}); the backward guide covers "
+    "the whole state jointly and is declared for a model with one state";
+inline constexpr char state_guide_integer[] =
+    "the backward guide of {} is Gaussian, but {} is {}: it is for a real or vector state";
+inline constexpr char state_guide_encoder[] =
+    "the encoder of a backward guide is a network applied to observations at t "
+    "(backward(NET(y[t]))) or one observation at t (backward(y[t])), not this expression";
+inline constexpr char state_guide_reads[] =
+    "the encoder of the guide of {} reads {} this way: it reads observations at t (y[t]), which "
+    "q_t adds to what it predicts from the step before";
+inline constexpr char net_declared_here[] = "network '{}' is declared here";
+inline constexpr char state_guide_net_kind[] =
+    "network '{}' is a {}: the encoder of a backward guide is an mlp";
+inline constexpr char state_guide_net_outputs[] =
+    "network '{}' gives {} outputs, but the backward guide of {} ({}) needs {}: a natural mean and "
+    "a precision for each of the state's {} components";
 inline constexpr char guide_in_simulator[] =
     "a guide gives the variational family of a latent variable of a plate model (latent z[n]); "
     "a simulator's latent variables are only drawn, never inferred";

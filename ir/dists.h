@@ -52,6 +52,14 @@ enum class Dist {
   // component (4.3.8; 0: location-scale only). A guide family only (`vi`, runtime/vi/guide.h): no
   // kernel evaluates or draws it.
   Dif,
+  // (encoder): the backward-factorised Gaussian family of a state-space model's state (Chagneux
+  // 2023, ch. 4; runtime/vsmooth), q(x_{0:T-1}) = q_{T-1} prod q_{t-1|t}, its marginals a
+  // Kalman-like recursion through a learned linear-Gaussian transition whose observations enter
+  // by an encoder: a network's output on the observations at t (natural mean and precision per
+  // state component) or an observation itself (a learned linear emission). Written
+  // `guide x[t] ~ backward(NET(y[t]))` or `backward(y[t])`; a guide family only (smooth --method
+  // variational): no kernel evaluates or draws it.
+  Backward,
   // (log_density): a learned density of the target, a `net` of a density kind (dif, maf,
   // realnvp) applied to the target and its context, whose output is log p(target | context):
   // written `z[n] ~ NET(context...)` (frontend/lower_nets.cpp). Its log-density is that argument,
@@ -195,6 +203,7 @@ inline std::vector<DistInfo> make_table() {
           .joint()
           .guide_only()
           .defaults({kDefaultDifComponents, kDefaultDifWidth, kDefaultDifLayers}),
+      Row(D::Backward, "backward", {"encoder"}, {Any}, -inf, inf).joint().guide_only(),
       Row(D::Density, "density", {"log_density"}, {Any}, -inf, inf).joint().internal(),
   };
   std::vector<DistInfo> table;

@@ -297,6 +297,11 @@ const NetCall* Model::net_call_of(int state) const {
   return nullptr;
 }
 
+BlockKind indexing_kind(const Model& model, BlockKind kind) {
+  return kind == BlockKind::Guide && model.is_state_space() && !model.items ? BlockKind::Transition
+                                                                            : kind;
+}
+
 std::vector<int> Model::guide_input_states() const {
   std::set<int> read;
   for (const Node& node : guide.nodes)

@@ -146,6 +146,10 @@ enum class BlockKind {
   Guide, // a plate model's `guide` relations: the variational family of its latent variables
 };
 std::string_view block_name(BlockKind kind);
+struct Model;
+// The block whose indexing a block's references follow in the IR's text: a state-space model's
+// guide (not a plate model's items) reads by time, as its transition; any other block its own.
+BlockKind indexing_kind(const Model& model, BlockKind kind);
 
 struct Block {
   BlockKind kind = BlockKind::Initial;

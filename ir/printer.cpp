@@ -14,6 +14,7 @@ namespace ssm::ir {
 namespace {
 
 // How a block indexes its variables: by time, by the plate's item n, or not at all (simulator).
+// A state-space model's guide reads by time (guide_indexing).
 std::string time_index(BlockKind kind, int lag) {
   if (kind == BlockKind::Initial)
     return "[0]";
@@ -44,7 +45,8 @@ std::string operands(const std::vector<int>& args) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-std::string node_str(const Model& model, BlockKind kind, const Node& node) {
+std::string node_str(const Model& model, BlockKind block_kind, const Node& node) {
+  const BlockKind kind = indexing_kind(model, block_kind);
   switch (node.op) {
   case Op::Const:
     return fmt::format("const {}", values_str(node.values, node.shape));
@@ -83,7 +85,9 @@ std::string node_str(const Model& model, BlockKind kind, const Node& node) {
 
 std::string print_relation_target(const Model& model, const Block& block, const Relation& rel) {
   const std::string& name = model.var_name(rel.kind, rel.var);
-  return rel.kind == VarKind::Param ? name : fmt::format("{}{}", name, time_index(block.kind, 0));
+  return rel.kind == VarKind::Param
+             ? name
+             : fmt::format("{}{}", name, time_index(indexing_kind(model, block.kind), 0));
 }
 
 std::string print(const Model& model, const Block& block) {
@@ -284,9 +288,10 @@ private:
     case Op::Param:
       return {model_.params.at(n.var).name, 5};
     case Op::State:
-      return {model_.states.at(n.var).name + time_index(block_.kind, n.lag), 5};
+      return {model_.states.at(n.var).name + time_index(indexing_kind(model_, block_.kind), n.lag),
+              5};
     case Op::Obs:
-      return {model_.obs.at(n.var).name + time_index(block_.kind, n.lag), 5};
+      return {model_.obs.at(n.var).name + time_index(indexing_kind(model_, block_.kind), n.lag), 5};
     case Op::Latent:
       return {model_.latents.at(n.var).name + time_index(block_.kind, 0), 5};
     case Op::Time:

@@ -522,7 +522,7 @@ private:
     case Op::Obs:
     case Op::Input:
     case Op::Latent: {
-      auto [name, lag] = reference(block.kind, rest);
+      auto [name, lag] = reference(indexing_kind(model, block.kind), rest);
       node.var = node.op == Op::State    ? find_var(model.states, name, "state")
                  : node.op == Op::Obs    ? find_var(model.obs, name, "observation")
                  : node.op == Op::Latent ? find_var(model.latents, name, "latent variable")
@@ -636,8 +636,9 @@ private:
       rel.var = latent ? find_var(model.latents, name, "latent variable")
                        : find_var(model.obs, name, "observation");
     } else if (block.kind == BlockKind::Guide) {
-      // Before plate-items the guide draws latents, after it the states they became.
-      std::string name = reference(block.kind, target).first;
+      // Before plate-items the guide draws latents, after it the states they became; a
+      // state-space model's guide draws its state.
+      std::string name = reference(indexing_kind(model, block.kind), target).first;
       const bool plate = model.kind == ModelKind::Plate;
       rel.kind = plate ? VarKind::Latent : VarKind::State;
       rel.var = plate ? find_var(model.latents, name, "latent variable")

@@ -380,7 +380,14 @@ private:
     std::string target = model_.var_name(rel.kind, rel.var);
     if (!sampled.insert({rel.kind, rel.var}).second)
       fail("{} has two relations", target);
-    if (block_.kind == BlockKind::Guide) { // the families vi draws from (frontend/lower_guides.cpp)
+    if (block_.kind == BlockKind::Guide && model_.is_state_space() && !model_.items) {
+      // smooth --method variational's family (frontend/lower_guides.cpp, add_state_guide)
+      if (rel.dist != Dist::Backward || rel.kind != VarKind::State)
+        fail("the guide of {} is {}: a state-space model's guide is backward", target,
+             dist_info(rel.dist).name);
+      else
+        check_backward_encoder(rel, target);
+    } else if (block_.kind == BlockKind::Guide) { // the families vi draws from
       const bool family = rel.dist == Dist::Normal || rel.dist == Dist::MvNormalChol ||
                           rel.dist == Dist::Categorical || rel.dist == Dist::Bernoulli ||
                           rel.dist == Dist::BernoulliLogit || rel.dist == Dist::Dif;
@@ -447,20 +454,45 @@ private:
                  (k == 0 ? arg == shape : arg == Shape::matrix(shape.dims[0], shape.dims[0])))
           : rel.dist == Dist::Density // the network's log p: one value
               ? arg == Shape::vector(1)
-              : rel.dist == Dist::Dif // a context, then the constant sizes
-                    ? (k == 0   ? arg.rank() <= 1
-                       : k == 3 ? is_whole_constant(block_.nodes[a], 0, kMaxDifLayers)
-                                : is_whole_constant(block_.nodes[a], 1,
-                                                    k == 1 ? kMaxDifComponents : kMaxDifWidth))
-                    : rel.dist == Dist::Dirichlet
-                          ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
-                      : rel.dist == Dist::Multinomial
-                          ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
-                      : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
-                                                      : (arg.is_scalar() || arg == shape);
+              : rel.dist == Dist::Backward // its encoder: check_backward_encoder
+                    ? arg.rank() <= 1
+                    : rel.dist == Dist::Dif // a context, then the constant sizes
+                          ? (k == 0 ? arg.rank() <= 1
+                             : k == 3
+                                 ? is_whole_constant(block_.nodes[a], 0, kMaxDifLayers)
+                                 : is_whole_constant(block_.nodes[a], 1,
+                                                     k == 1 ? kMaxDifComponents : kMaxDifWidth))
+                          : rel.dist == Dist::Dirichlet
+                                ? shape.rank() == 1 && (arg.is_scalar() || arg == shape)
+                            : rel.dist == Dist::Multinomial
+                                ? shape.rank() == 1 && (k == 0 ? arg.is_scalar() : arg == shape)
+                            : rel.dist == Dist::Categorical ? shape.is_scalar() && arg.rank() == 1
+                                                            : (arg.is_scalar() || arg == shape);
       if (!ok)
         fail("{} ~ {}: argument {} has shape {}", target, info.name, info.arg_names[k], arg.str());
     }
+  }
+
+  // A backward guide's encoder: an observation at t, or an mlp's call over observations at t
+  // whose outputs are two per state component (natural mean and precision).
+  void check_backward_encoder(const Relation& rel, const std::string& target) {
+    const int a = rel.args.size() == 1 ? rel.args[0] : -1;
+    if (a < 0 || a >= static_cast<int>(block_.nodes.size()))
+      return; // the argument checks below report it
+    const Node& enc = block_.nodes[a];
+    auto observation = [&](int i) {
+      return i >= 0 && i < static_cast<int>(block_.nodes.size()) && block_.nodes[i].op == Op::Obs &&
+             block_.nodes[i].lag == 0;
+    };
+    const int p = model_.states.at(rel.var).shape.size();
+    if (enc.op == Op::Obs ? !observation(a)
+        : enc.op == Op::Net
+            ? !std::all_of(enc.args.begin(), enc.args.end(), observation) ||
+                  model_.nets.at(enc.var).kind != "mlp" || !(enc.shape == Shape::vector(2 * p))
+            : true)
+      fail("the guide of {} reads neither an observation at t nor an mlp of observations at t "
+           "with 2 x {} outputs",
+           target, p);
   }
 
   // A learned density's relation reads the output of a density network's call whose first
@@ -656,8 +688,8 @@ std::vector<std::string> verify(const Model& model) {
   }
   if (!model.latents.empty() || !model.plate.nodes.empty() || !model.simulator.nodes.empty())
     errors.push_back("a state-space model has latent variables or a plate or simulator block");
-  if (!model.items && !model.guide.relations.empty())
-    errors.push_back("guide: only a plate model, or the items it became, has a guide");
+  if (!model.items && model.guide.relations.size() > 1)
+    errors.push_back("guide: a state-space model has one backward guide, over its state");
   if (model.simulation && (model.simulation_params < 0 ||
                            model.simulation_params > static_cast<int>(model.states.size())))
     errors.push_back(fmt::format("simulation {}: a simulation has that many parameters among its "

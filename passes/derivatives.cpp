@@ -577,7 +577,7 @@ private:
   // The guide's arguments and their Jacobian in the network outputs it reads (structure.h).
   static void guide_terms(const ir::Model& model, ExprBuilder& b, Derivatives& result) {
     const ir::Block& guide = model.guide;
-    if (guide.relations.empty())
+    if (guide.relations.empty() || !model.items) // a state-space model's is the runtime's
       return;
     for (int var : model.guide_input_states())
       for (int c = 0; c < model.states[var].shape.size(); ++c)

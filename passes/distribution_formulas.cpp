@@ -594,6 +594,10 @@ DistFormulas distribution_formulas(ir::Dist dist) {
     return {false, nullptr, nullptr, "an SDE's transition (diffusion) has no closed-form density"};
   case D::Dif:
     return {false, nullptr, nullptr, "a guide's dif is evaluated by vi's LibTorch code"};
+  case D::Backward:
+    return {false, nullptr, nullptr,
+            "a state-space model's guide (backward) is smooth --method variational's LibTorch "
+            "family"};
   case D::Density:
     return {true, density_log_density, density_bound};
   }

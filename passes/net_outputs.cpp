@@ -4,7 +4,8 @@
 // step, parameters, data) before it runs a kernel, and writes the output into the state's slot.
 // The kernels, the analyses and the derivatives then see a model without networks, and the
 // state_gradient kernel's derivative in that slot is where the model's density meets the
-// network's own gradient (LibTorch's autograd; runtime/nn/compiled_density.h).
+// network's own gradient (LibTorch's autograd; runtime/nn/compiled_density.h). A state-space
+// model's guide keeps its encoder's call (runtime/vsmooth applies it).
 #include "passes.h"
 
 #include <fmt/format.h>
@@ -34,6 +35,10 @@ void hoist_net_calls(ir::Model& model) {
   std::map<std::pair<int, std::vector<Leaf>>, int> states; // (net, arguments) -> state
   std::vector<int> calls_per_net(model.nets.size(), 0);
   model.for_each_block([&](ir::Block& block) {
+    // A state-space model's guide (backward): its encoder is the runtime's (runtime/vsmooth), on
+    // the observations' columns; no kernel reads it, so it stays a call in the guide.
+    if (&block == &model.guide && !model.items)
+      return;
     for (ir::Node& node : block.nodes) {
       if (node.op != ir::Op::Net)
         continue;

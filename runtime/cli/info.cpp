@@ -93,6 +93,17 @@ void print_info_json(const Context& c, const ParamValues& values) {
       guide.push_back({{"latent", r.latent}, {"dist", r.dist}});
     j["guide"] = guide;
   }
+  if (const std::optional<BackwardGuideInfo>& g = info.backward_guide) {
+    nlohmann::json reads = nlohmann::json::array();
+    for (const BackwardGuideInfo::Observation& o : g->observations)
+      reads.push_back(o.name);
+    j["guide"] = {{"state", g->state},
+                  {"dist", "backward"},
+                  {"encoder", g->encoder},
+                  {"observations", reads}};
+    if (g->encoder == "mlp")
+      j["guide"]["net"] = info.nets.at(g->net).name;
+  }
   print_json(c, j);
 }
 
@@ -205,6 +216,20 @@ void print_info_text(const Context& c, const ParamValues& values) {
   }
   for (const GuideInfo::Relation& r : info.guide.relations)
     fmt::print(c.out, "guide {}[n] ~ {}(...)\n", r.latent, r.dist);
+  if (const std::optional<BackwardGuideInfo>& g = info.backward_guide) {
+    std::vector<std::string> reads;
+    for (const BackwardGuideInfo::Observation& o : g->observations)
+      reads.push_back(o.name + "[t]");
+    const std::string encoder =
+        g->encoder == "mlp"
+            ? fmt::format("{}({})", info.nets.at(g->net).name, fmt::join(reads, ", "))
+            : fmt::format("{}", fmt::join(reads, ", "));
+    fmt::print(c.out, "guide {}[t] ~ backward({}) (smooth --method variational){}\n", g->state,
+               encoder,
+               g->encoder == "mlp" ? fmt::format("; network {} : {}", info.nets.at(g->net).name,
+                                                 net_declaration(info.nets.at(g->net)))
+                                   : "");
+  }
 }
 
 class Info : public Command {

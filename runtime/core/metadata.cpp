@@ -309,6 +309,35 @@ void parse_nets(const json& root, ModelInfo& info) {
   }
 }
 
+// A state-space model's backward guide, checked against the layout.
+void parse_backward_guide(const json& root, ModelInfo& info) {
+  auto guide = root.find("backward_guide");
+  if (guide == root.end())
+    return;
+  BackwardGuideInfo g;
+  g.state = get_string(*guide, "state", "backward_guide");
+  g.encoder = get_string(*guide, "encoder", "backward_guide");
+  g.where = get_string(*guide, "where", "backward_guide");
+  if (g.encoder != "mlp" && g.encoder != "linear")
+    bad("backward_guide: unknown encoder '" + g.encoder + "'");
+  if (g.encoder == "mlp") {
+    g.net = get_int(*guide, "net", "backward_guide");
+    if (g.net < 0 || g.net >= static_cast<int64_t>(info.nets.size()))
+      bad("backward_guide: network " + std::to_string(g.net) + " is not declared");
+  }
+  for (const json& o : field(*guide, "observations", "backward_guide")) {
+    BackwardGuideInfo::Observation obs{get_string(o, "name", "backward_guide observation"),
+                                       get_int(o, "offset", "backward_guide observation"),
+                                       get_int(o, "size", "backward_guide observation")};
+    if (obs.offset < 0 || obs.size < 1 || obs.offset + obs.size > info.n_obs)
+      bad("backward_guide observation " + obs.name + ": outside the observations");
+    g.observations.push_back(std::move(obs));
+  }
+  if (g.observations.empty())
+    bad("backward_guide: its encoder reads no observation");
+  info.backward_guide = std::move(g);
+}
+
 // The guide's relations and inputs, checked against the layout.
 void parse_guide(const json& root, ModelInfo& info) {
   auto guide = root.find("guide");
@@ -702,6 +731,7 @@ ModelInfo parse_metadata(std::string_view text) {
   parse_params(root, info);
   parse_nets(root, info);
   parse_guide(root, info);
+  parse_backward_guide(root, info);
   parse_em_steps(root, info);
   return info;
 }

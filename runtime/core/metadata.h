@@ -183,6 +183,20 @@ struct GuideInfo {
   bool empty() const { return relations.empty(); }
 };
 
+// A state-space model's guide (`guide x[t] ~ backward(...)`, smooth --method variational): the
+// encoder of its backward Gaussian family, a network (`net`, an index into ModelInfo::nets) or
+// linear, and the observations it reads, in order.
+struct BackwardGuideInfo {
+  std::string state, encoder; // encoder: "mlp" or "linear"
+  int64_t net = -1;
+  struct Observation {
+    std::string name;
+    int64_t offset = 0, size = 0; // in y
+  };
+  std::vector<Observation> observations;
+  std::string where; // "file:line:col" of the guide statement
+};
+
 struct ModelInfo {
   std::string name, source;
   int64_t n_state = 0, n_obs = 0, n_theta = 0;
@@ -278,6 +292,7 @@ struct ModelInfo {
   std::vector<NetInfo> nets;
   std::vector<NetCallInfo> net_calls;
   GuideInfo guide;
+  std::optional<BackwardGuideInfo> backward_guide;
   EmStepsInfo em_steps;
 
   const ParamInfo* find_param(std::string_view name) const;

@@ -258,7 +258,7 @@ TEST_CASE("finite-state: real-valued and binary states", "[structure]") {
   REQUIRE(ctx.finite_state);
   CHECK_FALSE(ctx.finite_state->is_finite);
   CHECK(ctx.finite_state->summary() ==
-        "finite state space: no: state x is real-valued (normal at 11:3)");
+        "finite state space: no: state x is real-valued (normal at 15:3)");
 
   ir::Model binary = compile_source(R"(model b {
     param p = 0.3;
