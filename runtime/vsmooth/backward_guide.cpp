@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -36,13 +37,21 @@ std::pair<torch::Tensor, torch::Tensor> column_moments(const torch::Tensor& y) {
   return {mean, sd};
 }
 
-// The network's inputs: the observation with missing components as 0, and which are present.
-torch::Tensor network_inputs(const torch::Tensor& y) {
-  const torch::Tensor seen = ~torch::isnan(y);
-  return torch::cat({torch::where(seen, y, torch::zeros_like(y)), seen.to(torch::kFloat64)}, 1);
+} // namespace
+
+torch::Tensor BackwardGuideImpl::encoder_view(const torch::Tensor& y) const {
+  if (spec_.columns.empty())
+    return y;
+  return y.index_select(-1, torch::tensor(spec_.columns, torch::kInt64));
 }
 
-} // namespace
+// The network's inputs: the observation with missing components as 0, and (mask) which are
+// present.
+torch::Tensor BackwardGuideImpl::network_inputs(const torch::Tensor& y_read) const {
+  const torch::Tensor seen = ~torch::isnan(y_read);
+  const torch::Tensor values = torch::where(seen, y_read, torch::zeros_like(y_read));
+  return spec_.mask ? torch::cat({values, seen.to(torch::kFloat64)}, 1) : values;
+}
 
 torch::Tensor cholesky_factor(const torch::Tensor& raw) {
   return torch::tril(raw, -1) + torch::diag_embed(torch::exp(torch::diagonal(raw, 0, -2, -1)));
@@ -74,10 +83,16 @@ BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec) : spec_(spec) {
     emission_offset_ = register_parameter("emission_offset", torch::zeros({m}, f64()));
     emission_chol_ = register_parameter("emission_chol", torch::zeros({m, m}, f64()));
   } else if (spec.encoder == "mlp") {
-    network_ = register_module(
-        "network", nn::Mlp(nn::MlpSpec{2 * m, 2 * p, spec.hidden, "tanh", /*single=*/false}));
+    network_ =
+        register_module("network", nn::Mlp(nn::MlpSpec{spec.mask ? 2 * m : m, 2 * p, spec.hidden,
+                                                       spec.activation, /*single=*/false}));
+  } else if (spec.encoder == "free") {
+    if (spec.steps < 1)
+      throw Error("the free encoder needs the series' length");
+    free_z_ = register_parameter("free_z", torch::zeros({spec.steps, p}, f64()));
+    free_chol_ = register_parameter("free_chol", torch::zeros({spec.steps, p, p}, f64()));
   } else {
-    throw Error(fmt::format("unknown encoder '{}' (expected linear or mlp)", spec.encoder));
+    throw Error(fmt::format("unknown encoder '{}' (expected linear, mlp or free)", spec.encoder));
   }
 }
 
@@ -107,9 +122,11 @@ BackwardKernel backward_kernel(const torch::Tensor& prev_mean, const torch::Tens
   return k;
 }
 
-BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed)
+BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y_model,
+                                     uint64_t seed)
     : BackwardGuideImpl(spec) {
   torch::NoGradGuard no_grad;
+  const torch::Tensor y = encoder_view(y_model);
   const int64_t p = spec.states;
   transition_.copy_(0.9 * torch::eye(p, f64()));
   transition_chol_.copy_(raw_diagonal(torch::full({p}, std::sqrt(0.1), f64())));
@@ -120,7 +137,7 @@ BackwardGuideImpl::BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor&
                     (0.1 / std::sqrt(static_cast<double>(p))));
     emission_offset_.copy_(mean);
     emission_chol_.copy_(raw_diagonal(sd));
-  } else {
+  } else if (network_) {
     const torch::Tensor inputs = network_inputs(y);
     network_->set_standardisation(inputs.mean(0), inputs.std(0));
     // e(y) = (0, diag(1)) to start: the softplus's argument log(e^0.5 - 1) gives precision 1.
@@ -163,21 +180,76 @@ void BackwardGuideImpl::start_from(const ModelMatrices& m) {
   set(transition_, m.F); // the diagonal family reads only its diagonals
   set(transition_offset_, m.c);
   set_cholesky(transition_chol_, m.Q);
-  if (spec_.encoder == "linear") {
-    set(emission_, m.H);
-    set(emission_offset_, m.d);
-    set_cholesky(emission_chol_, m.R);
+  if (spec_.encoder == "linear" && m.H.defined() && m.d.defined() && m.R.defined()) {
+    set(emission_, encoder_view(m.H.t()).t());
+    set(emission_offset_, encoder_view(m.d));
+    set_cholesky(emission_chol_, encoder_view(encoder_view(m.R).t()));
   }
 }
 
-void BackwardGuideImpl::start_encoder_at(const torch::Tensor& H, const torch::Tensor& d,
-                                         const torch::Tensor& R, const torch::Tensor& y) {
-  if (!network_ || !H.defined() || !d.defined() || !R.defined())
+void BackwardGuideImpl::start_encoder_at(const torch::Tensor& H_model, const torch::Tensor& d_model,
+                                         const torch::Tensor& R_model,
+                                         const torch::Tensor& y_model) {
+  if (spec_.encoder == "linear" || !H_model.defined() || !d_model.defined() || !R_model.defined())
     return;
+  if (free_z_.defined())
+    return start_free_at(H_model, d_model, R_model, y_model);
+  const torch::Tensor H = encoder_view(H_model.t()).t(), d = encoder_view(d_model);
+  const torch::Tensor R = encoder_view(encoder_view(R_model).t()), y = encoder_view(y_model);
   const torch::Tensor r = torch::diagonal(R);
   if (!torch::isfinite(H).all().item<bool>() || !torch::isfinite(d).all().item<bool>() ||
       !(r > 0).all().item<bool>() || !torch::isfinite(r).all().item<bool>())
     return;
+  start_network_at(H, d, R, y);
+}
+
+void BackwardGuideImpl::start_free_at(const torch::Tensor& H_model, const torch::Tensor& d_model,
+                                      const torch::Tensor& R_model, const torch::Tensor& y_model) {
+  torch::NoGradGuard no_grad;
+  const int64_t p = spec_.states;
+  if (y_model.size(0) != spec_.steps)
+    return;
+  const bool per_step = H_model.dim() == 3; // [T, m, p]: a time-varying model's, else [m, p]
+  if (per_step && (H_model.size(0) < spec_.steps || d_model.size(0) < spec_.steps ||
+                   R_model.size(0) < spec_.steps))
+    return;
+  for (int64_t t = 0; t < spec_.steps; ++t) {
+    const torch::Tensor H = encoder_view((per_step ? H_model[t] : H_model).t()).t();
+    const torch::Tensor d = encoder_view(per_step ? d_model[t] : d_model);
+    const torch::Tensor R = encoder_view(encoder_view(per_step ? R_model[t] : R_model).t());
+    const torch::Tensor y_t = encoder_view(y_model[t]);
+    if (!torch::isfinite(H).all().item<bool>() || !torch::isfinite(d).all().item<bool>() ||
+        !torch::isfinite(R).all().item<bool>())
+      continue;
+    const torch::Tensor seen = ~torch::isnan(y_t);
+    if (!seen.any().item<bool>())
+      continue; // a step with nothing observed is not updated
+    const torch::Tensor idx = torch::nonzero(seen).squeeze(1);
+    const torch::Tensor Hs = H.index_select(0, idx);
+    const torch::Tensor Rs = R.index_select(0, idx).index_select(1, idx);
+    const torch::Tensor RinvH = torch::linalg_solve(Rs, Hs);
+    torch::Tensor precision = symmetric(Hs.t().matmul(RinvH));
+    const torch::Tensor eta = RinvH.t().matmul(y_t.index_select(0, idx) - d.index_select(0, idx));
+    const double ridge = 1e-9 * (torch::diagonal(precision).abs().max().item<double>() + 1);
+    precision = precision + ridge * torch::eye(p, f64());
+    if (spec_.diagonal) {
+      const torch::Tensor sd = torch::sqrt(torch::diagonal(precision));
+      free_chol_[t].copy_(torch::diag(torch::log(sd)));
+      free_z_[t].copy_(eta / sd);
+      continue;
+    }
+    const auto [L, info] = torch::linalg_cholesky_ex(precision);
+    if (info.item<int64_t>() != 0)
+      continue;
+    free_chol_[t].copy_(torch::tril(L, -1) + torch::diag(torch::log(torch::diagonal(L))));
+    free_z_[t].copy_(
+        torch::linalg_solve_triangular(L, eta.unsqueeze(1), /*upper=*/false).squeeze(1));
+  }
+}
+
+void BackwardGuideImpl::start_network_at(const torch::Tensor& H, const torch::Tensor& d,
+                                         const torch::Tensor& R, const torch::Tensor& y) {
+  const torch::Tensor r = torch::diagonal(R);
   // Every row with a component present, its targets from the components present (the mask is
   // the network's input too): eta = H' R^-1 (y - d) and the diagonal of H' R^-1 H over them.
   torch::Tensor rows = y.index({(~torch::isnan(y)).any(1)});
@@ -214,7 +286,8 @@ void BackwardGuideImpl::update(torch::Tensor& mean, torch::Tensor& cov, const to
   cov = symmetric(cov - HC.transpose(-2, -1).matmul(gain_t));
 }
 
-BackwardGuideImpl::Encoded BackwardGuideImpl::encode(const torch::Tensor& y) {
+BackwardGuideImpl::Encoded BackwardGuideImpl::encode(const torch::Tensor& y_model) {
+  const torch::Tensor y = encoder_view(y_model);
   // For the linear encoder z = y - d with (B, R) restricted to the components present; for the
   // network's e(y) = (eta, -diag(lambda) / 2), z = eta / lambda with H = I and noise
   // diag(1 / lambda), the same update in covariance form without inverting cov.
@@ -223,7 +296,15 @@ BackwardGuideImpl::Encoded BackwardGuideImpl::encode(const torch::Tensor& y) {
   e.seen = ~torch::isnan(y);
   const torch::Tensor count = e.seen.sum(1).contiguous();
   e.n_seen.assign(count.data_ptr<int64_t>(), count.data_ptr<int64_t>() + count.numel());
-  if (network_) {
+  if (free_z_.defined()) {
+    if (y.size(0) != spec_.steps)
+      throw Error(fmt::format("the guide's free encoder holds parameters for {} steps, and the "
+                              "series has {}: a non-amortised guide serves the series it was "
+                              "trained on",
+                              spec_.steps, y.size(0)));
+    e.z = free_z_;
+    e.H = factor(free_chol_).transpose(-2, -1);
+  } else if (network_) {
     const torch::Tensor encoded = network_->forward(network_inputs(y));
     const torch::Tensor precision = 2 * torch::softplus(encoded.index({Slice(), Slice(p, 2 * p)}));
     e.z = encoded.index({Slice(), Slice(0, p)}) / precision;
@@ -240,6 +321,8 @@ void BackwardGuideImpl::observe(const Encoded& e, int64_t t, torch::Tensor& mean
                                 torch::Tensor& cov) const {
   if (e.n_seen[t] == 0)
     return; // nothing observed: q_t = q_{t|t-1}
+  if (e.H.defined())
+    return update(mean, cov, e.z[t], e.H[t], torch::eye(spec_.states, f64()));
   if (network_)
     return update(mean, cov, e.z[t], torch::eye(spec_.states, f64()), e.noise[t]);
   if (e.n_seen[t] == spec_.observations)
@@ -249,7 +332,12 @@ void BackwardGuideImpl::observe(const Encoded& e, int64_t t, torch::Tensor& mean
          e.R.index_select(0, idx).index_select(1, idx));
 }
 
-BackwardGuideImpl::StepInputs BackwardGuideImpl::step_inputs(bool first, const torch::Tensor& y_t) {
+BackwardGuideImpl::StepInputs BackwardGuideImpl::step_inputs(bool first,
+                                                             const torch::Tensor& y_model_t) {
+  if (free_z_.defined())
+    throw Error("the online recursions need an amortised encoder (linear or mlp): the free "
+                "encoder's parameters grow with the series");
+  const torch::Tensor y_t = encoder_view(y_model_t);
   StepInputs s;
   const std::vector<torch::Tensor> all = parameters();
   auto add = [&](const torch::Tensor& p) {
@@ -281,8 +369,10 @@ BackwardGuideImpl::StepInputs BackwardGuideImpl::step_inputs(bool first, const t
 
 std::pair<torch::Tensor, torch::Tensor>
 BackwardGuideImpl::step_from(const torch::Tensor& prev_mean, const torch::Tensor& prev_cov,
-                             const std::vector<torch::Tensor>& v, const torch::Tensor& y_t) const {
+                             const std::vector<torch::Tensor>& v,
+                             const torch::Tensor& y_model_t) const {
   const int64_t p = spec_.states;
+  const torch::Tensor y_t = encoder_view(y_model_t);
   torch::Tensor mean, cov;
   size_t at = 0;
   if (!prev_mean.defined()) {
@@ -372,9 +462,20 @@ GuidePass BackwardGuideImpl::run(const torch::Tensor& y, bool smoothing) {
 std::string BackwardGuideImpl::save() const {
   torch::serialize::OutputArchive archive;
   std::vector<int64_t> shape = {spec_.states, spec_.observations,
-                                (network_ ? 1 : 0) + (spec_.diagonal ? 2 : 0)};
+                                (network_ ? 1 : 0) + (spec_.diagonal ? 2 : 0) +
+                                    (free_z_.defined() ? 4 : 0)};
   shape.insert(shape.end(), spec_.hidden.begin(), spec_.hidden.end());
   archive.write("backward_guide", torch::tensor(shape, torch::kInt64));
+  // What the encoder reads, and how: the mask flag, the activation's index, the columns. (A guide
+  // saved before these existed has none: the built-in network's, over every column.)
+  const std::vector<std::string>& activations = nn::mlp_activations();
+  std::vector<int64_t> inputs = {
+      spec_.mask ? 1 : 0,
+      std::find(activations.begin(), activations.end(), spec_.activation) - activations.begin()};
+  inputs.insert(inputs.end(), spec_.columns.begin(), spec_.columns.end());
+  archive.write("encoder_inputs", torch::tensor(inputs, torch::kInt64));
+  if (free_z_.defined())
+    archive.write("free_steps", torch::tensor({spec_.steps}, torch::kInt64));
   torch::serialize::OutputArchive parameters;
   torch::nn::Module::save(parameters);
   archive.write("parameters", parameters);
@@ -397,13 +498,32 @@ std::shared_ptr<BackwardGuideImpl> BackwardGuideImpl::load(const std::string& by
     spec.states = shape[0].item<int64_t>();
     spec.observations = shape[1].item<int64_t>();
     const int64_t kind = shape[2].item<int64_t>();
-    if (kind < 0 || kind > 3 || spec.states < 1 || spec.observations < 1)
+    if (kind < 0 || kind > 6 || kind == 5 || spec.states < 1 || spec.observations < 1)
       throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
-    spec.encoder = (kind & 1) != 0 ? "mlp" : "linear";
+    spec.encoder = (kind & 1) != 0 ? "mlp" : (kind & 4) != 0 ? "free" : "linear";
     spec.diagonal = (kind & 2) != 0;
     spec.hidden.clear();
     for (int64_t k = 3; k < shape.numel(); ++k)
       spec.hidden.push_back(shape[k].item<int64_t>());
+    if (torch::Tensor inputs; archive.try_read("encoder_inputs", inputs)) {
+      const std::vector<std::string>& activations = nn::mlp_activations();
+      if (inputs.dim() != 1 || inputs.numel() < 2 || inputs[1].item<int64_t>() < 0 ||
+          inputs[1].item<int64_t>() >= static_cast<int64_t>(activations.size()))
+        throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
+      spec.mask = inputs[0].item<int64_t>() != 0;
+      spec.activation = activations[inputs[1].item<int64_t>()];
+      for (int64_t k = 2; k < inputs.numel(); ++k)
+        spec.columns.push_back(inputs[k].item<int64_t>());
+      if (!spec.columns.empty() && static_cast<int64_t>(spec.columns.size()) != spec.observations)
+        throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
+    }
+    if (spec.encoder == "free") {
+      torch::Tensor steps;
+      archive.read("free_steps", steps);
+      if (steps.numel() != 1 || steps.item<int64_t>() < 1)
+        throw Error(fmt::format("{} is not a guide saved by smooth --save-guide", source));
+      spec.steps = steps.item<int64_t>();
+    }
     auto guide = std::shared_ptr<BackwardGuideImpl>(new BackwardGuideImpl(spec));
     torch::serialize::InputArchive parameters;
     archive.read("parameters", parameters);

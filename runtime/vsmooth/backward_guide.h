@@ -3,7 +3,9 @@
 // q_{t-1|t} proportional to q_{t-1}(x_{t-1}) N(x_t; A x_{t-1} + a, Q). The marginals q_t follow a
 // Kalman-like recursion: a predict step through the learned (A, a, Q), then the encoder's natural
 // parameters of y_t added, eta_t = eta_{t|t-1} + e(y_t); the backward kernels are the RTS
-// kernels of that recursion, linear-Gaussian in closed form. On LibTorch, in float64, so that the
+// kernels of that recursion, linear-Gaussian in closed form. The encoder is amortised (linear, or
+// a network) or free: the non-amortised family of 4.4.2's comparison with Campbell et al. 2021,
+// each step's natural parameters its own, for one series. On LibTorch, in float64, so that the
 // ELBO's gradient in every parameter comes from autograd through the whole recursion.
 #pragma once
 
@@ -24,12 +26,20 @@ inline torch::TensorOptions f64() {
 inline constexpr double kLog2Pi = 1.8378770664093453; // log(2 pi)
 
 struct GuideSpec {
-  int64_t states = 0, observations = 0; // p and the observation's components
-  std::string encoder = "linear";       // "linear" or "mlp"
+  int64_t states = 0, observations = 0; // p and the observation components the encoder reads
+  std::string encoder = "linear";       // "linear", "mlp" or "free"
   std::vector<int64_t> hidden = {100};  // mlp's hidden widths
+  std::string activation = "tanh";      // mlp's (nn::mlp_activations())
+  // The network reads the mask of the components present beside y (missing ones as 0); a
+  // network the model declares (`net`, `guide x[t] ~ backward(NET(y[t]))`) reads y alone.
+  bool mask = true;
+  // The columns of the model's y the encoder reads, in order (a model's guide that reads some
+  // observations); empty: all of them. Every y given to the guide is the model's whole y.
+  std::vector<int64_t> columns;
   // A, Q, R and the prior's covariance diagonal (the thesis code's family), rather than a full
   // matrix and Cholesky factors; the parameters keep their square shape, off-diagonals unread.
   bool diagonal = false;
+  int64_t steps = 0; // "free": the series' length, one step's parameters each
 };
 
 // One series under the guide; every tensor carries the gradient in the guide's parameters.
@@ -59,7 +69,8 @@ class BackwardGuideImpl : public torch::nn::Module {
 public:
   // A guide starting from the prior N(0, I), A = 0.9 I, a = 0, Q = 0.1 I; the linear encoder
   // from B small and random (seeded), d and R the observations' means and variances; the
-  // network's inputs standardised by the observations'. y: [T, m], NaN where missing.
+  // network's inputs standardised by the observations'; the free encoder adding precision I and
+  // nothing to the mean's natural parameter at every step. y: [T, m], NaN where missing.
   BackwardGuideImpl(const GuideSpec& spec, const torch::Tensor& y, uint64_t seed);
   // Sets the guide to a linear-Gaussian model's own recursion: the prior N(m0, P0), the
   // transition x_t = F x_{t-1} + c + N(0, Q) and, for the linear encoder, the emission
@@ -70,15 +81,21 @@ public:
     torch::Tensor m0, P0, F, c, Q, H, d, R;
   };
   void start_from(const ModelMatrices& matrices);
+  // Matrices over the model's y (H, d, R in start_from too): the rows of the columns the encoder
+  // reads are taken here.
   // For the network encoder: fits it (500 Adam steps on a strided sample of at most about 4000
   // rows of y with a component present) to the linear encoder of the emission y = H x + d +
   // N(0, R), R's diagonal, on the components present: outputs (H' R^-1 (y - d), the diagonal of
   // H' R^-1 H), the natural parameters with the precision's off-diagonal terms dropped (exact
   // when each observed component reads one state). A start that reads the data, where the
-  // generic one ignores it. Does nothing when the matrices are missing or not finite.
+  // generic one ignores it. For the free encoder: each step's natural parameters set to the
+  // emission's on the components present (exact for a linear-Gaussian model, to a 1e-9 ridge
+  // on a precision that is singular); H, d, R may then be per step ([T, m, p], [T, m],
+  // [T, m, m]). Does nothing when the matrices are missing or not finite.
   void start_encoder_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
                         const torch::Tensor& y);
-  // The recursion on one series y ([T, m], NaN where missing; T >= 1).
+  // The recursion on one series y ([T, m], NaN where missing; T >= 1; for the free encoder, T
+  // its steps: else an ssm::Error).
   GuidePass run(const torch::Tensor& y, bool smoothing);
   // One step of it as the online recursions differentiate it: the tensors q_t depends on besides
   // q_{t-1} (the prior's or the transition's raw parameters, then the encoder's raw parameters or
@@ -89,7 +106,7 @@ public:
     std::vector<int64_t> parameter;
     torch::Tensor network_output;
   };
-  StepInputs step_inputs(bool first, const torch::Tensor& y_t);
+  StepInputs step_inputs(bool first, const torch::Tensor& y_t); // amortised encoders only
   // q_t = N(mean, cov) from q_{t-1} = N(prev_mean, prev_cov) (undefined at t = 0: the prior) and
   // step_inputs' values, batched over a leading dimension of all of them (copies, one per output
   // component, give q_t's Jacobian in one backward pass).
@@ -115,12 +132,22 @@ public:
 
 private:
   explicit BackwardGuideImpl(const GuideSpec& spec);
+  // The columns of y the encoder reads (the last dimension), and the network's inputs from them.
+  torch::Tensor encoder_view(const torch::Tensor& y) const;
+  torch::Tensor network_inputs(const torch::Tensor& y_read) const;
   // The Cholesky factor of a covariance from its raw parameter, as the family reads it (batched).
   torch::Tensor factor(const torch::Tensor& raw) const;
+  // start_encoder_at's two cases, on the columns the encoder reads.
+  void start_network_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
+                        const torch::Tensor& y);
+  void start_free_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
+                     const torch::Tensor& y);
   // The observations as the update reads them: q_t's update is a Kalman update by a
-  // pseudo-observation z = H x + N(0, noise) of the components present.
+  // pseudo-observation z = H x + N(0, noise) of the components present (the free encoder's:
+  // z_t = L_t' x + N(0, I), which adds (L_t z_t, L_t L_t') to q_t's natural parameters).
   struct Encoded {
     torch::Tensor z, noise, R; // [T, m] or [T, p]; the network's noise [T, p, p]; linear's R
+    torch::Tensor H;           // free: L_t' [T, p, p]
     torch::Tensor seen;        // [T, m]
     std::vector<int64_t> n_seen;
   };
@@ -134,6 +161,7 @@ private:
   torch::Tensor prior_mean_, prior_chol_, transition_, transition_offset_, transition_chol_;
   torch::Tensor emission_, emission_offset_, emission_chol_; // encoder "linear"
   nn::Mlp network_{nullptr};                                 // encoder "mlp"
+  torch::Tensor free_z_, free_chol_;                         // encoder "free": [T, p], [T, p, p]
 };
 TORCH_MODULE(BackwardGuide);
 

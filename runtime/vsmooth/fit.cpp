@@ -5,8 +5,10 @@
 // estimate of the chapter's recursions (4.10-4.12), which evaluates only the model's compiled
 // log-densities at draws from q_t.
 #include "vsmooth/fit.h"
+#include "core/csv.h"
 #include "core/error.h"
 #include "core/frame.h"
+#include "core/output.h"
 #include "core/params.h"
 #include "core/series.h"
 #include "exact/kalman.h"
@@ -17,6 +19,7 @@
 #include "vsmooth/online.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -136,21 +139,97 @@ BackwardGuideImpl::ModelMatrices simulated_matrices(const MethodRun& run, uint64
   return mm;
 }
 
-// The guide to start from: --load-guide's (which must fit the model, and the encoder asked for),
-// or a new one.
+// The family of a new guide: the model's own (`guide x[t] ~ backward(...)`: its encoder, the
+// declared network's layers, the columns of the observations it reads), or the flags'.
+GuideSpec new_guide_spec(const MethodRun& run, const VariationalSmoothOptions& o) {
+  GuideSpec spec;
+  spec.states = run.info.n_state;
+  spec.observations = run.data->n_obs;
+  spec.diagonal = o.family == "diagonal";
+  const std::optional<BackwardGuideInfo>& declared = run.info.backward_guide;
+  if (!declared) {
+    spec.encoder = o.encoder != "auto" ? o.encoder : run.info.linear_gaussian ? "linear" : "mlp";
+    spec.hidden = o.hidden;
+    if (spec.encoder == "free") // one series (check())
+      spec.steps = run.data->T;
+    return spec;
+  }
+  spec.encoder = declared->encoder;
+  spec.mask = false;
+  for (const BackwardGuideInfo::Observation& obs : declared->observations)
+    for (int64_t k = 0; k < obs.size; ++k)
+      spec.columns.push_back(obs.offset + k);
+  spec.observations = static_cast<int64_t>(spec.columns.size());
+  bool all_columns = spec.observations == run.data->n_obs;
+  for (int64_t k = 0; all_columns && k < spec.observations; ++k)
+    all_columns = spec.columns[k] == k;
+  if (all_columns) // the same guide as one that reads every column (a flags-trained linear one)
+    spec.columns.clear();
+  if (declared->encoder == "mlp") {
+    const NetInfo& net = run.info.nets.at(declared->net);
+    spec.hidden = net.hidden;
+    spec.activation = net.activation;
+  }
+  return spec;
+}
+
+// --online-out offline: the trained guide's filtering moments q_t and one-step smoothing
+// moments q_{t-1|t} integrated over q_t, per step, as the online recursion writes them (without
+// its running ELBO, which an offline fit does not have).
+void write_step_moments(BackwardGuide& guide, const torch::Tensor& y, const ModelInfo& info,
+                        const std::string& path) {
+  const GuidePass q = guide->run(y, false);
+  const std::vector<std::string> cols = state_columns(info);
+  OutputFile out(path);
+  std::string header = info.step;
+  for (const char* kind : {"filter", "one_step"})
+    for (const std::string& c : cols)
+      header += fmt::format(",{0}_mean_{1},{0}_var_{1}", kind, c);
+  out.write(header + "\n");
+  for (int64_t t = 0; t < q.mean.size(0); ++t) {
+    std::string row = std::to_string(t);
+    auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
+      for (size_t c = 0; c < cols.size(); ++c)
+        row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
+                                 format_double(v[c][c].item<double>())
+                           : ",,";
+    };
+    put(q.mean[t], q.cov[t]);
+    if (t == 0) {
+      put(torch::Tensor(), torch::Tensor());
+    } else {
+      const torch::Tensor G = q.gain[t - 1];
+      put(G.matmul(q.mean[t]) + q.offset[t - 1], G.matmul(q.cov[t]).matmul(G.t()) + q.noise[t - 1]);
+    }
+    out.write(row + "\n");
+  }
+  out.commit();
+}
+
+// "linear", or "mlp(hidden = [...], activation = ..., reads the mask)": for messages.
+std::string encoder_description(const GuideSpec& s) {
+  if (s.encoder != "mlp")
+    return s.encoder;
+  return fmt::format("mlp(hidden = [{}], activation = {}{})", fmt::join(s.hidden, ", "),
+                     s.activation, s.mask ? ", the missing-value mask among its inputs" : "");
+}
+
+// The guide to start from: --load-guide's (which must fit the model, and the encoder asked for or
+// declared), or a new one.
 BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOptions& o,
                              const torch::Tensor& y, const LinearGaussian& lg) {
-  const int64_t p = run.info.n_state, m = run.data->n_obs;
+  const int64_t p = run.info.n_state;
+  const GuideSpec want = new_guide_spec(run, o);
   if (o.load_guide.empty()) {
     torch::manual_seed(o.seed); // the network's initial weights
-    const std::string encoder = o.encoder != "auto"        ? o.encoder
-                                : run.info.linear_gaussian ? "linear"
-                                                           : "mlp";
-    BackwardGuide guide(GuideSpec{p, m, encoder, o.hidden, o.family == "diagonal"}, y, o.seed);
+    BackwardGuide guide(want, y, o.seed);
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
-      guide->start_encoder_at(lg.H[0], lg.d[0], lg.R[0], y); // a network encoder reads y too
+      if (want.encoder == "free") // each step at its own emission
+        guide->start_encoder_at(lg.H, lg.d, lg.R, y);
+      else // a network encoder reads y too
+        guide->start_encoder_at(lg.H[0], lg.d[0], lg.R[0], y);
     } else if (o.init == "model") {
       try {
         const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);
@@ -164,10 +243,24 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
   }
   BackwardGuide guide(BackwardGuideImpl::load(read_file(o.load_guide), o.load_guide));
   const GuideSpec& s = guide->spec();
-  if (s.states != p || s.observations != m)
+  if (s.states != p || s.observations != want.observations || s.columns != want.columns)
     throw Error(fmt::format("{}: the guide is over {} state and {} observation components, and "
-                            "the model '{}' has {} and {}",
-                            o.load_guide, s.states, s.observations, run.info.name, p, m));
+                            "the model '{}' has {} and {}{}",
+                            o.load_guide, s.states, s.observations, run.info.name, p,
+                            want.observations,
+                            run.info.backward_guide ? " that its guide reads" : ""));
+  if (s.encoder == "free" && s.steps != run.data->T)
+    throw Error(fmt::format("{}: the guide's free encoder holds parameters for {} steps, and the "
+                            "data has {}: a non-amortised guide serves the series it was trained "
+                            "on (an amortised one, --encoder linear or mlp, serves new series)",
+                            o.load_guide, s.steps, run.data->T));
+  if (run.info.backward_guide &&
+      (s.encoder != want.encoder ||
+       (s.encoder == "mlp" &&
+        (s.mask != want.mask || s.hidden != want.hidden || s.activation != want.activation))))
+    throw Error(fmt::format("{}: the guide's encoder is {}, and the model declares {} ({})",
+                            o.load_guide, encoder_description(s), encoder_description(want),
+                            run.info.backward_guide->where));
   if (o.encoder != "auto" && o.encoder != s.encoder)
     throw Error(fmt::format("{}: the guide's encoder is {}, not --encoder {}", o.load_guide,
                             s.encoder, o.encoder));
@@ -580,6 +673,8 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     if (!data.series.start.empty()) // as smooth_each_series: the CSV names the series
       r.series = data.series;
   }
+  if (!o.online && !o.online_out.empty()) // one series (check())
+    write_step_moments(guide, series[0].y, info, o.online_out);
   if (space) // the learned parameters, as a --params file has them
     r.details["params"] = params_json(info, fixed);
   nlohmann::json details = {
@@ -587,6 +682,8 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       {"encoder", guide->spec().encoder}, {"family", guide->spec().diagonal ? "diagonal" : "full"},
       {"optimizer", o.optimizer},         {"iterations", done},
       {"evaluations", evaluations},       {"rejected_evaluations", rejected}};
+  if (info.backward_guide) // the guide statement the family came from
+    details["guide"] = info.backward_guide->where;
   if (o.marginals)
     details["draws"] = o.draws;
   if (!analytic || space)
@@ -614,12 +711,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
   int64_t n_params = 0;
   for (const auto& item : guide->named_parameters()) {
-    const int64_t n = item.value().size(0);
+    const torch::Tensor& v = item.value();
     const bool chol = item.key().ends_with("_chol");
-    if (guide->spec().diagonal && (chol || item.key() == "transition"))
-      n_params += n;
-    else
-      n_params += chol ? n * (n + 1) / 2 : item.value().numel();
+    const bool diagonal = guide->spec().diagonal && (chol || item.key() == "transition");
+    const int64_t n = v.size(-1), blocks = v.numel() / std::max<int64_t>(1, n * n);
+    n_params += diagonal ? blocks * n : chol ? blocks * n * (n + 1) / 2 : v.numel();
   }
   details["guide_parameters"] = n_params;
   const size_t stride = std::max<size_t>(1, (trace.size() + 199) / 200);

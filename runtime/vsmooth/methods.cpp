@@ -63,7 +63,8 @@ VariationalSmoothOptions options_of(const MethodRun& run) {
                  : run.model.state_gradient && run.model.prev_state_gradient ? "pathwise"
                                                                              : "score";
   o.encoder = v.word("--encoder"); // auto is resolved by the fit, which may load a guide
-  o.hidden = parse_layer_widths(v.word("--hidden"), "smooth");
+  o.hidden_given = v.word("--hidden") != "auto";
+  o.hidden = parse_layer_widths(o.hidden_given ? v.word("--hidden") : "100", "smooth");
   o.init = v.word("--init");
   o.family = v.word("--family");
   o.optimizer = v.word("--optimizer");
@@ -91,6 +92,24 @@ void check(const MethodRun& run) {
   if (Refusal why = variational_applies(run.model, run.info))
     throw Error(fmt::format("smooth --method variational: {}", *why));
   const VariationalSmoothOptions o = options_of(run);
+  if (run.info.backward_guide && (o.encoder != "auto" || o.hidden_given))
+    throw Error(fmt::format(
+        "smooth --method variational: the model declares its guide ({}), "
+        "whose encoder is {}; --encoder and --hidden choose the encoder of a "
+        "model without one",
+        run.info.backward_guide->where,
+        run.info.backward_guide->encoder == "mlp"
+            ? fmt::format("network '{}'", run.info.nets.at(run.info.backward_guide->net).name)
+            : std::string("linear")));
+  if (o.encoder == "free" && o.online)
+    throw Error("smooth --method variational --online: the free encoder's parameters grow with "
+                "the series, one step's each, and the online recursions keep memory flat; use "
+                "--encoder linear or mlp, or drop --online");
+  if (o.encoder == "free" && run.data && run.data->series.count() > 1)
+    throw Error(fmt::format("smooth --method variational --encoder free: the data has {} series, "
+                            "and a non-amortised guide's parameters are one series' steps: give "
+                            "one series per run (or an amortised encoder, linear or mlp)",
+                            run.data->series.count()));
   if (o.gradient == "analytic" && !(run.info.linear_gaussian && run.model.linear_gaussian))
     throw Error("smooth --method variational --gradient analytic: the ELBO has a closed form only "
                 "for a linear-Gaussian model, and this one is not (see `info`); use --gradient "
@@ -136,9 +155,6 @@ void check(const MethodRun& run) {
               "online run estimates only with --marginals (its memory then grows with T); or "
               "leave it out with --functional",
               f.name));
-    if (o.online_out == "-")
-      throw Error("smooth --method variational --online: --online-out must be a file (standard "
-                  "output carries the smoothing CSV or the JSON)");
     if (o.optimizer == "sgd") {
       if (!(o.step_decay > 0.5 && o.step_decay <= 1))
         throw Error(fmt::format("smooth: --step-decay must be in (0.5, 1], where the step sizes "
@@ -152,9 +168,17 @@ void check(const MethodRun& run) {
   } else if (o.optimizer == "sgd") {
     throw Error("smooth --method variational: --optimizer sgd is --online's (its steps follow "
                 "recursive maximum likelihood's schedule)");
-  } else if (!o.online_out.empty() || run.options.integer("--epochs") != d.epochs) {
-    throw Error("smooth --method variational: --epochs and --online-out are --online's");
+  } else if (run.options.integer("--epochs") != d.epochs) {
+    throw Error("smooth --method variational: --epochs is --online's");
+  } else if (!o.online_out.empty() && run.data && run.data->series.count() > 1) {
+    throw Error(fmt::format("smooth --method variational --online-out: the data has {} series, "
+                            "and the per-step moments are written for one: give one series per "
+                            "run",
+                            run.data->series.count()));
   }
+  if (o.online_out == "-")
+    throw Error("smooth --method variational: --online-out must be a file (standard output "
+                "carries the smoothing CSV or the JSON)");
   if (o.optimizer != "sgd" &&
       (o.step_hold != d.step_hold || o.step_decay != d.step_decay || o.clip != d.clip))
     throw Error("smooth --method variational: --step-hold, --step-decay and --clip are "
@@ -237,14 +261,18 @@ void add_options(MethodRegistry& registry) {
                                .choices = {"auto", "analytic", "pathwise", "score"}});
   registry.add_option(smooth, {.flag = "--encoder",
                                .help = "How y[t] enters the guide: linear (a Kalman update with "
-                                       "learned B, d, R), mlp (a network of y[t]), or auto "
-                                       "(linear for a linear-Gaussian model, else mlp)",
+                                       "learned B, d, R), mlp (a network of y[t]), free (each "
+                                       "step's natural parameters its own: non-amortised, for "
+                                       "the one series trained on), or auto (the model's guide "
+                                       "statement's; else linear for a linear-Gaussian model, "
+                                       "mlp otherwise)",
                                .users_in_help = true,
                                .default_value = std::string("auto"),
-                               .choices = {"auto", "linear", "mlp"}});
+                               .choices = {"auto", "linear", "mlp", "free"}});
   registry.add_option(smooth, {.flag = "--hidden",
-                               .help = "--encoder mlp: hidden widths, as 100 or 64,64",
-                               .default_value = std::string("100"),
+                               .help = "--encoder mlp: hidden widths, as 100 or 64,64 (auto: "
+                                       "100)",
+                               .default_value = std::string("auto"),
                                .type_name = "WIDTHS"});
   registry.add_option(smooth, {.flag = "--family",
                                .help = "The guide's transition and covariances: full (a dense A, "
@@ -319,8 +347,9 @@ void add_options(MethodRegistry& registry) {
                                        "coordinate in one update (0: no clip)",
                                .default_value = d.clip});
   registry.add_option(smooth, {.flag = "--online-out",
-                               .help = "--online: write the last pass's per-step filtering and "
-                                       "one-step smoothing moments and ELBO to this CSV",
+                               .help = "Write the per-step filtering and one-step smoothing "
+                                       "moments to this CSV (--online: the last pass's, with its "
+                                       "running ELBO; offline: the trained guide's)",
                                .users_in_help = true,
                                .default_value = std::string(),
                                .type_name = "FILE"});

@@ -28,6 +28,9 @@ struct VariationalSmoothOptions {
   // precision 2 softplus(.) as in the thesis).
   std::string encoder = "auto"; // auto: linear for a linear-Gaussian model, else mlp
   std::vector<int64_t> hidden = {100};
+  bool hidden_given = false; // --hidden other than auto
+  // A model that declares its guide (`guide x[t] ~ backward(...)`, ModelInfo::backward_guide)
+  // takes its encoder from there, and refuses --encoder and --hidden.
   // "full": a dense A and Cholesky factors of Q, R and the prior's covariance; "diagonal": all
   // four diagonal (the thesis code's family; fewer parameters, faster to fit when it suffices);
   // "auto": full for a new guide, the loaded guide's own with --load-guide.

@@ -651,7 +651,7 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   refused(big, big_data, {"--gradient", "pathwise"},
           "the model has no state gradient (its state gradient has");
   refused(s.exe, s.data, {"--online", "--iterations", "5"}, "--epochs sets the passes");
-  refused(s.exe, s.data, {"--epochs", "3"}, "--epochs and --online-out are --online's");
+  refused(s.exe, s.data, {"--epochs", "3"}, "--epochs is --online's");
   refused(s.exe, s.data, {"--optimizer", "sgd"}, "--optimizer sgd is --online's");
   refused(s.exe, s.data, {"--online", "--clip", "2"}, "are --online --optimizer sgd's");
   refused(s.exe, s.data, {"--online", "--optimizer", "sgd", "--clip", "-1"},

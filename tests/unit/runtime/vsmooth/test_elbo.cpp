@@ -22,9 +22,21 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace {
+
+// The guide family of the 2-D model below.
+ssm::vsmooth::GuideSpec guide_spec(const std::string& encoder, std::vector<int64_t> hidden = {100},
+                                   bool diagonal = false) {
+  ssm::vsmooth::GuideSpec spec;
+  spec.states = spec.observations = 2;
+  spec.encoder = encoder;
+  spec.hidden = std::move(hidden);
+  spec.diagonal = diagonal;
+  return spec;
+}
 
 // x_0 ~ N(0, I), x_t ~ N(A x_{t-1}, Q), y_t ~ N(H x_t, R); 2 x 2 row-major.
 constexpr double kA[4] = {0.7, 0.3, -0.2, 0.8}, kQ[4] = {0.5, 0.2, 0.2, 0.4};
@@ -195,7 +207,7 @@ struct Fixture {
   ssm::ObsData data = series();
   std::vector<double> fixed;
   torch::Tensor y = torch::tensor(data.y, torch::kFloat64).view({data.T, 2});
-  BackwardGuide guide{GuideSpec{2, 2, "linear", {}}, y, 1};
+  BackwardGuide guide{guide_spec("linear"), y, 1};
 };
 
 } // namespace
@@ -365,7 +377,7 @@ TEST_CASE("vsmooth: the pathwise gradient by backward trajectories agrees with t
   one.n_obs = 2;
   one.y = {0.3, -0.4};
   const torch::Tensor y1 = torch::tensor(one.y, torch::kFloat64).view({1, 2});
-  BackwardGuide single{GuideSpec{2, 2, "linear", {}}, y1, 1};
+  BackwardGuide single{guide_spec("linear"), y1, 1};
   set_to_model(single);
   const ssm::vsmooth::ModelDensities at_one(f.model, f.info, f.fixed, one);
   const auto first = ssm::vsmooth::pathwise_step(single->run(y1, false), at_one, 4, gen);
@@ -406,7 +418,7 @@ TEST_CASE("vsmooth: the online recursion's gradient agrees with the offline and 
   }
   SECTION("network encoder, against the offline recursion") {
     torch::manual_seed(5); // the network's weights; its last layer starts at 0, so perturb it
-    BackwardGuide guide{GuideSpec{2, 2, "mlp", {3}}, f.y, 1};
+    BackwardGuide guide{guide_spec("mlp", {3}), f.y, 1};
     {
       torch::NoGradGuard no_grad;
       for (torch::Tensor& w : guide->parameters())
@@ -460,7 +472,7 @@ TEST_CASE("vsmooth: the online recursion's Jacobian is the whole recursion's", "
       INFO("encoder " << encoder << (diagonal ? ", diagonal family" : ", full family"));
       Fixture f;
       torch::manual_seed(7);
-      BackwardGuide guide{GuideSpec{2, 2, encoder, {3}, diagonal}, f.y, 1};
+      BackwardGuide guide{guide_spec(encoder, {3}, diagonal), f.y, 1};
       {
         torch::NoGradGuard no_grad;
         for (torch::Tensor& w : guide->parameters())
