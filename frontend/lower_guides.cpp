@@ -16,6 +16,41 @@
 
 namespace ssm::frontend::lowering {
 
+Symbol* Lowering::guide_target(const ast::Relation& r, Symbol::Kind kind, const char* index,
+                               const char* not_kind, const char* form) {
+  const Expr& target = *r.target;
+  const Expr* base = &target;
+  while (base->kind == EKind::Index)
+    base = base->args[0].get();
+  Symbol* sym = lookup(base->name);
+  if (!sym) {
+    unknown_name(base->range, base->name);
+    return nullptr;
+  }
+  if (sym->kind != kind) {
+    error(target.range, fmt::format(fmt::runtime(not_kind), base->name));
+    return nullptr;
+  }
+  if (target.kind != EKind::Index || target.args.size() != 2 ||
+      target.args[0]->kind != EKind::Name || target.args[1]->kind != EKind::Name ||
+      target.args[1]->name != index) {
+    error(target.range, fmt::format(fmt::runtime(form), base->name));
+    return nullptr;
+  }
+  sym->used = true;
+  if (!sym->valid)
+    return nullptr;
+  const std::string name = fmt::format("{}[{}]", base->name, index);
+  auto key = std::pair(ir::BlockKind::Guide, sym->index);
+  if (auto it = first_relation_.find(key); it != first_relation_.end()) {
+    error(target.range, fmt::format(msg::second_relation, name, "guide"));
+    note(it->second->target->range, fmt::format(msg::first_relation_here, "guide", name));
+    return nullptr;
+  }
+  first_relation_.emplace(key, &r);
+  return sym;
+}
+
 void Lowering::add_guide(const ast::Relation& r) {
   if (model_.kind == ir::ModelKind::Simulator) {
     error(r.range, msg::guide_in_simulator);
@@ -25,37 +60,12 @@ void Lowering::add_guide(const ast::Relation& r) {
     add_state_guide(r);
     return;
   }
-  const Expr& target = *r.target;
-  const Expr* base = &target;
-  while (base->kind == EKind::Index)
-    base = base->args[0].get();
-  Symbol* sym = lookup(base->name);
-  if (!sym) {
-    unknown_name(base->range, base->name);
-    return;
-  }
-  if (sym->kind != Symbol::Kind::Latent) {
-    error(target.range, fmt::format(msg::guide_for_non_latent, base->name));
-    return;
-  }
-  if (target.kind != EKind::Index || target.args.size() != 2 ||
-      target.args[0]->kind != EKind::Name || target.args[1]->kind != EKind::Name ||
-      target.args[1]->name != "n") {
-    error(target.range, fmt::format(msg::guide_target_form, base->name));
-    return;
-  }
-  sym->used = true;
-  if (!sym->valid)
+  Symbol* sym =
+      guide_target(r, Symbol::Kind::Latent, "n", msg::guide_for_non_latent, msg::guide_target_form);
+  if (!sym)
     return;
   const ir::VarDecl& decl = model_.latents[sym->index];
   const std::string name = decl.name + "[n]";
-  auto key = std::pair(ir::BlockKind::Guide, sym->index);
-  if (auto it = first_relation_.find(key); it != first_relation_.end()) {
-    error(target.range, fmt::format(msg::second_relation, name, "guide"));
-    note(it->second->target->range, fmt::format(msg::first_relation_here, "guide", name));
-    return;
-  }
-  first_relation_.emplace(key, &r);
 
   Scope s(model_.guide, RelationScope(ir::BlockKind::Guide, fmt::format(msg::guide_subject, name),
                                       ir::VarKind::Latent, sym->index, name));
@@ -76,7 +86,7 @@ void Lowering::add_guide(const ast::Relation& r) {
     args.push_back(lower(*a, s));
     shapes.push_back(args.back() ? std::optional(shape_of(s, *args.back())) : std::nullopt);
   }
-  std::optional<ir::Dist> dist = check_dist(r.dist, shapes, decl.shape, name, target.range);
+  std::optional<ir::Dist> dist = check_dist(r.dist, shapes, decl.shape, name, r.target->range);
   if (!dist || std::any_of(args.begin(), args.end(), [](auto& a) { return !a; }))
     return;
   // The families the runtime draws from and differentiates (vi/guide.cpp).
@@ -184,36 +194,12 @@ void Lowering::add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Sc
 // component.
 void Lowering::add_state_guide(const ast::Relation& r) {
   const Expr& target = *r.target;
-  const Expr* base = &target;
-  while (base->kind == EKind::Index)
-    base = base->args[0].get();
-  Symbol* sym = lookup(base->name);
-  if (!sym) {
-    unknown_name(base->range, base->name);
-    return;
-  }
-  if (sym->kind != Symbol::Kind::State) {
-    error(target.range, fmt::format(msg::state_guide_for_non_state, base->name));
-    return;
-  }
-  if (target.kind != EKind::Index || target.args.size() != 2 ||
-      target.args[0]->kind != EKind::Name || target.args[1]->kind != EKind::Name ||
-      target.args[1]->name != "t") {
-    error(target.range, fmt::format(msg::state_guide_target_form, base->name));
-    return;
-  }
-  sym->used = true;
-  if (!sym->valid)
+  Symbol* sym = guide_target(r, Symbol::Kind::State, "t", msg::state_guide_for_non_state,
+                             msg::state_guide_target_form);
+  if (!sym)
     return;
   const ir::VarDecl& decl = model_.states[sym->index];
   const std::string name = decl.name + "[t]";
-  auto key = std::pair(ir::BlockKind::Guide, sym->index);
-  if (auto it = first_relation_.find(key); it != first_relation_.end()) {
-    error(target.range, fmt::format(msg::second_relation, name, "guide"));
-    note(it->second->target->range, fmt::format(msg::first_relation_here, "guide", name));
-    return;
-  }
-  first_relation_.emplace(key, &r);
   if (r.dist.name.name != ir::dist_info(ir::Dist::Backward).name) {
     error(r.dist.name.range,
           fmt::format(msg::state_guide_family, r.dist.name.name, decl.name, decl.name));

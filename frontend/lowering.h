@@ -352,6 +352,10 @@ private:
   void add_functional(const ast::FunctionalDecl& f);
 
   // ---- guides (lower_guides.cpp)
+  // A guide's target `v[INDEX]`: its symbol, marked used, once it is a declared `kind` written
+  // v[INDEX] and the first guide of v; null after an error, or when v's declaration was rejected.
+  Symbol* guide_target(const ast::Relation& r, Symbol::Kind kind, const char* index,
+                       const char* not_kind, const char* form);
   void add_guide(const ast::Relation& r);
   void add_dif_guide(const ast::Relation& r, const ir::VarDecl& decl, Scope& s);
   void add_state_guide(const ast::Relation& r);

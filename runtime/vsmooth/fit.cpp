@@ -5,7 +5,6 @@
 // estimate of the chapter's recursions (4.10-4.12), which evaluates only the model's compiled
 // log-densities at draws from q_t.
 #include "vsmooth/fit.h"
-#include "core/csv.h"
 #include "core/error.h"
 #include "core/frame.h"
 #include "core/output.h"
@@ -179,29 +178,18 @@ GuideSpec new_guide_spec(const MethodRun& run, const VariationalSmoothOptions& o
 void write_step_moments(BackwardGuide& guide, const torch::Tensor& y, const ModelInfo& info,
                         const std::string& path) {
   const GuidePass q = guide->run(y, false);
-  const std::vector<std::string> cols = state_columns(info);
+  const size_t columns = state_columns(info).size();
   OutputFile out(path);
-  std::string header = info.step;
-  for (const char* kind : {"filter", "one_step"})
-    for (const std::string& c : cols)
-      header += fmt::format(",{0}_mean_{1},{0}_var_{1}", kind, c);
-  out.write(header + "\n");
+  out.write(step_moments_header(info) + "\n");
   for (int64_t t = 0; t < q.mean.size(0); ++t) {
-    std::string row = std::to_string(t);
-    auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
-      for (size_t c = 0; c < cols.size(); ++c)
-        row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
-                                 format_double(v[c][c].item<double>())
-                           : ",,";
-    };
-    put(q.mean[t], q.cov[t]);
-    if (t == 0) {
-      put(torch::Tensor(), torch::Tensor());
-    } else {
+    torch::Tensor one_step_mean, one_step_cov;
+    if (t > 0) { // q_{t-1|t} integrated over q_t
       const torch::Tensor G = q.gain[t - 1];
-      put(G.matmul(q.mean[t]) + q.offset[t - 1], G.matmul(q.cov[t]).matmul(G.t()) + q.noise[t - 1]);
+      one_step_mean = G.matmul(q.mean[t]) + q.offset[t - 1];
+      one_step_cov = G.matmul(q.cov[t]).matmul(G.t()) + q.noise[t - 1];
     }
-    out.write(row + "\n");
+    out.write(step_moments_row(t, columns, q.mean[t], q.cov[t], one_step_mean, one_step_cov) +
+              "\n");
   }
   out.commit();
 }

@@ -197,6 +197,29 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
   return gradient;
 }
 
+std::string step_moments_header(const ModelInfo& info) {
+  std::string header = info.step;
+  for (const char* kind : {"filter", "one_step"})
+    for (const std::string& c : state_columns(info))
+      header += fmt::format(",{0}_mean_{1},{0}_var_{1}", kind, c);
+  return header;
+}
+
+std::string step_moments_row(int64_t t, size_t columns, const torch::Tensor& filter_mean,
+                             const torch::Tensor& filter_cov, const torch::Tensor& one_step_mean,
+                             const torch::Tensor& one_step_cov) {
+  std::string row = std::to_string(t);
+  auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
+    for (size_t c = 0; c < columns; ++c)
+      row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
+                               format_double(v[c][c].item<double>())
+                         : ",,";
+  };
+  put(filter_mean, filter_cov);
+  put(one_step_mean, one_step_cov);
+  return row;
+}
+
 OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
                             const torch::Tensor& y, const MethodRun& run,
                             const VariationalSmoothOptions& o, bool functionals,
@@ -212,26 +235,15 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
   // The per-step estimates of the last pass, streamed to --online-out (renamed into place at
   // the end; removed on failure).
   std::unique_ptr<OutputFile> out;
-  const std::vector<std::string> cols = state_columns(info);
+  const size_t columns = state_columns(info).size();
   if (!o.online_out.empty()) {
     out = std::make_unique<OutputFile>(o.online_out);
-    std::string header = info.step;
-    for (const char* kind : {"filter", "one_step"})
-      for (const std::string& c : cols)
-        header += fmt::format(",{0}_mean_{1},{0}_var_{1}", kind, c);
-    out->write(header + ",elbo\n");
+    out->write(step_moments_header(info) + ",elbo\n");
   }
   auto write_row = [&](int64_t t, const OnlineRecursion& rec) {
-    std::string row = std::to_string(t);
-    auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
-      for (size_t c = 0; c < cols.size(); ++c)
-        row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
-                                 format_double(v[c][c].item<double>())
-                           : ",,";
-    };
-    put(rec.filter_mean(), rec.filter_cov());
-    put(t > 0 ? rec.one_step_mean() : torch::Tensor(), rec.one_step_cov());
-    out->write(row + "," + format_double(rec.elbo()) + "\n");
+    out->write(step_moments_row(t, columns, rec.filter_mean(), rec.filter_cov(),
+                                t > 0 ? rec.one_step_mean() : torch::Tensor(), rec.one_step_cov()) +
+               "," + format_double(rec.elbo()) + "\n");
   };
 
   OnlineTraining result;

@@ -79,6 +79,14 @@ struct OnlineTraining {
   std::string failure;
 };
 
+// --online-out's layout (offline too, without the ELBO): the step, then q_t's mean and variance
+// per state column, then those of the one-step smoothing law of x_{t-1}; and one row of it, the
+// one-step cells empty where its mean is undefined (t = 0).
+std::string step_moments_header(const ModelInfo& info);
+std::string step_moments_row(int64_t t, size_t columns, const torch::Tensor& filter_mean,
+                             const torch::Tensor& filter_cov, const torch::Tensor& one_step_mean,
+                             const torch::Tensor& one_step_cov);
+
 // Trains the guide by --epochs passes over y ([T, m]), one Adam or SGD step per observation on
 // the difference of successive gradient estimates (4.13; with several passes, the recursive
 // updates of 4.15, the recursion restarted at each pass), streaming the last pass's per-step

@@ -315,4 +315,20 @@ GridPosterior grid_posterior(const std::function<double(double, double)>& log_de
   return g;
 }
 
+std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path,
+                                        const std::vector<std::string>& columns) {
+  const Table a = read_table(a_path), b = read_table(b_path);
+  double mean_gap = 0, var_gap = 0;
+  for (const std::string& c : columns) {
+    const std::vector<double> ma = a.column("mean_" + c), mb = b.column("mean_" + c);
+    const std::vector<double> va = a.column("var_" + c), vb = b.column("var_" + c);
+    REQUIRE(ma.size() == mb.size());
+    for (size_t t = 0; t < ma.size(); ++t) {
+      mean_gap = std::max(mean_gap, std::abs(ma[t] - mb[t]));
+      var_gap = std::max(var_gap, std::abs(va[t] / vb[t] - 1));
+    }
+  }
+  return {mean_gap, var_gap};
+}
+
 } // namespace e2e

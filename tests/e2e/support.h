@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace e2e {
@@ -88,5 +89,10 @@ struct GridPosterior {
 };
 GridPosterior grid_posterior(const std::function<double(double, double)>& log_density, double a_lo,
                              double a_hi, double b_lo, double b_hi, int n);
+
+// The largest |mean difference| and |variance ratio - 1| between two smooth CSVs, over the
+// columns mean_C and var_C of each state column C.
+std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path,
+                                        const std::vector<std::string>& columns = {"x[0]", "x[1]"});
 
 } // namespace e2e

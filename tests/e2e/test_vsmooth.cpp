@@ -33,24 +33,6 @@ const char* kModel = R"(model vs_lg2 {
 }
 )";
 
-// The largest |mean difference| and |variance ratio - 1| between two smooth CSVs.
-std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path) {
-  const Table a = read_table(a_path), b = read_table(b_path);
-  double mean_gap = 0, var_gap = 0;
-  for (const char* c : {"x[0]", "x[1]"}) {
-    const std::vector<double> ma = a.column(fmt::format("mean_{}", c));
-    const std::vector<double> mb = b.column(fmt::format("mean_{}", c));
-    const std::vector<double> va = a.column(fmt::format("var_{}", c));
-    const std::vector<double> vb = b.column(fmt::format("var_{}", c));
-    REQUIRE(ma.size() == mb.size());
-    for (size_t t = 0; t < ma.size(); ++t) {
-      mean_gap = std::max(mean_gap, std::abs(ma[t] - mb[t]));
-      var_gap = std::max(var_gap, std::abs(va[t] / vb[t] - 1));
-    }
-  }
-  return {mean_gap, var_gap};
-}
-
 struct Setup {
   std::string exe, data, rts_out;
   nlohmann::json rts;

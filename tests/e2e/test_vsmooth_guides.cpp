@@ -39,24 +39,6 @@ std::string model_source(const std::string& name, const std::string& guide) {
                      name, guide);
 }
 
-// The largest |mean difference| and |variance ratio - 1| between two smooth CSVs.
-std::pair<double, double> marginal_gaps(const std::string& a_path, const std::string& b_path) {
-  const Table a = read_table(a_path), b = read_table(b_path);
-  double mean_gap = 0, var_gap = 0;
-  for (const char* c : {"x[0]", "x[1]"}) {
-    const std::vector<double> ma = a.column(fmt::format("mean_{}", c));
-    const std::vector<double> mb = b.column(fmt::format("mean_{}", c));
-    const std::vector<double> va = a.column(fmt::format("var_{}", c));
-    const std::vector<double> vb = b.column(fmt::format("var_{}", c));
-    REQUIRE(ma.size() == mb.size());
-    for (size_t t = 0; t < ma.size(); ++t) {
-      mean_gap = std::max(mean_gap, std::abs(ma[t] - mb[t]));
-      var_gap = std::max(var_gap, std::abs(va[t] / vb[t] - 1));
-    }
-  }
-  return {mean_gap, var_gap};
-}
-
 // A simulated series of `exe`'s model, with w blanked throughout when `without_w`, and its exact
 // RTS smoothing at `rts_out`.
 std::string simulated(const std::string& exe, const std::string& name, bool without_w,
