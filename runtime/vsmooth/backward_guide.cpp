@@ -194,6 +194,8 @@ void BackwardGuideImpl::start_encoder_at(const torch::Tensor& H_model, const tor
     return;
   if (free_z_.defined())
     return start_free_at(H_model, d_model, R_model, y_model);
+  if (H_model.dim() == 3) // per step: the network is fitted to the first step's emission
+    return start_encoder_at(H_model[0], d_model[0], R_model[0], y_model);
   const torch::Tensor H = encoder_view(H_model.t()).t(), d = encoder_view(d_model);
   const torch::Tensor R = encoder_view(encoder_view(R_model).t()), y = encoder_view(y_model);
   const torch::Tensor r = torch::diagonal(R);

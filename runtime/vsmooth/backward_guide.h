@@ -90,8 +90,9 @@ public:
   // when each observed component reads one state). A start that reads the data, where the
   // generic one ignores it. For the free encoder: each step's natural parameters set to the
   // emission's on the components present (exact for a linear-Gaussian model, to a 1e-9 ridge
-  // on a precision that is singular); H, d, R may then be per step ([T, m, p], [T, m],
-  // [T, m, m]). Does nothing when the matrices are missing or not finite.
+  // on a precision that is singular). H, d, R may be per step ([T, m, p], [T, m], [T, m, m]):
+  // the free encoder reads each step's, the network the first's. Does nothing when the matrices
+  // are missing or not finite.
   void start_encoder_at(const torch::Tensor& H, const torch::Tensor& d, const torch::Tensor& R,
                         const torch::Tensor& y);
   // The recursion on one series y ([T, m], NaN where missing; T >= 1; for the free encoder, T

@@ -214,10 +214,7 @@ BackwardGuide starting_guide(const MethodRun& run, const VariationalSmoothOption
     if (o.init == "model" && lg.F.defined()) {
       const int64_t t = std::min<int64_t>(1, lg.F.size(0) - 1); // F, c, Q of the first transition
       guide->start_from({lg.m0, lg.P0, lg.F[t], lg.c[t], lg.Q[t], lg.H[0], lg.d[0], lg.R[0]});
-      if (want.encoder == "free") // each step at its own emission
-        guide->start_encoder_at(lg.H, lg.d, lg.R, y);
-      else // a network encoder reads y too
-        guide->start_encoder_at(lg.H[0], lg.d[0], lg.R[0], y);
+      guide->start_encoder_at(lg.H, lg.d, lg.R, y); // an encoder that is not linear reads y too
     } else if (o.init == "model") {
       try {
         const BackwardGuideImpl::ModelMatrices mm = simulated_matrices(run, o.seed);

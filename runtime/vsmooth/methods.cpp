@@ -105,11 +105,26 @@ void check(const MethodRun& run) {
     throw Error("smooth --method variational --online: the free encoder's parameters grow with "
                 "the series, one step's each, and the online recursions keep memory flat; use "
                 "--encoder linear or mlp, or drop --online");
-  if (o.encoder == "free" && run.data && run.data->series.count() > 1)
-    throw Error(fmt::format("smooth --method variational --encoder free: the data has {} series, "
-                            "and a non-amortised guide's parameters are one series' steps: give "
-                            "one series per run (or an amortised encoder, linear or mlp)",
-                            run.data->series.count()));
+  // What reads one series: the online recursions, the free encoder's steps, the per-step file.
+  if (run.data && run.data->series.count() > 1) {
+    struct OneSeries {
+      const char *flag, *why, *instead;
+    };
+    const OneSeries one =
+        o.online ? OneSeries{"--online", "the online recursions read one stream",
+                             " (or train offline, one guide over all of them)"}
+        : o.encoder == "free"
+            ? OneSeries{"--encoder free",
+                        "a non-amortised guide's parameters are one series' steps",
+                        " (or an amortised encoder, linear or mlp)"}
+        : !o.online_out.empty()
+            ? OneSeries{"--online-out", "the per-step moments are written for one", ""}
+            : OneSeries{nullptr, nullptr, nullptr};
+    if (one.flag)
+      throw Error(fmt::format("smooth --method variational {}: the data has {} series, and {}: "
+                              "give one series per run{}",
+                              one.flag, run.data->series.count(), one.why, one.instead));
+  }
   if (o.gradient == "analytic" && !(run.info.linear_gaussian && run.model.linear_gaussian))
     throw Error("smooth --method variational --gradient analytic: the ELBO has a closed form only "
                 "for a linear-Gaussian model, and this one is not (see `info`); use --gradient "
@@ -139,11 +154,6 @@ void check(const MethodRun& run) {
                               o.gradient));
     if (o.epochs < 0)
       throw Error("smooth --method variational --online: --epochs must be 0 or more");
-    if (run.data && run.data->series.count() > 1)
-      throw Error(fmt::format("smooth --method variational --online: the data has {} series, "
-                              "and the online recursions read one stream: give one series per "
-                              "run (or train offline, one guide over all of them)",
-                              run.data->series.count()));
     if (run.options.integer("--iterations") >= 0)
       throw Error("smooth --method variational --online: there is one update per observation; "
                   "--epochs sets the passes over the series, not --iterations");
@@ -170,11 +180,6 @@ void check(const MethodRun& run) {
                 "recursive maximum likelihood's schedule)");
   } else if (run.options.integer("--epochs") != d.epochs) {
     throw Error("smooth --method variational: --epochs is --online's");
-  } else if (!o.online_out.empty() && run.data && run.data->series.count() > 1) {
-    throw Error(fmt::format("smooth --method variational --online-out: the data has {} series, "
-                            "and the per-step moments are written for one: give one series per "
-                            "run",
-                            run.data->series.count()));
   }
   if (o.online_out == "-")
     throw Error("smooth --method variational: --online-out must be a file (standard output "
