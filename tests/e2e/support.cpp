@@ -44,6 +44,17 @@ std::string scratch_path(const std::string& name) {
   return (dir / name).string();
 }
 
+double log_poisson(double k, double lambda) {
+  return k * std::log(lambda) - lambda - std::lgamma(k + 1);
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string d = scratch_path(name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
 namespace {
 
 const std::string& build_once(const std::string& name, const std::string& source_path) {

@@ -23,6 +23,10 @@ std::string example_path(const std::string& relative); // under examples/
 // A fresh per-run scratch directory (emptied at the first call of the run; a ctest shard, named by
 // SSM_E2E_SHARD, has its own); returns scratch/name.
 std::string scratch_path(const std::string& name);
+// log P(K = k) for K ~ Poisson(lambda).
+double log_poisson(double k, double lambda);
+// scratch_path(name) as an empty directory (removed first if it exists).
+std::string fresh_dir(const std::string& name);
 
 // Compiles examples/NAME.ssm with ssmc into the scratch directory, once per run, and returns the
 // executable's path. Fails the current test if the build fails.

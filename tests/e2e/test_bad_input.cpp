@@ -49,13 +49,6 @@ std::vector<std::string> files_like(const std::string& dir, const std::string& s
   return found;
 }
 
-std::string fresh_dir(const std::string& name) {
-  const std::string d = scratch_path(name);
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
-
 // Observations with bounded support: an observation 1000 away from every particle has
 // likelihood zero under all of them.
 const char* kCollapseModel = R"(// Test model for the e2e tests: a uniform observation density.

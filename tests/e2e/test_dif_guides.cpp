@@ -36,10 +36,10 @@ const std::string kGaussian = bimodal_model("bimodal_gauss", "");
 // Per item: log p(x) and the posterior's mean and sd of z, by the trapezoid rule on [-8, 8] (the
 // integrand is below 1e-13 beyond, and smooth: the rule's error is far below the tests'
 // tolerances).
-struct Exact {
+struct ExactPosterior {
   double log_p = 0, mean = 0, sd = 0;
 };
-Exact exact(double x) {
+ExactPosterior exact_posterior(double x) {
   constexpr int kPoints = 16001;
   const double lo = -8, h = 16.0 / (kPoints - 1), sigma = 0.5;
   double p = 0, m1 = 0, m2 = 0;
@@ -55,18 +55,18 @@ Exact exact(double x) {
 }
 
 // The items of a file as their exact answers, and the mean log p(x) over them.
-std::vector<Exact> exact_items(const std::string& path, double& mean_log_p) {
-  std::vector<Exact> out;
+std::vector<ExactPosterior> exact_items(const std::string& path, double& mean_log_p) {
+  std::vector<ExactPosterior> out;
   mean_log_p = 0;
   for (double x : read_table(path).column("x")) {
-    out.push_back(exact(x));
+    out.push_back(exact_posterior(x));
     mean_log_p += out.back().log_p;
   }
   mean_log_p /= static_cast<double>(out.size());
   return out;
 }
 
-std::string items(const std::string& name, int count, int seed) {
+std::string simulated_items(const std::string& name, int count, int seed) {
   const std::string path = scratch_path(name + ".csv");
   if (!file_exists(path))
     run_ok({model_exe("bimodal_gauss", kGaussian), "simulate", "--T", std::to_string(count),
@@ -79,9 +79,10 @@ std::string items(const std::string& name, int count, int seed) {
 TEST_CASE("dif guides: a bimodal posterior's ELBO reaches log p(x) where a Gaussian cannot; the "
           "guide's moments are the posterior's, on held-out items too, and it reads back",
           "[vi][guides][dif]") {
-  const std::string train = items("bimodal_train", 40, 11), test = items("bimodal_test", 20, 12);
+  const std::string train = simulated_items("bimodal_train", 40, 11),
+                    test = simulated_items("bimodal_test", 20, 12);
   double log_p = 0, test_log_p = 0;
-  const std::vector<Exact> truth = exact_items(train, log_p);
+  const std::vector<ExactPosterior> truth = exact_items(train, log_p);
   exact_items(test, test_log_p);
   const std::string out = scratch_path("bimodal_dif_items.csv"),
                     saved = scratch_path("bimodal_dif_guide.pt");
@@ -294,7 +295,7 @@ TEST_CASE("dif guides: bad guides and bad saved guides are refused with their re
                "dif is a variational family: only a guide can be one ('guide z[n] ~ dif(...)'), "
                "not the distribution of a\n");
 
-  const std::string train = items("bimodal_train", 40, 11);
+  const std::string train = simulated_items("bimodal_train", 40, 11);
   ProcessResult r = run_process({model_exe("bimodal_dif", kDif), "vi", "--data", train, "--method",
                                  "amortized", "--iterations", "1"});
   CHECK(r.exit_code == 1);

@@ -28,7 +28,7 @@ using namespace e2e;
 
 namespace {
 
-double normal_logpdf(double x, double mu, double sigma) {
+double normal_logpdf_sd(double x, double mu, double sigma) {
   const double z = (x - mu) / sigma;
   return -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2 * std::numbers::pi);
 }
@@ -42,8 +42,8 @@ struct Mixture {
 double mixture_loglik(const std::vector<double>& y, const Mixture& m) {
   double ll = 0;
   for (double x : y) {
-    const double a = std::log(m.w[0]) + normal_logpdf(x, m.mu[0], m.sigma),
-                 b = std::log(m.w[1]) + normal_logpdf(x, m.mu[1], m.sigma);
+    const double a = std::log(m.w[0]) + normal_logpdf_sd(x, m.mu[0], m.sigma),
+                 b = std::log(m.w[1]) + normal_logpdf_sd(x, m.mu[1], m.sigma);
     const double top = std::max(a, b);
     ll += top + std::log(std::exp(a - top) + std::exp(b - top));
   }
@@ -56,8 +56,8 @@ Mixture mixture_em_step(const std::vector<double>& y, const Mixture& m, bool fix
   std::array<double, 2> n{}, s{};
   std::vector<double> r(y.size());
   for (size_t i = 0; i < y.size(); ++i) {
-    const double a = std::log(m.w[0]) + normal_logpdf(y[i], m.mu[0], m.sigma),
-                 b = std::log(m.w[1]) + normal_logpdf(y[i], m.mu[1], m.sigma);
+    const double a = std::log(m.w[0]) + normal_logpdf_sd(y[i], m.mu[0], m.sigma),
+                 b = std::log(m.w[1]) + normal_logpdf_sd(y[i], m.mu[1], m.sigma);
     r[i] = 1 / (1 + std::exp(b - a)); // responsibility of component 0
     n[0] += r[i];
     n[1] += 1 - r[i];
@@ -165,8 +165,8 @@ TEST_CASE("a plate model runs as its items: the mixture's exact log-likelihood",
   const std::vector<double> mean = s.column("mean_z");
   REQUIRE(mean.size() == y.size());
   for (size_t i = 0; i < y.size(); i += 17) {
-    const double a = std::log(0.5) + normal_logpdf(y[i], 1200, 200),
-                 b = std::log(0.5) + normal_logpdf(y[i], 700, 200);
+    const double a = std::log(0.5) + normal_logpdf_sd(y[i], 1200, 200),
+                 b = std::log(0.5) + normal_logpdf_sd(y[i], 700, 200);
     CHECK(mean[i] == Approx(1 / (1 + std::exp(a - b))).epsilon(1e-10));
   }
 }

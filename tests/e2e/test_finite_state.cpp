@@ -22,7 +22,7 @@ namespace {
 const double kP[3][3] = {{0.8, 0.15, 0.05}, {0.1, 0.7, 0.2}, {0.25, 0.25, 0.5}};
 const double kRate[3] = {1, 4, 9}, kP0[3] = {0.5, 0.3, 0.2};
 
-const char* kModel = R"(
+const char* kFiniteStateModel = R"(
 model hmm3 {
   param P : matrix[3, 3] = [[0.8, 0.15, 0.05], [0.1, 0.7, 0.2], [0.25, 0.25, 0.5]];
   param rate : vector[3] = [1, 4, 9];
@@ -37,10 +37,6 @@ model hmm3 {
   functional intensity = rate[z[t]];
 }
 )";
-
-double log_poisson(double y, double lambda) {
-  return y * std::log(lambda) - lambda - std::lgamma(y + 1);
-}
 
 // Every path of length T with its log joint density; the quantities the tests compare.
 struct BruteForce {
@@ -127,7 +123,7 @@ BruteForce brute_force(const std::vector<double>& y) {
 } // namespace
 
 TEST_CASE("forward, forward-backward and Viterbi equal brute-force enumeration", "[finite]") {
-  const std::string& exe = model_exe("hmm3", kModel);
+  const std::string& exe = model_exe("hmm3", kFiniteStateModel);
   const std::string sim = scratch_path("hmm3-sim.csv"), data = scratch_path("hmm3-data.csv");
   run_ok({exe, "simulate", "--T", "7", "--seed", "4", "--out", sim});
   Table table = read_table(sim);
@@ -239,7 +235,7 @@ model absorbing {
 }
 
 TEST_CASE("particle smoothers agree with forward-backward on an HMM", "[finite][smooth]") {
-  const std::string& exe = model_exe("hmm3", kModel);
+  const std::string& exe = model_exe("hmm3", kFiniteStateModel);
   const std::string data = scratch_path("hmm3-long.csv"), fb_out = scratch_path("hmm3-fb40.csv");
   const int T = 40, R = 20;
   run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "9", "--out", data});
@@ -296,7 +292,7 @@ TEST_CASE("the auxiliary particle filter with simulated look-ahead is unbiased o
           "[finite]") {
   // hmm3 has no Gaussian moments, so the look-ahead is one draw from the transition. log Z^ is
   // unbiased for log Z - s2/2 (s2 its variance over seeds; compare.cpp explains).
-  const std::string& exe = model_exe("hmm3", kModel);
+  const std::string& exe = model_exe("hmm3", kFiniteStateModel);
   const std::string data = scratch_path("hmm3-apf.csv");
   run_ok({exe, "simulate", "--T", "60", "--seed", "12", "--out", data});
   const double exact = nlohmann::json::parse(run_ok({exe, "filter", "--data", data, "--json"}).out)
@@ -339,11 +335,11 @@ TEST_CASE("exact finite-state methods are refused on a model whose state is not 
 
 TEST_CASE("info lists the methods that apply, auto's choice first", "[finite]") {
   const nlohmann::json hmm =
-      nlohmann::json::parse(run_ok({model_exe("hmm3", kModel), "info", "--json"}).out);
+      nlohmann::json::parse(run_ok({model_exe("hmm3", kFiniteStateModel), "info", "--json"}).out);
   CHECK(hmm["methods"]["filter"] == nlohmann::json({"forward", "bootstrap", "apf"}));
   CHECK(hmm["methods"]["smooth"][0] == "forward-backward");
   CHECK(hmm["methods"]["decode"] == nlohmann::json({"viterbi", "posterior"}));
-  CHECK(run_ok({model_exe("hmm3", kModel), "info"}).out.find("  z : int[0..2]\n") !=
+  CHECK(run_ok({model_exe("hmm3", kFiniteStateModel), "info"}).out.find("  z : int[0..2]\n") !=
         std::string::npos);
   const nlohmann::json lg =
       nlohmann::json::parse(run_ok({example_exe("lgssm1"), "info", "--json"}).out);

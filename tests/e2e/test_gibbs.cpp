@@ -46,7 +46,7 @@ model affine_g {
 }
 )";
 
-const char* kMixture = R"(
+const char* kGibbsMixture = R"(
 model gmm2 {
   const K = 2;
   param w     : simplex[K] ~ dirichlet(ones(K)) = [0.5, 0.5];
@@ -289,7 +289,7 @@ void check_mixture(const nlohmann::json& j, const MixturePosterior& e) {
 
 TEST_CASE("gibbs: a Gaussian mixture's parameters and labels match enumeration",
           "[sample][gibbs]") {
-  const std::string& exe = model_exe("gmm2", kMixture);
+  const std::string& exe = model_exe("gmm2", kGibbsMixture);
   const std::vector<double> y = {-2.1, -1.7, -2.5, 1.9, 2.4, 0.3};
   const std::string data = scratch_path("gmm2.csv");
   std::string csv = "y\n";
@@ -360,7 +360,7 @@ model local_level {
 }
 )";
 
-double local_level_loglik(const std::vector<double>& y, double v_eta, double v_eps) {
+double local_level_loglik_x0_var100(const std::vector<double>& y, double v_eta, double v_eps) {
   return scalar_kalman_loglik(y, 1, v_eta, 1, v_eps, 100);
 }
 
@@ -377,7 +377,9 @@ TEST_CASE("gibbs: a local level model's variances match quadrature", "[sample][g
   // The midpoint rule on (0, 4] x (0, 4] under the IG(3, 2) priors.
   auto log_prior = [](double v) { return -4 * std::log(v) - 2 / v; };
   const GridPosterior g = grid_posterior(
-      [&](double a, double b) { return local_level_loglik(y, a, b) + log_prior(a) + log_prior(b); },
+      [&](double a, double b) {
+        return local_level_loglik_x0_var100(y, a, b) + log_prior(a) + log_prior(b);
+      },
       0, 4, 0, 4, 300);
   const nlohmann::json j = gibbs(exe, data, {});
   CHECK(j["likelihood"] == "kalman");
@@ -453,7 +455,7 @@ model hmm_gibbs {
 }
 
 TEST_CASE("gibbs: refusals name what is missing", "[sample][gibbs]") {
-  const std::string& mixture = model_exe("gmm2", kMixture);
+  const std::string& mixture = model_exe("gmm2", kGibbsMixture);
   const std::string data = scratch_path("gmm2-bad.csv");
   auto refused = [](const std::vector<std::string>& argv, const std::string& message) {
     const ProcessResult r = run_process(argv);

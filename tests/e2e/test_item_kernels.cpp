@@ -19,7 +19,7 @@ using namespace e2e;
 
 namespace {
 
-const char* kHarness = R"(
+const char* kItemHarness = R"(
 #include "kernel/abi.h"
 #include <algorithm>
 #include <cmath>
@@ -123,8 +123,8 @@ TEST_CASE("item kernels: a batch of items in one call computes what the step lay
   const std::string src = scratch_path("item_kernels.ssm");
   write_file(src, model);
   // 3 states, 5 observation components, 1 input, 4 guide arguments (3 means, the sd), 37 items.
-  std::istringstream out(
-      run_kernel_harness("item_kernels", src, kHarness, {"3", "5", "1", "4", "37", "0.3", "1.2"}));
+  std::istringstream out(run_kernel_harness("item_kernels", src, kItemHarness,
+                                            {"3", "5", "1", "4", "37", "0.3", "1.2"}));
   std::map<std::string, std::pair<int, double>> result;
   std::string name;
   int compared = 0;

@@ -16,7 +16,7 @@ namespace {
 
 // Two-state HMM with Poisson counts, written with the constructs under test. The `t % 2` term
 // and the conditional are identities that must survive lowering, folding and codegen unchanged.
-const char* kHmm = R"(
+const char* kLanguageHmm = R"(
 model hmm {
   param P : matrix[2, 2] = [[0.9, 0.1], [0.25, 0.75]];
   param rate : vector[2] = [1, 6];
@@ -31,10 +31,6 @@ model hmm {
   functional occupancy = sum_t (z[t] == 1 ? 1 : 0);
 }
 )";
-
-double log_poisson(double k, double lambda) {
-  return k * std::log(lambda) - lambda - std::lgamma(k + 1);
-}
 
 // Exact log p(y_0:T-1) by the forward algorithm, normalised at each step.
 double forward_loglik(const std::vector<double>& y) {
@@ -60,7 +56,7 @@ double forward_loglik(const std::vector<double>& y) {
 
 TEST_CASE("a discrete-state HMM written with let, fn and conditionals filters exactly",
           "[e2e][language]") {
-  const std::string& exe = model_exe("hmm_lang", kHmm);
+  const std::string& exe = model_exe("hmm_lang", kLanguageHmm);
 
   // The simulator: transition frequencies match P within 5 standard errors.
   const std::string sim = scratch_path("hmm-sim-long.csv");

@@ -25,7 +25,7 @@ using namespace e2e;
 namespace {
 
 // The local level model's log-likelihood (a diffuse start).
-double local_level_loglik(const std::vector<double>& y, double var_eps, double var_eta) {
+double local_level_loglik_diffuse(const std::vector<double>& y, double var_eps, double var_eta) {
   return scalar_kalman_loglik(y, 1, var_eta, 1, var_eps, 1e10);
 }
 
@@ -95,13 +95,13 @@ TEST_CASE("optimize: the Nile MLE of Durbin & Koopman, and of an independent opt
 
   const std::vector<double> y = read_table(data).column("y");
   auto minus_loglik = [&](const std::array<double, 2>& log_var) {
-    return -local_level_loglik(y, std::exp(log_var[0]), std::exp(log_var[1]));
+    return -local_level_loglik_diffuse(y, std::exp(log_var[0]), std::exp(log_var[1]));
   };
   const std::array<double, 2> nm = nelder_mead(minus_loglik, {std::log(1e4), std::log(1e3)});
   CHECK(std::abs(var_eps / std::exp(nm[0]) - 1) < 1e-4);
   CHECK(std::abs(var_eta / std::exp(nm[1]) - 1) < 1e-4);
   CHECK(j["log_likelihood"].get<double>() ==
-        Approx(local_level_loglik(y, var_eps, var_eta)).epsilon(1e-9));
+        Approx(local_level_loglik_diffuse(y, var_eps, var_eta)).epsilon(1e-9));
   CHECK(j["log_likelihood"].get<double>() >= -minus_loglik(nm) - 1e-8);
 
   // The path: one row per evaluation, the log-likelihood rising to the optimum.
@@ -129,7 +129,7 @@ TEST_CASE("optimize --map: the posterior mode of an independent optimiser", "[op
     return std::log(2.0) - std::log(s * std::sqrt(2 * std::numbers::pi)) - x * x / (2 * s * s);
   };
   auto log_posterior = [&](double se, double sh) {
-    return local_level_loglik(y, se * se, sh * sh) + log_half_normal(se, 500) +
+    return local_level_loglik_diffuse(y, se * se, sh * sh) + log_half_normal(se, 500) +
            log_half_normal(sh, 200);
   };
   const std::array<double, 2> nm = nelder_mead(

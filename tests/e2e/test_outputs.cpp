@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fresh_dir(const std::string& name) {
-  const std::string d = scratch_path(name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 // The command fails with exit status 1, naming `output` and `input`, and `input` is unchanged.
 void expect_refused(const std::vector<std::string>& argv, const std::string& output,
                     const std::string& input) {

@@ -46,7 +46,7 @@ model level_lognormal {
 }
 )";
 
-std::string number(double x) {
+std::string decimal(double x) {
   return fmt::format("{:.17g}", x);
 }
 
@@ -58,14 +58,14 @@ double lognormal_log_density(double x, double mu, double sigma) {
 // The data (60 steps at q = 0.5, r = 0.7) and the density file N(0.5, 0.5²) over log q and
 // N(0, 1) over log r, its columns in the other order (r, q): `--model normal` fits the means
 // and (population) sds of r = ±1 and q = 0.5 ± 0.5 over a grid of signs exactly.
-struct Setup {
+struct PriorSetup {
   std::string half, lognormal, data, prior;
 };
 
-const Setup& setup() {
-  static const Setup s = [] {
-    Setup s{model_exe("level_half", kHalfNormal), model_exe("level_lognormal", kLognormal),
-            scratch_path("prior_file.csv"), scratch_path("prior_file.pt")};
+const PriorSetup& prior_setup() {
+  static const PriorSetup s = [] {
+    PriorSetup s{model_exe("level_half", kHalfNormal), model_exe("level_lognormal", kLognormal),
+                 scratch_path("prior_file.csv"), scratch_path("prior_file.pt")};
     run_ok({s.half, "simulate", "--T", "60", "--seed", "3", "--param", "q=0.5", "--param", "r=0.7",
             "--out", s.data});
     std::string points = "r,q\n";
@@ -84,7 +84,7 @@ const Setup& setup() {
 
 TEST_CASE("optimize --map --prior: the mode and standard errors of the model with those priors",
           "[optimize][prior]") {
-  const Setup& s = setup();
+  const PriorSetup& s = prior_setup();
   for (const char* method : {"lbfgs", "adam"}) {
     INFO(method);
     std::vector<std::string> common = {"optimize", "--map",  "--data", s.data, "--method",
@@ -111,7 +111,7 @@ TEST_CASE("optimize --map --prior: the mode and standard errors of the model wit
 
 TEST_CASE("sample --prior: PMMH's chains and SMC²'s evidence under the file's prior",
           "[sample][prior]") {
-  const Setup& s = setup();
+  const PriorSetup& s = prior_setup();
   // PMMH with the Kalman likelihood: one target and one seed give the same chains.
   const std::vector<std::string> pmmh = {"sample", "--data", s.data, "--json", "--seed", "4"};
   std::vector<std::string> a = {s.lognormal}, b = {s.half};
@@ -158,7 +158,7 @@ TEST_CASE("sample --prior: PMMH's chains and SMC²'s evidence under the file's p
 
 TEST_CASE("--prior refusals: without --map, methods that do not read it, other coordinates",
           "[optimize][sample][prior]") {
-  const Setup& s = setup();
+  const PriorSetup& s = prior_setup();
   const auto refused = [&](std::vector<std::string> args, int code, const std::string& message) {
     args.insert(args.begin(), s.half);
     args.insert(args.end(), {"--data", s.data, "--prior", s.prior, "--json"});
@@ -182,13 +182,13 @@ TEST_CASE("--prior refusals: without --map, methods that do not read it, other c
 
 TEST_CASE("unconstrain and constrain: draws to the coordinates of a --prior density and back",
           "[prior]") {
-  const Setup& s = setup();
+  const PriorSetup& s = prior_setup();
   // A Stan CSV: comment lines skipped, lp__ ignored, columns matched by name; q = e^0.5 and r = 1
   // are u = (0.5, 0) on the log scale.
   const std::string draws = scratch_path("prior_file_draws.csv"),
                     u = scratch_path("prior_file_u.csv");
   write_file(draws, "# model = level_half\n# id = 1\nlp__,r,q\n-3," + std::string("1,") +
-                        number(std::exp(0.5)) + "\n-4,2,0.25\n# Elapsed\n");
+                        decimal(std::exp(0.5)) + "\n-4,2,0.25\n# Elapsed\n");
   run_ok({s.half, "unconstrain", "--from", draws, "--out", u});
   const Table t = read_table(u);
   CHECK(t.header == std::vector<std::string>{"q", "r"});
@@ -239,7 +239,7 @@ TEST_CASE("unconstrain and constrain: draws to the coordinates of a --prior dens
 // independent given the parameters; the Gaussian on the log scale is the one approximation).
 TEST_CASE("sample --prior: one series' posterior as the next one's prior gives both's posterior",
           "[sample][prior]") {
-  const Setup& s = setup();
+  const PriorSetup& s = prior_setup();
   std::string both = "series,y\n";
   std::vector<std::string> one;
   for (int k = 0; k < 2; ++k) {
@@ -248,8 +248,8 @@ TEST_CASE("sample --prior: one series' posterior as the next one's prior gives b
             "--param", "r=0.7", "--out", sim});
     std::string ys = "y\n";
     for (double y : read_table(sim).column("y")) {
-      ys += number(y) + "\n";
-      both += fmt::format("s{},{}\n", k, number(y));
+      ys += decimal(y) + "\n";
+      both += fmt::format("s{},{}\n", k, decimal(y));
     }
     one.push_back(scratch_path(fmt::format("prior_chain_y{}.csv", k)));
     write_file(one.back(), ys);

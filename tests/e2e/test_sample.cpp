@@ -20,7 +20,7 @@ using namespace e2e;
 
 namespace {
 
-const char* kModel = R"(
+const char* kSampleModel = R"(
 model ar1n {
   param rho ~ uniform(-1, 1) = 0.7;
   param sigma ~ half_normal(1) = 0.5;
@@ -71,7 +71,7 @@ void check_against(const nlohmann::json& j, const Moments& m) {
 } // namespace
 
 TEST_CASE("PMMH with the exact likelihood matches quadrature; Stan CSV read back", "[sample]") {
-  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string& exe = model_exe("ar1n", kSampleModel);
   const std::string data = scratch_path("ar1n.csv");
   run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
   const Moments m = quadrature(read_table(data).column("y"));
@@ -121,7 +121,7 @@ TEST_CASE("PMMH with the exact likelihood matches quadrature; Stan CSV read back
 }
 
 TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sample][smc]") {
-  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string& exe = model_exe("ar1n", kSampleModel);
   const std::string data = scratch_path("ar1n-pf.csv");
   run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
   const Moments m = quadrature(read_table(data).column("y"));
@@ -143,7 +143,7 @@ TEST_CASE("PMMH with a particle filter's likelihood matches quadrature", "[sampl
 }
 
 TEST_CASE("SMC^2: the log evidence and the posterior match quadrature", "[sample][smc]") {
-  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string& exe = model_exe("ar1n", kSampleModel);
   const std::string data = scratch_path("ar1n.csv");
   run_ok({exe, "simulate", "--T", "50", "--seed", "3", "--out", data});
   const Moments m = quadrature(read_table(data).column("y"));
@@ -290,7 +290,7 @@ TEST_CASE("PMMH and SMC^2 with a hierarchical prior match quadrature", "[sample]
 }
 
 TEST_CASE("sample never writes a chain's file over its data", "[sample]") {
-  const std::string& exe = model_exe("ar1n", kModel);
+  const std::string& exe = model_exe("ar1n", kSampleModel);
   const std::string data = scratch_path("ar1n-chain_2.csv"); // what --out ar1n-chain.csv writes
   run_ok({exe, "simulate", "--T", "20", "--seed", "3", "--out", data});
   const std::string before = read_file(data);

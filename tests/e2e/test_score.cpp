@@ -33,8 +33,8 @@ model lgscore {
 )";
 
 // The log-likelihood of `exe` by its exact filter with `param` set to `value` (JSON text).
-double exact_loglik(const std::string& exe, const std::string& data, const std::string& param,
-                    const std::string& value) {
+double filter_loglik(const std::string& exe, const std::string& data, const std::string& param,
+                     const std::string& value) {
   const nlohmann::json j = nlohmann::json::parse(
       run_ok({exe, "filter", "--data", data, "--json", "--param", param + "=" + value}).out);
   return j.at("log_likelihood").get<double>();
@@ -64,7 +64,7 @@ std::vector<double> finite_differences(const std::string& exe, const std::string
     up[k] += h;
     down[k] -= h;
     out.push_back(
-        (exact_loglik(exe, data, param, text(up)) - exact_loglik(exe, data, param, text(down))) /
+        (filter_loglik(exe, data, param, text(up)) - filter_loglik(exe, data, param, text(down))) /
         (2 * h));
   }
   return out;

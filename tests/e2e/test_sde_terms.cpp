@@ -21,7 +21,7 @@ using namespace e2e;
 
 namespace {
 
-const char* kHarness = R"(
+const char* kTermsHarness = R"(
 #include "kernel/abi.h"
 #include <cstdio>
 #include <cstdlib>
@@ -124,7 +124,7 @@ void check_rows(const std::string& name, const std::string& source,
   const int ncoef = coefficient_size(sde), first = d + d * d + ncoef + 1 + 4 + gradient;
   std::vector<std::string> args = {std::to_string(d), std::to_string(ncoef), std::to_string(first)};
   args.insert(args.end(), point.begin(), point.end());
-  CHECK(check_harness_rows(name, run_kernel_harness(name, src, kHarness, args), 1e-5, false) ==
+  CHECK(check_harness_rows(name, run_kernel_harness(name, src, kTermsHarness, args), 1e-5, false) ==
         d + 1);
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 const double a = 0.8, q = 0.6, r = 0.7;
 
-const char* kModel = R"(
+const char* kSmoothingModel = R"(
 model smooth_lg {
   param a ~ uniform(-1, 1) = 0.8;
   param q ~ half_normal(1) = 0.6;
@@ -40,7 +40,7 @@ model smooth_lg {
 
 // The same model with the locally optimal proposal q(x[t] | x[t-1], y[t]) = p(x[t] | x[t-1], y[t]).
 std::string guided_model() {
-  std::string m = kModel;
+  std::string m = kSmoothingModel;
   m.replace(m.find("smooth_lg"), 9, "smooth_lg_guided");
   m.insert(m.rfind('}'), R"(  let s2 = 1 / (1 / q^2 + 1 / r^2);
   proposal x[t] ~ normal(s2 * (a * x[t-1] / q^2 + y[t] / r^2), sqrt(s2));
@@ -88,7 +88,7 @@ struct Replicates {
 
 TEST_CASE("particle smoothers agree with the exact smoothing distribution (1-D linear Gaussian)",
           "[smooth]") {
-  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string& exe = model_exe("smooth_lg", kSmoothingModel);
   const std::string data = scratch_path("smooth_lg_data.csv");
   const int T = 30;
   run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "11", "--out", data});
@@ -260,7 +260,7 @@ model smooth_lg10 {{
 
 TEST_CASE("rts gives the exact smoothing distribution and functionals (1-D linear Gaussian)",
           "[smooth]") {
-  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string& exe = model_exe("smooth_lg", kSmoothingModel);
   const std::string data = scratch_path("smooth_lg_rts.csv"), out = scratch_path("rts_out.csv");
   const int T = 30;
   run_ok({exe, "simulate", "--T", std::to_string(T), "--seed", "11", "--out", data});
@@ -285,7 +285,7 @@ TEST_CASE("rts gives the exact smoothing distribution and functionals (1-D linea
 
 TEST_CASE("rejection sampling uses the compiled density bound; mcmc moves from the ancestor",
           "[smooth]") {
-  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string& exe = model_exe("smooth_lg", kSmoothingModel);
   const std::string data = scratch_path("smooth_lg_bound.csv");
   run_ok({exe, "simulate", "--T", "40", "--seed", "5", "--out", data});
   // The bound of normal(a x[t-1], q) over x[t] is its density at the mean, 1 / (q sqrt(2 pi)).
@@ -332,7 +332,7 @@ TEST_CASE("rejection sampling uses the compiled density bound; mcmc moves from t
 }
 
 TEST_CASE("smoothers give bit-identical output for 1 and 3 threads", "[smooth]") {
-  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string& exe = model_exe("smooth_lg", kSmoothingModel);
   const std::string data = scratch_path("smooth_threads_data.csv");
   run_ok({exe, "simulate", "--T", "20", "--seed", "2", "--out", data});
   const std::vector<std::vector<std::string>> configs = {{"ffbsm"},
@@ -370,7 +370,7 @@ TEST_CASE("smoothers give bit-identical output for 1 and 3 threads", "[smooth]")
 }
 
 TEST_CASE("smooth refuses what the model cannot support, before any work", "[smooth]") {
-  const std::string& exe = model_exe("smooth_lg", kModel);
+  const std::string& exe = model_exe("smooth_lg", kSmoothingModel);
   const std::string data = scratch_path("smooth_refuse_data.csv");
   run_ok({exe, "simulate", "--T", "5", "--seed", "2", "--out", data});
   auto refused = [&](std::vector<std::string> args, const std::string& expected) {

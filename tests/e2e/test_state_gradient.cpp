@@ -15,7 +15,7 @@ using namespace e2e;
 
 namespace {
 
-const char* kHarness = R"(
+const char* kStateGradientHarness = R"(
 #include "kernel/abi.h"
 #include <cmath>
 #include <cstdio>
@@ -76,7 +76,7 @@ std::string run_harness(const std::string& name, const std::string& source, int 
   std::vector<std::string> args = {std::to_string(n_state), std::to_string(theta.size()),
                                    std::to_string(n_obs)};
   args.insert(args.end(), theta.begin(), theta.end());
-  return run_kernel_harness(name, src, kHarness, args);
+  return run_kernel_harness(name, src, kStateGradientHarness, args);
 }
 
 // Checks every line of the harness's output: the kernel against the difference quotient.

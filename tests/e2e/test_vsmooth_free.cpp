@@ -21,7 +21,7 @@ using namespace e2e;
 namespace {
 
 // A 2-D linear-Gaussian model whose observation noise alternates between 0.2 and 2 with t.
-const char* kModel = R"(model vs_free {
+const char* kFreeModel = R"(model vs_free {
   param A : matrix[2, 2] = [[0.8, 0.2], [-0.3, 0.7]];
   state x : vector[2];
   obs y : vector[2];
@@ -31,14 +31,14 @@ const char* kModel = R"(model vs_free {
 }
 )";
 
-struct Setup {
+struct FreeSetup {
   std::string exe, data, rts;
 };
 
-const Setup& setup() {
-  static const Setup s = [] {
-    Setup s;
-    s.exe = model_exe("vs_free", kModel);
+const FreeSetup& free_setup() {
+  static const FreeSetup s = [] {
+    FreeSetup s;
+    s.exe = model_exe("vs_free", kFreeModel);
     s.data = scratch_path("vs_free.csv");
     s.rts = scratch_path("vs_free_rts.csv");
     run_ok({s.exe, "simulate", "--T", "30", "--seed", "4", "--out", s.data});
@@ -65,7 +65,7 @@ double column_gap(const Table& a, const Table& b, const std::string& prefix_a,
 } // namespace
 
 TEST_CASE("the free encoder holds a smoothing law no amortised encoder reaches", "[vsmooth]") {
-  const Setup& s = setup();
+  const FreeSetup& s = free_setup();
   auto fit = [&](const std::string& encoder, const std::string& iterations,
                  const std::string& out) {
     return run_json({s.exe, "smooth", "--data", s.data, "--method", "variational", "--encoder",
@@ -98,7 +98,7 @@ TEST_CASE("the free encoder holds a smoothing law no amortised encoder reaches",
 }
 
 TEST_CASE("the free encoder at the model's emission is the Kalman filter", "[vsmooth]") {
-  const Setup& s = setup();
+  const FreeSetup& s = free_setup();
   const std::string kalman = scratch_path("vs_free_kalman.csv");
   run_ok({s.exe, "filter", "--data", s.data, "--method", "kalman", "--out", kalman});
   const std::string steps = scratch_path("vs_free_steps.csv"), out = scratch_path("vs_free0.csv");
@@ -140,7 +140,7 @@ TEST_CASE("the free encoder at the model's emission is the Kalman filter", "[vsm
 }
 
 TEST_CASE("the free encoder refuses the runs it cannot serve", "[vsmooth]") {
-  const Setup& s = setup();
+  const FreeSetup& s = free_setup();
   auto refused = [&](const std::string& data, std::vector<std::string> args,
                      const std::string& expected) {
     std::vector<std::string> argv = {s.exe, "smooth", "--data", data, "--method", "variational"};

@@ -41,8 +41,8 @@ std::string model_source(const std::string& name, const std::string& guide) {
 
 // A simulated series of `exe`'s model, with w blanked throughout when `without_w`, and its exact
 // RTS smoothing at `rts_out`.
-std::string simulated(const std::string& exe, const std::string& name, bool without_w,
-                      const std::string& rts_out) {
+std::string simulated_series(const std::string& exe, const std::string& name, bool without_w,
+                             const std::string& rts_out) {
   const std::string data = scratch_path(name + ".csv");
   run_ok({exe, "simulate", "--T", "40", "--seed", "7", "--out", data});
   if (without_w) {
@@ -63,7 +63,7 @@ TEST_CASE("a declared network encoder reaches the exact smoothing law", "[vsmoot
   const std::string& exe =
       model_exe("vs_guide_net", model_source("vs_guide_net", "guide x[t] ~ backward(enc(y[t]));"));
   const std::string rts = scratch_path("vs_guide_net_rts.csv");
-  const std::string data = simulated(exe, "vs_guide_net", true, rts);
+  const std::string data = simulated_series(exe, "vs_guide_net", true, rts);
   const std::string out = scratch_path("vs_guide_net_q.csv"), guide = scratch_path("vs_net.pt");
   const nlohmann::json j =
       run_json({exe, "smooth", "--data", data, "--method", "variational", "--init", "random",
@@ -91,7 +91,7 @@ TEST_CASE("a declared linear encoder reads the observations it names", "[vsmooth
   const std::string& flags = model_exe("vs_guide_none", model_source("vs_guide_none", ""));
   SECTION("exact where the observation it does not read is missing") {
     const std::string rts = scratch_path("vs_guide_y_rts.csv");
-    const std::string data = simulated(declared, "vs_guide_y", true, rts);
+    const std::string data = simulated_series(declared, "vs_guide_y", true, rts);
     const std::string out = scratch_path("vs_guide_y_q.csv");
     const nlohmann::json j =
         run_json({declared, "smooth", "--data", data, "--method", "variational", "--init", "random",
@@ -105,7 +105,7 @@ TEST_CASE("a declared linear encoder reads the observations it names", "[vsmooth
   }
   SECTION("short of it where that observation informs the state") {
     const std::string rts = scratch_path("vs_guide_yw_rts.csv");
-    const std::string data = simulated(declared, "vs_guide_yw", false, rts);
+    const std::string data = simulated_series(declared, "vs_guide_yw", false, rts);
     const nlohmann::json partial =
         run_json({declared, "smooth", "--data", data, "--method", "variational", "--json"});
     const nlohmann::json full =
