@@ -36,9 +36,9 @@ struct Interval {
 // Bounds of a scalar arena node over every value of the path (a state at lag 0), as expressions
 // of the run-time constants: the General Poisson estimator's bounds of psi, which the runtime
 // evaluates at the parameters it runs with.
-class Bounds {
+class SymbolicBounds {
 public:
-  Bounds(const ir::Model& model, ExprBuilder& b) : model_(model), b_(b) {}
+  SymbolicBounds(const ir::Model& model, ExprBuilder& b) : model_(model), b_(b) {}
 
   Interval of(int id) {
     if (auto it = memo_.find(id); it != memo_.end())
@@ -276,7 +276,7 @@ public:
       // psi over the real line: (alpha^2 / sigma^2 + alpha') / 2 at x = sigma u.
       const int a = alpha[0], sg = coefficient[0];
       const int psi = b.div(b.add(b.div(b.mul(a, a), b.mul(sg, sg)), jacobian[0]), b.constant(2));
-      Bounds bounds(model, b);
+      SymbolicBounds bounds(model, b);
       Interval i = bounds.of(psi);
       // The model's bounds and the compiler's hold together: the tighter of each pair.
       i.lo = both_or_either(i.lo, given_lower, [&](int x, int y) { return b.call("max", {x, y}); });

@@ -18,9 +18,9 @@ namespace ssm::cli {
 
 namespace {
 
-class Posterior : public Command {
+class PosteriorCommand : public Command {
 public:
-  explicit Posterior(CLI::App* app) : Command(app) {
+  explicit PosteriorCommand(CLI::App* app) : Command(app) {
     app->add_option("--ratio", ratio_,
                     "The ratio: a classifier saved by nre --save, or 'exact' (the simulator's own "
                     "likelihood, where it has one)")
@@ -212,8 +212,8 @@ private:
 } // namespace
 
 std::unique_ptr<Command> add_posterior(CLI::App& app, const Context&) {
-  return std::make_unique<Posterior>(app.add_subcommand(
-      "posterior", "Posterior draws given an observation, by a sampler driven by a "
+  return std::make_unique<PosteriorCommand>(app.add_subcommand(
+      "posterior", "PosteriorCommand draws given an observation, by a sampler driven by a "
                    "likelihood-to-evidence ratio (nre's classifier, or the exact likelihood); "
                    "draws in Stan's CSV layout"));
 }

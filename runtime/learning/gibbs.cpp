@@ -25,7 +25,7 @@ namespace ssm {
 
 namespace {
 
-constexpr uint32_t kSiteLatent = 0x47600000, kSiteInit = 0x47610000;
+constexpr uint32_t kSiteLatent = 0x47600000, kSiteChainStart = 0x47610000;
 
 // `x.52` (item 52, 1-based) or `z.3.2`, as Stan names the elements of generated quantities.
 std::string imputed_name(const VarInfo& v, int64_t item, int64_t k) {
@@ -280,7 +280,7 @@ std::vector<double> chain_start(const MethodRun& run, const ParameterSpace& spac
     const size_t n = static_cast<size_t>(space.n_theta());
     std::vector<double> u = space.unconstrain({theta.data(), n});
     for (size_t k = 0; k < u.size(); ++k)
-      u[k] += philox_u01(run.seed, chain, 0, kSiteInit, static_cast<uint32_t>(k)) - 0.5;
+      u[k] += philox_u01(run.seed, chain, 0, kSiteChainStart, static_cast<uint32_t>(k)) - 0.5;
     space.constrain(u, {theta.data(), n});
   }
   return theta;

@@ -18,7 +18,7 @@ namespace ssm {
 namespace {
 
 // Filter runs averaged for the log-likelihood reported at the estimate.
-constexpr int64_t kFinalRuns = 4;
+constexpr int64_t kFinalLoglikRuns = 4;
 
 // The E-step of every series at theta, from the seed of this iteration.
 void particle_e_step(const MethodRun& run, const SmoothOptions& smoothing,
@@ -60,16 +60,16 @@ bool mean_score_within_noise(const std::vector<std::vector<double>>& scores, dou
   return within;
 }
 
-// kFinalRuns filter estimates of the log-likelihood at theta (every series).
+// kFinalLoglikRuns filter estimates of the log-likelihood at theta (every series).
 std::vector<double> final_log_likelihoods(const MethodRun& run, const SmoothOptions& smoothing,
                                           const EmPoints& e, const std::vector<double>& theta,
                                           uint64_t seed) {
   std::vector<double> runs;
-  for (int64_t r = 0; r < kFinalRuns; ++r) {
+  for (int64_t r = 0; r < kFinalLoglikRuns; ++r) {
     double ll = 0;
     for (size_t k = 0; k < e.series.size(); ++k) {
       FilterOptions at = smoothing.filter;
-      at.seed = series_seed(iteration_seed(seed, r, 0, kFinalRuns), static_cast<int64_t>(k));
+      at.seed = series_seed(iteration_seed(seed, r, 0, kFinalLoglikRuns), static_cast<int64_t>(k));
       at.history = at.moments = false;
       at.progress = nullptr;
       ll += bootstrap_filter(run.model, run.info, theta, e.series[k], at, *run.pool).log_likelihood;

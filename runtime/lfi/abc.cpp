@@ -16,7 +16,7 @@ namespace ssm::lfi {
 
 namespace {
 
-constexpr int64_t kBatch = 4096;
+constexpr int64_t kAbcBatch = 4096;
 
 uint64_t stream(uint64_t seed, uint64_t what, uint64_t index) {
   return mix_seed(seed ^ mix_seed(what * 0x100000000ULL + index));
@@ -106,7 +106,7 @@ AbcResult smc(const Simulator& sim, const std::vector<double>& x_obs, const AbcO
   out.epsilons.push_back(INFINITY);
   out.acceptance.push_back(1.0);
   out.generation_simulations.push_back(M);
-  std::vector<double> cand(kBatch * P), cand_x(kBatch * D), log_prior(kBatch);
+  std::vector<double> cand(kAbcBatch * P), cand_x(kAbcBatch * D), log_prior(kAbcBatch);
   for (int64_t generation = 1;; ++generation) {
     // The next tolerance: the alpha quantile of the population's distances.
     std::vector<double> sorted = d;
@@ -138,7 +138,7 @@ AbcResult smc(const Simulator& sim, const std::vector<double>& x_obs, const AbcO
       if (out.simulations + made >= o.simulations)
         break;
       // Batches of about a population: a larger one would overshoot the last acceptances.
-      const int64_t B = std::min<int64_t>(std::min(kBatch, std::max<int64_t>(M, 256)),
+      const int64_t B = std::min<int64_t>(std::min(kAbcBatch, std::max<int64_t>(M, 256)),
                                           o.simulations - out.simulations - made);
       const uint64_t seed = stream(o.seed, 2 + generation, batch_index++);
       for (int64_t b = 0; b < B; ++b) {

@@ -9,6 +9,7 @@
 #include "passes/derivatives.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
+#include "text_file.h"
 
 #include "kernel/kernel_lib.h"
 
@@ -26,6 +27,8 @@
 #include <sstream>
 
 using namespace ssm;
+
+using unit_test_files::read_file;
 
 namespace {
 
@@ -76,13 +79,6 @@ std::vector<double> evaluate_at(const ir::Model& model, const ir::Block& block, 
     return memo[i] = std::move(out);
   };
   return value(id);
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // A point inside every support: parameters at their defaults (0.5 without one, a covariance
@@ -347,8 +343,8 @@ TEST_CASE("derivatives of relation arguments and log-densities match finite diff
   Totals totals;
   for (const std::string& file : files) {
     frontend::DiagnosticEngine diags;
-    std::optional<ir::Model> model =
-        frontend::compile_model(read(file), file, diags, {std::string(SSM_SOURCE_DIR) + "/stdlib"});
+    std::optional<ir::Model> model = frontend::compile_model(
+        read_file(file), file, diags, {std::string(SSM_SOURCE_DIR) + "/stdlib"});
     INFO(file << "\n" << diags.str());
     REQUIRE(model);
     passes::augment_lags(*model); // as before code generation: x[t-2] becomes a state at t-1
@@ -420,7 +416,7 @@ TEST_CASE("the derivatives analysis records Jacobians and gradients (lgssm1)",
           "[passes][derivatives]") {
   const std::string file = std::string(SSM_SOURCE_DIR) + "/examples/lgssm1.ssm";
   frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(read(file), file, diags);
+  std::optional<ir::Model> model = frontend::compile_model(read_file(file), file, diags);
   REQUIRE(model);
   passes::PassContext context;
   passes::create_pass("derivatives")->run(*model, context);
@@ -503,7 +499,7 @@ TEST_CASE("the score terms are the step's log-density gradients, 0 for a missing
           "[passes][derivatives][score]") {
   const std::string file = std::string(SSM_SOURCE_DIR) + "/examples/lgssm1.ssm";
   frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(read(file), file, diags);
+  std::optional<ir::Model> model = frontend::compile_model(read_file(file), file, diags);
   REQUIRE(model);
   passes::PassContext context;
   passes::create_pass("derivatives")->run(*model, context);

@@ -5,6 +5,7 @@
 // "modules/NAME";); file names in messages are relative to tests/golden/diagnostics, and the
 // standard library's directory is written STDLIB.
 #include "frontend/frontend.h"
+#include "text_file.h"
 
 #include <catch2/catch.hpp>
 
@@ -22,14 +23,9 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+using unit_test_files::read_file;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace {
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;

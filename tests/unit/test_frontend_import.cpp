@@ -18,13 +18,13 @@ using namespace ssm;
 
 namespace {
 
-struct TempDir {
+struct ImportDir {
   fs::path path;
-  TempDir() {
+  ImportDir() {
     path = fs::temp_directory_path() / fs::path("ssmc-import-" + std::to_string(::getpid()));
     fs::create_directories(path / "lib");
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~ImportDir() { fs::remove_all(path); }
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path / name) << text;
     return (path / name).string();
@@ -54,7 +54,7 @@ ir::Model compile_clean(const std::string& source, const std::string& path) {
 } // namespace
 
 TEST_CASE("a model imports constants and functions from a module", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   dir.write("lib/helpers.ssm", "module helpers {\n  const scale = 3;\n"
                                "  fn half(x : real) -> real = x / 2;\n}\n");
   std::string model = dir.write("m.ssm", kModel);
@@ -83,7 +83,7 @@ TEST_CASE("a model imports constants and functions from a module", "[frontend][i
 }
 
 TEST_CASE("errors in imported files name those files", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   dir.write("helpers.ssm", "module helpers {\n  const scale = 3;\n"
                            "  fn half(x : real) -> real = x / 2 + unknown;\n}\n");
   std::string model = dir.write("m.ssm", kModel);
@@ -125,7 +125,7 @@ TEST_CASE("every standard library module can be imported", "[frontend][import][s
 }
 
 TEST_CASE("modules import modules", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   // m imports lib/outer, which imports inner: found next to lib/outer.ssm first, although the
   // model's directory has an inner.ssm too. Both are visible to the model.
   dir.write("lib/outer.ssm", "module outer {\n  import \"inner\";\n"
@@ -158,7 +158,7 @@ TEST_CASE("modules import modules", "[frontend][import]") {
 }
 
 TEST_CASE("a module imported twice is read once", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   // A diamond: m imports left and right, which both import base (by different paths).
   dir.write("base.ssm", "module base {\n  fn sq(x : real) -> real = x * x;\n}\n");
   dir.write("lib/left.ssm", "module left {\n  import \"../base\";\n"
@@ -181,7 +181,7 @@ TEST_CASE("a module imported twice is read once", "[frontend][import]") {
 }
 
 TEST_CASE("a module sees only its own names and those it imports", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   dir.write("a.ssm", "module a {\n  fn fa(x : real) -> real = x + 1;\n}\n");
   dir.write("b.ssm", "module b {\n  fn fb(x : real) -> real = fa(x) * k;\n}\n");
   const char* source = R"(model m {
@@ -212,7 +212,7 @@ TEST_CASE("a module sees only its own names and those it imports", "[frontend][i
 }
 
 TEST_CASE("modules that import each other in a circle are an error", "[frontend][import]") {
-  TempDir dir;
+  ImportDir dir;
   dir.write("a.ssm", "module a {\n  import \"b\";\n  const ka = 1;\n}\n");
   dir.write("b.ssm", "module b {\n  import \"c\";\n  const kb = 1;\n}\n");
   dir.write("c.ssm", "module c {\n  import \"a\";\n  const kc = 1;\n}\n");

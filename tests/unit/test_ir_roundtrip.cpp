@@ -9,6 +9,7 @@
 #include "ir/reader.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
+#include "text_file.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,14 +26,9 @@
 namespace fs = std::filesystem;
 using namespace ssm;
 
-namespace {
+using unit_test_files::read_file;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace {
 
 std::vector<fs::path> files(const std::string& dir, const std::string& extension) {
   std::vector<fs::path> out;

@@ -2,6 +2,7 @@
 // hand-written model: simulate -> filter round trip, JSON summaries, --resampling, exit codes and
 // error format, global options after the subcommand, and atomic outputs on failure.
 #include "runtime_test_models.h"
+#include "text_file.h"
 
 #include "cli/cli.h"
 #include "core/csv.h"
@@ -17,6 +18,8 @@
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+
+using unit_test_files::read_file;
 
 namespace {
 
@@ -46,13 +49,6 @@ Run run(const ssm_model& model, std::vector<std::string> args) {
   std::FILE* err = std::tmpfile();
   int code = ssm::run_cli(&model, static_cast<int>(args.size()), argv.data(), out, err);
   return {code, slurp(out), slurp(err)};
-}
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 bool exists(const std::string& p) {

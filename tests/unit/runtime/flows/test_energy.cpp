@@ -39,12 +39,12 @@ std::shared_ptr<EnergyImpl> random_energy(uint64_t seed) {
 }
 
 // A midpoint grid of [-L, L]^2 with spacing h, and p at its points.
-struct Grid {
+struct EnergyGrid {
   torch::Tensor points, p;
   double volume;
 };
 
-Grid density_grid(EnergyImpl& energy, double L, double h) {
+EnergyGrid density_grid(EnergyImpl& energy, double L, double h) {
   torch::NoGradGuard no_grad;
   auto axis = torch::arange(-L + h / 2, L, h, torch::kFloat64);
   auto mesh = torch::meshgrid({axis, axis}, "ij");
@@ -60,7 +60,7 @@ torch::Tensor cell_of(const torch::Tensor& x) {
                       torch::full_like(inside, 36, torch::kInt64));
 }
 
-double chi_square(const Grid& g, const torch::Tensor& draws) {
+double chi_square(const EnergyGrid& g, const torch::Tensor& draws) {
   auto expected =
       torch::zeros({37}, torch::kFloat64).index_add_(0, cell_of(g.points), g.p * g.volume);
   expected = expected / expected.sum(); // the grid's mass, whatever the normaliser's error
@@ -75,7 +75,7 @@ double chi_square(const Grid& g, const torch::Tensor& draws) {
 TEST_CASE("an energy model integrates to 1, and its samplers' draws follow its density",
           "[flows][energy]") {
   auto energy = random_energy(31);
-  const Grid g = density_grid(*energy, 14.0, 0.04);
+  const EnergyGrid g = density_grid(*energy, 14.0, 0.04);
   const double mass = g.p.sum().item<double>() * g.volume;
   // Z is a mean of exp(logit) over 2^18 instrumental draws: its relative standard error, from a
   // fresh pool of the same size.

@@ -19,7 +19,7 @@ bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b);
 }
 
-constexpr uint64_t kSeed = 0xfeedfacecafebeefull;
+constexpr uint64_t kLibSeed = 0xfeedfacecafebeefull;
 
 } // namespace
 
@@ -69,58 +69,59 @@ TEST_CASE("kernel_lib.bc agrees bit for bit with the host build", "[kernel_lib]"
   }
   for (uint32_t n = 0; n < 200; ++n) {
     const uint32_t t = n * 7, site = 3 + n % 5;
-    check(ssm_rng_uniform(kSeed, n, t, site), philox_u01(kSeed, n, t, site, 0), "rng_uniform");
-    check(ssm_sample_std_normal(kSeed, n, t, site), sample_std_normal(kSeed, n, t, site),
+    check(ssm_rng_uniform(kLibSeed, n, t, site), philox_u01(kLibSeed, n, t, site, 0),
+          "rng_uniform");
+    check(ssm_sample_std_normal(kLibSeed, n, t, site), sample_std_normal(kLibSeed, n, t, site),
           "sample_std_normal");
-    check(ssm_sample_std_normal_k(kSeed, n, t, site, n % 7),
-          sample_std_normal_k(kSeed, n, t, site, n % 7), "sample_std_normal_k");
+    check(ssm_sample_std_normal_k(kLibSeed, n, t, site, n % 7),
+          sample_std_normal_k(kLibSeed, n, t, site, n % 7), "sample_std_normal_k");
     for (double a : ps) {
-      check(ssm_sample_half_normal(kSeed, n, t, site, a), sample_half_normal(kSeed, n, t, site, a),
-            "sample_half_normal");
-      check(ssm_sample_exponential(kSeed, n, t, site, a), sample_exponential(kSeed, n, t, site, a),
-            "sample_exponential");
-      check(ssm_sample_poisson(kSeed, n, t, site, a), sample_poisson(kSeed, n, t, site, a),
+      check(ssm_sample_half_normal(kLibSeed, n, t, site, a),
+            sample_half_normal(kLibSeed, n, t, site, a), "sample_half_normal");
+      check(ssm_sample_exponential(kLibSeed, n, t, site, a),
+            sample_exponential(kLibSeed, n, t, site, a), "sample_exponential");
+      check(ssm_sample_poisson(kLibSeed, n, t, site, a), sample_poisson(kLibSeed, n, t, site, a),
             "sample_poisson");
-      check(ssm_sample_bernoulli(kSeed, n, t, site, a), sample_bernoulli(kSeed, n, t, site, a),
-            "sample_bernoulli");
+      check(ssm_sample_bernoulli(kLibSeed, n, t, site, a),
+            sample_bernoulli(kLibSeed, n, t, site, a), "sample_bernoulli");
       for (double b : {0.3, 2.0, 0.0}) {
-        check(ssm_sample_normal(kSeed, n, t, site, a, b), sample_normal(kSeed, n, t, site, a, b),
-              "sample_normal");
-        check(ssm_sample_lognormal(kSeed, n, t, site, a, b),
-              sample_lognormal(kSeed, n, t, site, a, b), "sample_lognormal");
-        check(ssm_sample_uniform(kSeed, n, t, site, a, a + b),
-              sample_uniform(kSeed, n, t, site, a, a + b), "sample_uniform");
-        check(ssm_sample_gamma(kSeed, n, t, site, a, b), sample_gamma(kSeed, n, t, site, a, b),
-              "sample_gamma");
-        check(ssm_sample_student_t(kSeed, n, t, site, a, -1.0, b),
-              sample_student_t(kSeed, n, t, site, a, -1.0, b), "sample_student_t");
-        check(ssm_sample_beta(kSeed, n, t, site, a, b), sample_beta(kSeed, n, t, site, a, b),
+        check(ssm_sample_normal(kLibSeed, n, t, site, a, b),
+              sample_normal(kLibSeed, n, t, site, a, b), "sample_normal");
+        check(ssm_sample_lognormal(kLibSeed, n, t, site, a, b),
+              sample_lognormal(kLibSeed, n, t, site, a, b), "sample_lognormal");
+        check(ssm_sample_uniform(kLibSeed, n, t, site, a, a + b),
+              sample_uniform(kLibSeed, n, t, site, a, a + b), "sample_uniform");
+        check(ssm_sample_gamma(kLibSeed, n, t, site, a, b),
+              sample_gamma(kLibSeed, n, t, site, a, b), "sample_gamma");
+        check(ssm_sample_student_t(kLibSeed, n, t, site, a, -1.0, b),
+              sample_student_t(kLibSeed, n, t, site, a, -1.0, b), "sample_student_t");
+        check(ssm_sample_beta(kLibSeed, n, t, site, a, b), sample_beta(kLibSeed, n, t, site, a, b),
               "sample_beta");
-        check(ssm_sample_inverse_gamma(kSeed, n, t, site, a, b),
-              sample_inverse_gamma(kSeed, n, t, site, a, b), "sample_inverse_gamma");
-        check(ssm_sample_laplace(kSeed, n, t, site, a, b), sample_laplace(kSeed, n, t, site, a, b),
-              "sample_laplace");
-        check(ssm_sample_cauchy(kSeed, n, t, site, a, b), sample_cauchy(kSeed, n, t, site, a, b),
-              "sample_cauchy");
-        check(ssm_sample_weibull(kSeed, n, t, site, a, b), sample_weibull(kSeed, n, t, site, a, b),
-              "sample_weibull");
-        check(ssm_sample_gumbel(kSeed, n, t, site, a, b), sample_gumbel(kSeed, n, t, site, a, b),
-              "sample_gumbel");
-        check(ssm_sample_negative_binomial(kSeed, n, t, site, a, b),
-              sample_negative_binomial(kSeed, n, t, site, a, b), "sample_negative_binomial");
-        check(ssm_sample_binomial(kSeed, n, t, site, std::floor(a), b / 2),
-              sample_binomial(kSeed, n, t, site, std::floor(a), b / 2), "sample_binomial");
+        check(ssm_sample_inverse_gamma(kLibSeed, n, t, site, a, b),
+              sample_inverse_gamma(kLibSeed, n, t, site, a, b), "sample_inverse_gamma");
+        check(ssm_sample_laplace(kLibSeed, n, t, site, a, b),
+              sample_laplace(kLibSeed, n, t, site, a, b), "sample_laplace");
+        check(ssm_sample_cauchy(kLibSeed, n, t, site, a, b),
+              sample_cauchy(kLibSeed, n, t, site, a, b), "sample_cauchy");
+        check(ssm_sample_weibull(kLibSeed, n, t, site, a, b),
+              sample_weibull(kLibSeed, n, t, site, a, b), "sample_weibull");
+        check(ssm_sample_gumbel(kLibSeed, n, t, site, a, b),
+              sample_gumbel(kLibSeed, n, t, site, a, b), "sample_gumbel");
+        check(ssm_sample_negative_binomial(kLibSeed, n, t, site, a, b),
+              sample_negative_binomial(kLibSeed, n, t, site, a, b), "sample_negative_binomial");
+        check(ssm_sample_binomial(kLibSeed, n, t, site, std::floor(a), b / 2),
+              sample_binomial(kLibSeed, n, t, site, std::floor(a), b / 2), "sample_binomial");
         // Every proposal regime: intervals around, beside and far from mu = a.
         for (double lo : {-kInf, -0.1, 0.25, 8.0, 40.0})
           for (double w : {0.05, 1.0, 3.0, kInf})
-            check(ssm_sample_truncated_normal(kSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
-                  sample_truncated_normal(kSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
+            check(ssm_sample_truncated_normal(kLibSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
+                  sample_truncated_normal(kLibSeed, n, t, site, a, b + 0.1, a + lo, a + lo + w),
                   "sample_truncated_normal");
       }
-      check(ssm_sample_std_gamma(kSeed, n, t, site, a), sample_std_gamma(kSeed, n, t, site, a),
-            "sample_std_gamma");
-      check(ssm_sample_binomial(kSeed, n, t, site, 1e6, a / 20),
-            sample_binomial(kSeed, n, t, site, 1e6, a / 20), "sample_binomial");
+      check(ssm_sample_std_gamma(kLibSeed, n, t, site, a),
+            sample_std_gamma(kLibSeed, n, t, site, a), "sample_std_gamma");
+      check(ssm_sample_binomial(kLibSeed, n, t, site, 1e6, a / 20),
+            sample_binomial(kLibSeed, n, t, site, 1e6, a / 20), "sample_binomial");
     }
   }
   CHECK(mismatches == 0);

@@ -15,7 +15,7 @@ using ssm::test::check_ks;
 
 namespace {
 
-constexpr uint64_t kSeed = 0x5eed1234abcd9876ull;
+constexpr uint64_t kRngSeed = 0x5eed1234abcd9876ull;
 
 // Sample correlation of two equally long sequences.
 double correlation(const std::vector<double>& a, const std::vector<double>& b) {
@@ -64,7 +64,7 @@ TEST_CASE("philox_u01x2_run draws what philox_u01x2 draws, particle by particle"
   // Lengths around the vector widths (4 and 8 lanes), and counters that wrap at 2^32.
   for (const int64_t count : {0, 1, 3, 7, 8, 9, 16, 63, 64, 65, 1000})
     for (const uint32_t first : {0u, 12345u, 0xfffffff0u})
-      for (const uint64_t seed : {uint64_t(0), kSeed, ~uint64_t(0)}) {
+      for (const uint64_t seed : {uint64_t(0), kRngSeed, ~uint64_t(0)}) {
         std::vector<double> u0(count + 1, -1.0), u1(count + 1, -1.0);
         philox_u01x2_run(seed, first, count, 77, 0xFFFF0002u, 3, u0.data(), u1.data());
         INFO("count " << count << " first " << first << " seed " << seed);
@@ -82,8 +82,8 @@ TEST_CASE("philox_u01x2_run draws what philox_u01x2 draws, particle by particle"
 
 TEST_CASE("the same counter gives the same bits, any changed field different ones", "[rng]") {
   double a0, a1, b0, b1;
-  philox_u01x2(kSeed, 17, 5, 3, 2, a0, a1);
-  philox_u01x2(kSeed, 17, 5, 3, 2, b0, b1);
+  philox_u01x2(kRngSeed, 17, 5, 3, 2, a0, a1);
+  philox_u01x2(kRngSeed, 17, 5, 3, 2, b0, b1);
   CHECK(a0 == b0);
   CHECK(a1 == b1);
   CHECK(a0 != a1);
@@ -92,20 +92,20 @@ TEST_CASE("the same counter gives the same bits, any changed field different one
     philox_u01x2(seed, n, t, site, draw, c0, c1);
     return c0 != a0 && c1 != a1;
   };
-  CHECK(differs(kSeed ^ 1, 17, 5, 3, 2));
-  CHECK(differs(kSeed ^ (uint64_t(1) << 32), 17, 5, 3, 2)); // high word of the seed matters
-  CHECK(differs(kSeed, 18, 5, 3, 2));
-  CHECK(differs(kSeed, 17, 6, 3, 2));
-  CHECK(differs(kSeed, 17, 5, 4, 2));
-  CHECK(differs(kSeed, 17, 5, 3, 3));
-  CHECK(differs(kSeed, 5, 17, 3, 2)); // fields are not interchangeable
+  CHECK(differs(kRngSeed ^ 1, 17, 5, 3, 2));
+  CHECK(differs(kRngSeed ^ (uint64_t(1) << 32), 17, 5, 3, 2)); // high word of the seed matters
+  CHECK(differs(kRngSeed, 18, 5, 3, 2));
+  CHECK(differs(kRngSeed, 17, 6, 3, 2));
+  CHECK(differs(kRngSeed, 17, 5, 4, 2));
+  CHECK(differs(kRngSeed, 17, 5, 3, 3));
+  CHECK(differs(kRngSeed, 5, 17, 3, 2)); // fields are not interchangeable
 }
 
 TEST_CASE("uniforms lie in (0, 1) and pass Kolmogorov-Smirnov", "[rng]") {
   const uint32_t N = 100000;
   std::vector<double> first(N), second(N);
   for (uint32_t n = 0; n < N; ++n)
-    philox_u01x2(kSeed, n, 42, 7, 0, first[n], second[n]);
+    philox_u01x2(kRngSeed, n, 42, 7, 0, first[n], second[n]);
   const auto cdf = [](double u) { return u; };
   for (const auto* xs : {&first, &second}) {
     for (double u : *xs)
@@ -116,9 +116,9 @@ TEST_CASE("uniforms lie in (0, 1) and pass Kolmogorov-Smirnov", "[rng]") {
   // Along the other counter fields too.
   std::vector<double> by_t(N), by_site(N), by_draw(N);
   for (uint32_t i = 0; i < N; ++i) {
-    by_t[i] = philox_u01(kSeed, 3, i, 7, 0);
-    by_site[i] = philox_u01(kSeed, 3, 42, 0xFFFF0000u + i, 0);
-    by_draw[i] = philox_u01(kSeed, 3, 42, 7, i);
+    by_t[i] = philox_u01(kRngSeed, 3, i, 7, 0);
+    by_site[i] = philox_u01(kRngSeed, 3, 42, 0xFFFF0000u + i, 0);
+    by_draw[i] = philox_u01(kRngSeed, 3, 42, 7, i);
   }
   check_ks(by_t, cdf);
   check_ks(by_site, cdf);
@@ -129,7 +129,7 @@ TEST_CASE("a million uniforms never reach 0 or 1", "[rng]") {
   double lo = 1, hi = 0;
   for (uint32_t n = 0; n < 500000; ++n) {
     double u0, u1;
-    philox_u01x2(kSeed + 1, n, 0, 0, 0, u0, u1);
+    philox_u01x2(kRngSeed + 1, n, 0, 0, 0, u0, u1);
     lo = std::min({lo, u0, u1});
     hi = std::max({hi, u0, u1});
   }
@@ -145,13 +145,13 @@ TEST_CASE("neighbouring counters are uncorrelated", "[rng]") {
   const double tol = 4 / std::sqrt(double(N));
   std::vector<double> x(N + 1), x_next_t(N), x_next_site(N), x_next_draw(N), x_pair(N);
   for (uint32_t n = 0; n <= N; ++n)
-    x[n] = philox_u01(kSeed, n, 9, 11, 0);
+    x[n] = philox_u01(kRngSeed, n, 9, 11, 0);
   for (uint32_t n = 0; n < N; ++n) {
-    x_next_t[n] = philox_u01(kSeed, n, 10, 11, 0);
-    x_next_site[n] = philox_u01(kSeed, n, 9, 12, 0);
-    x_next_draw[n] = philox_u01(kSeed, n, 9, 11, 1);
+    x_next_t[n] = philox_u01(kRngSeed, n, 10, 11, 0);
+    x_next_site[n] = philox_u01(kRngSeed, n, 9, 12, 0);
+    x_next_draw[n] = philox_u01(kRngSeed, n, 9, 11, 1);
     double u0;
-    philox_u01x2(kSeed, n, 9, 11, 0, u0, x_pair[n]);
+    philox_u01x2(kRngSeed, n, 9, 11, 0, u0, x_pair[n]);
   }
   const std::vector<double> here(x.begin(), x.end() - 1), next_n(x.begin() + 1, x.end());
   CHECK(std::fabs(correlation(here, next_n)) < tol);      // particle n and n+1

@@ -32,8 +32,9 @@ using sde_fixtures::sde_info;
 // d drift' / d theta.
 // Brownian motion with drift m: frame [m, dt]; psi = m^2 / 2, given bounds m^2 / 2 -+ 1, so that
 // bridges are proposed and thinned (each accepted with probability exp(-dt)).
-void drift_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
-                 const double*, const int64_t*, const double*, const double*, double* out) {
+void drift_gradient_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                          const double*, const int64_t*, const double*, const double*,
+                          double* out) {
   const double m = theta[0];
   for (int64_t n = begin; n < end; ++n) {
     const double row[] = {m, 0, 1, theta[1], m * m / 2 - 1, m * m / 2 + 1, m, m, 1, 0};
@@ -106,7 +107,7 @@ TEST_CASE("General Poisson gradient: exact for Brownian motion with drift", "[sd
   // d/dm log N(y; x + m dt, dt) = y - x - m dt; the estimator's integral is y - x and its bridge
   // term dt d(m^2 / 2)/dm = m dt, whichever bridge is accepted.
   const double m = 0.7, dt = 0.5;
-  const ssm_model model = model_with(drift_terms);
+  const ssm_model model = model_with(drift_gradient_terms);
   const ssm::ModelInfo info = sde_info(2);
   ssm::PoissonEstimator estimator(model, info);
   const std::vector<double> frame = {m, dt};
@@ -242,7 +243,7 @@ TEST_CASE("General Poisson estimate's derivative: Brownian motion with drift, an
   // in m is -m / lambda, so d log Q = y - x - m K for K Poisson points of rate lambda dt = 2 dt:
   // the weighted gradient, E[Q d log Q] / E[Q] = y - x - m dt, is exact on average.
   const double m = 0.7, dt = 0.5, x = 0.2, y = 0.9;
-  const ssm_model model = model_with(drift_terms);
+  const ssm_model model = model_with(drift_gradient_terms);
   ssm::PoissonEstimator estimator(model, sde_info(2));
   const std::vector<double> frame = {m, dt};
   const int64_t P = 20000;

@@ -24,7 +24,7 @@ using ssm::Resampling;
 
 namespace {
 
-constexpr uint32_t kT = 3; // any time step: the seeds vary
+constexpr uint32_t kStep = 3; // any time step: the seeds vary
 
 struct WeightCase {
   std::string name;
@@ -66,7 +66,7 @@ std::vector<int64_t> offspring(const std::vector<int64_t>& anc, size_t n) {
 }
 
 std::vector<int64_t> run(Resampling s, const std::vector<double>& w, uint64_t seed,
-                         uint32_t t = kT) {
+                         uint32_t t = kStep) {
   std::vector<int64_t> anc(w.size(), -1);
   ssm::resample(s, w.data(), static_cast<int64_t>(w.size()), seed, t, ssm::kSiteResample,
                 anc.data());
@@ -265,7 +265,8 @@ TEST_CASE("resampling: n = 1, reproducibility and the systematic default", "[run
   for (uint64_t seed : {1, 2, 99}) {
     std::vector<int64_t> expected(w.size());
     ssm::systematic_resample(w.data(), int64_t(w.size()),
-                             ssm::philox_u01(seed, 0, kT, ssm::kSiteResample, 0), expected.data());
+                             ssm::philox_u01(seed, 0, kStep, ssm::kSiteResample, 0),
+                             expected.data());
     CHECK(run(Resampling::Systematic, w, seed) == expected);
   }
 }

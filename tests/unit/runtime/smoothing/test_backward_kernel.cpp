@@ -17,7 +17,7 @@
 
 namespace {
 
-constexpr int64_t kN = 5, kStride = 8;
+constexpr int64_t kParticles = 5, kStride = 8;
 
 struct TinySystem {
   ssm_model model = rt_test::ar1_model();
@@ -27,10 +27,10 @@ struct TinySystem {
   std::vector<double> W{0.1, 0.3, 0.2, 0.25, 0.15};
   std::vector<double> b; // the exact backward probabilities of any current particle
   TinySystem() {
-    const double xs[kN] = {-1.0, -0.2, 0.3, 0.9, 1.6};
-    std::copy(xs, xs + kN, x_prev.begin());
+    const double xs[kParticles] = {-1.0, -0.2, 0.3, 0.9, 1.6};
+    std::copy(xs, xs + kParticles, x_prev.begin());
     double total = 0;
-    for (int64_t i = 0; i < kN; ++i) {
+    for (int64_t i = 0; i < kParticles; ++i) {
       const double m = frame[0] * xs[i], s = frame[1];
       b.push_back(W[i] * std::exp(-0.5 * (0.4 - m) * (0.4 - m) / (s * s)));
       total += b.back();
@@ -77,10 +77,10 @@ TEST_CASE("backward kernel: exact cumulative weights", "[runtime][smooth]") {
   const TinySystem sys;
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   std::vector<double> bc(kStride), l(kStride);
-  ssm::exact_backward_cumulative(density, sys.frame.data(), 1, kN, sys.x_prev.data(),
+  ssm::exact_backward_cumulative(density, sys.frame.data(), 1, kParticles, sys.x_prev.data(),
                                  sys.x_cur.data(), 0, sys.W.data(), bc.data(), l.data(), false);
-  for (int64_t i = 0; i < kN; ++i) {
-    const double p = (l[i] - (i > 0 ? l[i - 1] : 0.0)) / l[kN - 1];
+  for (int64_t i = 0; i < kParticles; ++i) {
+    const double p = (l[i] - (i > 0 ? l[i - 1] : 0.0)) / l[kParticles - 1];
     CHECK(std::abs(p - sys.b[i]) < 1e-12);
   }
 }
@@ -89,13 +89,19 @@ TEST_CASE("backward kernel: rejection draws, with the exact fallback", "[runtime
   const TinySystem sys;
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   ssm::AliasTable from_weights;
-  from_weights.build(sys.W.data(), kN);
-  const ssm::BackwardStep step{
-      sys.frame.data(), 1, kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(), &from_weights,
-      sys.log_bound(),  42};
+  from_weights.build(sys.W.data(), kParticles);
+  const ssm::BackwardStep step{sys.frame.data(),
+                               1,
+                               kParticles,
+                               sys.x_prev.data(),
+                               sys.x_cur.data(),
+                               sys.W.data(),
+                               &from_weights,
+                               sys.log_bound(),
+                               42};
   for (const int64_t max_trials : {int64_t(100), int64_t(1)}) {
     ssm::RejectionSampler sampler(density, max_trials, false);
-    std::vector<double> count(kN, 0.0);
+    std::vector<double> count(kParticles, 0.0);
     int64_t tries = 0, accepts = 0, exact = 0;
     const int64_t M = 40000;
     for (int64_t m = 0; m < M; ++m) {
@@ -114,15 +120,15 @@ TEST_CASE("backward kernel: Metropolis-Hastings draws", "[runtime][smooth]") {
   const TinySystem sys;
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   ssm::AliasTable from_weights;
-  from_weights.build(sys.W.data(), kN);
+  from_weights.build(sys.W.data(), kParticles);
   const int64_t Nt = 4, S = 30;
   std::vector<int64_t> ancestors(kStride, 0); // every chain starts at index 0
   ssm::BackwardBlock block;
-  std::vector<double> count(kN, 0.0);
+  std::vector<double> count(kParticles, 0.0);
   int64_t tries = 0, accepts = 0;
   for (int64_t t = 1; t <= 100; ++t) {
     const ssm::BackwardStep step{
-        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        sys.frame.data(), t,   kParticles, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
         &from_weights,    NAN, 7};
     // One block of kStride current particles, all at 0.4, each with Nt chains of S moves.
     block.propose(density, step, 0, kStride, Nt * S, 1, ancestors.data());
@@ -142,14 +148,14 @@ TEST_CASE("backward kernel: Euler proposals draw from W_i m(x | x_i)", "[runtime
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   ssm::EulerStep euler(sys.model, info);
   ssm::AliasTable from_weights; // not used by Euler draws
-  from_weights.build(sys.W.data(), kN);
+  from_weights.build(sys.W.data(), kParticles);
   const int64_t Nt = 4;
   ssm::BackwardBlock block;
-  std::vector<double> count(kN, 0.0);
+  std::vector<double> count(kParticles, 0.0);
   for (int64_t t = 1; t <= 300; ++t) {
-    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kN, "test");
+    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kParticles, "test");
     const ssm::BackwardStep step{
-        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        sys.frame.data(), t,   kParticles, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
         &from_weights,    NAN, 7};
     block.propose(density, step, 0, kStride, Nt, 0, nullptr, &euler);
     REQUIRE(block.lm.size() == static_cast<size_t>(kStride * Nt));
@@ -176,26 +182,26 @@ TEST_CASE("backward kernel: bis's importance weights under Euler proposals that 
   const ssm::BackwardDensity density(sys.model, 1, kStride);
   ssm::EulerStep euler(sys.model, info);
   ssm::AliasTable from_weights;
-  from_weights.build(sys.W.data(), kN);
+  from_weights.build(sys.W.data(), kParticles);
   const int64_t Nt = 400, steps = 60;
   ssm::BackwardBlock block;
-  std::vector<std::vector<double>> sets(kN); // per index, the per-particle estimates of b_i
+  std::vector<std::vector<double>> sets(kParticles); // per index, the per-particle estimates of b_i
   for (int64_t t = 1; t <= steps; ++t) {
-    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kN, "test");
+    euler.evaluate(sys.frame.data(), t, sys.x_prev.data(), kParticles, "test");
     const ssm::BackwardStep step{
-        sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+        sys.frame.data(), t,   kParticles, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
         &from_weights,    NAN, 7};
     block.propose(density, step, 0, kStride, Nt, 0, nullptr, &euler);
     block.importance_weights(Nt);
     for (int64_t j = 0; j < kStride; ++j) {
-      std::vector<double> mass(kN, 0.0);
+      std::vector<double> mass(kParticles, 0.0);
       for (int64_t k = 0; k < Nt; ++k)
         mass[block.idx[j * Nt + k]] += block.w[j * Nt + k];
-      for (int64_t i = 0; i < kN; ++i)
+      for (int64_t i = 0; i < kParticles; ++i)
         sets[i].push_back(mass[i]);
     }
   }
-  for (int64_t i = 0; i < kN; ++i) {
+  for (int64_t i = 0; i < kParticles; ++i) {
     const auto n = static_cast<double>(sets[i].size());
     double mean = 0, var = 0;
     for (double v : sets[i])
@@ -240,10 +246,10 @@ TEST_CASE("backward kernel: pseudo-marginal Metropolis-Hastings draws from a sta
   const ssm::ModelInfo info = sde_fixtures::sde_info();
   ssm::BackwardDensity density(sys.model, 1, kStride);
   density.use_estimator(info);
-  const double xs[kN] = {-1.0, -0.2, 0.3, 0.9, 1.6};
-  std::vector<double> b(kN);
+  const double xs[kParticles] = {-1.0, -0.2, 0.3, 0.9, 1.6};
+  std::vector<double> b(kParticles);
   double total = 0;
-  for (int64_t i = 0; i < kN; ++i) {
+  for (int64_t i = 0; i < kParticles; ++i) {
     const double y = 0.4, dt = sys.frame[0];
     b[i] = sys.W[i] * std::exp(-(y - xs[i]) * (y - xs[i]) / (2 * dt)) * std::cosh(y) /
            std::cosh(xs[i]);
@@ -252,19 +258,19 @@ TEST_CASE("backward kernel: pseudo-marginal Metropolis-Hastings draws from a sta
   for (double& v : b)
     v /= total;
   ssm::AliasTable from_weights;
-  from_weights.build(sys.W.data(), kN);
+  from_weights.build(sys.W.data(), kParticles);
   auto frequencies = [&](int64_t starts, int64_t S, bool at_ancestor = true) {
     std::mt19937_64 rng(3);
     std::discrete_distribution<int64_t> from_b(b.begin(), b.end());
     std::vector<int64_t> ancestors(kStride);
     ssm::BackwardBlock block;
-    std::vector<double> count(kN, 0.0);
+    std::vector<double> count(kParticles, 0.0);
     int64_t tries = 0, accepts = 0;
     for (int64_t t = 1; t <= 3000; ++t) {
       for (int64_t& a : ancestors)
         a = from_b(rng);
       const ssm::BackwardStep step{
-          sys.frame.data(), t,   kN, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
+          sys.frame.data(), t,   kParticles, sys.x_prev.data(), sys.x_cur.data(), sys.W.data(),
           &from_weights,    NAN, 11};
       block.propose(density, step, 0, kStride, S, starts, ancestors.data(), nullptr, at_ancestor);
       block.mcmc(1, S, tries, accepts);
@@ -282,7 +288,7 @@ TEST_CASE("backward kernel: pseudo-marginal Metropolis-Hastings draws from a sta
   double worst = 0, n = 0;
   for (double c : fresh)
     n += c;
-  for (int64_t i = 0; i < kN; ++i) {
+  for (int64_t i = 0; i < kParticles; ++i) {
     UNSCOPED_INFO("from one fresh estimate: index " << i << ": " << fresh[i] / n << " against "
                                                     << b[i]);
     worst = std::max(worst, std::abs(fresh[i] / n - b[i]) / std::sqrt(b[i] * (1 - b[i]) / n));
