@@ -1,6 +1,7 @@
 // The message catalogue (frontend/messages.h) against the golden tests: every message the
 // lowering can raise shows in some golden file (tests/golden), its {} filled in. A new message
 // without a golden test fails here; so does a golden file left behind by a reworded message.
+#include "text_file.h"
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -17,14 +18,9 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+using unit_test_files::read_file;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace {
 
 struct Message {
   std::string name;
@@ -33,7 +29,7 @@ struct Message {
 
 // The constants of messages.h: `inline constexpr char NAME[] = "..." "...";`.
 std::vector<Message> catalogue() {
-  const std::string header = read_text(fs::path(SSM_SOURCE_DIR) / "frontend" / "messages.h");
+  const std::string header = read_file(fs::path(SSM_SOURCE_DIR) / "frontend" / "messages.h");
   const std::regex constant(R"re(inline constexpr char (\w+)\[\] =((?:\s*"(?:[^"\\]|\\.)*")+);)re");
   const std::regex literal(R"re("((?:[^"\\]|\\.)*)")re");
   const std::regex placeholder(R"(\{\d*\})");
@@ -80,7 +76,7 @@ TEST_CASE("every message of the catalogue has a golden test", "[frontend][diagno
   for (const auto& entry : fs::recursive_directory_iterator(fs::path(SSM_SOURCE_DIR) / "tests")) {
     const std::string ext = entry.path().extension().string();
     if (entry.is_regular_file() && (ext == ".expected" || ext == ".txt")) {
-      std::istringstream in(read_text(entry.path()));
+      std::istringstream in(read_file(entry.path()));
       for (std::string line; std::getline(in, line);)
         lines.push_back(line);
     }

@@ -1,5 +1,5 @@
-// The whole of a file as a string, for the unit tests that compare files or compile models from
-// them (an empty string if it cannot be read: the comparison then fails and names the file).
+// The whole of a file as a string (empty if it cannot be read), for the unit tests that compare
+// files or compile models from them.
 #pragma once
 
 #include <filesystem>

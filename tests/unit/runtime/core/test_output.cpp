@@ -1,6 +1,7 @@
 // Output files that never lose data: an output that is an input is refused whatever spells it,
 // symlinks, FIFOs and devices are written through, and a signal removes pending temporary files.
 #include "error_of.h"
+#include "text_file.h"
 
 #include "core/output.h"
 
@@ -19,6 +20,8 @@ using Catch::Contains;
 using ssm::test::error_of;
 namespace fs = std::filesystem;
 
+using unit_test_files::read_file;
+
 namespace {
 
 struct ScratchDir {
@@ -31,13 +34,6 @@ struct ScratchDir {
   ~ScratchDir() { fs::remove_all(path); }
   std::string operator/(const std::string& name) const { return path + "/" + name; }
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void spit(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -65,7 +61,7 @@ TEST_CASE("an output that is an input is refused, however it is spelt", "[runtim
     CHECK_THAT(e, Contains("'" + out + "'") && Contains("'" + input + "'"));
     CHECK(ssm::same_file(out, input));
   }
-  CHECK(slurp(input) == "y\n1\n");
+  CHECK(read_file(input) == "y\n1\n");
   CHECK(!ssm::same_file(dir / "other.csv", input));
   CHECK(error_of([&] { ssm::check_output_path(dir / "other.csv", {input}); }) == "(no error)");
   CHECK(error_of([&] { ssm::check_output_path("-", {"-"}); }) == "(no error)");
@@ -80,7 +76,7 @@ TEST_CASE("a symlink, a FIFO and a device are written through", "[runtime][outpu
   fs::create_symlink("target.csv", link);
   write_output(link, "new\n");
   CHECK(fs::is_symlink(link));
-  CHECK(slurp(target) == "new\n");
+  CHECK(read_file(target) == "new\n");
   CHECK(fs::directory_iterator(dir.path) != fs::directory_iterator());
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path))
@@ -90,7 +86,7 @@ TEST_CASE("a symlink, a FIFO and a device are written through", "[runtime][outpu
   const std::string fifo = dir / "fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   std::string read;
-  std::thread reader([&] { read = slurp(fifo); });
+  std::thread reader([&] { read = read_file(fifo); });
   ssm::check_output_path(fifo);
   write_output(fifo, "through the pipe\n");
   reader.join();
