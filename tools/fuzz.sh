@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz: the frontend, the CSV reader, the parameter and data
 # readers) with clang++-14 in their own build directory and runs each on its corpus kept in the
-# repository: the frontend for SECONDS, each reader for a third of that. Exits non-zero if
+# repository: the frontend for SECONDS and, beside it on the second core, each reader for a third
+# of that (the readers' output follows the frontend's when both end). Exits non-zero if
 # libFuzzer finds a crash, a leak, undefined behaviour or a hang; the input is then in
 # <build>/fuzz/artifacts/<corpus>/ (frontend, csv, json).
 # Usage: tools/fuzz.sh [SECONDS (default 60)] [more libFuzzer arguments...]
@@ -26,6 +27,13 @@ run() { # TARGET CORPUS SECONDS [DICTIONARY]
     "${extra[@]}" "$dir/fuzz/corpus/$corpus" "tests/fuzz/corpus/$corpus"
 }
 extra=("$@")
-run fuzz_frontend frontend "$seconds" tests/fuzz/ssm.dict
-run fuzz_csv csv $(((seconds + 2) / 3))
-run fuzz_json json $(((seconds + 2) / 3))
+readers_log="$dir/fuzz/readers.log"
+mkdir -p "$dir/fuzz"
+(run fuzz_csv csv $(((seconds + 2) / 3)) && run fuzz_json json $(((seconds + 2) / 3))) \
+  >"$readers_log" 2>&1 &
+readers=$!
+status=0
+run fuzz_frontend frontend "$seconds" tests/fuzz/ssm.dict || status=$?
+wait "$readers" || status=$?
+cat "$readers_log"
+exit "$status"
