@@ -490,6 +490,7 @@ json structure_json(const ir::Model& model, const PassContext& context) {
   out["sde"] = or_null(context.sde, sde_json);
   out["functionals"] = or_null(context.functionals, functionals_json);
   out["em_steps"] = or_null(context.em_steps, em_steps_json);
+  out["guide"] = state_guide_json(model);
   if (model.items)
     out["items"] = "n";
   if (model.simulation) { // its one step is how it runs, not a time series to analyse
@@ -505,6 +506,68 @@ json structure_json(const ir::Model& model, const PassContext& context) {
     out["static_model"] = static_model_json(model);
   }
   return out;
+}
+
+namespace {
+
+// The relation of `guide x[t] ~ backward(...)`, if the model is a state-space model with one.
+const ir::Relation* state_guide(const ir::Model& model) {
+  if (!model.is_state_space() || model.simulation)
+    return nullptr;
+  for (const ir::Relation& rel : model.guide.relations)
+    if (rel.dist == ir::Dist::Backward && rel.args.size() == 1 && rel.args[0] >= 0)
+      return &rel;
+  return nullptr;
+}
+
+// The observations the encoder reads, "y[t]", in order.
+std::vector<std::string> state_guide_reads(const ir::Model& model, const ir::Node& encoder) {
+  std::vector<std::string> reads;
+  if (encoder.op == ir::Op::Obs)
+    reads.push_back(model.obs.at(encoder.var).name + "[t]");
+  else
+    for (int a : encoder.args)
+      reads.push_back(model.obs.at(model.guide.nodes.at(a).var).name + "[t]");
+  return reads;
+}
+
+} // namespace
+
+std::string state_guide_report(const ir::Model& model) {
+  const ir::Relation* rel = state_guide(model);
+  if (!rel)
+    return "";
+  const ir::Node& encoder = model.guide.nodes.at(rel->args[0]);
+  const std::vector<std::string> reads = state_guide_reads(model, encoder);
+  const std::string target = ir::print_relation_target(model, model.guide, *rel);
+  std::string out;
+  if (encoder.op == ir::Op::Net) {
+    const ir::NetDecl& net = model.nets.at(encoder.var);
+    out = fmt::format("guide {} ~ backward({}({})) (smooth --method variational): a backward "
+                      "Gaussian whose q_t takes in {} through network {} ({}, {} -> {})",
+                      target, net.name, fmt::join(reads, ", "), fmt::join(reads, ", "), net.name,
+                      net.kind, net.inputs, net.outputs);
+  } else {
+    out = fmt::format("guide {} ~ backward({}) (smooth --method variational): a backward Gaussian "
+                      "whose q_t takes in {} by a learned linear-Gaussian update",
+                      target, fmt::join(reads, ", "), fmt::join(reads, ", "));
+  }
+  if (rel->loc.line > 0)
+    out += fmt::format(" at {}:{}", rel->loc.line, rel->loc.col);
+  return out + "\n";
+}
+
+json state_guide_json(const ir::Model& model) {
+  const ir::Relation* rel = state_guide(model);
+  if (!rel)
+    return nullptr;
+  const ir::Node& encoder = model.guide.nodes.at(rel->args[0]);
+  const bool mlp = encoder.op == ir::Op::Net;
+  return {{"state", model.states.at(rel->var).name},
+          {"encoder", mlp ? "mlp" : "linear"},
+          {"network", mlp ? json(model.nets.at(encoder.var).name) : json(nullptr)},
+          {"reads", state_guide_reads(model, encoder)},
+          {"loc", loc_json(rel->loc)}};
 }
 
 std::string declared_inputs_report(const ir::Model& model) {

@@ -20,11 +20,18 @@ std::string structure_summary(const PassContext& context);
 // Every analysis in full: `ssmc check --structure`.
 std::string structure_report(const ir::Model& model, const PassContext& context);
 // {"model", "source", "n_state", "n_obs", "n_theta", "markov", "linear_gaussian",
-//  "finite_state", "density", "sde", "functionals", "em_steps"}; an analysis that did not run is
-//  null. A simulator adds
+//  "finite_state", "density", "sde", "functionals", "em_steps", "guide" (state_guide_json)}; an
+//  analysis that did not run is null. A simulator adds
 // "model_kind" and "static_model" (static_model_json), and its state-space analyses are null; a
 // plate model made into items (passes/plate_items.cpp) has "items": "n".
 nlohmann::json structure_json(const ir::Model& model, const PassContext& context);
+
+// A state-space model's `guide x[t] ~ backward(...)`, the family `smooth --method variational`
+// fits, as a line for `ssmc check`: the statement, where it is, and its encoder; "" without one.
+std::string state_guide_report(const ir::Model& model);
+// The same as JSON (structure_json's "guide"): {"state", "encoder": "mlp" or "linear", "network"
+// (null for a linear encoder), "reads", "loc"}, or null.
+nlohmann::json state_guide_json(const ir::Model& model);
 
 // "inputs (--inputs FILE.csv): u : real\ndata items (--data-file FILE.json): n : int\n": what
 // the executable will ask for besides the observations (`ssmc check`); empty when nothing.

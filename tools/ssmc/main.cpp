@@ -508,12 +508,14 @@ int check(const std::string& input, bool full_structure, BuildOptions options,
                               : ssm::passes::structure_summary(context));
     return 0;
   }
+  const std::string guide = ssm::passes::state_guide_report(model);
   fmt::print("model {}: {} state component(s), {} observation component(s), {} parameter "
-             "value(s)\n{}{}",
+             "value(s)\n{}{}{}{}",
              model.name, model.state_size(), model.obs_size(), model.theta_size(),
              ssm::passes::declared_inputs_report(model),
              full_structure ? ssm::passes::structure_report(model, context)
-                            : ssm::passes::structure_summary(context));
+                            : ssm::passes::structure_summary(context),
+             full_structure && !guide.empty() ? "\n" : "", guide);
   return 0;
 }
 
