@@ -26,8 +26,8 @@ using sde_fixtures::sde_info;
 
 // The frame: [k, s, dt] for OU, [dt] for tanh. Rows: drift, drift', coefficient, dt, psi's bounds,
 // the drift's bounds.
-void ou_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
-              const double*, const int64_t*, const double* x, const double*, double* out) {
+void ou_poisson_terms(const double* theta, int64_t, int64_t begin, int64_t end, int64_t stride,
+                      const double*, const int64_t*, const double* x, const double*, double* out) {
   const double k = theta[0], s = theta[1], dt = theta[2];
   for (int64_t n = begin; n < end; ++n) {
     out[0 * stride + n] = -k * x[n];
@@ -111,7 +111,7 @@ void check_unbiased(ssm::PoissonEstimator& estimator, const std::vector<double>&
 
 TEST_CASE("General Poisson estimator: unbiased for the Ornstein-Uhlenbeck density", "[sde]") {
   const double k = 0.8, s = 0.6, dt = 0.5;
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_poisson_terms);
   const ssm::ModelInfo info = sde_info();
   ssm::PoissonEstimator estimator(model, info);
   const std::vector<double> frame = {k, s, dt};
@@ -151,7 +151,7 @@ TEST_CASE("General Poisson estimator: positive and unbiased when psi is bounded 
 TEST_CASE("General Poisson estimator: Wald's sums are positive and proportional to the density",
           "[sde]") {
   const double k = 0.8, s = 0.6, dt = 0.5;
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_poisson_terms);
   const ssm::ModelInfo info = sde_info();
   ssm::PoissonEstimator estimator(model, info);
   const std::vector<double> frame = {k, s, dt};
@@ -200,7 +200,7 @@ TEST_CASE("General Poisson estimator: far in the tails, in logarithms; a diverge
 
 TEST_CASE("General Poisson estimator: a zero coefficient, a bad dt or bounds name the step",
           "[sde]") {
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_poisson_terms);
   const ssm::ModelInfo info = sde_info();
   ssm::PoissonEstimator estimator(model, info);
   std::vector<double> prev = {0.1}, cur = {0.2}, log_q(1);
@@ -280,7 +280,7 @@ TEST_CASE("General Poisson estimator: its bound holds for every estimate", "[sde
   CHECK(top <= lb);
   CHECK(top > lb - 1); // and not a vacuous bound
   // An unbounded psi (OU) or drift has none.
-  const ssm_model ou = model_with(ou_terms);
+  const ssm_model ou = model_with(ou_poisson_terms);
   ssm::PoissonEstimator unbounded(ou, sde_info());
   const std::vector<double> ou_frame = {0.8, 0.6, 0.5};
   CHECK(unbounded.log_bound(ou_frame.data(), 2) == INFINITY);
@@ -292,7 +292,7 @@ TEST_CASE("Wald's loop over one set of pairs on a pool is estimate() with one se
   // 3000 pairs (twelve blocks of work) in one set, the random-weight filter's step: OU pairs far
   // in psi's tail, whose single estimates are sometimes negative, so that the loop runs rounds.
   const std::vector<double> frame = {0.8, 0.6, 0.5};
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_poisson_terms);
   const ssm::ModelInfo info = sde_info();
   const int64_t P = 3000;
   std::vector<double> prev(P), cur(P), serial(P);
@@ -316,7 +316,7 @@ TEST_CASE("Wald's loop over one set of pairs on a pool is estimate() with one se
 }
 
 TEST_CASE("single_rounds prepares once and gives single()'s values round by round", "[sde]") {
-  const ssm_model model = model_with(ou_terms);
+  const ssm_model model = model_with(ou_poisson_terms);
   ssm::PoissonEstimator estimator(model, sde_info());
   const std::vector<double> frame = {0.8, 0.6, 0.5}, prev = {0.1, -1.3, 2.0}, cur = {0.4, 0.2, 1.1};
   const std::vector<int> rounds = {0, 3, 7};
