@@ -147,8 +147,9 @@ model ou_sde_scale {
 TEST_CASE("diffusion: bis's Euler proposal completes where draws from the filter weights stop "
           "Wald's loop, and agrees with the exact smoothing law",
           "[e2e][stat][sde]") {
-  // The OU SDE above with the parametrix estimator: with indices drawn from the filter weights,
-  // seeds 12, 14 and 17 of 10 to 17 stop at t = 1 (pairs far apart; seed 12 is checked above).
+  // The OU SDE above with the parametrix estimator: with indices drawn from the filter weights
+  // (--backward-proposal filter), seeds 12 and 17 of 10 to 17 stop at t = 1 with 500 particles,
+  // 12, 14 and 17 with 1000 (pairs far apart; seed 12 is checked above).
   // bis's default for an SDE draws them from W_i times the Euler density from x_{t-1}^i to
   // x_t^j, weighs them by estimate / Euler density, and every seed completes; the means over the
   // 8 seeds are within 5 standard errors of the exact smoothing means (x - mu is a zero-mean
@@ -174,7 +175,7 @@ TEST_CASE("diffusion: bis's Euler proposal completes where draws from the filter
     const std::string out = scratch_path(fmt::format("ou-sde-euler-{}.csv", k));
     const nlohmann::json j = nlohmann::json::parse(
         run_ok({exe, "smooth", "--data", data, "--method", "bis", "--estimator", "parametrix",
-                "--particles", "1000", "--seed", std::to_string(10 + k), "--marginals", "--json",
+                "--particles", "500", "--seed", std::to_string(10 + k), "--marginals", "--json",
                 "--out", out})
             .out);
     CHECK(j["details"]["backward_proposal"] == "euler");
