@@ -365,7 +365,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   const int64_t T = data.T; // all series'
   if (T < 1)
     throw Error("smooth --method variational: the data has no time step");
-  const int64_t n_series = std::max<int64_t>(1, data.series.count()); // online: 1 (check())
+  const int64_t n_series = std::max<int64_t>(1, data.series.count());
   torch::set_num_threads(std::max(1, o.threads));
   // The parameters and data values the kernels read; with --learn-params the parameters move.
   std::vector<double> fixed = *run.fixed; // not o.fixed, the names --fix keeps
@@ -515,7 +515,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
   };
   OnlineTraining online;
   if (o.online) {
-    online = train_online(guide, *series[0].densities, series[0].y, run, o, !o.marginals, gen);
+    std::vector<OnlineStream> streams;
+    for (int64_t k = 0; k < n_series; ++k)
+      streams.push_back({series[k].densities.get(), series[k].y, series[k].data,
+                         n_series > 1 ? data.series.names[k] : ""});
+    online = train_online(guide, streams, run, o, !o.marginals, gen);
     done = evaluations = online.updates;
     trace = online.epoch_elbo;
     fit.failure = online.failure;

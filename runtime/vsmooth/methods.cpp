@@ -105,18 +105,15 @@ void check(const MethodRun& run) {
     throw Error("smooth --method variational --online: the free encoder's parameters grow with "
                 "the series, one step's each, and the online recursions keep memory flat; use "
                 "--encoder linear or mlp, or drop --online");
-  // What reads one series: the online recursions, the free encoder's steps, the per-step file.
+  // What reads one series: the free encoder's steps, the per-step file.
   if (run.data && run.data->series.count() > 1) {
     struct OneSeries {
       const char *flag, *why, *instead;
     };
     const OneSeries one =
-        o.online ? OneSeries{"--online", "the online recursions read one stream",
-                             " (or train offline, one guide over all of them)"}
-        : o.encoder == "free"
-            ? OneSeries{"--encoder free",
-                        "a non-amortised guide's parameters are one series' steps",
-                        " (or an amortised encoder, linear or mlp)"}
+        o.encoder == "free" ? OneSeries{"--encoder free",
+                                        "a non-amortised guide's parameters are one series' steps",
+                                        " (or an amortised encoder, linear or mlp)"}
         : !o.online_out.empty()
             ? OneSeries{"--online-out", "the per-step moments are written for one", ""}
             : OneSeries{nullptr, nullptr, nullptr};

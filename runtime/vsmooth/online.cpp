@@ -28,6 +28,43 @@ torch::Tensor moments_rows(const torch::Tensor& d_mean, const torch::Tensor& d_c
   return torch::cat({d_mean.flatten(1), d_cov.flatten(1)}, 1);
 }
 
+// Step t of `rec`: its gradient estimate, or why it failed (`elbo`: the ELBO itself is not
+// finite, where the hint on bounded supports applies; `functional`: a functional's term, named).
+struct StepOutcome {
+  std::vector<torch::Tensor> gradient;
+  std::string why;
+  bool elbo = false, functional = false;
+};
+
+StepOutcome advance_step(OnlineRecursion& rec, int64_t t, const torch::Tensor& y_t,
+                         const ModelInfo& info, torch::Generator& gen) {
+  StepOutcome r;
+  try {
+    r.gradient = rec.advance(t, y_t, gen);
+    for (const torch::Tensor& gk : r.gradient)
+      if (!all_finite(gk))
+        r.why = "the ELBO's gradient is not finite";
+  } catch (const OnlineRecursion::NonFinite& e) {
+    r.why = e.what;
+    r.elbo = e.elbo;
+    for (const FunctionalInfo& fi : info.functionals) // a functional's term: name it
+      if (e.component >= fi.offset && e.component < fi.offset + fi.size) {
+        r.functional = true;
+        r.why = fmt::format("the term of the functional '{}' is not finite{}", fi.name,
+                            t == 0 ? " (x[t-1] is NaN at t = 0: guard the term with `t == 0 ? "
+                                     "... : ...`)"
+                                   : "");
+      }
+  } catch (const c10::LinAlgError&) {
+    r.why = "a covariance of the guide stopped being positive definite";
+  } catch (const c10::Error& e) {
+    r.why = std::string("LibTorch failed (") + e.what_without_backtrace() + ")";
+  } catch (const std::exception& e) {
+    r.why = e.what();
+  }
+  return r;
+}
+
 } // namespace
 
 OnlineRecursion::OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
@@ -211,21 +248,22 @@ std::string step_moments_row(int64_t t, size_t columns, const torch::Tensor& fil
   std::string row = std::to_string(t);
   auto put = [&](const torch::Tensor& m, const torch::Tensor& v) {
     for (size_t c = 0; c < columns; ++c)
-      row += m.defined() ? "," + format_double(m[c].item<double>()) + "," +
-                               format_double(v[c][c].item<double>())
-                         : ",,";
+      row += m.defined() ? fmt::format(",{},{}", format_double(m[c].item<double>()),
+                                       format_double(v[c][c].item<double>()))
+                         : std::string(",,");
   };
   put(filter_mean, filter_cov);
   put(one_step_mean, one_step_cov);
   return row;
 }
 
-OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
-                            const torch::Tensor& y, const MethodRun& run,
-                            const VariationalSmoothOptions& o, bool functionals,
-                            torch::Generator& gen) {
+OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream>& streams,
+                            const MethodRun& run, const VariationalSmoothOptions& o,
+                            bool functionals, torch::Generator& gen) {
   const ModelInfo& info = run.info;
-  const int64_t T = y.size(0);
+  int64_t T = 0; // a pass's observations, over every series
+  for (const OnlineStream& s : streams)
+    T += s.y.size(0);
   std::vector<int64_t> sum_components;
   for (const FunctionalInfo& fi : info.functionals)
     if (fi.sum && functionals)
@@ -267,83 +305,67 @@ OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
   const int64_t passes = std::max<int64_t>(1, o.epochs); // --epochs 0: one pass, no update
   for (int64_t epoch = 0; epoch < passes; ++epoch) {
     const bool last = epoch + 1 == passes;
-    OnlineRecursion rec(guide, model, o.samples, sum_components);
-    std::vector<torch::Tensor> previous; // the gradient estimate of L_{t-1} at lambda_{t-1}
-    for (int64_t t = 0; t < T; ++t) {
-      std::vector<torch::Tensor> g;
-      std::string why;
-      bool elbo = false; // the ELBO itself not finite: the hint on bounded supports applies
-      bool e_functional = false;
-      try {
-        g = rec.advance(t, y[t], gen);
-        for (const torch::Tensor& gk : g)
-          if (!all_finite(gk))
-            why = "the ELBO's gradient is not finite";
+    double pass_elbo = 0;
+    torch::Tensor pass_sums;
+    int64_t done = 0; // the pass's observations before this series'
+    for (const OnlineStream& stream : streams) {
+      const torch::Tensor& y = stream.y;
+      OnlineRecursion rec(guide, *stream.model, o.samples, sum_components);
+      std::vector<torch::Tensor> previous; // the gradient estimate of L_{t-1} at lambda_{t-1}
+      for (int64_t t = 0; t < y.size(0); ++t) {
+        auto [g, why, elbo, e_functional] = advance_step(rec, t, y[t], info, gen);
         if (why.empty() && last && out)
           write_row(t, rec);
-      } catch (const OnlineRecursion::NonFinite& e) {
-        why = e.what;
-        elbo = e.elbo;
-        for (const FunctionalInfo& fi : info.functionals) // a functional's term: name it
-          if (e.component >= fi.offset && e.component < fi.offset + fi.size) {
-            e_functional = true;
-            why = fmt::format("the term of the functional '{}' is not finite{}", fi.name,
-                              t == 0 ? " (x[t-1] is NaN at t = 0: guard the term with `t == 0 ? "
-                                       "... : ...`)"
-                                     : "");
-          }
-      } catch (const c10::LinAlgError&) {
-        why = "a covariance of the guide stopped being positive definite";
-      } catch (const c10::Error& e) {
-        why = std::string("LibTorch failed (") + e.what_without_backtrace() + ")";
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (!why.empty()) {
-        torch::NoGradGuard no_grad;
-        for (size_t k = 0; k < params.size(); ++k)
-          params[k].copy_(before[k]);
-        result.failure = fmt::format(
-            "smooth --method variational --online: {} at t={} ({}) in pass {}; training stopped "
-            "with the guide of the last step that succeeded{}",
-            why, t, data_row_text(info, *run.data, t), epoch + 1,
-            elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere "
-                   "in the state, as one with bounded support, makes the ELBO -inf)"
-            : e_functional ? ""
-                           : " (a smaller --learning-rate may keep the guide in its family)");
-        return result;
-      }
-      if (o.epochs == 0) {
-        if (o.progress)
-          o.progress(t + 1, T);
-        continue;
-      }
-      // (4.13): the step follows grad L_t - grad L_{t-1}, each estimated at the parameters
-      // current when it was computed (L_t - L_{t-1} is the objective's share of y_t). The
-      // optimisers minimise: they are given its negative.
-      for (size_t k = 0; k < params.size(); ++k)
-        before[k].copy_(params[k].detach());
-      optimizer->zero_grad();
-      const double gamma = o.optimizer == "adam" ? 1.0 : step_size(result.updates + 1);
-      for (size_t k = 0; k < params.size(); ++k) {
-        torch::Tensor d = previous.empty() ? -g[k] : previous[k] - g[k];
-        if (o.optimizer == "sgd") {
-          d = gamma * d;
-          if (o.clip > 0)
-            d = d.clamp(-o.clip, o.clip);
+        if (!why.empty()) {
+          torch::NoGradGuard no_grad;
+          for (size_t k = 0; k < params.size(); ++k)
+            params[k].copy_(before[k]);
+          result.failure = fmt::format(
+              "smooth --method variational --online: {} at t={}{} ({}) in pass {}; training "
+              "stopped with the guide of the last step that succeeded{}",
+              why, t, stream.name.empty() ? "" : " of series " + stream.name,
+              data_row_text(info, *stream.data, t), epoch + 1,
+              elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere "
+                     "in the state, as one with bounded support, makes the ELBO -inf)"
+              : e_functional ? ""
+                             : " (a smaller --learning-rate may keep the guide in its family)");
+          return result;
         }
-        params[k].mutable_grad() = d;
+        if (o.epochs == 0) {
+          if (o.progress)
+            o.progress(done + t + 1, T);
+          continue;
+        }
+        // (4.13): the step follows grad L_t - grad L_{t-1}, each estimated at the parameters
+        // current when it was computed (L_t - L_{t-1} is the objective's share of y_t). The
+        // optimisers minimise: they are given its negative.
+        for (size_t k = 0; k < params.size(); ++k)
+          before[k].copy_(params[k].detach());
+        optimizer->zero_grad();
+        const double gamma = o.optimizer == "adam" ? 1.0 : step_size(result.updates + 1);
+        for (size_t k = 0; k < params.size(); ++k) {
+          torch::Tensor d = previous.empty() ? -g[k] : previous[k] - g[k];
+          if (o.optimizer == "sgd") {
+            d = gamma * d;
+            if (o.clip > 0)
+              d = d.clamp(-o.clip, o.clip);
+          }
+          params[k].mutable_grad() = d;
+        }
+        optimizer->step();
+        previous = std::move(g);
+        ++result.updates;
+        if (o.progress)
+          o.progress(epoch * T + done + t + 1, passes * T);
       }
-      optimizer->step();
-      previous = std::move(g);
-      ++result.updates;
-      if (o.progress)
-        o.progress(epoch * T + t + 1, passes * T);
+      pass_elbo += rec.elbo();
+      pass_sums = pass_sums.defined() ? pass_sums + rec.functional_sums() : rec.functional_sums();
+      done += y.size(0);
     }
-    result.epoch_elbo.push_back(rec.elbo());
+    result.epoch_elbo.push_back(pass_elbo);
     if (last) {
-      result.elbo = rec.elbo();
-      result.functional_sums = rec.functional_sums();
+      result.elbo = pass_elbo;
+      result.functional_sums = pass_sums;
     }
   }
   if (out)

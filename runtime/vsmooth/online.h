@@ -68,11 +68,12 @@ private:
 // What online training did, and the last pass's estimates.
 struct OnlineTraining {
   int64_t updates = 0; // parameter updates, one per step and pass
-  // Each pass's mean_i H_T^i: the ELBO accumulated while the guide moved (with --epochs 0, an
-  // estimate of the guide's own ELBO, biased by O(1/N)).
+  // Each pass's mean_i H_T^i added over the series: the ELBO accumulated while the guide moved
+  // (with --epochs 0, an estimate of the guide's own ELBO, biased by O(1/N)).
   std::vector<double> epoch_elbo;
-  double elbo = NAN; // the last pass's
-  // The last pass's estimates of the sum_t functionals (accumulated while the guide moved).
+  double elbo = NAN; // the last pass's, added over the series
+  // The last pass's estimates of the sum_t functionals (accumulated while the guide moved), added
+  // over the series.
   torch::Tensor functional_sums;
   // Non-empty when training stopped; the guide is then the one under which the last step that
   // succeeded ran.
@@ -87,14 +88,24 @@ std::string step_moments_row(int64_t t, size_t columns, const torch::Tensor& fil
                              const torch::Tensor& filter_cov, const torch::Tensor& one_step_mean,
                              const torch::Tensor& one_step_cov);
 
-// Trains the guide by --epochs passes over y ([T, m]), one Adam or SGD step per observation on
-// the difference of successive gradient estimates (4.13; with several passes, the recursive
-// updates of 4.15, the recursion restarted at each pass), streaming the last pass's per-step
-// estimates to --online-out; the sum_t functionals estimated only when `functionals` is set.
-// Memory O(N P + p^2 P + N^2 p) for P guide parameters, whatever T.
-OnlineTraining train_online(BackwardGuide& guide, const ModelDensities& model,
-                            const torch::Tensor& y, const MethodRun& run,
-                            const VariationalSmoothOptions& options, bool functionals,
-                            torch::Generator& gen);
+// One series of the stream: the model's densities at its frames, its observations ([T, m]), its
+// data (for messages) and its name ("" when it is the only one).
+struct OnlineStream {
+  const ModelDensities* model = nullptr;
+  torch::Tensor y;
+  const ObsData* data = nullptr;
+  std::string name;
+};
+
+// Trains the guide by --epochs passes over the series, one after another, one Adam or SGD step
+// per observation on the difference of successive gradient estimates (4.13; with several passes,
+// the recursive updates of 4.15, the recursion restarted at each pass). Each series restarts the
+// recursion, its first step's update its own L_0's gradient: the objective is the sum of the
+// series' ELBOs, as offline. Streams the last pass's per-step estimates to --online-out (one
+// series); the sum_t functionals estimated only when `functionals` is set, added over the series.
+// Memory O(N P + p^2 P + N^2 p) for P guide parameters, whatever the series' lengths.
+OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream>& streams,
+                            const MethodRun& run, const VariationalSmoothOptions& options,
+                            bool functionals, torch::Generator& gen);
 
 } // namespace ssm::vsmooth

@@ -647,14 +647,15 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   const std::string twice = scratch_path("vs_twice.csv");
   refused(s.exe, s.data, {"--online", "--online-out", twice, "--save-guide", twice},
           "two outputs of the run are that file");
-  // The online recursions read one stream.
+  // The per-step file is one series'.
   Table two = read_table(s.data);
   two.header.insert(two.header.begin(), "series");
   for (size_t r = 0; r < two.rows.size(); ++r)
     two.rows[r].insert(two.rows[r].begin(), r < 5 ? "a" : "b");
   const std::string series = scratch_path("vs_two_series.csv");
   write_table(series, two);
-  refused(s.exe, series, {"--online"}, "the data has 2 series, and the online recursions read");
+  refused(s.exe, series, {"--online", "--online-out", scratch_path("vs_two_steps.csv")},
+          "the data has 2 series, and the per-step moments are written for one");
   // score runs smoothers for Fisher's identity; the guide is not one.
   const ProcessResult p =
       run_process({s.exe, "score", "--data", s.data, "--method", "variational"});
