@@ -7,6 +7,7 @@
 // encoder fits too; a saved guide reproduces its marginals and applies to new data; and the
 // refusals.
 #include "support.h"
+#include "vsmooth_models.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -21,18 +22,6 @@ using namespace e2e;
 
 namespace {
 
-const char* kModel = R"(model vs_lg2 {
-  param A : matrix[2, 2] = [[0.8, 0.2], [-0.3, 0.7]];
-  state x : vector[2];
-  obs y : vector[2];
-  x[0] ~ normal(0, 1);
-  x[t] ~ normal(A * x[t-1], 0.5);
-  y[t] ~ normal(x[t], 0.7);
-  functional level = sum_t x[t];
-  functional cross = sum_t (t == 0 ? 0 : dot(x[t-1], x[t]));
-}
-)";
-
 struct Setup {
   std::string exe, data, rts_out;
   nlohmann::json rts;
@@ -41,7 +30,7 @@ struct Setup {
 // The model, a simulated series (with `missing` cells blanked) and its exact RTS smoothing.
 Setup setup(const std::string& name, int T, int seed, bool missing) {
   Setup s;
-  s.exe = model_exe("vs_lg2", kModel);
+  s.exe = model_exe("vs_lg2", kVsLg2Source);
   s.data = scratch_path(name + ".csv");
   run_ok({s.exe, "simulate", "--T", std::to_string(T), "--seed", std::to_string(seed), "--out",
           s.data});

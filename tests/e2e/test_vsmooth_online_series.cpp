@@ -5,6 +5,7 @@
 // functionals the sum of their RTS values within the Monte Carlo error; streaming from the generic
 // start, one pass over two series learns the smoothing law of both.
 #include "support.h"
+#include "vsmooth_models.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -17,19 +18,6 @@
 using namespace e2e;
 
 namespace {
-
-// test_vsmooth.cpp's model, word for word: one compiled executable serves both files.
-const char* kSeriesModel = R"(model vs_lg2 {
-  param A : matrix[2, 2] = [[0.8, 0.2], [-0.3, 0.7]];
-  state x : vector[2];
-  obs y : vector[2];
-  x[0] ~ normal(0, 1);
-  x[t] ~ normal(A * x[t-1], 0.5);
-  y[t] ~ normal(x[t], 0.7);
-  functional level = sum_t x[t];
-  functional cross = sum_t (t == 0 ? 0 : dot(x[t-1], x[t]));
-}
-)";
 
 // A simulated series of 2 * half steps, written as two series (`a` then `b`) of half each.
 std::string two_series(const std::string& exe, const std::string& name, int half, int seed) {
@@ -51,7 +39,7 @@ std::string two_series(const std::string& exe, const std::string& name, int half
 // the first series' last, as in the series joined end to end, whose log-likelihood differs
 // (checked).
 TEST_CASE("online variational smoothing streams several series through one guide", "[vsmooth]") {
-  const std::string& exe = model_exe("vs_lg2", kSeriesModel);
+  const std::string& exe = model_exe("vs_lg2", kVsLg2Source);
   const std::string data = two_series(exe, "vs_online_series", 40, 8);
   const nlohmann::json exact = run_json({exe, "smooth", "--data", data, "--method", "rts", "--json",
                                          "--out", scratch_path("vs_os_rts.csv")});
@@ -90,7 +78,7 @@ TEST_CASE("online variational smoothing streams several series through one guide
 // thousands of nats to a few (measured 1.4 nats at this seed, 1.1 to 2.3 over seeds 1 to 3; one
 // series of 2000 steps reaches 0.2 to 0.7).
 TEST_CASE("online variational smoothing learns one guide from several series", "[vsmooth]") {
-  const std::string& exe = model_exe("vs_lg2", kSeriesModel);
+  const std::string& exe = model_exe("vs_lg2", kVsLg2Source);
   const std::string data = two_series(exe, "vs_online_series_learn", 500, 4);
   const std::string guide = scratch_path("vs_online_series.pt");
   const nlohmann::json j =
