@@ -213,7 +213,7 @@ private:
 
 std::unique_ptr<Command> add_posterior(CLI::App& app, const Context&) {
   return std::make_unique<PosteriorCommand>(app.add_subcommand(
-      "posterior", "PosteriorCommand draws given an observation, by a sampler driven by a "
+      "posterior", "Posterior draws given an observation, by a sampler driven by a "
                    "likelihood-to-evidence ratio (nre's classifier, or the exact likelihood); "
                    "draws in Stan's CSV layout"));
 }
