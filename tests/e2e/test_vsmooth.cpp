@@ -7,7 +7,7 @@
 // encoder fits too; a saved guide reproduces its marginals and applies to new data; and the
 // refusals.
 #include "support.h"
-#include "vsmooth_models.h"
+#include "vsmooth_support.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -434,23 +434,8 @@ TEST_CASE("online variational smoothing at the exact guide is the Kalman filter"
     CHECK(on.column(fmt::format("one_step_var_{}", c))[39] ==
           Approx(rts.column(fmt::format("var_{}", c))[38]).margin(1e-9));
   }
-  // The functionals by the recursion's self-normalised backward weights over draws from the
-  // filter: consistent, biased by O(1/N) (about 1% of `cross` at N = 64 here), so compared at 4
-  // standard errors of 12 independent runs plus 2% of the value.
-  std::vector<double> cross;
-  for (int seed = 1; seed <= 12; ++seed)
-    cross.push_back(run_json({s.exe, "smooth", "--data", s.data, "--method", "variational",
-                              "--online", "--epochs", "0", "--samples", "64", "--seed",
-                              std::to_string(seed), "--json"})["functionals"]["cross"]
-                        .get<double>());
-  double mean = 0, var = 0;
-  for (double v : cross)
-    mean += v / 12;
-  for (double v : cross)
-    var += (v - mean) * (v - mean) / 11;
-  const double exact = s.rts["functionals"]["cross"].get<double>();
-  INFO("online " << mean << " +- " << std::sqrt(var / 12) << ", RTS " << exact);
-  CHECK(std::abs(mean - exact) <= 4 * std::sqrt(var / 12) + 0.02 * std::abs(exact));
+  // The functionals by the recursion's backward weights, over 12 independent runs.
+  check_online_cross(s.exe, s.data, s.rts["functionals"]["cross"].get<double>(), 12);
 }
 
 // The root mean square over time of the largest |mean difference| between two smooth CSVs.

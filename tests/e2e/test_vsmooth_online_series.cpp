@@ -5,7 +5,7 @@
 // functionals the sum of their RTS values within the Monte Carlo error; streaming from the generic
 // start, one pass over two series learns the smoothing law of both.
 #include "support.h"
-#include "vsmooth_models.h"
+#include "vsmooth_support.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -54,23 +54,8 @@ TEST_CASE("online variational smoothing streams several series through one guide
   CHECK(j["details"]["training"] == "none");
   CHECK(j["elbo"].get<double>() == Approx(ll).epsilon(1e-9));
 
-  // The functionals, added over the series: self-normalised backward weights, biased by O(1/N),
-  // so compared at 4 standard errors of 8 independent runs plus 2% of the value (as for one
-  // series in test_vsmooth.cpp).
-  std::vector<double> cross;
-  for (int seed = 1; seed <= 8; ++seed)
-    cross.push_back(run_json({exe, "smooth", "--data", data, "--method", "variational", "--online",
-                              "--epochs", "0", "--samples", "64", "--seed", std::to_string(seed),
-                              "--json"})["functionals"]["cross"]
-                        .get<double>());
-  double mean = 0, var = 0;
-  for (double v : cross)
-    mean += v / 8;
-  for (double v : cross)
-    var += (v - mean) * (v - mean) / 7;
-  const double exact_cross = exact["functionals"]["cross"].get<double>();
-  INFO("online " << mean << " +- " << std::sqrt(var / 8) << ", RTS " << exact_cross);
-  CHECK(std::abs(mean - exact_cross) <= 4 * std::sqrt(var / 8) + 0.02 * std::abs(exact_cross));
+  // The functionals, added over the series, over 8 independent runs.
+  check_online_cross(exe, data, exact["functionals"]["cross"].get<double>(), 8);
 }
 
 // One streaming pass over two series of 500 steps from the generic start: the trained guide's KL
