@@ -3,7 +3,7 @@
 // another through one guide, each restarting the recursion. At the model's exact guide without
 // updates the ELBO is the sum of the series' log-likelihoods to rounding, and the sum_t
 // functionals the sum of their RTS values within the Monte Carlo error; streaming from the generic
-// start, one pass over two series learns the smoothing law of both.
+// start, one pass over two series learns the smoothing law of both; a failure names its series.
 #include "support.h"
 #include "vsmooth_support.h"
 
@@ -81,4 +81,27 @@ TEST_CASE("online variational smoothing learns one guide from several series", "
   INFO("KL " << start["kl"] << " -> " << after["kl"]);
   CHECK(start["kl"].get<double>() > 1000);
   CHECK(after["kl"].get<double>() < 4);
+}
+
+// A failure names the series as well as the step (here a functional's term, x[t-1] unguarded,
+// at the first step of the first series), and the run exits with status 1.
+TEST_CASE("online variational smoothing over several series names the series that failed",
+          "[vsmooth]") {
+  const std::string& exe = model_exe("vs_lag", R"(model vs_lag {
+  state x : real;
+  obs y : real;
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(0.8 * x[t-1], 0.5);
+  y[t] ~ normal(x[t], 1);
+  functional lag = sum_t x[t-1];
+}
+)");
+  const std::string data = two_series(exe, "vs_online_series_lag", 5, 1);
+  const ProcessResult r =
+      run_process({exe, "smooth", "--data", data, "--method", "variational", "--online"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("the term of the functional 'lag' is not finite (x[t-1] is NaN at t = 0") !=
+        std::string::npos);
+  CHECK(r.err.find("at t=0 of series a (") != std::string::npos);
 }
