@@ -26,6 +26,11 @@ namespace ssm::codegen {
 
 using Values = std::vector<llvm::Value*>;
 
+// A particle-invariant matrix product of more multiplications than this is emitted as a loop over
+// memory rather than term by term: unrolled, a 30 x 30 product is 81,000 instructions, and LLVM's
+// code generation time grows faster than the function (kernel_emitter.cpp, looped_product).
+inline constexpr int64_t kUnrolledProducts = 512;
+
 // Sampling sites: one per (block, relation, component), so no two draws share a Philox counter.
 inline uint32_t site_id(ir::BlockKind block, size_t relation, int component) {
   return (static_cast<uint32_t>(block) << 24) | (static_cast<uint32_t>(relation) << 12) |
@@ -116,6 +121,9 @@ protected:
   Value* frame_load(int offset);
   Values frame_values(int offset, size_t size);
   Value* power(Value* a, Value* e);
+  bool looped_product(int id) const;
+  Values matmul_loop(const ir::Node& node, const std::vector<const Values*>& args);
+  Value* in_memory(int id, const Values& values, const char* name);
   Values compute(const ir::Node& node, const std::vector<const Values*>& args);
   Values load_obs(const ir::Node& node);
   const Values& cholesky(int id);

@@ -1,12 +1,15 @@
 // Code generation of vector and matrix expressions: a model that uses literals, both indexing
 // forms, dot, matrix-matrix and matrix-vector products, eye, max and logistic. Its simulated
 // residuals, recomputed here from the same formulas, must be exactly standard normal; a wrong
-// index or product shifts their mean by many standard errors.
+// index or product shifts their mean by many standard errors. And products too large to write out
+// term by term, which compile to loops outside the particle loop: the kernels' densities and
+// matrices against the same arithmetic written here.
 #include "support.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <sstream>
 
 using namespace e2e;
 
@@ -23,6 +26,88 @@ model vecops {
   x[t] ~ normal((eye(2) + M * M) * x[t-1] / 4 + [v[1] / 10, M[1, 0]], s);
   y[t] ~ normal([dot(x[t], v), x[t][0] * M[0][1] + max(x[t][1], 0), logistic(x[t][1])],
                 [0.5, 1, 2]);
+}
+)";
+
+// 40 x 30 and 30 x 30 parameter matrices: C * C (27,000 products) before the particle loop, a
+// loop there; its product with x[t-1] (900) and M * x[t] (1200) inside it, unrolled so that the
+// particle loop vectorises.
+const char* const kBigProducts = R"(
+model bigmat {
+  param M : matrix[40, 30];
+  param C : matrix[30, 30];
+  state x : vector[30];
+  obs   y : vector[40];
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(C * C * x[t-1] / 30, 1);
+  y[t] ~ normal(M * x[t], 1);
+}
+)";
+
+// Prints "what index kernel reference" lines: the transition and observation log-densities of
+// three particles (also through ancestors), and the linear-Gaussian kernel's F and H.
+const char* const kBigProductHarness = R"(
+#include "kernel/abi.h"
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+int main() {
+  const ssm_model& m = ssm_model_table;
+  const int r = 40, d = 30, np = 3;
+  std::vector<double> theta(r * d + d * d);
+  for (size_t k = 0; k < theta.size(); ++k) theta[k] = std::sin(1.0 + 0.37 * k);
+  const double* M = theta.data();
+  const double* C = theta.data() + r * d;
+  std::vector<double> prev(d * np), x(d * np), y(r), out(np);
+  for (int c = 0; c < d; ++c)
+    for (int n = 0; n < np; ++n) {
+      prev[c * np + n] = std::cos(0.1 * c + n);
+      x[c * np + n] = std::sin(0.2 * c - n);
+    }
+  for (int k = 0; k < r; ++k) y[k] = 0.3 * k - 5;
+  std::vector<double> cc(d * d), f(d * d);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) {
+      double s = 0;
+      for (int k = 0; k < d; ++k) s += C[i * d + k] * C[k * d + j];
+      cc[i * d + j] = s;
+      f[i * d + j] = s / 30;
+    }
+  const double half_log_2pi = 0.5 * std::log(2 * M_PI);
+  const int64_t ancestors[np] = {2, 0, 1};
+  for (int gather = 0; gather < 2; ++gather) {
+    m.transition_logpdf(theta.data(), 1, 0, np, np, prev.data(), gather ? ancestors : nullptr,
+                        x.data(), out.data());
+    for (int n = 0; n < np; ++n) {
+      const int a = gather ? ancestors[n] : n;
+      double lp = 0;
+      for (int i = 0; i < d; ++i) {
+        double mean = 0;
+        for (int k = 0; k < d; ++k) mean += cc[i * d + k] * prev[k * np + a];
+        const double z = x[i * np + n] - mean / 30;
+        lp += -0.5 * z * z - half_log_2pi;
+      }
+      std::printf("transition%s %d %.17g %.17g\n", gather ? "-ancestors" : "", n, out[n], lp);
+    }
+  }
+  m.obs_logpdf(theta.data(), 1, 0, np, np, x.data(), y.data(), out.data());
+  for (int n = 0; n < np; ++n) {
+    double lp = 0;
+    for (int i = 0; i < r; ++i) {
+      double mean = 0;
+      for (int k = 0; k < d; ++k) mean += M[i * d + k] * x[k * np + n];
+      lp += -0.5 * (y[i] - mean) * (y[i] - mean) - half_log_2pi;
+    }
+    std::printf("observation %d %.17g %.17g\n", n, out[n], lp);
+  }
+  if (!m.linear_gaussian) return 1;
+  std::vector<double> lg(d + 3 * d * d + d + r * d + r + r * r);
+  m.linear_gaussian(theta.data(), 1, lg.data());
+  for (int e = 0; e < d * d; ++e) std::printf("F %d %.17g %.17g\n", e, lg[d + d * d + e], f[e]);
+  for (int e = 0; e < r * d; ++e)
+    std::printf("H %d %.17g %.17g\n", e, lg[d + 3 * d * d + d + e], M[e]);
 }
 )";
 
@@ -59,4 +144,23 @@ TEST_CASE("vector and matrix expressions compile to the right arithmetic", "[e2e
   check_standard_normal(u0, "y[0] = dot(x, v) + noise");
   check_standard_normal(u1, "y[1] = x[0] M[0][1] + max(x[1], 0) + noise");
   check_standard_normal(u2, "y[2] = logistic(x[1]) + noise");
+}
+
+TEST_CASE("products too large to unroll compile to loops with the same arithmetic",
+          "[e2e][codegen]") {
+  const std::string src = scratch_path("bigmat.ssm");
+  write_file(src, kBigProducts);
+  const std::string ir = run_ok({ssmc_path(), "build", src, "--emit=llvm", "-o", "-"}).out;
+  CHECK(ir.find("matmul.k") != std::string::npos); // C * C took the loop
+
+  std::istringstream out(run_kernel_harness("bigmat", src, kBigProductHarness, {}));
+  std::string what;
+  int index = 0, lines = 0;
+  double kernel = 0, reference = 0;
+  while (out >> what >> index >> kernel >> reference) {
+    INFO(what << " " << index);
+    CHECK(kernel == Approx(reference).epsilon(1e-12).margin(1e-14));
+    ++lines;
+  }
+  CHECK(lines == 9 + 900 + 1200);
 }
