@@ -38,6 +38,7 @@ std::vector<int> Differentiator::derivative(int node, const Wrt& wrt) {
   if (auto it = memo_.find(key); it != memo_.end())
     return it->second;
   const ir::Node n = from_.nodes.at(node); // a copy: the builder may grow from_ (its own arena)
+  work_ += n.shape.size();
   std::vector<int> d = compute(n, node, wrt);
   memo_[key] = d;
   return d;
@@ -258,6 +259,7 @@ std::vector<int> Differentiator::matmul(const ir::Node& n, const Wrt& wrt) {
   const ir::Shape& lhs = from_.nodes[n.args[0]].shape;
   const int rows = lhs.dims[0], inner = lhs.dims[1];
   const int cols = n.shape.rank() == 2 ? n.shape.dims[1] : 1;
+  work_ += int64_t{rows} * inner * cols;
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) {
       int s = -1;
@@ -456,6 +458,7 @@ public:
         current.push_back({ir::Op::State, static_cast<int>(s), 0, c});
     // A plate model's items have no x[t-1].
     const bool over_time = !model.items;
+    int64_t params_work = 0; // the parameter gradients' derivation so far (kMaxScoreDerivationWork)
     for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
       const int lag = block == &model.transition ? 1 : 0;
       Differentiator from_block(*block, b), in_arena(result.arena, b);
@@ -489,8 +492,20 @@ public:
           r.log_density = *lp;
           for (const Wrt& w : states)
             r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
-          for (const Wrt& w : params)
-            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+          if (params_work <= kMaxScoreDerivationWork) {
+            const int64_t before = in_arena.work();
+            for (const Wrt& w : params)
+              if (params_work + in_arena.work() - before <= kMaxScoreDerivationWork)
+                r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+            params_work += in_arena.work() - before;
+            if (params_work > kMaxScoreDerivationWork && result.score_why_not.empty())
+              result.score_why_not = fmt::format(
+                  "its score terms are too large to derive element by element ({} parameter "
+                  "components; more than {} derivative steps), as a model with large matrix "
+                  "parameters",
+                  n_theta, kMaxScoreDerivationWork);
+          }
+          r.grad_params.resize(n_theta, -1); // what was not derived is left out: no score
           add_to_score(model, rel, r.grad_params, b, terms);
           std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
           if (lag == 1)

@@ -41,11 +41,16 @@ public:
   std::vector<int> derivative(int node, const Wrt& wrt);
   // The value of component `pos` of `node`, as an arena scalar.
   int value(int node, int pos);
+  // The components differentiated so far (products count their terms): forward mode costs this
+  // per variable differentiated in, so the analysis can stop before a large model's parameter
+  // gradients take seconds.
+  int64_t work() const { return work_; }
 
 private:
   const ir::Block& from_;
   ExprBuilder& b_;
   std::map<std::tuple<int, int, int, int, int>, std::vector<int>> memo_;
+  int64_t work_ = 0;
   // Component i of operand k of n, as an arena scalar, broadcasting a scalar operand.
   int operand(const ir::Node& n, int k, size_t i);
   std::vector<int> compute(const ir::Node& n, int node, const Wrt& wrt);

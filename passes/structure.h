@@ -213,6 +213,17 @@ struct RelationDerivatives {
 // 0), whose smoothed sum over t is the score by Fisher's identity; -1 for zero. Empty with
 // `score_why_not` when a relation has no log-density formula, or a deterministic one reads a
 // parameter.
+// The largest score terms and state gradients compiled: element-by-element code past this size
+// costs LLVM more time than the kernel is worth (the 10-D linear-Gaussian example's score terms:
+// 44,000 operations, 8 s more to build).
+inline constexpr int64_t kMaxScoreOperations = 5000;
+// Forward mode derives the score one parameter component at a time, so its cost is the
+// components times the log-densities' size: past this many steps (Differentiator::work) the
+// analysis stops deriving and the model has no score terms. Measured on the examples: 6,700
+// steps at most for a score that is compiled; the 10-D linear-Gaussian example's takes 10^6, a
+// second, for terms refused for their size; a 40 x 30 matrix parameter's, 10^8 and ten seconds.
+inline constexpr int64_t kMaxScoreDerivationWork = 100 * kMaxScoreOperations;
+
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
   std::vector<RelationDerivatives> relations; // initial, transition, then observation

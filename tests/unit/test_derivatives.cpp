@@ -629,3 +629,32 @@ model bad_shapes {
   }
   CHECK(checked == 5);
 }
+
+TEST_CASE("a model with large matrix parameters stops the score's derivation, and says why",
+          "[passes][derivatives][score]") {
+  // 40 x 30 and 30 x 30 matrix parameters: forward mode would derive 2100 gradients of the
+  // 1200-term product, about 10^8 steps; the analysis stops at its budget instead.
+  const std::string source = R"(model bigmat {
+  param M : matrix[40, 30];
+  param C : matrix[30, 30];
+  state x : vector[30];
+  obs   y : vector[40];
+  x[0] ~ normal(0, 1);
+  x[t] ~ normal(C * x[t-1] / 30, 1);
+  y[t] ~ normal(M * x[t], 1);
+})";
+  frontend::DiagnosticEngine diags;
+  std::optional<ir::Model> model = frontend::compile_model(source, "bigmat.ssm", diags);
+  REQUIRE(model);
+  passes::PassContext context;
+  passes::create_pass("derivatives")->run(*model, context);
+  const passes::Derivatives& d = *context.derivatives;
+  CHECK(d.score_terms.empty());
+  CHECK_THAT(d.score_why_not, Catch::Contains("too large to derive element by element "
+                                              "(2100 parameter components"));
+  // What needs no parameter gradients is still there: the state gradient and the Jacobians.
+  CHECK(d.state_gradient.size() == 30);
+  REQUIRE(d.relations.size() == 3);
+  CHECK(d.relations[2].location_jacobian.size() == 40 * 30);
+  CHECK(d.relations[2].grad_params.size() == 2100); // what was derived, -1 past the budget
+}

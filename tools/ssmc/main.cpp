@@ -86,6 +86,7 @@ public:
     static const std::map<std::string, std::string> activities = {
         // "frontend" and "passes": compile_frontend and run_pipeline name the file.
         {"cache lookup", "looking up the build cache"},
+        {"derivatives", "differentiating the log-densities"},
         {"codegen", "generating the kernels"},
         {"optimize", "optimising the kernels (LLVM)"},
         {"object", "writing the object file"},
@@ -251,9 +252,7 @@ struct OptimizedModule {
 OptimizedModule generate_module(const ssm::ir::Model& model,
                                 const ssm::passes::PassContext& context, llvm::LLVMContext& ctx,
                                 const ssm::tools::Toolchain& toolchain, PhaseTimer& timer) {
-  timer.phase("codegen");
-  auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
-  module->setModuleIdentifier(model.name);
+  timer.phase("derivatives");
   nlohmann::json structure = ssm::passes::structure_json(model, context);
   structure["report"] = model.simulation ? ssm::passes::structure_report(model, context)
                                          : ssm::passes::structure_summary(context);
@@ -270,9 +269,7 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       no_score = derivatives->score_why_not;
       if (no_score.empty()) // an SDE's term of the score is estimated at run time, or not
         no_score = ssm::passes::settle_sde_score(*derivatives, context.sde);
-      // Element-by-element code: past this size LLVM's time grows faster than the kernel is
-      // worth (the 10-D linear-Gaussian example: 44,000 operations, 8 s more to build).
-      constexpr int64_t kMaxScoreOperations = 5000;
+      using ssm::passes::kMaxScoreOperations;
       if (const int64_t size = derivatives->score_size();
           no_score.empty() && size > kMaxScoreOperations) {
         no_score = fmt::format("its score terms have {} operations written element by element, "
@@ -304,6 +301,9 @@ OptimizedModule generate_module(const ssm::ir::Model& model,
       no_score = no_guide = e.what();
     }
   }
+  timer.phase("codegen");
+  auto module = ssm::codegen::load_kernel_library(ctx, toolchain.kernel_library);
+  module->setModuleIdentifier(model.name);
   const std::string no_prior =
       !derivatives ? "no derivatives analysis" : derivatives->prior_why_not;
   structure["prior"] = availability(no_prior);
