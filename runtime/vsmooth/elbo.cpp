@@ -82,15 +82,24 @@ torch::Tensor ModelDensities::transition(int64_t t, const torch::Tensor& prev,
   return pairs ? result.view({I, J}) : result;
 }
 
-torch::Tensor ModelDensities::functionals(int64_t t, const torch::Tensor& prev,
-                                          const torch::Tensor& x) const {
-  const int64_t K = x.size(0), nf = info_.n_functional;
+torch::Tensor ModelDensities::pair_terms(ssm_functional_terms_fn kernel, int64_t width, int64_t t,
+                                         const torch::Tensor& prev, const torch::Tensor& x) const {
+  const int64_t K = x.size(0);
   const std::vector<double> xs = to_soa(x);
   const std::vector<double> ps = prev_soa(t, prev, xs);
-  std::vector<double> out(nf * K);
-  model_.functional_terms(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
-                          out.data());
-  return torch::tensor(out, f64()).view({nf, K}).t();
+  std::vector<double> out(width * K);
+  kernel(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t), out.data());
+  return torch::tensor(out, f64()).view({width, K}).t();
+}
+
+torch::Tensor ModelDensities::functionals(int64_t t, const torch::Tensor& prev,
+                                          const torch::Tensor& x) const {
+  return pair_terms(model_.functional_terms, info_.n_functional, t, prev, x);
+}
+
+torch::Tensor ModelDensities::parameter_terms(int64_t t, const torch::Tensor& prev,
+                                              const torch::Tensor& x) const {
+  return pair_terms(model_.score_terms, info_.n_theta, t, prev, x);
 }
 
 std::pair<torch::Tensor, torch::Tensor>
@@ -209,20 +218,11 @@ torch::Tensor draw_trajectories(const GuidePass& q, int64_t K, torch::Generator&
 }
 
 std::vector<double> ModelDensities::parameter_gradient(const torch::Tensor& x) const {
-  const int64_t T = x.size(0), K = x.size(1), n = info_.n_theta;
-  std::vector<double> sum(n, 0.0), out(n * K);
-  for (int64_t t = 0; t < T; ++t) {
-    const std::vector<double> xs = to_soa(x[t]);
-    const std::vector<double> ps = prev_soa(t, x[std::max<int64_t>(t - 1, 0)], xs);
-    model_.score_terms(frame(t), t, 0, K, K, ps.data(), nullptr, xs.data(), data_.at(t),
-                       out.data());
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t k = 0; k < K; ++k)
-        sum[c] += out[c * K + k];
-  }
-  for (double& v : sum)
-    v /= static_cast<double>(K);
-  return sum;
+  const int64_t T = x.size(0);
+  torch::Tensor sum = torch::zeros({info_.n_theta}, f64());
+  for (int64_t t = 0; t < T; ++t)
+    sum += parameter_terms(t, x[std::max<int64_t>(t - 1, 0)], x[t]).mean(0);
+  return std::vector<double>(sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel());
 }
 
 PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,

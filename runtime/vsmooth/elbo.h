@@ -42,6 +42,9 @@ public:
   // The functionals' terms at (prev[k], x[k], y_t) (prev unread at t = 0): [K, n_functional].
   torch::Tensor functionals(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const;
   int64_t n_functional() const { return info_.n_functional; }
+  // The gradient of the step's log-densities in the parameters (the score terms) at (prev[k],
+  // x[k], y_t) (prev unread at t = 0): [K, n_theta]. Needs the score_terms kernel.
+  torch::Tensor parameter_terms(int64_t t, const torch::Tensor& prev, const torch::Tensor& x) const;
   // The gradient of log p(x_{0:T-1}, y) in the parameters (the score terms summed over t),
   // averaged over trajectories x ([T, K, p]): n_theta values. Needs the score_terms kernel.
   std::vector<double> parameter_gradient(const torch::Tensor& x) const;
@@ -49,6 +52,9 @@ public:
   void set_parameters(const std::vector<double>& theta) { frame_.set_parameters(theta.data()); }
 
 private:
+  // A kernel of functional_terms' signature at (prev[k], x[k], y_t): [K, width].
+  torch::Tensor pair_terms(ssm_functional_terms_fn kernel, int64_t width, int64_t t,
+                           const torch::Tensor& prev, const torch::Tensor& x) const;
   const double* frame(int64_t t) const {
     return frame_.step(data_.inputs_at(t), t > 0 ? data_.at(t - 1) : nullptr);
   }

@@ -519,7 +519,19 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     for (int64_t k = 0; k < n_series; ++k)
       streams.push_back({series[k].densities.get(), series[k].y, series[k].data,
                          n_series > 1 ? data.series.names[k] : ""});
-    online = train_online(guide, streams, run, o, !o.marginals, gen);
+    // --learn-params: the parameters move at every step, the model's densities with them (a
+    // linear-Gaussian model's matrices, which only the report reads, once at the end).
+    OnlineParameters learning;
+    if (space)
+      learning = {&*space, u, o.param_learning_rate > 0 ? o.param_learning_rate : 0.05, [&] {
+                    space->constrain(u_values(), {fixed.data(), n_theta});
+                    for (Series& s : series)
+                      s.densities->set_parameters(fixed);
+                  }};
+    online = train_online(guide, streams, run, o, !o.marginals, gen, space ? &learning : nullptr);
+    if (space && linear)
+      for (Series& s : series)
+        s.lg = linear_gaussian(run.model, info, fixed, *s.data, lg_steps);
     done = evaluations = online.updates;
     trace = online.epoch_elbo;
     fit.failure = online.failure;
@@ -666,6 +678,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     write_step_moments(guide, series[0].y, info, o.online_out);
   if (space) // the learned parameters, as a --params file has them
     r.details["params"] = params_json(info, fixed);
+
   nlohmann::json details = {
       {"gradient", o.gradient},           {"init", o.load_guide.empty() ? o.init : "load"},
       {"encoder", guide->spec().encoder}, {"family", guide->spec().diagonal ? "diagonal" : "full"},
@@ -696,6 +709,11 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       details["clip"] = o.clip;
     if (online.epoch_elbo.size() > 1)
       details["epoch_elbo"] = online.epoch_elbo;
+    if (space) { // the ELBO's gradient in every parameter at the end, as `score` has the score
+      const torch::Tensor g = online.parameter_gradient.contiguous();
+      details["parameter_gradient"] = params_json(
+          info, std::vector<double>(g.data_ptr<double>(), g.data_ptr<double>() + g.numel()));
+    }
   }
   // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
   int64_t n_params = 0;

@@ -181,14 +181,11 @@ void check(const MethodRun& run) {
   if (o.online_out == "-")
     throw Error("smooth --method variational: --online-out must be a file (standard output "
                 "carries the smoothing CSV or the JSON)");
-  if (o.optimizer != "sgd" &&
+  if (o.optimizer != "sgd" && !(o.online && o.learn_params) &&
       (o.step_hold != d.step_hold || o.step_decay != d.step_decay || o.clip != d.clip))
     throw Error("smooth --method variational: --step-hold, --step-decay and --clip are "
-                "--online --optimizer sgd's");
+                "--online --optimizer sgd's and --online --learn-params's");
   if (o.learn_params) {
-    if (o.online)
-      throw Error("smooth --method variational --learn-params: the parameters are learned "
-                  "offline, with whole-series steps (drop --online)");
     if (o.optimizer == "lbfgs")
       throw Error("smooth --method variational --learn-params: the parameters' gradient is a "
                   "Monte Carlo estimate over trajectories of the guide, which L-BFGS cannot "
@@ -367,8 +364,9 @@ void add_options(MethodRegistry& registry) {
                                .default_value = std::vector<std::string>{},
                                .type_name = "NAME"});
   registry.add_option(smooth, {.flag = "--param-learning-rate",
-                               .help = "--learn-params: Adam's step for the parameters (0: "
-                                       "--learning-rate's)",
+                               .help = "--learn-params: the parameters' step: Adam's (0: "
+                                       "--learning-rate's); online, the first of rml's decaying "
+                                       "steps (0: 0.05)",
                                .default_value = d.param_learning_rate,
                                .type_name = "RATE"});
   registry.add_option(smooth, {.flag = "--save",

@@ -68,10 +68,10 @@ StepOutcome advance_step(OnlineRecursion& rec, int64_t t, const torch::Tensor& y
 } // namespace
 
 OnlineRecursion::OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
-                                 std::vector<int64_t> sum_components)
+                                 std::vector<int64_t> sum_components, bool parameter_score)
     : guide_(std::move(guide)), model_(model), N_(samples),
       sum_components_(std::move(sum_components)),
-      sum_index_(torch::tensor(sum_components_, torch::kInt64)) {
+      sum_index_(torch::tensor(sum_components_, torch::kInt64)), parameter_score_(parameter_score) {
   for (const torch::Tensor& p : guide_->parameters()) {
     offsets_.push_back(n_parameters_);
     n_parameters_ += p.numel();
@@ -139,13 +139,15 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
   const torch::Tensor log_q = gaussian_log_density(xi, mean_leaf, torch::linalg_cholesky(cov_leaf));
   const torch::Tensor lq = log_q.detach();
 
-  torch::Tensor H, F, w, coef, log_back;
+  torch::Tensor H, F, S, w, coef, log_back;
   std::vector<torch::Tensor> kernel_leaves; // per draw xi_t^i: q_{t-1}'s moments, the transition
   if (first) {
     torch::NoGradGuard no_grad;
     H = model_.initial(xi) - lq;
     if (nsum > 0)
       F = model_.functionals(0, xi, xi).index_select(1, sum_index_);
+    if (parameter_score_)
+      S = model_.parameter_terms(0, xi, xi);
   } else {
     // log q_{t-1|t}(xi_{t-1}^j | xi_t^i) with row i computed from copy i of what the kernel
     // reads: the surrogate's gradient in copy i is then draw i's increment of G (4.11).
@@ -179,13 +181,16 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
     const torch::Tensor incr = H_.unsqueeze(0) + h;
     H = (w * incr).sum(1);
     coef = w * (incr - H.unsqueeze(1)); // the baseline H_t^i inside (4.11)
-    if (nsum > 0) {
-      const torch::Tensor terms =
-          model_.functionals(t, xi_.repeat({N, 1}), xi.repeat_interleave(N, 0))
-              .index_select(1, sum_index_)
-              .view({N, N, nsum});
-      F = (w.unsqueeze(-1) * (F_.unsqueeze(0) + terms)).sum(1);
-    }
+    // The sum_t statistics per draw (PaRIS-like, over every pair): the functionals' and the
+    // score terms'.
+    const torch::Tensor pair_prev = xi_.repeat({N, 1}), pair_cur = xi.repeat_interleave(N, 0);
+    auto backward_sum = [&](const torch::Tensor& previous, const torch::Tensor& terms) {
+      return (w.unsqueeze(-1) * (previous.unsqueeze(0) + terms.reshape({N, N, -1}))).sum(1);
+    };
+    if (nsum > 0)
+      F = backward_sum(F_, model_.functionals(t, pair_prev, pair_cur).index_select(1, sum_index_));
+    if (parameter_score_)
+      S = backward_sum(S_, model_.parameter_terms(t, pair_prev, pair_cur));
     const torch::Tensor gain = k.gain[0].detach(), noise = k.noise[0].detach();
     one_step_mean_ = gain.matmul(mean) + k.offset[0].detach();
     one_step_cov_ = gain.matmul(cov).matmul(gain.t()) + noise;
@@ -196,6 +201,9 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
     const torch::Tensor bad = torch::nonzero(~torch::isfinite(F).all(0));
     throw NonFinite{"", false, sum_components_[bad[0][0].item<int64_t>()]};
   }
+  if (S.defined() && !all_finite(S))
+    throw NonFinite{"the gradient of the model's log-densities in its parameters is not finite",
+                    false};
 
   // (4.12): (1/N) sum_i [G_t^i + grad log q_t(xi_t^i) (H_t^i - mean_{k != i} H_t^k)]: the
   // baseline leaves draw i out (H_t^k is independent of xi_t^i for k != i); the mean over all k,
@@ -231,6 +239,7 @@ std::vector<torch::Tensor> OnlineRecursion::advance(int64_t t, const torch::Tens
   H_ = H;
   G_ = G;
   F_ = nsum > 0 ? F : torch::zeros({N, 0}, f64());
+  S_ = S;
   return gradient;
 }
 
@@ -259,7 +268,7 @@ std::string step_moments_row(int64_t t, size_t columns, const torch::Tensor& fil
 
 OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream>& streams,
                             const MethodRun& run, const VariationalSmoothOptions& o,
-                            bool functionals, torch::Generator& gen) {
+                            bool functionals, torch::Generator& gen, OnlineParameters* theta) {
   const ModelInfo& info = run.info;
   int64_t T = 0; // a pass's observations, over every series
   for (const OnlineStream& s : streams)
@@ -292,45 +301,58 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.learning_rate));
   else
     optimizer = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(1.0));
-  auto step_size = [&](int64_t k) { // gamma_k, k = 1, 2, ... (RML's schedule, as `rml`)
-    return k <= o.step_hold
-               ? o.learning_rate
-               : o.learning_rate * std::pow(static_cast<double>(k - o.step_hold), -o.step_decay);
+  // gamma_k / gamma_1, k = 1, 2, ... (RML's schedule, as `rml`)
+  auto decay = [&](int64_t k) {
+    return k <= o.step_hold ? 1.0 : std::pow(static_cast<double>(k - o.step_hold), -o.step_decay);
   };
-  // The parameters before the last update: the guide under which the last step that succeeded
-  // ran, kept when the next one fails (the update in between may be what broke it).
+  // The parameters before the last update: the guide (and model) under which the last step that
+  // succeeded ran, kept when the next one fails (the update in between may be what broke it).
   std::vector<torch::Tensor> before;
   for (const torch::Tensor& p : params)
     before.push_back(p.detach().clone());
+  torch::Tensor u_before = theta ? theta->u.detach().clone() : torch::Tensor();
+  auto u_values = [&] {
+    const torch::Tensor c = theta->u.detach().contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
   const int64_t passes = std::max<int64_t>(1, o.epochs); // --epochs 0: one pass, no update
   for (int64_t epoch = 0; epoch < passes; ++epoch) {
     const bool last = epoch + 1 == passes;
     double pass_elbo = 0;
-    torch::Tensor pass_sums;
+    torch::Tensor pass_sums, pass_gradient;
     int64_t done = 0; // the pass's observations before this series'
     for (const OnlineStream& stream : streams) {
       const torch::Tensor& y = stream.y;
-      OnlineRecursion rec(guide, *stream.model, o.samples, sum_components);
+      OnlineRecursion rec(guide, *stream.model, o.samples, sum_components, theta != nullptr);
       std::vector<torch::Tensor> previous; // the gradient estimate of L_{t-1} at lambda_{t-1}
+      torch::Tensor previous_u;            // and in u, at u_{t-1}
       for (int64_t t = 0; t < y.size(0); ++t) {
-        auto [g, why, elbo, e_functional] = advance_step(rec, t, y[t], info, gen);
-        if (why.empty() && last && out)
-          write_row(t, rec);
-        if (!why.empty()) {
+        // Back to the guide (and parameters) under which the last step that succeeded ran.
+        auto stop = [&](const std::string& why, const char* hint) {
           torch::NoGradGuard no_grad;
           for (size_t k = 0; k < params.size(); ++k)
             params[k].copy_(before[k]);
+          if (theta) {
+            theta->u.detach().copy_(u_before);
+            theta->move();
+          }
           result.failure = fmt::format(
               "smooth --method variational --online: {} at t={}{} ({}) in pass {}; training "
               "stopped with the guide of the last step that succeeded{}",
               why, t, stream.name.empty() ? "" : " of series " + stream.name,
-              data_row_text(info, *stream.data, t), epoch + 1,
-              elbo ? " (the guide is Gaussian: a log-density of the model that is -inf somewhere "
-                     "in the state, as one with bounded support, makes the ELBO -inf)"
-              : e_functional ? ""
-                             : " (a smaller --learning-rate may keep the guide in its family)");
+              data_row_text(info, *stream.data, t), epoch + 1, hint);
           return result;
-        }
+        };
+        auto [g, why, elbo, e_functional] = advance_step(rec, t, y[t], info, gen);
+        if (why.empty() && last && out)
+          write_row(t, rec);
+        if (!why.empty())
+          return stop(why, elbo ? " (the guide is Gaussian: a log-density of the model that is "
+                                  "-inf somewhere in the state, as one with bounded support, "
+                                  "makes the ELBO -inf)"
+                           : e_functional
+                               ? ""
+                               : " (a smaller --learning-rate may keep the guide in its family)");
         if (o.epochs == 0) {
           if (o.progress)
             o.progress(done + t + 1, T);
@@ -342,7 +364,8 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         for (size_t k = 0; k < params.size(); ++k)
           before[k].copy_(params[k].detach());
         optimizer->zero_grad();
-        const double gamma = o.optimizer == "adam" ? 1.0 : step_size(result.updates + 1);
+        const double gamma =
+            o.optimizer == "adam" ? 1.0 : o.learning_rate * decay(result.updates + 1);
         for (size_t k = 0; k < params.size(); ++k) {
           torch::Tensor d = previous.empty() ? -g[k] : previous[k] - g[k];
           if (o.optimizer == "sgd") {
@@ -354,18 +377,48 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         }
         optimizer->step();
         previous = std::move(g);
+        if (theta) { // the parameters' step, as the guide's, from the gradient at u_t
+          const torch::Tensor g_theta = rec.parameter_gradient().contiguous();
+          const torch::Tensor g_u = torch::tensor(
+              theta->space->gradient(
+                  u_values(), {g_theta.data_ptr<double>(), static_cast<size_t>(g_theta.numel())},
+                  false),
+              f64());
+          u_before.copy_(theta->u.detach());
+          // Robbins-Monro, as `rml`: the increments are noisy, and a step that does not decay
+          // (Adam's) keeps the parameters wandering.
+          torch::Tensor move = theta->learning_rate * decay(result.updates + 1) *
+                               (previous_u.defined() ? g_u - previous_u : g_u);
+          if (o.clip > 0)
+            move = move.clamp(-o.clip, o.clip);
+          {
+            torch::NoGradGuard no_grad;
+            theta->u.add_(move);
+          }
+          try {
+            theta->move();
+          } catch (const Error& e) {
+            return stop(fmt::format("the parameters left their space ({})", e.what()),
+                        " (a smaller --param-learning-rate may keep them in it)");
+          }
+          previous_u = g_u;
+        }
         ++result.updates;
         if (o.progress)
           o.progress(epoch * T + done + t + 1, passes * T);
       }
       pass_elbo += rec.elbo();
       pass_sums = pass_sums.defined() ? pass_sums + rec.functional_sums() : rec.functional_sums();
+      if (theta)
+        pass_gradient = pass_gradient.defined() ? pass_gradient + rec.parameter_gradient()
+                                                : rec.parameter_gradient();
       done += y.size(0);
     }
     result.epoch_elbo.push_back(pass_elbo);
     if (last) {
       result.elbo = pass_elbo;
       result.functional_sums = pass_sums;
+      result.parameter_gradient = pass_gradient;
     }
   }
   if (out)

@@ -6,6 +6,7 @@
 // moments of q.
 #pragma once
 
+#include "learning/parameter_space.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
 #include "vsmooth/variational_smoother.h"
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,9 @@ namespace ssm::vsmooth {
 // taken at the parameters current at that step, as in recursive maximum likelihood.
 class OnlineRecursion {
 public:
+  // `parameter_score`: also carry the model's score terms per draw, for parameter_gradient.
   OnlineRecursion(BackwardGuide guide, const ModelDensities& model, int64_t samples,
-                  std::vector<int64_t> sum_components);
+                  std::vector<int64_t> sum_components, bool parameter_score = false);
 
   // Step t (0 first) with y_t ([m]): the gradient estimate of L_t = ELBO(y_{0:t}) at the current
   // parameters, one tensor per guide parameter (4.12). Throws NonFinite when the ELBO's
@@ -39,6 +42,9 @@ public:
 
   double elbo() const { return H_.mean().item<double>(); }     // mean_i H_t^i, estimating L_t
   torch::Tensor functional_sums() const { return F_.mean(0); } // [components]
+  // E_q[grad_theta log p(x_{0:t}, y_{0:t})], the gradient of L_t in the model's parameters (q
+  // does not depend on them), from the per-draw sums of the score terms: [n_theta].
+  torch::Tensor parameter_gradient() const { return S_.mean(0); }
   // q_t's mean and covariance, and E_q[x_{t-1} | y_{0:t}] and its covariance (undefined at t=0).
   const torch::Tensor& filter_mean() const { return mean_; }
   const torch::Tensor& filter_cov() const { return cov_; }
@@ -61,7 +67,8 @@ private:
   torch::Tensor sum_index_;
   std::vector<int64_t> offsets_; // of each parameter in the flattened parameter vector
   int64_t n_parameters_ = 0;
-  torch::Tensor mean_, cov_, jacobian_, xi_, log_q_, H_, G_, F_;
+  bool parameter_score_ = false;
+  torch::Tensor mean_, cov_, jacobian_, xi_, log_q_, H_, G_, F_, S_;
   torch::Tensor one_step_mean_, one_step_cov_;
 };
 
@@ -75,6 +82,10 @@ struct OnlineTraining {
   // The last pass's estimates of the sum_t functionals (accumulated while the guide moved), added
   // over the series.
   torch::Tensor functional_sums;
+  // With parameters learned: the last pass's estimate of E_q[grad_theta log p(x, y)], the
+  // gradient in them of the ELBO of every series (each series' parameter_gradient at its last
+  // step, added): [n_theta]. With --epochs 0, at the starting parameters and guide.
+  torch::Tensor parameter_gradient;
   // Non-empty when training stopped; the guide is then the one under which the last step that
   // succeeded ran.
   std::string failure;
@@ -97,6 +108,18 @@ struct OnlineStream {
   std::string name;
 };
 
+// --learn-params online: the model's parameters follow the difference of successive estimates of
+// E_q[grad_theta log p(x_{0:t}, y_{0:t})] (the recursion's parameter_gradient), as the guide
+// follows its own (4.13), in the parameter space's unconstrained coordinates u, with Adam.
+struct OnlineParameters {
+  const ParameterSpace* space = nullptr;
+  torch::Tensor u; // [dimension], a leaf the optimiser moves
+  double learning_rate = 0;
+  // Sets the model's parameters to u's wherever the model is read; throws Error when u leaves
+  // the space.
+  std::function<void()> move;
+};
+
 // Trains the guide by --epochs passes over the series, one after another, one Adam or SGD step
 // per observation on the difference of successive gradient estimates (4.13; with several passes,
 // the recursive updates of 4.15, the recursion restarted at each pass). Each series restarts the
@@ -104,8 +127,10 @@ struct OnlineStream {
 // series' ELBOs, as offline. Streams the last pass's per-step estimates to --online-out (one
 // series); the sum_t functionals estimated only when `functionals` is set, added over the series.
 // Memory O(N P + p^2 P + N^2 p) for P guide parameters, whatever the series' lengths.
+// With `parameters`, the model's parameters learn beside the guide (OnlineParameters).
 OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream>& streams,
                             const MethodRun& run, const VariationalSmoothOptions& options,
-                            bool functionals, torch::Generator& gen);
+                            bool functionals, torch::Generator& gen,
+                            OnlineParameters* parameters = nullptr);
 
 } // namespace ssm::vsmooth

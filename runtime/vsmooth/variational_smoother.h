@@ -62,7 +62,9 @@ struct VariationalSmoothOptions {
   // the log-likelihood; variational EM): every parameter with a value or a prior but those in
   // `fixed`, on the unconstrained space of the learning methods, by Adam at
   // param_learning_rate (0: learning_rate); the gradient in them is the score terms' mean over
-  // --samples trajectories of the guide.
+  // --samples trajectories of the guide. Online, by rml's Robbins-Monro steps from
+  // param_learning_rate (0: 0.05) with step_hold, step_decay and clip, on the recursion's
+  // estimate (OnlineParameters).
   bool learn_params = false;
   std::vector<std::string> fixed;
   double param_learning_rate = 0;

@@ -588,7 +588,6 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   refused(s.exe, s.data, {"--gradient", "pathwise", "--optimizer", "lbfgs"}, "use adam");
   refused(s.exe, s.data, {"--online", "--gradient", "pathwise"}, "use --gradient score");
   refused(s.exe, s.data, {"--fix", "A"}, "--fix, --param-learning-rate and --save are");
-  refused(s.exe, s.data, {"--learn-params", "--online"}, "learned offline");
   refused(s.exe, s.data, {"--learn-params", "--optimizer", "lbfgs"}, "use adam");
   refused(s.exe, s.data, {"--learn-params", "--fix", "B"}, "cannot fix 'B'");
   refused(s.exe, s.data, {"--learn-params", "--fix", "A"}, "no parameter is left to learn");
@@ -611,7 +610,8 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   refused(s.exe, s.data, {"--online", "--iterations", "5"}, "--epochs sets the passes");
   refused(s.exe, s.data, {"--epochs", "3"}, "--epochs is --online's");
   refused(s.exe, s.data, {"--optimizer", "sgd"}, "--optimizer sgd is --online's");
-  refused(s.exe, s.data, {"--online", "--clip", "2"}, "are --online --optimizer sgd's");
+  refused(s.exe, s.data, {"--online", "--clip", "2"},
+          "are --online --optimizer sgd's and --online --learn-params's");
   refused(s.exe, s.data, {"--online", "--optimizer", "sgd", "--clip", "-1"},
           "--clip must be at least 0");
   refused(s.exe, s.data, {"--online", "--optimizer", "sgd", "--step-decay", "0.4"},
