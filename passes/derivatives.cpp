@@ -492,19 +492,19 @@ public:
           r.log_density = *lp;
           for (const Wrt& w : states)
             r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
-          if (params_work <= kMaxScoreDerivationWork) {
+          for (const Wrt& w : params) {
+            if (params_work > kMaxScoreDerivationWork)
+              break;
             const int64_t before = in_arena.work();
-            for (const Wrt& w : params)
-              if (params_work + in_arena.work() - before <= kMaxScoreDerivationWork)
-                r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
+            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
             params_work += in_arena.work() - before;
-            if (params_work > kMaxScoreDerivationWork && result.score_why_not.empty())
-              result.score_why_not = fmt::format(
-                  "its score terms are too large to derive element by element ({} parameter "
-                  "components; more than {} derivative steps), as a model with large matrix "
-                  "parameters",
-                  n_theta, kMaxScoreDerivationWork);
           }
+          if (params_work > kMaxScoreDerivationWork && result.score_why_not.empty())
+            result.score_why_not = fmt::format(
+                "its score terms are too large to derive element by element ({} parameter "
+                "components; more than {} derivative steps), as a model with large matrix "
+                "parameters",
+                n_theta, kMaxScoreDerivationWork);
           r.grad_params.resize(n_theta, -1); // what was not derived is left out: no score
           add_to_score(model, rel, r.grad_params, b, terms);
           std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions

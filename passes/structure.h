@@ -208,11 +208,6 @@ struct RelationDerivatives {
   std::vector<int> grad_params;       // theta size (Model::param_offset)
   std::string why_not;                // when there is no log-density formula
 };
-// The score terms: per theta component, the arena node of d/dtheta of log p(x[0]) + log p(y[0] |
-// x[0]) at t = 0, of log p(x[t] | x[t-1]) + log p(y[t] | x[t]) after (a missing observation adds
-// 0), whose smoothed sum over t is the score by Fisher's identity; -1 for zero. Empty with
-// `score_why_not` when a relation has no log-density formula, or a deterministic one reads a
-// parameter.
 // The largest score terms and state gradients compiled: element-by-element code past this size
 // costs LLVM more time than the kernel is worth (the 10-D linear-Gaussian example's score terms:
 // 44,000 operations, 8 s more to build).
@@ -224,6 +219,11 @@ inline constexpr int64_t kMaxScoreOperations = 5000;
 // second, for terms refused for their size; a 40 x 30 matrix parameter's, 10^8 and ten seconds.
 inline constexpr int64_t kMaxScoreDerivationWork = 100 * kMaxScoreOperations;
 
+// The score terms: per theta component, the arena node of d/dtheta of log p(x[0]) + log p(y[0] |
+// x[0]) at t = 0, of log p(x[t] | x[t-1]) + log p(y[t] | x[t]) after (a missing observation adds
+// 0), whose smoothed sum over t is the score by Fisher's identity; -1 for zero. Empty with
+// `score_why_not` when a relation has no log-density formula, or a deterministic one reads a
+// parameter.
 struct Derivatives {
   ir::Block arena{ir::BlockKind::Transition, {}, {}, {}};
   std::vector<RelationDerivatives> relations; // initial, transition, then observation

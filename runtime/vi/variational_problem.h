@@ -11,6 +11,7 @@
 #include "learning/pmmh.h"
 #include "nn/compiled_density.h"
 #include "nn/compiled_guide.h"
+#include "nn/tensor_values.h"
 #include "vi/guide.h"
 #include "vi/model_networks.h"
 #include "vi/parameter_guide.h"
@@ -49,12 +50,7 @@ struct ConstrainFunction : torch::autograd::Function<ConstrainFunction> {
   }
 };
 
-inline std::vector<double> to_vector(const torch::Tensor& t) {
-  if (t.numel() == 0) // a model without parameters, at every step: no operations
-    return {};
-  const torch::Tensor c = t.detach().to(torch::kFloat64).contiguous();
-  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
-}
+using nn::to_vector;
 
 // The per-item terms of the objectives at one set of draws.
 struct ObjectiveTerms {

@@ -1,6 +1,7 @@
 // The ELBO of a backward guide: see elbo.h.
 #include "vsmooth/elbo.h"
 #include "core/results.h"
+#include "nn/tensor_values.h"
 
 #include <cmath>
 
@@ -222,7 +223,7 @@ std::vector<double> ModelDensities::parameter_gradient(const torch::Tensor& x) c
   torch::Tensor sum = torch::zeros({info_.n_theta}, f64());
   for (int64_t t = 0; t < T; ++t)
     sum += parameter_terms(t, x[std::max<int64_t>(t - 1, 0)], x[t]).mean(0);
-  return std::vector<double>(sum.data_ptr<double>(), sum.data_ptr<double>() + sum.numel());
+  return nn::to_vector(sum);
 }
 
 PathwiseStep pathwise_step(const GuidePass& q, const ModelDensities& model, int64_t K,

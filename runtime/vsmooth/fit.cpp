@@ -13,6 +13,7 @@
 #include "exact/kalman.h"
 #include "kernel/rng.h"
 #include "learning/parameter_space.h"
+#include "nn/tensor_values.h"
 #include "vsmooth/backward_guide.h"
 #include "vsmooth/elbo.h"
 #include "vsmooth/online.h"
@@ -416,12 +417,8 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     u = torch::tensor(space->unconstrain({fixed.data(), n_theta}), f64()).requires_grad_(true);
     good_u = u.detach().clone();
   }
-  auto u_values = [&] {
-    const torch::Tensor c = u.detach().contiguous();
-    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-  };
   auto move_parameters = [&] { // to u, wherever the model is read
-    space->constrain(u_values(), {fixed.data(), n_theta});
+    space->constrain(nn::to_vector(u), {fixed.data(), n_theta});
     for (Series& s : series) {
       s.densities->set_parameters(fixed);
       if (linear)
@@ -524,7 +521,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     OnlineParameters learning;
     if (space)
       learning = {&*space, u, o.param_learning_rate > 0 ? o.param_learning_rate : 0.05, [&] {
-                    space->constrain(u_values(), {fixed.data(), n_theta});
+                    space->constrain(nn::to_vector(u), {fixed.data(), n_theta});
                     for (Series& s : series)
                       s.densities->set_parameters(fixed);
                   }};
@@ -621,7 +618,7 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       torch::nn::utils::clip_grad_norm_(guide->parameters(), 100.0);
       if (space) {
         good_u = u.detach().clone();
-        const std::vector<double> g = space->gradient(u_values(), theta_gradient, false);
+        const std::vector<double> g = space->gradient(nn::to_vector(u), theta_gradient, false);
         u.mutable_grad() = torch::tensor(g, f64()) / -static_cast<double>(T);
       }
       optimizer.step();
@@ -678,7 +675,6 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
     write_step_moments(guide, series[0].y, info, o.online_out);
   if (space) // the learned parameters, as a --params file has them
     r.details["params"] = params_json(info, fixed);
-
   nlohmann::json details = {
       {"gradient", o.gradient},           {"init", o.load_guide.empty() ? o.init : "load"},
       {"encoder", guide->spec().encoder}, {"family", guide->spec().diagonal ? "diagonal" : "full"},
@@ -709,11 +705,8 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       details["clip"] = o.clip;
     if (online.epoch_elbo.size() > 1)
       details["epoch_elbo"] = online.epoch_elbo;
-    if (space) { // the ELBO's gradient in every parameter at the end, as `score` has the score
-      const torch::Tensor g = online.parameter_gradient.contiguous();
-      details["parameter_gradient"] = params_json(
-          info, std::vector<double>(g.data_ptr<double>(), g.data_ptr<double>() + g.numel()));
-    }
+    if (space) // the ELBO's gradient in every parameter at the end, as `score` has the score
+      details["parameter_gradient"] = params_json(info, nn::to_vector(online.parameter_gradient));
   }
   // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
   int64_t n_params = 0;

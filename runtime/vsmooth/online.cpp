@@ -3,6 +3,7 @@
 #include "core/csv.h"
 #include "core/error.h"
 #include "core/output.h"
+#include "nn/tensor_values.h"
 
 #include <fmt/format.h>
 
@@ -311,10 +312,6 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
   for (const torch::Tensor& p : params)
     before.push_back(p.detach().clone());
   torch::Tensor u_before = theta ? theta->u.detach().clone() : torch::Tensor();
-  auto u_values = [&] {
-    const torch::Tensor c = theta->u.detach().contiguous();
-    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-  };
   const int64_t passes = std::max<int64_t>(1, o.epochs); // --epochs 0: one pass, no update
   for (int64_t epoch = 0; epoch < passes; ++epoch) {
     const bool last = epoch + 1 == passes;
@@ -378,12 +375,10 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         optimizer->step();
         previous = std::move(g);
         if (theta) { // the parameters' step, as the guide's, from the gradient at u_t
-          const torch::Tensor g_theta = rec.parameter_gradient().contiguous();
-          const torch::Tensor g_u = torch::tensor(
-              theta->space->gradient(
-                  u_values(), {g_theta.data_ptr<double>(), static_cast<size_t>(g_theta.numel())},
-                  false),
-              f64());
+          const torch::Tensor g_u =
+              torch::tensor(theta->space->gradient(nn::to_vector(theta->u),
+                                                   nn::to_vector(rec.parameter_gradient()), false),
+                            f64());
           u_before.copy_(theta->u.detach());
           // Robbins-Monro, as `rml`: the increments are noisy, and a step that does not decay
           // (Adam's) keeps the parameters wandering.
