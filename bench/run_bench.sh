@@ -20,6 +20,8 @@ REPS_BIG=${REPS_BIG:-3}
 T=${T:-200}
 NS=${NS:-"1000 10000 100000 1000000"}
 THREADS=${THREADS:-$(nproc)}
+# The baseline is not part of the default build.
+[[ -x $hand ]] || cmake --build "$build" --target handwritten_sv >&2
 for exe in "$ssmc" "$hand"; do
   if [[ ! -x $exe ]]; then
     echo "run_bench.sh: $exe not found; build it first:" >&2

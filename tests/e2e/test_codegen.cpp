@@ -29,17 +29,18 @@ model vecops {
 }
 )";
 
-// 40 x 30 and 30 x 30 parameter matrices: C * C (27,000 products) before the particle loop, a
-// loop there; its product with x[t-1] (900) and M * x[t] (1200) inside it, unrolled so that the
-// particle loop vectorises.
+// 4 x 20 and 20 x 20 parameter matrices: C * C (8,000 products, over kUnrolledProducts) before the
+// particle loop, a loop there; its product with x[t-1] (400) and M * x[t] (80) inside it,
+// unrolled so that the particle loop vectorises. Small, to compile quickly, but not so small that
+// LLVM unrolls the loop (it does at 16 x 16, and the IR then has no matmul.k to check for).
 const char* const kBigProducts = R"(
 model bigmat {
-  param M : matrix[40, 30];
-  param C : matrix[30, 30];
-  state x : vector[30];
-  obs   y : vector[40];
+  param M : matrix[4, 20];
+  param C : matrix[20, 20];
+  state x : vector[20];
+  obs   y : vector[4];
   x[0] ~ normal(0, 1);
-  x[t] ~ normal(C * C * x[t-1] / 30, 1);
+  x[t] ~ normal(C * C * x[t-1] / 20, 1);
   y[t] ~ normal(M * x[t], 1);
 }
 )";
@@ -55,7 +56,7 @@ const char* const kBigProductHarness = R"(
 extern "C" const ssm_model ssm_model_table;
 int main() {
   const ssm_model& m = ssm_model_table;
-  const int r = 40, d = 30, np = 3;
+  const int r = 4, d = 20, np = 3;
   std::vector<double> theta(r * d + d * d);
   for (size_t k = 0; k < theta.size(); ++k) theta[k] = std::sin(1.0 + 0.37 * k);
   const double* M = theta.data();
@@ -73,7 +74,7 @@ int main() {
       double s = 0;
       for (int k = 0; k < d; ++k) s += C[i * d + k] * C[k * d + j];
       cc[i * d + j] = s;
-      f[i * d + j] = s / 30;
+      f[i * d + j] = s / d;
     }
   const double half_log_2pi = 0.5 * std::log(2 * M_PI);
   const int64_t ancestors[np] = {2, 0, 1};
@@ -86,7 +87,7 @@ int main() {
       for (int i = 0; i < d; ++i) {
         double mean = 0;
         for (int k = 0; k < d; ++k) mean += cc[i * d + k] * prev[k * np + a];
-        const double z = x[i * np + n] - mean / 30;
+        const double z = x[i * np + n] - mean / d;
         lp += -0.5 * z * z - half_log_2pi;
       }
       std::printf("transition%s %d %.17g %.17g\n", gather ? "-ancestors" : "", n, out[n], lp);
@@ -162,5 +163,5 @@ TEST_CASE("products too large to unroll compile to loops with the same arithmeti
     CHECK(kernel == Approx(reference).epsilon(1e-12).margin(1e-14));
     ++lines;
   }
-  CHECK(lines == 9 + 900 + 1200);
+  CHECK(lines == 9 + 400 + 80);
 }

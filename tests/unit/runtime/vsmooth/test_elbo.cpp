@@ -400,8 +400,8 @@ TEST_CASE("vsmooth: the online recursion's gradient agrees with the offline and 
   const auto lg = ssm::vsmooth::linear_gaussian(f.model, f.info, f.fixed, f.data);
   const ssm::vsmooth::ModelDensities densities(f.model, f.info, f.fixed, f.data);
   torch::Generator gen = at::detail::createCPUGenerator(12);
-  auto online = [&](BackwardGuide& guide) {
-    return average(120, [&] {
+  auto online = [&](BackwardGuide& guide, int replicates) {
+    return average(replicates, [&] {
       ssm::vsmooth::OnlineRecursion rec(guide, densities, 256, {});
       std::vector<torch::Tensor> g;
       for (int64_t t = 0; t < f.data.T; ++t)
@@ -412,7 +412,7 @@ TEST_CASE("vsmooth: the online recursion's gradient agrees with the offline and 
   SECTION("linear encoder, against the closed form") {
     set_away(f.guide);
     check_agree(
-        online(f.guide),
+        online(f.guide, 120),
         exactly(gradient_of(
             f.guide, ssm::vsmooth::closed_form_elbo(f.guide->run(f.y, true), lg, f.y).sum())));
   }
@@ -424,11 +424,11 @@ TEST_CASE("vsmooth: the online recursion's gradient agrees with the offline and 
       for (torch::Tensor& w : guide->parameters())
         w.add_(0.3 * torch::randn_like(w));
     }
-    const MeanSe offline = average(120, [&] {
+    const MeanSe offline = average(60, [&] {
       return gradient_of(
           guide, ssm::vsmooth::score_step(guide->run(f.y, false), densities, 256, gen).surrogate);
     });
-    check_agree(online(guide), offline);
+    check_agree(online(guide, 60), offline);
   }
 }
 
