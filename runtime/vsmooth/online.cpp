@@ -343,13 +343,18 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         auto [g, why, elbo, e_functional] = advance_step(rec, t, y[t], info, gen);
         if (why.empty() && last && out)
           write_row(t, rec);
-        if (!why.empty())
-          return stop(why, elbo ? " (the guide is Gaussian: a log-density of the model that is "
-                                  "-inf somewhere in the state, as one with bounded support, "
-                                  "makes the ELBO -inf)"
-                           : e_functional
-                               ? ""
-                               : " (a smaller --learning-rate may keep the guide in its family)");
+        if (!why.empty()) {
+          std::string hint;
+          if (!elbo && !e_functional)
+            hint = " (a smaller --learning-rate may keep the guide in its family)";
+          else if (elbo && theta != nullptr && result.updates > 0) // the likelier cause
+            hint = " (after the model's parameters moved: a smaller --param-learning-rate may keep "
+                   "them where the ELBO is finite)";
+          else if (elbo)
+            hint = " (the guide is Gaussian: a log-density of the model that is -inf somewhere in "
+                   "the state, as one with bounded support, makes the ELBO -inf)";
+          return stop(why, hint.c_str());
+        }
         if (o.epochs == 0) {
           if (o.progress)
             o.progress(done + t + 1, T);

@@ -94,3 +94,48 @@ TEST_CASE("online variational smoothing learns the model's parameters as rml doe
   for (const char* name : {"a", "q", "r"})
     CHECK(std::abs(j["params"][name].get<double>() - rml["params"][name].get<double>()) < 0.25);
 }
+
+// A parameter step too long for the model stops the pass at the step it broke, restores the
+// parameters under which the last step succeeded (saved with --save, a --params file the Kalman
+// filter reads), says which learning rate to lower, and leaves the data as it was. Without
+// --clip, a step of 10^6 times q's score sends q's logarithm past exp's range ("left their
+// space"); learning every parameter at 10^3, the model the step leads to has no finite ELBO.
+// (With the default --clip, steps are clipped to 1 and both runs end, with q very large.)
+TEST_CASE("online parameter learning stops at the step that went too far and keeps the last good "
+          "parameters",
+          "[vsmooth][params]") {
+  const std::string& exe = example_exe("lgssm1");
+  const std::string data = scratch_path("vs_online_params_far.csv");
+  run_ok({exe, "--param", "q=9", "simulate", "--T", "50", "--seed", "2", "--out", data});
+  const std::string original = read_file(data);
+  struct Case {
+    std::vector<std::string> args;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {{"--fix", "a", "--fix", "r", "--fix", "m0", "--fix", "s0", "--param-learning-rate", "1e6",
+        "--clip", "0"},
+       "the parameters left their space (parameter 'q' overflows"},
+      {{"--param-learning-rate", "1e3", "--clip", "0"}, "the ELBO is not finite"}};
+  for (const Case& c : cases) {
+    const std::string saved = scratch_path("vs_online_params_far.json");
+    std::vector<std::string> argv = {exe,        "smooth",      "--data",   data,
+                                     "--method", "variational", "--online", "--learn-params",
+                                     "--save",   saved};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const ProcessResult r = run_process(argv);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(c.why) && Catch::Contains(" at t=") &&
+                          Catch::Contains("vs_online_params_far.csv line ") &&
+                          Catch::Contains("a smaller --param-learning-rate may keep") &&
+                          Catch::Contains("its parameters are in"));
+    const nlohmann::json params = nlohmann::json::parse(read_file(saved));
+    for (const auto& [name, value] : params.items())
+      CHECK(std::isfinite(value.get<double>()));
+    const nlohmann::json kalman = run_json(
+        {exe, "--params", saved, "filter", "--data", data, "--method", "kalman", "--json"});
+    CHECK(std::isfinite(kalman["log_likelihood"].get<double>()));
+    CHECK(read_file(data) == original);
+  }
+}
