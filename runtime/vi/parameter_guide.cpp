@@ -4,6 +4,7 @@
 #include "flows/dif.h"
 #include "flows/gaussian.h"
 #include "flows/gmm.h"
+#include "nn/tensor_values.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,11 +37,6 @@ struct ValueAndGradientFunction : torch::autograd::Function<ValueAndGradientFunc
     return {grad_output[0].unsqueeze(1) * ctx->get_saved_variables()[0], torch::Tensor()};
   }
 };
-
-std::vector<double> row(const torch::Tensor& t, int64_t i) {
-  const torch::Tensor r = t[i].contiguous();
-  return {r.data_ptr<double>(), r.data_ptr<double>() + r.numel()};
-}
 
 } // namespace
 
@@ -255,8 +251,7 @@ public:
     std::lock_guard lock(mutex);
     try {
       torch::manual_seed(seed);
-      const torch::Tensor u = prior_.sample(n).contiguous();
-      return {u.data_ptr<double>(), u.data_ptr<double>() + u.numel()};
+      return nn::to_vector(prior_.sample(n));
     } catch (const c10::Error& e) {
       error = e.what_without_backtrace();
     } catch (const std::exception& e) {
@@ -300,8 +295,8 @@ void record_parameter_draws(
   };
   fit.theta.clear();
   for (int64_t i = 0; i < n; ++i)
-    fit.theta.push_back(theta_at(row(u, i)));
-  fit.mean_theta = theta_at(row(u.mean(0, /*keepdim=*/true), 0));
+    fit.theta.push_back(theta_at(nn::to_vector(u[i])));
+  fit.mean_theta = theta_at(nn::to_vector(u.mean(0)));
   const auto bad =
       std::count_if(fit.log_p.begin(), fit.log_p.end(), [](double v) { return !std::isfinite(v); });
   if (bad > 0)
