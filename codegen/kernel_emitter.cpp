@@ -590,8 +590,7 @@ Values KernelEmitter::matmul_loop(const ir::Node& node, const std::vector<const 
   const int cols = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
   Value* a = in_memory(node.args[0], *args[0], "matmul.lhs");
   Value* c = in_memory(node.args[1], *args[1], "matmul.rhs");
-  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  Value* result = entry.CreateAlloca(b_.getDoubleTy(), b_.getInt32(rows * cols), "matmul.out");
+  Value* result = stack_array(int64_t{rows} * cols, "matmul.out");
   auto at = [&](Value* base, Value* index) {
     return b_.CreateInBoundsGEP(b_.getDoubleTy(), base, index);
   };
@@ -649,11 +648,15 @@ Value* KernelEmitter::in_memory(int id, const Values& values, const char* name) 
     return new llvm::GlobalVariable(module_, llvm::ArrayType::get(b_.getDoubleTy(), values.size()),
                                     true, llvm::GlobalValue::PrivateLinkage,
                                     llvm::ConstantDataArray::get(ctx_, constants), name);
-  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  Value* copy = entry.CreateAlloca(b_.getDoubleTy(), b_.getInt32(values.size()), name);
+  Value* copy = stack_array(static_cast<int64_t>(values.size()), name);
   for (size_t e = 0; e < values.size(); ++e)
     b_.CreateStore(values[e], b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), copy, e));
   return copy;
+}
+
+llvm::AllocaInst* KernelEmitter::stack_array(int64_t count, const char* name) {
+  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  return entry.CreateAlloca(b_.getDoubleTy(), b_.getInt32(static_cast<uint32_t>(count)), name);
 }
 
 Values KernelEmitter::load_state(const ir::Node& node) {

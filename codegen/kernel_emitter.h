@@ -124,6 +124,9 @@ protected:
   bool looped_product(int id) const;
   Values matmul_loop(const ir::Node& node, const std::vector<const Values*>& args);
   Value* in_memory(int id, const Values& values, const char* name);
+  // A stack array of `count` doubles, allocated in the entry block: once per call of the kernel,
+  // however many loops or particles then use it.
+  llvm::AllocaInst* stack_array(int64_t count, const char* name);
   Values compute(const ir::Node& node, const std::vector<const Values*>& args);
   Values load_obs(const ir::Node& node);
   const Values& cholesky(int id);

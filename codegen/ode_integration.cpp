@@ -55,9 +55,8 @@ Values KernelEmitter::runge_kutta(int id) {
     Value* at = b_.CreateInBoundsGEP(g->getValueType(), g, {b_.getInt32(0), i});
     return b_.CreateLoad(type, at);
   };
-  // The solution's rows, on the stack (allocated once, in the entry block).
-  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  llvm::AllocaInst* rows = entry.CreateAlloca(b_.getDoubleTy(), b_.getInt32(m * n), "ode.rows");
+  // The solution's rows, on the stack.
+  llvm::AllocaInst* rows = stack_array(int64_t{m} * n, "ode.rows");
 
   llvm::BasicBlock* before = b_.GetInsertBlock();
   auto* interval = llvm::BasicBlock::Create(ctx_, "ode.interval", fn_);
