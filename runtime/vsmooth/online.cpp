@@ -344,7 +344,7 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
         if (why.empty() && last && out)
           write_row(t, rec);
         if (!why.empty()) {
-          std::string hint;
+          const char* hint = "";
           if (!elbo && !e_functional)
             hint = " (a smaller --learning-rate may keep the guide in its family)";
           else if (elbo && theta != nullptr && result.updates > 0) // the likelier cause
@@ -353,7 +353,7 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
           else if (elbo)
             hint = " (the guide is Gaussian: a log-density of the model that is -inf somewhere in "
                    "the state, as one with bounded support, makes the ELBO -inf)";
-          return stop(why, hint.c_str());
+          return stop(why, hint);
         }
         if (o.epochs == 0) {
           if (o.progress)
