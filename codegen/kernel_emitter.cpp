@@ -160,7 +160,15 @@ void KernelEmitter::mark_parallel(const std::vector<llvm::BasicBlock*>& blocks,
     }
   llvm::Metadata* parallel[] = {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), group};
   llvm::TempMDTuple placeholder = llvm::MDNode::getTemporary(ctx_, {});
-  llvm::Metadata* loop_id[] = {placeholder.get(), llvm::MDNode::get(ctx_, parallel)};
+  std::vector<llvm::Metadata*> loop_id = {placeholder.get(), llvm::MDNode::get(ctx_, parallel)};
+  size_t body = 0;
+  for (llvm::BasicBlock* block : blocks)
+    body += block->size();
+  if (body > max_vectorized_body_) {
+    llvm::Metadata* scalar[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                llvm::ConstantAsMetadata::get(b_.getFalse())};
+    loop_id.push_back(llvm::MDNode::get(ctx_, scalar));
+  }
   llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, loop_id);
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop);

@@ -31,7 +31,9 @@ public:
       : OutputEmitter(model, module, ir::BlockKind::Functional) {}
   FunctionalEmitter(const ir::Model& model, llvm::Module& module, const ir::Block& arena,
                     std::vector<int> outputs)
-      : OutputEmitter(model, module, arena, std::move(outputs)), arena_(true) {}
+      : OutputEmitter(model, module, arena, std::move(outputs)), arena_(true) {
+    max_vectorized_body_ = kMaxVectorizedTermsBody;
+  }
 
 private:
   bool arena_ = false;

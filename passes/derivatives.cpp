@@ -332,8 +332,12 @@ std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wr
   return d;
 }
 
-std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
-                               const ir::Relation& rel, ExprBuilder& b, std::string& why) {
+namespace {
+
+// What a relation's log-density formula builds from: its arguments imported into the arena and
+// its target at lag 0. The builder merges equal nodes, so building these twice gives one set.
+LogDensityTerms density_terms(const ir::Model& model, const ir::Block& block,
+                              const ir::Relation& rel, ExprBuilder& b) {
   const ir::Shape& shape = model.var_shape(rel.kind, rel.var);
   ir::Node target;
   target.op = rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
@@ -345,13 +349,21 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
   std::vector<int> args;
   for (int a : rel.args)
     args.push_back(b.import(block, a));
-  LogDensityTerms f{b, std::move(args), x_node, shape};
+  return LogDensityTerms{b, std::move(args), x_node, shape};
+}
+
+} // namespace
+
+std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
+                               const ir::Relation& rel, ExprBuilder& b, std::string& why) {
+  LogDensityTerms f = density_terms(model, block, rel, b);
+  const ir::Shape& shape = f.shape;
   const DistFormulas formulas = distribution_formulas(rel.dist);
   if (formulas.whole_target)
     return formulas.log_density(f, -1, -1);
   int total = -1;
   for (int i = 0; i < shape.size(); ++i) {
-    const int x = b.element(x_node, i);
+    const int x = b.element(f.x_node, i);
     if (!formulas.log_density) {
       why = formulas.none;
       return std::nullopt;
@@ -368,6 +380,39 @@ std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
     total = b.add(total, lp);
   }
   return b.materialize(total);
+}
+
+int log_density_derivative(const ir::Model& model, const ir::Relation& rel,
+                           const LogDensityAdjoints& adjoints, Differentiator& from_block,
+                           ExprBuilder& b, const Wrt& wrt) {
+  int sum = -1;
+  auto add = [&](int adjoint, int d) {
+    if (adjoint >= 0 && d >= 0)
+      sum = b.add(sum, b.mul(adjoint, d));
+  };
+  for (size_t k = 0; k < rel.args.size() && k < adjoints.args.size(); ++k) {
+    const std::vector<int>& adjoint = adjoints.args[k];
+    const std::vector<int> d = from_block.derivative(rel.args[k], wrt);
+    for (size_t i = 0; i < adjoint.size(); ++i)
+      add(adjoint[i], d.size() == 1 ? d[0] : d.at(i));
+  }
+  const ir::Op target = rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
+                        : rel.kind == ir::VarKind::Param ? ir::Op::Param
+                                                         : ir::Op::State;
+  if (wrt.op == target && wrt.var == rel.var && (target == ir::Op::Param || wrt.lag == 0) &&
+      wrt.component < model.var_shape(rel.kind, rel.var).size())
+    add(adjoints.target.at(wrt.component), b.constant(1));
+  return sum;
+}
+
+std::optional<LogDensityAdjoints> log_density_adjoints(const ir::Model& model,
+                                                       const ir::Block& block,
+                                                       const ir::Relation& rel, ExprBuilder& b) {
+  const DistFormulas formulas = distribution_formulas(rel.dist);
+  if (!formulas.adjoints)
+    return std::nullopt;
+  LogDensityTerms f = density_terms(model, block, rel, b);
+  return formulas.adjoints(f);
 }
 
 int64_t Derivatives::score_size() const {
@@ -490,14 +535,22 @@ public:
         }
         if (std::optional<int> lp = log_density(model, *block, rel, b, r.why_not)) {
           r.log_density = *lp;
+          // Through the density's closed-form gradient where it has one (mvnormal), else
+          // forward mode through its formula.
+          const std::optional<LogDensityAdjoints> adjoints =
+              log_density_adjoints(model, *block, rel, b);
+          auto derivative = [&](const Wrt& w) {
+            return adjoints ? log_density_derivative(model, rel, *adjoints, from_block, b, w)
+                            : in_arena.derivative(*lp, w)[0];
+          };
           for (const Wrt& w : states)
-            r.grad_state.push_back(in_arena.derivative(*lp, w)[0]);
+            r.grad_state.push_back(derivative(w));
           for (const Wrt& w : params) {
             if (params_work > kMaxScoreDerivationWork)
               break;
-            const int64_t before = in_arena.work();
-            r.grad_params.push_back(in_arena.derivative(*lp, w)[0]);
-            params_work += in_arena.work() - before;
+            const int64_t before = in_arena.work() + from_block.work();
+            r.grad_params.push_back(derivative(w));
+            params_work += in_arena.work() + from_block.work() - before;
           }
           if (params_work > kMaxScoreDerivationWork && result.score_why_not.empty())
             result.score_why_not = fmt::format(
@@ -510,7 +563,7 @@ public:
           std::vector<int> at_t = r.grad_state; // x[t] is the block's own lag but in transitions
           if (lag == 1)
             for (size_t j = 0; j < current.size(); ++j)
-              at_t[j] = in_arena.derivative(*lp, current[j])[0];
+              at_t[j] = derivative(current[j]);
           add_to_score(model, rel, at_t, b, state_terms);
           // In x[t-1], the transition's own lag: an observation that reads x[t-1] reads a hidden
           // copy at lag 0 (augment-lags), whose dirac leaves the model without a state gradient.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "affine.h"
+#include "distribution_formulas.h"
 #include "ir/ir.h"
 #include "pass.h"
 
@@ -68,5 +69,17 @@ private:
 // distribution yet.
 std::optional<int> log_density(const ir::Model& model, const ir::Block& block,
                                const ir::Relation& rel, ExprBuilder& builder, std::string& why);
+
+// The log-density's gradient in its arguments and target in closed form (the distribution's
+// `adjoints`, distribution_formulas.h), or nullopt where the formula is differentiated instead.
+std::optional<LogDensityAdjoints> log_density_adjoints(const ir::Model& model,
+                                                       const ir::Block& block,
+                                                       const ir::Relation& rel, ExprBuilder& b);
+// d log p / d wrt by the chain rule through those adjoints: the sum over the arguments'
+// components of adjoint x d(argument)/d(wrt), forward mode differentiating only the arguments
+// (`from_block` differentiates the relation's block), plus the target's term. -1 where it is zero.
+int log_density_derivative(const ir::Model& model, const ir::Relation& rel,
+                           const LogDensityAdjoints& adjoints, Differentiator& from_block,
+                           ExprBuilder& b, const Wrt& wrt);
 
 } // namespace ssm::passes

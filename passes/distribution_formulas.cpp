@@ -214,11 +214,18 @@ int bernoulli_logit_log_density(LogDensityTerms& f, int x, int i) {
 // mvnormal(mu, Sigma) and mvnormal_chol(mu, L): -|z|^2 / 2 - sum log L[i, i] - d log(2 pi) / 2
 // with z = L^-1 (x - mu) and L L' the covariance; for mvnormal, L is its Cholesky factor written
 // out element by element. Bound (2 pi)^(-d/2) det(Sigma)^(-1/2) at the mean.
-int mvnormal_or_chol_log_density(LogDensityTerms& f, bool chol) {
+struct WhitenedGaussian {
+  int d = 0;
+  std::vector<int> L; // row-major, lower triangle (-1 above the diagonal)
+  std::vector<int> z; // L^-1 (x - mu)
+};
+WhitenedGaussian whiten(LogDensityTerms& f, bool chol) {
   ExprBuilder& b = f.b;
-  const int d = f.shape.size();
+  WhitenedGaussian w;
+  const int d = w.d = f.shape.size();
   auto at = [&](int k, int i, int j) { return b.element(f.args[k], i * d + j); };
-  std::vector<int> L(static_cast<size_t>(d) * d, -1);
+  std::vector<int>& L = w.L;
+  L.assign(static_cast<size_t>(d) * d, -1);
   for (int j = 0; j < d; ++j)
     for (int i = j; i < d; ++i) {
       if (chol) {
@@ -230,19 +237,81 @@ int mvnormal_or_chol_log_density(LogDensityTerms& f, bool chol) {
         v = b.sub(v, b.mul(L[i * d + k], L[j * d + k]));
       L[i * d + j] = i == j ? b.call("sqrt", {v}) : b.div(v, L[j * d + j]);
     }
-  std::vector<int> z(d);
-  int lp = b.constant(-d * half_log_2pi);
+  w.z.resize(d);
   for (int i = 0; i < d; ++i) {
     int r = b.sub(b.element(f.x_node, i), f.arg(0, i));
     for (int k = 0; k < i; ++k)
-      r = b.sub(r, b.mul(L[i * d + k], z[k]));
-    z[i] = b.div(r, L[i * d + i]);
-    lp = b.sub(b.sub(lp, b.div(f.sq(z[i]), f.c(2))), f.log(L[i * d + i]));
+      r = b.sub(r, b.mul(L[i * d + k], w.z[k]));
+    w.z[i] = b.div(r, L[i * d + i]);
   }
+  return w;
+}
+int mvnormal_or_chol_log_density(LogDensityTerms& f, bool chol) {
+  ExprBuilder& b = f.b;
+  const WhitenedGaussian w = whiten(f, chol);
+  int lp = b.constant(-w.d * half_log_2pi);
+  for (int i = 0; i < w.d; ++i)
+    lp = b.sub(b.sub(lp, b.div(f.sq(w.z[i]), f.c(2))), f.log(w.L[i * w.d + i]));
   return b.materialize(lp);
+}
+// Its gradient, with g = Sigma^-1 (x - mu) = L'^-1 z: g in mu, -g in x, and in the entries the
+// formula reads (the lower triangle of Sigma or L), (g g' - Sigma^-1) off the diagonal and half
+// that on it (an entry below the diagonal stands for both of a symmetric pair), resp. g z' -
+// diag(1 / L[i, i]). About 2 d^3 / 3 operations in all, where forward mode through the
+// factorisation costs d^3 per entry of Sigma.
+LogDensityAdjoints mvnormal_or_chol_adjoints(LogDensityTerms& f, bool chol) {
+  ExprBuilder& b = f.b;
+  const WhitenedGaussian w = whiten(f, chol);
+  const int d = w.d;
+  auto L = [&](int i, int j) { return w.L[static_cast<size_t>(i) * d + j]; };
+  std::vector<int> g(d);
+  for (int i = d - 1; i >= 0; --i) {
+    int v = w.z[i];
+    for (int k = i + 1; k < d; ++k)
+      v = b.sub(v, b.mul(L(k, i), g[k]));
+    g[i] = b.div(v, L(i, i));
+  }
+  LogDensityAdjoints adj;
+  adj.target.resize(d);
+  for (int i = 0; i < d; ++i)
+    adj.target[i] = b.neg(g[i]);
+  adj.args.push_back(g); // the mean is a vector like the target (the frontend checks)
+  std::vector<int> matrix(static_cast<size_t>(d) * d, -1);
+  if (chol) {
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j <= i; ++j) {
+        const int gz = b.mul(g[i], w.z[j]);
+        matrix[i * d + j] = i == j ? b.sub(gz, b.div(f.c(1), L(i, i))) : gz;
+      }
+  } else {
+    // Sigma^-1 = L'^-1 L^-1 from the triangular inverse M = L^-1.
+    std::vector<int> M(static_cast<size_t>(d) * d, -1);
+    for (int j = 0; j < d; ++j) {
+      M[j * d + j] = b.div(f.c(1), L(j, j));
+      for (int i = j + 1; i < d; ++i) {
+        int v = -1;
+        for (int k = j; k < i; ++k)
+          v = b.add(v, b.mul(L(i, k), M[k * d + j]));
+        M[i * d + j] = b.neg(b.div(v, L(i, i)));
+      }
+    }
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j <= i; ++j) {
+        int inverse = -1; // (Sigma^-1)[i, j] = sum_k M[k, i] M[k, j], k >= i
+        for (int k = i; k < d; ++k)
+          inverse = b.add(inverse, b.mul(M[k * d + i], M[k * d + j]));
+        const int entry = b.sub(b.mul(g[i], g[j]), inverse);
+        matrix[i * d + j] = i == j ? b.div(entry, f.c(2)) : entry;
+      }
+  }
+  adj.args.push_back(std::move(matrix));
+  return adj;
 }
 int mvnormal_log_density(LogDensityTerms& f, int, int) {
   return mvnormal_or_chol_log_density(f, false);
+}
+LogDensityAdjoints mvnormal_adjoints(LogDensityTerms& f) {
+  return mvnormal_or_chol_adjoints(f, false);
 }
 ComponentBound mvnormal_bound(BoundTerms& f, const Args& args, int d) {
   ExprBuilder& b = f.b;
@@ -440,6 +509,9 @@ ComponentBound gumbel_bound(BoundTerms& f, const Args& a, int) {
 int mvnormal_chol_log_density(LogDensityTerms& f, int, int) {
   return mvnormal_or_chol_log_density(f, true);
 }
+LogDensityAdjoints mvnormal_chol_adjoints(LogDensityTerms& f) {
+  return mvnormal_or_chol_adjoints(f, true);
+}
 ComponentBound mvnormal_chol_bound(BoundTerms& f, const Args& args, int d) {
   ExprBuilder& b = f.b;
   const int factor = args[1];
@@ -561,7 +633,7 @@ DistFormulas distribution_formulas(ir::Dist dist) {
   case D::BernoulliLogit:
     return {false, bernoulli_logit_log_density, mass_bound};
   case D::MvNormal:
-    return {true, mvnormal_log_density, mvnormal_bound};
+    return {true, mvnormal_log_density, mvnormal_bound, nullptr, mvnormal_adjoints};
   case D::Categorical:
     return {false, categorical_log_density, mass_bound};
   case D::Beta:
@@ -583,7 +655,7 @@ DistFormulas distribution_formulas(ir::Dist dist) {
   case D::Gumbel:
     return {false, gumbel_log_density, gumbel_bound};
   case D::MvNormalChol:
-    return {true, mvnormal_chol_log_density, mvnormal_chol_bound};
+    return {true, mvnormal_chol_log_density, mvnormal_chol_bound, nullptr, mvnormal_chol_adjoints};
   case D::Dirichlet:
     return {true, dirichlet_log_density, dirichlet_bound};
   case D::Multinomial:

@@ -77,6 +77,15 @@ private:
   const ir::Block& arena_;
 };
 
+// The gradient of a joint log-density in its arguments and its target, in closed form, for
+// densities where forward mode through the written-out formula would cost far more (mvnormal's
+// factorisation: d^3 operations per entry of the covariance). Arena nodes, -1 for zero; per
+// argument one entry per component (row-major; one for a scalar broadcast to the target).
+struct LogDensityAdjoints {
+  std::vector<std::vector<int>> args;
+  std::vector<int> target;
+};
+
 // The formulas of one distribution. Most are componentwise: log_density(f, x, i) is component i's
 // with x its target element, bound(f, a, size) component i's with a the arguments' elements i.
 // A joint density (whole_target) takes the whole target instead: log_density(f, -1, -1), and
@@ -87,6 +96,8 @@ struct DistFormulas {
   int (*log_density)(LogDensityTerms& f, int x, int i) = nullptr;
   ComponentBound (*bound)(BoundTerms& f, const std::vector<int>& a, int size) = nullptr;
   const char* none = nullptr;
+  // Built from the same LogDensityTerms as log_density; null: differentiate the formula.
+  LogDensityAdjoints (*adjoints)(LogDensityTerms& f) = nullptr;
 };
 
 DistFormulas distribution_formulas(ir::Dist dist);

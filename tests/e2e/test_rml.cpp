@@ -266,10 +266,20 @@ TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
   INFO(r.describe());
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("rml: after 0 steps, at a=0.9, q=0.5") != std::string::npos);
-  // A model whose score the compiler did not derive (the 10-D example: too large).
-  const std::string& lgssm = example_exe("lgssm");
-  r = run_process({lgssm, "rml", "--data", scratch_path("none.csv")});
+  // A model whose score the compiler did not derive: a deterministic state reads a parameter.
+  const std::string& drift = model_exe("rml_drift", R"(
+model rml_drift {
+  param b : real = 0.1;
+  state level : real;
+  obs   y : real;
+  level[0] = 0;
+  level[t] = level[t-1] + b;
+  y[t] ~ normal(level[t], 1);
+}
+)");
+  r = run_process({drift, "rml", "--data", scratch_path("none.csv")});
   INFO(r.describe());
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("rml: the compiler derived no score for model 'lgssm'") != std::string::npos);
+  CHECK(r.err.find("rml: the compiler derived no score for model 'rml_drift'") !=
+        std::string::npos);
 }

@@ -1,8 +1,9 @@
 // End-to-end tests of `score`: the gradient of the log-likelihood by Fisher's identity over the
 // smoothers, against central finite differences of the exact log-likelihood (Kalman on a
 // linear-Gaussian model with a vector observation and a missing row; the forward algorithm on the
-// HMM example), the particle estimate (paris) within its Monte Carlo error of the exact one, the
-// JSON and CSV layouts, and the refusal of a model whose score is not compiled.
+// HMM example; the 10-D linear-Gaussian example, 400 parameter components), the particle estimate
+// (paris) within its Monte Carlo error of the exact one, the JSON and CSV layouts, and the refusal
+// of a model whose score is not compiled.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -208,14 +209,76 @@ model gamma_shape {
   }
 }
 
-TEST_CASE("score is refused, with the reason, where the compiler derived none", "[score]") {
-  // The 10-D linear-Gaussian example: its score terms are too large to derive and compile element
-  // by element.
+TEST_CASE("the 10-D linear-Gaussian example's exact score equals finite differences", "[score]") {
+  // 400 parameter components, every matrix learned: mvnormal's closed-form gradient makes its
+  // score terms small enough to compile. Entries of A, B and the covariances' lower triangles
+  // (an entry below the diagonal stands for both of its symmetric pair, the upper one scores 0),
+  // against central differences of the Kalman log-likelihood; a missing row adds nothing.
   const std::string& exe = example_exe("lgssm");
+  const std::string params = example_path("data/lgssm_params.json");
+  const std::string sim = scratch_path("lgssm10-sim.csv"), data = scratch_path("lgssm10.csv");
+  run_ok({exe, "--params", params, "simulate", "--T", "60", "--seed", "4", "--out", sim});
+  Table table = read_table(sim);
+  for (int c = 0; c < 10; ++c)
+    table.rows.at(9).at(table.column_index(fmt::format("y[{}]", c))) = "NA";
+  write_table(data, table);
+  const nlohmann::json j = nlohmann::json::parse(
+      run_ok({exe, "--params", params, "score", "--data", data, "--json"}).out);
+  CHECK(j["method"] == "rts");
+  CHECK(j["exact"] == true);
+  nlohmann::json start = nlohmann::json::parse(read_file(params));
+  auto loglik = [&](const std::string& name, const nlohmann::json& value) {
+    const nlohmann::json f = nlohmann::json::parse(
+        run_ok({exe, "--params", params, "--param", name + "=" + value.dump(), "filter", "--data",
+                data, "--json", "--out", scratch_path("lgssm10-filter.csv")})
+            .out);
+    return f.at("log_likelihood").get<double>();
+  };
+  const double h = 1e-5;
+  struct Entry {
+    const char* name;
+    int i, j;
+  };
+  for (const Entry& e : {Entry{"A", 0, 2}, Entry{"A", 7, 3}, Entry{"B", 1, 9}, Entry{"B", 3, 3},
+                         Entry{"Q", 1, 0}, Entry{"Q", 4, 4}, Entry{"R", 9, 2}, Entry{"R", 9, 9}}) {
+    const bool covariance = e.name[0] == 'Q' || e.name[0] == 'R';
+    auto moved = [&](double by) {
+      nlohmann::json v = start[e.name];
+      v[e.i][e.j] = v[e.i][e.j].get<double>() + by;
+      if (covariance && e.i != e.j)
+        v[e.j][e.i] = v[e.j][e.i].get<double>() + by;
+      return v;
+    };
+    const double fd = (loglik(e.name, moved(h)) - loglik(e.name, moved(-h))) / (2 * h);
+    const double got = j["score"][e.name][e.i][e.j].get<double>();
+    INFO(e.name << "[" << e.i << ", " << e.j << "]: score " << got << ", finite differences "
+                << fd);
+    CHECK(close(got, fd, 1e-6));
+    if (covariance && e.i != e.j)
+      CHECK(j["score"][e.name][e.j][e.i].get<double>() == 0.0);
+  }
+}
+
+TEST_CASE("score is refused, with the reason, where the compiler derived none", "[score]") {
+  // A deterministic state that reads a parameter: the score would need the state's derivative in
+  // it, carried through time. (Terms too large to derive: tests/unit/test_derivatives.cpp.)
+  const std::string& exe = model_exe("det_param", R"(
+model det_param {
+  param a : real = 0.5;
+  state x : real;
+  state s : real;
+  obs   y : real;
+  x[0] ~ normal(0, 1);
+  s[0] = 0;
+  x[t] ~ normal(0.9 * x[t-1], 1);
+  s[t] = s[t-1] + a * x[t-1];
+  y[t] ~ normal(x[t] + s[t], 1);
+}
+)");
   const ProcessResult p = run_process({exe, "score", "--data", scratch_path("none.csv")});
   INFO(p.describe());
   CHECK(p.exit_code == 1);
-  CHECK(p.err.find("the compiler derived no score for model 'lgssm'") != std::string::npos);
-  CHECK(p.err.find("too large to derive element by element") != std::string::npos);
+  CHECK(p.err.find("the compiler derived no score for model 'det_param'") != std::string::npos);
+  CHECK(p.err.find("a deterministic relation that reads a parameter") != std::string::npos);
   CHECK(p.out.empty());
 }
