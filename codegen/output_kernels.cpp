@@ -30,9 +30,9 @@ public:
   FunctionalEmitter(const ir::Model& model, llvm::Module& module)
       : OutputEmitter(model, module, ir::BlockKind::Functional) {}
   FunctionalEmitter(const ir::Model& model, llvm::Module& module, const ir::Block& arena,
-                    std::vector<int> outputs)
+                    std::vector<int> outputs, size_t max_vectorized_body = SIZE_MAX)
       : OutputEmitter(model, module, arena, std::move(outputs)), arena_(true) {
-    max_vectorized_body_ = kMaxVectorizedTermsBody;
+    max_vectorized_body_ = max_vectorized_body;
   }
 
 private:
@@ -68,7 +68,8 @@ llvm::Function* emit_functional_terms(const ir::Model& model, llvm::Module& modu
 
 namespace {
 
-// A functional-terms kernel over the derivatives' arena with `outputs` (-1: zero).
+// A functional-terms kernel over the derivatives' arena with `outputs` (-1: zero): the gradient
+// kernels, whose longest bodies stay scalar (kMaxVectorizedTermsBody).
 llvm::Function* emit_arena_terms(const ir::Model& model, const passes::Derivatives& derivs,
                                  std::vector<int> outputs, llvm::Module& module, const char* name,
                                  bool items = false) {
@@ -79,7 +80,8 @@ llvm::Function* emit_arena_terms(const ir::Model& model, const passes::Derivativ
   arena.nodes.push_back(z);
   for (int& id : outputs)
     id = id < 0 ? zero : id;
-  return FunctionalEmitter(model, module, arena, std::move(outputs)).emit(name, items);
+  return FunctionalEmitter(model, module, arena, std::move(outputs), kMaxVectorizedTermsBody)
+      .emit(name, items);
 }
 
 } // namespace

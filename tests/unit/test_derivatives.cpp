@@ -4,6 +4,7 @@
 // state the block conditions on and to each parameter, and the gradient of every relation's
 // log-density with respect to those and to its own (continuous) target. Expressions are evaluated
 // with ir::evaluate at a fixed point; a derivative must match within 1e-6 relative.
+#include "derivative_checks.h"
 #include "frontend/frontend.h"
 #include "ir/evaluate.h"
 #include "passes/derivatives.h"
@@ -29,122 +30,9 @@
 using namespace ssm;
 
 using unit_test_files::read_file;
+using namespace derivative_checks;
 
 namespace {
-
-// Values of everything an expression can read, laid out as the IR's offsets say.
-struct Point {
-  std::vector<double> theta, x_prev, x, y_prev, y, frame_rest;
-  double t = 3;
-};
-
-std::vector<double> evaluate_at(const ir::Model& model, const ir::Block& block, int id,
-                                const Point& p) {
-  std::map<int, std::vector<double>> memo;
-  std::function<const std::vector<double>&(int)> value = [&](int i) -> const std::vector<double>& {
-    if (auto it = memo.find(i); it != memo.end())
-      return it->second;
-    const ir::Node n = block.nodes[i];
-    std::vector<double> out;
-    auto slice = [&](const std::vector<double>& v, int offset) {
-      return std::vector<double>(v.begin() + offset, v.begin() + offset + n.shape.size());
-    };
-    switch (n.op) {
-    case ir::Op::Param:
-      out = slice(p.theta, model.param_offset(n.var));
-      break;
-    case ir::Op::State:
-      out = slice(n.lag == 0 ? p.x : p.x_prev, model.state_offset(n.var));
-      break;
-    case ir::Op::Obs:
-      out = slice(n.lag == 0 ? p.y : p.y_prev, model.obs_offset(n.var));
-      break;
-    case ir::Op::Time:
-      out = {p.t};
-      break;
-    case ir::Op::Data:
-    case ir::Op::Input:
-      out.assign(n.shape.size(), 0.5);
-      break;
-    default: {
-      std::vector<std::vector<double>> args;
-      std::vector<ir::Shape> shapes;
-      for (int a : n.args) {
-        args.push_back(value(a));
-        shapes.push_back(block.nodes[a].shape);
-      }
-      out = ir::evaluate(n, args, shapes);
-    }
-    }
-    return memo[i] = std::move(out);
-  };
-  return value(id);
-}
-
-// A point inside every support: parameters at their defaults (0.5 without one, a covariance
-// 0.5 off the diagonal and 1 on it), real states and
-// observations small and positive, integer ones 1.
-Point make_point(const ir::Model& m) {
-  Point p;
-  for (const ir::ParamDecl& d : m.params) {
-    std::vector<double> v =
-        d.default_value ? *d.default_value : std::vector<double>(d.shape.size(), 0.5);
-    if (!d.default_value && d.type == ir::ParamType::CovMatrix) // positive definite: 0.2 + 0.8 I
-      for (int i = 0; i < d.shape.dims[0]; ++i)
-        v[i * d.shape.dims[0] + i] = 1.0;
-    p.theta.insert(p.theta.end(), v.begin(), v.end());
-  }
-  auto fill = [](const std::vector<ir::VarDecl>& vars, double base) {
-    std::vector<double> out;
-    for (const ir::VarDecl& v : vars)
-      for (int i = 0; i < v.shape.size(); ++i)
-        out.push_back(v.integer ? 1.0 : base + 0.07 * static_cast<double>(out.size()));
-    return out;
-  };
-  p.x_prev = fill(m.states, 0.35);
-  p.x = fill(m.states, 0.45);
-  p.y_prev = fill(m.obs, 0.55);
-  p.y = fill(m.obs, 0.65);
-  return p;
-}
-
-// The scalar input `w` of the point, to perturb.
-double& input(Point& p, const ir::Model& m, const passes::Wrt& w) {
-  if (w.op == ir::Op::Param)
-    return p.theta[m.param_offset(w.var) + w.component];
-  if (w.op == ir::Op::Obs)
-    return (w.lag == 0 ? p.y : p.y_prev)[m.obs_offset(w.var) + w.component];
-  return (w.lag == 0 ? p.x : p.x_prev)[m.state_offset(w.var) + w.component];
-}
-
-struct Counts {
-  int checked = 0;
-};
-
-// d(node)/d(w) from the arena against a central difference of the node in its block.
-void check(const ir::Model& m, const ir::Block& block, int node, const ir::Block& arena,
-           const std::vector<int>& d, const passes::Wrt& w, const std::string& what,
-           Counts& counts) {
-  Point p = make_point(m);
-  double& v = input(p, m, w);
-  const double v0 = v, h = 1e-6 * std::max(1.0, std::abs(v0));
-  v = v0 + h;
-  const std::vector<double> up = evaluate_at(m, block, node, p);
-  v = v0 - h;
-  const std::vector<double> down = evaluate_at(m, block, node, p);
-  v = v0;
-  for (size_t i = 0; i < d.size(); ++i) {
-    const double ad = d[i] < 0 ? 0.0 : evaluate_at(m, arena, d[i], p)[0];
-    const double fd = (up[i] - down[i]) / (2 * h);
-    if (!std::isfinite(fd) || !std::isfinite(ad))
-      continue; // outside the domain at this point
-    INFO(fmt::format("{}: d/d{} component {}: derivative {}, finite difference {}", what, w.str(m),
-                     i, ad, fd));
-    CHECK(std::abs(ad - fd) <= 1e-6 * std::max(1.0, std::abs(ad)));
-    ++counts.checked;
-  }
-}
-
 // The log-density of one relation at the point, computed without the IR: the kernel library's
 // scalar densities, Eigen for the multivariate normal, lgamma for the rest.
 double reference_log_density(ir::Dist dist, const std::vector<double>& x,
@@ -657,65 +545,4 @@ TEST_CASE("a model with large matrix parameters stops the score's derivation, an
   REQUIRE(d.relations.size() == 3);
   CHECK(d.relations[2].location_jacobian.size() == 40 * 30);
   CHECK(d.relations[2].grad_params.size() == 2100); // what was derived, -1 past the budget
-}
-
-TEST_CASE("mvnormal's closed-form gradient equals forward mode through its formula and finite "
-          "differences",
-          "[passes][derivatives][score]") {
-  // The analysis differentiates mvnormal and mvnormal_chol through their gradients in the mean,
-  // the covariance (or factor) and the target; forward mode through the written-out
-  // factorisation is the reference, with finite differences. Covariances that read parameters
-  // through expressions, a factor as a parameter.
-  const std::string source = R"(model gauss3 {
-  param A : matrix[3, 3] = [[0.5, 0.1, 0], [0.2, 0.4, 0.1], [0, 0.3, 0.6]];
-  param Q : cov_matrix[3] = [[1.0, 0.3, 0.1], [0.3, 0.8, 0.2], [0.1, 0.2, 0.7]];
-  param s : real(0, inf) = 1.3;
-  param m = 0.2;
-  param L : matrix[2, 2] = [[1.1, 0], [0.4, 0.9]];
-  state x : vector[3];
-  obs   y : vector[3];
-  obs   w : vector[2];
-  x[0] ~ mvnormal([m, m, m], s * Q);
-  x[t] ~ mvnormal(A * x[t-1] + m, Q + [[s, 0, 0], [0, 0.1, 0], [0, 0, 0.2]]);
-  y[t] ~ mvnormal(A * x[t], s * s * Q);
-  w[t] ~ mvnormal_chol([x[t][0] * m, x[t][2]], L * s);
-})";
-  frontend::DiagnosticEngine diags;
-  std::optional<ir::Model> model = frontend::compile_model(source, "gauss3.ssm", diags);
-  INFO(diags.str());
-  REQUIRE(model);
-  passes::PassContext context;
-  passes::create_pass("derivatives")->run(*model, context);
-  passes::Derivatives& d = *context.derivatives;
-  REQUIRE(d.score_why_not.empty());
-  REQUIRE(d.relations.size() == 4);
-  std::vector<passes::Wrt> params;
-  for (size_t k = 0; k < model->params.size(); ++k)
-    for (int c = 0; c < model->params[k].shape.size(); ++c)
-      params.push_back({ir::Op::Param, static_cast<int>(k), 0, c});
-  passes::ExprBuilder b(d.arena);
-  passes::Differentiator forward(d.arena, b);
-  const Point p = make_point(*model);
-  auto at = [&](int id) { return id < 0 ? 0.0 : evaluate_at(*model, d.arena, id, p)[0]; };
-  Counts counts;
-  for (size_t r = 0; r < d.relations.size(); ++r) {
-    const passes::RelationDerivatives& rel = d.relations[r];
-    const int lag = r == 1 ? 1 : 0;
-    std::vector<passes::Wrt> states;
-    for (int c = 0; c < 3; ++c)
-      states.push_back({ir::Op::State, 0, lag, c});
-    REQUIRE(rel.grad_params.size() == params.size());
-    REQUIRE(rel.grad_state.size() == states.size());
-    auto compare = [&](int closed_form, const passes::Wrt& w) {
-      const int reference = forward.derivative(rel.log_density, w)[0];
-      INFO(rel.relation << " d/d" << w.str(*model));
-      CHECK(at(closed_form) == Approx(at(reference)).epsilon(1e-10).margin(1e-12));
-      check(*model, d.arena, rel.log_density, d.arena, {closed_form}, w, rel.relation, counts);
-    };
-    for (size_t k = 0; k < params.size(); ++k)
-      compare(rel.grad_params[k], params[k]);
-    for (size_t j = 0; j < states.size(); ++j)
-      compare(rel.grad_state[j], states[j]);
-  }
-  CHECK(counts.checked > 80);
 }
