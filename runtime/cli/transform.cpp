@@ -77,10 +77,7 @@ public:
 
   void run(const Context& c, const ParamValues&) override {
     const ParameterSpace space(c.info, fixed_);
-    if (space.dimension() == 0)
-      throw Error(fmt::format("{}: no parameter is learned (every parameter is fixed or has no "
-                              "value or prior)",
-                              app_->get_name()));
+    space.require_some(app_->get_name(), "map");
     check_output_path(out_);
     // Only the learned components are read or written: the others may stay 0.
     const std::vector<double> given(static_cast<size_t>(c.info.n_theta), 0.0);

@@ -171,8 +171,7 @@ EmSetup::EmSetup(const MethodRun& run, const OptimizeOptions& options, const EmP
     throw Error(fmt::format("optimize --map: the compiler derived no prior density for model "
                             "'{}': {}",
                             run.info.name, run.info.no_prior_reason));
-  if (space.dimension() == 0)
-    throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
+  space.require_some("optimize");
   if (!sm && !closed.numeric().empty())
     throw Error(fmt::format("optimize --method em: {} {} no closed-form M-step ({}), and the "
                             "model has no score for a numerical one: {}",

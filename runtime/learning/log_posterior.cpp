@@ -93,9 +93,7 @@ ParameterSpace learned_space(const MethodRun& run, const std::vector<std::string
   if (with_prior)
     return sampled_parameters(run, fixed, who);
   ParameterSpace space(run.info, fixed);
-  if (space.dimension() == 0)
-    throw Error(
-        fmt::format("{}: no parameter to infer (every parameter is fixed or has no value)", who));
+  space.require_some(who, "infer");
   return space;
 }
 

@@ -206,8 +206,7 @@ Optimum maximize_likelihood(const Method& smoother, const MethodRun& run,
 
 ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions& options) {
   ParameterSpace space(run.info, options.fixed);
-  if (space.dimension() == 0)
-    throw Error("optimize: no parameter to learn (every parameter is fixed or has no value)");
+  space.require_some("optimize");
   if (run.prior && !options.map) // the command line says so before reading the file
     throw Error("optimize: a --prior density is the prior of --map");
   if (options.map && !run.model.prior_logpdf && !run.prior)

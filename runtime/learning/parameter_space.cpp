@@ -37,11 +37,37 @@ ParameterSpace::ParameterSpace(const ModelInfo& info, const std::vector<std::str
   for (size_t i = 0; i < info.params.size(); ++i) {
     const ParamInfo& p = info.params[i];
     const bool is_fixed = std::find(fixed.begin(), fixed.end(), p.name) != fixed.end();
-    if (is_fixed || (!p.default_value && p.prior.empty()))
+    if (is_fixed || (!p.default_value && p.prior.empty())) {
+      (is_fixed ? fixed_ : held_).push_back(p.name);
       continue;
+    }
     learned_.push_back({i, dimension_, ParamTransform(p)});
     dimension_ += learned_.back().transform.size();
   }
+}
+
+void ParameterSpace::require_some(std::string_view who, std::string_view verb) const {
+  if (dimension_ > 0)
+    return;
+  // "a", "a and b", "a, b and c"
+  auto names = [](const std::vector<std::string>& v) {
+    if (v.size() == 1)
+      return v[0];
+    return fmt::format("{} and {}", fmt::join(v.begin(), v.end() - 1, ", "), v.back());
+  };
+  std::vector<std::string> why;
+  if (!held_.empty())
+    why.push_back(fmt::format(
+        "{} {} neither a default nor a prior in the model, so {} at the value given by --param "
+        "or --params (a default, `param {} : ... = VALUE;`, or a prior, `param {} ~ ...;`, "
+        "makes a parameter learned)",
+        names(held_), held_.size() == 1 ? "has" : "have",
+        held_.size() == 1 ? "it stays" : "they stay", held_[0], held_[0]));
+  if (!fixed_.empty())
+    why.push_back(fmt::format("--fix keeps {}", names(fixed_)));
+  if (why.empty())
+    why.push_back("the model has no parameters");
+  throw Error(fmt::format("{}: no parameter to {}: {}", who, verb, fmt::join(why, "; ")));
 }
 
 const LearnedParam* ParameterSpace::find(std::string_view name) const {

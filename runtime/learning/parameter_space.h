@@ -30,6 +30,10 @@ public:
   explicit ParameterSpace(const ModelInfo& info, const std::vector<std::string>& fixed = {});
 
   int64_t dimension() const { return dimension_; } // of the unconstrained vector
+  // Throws ssm::Error when no parameter is learned, saying why for each parameter: `who: no
+  // parameter to VERB: ...` (those with neither a default nor a prior in the model stay at the
+  // values --param or --params gives them; --fix keeps the others).
+  void require_some(std::string_view who, std::string_view verb = "learn") const;
   int64_t n_theta() const { return n_theta_; }
   const std::vector<LearnedParam>& learned() const { return learned_; }
   const LearnedParam* find(std::string_view name) const; // nullptr: not learned
@@ -51,6 +55,7 @@ public:
 
 private:
   std::vector<LearnedParam> learned_;
+  std::vector<std::string> fixed_, held_; // by --fix; with neither a default nor a prior
   int64_t dimension_ = 0, n_theta_ = 0;
 };
 

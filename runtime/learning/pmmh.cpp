@@ -173,9 +173,7 @@ ParameterSpace sampled_parameters(const MethodRun& run, const std::vector<std::s
                                   const std::string& who) {
   const ModelInfo& info = run.info;
   ParameterSpace space(info, fixed);
-  if (space.dimension() == 0)
-    throw Error(
-        fmt::format("{}: no parameter to infer (every parameter is fixed or has no value)", who));
+  space.require_some(who, "infer");
   if (run.prior) // --prior: its density replaces the model's priors
     return space;
   if (!run.model.prior_logpdf)

@@ -50,9 +50,7 @@ RecursiveFit recursive_maximum_likelihood(const MethodRun& run, const SmoothOpti
                                           const RmlOptions& opt, const ParameterTrace& trace) {
   const auto start = std::chrono::steady_clock::now();
   const ParameterSpace space(run.info, opt.fixed);
-  if (space.dimension() == 0)
-    throw Error("rml: no parameter to learn (each is fixed by --fix or has neither a value nor "
-                "a prior)");
+  space.require_some("rml");
   check_rml_options(opt);
   const ScoreModel sm = score_model(run.model, run.info);
   const auto n_theta = static_cast<size_t>(space.n_theta());

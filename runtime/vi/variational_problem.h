@@ -127,9 +127,7 @@ struct VariationalProblem::Impl {
         space.emplace(sampled_parameters(r, o.fixed, "vi --param-guide"));
       else
         space.emplace(r.info, o.fixed);
-      if (space->dimension() == 0)
-        throw Error("vi --param-guide: no parameter to infer (every parameter is fixed or has no "
-                    "value)");
+      space->require_some("vi --param-guide", "infer");
       if (!r.model.score_terms)
         throw Error(fmt::format("vi --param-guide: model '{}' has no score terms ({}), so its "
                                 "parameters cannot be trained",

@@ -198,9 +198,7 @@ void check(const MethodRun& run) {
     if (o.param_learning_rate < 0)
       throw Error("smooth: --param-learning-rate must be positive (0: --learning-rate's)");
     const ParameterSpace space(run.info, o.fixed); // an unknown --fix name is an error here
-    if (space.dimension() == 0)
-      throw Error("smooth --method variational --learn-params: no parameter is left to learn "
-                  "(each is fixed by --fix, or has neither a value nor a prior)");
+    space.require_some("smooth --method variational --learn-params");
     if (run.fixed) // a value outside its support, named
       space.unconstrain({run.fixed->data(), static_cast<size_t>(run.info.n_theta)});
   } else if (!o.fixed.empty() || run.options.real("--param-learning-rate") != 0 ||

@@ -237,7 +237,8 @@ TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
   ProcessResult r = run_process({exe, "rml", "--data", data, "--fix", "a", "--fix", "q", "--fix",
                                  "r", "--fix", "m0", "--fix", "s0"});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("no parameter to learn") != std::string::npos);
+  CHECK(r.err.find("rml: no parameter to learn: --fix keeps a, q, r, m0 and s0") !=
+        std::string::npos);
   // The trajectory may not overwrite the data.
   r = run_process({exe, "rml", "--data", data, "--out", data});
   CHECK(r.exit_code == 1);

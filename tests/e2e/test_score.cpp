@@ -257,6 +257,14 @@ TEST_CASE("the 10-D linear-Gaussian example's exact score equals finite differen
     if (covariance && e.i != e.j)
       CHECK(j["score"][e.name][e.j][e.i].get<double>() == 0.0);
   }
+  // optimize learns the parameters with a default or a prior; the example's have neither, and
+  // the refusal says so rather than that they have no value.
+  const ProcessResult held = run_process({exe, "--params", params, "optimize", "--data", data});
+  INFO(held.describe());
+  CHECK(held.exit_code == 1);
+  CHECK(held.err.find("optimize: no parameter to learn: A, Q, B and R have neither a default nor "
+                      "a prior in the model, so they stay at the value given by --param or "
+                      "--params") != std::string::npos);
 }
 
 TEST_CASE("score is refused, with the reason, where the compiler derived none", "[score]") {

@@ -590,7 +590,7 @@ TEST_CASE("smooth --method variational refuses what it cannot do, before any wor
   refused(s.exe, s.data, {"--fix", "A"}, "--fix, --param-learning-rate and --save are");
   refused(s.exe, s.data, {"--learn-params", "--optimizer", "lbfgs"}, "use adam");
   refused(s.exe, s.data, {"--learn-params", "--fix", "B"}, "cannot fix 'B'");
-  refused(s.exe, s.data, {"--learn-params", "--fix", "A"}, "no parameter is left to learn");
+  refused(s.exe, s.data, {"--learn-params", "--fix", "A"}, "no parameter to learn: --fix keeps A");
   refused(s.exe, s.data, {"--learn-params", "--save", s.data}, "it is the same file as the input");
   // A model without a state gradient (too large to compile element by element) has no pathwise
   // gradient, and says why. (With mvnormal(A * x[t-1], eye(30)) instead, its closed-form gradient
