@@ -141,6 +141,15 @@ public:
       add_random_weight_caveat(j, c.info, fit.filter == "random-weight");
       print_json(c, j, data);
     }
+    // A step bounded by --clip at most observations: the step size is too large for the
+    // parameters' scale, and they drift by --clip a step.
+    if (fit.observations >= 20 && 2 * fit.clipped > fit.observations)
+      warn(c,
+           fmt::format("rml: the step was clipped (--clip {:g}) at {} of {} observations, so the "
+                       "parameters moved by --clip a step: --step-size {:g} is likely too large "
+                       "for their scale",
+                       options_.real("--clip"), fit.clipped, fit.observations,
+                       options_.real("--step-size")));
     if (fit.averaged_over == 0)
       warn(c, fmt::format("rml: the stream ended before observation {} (--average-from), so the "
                           "estimate is the last iterate, not an average",

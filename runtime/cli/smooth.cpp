@@ -116,13 +116,20 @@ public:
     });
     if (write_csv())
       write_output(c, out_, smooth_csv(c.info, r));
-    const std::optional<std::string> low_acceptance = acceptance_warning(r);
-    if (low_acceptance)
-      warn(c, *low_acceptance);
+    // The method's own warnings (in its details) and the backward acceptance's.
+    std::vector<std::string> warnings;
+    if (r.details.contains("warnings"))
+      warnings = r.details["warnings"].get<std::vector<std::string>>();
+    if (const std::optional<std::string> low_acceptance = acceptance_warning(r))
+      warnings.push_back(*low_acceptance);
+    for (const std::string& w : warnings)
+      warn(c, w);
     if (json_) {
       nlohmann::json j = m.smooth_json(run, r);
-      if (low_acceptance)
-        j["warnings"] = {*low_acceptance};
+      if (j.contains("details") && j["details"].is_object())
+        j["details"].erase("warnings"); // lifted to the top level
+      if (!warnings.empty())
+        j["warnings"] = warnings;
       j["threads"] = c.globals.threads;
       if (const std::optional<double> peak = peak_rss_mb())
         j["peak_rss_mb"] = *peak;

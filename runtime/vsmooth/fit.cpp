@@ -705,8 +705,19 @@ VariationalSmoothFit fit_variational_smoother(const MethodRun& run,
       details["clip"] = o.clip;
     if (online.epoch_elbo.size() > 1)
       details["epoch_elbo"] = online.epoch_elbo;
-    if (space) // the ELBO's gradient in every parameter at the end, as `score` has the score
+    if (space) { // the ELBO's gradient in every parameter at the end, as `score` has the score
       details["parameter_gradient"] = params_json(info, nn::to_vector(online.parameter_gradient));
+      details["clip"] = o.clip;
+      details["clipped_parameter_steps"] = online.clipped_parameter_steps;
+      // Clipped at most steps: a rate too large for the parameters' scale (smooth prints it).
+      if (online.updates >= 20 && 2 * online.clipped_parameter_steps > online.updates)
+        r.details["warnings"].push_back(fmt::format(
+            "smooth --learn-params: the parameters' step was clipped (--clip {:g}) at {} of {} "
+            "steps, so they moved by --clip a step: --param-learning-rate {:g} is likely too large "
+            "for their scale, and they may have run far from the data's values",
+            o.clip, online.clipped_parameter_steps, online.updates,
+            o.param_learning_rate > 0 ? o.param_learning_rate : o.learning_rate));
+    }
   }
   // Those the family reads: a Cholesky factor's lower triangle, a diagonal family's diagonals.
   int64_t n_params = 0;

@@ -389,8 +389,10 @@ OnlineTraining train_online(BackwardGuide& guide, const std::vector<OnlineStream
           // (Adam's) keeps the parameters wandering.
           torch::Tensor move = theta->learning_rate * decay(result.updates + 1) *
                                (previous_u.defined() ? g_u - previous_u : g_u);
-          if (o.clip > 0)
+          if (o.clip > 0 && (move.abs() > o.clip).any().item<bool>()) {
             move = move.clamp(-o.clip, o.clip);
+            ++result.clipped_parameter_steps;
+          }
           {
             torch::NoGradGuard no_grad;
             theta->u.add_(move);

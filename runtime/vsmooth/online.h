@@ -75,6 +75,8 @@ private:
 // What online training did, and the last pass's estimates.
 struct OnlineTraining {
   int64_t updates = 0; // parameter updates, one per step and pass
+  // With parameters learned: the steps whose move in them --clip bounded in some coordinate.
+  int64_t clipped_parameter_steps = 0;
   // Each pass's mean_i H_T^i added over the series: the ELBO accumulated while the guide moved
   // (with --epochs 0, an estimate of the guide's own ELBO, biased by O(1/N)).
   std::vector<double> epoch_elbo;

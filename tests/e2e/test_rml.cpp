@@ -239,6 +239,12 @@ TEST_CASE("rml refuses what it cannot run, with the reason", "[rml]") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("rml: no parameter to learn: --fix keeps a, q, r, m0 and s0") !=
         std::string::npos);
+  // A step size far too large: every step is clipped, which is said (the run itself goes on).
+  r = run_process({exe, "rml", "--data", data, "--step-size", "1e6"});
+  INFO(r.describe());
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("rml: the step was clipped (--clip 1) at 20 of 20 observations") !=
+        std::string::npos);
   // The trajectory may not overwrite the data.
   r = run_process({exe, "rml", "--data", data, "--out", data});
   CHECK(r.exit_code == 1);

@@ -138,4 +138,40 @@ TEST_CASE("online parameter learning stops at the step that went too far and kee
     CHECK(std::isfinite(kalman["log_likelihood"].get<double>()));
     CHECK(read_file(data) == original);
   }
+  // With the default --clip the same rate does not fail: q moves by the clip, 1 a step on its log
+  // scale, at every step. That is said, on standard error and in the JSON, with the count.
+  const ProcessResult r = run_process({exe,
+                                       "smooth",
+                                       "--data",
+                                       data,
+                                       "--method",
+                                       "variational",
+                                       "--online",
+                                       "--learn-params",
+                                       "--json",
+                                       "--out",
+                                       scratch_path("vs_online_params_clipped.csv"),
+                                       "--fix",
+                                       "a",
+                                       "--fix",
+                                       "r",
+                                       "--fix",
+                                       "m0",
+                                       "--fix",
+                                       "s0",
+                                       "--param-learning-rate",
+                                       "1e6"});
+  INFO(r.describe());
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const int64_t clipped = j["details"]["clipped_parameter_steps"].get<int64_t>();
+  CHECK(clipped > 25);
+  CHECK(j["details"]["clip"] == 1.0);
+  CHECK(!j["details"].contains("warnings"));
+  REQUIRE(j["warnings"].size() == 1);
+  const std::string warning = j["warnings"][0].get<std::string>();
+  CHECK_THAT(warning, Catch::Contains(fmt::format("was clipped (--clip 1) at {} of ", clipped)) &&
+                          Catch::Contains("--param-learning-rate 1e+06 is likely too large"));
+  CHECK_THAT(r.err, Catch::Contains(warning));
+  CHECK(j["params"]["q"].get<double>() > 1e6);
 }
