@@ -511,6 +511,8 @@ public:
     // A plate model's items have no x[t-1].
     const bool over_time = !model.items;
     int64_t params_work = 0; // the parameter gradients' derivation so far (kMaxScoreDerivationWork)
+    int64_t argument_work = 0; // forward steps through the arguments: they count a tenth
+    auto over_budget = [&] { return params_work + argument_work / 10 > kMaxScoreDerivationWork; };
     for (const ir::Block* block : {&model.initial, &model.transition, &model.observation}) {
       const int lag = block == &model.transition ? 1 : 0;
       Differentiator from_block(*block, b), in_arena(result.arena, b);
@@ -555,7 +557,7 @@ public:
           for (const Wrt& w : states)
             r.grad_state.push_back(derivative(w));
           for (const Wrt& w : params) {
-            if (params_work > kMaxScoreDerivationWork)
+            if (over_budget())
               break;
             // A step of forward mode through the arguments mostly passes zeros along: the 10-D
             // linear-Gaussian example's 3 x 10^5 take 15 ms, where 10^6 steps through the
@@ -563,11 +565,14 @@ public:
             const int64_t steps = in_arena.work(), argument_steps = from_block.work();
             const size_t nodes = result.arena.nodes.size();
             r.grad_params.push_back(derivative(w));
-            params_work += adjoints ? static_cast<int64_t>(result.arena.nodes.size() - nodes) +
-                                          (from_block.work() - argument_steps) / 10
-                                    : in_arena.work() - steps;
+            if (adjoints) {
+              params_work += static_cast<int64_t>(result.arena.nodes.size() - nodes);
+              argument_work += from_block.work() - argument_steps;
+            } else {
+              params_work += in_arena.work() - steps;
+            }
           }
-          if (params_work > kMaxScoreDerivationWork && result.score_why_not.empty())
+          if (over_budget() && result.score_why_not.empty())
             result.score_why_not = fmt::format(
                 "its score terms are too large to derive element by element ({} parameter "
                 "components; more than {} derivative steps), as a model with large matrix "

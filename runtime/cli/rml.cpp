@@ -114,6 +114,20 @@ public:
     const nlohmann::json params = params_json(c.info, averaged);
     if (!save_.empty())
       write_output(c, save_, params.dump(2) + "\n");
+    // A step bounded by --clip at most observations: the step size is too large for the
+    // parameters' scale, and they drift by --clip a step.
+    std::vector<std::string> warnings;
+    if (fit.observations >= 20 && 2 * fit.clipped > fit.observations)
+      warnings.push_back(fmt::format(
+          "rml: the step was clipped (--clip {:g}) at {} of {} observations, so the "
+          "parameters moved by --clip a step: --step-size {:g} is likely too large "
+          "for their scale",
+          options_.real("--clip"), fit.clipped, fit.observations, options_.real("--step-size")));
+    if (fit.averaged_over == 0)
+      warnings.push_back(fmt::format("rml: the stream ended before observation {} "
+                                     "(--average-from), so the estimate is the last iterate, not "
+                                     "an average",
+                                     fit.average_from));
     if (json_) {
       nlohmann::json j = {{"model", c.info.name},
                           {"method", fit.smoother},
@@ -138,22 +152,13 @@ public:
                           {"elapsed_s", fit.elapsed_s},
                           {"filter_s", fit.filter_s},
                           {"threads", c.globals.threads}};
+      if (!warnings.empty())
+        j["warnings"] = warnings;
       add_random_weight_caveat(j, c.info, fit.filter == "random-weight");
       print_json(c, j, data);
     }
-    // A step bounded by --clip at most observations: the step size is too large for the
-    // parameters' scale, and they drift by --clip a step.
-    if (fit.observations >= 20 && 2 * fit.clipped > fit.observations)
-      warn(c,
-           fmt::format("rml: the step was clipped (--clip {:g}) at {} of {} observations, so the "
-                       "parameters moved by --clip a step: --step-size {:g} is likely too large "
-                       "for their scale",
-                       options_.real("--clip"), fit.clipped, fit.observations,
-                       options_.real("--step-size")));
-    if (fit.averaged_over == 0)
-      warn(c, fmt::format("rml: the stream ended before observation {} (--average-from), so the "
-                          "estimate is the last iterate, not an average",
-                          fit.average_from));
+    for (const std::string& w : warnings)
+      warn(c, w);
   }
 
 private:

@@ -55,7 +55,7 @@ private:
 
 class ExactLogPosterior {
 public:
-  // The parameters learned are every one with a value or a prior minus `fixed`; each needs a
+  // The parameters learned are every one with a default or a prior minus `fixed`; each needs a
   // prior. Throws ssm::Error, prefixed by `who`, for a model without an exact likelihood, without
   // a prior density, or a learned parameter without a prior (naming it). run.data, run.fixed and
   // run.registry must be set. Without `with_prior`, the density is the likelihood alone, log p(y |

@@ -294,7 +294,7 @@ void register_rml(MethodRegistry& registry) {
   const RmlOptions defaults;
   registry.add_option(Task::Rml, {.flag = "--fix",
                                   .help = "Keep this parameter at its value (repeatable); every "
-                                          "other parameter with a value or a prior is learned",
+                                          "other parameter with a default or a prior is learned",
                                   .default_value = std::vector<std::string>{},
                                   .type_name = "NAME"});
   registry.add_option(Task::Rml,
@@ -385,7 +385,7 @@ void register_learning_methods(MethodRegistry& registry) {
   registry.add_option(Task::Optimize,
                       {.flag = "--fix",
                        .help = "Keep this parameter at its value (repeatable); every other "
-                               "parameter with a value or a prior is learned",
+                               "parameter with a default or a prior is learned",
                        .default_value = std::vector<std::string>{},
                        .type_name = "NAME"});
   registry.add_option(Task::Optimize,

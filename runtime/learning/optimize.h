@@ -43,7 +43,7 @@ struct ObjectiveValue {
 };
 using ObjectiveFunction = std::function<ObjectiveValue(const std::vector<double>& fixed)>;
 
-// The learned parameters of an optimisation (every one with a value or a prior, minus
+// The learned parameters of an optimisation (every one with a default or a prior, minus
 // options.fixed). Throws ssm::Error when there is none, or with options.map when the compiler
 // derived no prior density.
 ParameterSpace optimized_parameters(const MethodRun& run, const OptimizeOptions& options);

@@ -43,6 +43,8 @@ ParameterSpace::ParameterSpace(const ModelInfo& info, const std::vector<std::str
     }
     learned_.push_back({i, dimension_, ParamTransform(p)});
     dimension_ += learned_.back().transform.size();
+    if (learned_.back().transform.size() == 0)
+      without_coordinates_.push_back(p.name);
   }
 }
 
@@ -56,15 +58,22 @@ void ParameterSpace::require_some(std::string_view who, std::string_view verb) c
     return fmt::format("{} and {}", fmt::join(v.begin(), v.end() - 1, ", "), v.back());
   };
   std::vector<std::string> why;
-  if (!held_.empty())
+  const bool one = held_.size() == 1;
+  if (!held_.empty()) // a Bayesian method needs a prior; the others learn from a default too
     why.push_back(fmt::format(
-        "{} {} neither a default nor a prior in the model, so {} at the value given by --param "
-        "or --params (a default, `param {} : ... = VALUE;`, or a prior, `param {} ~ ...;`, "
-        "makes a parameter learned)",
-        names(held_), held_.size() == 1 ? "has" : "have",
-        held_.size() == 1 ? "it stays" : "they stay", held_[0], held_[0]));
+        "{} {} neither a default nor a prior in the model, so {} at the value{} given by --param "
+        "or --params ({})",
+        names(held_), one ? "has" : "have", one ? "it stays" : "they stay", one ? "" : "s",
+        verb == "infer"
+            ? fmt::format("a prior, `param {} : TYPE ~ ...;`, makes a parameter inferred", held_[0])
+            : fmt::format("a default, `param {} : TYPE = VALUE;`, or a prior makes a parameter "
+                          "learned",
+                          held_[0])));
   if (!fixed_.empty())
     why.push_back(fmt::format("--fix keeps {}", names(fixed_)));
+  if (!without_coordinates_.empty())
+    why.push_back(fmt::format("{} {} no free coordinate", names(without_coordinates_),
+                              without_coordinates_.size() == 1 ? "has" : "have"));
   if (why.empty())
     why.push_back("the model has no parameters");
   throw Error(fmt::format("{}: no parameter to {}: {}", who, verb, fmt::join(why, "; ")));

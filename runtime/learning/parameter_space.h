@@ -55,7 +55,8 @@ public:
 
 private:
   std::vector<LearnedParam> learned_;
-  std::vector<std::string> fixed_, held_; // by --fix; with neither a default nor a prior
+  std::vector<std::string> fixed_, held_;        // by --fix; with neither a default nor a prior
+  std::vector<std::string> without_coordinates_; // learned, of size 0 (a simplex[1])
   int64_t dimension_ = 0, n_theta_ = 0;
 };
 

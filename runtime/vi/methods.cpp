@@ -228,7 +228,7 @@ void add_options(MethodRegistry& registry) {
                            .type_name = "N"});
   registry.add_option(vi, {.flag = "--fix",
                            .help = "Keep this parameter at its value (repeatable); every other "
-                                   "parameter with a value or a prior is trained with the guide",
+                                   "parameter with a default or a prior is trained with the guide",
                            .default_value = std::vector<std::string>{},
                            .type_name = "NAME"});
   registry.add_option(vi, {.flag = "--eval-samples",

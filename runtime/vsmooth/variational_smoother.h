@@ -59,7 +59,7 @@ struct VariationalSmoothOptions {
   double step_decay = 0.6, clip = 1;
   std::string online_out;
   // Learn the model's parameters with the guide (Chagneux 2023, 4.2: the ELBO as a surrogate of
-  // the log-likelihood; variational EM): every parameter with a value or a prior but those in
+  // the log-likelihood; variational EM): every parameter with a default or a prior but those in
   // `fixed`, on the unconstrained space of the learning methods, by Adam at
   // param_learning_rate (0: learning_rate); the gradient in them is the score terms' mean over
   // --samples trajectories of the guide. Online, by rml's Robbins-Monro steps from

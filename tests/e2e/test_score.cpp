@@ -263,7 +263,7 @@ TEST_CASE("the 10-D linear-Gaussian example's exact score equals finite differen
   INFO(held.describe());
   CHECK(held.exit_code == 1);
   CHECK(held.err.find("optimize: no parameter to learn: A, Q, B and R have neither a default nor "
-                      "a prior in the model, so they stay at the value given by --param or "
+                      "a prior in the model, so they stay at the values given by --param or "
                       "--params") != std::string::npos);
 }
 
