@@ -334,15 +334,20 @@ std::vector<int> Differentiator::call(const ir::Node& n, int node, const Wrt& wr
 
 namespace {
 
+// The op of a relation's target as a leaf of an expression (State, Obs or Param).
+ir::Op target_op(const ir::Relation& rel) {
+  return rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
+         : rel.kind == ir::VarKind::Param ? ir::Op::Param
+                                          : ir::Op::State;
+}
+
 // What a relation's log-density formula builds from: its arguments imported into the arena and
 // its target at lag 0. The builder merges equal nodes, so building these twice gives one set.
 LogDensityTerms density_terms(const ir::Model& model, const ir::Block& block,
                               const ir::Relation& rel, ExprBuilder& b) {
   const ir::Shape& shape = model.var_shape(rel.kind, rel.var);
   ir::Node target;
-  target.op = rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
-              : rel.kind == ir::VarKind::Param ? ir::Op::Param
-                                               : ir::Op::State;
+  target.op = target_op(rel);
   target.var = rel.var;
   target.shape = shape;
   const int x_node = b.raw(std::move(target));
@@ -403,9 +408,7 @@ int log_density_derivative(const ir::Model& model, const ir::Relation& rel,
     for (size_t i = 0; i < adjoint.size(); ++i)
       add(adjoint[i], d.size() == 1 ? d[0] : d[i]);
   }
-  const ir::Op target = rel.kind == ir::VarKind::Obs     ? ir::Op::Obs
-                        : rel.kind == ir::VarKind::Param ? ir::Op::Param
-                                                         : ir::Op::State;
+  const ir::Op target = target_op(rel);
   if (wrt.op == target && wrt.var == rel.var && (target == ir::Op::Param || wrt.lag == 0) &&
       wrt.component < model.var_shape(rel.kind, rel.var).size())
     add(adjoints.target.at(wrt.component), b.constant(1));
