@@ -97,7 +97,7 @@ Value* KernelEmitter::arg(const std::string& name) const {
   return it->second;
 }
 
-void KernelEmitter::emit_loop(bool gather) {
+size_t KernelEmitter::emit_loop(bool gather) {
   auto* pre = b_.GetInsertBlock();
   auto* body = llvm::BasicBlock::Create(ctx_, gather ? "loop.gather" : "loop", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
@@ -114,10 +114,25 @@ void KernelEmitter::emit_loop(bool gather) {
                           "item");
     t32_ = b_.CreateTrunc(item_, b_.getInt32Ty(), "t32");
   }
-  ancestor_ =
-      gather ? static_cast<Value*>(b_.CreateLoad(
-                   b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n)))
-             : n;
+  ancestor_branch_ = nullptr;
+  ancestor_ = n;
+  if (gather) {
+    // ancestors[n], or n where ancestors is null: emit_loops_with_ancestors keeps the branch
+    // when this loop serves both cases, and makes the load unconditional otherwise.
+    auto* load = llvm::BasicBlock::Create(ctx_, "ancestor.load", fn_);
+    auto* join = llvm::BasicBlock::Create(ctx_, "ancestor.join", fn_);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    ancestor_branch_ = b_.CreateCondBr(b_.CreateIsNull(arg("ancestors")), join, load);
+    b_.SetInsertPoint(load);
+    Value* loaded =
+        b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), arg("ancestors"), n));
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    auto* ancestor = b_.CreatePHI(b_.getInt64Ty(), 2, "ancestor");
+    ancestor->addIncoming(n, from);
+    ancestor->addIncoming(loaded, load);
+    ancestor_ = ancestor;
+  }
   cache_ = preamble_cache_;
   cholesky_ = preamble_cholesky_;
   current_.clear();
@@ -131,9 +146,10 @@ void KernelEmitter::emit_loop(bool gather) {
   for (llvm::BasicBlock& block : *fn_)
     if (index++ >= first_inner_block)
       blocks.push_back(&block);
-  mark_parallel(blocks, latch);
+  const size_t size = mark_parallel(blocks, latch);
   b_.SetInsertPoint(exit);
   b_.CreateRetVoid();
+  return size;
 }
 
 // Particles are independent: iteration n writes only particle n's slots ([c * stride + n], the
@@ -145,8 +161,8 @@ void KernelEmitter::emit_loop(bool gather) {
 // parallel. Anything else that touches memory (an ODE's rows on the stack, what an inlined
 // library function reads) stays outside the group, and then LLVM treats the loop as it would
 // without the annotation.
-void KernelEmitter::mark_parallel(const std::vector<llvm::BasicBlock*>& blocks,
-                                  llvm::BranchInst* latch) {
+size_t KernelEmitter::mark_parallel(const std::vector<llvm::BasicBlock*>& blocks,
+                                    llvm::BranchInst* latch) {
   llvm::MDNode* group = llvm::MDNode::getDistinct(ctx_, {});
   for (llvm::BasicBlock* block : blocks)
     for (llvm::Instruction& inst : *block) {
@@ -172,6 +188,7 @@ void KernelEmitter::mark_parallel(const std::vector<llvm::BasicBlock*>& blocks,
   llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, loop_id);
   loop->replaceOperandWith(0, loop);
   latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  return body;
 }
 
 void KernelEmitter::emit_particle() {
@@ -182,12 +199,25 @@ void KernelEmitter::emit_particle() {
     b_.CreateStore(logpdf, element(arg("out"), b_.getInt64(0), n_));
 }
 
+// A loop that stays scalar (its body over max_vectorized_body_) serves both cases, reading
+// ancestors[n] behind a branch: a second copy would double the code LLVM compiles for nothing
+// (the 10-D linear-Gaussian example's score terms: two copies of 3,050 instructions).
 void KernelEmitter::emit_loops_with_ancestors() {
   auto* gather = llvm::BasicBlock::Create(ctx_, "gather", fn_);
   auto* direct = llvm::BasicBlock::Create(ctx_, "direct", fn_);
   b_.CreateCondBr(b_.CreateIsNotNull(arg("ancestors")), gather, direct);
   b_.SetInsertPoint(gather);
-  emit_loop(true);
+  if (emit_loop(true) > max_vectorized_body_) {
+    b_.SetInsertPoint(direct);
+    b_.CreateBr(gather);
+    return;
+  }
+  // Vectorised: this copy always gathers, so the load is unconditional and the loop simple.
+  llvm::BasicBlock* from = ancestor_branch_->getParent();
+  auto* load = ancestor_branch_->getSuccessor(1);
+  llvm::cast<llvm::PHINode>(llvm::cast<llvm::Instruction>(ancestor_))->removeIncomingValue(from);
+  ancestor_branch_->eraseFromParent();
+  llvm::BranchInst::Create(load, from);
   b_.SetInsertPoint(direct);
   emit_loop(false);
 }
@@ -573,98 +603,6 @@ Values KernelEmitter::compute(const ir::Node& node, const std::vector<const Valu
   }
   }
   throw CodegenError("internal error: unknown IR op");
-}
-
-// A product of particle-invariant values (computed once per call, before the particle loop, or
-// in a kernel without one) over the limit. Inside the particle loop, products stay unrolled: an
-// inner loop there keeps LLVM from vectorising the particle loop, and the whole particle's work,
-// draws and library calls included, then runs scalar (sbibm's Bernoulli GLM, its 100 x 10 data
-// matrix times the parameters looped: 4 s to compile instead of 11, but simulation 70% slower).
-bool KernelEmitter::looped_product(int id) const {
-  const ir::Node& node = block_.nodes[id];
-  if (node.op != ir::Op::MatMul || varying_[id])
-    return false;
-  const ir::Shape& lhs = block_.nodes[node.args[0]].shape;
-  const int64_t cols = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
-  return int64_t{lhs.dims[0]} * lhs.dims[1] * cols > kUnrolledProducts;
-}
-
-// out[i, j] = sum_k a[i, k] b[k, j] as two loops: over (i, j), and over k inside, with the same
-// order of additions as the unrolled product, so both give the same bits. The operands are read
-// from memory (in_memory); the result goes through a stack array and comes back as values.
-Values KernelEmitter::matmul_loop(const ir::Node& node, const std::vector<const Values*>& args) {
-  const ir::Shape& lhs = block_.nodes[node.args[0]].shape;
-  const int rows = lhs.dims[0], inner = lhs.dims[1];
-  const int cols = node.shape.rank() == 2 ? node.shape.dims[1] : 1;
-  Value* a = in_memory(node.args[0], *args[0], "matmul.lhs");
-  Value* c = in_memory(node.args[1], *args[1], "matmul.rhs");
-  Value* result = stack_array(int64_t{rows} * cols, "matmul.out");
-  auto at = [&](Value* base, Value* index) {
-    return b_.CreateInBoundsGEP(b_.getDoubleTy(), base, index);
-  };
-
-  llvm::BasicBlock* before = b_.GetInsertBlock();
-  auto* over_entries = llvm::BasicBlock::Create(ctx_, "matmul.ij", fn_);
-  auto* over_terms = llvm::BasicBlock::Create(ctx_, "matmul.k", fn_);
-  auto* entry_done = llvm::BasicBlock::Create(ctx_, "matmul.ij.end", fn_);
-  auto* done = llvm::BasicBlock::Create(ctx_, "matmul.done", fn_);
-  b_.CreateBr(over_entries);
-
-  b_.SetInsertPoint(over_entries);
-  const LoopPhis ij = open_loop(before, {}, "matmul.ij", "");
-  Value* i = b_.CreateUDiv(ij.counter, b_.getInt32(cols));
-  Value* j = b_.CreateURem(ij.counter, b_.getInt32(cols));
-  Value* row = b_.CreateMul(i, b_.getInt32(inner), "", true, true);
-  b_.CreateBr(over_terms);
-
-  b_.SetInsertPoint(over_terms);
-  const LoopPhis k = open_loop(over_entries, {constant(0)}, "matmul.k", "matmul.sum");
-  Value* x = b_.CreateLoad(b_.getDoubleTy(), at(a, b_.CreateAdd(row, k.counter, "", true, true)));
-  Value* y = b_.CreateLoad(
-      b_.getDoubleTy(),
-      at(c, b_.CreateAdd(b_.CreateMul(k.counter, b_.getInt32(cols), "", true, true), j)));
-  Value* sum = b_.CreateFAdd(k.values[0], b_.CreateFMul(x, y));
-  close_loop(k, {sum}, b_.getInt32(inner), over_terms, entry_done);
-
-  b_.SetInsertPoint(entry_done);
-  b_.CreateStore(sum, at(result, ij.counter));
-  close_loop(ij, {}, b_.getInt32(rows * cols), over_entries, done);
-
-  b_.SetInsertPoint(done);
-  Values out(static_cast<size_t>(rows) * cols);
-  for (size_t e = 0; e < out.size(); ++e)
-    out[e] =
-        b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), result, e));
-  return out;
-}
-
-// Where a node's components can be read by index: a parameter's or data item's place in the
-// frame, a constant table for a constant, else a stack array (allocated once, in the entry block)
-// that the values are stored to here.
-Value* KernelEmitter::in_memory(int id, const Values& values, const char* name) {
-  const ir::Node& node = block_.nodes[id];
-  if (node.op == ir::Op::Param || node.op == ir::Op::Data) {
-    const int offset =
-        node.op == ir::Op::Param ? model_.param_offset(node.var) : model_.data_offset(node.var);
-    return b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), arg("theta"), offset);
-  }
-  std::vector<double> constants;
-  for (Value* v : values)
-    if (auto* c = llvm::dyn_cast<llvm::ConstantFP>(v))
-      constants.push_back(c->getValueAPF().convertToDouble());
-  if (constants.size() == values.size())
-    return new llvm::GlobalVariable(module_, llvm::ArrayType::get(b_.getDoubleTy(), values.size()),
-                                    true, llvm::GlobalValue::PrivateLinkage,
-                                    llvm::ConstantDataArray::get(ctx_, constants), name);
-  Value* copy = stack_array(static_cast<int64_t>(values.size()), name);
-  for (size_t e = 0; e < values.size(); ++e)
-    b_.CreateStore(values[e], b_.CreateConstInBoundsGEP1_64(b_.getDoubleTy(), copy, e));
-  return copy;
-}
-
-llvm::AllocaInst* KernelEmitter::stack_array(int64_t count, const char* name) {
-  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  return entry.CreateAlloca(b_.getDoubleTy(), b_.getInt32(static_cast<uint32_t>(count)), name);
 }
 
 Values KernelEmitter::load_state(const ir::Node& node) {

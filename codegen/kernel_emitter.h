@@ -29,7 +29,7 @@ using Values = std::vector<llvm::Value*>;
 
 // A particle-invariant matrix product of more multiplications than this is emitted as a loop over
 // memory rather than term by term: unrolled, a 30 x 30 product is 81,000 instructions, and LLVM's
-// code generation time grows faster than the function (kernel_emitter.cpp, looped_product).
+// code generation time grows faster than the function (matrix_products.cpp, looped_product).
 inline constexpr int64_t kUnrolledProducts = 512;
 
 // A loop over particles whose body has more instructions than this is not vectorised, in the
@@ -96,10 +96,13 @@ protected:
   llvm::Type* i64() { return b_.getInt64Ty(); }
   llvm::Type* i64_ptr() { return llvm::PointerType::getUnqual(b_.getInt64Ty()); }
   Value* arg(const std::string& name) const;
-  void emit_loop(bool gather);
-  // Declares the loop ending in `latch` free of dependences between particles (see the .cpp).
-  void mark_parallel(const std::vector<llvm::BasicBlock*>& blocks, llvm::BranchInst* latch);
-  // Two copies of the loop, with and without the ancestor gather, so each is a simple loop.
+  // Returns the number of instructions in the loop's body.
+  size_t emit_loop(bool gather);
+  // Declares the loop ending in `latch` free of dependences between particles (see the .cpp);
+  // returns the number of instructions in `blocks`.
+  size_t mark_parallel(const std::vector<llvm::BasicBlock*>& blocks, llvm::BranchInst* latch);
+  // Two copies of the loop, with and without the ancestor gather, so each is a simple loop; one
+  // loop for both if its body is too long to vectorise.
   void emit_loops_with_ancestors();
   // The outputs (-1: zero) stored one after another in `out`; no loop.
   void emit_output_stores();
@@ -130,6 +133,7 @@ protected:
   Value* frame_load(int offset);
   Values frame_values(int offset, size_t size);
   Value* power(Value* a, Value* e);
+  // Large particle-invariant products and the memory they read (matrix_products.cpp).
   bool looped_product(int id) const;
   Values matmul_loop(const ir::Node& node, const std::vector<const Values*>& args);
   Value* in_memory(int id, const Values& values, const char* name);
@@ -201,6 +205,7 @@ protected:
   Value* n_ = nullptr;
   Value* n32_ = nullptr;
   Value* ancestor_ = nullptr;
+  llvm::BranchInst* ancestor_branch_ = nullptr; // emit_loop(true)'s test of a null `ancestors`
   std::vector<bool> varying_, needed_;
   std::vector<bool> ode_rate_; // nodes that read an ode's current time or value
   std::vector<Values> cache_, preamble_cache_;

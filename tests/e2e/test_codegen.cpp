@@ -165,3 +165,64 @@ TEST_CASE("products too large to unroll compile to loops with the same arithmeti
   }
   CHECK(lines == 9 + 400 + 80);
 }
+
+namespace {
+
+// The 10-D example's score kernel (400 outputs; its particle loop too long to vectorise, so one
+// loop serves calls with and without ancestors): for particles n = 0..4 with ancestors a, the
+// terms must be those of the same call without ancestors on x_prev gathered by hand, bit for bit.
+const char* const kOneLoopHarness = R"(
+#include "kernel/abi.h"
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+extern "C" const ssm_model ssm_model_table;
+int main() {
+  const ssm_model& m = ssm_model_table;
+  const int D = 10, N = 5, P = 400;
+  std::vector<double> theta(P);
+  for (int i = 0; i < D; ++i)
+    for (int j = 0; j < D; ++j) { // A, Q, B, R in declaration order, each row-major
+      theta[i * D + j] = (i == j ? 0.5 : 0.0) + 0.01 * (i - j);
+      theta[100 + i * D + j] = i == j ? 1.0 : 0.1;
+      theta[200 + i * D + j] = (i == j ? 1.0 : 0.0) + 0.02 * j;
+      theta[300 + i * D + j] = i == j ? 2.0 : 0.1;
+    }
+  std::vector<double> prev(D * N), gathered(D * N), x(D * N), y(D);
+  const int64_t ancestors[N] = {3, 0, 4, 1, 3};
+  for (int c = 0; c < D; ++c) {
+    y[c] = 0.3 - 0.1 * c;
+    for (int n = 0; n < N; ++n) {
+      prev[c * N + n] = 0.1 * c - 0.2 * n;
+      x[c * N + n] = 0.05 * c * n - 0.3;
+    }
+  }
+  for (int c = 0; c < D; ++c)
+    for (int n = 0; n < N; ++n) gathered[c * N + n] = prev[c * N + ancestors[n]];
+  std::vector<double> with(P * N), without(P * N);
+  m.score_terms(theta.data(), 1, 0, N, N, prev.data(), ancestors, x.data(), y.data(), with.data());
+  m.score_terms(theta.data(), 1, 0, N, N, gathered.data(), nullptr, x.data(), y.data(),
+                without.data());
+  int differ = 0, nonfinite = 0, moved = 0;
+  for (int k = 0; k < P * N; ++k) {
+    differ += with[k] != without[k];
+    nonfinite += !std::isfinite(with[k]);
+    moved += k % N > 0 && with[k] != with[k - 1]; // particles' terms are not all alike
+  }
+  std::printf("%d %d %d\n", differ, nonfinite, moved);
+}
+)";
+
+} // namespace
+
+TEST_CASE("a score kernel too long to vectorise reads ancestors in its one loop",
+          "[e2e][codegen]") {
+  std::istringstream out(
+      run_kernel_harness("lgssm_one_loop", example_path("lgssm.ssm"), kOneLoopHarness, {}));
+  int differ = -1, nonfinite = -1, moved = -1;
+  REQUIRE(out >> differ >> nonfinite >> moved);
+  CHECK(differ == 0);
+  CHECK(nonfinite == 0);
+  CHECK(moved > 1000); // 400 terms x 4 neighbouring pairs, most of which read x_prev or x
+}
