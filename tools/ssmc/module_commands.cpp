@@ -2,6 +2,8 @@
 #include "module_commands.h"
 #include "linker.h"
 
+#include "core/runtime_module.h"
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -31,11 +33,8 @@ const ModuleCommand* find_module_command(std::string_view name) {
 }
 
 int run_module_command(const ModuleCommand& command, int argc, char** argv) {
-  // LibTorch's matrix products run in the system's BLAS, which reads its thread count when it is
-  // loaded (as vi's loader does): the cores, unless the user set it.
-  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
-  for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"})
-    setenv(var, cores.c_str(), 0);
+  // As vi's loader does, with the cores as the thread count.
+  prepare_blas_environment(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   const std::string env_name(command.env);
   const char* env = std::getenv(env_name.c_str());
   const std::string path =
