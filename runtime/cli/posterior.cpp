@@ -193,6 +193,8 @@ private:
     if (options_.sampler == "ar") {
       j["log_bound"] = d.log_bound;
       j["accepted_under_lower_bound"] = d.accepted_under_lower_bound;
+      j["bound_raises"] = d.bound_raises;
+      j["log_bound_start"] = d.log_bound_start;
     }
     if (options_.sampler == "mcmc")
       j["step"] = d.step;

@@ -112,6 +112,7 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
                             "ratio 0: the observation is out of the prior predictive's reach (or "
                             "give more --bound-draws)",
                             std::max<int64_t>(1, o.bound_draws)));
+  out.log_bound_start = log_c;
   PriorProposals proposals(sim, log_ratio, stream_seed(o.seed, Proposals, 0), pool);
   int64_t accepted = 0;
   while (accepted < o.draws) {
@@ -124,6 +125,7 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
     if (lr > log_c) { // Algorithm 2: the bound rises before the test
       log_c = lr;
       out.accepted_under_lower_bound = accepted;
+      ++out.bound_raises;
     }
     if (lr > -INFINITY && std::log(uniform(o.seed, 0, out.proposals++)) <= lr - log_c) {
       keep(out.chains[0], theta, P, lr, 1.0);
@@ -134,12 +136,17 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
   out.acceptance_rate = static_cast<double>(accepted) / static_cast<double>(out.proposals);
   out.chains[0].acceptance_rate = out.acceptance_rate;
   out.ratio_evaluations = start.evaluations() + proposals.evaluations();
+  // Until C stops rising, every proposal is accepted with probability r / C for one C, so the
+  // draws follow prior x ratio wherever the ratio is below the starting bound; only the
+  // proposals that raised it were accepted too often.
   if (out.accepted_under_lower_bound > 0)
     out.warnings.push_back(fmt::format(
-        "accept-reject: {} of the {} draws were accepted before the bound reached its final value "
-        "(the largest ratio seen): they were tested against a bound too low; more --bound-draws "
-        "start it higher",
-        out.accepted_under_lower_bound, o.draws));
+        "accept-reject: {} proposal(s) had a larger ratio than the largest of the {} "
+        "--bound-draws prior draws (up to {:.3g} times it) and raised the bound, each accepted "
+        "with probability 1: parameters with such ratios are over-represented among the first "
+        "{} of the {} draws (more --bound-draws start the bound higher)",
+        out.bound_raises, std::max<int64_t>(1, o.bound_draws),
+        std::exp(out.log_bound - out.log_bound_start), out.accepted_under_lower_bound, o.draws));
   return out;
 }
 

@@ -69,7 +69,11 @@ struct RatioDraws {
   double importance_ess = 0;              // is, sir: Kish's (sum w)^2 / sum w^2 over the pool
   double log_bound = 0;                   // ar: the final log C
   int64_t accepted_under_lower_bound = 0; // ar: draws accepted before C reached its final value
-  double step = 0;                        // mcmc: the random-walk scale after warmup, per prior sd
+  // ar: the proposals that raised C (each accepted with probability 1, not r / C), and the log C
+  // that --bound-draws set: only parameters with a ratio above it are over-represented.
+  int64_t bound_raises = 0;
+  double log_bound_start = 0;
+  double step = 0; // mcmc: the random-walk scale after warmup, per prior sd
   // smc: the tempering schedule (beta per step) and log E_prior[r(theta)] (with the exact
   // likelihood, log p(x_o)).
   std::vector<double> temperatures;

@@ -362,6 +362,23 @@ TEST_CASE("c2st: 0.5 between two samples of one law, more between two laws", "[l
   CHECK(run_json({ssmc_path(), "c2st", a, d, "--json"})["c2st"].get<double>() == same);
 }
 
+TEST_CASE("posterior: accept-reject counts the proposals that raised its bound", "[lfi]") {
+  const std::string exe = gaussian_linear(), observed = observed_file();
+  // One prior draw sets the starting bound, so later proposals with larger ratios raise it.
+  const ProcessResult p = run_ok({exe, "posterior", "--ratio", "exact", "--observed", observed,
+                                  "--sampler", "ar", "--draws", "200", "--bound-draws", "1",
+                                  "--out", scratch_path("ar_raises.csv"), "--json"});
+  const nlohmann::json j = nlohmann::json::parse(p.out);
+  const int64_t raises = j["bound_raises"].get<int64_t>();
+  CHECK(raises >= 1);
+  CHECK(j["log_bound"].get<double>() > j["log_bound_start"].get<double>());
+  // Each proposal that raised C was accepted (with probability 1), all but the last of them
+  // before C took its final value.
+  CHECK(j["accepted_under_lower_bound"].get<int64_t>() >= raises - 1);
+  CHECK_THAT(p.err, Catch::Contains(fmt::format("{} proposal(s) had a larger ratio", raises)));
+  CHECK_THAT(p.err, Catch::Contains("raised the bound"));
+}
+
 TEST_CASE("posterior: the draws do not depend on --threads", "[lfi]") {
   const std::string exe = gaussian_linear(), observed = observed_file();
   const std::string ratio = scratch_path("gl_threads.ratio");
