@@ -3,7 +3,8 @@
 simulators compiled by ssmc against the sbibm tasks' reference posteriors and sbi's NRE figures.
 
   bench/run_lfi_bench.py [BUILD_DIR] [--budgets 1000,10000,100000] [--tasks two_moons,gaussian_linear]
-                         [--variant b] [--hidden 64,64,64] [--npe] [--keep DIR]
+                         [--variant b] [--hidden 64,64,64] [--nre-seeds 3] [--npe]
+                         [--observations 1] [--no-throughput] [--keep DIR]
 
 1. Simulation throughput: `simulate` of examples/two_moons.ssm (10^6 draws) and examples/sir.ssm
    (10^5 draws, 320 Runge-Kutta steps each) on 1 thread and on all cores, against the same
@@ -19,12 +20,19 @@ simulators compiled by ssmc against the sbibm tasks' reference posteriors and sb
    10^4 draws, 20 moves per step) with their exact likelihoods, slcp's too, then its four
    mirror-image modes given equal mass by random sign flips; gaussian_mixture by rejection
    (a component, then its normal around x_o, kept inside the prior's box); bernoulli_glm by
-   random-walk Metropolis on its exact posterior given the sufficient statistics. sbi's NRE C2ST from the sbibm paper (Lueckmann et al. 2021, figure 2; medians
-   over 10 observations) are printed beside them.
+   random-walk Metropolis on its exact posterior given the sufficient statistics. sbi's NRE C2ST
+   from the sbibm paper (Lueckmann et al. 2021, figure 2; medians over 10 observations) are
+   printed beside them.
+   With --nre-seeds 1,2,3, each budget trains one classifier per seed on the same pairs and
+   reports the run with the median C2ST, every seed's beside it. With --observations K, the
+   tasks whose x_o is simulated take K of them (seeds 7, 8, ...), each with its reference, and a
+   classifier's C2ST is the median over them, as sbibm's figures are over 10; the trained ratio
+   serves them all. --no-throughput skips part 1.
 3. With --npe, beside NRE at each budget, neural posterior estimation by a conditional DIF on the
-   same pairs (`ssmc density fit --model dif --columns THETA --context X`, its default 8 maps
-   and 64 x 64 networks, then `ssmc density sample --context` at the observation, 10^4 draws),
-   against the same reference: q(theta | x) needs no posterior sampler.
+   same pairs, at the first observation (`ssmc density fit --model dif --columns THETA --context
+   X`, its default 8 maps and 64 x 64 networks, then `ssmc density sample --context` at the
+   observation, 10^4 draws), against the same reference: q(theta | x) needs no posterior
+   sampler.
 """
 import json
 import math
@@ -264,20 +272,19 @@ def npe_run(build, work, task, budget, pairs, observed_json, sim_json, ref_path)
     return {"c2st": c["c2st"], "fit_s": t_fit, "sample_s": t_sample, "epochs": fit.get("epochs")}
 
 
-def task_run(build, work, task, budgets, rng, nre_args, npe=False):
-    src = os.path.join(ROOT, "examples", task + ".ssm")
-    exe = os.path.join(work, task)
-    run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
-    ref_path = os.path.join(work, task + "_reference.csv")
-    extra = TASK_ARGS.get(task, [])
-    observed = os.path.join(work, task + "_xo.json")
+def observation_and_reference(exe, work, task, seed, rng, extra):
+    """One observation x_o (written as --observed takes it) and 10^4 reference draws given it."""
+    tag = "%s_obs%d" % (task, seed)
+    ref_path = os.path.join(work, tag + "_reference.csv")
+    observed = os.path.join(work, tag + "_xo.json")
     if task == "two_moons":
         x_o = np.array([0.0, 0.0])  # the crescent's centre: a bimodal posterior
         write_draws(ref_path, two_moons_reference(x_o, 10000, rng))
         observed_json = {"x": x_o.tolist()}
-    else:  # x_o simulated with seed 7
-        one = os.path.join(work, task + "_xo.csv")
-        sim = run([exe, "simulate", "--n", "1", "--seed", "7", "--json", "--out", one] + extra)
+    else:  # x_o simulated with the given seed
+        one = os.path.join(work, tag + "_xo.csv")
+        sim = run([exe, "simulate", "--n", "1", "--seed", str(seed), "--json", "--out", one] +
+                  extra)
         with open(one) as f:
             row = dict(zip(f.readline().strip().split(","),
                            (float(v) for v in f.readline().split(","))))
@@ -301,6 +308,19 @@ def task_run(build, work, task, budgets, rng, nre_args, npe=False):
             if task == "slcp":
                 symmetrise_slcp(ref_path, rng)
     write_json(observed, observed_json)
+    return observed, observed_json, ref_path
+
+
+def task_run(build, work, task, budgets, rng, nre_args, nre_seeds, n_obs, npe=False):
+    src = os.path.join(ROOT, "examples", task + ".ssm")
+    exe = os.path.join(work, task)
+    run([os.path.join(build, "bin", "ssmc"), "build", src, "-o", exe], json_out=False)
+    extra = TASK_ARGS.get(task, [])
+    # x_o from simulations with seeds 7, 8, ... (sbibm's figures are medians over 10
+    # observations); two_moons has the one x_o = (0, 0).
+    observations = [observation_and_reference(exe, work, task, 7 + k, rng, extra)
+                    for k in range(1 if task == "two_moons" else n_obs)]
+    observed, observed_json, ref_path = observations[0]
     rows = []
     for i, budget in enumerate(budgets):
         pairs = os.path.join(work, "%s_%d.csv" % (task, budget))
@@ -308,15 +328,32 @@ def task_run(build, work, task, budgets, rng, nre_args, npe=False):
         post = os.path.join(work, "%s_%d_post.csv" % (task, budget))
         sim_json, t_sim = timed([exe, "simulate", "--n", str(budget), "--seed", "11", "--out",
                                  pairs, "--json"] + extra)
-        fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed", "3",
-                            "--json"] + nre_args + extra)
-        p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", observed,
-                           "--draws", "10000", "--seed", "5", "--out", post, "--json"] +
-                          POSTERIOR_SAMPLER.get(task, AR_SAMPLER) + extra)
-        c = run([os.path.join(build, "bin", "ssmc"), "c2st", post, ref_path, "--json",
-                 "--threads", str(os.cpu_count() or 1)])
+        # One run per classifier seed (--nre-seeds): at small budgets the trained ratio, and so
+        # the C2ST, varies with the initialisation; the row is the run with the median C2ST.
+        # With several observations, each classifier's C2ST is the median over them (one
+        # trained ratio serves every observation), and so is the mean error.
+        runs = []
+        for seed in nre_seeds:
+            fit, t_fit = timed([exe, "nre", "--pairs", pairs, "--save", ratio, "--seed",
+                                str(seed), "--json"] + nre_args + extra)
+            per_obs = []
+            for obs_path, _, obs_ref in observations:
+                p, t_post = timed([exe, "posterior", "--ratio", ratio, "--observed", obs_path,
+                                   "--draws", "10000", "--seed", "5", "--out", post, "--json"] +
+                                  POSTERIOR_SAMPLER.get(task, AR_SAMPLER) + extra)
+                c = run([os.path.join(build, "bin", "ssmc"), "c2st", post, obs_ref, "--json",
+                         "--threads", str(os.cpu_count() or 1)])
+                per_obs.append((c["c2st"], c["mean_error"]))
+            c = {"c2st": statistics.median(v[0] for v in per_obs),
+                 "mean_error": statistics.median(v[1] for v in per_obs),
+                 "by_observation": [v[0] for v in per_obs]}
+            runs.append((c["c2st"], seed, c, fit, t_fit, p, t_post))
+        runs.sort(key=lambda r: r[0])
+        _, seed, c, fit, t_fit, p, t_post = runs[(len(runs) - 1) // 2]
         sbi = SBI_NRE.get(task, (None,) * 3)[BUDGETS.index(budget)] if budget in BUDGETS else None
         rows.append({"budget": budget, "c2st": c["c2st"], "sbi_nre": sbi,
+                     "c2st_by_observation": c["by_observation"],
+                     "c2st_by_seed": {str(r[1]): r[0] for r in runs},
                      "mean_error": c["mean_error"], "simulate_s": t_sim, "nre_s": t_fit,
                      "epochs": fit["epochs"], "validation_loss": fit["validation_loss"],
                      "posterior_s": t_post, "acceptance": p["acceptance_rate"]})
@@ -329,10 +366,14 @@ def task_run(build, work, task, budgets, rng, nre_args, npe=False):
         "budget", "c2st", "sbi NRE", "mean err", "sim s", "nre s", "epochs", "post s",
         "acceptance"))
     for r in rows:
-        print("  %8d %7.3f %8s %10.3f %8.2f %7.1f %9d %8.2f %10.2g" % (
+        print("  %8d %7.3f %8s %10.3f %8.2f %7.1f %9d %8.2f %10.2g  %s" % (
             r["budget"], r["c2st"], "-" if r["sbi_nre"] is None else "%.2f" % r["sbi_nre"],
             r["mean_error"], r["simulate_s"], r["nre_s"], r["epochs"], r["posterior_s"],
-            r["acceptance"]))
+            r["acceptance"], (" ".join("seed %s: %.3f" % kv for kv in r["c2st_by_seed"].items())
+                              if len(r["c2st_by_seed"]) > 1 else "") +
+            ("  observations %.3f-%.3f" % (min(r["c2st_by_observation"]),
+                                           max(r["c2st_by_observation"]))
+             if len(r["c2st_by_observation"]) > 1 else "")))
     if npe:
         print("  NPE (conditional DIF, 8 maps) on the same pairs:")
         print("  %8s %7s %8s %9s %8s" % ("budget", "c2st", "nre c2st", "fit s", "sample s"))
@@ -349,6 +390,9 @@ def main():
     keep = None
     npe = False
     nre_args = ["--variant", "b", "--hidden", "64,64,64"]
+    nre_seeds = [3]
+    n_obs = 1
+    throughput_too = True
     args = sys.argv[1:]
     while args:
         a = args.pop(0)
@@ -360,6 +404,12 @@ def main():
             nre_args[1] = args.pop(0)
         elif a == "--hidden":
             nre_args[3] = args.pop(0)
+        elif a == "--nre-seeds":
+            nre_seeds = [int(v) for v in args.pop(0).split(",")]
+        elif a == "--observations":
+            n_obs = int(args.pop(0))
+        elif a == "--no-throughput":
+            throughput_too = False
         elif a == "--npe":
             npe = True
         elif a == "--keep":
@@ -370,9 +420,10 @@ def main():
     os.makedirs(work, exist_ok=True)
     print("load average before:", os.getloadavg())
     rng = np.random.default_rng(2024)
-    results = {"throughput": throughput(build, work)}
+    results = {"throughput": throughput(build, work)} if throughput_too else {}
     for task in tasks:
-        results[task] = task_run(build, work, task, budgets, rng, nre_args, npe)
+        results[task] = task_run(build, work, task, budgets, rng, nre_args, nre_seeds, n_obs,
+                                 npe)
     print("load average after:", os.getloadavg())
     with open(os.path.join(work, "results.json"), "w") as f:
         json.dump(results, f, indent=2)

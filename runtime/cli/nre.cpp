@@ -47,15 +47,25 @@ public:
         ->default_str(std::to_string(options_.batch_size));
     app->add_option("--learning-rate", options_.learning_rate, "Adam's step size")
         ->check(CLI::PositiveNumber)
-        ->default_str("0.0005");
+        ->default_str("0.001");
     app->add_option("--validation", options_.validation_fraction,
                     "Fraction of the pairs held out for early stopping")
         ->check(CLI::Range(0.01, 0.5))
         ->default_str("0.1");
     app->add_option("--patience", options_.patience,
-                    "Epochs without a better validation loss before stopping")
+                    "Epochs without a better validation loss before the step size is halved or "
+                    "training stops")
         ->check(positive_int())
         ->default_str(std::to_string(options_.patience));
+    app->add_option("--patience-steps", options_.patience_steps,
+                    "The patience is at least this many Adam steps (small sets of pairs have "
+                    "short epochs)")
+        ->check(CLI::NonNegativeNumber)
+        ->default_str(std::to_string(options_.patience_steps));
+    app->add_option("--decays", options_.decays,
+                    "Times a plateau halves the step size before training stops")
+        ->check(CLI::Range(int64_t{0}, int64_t{20}))
+        ->default_str(std::to_string(options_.decays));
     app->add_option("--epochs", options_.max_epochs, "Most epochs")
         ->check(positive_int())
         ->default_str(std::to_string(options_.max_epochs));
@@ -99,6 +109,10 @@ public:
                      {"epochs", report.epochs},
                      {"best_epoch", report.best_epoch},
                      {"stopped_early", report.stopped_early},
+                     {"steps", report.steps},
+                     {"patience_epochs", report.patience_epochs},
+                     {"decays", report.decays},
+                     {"final_learning_rate", report.final_learning_rate},
                      {"train_loss", report.train_loss},
                      {"validation_loss", report.validation_loss},
                      {"validation_accuracy", report.validation_accuracy},

@@ -1,6 +1,7 @@
 // Neural ratio estimation on LibTorch: see ratio_estimation.h.
 #include "lfi/ratio_estimation.h"
 #include "core/error.h"
+#include "nn/adam_schedule.h"
 #include "nn/mlp.h"
 
 #include <fmt/format.h>
@@ -178,6 +179,11 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
   RatioTrainingReport report;
   report.train_rows = n_train;
   report.validation_rows = n_val;
+  // The patience in epochs: --patience, but at least --patience-steps Adam steps.
+  const int64_t steps_per_epoch = (n_train + o.batch_size - 1) / o.batch_size;
+  report.patience_epochs =
+      std::max(o.patience, (o.patience_steps + steps_per_epoch - 1) / steps_per_epoch);
+  double learning_rate = o.learning_rate;
   double best = INFINITY;
   std::string best_state;
   int64_t since_best = 0;
@@ -201,6 +207,7 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
       total += loss.item<double>();
       ++batches;
     }
+    report.steps += batches;
     if (!std::isfinite(total))
       throw Error(fmt::format("nre: the training loss is not finite at epoch {}; try a smaller "
                               "--learning-rate",
@@ -218,9 +225,16 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
       report.validation_accuracy = val_accuracy;
       best_state = net->save();
       since_best = 0;
-    } else if (++since_best >= o.patience) {
-      report.stopped_early = true;
-      break;
+    } else if (++since_best >= report.patience_epochs) {
+      // A plateau: a smaller step finds the sharper optimum a thin posterior needs, then stop.
+      if (report.decays == o.decays) {
+        report.stopped_early = true;
+        break;
+      }
+      ++report.decays;
+      learning_rate /= 2;
+      nn::set_learning_rate(adam, {learning_rate}, 1.0);
+      since_best = 0;
     }
     if (o.progress)
       o.progress(epoch - 1, o.max_epochs);
@@ -250,6 +264,7 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
   std::ostringstream bytes;
   archive.save_to(bytes);
   report.bytes = bytes.str();
+  report.final_learning_rate = learning_rate;
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
