@@ -142,7 +142,7 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
   if (out.accepted_under_lower_bound > 0)
     out.warnings.push_back(fmt::format(
         "accept-reject: {} proposal(s) had a larger ratio than the largest of the {} "
-        "--bound-draws prior draws (up to {:.3g} times it) and raised the bound, each accepted "
+        "--bound-draws prior draws (up to {:.6g} times it) and raised the bound, each accepted "
         "with probability 1: parameters with such ratios are over-represented among the first "
         "{} of the {} draws (more --bound-draws start the bound higher)",
         out.bound_raises, std::max<int64_t>(1, o.bound_draws),
