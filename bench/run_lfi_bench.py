@@ -320,7 +320,7 @@ def task_run(build, work, task, budgets, rng, nre_args, nre_seeds, n_obs, npe=Fa
     # observations); two_moons has the one x_o = (0, 0).
     observations = [observation_and_reference(exe, work, task, 7 + k, rng, extra)
                     for k in range(1 if task == "two_moons" else n_obs)]
-    observed, observed_json, ref_path = observations[0]
+    _, observed_json, ref_path = observations[0]  # --npe's observation
     rows = []
     for i, budget in enumerate(budgets):
         pairs = os.path.join(work, "%s_%d.csv" % (task, budget))

@@ -183,7 +183,6 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
   const int64_t steps_per_epoch = (n_train + o.batch_size - 1) / o.batch_size;
   report.patience_epochs =
       std::max(o.patience, (o.patience_steps + steps_per_epoch - 1) / steps_per_epoch);
-  double learning_rate = o.learning_rate;
   double best = INFINITY;
   std::string best_state;
   int64_t since_best = 0;
@@ -232,8 +231,7 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
         break;
       }
       ++report.decays;
-      learning_rate /= 2;
-      nn::set_learning_rate(adam, {learning_rate}, 1.0);
+      nn::set_learning_rate(adam, {o.learning_rate}, std::ldexp(1.0, -report.decays));
       since_best = 0;
     }
     if (o.progress)
@@ -264,7 +262,7 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
   std::ostringstream bytes;
   archive.save_to(bytes);
   report.bytes = bytes.str();
-  report.final_learning_rate = learning_rate;
+  report.final_learning_rate = std::ldexp(o.learning_rate, -report.decays);
   report.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -102,16 +102,16 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
   out.chains.resize(1);
   // C starts at the largest ratio among prior draws (the thesis takes the training parameters,
   // which are prior draws too).
-  PriorProposals start(sim, log_ratio, stream_seed(o.seed, BoundDraws, 0), pool,
-                       std::max<int64_t>(1, o.bound_draws));
+  const int64_t bound_draws = std::max<int64_t>(1, o.bound_draws);
+  PriorProposals start(sim, log_ratio, stream_seed(o.seed, BoundDraws, 0), pool, bound_draws);
   double log_c = -INFINITY;
-  for (int64_t i = 0; i < std::max<int64_t>(1, o.bound_draws); ++i)
+  for (int64_t i = 0; i < bound_draws; ++i)
     log_c = std::max(log_c, start.next().second);
   if (log_c == -INFINITY)
     throw Error(fmt::format("accept-reject: every one of the {} prior draws that set the bound has "
                             "ratio 0: the observation is out of the prior predictive's reach (or "
                             "give more --bound-draws)",
-                            std::max<int64_t>(1, o.bound_draws)));
+                            bound_draws));
   out.log_bound_start = log_c;
   PriorProposals proposals(sim, log_ratio, stream_seed(o.seed, Proposals, 0), pool);
   int64_t accepted = 0;
@@ -145,8 +145,8 @@ RatioDraws accept_reject(const Simulator& sim, const LogRatio& log_ratio,
         "--bound-draws prior draws (up to {:.6g} times it) and raised the bound, each accepted "
         "with probability 1: parameters with such ratios are over-represented among the first "
         "{} of the {} draws (more --bound-draws start the bound higher)",
-        out.bound_raises, std::max<int64_t>(1, o.bound_draws),
-        std::exp(out.log_bound - out.log_bound_start), out.accepted_under_lower_bound, o.draws));
+        out.bound_raises, bound_draws, std::exp(out.log_bound - out.log_bound_start),
+        out.accepted_under_lower_bound, o.draws));
   return out;
 }
 
