@@ -42,9 +42,10 @@ public:
     app->add_option("--activation", options_.activation, "The hidden layers' activation")
         ->check(CLI::IsMember({"silu", "relu", "tanh", "gelu"}))
         ->default_str(options_.activation);
-    app->add_option("--batch-size", options_.batch_size, "Pairs per Adam step")
+    app->add_option("--batch-size", options_.batch_size,
+                    "Pairs per Adam step (by default 50, or more to keep an epoch to 180 steps)")
         ->check(CLI::Range(int64_t{2}, int64_t{1} << 24))
-        ->default_str(std::to_string(options_.batch_size));
+        ->default_str("auto");
     app->add_option("--learning-rate", options_.learning_rate, "Adam's step size")
         ->check(CLI::PositiveNumber)
         ->default_str("0.001");
@@ -110,6 +111,7 @@ public:
                      {"best_epoch", report.best_epoch},
                      {"stopped_early", report.stopped_early},
                      {"steps", report.steps},
+                     {"batch_size", report.batch_size},
                      {"patience_epochs", report.patience_epochs},
                      {"decays", report.decays},
                      {"final_learning_rate", report.final_learning_rate},

@@ -179,8 +179,13 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
   RatioTrainingReport report;
   report.train_rows = n_train;
   report.validation_rows = n_val;
+  const int64_t batch =
+      o.batch_size > 0
+          ? o.batch_size
+          : std::max<int64_t>(50, (n_train + o.max_epoch_steps - 1) / o.max_epoch_steps);
+  report.batch_size = batch;
   // The patience in epochs: --patience, but at least --patience-steps Adam steps.
-  const int64_t steps_per_epoch = (n_train + o.batch_size - 1) / o.batch_size;
+  const int64_t steps_per_epoch = (n_train + batch - 1) / batch;
   report.patience_epochs =
       std::max(o.patience, (o.patience_steps + steps_per_epoch - 1) / steps_per_epoch);
   double best = INFINITY;
@@ -191,8 +196,8 @@ RatioTrainingReport train_ratio(const RatioTrainingData& data, const RatioTraini
     const torch::Tensor order = torch::randperm(n_train, torch::kInt64);
     double total = 0;
     int64_t batches = 0;
-    for (int64_t b = 0; b + 1 < n_train; b += o.batch_size) {
-      const torch::Tensor rows = order.index({Slice(b, std::min(n_train, b + o.batch_size))});
+    for (int64_t b = 0; b + 1 < n_train; b += batch) {
+      const torch::Tensor rows = order.index({Slice(b, std::min(n_train, b + batch))});
       const int64_t m = rows.size(0);
       if (m < 2)
         break;

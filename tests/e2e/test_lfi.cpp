@@ -337,8 +337,8 @@ TEST_CASE("nre: the ratio-based posterior of gaussian_linear is close to the ana
   }
 }
 
-TEST_CASE("nre: the patience is at least --patience-steps Adam steps, and each plateau halves "
-          "the step size until --decays are used",
+TEST_CASE("nre: the patience is at least --patience-steps Adam steps, each plateau halves the "
+          "step size until --decays are used, and the batch grows with the pairs",
           "[lfi]") {
   const std::string exe = gaussian_linear();
   const std::string ratio = scratch_path("gl_schedule.ratio");
@@ -364,6 +364,17 @@ TEST_CASE("nre: the patience is at least --patience-steps Adam steps, and each p
                 "0", "--save", ratio, "--json"});
   CHECK(sbi_rule["patience_epochs"] == 2);
   CHECK(sbi_rule["decays"] == 0);
+  CHECK(fit["batch_size"] == 50);
+  // The default batch grows past 9,000 training pairs so that an epoch stays at 180 steps:
+  // 18,000 pairs take batches of 100; a batch given is kept.
+  const nlohmann::json large =
+      run_json({exe, "nre", "--n", "20000", "--epochs", "1", "--save", ratio, "--json"});
+  CHECK(large["batch_size"] == 100);
+  CHECK(large["steps"] == 180);
+  const nlohmann::json given = run_json({exe, "nre", "--n", "20000", "--epochs", "1",
+                                         "--batch-size", "60", "--save", ratio, "--json"});
+  CHECK(given["batch_size"] == 60);
+  CHECK(given["steps"] == 300);
 }
 
 TEST_CASE("c2st: 0.5 between two samples of one law, more between two laws", "[lfi]") {
