@@ -85,6 +85,8 @@ json nets(const ir::Model& model) {
     if (n.density()) // a density over vector[dim], given inputs - dim context values
       net.update(
           {{"dim", n.dim}, {"components", n.components}, {"layers", n.layers}, {"maps", n.maps}});
+    if (n.base >= 0) // a cascade: the density it transports onto
+      net["base"] = n.base;
     if (n.kind == "embedding") // a vector of `outputs` values per token 0..vocab-1
       net["vocab"] = n.vocab;
     if (n.over_sequences()) // reads a sequence (its first input), then inputs - 1 context values

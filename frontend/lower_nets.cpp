@@ -25,9 +25,9 @@ const std::vector<std::string> cells = {"lstm", "gru"};
 // by runtime/vi/model_networks.cpp) is over vector[dim], given `context` values for a dif.
 const std::map<std::string, std::vector<std::string>> kind_options = {
     {"mlp", {"inputs", "outputs", "hidden", "activation"}},
-    {"dif", {"dim", "context", "components", "maps", "layers", "hidden"}},
-    {"maf", {"dim", "layers", "hidden"}},
-    {"realnvp", {"dim", "layers", "hidden"}},
+    {"dif", {"dim", "context", "components", "maps", "layers", "hidden", "base"}},
+    {"maf", {"dim", "layers", "hidden", "base"}},
+    {"realnvp", {"dim", "layers", "hidden", "base"}},
     {"embedding", {"vocab", "dim"}},
     {"rnn", {"vocab", "outputs", "context", "embedding", "hidden", "layers", "cell"}},
     {"rnn_lm", {"vocab", "context", "embedding", "hidden", "layers", "cell"}},
@@ -72,6 +72,7 @@ void Lowering::define_net(const ast::NetDecl& d) {
   net.loc = loc(d.name.range);
   int context = 0;
   bool maps_known = true;
+  const ast::NamedArg* base = nullptr; // `base = NET`: checked once the dimension is known
   std::set<std::string> seen;
   for (const ast::NamedArg& o : d.options) {
     const std::string& key = o.name.name;
@@ -140,6 +141,8 @@ void Lowering::define_net(const ast::NetDecl& d) {
         reject(o.value->range, fmt::format(msg::net_unknown_cell, name, fmt::join(cells, ", ")));
       else
         net.cell = o.value->name;
+    } else if (key == "base") {
+      base = &o;
     } else if (key == "maps") {
       if (o.value->kind != EKind::Name ||
           std::find(dif_maps.begin(), dif_maps.end(), o.value->name) == dif_maps.end()) {
@@ -185,9 +188,53 @@ void Lowering::define_net(const ast::NetDecl& d) {
     reject(d.name.range, fmt::format(msg::realnvp_one_dimension, name));
   if (ir::find_dist(name)) // `z[n] ~ NAME()` would be ambiguous
     reject(d.name.range, fmt::format(msg::net_named_as_distribution, name));
+  if (base)
+    ok = define_cascade(net, *base) && ok;
   sym->index = static_cast<int>(model_.nets.size());
   sym->valid = ok;
   model_.nets.push_back(std::move(net));
+}
+
+// `base = NET`: this density transports onto NET's, declared before it, instead of N(0, I) (a
+// cascade, as `ssmc density fit --model dif,maf` builds). NET becomes part of it: over the same
+// dimension, reading the outermost density's context, the base of no other, never a latent's
+// distribution itself (lower_density_call).
+bool Lowering::define_cascade(ir::NetDecl& net, const ast::NamedArg& option) {
+  const ast::Expr& value = *option.value;
+  Symbol* sym = value.kind == EKind::Name ? lookup(value.name) : nullptr;
+  if (!sym || sym->kind != Symbol::Kind::Net) {
+    error(value.range, fmt::format(msg::net_base_not_density, net.name));
+    return false;
+  }
+  sym->used = true;
+  if (sym->index < 0) { // declared later: nets are defined in order
+    error(value.range, fmt::format(msg::net_base_later, value.name, net.name));
+    return false;
+  }
+  if (!sym->valid)
+    return false; // its declaration was rejected
+  ir::NetDecl& base = model_.nets[sym->index];
+  std::string problem;
+  if (!base.density())
+    problem =
+        fmt::format("'{}' is an {}, not a density (dif, maf or realnvp)", base.name, base.kind);
+  else if (base.dim != net.dim)
+    problem = fmt::format("'{}' is over {} dimensions, '{}' over {}", base.name, base.dim, net.name,
+                          net.dim);
+  else if (base.inputs != base.dim)
+    problem = fmt::format("'{}' reads a context: a cascade reads its outermost density's "
+                          "(`context` on '{}' only)",
+                          base.name, net.name);
+  else if (base.base_of >= 0)
+    problem =
+        fmt::format("'{}' is already the base of '{}'", base.name, model_.nets[base.base_of].name);
+  if (!problem.empty()) {
+    error(value.range, fmt::format(msg::net_base_unfit, net.name, problem));
+    return false;
+  }
+  net.base = sym->index;
+  base.base_of = static_cast<int>(model_.nets.size()); // the index `net` is about to get
+  return true;
 }
 
 std::optional<int> Lowering::call_net(const Expr& e, Symbol& sym, Scope& s) {
@@ -295,6 +342,10 @@ std::optional<int> Lowering::lower_density_call(const ast::DistCall& d, Symbol& 
                                                 const std::string& target) {
   sym.used = true;
   const ir::NetDecl& net = model_.nets[sym.index];
+  if (net.base_of >= 0) {
+    error(d.name.range, fmt::format(msg::net_is_base, net.name, model_.nets[net.base_of].name));
+    return std::nullopt;
+  }
   const bool latent = kind == ir::VarKind::Latent;
   const ir::VarDecl& decl = latent ? model_.latents[var] : model_.obs[var];
   bool ok = sym.valid;

@@ -65,6 +65,15 @@ inline constexpr char flow_maps_one_dimension[] =
     "an affine map of the component, which its location-scale maps already are; use maps = "
     "affine";
 inline constexpr char net_layers_too_many[] = "{} is at most {}";
+inline constexpr char net_base_not_density[] =
+    "the base of network '{}' must name a density network declared before it (dif, maf or "
+    "realnvp)";
+inline constexpr char net_base_unfit[] = "network '{}' cannot cascade onto its base: {}";
+inline constexpr char net_is_base[] =
+    "network '{0}' is the base of '{1}', part of its cascade: write the distribution as "
+    "{1}(...)";
+inline constexpr char net_base_later[] =
+    "network '{}' is declared after '{}': declare a cascade's base before it";
 inline constexpr char dif_guide_layers_one_dimension[] =
     "the dif guide of {} has flow layers over 1 dimension: a flow layer over one dimension is an "
     "affine map of the component, which its location-scale maps already are; leave layers at 0";

@@ -265,6 +265,10 @@ struct NetDecl {
   std::string activation = "tanh";
   int dim = 0, components = 0, layers = 0; // densities only (and an rnn's layers)
   std::string maps = "affine";             // a dif's maps: affine, or maf or realnvp layers
+  // A cascade (Argouarc'h 2024, 4.3.10): the density this one transports onto (`base = NET`, an
+  // index into Model::nets) instead of N(0, I), and the one whose base this is (then it is part
+  // of that one: never a distribution itself). -1: none.
+  int base = -1, base_of = -1;
   // Networks over sequences of tokens 0..vocab-1 (an observation's `sequence[vocab]`): `rnn`
   // reads one (its first argument) and gives `outputs` values; `rnn_lm` is a density over them,
   // log p(sequence | context), an observation's distribution. `embedding` wide token vectors,

@@ -153,8 +153,10 @@ std::string print(const Model& model) {
     out += fmt::format(
         "net {} : {}(inputs = {}, outputs = {}, hidden = [{}], activation = {}{})\n", n.name,
         n.kind, n.inputs, n.outputs, fmt::join(n.hidden, ", "), n.activation,
-        n.density() ? fmt::format(", dim = {}, components = {}, layers = {}{}", n.dim, n.components,
-                                  n.layers, n.kind == "dif" ? ", maps = " + n.maps : "")
+        n.density()
+            ? fmt::format(", dim = {}, components = {}, layers = {}{}{}", n.dim, n.components,
+                          n.layers, n.kind == "dif" ? ", maps = " + n.maps : "",
+                          n.base >= 0 ? ", base = " + model.nets.at(n.base).name : "")
         : n.over_sequences() ? fmt::format(", vocab = {}, embedding = {}, layers = {}, cell = {}",
                                            n.vocab, n.embedding, n.layers, n.cell)
         : n.kind == "embedding" ? fmt::format(", vocab = {}", n.vocab)

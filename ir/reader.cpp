@@ -108,7 +108,7 @@ public:
       } else if (starts_with(line, "netcall ")) {
         model.net_calls.push_back(net_call(model, line.substr(8)));
       } else if (starts_with(line, "net ")) {
-        model.nets.push_back(net_decl(line.substr(4)));
+        model.nets.push_back(net_decl(line.substr(4), model));
       } else if (line.back() == '{') {
         read_block(model, block_kind(trim(line.substr(0, line.size() - 1))));
       } else {
@@ -179,7 +179,7 @@ private:
   }
 
   // "NAME : mlp(inputs = 2, outputs = 3, hidden = [8, 8], activation = tanh)"
-  NetDecl net_decl(std::string_view rest) const {
+  NetDecl net_decl(std::string_view rest, Model& model) const {
     NetDecl net;
     const size_t colon = rest.find(':'), open = rest.find('('), hidden = rest.find('['),
                  close = rest.find(']');
@@ -216,7 +216,15 @@ private:
         net.embedding = parse_int(value);
       else if (key == "cell")
         net.cell = std::string(value);
-      else if (key != "hidden")
+      else if (key == "base") { // a cascade's next stage, declared before
+        for (size_t k = 0; k < model.nets.size(); ++k)
+          if (model.nets[k].name == value) {
+            net.base = static_cast<int>(k);
+            model.nets[k].base_of = static_cast<int>(model.nets.size());
+          }
+        if (net.base < 0)
+          fail(fmt::format("no network '{}' before this one", value), value);
+      } else if (key != "hidden")
         fail(fmt::format("unknown network option '{}'", key), key);
     }
     return net;

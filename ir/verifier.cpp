@@ -570,6 +570,13 @@ void check_all_sampled(const Model& model, const Block& block, VarKind kind, siz
 // state is a vector of the output's size and its arguments are leaves.
 void check_nets(const Model& model, std::vector<std::string>& errors) {
   const int nets = static_cast<int>(model.nets.size());
+  for (int k = 0; k < nets; ++k) { // a cascade: a density's base, a density before it
+    const NetDecl& d = model.nets[k];
+    if (d.base >= 0 && (d.base >= k || !d.density() || !model.nets[d.base].density() ||
+                        model.nets[d.base].dim != d.dim || model.nets[d.base].base_of != k))
+      errors.push_back(
+          fmt::format("net {}: its base is no density of its dimension before it", d.name));
+  }
   for (const NetDecl& d : model.nets)
     if (d.over_sequences() &&
         (d.vocab < 1 || d.embedding < 1 || d.layers < 1 || d.hidden.size() != 1 ||

@@ -211,8 +211,9 @@ void print_info_text(const Context& c, const ParamValues& values) {
     std::vector<std::string> args;
     for (const NetCallInfo::Argument& a : call.arguments)
       args.push_back(a.name);
-    fmt::print(c.out, "network {} : {}, called as {}({}){}\n", net.name, net_declaration(net),
-               net.name, fmt::join(args, ", "), call.for_guide() ? " in the guide" : "");
+    fmt::print(c.out, "network {} : {}, called as {}({}){}\n", net.name,
+               net_declaration(net, info.nets), net.name, fmt::join(args, ", "),
+               call.for_guide() ? " in the guide" : "");
   }
   for (const GuideInfo::Relation& r : info.guide.relations)
     fmt::print(c.out, "guide {}[n] ~ {}(...)\n", r.latent, r.dist);

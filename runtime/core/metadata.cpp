@@ -266,6 +266,14 @@ void parse_nets(const json& root, ModelInfo& info) {
             "layers of one width and a cell (lstm or gru)");
       if (net.kind == "embedding" && (net.vocab < 1 || net.inputs != 1 || net.outputs < 1))
         bad("net " + net.name + ": an embedding maps one token of its vocabulary to a vector");
+      net.base = n.value("base", int64_t{-1});
+      if (net.base >= 0) { // a cascade's next stage: a density before it, over the same vector
+        const auto self = static_cast<int64_t>(info.nets.size());
+        if (net.base >= self || !net.density() || !info.nets[net.base].density() ||
+            info.nets[net.base].dim != net.dim || info.nets[net.base].base_of >= 0)
+          bad("net " + net.name + ": its base is no density of its dimension declared before it");
+        info.nets[net.base].base_of = self;
+      }
       info.nets.push_back(std::move(net));
     }
   }

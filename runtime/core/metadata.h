@@ -73,6 +73,10 @@ struct NetInfo {
   // output is log p(target | context).
   int64_t dim = 0, components = 0, layers = 0;
   std::string maps = "affine"; // a dif's: affine, or maf or realnvp layers
+  // A cascade: the density (an index into ModelInfo::nets) this one transports onto instead of
+  // N(0, I); and the one whose base this is, of which it is then a part, with no weights of its
+  // own. -1: none.
+  int64_t base = -1, base_of = -1;
   // rnn (an encoder) and rnn_lm (a density, log p(sequence | context)) read a sequence of tokens
   // 0..vocab-1, their first input, then inputs - 1 context values: `layers` recurrent layers of
   // hidden[0] units of a `cell` (lstm or gru) over `embedding`-wide token vectors.
@@ -85,6 +89,8 @@ struct NetInfo {
 // "mlp(inputs = 2, outputs = 3, hidden = [8], activation = tanh)" (`hidden = none` without a
 // hidden layer), as the language writes the declaration.
 std::string net_declaration(const NetInfo& net);
+// The same with a cascade's bases (`base = maf(...)`), which `nets` holds.
+std::string net_declaration(const NetInfo& net, const std::vector<NetInfo>& nets);
 struct NetCallInfo {
   struct Argument {
     std::string kind; // state | param | data | obs (a guide's network: an offset into y) |

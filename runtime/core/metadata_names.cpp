@@ -32,6 +32,13 @@ std::string net_declaration(const NetInfo& net) {
                      net.inputs, net.outputs, hidden, net.activation);
 }
 
+std::string net_declaration(const NetInfo& net, const std::vector<NetInfo>& nets) {
+  std::string d = net_declaration(net);
+  if (net.base >= 0 && net.base < static_cast<int64_t>(nets.size()))
+    d.insert(d.size() - 1, ", base = " + net_declaration(nets[net.base], nets));
+  return d;
+}
+
 std::vector<std::string> column_names(const std::string& name, const std::vector<int64_t>& shape) {
   std::vector<std::string> cols;
   if (shape.empty()) {

@@ -486,7 +486,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
     if (!run.options.word("--save-density").empty()) {
       std::vector<std::string> densities;
       for (const NetInfo& net : run.info.nets)
-        if (net.density())
+        if (net.density() && net.base_of < 0) // a cascade is one density
           densities.push_back(net.name);
       if (densities.size() != 1)
         throw Error(fmt::format(

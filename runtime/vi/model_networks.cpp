@@ -19,12 +19,17 @@ MlpSpec declared_spec(const NetInfo& net, bool single) {
 }
 
 // A density declaration's flows spec: over vector[dim], given inputs - dim context values, on a
-// standard normal base.
-flows::DensitySpec density_spec(const NetInfo& net, bool single) {
+// standard normal base, or on its declared base (a cascade, whose stages all read the outermost
+// density's context).
+flows::DensitySpec density_spec(const std::vector<NetInfo>& nets, const NetInfo& net, bool single,
+                                int64_t context) {
   flows::DensitySpec spec;
+  if (net.base >= 0)
+    spec.base = std::make_shared<flows::DensitySpec>(
+        density_spec(nets, nets.at(net.base), single, context));
   spec.kind = net.kind;
   spec.dim = net.dim;
-  spec.context = net.inputs - net.dim;
+  spec.context = context;
   spec.components = std::max<int64_t>(1, net.components);
   spec.layers = std::max<int64_t>(1, net.layers);
   spec.maps = net.kind == "dif" ? net.maps : "affine";
@@ -52,7 +57,7 @@ RecurrentSpec recurrent_spec(const NetInfo& net, bool single) {
 // shape, and leave out layers the declaration does not ask for), and each tensor keeps the dtype
 // of the run's --precision.
 void load_declared(torch::nn::Module& module, torch::serialize::InputArchive& archive,
-                   const std::string& path, const NetInfo& net) {
+                   const std::string& path, const NetInfo& net, const std::vector<NetInfo>& nets) {
   const char* what = net.density() ? "density" : "network";
   torch::serialize::InputArchive entry;
   c10::IValue declared;
@@ -63,7 +68,7 @@ void load_declared(torch::nn::Module& module, torch::serialize::InputArchive& ar
     throw Error(fmt::format("{} holds no {} '{}' (it was saved from another model?)", path, what,
                             net.name));
   }
-  const std::string want = net_declaration(net);
+  const std::string want = net_declaration(net, nets);
   if (!declared.isString() || declared.toStringRef() != want)
     throw Error(fmt::format("{}: {} '{}' was saved as {}, but the model declares {}", path, what,
                             net.name, declared.isString() ? declared.toStringRef() : "?", want));
@@ -108,10 +113,14 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     }
   }
   for (const NetInfo& net : info.nets) {
+    if (net.base_of >= 0) { // a stage of another's cascade, which holds its weights
+      nets_.emplace_back();
+      continue;
+    }
     if (net.density() || net.over_sequences() || net.kind == "embedding") {
       Network n;
       if (net.density()) {
-        n.density = flows::make_density(density_spec(net, single));
+        n.density = flows::make_density(density_spec(info.nets, net, single, net.inputs - net.dim));
       } else if (net.over_sequences()) {
         n.recurrent = Recurrent(recurrent_spec(net, single));
       } else {
@@ -119,7 +128,7 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
         n.embedding->to(single ? torch::kFloat32 : torch::kFloat64);
       }
       if (!load_path.empty())
-        load_declared(n.module(), archive, load_path, net);
+        load_declared(n.module(), archive, load_path, net, info.nets);
       nets_.push_back(std::move(n));
       continue;
     }
@@ -415,8 +424,9 @@ flows::DensityModel ModelNetworks::density_model(const std::string& name) const 
 std::vector<torch::Tensor> ModelNetworks::parameters() const {
   std::vector<torch::Tensor> p;
   for (const Network& net : nets_)
-    for (const torch::Tensor& t : net.module().parameters())
-      p.push_back(t);
+    if (!net.cascade_stage())
+      for (const torch::Tensor& t : net.module().parameters())
+        p.push_back(t);
   return p;
 }
 
@@ -424,8 +434,9 @@ std::vector<int64_t> ModelNetworks::weights() const {
   std::vector<int64_t> counts;
   for (const Network& net : nets_) {
     int64_t n = 0;
-    for (const torch::Tensor& t : net.module().parameters())
-      n += t.numel();
+    if (!net.cascade_stage())
+      for (const torch::Tensor& t : net.module().parameters())
+        n += t.numel();
     counts.push_back(n);
   }
   return counts;
@@ -434,7 +445,9 @@ std::vector<int64_t> ModelNetworks::weights() const {
 std::vector<std::string> ModelNetworks::parameter_names() const {
   std::vector<std::string> names;
   for (size_t k = 0; k < nets_.size(); ++k)
-    for (const auto& item : nets_[k].module().named_parameters())
+    for (const auto& item : nets_[k].cascade_stage()
+                                ? torch::OrderedDict<std::string, torch::Tensor>()
+                                : nets_[k].module().named_parameters())
       for (int64_t i = 0; i < item.value().numel(); ++i)
         names.push_back(fmt::format("{}.{}[{}]", info_.nets[k].name, item.key(), i));
   return names;
@@ -443,12 +456,14 @@ std::vector<std::string> ModelNetworks::parameter_names() const {
 std::string ModelNetworks::save() const {
   torch::serialize::OutputArchive archive;
   for (size_t k = 0; k < nets_.size(); ++k) {
+    if (nets_[k].cascade_stage())
+      continue; // saved with the density whose base it is
     torch::serialize::OutputArchive entry;
     if (nets_[k].mlp) {
       nets_[k].mlp->write(entry);
     } else { // with its declaration, which load_declared checks
       nets_[k].module().save(entry);
-      entry.write("declaration", c10::IValue(net_declaration(info_.nets[k])));
+      entry.write("declaration", c10::IValue(net_declaration(info_.nets[k], info_.nets)));
     }
     archive.write(info_.nets[k].name, entry);
   }

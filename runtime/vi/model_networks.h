@@ -109,6 +109,8 @@ private:
     Recurrent recurrent{nullptr};
     torch::nn::Embedding embedding{nullptr};
     torch::nn::Module& module() const;
+    // A stage of another density's cascade: its weights are that density's.
+    bool cascade_stage() const { return !mlp && !density && !recurrent && !embedding; }
   };
   const ModelInfo& info_;
   std::vector<Network> nets_;

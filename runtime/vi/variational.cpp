@@ -217,10 +217,12 @@ VariationalFit fit_variational(const MethodRun& given, const VariationalOptions&
     for (const LearnedParam& l : p.space->learned())
       fit.learned.push_back(run.info.params[l.index].name);
   for (const NetInfo& net : run.info.nets)
-    fit.learned.push_back(net.name);
+    if (net.base_of < 0) // a cascade's stages are learned as part of it
+      fit.learned.push_back(net.name);
   const std::vector<int64_t> weights = p.nets->weights();
   for (size_t k = 0; k < weights.size(); ++k)
-    fit.network_weights.emplace_back(run.info.nets[k].name, weights[k]);
+    if (run.info.nets[k].base_of < 0)
+      fit.network_weights.emplace_back(run.info.nets[k].name, weights[k]);
   std::vector<double> theta_good;
   const auto start = std::chrono::steady_clock::now();
   fit.failure = train(p, fit, theta_good, run.progress);
@@ -233,7 +235,7 @@ VariationalFit fit_variational(const MethodRun& given, const VariationalOptions&
     return fit;
   if (!options.save_density.empty())
     for (const NetInfo& net : run.info.nets)
-      if (net.density()) // methods.cpp checked there is one
+      if (net.density() && net.base_of < 0) // methods.cpp checked there is one
         flows::save_density_model(p.nets->density_model(net.name), options.save_density);
   if (p.q_theta) { // the items' bounds below are then at θ of q's mean
     if (run.progress_phase)
