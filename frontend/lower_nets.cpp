@@ -188,8 +188,8 @@ void Lowering::define_net(const ast::NetDecl& d) {
     reject(d.name.range, fmt::format(msg::realnvp_one_dimension, name));
   if (ir::find_dist(name)) // `z[n] ~ NAME()` would be ambiguous
     reject(d.name.range, fmt::format(msg::net_named_as_distribution, name));
-  if (base)
-    ok = define_cascade(net, *base) && ok;
+  if (base && density && seen.count("dim")) // else the declaration's own errors say enough
+    ok = define_cascade(net, *base, *sym) && ok;
   sym->index = static_cast<int>(model_.nets.size());
   sym->valid = ok;
   model_.nets.push_back(std::move(net));
@@ -198,10 +198,15 @@ void Lowering::define_net(const ast::NetDecl& d) {
 // `base = NET`: this density transports onto NET's, declared before it, instead of N(0, I) (a
 // cascade, as `ssmc density fit --model dif,maf` builds). NET becomes part of it: over the same
 // dimension, reading the outermost density's context, the base of no other, never a latent's
-// distribution itself (lower_density_call).
-bool Lowering::define_cascade(ir::NetDecl& net, const ast::NamedArg& option) {
+// distribution itself (lower_density_call). A dif over a dif has the product of their
+// components, which the limit of one dif's bounds.
+bool Lowering::define_cascade(ir::NetDecl& net, const ast::NamedArg& option, const Symbol& self) {
   const ast::Expr& value = *option.value;
   Symbol* sym = value.kind == EKind::Name ? lookup(value.name) : nullptr;
+  if (sym == &self) {
+    error(value.range, fmt::format(msg::net_base_self, net.name));
+    return false;
+  }
   if (!sym || sym->kind != Symbol::Kind::Net) {
     error(value.range, fmt::format(msg::net_base_not_density, net.name));
     return false;
@@ -228,6 +233,12 @@ bool Lowering::define_cascade(ir::NetDecl& net, const ast::NamedArg& option) {
   else if (base.base_of >= 0)
     problem =
         fmt::format("'{}' is already the base of '{}'", base.name, model_.nets[base.base_of].name);
+  int64_t components = net.kind == "dif" ? net.components : 1;
+  for (int k = sym->index; k >= 0; k = model_.nets[k].base)
+    components *= model_.nets[k].kind == "dif" ? model_.nets[k].components : 1;
+  if (problem.empty() && components > ir::kMaxDifComponents)
+    problem = fmt::format("a cascade's components multiply, to {} here, and a dif's are at most {}",
+                          components, ir::kMaxDifComponents);
   if (!problem.empty()) {
     error(value.range, fmt::format(msg::net_base_unfit, net.name, problem));
     return false;

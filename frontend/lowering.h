@@ -238,7 +238,7 @@ private:
 
   // ---- networks (lower_nets.cpp)
   void define_net(const ast::NetDecl& d);
-  bool define_cascade(ir::NetDecl& net, const ast::NamedArg& option);
+  bool define_cascade(ir::NetDecl& net, const ast::NamedArg& option, const Symbol& self);
   std::optional<int> call_net(const Expr& e, Symbol& sym, Scope& s);
   // A network of a density kind named `name`, or null.
   Symbol* density_net(const std::string& name);

@@ -72,6 +72,7 @@ inline constexpr char net_base_unfit[] = "network '{}' cannot cascade onto its b
 inline constexpr char net_is_base[] =
     "network '{0}' is the base of '{1}', part of its cascade: write the distribution as "
     "{1}(...)";
+inline constexpr char net_base_self[] = "network '{}' cannot be its own base";
 inline constexpr char net_base_later[] =
     "network '{}' is declared after '{}': declare a cascade's base before it";
 inline constexpr char dif_guide_layers_one_dimension[] =

@@ -573,9 +573,11 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
   for (int k = 0; k < nets; ++k) { // a cascade: a density's base, a density before it
     const NetDecl& d = model.nets[k];
     if (d.base >= 0 && (d.base >= k || !d.density() || !model.nets[d.base].density() ||
-                        model.nets[d.base].dim != d.dim || model.nets[d.base].base_of != k))
-      errors.push_back(
-          fmt::format("net {}: its base is no density of its dimension before it", d.name));
+                        model.nets[d.base].dim != d.dim || model.nets[d.base].base_of != k ||
+                        model.nets[d.base].inputs != d.dim))
+      errors.push_back(fmt::format("net {}: its base is no density of its dimension before it, "
+                                   "without a context",
+                                   d.name));
   }
   for (const NetDecl& d : model.nets)
     if (d.over_sequences() &&
@@ -592,6 +594,9 @@ void check_nets(const Model& model, std::vector<std::string>& errors) {
       return;
     }
     const NetDecl& d = model.nets[net];
+    if (d.base_of >= 0) // part of another's cascade
+      errors.push_back(fmt::format("{}: {} is the base of {}, not called itself", where, d.name,
+                                   model.nets.at(d.base_of).name));
     if (input_size != d.inputs || !(output == Shape::vector(d.outputs)))
       errors.push_back(fmt::format("{}: {} takes {} inputs to vector[{}], called with {} to {}",
                                    where, d.name, d.inputs, d.outputs, input_size, output.str()));

@@ -88,8 +88,10 @@ StaticRelation static_relation(const ir::Model& model, const ir::Block& block,
   if (rel.dist == ir::Dist::Density && rel.args.size() == 1 && rel.args[0] >= 0 &&
       block.nodes.at(rel.args[0]).op == ir::Op::Net) {
     density_net = block.nodes[rel.args[0]].var;
-    r.dist =
-        fmt::format("{} ({})", model.nets.at(density_net).name, model.nets.at(density_net).kind);
+    std::string kinds = model.nets.at(density_net).kind; // a cascade: "dif over dif over maf"
+    for (int k = model.nets[density_net].base; k >= 0; k = model.nets.at(k).base)
+      kinds += " over " + model.nets[k].kind;
+    r.dist = fmt::format("{} ({})", model.nets.at(density_net).name, kinds);
   }
   const std::vector<bool> reached = ir::reached_from(block, rel.args);
   // (0 latent | 1 obs | 2 network | 3 input, index): declaration order

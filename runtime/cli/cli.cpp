@@ -75,7 +75,8 @@ void refuse_networks_outside_vi(const CLI::App& app, const ModelInfo& info) {
         sub->get_name() != "unconstrain" && sub->get_name() != "constrain") {
       std::vector<std::string> names;
       for (const NetInfo& n : info.nets)
-        names.push_back(n.name);
+        if (n.base_of < 0) // a cascade's stages are part of one network
+          names.push_back(n.name);
       throw Error(fmt::format("model '{}' calls networks ({}): only 'vi' and 'simulate' "
                               "evaluate them so far, so '{}' is not available for it",
                               info.name, fmt::join(names, ", "), sub->get_name()));

@@ -270,8 +270,9 @@ void parse_nets(const json& root, ModelInfo& info) {
       if (net.base >= 0) { // a cascade's next stage: a density before it, over the same vector
         const auto self = static_cast<int64_t>(info.nets.size());
         if (net.base >= self || !net.density() || !info.nets[net.base].density() ||
-            info.nets[net.base].dim != net.dim || info.nets[net.base].base_of >= 0)
-          bad("net " + net.name + ": its base is no density of its dimension declared before it");
+            info.nets[net.base].dim != net.dim || info.nets[net.base].base_of >= 0 ||
+            info.nets[net.base].inputs != net.dim)
+          bad("net " + net.name + ": its base is no context-free density of its dimension");
         info.nets[net.base].base_of = self;
       }
       info.nets.push_back(std::move(net));
@@ -292,6 +293,8 @@ void parse_nets(const json& root, ModelInfo& info) {
     if (call.net >= static_cast<int64_t>(info.nets.size()) ||
         call.offset + call.size > info.n_state || call.size != info.nets[call.net].outputs)
       bad(ctx + ": its network or its output does not fit the layout");
+    if (info.nets[call.net].base_of >= 0)
+      bad(ctx + ": its network is part of another's cascade");
     int64_t inputs = 0;
     for (const json& a : field(c, "arguments", ctx)) {
       NetCallInfo::Argument arg;

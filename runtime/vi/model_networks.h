@@ -102,7 +102,8 @@ private:
                                           const torch::Tensor& theta,
                                           const std::vector<double>& fixed, int64_t R) const;
   // One of the four is set: an mlp, a density over its first `dim` inputs given the rest, a
-  // recurrent network over a sequence (given the rest), or an embedding of a token.
+  // recurrent network over a sequence (given the rest), or an embedding of a token; none for a
+  // stage of another density's cascade.
   struct Network {
     Mlp mlp{nullptr};
     std::shared_ptr<flows::DensityImpl> density;

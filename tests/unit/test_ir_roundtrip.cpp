@@ -1,5 +1,5 @@
 // IR round trips on every model the repository ships (examples/, stdlib/, the golden diagnostics
-// inputs that compile) and on the golden IR files:
+// inputs that compile, the structure tests' models) and on the golden IR files:
 // - the printed IR read back (ir::read) and printed again is the same text, and verifies;
 // - a no-op pipeline leaves the printed IR unchanged;
 // - on canonical IR (after constant-fold,cse) every registered pass is idempotent, and leaves the
@@ -46,7 +46,7 @@ std::vector<fs::path> files(const std::string& dir, const std::string& extension
 // fail are skipped (they are the frontend's tests).
 std::vector<std::pair<std::string, ir::Model>> models() {
   std::vector<std::pair<std::string, ir::Model>> out;
-  for (const char* dir : {"examples", "stdlib", "tests/golden/diagnostics"})
+  for (const char* dir : {"examples", "stdlib", "tests/golden/diagnostics", "tests/structure"})
     for (const fs::path& path : files(dir, ".ssm")) {
       std::string source = read_file(path);
       frontend::DiagnosticEngine diags;
