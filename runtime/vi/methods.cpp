@@ -65,6 +65,7 @@ ParameterVariationalOptions parameter_options(const MethodRun& run, const std::s
   o.components = run.options.integer("--components");
   o.layers = run.options.integer("--layers");
   o.maps = run.options.word("--maps");
+  o.base = run.options.word("--base");
   o.hidden = parse_layer_widths(run.options.word("--hidden"), "vi");
   o.samples = run.options.integer("--samples");
   o.iterations = run.options.integer("--iterations");
@@ -121,16 +122,22 @@ const char* plate_flag_given(const OptionValues& options) {
 void check_family_sizes(const OptionValues& options, const std::string& family, const char* via,
                         bool encoder = false) {
   const ParameterVariationalOptions d;
-  if (options.integer("--components") != d.components && family != "gmm" && family != "dif")
-    throw Error(fmt::format("vi: --components does not apply to {} {} (it applies to gmm, dif)",
+  const std::string base = options.word("--base");
+  if (base != d.base && family != "dif" && family != "maf" && family != "realnvp")
+    throw Error(fmt::format("vi: --base does not apply to {} {} (it applies to dif, maf, realnvp)",
+                            via, family));
+  if (options.integer("--components") != d.components && family != "gmm" && family != "dif" &&
+      base != "dif")
+    throw Error(fmt::format("vi: --components does not apply to {} {} (it applies to gmm, dif, "
+                            "and --base dif)",
                             via, family));
   if (options.word("--maps") != d.maps && family != "dif")
     throw Error(fmt::format("vi: --maps does not apply to {} {} (it applies to dif)", via, family));
   const bool dif_layers = family == "dif" && options.word("--maps") != "affine";
   if (options.integer("--layers") != d.layers && family != "maf" && family != "realnvp" &&
-      !dif_layers)
+      !dif_layers && base != "maf" && base != "realnvp")
     throw Error(fmt::format("vi: --layers does not apply to {} {} (it applies to maf, realnvp, "
-                            "and dif with --maps maf or realnvp)",
+                            "dif with --maps maf or realnvp, and --base maf or realnvp)",
                             via, family));
   if (options.word("--hidden") != kDefaultHidden && !encoder && family != "dif" &&
       family != "maf" && family != "realnvp")
@@ -257,6 +264,13 @@ void add_options(MethodRegistry& registry) {
                                    "read the component (Argouarc'h 2024, 4.3.8)",
                            .default_value = p.maps,
                            .choices = {"affine", "maf", "realnvp"}});
+  registry.add_option(vi, {.flag = "--base",
+                           .help = "dif, maf, realnvp (a model's parameters): the density they "
+                                   "transport onto, a cascade's next stage (Argouarc'h 2024, "
+                                   "4.3.10): N(0, I), or a maf or realnvp of --layers, or a dif "
+                                   "of --components",
+                           .default_value = p.base,
+                           .choices = {"none", "maf", "realnvp", "dif"}});
   registry.add_option(vi, {.flag = "--layers",
                            .help = "maf, realnvp (a model's parameters): the flow's layers; "
                                    "dif with --maps maf or realnvp: its maps' layers",
@@ -416,7 +430,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
   // --param-guide's, on a plate model; --draws and --psis-resample also a state-space model's.
   for (const char* o :
        {"--param-guide", "--param-draws", "--draws", "--psis-resample", "--components", "--layers",
-        "--maps", "--hidden", "--prior", "--save-param-guide", "--item-guide"})
+        "--maps", "--base", "--hidden", "--prior", "--save-param-guide", "--item-guide"})
     m.options.push_back(o);
   if (parameters) // a state-space model's only (checked below)
     m.options.push_back("--laplace-start");
@@ -461,6 +475,7 @@ Method family(const char* name, const char* title, int rank, bool parameters) {
           : run.options.integer("--components") != d.components   ? "--components"
           : run.options.integer("--layers") != d.layers           ? "--layers"
           : run.options.word("--maps") != d.maps                  ? "--maps"
+          : run.options.word("--base") != d.base                  ? "--base"
           : !run.options.word("--param-draws").empty()            ? "--param-draws"
           : !run.options.word("--prior").empty()                  ? "--prior"
           : !run.options.word("--save-param-guide").empty()       ? "--save-param-guide"
@@ -528,7 +543,7 @@ Method parameter_family(const char* name, const char* title) {
                "--schedule",      "--fix",        "--eval-samples",  "--net-learning-rate",
                "--save-guide",    "--load-guide", "--draws",         "--precision",
                "--psis-resample", "--components", "--layers",        "--maps",
-               "--hidden",        "--prior",      "--laplace-start"};
+               "--base",          "--hidden",     "--prior",         "--laplace-start"};
   m.applies = [family = std::string(name)](const ssm_model& model,
                                            const ModelInfo& info) -> Refusal {
     if (info.step == "n")

@@ -80,6 +80,16 @@ flows::DensitySpec parameter_family_spec(const ParameterVariationalOptions& o, i
     throw Error(fmt::format("vi: no family '{}' for the parameters (expected {})", o.family,
                             fmt::join(kParameterFamilies, ", ")));
   }
+  if (o.base != "none") { // methods.cpp checked the family is dif, maf or realnvp
+    if (o.base == "realnvp" && dim < 2)
+      throw Error("vi: --base realnvp over one learned parameter: coupling layers split the "
+                  "coordinates in two, so they need at least two");
+    auto base = std::make_shared<flows::DensitySpec>(spec);
+    base->kind = o.base;
+    base->maps = "affine";
+    base->components = o.components;
+    spec.base = std::move(base);
+  }
   return spec;
 }
 

@@ -23,9 +23,12 @@ inline constexpr const char* kParameterFamilies[] = {"meanfield", "fullrank", "g
 
 struct ParameterVariationalOptions {
   std::string family = "meanfield";
-  int64_t components = 8;             // gmm, dif: K
-  int64_t layers = 5;                 // maf, realnvp; a dif's flow maps
-  std::string maps = "affine";        // dif: location-scale maps, or maf or realnvp layers first
+  int64_t components = 8;      // gmm, dif: K
+  int64_t layers = 5;          // maf, realnvp; a dif's flow maps
+  std::string maps = "affine"; // dif: location-scale maps, or maf or realnvp layers first
+  // dif, maf, realnvp: the density they transport onto, a cascade's next stage (Argouarc'h 2024,
+  // 4.3.10): none (N(0, I)), or a maf or realnvp of `layers`, or a dif of `components`.
+  std::string base = "none";
   std::vector<int64_t> hidden = {64}; // the networks' hidden layers (dif's weights, maf, realnvp)
   int64_t samples = 1;                // base draws per iteration
   int64_t iterations = 2000;

@@ -132,6 +132,59 @@ TEST_CASE("vi of a state-space model's parameters: Gaussians against quadrature"
   CAPTURE(mapped.dump(), log_z);
   CHECK(double(mapped["elbo"]) <= log_z + 4 * double(mapped["elbo_se"]));
   CHECK(log_z - double(mapped["elbo"]) < 0.05);
+  // A cascade (--base): the same dif with location-scale maps, over a linear MAF layer, which
+  // gives it the correlation its one diagonal map lacks (the dif alone is a diagonal Gaussian,
+  // meanfield's family).
+  const nlohmann::json cascade = run_json({exe,
+                                           "vi",
+                                           "--data",
+                                           data,
+                                           "--method",
+                                           "dif",
+                                           "--components",
+                                           "1",
+                                           "--base",
+                                           "maf",
+                                           "--layers",
+                                           "1",
+                                           "--hidden",
+                                           "16",
+                                           "--net-learning-rate",
+                                           "0.01",
+                                           "--samples",
+                                           "4",
+                                           "--iterations",
+                                           "1500",
+                                           "--schedule",
+                                           "cosine",
+                                           "--json",
+                                           "--seed",
+                                           "3"});
+  const nlohmann::json diagonal = run_json({exe,
+                                            "vi",
+                                            "--data",
+                                            data,
+                                            "--method",
+                                            "dif",
+                                            "--components",
+                                            "1",
+                                            "--hidden",
+                                            "16",
+                                            "--net-learning-rate",
+                                            "0.01",
+                                            "--samples",
+                                            "4",
+                                            "--iterations",
+                                            "1500",
+                                            "--schedule",
+                                            "cosine",
+                                            "--json",
+                                            "--seed",
+                                            "3"});
+  CAPTURE(cascade.dump(), diagonal.dump());
+  CHECK(double(cascade["elbo"]) <= log_z + 4 * double(cascade["elbo_se"]));
+  CHECK(log_z - double(cascade["elbo"]) < 0.05);
+  CHECK(double(cascade["elbo"]) > double(diagonal["elbo"]) + 4 * double(diagonal["elbo_se"]));
 
   // The mean-field Gaussian's draws resampled by their Pareto-smoothed weights: the posterior's
   // moments, which the Gaussian alone misses (it ignores the scales' correlation).
@@ -356,8 +409,13 @@ TEST_CASE("vi of a state-space model's parameters: the refusals", "[vi][params]"
   refused({"--fix", "phi", "--maps", "maf"},
           "vi: --maps does not apply to --method meanfield (it applies to dif)");
   refused({"--fix", "phi", "--method", "dif", "--layers", "2"},
-          "vi: --layers does not apply to --method dif (it applies to maf, realnvp, and dif with "
-          "--maps maf or realnvp)");
+          "vi: --layers does not apply to --method dif (it applies to maf, realnvp, dif with "
+          "--maps maf or realnvp, and --base maf or realnvp)");
+  refused({"--fix", "phi", "--method", "fullrank", "--base", "maf"},
+          "vi: --base does not apply to --method fullrank (it applies to dif, maf, realnvp)");
+  refused({"--fix", "phi", "--method", "maf", "--components", "3"},
+          "vi: --components does not apply to --method maf (it applies to gmm, dif, and --base "
+          "dif)");
   // A parameter kept at its value that has a prior: its density stays in the target, said aloud.
   const std::string& level = model_exe("level_vi", kLevel);
   const std::string level_data = scratch_path("level_vi_fix.csv");
@@ -404,12 +462,13 @@ model plate_no_prior {
        {std::pair{std::vector<std::string>{no_prior, "vi", "--data", items, "--param-guide", "dif"},
                   "vi --param-guide: parameter 's' has no prior; give it one"},
         {{plate, "vi", "--data", items, "--param-guide", "meanfield", "--components", "3"},
-         "vi: --components does not apply to --param-guide meanfield (it applies to gmm, dif)"},
+         "vi: --components does not apply to --param-guide meanfield (it applies to gmm, dif, and "
+         "--base dif)"},
         {{exe, "vi", "--data", data, "--fix", "phi", "--param-guide", "dif"},
          "vi: --param-guide serves the guides of a model over a plate"},
         {{exe, "vi", "--data", data, "--fix", "phi", "--layers", "3"},
-         "vi: --layers does not apply to --method meanfield (it applies to maf, realnvp, and dif "
-         "with --maps maf or realnvp)"},
+         "vi: --layers does not apply to --method meanfield (it applies to maf, realnvp, dif with "
+         "--maps maf or realnvp, and --base maf or realnvp)"},
         {{exe, "vi", "--data", data, "--fix", "phi", "--laplace-start", "--load-guide", "q.pt"},
          "vi: --laplace-start and --load-guide both choose where q starts; give one"},
         {{plate, "vi", "--data", items, "--param-guide", "meanfield", "--laplace-start"},
