@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -91,6 +92,23 @@ const char* kRegressionTruth = R"(model deconv_regression_truth {
   obs    x[n] ~ normal(z[n], 0.5);
 }
 )";
+
+// The correlated items' best Gaussian law of z: x ~ N(x̄, S) with S the (maximum likelihood)
+// covariance of x, when S - 0.25 I is a covariance (checked). S's entries, and the law's
+// log-likelihood per item: -log(2 pi) - log(det S) / 2 - 1.
+std::array<double, 4> correlated_best(const std::string& data) {
+  const Table t = read_table(data);
+  const std::vector<double> x0 = t.column("x[0]"), x1 = t.column("x[1]");
+  const double n = double(x0.size()), m0 = sample_mean(x0), m1 = sample_mean(x1);
+  double s00 = 0, s01 = 0, s11 = 0;
+  for (size_t i = 0; i < x0.size(); ++i) {
+    s00 += (x0[i] - m0) * (x0[i] - m0) / n;
+    s01 += (x0[i] - m0) * (x1[i] - m1) / n;
+    s11 += (x1[i] - m1) * (x1[i] - m1) / n;
+  }
+  REQUIRE((s00 - 0.25) * (s11 - 0.25) > s01 * s01);
+  return {s00, s01, s11, -std::log(2 * M_PI) - 0.5 * std::log(s00 * s11 - s01 * s01) - 1};
+}
 
 std::string learned(const std::string& name, const std::string& net, const std::string& call,
                     const std::string& extra = "") {
@@ -211,19 +229,7 @@ TEST_CASE(
     "maps cannot",
     "[vi][networks][density-latent]") {
   const std::string data = items("deconv_corr_truth", kCorrelatedTruth, "8");
-  const Table t = read_table(data);
-  const std::vector<double> x0 = t.column("x[0]"), x1 = t.column("x[1]");
-  // The best Gaussian law of z: x ~ N(x̄, S) with S the (maximum likelihood) covariance of x,
-  // when S - 0.25 I is a covariance (checked). Per item: -log(2 pi) - log(det S) / 2 - 1.
-  const double n = double(x0.size()), m0 = sample_mean(x0), m1 = sample_mean(x1);
-  double s00 = 0, s01 = 0, s11 = 0;
-  for (size_t i = 0; i < x0.size(); ++i) {
-    s00 += (x0[i] - m0) * (x0[i] - m0) / n;
-    s01 += (x0[i] - m0) * (x1[i] - m1) / n;
-    s11 += (x1[i] - m1) * (x1[i] - m1) / n;
-  }
-  REQUIRE((s00 - 0.25) * (s11 - 0.25) > s01 * s01);
-  const double best = -std::log(2 * M_PI) - 0.5 * std::log(s00 * s11 - s01 * s01) - 1;
+  const auto [s00, s01, s11, best] = correlated_best(data);
   auto fit = [&](const std::string& name, const std::string& net) {
     return run_json({model_exe(name, "model " + name + " {\n  net prior : " + net +
                                          ";\n  latent z[n] : vector[2] ~ prior();\n  obs    x[n] "
@@ -252,17 +258,7 @@ TEST_CASE("density latents: a cascade (a dif over a flow, `base = NET`) learns t
           "its dif alone cannot, and is saved, read back and checked as one density",
           "[vi][networks][density-latent]") {
   const std::string data = items("deconv_corr_truth", kCorrelatedTruth, "8");
-  const Table t = read_table(data);
-  const std::vector<double> x0 = t.column("x[0]"), x1 = t.column("x[1]");
-  const double n = double(x0.size()), m0 = sample_mean(x0), m1 = sample_mean(x1);
-  double s00 = 0, s01 = 0, s11 = 0; // the maximum likelihood covariance S of x
-  for (size_t i = 0; i < x0.size(); ++i) {
-    s00 += (x0[i] - m0) * (x0[i] - m0) / n;
-    s01 += (x0[i] - m0) * (x1[i] - m1) / n;
-    s11 += (x1[i] - m1) * (x1[i] - m1) / n;
-  }
-  REQUIRE((s00 - 0.25) * (s11 - 0.25) > s01 * s01);
-  const double best = -std::log(2 * M_PI) - 0.5 * std::log(s00 * s11 - s01 * s01) - 1;
+  const auto [s00, s01, s11, best] = correlated_best(data);
   auto source = [](const std::string& name, const std::string& flow, const std::string& prior) {
     return "model " + name + " {\n" + (flow.empty() ? "" : "  net flow : " + flow + ";\n") +
            "  net prior : " + prior +

@@ -102,85 +102,27 @@ TEST_CASE("vi of a state-space model's parameters: Gaussians against quadrature"
     CHECK(t.rows[0][1] == "0");
     CHECK(std::stod(t.rows[1][1]) < 0);
   }
+  // Difs of one component over these data, trained alike; `extra` shapes the family.
+  auto one_component_dif = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {exe,        "vi",  "--data",       data,
+                                     "--method", "dif", "--components", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(),
+                {"--hidden", "16", "--net-learning-rate", "0.01", "--samples", "4", "--iterations",
+                 "1500", "--schedule", "cosine", "--json", "--seed", "3"});
+    return run_json(argv);
+  };
   // A dif of one component whose map starts with a MAF layer (4.3.8): a Gaussian with the
   // scales' correlation, which the layer's shift of r by a function of q holds, as fullrank's.
-  const nlohmann::json mapped = run_json({exe,
-                                          "vi",
-                                          "--data",
-                                          data,
-                                          "--method",
-                                          "dif",
-                                          "--components",
-                                          "1",
-                                          "--maps",
-                                          "maf",
-                                          "--layers",
-                                          "1",
-                                          "--hidden",
-                                          "16",
-                                          "--net-learning-rate",
-                                          "0.01",
-                                          "--samples",
-                                          "4",
-                                          "--iterations",
-                                          "1500",
-                                          "--schedule",
-                                          "cosine",
-                                          "--json",
-                                          "--seed",
-                                          "3"});
+  const nlohmann::json mapped = one_component_dif({"--maps", "maf", "--layers", "1"});
   CAPTURE(mapped.dump(), log_z);
   CHECK(double(mapped["elbo"]) <= log_z + 4 * double(mapped["elbo_se"]));
   CHECK(log_z - double(mapped["elbo"]) < 0.05);
   // A cascade (--base): the same dif with location-scale maps, over a linear MAF layer, which
   // gives it the correlation its one diagonal map lacks (the dif alone is a diagonal Gaussian,
   // meanfield's family).
-  const nlohmann::json cascade = run_json({exe,
-                                           "vi",
-                                           "--data",
-                                           data,
-                                           "--method",
-                                           "dif",
-                                           "--components",
-                                           "1",
-                                           "--base",
-                                           "maf",
-                                           "--layers",
-                                           "1",
-                                           "--hidden",
-                                           "16",
-                                           "--net-learning-rate",
-                                           "0.01",
-                                           "--samples",
-                                           "4",
-                                           "--iterations",
-                                           "1500",
-                                           "--schedule",
-                                           "cosine",
-                                           "--json",
-                                           "--seed",
-                                           "3"});
-  const nlohmann::json diagonal = run_json({exe,
-                                            "vi",
-                                            "--data",
-                                            data,
-                                            "--method",
-                                            "dif",
-                                            "--components",
-                                            "1",
-                                            "--hidden",
-                                            "16",
-                                            "--net-learning-rate",
-                                            "0.01",
-                                            "--samples",
-                                            "4",
-                                            "--iterations",
-                                            "1500",
-                                            "--schedule",
-                                            "cosine",
-                                            "--json",
-                                            "--seed",
-                                            "3"});
+  const nlohmann::json cascade = one_component_dif({"--base", "maf", "--layers", "1"});
+  const nlohmann::json diagonal = one_component_dif({});
   CAPTURE(cascade.dump(), diagonal.dump());
   CHECK(double(cascade["elbo"]) <= log_z + 4 * double(cascade["elbo_se"]));
   CHECK(log_z - double(cascade["elbo"]) < 0.05);
