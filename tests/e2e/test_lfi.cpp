@@ -552,4 +552,19 @@ TEST_CASE("lfi: bad input is refused or reported, and nothing is silently droppe
   const std::string written = scratch_path("half.csv");
   run_ok({half, "simulate", "--n", "4000", "--out", written});
   CHECK(static_cast<int64_t>(read_table(written).rows.size()) == 4000 - dropped);
+  // ... and so are a pairs file's, which nre names by their line and never trains on.
+  const std::string with_nan = scratch_path("pairs_nan.csv");
+  write_file(with_nan, "theta[0],theta[1],theta[2],x[0],x[1],x[2]\n0.1,0,0,0.2,0,0\n"
+                       "0,0.1,0,nan,0,0\n0,0,0.1,0,0,0.2\n0.2,0,0,0,NA,0\n0,0.2,0,0,0,0.1\n"
+                       "0,0,0.2,0.1,0,0\n0.3,0,0,0,0.1,0\n");
+  r = run_process({gl, "nre", "--pairs", with_nan, "--epochs", "1", "--validation", "0.5", "--save",
+                   scratch_path("nan.ratio"), "--json"});
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json fit = nlohmann::json::parse(r.out);
+  CHECK(fit["pairs"] == 5);
+  CHECK(fit["dropped"] == 2);
+  CHECK(fit["train_rows"].get<int64_t>() + fit["validation_rows"].get<int64_t>() == 5);
+  CHECK_THAT(r.err, Catch::Contains("2 pairs with a non-finite observation were dropped (the "
+                                    "first: " +
+                                    with_nan + " line 3)"));
 }
