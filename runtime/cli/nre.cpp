@@ -43,7 +43,9 @@ public:
         ->check(CLI::IsMember({"silu", "relu", "tanh", "gelu"}))
         ->default_str(options_.activation);
     app->add_option("--batch-size", options_.batch_size,
-                    "Pairs per Adam step (by default 50, or more to keep an epoch to 180 steps)")
+                    fmt::format("Pairs per Adam step (by default 50, or more to keep an epoch "
+                                "to {} steps)",
+                                options_.max_epoch_steps))
         ->check(CLI::Range(int64_t{2}, int64_t{1} << 24))
         ->default_str("auto");
     app->add_option("--learning-rate", options_.learning_rate, "Adam's step size")

@@ -19,17 +19,15 @@ MlpSpec declared_spec(const NetInfo& net, bool single) {
 }
 
 // A density declaration's flows spec: over vector[dim], given inputs - dim context values, on a
-// standard normal base, or on its declared base (a cascade, whose stages all read the outermost
-// density's context).
-flows::DensitySpec density_spec(const std::vector<NetInfo>& nets, const NetInfo& net, bool single,
-                                int64_t context) {
+// standard normal base, or on its declared base (a cascade: make_density gives every stage the
+// outermost density's context).
+flows::DensitySpec density_spec(const std::vector<NetInfo>& nets, const NetInfo& net, bool single) {
   flows::DensitySpec spec;
   if (net.base >= 0)
-    spec.base = std::make_shared<flows::DensitySpec>(
-        density_spec(nets, nets.at(net.base), single, context));
+    spec.base = std::make_shared<flows::DensitySpec>(density_spec(nets, nets.at(net.base), single));
   spec.kind = net.kind;
   spec.dim = net.dim;
-  spec.context = context;
+  spec.context = net.inputs - net.dim;
   spec.components = std::max<int64_t>(1, net.components);
   spec.layers = std::max<int64_t>(1, net.layers);
   spec.maps = net.kind == "dif" ? net.maps : "affine";
@@ -120,7 +118,7 @@ ModelNetworks::ModelNetworks(const ModelInfo& info, uint64_t seed, const std::st
     if (net.density() || net.over_sequences() || net.kind == "embedding") {
       Network n;
       if (net.density()) {
-        n.density = flows::make_density(density_spec(info.nets, net, single, net.inputs - net.dim));
+        n.density = flows::make_density(density_spec(info.nets, net, single));
       } else if (net.over_sequences()) {
         n.recurrent = Recurrent(recurrent_spec(net, single));
       } else {
@@ -444,12 +442,13 @@ std::vector<int64_t> ModelNetworks::weights() const {
 
 std::vector<std::string> ModelNetworks::parameter_names() const {
   std::vector<std::string> names;
-  for (size_t k = 0; k < nets_.size(); ++k)
-    for (const auto& item : nets_[k].cascade_stage()
-                                ? torch::OrderedDict<std::string, torch::Tensor>()
-                                : nets_[k].module().named_parameters())
+  for (size_t k = 0; k < nets_.size(); ++k) {
+    if (nets_[k].cascade_stage())
+      continue; // its weights are named under the density whose base it is
+    for (const auto& item : nets_[k].module().named_parameters())
       for (int64_t i = 0; i < item.value().numel(); ++i)
         names.push_back(fmt::format("{}.{}[{}]", info_.nets[k].name, item.key(), i));
+  }
   return names;
 }
 
