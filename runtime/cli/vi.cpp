@@ -107,6 +107,8 @@ public:
     }
     if (!save_guide.empty())
       write_output(c, save_guide, fit.guide_state);
+    for (const std::string& w : fit.warnings)
+      warn(c, w);
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
     if (!test_out.empty() && fit.test)
@@ -138,7 +140,8 @@ public:
                           {"iterations", fit.iterations},
                           {"trace", trace},
                           {"train_s", fit.train_seconds},
-                          {"elapsed_s", elapsed}};
+                          {"elapsed_s", elapsed},
+                          {"warnings", fit.warnings}};
       j.update(bounds_json(fit.train));
       if (!fit.network_weights.empty()) {
         nlohmann::json w = nlohmann::json::object();

@@ -211,8 +211,9 @@ struct VariationalFit {
   // The model's networks (`net` declarations) by name, as bytes for --save-nets: after a failure,
   // those of the last finite iteration.
   std::string nets_state;
-  std::string objective; // elbo | iwae
-  int64_t samples = 0;   // of the training objective
+  std::string objective;             // elbo | iwae
+  int64_t samples = 0;               // of the training objective
+  std::vector<std::string> warnings; // of the training (a DIF's component collapsing)
   // The model's networks (`net`) and their numbers of weights, in declaration order.
   std::vector<std::pair<std::string, int64_t>> network_weights;
   // The gumbel estimator's relaxation temperature at the last iteration (its annealing's end).

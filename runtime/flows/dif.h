@@ -43,6 +43,7 @@ public:
   // exactly the mixture's density when the mixture is diagonal.
   void init_from_mixture(const GaussianMixtureImpl& mixture);
   DensityImpl& base() { return *base_; }
+  const DensityImpl& base() const { return *base_; }
 
   torch::Tensor means;      // [K, d]
   torch::Tensor log_scales; // [K, d]

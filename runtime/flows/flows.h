@@ -93,6 +93,7 @@ public:
   torch::Tensor sample(int64_t n, const torch::Tensor& context) override;
   torch::Tensor expectation(int64_t n, const Integrand& f) override;
   DensityImpl& base() { return *base_; }
+  const DensityImpl& base() const { return *base_; }
 
 private:
   std::vector<std::shared_ptr<FlowLayerImpl>> layers_;

@@ -1,16 +1,17 @@
 // Fitting densities to data: EM for mixtures, maximum likelihood and GEM for flows and DIFs. See
 // training.h.
 #include "flows/training.h"
+
 #include "core/error.h"
 #include "flows/dif.h"
 #include "flows/energy.h"
 #include "flows/flows.h"
 #include "flows/gmm.h"
+#include "flows/scale_watch.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
-#include <set>
 
 namespace ssm::flows {
 
@@ -19,8 +20,6 @@ namespace {
 // Rows per evaluation chunk, times a DIF's components: bounds the memory of the weight network's
 // activations on n·K points.
 constexpr int64_t kChunkPoints = 1 << 16;
-// A DIF's scale below this (in standardised units) is a component collapsing onto a point.
-constexpr double kCollapsedScale = 1e-3;
 
 // Rows of data with their context (undefined for an unconditional density), selected together.
 struct Rows {
@@ -50,35 +49,13 @@ void restore(torch::nn::Module& module, const std::vector<torch::Tensor>& state)
     params[i].copy_(state[i]);
 }
 
-// Warns once per component of every DIF in the chain whose scale fell below kCollapsedScale.
-class CollapseWatch {
-public:
-  explicit CollapseWatch(const FitOptions& options) : options_(options) {}
-  void check(DensityImpl& density, int64_t epoch) {
-    int64_t level = 0;
-    for (DensityImpl* d = &density; d; ++level) {
-      auto* dif = dynamic_cast<DifImpl*>(d);
-      auto* flow = dynamic_cast<FlowImpl*>(d);
-      if (dif) {
-        auto smallest = std::get<0>(dif->log_scales.detach().min(1));
-        for (int64_t k = 0; k < smallest.size(0); ++k) {
-          const double s = std::exp(smallest[k].item<double>());
-          if (s < kCollapsedScale && warned_.insert({level, k}).second && options_.warn)
-            options_.warn(fmt::format(
-                "DIF{} component {}: its scale fell to {:.3g} (standardised units) at epoch {}; "
-                "it is collapsing onto a point of the data (fewer --components, or a smaller "
-                "--lr)",
-                level ? fmt::format(" {} of the cascade", level) : "", k, s, epoch));
-        }
-      }
-      d = dif ? &dif->base() : flow ? &flow->base() : nullptr;
-    }
-  }
-
-private:
-  const FitOptions& options_;
-  std::set<std::pair<int64_t, int64_t>> warned_;
-};
+// Warns of the DIF components newly collapsed after a step (flows/scale_watch.h).
+void warn_collapses(ScaleWatch& watch, const DensityImpl& density, const FitOptions& options,
+                    const std::string& when) {
+  for (const Collapse& c : watch.check(density))
+    if (options.warn)
+      options.warn(collapse_warning("", c, false, when, "fewer --components, or a smaller --lr"));
+}
 
 // Early stopping: after each epoch, records the epoch's scores and keeps the weights of the best
 // validation score; says when to stop (`patience` epochs without a better one, given held-out
@@ -135,8 +112,10 @@ void require_finite(double value, const std::string& where) {
 void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows& validation,
                             const FitOptions& options, FitReport& report) {
   torch::optim::Adam adam(density.parameters(), torch::optim::AdamOptions(options.learning_rate));
-  CollapseWatch watch(options);
+  ScaleWatch watch(false);
+  warn_collapses(watch, density, options, "the start"); // the mixture EM fitted may have
   const int64_t n = train.size(), batch = std::max<int64_t>(1, options.batch_size);
+  int64_t steps = 0;
   BestEpoch best(density, options, validation.size() > 0);
   for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
     auto order = torch::randperm(n, torch::kInt64);
@@ -150,9 +129,9 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
       loss.backward();
       torch::nn::utils::clip_grad_norm_(density.parameters(), options.clip);
       adam.step();
+      warn_collapses(watch, density, options, fmt::format("step {} (epoch {})", ++steps, epoch));
       total -= value * double(rows.size());
     }
-    watch.check(density, epoch);
     const double score =
         validation.size() ? mean_log_prob_standardised(density, validation) : total / double(n);
     if (best.stop_after(epoch, total / double(n), score, report))
@@ -169,7 +148,8 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
 void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitOptions& options,
              FitReport& report) {
   torch::optim::Adam adam(dif.parameters(), torch::optim::AdamOptions(options.learning_rate));
-  CollapseWatch watch(options);
+  ScaleWatch watch(false);
+  warn_collapses(watch, dif, options, "the start");
   const int64_t n = train.size(), rows = evaluation_rows(dif);
   auto surrogate = [&](const torch::Tensor& v, bool backward) {
     double total = 0;
@@ -221,7 +201,7 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
     report.epochs = epoch;
     report.best_epoch = epoch;
     report.train_trace.push_back(mean_log_prob_standardised(dif, train));
-    watch.check(dif, epoch);
+    warn_collapses(watch, dif, options, fmt::format("GEM iteration {}", epoch));
     const double score =
         validation.size() ? mean_log_prob_standardised(dif, validation) : report.train_trace.back();
     report.validation_trace.push_back(score);

@@ -163,6 +163,13 @@ int64_t map_layers(const flows::DensitySpec& spec) {
 }
 } // namespace
 
+std::vector<std::pair<std::string, const flows::DensityImpl*>> Guide::dif_guides() const {
+  std::vector<std::pair<std::string, const flows::DensityImpl*>> out;
+  for (size_t j = 0; j < difs_.size(); ++j)
+    out.emplace_back(plan_.difs[j].latent, difs_[j].get());
+  return out;
+}
+
 std::string Guide::save() const {
   if (amortized())
     return encoder_->save();

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ssm {
@@ -128,6 +129,8 @@ public:
   bool saves() const { return amortized() || !difs_.empty(); }
   std::string save() const;
   void share_networks(const Guide& other);
+  // The dif guides by their latents' names (training watches them: flows/scale_watch.h).
+  std::vector<std::pair<std::string, const flows::DensityImpl*>> dif_guides() const;
 
 private:
   // The guide's parameters of items `idx`: means and log sds [I, C], logits per discrete

@@ -384,6 +384,14 @@ torch::Tensor ModelNetworks::guide_inputs(const torch::Tensor& obs, const torch:
   return outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 1);
 }
 
+std::vector<std::pair<std::string, const flows::DensityImpl*>> ModelNetworks::densities() const {
+  std::vector<std::pair<std::string, const flows::DensityImpl*>> out;
+  for (size_t k = 0; k < nets_.size(); ++k)
+    if (nets_[k].density)
+      out.emplace_back(info_.nets[k].name, nets_[k].density.get());
+  return out;
+}
+
 flows::DensityModel ModelNetworks::density_model(const std::string& name) const {
   for (const NetCallInfo& call : info_.net_calls) {
     const NetInfo& net = info_.nets[call.net];

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ssm::nn {
@@ -83,6 +84,9 @@ public:
   // density`: its columns the latent's (its context's, those of the call's other arguments), in
   // their own units (no standardisation).
   flows::DensityModel density_model(const std::string& name) const;
+  // The densities among the networks (each cascade once, by its outermost stage's name): what
+  // training watches for collapsing components (flows/scale_watch.h).
+  std::vector<std::pair<std::string, const flows::DensityImpl*>> densities() const;
   // `NET.layers.K.weight[i]` per scalar of parameters(), in order.
   std::vector<std::string> parameter_names() const;
   // All networks by name, in LibTorch's archive format.

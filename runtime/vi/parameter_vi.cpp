@@ -8,6 +8,7 @@
 #include "vi/parameter_guide.h"
 
 #include "flows/gaussian.h"
+#include "flows/scale_watch.h"
 
 #include <Eigen/Dense>
 #include <LBFGS.h>
@@ -70,6 +71,7 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
   const int64_t every = std::max<int64_t>(1, o.iterations / 100);
   double sum = 0, last_finite = NAN;
   int64_t count = 0;
+  flows::ScaleWatch watch(true);
   for (int64_t step = 0; step < o.iterations; ++step) {
     const torch::Tensor loss = kl_terms(q, target, o.samples).mean();
     const double elbo = -loss.item<double>();
@@ -89,6 +91,11 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
     if (o.clip > 0)
       torch::nn::utils::clip_grad_norm_(all, o.clip);
     adam.step();
+    for (const flows::Collapse& c : watch.check(*q.density))
+      fit.warnings.push_back(
+          flows::collapse_warning("q", c, true, fmt::format("iteration {}", step),
+                                  "a spike in the posterior, or a degenerate fit: fewer "
+                                  "--components, or a smaller --learning-rate"));
     if (o.schedule == "cosine")
       nn::set_learning_rate(adam, rates, nn::cosine_factor(step + 1, o.iterations));
     sum += elbo;

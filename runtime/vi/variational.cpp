@@ -7,6 +7,7 @@
 // is the compiled log joint density (nn/compiled_density.h).
 #include "vi/variational.h"
 #include "core/sequence_items.h"
+#include "flows/scale_watch.h"
 #include "nn/adam_schedule.h"
 #include "nn/gradient_step.h"
 #include "vi/variational_problem.h"
@@ -88,6 +89,15 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
   double sum = 0, last_finite = NAN;
   int64_t count = 0, last_finite_step = -1;
   std::pair<int64_t, std::vector<int64_t>> order; // the current epoch's order of the items
+  // The DIFs training could collapse: the latents' guides, the parameters' q, the model's own.
+  std::vector<std::pair<std::string, const flows::DensityImpl*>> watched;
+  for (const auto& [latent, dif] : p.guide.dif_guides())
+    watched.emplace_back(fmt::format("the guide of {}", latent), dif);
+  if (p.q_theta)
+    watched.emplace_back("the parameters' q", p.q_theta->density.get());
+  for (const auto& [net, density] : p.nets->densities())
+    watched.emplace_back(fmt::format("net {}", net), density);
+  flows::ScaleWatch watch(true);
   for (int64_t step = 0; step < opt.iterations; ++step) {
     const std::vector<int64_t> items = batch_items(N, opt.batch_size, step, p.run.seed, order);
     const double beta =
@@ -162,6 +172,12 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     if (opt.clip > 0)
       nn::clip_gradients(params, opt.clip);
     adam.step();
+    for (const auto& [owner, density] : watched)
+      for (const flows::Collapse& c : watch.check(*density))
+        fit.warnings.push_back(flows::collapse_warning(
+            owner, c, true, fmt::format("iteration {}", step),
+            "a spike in the posterior, or a degenerate fit: fewer components, or a smaller "
+            "--learning-rate or --net-learning-rate"));
     if (opt.schedule == "cosine")
       nn::set_learning_rate(adam, rates, nn::cosine_factor(step + 1, opt.iterations));
     sum += value;

@@ -117,7 +117,8 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
         "column 'x' appears twice in the header");
 
   // Half the rows one repeated point: a component collapses onto it (its scale towards 0, the
-  // likelihood without bound), which is a warning naming the component and the epoch.
+  // likelihood without bound), which is a warning naming the component and the step, by maximum
+  // likelihood and by GEM.
   std::string repeated = "x,y\n";
   for (int i = 0; i < 100; ++i)
     repeated += "0.5,0.5\n" + std::to_string(std::sin(i) * 2) + "," +
@@ -127,7 +128,12 @@ TEST_CASE("ssmc density refuses bad input", "[density][bad-input]") {
                                        "--hidden", "8", "--epochs", "5", "--save", saved}));
   CHECK(collapse.err.find("warning: DIF component") != std::string::npos);
   CHECK(collapse.err.find("its scale fell to") != std::string::npos);
-  CHECK(collapse.err.find("at epoch 1") != std::string::npos);
+  CHECK(collapse.err.find("at step 1 (epoch 1)") != std::string::npos);
+  auto gem =
+      e2e::run_ok(density({"fit", "--data", data, "--model", "dif", "--components", "2", "--hidden",
+                           "8", "--epochs", "5", "--method", "gem", "--save", saved}));
+  CHECK(gem.err.find("warning: DIF component") != std::string::npos);
+  CHECK(gem.err.find("at GEM iteration") != std::string::npos);
 
   e2e::write_file(data, "x,y\n1,2\n3,1\n5,7\n0,0\n");
   e2e::run_ok(

@@ -5,11 +5,13 @@
 // equal autograd's Jacobians and their inverses invert; a DIF initialised from a diagonal mixture
 // has the mixture's density; EM and GEM never decrease the likelihood; a fitted DIF reaches the
 // true density's test log-likelihood; a saved density reads back identical; the Rao-Blackwellised
-// KL's gradient is unbiased (the DIFs', the mixture's, the Gaussian's reparameterised one).
+// KL's gradient is unbiased (the DIFs', the mixture's, the Gaussian's reparameterised one); the
+// scale watch names each collapsed component once.
 #include "flows/density.h"
 #include "flows/dif.h"
 #include "flows/flows.h"
 #include "flows/gmm.h"
+#include "flows/scale_watch.h"
 #include "flows/training.h"
 #include "flows/variational.h"
 
@@ -439,4 +441,33 @@ TEST_CASE("a conditional DIF fitted to x | w ~ N(w, 0.3²) or N(-w, 0.3²) reach
   const double exact = truth(x_test, w_test).item<double>();
   INFO("test mean log p(x | w): fitted " << fitted << ", truth " << exact);
   CHECK(std::abs(fitted - exact) < 0.05);
+}
+
+TEST_CASE("the scale watch names each collapsed DIF component once, absolute or relative",
+          "[flows]") {
+  auto cascade = random_density({"dif", "dif"}, 2, 31);
+  auto& outer = dynamic_cast<DifImpl&>(*cascade);
+  auto& inner = dynamic_cast<DifImpl&>(outer.base());
+  torch::NoGradGuard no_grad;
+  outer.log_scales.fill_(std::log(1e-4)); // every component narrow alike
+  inner.log_scales.zero_();
+  inner.log_scales[2][1] = std::log(5e-4); // one component, in one coordinate
+  ScaleWatch absolute(false), relative(true);
+  auto names = [](const std::vector<Collapse>& cs) {
+    std::vector<std::string> out;
+    for (const Collapse& c : cs)
+      out.push_back(c.component);
+    return out;
+  };
+  CHECK(names(absolute.check(*cascade)) ==
+        std::vector<std::string>{"component 0", "component 1", "component 2",
+                                 "component 2 of the cascade's stage 1"});
+  CHECK(absolute.check(*cascade).empty()); // each once
+  // Relative to the widest component: the outer stage's are all alike, none collapsed.
+  const std::vector<Collapse> r = relative.check(*cascade);
+  REQUIRE(names(r) == std::vector<std::string>{"component 2 of the cascade's stage 1"});
+  CHECK(r[0].scale == Approx(5e-4));
+  CHECK(collapse_warning("q", r[0], true, "iteration 7", "advice") ==
+        "q's DIF component 2 of the cascade's stage 1: its scale fell to 0.0005 of the widest "
+        "component's at iteration 7; it is collapsing onto a point (advice)");
 }
