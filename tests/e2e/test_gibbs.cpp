@@ -2,7 +2,8 @@
 // Argouarc'h (2024, ch. 3), the discriminative model's coefficients and predictive against the
 // Bayesian linear regression's closed form (and a Kolmogorov-Smirnov test of the predictive's
 // draws), the inverse-gamma conditional of its variance against the closed-form posterior, the
-// generative model's predictive against quadrature; a two-component Gaussian mixture's
+// generative model's predictive against quadrature, supervised and semi-supervised (unlabelled
+// items join the labelled ones); a two-component Gaussian mixture's
 // parameters and labels against the posterior by enumeration of every labelling; a local level
 // model's variances (its state path by forward filtering and backward sampling) against
 // quadrature. Means within 4 Monte Carlo standard errors (from the bulk ESS), sds within 6%. Then
@@ -217,6 +218,63 @@ TEST_CASE("gibbs: the generative predictive matches quadrature", "[sample][gibbs
     m2 += w * x0 * x0;
   }
   check_moments(j, "x.41", m1 / z, std::sqrt(m2 / z - (m1 / z) * (m1 / z)));
+}
+
+// Semi-supervised (Argouarc'h 2024, 3.4.3): 20 unlabelled items, x ~ N(7.5, 1) as the query's,
+// join the labelled ones, and Gibbs draws their labels too. Given the coefficients b, an unlabelled
+// y is N(b0 + 7.5 b1, b1^2 + 1) and x0 | y0, b is N(7.5 + b1 (y0 - b0 - 7.5 b1) / (1 + b1^2),
+// 1 / (1 + b1^2)): the coefficients' posterior (no longer conjugate, b1 in the variance) and the
+// predictive by quadrature on a grid of b.
+TEST_CASE("gibbs: the semi-supervised generative predictive and coefficients match quadrature",
+          "[sample][gibbs]") {
+  const std::string& exe = model_exe("affine_g", kGenerative);
+  const Affine a = affine_data(40, 4), extra = affine_data(20, 5);
+  std::vector<double> unlabelled; // the unlabelled items' y, then the query's
+  for (size_t j = 0; j < extra.x.size(); ++j)
+    unlabelled.push_back(7.5 + extra.y[j]); // x = 7.5 + extra.x[j], y = x + (extra.y - extra.x)
+  std::string csv = affine_csv(a);
+  csv.erase(csv.rfind(',')); // the query's row, moved last
+  for (double y : unlabelled)
+    csv += "," + std::to_string(y) + "\n";
+  csv += "," + std::to_string(a.y0) + "\n";
+  unlabelled.push_back(a.y0);
+  const std::string data = scratch_path("affine_g-semi.csv");
+  write_file(data, csv);
+  const nlohmann::json j = gibbs(exe, data, {"--fix", "s2"});
+  CHECK(j["details"]["items_drawn"] == 21);
+  const Regression r = regression(a.x, a.y, 1.0);
+  const int cells = 300;
+  const double sd0 = std::sqrt(r.S[0][0]), sd1 = std::sqrt(r.S[1][1]);
+  std::vector<double> log_w, b0s, b1s;
+  for (int u = 0; u < cells; ++u)
+    for (int v = 0; v < cells; ++v) {
+      const double b0 = r.m[0] + sd0 * (-8 + 16.0 * (u + 0.5) / cells),
+                   b1 = r.m[1] + sd1 * (-8 + 16.0 * (v + 0.5) / cells);
+      double lw = -0.5 * (b0 * b0 + b1 * b1);
+      for (size_t i = 0; i < a.x.size(); ++i)
+        lw -= 0.5 * std::pow(a.y[i] - b0 - b1 * a.x[i], 2);
+      const double var = b1 * b1 + 1;
+      for (double y : unlabelled)
+        lw -= 0.5 * (std::pow(y - b0 - 7.5 * b1, 2) / var + std::log(var));
+      log_w.push_back(lw);
+      b0s.push_back(b0);
+      b1s.push_back(b1);
+    }
+  const double top = *std::max_element(log_w.begin(), log_w.end());
+  double z = 0, m[3] = {}, m2[3] = {};
+  for (size_t k = 0; k < log_w.size(); ++k) {
+    const double w = std::exp(log_w[k] - top), b0 = b0s[k], b1 = b1s[k];
+    const double x_mean = 7.5 + b1 * (a.y0 - b0 - 7.5 * b1) / (1 + b1 * b1);
+    const double values[3] = {b0, b1, x_mean}, extra_var[3] = {0, 0, 1 / (1 + b1 * b1)};
+    z += w;
+    for (int q = 0; q < 3; ++q) {
+      m[q] += w * values[q];
+      m2[q] += w * (values[q] * values[q] + extra_var[q]);
+    }
+  }
+  const char* names[3] = {"b0", "b1", "x.61"};
+  for (int q = 0; q < 3; ++q)
+    check_moments(j, names[q], m[q] / z, std::sqrt(m2[q] / z - (m[q] / z) * (m[q] / z)));
 }
 
 namespace {
