@@ -5,7 +5,8 @@
 // standard errors and the PMMH chains of the model with lognormal priors (one target, one seed),
 // SMC², which starts from the file's draws, the log evidence and moments of quadrature; and the
 // refusals. `unconstrain` and `constrain` map draws to those coordinates and back, and one series'
-// posterior so made into a prior gives, with a second series, the posterior of both.
+// posterior so made into a prior gives, with a second series, the posterior of both. A DIF fitted
+// to a bimodal law as the prior gives the posterior of quadrature with its density.
 #include "support.h"
 
 #include <catch2/catch.hpp>
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -276,5 +278,63 @@ TEST_CASE("sample --prior: one series' posterior as the next one's prior gives b
     INFO(p << ": chained " << a.dump() << ", joint " << b.dump());
     CHECK(std::abs(double(a["mean"]) - double(b["mean"])) < 0.15 * double(b["sd"]));
     CHECK(double(a["sd"]) == Approx(double(b["sd"])).epsilon(0.1));
+  }
+}
+
+// A DIF as the prior: one fitted to a bimodal law of (log q, log r), log q from N(log 0.3, 0.3²)
+// or N(log 1.5, 0.3²), log r ~ N(log 0.7, 0.5²). With 30 observations the likelihood leaves q
+// wide, so the prior's two modes shape the posterior. Its density, read by `density logpdf` at
+// the quadrature's points, times the Kalman likelihood over (q, r) (the Jacobian 1 / (q r) from
+// the log coordinates) gives the posterior that `sample --prior` must draw from.
+TEST_CASE("sample --prior: a DIF prior's posterior matches quadrature with the DIF's density",
+          "[sample][prior]") {
+  const PriorSetup& s = prior_setup();
+  const std::string data = scratch_path("dif_prior_data.csv");
+  run_ok({s.half, "simulate", "--T", "30", "--seed", "8", "--param", "q=0.5", "--param", "r=0.7",
+          "--out", data});
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> normal;
+  std::string points = "q,r\n";
+  for (int i = 0; i < 4000; ++i) {
+    const double log_q = std::log(i % 2 ? 0.3 : 1.5) + 0.3 * normal(rng);
+    points += fmt::format("{},{}\n", log_q, std::log(0.7) + 0.5 * normal(rng));
+  }
+  const std::string points_file = scratch_path("dif_prior_points.csv");
+  const std::string prior = scratch_path("dif_prior.pt");
+  write_file(points_file, points);
+  run_ok({ssmc_path(), "density", "fit", "--data", points_file, "--model", "dif", "--components",
+          "2", "--hidden", "16", "--epochs", "20", "--save", prior});
+  // The DIF's log density at the midpoints of 300 x 300 cells of (0, 3)^2.
+  const int n = 300;
+  auto at = [&](int i) { return 3.0 * (i + 0.5) / n; };
+  std::string grid = "q,r\n";
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      grid += fmt::format("{},{}\n", decimal(std::log(at(i))), decimal(std::log(at(j))));
+  const std::string grid_file = scratch_path("dif_prior_grid.csv");
+  const std::string values_file = scratch_path("dif_prior_grid_logpdf.csv");
+  write_file(grid_file, grid);
+  run_ok(
+      {ssmc_path(), "density", "logpdf", "--load", prior, "--at", grid_file, "--out", values_file});
+  const std::vector<double> log_prior = read_table(values_file).column("logpdf");
+  REQUIRE(log_prior.size() == static_cast<size_t>(n * n));
+  const std::vector<double> y = read_table(data).column("y");
+  const GridPosterior g = grid_posterior(
+      [&](double q, double r) {
+        const int i = static_cast<int>(q / 3 * n), j = static_cast<int>(r / 3 * n);
+        return scalar_kalman_loglik(y, 1, q * q, 1, r * r, 1) + log_prior[i * n + j] -
+               std::log(q * r);
+      },
+      0, 3, 0, 3, n);
+  const nlohmann::json j = run_json({s.half, "sample", "--data", data, "--prior", prior, "--json",
+                                     "--seed", "5", "--iterations", "4000"});
+  for (const auto& [p, mean, sd] :
+       {std::tuple{"q", g.mean_a, g.sd_a}, std::tuple{"r", g.mean_b, g.sd_b}}) {
+    const nlohmann::json& summary = j["summary"][p];
+    INFO(p << ": " << summary.dump() << " against quadrature's mean " << mean << ", sd " << sd);
+    CHECK(std::abs(double(summary["mean"]) - mean) < 4 * double(summary["mcse_mean"]));
+    // q's posterior is skewed, its sd's Monte Carlo error about 5% (other seeds: 0.104 to 0.119
+    // against 0.112): within 15%.
+    CHECK(double(summary["sd"]) == Approx(sd).epsilon(0.15));
   }
 }
