@@ -7,6 +7,7 @@
 #include "support.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <random>
@@ -280,4 +281,89 @@ TEST_CASE("ssmc density's draws follow its own density: C2ST near 0.5 for a DIF 
       CHECK(std::abs(c2st["c2st"].get<double>() - 0.5) < 0.06);
     }
   }
+}
+
+// Neural posterior estimation (NPE, the likelihood-free alternative to a ratio): a conditional DIF
+// q(theta | x) fitted to simulated pairs of a 3-D gaussian_linear, whose posterior is
+// N(x / 2, 0.05 I). On fresh pairs, the mean of log p(theta | x) - log q(theta | x) estimates
+// E_x KL(p(. | x) || q(. | x)) >= 0 (paired, so its standard error is small); for Gaussians of
+// one covariance the KL bounds a mean's error by sqrt(2 KL) sd, and a variance ratio rho costs
+// (rho - 1 - log rho) / 2, about (rho - 1)^2 / 4, of it. Draws given an observation then have the
+// posterior's moments within what the KL (at most its estimate plus 4 se) allows, and the C2ST
+// against exact draws is near 0.5.
+TEST_CASE("density fit --context as neural posterior estimation: q(theta | x) near the exact "
+          "posterior on simulated pairs",
+          "[lfi]") {
+  const std::string exe = e2e::model_exe("gaussian_linear_npe", R"(simulator gaussian_linear {
+  param theta : vector[3] ~ normal(0, sqrt(0.1));
+  obs x : vector[3] ~ normal(theta, sqrt(0.1));
+}
+)");
+  const auto pairs = e2e::scratch_path("npe_pairs.csv"), fresh = e2e::scratch_path("npe_test.csv");
+  const auto saved = e2e::scratch_path("npe.pt"), values = e2e::scratch_path("npe_logq.csv");
+  e2e::run_ok({exe, "simulate", "--n", "10000", "--seed", "2", "--out", pairs});
+  e2e::run_ok({exe, "simulate", "--n", "4000", "--seed", "9", "--out", fresh});
+  e2e::run_ok(density({"fit",      "--data",   pairs,      "--model",      "dif",  "--columns",
+                       "theta[0]", "theta[1]", "theta[2]", "--context",    "x[0]", "x[1]",
+                       "x[2]",     "--hidden", "32",       "--components", "4",    "--epochs",
+                       "60",       "--seed",   "3",        "--save",       saved}));
+  e2e::run_ok(density({"logpdf", "--load", saved, "--at", fresh, "--out", values}));
+  const e2e::Table t = e2e::read_table(fresh);
+  const std::vector<double> log_q = e2e::read_table(values).column("logpdf");
+  std::vector<double> gap(log_q.size(), 0.0);
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<double> theta = t.column(fmt::format("theta[{}]", k)),
+                              x = t.column(fmt::format("x[{}]", k));
+    for (size_t i = 0; i < gap.size(); ++i)
+      gap[i] += -0.5 * std::log(2 * M_PI * 0.05) - std::pow(theta[i] - x[i] / 2, 2) / 0.1;
+  }
+  for (size_t i = 0; i < gap.size(); ++i)
+    gap[i] -= log_q[i];
+  const double kl = e2e::sample_mean(gap),
+               se = std::sqrt(e2e::sample_variance(gap) / static_cast<double>(gap.size()));
+  // 10^4 pairs leave a KL of about 0.017 (se 0.003); 0.05 would be a clearly worse fit.
+  INFO("E KL(p || q) " << kl << " (se " << se << ")");
+  CHECK(kl > -4 * se);
+  CHECK(kl < 0.05);
+  const double kl_bound = std::max(kl, 0.0) + 4 * se;
+
+  const std::vector<double> x_o = {0.5, -0.3, 0.1};
+  const auto context = e2e::scratch_path("npe_context.csv");
+  const auto draws = e2e::scratch_path("npe_draws.csv"), exact = e2e::scratch_path("npe_exact.csv");
+  e2e::write_file(context, fmt::format("x[0],x[1],x[2]\n{},{},{}\n", x_o[0], x_o[1], x_o[2]));
+  e2e::run_ok(density({"sample", "--load", saved, "--context", context, "--n", "2000", "--seed",
+                       "5", "--out", draws}));
+  const e2e::Table q = e2e::read_table(draws);
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> normal;
+  e2e::Table reference{{"theta[0]", "theta[1]", "theta[2]"}, {}};
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<std::string> row;
+    for (double x : x_o)
+      row.push_back(std::to_string(x / 2 + std::sqrt(0.05) * normal(rng)));
+    reference.rows.push_back(row);
+  }
+  e2e::write_table(exact, reference);
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<double> v = q.column(fmt::format("theta[{}]", k));
+    const double sd = std::sqrt(0.05), allowed = std::sqrt(2 * kl_bound) + 4 / std::sqrt(2000.0);
+    INFO("theta[" << k << "]: mean " << e2e::sample_mean(v) << " (exact " << x_o[k] / 2 << "), sd "
+                  << std::sqrt(e2e::sample_variance(v)) << " (exact " << sd << ")");
+    CHECK(std::abs(e2e::sample_mean(v) - x_o[k] / 2) < allowed * sd);
+    CHECK(std::abs(e2e::sample_variance(v) / 0.05 - 1) <
+          2 * std::sqrt(kl_bound) + 4 * std::sqrt(2 / 2000.0));
+  }
+  // The draws' file repeats the context's columns: the parameters' alone for the C2ST.
+  e2e::Table theta_only{reference.header, {}};
+  for (size_t i = 0; i < q.rows.size(); ++i) {
+    std::vector<std::string> row;
+    for (const std::string& name : reference.header)
+      row.push_back(q.rows[i][q.column_index(name)]);
+    theta_only.rows.push_back(row);
+  }
+  const auto q_draws = e2e::scratch_path("npe_theta.csv");
+  e2e::write_table(q_draws, theta_only);
+  const auto c2st = e2e::run_json({e2e::ssmc_path(), "c2st", q_draws, exact, "--json"});
+  INFO("c2st " << c2st["c2st"]);
+  CHECK(std::abs(c2st["c2st"].get<double>() - 0.5) < 0.06);
 }
