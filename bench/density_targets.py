@@ -189,6 +189,9 @@ def mass_between(logpdf_path, size, lo, hi, mode):
             d = min(math.hypot(x - 2.5 * math.cos(2 * math.pi * j / 7),
                                y - 2.5 * math.sin(2 * math.pi * j / 7)) for j in range(7))
             far = d > 4 * 0.2
+        elif mode == "twocircles":  # distance to either circle
+            r = math.hypot(x, y)
+            far = min(abs(r - 1), abs(r - 2)) > 4 * 0.05
         else:  # moons: distance to either arc
             def arc(cx, cy, sign):
                 a = math.atan2(sign * (y - cy), x - cx)

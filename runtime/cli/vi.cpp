@@ -95,6 +95,8 @@ public:
       write_output(c, save_, params.dump(2) + "\n");
     if (!save_nets.empty() && !fit.nets_state.empty()) // likewise
       write_output(c, save_nets, fit.nets_state);
+    for (const std::string& w : fit.warnings) // a collapse may be what led to a failure
+      warn(c, w);
     if (!fit.failure.empty()) {
       std::vector<std::string> kept;
       for (const std::string& file : {save_, save_nets})
@@ -107,8 +109,6 @@ public:
     }
     if (!save_guide.empty())
       write_output(c, save_guide, fit.guide_state);
-    for (const std::string& w : fit.warnings)
-      warn(c, w);
     if (write_csv())
       write_output(c, out_, items_csv(c.info, fit.train));
     if (!test_out.empty() && fit.test)

@@ -4,17 +4,22 @@
 // location-scale map falls below 1e-3; in a guide, whose units are the posterior's, when it falls
 // below 1e-3 of the widest component's scale in that coordinate (a posterior narrow everywhere
 // shrinks every component alike). Whoever trains a density checks after its steps and warns
-// once per component, naming the step.
+// once per component, naming the step. A conditional DIF's scales are watched without the offsets
+// its context adds: a collapse that comes through the context network goes unreported. A DIF of
+// one component cannot collapse relative to itself.
 #pragma once
 
 #include "flows/density.h"
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ssm::flows {
+
+class DifImpl;
 
 inline constexpr double kCollapsedScale = 1e-3;
 
@@ -39,7 +44,7 @@ public:
 
 private:
   bool relative_;
-  std::set<std::pair<const void*, int64_t>> warned_; // (the DIF, its component)
+  std::set<std::pair<const DifImpl*, int64_t>> warned_; // (the DIF, its component)
 };
 
 } // namespace ssm::flows

@@ -49,12 +49,17 @@ void restore(torch::nn::Module& module, const std::vector<torch::Tensor>& state)
     params[i].copy_(state[i]);
 }
 
-// Warns of the DIF components newly collapsed after a step (flows/scale_watch.h).
+// Warns of the DIF components newly collapsed after Adam step `step` of epoch `epoch`, or (step
+// < 0) after GEM iteration `epoch` (flows/scale_watch.h). Not at the start: EM's variance floor
+// leaves a component it collapsed at the threshold itself, so the first step decides.
 void warn_collapses(ScaleWatch& watch, const DensityImpl& density, const FitOptions& options,
-                    const std::string& when) {
+                    int64_t step, int64_t epoch) {
   for (const Collapse& c : watch.check(density))
     if (options.warn)
-      options.warn(collapse_warning("", c, false, when, "fewer --components, or a smaller --lr"));
+      options.warn(collapse_warning("", c, false,
+                                    step < 0 ? fmt::format("GEM iteration {}", epoch)
+                                             : fmt::format("step {} (epoch {})", step, epoch),
+                                    "fewer --components, or a smaller --lr"));
 }
 
 // Early stopping: after each epoch, records the epoch's scores and keeps the weights of the best
@@ -113,7 +118,6 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
                             const FitOptions& options, FitReport& report) {
   torch::optim::Adam adam(density.parameters(), torch::optim::AdamOptions(options.learning_rate));
   ScaleWatch watch(false);
-  warn_collapses(watch, density, options, "the start"); // the mixture EM fitted may have
   const int64_t n = train.size(), batch = std::max<int64_t>(1, options.batch_size);
   int64_t steps = 0;
   BestEpoch best(density, options, validation.size() > 0);
@@ -129,7 +133,7 @@ void fit_maximum_likelihood(DensityImpl& density, const Rows& train, const Rows&
       loss.backward();
       torch::nn::utils::clip_grad_norm_(density.parameters(), options.clip);
       adam.step();
-      warn_collapses(watch, density, options, fmt::format("step {} (epoch {})", ++steps, epoch));
+      warn_collapses(watch, density, options, ++steps, epoch);
       total -= value * double(rows.size());
     }
     const double score =
@@ -149,7 +153,6 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
              FitReport& report) {
   torch::optim::Adam adam(dif.parameters(), torch::optim::AdamOptions(options.learning_rate));
   ScaleWatch watch(false);
-  warn_collapses(watch, dif, options, "the start");
   const int64_t n = train.size(), rows = evaluation_rows(dif);
   auto surrogate = [&](const torch::Tensor& v, bool backward) {
     double total = 0;
@@ -201,7 +204,7 @@ void fit_gem(DifImpl& dif, const Rows& train, const Rows& validation, const FitO
     report.epochs = epoch;
     report.best_epoch = epoch;
     report.train_trace.push_back(mean_log_prob_standardised(dif, train));
-    warn_collapses(watch, dif, options, fmt::format("GEM iteration {}", epoch));
+    warn_collapses(watch, dif, options, -1, epoch);
     const double score =
         validation.size() ? mean_log_prob_standardised(dif, validation) : report.train_trace.back();
     report.validation_trace.push_back(score);

@@ -72,6 +72,7 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
   double sum = 0, last_finite = NAN;
   int64_t count = 0;
   flows::ScaleWatch watch(true);
+  std::string last_collapse;
   for (int64_t step = 0; step < o.iterations; ++step) {
     const torch::Tensor loss = kl_terms(q, target, o.samples).mean();
     const double elbo = -loss.item<double>();
@@ -82,20 +83,24 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
                             "at q's first draws (check the starting values and the priors)",
                             elbo)
               : fmt::format("vi: the ELBO is {} at iteration {}; the last finite one was {}; try "
-                            "a smaller --learning-rate{} or --clip",
+                            "a smaller --learning-rate{} or --clip{}",
                             elbo, step, last_finite,
-                            nets.empty() ? "" : " (--net-learning-rate for the networks)"));
+                            nets.empty() ? "" : " (--net-learning-rate for the networks)",
+                            // a collapse the failure would otherwise hide
+                            last_collapse.empty() ? "" : "; before it, " + last_collapse));
     last_finite = elbo;
     adam.zero_grad();
     loss.backward();
     if (o.clip > 0)
       torch::nn::utils::clip_grad_norm_(all, o.clip);
     adam.step();
-    for (const flows::Collapse& c : watch.check(*q.density))
-      fit.warnings.push_back(
-          flows::collapse_warning("q", c, true, fmt::format("iteration {}", step),
+    for (const flows::Collapse& c : watch.check(*q.density)) {
+      last_collapse =
+          flows::collapse_warning("the parameters' q", c, true, fmt::format("iteration {}", step),
                                   "a spike in the posterior, or a degenerate fit: fewer "
-                                  "--components, or a smaller --learning-rate"));
+                                  "--components, or a smaller --learning-rate");
+      fit.warnings.push_back(last_collapse);
+    }
     if (o.schedule == "cosine")
       nn::set_learning_rate(adam, rates, nn::cosine_factor(step + 1, o.iterations));
     sum += elbo;
