@@ -4,13 +4,15 @@
 // observations, whitened by the mean and covariance theta implies, are independent standard
 // normals; gaussian_mixture's residual has the two components' variances with one scale shared by
 // both coordinates; SIR's counts are binomial around the infected fraction of the ODE, solved here
-// by the test's own Runge-Kutta; Lotka-Volterra's log-abundances are normal around the ODE's; and
-// each prior is the task's.
+// by the test's own Runge-Kutta; Lotka-Volterra's log-abundances are normal around the ODE's;
+// two_moons' point, shifted back, lies on its half circle with a normal radius and a uniform
+// angle; and each prior is the task's.
 #include "support.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -177,4 +179,30 @@ TEST_CASE("lotka_volterra: the log-abundances are normal around the ODE's", "[lf
       }
   }
   check_standard_normal(z, "log-abundances' residuals");
+}
+
+TEST_CASE("two_moons: x is a point of the half circle of radius N(0.1, 0.01^2), shifted by theta",
+          "[lfi]") {
+  const int n = 20000;
+  const Table t =
+      parse_table(run_ok({example_exe("two_moons"), "simulate", "--n", std::to_string(n)}).out);
+  const std::vector<double> t0 = t.column("theta[0]"), t1 = t.column("theta[1]");
+  const std::vector<double> x0 = t.column("x[0]"), x1 = t.column("x[1]");
+  std::vector<double> radius, angle; // standardised: N(0, 1), and U(0, 1) from the angle
+  for (int i = 0; i < n; ++i) {
+    CHECK((std::fabs(t0[i]) < 1 && std::fabs(t1[i]) < 1));
+    const double u = x0[i] + std::fabs(t0[i] + t1[i]) / std::sqrt(2.0) - 0.25,
+                 v = x1[i] - (t1[i] - t0[i]) / std::sqrt(2.0);
+    radius.push_back((std::hypot(u, v) - 0.1) / 0.01);
+    angle.push_back(std::atan2(v, u) / M_PI + 0.5);
+  }
+  check_standard_normal(radius, "radius");
+  // The angle uniform on (-pi/2, pi/2): its CDF within the KS critical value at 0.1%.
+  std::sort(angle.begin(), angle.end());
+  double d = 0;
+  for (int i = 0; i < n; ++i)
+    d = std::max({d, (i + 1.0) / n - angle[i], angle[i] - static_cast<double>(i) / n});
+  CHECK(angle.front() > 0);
+  CHECK(angle.back() < 1);
+  CHECK(d < 1.949 / std::sqrt(static_cast<double>(n)));
 }
