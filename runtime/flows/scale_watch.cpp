@@ -10,12 +10,12 @@
 
 namespace ssm::flows {
 
-std::string collapse_warning(const std::string& owner, const Collapse& collapse, bool relative,
+std::string collapse_warning(const std::string& owner, const Collapse& collapse,
                              const std::string& when, const std::string& advice) {
   return fmt::format("{}DIF {}: its scale fell to {:.3g}{} at {}; it is collapsing onto a point "
                      "({})",
                      owner.empty() ? "" : owner + "'s ", collapse.component, collapse.scale,
-                     relative ? " of the widest component's" : "", when, advice);
+                     collapse.relative ? " of the widest component's" : "", when, advice);
 }
 
 std::vector<Collapse> ScaleWatch::check(const DensityImpl& density) {
@@ -36,7 +36,7 @@ std::vector<Collapse> ScaleWatch::check(const DensityImpl& density) {
           if (s < kCollapsedScale && warned_.insert({dif, k}).second)
             out.push_back({level ? fmt::format("component {} of the cascade's stage {}", k, level)
                                  : fmt::format("component {}", k),
-                           s});
+                           s, relative_});
         }
       }
     }

@@ -26,12 +26,13 @@ inline constexpr double kCollapsedScale = 1e-3;
 struct Collapse {
   std::string component; // "component 2", or "component 0 of the cascade's stage 1"
   double scale = 0;      // its smallest scale (relative to the widest's, for a relative watch)
+  bool relative = false; // found by a relative watch
 };
 
 // "OWNER's DIF component k: its scale fell to s at WHEN; it is collapsing onto a point (ADVICE)",
 // without "OWNER's " when the owner is empty; "its scale fell to s of the widest component's" for
 // a relative watch.
-std::string collapse_warning(const std::string& owner, const Collapse& collapse, bool relative,
+std::string collapse_warning(const std::string& owner, const Collapse& collapse,
                              const std::string& when, const std::string& advice);
 
 class ScaleWatch {
@@ -40,7 +41,6 @@ public:
   explicit ScaleWatch(bool relative) : relative_(relative) {}
   // The components of every DIF in `density`'s chain newly collapsed.
   std::vector<Collapse> check(const DensityImpl& density);
-  bool relative() const { return relative_; }
 
 private:
   bool relative_;

@@ -56,7 +56,7 @@ void warn_collapses(ScaleWatch& watch, const DensityImpl& density, const FitOpti
                     int64_t step, int64_t epoch) {
   for (const Collapse& c : watch.check(density))
     if (options.warn)
-      options.warn(collapse_warning("", c, false,
+      options.warn(collapse_warning("", c,
                                     step < 0 ? fmt::format("GEM iteration {}", epoch)
                                              : fmt::format("step {} (epoch {})", step, epoch),
                                     "fewer --components, or a smaller --lr"));

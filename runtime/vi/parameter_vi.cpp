@@ -96,7 +96,7 @@ void train(const flows::DensityModel& q, const Target& target, const ParameterVa
     adam.step();
     for (const flows::Collapse& c : watch.check(*q.density)) {
       last_collapse =
-          flows::collapse_warning("the parameters' q", c, true, fmt::format("iteration {}", step),
+          flows::collapse_warning("the parameters' q", c, fmt::format("iteration {}", step),
                                   "a spike in the posterior, or a degenerate fit: fewer "
                                   "--components, or a smaller --learning-rate");
       fit.warnings.push_back(last_collapse);

@@ -175,7 +175,7 @@ std::string train(VariationalProblem::Impl& p, VariationalFit& fit, std::vector<
     for (const auto& [owner, density] : watched)
       for (const flows::Collapse& c : watch.check(*density))
         fit.warnings.push_back(flows::collapse_warning(
-            owner, c, true, fmt::format("iteration {}", step),
+            owner, c, fmt::format("iteration {}", step),
             "a spike in the posterior, or a degenerate fit: fewer components, or a smaller "
             "--learning-rate or --net-learning-rate"));
     if (opt.schedule == "cosine")

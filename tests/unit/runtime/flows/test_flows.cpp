@@ -467,7 +467,7 @@ TEST_CASE("the scale watch names each collapsed DIF component once, absolute or 
   const std::vector<Collapse> r = relative.check(*cascade);
   REQUIRE(names(r) == std::vector<std::string>{"component 2 of the cascade's stage 1"});
   CHECK(r[0].scale == Approx(5e-4));
-  CHECK(collapse_warning("q", r[0], true, "iteration 7", "advice") ==
+  CHECK(collapse_warning("q", r[0], "iteration 7", "advice") ==
         "q's DIF component 2 of the cascade's stage 1: its scale fell to 0.0005 of the widest "
         "component's at iteration 7; it is collapsing onto a point (advice)");
 }
